@@ -1,0 +1,93 @@
+//! The context a task body runs against: the only way a body touches time, CPUs, channels, locks,
+//! I/O and memory. Each backend implements it once.
+
+use std::future::Future;
+use std::time::Duration;
+
+/// A directed message channel of the workload's plan (many writers, one reader).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChannelId(pub usize);
+
+/// A lock shared by the tasks of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LockId(pub usize);
+
+/// Direction of a modelled or real I/O operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoKind {
+    /// Read bytes from the task's scratch file.
+    Read,
+    /// Write bytes to the task's scratch file.
+    Write,
+}
+
+/// Why a task body failed. A failed body fails the repetition: a lost or corrupted message is an
+/// error, never a lower number.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkloadError {
+    /// A channel operation failed (peer gone, transport error).
+    Channel {
+        /// The channel.
+        channel: ChannelId,
+        /// What the backend said.
+        reason: String,
+    },
+    /// A message arrived that the workload did not expect (lost, duplicated or corrupted).
+    Integrity(String),
+    /// Another context operation failed.
+    Backend(String),
+    /// The run was asked to stop (interrupt, time budget).
+    Stopped,
+}
+
+impl std::fmt::Display for WorkloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkloadError::Channel { channel, reason } => {
+                write!(f, "channel {}: {reason}", channel.0)
+            }
+            WorkloadError::Integrity(s) => write!(f, "message integrity: {s}"),
+            WorkloadError::Backend(s) => write!(f, "{s}"),
+            WorkloadError::Stopped => write!(f, "stopped"),
+        }
+    }
+}
+
+impl std::error::Error for WorkloadError {}
+
+/// Everything a task body may do. Every method that can take time is `async`: on the real backend
+/// the future is the blocking system call and completes on its first poll; on a simulator it
+/// suspends the body until the simulated machine has done the work.
+///
+/// Times are [`Duration`]s since the run's common epoch (the moment all tasks were released), so
+/// that "real" and "simulated" time are the same type.
+pub trait Context {
+    /// Burn CPU for `cpu` of CPU time (not wall time: preemption stretches it).
+    fn compute(&self, cpu: Duration) -> impl Future<Output = ()>;
+    /// Write one whole message into `channel`.
+    fn send(&self, channel: ChannelId, data: &[u8]) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Read exactly `buf.len()` bytes (one message) from `channel`, blocking until they arrive.
+    fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Sleep for `d`.
+    fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
+    /// Sleep until the epoch-relative time `t` (returns at once if it has passed).
+    fn sleep_until(&self, t: Duration) -> impl Future<Output = ()>;
+    /// The epoch-relative time now.
+    fn now(&self) -> Duration;
+    /// Give up the CPU (sched_yield).
+    fn yield_now(&self) -> impl Future<Output = ()>;
+    /// Take lock `id`, blocking while another task holds it.
+    fn lock(&self, id: LockId) -> impl Future<Output = ()>;
+    /// Release lock `id`, which this task holds.
+    fn unlock(&self, id: LockId);
+    /// Read or write `bytes` of the task's scratch file.
+    fn io(&self, kind: IoKind, bytes: usize) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Write to `bytes` of memory, page by page.
+    fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()>;
+    /// Record one sample of a workload metric (latency, count, …).
+    fn record(&self, metric: &'static str, value: f64);
+    /// Whether the run has been asked to stop early; long loops check it.
+    fn stop_requested(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,73 @@
+//! Parsing and printing of durations as users write them: `2s`, `0.3ms`, `500us`, `1.5m`.
+//!
+//! Written here rather than taken from a crate because the common ones (humantime) reject
+//! fractional values such as `0.3ms`, which slices and deadlines need.
+
+use std::time::Duration;
+
+/// Parse `NUMBER[UNIT]` where UNIT is one of `ns`, `us`/`µs`, `ms`, `s`, `m`; a bare number is
+/// seconds. The error names the value and what is accepted.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num.parse().map_err(|_| {
+        format!("'{text}' is not a duration; write a number with a unit: 2s, 0.3ms, 500us, 100ns, 1m")
+    })?;
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1e9,
+        "ms" => 1e6,
+        "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        "m" | "min" => 60e9,
+        other => {
+            return Err(format!(
+                "'{text}': unknown unit '{other}'; accepted units are ns, us, ms, s, m"
+            ))
+        }
+    };
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("'{text}': a duration must be zero or positive"));
+    }
+    Ok(Duration::from_nanos((value * scale).round() as u64))
+}
+
+/// Print a duration compactly with a unit that keeps 3–4 significant digits.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos() as f64;
+    if ns >= 1e9 {
+        format!("{:.3}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.3}us", ns / 1e3)
+    } else {
+        format!("{ns}ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_units_and_fractions() {
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("0.3ms").unwrap(), Duration::from_micros(300));
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("100ns").unwrap(), Duration::from_nanos(100));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+    }
+
+    #[test]
+    fn rejects_bad_values_naming_them() {
+        let e = parse_duration("-1s").unwrap_err();
+        assert!(e.contains("-1s") && e.contains("positive"), "{e}");
+        let e = parse_duration("3 fortnights").unwrap_err();
+        assert!(e.contains("fortnights") && e.contains("ms"), "{e}");
+        assert!(parse_duration("abc").is_err());
+    }
+}

@@ -1,0 +1,30 @@
+//! The workload model of schedlab: what an experiment *is*, independent of where it runs.
+//!
+//! A workload is a set of named task groups ([`plan::Plan`]); every task runs a task body, an
+//! `async` function written once against the [`Context`] trait. The real backend
+//! (`schedlab-real`) drives each body on its own OS thread or process, where every context call is
+//! the real blocking system call; a simulator drives the same future as a coroutine and resumes it
+//! when the simulated CPU has given it the time or the message it waits for.
+//!
+//! This crate also holds the vocabulary both backends share: per-group [`knobs`], the
+//! [`record`] that every run writes, and the presets in [`presets`] (messaging, pingpong, yield).
+//!
+//! ```
+//! use schedlab_workload::{presets::Messaging, Workload};
+//! let w = Messaging { groups: 1, fds: 2, loops: 3, ..Messaging::default() };
+//! let plan = w.plan();
+//! assert_eq!(plan.total_tasks(), 4);
+//! assert_eq!(w.expected_messages(), 1 * 2 * 2 * 3);
+//! ```
+#![deny(missing_docs)]
+
+pub mod context;
+pub mod duration;
+pub mod knobs;
+pub mod plan;
+pub mod presets;
+pub mod record;
+
+pub use context::{ChannelId, Context, IoKind, LockId, WorkloadError};
+pub use plan::{Plan, TaskMode, TaskRef, Transport};
+pub use presets::Workload;

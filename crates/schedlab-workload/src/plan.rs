@@ -1,0 +1,138 @@
+//! What a workload asks a backend to build: task groups, channels, locks, and how tasks are
+//! hosted (threads or processes) and connected (pipe, socketpair, unix, tcp, udp).
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// How the real backend hosts tasks. The simulator ignores it (a task is a task).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskMode {
+    /// Each task is an OS thread of the schedlab process.
+    Threads,
+    /// Each task is a forked process.
+    Processes,
+}
+
+impl fmt::Display for TaskMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TaskMode::Threads => "threads",
+            TaskMode::Processes => "processes",
+        })
+    }
+}
+
+impl FromStr for TaskMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "threads" => Ok(TaskMode::Threads),
+            "processes" => Ok(TaskMode::Processes),
+            _ => Err(format!("tasks '{s}' is not accepted; use threads or processes")),
+        }
+    }
+}
+
+/// How a channel is carried on the real backend.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    /// An anonymous pipe per channel.
+    Pipe,
+    /// A UNIX-domain socketpair per channel (hackbench's default).
+    Socketpair,
+    /// A UNIX-domain stream socket connected through a listening socket in a temp directory.
+    Unix,
+    /// A TCP connection over loopback with TCP_NODELAY.
+    Tcp,
+    /// A connected UDP socket pair over loopback (one datagram per message).
+    Udp,
+}
+
+impl Transport {
+    /// Every transport, for help texts.
+    pub const ALL: [Transport; 5] =
+        [Transport::Pipe, Transport::Socketpair, Transport::Unix, Transport::Tcp, Transport::Udp];
+}
+
+impl fmt::Display for Transport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Transport::Pipe => "pipe",
+            Transport::Socketpair => "socketpair",
+            Transport::Unix => "unix",
+            Transport::Tcp => "tcp",
+            Transport::Udp => "udp",
+        })
+    }
+}
+
+impl FromStr for Transport {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Transport::ALL
+            .into_iter()
+            .find(|t| t.to_string() == s)
+            .ok_or_else(|| format!("transport '{s}' is not accepted; use pipe, socketpair, unix, tcp or udp"))
+    }
+}
+
+/// One task group of a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupPlan {
+    /// The group's name, used in `--group NAME:...`.
+    pub name: &'static str,
+    /// How many tasks the group has.
+    pub tasks: usize,
+}
+
+/// Everything a backend must build before releasing the tasks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// Task groups in order; task ids are assigned group by group.
+    pub groups: Vec<GroupPlan>,
+    /// Number of channels ([`crate::ChannelId`] 0..channels).
+    pub channels: usize,
+    /// Number of locks ([`crate::LockId`] 0..locks).
+    pub locks: usize,
+    /// Threads or processes.
+    pub mode: TaskMode,
+    /// How channels are carried.
+    pub transport: Transport,
+}
+
+impl Plan {
+    /// Total number of tasks.
+    pub fn total_tasks(&self) -> usize {
+        self.groups.iter().map(|g| g.tasks).sum()
+    }
+
+    /// Every task of the plan, group by group.
+    pub fn tasks(&self) -> Vec<TaskRef> {
+        let mut out = Vec::with_capacity(self.total_tasks());
+        for (g, group) in self.groups.iter().enumerate() {
+            for index in 0..group.tasks {
+                out.push(TaskRef { id: out.len(), group: g, index });
+            }
+        }
+        out
+    }
+
+    /// The index of the group named `name`.
+    pub fn group_index(&self, name: &str) -> Option<usize> {
+        self.groups.iter().position(|g| g.name == name)
+    }
+}
+
+/// Which task a body is running as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct TaskRef {
+    /// Global task id, 0..plan.total_tasks().
+    pub id: usize,
+    /// Index of the task's group in the plan.
+    pub group: usize,
+    /// Index of the task within its group.
+    pub index: usize,
+}

@@ -1,0 +1,181 @@
+//! `messaging` — hackbench's algorithm (rt-tests `src/hackbench/hackbench.c`, and perf's
+//! `tools/perf/bench/sched-messaging.c`).
+//!
+//! `groups` groups of `fds` senders and `fds` receivers. Every sender writes `loops` messages of
+//! `datasize` bytes to every receiver of its group, round-robin over the receivers as hackbench
+//! does; every receiver reads `fds × loops` messages. Time runs from the start signal until all
+//! tasks are done. Unlike hackbench, each message carries its sender and sequence number and every
+//! receiver checks them, so a lost, duplicated or reordered message fails the run.
+
+use super::{metric, Outcome, Workload};
+use crate::context::{ChannelId, Context, WorkloadError};
+use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// Bytes of the header (sender id, sequence number) each message carries.
+const HEADER: usize = 8;
+
+/// hackbench-style messaging.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Messaging {
+    /// Number of groups.
+    pub groups: usize,
+    /// Senders (and receivers) per group.
+    pub fds: usize,
+    /// Messages each sender writes to each receiver of its group.
+    pub loops: usize,
+    /// Bytes per message (at least 8, for the integrity header).
+    pub datasize: usize,
+    /// How channels are carried.
+    pub transport: Transport,
+    /// Threads or processes.
+    pub mode: TaskMode,
+}
+
+impl Default for Messaging {
+    fn default() -> Self {
+        Messaging {
+            groups: 10,
+            fds: 20,
+            loops: 100,
+            datasize: 100,
+            transport: Transport::Socketpair,
+            mode: TaskMode::Processes,
+        }
+    }
+}
+
+impl Messaging {
+    /// Messages delivered in one repetition: groups × fds² × loops.
+    pub fn expected_messages(&self) -> usize {
+        self.groups * self.fds * self.fds * self.loops
+    }
+
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.groups == 0 || self.fds == 0 || self.loops == 0 {
+            return Err("messaging: --groups, --fds and --loops must be at least 1".into());
+        }
+        if self.datasize < HEADER || self.datasize > 65536 {
+            return Err(format!(
+                "messaging: --datasize {} is not accepted; use {HEADER}..65536 bytes",
+                self.datasize
+            ));
+        }
+        if !matches!(self.transport, Transport::Pipe | Transport::Socketpair) {
+            return Err(format!(
+                "messaging: --transport {} is not accepted; use socketpair or pipe (hackbench's two)",
+                self.transport
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Workload for Messaging {
+    fn name(&self) -> &'static str {
+        "messaging"
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("groups".into(), self.groups.to_string()),
+            ("fds".into(), self.fds.to_string()),
+            ("loops".into(), self.loops.to_string()),
+            ("datasize".into(), self.datasize.to_string()),
+            ("transport".into(), self.transport.to_string()),
+            ("tasks".into(), self.mode.to_string()),
+        ])
+    }
+
+    fn plan(&self) -> Plan {
+        let n = self.groups * self.fds;
+        Plan {
+            groups: vec![
+                GroupPlan { name: "sender", tasks: n },
+                GroupPlan { name: "receiver", tasks: n },
+            ],
+            channels: n,
+            locks: 0,
+            mode: self.mode,
+            transport: self.transport,
+        }
+    }
+
+    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+        async move {
+            let hb_group = task.index / self.fds;
+            let first = hb_group * self.fds;
+            let mut buf = vec![0u8; self.datasize];
+            if task.group == 0 {
+                // Sender: loops × (one message to every receiver of the group).
+                buf[..4].copy_from_slice(&(task.index as u32).to_le_bytes());
+                for seq in 0..self.loops {
+                    buf[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
+                    for r in 0..self.fds {
+                        ctx.send(ChannelId(first + r), &buf).await?;
+                    }
+                }
+            } else {
+                // Receiver: fds × loops messages, each sender's in order.
+                let mut next = vec![0u32; self.fds];
+                for _ in 0..self.fds * self.loops {
+                    ctx.recv(ChannelId(task.index), &mut buf).await?;
+                    let sender = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+                    let seq = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+                    let Some(slot) = sender.checked_sub(first).filter(|&s| s < self.fds) else {
+                        return Err(WorkloadError::Integrity(format!(
+                            "receiver {} got a message from sender {sender}, outside its group",
+                            task.index
+                        )));
+                    };
+                    if seq != next[slot] {
+                        return Err(WorkloadError::Integrity(format!(
+                            "receiver {} expected message {} from sender {sender}, got {seq}",
+                            task.index, next[slot]
+                        )));
+                    }
+                    next[slot] += 1;
+                }
+                ctx.record("received", (self.fds * self.loops) as f64);
+            }
+            Ok(())
+        }
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        vec![
+            metric("time", "s", Better::Lower, "wall time from the start signal until all tasks are done (hackbench's Time)"),
+            metric("msgs_per_s", "msg/s", Better::Higher, "messages delivered per second of wall time"),
+        ]
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let received = outcome.sum(&plan, Some(1), "received") as usize;
+        if received != self.expected_messages() {
+            return Err(WorkloadError::Integrity(format!(
+                "receivers got {received} messages, expected {}",
+                self.expected_messages()
+            )));
+        }
+        let secs = outcome.wall.as_secs_f64();
+        Ok(BTreeMap::from([
+            ("time".into(), secs),
+            ("msgs_per_s".into(), received as f64 / secs),
+        ]))
+    }
+
+    fn classic_line(&self, metrics: &BTreeMap<String, f64>) -> Option<String> {
+        Some(format!("Time: {:.3}", metrics.get("time")?))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        // Generous: 20 µs per message and per task, at least 60 s.
+        let work = self.expected_messages() as f64 * 20e-6 + self.groups as f64 * self.fds as f64 * 1e-3;
+        Some(Duration::from_secs_f64(work.max(60.0)))
+    }
+}

@@ -1,0 +1,98 @@
+//! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait.
+
+mod messaging;
+mod pingpong;
+mod sched_yield;
+
+pub use messaging::Messaging;
+pub use pingpong::PingPong;
+pub use sched_yield::Yield;
+
+use crate::context::{Context, WorkloadError};
+use crate::plan::{Plan, TaskRef};
+use crate::record::{Better, MetricDef};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// What one task left behind after a repetition, as the backend measured it.
+#[derive(Clone, Debug, Default)]
+pub struct TaskOutcome {
+    /// Samples the body recorded, by metric name.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    /// CPU time the task consumed while its body ran.
+    pub cpu_time: Duration,
+    /// When the body finished, relative to the run's epoch.
+    pub finished_at: Duration,
+}
+
+/// One repetition's raw outcome, from which a workload computes its metrics.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Wall time from releasing the tasks until the last body finished.
+    pub wall: Duration,
+    /// Per task, indexed by [`TaskRef::id`].
+    pub tasks: Vec<TaskOutcome>,
+}
+
+impl Outcome {
+    /// Sum of a recorded metric over the tasks of group `group` (all groups if `None`).
+    pub fn sum(&self, plan: &Plan, group: Option<usize>, metric: &str) -> f64 {
+        plan.tasks()
+            .iter()
+            .filter(|t| group.is_none_or(|g| t.group == g))
+            .filter_map(|t| self.tasks.get(t.id))
+            .filter_map(|o| o.samples.get(metric))
+            .flatten()
+            .sum()
+    }
+
+    /// Total CPU time of all tasks.
+    pub fn cpu_time(&self) -> Duration {
+        self.tasks.iter().map(|t| t.cpu_time).sum()
+    }
+}
+
+/// A workload: a plan, a task body written once against [`Context`], and the metrics it reports.
+pub trait Workload: Send + Sync + 'static {
+    /// The workload's name on the command line.
+    fn name(&self) -> &'static str;
+    /// The parameters that define this configuration, for the result record and tables.
+    fn params(&self) -> BTreeMap<String, String>;
+    /// A short label for this configuration's row in a table (e.g. `threads=16`).
+    fn label(&self) -> String {
+        String::new()
+    }
+    /// Groups, channels, locks, task hosting and transport.
+    fn plan(&self) -> Plan;
+    /// The body every task runs. On the real backend every await completes at once.
+    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// The metrics this workload reports, primary first.
+    fn metric_defs(&self) -> Vec<MetricDef>;
+    /// This repetition's metrics, after checking its outcome (message counts and the like).
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError>;
+    /// A line in the workload's traditional output format for one repetition (hackbench's
+    /// `Time: 1.234`), if it has one.
+    fn classic_line(&self, _metrics: &BTreeMap<String, f64>) -> Option<String> {
+        None
+    }
+    /// A generous upper bound on one repetition's wall time, for the supervisor's budget.
+    fn expected_time(&self) -> Option<Duration> {
+        None
+    }
+}
+
+/// Shorthand for a metric definition.
+pub(crate) fn metric(
+    name: &'static str,
+    unit: &'static str,
+    better: Better,
+    description: &'static str,
+) -> MetricDef {
+    MetricDef {
+        name: name.into(),
+        unit: unit.into(),
+        better,
+        description: description.into(),
+    }
+}

@@ -1,0 +1,145 @@
+//! `pingpong` — two tasks bounce a token, like `perf bench sched pipe`
+//! (torvalds/linux `tools/perf/bench/sched-pipe.c`), over any transport.
+//!
+//! `ping` sends a 4-byte token on channel 0 and waits for it on channel 1; `pong` echoes it.
+//! µs per round trip = wall time / loops, as perf defines usecs/op; each round trip is also
+//! timed by `ping` for percentiles.
+
+use super::{metric, Outcome, Workload};
+use crate::context::{ChannelId, Context, WorkloadError};
+use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// Two tasks bouncing a token.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PingPong {
+    /// Round trips.
+    pub loops: usize,
+    /// How the token travels.
+    pub transport: Transport,
+    /// Threads or processes.
+    pub mode: TaskMode,
+}
+
+impl Default for PingPong {
+    fn default() -> Self {
+        PingPong { loops: 100_000, transport: Transport::Pipe, mode: TaskMode::Threads }
+    }
+}
+
+/// Percentiles reported for the round-trip latency: (metric name, quantile).
+const PERCENTILES: [(&str, f64); 4] = [("rtt_p50", 50.0), ("rtt_p90", 90.0), ("rtt_p99", 99.0), ("rtt_p99.9", 99.9)];
+
+impl PingPong {
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.loops == 0 {
+            return Err("pingpong: --loops must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl Workload for PingPong {
+    fn name(&self) -> &'static str {
+        "pingpong"
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("loops".into(), self.loops.to_string()),
+            ("transport".into(), self.transport.to_string()),
+            ("tasks".into(), self.mode.to_string()),
+        ])
+    }
+
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![GroupPlan { name: "ping", tasks: 1 }, GroupPlan { name: "pong", tasks: 1 }],
+            channels: 2,
+            locks: 0,
+            mode: self.mode,
+            transport: self.transport,
+        }
+    }
+
+    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+        async move {
+            let mut token = [0u8; 4];
+            if task.group == 0 {
+                for i in 0..self.loops {
+                    let t0 = ctx.now();
+                    token.copy_from_slice(&(i as u32).to_le_bytes());
+                    ctx.send(ChannelId(0), &token).await?;
+                    ctx.recv(ChannelId(1), &mut token).await?;
+                    if u32::from_le_bytes(token) != i as u32 {
+                        return Err(WorkloadError::Integrity(format!(
+                            "round trip {i} came back as {}",
+                            u32::from_le_bytes(token)
+                        )));
+                    }
+                    ctx.record("rtt_ns", (ctx.now() - t0).as_nanos() as f64);
+                }
+                ctx.record("round_trips", self.loops as f64);
+            } else {
+                for _ in 0..self.loops {
+                    ctx.recv(ChannelId(0), &mut token).await?;
+                    ctx.send(ChannelId(1), &token).await?;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        let mut defs = vec![
+            metric("us_per_rt", "us", Better::Lower, "wall time / round trips (perf bench sched pipe's usecs/op)"),
+            metric("ops_per_s", "ops/s", Better::Higher, "round trips per second"),
+        ];
+        for (name, _) in PERCENTILES {
+            defs.push(metric(name, "us", Better::Lower, "round-trip latency percentile, timed by ping"));
+        }
+        defs.push(metric("rtt_max", "us", Better::Lower, "longest round trip"));
+        defs
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let trips = outcome.sum(&plan, Some(0), "round_trips") as usize;
+        let samples = outcome.tasks.first().and_then(|t| t.samples.get("rtt_ns"));
+        if trips != self.loops || samples.map_or(0, Vec::len) != self.loops {
+            return Err(WorkloadError::Integrity(format!("{trips} round trips completed, expected {}", self.loops)));
+        }
+        let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        for &ns in samples.into_iter().flatten() {
+            hist.record(ns.max(1.0) as u64).expect("auto-resizing histogram");
+        }
+        let secs = outcome.wall.as_secs_f64();
+        let mut m = BTreeMap::from([
+            ("us_per_rt".to_string(), secs * 1e6 / self.loops as f64),
+            ("ops_per_s".to_string(), self.loops as f64 / secs),
+            ("rtt_max".to_string(), hist.max() as f64 / 1e3),
+        ]);
+        for (name, q) in PERCENTILES {
+            m.insert(name.to_string(), hist.value_at_percentile(q) as f64 / 1e3);
+        }
+        Ok(m)
+    }
+
+    fn classic_line(&self, m: &BTreeMap<String, f64>) -> Option<String> {
+        Some(format!(
+            "Total time: {:.3} [sec]  {:.6} usecs/op  {:.0} ops/sec",
+            m.get("us_per_rt")? * self.loops as f64 / 1e6,
+            m.get("us_per_rt")?,
+            m.get("ops_per_s")?
+        ))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        Some(Duration::from_secs_f64((self.loops as f64 * 200e-6).max(60.0)))
+    }
+}

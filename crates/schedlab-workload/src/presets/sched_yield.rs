@@ -1,0 +1,112 @@
+//! `yield` — the sched_yield latency test of seed 002 (IBM's multi-queue scheduler study):
+//! `threads` threads call `sched_yield()` in a loop for `duration`.
+//!
+//! Metrics: yields per second of wall time, and µs per yield defined as the busy CPU time of all
+//! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
+//! trip through `schedule()`, independent of how many CPUs ran in parallel.
+
+use super::{metric, Outcome, Workload};
+use crate::context::{Context, WorkloadError};
+use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+/// How many yields between two looks at the clock.
+const YIELDS_PER_CLOCK_CHECK: u64 = 16;
+
+/// Threads calling sched_yield.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Yield {
+    /// Number of threads.
+    pub threads: usize,
+    /// How long they yield.
+    pub duration: Duration,
+}
+
+impl Default for Yield {
+    fn default() -> Self {
+        Yield { threads: 1, duration: Duration::from_secs(2) }
+    }
+}
+
+impl Yield {
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=4096).contains(&self.threads) {
+            return Err(format!("yield: --threads {} is not accepted; use 1..4096", self.threads));
+        }
+        if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
+            return Err("yield: --duration must be between 1ns and 1h".into());
+        }
+        Ok(())
+    }
+}
+
+impl Workload for Yield {
+    fn name(&self) -> &'static str {
+        "yield"
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("threads".into(), self.threads.to_string()),
+            ("duration".into(), crate::duration::format_duration(self.duration)),
+        ])
+    }
+
+    fn label(&self) -> String {
+        format!("threads={}", self.threads)
+    }
+
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![GroupPlan { name: "yield", tasks: self.threads }],
+            channels: 0,
+            locks: 0,
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+
+    fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+        async move {
+            let end = ctx.now() + self.duration;
+            let mut yields = 0u64;
+            loop {
+                for _ in 0..YIELDS_PER_CLOCK_CHECK {
+                    ctx.yield_now().await;
+                }
+                yields += YIELDS_PER_CLOCK_CHECK;
+                if ctx.now() >= end || ctx.stop_requested() {
+                    break;
+                }
+            }
+            ctx.record("yields", yields as f64);
+            Ok(())
+        }
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        vec![
+            metric("us_per_yield", "us", Better::Lower, "busy CPU time of all threads / yields"),
+            metric("yields_per_s", "yields/s", Better::Higher, "yields of all threads per second of wall time"),
+        ]
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let yields = outcome.sum(&self.plan(), None, "yields");
+        if yields <= 0.0 {
+            return Err(WorkloadError::Integrity("no thread completed a yield".into()));
+        }
+        Ok(BTreeMap::from([
+            ("us_per_yield".into(), outcome.cpu_time().as_secs_f64() * 1e6 / yields),
+            ("yields_per_s".into(), yields / outcome.wall.as_secs_f64()),
+        ]))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        Some(self.duration * 3 + Duration::from_secs(30))
+    }
+}

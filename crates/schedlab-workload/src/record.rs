@@ -1,0 +1,273 @@
+//! The result record: one self-describing, versioned JSON document per `schedlab run`.
+//!
+//! Both backends write it; `stats` and `report` read only it, so results from different machines,
+//! kernels and simulated policies can be compared later.
+
+use crate::knobs::Knobs;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the record layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Which direction of a metric is an improvement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Larger values are better (throughput).
+    Higher,
+    /// Smaller values are better (time, latency).
+    Lower,
+}
+
+/// A metric a workload reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricDef {
+    /// Name, as in the per-repetition map.
+    pub name: String,
+    /// Unit for display.
+    pub unit: String,
+    /// Direction of improvement.
+    pub better: Better,
+    /// One line saying how it is computed.
+    pub description: String,
+}
+
+/// Facts about the machine and kernel a run was made on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    /// Host name.
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel_release: String,
+    /// `uname -v`.
+    pub kernel_version: String,
+    /// `uname -m`.
+    pub arch: String,
+    /// CPUs online.
+    pub cpus: usize,
+    /// CPU model name, if known.
+    #[serde(default)]
+    pub cpu_model: Option<String>,
+    /// The kernel's preemption model (`none`, `voluntary`, `full`, `lazy`, or what is known).
+    #[serde(default)]
+    pub preempt: Option<String>,
+}
+
+/// Where a run executed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BackendInfo {
+    /// `real` or `sim`.
+    pub kind: String,
+    /// Simulated policy and its parameters (`o1:threshold=40`), for `sim`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// Simulator seed of the first repetition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Other backend facts (counter sources, cost profile, …).
+    #[serde(default)]
+    pub details: BTreeMap<String, String>,
+}
+
+/// A task group of a configuration, with the knobs it ran under.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GroupInfo {
+    /// Group name.
+    pub name: String,
+    /// Number of tasks.
+    pub tasks: usize,
+    /// Knobs applied to every task of the group.
+    pub knobs: Knobs,
+    /// Settings the group's first task really had, read back from the kernel (real backend:
+    /// `/proc/thread-self/{stat,sched,status}`): nice, policy, prio, slice_ns, cpus.
+    #[serde(default)]
+    pub observed: BTreeMap<String, String>,
+}
+
+/// Scheduler counters summed over a set of tasks for one repetition. `None` means the source
+/// was not available on this machine (see [`CounterSources`]).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Voluntary context switches (the task blocked or yielded).
+    pub voluntary_switches: Option<u64>,
+    /// Involuntary context switches (the task was preempted).
+    pub involuntary_switches: Option<u64>,
+    /// Migrations between CPUs.
+    pub migrations: Option<u64>,
+    /// Wakeups of these tasks (sched_wakeup events: the seed's "calls to wake_up").
+    pub wakeups: Option<u64>,
+    /// Wakeups of these tasks that preempted the task running on the target CPU.
+    pub wakeup_preemptions: Option<u64>,
+    /// CPU time consumed, in seconds.
+    pub cpu_time_s: f64,
+}
+
+impl Counters {
+    /// Add another set of counters into this one (`None` stays `None` only if both are).
+    pub fn add(&mut self, other: &Counters) {
+        fn add(a: &mut Option<u64>, b: Option<u64>) {
+            *a = match (*a, b) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, None) => x,
+                (None, y) => y,
+            };
+        }
+        add(&mut self.voluntary_switches, other.voluntary_switches);
+        add(&mut self.involuntary_switches, other.involuntary_switches);
+        add(&mut self.migrations, other.migrations);
+        add(&mut self.wakeups, other.wakeups);
+        add(&mut self.wakeup_preemptions, other.wakeup_preemptions);
+        self.cpu_time_s += other.cpu_time_s;
+    }
+
+    /// Share of wakeups that preempted the running task, in percent.
+    pub fn preemption_percent(&self) -> Option<f64> {
+        match (self.wakeups, self.wakeup_preemptions) {
+            (Some(w), Some(p)) if w > 0 => Some(100.0 * p as f64 / w as f64),
+            _ => None,
+        }
+    }
+}
+
+/// Where each counter of a configuration came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CounterSources {
+    /// Source of context-switch counts (`/proc/thread-self/sched`, `getrusage`, `sim`).
+    pub switches: String,
+    /// Source of migration counts, or `unavailable`.
+    pub migrations: String,
+    /// Source of wakeup and preemption counts (`tracefs`, `sim`), or why they are unavailable.
+    pub wakeups: String,
+}
+
+/// One repetition's measurements.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Repetition {
+    /// Metric values, by metric name.
+    pub metrics: BTreeMap<String, f64>,
+    /// Counters per group name, plus `total`.
+    pub counters: BTreeMap<String, Counters>,
+    /// Trace events the kernel dropped in this repetition (counters are then lower bounds).
+    #[serde(default)]
+    pub lost_events: u64,
+}
+
+/// Descriptive statistics of one metric over the repetitions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Number of values.
+    pub n: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Sample standard deviation (n − 1).
+    pub sd: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Median.
+    pub median: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// One configuration (one point of a parameter list such as `--threads 1,2,4`) and its results.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConfigResult {
+    /// Short label (`threads=16`), empty for a single configuration.
+    pub label: String,
+    /// Workload parameters.
+    pub params: BTreeMap<String, String>,
+    /// Task groups and their knobs.
+    pub groups: Vec<GroupInfo>,
+    /// Where the counters came from.
+    pub counter_sources: CounterSources,
+    /// Every measured repetition (warm-up runs are not recorded).
+    pub repetitions: Vec<Repetition>,
+    /// Summary per metric.
+    pub summary: BTreeMap<String, Summary>,
+}
+
+/// The tool that wrote a record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// Always `schedlab`.
+    pub name: String,
+    /// The tool's version.
+    pub version: String,
+}
+
+/// One `schedlab run`: everything needed to read the result later without the command line.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// [`SCHEMA_VERSION`] at the time of writing.
+    pub schema: u32,
+    /// Tool name and version.
+    pub tool: ToolInfo,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix: u64,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Machine and kernel facts.
+    pub machine: MachineInfo,
+    /// Workload name.
+    pub workload: String,
+    /// Backend.
+    pub backend: BackendInfo,
+    /// Metrics the workload reports, primary first.
+    pub metrics: Vec<MetricDef>,
+    /// Warm-up repetitions run (and discarded) before each configuration.
+    pub warmup: usize,
+    /// Whether the run was interrupted; the repetitions that finished are kept.
+    pub interrupted: bool,
+    /// Configurations in the order they ran.
+    pub configs: Vec<ConfigResult>,
+}
+
+impl RunRecord {
+    /// Read a record from JSON, refusing records of another schema version.
+    pub fn from_json(text: &str) -> Result<RunRecord, String> {
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not a schedlab record: {e}"))?;
+        match v.get("schema").and_then(|s| s.as_u64()) {
+            Some(s) if s == SCHEMA_VERSION as u64 => {}
+            Some(s) => return Err(format!("record schema {s} is not supported; this schedlab reads schema {SCHEMA_VERSION}")),
+            None => return Err("not a schedlab record: no \"schema\" field".into()),
+        }
+        serde_json::from_value(v).map_err(|e| format!("malformed schedlab record: {e}"))
+    }
+
+    /// Write the record as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("records always serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn record_round_trips_and_checks_schema() {
+        let mut rec = RunRecord { schema: SCHEMA_VERSION, workload: "pingpong".into(), ..Default::default() };
+        let (_, knobs) = crate::knobs::parse_group_arg("ping:nice=5,cpus=0").unwrap();
+        let mut rep = Repetition::default();
+        rep.metrics.insert("us_per_rt".into(), 12.5);
+        rep.counters.insert("total".into(), Counters { wakeups: Some(10), wakeup_preemptions: Some(3), ..Default::default() });
+        rec.configs.push(ConfigResult {
+            groups: vec![GroupInfo { name: "ping".into(), tasks: 1, knobs, observed: BTreeMap::new() }],
+            repetitions: vec![rep],
+            ..Default::default()
+        });
+        let back = RunRecord::from_json(&rec.to_json()).unwrap();
+        assert_eq!(back, rec);
+        let wrong = rec.to_json().replacen("\"schema\": 1", "\"schema\": 99", 1);
+        assert!(RunRecord::from_json(&wrong).unwrap_err().contains("schema 99"));
+        assert!(RunRecord::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn preemption_share() {
+        let c = Counters { wakeups: Some(200), wakeup_preemptions: Some(50), ..Default::default() };
+        assert_eq!(c.preemption_percent(), Some(25.0));
+        assert_eq!(Counters::default().preemption_percent(), None);
+    }
+}
