@@ -16,7 +16,14 @@ use std::collections::BTreeMap;
 pub fn summarize(values: &[f64]) -> Summary {
     let n = values.len();
     if n == 0 {
-        return Summary { n: 0, mean: f64::NAN, sd: f64::NAN, min: f64::NAN, median: f64::NAN, max: f64::NAN };
+        return Summary {
+            n: 0,
+            mean: f64::NAN,
+            sd: f64::NAN,
+            min: f64::NAN,
+            median: f64::NAN,
+            max: f64::NAN,
+        };
     }
     let mean = values.iter().sum::<f64>() / n as f64;
     // Two-pass variance: numerically stable for the magnitudes benchmarks produce.
@@ -27,19 +34,41 @@ pub fn summarize(values: &[f64]) -> Summary {
     };
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
-    Summary { n, mean, sd, min: sorted[0], median, max: sorted[n - 1] }
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    Summary {
+        n,
+        mean,
+        sd,
+        min: sorted[0],
+        median,
+        max: sorted[n - 1],
+    }
 }
 
 /// The values of `metric` over a configuration's repetitions, in run order.
 pub fn metric_values(config: &ConfigResult, metric: &str) -> Vec<f64> {
-    config.repetitions.iter().filter_map(|r| r.metrics.get(metric).copied()).collect()
+    config
+        .repetitions
+        .iter()
+        .filter_map(|r| r.metrics.get(metric).copied())
+        .collect()
 }
 
 /// Summaries of every metric that appears in a configuration's repetitions.
 pub fn summarize_config(config: &ConfigResult) -> BTreeMap<String, Summary> {
-    let names: std::collections::BTreeSet<&String> = config.repetitions.iter().flat_map(|r| r.metrics.keys()).collect();
-    names.into_iter().map(|m| (m.clone(), summarize(&metric_values(config, m)))).collect()
+    let names: std::collections::BTreeSet<&String> = config
+        .repetitions
+        .iter()
+        .flat_map(|r| r.metrics.keys())
+        .collect();
+    names
+        .into_iter()
+        .map(|m| (m.clone(), summarize(&metric_values(config, m))))
+        .collect()
 }
 
 #[cfg(test)]

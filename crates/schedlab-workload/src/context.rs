@@ -65,9 +65,17 @@ pub trait Context {
     /// Burn CPU for `cpu` of CPU time (not wall time: preemption stretches it).
     fn compute(&self, cpu: Duration) -> impl Future<Output = ()>;
     /// Write one whole message into `channel`.
-    fn send(&self, channel: ChannelId, data: &[u8]) -> impl Future<Output = Result<(), WorkloadError>>;
+    fn send(
+        &self,
+        channel: ChannelId,
+        data: &[u8],
+    ) -> impl Future<Output = Result<(), WorkloadError>>;
     /// Read exactly `buf.len()` bytes (one message) from `channel`, blocking until they arrive.
-    fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> impl Future<Output = Result<(), WorkloadError>>;
+    fn recv(
+        &self,
+        channel: ChannelId,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<(), WorkloadError>>;
     /// Sleep for `d`.
     fn sleep(&self, d: Duration) -> impl Future<Output = ()>;
     /// Sleep until the epoch-relative time `t` (returns at once if it has passed).

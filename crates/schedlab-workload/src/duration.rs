@@ -14,7 +14,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let value: f64 = num.parse().map_err(|_| {
-        format!("'{text}' is not a duration; write a number with a unit: 2s, 0.3ms, 500us, 100ns, 1m")
+        format!(
+            "'{text}' is not a duration; write a number with a unit: 2s, 0.3ms, 500us, 100ns, 1m"
+        )
     })?;
     let scale = match unit.trim() {
         "" | "s" | "sec" => 1e9,

@@ -40,11 +40,17 @@ pub enum SchedPolicy {
 impl SchedPolicy {
     /// Whether this is a real-time class (FIFO, RR, DEADLINE), which can starve the machine.
     pub fn is_realtime(&self) -> bool {
-        matches!(self, SchedPolicy::Fifo(_) | SchedPolicy::Rr(_) | SchedPolicy::Deadline { .. })
+        matches!(
+            self,
+            SchedPolicy::Fifo(_) | SchedPolicy::Rr(_) | SchedPolicy::Deadline { .. }
+        )
     }
     /// Whether this policy belongs to the fair class (nice and slice apply).
     pub fn is_fair(&self) -> bool {
-        matches!(self, SchedPolicy::Other | SchedPolicy::Batch | SchedPolicy::Idle)
+        matches!(
+            self,
+            SchedPolicy::Other | SchedPolicy::Batch | SchedPolicy::Idle
+        )
     }
 }
 
@@ -56,7 +62,11 @@ impl fmt::Display for SchedPolicy {
             SchedPolicy::Idle => write!(f, "idle"),
             SchedPolicy::Fifo(p) => write!(f, "fifo:{p}"),
             SchedPolicy::Rr(p) => write!(f, "rr:{p}"),
-            SchedPolicy::Deadline { runtime, deadline, period } => write!(
+            SchedPolicy::Deadline {
+                runtime,
+                deadline,
+                period,
+            } => write!(
                 f,
                 "deadline:{}/{}/{}",
                 format_duration(*runtime),
@@ -81,7 +91,9 @@ impl FromStr for SchedPolicy {
             let a = a.ok_or_else(bad)?;
             match a.parse::<u8>() {
                 Ok(p) if (1..=99).contains(&p) => Ok(p),
-                _ => Err(format!("real-time priority '{a}' in policy '{s}' is out of range; accepted: 1..99")),
+                _ => Err(format!(
+                    "real-time priority '{a}' in policy '{s}' is out of range; accepted: 1..99"
+                )),
             }
         };
         match (name, arg) {
@@ -103,7 +115,11 @@ impl FromStr for SchedPolicy {
                         "policy '{s}': SCHED_DEADLINE needs 1us <= runtime <= deadline <= period"
                     ));
                 }
-                Ok(SchedPolicy::Deadline { runtime, deadline, period })
+                Ok(SchedPolicy::Deadline {
+                    runtime,
+                    deadline,
+                    period,
+                })
             }
             _ => Err(bad()),
         }
@@ -156,7 +172,9 @@ impl Knobs {
     pub fn validate(&self, group: &str, online_cpus: usize) -> Result<(), String> {
         if let Some(n) = self.nice {
             if !(-20..=19).contains(&n) {
-                return Err(format!("group '{group}': nice={n} is out of range; accepted: -20..19"));
+                return Err(format!(
+                    "group '{group}': nice={n} is out of range; accepted: -20..19"
+                ));
             }
         }
         let policy = self.policy.unwrap_or(SchedPolicy::Other);
@@ -180,7 +198,9 @@ impl Knobs {
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
-                return Err(format!("group '{group}': cpus= is empty; give a list such as 0-1"));
+                return Err(format!(
+                    "group '{group}': cpus= is empty; give a list such as 0-1"
+                ));
             }
             if let Some(bad) = cpus.iter().find(|&&c| c >= online_cpus) {
                 return Err(format!(
@@ -251,7 +271,11 @@ pub fn format_cpu_list(cpus: &[usize]) -> String {
         while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
             j += 1;
         }
-        parts.push(if i == j { cpus[i].to_string() } else { format!("{}-{}", cpus[i], cpus[j]) });
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
         i = j + 1;
     }
     parts.join(",")
@@ -278,7 +302,9 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
                     continue;
                 }
                 None => {
-                    return Err(format!("--group '{arg}': '{token}' is not knob=value; knobs: {KNOB_HELP}"))
+                    return Err(format!(
+                        "--group '{arg}': '{token}' is not knob=value; knobs: {KNOB_HELP}"
+                    ))
                 }
             }
         };
@@ -289,16 +315,18 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
         }
         match key {
             "nice" => {
-                let n: i32 = value
-                    .parse()
-                    .map_err(|_| format!("--group '{arg}': nice='{value}' is not an integer; accepted: -20..19"))?;
+                let n: i32 = value.parse().map_err(|_| {
+                    format!("--group '{arg}': nice='{value}' is not an integer; accepted: -20..19")
+                })?;
                 knobs.nice = Some(n);
             }
             "policy" => knobs.policy = Some(value.parse()?),
             "slice" => knobs.slice_ns = Some(parse_duration(value)?.as_nanos() as u64),
             "cpus" => cpu_text = Some(value.to_string()),
             other => {
-                return Err(format!("--group '{arg}': unknown knob '{other}'; knobs: {KNOB_HELP}"))
+                return Err(format!(
+                    "--group '{arg}': unknown knob '{other}'; knobs: {KNOB_HELP}"
+                ))
             }
         }
     }
@@ -345,7 +373,10 @@ mod tests {
         let e = k.validate("g", 2).unwrap_err();
         assert!(e.contains("CPU 2") && e.contains("0-1"), "{e}");
         let e = parse_group_arg("g:colour=red").unwrap_err();
-        assert!(e.contains("unknown knob 'colour'") && e.contains("nice="), "{e}");
+        assert!(
+            e.contains("unknown knob 'colour'") && e.contains("nice="),
+            "{e}"
+        );
         let e = parse_group_arg("g:policy=fifo:100").unwrap_err();
         assert!(e.contains("1..99"), "{e}");
         let e = parse_group_arg("g:policy=deadline:10ms/5ms/10ms").unwrap_err();

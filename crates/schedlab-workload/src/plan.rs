@@ -30,7 +30,9 @@ impl FromStr for TaskMode {
         match s {
             "threads" => Ok(TaskMode::Threads),
             "processes" => Ok(TaskMode::Processes),
-            _ => Err(format!("tasks '{s}' is not accepted; use threads or processes")),
+            _ => Err(format!(
+                "tasks '{s}' is not accepted; use threads or processes"
+            )),
         }
     }
 }
@@ -53,8 +55,13 @@ pub enum Transport {
 
 impl Transport {
     /// Every transport, for help texts.
-    pub const ALL: [Transport; 5] =
-        [Transport::Pipe, Transport::Socketpair, Transport::Unix, Transport::Tcp, Transport::Udp];
+    pub const ALL: [Transport; 5] = [
+        Transport::Pipe,
+        Transport::Socketpair,
+        Transport::Unix,
+        Transport::Tcp,
+        Transport::Udp,
+    ];
 }
 
 impl fmt::Display for Transport {
@@ -75,7 +82,9 @@ impl FromStr for Transport {
         Transport::ALL
             .into_iter()
             .find(|t| t.to_string() == s)
-            .ok_or_else(|| format!("transport '{s}' is not accepted; use pipe, socketpair, unix, tcp or udp"))
+            .ok_or_else(|| {
+                format!("transport '{s}' is not accepted; use pipe, socketpair, unix, tcp or udp")
+            })
     }
 }
 
@@ -114,7 +123,11 @@ impl Plan {
         let mut out = Vec::with_capacity(self.total_tasks());
         for (g, group) in self.groups.iter().enumerate() {
             for index in 0..group.tasks {
-                out.push(TaskRef { id: out.len(), group: g, index });
+                out.push(TaskRef {
+                    id: out.len(),
+                    group: g,
+                    index,
+                });
             }
         }
         out

@@ -226,10 +226,13 @@ pub struct RunRecord {
 impl RunRecord {
     /// Read a record from JSON, refusing records of another schema version.
     pub fn from_json(text: &str) -> Result<RunRecord, String> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not a schedlab record: {e}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not a schedlab record: {e}"))?;
         match v.get("schema").and_then(|s| s.as_u64()) {
             Some(s) if s == SCHEMA_VERSION as u64 => {}
-            Some(s) => return Err(format!("record schema {s} is not supported; this schedlab reads schema {SCHEMA_VERSION}")),
+            Some(s) => return Err(format!(
+                "record schema {s} is not supported; this schedlab reads schema {SCHEMA_VERSION}"
+            )),
             None => return Err("not a schedlab record: no \"schema\" field".into()),
         }
         serde_json::from_value(v).map_err(|e| format!("malformed schedlab record: {e}"))
@@ -247,26 +250,48 @@ mod tests {
 
     #[test]
     fn record_round_trips_and_checks_schema() {
-        let mut rec = RunRecord { schema: SCHEMA_VERSION, workload: "pingpong".into(), ..Default::default() };
+        let mut rec = RunRecord {
+            schema: SCHEMA_VERSION,
+            workload: "pingpong".into(),
+            ..Default::default()
+        };
         let (_, knobs) = crate::knobs::parse_group_arg("ping:nice=5,cpus=0").unwrap();
         let mut rep = Repetition::default();
         rep.metrics.insert("us_per_rt".into(), 12.5);
-        rep.counters.insert("total".into(), Counters { wakeups: Some(10), wakeup_preemptions: Some(3), ..Default::default() });
+        rep.counters.insert(
+            "total".into(),
+            Counters {
+                wakeups: Some(10),
+                wakeup_preemptions: Some(3),
+                ..Default::default()
+            },
+        );
         rec.configs.push(ConfigResult {
-            groups: vec![GroupInfo { name: "ping".into(), tasks: 1, knobs, observed: BTreeMap::new() }],
+            groups: vec![GroupInfo {
+                name: "ping".into(),
+                tasks: 1,
+                knobs,
+                observed: BTreeMap::new(),
+            }],
             repetitions: vec![rep],
             ..Default::default()
         });
         let back = RunRecord::from_json(&rec.to_json()).unwrap();
         assert_eq!(back, rec);
         let wrong = rec.to_json().replacen("\"schema\": 1", "\"schema\": 99", 1);
-        assert!(RunRecord::from_json(&wrong).unwrap_err().contains("schema 99"));
+        assert!(RunRecord::from_json(&wrong)
+            .unwrap_err()
+            .contains("schema 99"));
         assert!(RunRecord::from_json("{}").is_err());
     }
 
     #[test]
     fn preemption_share() {
-        let c = Counters { wakeups: Some(200), wakeup_preemptions: Some(50), ..Default::default() };
+        let c = Counters {
+            wakeups: Some(200),
+            wakeup_preemptions: Some(50),
+            ..Default::default()
+        };
         assert_eq!(c.preemption_percent(), Some(25.0));
         assert_eq!(Counters::default().preemption_percent(), None);
     }

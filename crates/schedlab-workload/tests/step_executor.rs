@@ -64,7 +64,14 @@ impl Context for FakeCtx {
     async fn recv(&self, ch: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         self.log.borrow_mut().push(Call::Recv(ch.0));
         SuspendOnce(false).await;
-        let msg = self.inbox.borrow_mut().pop_front().ok_or(WorkloadError::Channel { channel: ch, reason: "empty".into() })?;
+        let msg = self
+            .inbox
+            .borrow_mut()
+            .pop_front()
+            .ok_or(WorkloadError::Channel {
+                channel: ch,
+                reason: "empty".into(),
+            })?;
         buf.copy_from_slice(&msg);
         self.tick(Duration::from_micros(2));
         Ok(())
@@ -117,52 +124,123 @@ fn drive<F: Future>(fut: F) -> (F::Output, usize) {
 
 #[test]
 fn messaging_sender_suspends_at_every_send() {
-    let w = Messaging { groups: 2, fds: 2, loops: 3, ..Messaging::default() };
+    let w = Messaging {
+        groups: 2,
+        fds: 2,
+        loops: 3,
+        ..Messaging::default()
+    };
     let ctx = FakeCtx::default();
     // Sender 3 is the second sender of hackbench group 1: it writes to channels 2 and 3.
-    let (res, steps) = drive(w.body(TaskRef { id: 3, group: 0, index: 3 }, &ctx));
+    let (res, steps) = drive(w.body(
+        TaskRef {
+            id: 3,
+            group: 0,
+            index: 3,
+        },
+        &ctx,
+    ));
     res.unwrap();
     let log = ctx.log.borrow();
     assert_eq!(steps, 6, "one suspension per send");
-    let chans: Vec<usize> = log.iter().map(|c| if let Call::Send(ch, _) = c { *ch } else { 99 }).collect();
+    let chans: Vec<usize> = log
+        .iter()
+        .map(|c| if let Call::Send(ch, _) = c { *ch } else { 99 })
+        .collect();
     assert_eq!(chans, vec![2, 3, 2, 3, 2, 3]);
-    let Call::Send(_, msg) = &log[4] else { unreachable!() };
+    let Call::Send(_, msg) = &log[4] else {
+        unreachable!()
+    };
     assert_eq!(msg.len(), 100);
-    assert_eq!(&msg[..8], &[3, 0, 0, 0, 2, 0, 0, 0], "sender id 3, sequence 2");
+    assert_eq!(
+        &msg[..8],
+        &[3, 0, 0, 0, 2, 0, 0, 0],
+        "sender id 3, sequence 2"
+    );
     assert_eq!(ctx.clock.get(), Duration::from_micros(6));
 }
 
 #[test]
 fn messaging_receiver_detects_a_lost_message() {
-    let w = Messaging { groups: 1, fds: 1, loops: 2, datasize: 8, ..Messaging::default() };
+    let w = Messaging {
+        groups: 1,
+        fds: 1,
+        loops: 2,
+        datasize: 8,
+        ..Messaging::default()
+    };
     let ctx = FakeCtx::default();
-    ctx.inbox.borrow_mut().push_back([0, 0, 0, 0, 0, 0, 0, 0].to_vec());
-    ctx.inbox.borrow_mut().push_back([0, 0, 0, 0, 2, 0, 0, 0].to_vec()); // sequence 1 is missing
-    let (res, steps) = drive(w.body(TaskRef { id: 1, group: 1, index: 0 }, &ctx));
+    ctx.inbox
+        .borrow_mut()
+        .push_back([0, 0, 0, 0, 0, 0, 0, 0].to_vec());
+    ctx.inbox
+        .borrow_mut()
+        .push_back([0, 0, 0, 0, 2, 0, 0, 0].to_vec()); // sequence 1 is missing
+    let (res, steps) = drive(w.body(
+        TaskRef {
+            id: 1,
+            group: 1,
+            index: 0,
+        },
+        &ctx,
+    ));
     assert_eq!(steps, 2);
     let err = res.unwrap_err();
-    assert!(matches!(&err, WorkloadError::Integrity(m) if m.contains("expected message 1")), "{err}");
+    assert!(
+        matches!(&err, WorkloadError::Integrity(m) if m.contains("expected message 1")),
+        "{err}"
+    );
 }
 
 #[test]
 fn pingpong_times_round_trips_on_the_fake_clock() {
-    let w = PingPong { loops: 4, ..PingPong::default() };
+    let w = PingPong {
+        loops: 4,
+        ..PingPong::default()
+    };
     let ctx = FakeCtx::default();
     for i in 0u32..4 {
         ctx.inbox.borrow_mut().push_back(i.to_le_bytes().to_vec());
     }
-    let (res, steps) = drive(w.body(TaskRef { id: 0, group: 0, index: 0 }, &ctx));
+    let (res, steps) = drive(w.body(
+        TaskRef {
+            id: 0,
+            group: 0,
+            index: 0,
+        },
+        &ctx,
+    ));
     res.unwrap();
     assert_eq!(steps, 8, "a send and a recv per round trip");
-    let rtts: Vec<f64> = ctx.samples.borrow().iter().filter(|(m, _)| *m == "rtt_ns").map(|(_, v)| *v).collect();
-    assert_eq!(rtts, vec![3000.0; 4], "1 us send + 2 us recv on the fake clock");
+    let rtts: Vec<f64> = ctx
+        .samples
+        .borrow()
+        .iter()
+        .filter(|(m, _)| *m == "rtt_ns")
+        .map(|(_, v)| *v)
+        .collect();
+    assert_eq!(
+        rtts,
+        vec![3000.0; 4],
+        "1 us send + 2 us recv on the fake clock"
+    );
 }
 
 #[test]
 fn yield_stops_at_its_duration_on_the_fake_clock() {
-    let w = Yield { threads: 1, duration: Duration::from_micros(100) };
+    let w = Yield {
+        threads: 1,
+        duration: Duration::from_micros(100),
+    };
     let ctx = FakeCtx::default();
-    let (res, steps) = drive(w.body(TaskRef { id: 0, group: 0, index: 0 }, &ctx));
+    let (res, steps) = drive(w.body(
+        TaskRef {
+            id: 0,
+            group: 0,
+            index: 0,
+        },
+        &ctx,
+    ));
     res.unwrap();
     // 1 us per yield, clock checked every 16 yields: 112 yields is the first multiple of 16 past 100.
     assert_eq!(steps, 112);

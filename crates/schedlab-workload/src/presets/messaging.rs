@@ -95,8 +95,14 @@ impl Workload for Messaging {
         let n = self.groups * self.fds;
         Plan {
             groups: vec![
-                GroupPlan { name: "sender", tasks: n },
-                GroupPlan { name: "receiver", tasks: n },
+                GroupPlan {
+                    name: "sender",
+                    tasks: n,
+                },
+                GroupPlan {
+                    name: "receiver",
+                    tasks: n,
+                },
             ],
             channels: n,
             locks: 0,
@@ -105,7 +111,11 @@ impl Workload for Messaging {
         }
     }
 
-    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+    fn body<C: Context>(
+        &self,
+        task: TaskRef,
+        ctx: &C,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
         async move {
             let hb_group = task.index / self.fds;
             let first = hb_group * self.fds;
@@ -148,8 +158,24 @@ impl Workload for Messaging {
 
     fn metric_defs(&self) -> Vec<MetricDef> {
         vec![
-            metric("time", "s", Better::Lower, "wall time from the start signal until all tasks are done (hackbench's Time)"),
-            metric("msgs_per_s", "msg/s", Better::Higher, "messages delivered per second of wall time"),
+            metric(
+                "time",
+                "s",
+                Better::Lower,
+                "wall time from the start signal until all tasks are done (hackbench's Time)",
+            ),
+            metric(
+                "msgs_per_s",
+                "msg/s",
+                Better::Higher,
+                "messages delivered per second of wall time",
+            ),
+            metric(
+                "messages",
+                "msg",
+                Better::Higher,
+                "messages delivered and checked (groups × fds² × loops)",
+            ),
         ]
     }
 
@@ -166,6 +192,7 @@ impl Workload for Messaging {
         Ok(BTreeMap::from([
             ("time".into(), secs),
             ("msgs_per_s".into(), received as f64 / secs),
+            ("messages".into(), received as f64),
         ]))
     }
 
@@ -175,7 +202,8 @@ impl Workload for Messaging {
 
     fn expected_time(&self) -> Option<Duration> {
         // Generous: 20 µs per message and per task, at least 60 s.
-        let work = self.expected_messages() as f64 * 20e-6 + self.groups as f64 * self.fds as f64 * 1e-3;
+        let work =
+            self.expected_messages() as f64 * 20e-6 + self.groups as f64 * self.fds as f64 * 1e-3;
         Some(Duration::from_secs_f64(work.max(60.0)))
     }
 }

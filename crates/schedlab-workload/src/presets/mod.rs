@@ -66,7 +66,11 @@ pub trait Workload: Send + Sync + 'static {
     /// Groups, channels, locks, task hosting and transport.
     fn plan(&self) -> Plan;
     /// The body every task runs. On the real backend every await completes at once.
-    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>>;
+    fn body<C: Context>(
+        &self,
+        task: TaskRef,
+        ctx: &C,
+    ) -> impl Future<Output = Result<(), WorkloadError>>;
     /// The metrics this workload reports, primary first.
     fn metric_defs(&self) -> Vec<MetricDef>;
     /// This repetition's metrics, after checking its outcome (message counts and the like).

@@ -27,12 +27,21 @@ pub struct PingPong {
 
 impl Default for PingPong {
     fn default() -> Self {
-        PingPong { loops: 100_000, transport: Transport::Pipe, mode: TaskMode::Threads }
+        PingPong {
+            loops: 100_000,
+            transport: Transport::Pipe,
+            mode: TaskMode::Threads,
+        }
     }
 }
 
 /// Percentiles reported for the round-trip latency: (metric name, quantile).
-const PERCENTILES: [(&str, f64); 4] = [("rtt_p50", 50.0), ("rtt_p90", 90.0), ("rtt_p99", 99.0), ("rtt_p99.9", 99.9)];
+const PERCENTILES: [(&str, f64); 4] = [
+    ("rtt_p50", 50.0),
+    ("rtt_p90", 90.0),
+    ("rtt_p99", 99.0),
+    ("rtt_p99.9", 99.9),
+];
 
 impl PingPong {
     /// Check parameters; the error names the value and what is accepted.
@@ -59,7 +68,16 @@ impl Workload for PingPong {
 
     fn plan(&self) -> Plan {
         Plan {
-            groups: vec![GroupPlan { name: "ping", tasks: 1 }, GroupPlan { name: "pong", tasks: 1 }],
+            groups: vec![
+                GroupPlan {
+                    name: "ping",
+                    tasks: 1,
+                },
+                GroupPlan {
+                    name: "pong",
+                    tasks: 1,
+                },
+            ],
             channels: 2,
             locks: 0,
             mode: self.mode,
@@ -67,7 +85,11 @@ impl Workload for PingPong {
         }
     }
 
-    fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+    fn body<C: Context>(
+        &self,
+        task: TaskRef,
+        ctx: &C,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
         async move {
             let mut token = [0u8; 4];
             if task.group == 0 {
@@ -97,13 +119,34 @@ impl Workload for PingPong {
 
     fn metric_defs(&self) -> Vec<MetricDef> {
         let mut defs = vec![
-            metric("us_per_rt", "us", Better::Lower, "wall time / round trips (perf bench sched pipe's usecs/op)"),
-            metric("ops_per_s", "ops/s", Better::Higher, "round trips per second"),
+            metric(
+                "us_per_rt",
+                "us",
+                Better::Lower,
+                "wall time / round trips (perf bench sched pipe's usecs/op)",
+            ),
+            metric(
+                "ops_per_s",
+                "ops/s",
+                Better::Higher,
+                "round trips per second",
+            ),
         ];
         for (name, _) in PERCENTILES {
-            defs.push(metric(name, "us", Better::Lower, "round-trip latency percentile, timed by ping"));
+            defs.push(metric(
+                name,
+                "us",
+                Better::Lower,
+                "round-trip latency percentile, timed by ping",
+            ));
         }
         defs.push(metric("rtt_max", "us", Better::Lower, "longest round trip"));
+        defs.push(metric(
+            "round_trips",
+            "trips",
+            Better::Higher,
+            "round trips completed and checked",
+        ));
         defs
     }
 
@@ -112,17 +155,22 @@ impl Workload for PingPong {
         let trips = outcome.sum(&plan, Some(0), "round_trips") as usize;
         let samples = outcome.tasks.first().and_then(|t| t.samples.get("rtt_ns"));
         if trips != self.loops || samples.map_or(0, Vec::len) != self.loops {
-            return Err(WorkloadError::Integrity(format!("{trips} round trips completed, expected {}", self.loops)));
+            return Err(WorkloadError::Integrity(format!(
+                "{trips} round trips completed, expected {}",
+                self.loops
+            )));
         }
         let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         for &ns in samples.into_iter().flatten() {
-            hist.record(ns.max(1.0) as u64).expect("auto-resizing histogram");
+            hist.record(ns.max(1.0) as u64)
+                .expect("auto-resizing histogram");
         }
         let secs = outcome.wall.as_secs_f64();
         let mut m = BTreeMap::from([
             ("us_per_rt".to_string(), secs * 1e6 / self.loops as f64),
             ("ops_per_s".to_string(), self.loops as f64 / secs),
             ("rtt_max".to_string(), hist.max() as f64 / 1e3),
+            ("round_trips".to_string(), trips as f64),
         ]);
         for (name, q) in PERCENTILES {
             m.insert(name.to_string(), hist.value_at_percentile(q) as f64 / 1e3);
@@ -140,6 +188,8 @@ impl Workload for PingPong {
     }
 
     fn expected_time(&self) -> Option<Duration> {
-        Some(Duration::from_secs_f64((self.loops as f64 * 200e-6).max(60.0)))
+        Some(Duration::from_secs_f64(
+            (self.loops as f64 * 200e-6).max(60.0),
+        ))
     }
 }

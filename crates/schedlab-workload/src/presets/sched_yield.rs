@@ -27,7 +27,10 @@ pub struct Yield {
 
 impl Default for Yield {
     fn default() -> Self {
-        Yield { threads: 1, duration: Duration::from_secs(2) }
+        Yield {
+            threads: 1,
+            duration: Duration::from_secs(2),
+        }
     }
 }
 
@@ -35,7 +38,10 @@ impl Yield {
     /// Check parameters; the error names the value and what is accepted.
     pub fn validate(&self) -> Result<(), String> {
         if !(1..=4096).contains(&self.threads) {
-            return Err(format!("yield: --threads {} is not accepted; use 1..4096", self.threads));
+            return Err(format!(
+                "yield: --threads {} is not accepted; use 1..4096",
+                self.threads
+            ));
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
             return Err("yield: --duration must be between 1ns and 1h".into());
@@ -52,7 +58,10 @@ impl Workload for Yield {
     fn params(&self) -> BTreeMap<String, String> {
         BTreeMap::from([
             ("threads".into(), self.threads.to_string()),
-            ("duration".into(), crate::duration::format_duration(self.duration)),
+            (
+                "duration".into(),
+                crate::duration::format_duration(self.duration),
+            ),
         ])
     }
 
@@ -62,7 +71,10 @@ impl Workload for Yield {
 
     fn plan(&self) -> Plan {
         Plan {
-            groups: vec![GroupPlan { name: "yield", tasks: self.threads }],
+            groups: vec![GroupPlan {
+                name: "yield",
+                tasks: self.threads,
+            }],
             channels: 0,
             locks: 0,
             mode: TaskMode::Threads,
@@ -70,7 +82,11 @@ impl Workload for Yield {
         }
     }
 
-    fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> impl Future<Output = Result<(), WorkloadError>> {
+    fn body<C: Context>(
+        &self,
+        _task: TaskRef,
+        ctx: &C,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
         async move {
             let end = ctx.now() + self.duration;
             let mut yields = 0u64;
@@ -90,19 +106,41 @@ impl Workload for Yield {
 
     fn metric_defs(&self) -> Vec<MetricDef> {
         vec![
-            metric("us_per_yield", "us", Better::Lower, "busy CPU time of all threads / yields"),
-            metric("yields_per_s", "yields/s", Better::Higher, "yields of all threads per second of wall time"),
+            metric(
+                "us_per_yield",
+                "us",
+                Better::Lower,
+                "busy CPU time of all threads / yields",
+            ),
+            metric(
+                "yields_per_s",
+                "yields/s",
+                Better::Higher,
+                "yields of all threads per second of wall time",
+            ),
+            metric(
+                "yields",
+                "yields",
+                Better::Higher,
+                "yields made by all threads",
+            ),
         ]
     }
 
     fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
         let yields = outcome.sum(&self.plan(), None, "yields");
         if yields <= 0.0 {
-            return Err(WorkloadError::Integrity("no thread completed a yield".into()));
+            return Err(WorkloadError::Integrity(
+                "no thread completed a yield".into(),
+            ));
         }
         Ok(BTreeMap::from([
-            ("us_per_yield".into(), outcome.cpu_time().as_secs_f64() * 1e6 / yields),
+            (
+                "us_per_yield".into(),
+                outcome.cpu_time().as_secs_f64() * 1e6 / yields,
+            ),
             ("yields_per_s".into(), yields / outcome.wall.as_secs_f64()),
+            ("yields".into(), yields),
         ]))
     }
 

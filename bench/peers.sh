@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Side-by-side: schedlab against the peers it imitates, on this machine, in one run.
+#   messaging  vs  hackbench (rt-tests)            socketpair|pipe × threads|processes
+#   pingpong   vs  perf bench sched pipe           threads|processes
+#   yield 2048 threads: peak RSS (goal < 256 MiB)
+# Runs alternate (peer, schedlab, peer, schedlab, ...) so that drift favours neither, and each
+# row compares medians. Install the peers with: apt-get install rt-tests linux-perf
+#
+# Usage: bench/peers.sh [REPS]   (default 7)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+reps=${1:-7}
+for tool in hackbench perf; do
+  command -v "$tool" >/dev/null || { echo "peers.sh: $tool not found; apt-get install rt-tests linux-perf" >&2; exit 1; }
+done
+cargo build --release -q
+sl=target/release/schedlab
+groups=4 loops=500 pploops=100000
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# hackbench prints "Time: S.mmm"; schedlab prints the same line per repetition on stderr.
+hb_time() { hackbench "$@" | awk '/^Time:/ {print $2}'; }
+sl_msg_time() { "$sl" run messaging "$@" --runs 1 --counters proc 2>&1 >/dev/null | awk '/Time:/ {print $NF}'; }
+sl_msg_time_traced() { "$sl" run messaging "$@" --runs 1 --counters auto 2>&1 >/dev/null | awk '/Time:/ {print $NF}'; }
+# perf prints "Total time: S [sec]"; schedlab's pingpong prints "Total time: S [sec] ..."
+perf_time() { perf bench sched pipe "$@" 2>/dev/null | awk '/Total time:/ {print $3}'; }
+sl_pp_time() { "$sl" run pingpong "$@" --runs 1 --counters proc 2>&1 >/dev/null | awk '/Total time:/ {print $(NF-7)}'; }
+
+printf '%-44s %10s %10s %8s\n' "configuration ($reps alternating runs, medians)" "peer s" "schedlab s" "ratio"
+row() { # label, peer-fn args..., -- , schedlab-fn args...
+  local label=$1; shift
+  local peer=() ours=() seen=0
+  for a in "$@"; do
+    if [[ $a == -- ]]; then seen=1; continue; fi
+    if ((seen)); then ours+=("$a"); else peer+=("$a"); fi
+  done
+  local p=() s=()
+  for ((i = 0; i < reps; i++)); do
+    p+=("$("${peer[@]}")")
+    s+=("$("${ours[@]}")")
+  done
+  local pm sm
+  pm=$(printf '%s\n' "${p[@]}" | median)
+  sm=$(printf '%s\n' "${s[@]}" | median)
+  printf '%-44s %10.3f %10.3f %8.3f\n' "$label" "$pm" "$sm" "$(awk -v a="$sm" -v b="$pm" 'BEGIN {print a / b}')"
+}
+
+for transport in socketpair pipe; do
+  for mode in processes threads; do
+    hbargs=(-g $groups -l $loops -s 100)
+    [[ $transport == pipe ]] && hbargs+=(-p)
+    [[ $mode == threads ]] && hbargs+=(-T) || hbargs+=(-P)
+    row "messaging $transport $mode ${groups}g×${loops}" hb_time "${hbargs[@]}" -- \
+      sl_msg_time --groups $groups --loops $loops --transport $transport --tasks $mode
+  done
+done
+row "messaging socketpair processes, tracing on" hb_time -g $groups -l $loops -s 100 -P -- \
+  sl_msg_time_traced --groups $groups --loops $loops --transport socketpair --tasks processes
+row "pingpong pipe threads ${pploops}" perf_time -l $pploops -T -- sl_pp_time --loops $pploops --tasks threads
+row "pingpong pipe processes ${pploops}" perf_time -l $pploops -- sl_pp_time --loops $pploops --tasks processes
+
+rss_kb=$( { /usr/bin/time -f '%M' "$sl" run yield --threads 2048 --duration 1s --runs 1 --quiet >/dev/null; } 2>&1 | tail -1)
+printf '%-44s %10s %10.1f MiB (goal < 256)\n' "yield 2048 threads: peak RSS" "" "$(awk -v k="$rss_kb" 'BEGIN {print k / 1024}')"

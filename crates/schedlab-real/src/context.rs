@@ -1,0 +1,192 @@
+//! [`RealContext`]: the context calls of a task body as real, blocking system calls.
+
+use crate::sys;
+use crate::transport::Channels;
+use lock_api::RawMutex as _;
+use schedlab_workload::{ChannelId, Context, IoKind, LockId, WorkloadError};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What every task of a repetition shares.
+pub struct Shared {
+    /// The plan's channels.
+    pub channels: Channels,
+    /// The plan's locks (threads only).
+    pub locks: Vec<parking_lot::RawMutex>,
+    /// Set when the run must stop early.
+    pub stop: Arc<AtomicBool>,
+    /// Directory for scratch files.
+    pub scratch: PathBuf,
+}
+
+/// The real backend's context for one task.
+pub struct RealContext {
+    shared: Arc<Shared>,
+    task_id: usize,
+    epoch_ns: u64,
+    samples: RefCell<BTreeMap<&'static str, Vec<f64>>>,
+    file: RefCell<Option<File>>,
+    memory: RefCell<Vec<u8>>,
+}
+
+impl RealContext {
+    /// A context for task `task_id` whose clock starts at `epoch_ns` (CLOCK_MONOTONIC).
+    pub fn new(shared: Arc<Shared>, task_id: usize, epoch_ns: u64) -> RealContext {
+        RealContext {
+            shared,
+            task_id,
+            epoch_ns,
+            samples: RefCell::default(),
+            file: RefCell::default(),
+            memory: RefCell::default(),
+        }
+    }
+
+    /// The samples recorded so far, by metric.
+    pub fn take_samples(&self) -> BTreeMap<String, Vec<f64>> {
+        std::mem::take(&mut *self.samples.borrow_mut())
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
+    }
+
+    fn scratch_file(&self) -> Result<std::cell::RefMut<'_, File>, WorkloadError> {
+        let mut slot = self.file.borrow_mut();
+        if slot.is_none() {
+            let path = self
+                .shared
+                .scratch
+                .join(format!("task{}.dat", self.task_id));
+            let f = File::options()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| {
+                    WorkloadError::Backend(format!("scratch file {}: {e}", path.display()))
+                })?;
+            *slot = Some(f);
+        }
+        Ok(std::cell::RefMut::map(slot, |s| {
+            s.as_mut().expect("just created")
+        }))
+    }
+}
+
+fn channel_error(channel: ChannelId, e: std::io::Error) -> WorkloadError {
+    WorkloadError::Channel {
+        channel,
+        reason: e.to_string(),
+    }
+}
+
+impl Context for RealContext {
+    async fn compute(&self, cpu: Duration) {
+        let until = sys::thread_cpu_ns() + cpu.as_nanos() as u64;
+        while sys::thread_cpu_ns() < until {
+            std::hint::spin_loop();
+        }
+    }
+
+    async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {
+        sys::write_all(self.shared.channels.write_fd(channel.0), data)
+            .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
+        sys::read_exact(self.shared.channels.read_fd(channel.0), buf)
+            .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn sleep(&self, d: Duration) {
+        sys::sleep_until_ns(sys::monotonic_ns() + d.as_nanos() as u64);
+    }
+
+    async fn sleep_until(&self, t: Duration) {
+        sys::sleep_until_ns(self.epoch_ns + t.as_nanos() as u64);
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(sys::monotonic_ns().saturating_sub(self.epoch_ns))
+    }
+
+    async fn yield_now(&self) {
+        // SAFETY: plain syscall.
+        unsafe { libc::sched_yield() };
+    }
+
+    async fn lock(&self, id: LockId) {
+        self.shared.locks[id.0].lock();
+    }
+
+    fn unlock(&self, id: LockId) {
+        // SAFETY: the workload's contract is that a task unlocks only locks it holds.
+        unsafe { self.shared.locks[id.0].unlock() };
+    }
+
+    async fn io(&self, kind: IoKind, bytes: usize) -> Result<(), WorkloadError> {
+        let mut f = self.scratch_file()?;
+        let chunk = vec![0u8; bytes.min(1 << 20)];
+        let mut left = bytes;
+        let err = |e: std::io::Error| WorkloadError::Backend(format!("scratch I/O: {e}"));
+        match kind {
+            IoKind::Write => {
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    f.write_all(&chunk[..n]).map_err(err)?;
+                    left -= n;
+                }
+                f.flush().map_err(err)?;
+            }
+            IoKind::Read => {
+                let mut buf = chunk;
+                while left > 0 {
+                    let n = left.min(buf.len());
+                    let got = f.read(&mut buf[..n]).map_err(err)?;
+                    if got == 0 {
+                        f.seek(SeekFrom::Start(0)).map_err(err)?;
+                        if f.metadata().map_err(err)?.len() == 0 {
+                            return Err(WorkloadError::Backend(
+                                "read from an empty scratch file".into(),
+                            ));
+                        }
+                        continue;
+                    }
+                    left -= got;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn touch_memory(&self, bytes: usize) {
+        let mut mem = self.memory.borrow_mut();
+        if mem.len() < bytes {
+            mem.resize(bytes, 0);
+        }
+        for i in (0..bytes).step_by(4096) {
+            // A volatile write so that the page is really dirtied.
+            // SAFETY: i < bytes <= mem.len().
+            unsafe { std::ptr::write_volatile(mem.as_mut_ptr().add(i), (i as u8).wrapping_add(1)) };
+        }
+    }
+
+    fn record(&self, metric: &'static str, value: f64) {
+        self.samples
+            .borrow_mut()
+            .entry(metric)
+            .or_default()
+            .push(value);
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shared.stop.load(Ordering::Relaxed)
+    }
+}

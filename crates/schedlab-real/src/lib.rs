@@ -1,0 +1,22 @@
+//! The real backend of schedlab: a workload's task bodies run on OS threads or forked processes
+//! of the running Linux kernel, every context call being the real blocking system call.
+//!
+//! - [`runner::run_repetition`] builds a plan's channels, starts its tasks, applies each group's
+//!   knobs ([`knobs`]), releases them together and measures them, under a supervisor.
+//! - Counters come from `/proc/thread-self/sched` ([`procfs`]) and, where tracefs is available,
+//!   from the sched_wakeup/sched_switch tracepoints in a private instance ([`trace`]).
+//! - [`machine`] describes the machine and probes what it lets us measure.
+#![deny(missing_docs)]
+
+pub mod context;
+pub mod executor;
+pub mod knobs;
+pub mod machine;
+pub mod procfs;
+pub mod runner;
+pub mod sys;
+pub mod tempdir;
+pub mod trace;
+pub mod transport;
+
+pub use runner::{run_repetition, RepetitionResult, RepetitionSetup, RunError};

@@ -1,0 +1,137 @@
+//! Facts about this machine and kernel for the result record, and what it lets us measure
+//! (`schedlab env`). Capabilities are probed by trying them on a throw-away thread, not guessed
+//! from version numbers.
+
+use crate::knobs::apply_to_current_thread;
+use schedlab_workload::knobs::{Knobs, SchedPolicy};
+use schedlab_workload::record::MachineInfo;
+use std::time::Duration;
+
+/// Number of CPUs online.
+pub fn online_cpus() -> usize {
+    // SAFETY: plain sysconf.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
+/// Kernel and machine facts.
+pub fn machine_info() -> MachineInfo {
+    // SAFETY: utsname is plain data filled by uname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid out-pointer.
+    unsafe { libc::uname(&mut u) };
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let version = field(&u.version);
+    MachineInfo {
+        hostname: field(&u.nodename),
+        kernel_release: field(&u.release),
+        kernel_version: version.clone(),
+        arch: field(&u.machine),
+        cpus: online_cpus(),
+        cpu_model: std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        }),
+        preempt: preempt_model(&version),
+    }
+}
+
+/// The preemption model: the active one from debugfs when readable, else what `uname -v` says.
+pub fn preempt_model(uname_version: &str) -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
+        // e.g. "none voluntary (full) lazy": the active mode is in parentheses.
+        if let Some(active) = text.split_whitespace().find(|w| w.starts_with('(')) {
+            return Some(active.trim_matches(|c| c == '(' || c == ')').to_string());
+        }
+    }
+    for (tag, name) in [
+        ("PREEMPT_DYNAMIC", "dynamic (active mode needs debugfs)"),
+        ("PREEMPT_RT", "full (PREEMPT_RT)"),
+        ("PREEMPT_LAZY", "lazy"),
+        ("PREEMPT ", "full"),
+    ] {
+        if uname_version.contains(tag) || (tag == "PREEMPT " && uname_version.ends_with("PREEMPT"))
+        {
+            return Some(name.to_string());
+        }
+    }
+    Some("none or voluntary (uname says neither PREEMPT nor PREEMPT_DYNAMIC)".into())
+}
+
+/// One capability and whether this machine grants it.
+#[derive(Clone, Debug)]
+pub struct Capability {
+    /// What was tried.
+    pub name: &'static str,
+    /// Available?
+    pub available: bool,
+    /// Why not, or how it was established.
+    pub detail: String,
+}
+
+/// Try each knob on a throw-away thread: negative nice, FIFO/RR, DEADLINE, custom slices.
+pub fn probe_knobs() -> Vec<Capability> {
+    let try_knobs = |knobs: Knobs| -> Result<(), String> {
+        std::thread::spawn(move || apply_to_current_thread(&knobs))
+            .join()
+            .unwrap_or_else(|_| Err("probe thread panicked".into()))
+    };
+    let mut out = Vec::new();
+    let mut add = |name, knobs: Knobs, ok_detail: &str| {
+        let r = try_knobs(knobs);
+        out.push(Capability {
+            name,
+            available: r.is_ok(),
+            detail: r.err().unwrap_or_else(|| ok_detail.to_string()),
+        });
+    };
+    add(
+        "negative nice",
+        Knobs {
+            nice: Some(-5),
+            ..Knobs::default()
+        },
+        "setpriority(-5) succeeded",
+    );
+    add(
+        "real-time policies (fifo, rr)",
+        Knobs {
+            policy: Some(SchedPolicy::Fifo(1)),
+            ..Knobs::default()
+        },
+        "sched_setattr(SCHED_FIFO, 1) succeeded",
+    );
+    add(
+        "SCHED_DEADLINE",
+        Knobs {
+            policy: Some(SchedPolicy::Deadline {
+                runtime: Duration::from_micros(100),
+                deadline: Duration::from_millis(10),
+                period: Duration::from_millis(10),
+            }),
+            ..Knobs::default()
+        },
+        "sched_setattr(SCHED_DEADLINE, 100us/10ms/10ms) succeeded",
+    );
+    add(
+        "EEVDF custom slices (slice=)",
+        Knobs {
+            slice_ns: Some(300_000),
+            ..Knobs::default()
+        },
+        "sched_runtime=0.3ms kept by the kernel",
+    );
+    out
+}

@@ -1,0 +1,748 @@
+//! One repetition of a workload on the real kernel.
+//!
+//! The sequence follows hackbench's: create every channel, start every task (thread or forked
+//! process), let each apply its group's knobs and report ready, then release them all at once
+//! through a start pipe and time until the last body finishes. Each task snapshots its own
+//! scheduler counters around its body (a thread's /proc entry vanishes when it exits); wakeup and
+//! preemption counts come from a private tracefs instance when one is available.
+//!
+//! The waiting parent is the supervisor: it ends the repetition when the time budget is exceeded
+//! or an interrupt arrives, and when a group runs under a real-time policy it waits at SCHED_FIFO
+//! 99 so that runaway real-time tasks cannot starve it; it then demotes (threads) or kills
+//! (processes) the tasks.
+
+use crate::context::{RealContext, Shared};
+use crate::executor::block_on;
+use crate::knobs::{apply_to_current_thread, demote_thread};
+use crate::procfs::{observed_settings, snapshot_self, SchedSnapshot, SnapshotSource};
+use crate::sys;
+use crate::tempdir::TempDir;
+use crate::trace::SchedTrace;
+use crate::transport::Channels;
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::presets::{Outcome, TaskOutcome};
+use schedlab_workload::record::{CounterSources, Counters};
+use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+/// The prefix of every task's thread name (comm); the tracefs filter selects on it.
+pub const COMM_PREFIX: &str = "sl-";
+
+/// Why a repetition did not produce a result.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunError {
+    /// Setting up channels, tasks or files failed.
+    Setup(String),
+    /// A task could not apply its group's knobs.
+    Knob {
+        /// Group name.
+        group: String,
+        /// What went wrong, naming the knob and capability.
+        message: String,
+    },
+    /// A task failed or died during its body.
+    Task {
+        /// Which task (`receiver 3`).
+        task: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The run was interrupted (SIGINT/SIGTERM).
+    Interrupted,
+    /// The supervisor ended the repetition after its time budget.
+    Timeout(Duration),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Setup(s) => write!(f, "setting up the run failed: {s}"),
+            RunError::Knob { group, message } => write!(f, "group '{group}': {message}"),
+            RunError::Task { task, message } => write!(f, "task {task} failed: {message}"),
+            RunError::Interrupted => write!(f, "interrupted"),
+            RunError::Timeout(d) => write!(
+                f,
+                "the supervisor ended the repetition after its time budget of {:.1}s (raise it with --timeout)",
+                d.as_secs_f64()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// What a repetition needs besides the workload.
+pub struct RepetitionSetup<'a> {
+    /// Knobs per plan group (same order as `plan.groups`).
+    pub knobs: &'a [Knobs],
+    /// Set by the interrupt handler; the repetition stops when it is set.
+    pub stop: Arc<AtomicBool>,
+    /// Time budget for the body phase.
+    pub budget: Duration,
+    /// Wakeup/preemption tracing, if available.
+    pub trace: Option<&'a mut SchedTrace>,
+}
+
+/// The measured result of one repetition.
+#[derive(Debug, Clone)]
+pub struct RepetitionResult {
+    /// Raw outcome for the workload's metric computation.
+    pub outcome: Outcome,
+    /// Counters per group name, plus `total`.
+    pub counters: BTreeMap<String, Counters>,
+    /// Where the counters came from.
+    pub sources: CounterSources,
+    /// Trace events lost (counters are lower bounds when > 0).
+    pub lost_events: u64,
+    /// Settings read back from /proc by the first task of each group.
+    pub observed: Vec<BTreeMap<String, String>>,
+}
+
+/// What each task sends back to the parent.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct TaskReport {
+    id: usize,
+    tid: i32,
+    error: Option<String>,
+    samples: BTreeMap<String, Vec<f64>>,
+    cpu_ns: u64,
+    finished_ns: u64,
+    sched: SchedSnapshot,
+    proc_source: bool,
+    observed: BTreeMap<String, String>,
+}
+
+/// The pipes that order the start: tasks write "ready" messages, the parent writes one 8-byte
+/// epoch per task (0 = abort) to release them.
+struct Gate {
+    ready: (i32, i32),
+    start: (i32, i32),
+}
+
+impl Gate {
+    fn new() -> std::io::Result<Gate> {
+        Ok(Gate {
+            ready: sys::pipe()?,
+            start: sys::pipe()?,
+        })
+    }
+
+    /// Task side: report ready (with an error message or empty), then wait for the epoch.
+    fn task_ready_and_wait(&self, id: usize, error: &str) -> Option<u64> {
+        let msg = error.as_bytes();
+        let msg = &msg[..msg.len().min(3000)];
+        let mut buf = Vec::with_capacity(8 + msg.len());
+        buf.extend_from_slice(&(id as u32).to_le_bytes());
+        buf.extend_from_slice(&(msg.len() as u32).to_le_bytes());
+        buf.extend_from_slice(msg);
+        // One write of at most PIPE_BUF bytes is atomic, so messages never interleave.
+        sys::write_all(self.ready.1, &buf).ok()?;
+        if !error.is_empty() {
+            return None;
+        }
+        let mut epoch = [0u8; 8];
+        sys::read_exact(self.start.0, &mut epoch).ok()?;
+        match u64::from_le_bytes(epoch) {
+            0 => None,
+            e => Some(e),
+        }
+    }
+
+    /// Parent side: release (`epoch`) or abort (0) `n` tasks.
+    fn release(&self, n: usize, epoch: u64) {
+        let bytes: Vec<u8> = std::iter::repeat_n(epoch.to_le_bytes(), n)
+            .flatten()
+            .collect();
+        let _ = sys::write_all(self.start.1, &bytes);
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        for fd in [self.ready.0, self.ready.1, self.start.0, self.start.1] {
+            sys::close(fd);
+        }
+    }
+}
+
+/// Everything a task needs, shared by reference (threads) or by inheritance (processes).
+struct TaskEnv<W> {
+    workload: Arc<W>,
+    shared: Arc<Shared>,
+    gate: Arc<Gate>,
+    knobs: Vec<Knobs>,
+    group_names: Vec<&'static str>,
+}
+
+/// The body of one task from knob application to report.
+fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef) -> Option<TaskReport> {
+    let name = format!("{COMM_PREFIX}{}{}", env.group_names[task.group], task.index);
+    sys::set_thread_name(&name);
+    let mut report = TaskReport {
+        id: task.id,
+        tid: sys::gettid(),
+        ..TaskReport::default()
+    };
+    if let Err(e) = apply_to_current_thread(&env.knobs[task.group]) {
+        env.gate.task_ready_and_wait(task.id, &e);
+        return None;
+    }
+    if task.index == 0 {
+        report.observed = observed_settings();
+    }
+    let epoch = env.gate.task_ready_and_wait(task.id, "")?;
+    let (before, source) = snapshot_self();
+    let cpu0 = sys::thread_cpu_ns();
+    let ctx = RealContext::new(env.shared.clone(), task.id, epoch);
+    let result = block_on(env.workload.body(task, &ctx));
+    report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
+    report.cpu_ns = sys::thread_cpu_ns() - cpu0;
+    let (after, _) = snapshot_self();
+    report.sched = after.since(&before);
+    report.proc_source = source == SnapshotSource::ProcSched;
+    report.samples = ctx.take_samples();
+    report.error = result.err().map(|e| e.to_string());
+    Some(report)
+}
+
+/// Run one repetition of `workload` and measure it.
+pub fn run_repetition<W: Workload>(
+    workload: &Arc<W>,
+    setup: RepetitionSetup<'_>,
+) -> Result<RepetitionResult, RunError> {
+    let plan = workload.plan();
+    if setup.knobs.len() != plan.groups.len() {
+        return Err(RunError::Setup(
+            "knobs do not match the plan's groups".into(),
+        ));
+    }
+    if plan.locks > 0 && plan.mode == TaskMode::Processes {
+        return Err(RunError::Setup("locks need --tasks threads".into()));
+    }
+    let scratch =
+        TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
+    let channels = Channels::create(plan.transport, plan.channels, &scratch).map_err(|e| {
+        RunError::Setup(format!(
+            "creating {} {} channels: {e}{}",
+            plan.channels,
+            plan.transport,
+            if e.raw_os_error() == Some(libc::EMFILE) {
+                " (open-file limit: raise it with `ulimit -n`)"
+            } else {
+                ""
+            }
+        ))
+    })?;
+    let shared = Arc::new(Shared {
+        channels,
+        locks: (0..plan.locks)
+            .map(|_| <parking_lot::RawMutex as lock_api::RawMutex>::INIT)
+            .collect(),
+        stop: setup.stop.clone(),
+        scratch: scratch.path().to_path_buf(),
+    });
+    let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
+    let env = Arc::new(TaskEnv {
+        workload: workload.clone(),
+        shared,
+        gate: gate.clone(),
+        knobs: setup.knobs.to_vec(),
+        group_names: plan.groups.iter().map(|g| g.name).collect(),
+    });
+    let tasks = plan.tasks();
+    let realtime = setup
+        .knobs
+        .iter()
+        .any(|k| k.policy.is_some_and(|p| p.is_realtime()));
+    let mut hosts = match plan.mode {
+        TaskMode::Threads => Hosts::threads(&env, &tasks)?,
+        TaskMode::Processes => Hosts::processes(&env, &tasks)?,
+    };
+    let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
+    hosts.finish(result.is_ok());
+    result
+}
+
+/// How the tasks of a repetition are hosted, and how their reports come back.
+enum Hosts {
+    Threads {
+        rx: mpsc::Receiver<TaskReport>,
+        tids: Arc<parking_lot::Mutex<Vec<i32>>>,
+        handles: Vec<std::thread::JoinHandle<()>>,
+    },
+    Processes {
+        children: Vec<Child>,
+    },
+}
+
+struct Child {
+    pid: i32,
+    result_fd: i32,
+    buf: Vec<u8>,
+    report: Option<TaskReport>,
+    reaped: Option<i32>,
+}
+
+impl Hosts {
+    fn threads<W: Workload>(env: &Arc<TaskEnv<W>>, tasks: &[TaskRef]) -> Result<Hosts, RunError> {
+        let (tx, rx) = mpsc::channel();
+        let tids = Arc::new(parking_lot::Mutex::new(Vec::with_capacity(tasks.len())));
+        let mut handles = Vec::with_capacity(tasks.len());
+        for &task in tasks {
+            let env = env.clone();
+            let tx = tx.clone();
+            let tids = tids.clone();
+            let h = std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    tids.lock().push(sys::gettid());
+                    if let Some(r) = task_main(&env, task) {
+                        let _ = tx.send(r);
+                    }
+                })
+                .map_err(|e| {
+                    RunError::Setup(format!(
+                        "starting thread {} of {}: {e}",
+                        task.id + 1,
+                        tasks.len()
+                    ))
+                })?;
+            handles.push(h);
+        }
+        Ok(Hosts::Threads { rx, tids, handles })
+    }
+
+    fn processes<W: Workload>(env: &Arc<TaskEnv<W>>, tasks: &[TaskRef]) -> Result<Hosts, RunError> {
+        let parent = std::process::id() as i32;
+        let mut children: Vec<Child> = Vec::with_capacity(tasks.len());
+        for &task in tasks {
+            let (r, w) = sys::pipe().map_err(|e| RunError::Setup(format!("result pipe: {e}")))?;
+            // SAFETY: the child only runs the task and then _exit()s; it never returns into the
+            // parent's stack frames, and glibc keeps malloc usable after fork.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                let e = std::io::Error::last_os_error();
+                for c in &children {
+                    // SAFETY: killing our own children.
+                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                }
+                return Err(RunError::Setup(format!("fork of task {}: {e}", task.id)));
+            }
+            if pid == 0 {
+                // SAFETY: async-signal-safe calls only until the task starts.
+                unsafe {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    if libc::getppid() != parent {
+                        libc::_exit(1);
+                    }
+                }
+                sys::close(r);
+                let status = match task_main(env, task) {
+                    Some(rep) => {
+                        let json = serde_json::to_vec(&rep).unwrap_or_default();
+                        let mut msg = (json.len() as u64).to_le_bytes().to_vec();
+                        msg.extend_from_slice(&json);
+                        i32::from(sys::write_all(w, &msg).is_err())
+                    }
+                    None => 0,
+                };
+                // SAFETY: leave without running the parent's destructors.
+                unsafe { libc::_exit(status) };
+            }
+            sys::close(w);
+            children.push(Child {
+                pid,
+                result_fd: r,
+                buf: Vec::new(),
+                report: None,
+                reaped: None,
+            });
+        }
+        Ok(Hosts::Processes { children })
+    }
+
+    /// Collect reports that have arrived, waiting at most `wait`. Returns an error if a process
+    /// died without reporting.
+    fn poll_reports(
+        &mut self,
+        wait: Duration,
+        out: &mut Vec<TaskReport>,
+    ) -> Result<(), (usize, String)> {
+        match self {
+            Hosts::Threads { rx, .. } => {
+                if let Ok(r) = rx.recv_timeout(wait) {
+                    out.push(r);
+                    while let Ok(r) = rx.try_recv() {
+                        out.push(r);
+                    }
+                }
+                Ok(())
+            }
+            Hosts::Processes { children } => {
+                let mut fds: Vec<libc::pollfd> = children
+                    .iter()
+                    .filter(|c| c.report.is_none())
+                    .map(|c| libc::pollfd {
+                        fd: c.result_fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    })
+                    .collect();
+                // SAFETY: fds is a valid array of pollfd.
+                unsafe {
+                    libc::poll(
+                        fds.as_mut_ptr(),
+                        fds.len() as libc::nfds_t,
+                        wait.as_millis() as i32,
+                    )
+                };
+                let ready: HashSet<i32> = fds
+                    .iter()
+                    .filter(|p| p.revents != 0)
+                    .map(|p| p.fd)
+                    .collect();
+                for (i, c) in children.iter_mut().enumerate() {
+                    if c.report.is_some() {
+                        continue;
+                    }
+                    if ready.contains(&c.result_fd) {
+                        let mut chunk = [0u8; 65536];
+                        // SAFETY: chunk is writable.
+                        let n = unsafe {
+                            libc::read(c.result_fd, chunk.as_mut_ptr().cast(), chunk.len())
+                        };
+                        if n > 0 {
+                            c.buf.extend_from_slice(&chunk[..n as usize]);
+                        }
+                        if c.buf.len() >= 8 {
+                            let len = u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
+                            if c.buf.len() >= 8 + len {
+                                match serde_json::from_slice::<TaskReport>(&c.buf[8..8 + len]) {
+                                    Ok(r) => {
+                                        out.push(r.clone());
+                                        c.report = Some(r);
+                                    }
+                                    Err(e) => return Err((i, format!("unreadable report: {e}"))),
+                                }
+                                continue;
+                            }
+                        }
+                    }
+                    if c.reaped.is_none() {
+                        let mut status = 0;
+                        // SAFETY: waiting for our own child without blocking.
+                        if unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) } == c.pid {
+                            c.reaped = Some(status);
+                        }
+                    }
+                    if let Some(status) = c.reaped {
+                        // Drain whatever is left before declaring it dead.
+                        let mut chunk = [0u8; 65536];
+                        loop {
+                            // SAFETY: chunk is writable.
+                            let n = unsafe {
+                                libc::read(c.result_fd, chunk.as_mut_ptr().cast(), chunk.len())
+                            };
+                            if n <= 0 {
+                                break;
+                            }
+                            c.buf.extend_from_slice(&chunk[..n as usize]);
+                        }
+                        let complete = c.buf.len() >= 8
+                            && c.buf.len()
+                                >= 8 + u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
+                        if complete {
+                            let len = u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
+                            if let Ok(r) = serde_json::from_slice::<TaskReport>(&c.buf[8..8 + len])
+                            {
+                                out.push(r.clone());
+                                c.report = Some(r);
+                                continue;
+                            }
+                        }
+                        return Err((i, describe_status(c.pid, status)));
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Emergency stop: demote threads to SCHED_OTHER (they cannot be killed alone; the process
+    /// exits soon after), kill processes.
+    fn stop_all(&mut self) {
+        match self {
+            Hosts::Threads { tids, .. } => {
+                for &tid in tids.lock().iter() {
+                    let _ = demote_thread(tid);
+                }
+            }
+            Hosts::Processes { children } => {
+                for c in children.iter().filter(|c| c.reaped.is_none()) {
+                    // SAFETY: killing our own child.
+                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+
+    /// Reap everything. After a failure, threads that are still blocked are left to die with the
+    /// process (they hold no resources outside it); processes have been killed.
+    fn finish(&mut self, ok: bool) {
+        if !ok {
+            self.stop_all();
+        }
+        match self {
+            Hosts::Threads { handles, .. } => {
+                if ok {
+                    for h in handles.drain(..) {
+                        let _ = h.join();
+                    }
+                }
+            }
+            Hosts::Processes { children } => {
+                for c in children.iter_mut() {
+                    if c.reaped.is_none() {
+                        let mut status = 0;
+                        // SAFETY: reaping our own child.
+                        unsafe { libc::waitpid(c.pid, &mut status, 0) };
+                        c.reaped = Some(status);
+                    }
+                    sys::close(c.result_fd);
+                }
+            }
+        }
+    }
+}
+
+fn describe_status(pid: i32, status: i32) -> String {
+    if libc::WIFSIGNALED(status) {
+        format!(
+            "process {pid} was killed by signal {}",
+            libc::WTERMSIG(status)
+        )
+    } else {
+        format!(
+            "process {pid} exited with status {} without reporting",
+            libc::WEXITSTATUS(status)
+        )
+    }
+}
+
+/// Raise the calling thread to SCHED_FIFO 99 while it supervises real-time tasks; restores on drop.
+struct SupervisorPriority(Option<sys::SchedAttr>);
+
+impl SupervisorPriority {
+    fn raise(needed: bool) -> SupervisorPriority {
+        if !needed {
+            return SupervisorPriority(None);
+        }
+        let old = sys::sched_getattr(0).ok();
+        let attr = sys::SchedAttr {
+            sched_policy: libc::SCHED_FIFO as u32,
+            sched_priority: 99,
+            ..Default::default()
+        };
+        match sys::sched_setattr(0, &attr) {
+            Ok(()) => SupervisorPriority(old),
+            Err(_) => SupervisorPriority(None),
+        }
+    }
+}
+
+impl Drop for SupervisorPriority {
+    fn drop(&mut self) {
+        if let Some(old) = self.0 {
+            let _ = sys::sched_setattr(0, &old);
+        }
+    }
+}
+
+fn task_name(plan: &Plan, tasks: &[TaskRef], id: usize) -> String {
+    tasks.get(id).map_or_else(
+        || format!("#{id}"),
+        |t| format!("{} {}", plan.groups[t.group].name, t.index),
+    )
+}
+
+fn supervise(
+    plan: &Plan,
+    tasks: &[TaskRef],
+    gate: &Gate,
+    hosts: &mut Hosts,
+    setup: RepetitionSetup<'_>,
+    realtime: bool,
+) -> Result<RepetitionResult, RunError> {
+    let _prio = SupervisorPriority::raise(realtime);
+    let n = tasks.len();
+    // Phase 1: every task applies its knobs and reports ready.
+    let ready_deadline =
+        Instant::now() + Duration::from_secs(30) + Duration::from_millis(10 * n as u64);
+    let mut ready = 0;
+    let mut knob_error: Option<RunError> = None;
+    let mut pending = Vec::new();
+    while ready < n {
+        if setup.stop.load(Ordering::Relaxed) {
+            gate.release(n, 0);
+            return Err(RunError::Interrupted);
+        }
+        if Instant::now() > ready_deadline {
+            gate.release(n, 0);
+            return Err(RunError::Setup(format!(
+                "only {ready} of {n} tasks became ready within the start-up budget"
+            )));
+        }
+        let mut pfd = libc::pollfd {
+            fd: gate.ready.0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, 50) };
+        if r <= 0 {
+            if let Err((i, msg)) = hosts.poll_reports(Duration::ZERO, &mut pending) {
+                gate.release(n, 0);
+                return Err(RunError::Task {
+                    task: task_name(plan, tasks, i),
+                    message: msg,
+                });
+            }
+            continue;
+        }
+        let mut head = [0u8; 8];
+        sys::read_exact(gate.ready.0, &mut head)
+            .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
+        let id = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
+        let len = u32::from_le_bytes(head[4..].try_into().unwrap()) as usize;
+        if len > 0 {
+            let mut msg = vec![0u8; len];
+            sys::read_exact(gate.ready.0, &mut msg)
+                .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
+            if knob_error.is_none() {
+                let group = tasks.get(id).map_or("?", |t| plan.groups[t.group].name);
+                knob_error = Some(RunError::Knob {
+                    group: group.into(),
+                    message: String::from_utf8_lossy(&msg).into(),
+                });
+            }
+        }
+        ready += 1;
+    }
+    if let Some(e) = knob_error {
+        gate.release(n, 0);
+        return Err(e);
+    }
+    // Phase 2: release everybody at one epoch and supervise the bodies.
+    let mut trace = setup.trace;
+    let trace_error = match trace.as_mut().map(|t| t.start()) {
+        Some(Err(e)) => Some(e),
+        _ => None,
+    };
+    let epoch = sys::monotonic_ns();
+    gate.release(n, epoch);
+    let started = Instant::now();
+    let mut reports = pending;
+    while reports.len() < n {
+        if setup.stop.load(Ordering::Relaxed) {
+            return Err(RunError::Interrupted);
+        }
+        if started.elapsed() > setup.budget {
+            setup.stop.store(true, Ordering::Relaxed);
+            hosts.stop_all();
+            return Err(RunError::Timeout(setup.budget));
+        }
+        if let Err((i, msg)) = hosts.poll_reports(Duration::from_millis(20), &mut reports) {
+            return Err(RunError::Task {
+                task: task_name(plan, tasks, i),
+                message: msg,
+            });
+        }
+        if let Some(bad) = reports.iter().find(|r| r.error.is_some()) {
+            return Err(RunError::Task {
+                task: task_name(plan, tasks, bad.id),
+                message: bad.error.clone().unwrap_or_default(),
+            });
+        }
+    }
+    if let Some(t) = trace.as_mut() {
+        let _ = t.stop();
+    }
+    reports.sort_by_key(|r| r.id);
+    // Counters per group.
+    let tids: HashSet<i32> = reports.iter().map(|r| r.tid).collect();
+    let traced = match (trace, trace_error) {
+        (Some(t), None) => match t.collect(&tids) {
+            Ok(c) => Ok((c, t.source())),
+            Err(e) => Err(e),
+        },
+        (Some(_), Some(e)) => Err(e),
+        (None, _) => Err("not requested".to_string()),
+    };
+    let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
+    let mut total = Counters::default();
+    let mut observed = vec![BTreeMap::new(); plan.groups.len()];
+    let mut outcome = Outcome {
+        wall: Duration::ZERO,
+        tasks: Vec::with_capacity(n),
+    };
+    let mut all_proc = true;
+    for r in &reports {
+        let task = tasks[r.id];
+        let mut c = Counters {
+            voluntary_switches: Some(r.sched.voluntary),
+            involuntary_switches: Some(r.sched.involuntary),
+            migrations: r.sched.migrations,
+            cpu_time_s: r.cpu_ns as f64 / 1e9,
+            ..Counters::default()
+        };
+        if let Ok((tc, _)) = &traced {
+            let t = tc.per_tid.get(&r.tid).copied().unwrap_or_default();
+            c.wakeups = Some(t.wakeups);
+            c.wakeup_preemptions = Some(t.wakeup_preemptions);
+        }
+        all_proc &= r.proc_source;
+        counters
+            .entry(plan.groups[task.group].name.to_string())
+            .or_default()
+            .add(&c);
+        total.add(&c);
+        if task.index == 0 {
+            observed[task.group] = r.observed.clone();
+        }
+        outcome.tasks.push(TaskOutcome {
+            samples: r.samples.clone(),
+            cpu_time: Duration::from_nanos(r.cpu_ns),
+            finished_at: Duration::from_nanos(r.finished_ns),
+        });
+        outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
+    }
+    counters.insert("total".into(), total);
+    let switch_source = if all_proc {
+        SnapshotSource::ProcSched
+    } else {
+        SnapshotSource::Rusage
+    };
+    let (wakeups_source, lost) = match &traced {
+        Ok((tc, src)) => (src.clone(), tc.lost),
+        Err(e) => (format!("unavailable: {e}"), 0),
+    };
+    Ok(RepetitionResult {
+        outcome,
+        counters,
+        sources: CounterSources {
+            switches: switch_source.name().into(),
+            migrations: if all_proc {
+                switch_source.name().into()
+            } else {
+                "unavailable".into()
+            },
+            wakeups: wakeups_source,
+        },
+        lost_events: lost,
+        observed,
+    })
+}

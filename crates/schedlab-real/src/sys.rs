@@ -1,0 +1,175 @@
+//! Thin, checked wrappers over the system calls the real backend needs and libc does not wrap.
+
+use std::io;
+
+/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER0, include/uapi/linux/sched/types.h).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedAttr {
+    /// Size of this structure.
+    pub size: u32,
+    /// SCHED_* policy.
+    pub sched_policy: u32,
+    /// SCHED_FLAG_* flags.
+    pub sched_flags: u64,
+    /// Nice value for fair policies.
+    pub sched_nice: i32,
+    /// Static priority for FIFO/RR.
+    pub sched_priority: u32,
+    /// DEADLINE runtime, or the custom slice of a fair task (EEVDF), in ns.
+    pub sched_runtime: u64,
+    /// DEADLINE relative deadline, ns.
+    pub sched_deadline: u64,
+    /// DEADLINE period, ns.
+    pub sched_period: u64,
+}
+
+/// SCHED_DEADLINE's policy number.
+pub const SCHED_DEADLINE: u32 = 6;
+
+/// The calling thread's kernel id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// sched_setattr(2) on thread `tid` (0 = the caller).
+pub fn sched_setattr(tid: i32, attr: &SchedAttr) -> io::Result<()> {
+    let mut a = *attr;
+    a.size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: a valid, sized sched_attr is passed; the kernel reads `size` bytes.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &a as *const SchedAttr, 0u32) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// sched_getattr(2) on thread `tid` (0 = the caller).
+pub fn sched_getattr(tid: i32) -> io::Result<SchedAttr> {
+    let mut a = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as u32;
+    // SAFETY: the buffer is `size` bytes long and writable.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut a as *mut SchedAttr,
+            size,
+            0u32,
+        )
+    };
+    if r == 0 {
+        Ok(a)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Set the calling thread's name (its comm, as tracepoints and /proc show it); at most 15 bytes.
+pub fn set_thread_name(name: &str) {
+    let mut bytes: Vec<u8> = name.bytes().take(15).collect();
+    bytes.push(0);
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
+/// Monotonic time in nanoseconds (CLOCK_MONOTONIC, shared by all processes of the machine).
+pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// CPU time of the calling thread in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleep until CLOCK_MONOTONIC reaches `deadline_ns`, resuming after signals.
+pub fn sleep_until_ns(deadline_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    loop {
+        // SAFETY: ts is valid; remaining time is not needed with TIMER_ABSTIME.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Write all of `data` to `fd`, retrying on EINTR and short writes.
+pub fn write_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
+    while !data.is_empty() {
+        // SAFETY: data is a valid readable slice.
+        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        data = &data[n as usize..];
+    }
+    Ok(())
+}
+
+/// Read exactly `buf.len()` bytes from `fd`; `UnexpectedEof` if the peer closed first.
+pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        // SAFETY: the tail of buf is valid writable memory.
+        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "peer closed the channel",
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
+}
+
+/// A pipe as (read end, write end), close-on-exec.
+pub fn pipe() -> io::Result<(i32, i32)> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds is a valid 2-element array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((fds[0], fds[1]))
+}
+
+/// Close a file descriptor, ignoring errors.
+pub fn close(fd: i32) {
+    // SAFETY: closing an fd we own.
+    unsafe { libc::close(fd) };
+}

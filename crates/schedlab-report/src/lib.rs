@@ -1,0 +1,7 @@
+//! schedlab's output: text tables for the terminal and the result record's JSON export.
+//! Everything here reads only result records ([`schedlab_workload::record`]).
+#![deny(missing_docs)]
+
+pub mod export;
+pub mod table;
+pub mod text;

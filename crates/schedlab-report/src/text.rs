@@ -1,0 +1,131 @@
+//! The summary printed after a run: per configuration, each metric's N, mean, SD, min, median
+//! and max, then the scheduler counters per task group (means per repetition).
+
+use crate::table::{num, Table};
+use schedlab_workload::record::{ConfigResult, Counters, RunRecord};
+
+/// The whole summary of a record.
+pub fn summary(record: &RunRecord) -> String {
+    let mut out = String::new();
+    if record.configs.len() > 1 {
+        out.push_str(&matrix(record));
+        out.push('\n');
+    }
+    for config in &record.configs {
+        if record.configs.len() > 1 {
+            out.push_str(&format!("== {} ==\n", config.label));
+        }
+        out.push_str(&metrics_table(record, config));
+        out.push('\n');
+        out.push_str(&counters_table(config));
+        out.push('\n');
+    }
+    if record.interrupted {
+        out.push_str("(interrupted: only the repetitions that finished are shown)\n");
+    }
+    out
+}
+
+/// One row per configuration, one column per metric (mean ± SD): the shape of a sweep table.
+pub fn matrix(record: &RunRecord) -> String {
+    let mut header = vec!["config".to_string()];
+    header.extend(
+        record
+            .metrics
+            .iter()
+            .map(|m| format!("{} ({})", m.name, m.unit)),
+    );
+    let mut t = Table::new(header);
+    for c in &record.configs {
+        let mut row = vec![c.label.clone()];
+        for m in &record.metrics {
+            row.push(match c.summary.get(&m.name) {
+                Some(s) if s.n > 1 => format!("{} ± {}", num(s.mean), num(s.sd)),
+                Some(s) => num(s.mean),
+                None => "-".into(),
+            });
+        }
+        t.row(row);
+    }
+    t.render()
+}
+
+/// Per-metric summary of one configuration.
+pub fn metrics_table(record: &RunRecord, config: &ConfigResult) -> String {
+    let mut t = Table::new(["metric", "unit", "N", "mean", "SD", "min", "median", "max"]);
+    for m in &record.metrics {
+        if let Some(s) = config.summary.get(&m.name) {
+            t.row([
+                m.name.clone(),
+                m.unit.clone(),
+                s.n.to_string(),
+                num(s.mean),
+                num(s.sd),
+                num(s.min),
+                num(s.median),
+                num(s.max),
+            ]);
+        }
+    }
+    t.render()
+}
+
+/// Counters per group: mean per repetition of switches, migrations, wakeups, and the share of
+/// wakeups that preempted the running task.
+pub fn counters_table(config: &ConfigResult) -> String {
+    let reps = config.repetitions.len().max(1) as f64;
+    let mut names: Vec<&String> = config.groups.iter().map(|g| &g.name).collect();
+    let total = "total".to_string();
+    if config.groups.len() > 1 {
+        names.push(&total);
+    }
+    let mut t = Table::new([
+        "group",
+        "knobs",
+        "vol. switches",
+        "invol. switches",
+        "migrations",
+        "wakeups",
+        "% wakeup preempt",
+        "CPU s",
+    ]);
+    for name in names {
+        let mut sum = Counters::default();
+        for r in &config.repetitions {
+            if let Some(c) = r.counters.get(name) {
+                sum.add(c);
+            }
+        }
+        let mean = |v: Option<u64>| v.map_or("-".to_string(), |v| num(v as f64 / reps));
+        let knobs = config
+            .groups
+            .iter()
+            .find(|g| &g.name == name)
+            .map_or(String::new(), |g| g.knobs.to_string());
+        t.row([
+            name.clone(),
+            knobs,
+            mean(sum.voluntary_switches),
+            mean(sum.involuntary_switches),
+            mean(sum.migrations),
+            mean(sum.wakeups),
+            sum.preemption_percent()
+                .map_or("-".into(), |p| format!("{p:.1}")),
+            num(sum.cpu_time_s / reps),
+        ]);
+    }
+    let mut out = t.render();
+    let lost: u64 = config.repetitions.iter().map(|r| r.lost_events).sum();
+    out.push_str(&format!(
+        "counters: switches from {}; migrations from {}; wakeups from {}\n",
+        config.counter_sources.switches,
+        config.counter_sources.migrations,
+        config.counter_sources.wakeups
+    ));
+    if lost > 0 {
+        out.push_str(&format!(
+            "warning: the kernel dropped {lost} trace events; wakeup counts are lower bounds\n"
+        ));
+    }
+    out
+}

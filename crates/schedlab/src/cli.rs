@@ -1,0 +1,142 @@
+//! The command line: clap definitions only. Validation that needs the machine happens in
+//! `run.rs` before anything starts.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use schedlab_workload::duration::parse_duration;
+use schedlab_workload::{TaskMode, Transport};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A laboratory for CPU-scheduler experiments.
+#[derive(Parser, Debug)]
+#[command(name = "schedlab", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// schedlab's commands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Run a workload and summarize its repetitions.
+    Run {
+        /// The workload.
+        #[command(subcommand)]
+        workload: WorkloadCmd,
+    },
+    /// List workloads, their parameters and task groups, and the knobs.
+    List,
+    /// Show what this machine lets schedlab measure.
+    Env,
+}
+
+/// The workloads `run` knows.
+#[derive(Subcommand, Debug)]
+pub enum WorkloadCmd {
+    /// hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).
+    Messaging {
+        /// Number of groups.
+        #[arg(long, default_value_t = 10)]
+        groups: usize,
+        /// Senders (and receivers) per group.
+        #[arg(long, default_value_t = 20)]
+        fds: usize,
+        /// Messages each sender writes to each receiver of its group.
+        #[arg(long, default_value_t = 100)]
+        loops: usize,
+        /// Bytes per message (8..65536).
+        #[arg(long, default_value_t = 100)]
+        datasize: usize,
+        /// How messages travel: socketpair or pipe.
+        #[arg(long, default_value = "socketpair", value_parser = parse_transport)]
+        transport: Transport,
+        /// Host tasks as threads or processes.
+        #[arg(long, default_value = "processes", value_parser = parse_mode)]
+        tasks: TaskMode,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// perf bench sched pipe: two tasks bounce a token (groups: ping, pong).
+    Pingpong {
+        /// How the token travels: pipe, socketpair, unix, tcp or udp (loopback).
+        #[arg(long, default_value = "pipe", value_parser = parse_transport)]
+        transport: Transport,
+        /// Round trips.
+        #[arg(long, default_value_t = 100_000)]
+        loops: usize,
+        /// Host tasks as threads or processes.
+        #[arg(long, default_value = "threads", value_parser = parse_mode)]
+        tasks: TaskMode,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// The sched_yield test of seed 002: N threads yield for a while (group: yield).
+    Yield {
+        /// Thread counts to run, comma-separated (1..4096 each); one configuration per count.
+        #[arg(long, default_value = "1,2,4,16", value_delimiter = ',')]
+        threads: Vec<usize>,
+        /// How long each repetition yields.
+        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        duration: Duration,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+}
+
+/// Options every workload takes.
+#[derive(Args, Debug, Clone)]
+pub struct CommonArgs {
+    /// Knobs for a task group: NAME:nice=N,policy=other|batch|idle|fifo:P|rr:P|deadline:R/D/P,slice=DUR,cpus=LIST (repeatable).
+    #[arg(long = "group", value_name = "NAME:KNOBS")]
+    pub group_knobs: Vec<String>,
+    /// Measured repetitions per configuration (each with a fresh workload).
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Unrecorded warm-up repetitions before each configuration.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
+    /// Write the result record (JSON) to this file; it is rewritten after every repetition.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Where to run: the real kernel (the simulator comes with a later release).
+    #[arg(long, value_enum, default_value_t = BackendArg::Real)]
+    pub backend: BackendArg,
+    /// Wakeup and preemption counters: auto (tracefs if available), trace (required), proc (switches and migrations only).
+    #[arg(long, value_enum, default_value_t = CountersArg::Auto)]
+    pub counters: CountersArg,
+    /// Time budget per repetition; the supervisor ends a repetition that exceeds it (default: from the workload's size).
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Print only the summary (no per-repetition lines).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Backends.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendArg {
+    /// The running Linux kernel.
+    Real,
+    /// A simulated machine (not built yet).
+    Sim,
+}
+
+/// Counter sources.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountersArg {
+    /// Tracepoints when available, else /proc only.
+    Auto,
+    /// Tracepoints, or fail.
+    Trace,
+    /// /proc only (no tracing overhead).
+    Proc,
+}
+
+fn parse_transport(s: &str) -> Result<Transport, String> {
+    s.parse()
+}
+
+fn parse_mode(s: &str) -> Result<TaskMode, String> {
+    s.parse()
+}

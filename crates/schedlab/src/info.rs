@@ -1,0 +1,110 @@
+//! `schedlab list` and `schedlab env`.
+
+use schedlab_real::machine::{machine_info, probe_knobs};
+use schedlab_real::procfs::snapshot_self;
+use schedlab_real::runner::COMM_PREFIX;
+use schedlab_real::trace::SchedTrace;
+use schedlab_workload::knobs::KNOB_HELP;
+use schedlab_workload::presets::{Messaging, PingPong, Yield};
+use schedlab_workload::Workload;
+use std::fmt::Write;
+
+fn describe<W: Workload>(out: &mut String, w: &W, about: &str, params: &str) {
+    let plan = w.plan();
+    let groups: Vec<String> = plan.groups.iter().map(|g| g.name.to_string()).collect();
+    let _ = writeln!(
+        out,
+        "{}\n  {about}\n  parameters: {params}\n  groups: {}",
+        w.name(),
+        groups.join(", ")
+    );
+    let metrics: Vec<String> = w
+        .metric_defs()
+        .iter()
+        .map(|m| format!("{} ({})", m.name, m.unit))
+        .collect();
+    let _ = writeln!(out, "  metrics: {}\n", metrics.join(", "));
+}
+
+/// The text of `schedlab list`.
+pub fn list() -> String {
+    let mut out = String::from("WORKLOADS\n\n");
+    describe(
+        &mut out,
+        &Messaging::default(),
+        "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group",
+        "--groups 10 --fds 20 --loops 100 --datasize 100 --transport socketpair|pipe --tasks processes|threads",
+    );
+    describe(
+        &mut out,
+        &PingPong::default(),
+        "perf bench sched pipe: two tasks bounce a 4-byte token",
+        "--loops 100000 --transport pipe|socketpair|unix|tcp|udp --tasks threads|processes",
+    );
+    describe(
+        &mut out,
+        &Yield::default(),
+        "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count",
+        "--threads 1,2,4,16 --duration 2s",
+    );
+    let _ = writeln!(
+        out,
+        "KNOBS (per group: --group NAME:knob=value,...)\n  {KNOB_HELP}\n"
+    );
+    let _ = writeln!(out, "BACKENDS\n  real  the running Linux kernel\n  sim   simulated policies (not in this release)");
+    out
+}
+
+/// The text of `schedlab env`.
+pub fn env() -> String {
+    let m = machine_info();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "kernel      {} ({})",
+        m.kernel_release, m.kernel_version
+    );
+    let _ = writeln!(
+        out,
+        "machine     {} CPUs, {}{}",
+        m.cpus,
+        m.arch,
+        m.cpu_model.map(|c| format!(", {c}")).unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "preemption  {}",
+        m.preempt.unwrap_or_else(|| "unknown".into())
+    );
+    let (_, source) = snapshot_self();
+    let _ = writeln!(out, "\nwhat schedlab can measure here:");
+    let yes = |b: bool| if b { "yes" } else { "no " };
+    let _ = writeln!(
+        out,
+        "  {}  context switches and migrations ({})",
+        yes(true),
+        source.name()
+    );
+    for cap in probe_knobs() {
+        let _ = writeln!(
+            out,
+            "  {}  {} — {}",
+            yes(cap.available),
+            cap.name,
+            cap.detail
+        );
+    }
+    match SchedTrace::open(COMM_PREFIX, 64) {
+        Ok(t) => {
+            let _ = writeln!(
+                out,
+                "  yes  wakeup and preemption counters — {}",
+                t.source()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  no   wakeup and preemption counters — {e}");
+        }
+    }
+    out
+}

@@ -1,0 +1,504 @@
+//! Run the built binary the way a user would, with small parameters.
+
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = schedlab().args(args).output().expect("run schedlab");
+    assert!(
+        out.status.success(),
+        "schedlab {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn temp_json(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()))
+}
+
+fn run_json(args: &[&str], name: &str) -> serde_json::Value {
+    let path = temp_json(name);
+    let mut all: Vec<&str> = args.to_vec();
+    let p = path.to_str().unwrap().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    run_ok(&all);
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    v
+}
+
+fn metric(rec: &serde_json::Value, config: usize, rep: usize, name: &str) -> f64 {
+    rec["configs"][config]["repetitions"][rep]["metrics"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+fn is_root() -> bool {
+    // SAFETY: plain getter.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn messaging_delivers_exactly_every_message_in_all_modes() {
+    for (transport, tasks) in [
+        ("socketpair", "processes"),
+        ("pipe", "threads"),
+        ("socketpair", "threads"),
+        ("pipe", "processes"),
+    ] {
+        let rec = run_json(
+            &[
+                "run",
+                "messaging",
+                "--groups",
+                "2",
+                "--fds",
+                "3",
+                "--loops",
+                "7",
+                "--runs",
+                "2",
+                "--transport",
+                transport,
+                "--tasks",
+                tasks,
+            ],
+            &format!("msg-{transport}-{tasks}"),
+        );
+        assert_eq!(rec["schema"], 1);
+        assert_eq!(
+            rec["configs"][0]["repetitions"].as_array().unwrap().len(),
+            2
+        );
+        for rep in 0..2 {
+            assert_eq!(
+                metric(&rec, 0, rep, "messages"),
+                (2 * 3 * 3 * 7) as f64,
+                "{transport} {tasks}"
+            );
+            assert!(metric(&rec, 0, rep, "time") > 0.0);
+        }
+        let total = &rec["configs"][0]["repetitions"][0]["counters"]["total"];
+        assert!(
+            total["voluntary_switches"].is_u64() && total["cpu_time_s"].as_f64().unwrap() > 0.0,
+            "{total}"
+        );
+    }
+}
+
+#[test]
+fn messaging_prints_hackbench_time_lines() {
+    let out = run_ok(&[
+        "run",
+        "messaging",
+        "--groups",
+        "1",
+        "--loops",
+        "5",
+        "--runs",
+        "2",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let times = err.lines().filter(|l| l.contains("Time: ")).count();
+    assert_eq!(times, 2, "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("msgs_per_s") && stdout.contains("median"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn pingpong_counts_round_trips_on_every_transport() {
+    for transport in ["pipe", "socketpair", "unix", "tcp", "udp"] {
+        let rec = run_json(
+            &[
+                "run",
+                "pingpong",
+                "--loops",
+                "500",
+                "--runs",
+                "1",
+                "--transport",
+                transport,
+            ],
+            &format!("pp-{transport}"),
+        );
+        assert_eq!(metric(&rec, 0, 0, "round_trips"), 500.0, "{transport}");
+        let p50 = metric(&rec, 0, 0, "rtt_p50");
+        let max = metric(&rec, 0, 0, "rtt_max");
+        assert!(p50 > 0.0 && p50 <= max, "{transport}: p50 {p50} max {max}");
+    }
+}
+
+/// Wakeup counters (tracefs) against what must hold: with ping and pong on different CPUs each
+/// side sleeps in every round trip (≥ 2N wakeups), and every voluntary switch of a task is
+/// followed by exactly one wakeup of it (plus the start signal's wakeup).
+#[test]
+fn pingpong_wakeups_match_round_trips_and_sleeps() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let n = 3000u64;
+    let placement: &[&str] = if cpus >= 2 {
+        &["--group", "ping:cpus=0", "--group", "pong:cpus=1"]
+    } else {
+        &[]
+    };
+    let mut args = vec!["run", "pingpong", "--loops", "3000", "--runs", "1"];
+    args.extend_from_slice(placement);
+    let rec = run_json(&args, "pp-wakeups");
+    let source = rec["configs"][0]["counter_sources"]["wakeups"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    if source.starts_with("unavailable") {
+        eprintln!("skipped: wakeup counters {source}");
+        return;
+    }
+    let counters = &rec["configs"][0]["repetitions"][0]["counters"];
+    for side in ["ping", "pong"] {
+        let c = &counters[side];
+        let wakeups = c["wakeups"].as_u64().unwrap();
+        let vol = c["voluntary_switches"].as_u64().unwrap();
+        assert!(
+            wakeups.abs_diff(vol + 1) <= 2,
+            "{side}: {wakeups} wakeups vs {vol} voluntary switches ({source})"
+        );
+        assert!(c["wakeup_preemptions"].as_u64().unwrap() <= wakeups);
+    }
+    let total = counters["total"]["wakeups"].as_u64().unwrap();
+    if cpus >= 2 {
+        assert!(
+            total * 100 >= 2 * n * 95,
+            "{total} wakeups for {n} round trips across CPUs ({source})"
+        );
+    }
+    assert!(total <= 2 * n + 10, "{total} wakeups for {n} round trips");
+}
+
+#[test]
+fn yield_reports_nonzero_yields_per_thread_count() {
+    let rec = run_json(
+        &[
+            "run",
+            "yield",
+            "--threads",
+            "1,3",
+            "--duration",
+            "0.1s",
+            "--runs",
+            "1",
+        ],
+        "yield",
+    );
+    let configs = rec["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2);
+    assert_eq!(configs[1]["params"]["threads"], "3");
+    for c in 0..2 {
+        assert!(metric(&rec, c, 0, "yields") > 0.0);
+        let us = metric(&rec, c, 0, "us_per_yield");
+        assert!(us > 0.0 && us < 1000.0, "{us}");
+    }
+}
+
+#[test]
+fn knobs_really_take_effect() {
+    let rec = run_json(
+        &[
+            "run",
+            "pingpong",
+            "--loops",
+            "200",
+            "--runs",
+            "1",
+            "--group",
+            "ping:nice=7,cpus=0",
+            "--group",
+            "pong:policy=batch,nice=3",
+        ],
+        "knobs",
+    );
+    let groups = &rec["configs"][0]["groups"];
+    assert_eq!(groups[0]["observed"]["nice"], "7", "{groups}");
+    assert_eq!(groups[0]["observed"]["cpus"], "0", "{groups}");
+    assert_eq!(groups[1]["observed"]["policy"], "batch", "{groups}");
+    assert_eq!(groups[1]["observed"]["nice"], "3", "{groups}");
+    assert_eq!(groups[0]["knobs"]["nice"], 7);
+}
+
+#[test]
+fn privileged_knobs_take_effect_or_name_the_capability() {
+    let out = schedlab()
+        .args([
+            "run",
+            "pingpong",
+            "--loops",
+            "200",
+            "--runs",
+            "1",
+            "--group",
+            "ping:policy=fifo:10,cpus=0",
+            "--group",
+            "pong:nice=-5",
+            "--json",
+        ])
+        .arg(temp_json("rt"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if !is_root() {
+        assert!(!out.status.success());
+        assert!(err.contains("CAP_SYS_NICE"), "{err}");
+        eprintln!("skipped: not root; checked the capability message instead");
+        return;
+    }
+    assert!(out.status.success(), "{err}");
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(temp_json("rt")).unwrap()).unwrap();
+    std::fs::remove_file(temp_json("rt")).ok();
+    let groups = &rec["configs"][0]["groups"];
+    assert_eq!(groups[0]["observed"]["policy"], "fifo", "{groups}");
+    assert_eq!(
+        groups[0]["observed"]["prio"], "89",
+        "fifo 10 is kernel prio 99-10: {groups}"
+    );
+    assert_eq!(groups[1]["observed"]["nice"], "-5", "{groups}");
+}
+
+#[test]
+fn bad_input_is_rejected_before_anything_starts() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["run", "messaging", "--group", "sender:nice=25"],
+            "-20..19",
+        ),
+        (
+            &["run", "messaging", "--group", "nobody:nice=1"],
+            "its groups are: sender, receiver",
+        ),
+        (
+            &["run", "messaging", "--group", "sender:cpus=0-4095"],
+            "this machine has CPUs",
+        ),
+        (
+            &["run", "messaging", "--group", "sender:colour=red"],
+            "unknown knob 'colour'",
+        ),
+        (
+            &["run", "messaging", "--group", "sender:policy=fifo:0"],
+            "1..99",
+        ),
+        (
+            &["run", "messaging", "--transport", "tcp"],
+            "socketpair or pipe",
+        ),
+        (
+            &["run", "pingpong", "--transport", "carrier-pigeon"],
+            "pipe, socketpair, unix, tcp or udp",
+        ),
+        (&["run", "yield", "--threads", "0"], "1..4096"),
+        (&["run", "yield", "--duration=-1s"], "positive"),
+        (&["run", "pingpong", "--runs", "0"], "at least one"),
+        (
+            &["run", "pingpong", "--group", "ping:slice=5s"],
+            "0.1ms..100ms",
+        ),
+    ];
+    for (args, needle) in cases {
+        let start = Instant::now();
+        let out = schedlab().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in:\n{err}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{args:?} must fail before running"
+        );
+    }
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, r)| r.split_whitespace().nth(1))
+                .and_then(|s| s.parse::<u32>().ok());
+            if ppid == Some(pid) {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+fn leftovers(pid: u32) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(std::env::temp_dir()).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name.starts_with(&format!("schedlab-{pid}-")) {
+            found.push(name);
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for m in mounts.lines().filter(|l| l.contains("tracefs")) {
+        let dir = m.split_whitespace().nth(1).unwrap_or("");
+        let inst = format!("{dir}/instances");
+        if let Ok(rd) = std::fs::read_dir(&inst) {
+            for e in rd.flatten() {
+                let n = e.file_name().to_string_lossy().to_string();
+                if n.starts_with(&format!("schedlab-{pid}-")) {
+                    found.push(format!("{inst}/{n}"));
+                }
+            }
+        }
+        if dir.contains(&format!("schedlab-{pid}-"))
+            || dir.contains(&format!("schedlab-tracefs-{pid}-"))
+        {
+            found.push(format!("mount {dir}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn an_interrupted_run_leaves_no_child_and_keeps_finished_repetitions() {
+    let json = temp_json("interrupt");
+    let child = schedlab()
+        .args([
+            "run",
+            "messaging",
+            "--groups",
+            "2",
+            "--loops",
+            "3000",
+            "--runs",
+            "50",
+            "--tasks",
+            "processes",
+            "--json",
+        ])
+        .arg(&json)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    // Wait until at least one repetition finished (the record exists) and workers are running.
+    let start = Instant::now();
+    while !(json.exists() && children_of(pid).len() > 10) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the run never got going"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        children_of(pid).is_empty(),
+        "children left: {:?}",
+        children_of(pid)
+    );
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    assert_eq!(rec["interrupted"], true);
+    let reps = rec["configs"][0]["repetitions"].as_array().unwrap().len();
+    assert!((1..50).contains(&reps), "{reps} repetitions kept");
+}
+
+#[test]
+fn the_supervisor_ends_a_run_past_its_budget() {
+    let out = schedlab()
+        .args([
+            "run",
+            "yield",
+            "--threads",
+            "2",
+            "--duration",
+            "30s",
+            "--runs",
+            "1",
+            "--timeout",
+            "0.5s",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("time budget"), "{err}");
+}
+
+#[test]
+fn list_and_env_describe_workloads_and_machine() {
+    let out = String::from_utf8(run_ok(&["list"]).stdout).unwrap();
+    for w in [
+        "messaging",
+        "pingpong",
+        "yield",
+        "sender, receiver",
+        "ping, pong",
+        "deadline:",
+    ] {
+        assert!(out.contains(w), "list lacks {w}:\n{out}");
+    }
+    let out = String::from_utf8(run_ok(&["env"]).stdout).unwrap();
+    for w in [
+        "kernel",
+        "CPUs",
+        "preemption",
+        "negative nice",
+        "real-time",
+        "custom slices",
+        "wakeup and preemption counters",
+    ] {
+        assert!(out.contains(w), "env lacks {w}:\n{out}");
+    }
+}
+
+#[test]
+fn every_command_has_help() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["run", "messaging", "--help"],
+        &["run", "pingpong", "--help"],
+        &["run", "yield", "--help"],
+        &["list", "--help"],
+        &["env", "--help"],
+    ] {
+        let out = run_ok(args);
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage"),
+            "{args:?}"
+        );
+    }
+}
