@@ -230,9 +230,11 @@ impl RunRecord {
             serde_json::from_str(text).map_err(|e| format!("not a schedlab record: {e}"))?;
         match v.get("schema").and_then(|s| s.as_u64()) {
             Some(s) if s == SCHEMA_VERSION as u64 => {}
-            Some(s) => return Err(format!(
+            Some(s) => {
+                return Err(format!(
                 "record schema {s} is not supported; this schedlab reads schema {SCHEMA_VERSION}"
-            )),
+            ))
+            }
             None => return Err("not a schedlab record: no \"schema\" field".into()),
         }
         serde_json::from_value(v).map_err(|e| format!("malformed schedlab record: {e}"))

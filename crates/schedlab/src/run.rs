@@ -64,10 +64,10 @@ fn ensure_fd_limit(needed: u64) -> Result<(), String> {
     };
     // SAFETY: valid out-pointer.
     unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    if lim.rlim_cur as u64 >= needed {
+    if lim.rlim_cur >= needed {
         return Ok(());
     }
-    if lim.rlim_max as u64 >= needed {
+    if lim.rlim_max >= needed {
         let raised = libc::rlimit {
             rlim_cur: lim.rlim_max,
             rlim_max: lim.rlim_max,

@@ -12,7 +12,6 @@ use crate::context::{ChannelId, Context, WorkloadError};
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 /// Bytes of the header (sender id, sequence number) each message carries.
@@ -111,49 +110,43 @@ impl Workload for Messaging {
         }
     }
 
-    fn body<C: Context>(
-        &self,
-        task: TaskRef,
-        ctx: &C,
-    ) -> impl Future<Output = Result<(), WorkloadError>> {
-        async move {
-            let hb_group = task.index / self.fds;
-            let first = hb_group * self.fds;
-            let mut buf = vec![0u8; self.datasize];
-            if task.group == 0 {
-                // Sender: loops × (one message to every receiver of the group).
-                buf[..4].copy_from_slice(&(task.index as u32).to_le_bytes());
-                for seq in 0..self.loops {
-                    buf[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
-                    for r in 0..self.fds {
-                        ctx.send(ChannelId(first + r), &buf).await?;
-                    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let hb_group = task.index / self.fds;
+        let first = hb_group * self.fds;
+        let mut buf = vec![0u8; self.datasize];
+        if task.group == 0 {
+            // Sender: loops × (one message to every receiver of the group).
+            buf[..4].copy_from_slice(&(task.index as u32).to_le_bytes());
+            for seq in 0..self.loops {
+                buf[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
+                for r in 0..self.fds {
+                    ctx.send(ChannelId(first + r), &buf).await?;
                 }
-            } else {
-                // Receiver: fds × loops messages, each sender's in order.
-                let mut next = vec![0u32; self.fds];
-                for _ in 0..self.fds * self.loops {
-                    ctx.recv(ChannelId(task.index), &mut buf).await?;
-                    let sender = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
-                    let seq = u32::from_le_bytes(buf[4..8].try_into().unwrap());
-                    let Some(slot) = sender.checked_sub(first).filter(|&s| s < self.fds) else {
-                        return Err(WorkloadError::Integrity(format!(
-                            "receiver {} got a message from sender {sender}, outside its group",
-                            task.index
-                        )));
-                    };
-                    if seq != next[slot] {
-                        return Err(WorkloadError::Integrity(format!(
-                            "receiver {} expected message {} from sender {sender}, got {seq}",
-                            task.index, next[slot]
-                        )));
-                    }
-                    next[slot] += 1;
-                }
-                ctx.record("received", (self.fds * self.loops) as f64);
             }
-            Ok(())
+        } else {
+            // Receiver: fds × loops messages, each sender's in order.
+            let mut next = vec![0u32; self.fds];
+            for _ in 0..self.fds * self.loops {
+                ctx.recv(ChannelId(task.index), &mut buf).await?;
+                let sender = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
+                let seq = u32::from_le_bytes(buf[4..8].try_into().unwrap());
+                let Some(slot) = sender.checked_sub(first).filter(|&s| s < self.fds) else {
+                    return Err(WorkloadError::Integrity(format!(
+                        "receiver {} got a message from sender {sender}, outside its group",
+                        task.index
+                    )));
+                };
+                if seq != next[slot] {
+                    return Err(WorkloadError::Integrity(format!(
+                        "receiver {} expected message {} from sender {sender}, got {seq}",
+                        task.index, next[slot]
+                    )));
+                }
+                next[slot] += 1;
+            }
+            ctx.record("received", (self.fds * self.loops) as f64);
         }
+        Ok(())
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {

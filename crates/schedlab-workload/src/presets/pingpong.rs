@@ -11,7 +11,6 @@ use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 /// Two tasks bouncing a token.
@@ -85,36 +84,30 @@ impl Workload for PingPong {
         }
     }
 
-    fn body<C: Context>(
-        &self,
-        task: TaskRef,
-        ctx: &C,
-    ) -> impl Future<Output = Result<(), WorkloadError>> {
-        async move {
-            let mut token = [0u8; 4];
-            if task.group == 0 {
-                for i in 0..self.loops {
-                    let t0 = ctx.now();
-                    token.copy_from_slice(&(i as u32).to_le_bytes());
-                    ctx.send(ChannelId(0), &token).await?;
-                    ctx.recv(ChannelId(1), &mut token).await?;
-                    if u32::from_le_bytes(token) != i as u32 {
-                        return Err(WorkloadError::Integrity(format!(
-                            "round trip {i} came back as {}",
-                            u32::from_le_bytes(token)
-                        )));
-                    }
-                    ctx.record("rtt_ns", (ctx.now() - t0).as_nanos() as f64);
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let mut token = [0u8; 4];
+        if task.group == 0 {
+            for i in 0..self.loops {
+                let t0 = ctx.now();
+                token.copy_from_slice(&(i as u32).to_le_bytes());
+                ctx.send(ChannelId(0), &token).await?;
+                ctx.recv(ChannelId(1), &mut token).await?;
+                if u32::from_le_bytes(token) != i as u32 {
+                    return Err(WorkloadError::Integrity(format!(
+                        "round trip {i} came back as {}",
+                        u32::from_le_bytes(token)
+                    )));
                 }
-                ctx.record("round_trips", self.loops as f64);
-            } else {
-                for _ in 0..self.loops {
-                    ctx.recv(ChannelId(0), &mut token).await?;
-                    ctx.send(ChannelId(1), &token).await?;
-                }
+                ctx.record("rtt_ns", (ctx.now() - t0).as_nanos() as f64);
             }
-            Ok(())
+            ctx.record("round_trips", self.loops as f64);
+        } else {
+            for _ in 0..self.loops {
+                ctx.recv(ChannelId(0), &mut token).await?;
+                ctx.send(ChannelId(1), &token).await?;
+            }
         }
+        Ok(())
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {

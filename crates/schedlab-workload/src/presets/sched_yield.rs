@@ -10,7 +10,6 @@ use crate::context::{Context, WorkloadError};
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::time::Duration;
 
 /// How many yields between two looks at the clock.
@@ -82,26 +81,20 @@ impl Workload for Yield {
         }
     }
 
-    fn body<C: Context>(
-        &self,
-        _task: TaskRef,
-        ctx: &C,
-    ) -> impl Future<Output = Result<(), WorkloadError>> {
-        async move {
-            let end = ctx.now() + self.duration;
-            let mut yields = 0u64;
-            loop {
-                for _ in 0..YIELDS_PER_CLOCK_CHECK {
-                    ctx.yield_now().await;
-                }
-                yields += YIELDS_PER_CLOCK_CHECK;
-                if ctx.now() >= end || ctx.stop_requested() {
-                    break;
-                }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let end = ctx.now() + self.duration;
+        let mut yields = 0u64;
+        loop {
+            for _ in 0..YIELDS_PER_CLOCK_CHECK {
+                ctx.yield_now().await;
             }
-            ctx.record("yields", yields as f64);
-            Ok(())
+            yields += YIELDS_PER_CLOCK_CHECK;
+            if ctx.now() >= end || ctx.stop_requested() {
+                break;
+            }
         }
+        ctx.record("yields", yields as f64);
+        Ok(())
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {
