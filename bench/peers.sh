@@ -25,7 +25,7 @@ sl_msg_time() { "$sl" run messaging "$@" --runs 1 --counters proc 2>&1 >/dev/nul
 sl_msg_time_traced() { "$sl" run messaging "$@" --runs 1 --counters auto 2>&1 >/dev/null | awk '/Time:/ {print $NF}'; }
 # perf prints "Total time: S [sec]"; schedlab's pingpong prints "Total time: S [sec] ..."
 perf_time() { perf bench sched pipe "$@" 2>/dev/null | awk '/Total time:/ {print $3}'; }
-sl_pp_time() { "$sl" run pingpong "$@" --runs 1 --counters proc 2>&1 >/dev/null | awk '/Total time:/ {print $(NF-7)}'; }
+sl_pp_time() { "$sl" run pingpong "$@" --runs 1 --counters proc 2>&1 >/dev/null | awk '/Total time:/ {print $(NF-5)}'; }
 
 printf '%-44s %10s %10s %8s\n' "configuration ($reps alternating runs, medians)" "peer s" "schedlab s" "ratio"
 row() { # label, peer-fn args..., -- , schedlab-fn args...

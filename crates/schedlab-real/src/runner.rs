@@ -25,7 +25,7 @@ use schedlab_workload::record::{CounterSources, Counters};
 use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -116,19 +116,49 @@ struct TaskReport {
     observed: BTreeMap<String, String>,
 }
 
-/// The pipes that order the start: tasks write "ready" messages, the parent writes one 8-byte
-/// epoch per task (0 = abort) to release them.
+/// The start gate, as hackbench builds it: tasks write "ready" messages into one pipe and then
+/// `poll()` another, which the parent makes readable with a single byte. Poll waiters are woken
+/// all at once (a blocking `read()` would wake them one after another: pipe readers wait
+/// exclusively), so every task starts together. The epoch (0 = abort) is published beforehand in
+/// a shared anonymous mapping, which forked processes inherit.
 struct Gate {
     ready: (i32, i32),
     start: (i32, i32),
+    epoch: *mut AtomicU64,
 }
+
+// SAFETY: `epoch` points to a private shared mapping that lives as long as the gate and is only
+// accessed atomically.
+unsafe impl Send for Gate {}
+// SAFETY: as above.
+unsafe impl Sync for Gate {}
 
 impl Gate {
     fn new() -> std::io::Result<Gate> {
+        // SAFETY: a fresh anonymous shared mapping of one page; checked for failure below.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
         Ok(Gate {
             ready: sys::pipe()?,
             start: sys::pipe()?,
+            epoch: page.cast(),
         })
+    }
+
+    fn epoch(&self) -> &AtomicU64 {
+        // SAFETY: the mapping is valid, zero-initialised and aligned for the gate's lifetime.
+        unsafe { &*self.epoch }
     }
 
     /// Task side: report ready (with an error message or empty), then wait for the epoch.
@@ -144,20 +174,27 @@ impl Gate {
         if !error.is_empty() {
             return None;
         }
-        let mut epoch = [0u8; 8];
-        sys::read_exact(self.start.0, &mut epoch).ok()?;
-        match u64::from_le_bytes(epoch) {
+        let mut pfd = libc::pollfd {
+            fd: self.start.0,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; retried on EINTR.
+        while unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                return None;
+            }
+        }
+        match self.epoch().load(Ordering::Acquire) {
             0 => None,
             e => Some(e),
         }
     }
 
-    /// Parent side: release (`epoch`) or abort (0) `n` tasks.
-    fn release(&self, n: usize, epoch: u64) {
-        let bytes: Vec<u8> = std::iter::repeat_n(epoch.to_le_bytes(), n)
-            .flatten()
-            .collect();
-        let _ = sys::write_all(self.start.1, &bytes);
+    /// Parent side: release everybody at `epoch`, or abort them with 0.
+    fn release(&self, epoch: u64) {
+        self.epoch().store(epoch, Ordering::Release);
+        let _ = sys::write_all(self.start.1, b"!");
     }
 }
 
@@ -166,6 +203,8 @@ impl Drop for Gate {
         for fd in [self.ready.0, self.ready.1, self.start.0, self.start.1] {
             sys::close(fd);
         }
+        // SAFETY: unmapping the page mapped in `new`.
+        unsafe { libc::munmap(self.epoch.cast(), 4096) };
     }
 }
 
@@ -587,11 +626,11 @@ fn supervise(
     let mut pending = Vec::new();
     while ready < n {
         if setup.stop.load(Ordering::Relaxed) {
-            gate.release(n, 0);
+            gate.release(0);
             return Err(RunError::Interrupted);
         }
         if Instant::now() > ready_deadline {
-            gate.release(n, 0);
+            gate.release(0);
             return Err(RunError::Setup(format!(
                 "only {ready} of {n} tasks became ready within the start-up budget"
             )));
@@ -605,7 +644,7 @@ fn supervise(
         let r = unsafe { libc::poll(&mut pfd, 1, 50) };
         if r <= 0 {
             if let Err((i, msg)) = hosts.poll_reports(Duration::ZERO, &mut pending) {
-                gate.release(n, 0);
+                gate.release(0);
                 return Err(RunError::Task {
                     task: task_name(plan, tasks, i),
                     message: msg,
@@ -633,7 +672,7 @@ fn supervise(
         ready += 1;
     }
     if let Some(e) = knob_error {
-        gate.release(n, 0);
+        gate.release(0);
         return Err(e);
     }
     // Phase 2: release everybody at one epoch and supervise the bodies.
@@ -643,7 +682,7 @@ fn supervise(
         _ => None,
     };
     let epoch = sys::monotonic_ns();
-    gate.release(n, epoch);
+    gate.release(epoch);
     let started = Instant::now();
     let mut reports = pending;
     while reports.len() < n {

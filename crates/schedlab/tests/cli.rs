@@ -4,6 +4,14 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests run one at a time: they measure real scheduling on a machine that may have only
+/// two CPUs, and the wakeup cross-check must not compete with the other tests for them.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
 }
@@ -48,6 +56,7 @@ fn is_root() -> bool {
 
 #[test]
 fn messaging_delivers_exactly_every_message_in_all_modes() {
+    let _serial = serial();
     for (transport, tasks) in [
         ("socketpair", "processes"),
         ("pipe", "threads"),
@@ -96,6 +105,7 @@ fn messaging_delivers_exactly_every_message_in_all_modes() {
 
 #[test]
 fn messaging_prints_hackbench_time_lines() {
+    let _serial = serial();
     let out = run_ok(&[
         "run",
         "messaging",
@@ -118,6 +128,7 @@ fn messaging_prints_hackbench_time_lines() {
 
 #[test]
 fn pingpong_counts_round_trips_on_every_transport() {
+    let _serial = serial();
     for transport in ["pipe", "socketpair", "unix", "tcp", "udp"] {
         let rec = run_json(
             &[
@@ -144,6 +155,7 @@ fn pingpong_counts_round_trips_on_every_transport() {
 /// followed by exactly one wakeup of it (plus the start signal's wakeup).
 #[test]
 fn pingpong_wakeups_match_round_trips_and_sleeps() {
+    let _serial = serial();
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let n = 3000u64;
     let placement: &[&str] = if cpus >= 2 {
@@ -185,6 +197,7 @@ fn pingpong_wakeups_match_round_trips_and_sleeps() {
 
 #[test]
 fn yield_reports_nonzero_yields_per_thread_count() {
+    let _serial = serial();
     let rec = run_json(
         &[
             "run",
@@ -210,6 +223,7 @@ fn yield_reports_nonzero_yields_per_thread_count() {
 
 #[test]
 fn knobs_really_take_effect() {
+    let _serial = serial();
     let rec = run_json(
         &[
             "run",
@@ -235,6 +249,7 @@ fn knobs_really_take_effect() {
 
 #[test]
 fn privileged_knobs_take_effect_or_name_the_capability() {
+    let _serial = serial();
     let out = schedlab()
         .args([
             "run",
@@ -274,6 +289,7 @@ fn privileged_knobs_take_effect_or_name_the_capability() {
 
 #[test]
 fn bad_input_is_rejected_before_anything_starts() {
+    let _serial = serial();
     let cases: &[(&[&str], &str)] = &[
         (
             &["run", "messaging", "--group", "sender:nice=25"],
@@ -377,6 +393,7 @@ fn leftovers(pid: u32) -> Vec<String> {
 
 #[test]
 fn an_interrupted_run_leaves_no_child_and_keeps_finished_repetitions() {
+    let _serial = serial();
     let json = temp_json("interrupt");
     let child = schedlab()
         .args([
@@ -437,6 +454,7 @@ fn an_interrupted_run_leaves_no_child_and_keeps_finished_repetitions() {
 
 #[test]
 fn the_supervisor_ends_a_run_past_its_budget() {
+    let _serial = serial();
     let out = schedlab()
         .args([
             "run",
@@ -459,6 +477,7 @@ fn the_supervisor_ends_a_run_past_its_budget() {
 
 #[test]
 fn list_and_env_describe_workloads_and_machine() {
+    let _serial = serial();
     let out = String::from_utf8(run_ok(&["list"]).stdout).unwrap();
     for w in [
         "messaging",
@@ -486,6 +505,7 @@ fn list_and_env_describe_workloads_and_machine() {
 
 #[test]
 fn every_command_has_help() {
+    let _serial = serial();
     for args in [
         &["--help"][..],
         &["run", "--help"],
