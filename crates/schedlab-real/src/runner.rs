@@ -297,9 +297,19 @@ pub fn run_repetition<W: Workload>(
         .knobs
         .iter()
         .any(|k| k.policy.is_some_and(|p| p.is_realtime()));
+    let ordered: Vec<TaskRef> = workload
+        .start_order()
+        .into_iter()
+        .map(|i| tasks[i])
+        .collect();
+    if ordered.len() != tasks.len() {
+        return Err(RunError::Setup(
+            "the workload's start order does not name every task".into(),
+        ));
+    }
     let mut hosts = match plan.mode {
-        TaskMode::Threads => Hosts::threads(&env, &tasks)?,
-        TaskMode::Processes => Hosts::processes(&env, &tasks)?,
+        TaskMode::Threads => Hosts::threads(&env, &ordered)?,
+        TaskMode::Processes => Hosts::processes(&env, &ordered)?,
     };
     let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
     hosts.finish(result.is_ok());
@@ -319,6 +329,8 @@ enum Hosts {
 }
 
 struct Child {
+    /// The task's id (children are in start order, not id order).
+    task: usize,
     pid: i32,
     result_fd: i32,
     buf: Vec<u8>,
@@ -394,6 +406,7 @@ impl Hosts {
             }
             sys::close(w);
             children.push(Child {
+                task: task.id,
                 pid,
                 result_fd: r,
                 buf: Vec::new(),
@@ -444,7 +457,7 @@ impl Hosts {
                     .filter(|p| p.revents != 0)
                     .map(|p| p.fd)
                     .collect();
-                for (i, c) in children.iter_mut().enumerate() {
+                for c in children.iter_mut() {
                     if c.report.is_some() {
                         continue;
                     }
@@ -465,7 +478,9 @@ impl Hosts {
                                         out.push(r.clone());
                                         c.report = Some(r);
                                     }
-                                    Err(e) => return Err((i, format!("unreadable report: {e}"))),
+                                    Err(e) => {
+                                        return Err((c.task, format!("unreadable report: {e}")))
+                                    }
                                 }
                                 continue;
                             }
@@ -503,7 +518,7 @@ impl Hosts {
                                 continue;
                             }
                         }
-                        return Err((i, describe_status(c.pid, status)));
+                        return Err((c.task, describe_status(c.pid, status)));
                     }
                 }
                 Ok(())

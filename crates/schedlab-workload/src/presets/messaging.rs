@@ -149,6 +149,18 @@ impl Workload for Messaging {
         Ok(())
     }
 
+    /// hackbench's order: per group, its receivers, then its senders.
+    fn start_order(&self) -> Vec<usize> {
+        let n = self.groups * self.fds;
+        (0..self.groups)
+            .flat_map(|g| {
+                let r = (g * self.fds..(g + 1) * self.fds).map(move |i| n + i);
+                let s = g * self.fds..(g + 1) * self.fds;
+                r.chain(s)
+            })
+            .collect()
+    }
+
     fn metric_defs(&self) -> Vec<MetricDef> {
         vec![
             metric(

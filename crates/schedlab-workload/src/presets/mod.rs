@@ -71,6 +71,12 @@ pub trait Workload: Send + Sync + 'static {
         task: TaskRef,
         ctx: &C,
     ) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// The order in which a backend should create the tasks (task ids). Creation order is also
+    /// the order in which tasks waiting at the start gate are woken, which shapes the first
+    /// moments of a run; the default is group by group.
+    fn start_order(&self) -> Vec<usize> {
+        (0..self.plan().total_tasks()).collect()
+    }
     /// The metrics this workload reports, primary first.
     fn metric_defs(&self) -> Vec<MetricDef>;
     /// This repetition's metrics, after checking its outcome (message counts and the like).
