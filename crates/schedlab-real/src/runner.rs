@@ -233,10 +233,14 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef) -> Option<TaskReport>
     if task.index == 0 {
         report.observed = observed_settings();
     }
-    let epoch = env.gate.task_ready_and_wait(task.id, "")?;
+    // The counters are read before the start gate so that no task spends its first moments of
+    // the timed run in /proc. They therefore include each task's wait at the gate: one
+    // voluntary switch and, since tracing starts before the release, the one wakeup that ends it.
     let (before, source) = snapshot_self();
+    let ctx_shared = env.shared.clone();
+    let epoch = env.gate.task_ready_and_wait(task.id, "")?;
     let cpu0 = sys::thread_cpu_ns();
-    let ctx = RealContext::new(env.shared.clone(), task.id, epoch);
+    let ctx = RealContext::new(ctx_shared, task.id, epoch);
     let result = block_on(env.workload.body(task, &ctx));
     report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
     report.cpu_ns = sys::thread_cpu_ns() - cpu0;
@@ -348,7 +352,7 @@ impl Hosts {
             let tx = tx.clone();
             let tids = tids.clone();
             let h = std::thread::Builder::new()
-                .stack_size(256 * 1024)
+                .stack_size(64 * 1024)
                 .spawn(move || {
                     tids.lock().push(sys::gettid());
                     if let Some(r) = task_main(&env, task) {

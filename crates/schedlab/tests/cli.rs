@@ -152,7 +152,7 @@ fn pingpong_counts_round_trips_on_every_transport() {
 
 /// Wakeup counters (tracefs) against what must hold: with ping and pong on different CPUs each
 /// side sleeps in every round trip (≥ 2N wakeups), and every voluntary switch of a task is
-/// followed by exactly one wakeup of it (plus the start signal's wakeup).
+/// followed by exactly one wakeup of it (both include the wait at the start gate).
 #[test]
 fn pingpong_wakeups_match_round_trips_and_sleeps() {
     let _serial = serial();
