@@ -48,12 +48,33 @@ pub fn machine_info() -> MachineInfo {
     }
 }
 
+/// Read debugfs's `sched/preempt` (e.g. `none voluntary (full) lazy`), mounting debugfs on a
+/// private temporary directory for the read when it is not mounted (root only; unmounted at once).
+fn debugfs_preempt() -> Option<String> {
+    if let Ok(text) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
+        return Some(text);
+    }
+    let dir = crate::tempdir::TempDir::new().ok()?;
+    let target = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: valid NUL-terminated strings; a fresh, private mount point.
+    let mounted = unsafe { libc::mount(c"none".as_ptr(), target.as_ptr(), c"debugfs".as_ptr(), 0, std::ptr::null()) } == 0;
+    if !mounted {
+        return None;
+    }
+    let text = std::fs::read_to_string(dir.path().join("sched/preempt")).ok();
+    // SAFETY: unmounting what we mounted above.
+    unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    text
+}
+
 /// The preemption model: the active one from debugfs when readable, else what `uname -v` says.
 pub fn preempt_model(uname_version: &str) -> Option<String> {
-    if let Ok(text) = std::fs::read_to_string("/sys/kernel/debug/sched/preempt") {
-        // e.g. "none voluntary (full) lazy": the active mode is in parentheses.
+    if let Some(text) = debugfs_preempt() {
+        // The active mode is in parentheses.
         if let Some(active) = text.split_whitespace().find(|w| w.starts_with('(')) {
-            return Some(active.trim_matches(|c| c == '(' || c == ')').to_string());
+            let mode = active.trim_matches(|c| c == '(' || c == ')');
+            let dynamic = if uname_version.contains("PREEMPT_DYNAMIC") { " (PREEMPT_DYNAMIC)" } else { "" };
+            return Some(format!("{mode}{dynamic}"));
         }
     }
     for (tag, name) in [
