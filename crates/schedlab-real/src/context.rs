@@ -17,6 +17,8 @@ use std::time::Duration;
 pub struct Shared {
     /// The plan's channels.
     pub channels: Channels,
+    /// Per-channel write locks, for transports whose writes may be split (TCP).
+    pub write_locks: Option<Vec<parking_lot::Mutex<()>>>,
     /// The plan's locks (threads only).
     pub locks: Vec<parking_lot::RawMutex>,
     /// Set when the run must stop early.
@@ -96,6 +98,11 @@ impl Context for RealContext {
     }
 
     async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {
+        let _turn = self
+            .shared
+            .write_locks
+            .as_ref()
+            .map(|l| l[channel.0].lock());
         sys::write_all(self.shared.channels.write_fd(channel.0), data)
             .map_err(|e| channel_error(channel, e))
     }

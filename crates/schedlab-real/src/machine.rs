@@ -57,7 +57,15 @@ fn debugfs_preempt() -> Option<String> {
     let dir = crate::tempdir::TempDir::new().ok()?;
     let target = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).ok()?;
     // SAFETY: valid NUL-terminated strings; a fresh, private mount point.
-    let mounted = unsafe { libc::mount(c"none".as_ptr(), target.as_ptr(), c"debugfs".as_ptr(), 0, std::ptr::null()) } == 0;
+    let mounted = unsafe {
+        libc::mount(
+            c"none".as_ptr(),
+            target.as_ptr(),
+            c"debugfs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    } == 0;
     if !mounted {
         return None;
     }
@@ -73,7 +81,11 @@ pub fn preempt_model(uname_version: &str) -> Option<String> {
         // The active mode is in parentheses.
         if let Some(active) = text.split_whitespace().find(|w| w.starts_with('(')) {
             let mode = active.trim_matches(|c| c == '(' || c == ')');
-            let dynamic = if uname_version.contains("PREEMPT_DYNAMIC") { " (PREEMPT_DYNAMIC)" } else { "" };
+            let dynamic = if uname_version.contains("PREEMPT_DYNAMIC") {
+                " (PREEMPT_DYNAMIC)"
+            } else {
+                ""
+            };
             return Some(format!("{mode}{dynamic}"));
         }
     }

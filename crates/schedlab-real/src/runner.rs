@@ -51,6 +51,13 @@ pub enum RunError {
         /// What went wrong.
         message: String,
     },
+    /// A process hosting tasks died before they finished.
+    Died {
+        /// What it hosted (`the server process`, `receiver 3`).
+        what: String,
+        /// How it ended (`process 123 was killed by signal 9`).
+        how: String,
+    },
     /// The run was interrupted (SIGINT/SIGTERM).
     Interrupted,
     /// The supervisor ended the repetition after its time budget.
@@ -63,6 +70,7 @@ impl std::fmt::Display for RunError {
             RunError::Setup(s) => write!(f, "setting up the run failed: {s}"),
             RunError::Knob { group, message } => write!(f, "group '{group}': {message}"),
             RunError::Task { task, message } => write!(f, "task {task} failed: {message}"),
+            RunError::Died { what, how } => write!(f, "{what} died before its tasks finished: {how}"),
             RunError::Interrupted => write!(f, "interrupted"),
             RunError::Timeout(d) => write!(
                 f,
@@ -268,20 +276,28 @@ pub fn run_repetition<W: Workload>(
     }
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
-    let channels = Channels::create(plan.transport, plan.channels, &scratch).map_err(|e| {
-        RunError::Setup(format!(
-            "creating {} {} channels: {e}{}",
-            plan.channels,
-            plan.transport,
-            if e.raw_os_error() == Some(libc::EMFILE) {
-                " (open-file limit: raise it with `ulimit -n`)"
-            } else {
-                ""
-            }
-        ))
-    })?;
+    let channels =
+        Channels::create(plan.transport, plan.channels, plan.duplex, &scratch).map_err(|e| {
+            RunError::Setup(format!(
+                "creating {} {} channels: {e}{}",
+                plan.channels,
+                plan.transport,
+                if e.raw_os_error() == Some(libc::EMFILE) {
+                    " (open-file limit: raise it with `ulimit -n`)"
+                } else {
+                    ""
+                }
+            ))
+        })?;
     let shared = Arc::new(Shared {
         channels,
+        // A TCP write of one message can be split when the socket buffer fills, and another
+        // writer's bytes could then land in between: writers of a TCP channel take turns.
+        write_locks: (plan.transport == schedlab_workload::Transport::Tcp).then(|| {
+            (0..plan.channels)
+                .map(|_| parking_lot::Mutex::new(()))
+                .collect()
+        }),
         locks: (0..plan.locks)
             .map(|_| <parking_lot::RawMutex as lock_api::RawMutex>::INIT)
             .collect(),
@@ -313,7 +329,19 @@ pub fn run_repetition<W: Workload>(
     }
     let mut hosts = match plan.mode {
         TaskMode::Threads => Hosts::threads(&env, &ordered)?,
-        TaskMode::Processes => Hosts::processes(&env, &ordered)?,
+        TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect())?,
+        TaskMode::GroupProcesses => {
+            let mut units: Vec<Vec<TaskRef>> = Vec::new();
+            let mut unit_of_group: BTreeMap<usize, usize> = BTreeMap::new();
+            for &t in &ordered {
+                let u = *unit_of_group.entry(t.group).or_insert_with(|| {
+                    units.push(Vec::new());
+                    units.len() - 1
+                });
+                units[u].push(t);
+            }
+            Hosts::processes(&env, units)?
+        }
     };
     let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
     hosts.finish(result.is_ok());
@@ -333,13 +361,72 @@ enum Hosts {
 }
 
 struct Child {
-    /// The task's id (children are in start order, not id order).
-    task: usize,
+    /// The tasks this process hosts (one, or a whole group as threads).
+    tasks: Vec<usize>,
+    /// Name of what it hosts, for errors (`the server process`).
+    what: String,
     pid: i32,
     result_fd: i32,
     buf: Vec<u8>,
-    report: Option<TaskReport>,
+    /// Reports parsed so far.
+    got: usize,
     reaped: Option<i32>,
+}
+
+impl Child {
+    fn complete(&self) -> bool {
+        self.got == self.tasks.len()
+    }
+
+    /// Move every complete length-prefixed report out of the buffer.
+    fn parse(&mut self, out: &mut Vec<TaskReport>) -> Result<(), String> {
+        let mut at = 0;
+        while self.buf.len() >= at + 8 {
+            let len =
+                u64::from_le_bytes(self.buf[at..at + 8].try_into().expect("8 bytes")) as usize;
+            if self.buf.len() < at + 8 + len {
+                break;
+            }
+            let r: TaskReport = serde_json::from_slice(&self.buf[at + 8..at + 8 + len])
+                .map_err(|e| format!("unreadable report from {}: {e}", self.what))?;
+            out.push(r);
+            self.got += 1;
+            at += 8 + len;
+        }
+        self.buf.drain(..at);
+        Ok(())
+    }
+
+    /// Read what the pipe holds now (non-blocking after poll said it is readable or the
+    /// process is gone).
+    fn drain(&mut self) {
+        let mut chunk = [0u8; 65536];
+        loop {
+            let mut pfd = libc::pollfd {
+                fd: self.result_fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd, no waiting.
+            if unsafe { libc::poll(&mut pfd, 1, 0) } <= 0 || pfd.revents & libc::POLLIN == 0 {
+                return;
+            }
+            // SAFETY: chunk is writable.
+            let n = unsafe { libc::read(self.result_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            if n <= 0 {
+                return;
+            }
+            self.buf.extend_from_slice(&chunk[..n as usize]);
+        }
+    }
+}
+
+/// Send one report up the result pipe, length-prefixed.
+fn write_report(fd: i32, rep: &TaskReport) -> bool {
+    let json = serde_json::to_vec(rep).unwrap_or_default();
+    let mut msg = (json.len() as u64).to_le_bytes().to_vec();
+    msg.extend_from_slice(&json);
+    sys::write_all(fd, &msg).is_ok()
 }
 
 impl Hosts {
@@ -371,12 +458,23 @@ impl Hosts {
         Ok(Hosts::Threads { rx, tids, handles })
     }
 
-    fn processes<W: Workload>(env: &Arc<TaskEnv<W>>, tasks: &[TaskRef]) -> Result<Hosts, RunError> {
+    /// Fork one process per unit; a unit of several tasks runs them as threads of that process,
+    /// which streams each report to the parent as soon as its task finishes.
+    fn processes<W: Workload>(
+        env: &Arc<TaskEnv<W>>,
+        units: Vec<Vec<TaskRef>>,
+    ) -> Result<Hosts, RunError> {
         let parent = std::process::id() as i32;
-        let mut children: Vec<Child> = Vec::with_capacity(tasks.len());
-        for &task in tasks {
+        let mut children: Vec<Child> = Vec::with_capacity(units.len());
+        for unit in units {
+            let group = env.group_names[unit[0].group];
+            let what = if unit.len() == 1 {
+                format!("{group} {}", unit[0].index)
+            } else {
+                format!("the {group} process ({} tasks)", unit.len())
+            };
             let (r, w) = sys::pipe().map_err(|e| RunError::Setup(format!("result pipe: {e}")))?;
-            // SAFETY: the child only runs the task and then _exit()s; it never returns into the
+            // SAFETY: the child only runs its tasks and then _exit()s; it never returns into the
             // parent's stack frames, and glibc keeps malloc usable after fork.
             let pid = unsafe { libc::fork() };
             if pid < 0 {
@@ -385,10 +483,10 @@ impl Hosts {
                     // SAFETY: killing our own children.
                     unsafe { libc::kill(c.pid, libc::SIGKILL) };
                 }
-                return Err(RunError::Setup(format!("fork of task {}: {e}", task.id)));
+                return Err(RunError::Setup(format!("fork for {what}: {e}")));
             }
             if pid == 0 {
-                // SAFETY: async-signal-safe calls only until the task starts.
+                // SAFETY: plain calls on our own process.
                 unsafe {
                     libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                     if libc::getppid() != parent {
@@ -396,25 +494,43 @@ impl Hosts {
                     }
                 }
                 sys::close(r);
-                let status = match task_main(env, task) {
-                    Some(rep) => {
-                        let json = serde_json::to_vec(&rep).unwrap_or_default();
-                        let mut msg = (json.len() as u64).to_le_bytes().to_vec();
-                        msg.extend_from_slice(&json);
-                        i32::from(sys::write_all(w, &msg).is_err())
+                let ok = if let [task] = unit[..] {
+                    task_main(env, task).is_none_or(|rep| write_report(w, &rep))
+                } else {
+                    // Not "sl-…": the host thread is not one of the traced tasks.
+                    sys::set_thread_name(&format!("schedlab-{group}"));
+                    let (tx, rx) = mpsc::channel();
+                    let mut ok = true;
+                    for &task in &unit {
+                        let env = env.clone();
+                        let tx = tx.clone();
+                        let spawned =
+                            std::thread::Builder::new()
+                                .stack_size(64 * 1024)
+                                .spawn(move || {
+                                    if let Some(rep) = task_main(&env, task) {
+                                        let _ = tx.send(rep);
+                                    }
+                                });
+                        ok &= spawned.is_ok();
                     }
-                    None => 0,
+                    drop(tx);
+                    for rep in rx {
+                        ok &= write_report(w, &rep);
+                    }
+                    ok
                 };
                 // SAFETY: leave without running the parent's destructors.
-                unsafe { libc::_exit(status) };
+                unsafe { libc::_exit(i32::from(!ok)) };
             }
             sys::close(w);
             children.push(Child {
-                task: task.id,
+                tasks: unit.iter().map(|t| t.id).collect(),
+                what,
                 pid,
                 result_fd: r,
                 buf: Vec::new(),
-                report: None,
+                got: 0,
                 reaped: None,
             });
         }
@@ -423,11 +539,7 @@ impl Hosts {
 
     /// Collect reports that have arrived, waiting at most `wait`. Returns an error if a process
     /// died without reporting.
-    fn poll_reports(
-        &mut self,
-        wait: Duration,
-        out: &mut Vec<TaskReport>,
-    ) -> Result<(), (usize, String)> {
+    fn poll_reports(&mut self, wait: Duration, out: &mut Vec<TaskReport>) -> Result<(), RunError> {
         match self {
             Hosts::Threads { rx, .. } => {
                 if let Ok(r) = rx.recv_timeout(wait) {
@@ -441,7 +553,7 @@ impl Hosts {
             Hosts::Processes { children } => {
                 let mut fds: Vec<libc::pollfd> = children
                     .iter()
-                    .filter(|c| c.report.is_none())
+                    .filter(|c| !c.complete())
                     .map(|c| libc::pollfd {
                         fd: c.result_fd,
                         events: libc::POLLIN,
@@ -456,73 +568,30 @@ impl Hosts {
                         wait.as_millis() as i32,
                     )
                 };
-                let ready: HashSet<i32> = fds
-                    .iter()
-                    .filter(|p| p.revents != 0)
-                    .map(|p| p.fd)
-                    .collect();
-                for c in children.iter_mut() {
-                    if c.report.is_some() {
+                for c in children.iter_mut().filter(|c| !c.complete()) {
+                    c.drain();
+                    c.parse(out).map_err(|message| RunError::Task {
+                        task: c.what.clone(),
+                        message,
+                    })?;
+                    if c.complete() || c.reaped.is_some() {
                         continue;
                     }
-                    if ready.contains(&c.result_fd) {
-                        let mut chunk = [0u8; 65536];
-                        // SAFETY: chunk is writable.
-                        let n = unsafe {
-                            libc::read(c.result_fd, chunk.as_mut_ptr().cast(), chunk.len())
-                        };
-                        if n > 0 {
-                            c.buf.extend_from_slice(&chunk[..n as usize]);
+                    let mut status = 0;
+                    // SAFETY: waiting for our own child without blocking.
+                    if unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) } == c.pid {
+                        c.reaped = Some(status);
+                        c.drain();
+                        c.parse(out).map_err(|message| RunError::Task {
+                            task: c.what.clone(),
+                            message,
+                        })?;
+                        if !c.complete() {
+                            return Err(RunError::Died {
+                                what: c.what.clone(),
+                                how: describe_status(c.pid, status),
+                            });
                         }
-                        if c.buf.len() >= 8 {
-                            let len = u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
-                            if c.buf.len() >= 8 + len {
-                                match serde_json::from_slice::<TaskReport>(&c.buf[8..8 + len]) {
-                                    Ok(r) => {
-                                        out.push(r.clone());
-                                        c.report = Some(r);
-                                    }
-                                    Err(e) => {
-                                        return Err((c.task, format!("unreadable report: {e}")))
-                                    }
-                                }
-                                continue;
-                            }
-                        }
-                    }
-                    if c.reaped.is_none() {
-                        let mut status = 0;
-                        // SAFETY: waiting for our own child without blocking.
-                        if unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) } == c.pid {
-                            c.reaped = Some(status);
-                        }
-                    }
-                    if let Some(status) = c.reaped {
-                        // Drain whatever is left before declaring it dead.
-                        let mut chunk = [0u8; 65536];
-                        loop {
-                            // SAFETY: chunk is writable.
-                            let n = unsafe {
-                                libc::read(c.result_fd, chunk.as_mut_ptr().cast(), chunk.len())
-                            };
-                            if n <= 0 {
-                                break;
-                            }
-                            c.buf.extend_from_slice(&chunk[..n as usize]);
-                        }
-                        let complete = c.buf.len() >= 8
-                            && c.buf.len()
-                                >= 8 + u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
-                        if complete {
-                            let len = u64::from_le_bytes(c.buf[..8].try_into().unwrap()) as usize;
-                            if let Ok(r) = serde_json::from_slice::<TaskReport>(&c.buf[8..8 + len])
-                            {
-                                out.push(r.clone());
-                                c.report = Some(r);
-                                continue;
-                            }
-                        }
-                        return Err((c.task, describe_status(c.pid, status)));
                     }
                 }
                 Ok(())
@@ -662,12 +731,9 @@ fn supervise(
         // SAFETY: one valid pollfd.
         let r = unsafe { libc::poll(&mut pfd, 1, 50) };
         if r <= 0 {
-            if let Err((i, msg)) = hosts.poll_reports(Duration::ZERO, &mut pending) {
+            if let Err(e) = hosts.poll_reports(Duration::ZERO, &mut pending) {
                 gate.release(0);
-                return Err(RunError::Task {
-                    task: task_name(plan, tasks, i),
-                    message: msg,
-                });
+                return Err(e);
             }
             continue;
         }
@@ -713,13 +779,15 @@ fn supervise(
             hosts.stop_all();
             return Err(RunError::Timeout(setup.budget));
         }
-        if let Err((i, msg)) = hosts.poll_reports(Duration::from_millis(20), &mut reports) {
-            return Err(RunError::Task {
-                task: task_name(plan, tasks, i),
-                message: msg,
-            });
-        }
-        if let Some(bad) = reports.iter().find(|r| r.error.is_some()) {
+        hosts.poll_reports(Duration::from_millis(20), &mut reports)?;
+        if let Some(bad) = reports.iter().find(|r| r.error.is_some()).cloned() {
+            // A task that lost its peer usually means the peer's process died: give the death a
+            // moment to be noticed, and name it rather than its consequence.
+            let mut more = Vec::new();
+            let grace = Instant::now() + Duration::from_millis(200);
+            while Instant::now() < grace {
+                hosts.poll_reports(Duration::from_millis(20), &mut more)?;
+            }
             return Err(RunError::Task {
                 task: task_name(plan, tasks, bad.id),
                 message: bad.error.clone().unwrap_or_default(),

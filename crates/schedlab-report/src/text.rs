@@ -20,6 +20,11 @@ pub fn summary(record: &RunRecord) -> String {
         out.push_str(&counters_table(config));
         out.push('\n');
     }
+    if record.workload == "chat" {
+        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+        out.push_str(&chat_seed_table(&rows));
+        out.push('\n');
+    }
     if record.interrupted {
         out.push_str("(interrupted: only the repetitions that finished are shown)\n");
     }
@@ -128,4 +133,73 @@ pub fn counters_table(config: &ConfigResult) -> String {
         ));
     }
     out
+}
+
+/// Count with the seeds' suffixes: `3.49 M`, `812.0 K`.
+pub fn count_suffix(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.2} M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} K", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
+/// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
+/// with the means over repetitions.
+pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
+    let mut t = Table::new([
+        "Srvr Nice",
+        "Clnt Nice",
+        "policy/knobs",
+        "msg/sec",
+        "calls to wake_up",
+        "% priority preemptions",
+    ]);
+    for c in rows {
+        let group = |name: &str| c.groups.iter().find(|g| g.name == name);
+        let nice = |name: &str| {
+            group(name)
+                .and_then(|g| g.knobs.nice)
+                .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
+        };
+        let mut other = Vec::new();
+        for name in ["server", "client"] {
+            if let Some(g) = group(name) {
+                let mut k = g.knobs.clone();
+                k.nice = None;
+                if !k.is_default() {
+                    other.push(format!("{name}:{k}"));
+                }
+            }
+        }
+        let mut total = Counters::default();
+        for r in &c.repetitions {
+            if let Some(tc) = r.counters.get("total") {
+                total.add(tc);
+            }
+        }
+        let reps = c.repetitions.len().max(1) as f64;
+        t.row([
+            nice("server"),
+            nice("client"),
+            if other.is_empty() {
+                "default".to_string()
+            } else {
+                other.join(" ")
+            },
+            c.summary
+                .get("msgs_per_s")
+                .map_or("-".into(), |s| format!("{:.0}", s.mean)),
+            total
+                .wakeups
+                .map_or("-".into(), |w| count_suffix(w as f64 / reps)),
+            total
+                .preemption_percent()
+                .map_or("-".into(), |p| format!("{p:.1} %")),
+        ]);
+    }
+    t.render()
 }

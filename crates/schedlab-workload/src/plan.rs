@@ -7,12 +7,15 @@ use std::str::FromStr;
 
 /// How the real backend hosts tasks. The simulator ignores it (a task is a task).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum TaskMode {
     /// Each task is an OS thread of the schedlab process.
     Threads,
     /// Each task is a forked process.
     Processes,
+    /// Each task group is a forked process with a thread per task (a chat server and client,
+    /// like the originals' two JVMs or programs).
+    GroupProcesses,
 }
 
 impl fmt::Display for TaskMode {
@@ -20,6 +23,7 @@ impl fmt::Display for TaskMode {
         f.write_str(match self {
             TaskMode::Threads => "threads",
             TaskMode::Processes => "processes",
+            TaskMode::GroupProcesses => "group-processes",
         })
     }
 }
@@ -30,8 +34,9 @@ impl FromStr for TaskMode {
         match s {
             "threads" => Ok(TaskMode::Threads),
             "processes" => Ok(TaskMode::Processes),
+            "group-processes" => Ok(TaskMode::GroupProcesses),
             _ => Err(format!(
-                "tasks '{s}' is not accepted; use threads or processes"
+                "tasks '{s}' is not accepted; use threads, processes or group-processes"
             )),
         }
     }
@@ -104,6 +109,9 @@ pub struct Plan {
     pub groups: Vec<GroupPlan>,
     /// Number of channels ([`crate::ChannelId`] 0..channels).
     pub channels: usize,
+    /// Whether channels `2k` and `2k + 1` are the two directions of one connection (a chat
+    /// user's socket); otherwise every channel is carried on its own.
+    pub duplex: bool,
     /// Number of locks ([`crate::LockId`] 0..locks).
     pub locks: usize,
     /// Threads or processes.

@@ -3,6 +3,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use schedlab_workload::duration::parse_duration;
+use schedlab_workload::presets::ChatMode;
 use schedlab_workload::{TaskMode, Transport};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -45,7 +46,7 @@ pub enum WorkloadCmd {
         /// Messages each sender writes to each receiver of its group.
         #[arg(long, default_value_t = 100)]
         loops: usize,
-        /// Bytes per message (8..65536).
+        /// Bytes per message (8..4096).
         #[arg(long, default_value_t = 100)]
         datasize: usize,
         /// How messages travel: socketpair or pipe.
@@ -53,6 +54,32 @@ pub enum WorkloadCmd {
         transport: Transport,
         /// Host tasks as threads or processes.
         #[arg(long, default_value = "processes", value_parser = parse_mode)]
+        tasks: TaskMode,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
+    /// VolanoMark / IBM chat rooms over loopback (groups: server, client).
+    Chat {
+        /// Number of rooms.
+        #[arg(long, default_value_t = 10)]
+        rooms: usize,
+        /// Users per room.
+        #[arg(long, default_value_t = 20)]
+        users: usize,
+        /// Messages each user sends.
+        #[arg(long, default_value_t = 100)]
+        messages: usize,
+        /// Bytes per message (16..4096).
+        #[arg(long, default_value_t = 100)]
+        size: usize,
+        /// tcp (loopback, TCP_NODELAY) or unix.
+        #[arg(long, default_value = "tcp", value_parser = parse_transport)]
+        transport: Transport,
+        /// burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).
+        #[arg(long, default_value = "burst", value_parser = parse_chat_mode)]
+        mode: ChatMode,
+        /// group-processes (a server and a client process, a thread per task) or threads.
+        #[arg(long, default_value = "group-processes", value_parser = parse_mode)]
         tasks: TaskMode,
         #[command(flatten)]
         common: CommonArgs,
@@ -138,5 +165,9 @@ fn parse_transport(s: &str) -> Result<Transport, String> {
 }
 
 fn parse_mode(s: &str) -> Result<TaskMode, String> {
+    s.parse()
+}
+
+fn parse_chat_mode(s: &str) -> Result<ChatMode, String> {
     s.parse()
 }

@@ -5,7 +5,7 @@ use schedlab_real::procfs::snapshot_self;
 use schedlab_real::runner::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
-use schedlab_workload::presets::{Messaging, PingPong, Yield};
+use schedlab_workload::presets::{Chat, Messaging, PingPong, Yield};
 use schedlab_workload::Workload;
 use std::fmt::Write;
 
@@ -34,6 +34,12 @@ pub fn list() -> String {
         &Messaging::default(),
         "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group",
         "--groups 10 --fds 20 --loops 100 --datasize 100 --transport socketpair|pipe --tasks processes|threads",
+    );
+    describe(
+        &mut out,
+        &Chat::default(),
+        "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members",
+        "--rooms 10 --users 20 --messages 100 --size 100 --transport tcp|unix --mode burst|turns --tasks group-processes|threads",
     );
     describe(
         &mut out,

@@ -8,7 +8,7 @@ mod run;
 
 use clap::Parser;
 use cli::{Cli, Command, WorkloadCmd};
-use schedlab_workload::presets::{Messaging, PingPong, Yield};
+use schedlab_workload::presets::{Chat, Messaging, PingPong, Yield};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -57,6 +57,28 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
                         datasize,
                         transport,
                         mode: tasks,
+                    };
+                    w.validate()?;
+                    run::run_workload(vec![w], &common, stop)?
+                }
+                WorkloadCmd::Chat {
+                    rooms,
+                    users,
+                    messages,
+                    size,
+                    transport,
+                    mode,
+                    tasks,
+                    common,
+                } => {
+                    let w = Chat {
+                        rooms,
+                        users,
+                        messages,
+                        size,
+                        transport,
+                        mode,
+                        hosting: tasks,
                     };
                     w.validate()?;
                     run::run_workload(vec![w], &common, stop)?

@@ -522,3 +522,210 @@ fn every_command_has_help() {
         );
     }
 }
+
+#[test]
+fn chat_accounts_for_every_message_in_both_modes_and_transports() {
+    let _serial = serial();
+    let (rooms, users, messages) = (2usize, 4usize, 10usize);
+    let expected = rooms * users * messages * users; // sent + received (users − 1 each)
+    for mode in ["burst", "turns"] {
+        for transport in ["tcp", "unix"] {
+            for tasks in ["group-processes", "threads"] {
+                let rec = run_json(
+                    &[
+                        "run",
+                        "chat",
+                        "--rooms",
+                        "2",
+                        "--users",
+                        "4",
+                        "--messages",
+                        "10",
+                        "--runs",
+                        "1",
+                        "--mode",
+                        mode,
+                        "--transport",
+                        transport,
+                        "--tasks",
+                        tasks,
+                    ],
+                    &format!("chat-{mode}-{transport}-{tasks}"),
+                );
+                assert_eq!(
+                    metric(&rec, 0, 0, "messages"),
+                    expected as f64,
+                    "{mode} {transport} {tasks}"
+                );
+                assert!(metric(&rec, 0, 0, "msgs_per_s") > 0.0);
+                let p50 = metric(&rec, 0, 0, "latency_p50");
+                assert!(p50 > 0.0 && p50 <= metric(&rec, 0, 0, "latency_max"));
+                let groups = &rec["configs"][0]["groups"];
+                assert_eq!(groups[0]["tasks"], rooms * users);
+                assert_eq!(
+                    groups[1]["tasks"],
+                    if mode == "burst" {
+                        2 * rooms * users
+                    } else {
+                        rooms * users
+                    }
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn chat_prints_the_seed_table_and_applies_knobs_per_side() {
+    let _serial = serial();
+    let json = temp_json("chat-knobs");
+    let out = schedlab()
+        .args([
+            "run",
+            "chat",
+            "--rooms",
+            "1",
+            "--users",
+            "5",
+            "--messages",
+            "20",
+            "--runs",
+            "1",
+            "--group",
+            "server:nice=5",
+            "--group",
+            "client:nice=3,policy=batch",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Srvr Nice") && stdout.contains("% priority preemptions"),
+        "{stdout}"
+    );
+    let row = stdout
+        .lines()
+        .find(|l| l.starts_with("+5"))
+        .unwrap_or_else(|| panic!("no +5 row:\n{stdout}"));
+    assert!(
+        row.contains("+3") && row.contains("client:policy=batch"),
+        "{row}"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Average throughput :"));
+    let rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    let groups = &rec["configs"][0]["groups"];
+    assert_eq!(groups[0]["observed"]["nice"], "5", "{groups}");
+    assert_eq!(groups[1]["observed"]["nice"], "3", "{groups}");
+    assert_eq!(groups[1]["observed"]["policy"], "batch", "{groups}");
+    let server = &rec["configs"][0]["repetitions"][0]["counters"]["server"];
+    assert!(server["voluntary_switches"].is_u64(), "{server}");
+}
+
+#[test]
+fn chat_fails_clearly_when_the_server_is_killed() {
+    let _serial = serial();
+    let mut child = schedlab()
+        .args([
+            "run",
+            "chat",
+            "--rooms",
+            "4",
+            "--messages",
+            "200000",
+            "--mode",
+            "turns",
+            "--runs",
+            "1",
+            "--counters",
+            "proc",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    let server = loop {
+        let found = children_of(pid).into_iter().find(|c| {
+            std::fs::read_to_string(format!("/proc/{c}/comm"))
+                .is_ok_and(|n| n.trim() == "schedlab-server")
+        });
+        if let Some(s) = found {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no server process appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: killing the run's server process (our grandchild).
+    unsafe { libc::kill(server as i32, libc::SIGKILL) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("the run hung after its server was killed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!status.success());
+    assert!(
+        err.contains("the server process") && err.contains("died") && err.contains("signal 9"),
+        "{err}"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        children_of(pid).is_empty(),
+        "children left: {:?}",
+        children_of(pid)
+    );
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+}
+
+#[test]
+fn chat_checks_the_open_file_limit_up_front() {
+    let _serial = serial();
+    use std::os::unix::process::CommandExt;
+    let mut cmd = schedlab();
+    cmd.args(["run", "chat", "--runs", "1"]);
+    // SAFETY: setrlimit is async-signal-safe; it lowers only the child's own limits.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 100,
+                rlim_max: 100,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let out = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("open files") && err.contains("ulimit -n"),
+        "{err}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(5));
+}

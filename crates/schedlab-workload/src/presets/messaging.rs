@@ -58,9 +58,11 @@ impl Messaging {
         if self.groups == 0 || self.fds == 0 || self.loops == 0 {
             return Err("messaging: --groups, --fds and --loops must be at least 1".into());
         }
-        if self.datasize < HEADER || self.datasize > 65536 {
+        // Up to a page, one write of a message is atomic on pipes (PIPE_BUF) and UNIX stream
+        // sockets (one skb), so senders sharing a receiver never interleave their bytes.
+        if self.datasize < HEADER || self.datasize > 4096 {
             return Err(format!(
-                "messaging: --datasize {} is not accepted; use {HEADER}..65536 bytes",
+                "messaging: --datasize {} is not accepted; use {HEADER}..4096 bytes",
                 self.datasize
             ));
         }
@@ -104,6 +106,7 @@ impl Workload for Messaging {
                 },
             ],
             channels: n,
+            duplex: false,
             locks: 0,
             mode: self.mode,
             transport: self.transport,

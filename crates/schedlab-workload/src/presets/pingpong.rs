@@ -78,6 +78,7 @@ impl Workload for PingPong {
                 },
             ],
             channels: 2,
+            duplex: false,
             locks: 0,
             mode: self.mode,
             transport: self.transport,

@@ -75,6 +75,7 @@ impl Workload for Yield {
                 tasks: self.threads,
             }],
             channels: 0,
+            duplex: false,
             locks: 0,
             mode: TaskMode::Threads,
             transport: Transport::Pipe,

@@ -1,0 +1,357 @@
+//! `chat` — the chat-room benchmarks of seeds 000 and 002: VolanoMark (jgneff/volano) and IBM's
+//! chat_s/chat_c, over loopback TCP (TCP_NODELAY) or UNIX stream sockets.
+//!
+//! `rooms` rooms of `users` users; every user has one connection to the server, whose task for
+//! that connection reads each message and writes it to every *other* member of the room.
+//!
+//! - `burst` (IBM chat_c/chat_s): per user a send task that sends all its `messages` without
+//!   waiting and a receive task that expects `(users − 1) × messages`.
+//! - `turns` (VolanoMark with `-pause 0`): one task per user; a user sends when
+//!   `(sent + received) mod users` is its index, so one broadcast per room is in flight.
+//!
+//! Throughput = (messages sent + messages received by clients) / elapsed seconds, as both
+//! originals define it. Each message carries room, sender, sequence number and send time: every
+//! receiver checks that each sender's messages arrive complete and in order (a lost, duplicated
+//! or corrupted message fails the run) and records the delivery latency, which neither original
+//! reports.
+//!
+//! Channels: user `u` (global index) has channel `2u` (client → server) and `2u + 1`
+//! (server → client), the two directions of one connection ([`Plan::duplex`]).
+
+use super::{metric, Outcome, Workload};
+use crate::context::{ChannelId, Context, WorkloadError};
+use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Bytes of the header every chat message carries: room, sender, sequence, send time.
+pub const CHAT_HEADER: usize = 16;
+
+/// How users pace their messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChatMode {
+    /// IBM chat: send everything at once.
+    Burst,
+    /// VolanoMark: take turns, one broadcast per room in flight.
+    Turns,
+}
+
+impl fmt::Display for ChatMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChatMode::Burst => "burst",
+            ChatMode::Turns => "turns",
+        })
+    }
+}
+
+impl FromStr for ChatMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "burst" => Ok(ChatMode::Burst),
+            "turns" => Ok(ChatMode::Turns),
+            _ => Err(format!(
+                "mode '{s}' is not accepted; use burst (IBM chat) or turns (VolanoMark)"
+            )),
+        }
+    }
+}
+
+/// The chat-room benchmark.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chat {
+    /// Number of rooms.
+    pub rooms: usize,
+    /// Users per room.
+    pub users: usize,
+    /// Messages each user sends.
+    pub messages: usize,
+    /// Bytes per message (16..4096).
+    pub size: usize,
+    /// tcp (default) or unix.
+    pub transport: Transport,
+    /// burst or turns.
+    pub mode: ChatMode,
+    /// How tasks are hosted: by default the server and the client are two processes, each with
+    /// a thread per task, as in the originals.
+    pub hosting: TaskMode,
+}
+
+impl Default for Chat {
+    fn default() -> Self {
+        Chat {
+            rooms: 10,
+            users: 20,
+            messages: 100,
+            size: 100,
+            transport: Transport::Tcp,
+            mode: ChatMode::Burst,
+            hosting: TaskMode::GroupProcesses,
+        }
+    }
+}
+
+impl Chat {
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.rooms == 0 || self.messages == 0 {
+            return Err("chat: --rooms and --messages must be at least 1".into());
+        }
+        if !(2..=1000).contains(&self.users) {
+            return Err(format!(
+                "chat: --users {} is not accepted; use 2..1000 users per room",
+                self.users
+            ));
+        }
+        if !(CHAT_HEADER..=4096).contains(&self.size) {
+            return Err(format!(
+                "chat: --size {} is not accepted; use {CHAT_HEADER}..4096 bytes",
+                self.size
+            ));
+        }
+        if !matches!(self.transport, Transport::Tcp | Transport::Unix) {
+            return Err(format!(
+                "chat: --transport {} is not accepted; use tcp or unix",
+                self.transport
+            ));
+        }
+        if self.hosting == TaskMode::Processes {
+            return Err("chat: --tasks processes is not accepted (server tasks share connections); use group-processes or threads".into());
+        }
+        Ok(())
+    }
+
+    fn total_users(&self) -> usize {
+        self.rooms * self.users
+    }
+
+    /// Messages the clients send in one repetition.
+    pub fn expected_sent(&self) -> usize {
+        self.total_users() * self.messages
+    }
+
+    /// Messages the clients receive in one repetition.
+    pub fn expected_received(&self) -> usize {
+        self.total_users() * (self.users - 1) * self.messages
+    }
+
+    fn up(user: usize) -> ChannelId {
+        ChannelId(2 * user)
+    }
+
+    fn down(user: usize) -> ChannelId {
+        ChannelId(2 * user + 1)
+    }
+
+    fn encode(&self, buf: &mut [u8], room: usize, user: usize, seq: usize, now: Duration) {
+        buf[0..2].copy_from_slice(&(room as u16).to_le_bytes());
+        buf[2..4].copy_from_slice(&((user % self.users) as u16).to_le_bytes());
+        buf[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
+        buf[8..16].copy_from_slice(&(now.as_nanos() as u64).to_le_bytes());
+    }
+
+    /// Check a message arriving at `user`; returns its sender's index in the room and send time.
+    fn check(&self, buf: &[u8], user: usize, next: &mut [u32]) -> Result<Duration, WorkloadError> {
+        let room = u16::from_le_bytes([buf[0], buf[1]]) as usize;
+        let from = u16::from_le_bytes([buf[2], buf[3]]) as usize;
+        let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+        let sent = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
+        let me = user % self.users;
+        if room != user / self.users || from >= self.users || from == me {
+            return Err(WorkloadError::Integrity(format!(
+                "user {me} of room {} got a message from user {from} of room {room}",
+                user / self.users
+            )));
+        }
+        if seq != next[from] {
+            return Err(WorkloadError::Integrity(format!(
+                "user {me} of room {} expected message {} from user {from}, got {seq}",
+                user / self.users,
+                next[from]
+            )));
+        }
+        next[from] += 1;
+        Ok(Duration::from_nanos(sent))
+    }
+
+    async fn server<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let room = user / self.users;
+        let members = room * self.users..(room + 1) * self.users;
+        let mut buf = vec![0u8; self.size];
+        for _ in 0..self.messages {
+            ctx.recv(Self::up(user), &mut buf).await?;
+            for other in members.clone().filter(|&o| o != user) {
+                ctx.send(Self::down(other), &buf).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn sender<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = vec![0u8; self.size];
+        for seq in 0..self.messages {
+            self.encode(&mut buf, user / self.users, user, seq, ctx.now());
+            ctx.send(Self::up(user), &buf).await?;
+        }
+        ctx.record("sent", self.messages as f64);
+        Ok(())
+    }
+
+    async fn receiver<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = vec![0u8; self.size];
+        let mut next = vec![0u32; self.users];
+        let expected = (self.users - 1) * self.messages;
+        for _ in 0..expected {
+            ctx.recv(Self::down(user), &mut buf).await?;
+            let sent = self.check(&buf, user, &mut next)?;
+            ctx.record(
+                "latency_ns",
+                ctx.now().saturating_sub(sent).as_nanos() as f64,
+            );
+        }
+        ctx.record("received", expected as f64);
+        Ok(())
+    }
+
+    /// VolanoMark's user: alternate between waiting for others' messages and sending on its turn.
+    async fn taker<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let me = user % self.users;
+        let mut buf = vec![0u8; self.size];
+        let mut next = vec![0u32; self.users];
+        let (mut sent, mut received) = (0, 0);
+        let total = self.users * self.messages;
+        while sent + received < total {
+            if (sent + received) % self.users == me {
+                self.encode(&mut buf, user / self.users, user, sent, ctx.now());
+                ctx.send(Self::up(user), &buf).await?;
+                sent += 1;
+            } else {
+                ctx.recv(Self::down(user), &mut buf).await?;
+                let at = self.check(&buf, user, &mut next)?;
+                ctx.record("latency_ns", ctx.now().saturating_sub(at).as_nanos() as f64);
+                received += 1;
+            }
+        }
+        ctx.record("sent", sent as f64);
+        ctx.record("received", received as f64);
+        Ok(())
+    }
+}
+
+impl Workload for Chat {
+    fn name(&self) -> &'static str {
+        "chat"
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("rooms".into(), self.rooms.to_string()),
+            ("users".into(), self.users.to_string()),
+            ("messages".into(), self.messages.to_string()),
+            ("size".into(), self.size.to_string()),
+            ("transport".into(), self.transport.to_string()),
+            ("mode".into(), self.mode.to_string()),
+            ("tasks".into(), self.hosting.to_string()),
+        ])
+    }
+
+    fn plan(&self) -> Plan {
+        let n = self.total_users();
+        let clients = match self.mode {
+            ChatMode::Burst => 2 * n,
+            ChatMode::Turns => n,
+        };
+        Plan {
+            groups: vec![
+                GroupPlan {
+                    name: "server",
+                    tasks: n,
+                },
+                GroupPlan {
+                    name: "client",
+                    tasks: clients,
+                },
+            ],
+            channels: 2 * n,
+            duplex: true,
+            locks: 0,
+            mode: self.hosting,
+            transport: self.transport,
+        }
+    }
+
+    /// Server tasks first (the server listens before clients connect), then the clients.
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let n = self.total_users();
+        match (task.group, self.mode) {
+            (0, _) => self.server(task.index, ctx).await,
+            (_, ChatMode::Turns) => self.taker(task.index, ctx).await,
+            (_, ChatMode::Burst) if task.index < n => self.sender(task.index, ctx).await,
+            (_, ChatMode::Burst) => self.receiver(task.index - n, ctx).await,
+        }
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        vec![
+            metric("msgs_per_s", "msg/s", Better::Higher, "(messages sent + received by clients) / elapsed seconds, as VolanoMark and IBM chat"),
+            metric("time", "s", Better::Lower, "elapsed time from the start signal until the last task is done"),
+            metric("latency_p50", "us", Better::Lower, "delivery latency (client send to client receipt), median"),
+            metric("latency_p99", "us", Better::Lower, "delivery latency, 99th percentile"),
+            metric("latency_max", "us", Better::Lower, "delivery latency, maximum"),
+            metric("messages", "msg", Better::Higher, "messages sent + received by clients, each checked"),
+        ]
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let sent = outcome.sum(&plan, Some(1), "sent") as usize;
+        let received = outcome.sum(&plan, Some(1), "received") as usize;
+        if sent != self.expected_sent() || received != self.expected_received() {
+            return Err(WorkloadError::Integrity(format!(
+                "clients sent {sent} and received {received} messages, expected {} and {}",
+                self.expected_sent(),
+                self.expected_received()
+            )));
+        }
+        let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        for t in &outcome.tasks {
+            for &ns in t.samples.get("latency_ns").into_iter().flatten() {
+                hist.record(ns.max(1.0) as u64)
+                    .expect("auto-resizing histogram");
+            }
+        }
+        let secs = outcome.wall.as_secs_f64();
+        let total = (sent + received) as f64;
+        Ok(BTreeMap::from([
+            ("msgs_per_s".into(), total / secs),
+            ("time".into(), secs),
+            (
+                "latency_p50".into(),
+                hist.value_at_percentile(50.0) as f64 / 1e3,
+            ),
+            (
+                "latency_p99".into(),
+                hist.value_at_percentile(99.0) as f64 / 1e3,
+            ),
+            ("latency_max".into(), hist.max() as f64 / 1e3),
+            ("messages".into(), total),
+        ]))
+    }
+
+    fn classic_line(&self, m: &BTreeMap<String, f64>) -> Option<String> {
+        Some(format!(
+            "Average throughput : {:.0} messages per second",
+            m.get("msgs_per_s")?
+        ))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        let msgs = (self.expected_sent() + self.expected_received()) as f64;
+        Some(Duration::from_secs_f64((msgs * 50e-6).max(60.0)))
+    }
+}
