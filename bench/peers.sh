@@ -62,3 +62,25 @@ row "pingpong pipe processes ${pploops}" perf_time -l $pploops -- sl_pp_time --l
 
 rss_kb=$( { /usr/bin/time -f '%M' "$sl" run yield --threads 2048 --duration 1s --runs 1 --quiet >/dev/null; } 2>&1 | tail -1)
 printf '%-44s %10s %10.1f MiB (goal < 256)\n' "yield 2048 threads: peak RSS" "" "$(awk -v k="$rss_kb" 'BEGIN {print k / 1024}')"
+
+# Chat (issue: the client and server code must not be the bottleneck that hides the scheduler).
+# msg/s of chat next to hackbench's messages/s, and where the CPU time goes (perf stat user vs
+# sys over the whole command; perf record's share of samples in schedlab's own code).
+echo
+printf '%-44s %12s %12s\n' "throughput ($reps alternating runs, medians)" "hackbench" "chat burst"
+hb_rate() { hackbench -g 10 -l 100 | awk '/^Time:/ {print 10*20*20*100 / $2}'; }
+chat_rate() { "$sl" run chat --rooms 10 --messages 100 --runs 1 --counters proc 2>&1 >/dev/null | awk '/Average throughput/ {print $(NF-3)}'; }
+h=() c=()
+for ((i = 0; i < reps; i++)); do h+=("$(hb_rate)"); c+=("$(chat_rate)"); done
+printf '%-44s %12.0f %12.0f\n' "messages per second" "$(printf '%s\n' "${h[@]}" | median)" "$(printf '%s\n' "${c[@]}" | median)"
+for mode in burst turns; do
+  perf stat -x, -e user_time,system_time -o /tmp/schedlab-chat-stat.$$ -- \
+    "$sl" run chat --rooms 10 --messages 100 --mode $mode --runs 3 --counters proc -q >/dev/null 2>&1
+  awk -F, -v mode=$mode '/user_time/ {u=$1} /system_time/ {s=$1} END {printf "chat %-5s user time share of CPU time        %6.1f %%  (user %.2f s, sys %.2f s; goal <= 15 %%)\n", mode, 100*u/(u+s), u/1e9, s/1e9}' /tmp/schedlab-chat-stat.$$
+  rm -f /tmp/schedlab-chat-stat.$$
+done
+perf record -q -o /tmp/schedlab-chat-perf.$$ -- "$sl" run chat --rooms 10 --messages 100 --runs 3 --counters proc -q >/dev/null 2>&1
+perf report -i /tmp/schedlab-chat-perf.$$ --no-children --sort dso 2>/dev/null \
+  | awk '/%/ && !/^#/ {gsub("%","",$1); if ($2 == "schedlab") own += $1; else if ($2 ~ /kernel/) k += $1; else lib += $1}
+         END {printf "chat burst samples: kernel %.1f %%, schedlab code %.1f %%, libraries %.1f %%\n", k, own, lib}'
+rm -f /tmp/schedlab-chat-perf.$$
