@@ -3,5 +3,8 @@
 #![deny(missing_docs)]
 
 pub mod export;
+pub mod ministat;
+pub mod plot;
+pub mod sweep;
 pub mod table;
 pub mod text;

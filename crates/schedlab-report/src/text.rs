@@ -2,7 +2,7 @@
 //! and max, then the scheduler counters per task group (means per repetition).
 
 use crate::table::{num, Table};
-use schedlab_workload::record::{ConfigResult, Counters, RunRecord};
+use schedlab_workload::record::{Better, ConfigResult, Counters, RunRecord};
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
@@ -57,22 +57,74 @@ pub fn matrix(record: &RunRecord) -> String {
 
 /// Per-metric summary of one configuration.
 pub fn metrics_table(record: &RunRecord, config: &ConfigResult) -> String {
-    let mut t = Table::new(["metric", "unit", "N", "mean", "SD", "min", "median", "max"]);
+    let ci_title = format!("±CI{}", record.level);
+    let mut t = Table::new([
+        "metric",
+        "unit",
+        "N",
+        "mean",
+        ci_title.as_str(),
+        "SD",
+        "min",
+        "median",
+        "max",
+        "hmean",
+    ]);
+    let mut notes = Vec::new();
     for m in &record.metrics {
-        if let Some(s) = config.summary.get(&m.name) {
-            t.row([
-                m.name.clone(),
-                m.unit.clone(),
-                s.n.to_string(),
-                num(s.mean),
-                num(s.sd),
-                num(s.min),
-                num(s.median),
-                num(s.max),
-            ]);
+        let Some(s) = config.summary.get(&m.name) else {
+            continue;
+        };
+        let iv = config.intervals.get(&m.name);
+        let hmean = match (m.better, iv.and_then(|i| i.harmonic_mean)) {
+            (Better::Higher, Some(h)) if s.n > 1 => num(h),
+            _ => "-".into(),
+        };
+        t.row([
+            m.name.clone(),
+            m.unit.clone(),
+            s.n.to_string(),
+            num(s.mean),
+            iv.and_then(|i| i.half_width).map_or("-".into(), num),
+            num(s.sd),
+            num(s.min),
+            num(s.median),
+            num(s.max),
+            hmean,
+        ]);
+        let is_primary = record.metrics.first().is_some_and(|p| p.name == m.name);
+        if let Some(iv) = iv.filter(|i| is_primary && !i.outliers.is_empty()) {
+            let runs: Vec<String> = iv.outliers.iter().map(|i| (i + 1).to_string()).collect();
+            notes.push(format!(
+                "outlier: {} of run {} (modified z-score > 3.5; kept)",
+                m.name,
+                runs.join(", ")
+            ));
         }
     }
-    t.render()
+    let mut out = t.render();
+    if config.summary.values().any(|s| s.n > 1) {
+        out.push_str(&format!("±CI{}: half-width of the {}% confidence interval of the mean; hmean: harmonic mean, the right mean for rates\n", record.level, record.level));
+    }
+    match config.converged {
+        Some(false) => out.push_str(&format!(
+            "did not converge: the {} interval is still wider than {} after {} runs\n",
+            record.metrics.first().map_or("", |m| m.name.as_str()),
+            record.until.as_deref().unwrap_or("the precision"),
+            config.repetitions.len()
+        )),
+        Some(true) => out.push_str(&format!(
+            "converged ({}) after {} runs\n",
+            record.until.as_deref().unwrap_or(""),
+            config.repetitions.len()
+        )),
+        None => {}
+    }
+    for n in notes {
+        out.push_str(&n);
+        out.push('\n');
+    }
+    out
 }
 
 /// Counters per group: mean per repetition of switches, migrations, wakeups, and the share of

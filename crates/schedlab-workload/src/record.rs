@@ -170,6 +170,19 @@ pub struct Summary {
     pub max: f64,
 }
 
+/// What the summary of a metric adds to [`Summary`]: its confidence interval, the harmonic mean
+/// and the repetitions flagged as outliers.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Half-width of the confidence interval of the mean at the record's `level` (none for N < 2).
+    pub half_width: Option<f64>,
+    /// Harmonic mean, for higher-is-better rates (none when undefined).
+    pub harmonic_mean: Option<f64>,
+    /// Repetitions (0-based, in run order) whose modified z-score exceeds 3.5 — flagged, never
+    /// dropped.
+    pub outliers: Vec<usize>,
+}
+
 /// One configuration (one point of a parameter list such as `--threads 1,2,4`) and its results.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConfigResult {
@@ -185,6 +198,13 @@ pub struct ConfigResult {
     pub repetitions: Vec<Repetition>,
     /// Summary per metric.
     pub summary: BTreeMap<String, Summary>,
+    /// Confidence interval, harmonic mean and outliers per metric.
+    #[serde(default)]
+    pub intervals: BTreeMap<String, Interval>,
+    /// With a stopping rule: whether the primary metric's interval reached the precision before
+    /// the run limit. `None` when a fixed number of runs was asked for.
+    #[serde(default)]
+    pub converged: Option<bool>,
 }
 
 /// The tool that wrote a record.
@@ -219,11 +239,31 @@ pub struct RunRecord {
     pub warmup: usize,
     /// Whether the run was interrupted; the repetitions that finished are kept.
     pub interrupted: bool,
+    /// Confidence level (percent) of the intervals.
+    #[serde(default = "default_level")]
+    pub level: f64,
+    /// The stopping rule (`95:2%`), if the repetitions were run until convergence.
+    #[serde(default)]
+    pub until: Option<String>,
     /// Configurations in the order they ran.
     pub configs: Vec<ConfigResult>,
 }
 
+fn default_level() -> f64 {
+    95.0
+}
+
 impl RunRecord {
+    /// The primary metric (the first one the workload defines).
+    pub fn primary_metric(&self) -> Option<&MetricDef> {
+        self.metrics.first()
+    }
+
+    /// A metric's definition by name.
+    pub fn metric(&self, name: &str) -> Option<&MetricDef> {
+        self.metrics.iter().find(|m| m.name == name)
+    }
+
     /// Read a record from JSON, refusing records of another schema version.
     pub fn from_json(text: &str) -> Result<RunRecord, String> {
         let v: serde_json::Value =

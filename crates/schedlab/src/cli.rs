@@ -26,6 +26,30 @@ pub enum Command {
         #[command(subcommand)]
         workload: WorkloadCmd,
     },
+    /// Run the cross product of --vary values, interleaving repetitions, and print one table.
+    Sweep {
+        /// The workload.
+        #[command(subcommand)]
+        workload: WorkloadCmd,
+    },
+    /// Compare result records ministat-style: distributions, differences with significance.
+    Compare {
+        /// Result records (JSON from --json); the first is the reference.
+        #[arg(required = true, num_args = 2..)]
+        records: Vec<PathBuf>,
+        /// The metric to plot and test [default: the primary metric].
+        #[arg(long)]
+        metric: Option<String>,
+        /// Confidence level: 80, 90, 95, 98, 99 or 99.5.
+        #[arg(long, default_value = "95")]
+        level: String,
+        /// Welch's t (unequal variances) instead of Student's t with pooled s.
+        #[arg(long)]
+        welch: bool,
+        /// Compare records of different workloads or parameters anyway.
+        #[arg(long)]
+        force: bool,
+    },
     /// List workloads, their parameters and task groups, and the knobs.
     List,
     /// Show what this machine lets schedlab measure.
@@ -117,9 +141,19 @@ pub struct CommonArgs {
     /// Knobs for a task group: NAME:nice=N,policy=other|batch|idle|fifo:P|rr:P|deadline:R/D/P,slice=DUR,cpus=LIST (repeatable).
     #[arg(long = "group", value_name = "NAME:KNOBS")]
     pub group_knobs: Vec<String>,
-    /// Measured repetitions per configuration (each with a fresh workload).
-    #[arg(long, default_value_t = 3)]
-    pub runs: usize,
+    /// Measured repetitions per configuration, each with a fresh workload [default: 3].
+    #[arg(long, conflicts_with = "until")]
+    pub runs: Option<usize>,
+    /// Repeat until the confidence interval of the primary metric is within PRECISION of its
+    /// mean, e.g. 95:2% (at least 3 runs, at most --max-runs).
+    #[arg(long, value_name = "LEVEL:PRECISION")]
+    pub until: Option<String>,
+    /// The most repetitions --until may run per configuration.
+    #[arg(long, default_value_t = 30)]
+    pub max_runs: usize,
+    /// Confidence level of the intervals in the summary: 80, 90, 95, 98, 99 or 99.5.
+    #[arg(long, default_value = "95")]
+    pub level: String,
     /// Unrecorded warm-up repetitions before each configuration.
     #[arg(long, default_value_t = 0)]
     pub warmup: usize,
@@ -138,6 +172,17 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
+    /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4 or server.nice=0,19 (repeatable; the cross product runs).
+    #[arg(long, value_name = "KEY=V1,V2,...")]
+    pub vary: Vec<String>,
+    /// (sweep) Directory for the records: sweep.json and one record per configuration; a sweep
+    /// started again with the same directory resumes where it stopped.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// (sweep) Draw the primary metric against the one numeric varied key, with CI error bars,
+    /// one line per value of the other key, as SVG.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Backends.

@@ -1,17 +1,22 @@
-//! `schedlab run`: validate everything, then run each configuration's warm-up and measured
-//! repetitions on the chosen backend, writing the record after every repetition (so an
-//! interrupted or failed run keeps what finished) and printing the summary.
+//! `schedlab run` and the measuring loop behind `sweep`: validate everything, then run each
+//! configuration's warm-up and measured repetitions — interleaved across configurations
+//! (A B C A B C …) so that drift favours none — for a fixed count or until the primary metric's
+//! confidence interval is tight enough. The record is written after every repetition, so an
+//! interrupted or failed run keeps what finished.
 
 use crate::cli::{BackendArg, CommonArgs, CountersArg};
 use schedlab_real::machine::{machine_info, online_cpus};
 use schedlab_real::runner::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{run_repetition, RepetitionSetup, RunError};
+use schedlab_stats::{describe, metric_values, Decision, StoppingRule};
 use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::record::{
-    BackendInfo, ConfigResult, GroupInfo, Repetition, RunRecord, ToolInfo, SCHEMA_VERSION,
+    BackendInfo, ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ToolInfo, SCHEMA_VERSION,
 };
 use schedlab_workload::Workload;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -22,6 +27,16 @@ pub enum RunEnd {
     Complete,
     /// Interrupted; the finished repetitions were kept.
     Interrupted,
+}
+
+/// One configuration to measure: a workload, its groups' knobs, and how it is named.
+pub struct Config<W> {
+    /// The workload with its parameters.
+    pub workload: W,
+    /// Knobs per plan group.
+    pub knobs: Vec<Knobs>,
+    /// Row label (`threads=16 server.nice=19`); empty for a lone configuration.
+    pub label: String,
 }
 
 /// Trace buffer per CPU: room for about a million events per CPU before the kernel drops some
@@ -83,45 +98,64 @@ fn ensure_fd_limit(needed: u64) -> Result<(), String> {
     ))
 }
 
-/// Run every configuration of one workload.
-pub fn run_workload<W: Workload>(
-    configs: Vec<W>,
-    common: &CommonArgs,
-    stop: Arc<AtomicBool>,
-) -> Result<RunEnd, String> {
-    if common.backend == BackendArg::Sim {
-        return Err(
-            "--backend sim: the simulator is not part of this release yet; use --backend real"
-                .into(),
-        );
-    }
-    if common.runs == 0 {
-        return Err("--runs 0: at least one measured repetition is needed".into());
-    }
-    let first = configs.first().ok_or("no configuration to run")?;
-    let knobs = group_knobs(first, &common.group_knobs)?;
-    for c in &configs {
-        let plan = c.plan();
-        ensure_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)?;
-    }
-    let mut trace_holder: Option<SchedTrace> = None;
-    let wakeup_reason = match common.counters {
-        CountersArg::Proc => "disabled (--counters proc)".to_string(),
-        CountersArg::Auto | CountersArg::Trace => {
-            match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
-                Ok(t) => {
-                    trace_holder = Some(t);
-                    String::new()
-                }
-                Err(e) if common.counters == CountersArg::Trace => {
-                    return Err(format!("--counters trace: {e}"));
-                }
-                Err(e) => e,
-            }
-        }
-    };
+/// How many repetitions to run: a fixed count or a stopping rule.
+enum Budget {
+    Fixed(usize),
+    Until(StoppingRule),
+}
 
-    let mut record = RunRecord {
+impl Budget {
+    fn from_args(common: &CommonArgs) -> Result<Budget, String> {
+        match (&common.until, common.runs) {
+            (Some(rule), _) => Ok(Budget::Until(StoppingRule::parse(rule, common.max_runs)?)),
+            (None, Some(0)) => Err("--runs 0: at least one measured repetition is needed".into()),
+            (None, runs) => Ok(Budget::Fixed(runs.unwrap_or(3))),
+        }
+    }
+
+    /// Whether a configuration with these primary-metric values is done, and if so whether it
+    /// converged (`None` for a fixed count).
+    fn done(&self, values: &[f64]) -> Option<Option<bool>> {
+        match self {
+            Budget::Fixed(n) => (values.len() >= *n).then_some(None),
+            Budget::Until(rule) => match rule.decide(values) {
+                Decision::Continue => None,
+                Decision::Converged => Some(Some(true)),
+                Decision::GaveUp => Some(Some(false)),
+            },
+        }
+    }
+
+    fn describe_progress(&self, done: usize) -> String {
+        match self {
+            Budget::Fixed(n) => format!("run {done}/{n}"),
+            Budget::Until(rule) => format!("run {done} (until {rule}, at most {})", rule.max_runs),
+        }
+    }
+}
+
+/// Recompute a configuration's summaries after a repetition.
+pub fn update_summary(config: &mut ConfigResult, level: f64) {
+    config.summary = schedlab_stats::summarize_config(config);
+    config.intervals = config
+        .summary
+        .keys()
+        .map(|m| {
+            let d = describe(&metric_values(config, m), level);
+            let finite = |v: f64| v.is_finite().then_some(v);
+            let iv = Interval {
+                half_width: finite(d.ci_half_width),
+                harmonic_mean: finite(d.harmonic_mean),
+                outliers: d.outliers,
+            };
+            (m.clone(), iv)
+        })
+        .collect();
+}
+
+/// The record skeleton for a run of `first`'s workload.
+fn new_record<W: Workload>(first: &W, common: &CommonArgs, level: f64) -> RunRecord {
+    RunRecord {
         schema: SCHEMA_VERSION,
         tool: ToolInfo {
             name: "schedlab".into(),
@@ -140,42 +174,157 @@ pub fn run_workload<W: Workload>(
         metrics: first.metric_defs(),
         warmup: common.warmup,
         interrupted: false,
+        level,
+        until: common.until.clone(),
         configs: Vec::new(),
-    };
-    if let Some(t) = &trace_holder {
-        record
-            .backend
-            .details
-            .insert("wakeup_counters".into(), t.source());
-    } else {
-        record.backend.details.insert(
-            "wakeup_counters".into(),
-            format!("unavailable: {wakeup_reason}"),
+    }
+}
+
+/// Where a sweep keeps its records.
+pub struct OutDir {
+    dir: PathBuf,
+}
+
+impl OutDir {
+    /// Use (and create) `dir`.
+    pub fn new(dir: &Path) -> Result<OutDir, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--out {}: {e}", dir.display()))?;
+        Ok(OutDir {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    fn config_path(&self, label: &str) -> PathBuf {
+        let name: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.=".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        self.dir.join(format!(
+            "{}.json",
+            if name.is_empty() {
+                "config".into()
+            } else {
+                name
+            }
+        ))
+    }
+
+    /// The repetitions a previous, interrupted sweep left for this configuration, if its record
+    /// describes the same workload, parameters and knobs.
+    fn resume(&self, record: &RunRecord, config: &ConfigResult) -> Vec<Repetition> {
+        let Ok(old) = schedlab_report::export::read_json(&self.config_path(&config.label)) else {
+            return Vec::new();
+        };
+        match old.configs.first() {
+            Some(c)
+                if old.workload == record.workload
+                    && c.params == config.params
+                    && c.groups
+                        .iter()
+                        .map(|g| &g.knobs)
+                        .eq(config.groups.iter().map(|g| &g.knobs)) =>
+            {
+                c.repetitions.clone()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Write the whole sweep and each configuration's own record.
+    fn save(&self, record: &RunRecord) -> Result<(), String> {
+        let err = |p: &Path, e: std::io::Error| format!("writing {}: {e}", p.display());
+        let all = self.dir.join("sweep.json");
+        schedlab_report::export::write_json(record, &all).map_err(|e| err(&all, e))?;
+        for c in &record.configs {
+            let mut one = record.clone();
+            one.configs = vec![c.clone()];
+            let p = self.config_path(&c.label);
+            schedlab_report::export::write_json(&one, &p).map_err(|e| err(&p, e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Run every configuration (of one workload), interleaving their repetitions, and return the
+/// record; the caller prints it.
+pub fn run_configs<W: Workload>(
+    configs: Vec<Config<W>>,
+    common: &CommonArgs,
+    stop: Arc<AtomicBool>,
+    out: Option<&OutDir>,
+) -> Result<(RunEnd, RunRecord), String> {
+    if common.backend == BackendArg::Sim {
+        return Err(
+            "--backend sim: the simulator is not part of this release yet; use --backend real"
+                .into(),
         );
     }
+    let budget = Budget::from_args(common)?;
+    let level = schedlab_stats::parse_level(&common.level)?;
+    if configs.is_empty() {
+        return Err("no configuration to run".into());
+    }
+    type Setup = (Vec<Knobs>, String);
+    let (workloads, setups): (Vec<Arc<W>>, Vec<Setup>) = configs
+        .into_iter()
+        .map(|c| (Arc::new(c.workload), (c.knobs, c.label)))
+        .unzip();
+    let first = &*workloads[0];
+    for w in &workloads {
+        let plan = w.plan();
+        ensure_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)?;
+    }
+    let mut trace_holder: Option<SchedTrace> = None;
+    let wakeup_reason = match common.counters {
+        CountersArg::Proc => "disabled (--counters proc)".to_string(),
+        CountersArg::Auto | CountersArg::Trace => {
+            match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
+                Ok(t) => {
+                    trace_holder = Some(t);
+                    String::new()
+                }
+                Err(e) if common.counters == CountersArg::Trace => {
+                    return Err(format!("--counters trace: {e}"))
+                }
+                Err(e) => e,
+            }
+        }
+    };
+    let mut record = new_record(first, common, level);
+    record.backend.details.insert(
+        "wakeup_counters".into(),
+        trace_holder
+            .as_ref()
+            .map_or_else(|| format!("unavailable: {wakeup_reason}"), |t| t.source()),
+    );
     let primary = record.metrics[0].name.clone();
     let save = |record: &RunRecord| -> Result<(), String> {
         if let Some(path) = &common.json {
             schedlab_report::export::write_json(record, path)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
         }
+        if let Some(out) = out {
+            out.save(record)?;
+        }
         Ok(())
     };
 
-    for workload in configs {
-        let workload = Arc::new(workload);
-        let plan = workload.plan();
-        let budget = common
-            .timeout
-            .or(workload.expected_time())
-            .unwrap_or(Duration::from_secs(600));
-        record.configs.push(ConfigResult {
-            label: workload.label(),
-            params: workload.params(),
+    let mut finished = vec![false; workloads.len()];
+    for ((knobs, label), w) in setups.iter().zip(&workloads) {
+        let plan = w.plan();
+        let mut result = ConfigResult {
+            label: label.clone(),
+            params: w.params(),
             groups: plan
                 .groups
                 .iter()
-                .zip(&knobs)
+                .zip(knobs)
                 .map(|(g, k)| GroupInfo {
                     name: g.name.into(),
                     tasks: g.tasks,
@@ -184,55 +333,108 @@ pub fn run_workload<W: Workload>(
                 })
                 .collect(),
             ..ConfigResult::default()
-        });
-        let total = common.warmup + common.runs;
-        for i in 0..total {
-            let warm = i < common.warmup;
-            let result = run_repetition(
-                &workload,
-                RepetitionSetup {
-                    knobs: &knobs,
-                    stop: stop.clone(),
-                    budget,
-                    trace: trace_holder.as_mut(),
-                },
-            );
-            let result = match result {
-                Ok(r) => r,
-                Err(RunError::Interrupted) => {
-                    record.interrupted = true;
-                    save(&record)?;
-                    print!("{}", schedlab_report::text::summary(&record));
-                    return Ok(RunEnd::Interrupted);
-                }
-                Err(e) => {
-                    save(&record)?;
-                    return Err(with_context(&e, &workload.label()));
-                }
-            };
-            let metrics = workload
-                .metrics(&result.outcome)
-                .map_err(|e| format!("{}: {e}", workload.name()))?;
-            if !common.quiet {
-                let what = if warm {
-                    format!("warm-up {}/{}", i + 1, common.warmup)
-                } else {
-                    format!("run {}/{}", i + 1 - common.warmup, common.runs)
-                };
-                let line = workload.classic_line(&metrics).unwrap_or_else(|| {
-                    format!(
-                        "{primary}: {}",
-                        schedlab_report::table::num(metrics[&primary])
-                    )
-                });
-                let label = workload.label();
-                let sep = if label.is_empty() { "" } else { " " };
-                eprintln!("{}{sep}{label} {what}: {line}", workload.name());
+        };
+        if let Some(out) = out {
+            result.repetitions = out.resume(&record, &result);
+            if !result.repetitions.is_empty() {
+                eprintln!(
+                    "{} {label}: resuming with {} finished repetitions",
+                    w.name(),
+                    result.repetitions.len()
+                );
+                update_summary(&mut result, level);
             }
-            if warm {
+        }
+        let done = budget.done(&metric_values(&result, &primary));
+        finished[record.configs.len()] = done.is_some();
+        result.converged = done.flatten();
+        record.configs.push(result);
+    }
+
+    let interrupted = |record: &mut RunRecord| -> Result<(RunEnd, RunRecord), String> {
+        record.interrupted = true;
+        save(record)?;
+        Ok((RunEnd::Interrupted, record.clone()))
+    };
+    let run_one = |i: usize, trace: Option<&mut SchedTrace>| {
+        let w = &workloads[i];
+        let budget_time = common
+            .timeout
+            .or(w.expected_time())
+            .unwrap_or(Duration::from_secs(600));
+        run_repetition(
+            w,
+            RepetitionSetup {
+                knobs: &setups[i].0,
+                stop: stop.clone(),
+                budget: budget_time,
+                trace,
+            },
+        )
+    };
+    let progress = |i: usize, what: &str, metrics: &BTreeMap<String, f64>| {
+        if common.quiet {
+            return;
+        }
+        let w = &workloads[i];
+        let line = w.classic_line(metrics).unwrap_or_else(|| {
+            format!(
+                "{primary}: {}",
+                schedlab_report::table::num(metrics[&primary])
+            )
+        });
+        let label = &setups[i].1;
+        let sep = if label.is_empty() { "" } else { " " };
+        eprintln!("{}{sep}{label} {what}: {line}", w.name());
+    };
+    let fail = |e: &RunError, i: usize| {
+        let label = &setups[i].1;
+        if label.is_empty() {
+            e.to_string()
+        } else {
+            format!("{label}: {e}")
+        }
+    };
+
+    // Warm-up rounds, interleaved, then measured rounds until every configuration is done.
+    for round in 0..common.warmup {
+        for i in 0..workloads.len() {
+            match run_one(i, trace_holder.as_mut()) {
+                Ok(r) => {
+                    let m = workloads[i]
+                        .metrics(&r.outcome)
+                        .map_err(|e| format!("{}: {e}", workloads[i].name()))?;
+                    progress(i, &format!("warm-up {}/{}", round + 1, common.warmup), &m);
+                }
+                Err(RunError::Interrupted) => return interrupted(&mut record),
+                Err(e) => return Err(fail(&e, i)),
+            }
+        }
+    }
+    while finished.iter().any(|f| !f) {
+        #[allow(clippy::needless_range_loop)]
+        // `i` indexes workloads, setups, finished and the record
+        for i in 0..workloads.len() {
+            if finished[i] {
                 continue;
             }
-            let config = record.configs.last_mut().expect("pushed above");
+            let result = match run_one(i, trace_holder.as_mut()) {
+                Ok(r) => r,
+                Err(RunError::Interrupted) => return interrupted(&mut record),
+                Err(e) => {
+                    save(&record)?;
+                    return Err(fail(&e, i));
+                }
+            };
+            let metrics = workloads[i]
+                .metrics(&result.outcome)
+                .map_err(|e| format!("{}: {e}", workloads[i].name()))?;
+            let config = &mut record.configs[i];
+            progress(
+                i,
+                &budget.describe_progress(config.repetitions.len() + 1),
+                &metrics,
+            );
             for (g, obs) in config.groups.iter_mut().zip(result.observed) {
                 if g.observed.is_empty() {
                     g.observed = obs;
@@ -247,18 +449,13 @@ pub fn run_workload<W: Workload>(
                 counters: result.counters,
                 lost_events: result.lost_events,
             });
-            config.summary = schedlab_stats::summarize_config(config);
+            update_summary(config, level);
+            if let Some(converged) = budget.done(&metric_values(config, &primary)) {
+                finished[i] = true;
+                config.converged = converged;
+            }
             save(&record)?;
         }
     }
-    print!("{}", schedlab_report::text::summary(&record));
-    Ok(RunEnd::Complete)
-}
-
-fn with_context(e: &RunError, label: &str) -> String {
-    if label.is_empty() {
-        e.to_string()
-    } else {
-        format!("{label}: {e}")
-    }
+    Ok((RunEnd::Complete, record))
 }

@@ -729,3 +729,274 @@ fn chat_checks_the_open_file_limit_up_front() {
     );
     assert!(start.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn until_stops_when_the_interval_is_tight_or_says_it_did_not_converge() {
+    let _serial = serial();
+    let rec = run_json(
+        &[
+            "run",
+            "yield",
+            "--threads",
+            "1",
+            "--duration",
+            "0.05s",
+            "--until",
+            "95:50%",
+            "--max-runs",
+            "8",
+        ],
+        "until-loose",
+    );
+    let c = &rec["configs"][0];
+    assert_eq!(c["converged"], true, "{c}");
+    assert_eq!(
+        c["repetitions"].as_array().unwrap().len(),
+        3,
+        "a loose precision converges at the minimum of 3 runs"
+    );
+    assert!(
+        c["intervals"]["us_per_yield"]["half_width"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(rec["until"], "95:50%");
+
+    let out = schedlab()
+        .args([
+            "run",
+            "yield",
+            "--threads",
+            "1",
+            "--duration",
+            "0.05s",
+            "--until",
+            "99:0.0001%",
+            "--max-runs",
+            "4",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("did not converge") && stdout.contains("after 4 runs"),
+        "{stdout}"
+    );
+
+    let out = schedlab()
+        .args(["run", "yield", "--until", "150:2%"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("150"));
+    let out = schedlab()
+        .args(["run", "yield", "--until", "95:2%", "--runs", "3"])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "--runs and --until exclude each other"
+    );
+}
+
+#[test]
+fn sweep_prints_one_row_per_configuration_writes_records_and_an_svg() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("schedlab-test-sweep-{}", std::process::id()));
+    let svg = dir.join("yield.svg");
+    std::fs::create_dir_all(&dir).unwrap();
+    let args = |runs: &str| {
+        vec![
+            "sweep".to_string(),
+            "yield".into(),
+            "--duration".into(),
+            "0.05s".into(),
+            "--vary".into(),
+            "threads=1,2,3".into(),
+            "--vary".into(),
+            "yield.nice=0,5".into(),
+            "--runs".into(),
+            runs.into(),
+            "--out".into(),
+            dir.display().to_string(),
+            "--plot".into(),
+            svg.display().to_string(),
+        ]
+    };
+    let out = schedlab().args(args("2")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let header = stdout.lines().next().unwrap();
+    assert!(
+        header.contains("threads") && header.contains("yield.nice") && header.contains("vs first"),
+        "{stdout}"
+    );
+    let rows: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.starts_with('+'))
+        .collect();
+    assert_eq!(rows.len(), 6, "{stdout}");
+    assert!(
+        rows[0].starts_with('1') && rows[0].contains("baseline"),
+        "{stdout}"
+    );
+    assert!(
+        rows[5].starts_with('3') && rows[5].contains(" 5 "),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        text.starts_with("<svg") && text.trim_end().ends_with("</svg>"),
+        "not an SVG"
+    );
+    assert!(
+        text.contains("yield.nice=5") && text.matches("<polyline").count() >= 2,
+        "two lines with a legend"
+    );
+    let all: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(all["configs"].as_array().unwrap().len(), 6);
+    assert!(
+        dir.join("threads=2_yield.nice=5.json").exists(),
+        "{:?}",
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>()
+    );
+    // The same sweep with more runs resumes from the directory: two runs each are kept.
+    let out = schedlab().args(args("3")).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert_eq!(
+        err.matches("resuming with 2 finished repetitions").count(),
+        6,
+        "{err}"
+    );
+    assert_eq!(
+        err.matches(" run 3/3").count(),
+        6,
+        "only the third run is new: {err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn sweep_rejects_bad_keys_before_running() {
+    let _serial = serial();
+    for (args, needle) in [
+        (
+            &["sweep", "chat", "--vary", "roomz=1,2"][..],
+            "no parameter 'roomz'",
+        ),
+        (
+            &["sweep", "chat", "--vary", "server.colour=1"],
+            "unknown knob 'colour'",
+        ),
+        (
+            &["sweep", "chat", "--vary", "waiter.nice=1"],
+            "no group 'waiter'",
+        ),
+        (&["sweep", "chat", "--vary", "rooms=1,x"], "rooms=x"),
+        (&["sweep", "chat", "--vary", "server.nice=0,25"], "-20..19"),
+        (&["sweep", "chat"], "at least one --vary"),
+        (
+            &["run", "chat", "--vary", "rooms=1"],
+            "belong to `schedlab sweep`",
+        ),
+    ] {
+        let out = schedlab().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in {err}"
+        );
+    }
+}
+
+#[test]
+fn compare_reports_like_ministat_and_refuses_unlike_records() {
+    let _serial = serial();
+    let a = temp_json("cmp-a");
+    let b = temp_json("cmp-b");
+    let c = temp_json("cmp-c");
+    for (path, threads) in [(&a, "1"), (&b, "1")] {
+        run_ok(&[
+            "run",
+            "yield",
+            "--threads",
+            threads,
+            "--duration",
+            "0.05s",
+            "--runs",
+            "4",
+            "-q",
+            "--json",
+            path.to_str().unwrap(),
+        ]);
+    }
+    run_ok(&[
+        "run",
+        "pingpong",
+        "--loops",
+        "300",
+        "--runs",
+        "3",
+        "-q",
+        "--json",
+        c.to_str().unwrap(),
+    ]);
+    let out = run_ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("N           Min           Max        Median           Avg        Stddev"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("confidence"), "{stdout}");
+    assert!(
+        stdout.contains("us_per_yield") && stdout.contains("yields_per_s"),
+        "{stdout}"
+    );
+    let out = run_ok(&[
+        "compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--level",
+        "99",
+        "--welch",
+        "--metric",
+        "yields_per_s",
+    ]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("99"),
+        "level 99"
+    );
+    let out = schedlab()
+        .args(["compare", a.to_str().unwrap(), c.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+    let out = schedlab()
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--level",
+            "101",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    for p in [a, b, c] {
+        std::fs::remove_file(p).ok();
+    }
+}

@@ -1,0 +1,143 @@
+//! SVG charts of sweeps (plotters): the primary metric against the one numeric varied key, with
+//! confidence-interval error bars, one line per value of the other varied key — the shape of
+//! seed 002's µs-per-yield charts.
+
+use crate::sweep::key_value;
+use plotters::prelude::*;
+use schedlab_workload::record::RunRecord;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Colours for successive lines.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// Draw the sweep in `record` (varied `keys`) to `path` as SVG. The x key is the first numeric
+/// key; a second key, if any, makes one line per value. Points with no interval (N < 2) get no
+/// error bar. A logarithmic x axis is used when x spans more than two decades.
+pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), String> {
+    let primary = record.primary_metric().ok_or("the record has no metric")?;
+    let numeric = |k: &String| {
+        record
+            .configs
+            .iter()
+            .all(|c| key_value(c, k).parse::<f64>().is_ok())
+    };
+    let x_key = keys
+        .iter()
+        .find(|k| numeric(k))
+        .ok_or("--plot needs a numeric varied key (e.g. --vary threads=1,2,4)")?;
+    let others: Vec<&String> = keys.iter().filter(|k| *k != x_key).collect();
+    if others.len() > 1 {
+        return Err(
+            "--plot draws one numeric key and at most one other key (one line per value)".into(),
+        );
+    }
+    // series name → [(x, mean, ci)]
+    let mut series: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for c in &record.configs {
+        let Some(s) = c.summary.get(&primary.name) else {
+            continue;
+        };
+        let x: f64 = key_value(c, x_key).parse().expect("checked numeric");
+        let ci = c
+            .intervals
+            .get(&primary.name)
+            .and_then(|i| i.half_width)
+            .unwrap_or(0.0);
+        let name = others.first().map_or_else(
+            || primary.name.clone(),
+            |k| format!("{k}={}", key_value(c, k)),
+        );
+        if !order.contains(&name) {
+            order.push(name.clone());
+        }
+        series.entry(name).or_default().push((x, s.mean, ci));
+    }
+    let points: Vec<&(f64, f64, f64)> = series.values().flatten().collect();
+    if points.is_empty() {
+        return Err("nothing to plot: no configuration has a result".into());
+    }
+    let (xmin, xmax) = points
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let ymax = points.iter().map(|p| p.1 + p.2).fold(0.0, f64::max) * 1.1;
+    let ymin = points
+        .iter()
+        .map(|p| p.1 - p.2)
+        .fold(f64::MAX, f64::min)
+        .min(0.0);
+    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let caption = format!(
+        "{} {} ({}) vs {x_key}",
+        record.workload, primary.name, primary.unit
+    );
+    let log = xmin > 0.0 && xmax / xmin > 100.0;
+    let xpad = if log {
+        1.0
+    } else {
+        (xmax - xmin).max(1.0) * 0.05
+    };
+    macro_rules! draw {
+        ($xrange:expr) => {{
+            let mut chart = ChartBuilder::on(&root)
+                .caption(&caption, ("sans-serif", 20))
+                .margin(15)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d($xrange, ymin..ymax.max(f64::MIN_POSITIVE))
+                .map_err(|e| err(&e))?;
+            chart
+                .configure_mesh()
+                .x_desc(x_key.as_str())
+                .y_desc(format!(
+                    "{} ({}), ± CI{}",
+                    primary.name, primary.unit, record.level
+                ))
+                .draw()
+                .map_err(|e| err(&e))?;
+            for (i, name) in order.iter().enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                let mut pts = series[name].clone();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                chart
+                    .draw_series(LineSeries::new(
+                        pts.iter().map(|p| (p.0, p.1)),
+                        color.stroke_width(2),
+                    ))
+                    .map_err(|e| err(&e))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                    });
+                chart
+                    .draw_series(pts.iter().map(|p| {
+                        ErrorBar::new_vertical(p.0, p.1 - p.2, p.1, p.1 + p.2, color.filled(), 8)
+                    }))
+                    .map_err(|e| err(&e))?;
+            }
+            chart
+                .configure_series_labels()
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()
+                .map_err(|e| err(&e))?;
+        }};
+    }
+    if log {
+        draw!((xmin * 0.8..xmax * 1.25).log_scale());
+    } else {
+        draw!(xmin - xpad..xmax + xpad);
+    }
+    root.present().map_err(|e| err(&e))?;
+    Ok(())
+}

@@ -1,0 +1,119 @@
+//! The table of a sweep: one row per configuration, the varied keys first, then the primary
+//! metric's mean with its confidence interval, and the change against the first row — signed so
+//! that + is better and marked `*` where it is significant (Student's t at the record's level),
+//! as interbench's and mmtests' tables mark theirs. Chat sweeps also get seed 000's table.
+
+use crate::table::{num, Table};
+use crate::text::chat_seed_table;
+use schedlab_stats::{compare, metric_values};
+use schedlab_workload::duration::format_duration;
+use schedlab_workload::knobs::format_cpu_list;
+use schedlab_workload::record::{ConfigResult, RunRecord};
+
+/// The value of a varied key (`threads`, `server.nice`) in a configuration.
+pub fn key_value(config: &ConfigResult, key: &str) -> String {
+    if let Some((group, knob)) = key.split_once('.') {
+        let Some(g) = config.groups.iter().find(|g| g.name == group) else {
+            return "-".into();
+        };
+        let k = &g.knobs;
+        return match knob {
+            "nice" => k.nice.unwrap_or(0).to_string(),
+            "policy" => k.policy.map_or("other".into(), |p| p.to_string()),
+            "slice" => k.slice().map_or("default".into(), format_duration),
+            "cpus" => k.cpus.as_deref().map_or("all".into(), format_cpu_list),
+            _ => "-".into(),
+        };
+    }
+    config
+        .params
+        .get(key)
+        .cloned()
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Against the first configuration: `+3.2% *` (significant) or `+0.4%`.
+pub fn versus_first(record: &RunRecord, metric: &str) -> Vec<String> {
+    let Some(first) = record.configs.first() else {
+        return Vec::new();
+    };
+    let better = record.metric(metric).map(|m| m.better);
+    let base = metric_values(first, metric);
+    record
+        .configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if i == 0 {
+                return "baseline".into();
+            }
+            match (
+                compare(&base, &metric_values(c, metric), record.level, false),
+                better,
+            ) {
+                (Ok(cmp), Some(b)) => {
+                    let pct = cmp.improvement_pct(b);
+                    match (cmp.significant, pct > 0.0) {
+                        (true, true) => format!("{pct:+.1}% *"),
+                        (true, false) => format!("{pct:+.1}% !"),
+                        _ => format!("{pct:+.1}%"),
+                    }
+                }
+                _ => "n/a (needs 2+ runs)".into(),
+            }
+        })
+        .collect()
+}
+
+/// The sweep's table.
+pub fn table(record: &RunRecord, keys: &[String]) -> String {
+    let Some(primary) = record.primary_metric() else {
+        return String::new();
+    };
+    let mut header: Vec<String> = keys.to_vec();
+    header.push(format!(
+        "{} ({}) ± CI{}",
+        primary.name, primary.unit, record.level
+    ));
+    header.push("N".into());
+    header.push("vs first".into());
+    if record.until.is_some() {
+        header.push("converged".into());
+    }
+    let mut t = Table::new(header);
+    let marks = versus_first(record, &primary.name);
+    for (c, mark) in record.configs.iter().zip(&marks) {
+        let mut row: Vec<String> = keys.iter().map(|k| key_value(c, k)).collect();
+        let s = c.summary.get(&primary.name);
+        let ci = c.intervals.get(&primary.name).and_then(|i| i.half_width);
+        row.push(match (s, ci) {
+            (Some(s), Some(ci)) => format!("{} ± {}", num(s.mean), num(ci)),
+            (Some(s), None) => num(s.mean),
+            _ => "-".into(),
+        });
+        row.push(s.map_or(0, |s| s.n).to_string());
+        row.push(mark.clone());
+        if record.until.is_some() {
+            row.push(match c.converged {
+                Some(true) => "yes".into(),
+                Some(false) => "NO".into(),
+                None => "-".into(),
+            });
+        }
+        t.row(row);
+    }
+    let mut out = t.render();
+    out.push_str(&format!(
+        "+ is better; * = significantly better than the first row, ! = significantly worse ({}%, Student's t)\n",
+        record.level
+    ));
+    if record.workload == "chat" {
+        out.push('\n');
+        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+        out.push_str(&chat_seed_table(&rows));
+    }
+    if record.interrupted {
+        out.push_str("(interrupted: only the repetitions that finished are shown)\n");
+    }
+    out
+}

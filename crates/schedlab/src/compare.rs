@@ -1,0 +1,166 @@
+//! `schedlab compare A.json B.json [C.json ...]`: ministat's report on one metric for each
+//! configuration, then a compact mmtests-style table of every metric relative to the first
+//! record, signed so that + is better, significant cells between asterisks.
+
+use schedlab_report::export::read_json;
+use schedlab_report::table::{num, Table};
+use schedlab_stats::{compare as two_sample, mean_kind_for, metric_values, parse_level, MeanKind};
+use schedlab_workload::record::{ConfigResult, RunRecord};
+use std::path::PathBuf;
+
+/// The whole comparison report; warnings (different machines or kernels) lead it.
+pub fn compare(
+    paths: &[PathBuf],
+    metric: Option<&str>,
+    level: &str,
+    welch: bool,
+    force: bool,
+) -> Result<String, String> {
+    let level = parse_level(level)?;
+    let records: Vec<RunRecord> = paths
+        .iter()
+        .map(|p| read_json(p))
+        .collect::<Result<_, _>>()?;
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let first = &records[0];
+    let metric = match metric {
+        Some(m) => m.to_string(),
+        None => first
+            .primary_metric()
+            .ok_or("the first record defines no metric")?
+            .name
+            .clone(),
+    };
+    if first.metric(&metric).is_none() {
+        let known: Vec<&str> = first.metrics.iter().map(|m| m.name.as_str()).collect();
+        return Err(format!(
+            "--metric {metric}: {} has no such metric; it has: {}",
+            names[0],
+            known.join(", ")
+        ));
+    }
+    let mut out = String::new();
+    for (r, name) in records.iter().zip(&names).skip(1) {
+        if r.workload != first.workload && !force {
+            return Err(format!(
+                "{} is a '{}' run and {name} a '{}' run; compare like with like, or pass --force",
+                names[0], first.workload, r.workload
+            ));
+        }
+        for c in &first.configs {
+            match r.configs.iter().find(|o| o.label == c.label) {
+                Some(o) if o.params != c.params && !force => {
+                    let diff: Vec<String> = c
+                        .params
+                        .iter()
+                        .filter(|(k, v)| o.params.get(*k) != Some(v))
+                        .map(|(k, v)| {
+                            format!("{k}={v} vs {}", o.params.get(k).map_or("-", |s| s.as_str()))
+                        })
+                        .collect();
+                    return Err(format!(
+                        "{} and {name} ran different parameters ({}); compare like with like, or pass --force",
+                        names[0],
+                        diff.join(", ")
+                    ));
+                }
+                None if !force => {
+                    return Err(format!("{name} has no configuration '{}' as {} has; pass --force to compare what matches", c.label, names[0]));
+                }
+                _ => {}
+            }
+        }
+        let (a, b) = (&first.machine, &r.machine);
+        if (a.hostname.as_str(), a.kernel_release.as_str(), a.cpus)
+            != (b.hostname.as_str(), b.kernel_release.as_str(), b.cpus)
+        {
+            out.push_str(&format!(
+                "warning: {} ran on {} (Linux {}, {} CPUs) and {name} on {} (Linux {}, {} CPUs)\n\n",
+                names[0], a.hostname, a.kernel_release, a.cpus, b.hostname, b.kernel_release, b.cpus
+            ));
+        }
+    }
+    for c in &first.configs {
+        let sets: Vec<(String, Vec<f64>)> = records
+            .iter()
+            .zip(&names)
+            .filter_map(|(r, n)| {
+                r.configs
+                    .iter()
+                    .find(|o| o.label == c.label)
+                    .map(|o| (n.clone(), metric_values(o, &metric)))
+            })
+            .collect();
+        if first.configs.len() > 1 || !c.label.is_empty() {
+            out.push_str(&format!("== {} ==\n", c.label));
+        }
+        out.push_str(&format!(
+            "{metric} ({})\n",
+            first.metric(&metric).map_or("", |m| m.unit.as_str())
+        ));
+        out.push_str(&schedlab_report::ministat::render(&sets, level, welch, 74)?);
+        out.push('\n');
+    }
+    out.push_str(&relative_table(&records, &names, level, welch));
+    Ok(out)
+}
+
+/// Every metric of every configuration: the first record's mean, then each other record's mean
+/// and its change, + meaning better, `*` where the difference is significant.
+fn relative_table(records: &[RunRecord], names: &[String], level: f64, welch: bool) -> String {
+    let first = &records[0];
+    let mut header = vec!["configuration / metric".to_string(), names[0].clone()];
+    header.extend(names[1..].iter().cloned());
+    let mut t = Table::new(header);
+    for c in &first.configs {
+        for m in &first.metrics {
+            let kind = mean_kind_for(m.better);
+            let base = metric_values(c, &m.name);
+            if base.is_empty() {
+                continue;
+            }
+            let label = if c.label.is_empty() {
+                m.name.clone()
+            } else {
+                format!("{} {}", c.label, m.name)
+            };
+            let mut row = vec![label, num(kind.of(&base))];
+            for r in &records[1..] {
+                let Some(o) = r
+                    .configs
+                    .iter()
+                    .find(|o: &&ConfigResult| o.label == c.label)
+                else {
+                    row.push("-".into());
+                    continue;
+                };
+                let vals = metric_values(o, &m.name);
+                if vals.is_empty() {
+                    row.push("-".into());
+                    continue;
+                }
+                let cell = match two_sample(&base, &vals, level, welch) {
+                    Ok(cmp) => {
+                        let pct = cmp.improvement_pct(m.better);
+                        if cmp.significant {
+                            format!("{} *{pct:+.2}%*", num(kind.of(&vals)))
+                        } else {
+                            format!("{} ({pct:+.2}%)", num(kind.of(&vals)))
+                        }
+                    }
+                    Err(_) => num(kind.of(&vals)),
+                };
+                row.push(cell);
+            }
+            t.row(row);
+        }
+    }
+    let mut out = t.render();
+    out.push_str(&format!(
+        "means: {} for rates (higher is better), {} otherwise; % signed so that + is better; *…* significant at {level}% ({})\n",
+        MeanKind::Harmonic.name(),
+        MeanKind::Arithmetic.name(),
+        if welch { "Welch's t" } else { "Student's t, pooled s" }
+    ));
+    out
+}
