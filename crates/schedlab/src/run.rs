@@ -253,6 +253,7 @@ impl OutDir {
 
 /// Run every configuration (of one workload), interleaving their repetitions, and return the
 /// record; the caller prints it.
+#[allow(clippy::needless_range_loop)] // `i` indexes workloads, setups, `finished` and the record alike
 pub fn run_configs<W: Workload>(
     configs: Vec<Config<W>>,
     common: &CommonArgs,
