@@ -116,21 +116,32 @@ impl Workload for Messaging {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let hb_group = task.index / self.fds;
         let first = hb_group * self.fds;
-        let mut buf = vec![0u8; self.datasize];
+        // Buffers live in the body's own frame (the task's stack on the real backend), as
+        // hackbench's do: small heap blocks of different tasks can share a cache line, and
+        // writing them from different CPUs would bounce that line on every message.
+        let mut storage = [0u8; 4096];
+        let buf = &mut storage[..self.datasize];
         if task.group == 0 {
             // Sender: loops × (one message to every receiver of the group).
             buf[..4].copy_from_slice(&(task.index as u32).to_le_bytes());
             for seq in 0..self.loops {
                 buf[4..8].copy_from_slice(&(seq as u32).to_le_bytes());
                 for r in 0..self.fds {
-                    ctx.send(ChannelId(first + r), &buf).await?;
+                    ctx.send(ChannelId(first + r), buf).await?;
                 }
             }
         } else {
             // Receiver: fds × loops messages, each sender's in order.
-            let mut next = vec![0u32; self.fds];
+            let mut next_small = [0u32; 256];
+            let mut next_big = Vec::new();
+            let next: &mut [u32] = if self.fds <= next_small.len() {
+                &mut next_small[..self.fds]
+            } else {
+                next_big.resize(self.fds, 0);
+                &mut next_big
+            };
             for _ in 0..self.fds * self.loops {
-                ctx.recv(ChannelId(task.index), &mut buf).await?;
+                ctx.recv(ChannelId(task.index), buf).await?;
                 let sender = u32::from_le_bytes(buf[..4].try_into().unwrap()) as usize;
                 let seq = u32::from_le_bytes(buf[4..8].try_into().unwrap());
                 let Some(slot) = sender.checked_sub(first).filter(|&s| s < self.fds) else {
