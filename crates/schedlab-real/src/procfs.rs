@@ -93,10 +93,35 @@ impl SchedSnapshot {
     }
 }
 
+/// Voluntary and involuntary context switches of the calling thread so far
+/// (`getrusage(RUSAGE_THREAD)`: no file is opened, which matters — see the runner).
+pub fn rusage_switches() -> (u64, u64) {
+    // SAFETY: rusage is a plain out-struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+/// The counters of thread `tid` of process `pid` from `/proc/<pid>/task/<tid>/sched`.
+pub fn task_snapshot(pid: i32, tid: i32) -> Option<SchedSnapshot> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched")).ok()?;
+    snapshot_from_sched(&parse_sched(&text))
+}
+
 /// The scheduling settings the calling thread really has, read back from /proc, for the record.
 pub fn observed_settings() -> BTreeMap<String, String> {
+    observed_settings_in("/proc/thread-self")
+}
+
+/// The scheduling settings of thread `tid` of process `pid`, read back from /proc.
+pub fn observed_settings_of(pid: i32, tid: i32) -> BTreeMap<String, String> {
+    observed_settings_in(&format!("/proc/{pid}/task/{tid}"))
+}
+
+fn observed_settings_in(dir: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    if let Ok(stat) = std::fs::read_to_string("/proc/thread-self/stat") {
+    if let Ok(stat) = std::fs::read_to_string(format!("{dir}/stat")) {
         // Fields after the parenthesised comm; nice is field 19 (index 16 after the comm).
         if let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) {
             if let Some(nice) = rest.split_whitespace().nth(16) {
@@ -104,7 +129,7 @@ pub fn observed_settings() -> BTreeMap<String, String> {
             }
         }
     }
-    if let Ok(text) = std::fs::read_to_string("/proc/thread-self/sched") {
+    if let Ok(text) = std::fs::read_to_string(format!("{dir}/sched")) {
         let f = parse_sched(&text);
         let policy = match f.get("policy").copied() {
             Some("0") => "other",
@@ -125,7 +150,7 @@ pub fn observed_settings() -> BTreeMap<String, String> {
             out.insert("slice_ns".into(), s.to_string());
         }
     }
-    if let Ok(status) = std::fs::read_to_string("/proc/thread-self/status") {
+    if let Ok(status) = std::fs::read_to_string(format!("{dir}/status")) {
         if let Some(l) = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")) {
             out.insert(
                 "cpus".into(),
