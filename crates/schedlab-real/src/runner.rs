@@ -610,31 +610,38 @@ impl Hosts {
                         wait.as_millis() as i32,
                     )
                 };
-                for c in children.iter_mut().filter(|c| !c.complete()) {
+                // Only the children whose pipe has news are looked at: a report arrived, or the
+                // pipe hung up because the child (its only writer) is gone. Scanning every child
+                // each time would cost the workload CPU time the peers do not spend.
+                let ready: HashSet<i32> = fds
+                    .iter()
+                    .filter(|p| p.revents != 0)
+                    .map(|p| p.fd)
+                    .collect();
+                for c in children
+                    .iter_mut()
+                    .filter(|c| !c.complete() && ready.contains(&c.result_fd))
+                {
                     c.drain();
                     c.parse(out).map_err(|message| RunError::Task {
                         task: c.what.clone(),
                         message,
                     })?;
-                    if c.complete() || c.reaped.is_some() {
+                    let hung_up = fds.iter().any(|p| {
+                        p.fd == c.result_fd && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+                    });
+                    if c.complete() || c.reaped.is_some() || !hung_up {
                         continue;
                     }
                     let mut status = 0;
-                    // SAFETY: waiting for our own child without blocking.
-                    if unsafe { libc::waitpid(c.pid, &mut status, libc::WNOHANG) } == c.pid {
+                    // SAFETY: reaping our own child, whose pipe end is closed: it is exiting.
+                    if unsafe { libc::waitpid(c.pid, &mut status, 0) } == c.pid {
                         c.reaped = Some(status);
-                        c.drain();
-                        c.parse(out).map_err(|message| RunError::Task {
-                            task: c.what.clone(),
-                            message,
-                        })?;
-                        if !c.complete() {
-                            return Err(RunError::Died {
-                                what: c.what.clone(),
-                                how: describe_status(c.pid, status),
-                            });
-                        }
                     }
+                    return Err(RunError::Died {
+                        what: c.what.clone(),
+                        how: describe_status(c.pid, status),
+                    });
                 }
                 Ok(())
             }
