@@ -79,20 +79,6 @@ pub fn snapshot_self() -> (SchedSnapshot, SnapshotSource) {
     )
 }
 
-impl SchedSnapshot {
-    /// Counters accumulated between `earlier` and `self`.
-    pub fn since(&self, earlier: &SchedSnapshot) -> SchedSnapshot {
-        SchedSnapshot {
-            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
-            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
-            migrations: match (self.migrations, earlier.migrations) {
-                (Some(a), Some(b)) => Some(a.saturating_sub(b)),
-                _ => None,
-            },
-        }
-    }
-}
-
 /// Voluntary and involuntary context switches of the calling thread so far
 /// (`getrusage(RUSAGE_THREAD)`: no file is opened, which matters — see the runner).
 pub fn rusage_switches() -> (u64, u64) {
@@ -107,11 +93,6 @@ pub fn rusage_switches() -> (u64, u64) {
 pub fn task_snapshot(pid: i32, tid: i32) -> Option<SchedSnapshot> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched")).ok()?;
     snapshot_from_sched(&parse_sched(&text))
-}
-
-/// The scheduling settings the calling thread really has, read back from /proc, for the record.
-pub fn observed_settings() -> BTreeMap<String, String> {
-    observed_settings_in("/proc/thread-self")
 }
 
 /// The scheduling settings of thread `tid` of process `pid`, read back from /proc.
@@ -191,19 +172,6 @@ se.slice                                     :              1400000
                 migrations: Some(7)
             }
         );
-        let later = SchedSnapshot {
-            voluntary: 19,
-            involuntary: 4,
-            migrations: Some(8),
-        };
-        assert_eq!(
-            later.since(&s),
-            SchedSnapshot {
-                voluntary: 10,
-                involuntary: 1,
-                migrations: Some(1)
-            }
-        );
         assert!(snapshot_from_sched(&parse_sched("garbage")).is_none());
     }
 
@@ -216,7 +184,8 @@ se.slice                                     :              1400000
             b.voluntary > a.voluntary,
             "a sleep is a voluntary switch: {a:?} -> {b:?}"
         );
-        let obs = observed_settings();
+        // SAFETY: plain getter.
+        let obs = observed_settings_of(unsafe { libc::getpid() }, crate::sys::gettid());
         assert!(
             obs.contains_key("nice") && obs.contains_key("cpus"),
             "{obs:?}"
