@@ -2,8 +2,9 @@
 //!
 //! The sequence follows hackbench's: create every channel, start every task (thread or forked
 //! process), let each apply its group's knobs and report ready, then release them all at once
-//! through a start pipe and time until the last body finishes. Each task snapshots its own
-//! scheduler counters around its body (a thread's /proc entry vanishes when it exits); wakeup and
+//! through a start pipe and time until the last body finishes. Each task counts its context
+//! switches with getrusage around its body and then waits at an end gate while the parent reads
+//! its /proc entries (migrations, settings) — no task opens a file during the run; wakeup and
 //! preemption counts come from a private tracefs instance when one is available.
 //!
 //! The waiting parent is the supervisor: it ends the repetition when the time budget is exceeded
@@ -106,7 +107,7 @@ pub struct RepetitionResult {
     pub sources: CounterSources,
     /// Trace events lost (counters are lower bounds when > 0).
     pub lost_events: u64,
-    /// Settings read back from /proc by the first task of each group.
+    /// Settings of the first task of each group, read back from /proc after the run.
     pub observed: Vec<BTreeMap<String, String>>,
 }
 
@@ -186,16 +187,8 @@ impl Gate {
         if !error.is_empty() {
             return None;
         }
-        let mut pfd = libc::pollfd {
-            fd: self.start.0,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; retried on EINTR.
-        while unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return None;
-            }
+        if !sys::wait_readable(self.start.0, -1) {
+            return None;
         }
         match self.epoch().load(Ordering::Acquire) {
             0 => None,
@@ -205,17 +198,7 @@ impl Gate {
 
     /// Task side: wait until the parent releases the end gate.
     fn wait_end(&self) {
-        let mut pfd = libc::pollfd {
-            fd: self.end.0,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; retried on EINTR.
-        while unsafe { libc::poll(&mut pfd, 1, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return;
-            }
-        }
+        sys::wait_readable(self.end.0, -1);
     }
 
     /// Parent side: let every task that finished its body exit.
@@ -401,8 +384,8 @@ enum Hosts {
 }
 
 struct Child {
-    /// The tasks this process hosts (one, or a whole group as threads).
-    tasks: Vec<usize>,
+    /// How many tasks this process hosts (one, or a whole group as threads).
+    tasks: usize,
     /// Name of what it hosts, for errors (`the server process`).
     what: String,
     pid: i32,
@@ -415,7 +398,7 @@ struct Child {
 
 impl Child {
     fn complete(&self) -> bool {
-        self.got == self.tasks.len()
+        self.got == self.tasks
     }
 
     /// Move every complete length-prefixed report out of the buffer.
@@ -442,13 +425,7 @@ impl Child {
     fn drain(&mut self) {
         let mut chunk = [0u8; 65536];
         loop {
-            let mut pfd = libc::pollfd {
-                fd: self.result_fd,
-                events: libc::POLLIN,
-                revents: 0,
-            };
-            // SAFETY: one valid pollfd, no waiting.
-            if unsafe { libc::poll(&mut pfd, 1, 0) } <= 0 || pfd.revents & libc::POLLIN == 0 {
+            if !sys::wait_readable(self.result_fd, 0) {
                 return;
             }
             // SAFETY: chunk is writable.
@@ -567,7 +544,7 @@ impl Hosts {
             }
             sys::close(w);
             children.push(Child {
-                tasks: unit.iter().map(|t| t.id).collect(),
+                tasks: unit.len(),
                 what,
                 pid,
                 result_fd: r,
@@ -772,14 +749,7 @@ fn supervise(
                 "only {ready} of {n} tasks became ready within the start-up budget"
             )));
         }
-        let mut pfd = libc::pollfd {
-            fd: gate.ready.0,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, 50) };
-        if r <= 0 {
+        if !sys::wait_readable(gate.ready.0, 50) {
             if let Err(e) = hosts.poll_reports(Duration::ZERO, &mut pending) {
                 gate.release(0);
                 return Err(e);

@@ -158,6 +158,25 @@ pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Wait until `fd` is readable (or hung up), at most `timeout_ms` (-1: forever), resuming after
+/// signals. Returns whether it became ready.
+pub fn wait_readable(fd: i32, timeout_ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    loop {
+        // SAFETY: one valid pollfd.
+        match unsafe { libc::poll(&mut pfd, 1, timeout_ms) } {
+            r if r > 0 => return true,
+            0 => return false,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => continue,
+            _ => return false,
+        }
+    }
+}
+
 /// A pipe as (read end, write end), close-on-exec.
 pub fn pipe() -> io::Result<(i32, i32)> {
     let mut fds = [0i32; 2];

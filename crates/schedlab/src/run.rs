@@ -136,21 +136,24 @@ impl Budget {
 
 /// Recompute a configuration's summaries after a repetition.
 pub fn update_summary(config: &mut ConfigResult, level: f64) {
-    config.summary = schedlab_stats::summarize_config(config);
-    config.intervals = config
-        .summary
-        .keys()
-        .map(|m| {
-            let d = describe(&metric_values(config, m), level);
-            let finite = |v: f64| v.is_finite().then_some(v);
-            let iv = Interval {
-                half_width: finite(d.ci_half_width),
-                harmonic_mean: finite(d.harmonic_mean),
-                outliers: d.outliers,
-            };
-            (m.clone(), iv)
-        })
+    let names: std::collections::BTreeSet<String> = config
+        .repetitions
+        .iter()
+        .flat_map(|r| r.metrics.keys().cloned())
         .collect();
+    let finite = |v: f64| v.is_finite().then_some(v);
+    config.summary.clear();
+    config.intervals.clear();
+    for m in names {
+        let d = describe(&metric_values(config, &m), level);
+        let iv = Interval {
+            half_width: finite(d.ci_half_width),
+            harmonic_mean: finite(d.harmonic_mean),
+            outliers: d.outliers,
+        };
+        config.intervals.insert(m.clone(), iv);
+        config.summary.insert(m, d.summary);
+    }
 }
 
 /// The record skeleton for a run of `first`'s workload.
