@@ -151,6 +151,25 @@ pub struct Repetition {
     /// Trace events the kernel dropped in this repetition (counters are then lower bounds).
     #[serde(default)]
     pub lost_events: u64,
+    /// Per-CPU accounting (simulator only: busy and idle time, runqueue length over time).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<CpuCounters>,
+    /// Scheduling events the simulator processed (simulator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_events: Option<u64>,
+}
+
+/// One CPU's accounting over a simulated repetition.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuCounters {
+    /// Seconds the CPU ran a task (including switch and tick overheads charged to tasks).
+    pub busy_s: f64,
+    /// Seconds the CPU was idle.
+    pub idle_s: f64,
+    /// Runnable tasks on its runqueue (queued + running), averaged over time.
+    pub mean_runnable: f64,
+    /// Most runnable tasks on its runqueue at any moment.
+    pub max_runnable: usize,
 }
 
 /// Descriptive statistics of one metric over the repetitions.
@@ -190,6 +209,10 @@ pub struct ConfigResult {
     pub label: String,
     /// Workload parameters.
     pub params: BTreeMap<String, String>,
+    /// Simulated machine of this configuration (`eevdf on 8 CPUs, modern`), when it ran on the
+    /// simulator; a sweep may vary it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<String>,
     /// Task groups and their knobs.
     pub groups: Vec<GroupInfo>,
     /// Where the counters came from.

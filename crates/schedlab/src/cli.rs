@@ -160,9 +160,26 @@ pub struct CommonArgs {
     /// Write the result record (JSON) to this file; it is rewritten after every repetition.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    /// Where to run: the real kernel (the simulator comes with a later release).
+    /// Where to run: the real kernel, or a simulated machine (--policy, --cpus, --profile).
     #[arg(long, value_enum, default_value_t = BackendArg::Real)]
     pub backend: BackendArg,
+    /// (sim) The simulated scheduler and its parameters, e.g. o1:threshold=40, cfs, eevdf
+    /// (`schedlab list` shows them all) [default: eevdf].
+    #[arg(long, value_name = "POLICY[:KEY=V,...]")]
+    pub policy: Option<String>,
+    /// (sim) Number of simulated CPUs, 1..64 [default: this machine's].
+    #[arg(long)]
+    pub cpus: Option<usize>,
+    /// (sim) Cost profile of the simulated machine: modern or piii-700 [default: modern].
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// (sim) Override a cost of the profile, e.g. switch=2us,hz=1000 (repeatable; keys in `schedlab list`).
+    #[arg(long = "cost", value_name = "KEY=VALUE")]
+    pub cost: Vec<String>,
+    /// (sim) Seed of the first measured repetition; repetition k uses SEED+k, so the same command
+    /// gives the same numbers [default: 1].
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// Wakeup and preemption counters: auto (tracefs if available), trace (required), proc (switches and migrations only).
     #[arg(long, value_enum, default_value_t = CountersArg::Auto)]
     pub counters: CountersArg,
@@ -190,7 +207,7 @@ pub struct CommonArgs {
 pub enum BackendArg {
     /// The running Linux kernel.
     Real,
-    /// A simulated machine (not built yet).
+    /// A simulated machine running one of the historic or modern policies.
     Sim,
 }
 

@@ -2,6 +2,7 @@
 //! line and calls the library crates: workloads (`schedlab-workload`), the real backend
 //! (`schedlab-real`), statistics (`schedlab-stats`) and output (`schedlab-report`).
 
+mod backend;
 mod cli;
 mod compare;
 mod info;
@@ -102,7 +103,8 @@ fn run_plain<W: Preset>(
     common: &CommonArgs,
     stop: Arc<AtomicBool>,
 ) -> Result<RunEnd, String> {
-    let knobs = run::group_knobs(&configs[0], &common.group_knobs)?;
+    let backend = backend::Backend::from_args(common)?;
+    let knobs = run::group_knobs(&configs[0], &common.group_knobs, &backend)?;
     let several = configs.len() > 1;
     let configs = configs
         .into_iter()
@@ -110,6 +112,7 @@ fn run_plain<W: Preset>(
             label: if several { w.label() } else { String::new() },
             knobs: knobs.clone(),
             workload: w,
+            backend: backend.clone(),
         })
         .collect();
     let (end, record) = run_configs(configs, common, stop, None)?;

@@ -4,11 +4,11 @@
 //! confidence interval is tight enough. The record is written after every repetition, so an
 //! interrupted or failed run keeps what finished.
 
-use crate::cli::{BackendArg, CommonArgs, CountersArg};
-use schedlab_real::machine::{machine_info, online_cpus};
+use crate::backend::{run_repetition, Backend, RepArgs, RepError};
+use crate::cli::{CommonArgs, CountersArg};
+use schedlab_real::machine::machine_info;
 use schedlab_real::runner::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
-use schedlab_real::{run_repetition, RepetitionSetup, RunError};
 use schedlab_stats::{describe, metric_values, Decision, StoppingRule};
 use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::record::{
@@ -37,14 +37,20 @@ pub struct Config<W> {
     pub knobs: Vec<Knobs>,
     /// Row label (`threads=16 server.nice=19`); empty for a lone configuration.
     pub label: String,
+    /// Where it runs.
+    pub backend: Backend,
 }
 
 /// Trace buffer per CPU: room for about a million events per CPU before the kernel drops some
 /// (drops are counted and reported).
 const TRACE_BUFFER_KB: usize = 65536;
 
-/// Parse and check `--group` arguments against the workload's groups and this machine.
-pub fn group_knobs<W: Workload>(workload: &W, args: &[String]) -> Result<Vec<Knobs>, String> {
+/// Parse and check `--group` arguments against the workload's groups and the backend's machine.
+pub fn group_knobs<W: Workload>(
+    workload: &W,
+    args: &[String],
+    backend: &Backend,
+) -> Result<Vec<Knobs>, String> {
     let plan = workload.plan();
     let names: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();
     let mut knobs = vec![Knobs::default(); plan.groups.len()];
@@ -64,7 +70,8 @@ pub fn group_knobs<W: Workload>(workload: &W, args: &[String]) -> Result<Vec<Kno
             ));
         }
         seen.push(i);
-        k.validate(&name, online_cpus())?;
+        k.validate(&name, backend.cpus())?;
+        backend.check_knobs(&name, &k)?;
         knobs[i] = k;
     }
     Ok(knobs)
@@ -157,7 +164,28 @@ pub fn update_summary(config: &mut ConfigResult, level: f64) {
 }
 
 /// The record skeleton for a run of `first`'s workload.
-fn new_record<W: Workload>(first: &W, common: &CommonArgs, level: f64) -> RunRecord {
+fn new_record<W: Workload>(
+    first: &W,
+    backend: &Backend,
+    common: &CommonArgs,
+    level: f64,
+) -> RunRecord {
+    let backend = match backend {
+        Backend::Real => BackendInfo {
+            kind: "real".into(),
+            ..BackendInfo::default()
+        },
+        Backend::Sim(s) => BackendInfo {
+            kind: "sim".into(),
+            policy: Some(s.policy_name()),
+            seed: Some(s.seed),
+            details: BTreeMap::from([
+                ("cpus".to_string(), s.cpus.to_string()),
+                ("cost".to_string(), s.cost.to_string()),
+                ("counters".to_string(), "exact (simulator)".to_string()),
+            ]),
+        },
+    };
     RunRecord {
         schema: SCHEMA_VERSION,
         tool: ToolInfo {
@@ -170,10 +198,7 @@ fn new_record<W: Workload>(first: &W, common: &CommonArgs, level: f64) -> RunRec
         command: std::env::args().collect(),
         machine: machine_info(),
         workload: first.name().into(),
-        backend: BackendInfo {
-            kind: "real".into(),
-            ..BackendInfo::default()
-        },
+        backend,
         metrics: first.metric_defs(),
         warmup: common.warmup,
         interrupted: false,
@@ -263,29 +288,27 @@ pub fn run_configs<W: Workload>(
     stop: Arc<AtomicBool>,
     out: Option<&OutDir>,
 ) -> Result<(RunEnd, RunRecord), String> {
-    if common.backend == BackendArg::Sim {
-        return Err(
-            "--backend sim: the simulator is not part of this release yet; use --backend real"
-                .into(),
-        );
-    }
     let budget = Budget::from_args(common)?;
     let level = schedlab_stats::parse_level(&common.level)?;
     if configs.is_empty() {
         return Err("no configuration to run".into());
     }
-    type Setup = (Vec<Knobs>, String);
+    type Setup = (Vec<Knobs>, String, Backend);
     let (workloads, setups): (Vec<Arc<W>>, Vec<Setup>) = configs
         .into_iter()
-        .map(|c| (Arc::new(c.workload), (c.knobs, c.label)))
+        .map(|c| (Arc::new(c.workload), (c.knobs, c.label, c.backend)))
         .unzip();
     let first = &*workloads[0];
-    for w in &workloads {
+    let any_real = setups.iter().any(|s| matches!(s.2, Backend::Real));
+    for (w, s) in workloads.iter().zip(&setups) {
         let plan = w.plan();
-        ensure_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)?;
+        if matches!(s.2, Backend::Real) {
+            ensure_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)?;
+        }
     }
     let mut trace_holder: Option<SchedTrace> = None;
     let wakeup_reason = match common.counters {
+        _ if !any_real => String::new(),
         CountersArg::Proc => "disabled (--counters proc)".to_string(),
         CountersArg::Auto | CountersArg::Trace => {
             match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
@@ -300,13 +323,21 @@ pub fn run_configs<W: Workload>(
             }
         }
     };
-    let mut record = new_record(first, common, level);
-    record.backend.details.insert(
-        "wakeup_counters".into(),
-        trace_holder
-            .as_ref()
-            .map_or_else(|| format!("unavailable: {wakeup_reason}"), |t| t.source()),
-    );
+    let mut record = new_record(first, &setups[0].2, common, level);
+    if any_real {
+        record.backend.details.insert(
+            "wakeup_counters".into(),
+            trace_holder
+                .as_ref()
+                .map_or_else(|| format!("unavailable: {wakeup_reason}"), |t| t.source()),
+        );
+    }
+    if setups
+        .iter()
+        .any(|s| s.2.policy_label() != setups[0].2.policy_label())
+    {
+        record.backend.policy = Some("varied: see each configuration's machine".into());
+    }
     let primary = record.metrics[0].name.clone();
     let save = |record: &RunRecord| -> Result<(), String> {
         if let Some(path) = &common.json {
@@ -320,11 +351,12 @@ pub fn run_configs<W: Workload>(
     };
 
     let mut finished = vec![false; workloads.len()];
-    for ((knobs, label), w) in setups.iter().zip(&workloads) {
+    for ((knobs, label, backend), w) in setups.iter().zip(&workloads) {
         let plan = w.plan();
         let mut result = ConfigResult {
             label: label.clone(),
             params: w.params(),
+            machine: backend.machine_label(),
             groups: plan
                 .groups
                 .iter()
@@ -360,19 +392,26 @@ pub fn run_configs<W: Workload>(
         save(record)?;
         Ok((RunEnd::Interrupted, record.clone()))
     };
-    let run_one = |i: usize, trace: Option<&mut SchedTrace>| {
+    let run_one = |i: usize, trace: Option<&mut SchedTrace>, index: u64| {
         let w = &workloads[i];
         let budget_time = common
             .timeout
             .or(w.expected_time())
             .unwrap_or(Duration::from_secs(600));
+        let backend = &setups[i].2;
         run_repetition(
+            backend,
             w,
-            RepetitionSetup {
+            RepArgs {
                 knobs: &setups[i].0,
-                stop: stop.clone(),
+                stop: &stop,
                 budget: budget_time,
-                trace,
+                trace: if matches!(backend, Backend::Real) {
+                    trace
+                } else {
+                    None
+                },
+                index,
             },
         )
     };
@@ -391,7 +430,7 @@ pub fn run_configs<W: Workload>(
         let sep = if label.is_empty() { "" } else { " " };
         eprintln!("{}{sep}{label} {what}: {line}", w.name());
     };
-    let fail = |e: &RunError, i: usize| {
+    let fail = |e: &str, i: usize| {
         let label = &setups[i].1;
         if label.is_empty() {
             e.to_string()
@@ -403,15 +442,15 @@ pub fn run_configs<W: Workload>(
     // Warm-up rounds, interleaved, then measured rounds until every configuration is done.
     for round in 0..common.warmup {
         for i in 0..workloads.len() {
-            match run_one(i, trace_holder.as_mut()) {
+            match run_one(i, trace_holder.as_mut(), 1_000_000 + round as u64) {
                 Ok(r) => {
                     let m = workloads[i]
                         .metrics(&r.outcome)
                         .map_err(|e| format!("{}: {e}", workloads[i].name()))?;
                     progress(i, &format!("warm-up {}/{}", round + 1, common.warmup), &m);
                 }
-                Err(RunError::Interrupted) => return interrupted(&mut record),
-                Err(e) => return Err(fail(&e, i)),
+                Err(RepError::Interrupted) => return interrupted(&mut record),
+                Err(RepError::Failed(e)) => return Err(fail(&e, i)),
             }
         }
     }
@@ -422,10 +461,11 @@ pub fn run_configs<W: Workload>(
             if finished[i] {
                 continue;
             }
-            let result = match run_one(i, trace_holder.as_mut()) {
+            let index = record.configs[i].repetitions.len() as u64;
+            let result = match run_one(i, trace_holder.as_mut(), index) {
                 Ok(r) => r,
-                Err(RunError::Interrupted) => return interrupted(&mut record),
-                Err(e) => {
+                Err(RepError::Interrupted) => return interrupted(&mut record),
+                Err(RepError::Failed(e)) => {
                     save(&record)?;
                     return Err(fail(&e, i));
                 }
@@ -434,24 +474,30 @@ pub fn run_configs<W: Workload>(
                 .metrics(&result.outcome)
                 .map_err(|e| format!("{}: {e}", workloads[i].name()))?;
             let config = &mut record.configs[i];
-            progress(
-                i,
-                &budget.describe_progress(config.repetitions.len() + 1),
-                &metrics,
-            );
+            let mut what = budget.describe_progress(config.repetitions.len() + 1);
+            if let (Some(events), Some(wall)) = (result.events, result.sim_wall) {
+                what.push_str(&format!(
+                    " [simulated {} events in {:.2} s]",
+                    events,
+                    wall.as_secs_f64()
+                ));
+            }
+            progress(i, &what, &metrics);
             for (g, obs) in config.groups.iter_mut().zip(result.observed) {
                 if g.observed.is_empty() {
                     g.observed = obs;
                 }
             }
             config.counter_sources = result.sources;
-            if trace_holder.is_none() {
+            if trace_holder.is_none() && matches!(setups[i].2, Backend::Real) {
                 config.counter_sources.wakeups = format!("unavailable: {wakeup_reason}");
             }
             config.repetitions.push(Repetition {
                 metrics,
                 counters: result.counters,
                 lost_events: result.lost_events,
+                cpus: result.cpus,
+                sim_events: result.events,
             });
             update_summary(config, level);
             if let Some(converged) = budget.done(&metric_values(config, &primary)) {

@@ -2,17 +2,20 @@
 //! workload parameters (`threads=1,2,4`) and group knobs (`server.nice=0,19`), measured with
 //! interleaved repetitions, printed as one table with the rows that beat the first marked.
 
-use crate::cli::{Cli, Command, CommonArgs};
+use crate::backend::Backend;
+use crate::cli::{BackendArg, Cli, Command, CommonArgs};
 use crate::run::{group_knobs, run_configs, Config, OutDir, RunEnd};
 use crate::workloads::{build, Preset};
 use clap::Parser;
-use schedlab_real::machine::online_cpus;
 use schedlab_workload::knobs::parse_group_arg;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// Knobs that `--vary GROUP.KNOB=...` accepts.
 const KNOBS: [&str; 4] = ["nice", "policy", "slice", "cpus"];
+
+/// Keys of the simulated machine that `--vary` accepts with `--backend sim`.
+const MACHINE_KEYS: [&str; 3] = ["policy", "cpus", "profile"];
 
 /// One `--vary` key and its values.
 #[derive(Clone, Debug, PartialEq)]
@@ -101,7 +104,7 @@ fn base_args(varied_params: &[&str]) -> Vec<String> {
 }
 
 /// Check the keys against the workload before anything runs.
-fn check_keys<W: Preset>(varies: &[Vary], sample: &W) -> Result<(), String> {
+fn check_keys<W: Preset>(varies: &[Vary], sample: &W, common: &CommonArgs) -> Result<(), String> {
     let params = sample.params();
     let plan = sample.plan();
     let mut seen = Vec::new();
@@ -132,8 +135,13 @@ fn check_keys<W: Preset>(varies: &[Vary], sample: &W) -> Result<(), String> {
                     ));
                 }
             }
-            None if v.key == "policy" => {
-                return Err("--vary policy=...: varying the simulated policy needs the simulator, which is not in this release; vary a group's policy with GROUP.policy=...".into());
+            None if MACHINE_KEYS.contains(&v.key.as_str()) => {
+                if common.backend != BackendArg::Sim {
+                    return Err(format!(
+                        "--vary {}=...: '{}' is a property of the simulated machine; add --backend sim (a group's policy on the real kernel is GROUP.policy=...)",
+                        v.key, v.key
+                    ));
+                }
             }
             None if !params.contains_key(&v.key) => {
                 let names: Vec<&String> = params.keys().collect();
@@ -166,7 +174,7 @@ pub fn sweep<W: Preset>(
         .iter()
         .map(|a| parse_vary(a))
         .collect::<Result<_, _>>()?;
-    check_keys(&varies, &base[0])?;
+    check_keys(&varies, &base[0], common)?;
     let param_keys: Vec<&str> = varies
         .iter()
         .filter(|v| v.knob().is_none())
@@ -199,9 +207,11 @@ pub fn sweep<W: Preset>(
         let Command::Run { workload } = cli.command else {
             unreachable!("argv starts with run")
         };
-        let (built, _) = build(workload).map_err(|e| format!("--vary {what}: {e}"))?;
+        let (built, combo_common) = build(workload).map_err(|e| format!("--vary {what}: {e}"))?;
+        let backend =
+            Backend::from_args(&combo_common).map_err(|e| format!("--vary {what}: {e}"))?;
         let workloads = W::take(built).expect("same workload");
-        let mut knobs = group_knobs(&workloads[0], &common.group_knobs)?;
+        let mut knobs = group_knobs(&workloads[0], &common.group_knobs, &backend)?;
         let plan = workloads[0].plan();
         for (key, value) in combo.iter().filter(|(k, _)| k.contains('.')) {
             let (group, knob) = key.split_once('.').expect("knob key");
@@ -214,7 +224,8 @@ pub fn sweep<W: Preset>(
             target.slice_ns = k.slice_ns.or(target.slice_ns);
             target.cpus = k.cpus.or(target.cpus.take());
             target
-                .validate(group, online_cpus())
+                .validate(group, backend.cpus())
+                .and_then(|()| backend.check_knobs(group, target))
                 .map_err(|e| format!("--vary {key}={value}: {e}"))?;
         }
         let several = workloads.len() > 1;
@@ -228,6 +239,7 @@ pub fn sweep<W: Preset>(
                 workload: w,
                 knobs: knobs.clone(),
                 label,
+                backend: backend.clone(),
             });
         }
     }

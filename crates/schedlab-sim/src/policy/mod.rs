@@ -185,8 +185,7 @@ pub trait Policy {
 
     /// Whether `woken`, just enqueued on `cpu`, should preempt `curr` (`check_preempt_curr` /
     /// `wakeup_preempt`). Also asked after a balancing move.
-    fn wakeup_preempt(&mut self, m: &MachineView, cpu: CpuId, curr: TaskId, woken: TaskId)
-        -> bool;
+    fn wakeup_preempt(&mut self, m: &MachineView, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool;
 
     /// Take the next task to run on `cpu` off its runqueue, or `None` to go idle.
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId>;
@@ -287,7 +286,11 @@ impl std::str::FromStr for PolicySpec {
         if !POLICIES.iter().any(|p| p.name == name) {
             return Err(format!(
                 "--policy '{s}': unknown policy '{name}'; the simulator knows {}",
-                POLICIES.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+                POLICIES
+                    .iter()
+                    .map(|p| p.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         let mut params = Vec::new();
@@ -315,9 +318,9 @@ where
 {
     match spec.params.iter().rev().find(|(k, _)| k == key) {
         None => Ok(default),
-        Some((_, v)) => v.parse().map_err(|_| {
-            format!("--policy {spec}: {key}={v} is not accepted; use {accepted}")
-        }),
+        Some((_, v)) => v
+            .parse()
+            .map_err(|_| format!("--policy {spec}: {key}={v} is not accepted; use {accepted}")),
     }
 }
 

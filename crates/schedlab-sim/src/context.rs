@@ -1,0 +1,199 @@
+//! The simulator's [`Context`]: every call a task body makes becomes a request ([`Op`]) that the
+//! machine carries out in simulated time. The future returned by a context call stays pending
+//! until the machine marks the request done and polls the body again.
+
+use schedlab_workload::{ChannelId, Context, IoKind, LockId, WorkloadError};
+use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context as PollCx, Poll};
+use std::time::Duration;
+
+/// One request from a task body to the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// Burn this much CPU time (ns).
+    Compute(u64),
+    /// Write the slot's `outbuf` into a channel.
+    Send(usize),
+    /// Read `len` bytes from a channel into the slot's `inbuf`.
+    Recv(usize, usize),
+    /// Sleep until this epoch-relative time (ns).
+    SleepUntil(u64),
+    /// sched_yield.
+    Yield,
+    /// Take a lock.
+    Lock(usize),
+    /// Read or write bytes of a scratch file.
+    Io(IoKind, usize),
+    /// Write to this many bytes of memory.
+    Touch(usize),
+}
+
+/// What a body and the machine share about one task.
+#[derive(Default)]
+pub struct Slot {
+    /// The request the body is waiting on, until the machine takes it.
+    pub request: Option<Op>,
+    /// Set by the machine when the request completed.
+    pub done: bool,
+    /// Error to return from the pending request (a channel whose reader is gone, …).
+    pub error: Option<WorkloadError>,
+    /// Bytes of the pending send.
+    pub outbuf: Vec<u8>,
+    /// Bytes delivered by the last recv.
+    pub inbuf: Vec<u8>,
+    /// Samples recorded by the body, by metric.
+    pub samples: Vec<(&'static str, Vec<f64>)>,
+    /// Locks released since the machine last looked.
+    pub unlocks: Vec<usize>,
+}
+
+/// State shared by all bodies of a run and the machine.
+pub struct Shared {
+    /// Simulated time now, ns since the epoch.
+    pub now: Cell<u64>,
+    /// Set when the run should stop early.
+    pub stop: Cell<bool>,
+    /// One slot per task.
+    pub slots: Vec<RefCell<Slot>>,
+}
+
+impl Shared {
+    /// Shared state for `tasks` tasks.
+    pub fn new(tasks: usize) -> Shared {
+        Shared {
+            now: Cell::new(0),
+            stop: Cell::new(false),
+            slots: (0..tasks).map(|_| RefCell::new(Slot::default())).collect(),
+        }
+    }
+}
+
+/// The context one task's body runs against on the simulator.
+pub struct SimContext<'s> {
+    shared: &'s Shared,
+    task: usize,
+}
+
+impl<'s> SimContext<'s> {
+    /// The context of task `task`.
+    pub fn new(shared: &'s Shared, task: usize) -> Self {
+        SimContext { shared, task }
+    }
+
+    fn slot(&self) -> std::cell::RefMut<'_, Slot> {
+        self.shared.slots[self.task].borrow_mut()
+    }
+
+    fn issue(&self, op: Op) -> Issue<'_> {
+        Issue {
+            ctx: self,
+            op: Some(op),
+        }
+    }
+
+    fn take_error(&self) -> Result<(), WorkloadError> {
+        match self.slot().error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The future of one request: hands the request over on the first poll, then waits for the
+/// machine's "done".
+struct Issue<'c> {
+    ctx: &'c SimContext<'c>,
+    op: Option<Op>,
+}
+
+impl Future for Issue<'_> {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut PollCx<'_>) -> Poll<()> {
+        if let Some(op) = self.op.take() {
+            self.ctx.slot().request = Some(op);
+            return Poll::Pending;
+        }
+        let mut slot = self.ctx.slot();
+        if slot.done {
+            slot.done = false;
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Context for SimContext<'_> {
+    async fn compute(&self, cpu: Duration) {
+        self.issue(Op::Compute(ns(cpu))).await
+    }
+
+    async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {
+        {
+            let mut slot = self.slot();
+            slot.outbuf.clear();
+            slot.outbuf.extend_from_slice(data);
+        }
+        self.issue(Op::Send(channel.0)).await;
+        self.take_error()
+    }
+
+    async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
+        self.issue(Op::Recv(channel.0, buf.len())).await;
+        self.take_error()?;
+        buf.copy_from_slice(&self.slot().inbuf);
+        Ok(())
+    }
+
+    async fn sleep(&self, d: Duration) {
+        let until = self.shared.now.get().saturating_add(ns(d));
+        self.issue(Op::SleepUntil(until)).await
+    }
+
+    async fn sleep_until(&self, t: Duration) {
+        self.issue(Op::SleepUntil(ns(t))).await
+    }
+
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.shared.now.get())
+    }
+
+    async fn yield_now(&self) {
+        self.issue(Op::Yield).await
+    }
+
+    async fn lock(&self, id: LockId) {
+        self.issue(Op::Lock(id.0)).await
+    }
+
+    fn unlock(&self, id: LockId) {
+        self.slot().unlocks.push(id.0);
+    }
+
+    async fn io(&self, kind: IoKind, bytes: usize) -> Result<(), WorkloadError> {
+        self.issue(Op::Io(kind, bytes)).await;
+        self.take_error()
+    }
+
+    async fn touch_memory(&self, bytes: usize) {
+        self.issue(Op::Touch(bytes)).await
+    }
+
+    fn record(&self, metric: &'static str, value: f64) {
+        let mut slot = self.slot();
+        match slot.samples.iter_mut().find(|(m, _)| *m == metric) {
+            Some((_, v)) => v.push(value),
+            None => slot.samples.push((metric, vec![value])),
+        }
+    }
+
+    fn stop_requested(&self) -> bool {
+        self.shared.stop.get()
+    }
+}
