@@ -1,0 +1,293 @@
+//! The machine's mechanisms, checked through whole simulated runs: determinism, conservation of
+//! CPU time, fair shares, exact counters, and failures that name their cause.
+
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
+use schedlab_workload::knobs::{parse_group_arg, Knobs};
+use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
+use schedlab_workload::presets::{Chat, ChatMode, Messaging, Outcome, PingPong, Yield};
+use schedlab_workload::record::{Better, MetricDef};
+use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn knobs(groups: &[&str]) -> Vec<Knobs> {
+    groups
+        .iter()
+        .map(|g| {
+            if g.is_empty() {
+                Knobs::default()
+            } else {
+                parse_group_arg(&format!("g:{g}")).unwrap().1
+            }
+        })
+        .collect()
+}
+
+fn sim<W: Workload>(
+    w: &W,
+    policy: &str,
+    cpus: usize,
+    seed: u64,
+    k: &[Knobs],
+) -> Result<SimResult, SimError> {
+    let spec: PolicySpec = policy.parse().unwrap();
+    let cost = CostModel::profile("modern").unwrap();
+    run_repetition(
+        w,
+        SimSetup {
+            policy: &spec,
+            cpus,
+            cost: &cost,
+            seed,
+            knobs: k,
+            stop: None,
+            wall_budget: None,
+        },
+    )
+}
+
+/// One CPU-bound task per group, each computing in `chunk` pieces until `until`.
+struct Hogs {
+    groups: usize,
+    until: Duration,
+    chunk: Duration,
+}
+
+const GROUP_NAMES: [&str; 4] = ["a", "b", "c", "d"];
+
+impl Workload for Hogs {
+    fn name(&self) -> &'static str {
+        "hogs"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: (0..self.groups)
+                .map(|g| GroupPlan {
+                    name: GROUP_NAMES[g],
+                    tasks: 1,
+                })
+                .collect(),
+            channels: 1,
+            duplex: false,
+            locks: 0,
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        while ctx.now() < self.until {
+            ctx.compute(self.chunk).await;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        vec![MetricDef {
+            name: "wall".into(),
+            unit: "s".into(),
+            better: Better::Lower,
+            description: String::new(),
+        }]
+    }
+    fn metrics(&self, o: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::from([("wall".into(), o.wall.as_secs_f64())]))
+    }
+}
+
+/// Reads a channel that nobody writes.
+struct Stuck;
+
+impl Workload for Stuck {
+    fn name(&self) -> &'static str {
+        "stuck"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![GroupPlan {
+                name: "a",
+                tasks: 1,
+            }],
+            channels: 1,
+            duplex: false,
+            locks: 0,
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = [0u8; 8];
+        ctx.recv(ChannelId(0), &mut buf).await
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+fn fingerprint(r: &SimResult) -> String {
+    format!(
+        "{:?} {:?} {:?} {:?}",
+        r.outcome, r.counters, r.cpus, r.events
+    )
+}
+
+#[test]
+fn same_seed_same_result_other_seed_other_result() {
+    let w = Messaging {
+        groups: 2,
+        fds: 4,
+        loops: 50,
+        ..Messaging::default()
+    };
+    let k = knobs(&["", ""]);
+    let a = sim(&w, "cfs", 4, 7, &k).unwrap();
+    let b = sim(&w, "cfs", 4, 7, &k).unwrap();
+    let c = sim(&w, "cfs", 4, 8, &k).unwrap();
+    assert_eq!(fingerprint(&a), fingerprint(&b));
+    assert_ne!(fingerprint(&a), fingerprint(&c));
+    assert_eq!(
+        w.metrics(&a.outcome).unwrap()["messages"],
+        (2 * 4 * 4 * 50) as f64
+    );
+}
+
+fn assert_conserved(r: &SimResult, cpus: usize) {
+    let elapsed = r.outcome.wall.as_nanos() as f64 / 1e9;
+    let busy: f64 = r.cpus.iter().map(|c| c.busy_s).sum();
+    let idle: f64 = r.cpus.iter().map(|c| c.idle_s).sum();
+    assert!(
+        ((busy + idle) - cpus as f64 * elapsed).abs() < 1e-9 * cpus as f64,
+        "busy {busy} + idle {idle} != {cpus} x {elapsed}"
+    );
+    let task_cpu: f64 = r
+        .outcome
+        .tasks
+        .iter()
+        .map(|t| t.cpu_time.as_secs_f64())
+        .sum();
+    assert!(
+        (task_cpu - busy).abs() < 1e-6,
+        "tasks {task_cpu} vs busy {busy}"
+    );
+    for c in &r.cpus {
+        assert!(c.busy_s > 0.0 && c.mean_runnable <= c.max_runnable as f64);
+    }
+}
+
+#[test]
+fn cpu_time_is_conserved() {
+    let m = Messaging {
+        groups: 3,
+        fds: 5,
+        loops: 40,
+        ..Messaging::default()
+    };
+    assert_conserved(&sim(&m, "cfs", 4, 1, &knobs(&["", ""])).unwrap(), 4);
+    let chat = Chat {
+        rooms: 2,
+        users: 5,
+        messages: 20,
+        size: 100,
+        transport: Transport::Tcp,
+        mode: ChatMode::Burst,
+        hosting: TaskMode::GroupProcesses,
+    };
+    assert_conserved(&sim(&chat, "cfs", 2, 1, &knobs(&["", ""])).unwrap(), 2);
+}
+
+#[test]
+fn cfs_shares_one_cpu_by_weight_within_one_percent() {
+    let w = Hogs {
+        groups: 2,
+        until: Duration::from_secs(5),
+        chunk: Duration::from_micros(500),
+    };
+    let r = sim(&w, "cfs", 1, 3, &knobs(&["nice=0", "nice=5"])).unwrap();
+    let a = r.outcome.tasks[0].cpu_time.as_secs_f64();
+    let b = r.outcome.tasks[1].cpu_time.as_secs_f64();
+    let want = 1024.0 / 335.0;
+    assert!(
+        ((a / b) / want - 1.0).abs() < 0.01,
+        "ratio {} want {want}",
+        a / b
+    );
+    assert_conserved(&r, 1);
+}
+
+#[test]
+fn counters_are_exact_for_a_ping_pong() {
+    let w = PingPong {
+        loops: 1000,
+        ..PingPong::default()
+    };
+    let r = sim(&w, "cfs", 2, 1, &knobs(&["", ""])).unwrap();
+    let total = &r.counters["total"];
+    // Every round trip wakes pong once and ping once (pong may find the first token waiting).
+    let wakeups = total.wakeups.unwrap();
+    assert!((1999..=2000).contains(&wakeups), "{wakeups}");
+    // Every block is a voluntary switch and is ended by exactly one wakeup.
+    for g in ["ping", "pong"] {
+        let c = &r.counters[g];
+        assert_eq!(c.voluntary_switches, c.wakeups, "{g}: {c:?}");
+    }
+    // Each side has its own idle CPU: nobody is preempted, nobody moves.
+    assert_eq!(total.wakeup_preemptions, Some(0));
+    assert_eq!(total.migrations, Some(0));
+    // On one CPU, each wakeup finds the waker running.
+    let r = sim(&w, "cfs", 1, 1, &knobs(&["", ""])).unwrap();
+    let c = &r.counters["total"];
+    assert_eq!(c.voluntary_switches, c.wakeups);
+    assert_conserved(&r, 1);
+}
+
+#[test]
+fn a_deadlock_names_what_the_tasks_wait_for() {
+    let e = sim(&Stuck, "cfs", 1, 1, &knobs(&[""])).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("deadlock") && msg.contains("channel 0"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_knob_the_policy_has_no_notion_of_fails_before_the_run() {
+    let w = PingPong::default();
+    let e = sim(&w, "cfs", 2, 1, &knobs(&["slice=1ms", ""])).unwrap_err();
+    assert!(matches!(e, SimError::Setup(_)), "{e:?}");
+    let e = sim(&w, "cfs", 0, 1, &knobs(&["", ""])).unwrap_err();
+    assert!(e.to_string().contains("--cpus 0"), "{e}");
+}
+
+#[test]
+fn a_stop_request_interrupts_the_run() {
+    let w = Yield {
+        threads: 4,
+        duration: Duration::from_secs(100),
+    };
+    let spec: PolicySpec = "cfs".parse().unwrap();
+    let cost = CostModel::profile("modern").unwrap();
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let r = run_repetition(
+        &w,
+        SimSetup {
+            policy: &spec,
+            cpus: 2,
+            cost: &cost,
+            seed: 1,
+            knobs: &knobs(&[""]),
+            stop: Some(&stop),
+            wall_budget: None,
+        },
+    );
+    assert_eq!(r.unwrap_err(), SimError::Interrupted);
+}
