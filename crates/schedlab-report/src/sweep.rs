@@ -25,11 +25,15 @@ pub fn key_value(config: &ConfigResult, key: &str) -> String {
             _ => "-".into(),
         };
     }
+    if let Some(v) = config.params.get(key) {
+        return v.clone();
+    }
+    // Keys of the simulated machine (policy, cpus, profile) are spelled out in the label.
     config
-        .params
-        .get(key)
-        .cloned()
-        .unwrap_or_else(|| "-".into())
+        .label
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .map_or_else(|| "-".into(), str::to_string)
 }
 
 /// Against the first configuration: `+3.2% *` (significant) or `+0.4%`.

@@ -57,7 +57,26 @@ pub fn list() -> String {
         out,
         "KNOBS (per group: --group NAME:knob=value,...)\n  {KNOB_HELP}\n"
     );
-    let _ = writeln!(out, "BACKENDS\n  real  the running Linux kernel\n  sim   simulated policies (not in this release)");
+    let _ = writeln!(
+        out,
+        "BACKENDS (--backend)\n  real  the running Linux kernel (default)\n  sim   a simulated machine: --policy P[:k=v,...] --cpus N --profile NAME --cost k=v --seed N\n"
+    );
+    let _ = writeln!(out, "SIMULATED POLICIES (--policy, with --backend sim)");
+    for p in schedlab_sim::policy::POLICIES {
+        let _ = writeln!(out, "  {:<13} {}", p.name, p.summary);
+        for param in p.params {
+            let _ = writeln!(out, "  {:<13}   {param}", "");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nCOST PROFILES (--profile; override any cost with --cost key=value)"
+    );
+    for name in schedlab_sim::cost::PROFILES {
+        let c = schedlab_sim::cost::CostModel::profile(name).expect("known profile");
+        let _ = writeln!(out, "  {c}");
+    }
+    let _ = writeln!(out, "  keys: {}", schedlab_sim::cost::COST_KEYS);
     out
 }
 

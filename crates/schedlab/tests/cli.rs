@@ -1000,3 +1000,177 @@ fn compare_reports_like_ministat_and_refuses_unlike_records() {
         std::fs::remove_file(p).ok();
     }
 }
+
+#[test]
+fn the_simulator_runs_every_workload_repeatably() {
+    let _serial = serial();
+    let sim = [
+        "--backend",
+        "sim",
+        "--policy",
+        "cfs",
+        "--cpus",
+        "2",
+        "--runs",
+        "2",
+    ];
+    let run = |workload: &[&str], name: &str| {
+        let mut args = vec!["run"];
+        args.extend_from_slice(workload);
+        args.extend_from_slice(&sim);
+        run_json(&args, name)
+    };
+    let a = run(&["pingpong", "--loops", "2000"], "sim-a");
+    let b = run(&["pingpong", "--loops", "2000"], "sim-b");
+    assert_eq!(a["backend"]["kind"], "sim");
+    assert_eq!(a["backend"]["policy"], "cfs");
+    assert_eq!(a["configs"][0]["machine"], "cfs, 2 CPUs, modern");
+    // Same command, same seeds: the same repetitions, to the last counter.
+    assert_eq!(
+        a["configs"][0]["repetitions"],
+        b["configs"][0]["repetitions"]
+    );
+    // Repetitions use different seeds, so they differ.
+    assert_ne!(
+        a["configs"][0]["repetitions"][0]["metrics"],
+        a["configs"][0]["repetitions"][1]["metrics"]
+    );
+    let rep = &a["configs"][0]["repetitions"][0];
+    assert_eq!(rep["cpus"].as_array().unwrap().len(), 2);
+    assert!(rep["sim_events"].as_u64().unwrap() > 4 * 2000);
+    assert_eq!(metric(&a, 0, 0, "round_trips"), 2000.0);
+    let other_seed = run_json(
+        &[
+            "run",
+            "pingpong",
+            "--loops",
+            "2000",
+            "--backend",
+            "sim",
+            "--policy",
+            "cfs",
+            "--cpus",
+            "2",
+            "--runs",
+            "1",
+            "--seed",
+            "9",
+        ],
+        "sim-c",
+    );
+    assert_ne!(
+        other_seed["configs"][0]["repetitions"][0]["metrics"],
+        a["configs"][0]["repetitions"][0]["metrics"]
+    );
+
+    let m = run(
+        &["messaging", "--groups", "2", "--fds", "5", "--loops", "20"],
+        "sim-m",
+    );
+    assert_eq!(metric(&m, 0, 0, "messages"), (2 * 5 * 5 * 20) as f64);
+    let y = run(
+        &["yield", "--threads", "1,8", "--duration", "20ms"],
+        "sim-y",
+    );
+    assert_eq!(y["configs"].as_array().unwrap().len(), 2);
+    assert!(metric(&y, 1, 0, "yields") > 1000.0);
+    let c = run(
+        &["chat", "--rooms", "2", "--users", "4", "--messages", "10"],
+        "sim-chat",
+    );
+    assert_eq!(
+        metric(&c, 0, 0, "messages"),
+        (2 * 4 * 10 + 2 * 4 * 3 * 10) as f64
+    );
+    let total = &c["configs"][0]["repetitions"][0]["counters"]["total"];
+    assert!(total["wakeups"].as_u64().unwrap() > 0);
+    assert!(total["wakeup_preemptions"].as_u64().is_some());
+}
+
+#[test]
+fn the_simulator_rejects_bad_input_before_anything_starts() {
+    let _serial = serial();
+    let pp = ["run", "pingpong", "--loops", "10"];
+    for (extra, needle) in [
+        (
+            &["--backend", "sim", "--policy", "bfs"][..],
+            "unknown policy 'bfs'",
+        ),
+        (
+            &["--backend", "sim", "--policy", "cfs:x=1"],
+            "no parameter 'x'",
+        ),
+        (&["--backend", "sim", "--cpus", "0"], "--cpus 0"),
+        (&["--backend", "sim", "--cpus", "65"], "1..64"),
+        (
+            &["--backend", "sim", "--profile", "vax"],
+            "modern, piii-700",
+        ),
+        (
+            &["--backend", "sim", "--cost", "warp=1"],
+            "unknown key 'warp'",
+        ),
+        (&["--backend", "sim", "--cost", "hz=5"], "10..10000"),
+        (&["--policy", "cfs"], "add --backend sim"),
+        (&["--cpus", "4"], "add --backend sim"),
+        (
+            &[
+                "--backend",
+                "sim",
+                "--policy",
+                "cfs",
+                "--group",
+                "ping:slice=1ms",
+            ],
+            "slice=1.000ms",
+        ),
+        (
+            &["--backend", "sim", "--cpus", "2", "--group", "ping:cpus=5"],
+            "CPU 5",
+        ),
+        (&["--backend", "sim", "--counters", "trace"], "exactly"),
+    ] {
+        let mut args = pp.to_vec();
+        args.extend_from_slice(extra);
+        let out = schedlab().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?} printed results");
+    }
+    let out = schedlab()
+        .args(["sweep", "pingpong", "--vary", "policy=cfs,eevdf"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("add --backend sim"));
+}
+
+#[test]
+fn a_sweep_varies_the_simulated_machine() {
+    let _serial = serial();
+    let out = run_ok(&[
+        "sweep",
+        "pingpong",
+        "--loops",
+        "1000",
+        "--backend",
+        "sim",
+        "--runs",
+        "2",
+        "-q",
+        "--vary",
+        "cpus=1,2",
+        "--vary",
+        "policy=cfs",
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("cpus=1") || table.contains("1  "), "{table}");
+    assert_eq!(
+        table.lines().filter(|l| l.contains("cfs")).count(),
+        2,
+        "one row per CPU count:\n{table}"
+    );
+}
