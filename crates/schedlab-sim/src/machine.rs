@@ -521,7 +521,8 @@ impl<'a> Machine<'a> {
                         self.block(cpu, t);
                         return;
                     }
-                    chan.bytes.extend(slot.outbuf.drain(..));
+                    chan.bytes.extend(slot.outbuf.iter());
+                    slot.outbuf.clear();
                     let wake = match chan.reader {
                         Some((r, need)) if chan.bytes.len() >= need => {
                             chan.reader = None;
@@ -545,7 +546,11 @@ impl<'a> Machine<'a> {
                     {
                         let mut slot = self.shared.slots[t].borrow_mut();
                         slot.inbuf.clear();
-                        slot.inbuf.extend(chan.bytes.drain(..len));
+                        let (a, b) = chan.bytes.as_slices();
+                        let from_a = len.min(a.len());
+                        slot.inbuf.extend_from_slice(&a[..from_a]);
+                        slot.inbuf.extend_from_slice(&b[..len - from_a]);
+                        chan.bytes.drain(..len);
                     }
                     let writers = std::mem::take(&mut chan.writers);
                     let mut cost = self.copy_cost(len);
