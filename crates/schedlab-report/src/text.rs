@@ -184,7 +184,36 @@ pub fn counters_table(config: &ConfigResult) -> String {
             "warning: the kernel dropped {lost} trace events; wakeup counts are lower bounds\n"
         ));
     }
+    out.push_str(&cpu_line(config));
     out
+}
+
+/// Simulated CPUs: busy share and mean runnable tasks per CPU, averaged over repetitions.
+fn cpu_line(config: &ConfigResult) -> String {
+    let reps: Vec<_> = config
+        .repetitions
+        .iter()
+        .filter(|r| !r.cpus.is_empty())
+        .collect();
+    let Some(first) = reps.first() else {
+        return String::new();
+    };
+    let n = reps.len() as f64;
+    let cells: Vec<String> = (0..first.cpus.len())
+        .map(|cpu| {
+            let (mut busy, mut runnable) = (0.0, 0.0);
+            for r in &reps {
+                let c = &r.cpus[cpu];
+                busy += c.busy_s / (c.busy_s + c.idle_s).max(f64::MIN_POSITIVE);
+                runnable += c.mean_runnable;
+            }
+            format!("{:.0}%/{:.1}", 100.0 * busy / n, runnable / n)
+        })
+        .collect();
+    format!(
+        "simulated CPUs (busy / mean runnable): {}\n",
+        cells.join("  ")
+    )
 }
 
 /// Count with the seeds' suffixes: `3.49 M`, `812.0 K`.
@@ -218,6 +247,10 @@ pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
                 .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
         };
         let mut other = Vec::new();
+        // On the simulator the policy (with its preemption threshold) is the seed's column.
+        if let Some(policy) = c.machine.as_deref().and_then(|m| m.split(", ").next()) {
+            other.push(policy.to_string());
+        }
         for name in ["server", "client"] {
             if let Some(g) = group(name) {
                 let mut k = g.knobs.clone();

@@ -291,3 +291,73 @@ fn a_stop_request_interrupts_the_run() {
     );
     assert_eq!(r.unwrap_err(), SimError::Interrupted);
 }
+
+/// Seed 000's mechanism: Hartner's threshold 40 removes priority preemption among SCHED_OTHER
+/// tasks; at 0 (stock O(1)) a client niced to −19 preempts the server on most wakeups.
+#[test]
+fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
+    let chat = Chat {
+        rooms: 2,
+        users: 5,
+        messages: 40,
+        size: 100,
+        transport: Transport::Tcp,
+        mode: ChatMode::Turns,
+        hosting: TaskMode::GroupProcesses,
+    };
+    let k = knobs(&["", "nice=-19"]);
+    let stock = sim(&chat, "o1:threshold=0", 1, 1, &k).unwrap();
+    let tuned = sim(&chat, "o1:threshold=40", 1, 1, &k).unwrap();
+    let share = |r: &SimResult| r.counters["total"].preemption_percent().unwrap();
+    assert!(share(&stock) > 50.0, "stock O(1): {}%", share(&stock));
+    assert_eq!(tuned.counters["total"].wakeup_preemptions, Some(0));
+    assert!(tuned.counters["total"].wakeups.unwrap() > 1000);
+    // A real-time wakee still preempts under threshold 40.
+    let rt = sim(
+        &chat,
+        "o1:threshold=40",
+        1,
+        1,
+        &knobs(&["", "policy=fifo:10"]),
+    )
+    .unwrap();
+    assert!(rt.counters["client"].wakeup_preemptions.unwrap() > 0);
+    for r in [&stock, &tuned, &rt] {
+        assert_conserved(r, 1);
+    }
+}
+
+#[test]
+fn every_policy_runs_every_workload_on_several_cpus() {
+    for policy in ["o1", "cfs"] {
+        let m = Messaging {
+            groups: 2,
+            fds: 5,
+            loops: 30,
+            ..Messaging::default()
+        };
+        let r = sim(&m, policy, 4, 2, &knobs(&["", ""])).unwrap();
+        assert_eq!(
+            m.metrics(&r.outcome).unwrap()["messages"],
+            1500.0,
+            "{policy}"
+        );
+        assert_conserved(&r, 4);
+        let y = Yield {
+            threads: 64,
+            duration: Duration::from_millis(20),
+        };
+        let r = sim(&y, policy, 8, 2, &knobs(&[""])).unwrap();
+        assert!(
+            y.metrics(&r.outcome).unwrap()["yields"] > 1000.0,
+            "{policy}"
+        );
+        assert_conserved(&r, 8);
+        let p = PingPong {
+            loops: 300,
+            ..PingPong::default()
+        };
+        let r = sim(&p, policy, 2, 2, &knobs(&["", ""])).unwrap();
+        assert_eq!(p.metrics(&r.outcome).unwrap()["round_trips"], 300.0);
+    }
+}

@@ -1,53 +1,1146 @@
-//! Placeholder while the policy is being written (replaced before this work lands).
+//! Linux 2.6 O(1) scheduler (Ingo Molnar, 2.5.2 – 2.6.22), modelled on Linux 2.6.20
+//! kernel/sched.c, with Bill Hartner's tunable priority-preemption threshold (LKML, 2002-10-15,
+//! seed 000: `if (p->prio < curr->prio && (idle_rq || rt_task(p) || p->prio + threshold <
+//! curr->prio)) resched`; 0 = stock, 40 = no priority preemption among SCHED_OTHER tasks).
+//!
+//! Followed from 2.6.20 kernel/sched.c (github sagsango/linux-2.6.20): `static_prio_timeslice`
+//! (slice = max(x·(140 − static_prio)/20, 5 ms), x = 400 ms for nice < 0 else 100 ms),
+//! `__normal_prio`/`effective_prio` (bonus = CURRENT_BONUS − 5, MAX_SLEEP_AVG 1 s), `DELTA`,
+//! `TASK_INTERACTIVE`, `INTERACTIVE_SLEEP`, `recalc_task_prio`, `activate_task`, `__activate_task`
+//! (SCHED_BATCH goes to the expired array), `schedule` (run_time / CURRENT_BONUS taken off
+//! sleep_avg at every switch; on-runqueue credit for SLEEP_INTERACTIVE (30 %) and
+//! SLEEP_INTERRUPTED (100 %) wakers; array switch), `task_running_tick` (slice expiry,
+//! `expired_starving`, TIMESLICE_GRANULARITY round robin, SCHED_RR), `sys_sched_yield`,
+//! `try_to_wake_up`, `can_migrate_task`, `move_tasks`, `find_busiest_group`; SD_CPU_INIT
+//! (include/linux/topology.h: imbalance_pct 125, cache_nice_tries 1, and the 2.5 ms
+//! cache_hot_time of kernels before 2.6.16, which then began to calibrate it at boot).
+//!
+//! Simplifications (the simulator has no fork tree, no uninterruptible sleep, no sync wakeups):
+//! - New tasks start with sleep_avg 0 (prio = static_prio + 5) and a full slice: no parent whose
+//!   sleep_avg (CHILD_PENALTY) or slice (sched_fork halving, sched_exit refund) they share.
+//! - Every sleep is TASK_INTERRUPTIBLE, so the uninterruptible sleep_avg cap never applies. A
+//!   wakeup with no waker (timer) counts as SLEEP_INTERRUPTED, one by a task as
+//!   SLEEP_INTERACTIVE. Sync wakeups are not modelled: every wakeup may preempt.
+//! - The threshold applies to wakeups (try_to_wake_up, as in the patch); a new task or one moved
+//!   by balancing preempts with the stock `p->prio < curr->prio` (wake_up_new_task, pull_task).
+//! - The current task is not kept in its list: a preempted task goes back to the head of its
+//!   priority list (where it stayed in the kernel); an expired or round-robined one to the tail of
+//!   the array task_tick chose. A round robin (TIMESLICE_GRANULARITY, SCHED_RR) that would pick
+//!   the same task again does not ask for a reschedule; schedule()'s sleep_avg charge is applied.
+//! - SCHED_BATCH: sleep credit always 0 (recalc_task_prio), never interactive, woken into the
+//!   expired array, as 2.6.20. SCHED_IDLE (2.6.23), SCHED_DEADLINE and EEVDF slices are rejected.
+//! - select_task_rq: try_to_wake_up's SD_WAKE_AFFINE / SD_WAKE_BALANCE tests with runnable counts
+//!   as loads (move to the waker's CPU when 100·(waker load + 1) ≤ 112·prev load, or 112·waker
+//!   load ≤ 100·prev load); then, if the chosen CPU is busy and an allowed CPU is idle, that CPU
+//!   (standing in for SD_WAKE_IDLE and the 1 ms idle pull). New tasks use the same rule.
+//! - Load balancing: one flat domain; load = runnable count (not raw_weighted_load); the kernel's
+//!   find_busiest_group arithmetic in units of 128 per task; idle CPUs balance every 1 ms, busy
+//!   ones every 200 ms (the kernel: 1–4 ms and 64–256 ms, adapting); newly idle CPUs always. No
+//!   active balancing (pushing a running task) and no power-savings or SMT domains.
 
 use super::*;
-use schedlab_workload::knobs::Knobs;
+use schedlab_workload::duration::format_duration;
+use schedlab_workload::knobs::{Knobs, SchedPolicy};
+use std::cmp::Reverse;
+use std::collections::VecDeque;
 
-/// Placeholder.
-pub struct O1;
+/// Priorities 0..99 are real-time, 100..139 SCHED_OTHER/BATCH (lower is better).
+const MAX_RT_PRIO: usize = 100;
+const MAX_PRIO: usize = 140;
+const NICE_0_PRIO: usize = 120;
+/// MAX_USER_PRIO (40) × PRIO_BONUS_RATIO (25) / 100.
+const MAX_BONUS: i64 = 10;
+const INTERACTIVE_DELTA: i64 = 2;
+/// Percent of on-runqueue wait credited to a task woken by another task (SLEEP_INTERACTIVE).
+const ON_RUNQUEUE_WEIGHT: u64 = 30;
+/// SD_CPU_INIT.imbalance_pct.
+const IMBALANCE_PCT: usize = 125;
+/// SD_CPU_INIT.cache_hot_time and cache_nice_tries.
+const CACHE_HOT_NS: u64 = 2_500_000;
+const CACHE_NICE_TRIES: u32 = 1;
+/// Periodic balancing intervals for an idle and a busy CPU.
+const IDLE_BALANCE_NS: u64 = 1_000_000;
+const BUSY_BALANCE_NS: u64 = 200_000_000;
+/// SCHED_LOAD_SCALE: the load of one task in find_busiest_group's arithmetic.
+const LOAD_SCALE: usize = 128;
+/// The largest useful threshold: the whole SCHED_OTHER priority range.
+const MAX_THRESHOLD: u32 = 40;
+const NAME: &str = "Linux 2.6 O(1) scheduler";
+const ACCEPTED: &str = "policy=other|batch|fifo:1..99|rr:1..99, nice=-20..19, cpus=LIST";
+
+/// The kernel's jiffy-based tunables at the machine's HZ.
+#[derive(Clone, Copy)]
+struct Hz {
+    hz: u64,
+    tick_ns: u64,
+}
+
+impl Hz {
+    fn of(m: &MachineView) -> Hz {
+        let hz = u64::from(m.hz.max(1));
+        Hz {
+            hz,
+            tick_ns: 1_000_000_000 / hz,
+        }
+    }
+    /// DEF_TIMESLICE in jiffies.
+    fn def_timeslice(self) -> u64 {
+        (100 * self.hz / 1000).max(1)
+    }
+    /// MAX_SLEEP_AVG in jiffies (= STARVATION_LIMIT).
+    fn max_sleep_avg(self) -> u64 {
+        self.def_timeslice() * MAX_BONUS as u64
+    }
+    fn ns_max_sleep_avg(self) -> u64 {
+        self.max_sleep_avg() * self.tick_ns
+    }
+    /// CURRENT_BONUS: sleep_avg scaled to 0..=10.
+    fn bonus(self, sleep_avg: u64) -> i64 {
+        ((sleep_avg / self.tick_ns) * MAX_BONUS as u64 / self.max_sleep_avg()) as i64
+    }
+    /// static_prio_timeslice, in ticks.
+    fn timeslice(self, static_prio: usize) -> u64 {
+        let x = if static_prio < NICE_0_PRIO {
+            self.def_timeslice() * 4
+        } else {
+            self.def_timeslice()
+        };
+        let min = (5 * self.hz / 1000).max(1);
+        (x * (MAX_PRIO - static_prio) as u64 / 20).max(min)
+    }
+}
+
+/// How a task's last wakeup is credited when it is first picked (`enum sleep_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum SleepType {
+    Normal,
+    NonInteractive,
+    Interactive,
+    Interrupted,
+}
+
+/// Where `put_prev_task` puts a task that `task_tick` or `yield_task` already requeued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Requeue {
+    ActiveTail,
+    Expired,
+}
+
+/// Per-task scheduling state (the O(1) fields of `struct task_struct`).
+#[derive(Clone, Debug)]
+struct Task {
+    policy: SchedPolicy,
+    static_prio: usize,
+    prio: usize,
+    /// ns, 0..=NS_MAX_SLEEP_AVG.
+    sleep_avg: u64,
+    /// Ticks left in the current slice.
+    time_slice: u64,
+    sleep_type: SleepType,
+    /// When it was last activated (woken), for the on-runqueue credit.
+    timestamp: u64,
+    /// CPU time since it was last switched in (schedule()'s run_time).
+    run_ns: u64,
+    last_ran: Option<u64>,
+    allowed: CpuMask,
+    requeue: Option<Requeue>,
+    /// Enqueued by a wakeup and not yet judged by `wakeup_preempt`: the threshold applies.
+    via_wakeup: bool,
+    /// The pending wakeup has no waker (a timer, i.e. interrupt context).
+    timer_wakeup: bool,
+}
+
+impl Task {
+    fn is_rt(&self) -> bool {
+        self.prio < MAX_RT_PRIO
+    }
+    fn batch(&self) -> bool {
+        self.policy == SchedPolicy::Batch
+    }
+    /// DELTA(p): how far below static_prio a task must be to count as interactive.
+    fn delta(&self) -> i64 {
+        let nice = self.static_prio as i64 - NICE_0_PRIO as i64;
+        (nice + 20) * MAX_BONUS / 40 - 20 * MAX_BONUS / 40 + INTERACTIVE_DELTA
+    }
+    /// TASK_INTERACTIVE(p); SCHED_BATCH never is.
+    fn interactive(&self) -> bool {
+        !self.batch() && self.prio as i64 <= self.static_prio as i64 - self.delta()
+    }
+    /// effective_prio: static_prio − (bonus − 5), clamped to 100..=139; RT prio is fixed.
+    fn effective_prio(&self, hz: Hz) -> usize {
+        if self.is_rt() {
+            return self.prio;
+        }
+        let prio = self.static_prio as i64 - (hz.bonus(self.sleep_avg) - MAX_BONUS / 2);
+        prio.clamp(MAX_RT_PRIO as i64, MAX_PRIO as i64 - 1) as usize
+    }
+    /// INTERACTIVE_SLEEP(p) in ns: the sleep_avg ceiling one long sleep can reach.
+    fn interactive_sleep(&self, hz: Hz) -> u64 {
+        let j = hz.max_sleep_avg() as i64 * (MAX_BONUS / 2 + self.delta() + 1) / MAX_BONUS - 1;
+        j.max(0) as u64 * hz.tick_ns
+    }
+    /// recalc_task_prio: credit `sleep_time` ns of sleep and return the new priority.
+    fn recalc_prio(&mut self, hz: Hz, sleep_time: u64) -> usize {
+        let mut sleep_time = if self.batch() { 0 } else { sleep_time };
+        if sleep_time > 0 {
+            let ceiling = self.interactive_sleep(hz);
+            if sleep_time > ceiling && self.sleep_avg < ceiling {
+                self.sleep_avg = ceiling;
+                self.sleep_type = SleepType::NonInteractive;
+            } else {
+                if self.sleep_type == SleepType::NonInteractive {
+                    if self.sleep_avg >= ceiling {
+                        sleep_time = 0;
+                    } else if self.sleep_avg + sleep_time >= ceiling {
+                        self.sleep_avg = ceiling;
+                        sleep_time = 0;
+                    }
+                }
+                self.sleep_avg += sleep_time;
+            }
+            self.sleep_avg = self.sleep_avg.min(hz.ns_max_sleep_avg());
+        }
+        self.effective_prio(hz)
+    }
+    /// schedule()'s charge on the task switched out: run_time / CURRENT_BONUS off sleep_avg.
+    fn charge_run(&mut self, hz: Hz, now: u64) {
+        let run = self.run_ns.min(hz.ns_max_sleep_avg()) / hz.bonus(self.sleep_avg).max(1) as u64;
+        self.sleep_avg = self.sleep_avg.saturating_sub(run);
+        self.run_ns = 0;
+        self.last_ran = Some(now);
+    }
+    /// TIMESLICE_GRANULARITY(p) in ticks (SMP form: × online CPUs).
+    fn granularity(&self, hz: Hz, ncpus: usize) -> u64 {
+        let gran = (10 * hz.hz / 1000).max(1);
+        let e = (MAX_BONUS - hz.bonus(self.sleep_avg)).max(1);
+        gran * (1u64 << (e - 1)) * ncpus.max(1) as u64
+    }
+}
+
+/// One priority array: 140 FIFO lists and a bitmap of the non-empty ones.
+#[derive(Clone, Debug)]
+struct PrioArray {
+    queue: Vec<VecDeque<TaskId>>,
+    bitmap: [u64; 3],
+    nr_active: usize,
+}
+
+impl PrioArray {
+    fn new() -> PrioArray {
+        PrioArray {
+            queue: vec![VecDeque::new(); MAX_PRIO],
+            bitmap: [0; 3],
+            nr_active: 0,
+        }
+    }
+    fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
+        if head {
+            self.queue[prio].push_front(t);
+        } else {
+            self.queue[prio].push_back(t);
+        }
+        self.bitmap[prio / 64] |= 1 << (prio % 64);
+        self.nr_active += 1;
+    }
+    fn remove(&mut self, prio: usize, t: TaskId) -> bool {
+        let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
+            return false;
+        };
+        self.queue[prio].remove(i);
+        if self.queue[prio].is_empty() {
+            self.bitmap[prio / 64] &= !(1 << (prio % 64));
+        }
+        self.nr_active -= 1;
+        true
+    }
+    /// sched_find_first_bit: the best non-empty priority.
+    fn first(&self) -> Option<usize> {
+        let w = self.bitmap.iter().position(|&b| b != 0)?;
+        Some(w * 64 + self.bitmap[w].trailing_zeros() as usize)
+    }
+    /// Non-empty priorities, best first.
+    fn prios(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..MAX_PRIO).filter(|&p| self.bitmap[p / 64] & (1 << (p % 64)) != 0)
+    }
+}
+
+/// One CPU's runqueue (`struct rq`).
+#[derive(Clone, Debug)]
+struct Rq {
+    arrays: [PrioArray; 2],
+    /// Index of the active array; the other is expired.
+    active: usize,
+    expired_timestamp: Option<u64>,
+    best_expired_prio: usize,
+    curr: Option<TaskId>,
+    last_balance: u64,
+    nr_balance_failed: u32,
+}
+
+impl Rq {
+    fn new() -> Rq {
+        Rq {
+            arrays: [PrioArray::new(), PrioArray::new()],
+            active: 0,
+            expired_timestamp: None,
+            best_expired_prio: MAX_PRIO,
+            curr: None,
+            last_balance: 0,
+            nr_balance_failed: 0,
+        }
+    }
+    fn nr_running(&self) -> usize {
+        self.arrays[0].nr_active + self.arrays[1].nr_active + usize::from(self.curr.is_some())
+    }
+    fn array(&mut self, expired: bool) -> &mut PrioArray {
+        &mut self.arrays[self.active ^ usize::from(expired)]
+    }
+}
+
+/// The Linux 2.6 O(1) policy: per-CPU active/expired priority arrays, sleep_avg interactivity
+/// bonus, and Hartner's wakeup-preemption threshold.
+pub struct O1 {
+    threshold: u32,
+    tasks: Vec<Option<Task>>,
+    rqs: Vec<Rq>,
+}
 
 impl O1 {
-    /// Placeholder.
-    pub fn from_spec(_spec: &PolicySpec) -> Result<O1, String> {
-        Err("not built yet".into())
+    /// Build from `o1[:threshold=N]`, N in 0..=40 (default 0, the stock kernel).
+    pub fn from_spec(spec: &PolicySpec) -> Result<O1, String> {
+        only_params(spec, &["threshold"])?;
+        let accepted = "threshold=0..40";
+        let threshold: u32 = param(spec, "threshold", 0, accepted)?;
+        if threshold > MAX_THRESHOLD {
+            return Err(format!(
+                "--policy {spec}: threshold={threshold} is out of range; use {accepted}"
+            ));
+        }
+        Ok(O1 {
+            threshold,
+            tasks: Vec::new(),
+            rqs: Vec::new(),
+        })
+    }
+
+    fn ensure_rqs(&mut self, ncpus: usize) {
+        if self.rqs.len() < ncpus {
+            self.rqs.resize_with(ncpus, Rq::new);
+        }
+    }
+
+    fn task(&self, id: TaskId) -> &Task {
+        self.tasks[id]
+            .as_ref()
+            .expect("o1: hook for an unknown task")
+    }
+
+    fn task_mut(&mut self, id: TaskId) -> &mut Task {
+        self.tasks[id]
+            .as_mut()
+            .expect("o1: hook for an unknown task")
+    }
+
+    fn nr(&self, cpu: CpuId) -> usize {
+        self.rqs[cpu].nr_running()
+    }
+
+    /// Put `id` on `cpu`'s active (or expired) array at its priority.
+    fn queue(&mut self, cpu: CpuId, id: TaskId, expired: bool, head: bool) {
+        let prio = self.task(id).prio;
+        self.rqs[cpu].array(expired).enqueue(prio, id, head);
+    }
+
+    /// requeue_task to the tail of the active array plus a reschedule — unless that reschedule
+    /// would pick `id` again, in which case only schedule()'s sleep_avg charge is done.
+    fn round_robin(&mut self, m: &MachineView, cpu: CpuId, id: TaskId) -> bool {
+        let prio = self.task(id).prio;
+        let rq = &mut self.rqs[cpu];
+        if rq.arrays[rq.active].first().is_some_and(|p| p <= prio) {
+            self.task_mut(id).requeue = Some(Requeue::ActiveTail);
+            return true;
+        }
+        self.task_mut(id).charge_run(Hz::of(m), m.now);
+        false
+    }
+
+    /// expired_starving: an expired task waited past STARVATION_LIMIT × nr_running, or a better
+    /// static priority is waiting in the expired array.
+    fn expired_starving(&self, m: &MachineView, cpu: CpuId, t: &Task) -> bool {
+        let rq = &self.rqs[cpu];
+        if t.static_prio > rq.best_expired_prio {
+            return true;
+        }
+        let limit = Hz::of(m).ns_max_sleep_avg() * rq.nr_running() as u64;
+        rq.expired_timestamp
+            .is_some_and(|ts| m.now.saturating_sub(ts) > limit)
+    }
+
+    /// move_tasks: pull up to `max` queued tasks from `from` to `to`, expired array first, best
+    /// priority first, tail of each list first; skip pinned and (unless balancing kept failing)
+    /// cache-hot tasks.
+    fn move_tasks(&mut self, now: u64, from: CpuId, to: CpuId, max: usize) -> Vec<Move> {
+        let hot_ok = self.rqs[to].nr_balance_failed > CACHE_NICE_TRIES;
+        let mut moved = Vec::new();
+        for expired in [true, false] {
+            let prios: Vec<usize> = self.rqs[from].array(expired).prios().collect();
+            for prio in prios {
+                let ids: Vec<TaskId> = self.rqs[from].array(expired).queue[prio]
+                    .iter()
+                    .rev()
+                    .copied()
+                    .collect();
+                for id in ids {
+                    if moved.len() >= max {
+                        return moved;
+                    }
+                    let t = self.task(id);
+                    let hot = t
+                        .last_ran
+                        .is_some_and(|r| now.saturating_sub(r) < CACHE_HOT_NS);
+                    if !t.allowed.contains(to) || (hot && !hot_ok) {
+                        continue;
+                    }
+                    self.rqs[from].array(expired).remove(prio, id);
+                    self.rqs[to].array(expired).enqueue(prio, id, false);
+                    let t = self.task_mut(id);
+                    t.via_wakeup = false;
+                    moved.push(Move { task: id, from, to });
+                }
+            }
+        }
+        moved
     }
 }
 
 impl Policy for O1 {
     fn describe(&self) -> String {
-        unimplemented!()
+        format!("o1:threshold={}", self.threshold)
     }
-    fn check_knobs(&self, _: &str, _: &Knobs) -> Result<(), String> {
-        unimplemented!()
+
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+        match knobs.policy {
+            Some(SchedPolicy::Idle) => {
+                let what = "policy=idle (SCHED_IDLE, added in Linux 2.6.23)";
+                return Err(reject_knob(NAME, group, what, ACCEPTED));
+            }
+            Some(p @ SchedPolicy::Deadline { .. }) => {
+                let what = format!("policy={p} (SCHED_DEADLINE, added in Linux 3.14)");
+                return Err(reject_knob(NAME, group, &what, ACCEPTED));
+            }
+            _ => {}
+        }
+        if let Some(slice) = knobs.slice() {
+            let what = format!(
+                "slice={} (EEVDF custom slices, Linux 6.12+)",
+                format_duration(slice)
+            );
+            return Err(reject_knob(NAME, group, &what, ACCEPTED));
+        }
+        Ok(())
     }
-    fn task_new(&mut self, _: &MachineView, _: &TaskSetup) {
-        unimplemented!()
+
+    fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {
+        self.ensure_rqs(m.ncpus);
+        let hz = Hz::of(m);
+        let policy = match setup.sched_policy() {
+            p @ (SchedPolicy::Other
+            | SchedPolicy::Batch
+            | SchedPolicy::Fifo(_)
+            | SchedPolicy::Rr(_)) => p,
+            // Rejected by check_knobs; treated as SCHED_OTHER if the machine skipped it.
+            SchedPolicy::Idle | SchedPolicy::Deadline { .. } => SchedPolicy::Other,
+        };
+        let static_prio = (NICE_0_PRIO as i32 + setup.nice().clamp(-20, 19)) as usize;
+        let mut t = Task {
+            policy,
+            static_prio,
+            prio: static_prio,
+            sleep_avg: 0,
+            time_slice: hz.timeslice(static_prio),
+            sleep_type: SleepType::Normal,
+            timestamp: m.now,
+            run_ns: 0,
+            last_ran: None,
+            allowed: setup.allowed,
+            requeue: None,
+            via_wakeup: false,
+            timer_wakeup: false,
+        };
+        t.prio = match policy {
+            SchedPolicy::Fifo(rt) | SchedPolicy::Rr(rt) => MAX_RT_PRIO - 1 - usize::from(rt),
+            _ => t.effective_prio(hz),
+        };
+        if self.tasks.len() <= setup.id {
+            self.tasks.resize(setup.id + 1, None);
+        }
+        self.tasks[setup.id] = Some(t);
     }
-    fn select_task_rq(&mut self, _: &MachineView, _: TaskId, _: CpuId, _: Option<CpuId>) -> CpuId {
-        unimplemented!()
+
+    fn select_task_rq(
+        &mut self,
+        m: &MachineView,
+        task: TaskId,
+        prev: CpuId,
+        waker: Option<CpuId>,
+    ) -> CpuId {
+        self.ensure_rqs(m.ncpus);
+        let n = m.ncpus.min(self.rqs.len());
+        let t = self.task_mut(task);
+        t.timer_wakeup = waker.is_none();
+        let allowed = CpuMask(t.allowed.0 & CpuMask::first(n).0);
+        let Some(lowest) = allowed.lowest() else {
+            return prev;
+        };
+        let mut cpu = if allowed.contains(prev) { prev } else { lowest };
+        if let Some(w) = waker.filter(|&w| w != cpu && allowed.contains(w)) {
+            let (load, this_load) = (self.nr(cpu), self.nr(w));
+            let imbalance = 100 + (IMBALANCE_PCT - 100) / 2;
+            let affine = 100 * (this_load + 1) <= imbalance * load;
+            let wake_balance = imbalance * this_load <= 100 * load;
+            if affine || wake_balance {
+                cpu = w;
+            }
+        }
+        if self.nr(cpu) > 0 {
+            let idle = waker
+                .into_iter()
+                .chain(allowed.iter())
+                .find(|&c| allowed.contains(c) && self.nr(c) == 0);
+            if let Some(c) = idle {
+                cpu = c;
+            }
+        }
+        cpu
     }
-    fn enqueue_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: EnqueueKind) {
-        unimplemented!()
+
+    fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
+        self.ensure_rqs(m.ncpus);
+        let hz = Hz::of(m);
+        let t = self.task_mut(task);
+        t.requeue = None;
+        match kind {
+            EnqueueKind::New => {
+                t.via_wakeup = false;
+                t.prio = t.effective_prio(hz);
+                t.timestamp = m.now;
+            }
+            EnqueueKind::Wakeup { slept_ns } => {
+                t.via_wakeup = true;
+                if !t.is_rt() {
+                    // activate_task
+                    t.prio = t.recalc_prio(hz, slept_ns);
+                    if t.sleep_type == SleepType::Normal {
+                        t.sleep_type = if t.timer_wakeup {
+                            SleepType::Interrupted
+                        } else {
+                            SleepType::Interactive
+                        };
+                    }
+                    t.timestamp = m.now;
+                }
+            }
+        }
+        let batch = t.batch();
+        self.queue(cpu, task, batch, false);
     }
-    fn dequeue_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: DequeueKind) {
-        unimplemented!()
+
+    fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: DequeueKind) {
+        let hz = Hz::of(m);
+        let t = self.task_mut(task);
+        t.charge_run(hz, m.now);
+        t.requeue = None;
+        if self.rqs[cpu].curr == Some(task) {
+            self.rqs[cpu].curr = None;
+        }
+        if kind == DequeueKind::Exit {
+            self.tasks[task] = None;
+        }
     }
-    fn wakeup_preempt(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: TaskId) -> bool {
-        unimplemented!()
+
+    fn wakeup_preempt(
+        &mut self,
+        _m: &MachineView,
+        cpu: CpuId,
+        curr: TaskId,
+        woken: TaskId,
+    ) -> bool {
+        let c = self.task(curr).prio;
+        let threshold = self.threshold as usize;
+        let idle = self.rqs[cpu].curr.is_none();
+        let p = self.task_mut(woken);
+        let via_wakeup = std::mem::take(&mut p.via_wakeup);
+        if p.prio >= c {
+            return false;
+        }
+        // Hartner's test in try_to_wake_up; the stock one elsewhere.
+        !via_wakeup || idle || p.is_rt() || p.prio + threshold < c
     }
-    fn pick_next_task(&mut self, _: &MachineView, _: CpuId) -> Option<TaskId> {
-        unimplemented!()
+
+    fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+        self.ensure_rqs(m.ncpus);
+        let hz = Hz::of(m);
+        let rq = &mut self.rqs[cpu];
+        if rq.arrays[rq.active].nr_active == 0 {
+            rq.expired_timestamp = None;
+            if rq.arrays[rq.active ^ 1].nr_active == 0 {
+                return None;
+            }
+            rq.active ^= 1;
+            rq.best_expired_prio = MAX_PRIO;
+        }
+        let array = &mut rq.arrays[rq.active];
+        let prio = array.first()?;
+        let next = array.queue[prio][0];
+        array.remove(prio, next);
+        rq.curr = Some(next);
+        let t = self.task_mut(next);
+        if !t.is_rt()
+            && matches!(
+                t.sleep_type,
+                SleepType::Interactive | SleepType::Interrupted
+            )
+        {
+            // Credit the time spent waiting on the runqueue since the wakeup.
+            let mut delta = m.now.saturating_sub(t.timestamp);
+            if t.sleep_type == SleepType::Interactive {
+                delta = delta * (ON_RUNQUEUE_WEIGHT * 128 / 100) / 128;
+            }
+            t.prio = t.recalc_prio(hz, delta);
+        }
+        t.sleep_type = SleepType::Normal;
+        t.run_ns = 0;
+        t.via_wakeup = false;
+        t.requeue = None;
+        Some(next)
     }
-    fn put_prev_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: PutPrevKind) {
-        unimplemented!()
+
+    fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: PutPrevKind) {
+        let hz = Hz::of(m);
+        let t = self.task_mut(task);
+        t.charge_run(hz, m.now);
+        let mut requeue = t.requeue.take();
+        if kind == PutPrevKind::Yielded && requeue.is_none() {
+            requeue = Some(if t.is_rt() {
+                Requeue::ActiveTail
+            } else {
+                Requeue::Expired
+            });
+        }
+        if self.rqs[cpu].curr == Some(task) {
+            self.rqs[cpu].curr = None;
+        }
+        match requeue {
+            None => self.queue(cpu, task, false, true),
+            Some(Requeue::ActiveTail) => self.queue(cpu, task, false, false),
+            Some(Requeue::Expired) => self.queue(cpu, task, true, false),
+        }
     }
-    fn update_curr(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: u64) {
-        unimplemented!()
+
+    fn update_curr(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId, delta_ns: u64) {
+        self.task_mut(task).run_ns += delta_ns;
     }
-    fn task_tick(&mut self, _: &MachineView, _: CpuId, _: TaskId) -> bool {
-        unimplemented!()
+
+    fn task_tick(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
+        let hz = Hz::of(m);
+        let t = self.task_mut(task);
+        if t.requeue.is_some() {
+            return true; // already requeued, not yet switched out
+        }
+        match t.policy {
+            SchedPolicy::Fifo(_) => return false,
+            SchedPolicy::Rr(_) => {
+                t.time_slice = t.time_slice.saturating_sub(1);
+                if t.time_slice > 0 {
+                    return false;
+                }
+                t.time_slice = hz.timeslice(t.static_prio);
+                return self.round_robin(m, cpu, task);
+            }
+            _ => {}
+        }
+        t.time_slice = t.time_slice.saturating_sub(1);
+        if t.time_slice == 0 {
+            t.prio = t.effective_prio(hz);
+            t.time_slice = hz.timeslice(t.static_prio);
+            let t = t.clone();
+            let rq = &mut self.rqs[cpu];
+            rq.expired_timestamp.get_or_insert(m.now);
+            if !t.interactive() || self.expired_starving(m, cpu, &t) {
+                let rq = &mut self.rqs[cpu];
+                rq.best_expired_prio = rq.best_expired_prio.min(t.static_prio);
+                self.task_mut(task).requeue = Some(Requeue::Expired);
+                return true;
+            }
+            return self.round_robin(m, cpu, task);
+        }
+        let gran = t.granularity(hz, m.ncpus);
+        let used = hz.timeslice(t.static_prio).saturating_sub(t.time_slice);
+        if t.interactive() && used.checked_rem(gran) == Some(0) && t.time_slice >= gran {
+            return self.round_robin(m, cpu, task);
+        }
+        false
     }
-    fn yield_task(&mut self, _: &MachineView, _: CpuId, _: TaskId) {
-        unimplemented!()
+
+    fn yield_task(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId) {
+        let t = self.task_mut(task);
+        t.requeue = Some(if t.is_rt() {
+            Requeue::ActiveTail
+        } else {
+            Requeue::Expired
+        });
+    }
+
+    fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
+        self.ensure_rqs(m.ncpus);
+        let n = m.ncpus.min(self.rqs.len());
+        let this_nr = self.nr(cpu);
+        if kind == BalanceKind::Periodic {
+            let interval = if this_nr == 0 {
+                IDLE_BALANCE_NS
+            } else {
+                BUSY_BALANCE_NS
+            };
+            if m.now.saturating_sub(self.rqs[cpu].last_balance) < interval {
+                return Vec::new();
+            }
+            self.rqs[cpu].last_balance = m.now;
+        }
+        // find_busiest_group with one CPU per group, loads in LOAD_SCALE units per task.
+        let loads: Vec<usize> = (0..n).map(|c| self.nr(c)).collect();
+        let this = this_nr * LOAD_SCALE;
+        let avg = loads.iter().sum::<usize>() * LOAD_SCALE / n.max(1);
+        let mut busiest: Vec<CpuId> = (0..n)
+            .filter(|&c| c != cpu && loads[c] > 1 && loads[c] > this_nr)
+            .collect();
+        busiest.sort_by_key(|&c| (Reverse(loads[c]), c));
+        let mut tried = false;
+        for from in busiest {
+            let max = loads[from] * LOAD_SCALE;
+            if this >= avg || 100 * max <= IMBALANCE_PCT * this {
+                break;
+            }
+            let mut imbalance = if max < avg {
+                0
+            } else {
+                (max - avg).min(max - LOAD_SCALE).min(avg - this)
+            };
+            if imbalance < LOAD_SCALE {
+                if max - this < 2 * LOAD_SCALE {
+                    continue;
+                }
+                imbalance = LOAD_SCALE;
+            }
+            tried = true;
+            let want = (imbalance / LOAD_SCALE).min(loads[from] - 1);
+            let moved = self.move_tasks(m.now, from, cpu, want);
+            if !moved.is_empty() {
+                self.rqs[cpu].nr_balance_failed = 0;
+                return moved;
+            }
+        }
+        if tried {
+            self.rqs[cpu].nr_balance_failed += 1;
+        }
+        Vec::new()
+    }
+
+    fn idle_ticks(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A hand-driven machine: it keeps `curr`/`nr_running` as the real one would.
+    struct H {
+        p: O1,
+        now: u64,
+        curr: Vec<Option<TaskId>>,
+        nr: Vec<usize>,
+    }
+
+    fn spec(s: &str) -> PolicySpec {
+        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+        let params = rest
+            .split(',')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        PolicySpec {
+            name: name.to_string(),
+            params,
+        }
+    }
+
+    impl H {
+        fn new(threshold: u32, ncpus: usize) -> H {
+            let p = O1::from_spec(&spec(&format!("o1:threshold={threshold}"))).unwrap();
+            H {
+                p,
+                now: 0,
+                curr: vec![None; ncpus],
+                nr: vec![0; ncpus],
+            }
+        }
+        /// Call hooks with a view of the machine, then refresh `curr`/`nr_running`.
+        fn with<R>(&mut self, f: impl FnOnce(&mut O1, &MachineView) -> R) -> R {
+            let (curr, nr) = (self.curr.clone(), self.nr.clone());
+            let m = MachineView {
+                now: self.now,
+                ncpus: curr.len(),
+                curr: &curr,
+                nr_running: &nr,
+                hz: 1000,
+            };
+            let r = f(&mut self.p, &m);
+            for (c, rq) in self.p.rqs.iter().enumerate().take(self.curr.len()) {
+                self.curr[c] = rq.curr;
+                self.nr[c] = rq.nr_running();
+            }
+            r
+        }
+        fn spawn(&mut self, id: TaskId, knobs: Knobs, allowed: CpuMask) -> CpuId {
+            self.with(|p, m| {
+                p.task_new(
+                    m,
+                    &TaskSetup {
+                        id,
+                        group: 0,
+                        knobs,
+                        allowed,
+                    },
+                );
+                let cpu = p.select_task_rq(m, id, allowed.lowest().unwrap(), None);
+                p.enqueue_task(m, cpu, id, EnqueueKind::New);
+                cpu
+            })
+        }
+        fn spawn_on(&mut self, id: TaskId, cpu: CpuId, allowed: CpuMask) {
+            self.with(|p, m| {
+                p.task_new(
+                    m,
+                    &TaskSetup {
+                        id,
+                        group: 0,
+                        knobs: Knobs::default(),
+                        allowed,
+                    },
+                );
+                p.enqueue_task(m, cpu, id, EnqueueKind::New);
+            })
+        }
+        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
+            self.with(|p, m| p.pick_next_task(m, cpu))
+        }
+        /// One 1 ms tick of the current task on `cpu`.
+        fn tick(&mut self, cpu: CpuId) -> bool {
+            let t = self.curr[cpu].unwrap();
+            self.now += MS;
+            self.with(|p, m| {
+                p.update_curr(m, cpu, t, MS);
+                p.task_tick(m, cpu, t)
+            })
+        }
+        /// Ticks until task_tick asks for a reschedule (0: not within `cap`).
+        fn ticks_until_resched(&mut self, cpu: CpuId, cap: u64) -> u64 {
+            (1..=cap).find(|_| self.tick(cpu)).unwrap_or(0)
+        }
+        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
+            let t = self.curr[cpu].unwrap();
+            self.with(|p, m| {
+                if kind == PutPrevKind::Yielded {
+                    p.yield_task(m, cpu, t);
+                }
+                p.put_prev_task(m, cpu, t, kind);
+            })
+        }
+        fn sleep(&mut self, cpu: CpuId) {
+            let t = self.curr[cpu].unwrap();
+            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep))
+        }
+        fn wake(&mut self, id: TaskId, prev: CpuId, slept_ns: u64, waker: Option<CpuId>) -> CpuId {
+            self.with(|p, m| {
+                let cpu = p.select_task_rq(m, id, prev, waker);
+                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns });
+                cpu
+            })
+        }
+        fn preempts(&mut self, cpu: CpuId, woken: TaskId) -> bool {
+            let curr = self.curr[cpu].unwrap();
+            self.with(|p, m| p.wakeup_preempt(m, cpu, curr, woken))
+        }
+        fn balance(&mut self, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
+            self.with(|p, m| p.balance(m, cpu, kind))
+        }
+        fn prio(&self, id: TaskId) -> usize {
+            self.p.task(id).prio
+        }
+        fn in_expired(&self, cpu: CpuId, id: TaskId) -> bool {
+            let rq = &self.p.rqs[cpu];
+            rq.arrays[rq.active ^ 1]
+                .queue
+                .iter()
+                .any(|q| q.contains(&id))
+        }
+    }
+
+    fn nice(n: i32) -> Knobs {
+        Knobs {
+            nice: Some(n),
+            ..Knobs::default()
+        }
+    }
+
+    fn policy(p: SchedPolicy) -> Knobs {
+        Knobs {
+            policy: Some(p),
+            ..Knobs::default()
+        }
+    }
+
+    const ALL: CpuMask = CpuMask(u64::MAX);
+
+    #[test]
+    fn threshold_gates_wakeup_preemption_among_sched_other_only() {
+        for (threshold, expect) in [(0, true), (6, true), (7, false), (40, false)] {
+            let mut h = H::new(threshold, 1);
+            h.spawn(0, Knobs::default(), ALL); // B: will sleep
+            h.spawn(1, Knobs::default(), ALL); // A: CPU hog
+            h.spawn(2, policy(SchedPolicy::Fifo(10)), ALL); // R: real-time
+            assert_eq!(h.pick(0), Some(2), "RT prio 89 runs first");
+            h.tick(0);
+            h.sleep(0);
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep(0);
+            assert_eq!(h.pick(0), Some(1));
+            h.tick(0);
+            // B slept 2 s: sleep_avg rises to INTERACTIVE_SLEEP (799 ms), bonus 7, prio 118.
+            h.wake(0, 0, 2000 * MS, None);
+            assert_eq!((h.prio(0), h.prio(1)), (118, 125));
+            assert_eq!(h.preempts(0, 0), expect, "threshold {threshold}");
+            h.wake(2, 0, 1000 * MS, None);
+            assert!(
+                h.preempts(0, 2),
+                "RT wakee preempts at threshold {threshold}"
+            );
+        }
+    }
+
+    #[test]
+    fn timeslices_follow_static_prio_timeslice() {
+        for (n, ticks) in [(0, 100), (-20, 800), (19, 5), (-1, 420), (10, 50)] {
+            let mut h = H::new(0, 1);
+            h.spawn(0, nice(n), ALL);
+            assert_eq!(h.pick(0), Some(0));
+            assert_eq!(h.ticks_until_resched(0, 2000), ticks, "nice {n}");
+        }
+        // SCHED_RR: 100 ms round robin among equals; SCHED_FIFO never expires.
+        let mut h = H::new(0, 1);
+        h.spawn(0, policy(SchedPolicy::Rr(5)), ALL);
+        h.spawn(1, policy(SchedPolicy::Rr(5)), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.ticks_until_resched(0, 2000), 100);
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1));
+        let mut h = H::new(0, 1);
+        h.spawn(0, policy(SchedPolicy::Fifo(5)), ALL);
+        h.spawn(1, policy(SchedPolicy::Fifo(5)), ALL);
+        h.pick(0);
+        assert_eq!(h.ticks_until_resched(0, 5000), 0);
+    }
+
+    #[test]
+    fn sleepers_gain_bonus_and_hogs_lose_it() {
+        let mut h = H::new(0, 1);
+        h.spawn(0, Knobs::default(), ALL);
+        for _ in 0..30 {
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep(0);
+            h.now += 50 * MS;
+            h.wake(0, 0, 50 * MS, None);
+        }
+        assert!(
+            h.prio(0) < 120 && h.p.task(0).interactive(),
+            "prio {}",
+            h.prio(0)
+        );
+        assert_eq!(h.prio(0), 115);
+
+        // A hog that starts interactive (one long sleep) sinks below its static priority.
+        let mut h = H::new(0, 1);
+        h.spawn(1, Knobs::default(), ALL);
+        h.pick(0);
+        h.tick(0);
+        h.sleep(0);
+        h.wake(1, 0, 2000 * MS, None);
+        assert_eq!(h.pick(0), Some(1));
+        assert!(h.prio(1) < 120);
+        for _ in 0..5000 {
+            if h.tick(0) {
+                h.put_prev(0, PutPrevKind::Preempted);
+                assert_eq!(h.pick(0), Some(1));
+            }
+        }
+        assert_eq!(h.prio(1), 125);
+        assert!(h.prio(1) > h.p.task(1).static_prio);
+    }
+
+    #[test]
+    fn expired_array_and_array_switch() {
+        // Two hogs alternate whole slices through the expired array.
+        let mut h = H::new(0, 1);
+        h.spawn(0, Knobs::default(), ALL);
+        h.spawn(1, Knobs::default(), ALL);
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            order.push(h.pick(0).unwrap());
+            assert_eq!(h.ticks_until_resched(0, 1000), 100);
+            h.put_prev(0, PutPrevKind::Preempted);
+            assert!(h.in_expired(0, *order.last().unwrap()));
+        }
+        assert_eq!(order, [0, 1, 0, 1]);
+
+        // An expired non-interactive task waits for a queued equal.
+        let mut h = H::new(0, 1);
+        for id in 0..3 {
+            h.spawn(id, Knobs::default(), ALL);
+        }
+        let mut order = Vec::new();
+        for _ in 0..4 {
+            order.push(h.pick(0).unwrap());
+            h.ticks_until_resched(0, 1000);
+            h.put_prev(0, PutPrevKind::Preempted);
+        }
+        assert_eq!(order, [0, 1, 2, 0]);
+
+        // An interactive task whose slice expires is re-inserted into the active array.
+        let mut h = H::new(0, 1);
+        h.spawn(0, Knobs::default(), ALL);
+        h.spawn(1, Knobs::default(), ALL);
+        h.pick(0);
+        h.tick(0);
+        h.sleep(0);
+        h.wake(0, 0, 2000 * MS, None);
+        assert_eq!(h.pick(0), Some(0));
+        assert!(h.p.task(0).interactive());
+        assert_eq!(
+            h.ticks_until_resched(0, 150),
+            0,
+            "stays on the CPU past its 100 ms"
+        );
+        // 99 ticks finished the slice (one was used before the sleep); 51 of the refill gone.
+        assert_eq!(h.p.task(0).time_slice, 49, "slice refilled at expiry");
+        assert!(!h.in_expired(0, 0) && !h.in_expired(0, 1));
+
+        // sched_yield moves a SCHED_OTHER task to the expired array.
+        let mut h = H::new(0, 1);
+        h.spawn(0, Knobs::default(), ALL);
+        h.spawn(1, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        h.put_prev(0, PutPrevKind::Yielded);
+        assert!(h.in_expired(0, 0));
+        assert_eq!(h.pick(0), Some(1));
+
+        // A task preempted mid-slice returns to the head of its list.
+        let mut h = H::new(0, 1);
+        h.spawn(0, Knobs::default(), ALL);
+        h.spawn(1, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        h.tick(0);
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(0));
+    }
+
+    #[test]
+    fn balance_pulls_queued_cold_allowed_tasks_only() {
+        let two = CpuMask::first(2);
+        let setup = |pin: CpuMask| {
+            let mut h = H::new(0, 2);
+            h.spawn_on(0, 0, two);
+            h.spawn_on(1, 0, pin);
+            h.spawn_on(2, 0, pin);
+            assert_eq!(h.pick(0), Some(0));
+            h
+        };
+        let mut h = setup(two);
+        assert_eq!(h.nr, [3, 0]);
+        let moves = h.balance(1, BalanceKind::NewIdle);
+        assert_eq!(moves.len(), 1);
+        assert_eq!((moves[0].from, moves[0].to), (0, 1));
+        assert_ne!(moves[0].task, 0, "the current task never moves");
+        assert_eq!(h.nr, [2, 1]);
+        assert_eq!(h.pick(1), Some(moves[0].task));
+
+        // Periodic balancing of an idle CPU waits for its 1 ms interval.
+        let mut h = setup(two);
+        assert!(h.balance(1, BalanceKind::Periodic).is_empty());
+        h.now = MS;
+        assert_eq!(h.balance(1, BalanceKind::Periodic).len(), 1);
+
+        // Queued tasks pinned to CPU 0 stay; the current one (allowed on 1) is never taken.
+        let mut h = setup(CpuMask(1));
+        assert!(h.balance(1, BalanceKind::NewIdle).is_empty());
+        assert_eq!(h.nr, [3, 0]);
+
+        // Cache-hot tasks are left until balancing has failed more than cache_nice_tries times.
+        let mut h = setup(two);
+        h.now = 10 * MS;
+        for id in [1, 2] {
+            h.p.task_mut(id).last_ran = Some(h.now - MS);
+        }
+        assert!(h.balance(1, BalanceKind::NewIdle).is_empty());
+        assert!(h.balance(1, BalanceKind::NewIdle).is_empty());
+        assert_eq!(h.balance(1, BalanceKind::NewIdle).len(), 1);
+
+        // A waking task leaves a busy previous CPU for an idle allowed one.
+        let mut h = setup(two);
+        assert_eq!(h.with(|p, m| p.select_task_rq(m, 1, 0, Some(0))), 1);
+    }
+
+    #[test]
+    fn rejects_knobs_and_parameters_it_has_no_notion_of() {
+        let o = O1::from_spec(&spec("o1")).unwrap();
+        assert_eq!(o.describe(), "o1:threshold=0");
+        assert_eq!(
+            O1::from_spec(&spec("o1:threshold=40")).unwrap().describe(),
+            "o1:threshold=40"
+        );
+        let e = O1::from_spec(&spec("o1:threshold=41")).err().unwrap();
+        assert!(e.contains("threshold=41") && e.contains("0..40"), "{e}");
+        let e = O1::from_spec(&spec("o1:threshold=x")).err().unwrap();
+        assert!(e.contains("threshold=x") && e.contains("0..40"), "{e}");
+        assert!(O1::from_spec(&spec("o1:colour=1")).is_err());
+
+        let e = o.check_knobs("bg", &policy(SchedPolicy::Idle)).unwrap_err();
+        assert!(e.contains("'bg'") && e.contains("policy=idle"), "{e}");
+        let dl: SchedPolicy = "deadline:1ms/10ms/10ms".parse().unwrap();
+        let e = o.check_knobs("rt", &policy(dl)).unwrap_err();
+        assert!(
+            e.contains("'rt'") && e.contains(&format!("policy={dl}")),
+            "{e}"
+        );
+        let k = Knobs {
+            slice_ns: Some(300_000),
+            ..Knobs::default()
+        };
+        let e = o.check_knobs("g", &k).unwrap_err();
+        assert!(e.contains("'g'") && e.contains("slice=300.000us"), "{e}");
+        for ok in [
+            nice(-5),
+            policy(SchedPolicy::Batch),
+            policy(SchedPolicy::Rr(3)),
+        ] {
+            assert!(o.check_knobs("g", &ok).is_ok());
+        }
     }
 }
