@@ -386,13 +386,13 @@ impl<'a> Machine<'a> {
         let started = Instant::now();
         while self.live > 0 {
             let n = self.events.popped();
-            if n % 1024 == 0 {
+            if n.is_multiple_of(1024) {
                 if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                     self.shared.stop.set(true);
                     return Err(SimError::Interrupted);
                 }
                 if let Some(b) = budget {
-                    if n % 65536 == 0 && started.elapsed() > b {
+                    if n.is_multiple_of(65536) && started.elapsed() > b {
                         return Err(SimError::Timeout(b));
                     }
                 }

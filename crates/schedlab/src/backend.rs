@@ -44,7 +44,7 @@ pub enum Backend {
     /// The running kernel.
     Real,
     /// A simulated machine.
-    Sim(SimMachine),
+    Sim(Box<SimMachine>),
 }
 
 impl Backend {
@@ -80,12 +80,12 @@ impl Backend {
                 }
                 let cost = CostModel::profile(common.profile.as_deref().unwrap_or("modern"))?
                     .with_overrides(&common.cost)?;
-                Ok(Backend::Sim(SimMachine {
+                Ok(Backend::Sim(Box::new(SimMachine {
                     spec,
                     cpus,
                     cost,
                     seed: common.seed.unwrap_or(1),
-                }))
+                })))
             }
         }
     }

@@ -135,14 +135,13 @@ fn check_keys<W: Preset>(varies: &[Vary], sample: &W, common: &CommonArgs) -> Re
                     ));
                 }
             }
-            None if MACHINE_KEYS.contains(&v.key.as_str()) => {
-                if common.backend != BackendArg::Sim {
-                    return Err(format!(
-                        "--vary {}=...: '{}' is a property of the simulated machine; add --backend sim (a group's policy on the real kernel is GROUP.policy=...)",
-                        v.key, v.key
-                    ));
-                }
+            None if MACHINE_KEYS.contains(&v.key.as_str()) && common.backend != BackendArg::Sim => {
+                return Err(format!(
+                    "--vary {}=...: '{}' is a property of the simulated machine; add --backend sim (a group's policy on the real kernel is GROUP.policy=...)",
+                    v.key, v.key
+                ));
             }
+            None if MACHINE_KEYS.contains(&v.key.as_str()) => {}
             None if !params.contains_key(&v.key) => {
                 let names: Vec<&String> = params.keys().collect();
                 return Err(format!(
