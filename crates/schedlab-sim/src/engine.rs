@@ -12,11 +12,34 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as PollCx, Poll, Waker};
 
-/// A time-ordered queue of events of type `E`, ties broken by insertion order.
+/// One queued event: ordered by time, then by insertion sequence.
+struct Entry<E> {
+    at: u64,
+    seq: u64,
+    event: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<E> Ord for Entry<E> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.at, self.seq).cmp(&(other.at, other.seq))
+    }
+}
+
+/// A time-ordered queue of events of type `E`, ties broken by insertion order. Events are kept
+/// inline in the heap (no side table): the heap is most of an event's cost, as simcore found.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    payloads: Vec<Option<E>>,
-    free: Vec<usize>,
+    heap: BinaryHeap<Reverse<Entry<E>>>,
     seq: u64,
     popped: u64,
 }
@@ -25,8 +48,6 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
-            payloads: Vec::new(),
-            free: Vec::new(),
             seq: 0,
             popped: 0,
         }
@@ -36,31 +57,19 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// Schedule `event` at time `at` (ns).
     pub fn push(&mut self, at: u64, event: E) {
-        let slot = match self.free.pop() {
-            Some(i) => {
-                self.payloads[i] = Some(event);
-                i
-            }
-            None => {
-                self.payloads.push(Some(event));
-                self.payloads.len() - 1
-            }
-        };
-        self.heap.push(Reverse((at, self.seq, slot)));
+        self.heap.push(Reverse(Entry {
+            at,
+            seq: self.seq,
+            event,
+        }));
         self.seq += 1;
     }
 
     /// The earliest event and its time.
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let Reverse((at, _, slot)) = self.heap.pop()?;
-        self.free.push(slot);
+        let Reverse(e) = self.heap.pop()?;
         self.popped += 1;
-        Some((
-            at,
-            self.payloads[slot]
-                .take()
-                .expect("queued slot holds its event"),
-        ))
+        Some((e.at, e.event))
     }
 
     /// Events popped so far.

@@ -272,6 +272,8 @@ struct Machine<'a> {
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
     msg_cost: u64,
+    /// The cost model's jitter in parts per million.
+    jitter_ppm: u64,
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
     live: usize,
@@ -314,6 +316,7 @@ impl<'a> Machine<'a> {
             } else {
                 setup.cost.msg
             },
+            jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,
             exec,
             live: 0,
@@ -323,11 +326,12 @@ impl<'a> Machine<'a> {
 
     /// A cost with this repetition's jitter.
     fn c(&mut self, base: u64) -> u64 {
-        if self.cost.jitter == 0.0 || base == 0 {
+        // Uniform in base·(1 ± jitter), in integer arithmetic (this runs several times per event).
+        let span = base * self.jitter_ppm / 1_000_000;
+        if span == 0 {
             return base;
         }
-        let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        (base as f64 * (1.0 + self.cost.jitter * (2.0 * u - 1.0))).round() as u64
+        base - span + self.rng.next_u64() % (2 * span + 1)
     }
 
     fn copy_cost(&mut self, bytes: usize) -> u64 {

@@ -329,7 +329,7 @@ fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
 
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
-    for policy in ["o1", "cfs"] {
+    for policy in ["o1", "cfs", "eevdf"] {
         let m = Messaging {
             groups: 2,
             fds: 5,

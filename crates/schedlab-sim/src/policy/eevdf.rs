@@ -1,53 +1,1381 @@
-//! Placeholder while the policy is being written (replaced before this work lands).
+//! Linux EEVDF (6.6+, with the 6.12 additions): Earliest Eligible Virtual Deadline First.
+//!
+//! # Sources followed
+//!
+//! `kernel/sched/fair.c` of `intel-lab-lkp/linux` at 001035dee471 (a 6.14-era mainline tree; its
+//! EEVDF code is 6.12's apart from the `nr_running` → `nr_queued` and `curr` → `donor` renames,
+//! and still has 6.12's `vlag == deadline` slice protection, later replaced by `se->vprot`):
+//! `avg_vruntime_add/sub`, `avg_vruntime`, `vruntime_eligible`, `update_min_vruntime`,
+//! `update_entity_lag`, `pick_eevdf` (heap search over the deadline-ordered tree augmented with
+//! `min_vruntime`), `update_deadline`, `update_curr` with `did_preempt_short`, `do_preempt_short`,
+//! `__setparam_fair` (custom slice), `place_entity` (lag inflation by (W + w)/W,
+//! PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE), `dequeue_entity` (DELAY_DEQUEUE),
+//! `requeue_delayed_entity` and `finish_delayed_dequeue_entity` (DELAY_ZERO), `set_next_entity`
+//! (the "stash deadline in vlag" RUN_TO_PARITY hack), `pick_next_entity`, `entity_tick`,
+//! `check_preempt_wakeup_fair`, `yield_task_fair`; default features from
+//! `kernel/sched/features.h` of the same repository; `get_update_sysctl_factor`
+//! (SCHED_TUNABLESCALING_LOG); `Documentation/scheduler/sched-eevdf.rst` (torvalds/linux).
+//!
+//! # Model
+//!
+//! One runqueue per CPU holds its queued entities in a treap ordered by virtual deadline and
+//! augmented with each subtree's minimum vruntime — the kernel's augmented rbtree, so the pick
+//! is the kernel's O(log n) heap search. `avg_vruntime`/`avg_load` are kept relative to
+//! `min_vruntime` exactly as the kernel does; eligibility is tested without division
+//! (`vruntime_eligible`). Weights come from [`nice_weight`], SCHED_IDLE has weight 3
+//! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
+//! the 6.12 custom slice. The features modelled, all on by default as in the kernel:
+//! PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY (parameter),
+//! PREEMPT_SHORT (parameter), DELAY_DEQUEUE + DELAY_ZERO, WAKEUP_PREEMPTION.
+//!
+//! # Simplifications
+//!
+//! - No cgroup hierarchy, bandwidth control, PELT, util_est, NUMA or capacity asymmetry; the
+//!   weight is the static nice/idle weight.
+//! - `calc_delta_fair` is the exact `delta · 1024 / w` (the kernel multiplies by a 32-bit
+//!   inverse weight, which differs by rounding only).
+//! - No HRTICK (off by default in the kernel too): a slice ends at the first tick after the
+//!   deadline, or when `update_curr` runs for another reason and the machine asks us.
+//! - A reschedule `update_curr` asks for is remembered and reported by the next `task_tick` or
+//!   `wakeup_preempt` (the machine calls one of them, or puts the task away, after each
+//!   `update_curr`).
+//! - At `enqueue_task` the current task's vruntime is as of the machine's last `update_curr`
+//!   (the kernel updates curr first); V can lag by the time since then.
+//! - No NEXT_BUDDY / yield_to buddies (NEXT_BUDDY is off by default).
+//! - RUN_TO_PARITY at pick time: the kernel still has `prev` as `cfs_rq->curr` when it picks,
+//!   so an eligible, protected `prev` is picked again; we remember the task put back by
+//!   `put_prev_task` and do the same (the pick may return the task just put back).
+//! - `select_task_rq` is a simplified `select_task_rq_fair`: a task still queued as a delayed
+//!   (DELAY_DEQUEUE) entity stays where it is (`ttwu_runnable`); a new task goes to the allowed
+//!   CPU with the fewest runnable tasks, then the least load (`sched_balance_find_dst_cpu`);
+//!   a waking task goes to `prev` if idle, else the waker's CPU if idle, else the first idle
+//!   allowed CPU after `prev`, else `prev` (no `wake_affine` load comparison, no SMT/LLC levels).
+//! - Balancing has one flat domain and uses the static load weight of runnable tasks:
+//!   NewIdle pulls one queued task from the busiest CPU; Periodic, at most every 4 ms × ncpus,
+//!   pulls from the busiest CPU when its load exceeds this CPU's by more than 17 %
+//!   (imbalance_pct 117) tasks whose weight fits in half the difference; and, at most every
+//!   ncpus ms, a CPU with waiting tasks hands one to each idle CPU (what the NO_HZ idle-balance
+//!   kick achieves). At most 32 tasks are examined per pass (sysctl_sched_nr_migrate); tasks
+//!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
+//!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
 use super::*;
 use schedlab_workload::knobs::Knobs;
 
-/// Placeholder.
-pub struct Eevdf;
+/// NICE_0_LOAD (scale_load_down'ed).
+const NICE_0: u64 = 1024;
+/// WEIGHT_IDLEPRIO: the load weight of a SCHED_IDLE task.
+const WEIGHT_IDLEPRIO: u64 = 3;
+/// normalized_sysctl_sched_base_slice.
+const BASE_SLICE_NS: u64 = 750_000;
+/// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
+const MIGRATION_COST_NS: u64 = 500_000;
+/// sysctl_sched_nr_migrate: tasks examined per balancing pass.
+const NR_MIGRATE: usize = 32;
+/// No treap node.
+const NIL: usize = usize::MAX;
+
+/// The fair-class policies (`normal_policy`, `task_has_idle_policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Normal,
+    Batch,
+    Idle,
+}
+
+/// Where a task is, as this policy sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Not on any runqueue.
+    Sleeping,
+    /// In the tree of `cpu`, runnable.
+    Queued,
+    /// Running on `cpu` (`cfs_rq->curr`), not in the tree.
+    Current,
+    /// Asleep for the machine but still in the tree (DELAY_DEQUEUE, `sched_delayed`).
+    Delayed,
+}
+
+/// A `struct sched_entity` plus its treap node.
+#[derive(Clone, Debug)]
+struct Se {
+    weight: u64,
+    vruntime: u64,
+    deadline: u64,
+    slice: u64,
+    custom_slice: bool,
+    vlag: i64,
+    rel_deadline: bool,
+    /// The deadline at the last pick; protected ⇔ `prot == deadline` (6.12's `vlag` hack).
+    prot: u64,
+    state: State,
+    cpu: CpuId,
+    class: Class,
+    allowed: CpuMask,
+    /// When it last stopped running (None: never ran).
+    last_ran: Option<u64>,
+    /// Enqueued at least once (later wakeups are not forks).
+    started: bool,
+}
+
+/// A task's node in its runqueue's tree, kept apart from the entity so that the tree walks of a
+/// pick, an insert or a remove stay within a small, dense array. The key fields are copies of the
+/// entity's, taken when it is inserted (an entity's deadline and vruntime change only while it
+/// is out of the tree, as in the kernel, where `curr` is not in the rbtree).
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    left: usize,
+    right: usize,
+    prio: u64,
+    deadline: u64,
+    vruntime: u64,
+    min_vruntime: u64,
+}
+
+/// One CPU's `struct cfs_rq`.
+#[derive(Clone, Debug, Default)]
+struct Rq {
+    root: usize,
+    min_vruntime: u64,
+    /// Σ (v_i − min_vruntime)·w_i over the tree (curr excluded).
+    avg_vruntime: i128,
+    /// Σ w_i over the tree (curr excluded).
+    avg_load: i128,
+    curr: Option<TaskId>,
+    /// Entities on the runqueue: tree + curr, delayed ones included (`nr_queued`).
+    nr_queued: usize,
+    nr_delayed: usize,
+    /// Load weight of runnable tasks the machine sees (queued + curr, not delayed).
+    load: u64,
+    resched: bool,
+    /// The task `put_prev_task` just put back (still `cfs_rq->curr` at the kernel's pick).
+    prev: Option<TaskId>,
+    next_balance: u64,
+    next_kick: u64,
+}
+
+impl Rq {
+    /// Runnable tasks in the tree that the machine sees as queued.
+    fn visible_queued(&self) -> usize {
+        self.nr_queued - self.nr_delayed - usize::from(self.curr.is_some())
+    }
+    /// Runnable tasks the machine sees (queued + current); balancing needs two to move one.
+    fn nr_running(&self) -> usize {
+        self.nr_queued - self.nr_delayed
+    }
+}
+
+fn vdiff(a: u64, b: u64) -> i64 {
+    a.wrapping_sub(b) as i64
+}
+
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// `calc_delta_fair`: real time → virtual time for weight `w`.
+fn calc_delta_fair(delta: u64, w: u64) -> u64 {
+    if w == NICE_0 {
+        delta
+    } else {
+        (delta as u128 * NICE_0 as u128 / w as u128) as u64
+    }
+}
+
+/// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG).
+fn base_slice(ncpus: usize) -> u64 {
+    BASE_SLICE_NS * (1 + ncpus.clamp(1, 8).ilog2() as u64)
+}
+
+/// The Linux EEVDF fair class on per-CPU runqueues.
+pub struct Eevdf {
+    run_to_parity: bool,
+    preempt_short: bool,
+    se: Vec<Se>,
+    nodes: Vec<Node>,
+    rqs: Vec<Rq>,
+}
 
 impl Eevdf {
-    /// Placeholder.
-    pub fn from_spec(_spec: &PolicySpec) -> Result<Eevdf, String> {
-        Err("not built yet".into())
+    /// Build from `eevdf[:run_to_parity=0|1][,preempt_short=0|1]` (both default 1).
+    pub fn from_spec(spec: &PolicySpec) -> Result<Eevdf, String> {
+        only_params(spec, &["run_to_parity", "preempt_short"])?;
+        let flag = |key: &str| -> Result<bool, String> {
+            match param::<u8>(spec, key, 1, "0 or 1")? {
+                0 => Ok(false),
+                1 => Ok(true),
+                v => Err(format!(
+                    "--policy {spec}: {key}={v} is not accepted; use 0 or 1"
+                )),
+            }
+        };
+        Ok(Eevdf {
+            run_to_parity: flag("run_to_parity")?,
+            preempt_short: flag("preempt_short")?,
+            se: Vec::new(),
+            nodes: Vec::new(),
+            rqs: Vec::new(),
+        })
+    }
+
+    fn rqs_for(&mut self, ncpus: usize) {
+        if self.rqs.len() < ncpus {
+            self.rqs.resize_with(ncpus, || Rq {
+                root: NIL,
+                ..Rq::default()
+            });
+        }
+    }
+
+    // ---- the augmented tree (treap keyed by deadline, augmented with min_vruntime) ----
+
+    /// `entity_before` plus a task-id tie break, so the tree order is total.
+    fn key_before(&self, a: usize, b: usize) -> bool {
+        let d = vdiff(self.nodes[a].deadline, self.nodes[b].deadline);
+        d < 0 || (d == 0 && a < b)
+    }
+
+    fn update_aug(&mut self, n: usize) {
+        let mut m = self.nodes[n].vruntime;
+        for c in [self.nodes[n].left, self.nodes[n].right] {
+            if c != NIL && vdiff(self.nodes[c].min_vruntime, m) < 0 {
+                m = self.nodes[c].min_vruntime;
+            }
+        }
+        self.nodes[n].min_vruntime = m;
+    }
+
+    /// Split `t` into the nodes before `n` and the nodes after it.
+    fn split(&mut self, t: usize, n: usize) -> (usize, usize) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if self.key_before(t, n) {
+            let (l, r) = self.split(self.nodes[t].right, n);
+            self.nodes[t].right = l;
+            self.update_aug(t);
+            (t, r)
+        } else {
+            let (l, r) = self.split(self.nodes[t].left, n);
+            self.nodes[t].left = r;
+            self.update_aug(t);
+            (l, t)
+        }
+    }
+
+    fn merge(&mut self, a: usize, b: usize) -> usize {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a].prio > self.nodes[b].prio {
+            let r = self.merge(self.nodes[a].right, b);
+            self.nodes[a].right = r;
+            self.update_aug(a);
+            a
+        } else {
+            let l = self.merge(a, self.nodes[b].left);
+            self.nodes[b].left = l;
+            self.update_aug(b);
+            b
+        }
+    }
+
+    fn tree_insert(&mut self, t: usize, n: usize) -> usize {
+        if t == NIL || self.nodes[n].prio > self.nodes[t].prio {
+            let (l, r) = self.split(t, n);
+            self.nodes[n].left = l;
+            self.nodes[n].right = r;
+            self.update_aug(n);
+            return n;
+        }
+        if self.key_before(n, t) {
+            let l = self.tree_insert(self.nodes[t].left, n);
+            self.nodes[t].left = l;
+        } else {
+            let r = self.tree_insert(self.nodes[t].right, n);
+            self.nodes[t].right = r;
+        }
+        self.update_aug(t);
+        t
+    }
+
+    fn tree_remove(&mut self, t: usize, n: usize) -> usize {
+        assert!(t != NIL, "eevdf: task {n} is not in its runqueue's tree");
+        if t == n {
+            return self.merge(self.nodes[n].left, self.nodes[n].right);
+        }
+        if self.key_before(n, t) {
+            let l = self.tree_remove(self.nodes[t].left, n);
+            self.nodes[t].left = l;
+        } else {
+            let r = self.tree_remove(self.nodes[t].right, n);
+            self.nodes[t].right = r;
+        }
+        self.update_aug(t);
+        t
+    }
+
+    /// `__enqueue_entity`: into the tree and the weighted sums.
+    fn enqueue_tree(&mut self, cpu: CpuId, t: TaskId) {
+        let rq = &mut self.rqs[cpu];
+        let (w, key) = (
+            self.se[t].weight,
+            vdiff(self.se[t].vruntime, rq.min_vruntime),
+        );
+        rq.avg_vruntime += key as i128 * w as i128;
+        rq.avg_load += w as i128;
+        let node = &mut self.nodes[t];
+        node.deadline = self.se[t].deadline;
+        node.vruntime = self.se[t].vruntime;
+        let root = self.rqs[cpu].root;
+        self.rqs[cpu].root = self.tree_insert(root, t);
+    }
+
+    /// `__dequeue_entity`.
+    fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) {
+        debug_assert_eq!(
+            (self.nodes[t].deadline, self.nodes[t].vruntime),
+            (self.se[t].deadline, self.se[t].vruntime),
+            "eevdf: task {t}'s key changed while it was in the tree"
+        );
+        let root = self.rqs[cpu].root;
+        self.rqs[cpu].root = self.tree_remove(root, t);
+        let rq = &mut self.rqs[cpu];
+        let (w, key) = (
+            self.se[t].weight,
+            vdiff(self.se[t].vruntime, rq.min_vruntime),
+        );
+        rq.avg_vruntime -= key as i128 * w as i128;
+        rq.avg_load -= w as i128;
+    }
+
+    // ---- virtual time ----
+
+    /// Σ key·w and Σ w including curr (the common head of `avg_vruntime`/`vruntime_eligible`).
+    fn sums(&self, cpu: CpuId) -> (i128, i128) {
+        let rq = &self.rqs[cpu];
+        let (mut avg, mut load) = (rq.avg_vruntime, rq.avg_load);
+        if let Some(c) = rq.curr {
+            let w = self.se[c].weight as i128;
+            avg += vdiff(self.se[c].vruntime, rq.min_vruntime) as i128 * w;
+            load += w;
+        }
+        (avg, load)
+    }
+
+    /// `avg_vruntime`: V, the load-weighted average vruntime, rounded towards −∞.
+    fn avg_vruntime(&self, cpu: CpuId) -> u64 {
+        let (mut avg, load) = self.sums(cpu);
+        if load > 0 {
+            if avg < 0 {
+                avg -= load - 1;
+            }
+            avg /= load;
+        }
+        self.rqs[cpu].min_vruntime.wrapping_add(avg as i64 as u64)
+    }
+
+    /// `vruntime_eligible`: V ≥ v, tested as Σ(v_i − v0)·w_i ≥ (v − v0)·W.
+    fn vruntime_eligible(&self, cpu: CpuId, v: u64) -> bool {
+        let (avg, load) = self.sums(cpu);
+        avg >= vdiff(v, self.rqs[cpu].min_vruntime) as i128 * load
+    }
+
+    fn eligible(&self, cpu: CpuId, t: TaskId) -> bool {
+        self.vruntime_eligible(cpu, self.se[t].vruntime)
+    }
+
+    fn update_min_vruntime(&mut self, cpu: CpuId) {
+        let rq = &self.rqs[cpu];
+        let mut v = rq.min_vruntime;
+        if let Some(c) = rq.curr {
+            v = self.se[c].vruntime;
+        }
+        if rq.root != NIL {
+            let m = self.nodes[rq.root].min_vruntime;
+            if rq.curr.is_none() || vdiff(m, v) < 0 {
+                v = m;
+            }
+        }
+        let rq = &mut self.rqs[cpu];
+        let delta = vdiff(v, rq.min_vruntime);
+        if delta > 0 {
+            rq.avg_vruntime -= rq.avg_load * delta as i128;
+            rq.min_vruntime = v;
+        }
+    }
+
+    /// `update_entity_lag`: vlag = V − v, clamped to ±calc_delta_fair(max(2·slice, TICK_NSEC)).
+    fn update_entity_lag(&mut self, m: &MachineView, cpu: CpuId, t: TaskId) {
+        let vlag = vdiff(self.avg_vruntime(cpu), self.se[t].vruntime);
+        let se = &self.se[t];
+        let limit = calc_delta_fair((2 * se.slice).max(m.tick_ns()), se.weight) as i64;
+        self.se[t].vlag = vlag.clamp(-limit, limit);
+    }
+
+    /// `update_deadline`: when v reaches vd, a new request: vd = v + slice/w. True: resched.
+    fn update_deadline(&mut self, m: &MachineView, t: TaskId) -> bool {
+        let se = &mut self.se[t];
+        if vdiff(se.vruntime, se.deadline) < 0 {
+            return false;
+        }
+        if !se.custom_slice {
+            se.slice = base_slice(m.ncpus);
+        }
+        se.deadline = se
+            .vruntime
+            .wrapping_add(calc_delta_fair(se.slice, se.weight));
+        true
+    }
+
+    /// `place_entity`: v = V − vlag·(W + w)/W; vd = v + vslice (half for a new task), or the
+    /// saved relative deadline after a migration.
+    fn place_entity(&mut self, m: &MachineView, cpu: CpuId, t: TaskId, initial: bool) {
+        let v_avg = self.avg_vruntime(cpu);
+        let (_, load) = self.sums(cpu);
+        let nr_queued = self.rqs[cpu].nr_queued;
+        let se = &mut self.se[t];
+        if !se.custom_slice {
+            se.slice = base_slice(m.ncpus);
+        }
+        let mut vslice = calc_delta_fair(se.slice, se.weight);
+        let mut lag: i128 = 0;
+        if nr_queued > 0 && se.vlag != 0 {
+            let load = load.max(1);
+            lag = se.vlag as i128 * (load + se.weight as i128) / load;
+        }
+        se.vruntime = v_avg.wrapping_sub(lag as i64 as u64);
+        if se.rel_deadline {
+            se.deadline = se.deadline.wrapping_add(se.vruntime);
+            se.rel_deadline = false;
+            return;
+        }
+        if initial {
+            vslice /= 2;
+        }
+        se.deadline = se.vruntime.wrapping_add(vslice);
+    }
+
+    /// `pick_eevdf`: the eligible entity with the earliest virtual deadline; with RUN_TO_PARITY
+    /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
+    fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
+        let rq = &self.rqs[cpu];
+        let leftmost = {
+            let mut n = rq.root;
+            while n != NIL && self.nodes[n].left != NIL {
+                n = self.nodes[n].left;
+            }
+            (n != NIL).then_some(n)
+        };
+        if rq.nr_queued == 1 {
+            return rq.curr.or(leftmost);
+        }
+        let protected = |t: TaskId| self.se[t].prot == self.se[t].deadline;
+        let curr = rq.curr.filter(|&c| self.eligible(cpu, c));
+        if self.run_to_parity {
+            let prev = rq
+                .prev
+                .filter(|&p| self.se[p].state == State::Queued && self.se[p].cpu == cpu);
+            if let Some(c) = curr.or(prev.filter(|&p| self.eligible(cpu, p))) {
+                if protected(c) {
+                    return Some(c);
+                }
+            }
+        }
+        // vruntime_eligible with the queue's sums computed once for the whole descent.
+        let (avg, load) = self.sums(cpu);
+        let min = rq.min_vruntime;
+        let eligible = |v: u64| avg >= vdiff(v, min) as i128 * load;
+        let mut best = leftmost.filter(|&l| eligible(self.nodes[l].vruntime));
+        if best.is_none() {
+            let mut node = rq.root;
+            while node != NIL {
+                let left = self.nodes[node].left;
+                if left != NIL && eligible(self.nodes[left].min_vruntime) {
+                    node = left;
+                    continue;
+                }
+                if eligible(self.nodes[node].vruntime) {
+                    best = Some(node);
+                    break;
+                }
+                node = self.nodes[node].right;
+            }
+        }
+        match (best, curr) {
+            (None, c) => c,
+            (Some(b), Some(c)) if vdiff(self.se[c].deadline, self.se[b].deadline) < 0 => Some(c),
+            (b, _) => b,
+        }
+    }
+
+    /// `do_preempt_short`: the wakee has a shorter slice, is eligible, and beats curr.
+    fn do_preempt_short(&self, cpu: CpuId, pse: TaskId, se: TaskId) -> bool {
+        self.preempt_short
+            && self.se[pse].slice < self.se[se].slice
+            && self.eligible(cpu, pse)
+            && (vdiff(self.se[pse].deadline, self.se[se].deadline) < 0 || !self.eligible(cpu, se))
+    }
+
+    // ---- queue transitions ----
+
+    /// Put a sleeping task on `cpu` (`enqueue_entity`).
+    fn attach(&mut self, m: &MachineView, cpu: CpuId, t: TaskId, initial: bool) {
+        self.place_entity(m, cpu, t, initial);
+        self.enqueue_tree(cpu, t);
+        let rq = &mut self.rqs[cpu];
+        rq.nr_queued += 1;
+        rq.load += self.se[t].weight;
+        self.se[t].state = State::Queued;
+        self.se[t].cpu = cpu;
+    }
+
+    /// Take a queued (or delayed) task out of `cpu`'s tree with its lag (`dequeue_entity`).
+    fn detach(&mut self, m: &MachineView, cpu: CpuId, t: TaskId, migrate: bool) {
+        self.update_entity_lag(m, cpu, t);
+        self.dequeue_tree(cpu, t);
+        if migrate {
+            let se = &mut self.se[t];
+            se.deadline = se.deadline.wrapping_sub(se.vruntime);
+            se.rel_deadline = true;
+        }
+        let rq = &mut self.rqs[cpu];
+        rq.nr_queued -= 1;
+        if self.se[t].state == State::Delayed {
+            rq.nr_delayed -= 1;
+        } else {
+            rq.load -= self.se[t].weight;
+        }
+        if rq.prev == Some(t) {
+            rq.prev = None;
+        }
+        self.se[t].state = State::Sleeping;
+        self.update_min_vruntime(cpu);
+    }
+
+    /// A delayed entity finally leaves (picked, or its CPU went idle): DELAY_ZERO clips lag to ≤ 0.
+    fn finish_delayed(&mut self, m: &MachineView, cpu: CpuId, t: TaskId) {
+        self.detach(m, cpu, t, false);
+        self.se[t].vlag = self.se[t].vlag.min(0);
+    }
+
+    /// The pick loop of `pick_task_fair`: delayed picks are dequeued and the pick retried.
+    fn pick(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+        loop {
+            let t = self.pick_eevdf(cpu)?;
+            if self.se[t].state == State::Delayed {
+                self.finish_delayed(m, cpu, t);
+                continue;
+            }
+            return Some(t);
+        }
+    }
+
+    /// Move a queued task between runqueues, keeping its lag and relative deadline.
+    fn migrate(&mut self, m: &MachineView, t: TaskId, from: CpuId, to: CpuId) -> Move {
+        self.detach(m, from, t, true);
+        self.attach(m, to, t, false);
+        Move { task: t, from, to }
+    }
+
+    /// A queued task of `from` that may run on `to`: latest deadline first, at most
+    /// NR_MIGRATE examined, cache-cold preferred; with `max_weight`, only lighter ones.
+    fn migration_candidate(
+        &self,
+        m: &MachineView,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+    ) -> Option<TaskId> {
+        let mut stack = Vec::new();
+        let mut n = self.rqs[from].root;
+        let (mut seen, mut hot) = (0, None);
+        while n != NIL || !stack.is_empty() {
+            while n != NIL {
+                stack.push(n);
+                n = self.nodes[n].right;
+            }
+            let t = stack.pop()?;
+            n = self.nodes[t].left;
+            let se = &self.se[t];
+            if se.state != State::Queued {
+                continue;
+            }
+            seen += 1;
+            if se.allowed.contains(to) && se.weight <= max_weight {
+                if se
+                    .last_ran
+                    .is_none_or(|r| m.now.saturating_sub(r) >= MIGRATION_COST_NS)
+                {
+                    return Some(t);
+                }
+                hot = hot.or(Some(t));
+            }
+            if seen >= NR_MIGRATE {
+                break;
+            }
+        }
+        hot
+    }
+
+    fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
+        m.curr[cpu].is_none() && self.rqs[cpu].curr.is_none() && self.rqs[cpu].visible_queued() == 0
+    }
+
+    /// The CPU's runqueue has only delayed entities left: the kernel's idle pick dequeues them.
+    fn flush_if_only_delayed(&mut self, m: &MachineView, cpu: CpuId) {
+        let rq = &self.rqs[cpu];
+        if rq.curr.is_none() && rq.nr_delayed > 0 && rq.nr_delayed == rq.nr_queued {
+            let left = self.pick(m, cpu);
+            debug_assert!(left.is_none());
+        }
     }
 }
 
 impl Policy for Eevdf {
     fn describe(&self) -> String {
-        unimplemented!()
+        let mut p = Vec::new();
+        if !self.run_to_parity {
+            p.push("run_to_parity=0");
+        }
+        if !self.preempt_short {
+            p.push("preempt_short=0");
+        }
+        if p.is_empty() {
+            "eevdf".to_string()
+        } else {
+            format!("eevdf:{}", p.join(","))
+        }
     }
-    fn check_knobs(&self, _: &str, _: &Knobs) -> Result<(), String> {
-        unimplemented!()
+
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+        match knobs.policy {
+            None | Some(SchedPolicy::Other | SchedPolicy::Batch | SchedPolicy::Idle) => Ok(()),
+            Some(p) => Err(reject_knob(
+                "eevdf",
+                group,
+                &format!("policy={p}"),
+                "policy other, batch or idle with nice, slice and cpus (the simulated eevdf models the fair class (other, batch, idle), not the real-time and deadline classes)",
+            )),
+        }
     }
-    fn task_new(&mut self, _: &MachineView, _: &TaskSetup) {
-        unimplemented!()
+
+    fn task_new(&mut self, m: &MachineView, task: &TaskSetup) {
+        self.rqs_for(m.ncpus);
+        let class = match task.sched_policy() {
+            SchedPolicy::Batch => Class::Batch,
+            SchedPolicy::Idle => Class::Idle,
+            _ => Class::Normal,
+        };
+        let weight = if class == Class::Idle {
+            WEIGHT_IDLEPRIO
+        } else {
+            nice_weight(task.nice())
+        };
+        let (slice, custom_slice) = match task.knobs.slice_ns {
+            Some(s) => (s.clamp(100_000, 100_000_000), true),
+            None => (base_slice(m.ncpus), false),
+        };
+        if self.se.len() <= task.id {
+            self.se.resize_with(task.id + 1, || Se {
+                weight: NICE_0,
+                vruntime: 0,
+                deadline: 0,
+                slice: 0,
+                custom_slice: false,
+                vlag: 0,
+                rel_deadline: false,
+                prot: 1,
+                state: State::Sleeping,
+                cpu: 0,
+                class: Class::Normal,
+                allowed: CpuMask(0),
+                last_ran: None,
+                started: false,
+            });
+            self.nodes.resize(
+                task.id + 1,
+                Node {
+                    left: NIL,
+                    right: NIL,
+                    prio: 0,
+                    deadline: 0,
+                    vruntime: 0,
+                    min_vruntime: 0,
+                },
+            );
+        }
+        let se = &mut self.se[task.id];
+        se.weight = weight;
+        se.slice = slice;
+        se.custom_slice = custom_slice;
+        se.class = class;
+        se.allowed = task.allowed;
+        self.nodes[task.id].prio = splitmix(task.id as u64);
+        se.cpu = task.allowed.lowest().unwrap_or(0);
     }
-    fn select_task_rq(&mut self, _: &MachineView, _: TaskId, _: CpuId, _: Option<CpuId>) -> CpuId {
-        unimplemented!()
+
+    fn select_task_rq(
+        &mut self,
+        m: &MachineView,
+        task: TaskId,
+        prev: CpuId,
+        waker: Option<CpuId>,
+    ) -> CpuId {
+        self.rqs_for(m.ncpus);
+        let se = &self.se[task];
+        if se.state == State::Delayed {
+            return se.cpu; // ttwu_runnable: still on its runqueue
+        }
+        let allowed = se.allowed;
+        let ok = |c: CpuId| c < m.ncpus && allowed.contains(c);
+        let prev = if ok(prev) {
+            prev
+        } else {
+            allowed.lowest().unwrap_or(0)
+        };
+        if !se.started {
+            return (0..m.ncpus)
+                .map(|i| (prev + i) % m.ncpus)
+                .filter(|&c| ok(c))
+                .min_by_key(|&c| (self.rqs[c].nr_running(), self.rqs[c].load))
+                .unwrap_or(prev);
+        }
+        if self.cpu_idle(m, prev) {
+            return prev;
+        }
+        if let Some(w) = waker.filter(|&w| ok(w) && self.cpu_idle(m, w)) {
+            return w;
+        }
+        (1..m.ncpus)
+            .map(|i| (prev + i) % m.ncpus)
+            .find(|&c| ok(c) && self.cpu_idle(m, c))
+            .unwrap_or(prev)
     }
-    fn enqueue_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: EnqueueKind) {
-        unimplemented!()
+
+    fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
+        self.rqs_for(m.ncpus);
+        if self.se[task].state == State::Delayed {
+            let old = self.se[task].cpu;
+            if old == cpu {
+                // requeue_delayed_entity: DELAY_ZERO re-places a task that earned positive lag.
+                self.update_entity_lag(m, cpu, task);
+                if self.se[task].vlag > 0 {
+                    self.dequeue_tree(cpu, task);
+                    self.rqs[cpu].nr_queued -= 1;
+                    self.se[task].vlag = 0;
+                    self.place_entity(m, cpu, task, false);
+                    self.enqueue_tree(cpu, task);
+                    self.rqs[cpu].nr_queued += 1;
+                }
+                let rq = &mut self.rqs[cpu];
+                rq.nr_delayed -= 1;
+                rq.load += self.se[task].weight;
+                self.se[task].state = State::Queued;
+                return;
+            }
+            self.finish_delayed(m, old, task);
+            self.flush_if_only_delayed(m, old);
+        }
+        debug_assert_eq!(
+            self.se[task].state,
+            State::Sleeping,
+            "task {task} enqueued twice"
+        );
+        let initial = matches!(kind, EnqueueKind::New);
+        if initial {
+            self.se[task].vlag = 0;
+        }
+        self.se[task].started = true;
+        self.attach(m, cpu, task, initial);
     }
-    fn dequeue_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: DequeueKind) {
-        unimplemented!()
+
+    fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: DequeueKind) {
+        debug_assert_eq!(self.rqs[cpu].curr, Some(task));
+        self.se[task].last_ran = Some(m.now);
+        let delay = kind == DequeueKind::Sleep && !self.eligible(cpu, task);
+        self.update_entity_lag(m, cpu, task);
+        let rq = &mut self.rqs[cpu];
+        rq.curr = None;
+        rq.resched = false;
+        rq.load -= self.se[task].weight;
+        if delay {
+            // DELAY_DEQUEUE: a task with negative lag stays in the competition until picked.
+            rq.nr_delayed += 1;
+            self.se[task].state = State::Delayed;
+            self.enqueue_tree(cpu, task);
+        } else {
+            rq.nr_queued -= 1;
+            self.se[task].state = State::Sleeping;
+            self.update_min_vruntime(cpu);
+        }
+        self.flush_if_only_delayed(m, cpu);
     }
-    fn wakeup_preempt(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: TaskId) -> bool {
-        unimplemented!()
+
+    fn wakeup_preempt(
+        &mut self,
+        _m: &MachineView,
+        cpu: CpuId,
+        curr: TaskId,
+        woken: TaskId,
+    ) -> bool {
+        if curr == woken || self.rqs[cpu].curr != Some(curr) {
+            return false;
+        }
+        if self.rqs[cpu].resched {
+            return true; // test_tsk_need_resched
+        }
+        let (cse_idle, pse_idle) = (
+            self.se[curr].class == Class::Idle,
+            self.se[woken].class == Class::Idle,
+        );
+        let preempt = if cse_idle && !pse_idle {
+            true
+        } else if pse_idle || self.se[woken].class != Class::Normal {
+            false // IDLE and BATCH wakees do not preempt
+        } else {
+            if self.do_preempt_short(cpu, woken, curr) {
+                let se = &mut self.se[curr];
+                if se.prot == se.deadline {
+                    se.prot = se.deadline.wrapping_add(1); // cancel_protect_slice
+                }
+            }
+            self.pick_eevdf(cpu) == Some(woken)
+        };
+        self.rqs[cpu].resched |= preempt;
+        preempt
     }
-    fn pick_next_task(&mut self, _: &MachineView, _: CpuId) -> Option<TaskId> {
-        unimplemented!()
+
+    fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+        self.rqs_for(m.ncpus);
+        debug_assert!(
+            self.rqs[cpu].curr.is_none(),
+            "pick on CPU {cpu} with a current task"
+        );
+        if let Some(c) = self.rqs[cpu].curr {
+            self.put_prev_task(m, cpu, c, PutPrevKind::Preempted);
+        }
+        let t = self.pick(m, cpu);
+        let rq = &mut self.rqs[cpu];
+        rq.prev = None;
+        rq.resched = false;
+        let t = t?;
+        // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
+        self.dequeue_tree(cpu, t);
+        self.rqs[cpu].curr = Some(t);
+        let se = &mut self.se[t];
+        se.state = State::Current;
+        se.prot = se.deadline;
+        Some(t)
     }
-    fn put_prev_task(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: PutPrevKind) {
-        unimplemented!()
+
+    fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
+        debug_assert_eq!(self.rqs[cpu].curr, Some(task));
+        self.se[task].last_ran = Some(m.now);
+        self.se[task].state = State::Queued;
+        self.rqs[cpu].curr = None;
+        self.enqueue_tree(cpu, task);
+        let rq = &mut self.rqs[cpu];
+        rq.prev = Some(task);
+        rq.resched = false;
     }
-    fn update_curr(&mut self, _: &MachineView, _: CpuId, _: TaskId, _: u64) {
-        unimplemented!()
+
+    fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
+        if self.rqs[cpu].curr != Some(task) || delta_ns == 0 {
+            return;
+        }
+        let se = &mut self.se[task];
+        se.vruntime = se
+            .vruntime
+            .wrapping_add(calc_delta_fair(delta_ns, se.weight));
+        let resched = self.update_deadline(m, task);
+        self.update_min_vruntime(cpu);
+        if self.rqs[cpu].nr_queued == 1 {
+            return;
+        }
+        // did_preempt_short: protection was cancelled and curr is no longer eligible.
+        let short = self.preempt_short
+            && self.se[task].prot != self.se[task].deadline
+            && !self.eligible(cpu, task);
+        if resched || short {
+            self.rqs[cpu].resched = true;
+        }
     }
-    fn task_tick(&mut self, _: &MachineView, _: CpuId, _: TaskId) -> bool {
-        unimplemented!()
+
+    fn task_tick(&mut self, _m: &MachineView, cpu: CpuId, _task: TaskId) -> bool {
+        // entity_tick: update_curr (already done by the machine) is the whole tick check.
+        self.rqs[cpu].resched
     }
-    fn yield_task(&mut self, _: &MachineView, _: CpuId, _: TaskId) {
-        unimplemented!()
+
+    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) {
+        if self.rqs[cpu].nr_queued == 1 {
+            return;
+        }
+        let se = &mut self.se[task];
+        se.deadline = se
+            .deadline
+            .wrapping_add(calc_delta_fair(se.slice, se.weight));
+    }
+
+    fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
+        self.rqs_for(m.ncpus);
+        let mut moves = Vec::new();
+        let ms = 1_000_000u64;
+        let busiest_first = |s: &Self| {
+            let mut c: Vec<CpuId> = (0..m.ncpus)
+                .filter(|&c| {
+                    let rq = &s.rqs[c];
+                    c != cpu && rq.visible_queued() > 0 && rq.nr_running() > 1
+                })
+                .collect();
+            c.sort_by_key(|&c| (std::cmp::Reverse(s.rqs[c].load), c));
+            c
+        };
+        match kind {
+            BalanceKind::NewIdle => {
+                for src in busiest_first(self) {
+                    if let Some(t) = self.migration_candidate(m, src, cpu, u64::MAX) {
+                        moves.push(self.migrate(m, t, src, cpu));
+                        break;
+                    }
+                }
+            }
+            BalanceKind::Periodic => {
+                if m.now >= self.rqs[cpu].next_kick {
+                    self.rqs[cpu].next_kick = m.now + m.ncpus as u64 * ms;
+                    for dst in 0..m.ncpus {
+                        if self.rqs[cpu].visible_queued() == 0 {
+                            break;
+                        }
+                        if dst != cpu && self.cpu_idle(m, dst) {
+                            if let Some(t) = self.migration_candidate(m, cpu, dst, u64::MAX) {
+                                moves.push(self.migrate(m, t, cpu, dst));
+                            }
+                        }
+                    }
+                }
+                if m.now >= self.rqs[cpu].next_balance {
+                    self.rqs[cpu].next_balance = m.now + 4 * m.ncpus as u64 * ms;
+                    if let Some(&src) = busiest_first(self).first() {
+                        let (hi, lo) = (self.rqs[src].load, self.rqs[cpu].load);
+                        if hi * 100 > lo * 117 {
+                            let mut imbalance = (hi - lo) / 2;
+                            for _ in 0..NR_MIGRATE {
+                                match self.migration_candidate(m, src, cpu, imbalance) {
+                                    Some(t) => {
+                                        imbalance -= self.se[t].weight;
+                                        moves.push(self.migrate(m, t, src, cpu));
+                                    }
+                                    None => break,
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        moves
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const US: u64 = 1_000;
+
+    /// A hand-built machine: enough state to make `MachineView`s.
+    struct Bench {
+        ncpus: usize,
+        hz: u32,
+        now: u64,
+        curr: Vec<Option<TaskId>>,
+        nr: Vec<usize>,
+    }
+
+    impl Bench {
+        fn new(ncpus: usize, hz: u32) -> Bench {
+            Bench {
+                ncpus,
+                hz,
+                now: 0,
+                curr: vec![None; ncpus],
+                nr: vec![0; ncpus],
+            }
+        }
+        fn view(&self) -> MachineView<'_> {
+            MachineView {
+                now: self.now,
+                ncpus: self.ncpus,
+                curr: &self.curr,
+                nr_running: &self.nr,
+                hz: self.hz,
+            }
+        }
+    }
+
+    fn policy(spec: &str) -> Eevdf {
+        Eevdf::from_spec(&spec.parse().unwrap()).unwrap()
+    }
+
+    fn setup(id: TaskId, ncpus: usize, knobs: Knobs) -> TaskSetup {
+        TaskSetup {
+            id,
+            group: 0,
+            allowed: knobs
+                .cpus
+                .as_ref()
+                .map(|c| CpuMask(c.iter().fold(0, |m, &c| m | 1 << c)))
+                .unwrap_or(CpuMask::first(ncpus)),
+            knobs,
+        }
+    }
+
+    fn knobs(nice: i32, policy: SchedPolicy, slice_ns: Option<u64>) -> Knobs {
+        Knobs {
+            nice: Some(nice),
+            policy: Some(policy),
+            slice_ns,
+            cpus: None,
+        }
+    }
+
+    fn other(nice: i32) -> Knobs {
+        knobs(nice, SchedPolicy::Other, None)
+    }
+
+    /// Create tasks and enqueue them as new on CPU 0.
+    fn spawn(p: &mut Eevdf, b: &mut Bench, list: &[Knobs]) {
+        for (id, k) in list.iter().enumerate() {
+            p.task_new(&b.view(), &setup(id, b.ncpus, k.clone()));
+            p.enqueue_task(&b.view(), 0, id, EnqueueKind::New);
+            b.nr[0] += 1;
+        }
+    }
+
+    fn pick(p: &mut Eevdf, b: &mut Bench) -> TaskId {
+        let t = p.pick_next_task(&b.view(), 0).unwrap();
+        b.curr[0] = Some(t);
+        t
+    }
+
+    fn run(p: &mut Eevdf, b: &mut Bench, t: TaskId, ns: u64) {
+        b.now += ns;
+        p.update_curr(&b.view(), 0, t, ns);
+    }
+
+    fn put(p: &mut Eevdf, b: &mut Bench, t: TaskId) {
+        b.curr[0] = None;
+        p.put_prev_task(&b.view(), 0, t, PutPrevKind::Preempted);
+    }
+
+    fn lag(p: &Eevdf, cpu: CpuId, t: TaskId) -> i64 {
+        vdiff(p.avg_vruntime(cpu), p.se[t].vruntime)
+    }
+
+    /// Drive CPU 0: pick, update_curr every 100 µs, tick every 1/hz, put_prev on resched.
+    /// Per task: CPU time, picks (requests served) and longest wait between two runs.
+    fn drive(p: &mut Eevdf, b: &mut Bench, n: usize, total: u64) -> [Vec<u64>; 3] {
+        let (mut cpu_time, mut picks, mut wait) = (vec![0; n], vec![0; n], vec![0; n]);
+        let mut off_since = vec![0; n];
+        let (tick, mut next_tick) = (b.view().tick_ns(), b.now + b.view().tick_ns());
+        let mut cur = pick(p, b);
+        picks[cur] += 1;
+        while b.now < total {
+            run(p, b, cur, 100 * US);
+            cpu_time[cur] += 100 * US;
+            if b.now < next_tick {
+                continue;
+            }
+            next_tick += tick;
+            if p.task_tick(&b.view(), 0, cur) {
+                put(p, b, cur);
+                off_since[cur] = b.now;
+                cur = pick(p, b);
+                picks[cur] += 1;
+                wait[cur] = wait[cur].max(b.now - off_since[cur]);
+            }
+        }
+        [cpu_time, picks, wait]
+    }
+
+    #[test]
+    fn spec_parameters_and_describe() {
+        assert_eq!(policy("eevdf").describe(), "eevdf");
+        assert_eq!(
+            policy("eevdf:run_to_parity=0").describe(),
+            "eevdf:run_to_parity=0"
+        );
+        assert_eq!(
+            policy("eevdf:preempt_short=0,run_to_parity=0").describe(),
+            "eevdf:run_to_parity=0,preempt_short=0"
+        );
+        let e = "eevdf:run_to_parity=2".parse::<PolicySpec>().unwrap_err();
+        assert!(e.contains("run_to_parity=2"), "{e}");
+        let e = "eevdf:latency=1".parse::<PolicySpec>().unwrap_err();
+        assert!(e.contains("latency"), "{e}");
+        assert_eq!(base_slice(1), 750_000);
+        assert_eq!(base_slice(8), 3_000_000);
+        assert_eq!(base_slice(64), 3_000_000);
+    }
+
+    #[test]
+    fn pick_skips_ineligible_earliest_deadline() {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy("eevdf");
+        // A: 0.1 ms custom slice; B: default 3 ms slice. Both new at V = 0.
+        spawn(
+            &mut p,
+            &mut b,
+            &[knobs(0, SchedPolicy::Other, Some(100 * US)), other(0)],
+        );
+        let a = pick(&mut p, &mut b);
+        assert_eq!(a, 0, "A has the earlier deadline (half a 0.1 ms slice)");
+        run(&mut p, &mut b, a, MS);
+        put(&mut p, &mut b, a);
+        // A: v = 1 ms, vd = 1.1 ms; B: v = 0, vd = 1.5 ms; V = 0.5 ms.
+        assert!(
+            p.se[0].deadline < p.se[1].deadline,
+            "A has the earliest deadline"
+        );
+        assert!(!p.eligible(0, 0), "but A is not eligible (v > V)");
+        assert!(p.eligible(0, 1));
+        assert_eq!(pick(&mut p, &mut b), 1, "the pick skips the ineligible A");
+    }
+
+    #[test]
+    fn nice_0_and_nice_5_hogs_share_1024_to_335() {
+        let mut b = Bench::new(1, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(5)]);
+        let [t, ..] = drive(&mut p, &mut b, 2, 10_000 * MS);
+        let (ratio, want) = (t[0] as f64 / t[1] as f64, 1024.0 / 335.0);
+        assert!(
+            (ratio / want - 1.0).abs() < 0.01,
+            "ratio {ratio:.4}, want {want:.4}"
+        );
+    }
+
+    #[test]
+    fn short_slice_gets_shorter_turns() {
+        // HZ=1000: without HRTICK a request ends at the first tick past its deadline.
+        let mut b = Bench::new(8, 1000);
+        let mut p = policy("eevdf");
+        let short = knobs(0, SchedPolicy::Other, Some(300 * US));
+        spawn(&mut p, &mut b, &[short, other(0), other(0)]);
+        let [t, picks, wait] = drive(&mut p, &mut b, 3, 2_000 * MS);
+        let (s, l) = (t[0] / picks[0], t[1] / picks[1]);
+        assert!(s * 2 < l, "CPU per pick: short {s} ns, default {l} ns");
+        assert!(wait[0] < wait[1], "longest waits {wait:?}");
+        for x in &t {
+            let share = *x as f64 / t.iter().sum::<u64>() as f64;
+            assert!((share - 1.0 / 3.0).abs() < 0.01, "equal weights: {t:?}");
+        }
+    }
+
+    /// A hog (default slice) has run 1 ms of its first request; a task wakes up.
+    fn wakeup_case(spec: &str, wakee: Knobs, curr: Knobs) -> bool {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy(spec);
+        p.task_new(&b.view(), &setup(0, 8, curr));
+        p.task_new(&b.view(), &setup(1, 8, wakee));
+        p.enqueue_task(&b.view(), 0, 0, EnqueueKind::New);
+        let c = pick(&mut p, &mut b);
+        run(&mut p, &mut b, c, MS);
+        p.enqueue_task(&b.view(), 0, 1, EnqueueKind::Wakeup { slept_ns: 10 * MS });
+        p.wakeup_preempt(&b.view(), 0, 0, 1)
+    }
+
+    #[test]
+    fn preempt_short_wakee_preempts() {
+        let short = || knobs(0, SchedPolicy::Other, Some(300 * US));
+        assert!(wakeup_case("eevdf", short(), other(0)));
+        assert!(!wakeup_case("eevdf:preempt_short=0", short(), other(0)));
+        // A default-slice wakee does not break RUN_TO_PARITY …
+        assert!(!wakeup_case("eevdf", other(0), other(0)));
+        // … unless RUN_TO_PARITY is off and the wakee is the EEVDF pick? Its deadline
+        // (V + 3 ms) is later than curr's (1.5 ms), so still no.
+        assert!(!wakeup_case("eevdf:run_to_parity=0", other(0), other(0)));
+        // Without RUN_TO_PARITY the short wakee wins on its earlier deadline alone.
+        assert!(wakeup_case(
+            "eevdf:run_to_parity=0,preempt_short=0",
+            short(),
+            other(0)
+        ));
+    }
+
+    #[test]
+    fn batch_and_idle_wakees_never_preempt_but_idle_curr_is_preempted() {
+        let short = |pol| knobs(0, pol, Some(100 * US));
+        assert!(wakeup_case("eevdf", short(SchedPolicy::Other), other(0)));
+        assert!(!wakeup_case("eevdf", short(SchedPolicy::Batch), other(0)));
+        assert!(!wakeup_case("eevdf", short(SchedPolicy::Idle), other(0)));
+        assert!(wakeup_case(
+            "eevdf",
+            other(0),
+            knobs(0, SchedPolicy::Idle, None)
+        ));
+        assert!(!wakeup_case(
+            "eevdf",
+            knobs(0, SchedPolicy::Idle, None),
+            knobs(0, SchedPolicy::Idle, None)
+        ));
+    }
+
+    #[test]
+    fn lag_is_kept_across_a_short_sleep() {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(0)]);
+        let a = pick(&mut p, &mut b);
+        run(&mut p, &mut b, a, MS);
+        put(&mut p, &mut b, a);
+        let bb = pick(&mut p, &mut b);
+        assert_ne!(a, bb);
+        run(&mut p, &mut b, bb, 4 * MS);
+        put(&mut p, &mut b, bb);
+        assert_eq!(pick(&mut p, &mut b), a, "A is owed time");
+        let owed = lag(&p, 0, a);
+        assert_eq!(owed, (3 * MS / 2) as i64);
+        // A blocks with positive lag: dequeued at once, lag saved.
+        b.curr[0] = None;
+        p.dequeue_task(&b.view(), 0, a, DequeueKind::Sleep);
+        assert_eq!(p.se[a].state, State::Sleeping);
+        assert_eq!(pick(&mut p, &mut b), bb);
+        run(&mut p, &mut b, bb, MS);
+        let v_before = p.avg_vruntime(0);
+        p.enqueue_task(&b.view(), 0, a, EnqueueKind::Wakeup { slept_ns: MS });
+        assert_ne!(p.se[a].vruntime, v_before, "not placed at V");
+        assert_eq!(lag(&p, 0, a), owed, "placed with its lag");
+        assert!(p.wakeup_preempt(&b.view(), 0, bb, a));
+    }
+
+    #[test]
+    fn negative_lag_sleeper_is_delayed_and_keeps_its_place() {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(0)]);
+        let a = pick(&mut p, &mut b);
+        run(&mut p, &mut b, a, 4 * MS);
+        assert!(lag(&p, 0, a) < 0);
+        let v = p.se[a].vruntime;
+        b.curr[0] = None;
+        p.dequeue_task(&b.view(), 0, a, DequeueKind::Sleep);
+        assert_eq!(p.se[a].state, State::Delayed, "DELAY_DEQUEUE");
+        assert_eq!(p.select_task_rq(&b.view(), a, 0, Some(3)), 0);
+        p.enqueue_task(&b.view(), 0, a, EnqueueKind::Wakeup { slept_ns: 10 * US });
+        assert_eq!(p.se[a].state, State::Queued);
+        assert_eq!(p.se[a].vruntime, v, "woke where it was: negative lag kept");
+        assert_eq!(pick(&mut p, &mut b), 1);
+    }
+
+    #[test]
+    fn yield_pushes_the_deadline() {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(5)]);
+        let a = pick(&mut p, &mut b);
+        run(&mut p, &mut b, a, 100 * US);
+        let d = p.se[a].deadline;
+        p.yield_task(&b.view(), 0, a);
+        let w = p.se[a].weight;
+        assert_eq!(p.se[a].deadline - d, calc_delta_fair(3 * MS, w));
+        put(&mut p, &mut b, a);
+        assert_ne!(pick(&mut p, &mut b), a, "the other task runs");
+    }
+
+    #[test]
+    fn check_knobs_rejects_fifo_naming_it() {
+        let p = policy("eevdf");
+        for pol in [SchedPolicy::Other, SchedPolicy::Batch, SchedPolicy::Idle] {
+            assert!(p.check_knobs("g", &knobs(3, pol, Some(MS))).is_ok());
+        }
+        let e = p
+            .check_knobs("rt", &knobs(0, SchedPolicy::Fifo(10), None))
+            .unwrap_err();
+        assert!(e.contains("fifo:10") && e.contains("'rt'"), "{e}");
+        assert!(e.contains("fair class (other, batch, idle)"), "{e}");
+    }
+
+    #[test]
+    fn migration_keeps_lag_and_relative_deadline() {
+        let mut b = Bench::new(2, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(0), other(0)]);
+        p.task_new(&b.view(), &setup(3, 2, other(0)));
+        p.enqueue_task(&b.view(), 1, 3, EnqueueKind::New);
+        let a = pick(&mut p, &mut b);
+        run(&mut p, &mut b, a, 2 * MS);
+        put(&mut p, &mut b, a);
+        let t = (0..3).find(|&t| t != a).unwrap();
+        let (l, rel) = (lag(&p, 0, t), vdiff(p.se[t].deadline, p.se[t].vruntime));
+        assert!(l > 0, "{l}");
+        let mv = p.migrate(&b.view(), t, 0, 1);
+        assert_eq!((mv.from, mv.to, p.se[t].cpu), (0, 1, 1));
+        assert!(
+            (lag(&p, 1, t) - l).abs() <= 1,
+            "lag {} vs {l}",
+            lag(&p, 1, t)
+        );
+        assert_eq!(vdiff(p.se[t].deadline, p.se[t].vruntime), rel);
+    }
+
+    #[test]
+    fn newidle_pulls_one_task_from_the_busiest_cpu() {
+        let mut b = Bench::new(3, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(0), other(0)]);
+        p.task_new(&b.view(), &setup(3, 3, other(0)));
+        p.task_new(&b.view(), &setup(4, 3, other(0)));
+        p.enqueue_task(&b.view(), 1, 3, EnqueueKind::New);
+        p.enqueue_task(&b.view(), 1, 4, EnqueueKind::New);
+        let c = pick(&mut p, &mut b);
+        b.now += MS;
+        let moves = p.balance(&b.view(), 2, BalanceKind::NewIdle);
+        assert_eq!(moves.len(), 1);
+        let mv = moves[0];
+        assert_eq!((mv.from, mv.to), (0, 2), "CPU 0 has the most load");
+        assert_ne!(mv.task, c, "never the current task");
+        assert_eq!(p.pick_next_task(&b.view(), 2), Some(mv.task));
+        // A pinned task is left alone.
+        let mut p = policy("eevdf");
+        let mut b = Bench::new(2, 250);
+        let pinned = Knobs {
+            cpus: Some(vec![0]),
+            ..other(0)
+        };
+        spawn(&mut p, &mut b, &[pinned.clone(), pinned]);
+        pick(&mut p, &mut b);
+        assert!(p.balance(&b.view(), 1, BalanceKind::NewIdle).is_empty());
+    }
+
+    #[test]
+    fn select_task_rq_prefers_idle_cpus() {
+        let mut b = Bench::new(4, 250);
+        let mut p = policy("eevdf");
+        for id in 0..4 {
+            p.task_new(&b.view(), &setup(id, 4, other(0)));
+            let cpu = p.select_task_rq(&b.view(), id, 0, None);
+            assert_eq!(cpu, id, "new tasks spread over idle CPUs");
+            p.enqueue_task(&b.view(), cpu, id, EnqueueKind::New);
+            b.nr[cpu] += 1;
+        }
+        p.task_new(&b.view(), &setup(4, 4, other(0)));
+        p.enqueue_task(&b.view(), 2, 4, EnqueueKind::New);
+        b.nr[2] += 1;
+        let t = p.pick_next_task(&b.view(), 2).unwrap();
+        b.curr[2] = Some(t);
+        p.dequeue_task(&b.view(), 2, t, DequeueKind::Sleep);
+        b.curr[2] = None;
+        b.nr[2] -= 1;
+        // All CPUs busy: stays on prev.
+        assert_eq!(p.select_task_rq(&b.view(), t, 2, Some(1)), 2);
     }
 }

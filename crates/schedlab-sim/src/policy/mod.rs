@@ -255,7 +255,10 @@ pub const POLICIES: &[PolicyInfo] = &[
     },
     PolicyInfo {
         name: "eevdf",
-        params: &["run_to_parity=1 (curr keeps the CPU while eligible until its deadline)"],
+        params: &[
+            "run_to_parity=1 (curr keeps the CPU while eligible until its deadline; 6.12 protect_slice)",
+            "preempt_short=1 (a waking task with a shorter slice cancels curr's protection; 6.12 PREEMPT_SHORT)",
+        ],
         summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
     },
 ];
