@@ -331,7 +331,9 @@ impl<'a> Machine<'a> {
         if span == 0 {
             return base;
         }
-        base - span + self.rng.next_u64() % (2 * span + 1)
+        // Lemire's multiply-shift maps the 64 random bits onto 0..=2·span without a division.
+        let r = ((self.rng.next_u64() as u128 * (2 * span + 1) as u128) >> 64) as u64;
+        base - span + r
     }
 
     fn copy_cost(&mut self, bytes: usize) -> u64 {

@@ -126,6 +126,7 @@ struct Se {
 struct Node {
     left: usize,
     right: usize,
+    parent: usize,
     prio: u64,
     deadline: u64,
     vruntime: u64,
@@ -136,6 +137,8 @@ struct Node {
 #[derive(Clone, Debug, Default)]
 struct Rq {
     root: usize,
+    /// The tree's leftmost node (earliest deadline), cached as the kernel's `rb_root_cached`.
+    leftmost: usize,
     min_vruntime: u64,
     /// Σ (v_i − min_vruntime)·w_i over the tree (curr excluded).
     avg_vruntime: i128,
@@ -225,6 +228,7 @@ impl Eevdf {
         if self.rqs.len() < ncpus {
             self.rqs.resize_with(ncpus, || Rq {
                 root: NIL,
+                leftmost: NIL,
                 ..Rq::default()
             });
         }
@@ -248,77 +252,136 @@ impl Eevdf {
         self.nodes[n].min_vruntime = m;
     }
 
-    /// Split `t` into the nodes before `n` and the nodes after it.
-    fn split(&mut self, t: usize, n: usize) -> (usize, usize) {
-        if t == NIL {
-            return (NIL, NIL);
-        }
-        if self.key_before(t, n) {
-            let (l, r) = self.split(self.nodes[t].right, n);
-            self.nodes[t].right = l;
-            self.update_aug(t);
-            (t, r)
+    /// Rotate `x` above its parent, keeping the in-order sequence and the augmentation.
+    fn rotate_up(&mut self, cpu: CpuId, x: usize) {
+        let p = self.nodes[x].parent;
+        let g = self.nodes[p].parent;
+        if self.nodes[p].left == x {
+            let b = self.nodes[x].right;
+            self.nodes[p].left = b;
+            if b != NIL {
+                self.nodes[b].parent = p;
+            }
+            self.nodes[x].right = p;
         } else {
-            let (l, r) = self.split(self.nodes[t].left, n);
-            self.nodes[t].left = r;
-            self.update_aug(t);
-            (l, t)
+            let b = self.nodes[x].left;
+            self.nodes[p].right = b;
+            if b != NIL {
+                self.nodes[b].parent = p;
+            }
+            self.nodes[x].left = p;
+        }
+        self.nodes[p].parent = x;
+        self.nodes[x].parent = g;
+        if g == NIL {
+            self.rqs[cpu].root = x;
+        } else if self.nodes[g].left == p {
+            self.nodes[g].left = x;
+        } else {
+            self.nodes[g].right = x;
+        }
+        self.update_aug(p);
+        self.update_aug(x);
+    }
+
+    /// Insert `n` (keys already set): descend to a leaf by key, lower the minima on the way up,
+    /// then rotate it up while its priority beats its parent's.
+    fn tree_insert(&mut self, cpu: CpuId, n: usize) {
+        let v = self.nodes[n].vruntime;
+        let node = &mut self.nodes[n];
+        node.left = NIL;
+        node.right = NIL;
+        node.min_vruntime = v;
+        let root = self.rqs[cpu].root;
+        if root == NIL {
+            self.nodes[n].parent = NIL;
+            self.rqs[cpu].root = n;
+            self.rqs[cpu].leftmost = n;
+            return;
+        }
+        if self.key_before(n, self.rqs[cpu].leftmost) {
+            self.rqs[cpu].leftmost = n;
+        }
+        let mut p = root;
+        loop {
+            if vdiff(v, self.nodes[p].min_vruntime) < 0 {
+                self.nodes[p].min_vruntime = v;
+            }
+            let next = if self.key_before(n, p) {
+                &mut self.nodes[p].left
+            } else {
+                &mut self.nodes[p].right
+            };
+            if *next == NIL {
+                *next = n;
+                break;
+            }
+            p = *next;
+        }
+        self.nodes[n].parent = p;
+        while self.nodes[n].parent != NIL
+            && self.nodes[n].prio > self.nodes[self.nodes[n].parent].prio
+        {
+            self.rotate_up(cpu, n);
         }
     }
 
-    fn merge(&mut self, a: usize, b: usize) -> usize {
-        if a == NIL {
-            return b;
+    /// Remove `n`: rotate it down until it has at most one child, splice it out, and recompute
+    /// the minima above it until one does not change.
+    fn tree_remove(&mut self, cpu: CpuId, n: usize) {
+        if self.rqs[cpu].leftmost == n {
+            // Its successor: the leftmost of its right subtree, else its parent.
+            let mut s = self.nodes[n].right;
+            if s == NIL {
+                s = self.nodes[n].parent;
+            } else {
+                while self.nodes[s].left != NIL {
+                    s = self.nodes[s].left;
+                }
+            }
+            self.rqs[cpu].leftmost = s;
         }
-        if b == NIL {
-            return a;
+        loop {
+            let (l, r) = (self.nodes[n].left, self.nodes[n].right);
+            if l == NIL || r == NIL {
+                break;
+            }
+            let c = if self.nodes[l].prio > self.nodes[r].prio {
+                l
+            } else {
+                r
+            };
+            self.rotate_up(cpu, c);
         }
-        if self.nodes[a].prio > self.nodes[b].prio {
-            let r = self.merge(self.nodes[a].right, b);
-            self.nodes[a].right = r;
+        let (l, r, p) = (
+            self.nodes[n].left,
+            self.nodes[n].right,
+            self.nodes[n].parent,
+        );
+        let child = if l != NIL { l } else { r };
+        if child != NIL {
+            self.nodes[child].parent = p;
+        }
+        if p == NIL {
+            assert_eq!(
+                self.rqs[cpu].root, n,
+                "eevdf: task {n} is not in its runqueue's tree"
+            );
+            self.rqs[cpu].root = child;
+        } else if self.nodes[p].left == n {
+            self.nodes[p].left = child;
+        } else {
+            self.nodes[p].right = child;
+        }
+        let mut a = p;
+        while a != NIL {
+            let old = self.nodes[a].min_vruntime;
             self.update_aug(a);
-            a
-        } else {
-            let l = self.merge(a, self.nodes[b].left);
-            self.nodes[b].left = l;
-            self.update_aug(b);
-            b
+            if self.nodes[a].min_vruntime == old {
+                break;
+            }
+            a = self.nodes[a].parent;
         }
-    }
-
-    fn tree_insert(&mut self, t: usize, n: usize) -> usize {
-        if t == NIL || self.nodes[n].prio > self.nodes[t].prio {
-            let (l, r) = self.split(t, n);
-            self.nodes[n].left = l;
-            self.nodes[n].right = r;
-            self.update_aug(n);
-            return n;
-        }
-        if self.key_before(n, t) {
-            let l = self.tree_insert(self.nodes[t].left, n);
-            self.nodes[t].left = l;
-        } else {
-            let r = self.tree_insert(self.nodes[t].right, n);
-            self.nodes[t].right = r;
-        }
-        self.update_aug(t);
-        t
-    }
-
-    fn tree_remove(&mut self, t: usize, n: usize) -> usize {
-        assert!(t != NIL, "eevdf: task {n} is not in its runqueue's tree");
-        if t == n {
-            return self.merge(self.nodes[n].left, self.nodes[n].right);
-        }
-        if self.key_before(n, t) {
-            let l = self.tree_remove(self.nodes[t].left, n);
-            self.nodes[t].left = l;
-        } else {
-            let r = self.tree_remove(self.nodes[t].right, n);
-            self.nodes[t].right = r;
-        }
-        self.update_aug(t);
-        t
     }
 
     /// `__enqueue_entity`: into the tree and the weighted sums.
@@ -333,8 +396,7 @@ impl Eevdf {
         let node = &mut self.nodes[t];
         node.deadline = self.se[t].deadline;
         node.vruntime = self.se[t].vruntime;
-        let root = self.rqs[cpu].root;
-        self.rqs[cpu].root = self.tree_insert(root, t);
+        self.tree_insert(cpu, t);
     }
 
     /// `__dequeue_entity`.
@@ -344,8 +406,7 @@ impl Eevdf {
             (self.se[t].deadline, self.se[t].vruntime),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        let root = self.rqs[cpu].root;
-        self.rqs[cpu].root = self.tree_remove(root, t);
+        self.tree_remove(cpu, t);
         let rq = &mut self.rqs[cpu];
         let (w, key) = (
             self.se[t].weight,
@@ -466,13 +527,7 @@ impl Eevdf {
     /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
     fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let leftmost = {
-            let mut n = rq.root;
-            while n != NIL && self.nodes[n].left != NIL {
-                n = self.nodes[n].left;
-            }
-            (n != NIL).then_some(n)
-        };
+        let leftmost = (rq.leftmost != NIL).then_some(rq.leftmost);
         if rq.nr_queued == 1 {
             return rq.curr.or(leftmost);
         }
@@ -704,6 +759,7 @@ impl Policy for Eevdf {
                 Node {
                     left: NIL,
                     right: NIL,
+                    parent: NIL,
                     prio: 0,
                     deadline: 0,
                     vruntime: 0,
