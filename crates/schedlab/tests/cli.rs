@@ -1063,6 +1063,30 @@ fn the_simulator_runs_every_workload_repeatably() {
         a["configs"][0]["repetitions"][0]["metrics"]
     );
 
+    // The printed summary is byte-identical too.
+    let summary = || {
+        run_ok(&[
+            "run",
+            "messaging",
+            "--groups",
+            "2",
+            "--fds",
+            "4",
+            "--loops",
+            "20",
+            "--backend",
+            "sim",
+            "--policy",
+            "o1:threshold=40",
+            "--cpus",
+            "4",
+            "--profile",
+            "piii-700",
+            "-q",
+        ])
+        .stdout
+    };
+    assert_eq!(summary(), summary());
     let m = run(
         &["messaging", "--groups", "2", "--fds", "5", "--loops", "20"],
         "sim-m",
