@@ -144,6 +144,10 @@ impl Context for RealContext {
         let mut left = bytes;
         let err = |e: std::io::Error| WorkloadError::Backend(format!("scratch I/O: {e}"));
         match kind {
+            IoKind::Truncate => {
+                f.set_len(0).map_err(err)?;
+                f.seek(SeekFrom::Start(0)).map_err(err)?;
+            }
             IoKind::Write => {
                 while left > 0 {
                     let n = left.min(chunk.len());

@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod export;
+pub mod interbench;
 pub mod ministat;
 pub mod plot;
 pub mod sweep;

@@ -6,6 +6,14 @@ use schedlab_workload::record::{Better, ConfigResult, Counters, RunRecord};
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
+    if record.workload == "interbench" {
+        // interbench's own tables; the full per-pair summaries are in the record.
+        let mut out = crate::interbench::tables(record, None);
+        if record.interrupted {
+            out.push_str("(interrupted: only the repetitions that finished are shown)\n");
+        }
+        return out;
+    }
     let mut out = String::new();
     if record.configs.len() > 1 {
         out.push_str(&matrix(record));

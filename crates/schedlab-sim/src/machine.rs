@@ -642,6 +642,7 @@ impl<'a> Machine<'a> {
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
             Op::Lock(l) => (syscall, Effect::Lock(l)),
+            Op::Io(IoKind::Truncate, _) => (syscall, Effect::Resume),
             Op::Io(kind, bytes) => {
                 let device = self.cost.io_latency
                     + (bytes as u64 * self.cost.io_per_kib).div_ceil(1024)

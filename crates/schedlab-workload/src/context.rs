@@ -19,6 +19,8 @@ pub enum IoKind {
     Read,
     /// Write bytes to the task's scratch file.
     Write,
+    /// Empty the task's scratch file and start again at its beginning (`bytes` is ignored).
+    Truncate,
 }
 
 /// Why a task body failed. A failed body fails the repetition: a lost or corrupted message is an

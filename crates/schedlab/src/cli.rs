@@ -3,7 +3,8 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use schedlab_workload::duration::parse_duration;
-use schedlab_workload::presets::ChatMode;
+use schedlab_workload::presets::interbench::parse_size;
+use schedlab_workload::presets::{BenchKind, ChatMode, LoadKind};
 use schedlab_workload::{TaskMode, Transport};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -122,13 +123,45 @@ pub enum WorkloadCmd {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).
+    Interbench {
+        /// Benchmarked tasks, comma-separated: audio, video, x, gaming, custom [default: audio,video,x,gaming; custom with --cpu].
+        #[arg(long, value_delimiter = ',', value_parser = parse_bench)]
+        bench: Vec<BenchKind>,
+        /// Background loads, comma-separated: none, video, x, burn, write, read, ring, compile, memload [default: all].
+        #[arg(long, value_delimiter = ',', value_parser = parse_load)]
+        loads: Vec<LoadKind>,
+        /// How long the benchmarked task runs against each load (the load starts up to 1 s earlier).
+        #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
+        duration: Duration,
+        /// Threads of the burn, ring and compile loads [default: this machine's CPUs].
+        #[arg(long)]
+        load_threads: Option<usize>,
+        /// Size of the read and write loads' files (in a temporary directory, removed afterwards).
+        #[arg(long, default_value = "256MiB", value_parser = parse_size)]
+        io_size: usize,
+        /// Memory the memload writes over and over (at most half the memory available).
+        #[arg(long, default_value = "1GiB", value_parser = parse_size)]
+        mem_size: usize,
+        /// Custom task: percent of each interval it runs (adds `custom` to the benchmarks).
+        #[arg(long)]
+        cpu: Option<u32>,
+        /// Custom task: its interval.
+        #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+        interval: Duration,
+        /// Real-time mode (interbench -r): the benchmarked task runs SCHED_FIFO 95, latencies in µs.
+        #[arg(long)]
+        rt: bool,
+        #[command(flatten)]
+        common: CommonArgs,
+    },
     /// The sched_yield test of seed 002: N threads yield for a while (group: yield).
     Yield {
         /// Thread counts to run, comma-separated (1..4096 each); one configuration per count.
         #[arg(long, default_value = "1,2,4,16", value_delimiter = ',')]
         threads: Vec<usize>,
         /// How long each repetition yields.
-        #[arg(long, default_value = "2s", value_parser = parse_duration)]
+        #[arg(long, default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
         #[command(flatten)]
         common: CommonArgs,
@@ -231,5 +264,13 @@ fn parse_mode(s: &str) -> Result<TaskMode, String> {
 }
 
 fn parse_chat_mode(s: &str) -> Result<ChatMode, String> {
+    s.parse()
+}
+
+fn parse_bench(s: &str) -> Result<BenchKind, String> {
+    s.parse()
+}
+
+fn parse_load(s: &str) -> Result<LoadKind, String> {
     s.parse()
 }

@@ -23,6 +23,7 @@ pub fn compare(
         .collect::<Result<_, _>>()?;
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let first = &records[0];
+    let metric_given = metric;
     let metric = match metric {
         Some(m) => m.to_string(),
         None => first
@@ -79,6 +80,28 @@ pub fn compare(
                 names[0], a.hostname, a.kernel_release, a.cpus, b.hostname, b.kernel_release, b.cpus
             ));
         }
+    }
+    if first.workload == "interbench" && metric_given.is_none() {
+        // Seed 004's form: each record's tables, a row marked `*` where it beats the other.
+        for (i, (r, name)) in records.iter().zip(&names).enumerate() {
+            let (other, other_name) = if i == 0 {
+                (records.get(1), names.get(1))
+            } else {
+                (Some(first), Some(&names[0]))
+            };
+            out.push_str(&format!("== {name} ==\n"));
+            out.push_str(&schedlab_report::interbench::tables(r, other));
+            if let Some(o) = other_name {
+                out.push_str(&format!(
+                    "* = significantly better than {o} at {level}% (first significant of: deadlines met, desired CPU, max latency, latency)\n"
+                ));
+            }
+            out.push('\n');
+        }
+        if records.iter().any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2)) {
+            out.push_str("note: rows with fewer than 2 repetitions on either side cannot be marked; use --runs 3 or more\n");
+        }
+        return Ok(out);
     }
     for c in &first.configs {
         let sets: Vec<(String, Vec<f64>)> = records

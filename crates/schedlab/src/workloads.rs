@@ -2,7 +2,7 @@
 //! configuration (yield's `--threads 1,2,4` is three), and running them.
 
 use crate::cli::{CommonArgs, WorkloadCmd};
-use schedlab_workload::presets::{Chat, Messaging, PingPong, Yield};
+use schedlab_workload::presets::{BenchKind, Chat, Interbench, LoadKind, Messaging, PingPong, Yield};
 use schedlab_workload::Workload;
 
 /// The validated configurations of one workload command.
@@ -15,6 +15,8 @@ pub enum Built {
     PingPong(Vec<PingPong>),
     /// sched_yield, one per thread count.
     Yield(Vec<Yield>),
+    /// interbench, one per (benchmarked task, load) pair.
+    Interbench(Vec<Interbench>),
 }
 
 /// A preset that can be taken back out of [`Built`].
@@ -39,6 +41,62 @@ preset!(Messaging, Messaging);
 preset!(Chat, Chat);
 preset!(PingPong, PingPong);
 preset!(Yield, Yield);
+preset!(Interbench, Interbench);
+
+/// Make sure the real machine can afford the memory and file loads before anything starts:
+/// memload may use at most half of the memory available now (so it never invokes the OOM killer,
+/// swap or not), and the read and write loads' files must fit twice over in the temporary
+/// directory's free space.
+fn check_interbench_budget(configs: &[Interbench]) -> Result<(), String> {
+    use schedlab_workload::presets::interbench::format_size;
+    if let Some(w) = configs.iter().find(|w| w.load == LoadKind::Memload) {
+        let available = std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|m| {
+                m.lines()
+                    .find_map(|l| l.strip_prefix("MemAvailable:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
+            })
+            .map(|kb| kb * 1024)
+            .ok_or("interbench: cannot read MemAvailable from /proc/meminfo to size memload")?;
+        if w.mem_size > available / 2 {
+            return Err(format!(
+                "interbench: --mem-size {} is more than half of the memory available now ({}); memload would risk the OOM killer — use at most {}",
+                format_size(w.mem_size),
+                format_size(available),
+                format_size(available / 2)
+            ));
+        }
+    }
+    let files = configs
+        .iter()
+        .map(|w| match w.load {
+            LoadKind::Write | LoadKind::Read => w.io_size,
+            LoadKind::Compile => 2 * w.io_size,
+            _ => 0,
+        })
+        .max()
+        .unwrap_or(0);
+    if files > 0 {
+        let dir = std::env::temp_dir();
+        let path = std::ffi::CString::new(dir.to_string_lossy().as_bytes())
+            .map_err(|_| "interbench: the temporary directory's path has a NUL byte")?;
+        // SAFETY: valid C string and out-pointer.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0 {
+            let free = st.f_bavail as usize * st.f_frsize as usize;
+            if files * 2 > free {
+                return Err(format!(
+                    "interbench: the read/write loads need {} of files but {} has only {} free; lower --io-size",
+                    format_size(files),
+                    dir.display(),
+                    format_size(free)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Validate a workload command into its configurations and the common options.
 pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
@@ -99,6 +157,74 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
             w.validate()?;
             (Built::PingPong(vec![w]), common)
         }
+        WorkloadCmd::Interbench {
+            bench,
+            loads,
+            duration,
+            load_threads,
+            io_size,
+            mem_size,
+            cpu,
+            interval,
+            rt,
+            mut common,
+        } => {
+            let mut benches = if bench.is_empty() {
+                BenchKind::DEFAULT.to_vec()
+            } else {
+                bench
+            };
+            if cpu.is_some() && !benches.contains(&BenchKind::Custom) {
+                benches.push(BenchKind::Custom);
+            }
+            if benches.contains(&BenchKind::Custom) && cpu.is_none() {
+                return Err("interbench: the custom benchmark needs --cpu PCT (and --interval DUR)".into());
+            }
+            let loads = if loads.is_empty() {
+                LoadKind::ALL.to_vec()
+            } else {
+                loads
+            };
+            let load_threads = load_threads.unwrap_or_else(schedlab_real::machine::online_cpus);
+            let mut configs = Vec::new();
+            for &b in &benches {
+                for &l in &loads {
+                    if !Interbench::pair_runs(b, l) {
+                        continue;
+                    }
+                    let w = Interbench {
+                        bench: b,
+                        load: l,
+                        duration,
+                        load_threads,
+                        io_size,
+                        mem_size,
+                        custom_cpu: cpu.unwrap_or(10),
+                        custom_interval: interval,
+                        rt,
+                    };
+                    w.validate()?;
+                    configs.push(w);
+                }
+            }
+            if configs.is_empty() {
+                return Err("interbench: no (benchmark, load) pair to run: a task is not benchmarked against itself".into());
+            }
+            if common.backend == crate::cli::BackendArg::Real {
+                check_interbench_budget(&configs)?;
+            }
+            if rt {
+                // interbench -r: the benchmarked thread runs SCHED_FIFO 95.
+                if common.group_knobs.iter().any(|g| g.starts_with("bench:") && g.contains("policy=")) {
+                    return Err("interbench: --rt sets the bench group's policy (fifo:95); drop policy= from --group bench:...".into());
+                }
+                match common.group_knobs.iter_mut().find(|g| g.starts_with("bench:")) {
+                    Some(g) => g.push_str(",policy=fifo:95"),
+                    None => common.group_knobs.push("bench:policy=fifo:95".into()),
+                }
+            }
+            (Built::Interbench(configs), common)
+        }
         WorkloadCmd::Yield {
             threads,
             duration,
@@ -128,6 +254,7 @@ macro_rules! with_preset {
             $crate::workloads::Built::Chat(v) => $f(v, $($args),*),
             $crate::workloads::Built::PingPong(v) => $f(v, $($args),*),
             $crate::workloads::Built::Yield(v) => $f(v, $($args),*),
+            $crate::workloads::Built::Interbench(v) => $f(v, $($args),*),
         }
     };
 }

@@ -1,11 +1,13 @@
 //! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait.
 
 mod chat;
+pub mod interbench;
 mod messaging;
 mod pingpong;
 mod sched_yield;
 
 pub use chat::{Chat, ChatMode, CHAT_HEADER};
+pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
