@@ -533,15 +533,23 @@ impl Interbench {
     async fn ring<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
         let n = self.load_threads;
         let next = ChannelId((i + 1) % n);
-        let mut token = [0u8; 1];
+        // The token says whether the ring is stopping. The task that first sees the end passes
+        // a stop token on, and every task forwards it and leaves: each task's own look at the
+        // clock would not do, since clocks read on different CPUs may disagree by microseconds
+        // and a task that saw "not yet" after its successor left would wait forever.
+        const GO: u8 = 0;
+        const STOP: u8 = 1;
+        let mut token = [GO];
         if i == 0 {
             ctx.send(next, &token).await?;
         }
         loop {
             ctx.recv(ChannelId(i), &mut token).await?;
-            // Pass it on even when stopping, so that the next task wakes up and stops too.
+            if token[0] == GO && self.should_stop(ctx) {
+                token[0] = STOP;
+            }
             ctx.send(next, &token).await?;
-            if self.should_stop(ctx) {
+            if token[0] == STOP {
                 return Ok(());
             }
         }
