@@ -146,7 +146,11 @@ pub fn tables(record: &RunRecord, against: Option<&RunRecord>) -> String {
         for c in rows {
             let mut row = vec![
                 label(param(c, "load")),
-                format!("{} +/- {}", cell(c, "latency", level), cell(c, "latency_sd", level)),
+                format!(
+                    "{} +/- {}",
+                    cell(c, "latency", level),
+                    cell(c, "latency_sd", level)
+                ),
                 cell(c, "latency_max", level),
                 cell(c, "desired_cpu", level),
             ];

@@ -98,7 +98,10 @@ pub fn compare(
             }
             out.push('\n');
         }
-        if records.iter().any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2)) {
+        if records
+            .iter()
+            .any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2))
+        {
             out.push_str("note: rows with fewer than 2 repetitions on either side cannot be marked; use --runs 3 or more\n");
         }
         return Ok(out);

@@ -5,7 +5,7 @@ use schedlab_real::procfs::snapshot_self;
 use schedlab_real::runner::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
-use schedlab_workload::presets::{Chat, Messaging, PingPong, Yield};
+use schedlab_workload::presets::{Chat, Interbench, Messaging, PingPong, Yield};
 use schedlab_workload::Workload;
 use std::fmt::Write;
 
@@ -52,6 +52,12 @@ pub fn list() -> String {
         &Yield::default(),
         "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count",
         "--threads 1,2,4,16 --duration 2s",
+    );
+    describe(
+        &mut out,
+        &Interbench::default(),
+        "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair",
+        "--bench audio,video,x,gaming[,custom] --loads none,video,x,burn,write,read,ring,compile,memload --duration 30s --load-threads CPUs --io-size 256MiB --mem-size 1GiB --cpu PCT --interval 10ms --rt",
     );
     let _ = writeln!(
         out,

@@ -2,7 +2,9 @@
 //! configuration (yield's `--threads 1,2,4` is three), and running them.
 
 use crate::cli::{CommonArgs, WorkloadCmd};
-use schedlab_workload::presets::{BenchKind, Chat, Interbench, LoadKind, Messaging, PingPong, Yield};
+use schedlab_workload::presets::{
+    BenchKind, Chat, Interbench, LoadKind, Messaging, PingPong, Yield,
+};
 use schedlab_workload::Workload;
 
 /// The validated configurations of one workload command.
@@ -178,7 +180,9 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
                 benches.push(BenchKind::Custom);
             }
             if benches.contains(&BenchKind::Custom) && cpu.is_none() {
-                return Err("interbench: the custom benchmark needs --cpu PCT (and --interval DUR)".into());
+                return Err(
+                    "interbench: the custom benchmark needs --cpu PCT (and --interval DUR)".into(),
+                );
             }
             let loads = if loads.is_empty() {
                 LoadKind::ALL.to_vec()
@@ -215,10 +219,18 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
             }
             if rt {
                 // interbench -r: the benchmarked thread runs SCHED_FIFO 95.
-                if common.group_knobs.iter().any(|g| g.starts_with("bench:") && g.contains("policy=")) {
+                if common
+                    .group_knobs
+                    .iter()
+                    .any(|g| g.starts_with("bench:") && g.contains("policy="))
+                {
                     return Err("interbench: --rt sets the bench group's policy (fifo:95); drop policy= from --group bench:...".into());
                 }
-                match common.group_knobs.iter_mut().find(|g| g.starts_with("bench:")) {
+                match common
+                    .group_knobs
+                    .iter_mut()
+                    .find(|g| g.starts_with("bench:"))
+                {
                     Some(g) => g.push_str(",policy=fifo:95"),
                     None => common.group_knobs.push("bench:policy=fifo:95".into()),
                 }

@@ -1198,3 +1198,212 @@ fn a_sweep_varies_the_simulated_machine() {
         "one row per CPU count:\n{table}"
     );
 }
+
+#[test]
+fn interbench_meets_deadlines_alone_and_misses_them_when_asking_too_much() {
+    let _serial = serial();
+    let rec = run_json(
+        &[
+            "run",
+            "interbench",
+            "--bench",
+            "audio",
+            "--loads",
+            "none",
+            "--duration",
+            "1s",
+            "--runs",
+            "1",
+        ],
+        "ib-alone",
+    );
+    assert_eq!(rec["configs"][0]["params"]["bench"], "audio");
+    assert_eq!(rec["configs"][0]["params"]["load"], "none");
+    let met = metric(&rec, 0, 0, "deadlines_met");
+    assert!(met >= 95.0, "audio alone met only {met}% of its deadlines");
+    assert!(metric(&rec, 0, 0, "desired_cpu") >= 95.0);
+    // 90 % of a CPU every 10 ms, against one CPU burner per CPU at the same nice: it gets
+    // about (CPUs)/(CPUs + 1) of a CPU at best, and misses.
+    let rec = run_json(
+        &[
+            "run",
+            "interbench",
+            "--cpu",
+            "90",
+            "--interval",
+            "10ms",
+            "--bench",
+            "custom",
+            "--loads",
+            "burn",
+            "--duration",
+            "1s",
+            "--runs",
+            "1",
+        ],
+        "ib-greedy",
+    );
+    let met = metric(&rec, 0, 0, "deadlines_met");
+    assert!(
+        met < 80.0,
+        "a 90 % task against burners met {met}% of its deadlines"
+    );
+    assert!(metric(&rec, 0, 0, "latency_max") >= metric(&rec, 0, 0, "latency_p99"));
+    // The seed's table shape.
+    let out = run_ok(&[
+        "run",
+        "interbench",
+        "--bench",
+        "audio",
+        "--loads",
+        "none,burn",
+        "--duration",
+        "0.5s",
+        "--runs",
+        "1",
+        "-q",
+        "--group",
+        "bench:nice=19",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "--- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated ---"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Latency +/- SD (ms)") && text.contains("% Deadlines Met"));
+    assert!(text.lines().any(|l| l.starts_with("Burn")), "{text}");
+}
+
+#[test]
+fn interbench_loads_leave_no_process_or_file_behind_even_when_interrupted() {
+    let _serial = serial();
+    let child = schedlab()
+        .args([
+            "run",
+            "interbench",
+            "--bench",
+            "audio",
+            "--loads",
+            "write,read,memload,ring",
+            "--duration",
+            "0.5s",
+            "--io-size",
+            "8MiB",
+            "--mem-size",
+            "32MiB",
+            "--runs",
+            "1",
+            "-q",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        child.status.success(),
+        "{}",
+        String::from_utf8_lossy(&child.stderr)
+    );
+    let child = schedlab()
+        .args([
+            "run",
+            "interbench",
+            "--bench",
+            "video",
+            "--loads",
+            "compile",
+            "--duration",
+            "20s",
+            "--io-size",
+            "64MiB",
+            "--runs",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let start = Instant::now();
+    while children_of(pid).len() < 2 || leftovers(pid).is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the run never got going"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        children_of(pid).is_empty(),
+        "children left: {:?}",
+        children_of(pid)
+    );
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+}
+
+#[test]
+fn interbench_rejects_bad_input_before_anything_starts() {
+    let _serial = serial();
+    for (args, needle) in [
+        (
+            &["run", "interbench", "--loads", "walk"][..],
+            "is not a load",
+        ),
+        (
+            &["run", "interbench", "--bench", "tetris"],
+            "is not a benchmark",
+        ),
+        (
+            &["run", "interbench", "--duration", "-1s"],
+            "zero or positive",
+        ),
+        (&["run", "interbench", "--duration", "10ms"], "100ms..1h"),
+        (
+            &["run", "interbench", "--bench", "video", "--loads", "video"],
+            "against itself",
+        ),
+        (&["run", "interbench", "--bench", "custom"], "needs --cpu"),
+        (&["run", "interbench", "--cpu", "150"], "--cpu 150"),
+        (
+            &[
+                "run",
+                "interbench",
+                "--loads",
+                "memload",
+                "--mem-size",
+                "64GiB",
+            ],
+            "--mem-size 64GiB",
+        ),
+        (
+            &["run", "interbench", "--io-size", "1KiB"],
+            "--io-size 1KiB",
+        ),
+        (
+            &["run", "interbench", "--rt", "--group", "bench:policy=batch"],
+            "drop policy=",
+        ),
+    ] {
+        let out = schedlab().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected '{needle}' in {err}"
+        );
+    }
+}

@@ -276,8 +276,7 @@ struct Table {
 impl Interbench {
     /// Check parameters; the error names the value and what is accepted.
     pub fn validate(&self) -> Result<(), String> {
-        if self.duration < Duration::from_millis(100) || self.duration > Duration::from_secs(3600)
-        {
+        if self.duration < Duration::from_millis(100) || self.duration > Duration::from_secs(3600) {
             return Err(format!(
                 "interbench: --duration {} is not accepted; use 100ms..1h",
                 crate::duration::format_duration(self.duration)
@@ -425,12 +424,7 @@ impl Interbench {
     }
 
     /// A periodic emulation (audio, video, X, custom), measured or as a load.
-    async fn emulate<C: Context>(
-        &self,
-        ctx: &C,
-        kind: BenchKind,
-        mut table: Option<&mut Table>,
-    ) {
+    async fn emulate<C: Context>(&self, ctx: &C, kind: BenchKind, mut table: Option<&mut Table>) {
         let mut deadline = ctx.now();
         let (run, interval) = match kind {
             BenchKind::Audio => (Duration::from_micros(2_500), Duration::from_micros(50_000)),
@@ -611,7 +605,10 @@ impl Workload for Interbench {
             ("load_threads".into(), self.load_threads.to_string()),
             ("rt".into(), self.rt.to_string()),
         ]);
-        if matches!(self.load, LoadKind::Write | LoadKind::Read | LoadKind::Compile) {
+        if matches!(
+            self.load,
+            LoadKind::Write | LoadKind::Read | LoadKind::Compile
+        ) {
             p.insert("io_size".into(), format_size(self.io_size));
         }
         if self.load == LoadKind::Memload {
@@ -714,7 +711,8 @@ impl Workload for Interbench {
         let max = samples.iter().cloned().fold(0.0, f64::max);
         let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         for &s in &samples {
-            hist.record(s.max(0.0) as u64).expect("auto-resizing histogram");
+            hist.record(s.max(0.0) as u64)
+                .expect("auto-resizing histogram");
         }
         let (achieved, missed_burns) = (sum("achieved"), sum("missed_burns"));
         let desired = if achieved > 0.0 {
