@@ -143,9 +143,9 @@ pub enum WorkloadCmd {
         /// Memory the memload writes over and over (at most half the memory available).
         #[arg(long, default_value = "1GiB", value_parser = parse_size)]
         mem_size: usize,
-        /// Custom task: percent of each interval it runs (adds `custom` to the benchmarks).
+        /// Custom task: percent of each interval it runs, e.g. 5 or 2.74 (adds `custom` to the benchmarks).
         #[arg(long)]
-        cpu: Option<u32>,
+        cpu: Option<f64>,
         /// Custom task: its interval.
         #[arg(long, default_value = "10ms", value_parser = parse_duration)]
         interval: Duration,

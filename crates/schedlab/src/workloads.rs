@@ -45,6 +45,18 @@ preset!(PingPong, PingPong);
 preset!(Yield, Yield);
 preset!(Interbench, Interbench);
 
+/// Whether this process may give a thread a real-time policy (tried on a throw-away thread).
+fn realtime_allowed() -> bool {
+    use schedlab_workload::knobs::{Knobs, SchedPolicy};
+    let knobs = Knobs {
+        policy: Some(SchedPolicy::Fifo(1)),
+        ..Knobs::default()
+    };
+    std::thread::spawn(move || schedlab_real::knobs::apply_to_current_thread(&knobs).is_ok())
+        .join()
+        .unwrap_or(false)
+}
+
 /// Make sure the real machine can afford the memory and file loads before anything starts:
 /// memload may use at most half of the memory available now (so it never invokes the OOM killer,
 /// swap or not), and the read and write loads' files must fit twice over in the temporary
@@ -203,7 +215,7 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
                         load_threads,
                         io_size,
                         mem_size,
-                        custom_cpu: cpu.unwrap_or(10),
+                        custom_cpu: cpu.unwrap_or(10.0),
                         custom_interval: interval,
                         rt,
                     };
@@ -216,6 +228,15 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
             }
             if common.backend == crate::cli::BackendArg::Real {
                 check_interbench_budget(&configs)?;
+            }
+            // The timekeeper runs SCHED_FIFO 96, as the original's, where this machine allows
+            // real-time policies (the original, too, carries on without). On the simulator it
+            // keeps the policy's default class (not every simulated policy models SCHED_FIFO).
+            if !common.group_knobs.iter().any(|g| g.starts_with("timer:"))
+                && common.backend == crate::cli::BackendArg::Real
+                && realtime_allowed()
+            {
+                common.group_knobs.push("timer:policy=fifo:96".into());
             }
             if rt {
                 // interbench -r: the benchmarked thread runs SCHED_FIFO 95.

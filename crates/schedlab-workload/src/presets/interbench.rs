@@ -5,8 +5,10 @@
 //! As in the original (`bench()`, `run_loadchild`, `run_benchchild`): the load starts first, the
 //! benchmarked task one second later (`lead`, shortened to the duration for short runs), and both
 //! stop when the benchmarked task has run for `duration`. The task group `bench` holds the
-//! benchmarked task and `load` the load's tasks, each in its own process (the original forks a
-//! bench process and a load process), so `--group bench:nice=19` is interbench's `-B 19` and
+//! benchmarked task, `timer` its timekeeper (`timekeeping_thread`: it does the benchmarked task's
+//! sleeping and reports its oversleep, which is subtracted from the latency; SCHED_FIFO 96 where
+//! allowed, as in the original) and `load` the load's tasks, each group in its own process (the
+//! original forks a bench process and a load process), so `--group bench:nice=19` is interbench's `-B 19` and
 //! `--group load:nice=-5` its `-N -5`; the real-time mode puts `bench` in SCHED_FIFO 95 (`-r`).
 //!
 //! Benchmarked tasks (`periodic_schedule`): run R of CPU every interval I with deadline I —
@@ -27,10 +29,6 @@
 //!   calibration (the original's can loop forever on a noisy machine).
 //! - The SD is a real sample standard deviation; the original computes
 //!   √((Σx² − mean²/n)/(n − 1)), which is close to the root mean square, so its "SD ≈ mean".
-//! - The original subtracts the oversleep of a SCHED_FIFO 96 helper thread that does the sleeping;
-//!   here the benchmarked task sleeps itself (timer slack 1 ns on the real backend), so latency
-//!   also contains the timer's own lateness — microseconds, below the table's resolution except
-//!   in real-time mode.
 //! - The read load's file is created by the load task itself during the lead second, and files and
 //!   memory are sized from `--io-size` and `--mem-size` (defaults 256 MiB and 1 GiB; the original
 //!   uses the RAM size up to 1 GB for files and 110 % of RAM for memload, which it disables
@@ -210,7 +208,7 @@ pub fn format_size(bytes: usize) -> String {
     for (unit, size) in UNITS {
         if bytes >= size {
             let v = bytes as f64 / size as f64;
-            return if bytes % size == 0 {
+            return if bytes.is_multiple_of(size) {
                 format!("{v:.0}{unit}")
             } else {
                 format!("{v:.2}{unit}")
@@ -241,7 +239,7 @@ pub struct Interbench {
     /// Memory the memload writes over and over.
     pub mem_size: usize,
     /// The custom task's CPU share, percent.
-    pub custom_cpu: u32,
+    pub custom_cpu: f64,
     /// The custom task's interval.
     pub custom_interval: Duration,
     /// Real-time mode: latencies in µs (the `bench` group is put in SCHED_FIFO by the caller).
@@ -257,7 +255,7 @@ impl Default for Interbench {
             load_threads: 2,
             io_size: 256 << 20,
             mem_size: 1 << 30,
-            custom_cpu: 10,
+            custom_cpu: 10.0,
             custom_interval: Duration::from_millis(10),
             rt: false,
         }
@@ -271,7 +269,19 @@ struct Table {
     missed_burns: u64,
     met: u64,
     missed_deadlines: u64,
+    /// How late the timekeeper's last sleep ended (`slept_interval`), subtracted from the next
+    /// period's latency.
+    oversleep: Duration,
 }
+
+/// Channel carrying sleep requests from the benchmarked task to its timekeeper.
+const TO_TIMER: ChannelId = ChannelId(0);
+/// Channel carrying the timekeeper's oversleep back.
+const FROM_TIMER: ChannelId = ChannelId(1);
+/// The first channel of the ring load.
+const RING_BASE: usize = 2;
+/// A request that tells the timekeeper to stop.
+const TIMER_EXIT: u64 = u64::MAX;
 
 impl Interbench {
     /// Check parameters; the error names the value and what is accepted.
@@ -301,9 +311,9 @@ impl Interbench {
             ));
         }
         if self.bench == BenchKind::Custom {
-            if !(1..=100).contains(&self.custom_cpu) {
+            if !(self.custom_cpu > 0.0 && self.custom_cpu <= 100.0) {
                 return Err(format!(
-                    "interbench: --cpu {} is not accepted; use 1..100 (percent of each interval)",
+                    "interbench: --cpu {} is not accepted; use a percent of each interval in (0, 100]",
                     self.custom_cpu
                 ));
             }
@@ -376,7 +386,11 @@ impl Interbench {
         mut table: Option<&mut Table>,
     ) -> Duration {
         let start = ctx.now();
-        let latency = start.saturating_sub(deadline);
+        let oversleep = table
+            .as_deref_mut()
+            .map(|t| std::mem::take(&mut t.oversleep))
+            .unwrap_or_default();
+        let latency = start.saturating_sub(deadline).saturating_sub(oversleep);
         let mut missed_latency = Duration::ZERO;
         let count = |t: &mut Option<&mut Table>, f: &dyn Fn(&mut Table)| {
             if let Some(t) = t.as_deref_mut() {
@@ -418,9 +432,50 @@ impl Interbench {
             ctx.record("latency_ns", (latency + missed_latency).as_nanos() as f64);
         }
         if !(interval.is_zero() && deadline <= ctx.now()) {
-            ctx.sleep_until(deadline).await;
+            match table {
+                // The benchmarked task has its timekeeper sleep for it, as the original does.
+                Some(t) => t.oversleep = self.sleep_via_timekeeper(ctx, deadline).await,
+                None => ctx.sleep_until(deadline).await,
+            }
         }
         deadline
+    }
+
+    /// Ask the timekeeper to sleep until `deadline` and wait for it; returns its oversleep.
+    async fn sleep_via_timekeeper<C: Context>(&self, ctx: &C, deadline: Duration) -> Duration {
+        let request = (deadline.as_nanos() as u64).to_le_bytes();
+        let mut reply = [0u8; 8];
+        if ctx.send(TO_TIMER, &request).await.is_err()
+            || ctx.recv(FROM_TIMER, &mut reply).await.is_err()
+        {
+            // No timekeeper to talk to: sleep here.
+            ctx.sleep_until(deadline).await;
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(u64::from_le_bytes(reply))
+    }
+
+    /// `timekeeping_thread`: sleeps on the benchmarked task's behalf and reports how late the
+    /// sleep ended. It runs SCHED_FIFO 96 where the machine allows (as the original's does), so
+    /// that its oversleep is the timer's lateness and what is left is the benchmarked task's own
+    /// scheduling latency.
+    async fn timekeeper<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        let mut request = [0u8; 8];
+        loop {
+            ctx.recv(TO_TIMER, &mut request).await?;
+            let target = u64::from_le_bytes(request);
+            if target == TIMER_EXIT {
+                return Ok(());
+            }
+            let target = Duration::from_nanos(target);
+            let mut over = Duration::ZERO;
+            if target > ctx.now() {
+                ctx.sleep_until(target).await;
+                over = ctx.now().saturating_sub(target);
+            }
+            ctx.send(FROM_TIMER, &(over.as_nanos() as u64).to_le_bytes())
+                .await?;
+        }
     }
 
     /// A periodic emulation (audio, video, X, custom), measured or as a load.
@@ -433,7 +488,7 @@ impl Interbench {
                 Duration::from_micros(1_000_000 / 60),
             ),
             BenchKind::Custom => (
-                self.custom_interval * self.custom_cpu / 100,
+                self.custom_interval.mul_f64(self.custom_cpu / 100.0),
                 self.custom_interval,
             ),
             BenchKind::X => {
@@ -482,6 +537,7 @@ impl Interbench {
             BenchKind::Gaming => self.game(ctx, &mut table).await,
             kind => self.emulate(ctx, kind, Some(&mut table)).await,
         }
+        ctx.send(TO_TIMER, &TIMER_EXIT.to_le_bytes()).await?;
         ctx.record("achieved", table.achieved as f64);
         ctx.record("missed_burns", table.missed_burns as f64);
         ctx.record("met", table.met as f64);
@@ -526,7 +582,7 @@ impl Interbench {
     /// `emulate_ring`: each task waits for the token and passes it on.
     async fn ring<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
         let n = self.load_threads;
-        let next = ChannelId((i + 1) % n);
+        let next = ChannelId(RING_BASE + (i + 1) % n);
         // The token says whether the ring is stopping. The task that first sees the end passes
         // a stop token on, and every task forwards it and leaves: each task's own look at the
         // clock would not do, since clocks read on different CPUs may disagree by microseconds
@@ -538,7 +594,7 @@ impl Interbench {
             ctx.send(next, &token).await?;
         }
         loop {
-            ctx.recv(ChannelId(i), &mut token).await?;
+            ctx.recv(ChannelId(RING_BASE + i), &mut token).await?;
             if token[0] == GO && self.should_stop(ctx) {
                 token[0] = STOP;
             }
@@ -636,15 +692,20 @@ impl Workload for Interbench {
                     tasks: 1,
                 },
                 GroupPlan {
+                    name: "timer",
+                    tasks: 1,
+                },
+                GroupPlan {
                     name: "load",
                     tasks: self.load_tasks(),
                 },
             ],
-            channels: if self.load == LoadKind::Ring {
-                self.load_threads
-            } else {
-                0
-            },
+            channels: RING_BASE
+                + if self.load == LoadKind::Ring {
+                    self.load_threads
+                } else {
+                    0
+                },
             duplex: false,
             locks: 0,
             mode: TaskMode::GroupProcesses,
@@ -653,17 +714,17 @@ impl Workload for Interbench {
     }
 
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
-        if task.group == 0 {
-            self.benchmarked(ctx).await
-        } else {
-            self.load_task(ctx, task.index).await
+        match task.group {
+            0 => self.benchmarked(ctx).await,
+            1 => self.timekeeper(ctx).await,
+            _ => self.load_task(ctx, task.index).await,
         }
     }
 
-    /// The load first: it is running when the benchmarked task starts.
+    /// The load first (it is running when the benchmarked task starts), then the timekeeper.
     fn start_order(&self) -> Vec<usize> {
         let n = self.plan().total_tasks();
-        (1..n).chain([0]).collect()
+        (2..n).chain([1, 0]).collect()
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {
@@ -789,7 +850,7 @@ mod tests {
         assert!(!Interbench::pair_runs(BenchKind::X, LoadKind::X));
         let w = Interbench {
             bench: BenchKind::Custom,
-            custom_cpu: 0,
+            custom_cpu: 0.0,
             ..Interbench::default()
         };
         assert!(w.validate().unwrap_err().contains("--cpu 0"));
