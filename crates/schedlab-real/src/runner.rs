@@ -802,7 +802,19 @@ fn supervise(
             hosts.stop_all();
             return Err(RunError::Timeout(setup.budget));
         }
-        hosts.poll_reports(Duration::from_millis(20), &mut reports)?;
+        // Processes report through pipes that poll() watches, and Ctrl-C interrupts poll(), so
+        // the supervisor can sleep long: a supervisor waking every few milliseconds (at FIFO 99
+        // when the run has real-time groups) preempts whatever task runs on its CPU — for
+        // interbench, the very task being measured. Threads report through a channel that a
+        // signal does not interrupt, so there the supervisor looks every 20 ms.
+        let wait = match hosts {
+            Hosts::Processes { .. } => setup
+                .budget
+                .saturating_sub(started.elapsed())
+                .clamp(Duration::from_millis(1), Duration::from_secs(1)),
+            Hosts::Threads { .. } => Duration::from_millis(20),
+        };
+        hosts.poll_reports(wait, &mut reports)?;
         if let Some(bad) = reports.iter().find(|r| r.error.is_some()).cloned() {
             // A task that lost its peer usually means the peer's process died: give the death a
             // moment to be noticed, and name it rather than its consequence.
