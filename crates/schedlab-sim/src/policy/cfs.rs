@@ -36,8 +36,6 @@ use super::*;
 use schedlab_workload::knobs::Knobs;
 use std::collections::BTreeSet;
 
-/// SCHED_IDLE's load weight (`WEIGHT_IDLEPRIO`).
-const WEIGHT_IDLEPRIO: u64 = 3;
 /// Unscaled `sysctl_sched_latency`.
 const LATENCY_NS: u64 = 6_000_000;
 /// Unscaled `sysctl_sched_min_granularity`.
@@ -53,17 +51,10 @@ const IMBALANCE_PCT: u64 = 117;
 /// Where vruntimes start, so that placement below min_vruntime never underflows.
 const VRUNTIME_ORIGIN: u64 = 1 << 50;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
-    Normal,
-    Batch,
-    Idle,
-}
-
 #[derive(Clone, Debug)]
 struct Entity {
     weight: u64,
-    class: Class,
+    class: FairClass,
     allowed: CpuMask,
     vruntime: u64,
     sum_exec: u64,
@@ -116,8 +107,7 @@ impl Cfs {
                     last_balance: 0,
                 },
             );
-            // SCHED_TUNABLESCALING_LOG: 1 + ilog2(min(ncpus, 8)).
-            self.scale = 1 + (ncpus.min(8) as u64).ilog2() as u64;
+            self.scale = tunable_scale(ncpus);
         }
     }
 
@@ -129,15 +119,6 @@ impl Cfs {
     }
     fn wakeup_gran(&self) -> u64 {
         WAKEUP_GRAN_NS * self.scale
-    }
-
-    /// `calc_delta_fair`: real time to virtual time for a weight.
-    fn to_virtual(delta: u64, weight: u64) -> u64 {
-        if weight == 1024 {
-            delta
-        } else {
-            ((delta as u128 * 1024) / weight as u128) as u64
-        }
     }
 
     fn nr_running(&self, cpu: CpuId) -> u64 {
@@ -206,7 +187,7 @@ impl Cfs {
     /// `wakeup_preempt_entity(curr, se)`: whether `se` should run instead of `curr`.
     fn wakeup_preempt_entity(&self, curr: TaskId, se: TaskId) -> bool {
         let (cv, sv) = (self.tasks[curr].vruntime, self.tasks[se].vruntime);
-        cv > sv && cv - sv > Self::to_virtual(self.wakeup_gran(), self.tasks[se].weight)
+        cv > sv && cv - sv > calc_delta_fair(self.wakeup_gran(), self.tasks[se].weight)
     }
 
     /// Move one queued task from `from` to `to`, if one may run there.
@@ -260,22 +241,13 @@ impl Policy for Cfs {
 
     fn task_new(&mut self, m: &MachineView, task: &TaskSetup) {
         self.ensure_cpus(m.ncpus);
-        let class = match task.sched_policy() {
-            SchedPolicy::Batch => Class::Batch,
-            SchedPolicy::Idle => Class::Idle,
-            _ => Class::Normal,
-        };
-        let weight = if class == Class::Idle {
-            WEIGHT_IDLEPRIO
-        } else {
-            nice_weight(task.nice())
-        };
+        let (class, weight) = (task.fair_class(), task.fair_weight());
         if self.tasks.len() <= task.id {
             self.tasks.resize(
                 task.id + 1,
                 Entity {
                     weight: 1024,
-                    class: Class::Normal,
+                    class: FairClass::Normal,
                     allowed: CpuMask(1),
                     vruntime: VRUNTIME_ORIGIN,
                     sum_exec: 0,
@@ -338,7 +310,7 @@ impl Policy for Cfs {
                 self.tasks[task].started = true;
                 // START_DEBIT: a new task starts one virtual slice after min_vruntime.
                 let slice = self.slice(cpu, task);
-                let vslice = Self::to_virtual(slice, self.tasks[task].weight);
+                let vslice = calc_delta_fair(slice, self.tasks[task].weight);
                 let e = &mut self.tasks[task];
                 e.vruntime = e.vruntime.max(min_v + vslice);
             }
@@ -372,10 +344,10 @@ impl Policy for Cfs {
         woken: TaskId,
     ) -> bool {
         let (c, w) = (self.tasks[curr].class, self.tasks[woken].class);
-        if c == Class::Idle && w != Class::Idle {
+        if c == FairClass::Idle && w != FairClass::Idle {
             return true;
         }
-        if w != Class::Normal {
+        if w != FairClass::Normal {
             return false;
         }
         self.wakeup_preempt_entity(curr, woken)
@@ -390,7 +362,7 @@ impl Policy for Cfs {
             // wakeup_preempt_entity(second, left) < 1: take the second unless it is more than a
             // wakeup granularity to the right.
             if let Some(&(second_v, second)) = it.next() {
-                let gran = Self::to_virtual(self.wakeup_gran(), self.tasks[left].weight);
+                let gran = calc_delta_fair(self.wakeup_gran(), self.tasks[left].weight);
                 if second_v - self.tasks[left].vruntime <= gran {
                     pick = second;
                 }
@@ -415,7 +387,7 @@ impl Policy for Cfs {
     fn update_curr(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
         let e = &mut self.tasks[task];
         e.sum_exec += delta_ns;
-        e.vruntime += Self::to_virtual(delta_ns, e.weight);
+        e.vruntime += calc_delta_fair(delta_ns, e.weight);
         self.update_min_vruntime(cpu);
     }
 

@@ -62,26 +62,14 @@
 use super::*;
 use schedlab_workload::knobs::Knobs;
 
-/// NICE_0_LOAD (scale_load_down'ed).
-const NICE_0: u64 = 1024;
-/// WEIGHT_IDLEPRIO: the load weight of a SCHED_IDLE task.
-const WEIGHT_IDLEPRIO: u64 = 3;
 /// normalized_sysctl_sched_base_slice.
 const BASE_SLICE_NS: u64 = 750_000;
 /// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
 const NR_MIGRATE: usize = 32;
-/// No treap node.
+/// No tree node.
 const NIL: usize = usize::MAX;
-
-/// The fair-class policies (`normal_policy`, `task_has_idle_policy`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Class {
-    Normal,
-    Batch,
-    Idle,
-}
 
 /// Where a task is, as this policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +84,7 @@ enum State {
     Delayed,
 }
 
-/// A `struct sched_entity` plus its treap node.
+/// A `struct sched_entity` (its tree node lives apart, in `Eevdf::nodes`).
 #[derive(Clone, Debug)]
 struct Se {
     weight: u64,
@@ -110,7 +98,7 @@ struct Se {
     prot: u64,
     state: State,
     cpu: CpuId,
-    class: Class,
+    class: FairClass,
     allowed: CpuMask,
     /// When it last stopped running (None: never ran).
     last_ran: Option<u64>,
@@ -179,18 +167,9 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// `calc_delta_fair`: real time → virtual time for weight `w`.
-fn calc_delta_fair(delta: u64, w: u64) -> u64 {
-    if w == NICE_0 {
-        delta
-    } else {
-        (delta as u128 * NICE_0 as u128 / w as u128) as u64
-    }
-}
-
 /// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG).
 fn base_slice(ncpus: usize) -> u64 {
-    BASE_SLICE_NS * (1 + ncpus.clamp(1, 8).ilog2() as u64)
+    BASE_SLICE_NS * tunable_scale(ncpus)
 }
 
 /// The Linux EEVDF fair class on per-CPU runqueues.
@@ -723,23 +702,14 @@ impl Policy for Eevdf {
 
     fn task_new(&mut self, m: &MachineView, task: &TaskSetup) {
         self.rqs_for(m.ncpus);
-        let class = match task.sched_policy() {
-            SchedPolicy::Batch => Class::Batch,
-            SchedPolicy::Idle => Class::Idle,
-            _ => Class::Normal,
-        };
-        let weight = if class == Class::Idle {
-            WEIGHT_IDLEPRIO
-        } else {
-            nice_weight(task.nice())
-        };
+        let (class, weight) = (task.fair_class(), task.fair_weight());
         let (slice, custom_slice) = match task.knobs.slice_ns {
             Some(s) => (s.clamp(100_000, 100_000_000), true),
             None => (base_slice(m.ncpus), false),
         };
         if self.se.len() <= task.id {
             self.se.resize_with(task.id + 1, || Se {
-                weight: NICE_0,
+                weight: NICE_0_WEIGHT,
                 vruntime: 0,
                 deadline: 0,
                 slice: 0,
@@ -749,7 +719,7 @@ impl Policy for Eevdf {
                 prot: 1,
                 state: State::Sleeping,
                 cpu: 0,
-                class: Class::Normal,
+                class: FairClass::Normal,
                 allowed: CpuMask(0),
                 last_ran: None,
                 started: false,
@@ -888,12 +858,12 @@ impl Policy for Eevdf {
             return true; // test_tsk_need_resched
         }
         let (cse_idle, pse_idle) = (
-            self.se[curr].class == Class::Idle,
-            self.se[woken].class == Class::Idle,
+            self.se[curr].class == FairClass::Idle,
+            self.se[woken].class == FairClass::Idle,
         );
         let preempt = if cse_idle && !pse_idle {
             true
-        } else if pse_idle || self.se[woken].class != Class::Normal {
+        } else if pse_idle || self.se[woken].class != FairClass::Normal {
             false // IDLE and BATCH wakees do not preempt
         } else {
             if self.do_preempt_short(cpu, woken, curr) {

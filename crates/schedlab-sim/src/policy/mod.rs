@@ -68,6 +68,21 @@ pub struct TaskSetup {
 }
 
 impl TaskSetup {
+    /// Which fair-class policy the task has (SCHED_OTHER unless batch or idle was asked for).
+    pub fn fair_class(&self) -> FairClass {
+        match self.sched_policy() {
+            SchedPolicy::Batch => FairClass::Batch,
+            SchedPolicy::Idle => FairClass::Idle,
+            _ => FairClass::Normal,
+        }
+    }
+    /// The task's load weight in the fair class: `WEIGHT_IDLEPRIO` for SCHED_IDLE, else by nice.
+    pub fn fair_weight(&self) -> u64 {
+        match self.fair_class() {
+            FairClass::Idle => WEIGHT_IDLEPRIO,
+            _ => nice_weight(self.nice()),
+        }
+    }
     /// The task's scheduling policy (SCHED_OTHER when unset).
     pub fn sched_policy(&self) -> SchedPolicy {
         self.knobs.policy.unwrap_or(SchedPolicy::Other)
@@ -370,4 +385,37 @@ pub const NICE_TO_WEIGHT: [u64; 40] = [
 /// The load weight of a nice value.
 pub fn nice_weight(nice: i32) -> u64 {
     NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
+}
+
+/// The load weight of nice 0 (`NICE_0_LOAD`).
+pub const NICE_0_WEIGHT: u64 = 1024;
+
+/// SCHED_IDLE's load weight (`WEIGHT_IDLEPRIO`).
+pub const WEIGHT_IDLEPRIO: u64 = 3;
+
+/// The fair-class policies (`normal_policy`, `task_has_idle_policy`), shared by CFS and EEVDF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FairClass {
+    /// SCHED_OTHER.
+    Normal,
+    /// SCHED_BATCH: never preempts on wakeup.
+    Batch,
+    /// SCHED_IDLE: runs when nothing else wants the CPU.
+    Idle,
+}
+
+/// `calc_delta_fair`: real time → virtual time for load weight `w` (exact, where the kernel
+/// multiplies by a 32-bit inverse weight).
+pub fn calc_delta_fair(delta: u64, w: u64) -> u64 {
+    if w == NICE_0_WEIGHT {
+        delta
+    } else {
+        (delta as u128 * NICE_0_WEIGHT as u128 / w as u128) as u64
+    }
+}
+
+/// `get_update_sysctl_factor` under SCHED_TUNABLESCALING_LOG: the fair class's latency, granularity
+/// and slice tunables are multiplied by 1 + log2(min(ncpus, 8)).
+pub fn tunable_scale(ncpus: usize) -> u64 {
+    1 + ncpus.clamp(1, 8).ilog2() as u64
 }
