@@ -114,13 +114,15 @@ pub struct Capability {
     pub detail: String,
 }
 
+/// Whether this process may apply `knobs`, tried on a throw-away thread.
+pub fn try_knobs(knobs: Knobs) -> Result<(), String> {
+    std::thread::spawn(move || apply_to_current_thread(&knobs))
+        .join()
+        .unwrap_or_else(|_| Err("probe thread panicked".into()))
+}
+
 /// Try each knob on a throw-away thread: negative nice, FIFO/RR, DEADLINE, custom slices.
 pub fn probe_knobs() -> Vec<Capability> {
-    let try_knobs = |knobs: Knobs| -> Result<(), String> {
-        std::thread::spawn(move || apply_to_current_thread(&knobs))
-            .join()
-            .unwrap_or_else(|_| Err("probe thread panicked".into()))
-    };
     let mut out = Vec::new();
     let mut add = |name, knobs: Knobs, ok_detail: &str| {
         let r = try_knobs(knobs);

@@ -13,6 +13,7 @@
 
 use crate::table::{num, Table};
 use schedlab_stats::{compare, describe, metric_values};
+use schedlab_workload::presets::{BenchKind, LoadKind};
 use schedlab_workload::record::{ConfigResult, RunRecord};
 
 /// Metrics in the seed's order of importance (most important first) and whether higher is better.
@@ -27,16 +28,17 @@ fn param<'a>(c: &'a ConfigResult, key: &str) -> &'a str {
     c.params.get(key).map(String::as_str).unwrap_or("-")
 }
 
-fn label(s: &str) -> String {
-    match s {
-        "x" => "X".into(),
-        other => {
-            let mut c = other.chars();
-            c.next()
-                .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-                .unwrap_or_default()
-        }
-    }
+/// The original's capitalised label of a benchmark or load named in a record (`x` → `X`).
+fn bench_label(c: &ConfigResult) -> &'static str {
+    param(c, "bench")
+        .parse::<BenchKind>()
+        .map_or("?", |b| b.label())
+}
+
+fn load_label(c: &ConfigResult) -> &'static str {
+    param(c, "load")
+        .parse::<LoadKind>()
+        .map_or("?", |l| l.label())
 }
 
 /// `--- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated nice -5 ---`
@@ -48,10 +50,7 @@ fn header(c: &ConfigResult) -> String {
             .and_then(|g| g.knobs.nice)
             .filter(|&n| n != 0)
     };
-    let mut h = format!(
-        "--- Benchmarking simulated cpu of {} ",
-        label(param(c, "bench"))
-    );
+    let mut h = format!("--- Benchmarking simulated cpu of {} ", bench_label(c));
     if param(c, "rt") == "true" {
         h.push_str("real time ");
     } else if let Some(n) = nice("bench") {
@@ -145,7 +144,7 @@ pub fn tables(record: &RunRecord, against: Option<&RunRecord>) -> String {
         let mut t = Table::new(head);
         for c in rows {
             let mut row = vec![
-                label(param(c, "load")),
+                load_label(c).to_string(),
                 format!(
                     "{} +/- {}",
                     cell(c, "latency", level),

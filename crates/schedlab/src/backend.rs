@@ -104,9 +104,12 @@ impl Backend {
         }
     }
 
-    /// The policy part of the label, for telling whether a sweep varies it.
+    /// The simulated policy with its parameters, for telling whether a sweep varies it.
     pub fn policy_label(&self) -> Option<String> {
-        self.machine_label()
+        match self {
+            Backend::Real => None,
+            Backend::Sim(s) => Some(s.policy_name()),
+        }
     }
 
     /// CPUs that `cpus=` knobs may name.

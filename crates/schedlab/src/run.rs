@@ -406,11 +406,7 @@ pub fn run_configs<W: Workload>(
                 knobs: &setups[i].0,
                 stop: &stop,
                 budget: budget_time,
-                trace: if matches!(backend, Backend::Real) {
-                    trace
-                } else {
-                    None
-                },
+                trace,
                 index,
             },
         )

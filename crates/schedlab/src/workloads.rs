@@ -45,16 +45,14 @@ preset!(PingPong, PingPong);
 preset!(Yield, Yield);
 preset!(Interbench, Interbench);
 
-/// Whether this process may give a thread a real-time policy (tried on a throw-away thread).
+/// Whether this process may give a thread a real-time policy.
 fn realtime_allowed() -> bool {
     use schedlab_workload::knobs::{Knobs, SchedPolicy};
-    let knobs = Knobs {
+    schedlab_real::machine::try_knobs(Knobs {
         policy: Some(SchedPolicy::Fifo(1)),
         ..Knobs::default()
-    };
-    std::thread::spawn(move || schedlab_real::knobs::apply_to_current_thread(&knobs).is_ok())
-        .join()
-        .unwrap_or(false)
+    })
+    .is_ok()
 }
 
 /// Make sure the real machine can afford the memory and file loads before anything starts:
