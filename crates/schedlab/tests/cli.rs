@@ -391,6 +391,37 @@ fn leftovers(pid: u32) -> Vec<String> {
     found
 }
 
+/// After a run has ended: no child process, temporary directory or tracefs instance or mount.
+fn assert_nothing_left(pid: u32) {
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        children_of(pid).is_empty(),
+        "children left: {:?}",
+        children_of(pid)
+    );
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+}
+
+/// Ctrl-C a running schedlab: it exits with 130 and leaves nothing behind.
+fn interrupt(child: std::process::Child) -> Output {
+    let pid = child.id();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_nothing_left(pid);
+    out
+}
+
 #[test]
 fn an_interrupted_run_leaves_no_child_and_keeps_finished_repetitions() {
     let _serial = serial();
@@ -424,26 +455,7 @@ fn an_interrupted_run_leaves_no_child_and_keeps_finished_repetitions() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        children_of(pid).is_empty(),
-        "children left: {:?}",
-        children_of(pid)
-    );
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    interrupt(child);
     let rec: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     std::fs::remove_file(&json).ok();
@@ -689,17 +701,7 @@ fn chat_fails_clearly_when_the_server_is_killed() {
         err.contains("the server process") && err.contains("died") && err.contains("signal 9"),
         "{err}"
     );
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        children_of(pid).is_empty(),
-        "children left: {:?}",
-        children_of(pid)
-    );
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    assert_nothing_left(pid);
 }
 
 #[test]
@@ -1297,13 +1299,18 @@ fn interbench_loads_leave_no_process_or_file_behind_even_when_interrupted() {
             "1",
             "-q",
         ])
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
     assert!(
-        child.status.success(),
+        out.status.success(),
         "{}",
-        String::from_utf8_lossy(&child.stderr)
+        String::from_utf8_lossy(&out.stderr)
     );
+    assert_nothing_left(pid);
     let child = schedlab()
         .args([
             "run",
@@ -1333,26 +1340,7 @@ fn interbench_loads_leave_no_process_or_file_behind_even_when_interrupted() {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: signalling our own child.
-    unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(130),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(
-        children_of(pid).is_empty(),
-        "children left: {:?}",
-        children_of(pid)
-    );
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    interrupt(child);
 }
 
 #[test]
