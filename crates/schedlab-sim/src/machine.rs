@@ -119,6 +119,15 @@ pub fn check_setup(
     cpus: usize,
     groups: &[(&str, &Knobs)],
 ) -> Result<(), String> {
+    checked_policy(spec, cpus, groups).map(|_| ())
+}
+
+/// The policy of a configuration, built once its CPU count and knobs have been checked.
+fn checked_policy(
+    spec: &PolicySpec,
+    cpus: usize,
+    groups: &[(&str, &Knobs)],
+) -> Result<Box<dyn Policy>, String> {
     if !(1..=policy::MAX_CPUS).contains(&cpus) {
         return Err(format!(
             "--cpus {cpus} is not accepted for the simulator; use 1..{}",
@@ -130,7 +139,7 @@ pub fn check_setup(
         knobs.validate(name, cpus)?;
         p.check_knobs(name, knobs)?;
     }
-    Ok(())
+    Ok(p)
 }
 
 /// Run one repetition of `workload` on a simulated machine.
@@ -142,7 +151,7 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .zip(setup.knobs)
         .map(|(g, k)| (g.name, k))
         .collect();
-    check_setup(setup.policy, setup.cpus, &groups).map_err(SimError::Setup)?;
+    let policy = checked_policy(setup.policy, setup.cpus, &groups).map_err(SimError::Setup)?;
     let refs = plan.tasks();
     let shared = Shared::new(refs.len());
     let contexts: Vec<SimContext> = (0..refs.len())
@@ -152,7 +161,7 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .iter()
         .map(|t| Box::pin(workload.body(*t, &contexts[t.id])) as Body<'_, _>)
         .collect();
-    let mut m = Machine::new(&setup, &shared, Executor::new(bodies), &plan)?;
+    let mut m = Machine::new(&setup, policy, &shared, Executor::new(bodies), &plan);
     m.start(&workload.start_order(), &refs, setup.knobs);
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
@@ -283,11 +292,11 @@ struct Machine<'a> {
 impl<'a> Machine<'a> {
     fn new(
         setup: &SimSetup,
+        policy: Box<dyn Policy>,
         shared: &'a Shared,
         exec: Executor<'a, Result<(), WorkloadError>>,
         plan: &schedlab_workload::Plan,
-    ) -> Result<Self, SimError> {
-        let policy = policy::build(setup.policy).map_err(SimError::Setup)?;
+    ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
         let tick = setup.cost.tick_ns();
         let cpus = (0..setup.cpus)
@@ -298,7 +307,7 @@ impl<'a> Machine<'a> {
             })
             .collect();
         let net = matches!(plan.transport, Transport::Tcp | Transport::Udp);
-        Ok(Machine {
+        Machine {
             now: 0,
             cost: setup.cost.clone(),
             rng,
@@ -321,7 +330,7 @@ impl<'a> Machine<'a> {
             exec,
             live: 0,
             failure: None,
-        })
+        }
     }
 
     /// A cost with this repetition's jitter.
