@@ -741,6 +741,15 @@ impl<'a> Machine<'a> {
             }
             return;
         };
+        let from = self.tasks[n].rq_cpu;
+        if from != cpu {
+            // A shared run list (Linux 2.4, 4BSD) or a steal in schedule() (IBM MQ): the task
+            // was queued for another CPU and this one took it.
+            self.rq_change(from, false);
+            self.rq_change(cpu, true);
+            self.tasks[n].rq_cpu = cpu;
+            self.tasks[n].migrations += 1;
+        }
         let scanned = self.policy.last_scan_len(cpu) as u64;
         let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
         let domain = self.policy.lock_domain(cpu);
@@ -799,7 +808,8 @@ impl<'a> Machine<'a> {
             cost += self.rq_lock(domain, hold);
         }
         match self.curr[cpu] {
-            None => self.kick(cpu, waker, start),
+            None if start || self.policy.wakeup_kicks_idle(cpu) => self.kick(cpu, waker, start),
+            None => {} // the idle CPU finds it at its next tick
             Some(c) => {
                 if waker != Some(cpu) {
                     self.account(cpu);
@@ -895,7 +905,9 @@ impl<'a> Machine<'a> {
                     .policy
                     .balance(&view!(self), cpu, BalanceKind::Periodic);
                 self.apply_moves(cpu, &moves);
-                if self.nr_running[cpu] > 0 {
+                // A policy that does not kick idle CPUs on wakeup (4BSD without ipiwakeup)
+                // relies on this tick to look at its run list, which may be shared.
+                if self.nr_running[cpu] > 0 || !self.policy.wakeup_kicks_idle(cpu) {
                     self.schedule(cpu, None);
                 }
             }

@@ -202,7 +202,9 @@ pub trait Policy {
     /// `wakeup_preempt`). Also asked after a balancing move.
     fn wakeup_preempt(&mut self, m: &MachineView, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool;
 
-    /// Take the next task to run on `cpu` off its runqueue, or `None` to go idle.
+    /// Take the next task to run on `cpu` off its runqueue, or `None` to go idle. The task may
+    /// have been queued for another CPU (a shared run list, or a steal as in IBM's MQ): the
+    /// machine then moves it to `cpu` and counts a migration.
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId>;
 
     /// How many tasks the last `pick_next_task` on `cpu` examined — for policies that scan a run
@@ -235,6 +237,14 @@ pub trait Policy {
     /// global run list (Linux 2.4): 0 for all. The cost model makes CPUs wait for a held lock.
     fn lock_domain(&self, cpu: CpuId) -> usize {
         cpu
+    }
+
+    /// Whether a wakeup that queues a task for idle `cpu` wakes that CPU at once (an IPI or
+    /// the idle loop's poll). False models 4BSD without `kern.sched.ipiwakeup`: the task waits
+    /// for the CPU's next clock tick, so a policy returning false must also keep
+    /// [`Policy::idle_ticks`].
+    fn wakeup_kicks_idle(&self, _cpu: CpuId) -> bool {
+        true
     }
 
     /// Whether idle CPUs keep their periodic tick (kernels before NO_HZ, 2.6.21) — then
