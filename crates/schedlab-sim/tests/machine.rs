@@ -6,7 +6,9 @@ use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
 use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
-use schedlab_workload::presets::{Chat, ChatMode, Messaging, Outcome, PingPong, Yield};
+use schedlab_workload::presets::{
+    BenchKind, Chat, ChatMode, Interbench, LoadKind, Messaging, Outcome, PingPong, Yield,
+};
 use schedlab_workload::record::{Better, MetricDef};
 use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
 use std::collections::BTreeMap;
@@ -330,7 +332,7 @@ fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
 
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
-    for policy in ["o1", "cfs", "eevdf"] {
+    for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {
         let m = Messaging {
             groups: 2,
             fds: 5,
@@ -360,5 +362,27 @@ fn every_policy_runs_every_workload_on_several_cpus() {
         };
         let r = sim(&p, policy, 2, 2, &knobs(&["", ""])).unwrap();
         assert_eq!(p.metrics(&r.outcome).unwrap()["round_trips"], 300.0);
+        let chat = Chat {
+            rooms: 2,
+            users: 4,
+            messages: 10,
+            ..Chat::default()
+        };
+        let r = sim(&chat, policy, 2, 2, &knobs(&["", ""])).unwrap();
+        assert!(chat.metrics(&r.outcome).is_ok(), "{policy}");
+        assert_conserved(&r, 2);
+        let ib = Interbench {
+            bench: BenchKind::Audio,
+            load: LoadKind::Burn,
+            duration: Duration::from_secs(2),
+            ..Interbench::default()
+        };
+        let r = sim(&ib, policy, 2, 2, &knobs(&["", "", ""])).unwrap();
+        let m = ib.metrics(&r.outcome).unwrap();
+        assert!(
+            m["desired_cpu"] > 0.0 && m.contains_key("deadlines_met"),
+            "{policy}: {m:?}"
+        );
+        assert_conserved(&r, 2);
     }
 }
