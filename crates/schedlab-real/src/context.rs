@@ -139,15 +139,21 @@ impl Context for RealContext {
     }
 
     async fn io(&self, kind: IoKind, bytes: usize) -> Result<(), WorkloadError> {
+        if kind == IoKind::Truncate {
+            // Close the file; scratch_file() reopens it with O_TRUNC, as a program rewriting a
+            // file does. The close matters: ext4 (auto_da_alloc) starts writeback of a
+            // truncated file's dirty pages when it is closed, which an ftruncate on a file
+            // kept open never does.
+            *self.file.borrow_mut() = None;
+            self.scratch_file()?;
+            return Ok(());
+        }
         let mut f = self.scratch_file()?;
         let chunk = vec![0u8; bytes.min(1 << 20)];
         let mut left = bytes;
         let err = |e: std::io::Error| WorkloadError::Backend(format!("scratch I/O: {e}"));
         match kind {
-            IoKind::Truncate => {
-                f.set_len(0).map_err(err)?;
-                f.seek(SeekFrom::Start(0)).map_err(err)?;
-            }
+            IoKind::Truncate => unreachable!("handled above"),
             IoKind::Write => {
                 while left > 0 {
                     let n = left.min(chunk.len());

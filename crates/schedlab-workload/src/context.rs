@@ -19,7 +19,8 @@ pub enum IoKind {
     Read,
     /// Write bytes to the task's scratch file.
     Write,
-    /// Empty the task's scratch file and start again at its beginning (`bytes` is ignored).
+    /// Close the task's scratch file and open it again empty at its beginning, as a program
+    /// rewriting a file does (`fopen(name, "w")` per cycle; `bytes` is ignored).
     Truncate,
 }
 
