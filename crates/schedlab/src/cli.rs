@@ -222,7 +222,7 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
-    /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4 or server.nice=0,19 (repeatable; the cross product runs).
+    /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4, server.nice=0,19 or (simulator) policy=o1,bsd4:preemption=0,ipiwakeup=0 (repeatable; the cross product runs).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,
     /// (sweep) Directory for the records: sweep.json and one record per configuration; a sweep

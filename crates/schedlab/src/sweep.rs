@@ -8,6 +8,7 @@ use crate::run::{group_knobs, run_configs, Config, OutDir, RunEnd};
 use crate::workloads::{build, Preset};
 use clap::Parser;
 use schedlab_workload::knobs::parse_group_arg;
+use schedlab_workload::record::RunRecord;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -34,17 +35,24 @@ impl Vary {
 
 /// Parse `KEY=V1,V2,...`.
 pub fn parse_vary(arg: &str) -> Result<Vary, String> {
-    let (key, values) = arg.split_once('=').ok_or_else(|| {
+    let (key, list) = arg.split_once('=').ok_or_else(|| {
         format!(
             "--vary '{arg}' needs the form KEY=V1,V2,... (e.g. threads=1,2,4 or server.nice=0,19)"
         )
     })?;
-    let values: Vec<String> = values
-        .split(',')
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .map(String::from)
-        .collect();
+    let mut values: Vec<String> = Vec::new();
+    for v in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        match values.last_mut() {
+            // A policy's own parameters are comma-separated too: `policy=bsd4:preemption=0,
+            // ipiwakeup=0,ule` is two policies. A piece with '=' but no ':' continues the
+            // previous policy (a policy name never contains '=').
+            Some(prev) if key == "policy" && v.contains('=') && !v.contains(':') => {
+                prev.push(',');
+                prev.push_str(v);
+            }
+            _ => values.push(v.to_string()),
+        }
+    }
     if key.is_empty() || values.is_empty() {
         return Err(format!("--vary '{arg}' needs a key and at least one value"));
     }
@@ -245,12 +253,54 @@ pub fn sweep<W: Preset>(
     let out = common.out.as_deref().map(OutDir::new).transpose()?;
     let (end, record) = run_configs(configs, common, stop, out.as_ref())?;
     let keys: Vec<String> = varies.iter().map(|v| v.key.clone()).collect();
-    print!("{}", schedlab_report::sweep::table(&record, &keys));
+    if record.workload == "interbench" {
+        print!("{}", interbench_tables(&record, &cross_product(&varies)));
+    } else {
+        print!("{}", schedlab_report::sweep::table(&record, &keys));
+    }
     if let Some(path) = &common.plot {
         schedlab_report::plot::sweep_chart(&record, &keys, path)?;
         eprintln!("wrote {}", path.display());
     }
     Ok(end)
+}
+
+/// An interbench sweep prints seed 004's form: for each combination of the varied values, its
+/// interbench tables, rows marked `*` where it is significantly better than the first
+/// combination (the second is compared with the first, the first with the second).
+fn interbench_tables(record: &RunRecord, combos: &[Vec<(String, String)>]) -> String {
+    let part = |combo: &Vec<(String, String)>| {
+        let what = combo
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut r = record.clone();
+        r.configs
+            .retain(|c| c.label == what || c.label.starts_with(&format!("{what} ")));
+        (what, r)
+    };
+    let parts: Vec<(String, RunRecord)> = combos.iter().map(part).collect();
+    let mut out = String::new();
+    for (i, (what, r)) in parts.iter().enumerate() {
+        let other = match i {
+            0 => parts.get(1),
+            _ => parts.first(),
+        };
+        out.push_str(&format!("== {what} ==\n"));
+        out.push_str(&schedlab_report::interbench::tables(
+            r,
+            other.map(|(_, o)| o),
+        ));
+        if let Some((o, _)) = other {
+            out.push_str(&format!(
+                "* = significantly better than {o} at {}% (first significant of: deadlines met, desired CPU, max latency, latency)\n",
+                record.level
+            ));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -271,6 +321,16 @@ mod tests {
             vec![("a".into(), "2".into()), ("b".into(), "x".into())]
         );
         assert!(parse_vary("novalues=").is_err());
+        assert_eq!(
+            parse_vary("policy=bsd4:preemption=0,ipiwakeup=0,o1,o1:threshold=40")
+                .unwrap()
+                .values,
+            ["bsd4:preemption=0,ipiwakeup=0", "o1", "o1:threshold=40"]
+        );
+        assert_eq!(
+            parse_vary("server.policy=fifo:1,other").unwrap().values,
+            ["fifo:1", "other"]
+        );
         assert!(parse_vary("noequals").unwrap_err().contains("KEY=V1,V2"));
     }
 }

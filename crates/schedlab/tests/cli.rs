@@ -1202,6 +1202,49 @@ fn a_sweep_varies_the_simulated_machine() {
 }
 
 #[test]
+fn an_interbench_sweep_over_policies_prints_seed_004s_tables_per_policy() {
+    let _serial = serial();
+    let out = run_ok(&[
+        "sweep",
+        "interbench",
+        "--backend",
+        "sim",
+        "--cpus",
+        "1",
+        "--bench",
+        "audio",
+        "--loads",
+        "none,burn",
+        "--duration",
+        "2s",
+        "--runs",
+        "3",
+        "-q",
+        "--group",
+        "bench:nice=19",
+        "--vary",
+        "policy=o1,o1:threshold=40,cfs",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for policy in ["o1", "o1:threshold=40", "cfs"] {
+        assert!(text.contains(&format!("== policy={policy} ==\n")), "{text}");
+    }
+    assert_eq!(
+        text.matches(
+            "--- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated ---"
+        )
+        .count(),
+        3,
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("Burn")).count(),
+        3,
+        "{text}"
+    );
+}
+
+#[test]
 fn interbench_meets_deadlines_alone_and_misses_them_when_asking_too_much() {
     let _serial = serial();
     let rec = run_json(
