@@ -774,6 +774,21 @@ pub(super) mod tests {
                 (cpu, preempt)
             })
         }
+        /// Change a task's fields (a waiting task must be refiled afterwards).
+        pub(in crate::policy) fn p_task(&mut self, id: TaskId, f: impl FnOnce(&mut Task24)) {
+            f(&mut self.p.tasks[id]);
+        }
+        /// File every waiting task anew, as after a recalculation.
+        pub(in crate::policy) fn refile(&mut self) {
+            self.p.list.counters_changed(&self.p.tasks);
+        }
+        /// The mm `cpu` ran last (for the +1 bonus of its next pick).
+        pub(in crate::policy) fn set_active_mm(&mut self, cpu: CpuId, mm: usize) {
+            self.p.cpus[cpu].active_mm = Some(mm);
+        }
+        pub(in crate::policy) fn p_list(&self) -> &L {
+            &self.p.list
+        }
         pub(in crate::policy) fn counter(&mut self, id: TaskId) -> &mut i64 {
             &mut self.p.tasks[id].counter
         }

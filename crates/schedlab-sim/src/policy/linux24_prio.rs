@@ -193,3 +193,137 @@ impl RunList for PrioLists {
         self.scratch = all;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::linux24::tests::{nice, spec, ALL, H};
+    use super::super::linux24::{GlobalList, Linux24};
+    use super::*;
+    use schedlab_workload::knobs::{Knobs, SchedPolicy};
+
+    #[test]
+    fn qid_at_its_boundaries() {
+        let cases = [
+            (-1, 0),
+            (0, 0),
+            (1, 1),
+            (2, 1),
+            (3, 2),
+            (15, 8),
+            (16, 8),
+            (17, 9),
+            (26, 18),
+            (32, 24),
+            (33, 24),
+            (35, 24),
+            (36, 25),
+            (61, 31),
+            (63, 31),
+            (64, 24),
+        ];
+        for (q, l) in cases {
+            assert_eq!(qid(q), l, "qid({q})");
+        }
+        // Every SCHED_OTHER value at HZ 100 stays below the real-time list.
+        let max = 2 * super::super::linux24::nice_to_ticks(-20, 100) - 1 + 40;
+        assert!((0..=max).all(|q| qid(q) < RT_LIST));
+    }
+
+    /// Two CPUs; three tasks of counter 6 (list 18) that last ran on CPU 1 and two of counter 5
+    /// (list 17) that last ran on CPU 0, all waiting; CPU 0 picks.
+    fn setup<L: RunList>() -> H<L> {
+        let mut h = H::<L>::new(2);
+        for id in 0..5 {
+            h.spawn(id, 0, Knobs::default(), ALL);
+            h.p_task(id, |t| {
+                t.processor = if id < 3 { 1 } else { 0 };
+                t.counter = if id < 3 { 6 } else { 5 };
+            });
+        }
+        h.refile();
+        h
+    }
+
+    #[test]
+    fn the_pick_examines_only_the_top_non_empty_list() {
+        let mut h = setup::<PrioLists>();
+        // List 18 holds tasks 2, 1, 0 (head first); they have no affinity for CPU 0.
+        assert_eq!(h.pick(0), Some(2));
+        assert_eq!(h.scanned(0), 3, "list 17 is not examined");
+        // Vanilla walks all five and takes a counter-5 task for its +15 on CPU 0.
+        let mut v = setup::<GlobalList>();
+        assert_eq!(v.pick(0), Some(4));
+        assert_eq!(v.scanned(0), 5);
+        // The walk of a list stops at a task with the list's best possible goodness.
+        let mut h = setup::<PrioLists>();
+        assert_eq!(h.pick(1), Some(2));
+        assert_eq!(h.scanned(1), 3, "CPU 1 ran no task of this mm yet: 41 < 42");
+        let mut h = setup::<PrioLists>();
+        h.set_active_mm(1, 0);
+        assert_eq!(h.pick(1), Some(2));
+        assert_eq!(
+            h.scanned(1),
+            1,
+            "6 + 20 + 15 + 1 is the most list 18 can give"
+        );
+        // The lists below are searched when the top ones hold nothing for this CPU.
+        let mut h = H::<PrioLists>::new(2);
+        h.spawn(0, 0, nice(-20), CpuMask(0b10));
+        h.spawn(1, 0, nice(19), ALL);
+        assert_eq!(h.pick(0), Some(1));
+        assert_eq!(h.scanned(0), 2);
+    }
+
+    #[test]
+    fn real_time_tasks_sit_in_the_top_list_and_counters_refile_tasks() {
+        let mut h = H::<PrioLists>::new(1);
+        h.spawn(0, 0, nice(-20), ALL);
+        h.spawn(
+            1,
+            0,
+            Knobs {
+                policy: Some(SchedPolicy::Rr(1)),
+                ..Knobs::default()
+            },
+            ALL,
+        );
+        assert_eq!(h.p_list().at[1], RT_LIST);
+        assert_eq!(h.p_list().at[0], qid(11 + 40));
+        assert_eq!((h.pick(0), h.scanned(0)), (Some(1), 1));
+        // The recalculation refiles the waiting tasks.
+        let mut h = H::<PrioLists>::new(1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(1));
+        h.p_task(0, |t| t.counter = 0);
+        h.refile();
+        assert_eq!(h.p_list().at[0], 0);
+        h.p_task(1, |t| t.counter = 0);
+        h.with(|p, m| p.put_prev_task(m, 0, 1, PutPrevKind::Preempted));
+        assert_eq!(h.pick(0), Some(1));
+        assert_eq!(
+            h.p_list().at[0],
+            qid(6 + 20),
+            "counter 6 after the recalculation"
+        );
+    }
+
+    #[test]
+    fn same_knobs_and_description_as_linux24() {
+        let p = Linux24Prio::from_spec(&spec("linux24-prio")).unwrap();
+        assert_eq!(p.describe(), "linux24-prio");
+        let batch = Knobs {
+            policy: Some(SchedPolicy::Batch),
+            ..Knobs::default()
+        };
+        let e = p.check_knobs("g", &batch).unwrap_err();
+        assert!(
+            e.contains("linux24-prio") && e.contains("policy=batch"),
+            "{e}"
+        );
+        assert_eq!(
+            Linux24::from_spec(&spec("linux24")).unwrap().lock_domain(3),
+            p.lock_domain(3)
+        );
+    }
+}
