@@ -41,8 +41,11 @@
 //! - mm: tasks of the same workload group are treated as sharing one mm (the +1 bonus). That is
 //!   exact when a group is hosted as threads of one process, and generous when its tasks are
 //!   separate processes. An idle CPU keeps the mm of the last task it ran (lazy TLB).
-//! - New tasks start with a full counter, NICE_TO_TICKS(nice), and "last ran" on their lowest
-//!   allowed CPU: there is no parent whose counter do_fork would halve.
+//! - New tasks start with a full counter, NICE_TO_TICKS(nice): there is no parent whose counter
+//!   do_fork would halve. They count as having last run on their allowed CPUs in turn (by task
+//!   id), where do_fork would give them all the parent's CPU: with every task "on" one CPU, the
+//!   other CPUs' first picks take any task and the affinity terms only settle once every task has
+//!   run — a start-up transient of the simulator's instant release, not of the steady state.
 //! - Tasks running on a CPU are kept out of the scanned vector; the scan length still counts them,
 //!   as the kernel walks past them (`can_schedule` fails). List order is kept as a sequence key per
 //!   task (head insertions count down, tail insertions up), so the vector can swap-remove: ties go
@@ -410,6 +413,16 @@ impl<L: RunList> Sched24<L> {
     }
 }
 
+/// The CPU a new task counts as having last run on: the allowed CPUs in turn by task id, as if
+/// each task had been forked on a different CPU (the simulator has no parent task).
+fn first_cpu(allowed: CpuMask, ncpus: usize, id: TaskId) -> CpuId {
+    let allowed = CpuMask(allowed.0 & CpuMask::first(ncpus).0);
+    match allowed.count() {
+        0 => 0,
+        n => allowed.iter().nth(id % n).unwrap_or(0),
+    }
+}
+
 impl<L: RunList> Policy for Sched24<L> {
     fn describe(&self) -> String {
         L::NAME.into()
@@ -456,7 +469,7 @@ impl<L: RunList> Policy for Sched24<L> {
             counter: nice_to_ticks(nice, m.hz),
             order: 0,
             allowed: setup.allowed,
-            processor: setup.allowed.lowest().unwrap_or(0),
+            processor: first_cpu(setup.allowed, m.ncpus, setup.id),
             mm: setup.group,
             nice,
             rt_priority,
@@ -1007,8 +1020,9 @@ pub(super) mod tests {
         let mut h = H::<GlobalList>::new(4);
         for id in 0..10 {
             h.spawn(id, 0, Knobs::default(), ALL);
+            h.p_task(id, |t| t.processor = 3);
         }
-        assert_eq!(h.pick(0), Some(9));
+        assert_eq!(h.pick(0), Some(9), "no affinity here: the head of the list");
         assert_eq!(h.scanned(0), 10);
         assert_eq!(h.pick(1), Some(8));
         assert_eq!(h.scanned(1), 9 + 1, "queued + running elsewhere");
@@ -1020,6 +1034,16 @@ pub(super) mod tests {
         h.spawn(0, 0, Knobs::default(), CpuMask(0b10));
         assert_eq!((h.pick(0), h.scanned(0)), (None, 1));
         assert_eq!(h.pick(1), Some(0));
+    }
+
+    #[test]
+    fn new_tasks_count_as_last_run_on_their_allowed_cpus_in_turn() {
+        let mut h = H::<GlobalList>::new(4);
+        for id in 0..6 {
+            h.spawn(id, 0, Knobs::default(), CpuMask(0b1010));
+        }
+        let last: Vec<CpuId> = (0..6).map(|id| h.p.tasks[id].processor).collect();
+        assert_eq!(last, [1, 3, 1, 3, 1, 3]);
     }
 
     #[test]

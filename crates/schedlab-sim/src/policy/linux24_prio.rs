@@ -62,9 +62,50 @@ fn list_of(t: &Task24) -> usize {
     }
 }
 
+/// What a pick reads of a waiting task, copied into its list entry so that the walk does not
+/// visit the task table (none of it changes while the task waits, except at a recalculation,
+/// which refiles every task).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    id: u32,
+    processor: u32,
+    mm: u32,
+    /// `static_goodness`: counter + 20 − nice (0 when counter is 0), 1000 + rt_priority.
+    q: i32,
+    allowed: u64,
+}
+
+impl Entry {
+    fn of(t: &Task24, id: TaskId) -> Entry {
+        Entry {
+            id: id as u32,
+            processor: t.processor as u32,
+            mm: t.mm as u32,
+            q: t.static_goodness() as i32,
+            allowed: t.allowed.0,
+        }
+    }
+    /// goodness(): the same value as [`Scan::weight`] of the task.
+    #[inline]
+    fn weight(&self, scan: &Scan, cpu_bonus: i64) -> i64 {
+        let q = i64::from(self.q);
+        if scan.yielding == Some(self.id as TaskId) {
+            -1
+        } else if q >= 1000 || q == 0 {
+            q
+        } else {
+            q + if self.processor as CpuId == scan.cpu {
+                cpu_bonus
+            } else {
+                0
+            } + i64::from(scan.mm == Some(self.mm as usize))
+        }
+    }
+}
+
 /// The 33 priority lists, each in 2.4 list order (a `BTreeMap` keyed by the order key).
 pub struct PrioLists {
-    lists: Vec<BTreeMap<i64, TaskId>>,
+    lists: Vec<BTreeMap<i64, Entry>>,
     /// The list each waiting task is in.
     at: Vec<usize>,
     /// Bit l set: list l is not empty.
@@ -82,7 +123,7 @@ pub type Linux24Prio = Sched24<PrioLists>;
 impl PrioLists {
     fn file(&mut self, tasks: &[Task24], id: TaskId) {
         let l = list_of(&tasks[id]);
-        self.lists[l].insert(tasks[id].order, id);
+        self.lists[l].insert(tasks[id].order, Entry::of(&tasks[id], id));
         self.at[id] = l;
         self.nonempty |= 1 << l;
     }
@@ -127,7 +168,7 @@ impl RunList for PrioLists {
         let l = self.at[id];
         let removed = self.lists[l].remove(&tasks[id].order);
         debug_assert_eq!(
-            removed,
+            removed.map(|e| e.id as TaskId),
             Some(id),
             "linux24-prio: removing a task not queued"
         );
@@ -146,7 +187,8 @@ impl RunList for PrioLists {
         if self.top_for != scan.max_static {
             self.compute_tops(scan.max_static);
         }
-        let bonus = if scan.smp { PROC_CHANGE_PENALTY } else { 0 } + 1;
+        let cpu_bonus = if scan.smp { PROC_CHANGE_PENALTY } else { 0 };
+        let bonus = cpu_bonus + 1;
         let mut best: Option<(TaskId, i64)> = None;
         let mut examined = 0;
         let mut mask = self.nonempty;
@@ -158,15 +200,15 @@ impl RunList for PrioLists {
                 RT_LIST => MAX_RT_GOODNESS,
                 _ => self.top[l] + bonus,
             };
-            for &id in self.lists[l].values() {
+            for e in self.lists[l].values() {
                 examined += 1;
-                let t = &tasks[id];
-                if !t.allowed.contains(scan.cpu) {
+                if e.allowed & (1 << scan.cpu) == 0 {
                     continue;
                 }
-                let w = scan.weight(id, t);
+                let w = e.weight(scan, cpu_bonus);
+                debug_assert_eq!(w, scan.weight(e.id as TaskId, &tasks[e.id as TaskId]));
                 if best.is_none_or(|(_, bw)| w > bw) {
-                    best = Some((id, w));
+                    best = Some((e.id as TaskId, w));
                 }
                 if w >= cap {
                     break;
@@ -182,7 +224,7 @@ impl RunList for PrioLists {
     fn counters_changed(&mut self, tasks: &[Task24]) {
         let mut all = std::mem::take(&mut self.scratch);
         for list in &mut self.lists {
-            all.extend(list.values().copied());
+            all.extend(list.values().map(|e| e.id as TaskId));
             list.clear();
         }
         self.nonempty = 0;
