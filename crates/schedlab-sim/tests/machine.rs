@@ -386,3 +386,33 @@ fn every_policy_runs_every_workload_on_several_cpus() {
         assert_conserved(&r, 2);
     }
 }
+
+/// Seed 002's point: under Linux 2.4 every schedule() walks the whole run list under the one
+/// global lock, so a sched_yield on 8 CPUs costs far more with 1024 threads than with 16; the
+/// priority-list scheduler searches only its top list, and its cost grows much less.
+#[test]
+fn linux24_yield_cost_grows_with_threads_and_less_so_under_priority_lists() {
+    let per_yield = |policy: &str, threads: usize| {
+        let y = Yield {
+            threads,
+            duration: Duration::from_millis(200),
+        };
+        let r = sim(&y, policy, 8, 1, &knobs(&[""])).unwrap();
+        assert_conserved(&r, 8);
+        y.metrics(&r.outcome).unwrap()["us_per_yield"]
+    };
+    let growth = |policy: &str| {
+        let (few, many) = (per_yield(policy, 16), per_yield(policy, 1024));
+        eprintln!("{policy}: {few:.2} us per yield at 16 threads, {many:.2} at 1024");
+        many / few
+    };
+    let (vanilla, prio) = (growth("linux24"), growth("linux24-prio"));
+    assert!(
+        vanilla > 10.0,
+        "linux24: ×{vanilla:.1} from 16 to 1024 threads"
+    );
+    assert!(
+        prio < 3.0 && prio * 4.0 < vanilla,
+        "linux24-prio grows ×{prio:.1}, linux24 ×{vanilla:.1}"
+    );
+}

@@ -14,6 +14,8 @@
 
 pub mod cfs;
 pub mod eevdf;
+pub mod linux24;
+pub mod linux24_prio;
 pub mod o1;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
@@ -286,6 +288,16 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
     },
+    PolicyInfo {
+        name: "linux24",
+        params: &[],
+        summary: "Linux 2.4: one run list and lock for all CPUs, goodness() over every runnable task, counter recalculation, reschedule_idle (2.4.17 kernel/sched.c; seed 002)",
+    },
+    PolicyInfo {
+        name: "linux24-prio",
+        params: &[],
+        summary: "Franke & Kravetz's priority-list scheduler for 2.4: the run list split into 33 lists by static goodness, schedule() searches the top one (IBM LTC, Dec 2000; seed 002)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -376,6 +388,8 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "o1" => Box::new(o1::O1::from_spec(spec)?),
         "cfs" => Box::new(cfs::Cfs::from_spec(spec)?),
         "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
+        "linux24" => Box::new(linux24::Linux24::from_spec(spec)?),
+        "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
