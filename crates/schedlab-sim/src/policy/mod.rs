@@ -14,6 +14,7 @@
 
 pub mod cfs;
 pub mod eevdf;
+pub mod linux24_mq;
 pub mod o1;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
@@ -213,6 +214,14 @@ pub trait Policy {
         0
     }
 
+    /// `prev`, put back runnable on `cpu` by a preemption, has just lost the CPU to another task
+    /// (`__schedule_tail` in Linux 2.4 runs reschedule_idle for it): a policy may move it, still
+    /// queued, to another CPU's runqueue; the machine then wakes or asks that CPU as after a
+    /// balancing move. Default: it stays.
+    fn schedule_tail(&mut self, _m: &MachineView, _cpu: CpuId, _prev: TaskId) -> Option<Move> {
+        None
+    }
+
     /// The current task of `cpu` goes back into the runqueue, still runnable.
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: PutPrevKind);
 
@@ -285,6 +294,11 @@ pub const POLICIES: &[PolicyInfo] = &[
             "preempt_short=1 (a waking task with a shorter slice cancels curr's protection; 6.12 PREEMPT_SHORT)",
         ],
         summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
+    },
+    PolicyInfo {
+        name: "linux24-mq",
+        params: &[],
+        summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
     },
 ];
 
@@ -376,6 +390,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "o1" => Box::new(o1::O1::from_spec(spec)?),
         "cfs" => Box::new(cfs::Cfs::from_spec(spec)?),
         "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
+        "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
