@@ -489,7 +489,8 @@ impl Linux24Mq {
                 i = t.next;
             }
             if next.is_some_and(|n| self.tasks[n].is_rt())
-                && (self.rqs[cpu].max_na_goodness != NA_GOODNESS_INIT || self.rqs[cpu].list.len == 0)
+                && (self.rqs[cpu].max_na_goodness != NA_GOODNESS_INIT
+                    || self.rqs[cpu].list.len == 0)
             {
                 return (next, c, None, true);
             }
@@ -541,7 +542,9 @@ impl Linux24Mq {
             }
         }
         if let Some(r) = best {
-            let stolen = self.rqs[r].max_na_ptr.expect("a cached maximum names its task");
+            let stolen = self.rqs[r]
+                .max_na_ptr
+                .expect("a cached maximum names its task");
             if let Some(n) = schedulable(&self.tasks, next) {
                 prev_next = Some(n);
             }
@@ -563,8 +566,12 @@ impl Policy for Linux24Mq {
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
         let what = match knobs.policy {
-            Some(SchedPolicy::Batch) => Some("policy=batch (SCHED_BATCH, added in Linux 2.6.16)".to_string()),
-            Some(SchedPolicy::Idle) => Some("policy=idle (SCHED_IDLE, added in Linux 2.6.23)".to_string()),
+            Some(SchedPolicy::Batch) => {
+                Some("policy=batch (SCHED_BATCH, added in Linux 2.6.16)".to_string())
+            }
+            Some(SchedPolicy::Idle) => {
+                Some("policy=idle (SCHED_IDLE, added in Linux 2.6.23)".to_string())
+            }
             Some(p @ SchedPolicy::Deadline { .. }) => {
                 Some(format!("policy={p} (SCHED_DEADLINE, added in Linux 3.14)"))
             }
@@ -640,14 +647,22 @@ impl Policy for Linux24Mq {
         rq.last_mm = Some(mm);
     }
 
-    fn wakeup_preempt(&mut self, _m: &MachineView, cpu: CpuId, _curr: TaskId, woken: TaskId) -> bool {
+    fn wakeup_preempt(
+        &mut self,
+        _m: &MachineView,
+        cpu: CpuId,
+        _curr: TaskId,
+        woken: TaskId,
+    ) -> bool {
         self.resched.take() == Some((woken, cpu))
     }
 
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
         let prev = self.rqs[cpu].prev.take();
         let prev_task = prev.map(|(t, _)| t);
-        let this_mm = prev_task.map(|t| self.tasks[t].mm).or(self.rqs[cpu].last_mm);
+        let this_mm = prev_task
+            .map(|t| self.tasks[t].mm)
+            .or(self.rqs[cpu].last_mm);
         if let Some(p) = prev_task {
             // Move an exhausted SCHED_RR task to the end of the realtime list.
             let t = &mut self.tasks[p];
@@ -767,5 +782,463 @@ impl Policy for Linux24Mq {
 
     fn idle_ticks(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: CpuMask = CpuMask(u64::MAX);
+
+    /// A hand-driven machine at HZ=100: it keeps `curr`/`nr_running` as the real one would.
+    struct H {
+        p: Linux24Mq,
+        now: u64,
+        curr: Vec<Option<TaskId>>,
+        nr: Vec<usize>,
+    }
+
+    impl H {
+        fn new(ncpus: usize) -> H {
+            let spec = PolicySpec {
+                name: "linux24-mq".into(),
+                params: Vec::new(),
+            };
+            H {
+                p: Linux24Mq::from_spec(&spec).unwrap(),
+                now: 0,
+                curr: vec![None; ncpus],
+                nr: vec![0; ncpus],
+            }
+        }
+        fn with<R>(&mut self, f: impl FnOnce(&mut Linux24Mq, &MachineView) -> R) -> R {
+            let (curr, nr) = (self.curr.clone(), self.nr.clone());
+            let m = MachineView {
+                now: self.now,
+                ncpus: curr.len(),
+                curr: &curr,
+                nr_running: &nr,
+                hz: 100,
+            };
+            let r = f(&mut self.p, &m);
+            for c in 0..self.curr.len() {
+                self.curr[c] = self.p.rqs[c].curr;
+                self.nr[c] = self
+                    .p
+                    .tasks
+                    .iter()
+                    .filter(|t| t.on_rq && t.processor == c)
+                    .count();
+            }
+            r
+        }
+        fn new_task(&mut self, id: TaskId, knobs: Knobs) {
+            self.with(|p, m| {
+                p.task_new(
+                    m,
+                    &TaskSetup {
+                        id,
+                        group: 0,
+                        knobs,
+                        allowed: ALL,
+                    },
+                )
+            });
+        }
+        /// A new task queued on `cpu` directly.
+        fn spawn_on(&mut self, id: TaskId, cpu: CpuId, knobs: Knobs) {
+            self.new_task(id, knobs);
+            self.with(|p, m| p.enqueue_task(m, cpu, id, EnqueueKind::New));
+        }
+        /// A new task run on `cpu`.
+        fn run_on(&mut self, id: TaskId, cpu: CpuId, knobs: Knobs) {
+            self.spawn_on(id, cpu, knobs);
+            assert_eq!(self.pick(cpu), Some(id));
+        }
+        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
+            self.with(|p, m| p.pick_next_task(m, cpu))
+        }
+        fn tick(&mut self, cpu: CpuId) -> bool {
+            let t = self.curr[cpu].unwrap();
+            self.now += 10_000_000;
+            self.with(|p, m| p.task_tick(m, cpu, t))
+        }
+        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
+            let t = self.curr[cpu].unwrap();
+            self.with(|p, m| {
+                if kind == PutPrevKind::Yielded {
+                    p.yield_task(m, cpu, t);
+                }
+                p.put_prev_task(m, cpu, t, kind);
+            })
+        }
+        fn sleep(&mut self, cpu: CpuId) -> TaskId {
+            let t = self.curr[cpu].unwrap();
+            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
+            t
+        }
+        /// select_task_rq + enqueue_task; returns the CPU and whether it must reschedule.
+        fn wake(&mut self, id: TaskId) -> (CpuId, bool) {
+            self.with(|p, m| {
+                let prev = p.tasks[id].processor;
+                let cpu = p.select_task_rq(m, id, prev, None);
+                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: 0 });
+                let resched = match m.curr[cpu] {
+                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
+                    None => true,
+                };
+                (cpu, resched)
+            })
+        }
+        fn task(&mut self, id: TaskId) -> &mut Task {
+            &mut self.p.tasks[id]
+        }
+        fn max_na(&self, cpu: CpuId) -> (i64, Option<TaskId>) {
+            (self.p.rqs[cpu].max_na_goodness, self.p.rqs[cpu].max_na_ptr)
+        }
+    }
+
+    fn nice(n: i32) -> Knobs {
+        Knobs {
+            nice: Some(n),
+            ..Knobs::default()
+        }
+    }
+
+    fn policy(p: SchedPolicy) -> Knobs {
+        Knobs {
+            policy: Some(p),
+            ..Knobs::default()
+        }
+    }
+
+    #[test]
+    fn nice_to_ticks_follows_tick_scale() {
+        assert_eq!(
+            [0, -20, 19].map(|n| nice_to_ticks(n, 100)),
+            [6, 11, 1],
+            "HZ=100: x>>2"
+        );
+        assert_eq!([0, -20, 19].map(|n| nice_to_ticks(n, 250)), [11, 21, 1]);
+        assert_eq!([0, -20, 19].map(|n| nice_to_ticks(n, 1000)), [41, 81, 3]);
+    }
+
+    #[test]
+    fn na_goodness_is_goodness_without_affinity_terms() {
+        let mut h = H::new(2);
+        h.new_task(0, Knobs::default());
+        let t = h.task(0).clone();
+        assert_eq!(t.counter, 6);
+        assert_eq!(t.na_goodness(), 26);
+        assert_eq!(t.goodness(0, Some(0)), 26 + PROC_CHANGE_PENALTY + 1);
+        assert_eq!(t.goodness(0, Some(7)), 26 + PROC_CHANGE_PENALTY);
+        assert_eq!(t.goodness(1, Some(7)), 26);
+        assert_eq!(t.local_goodness(Some(0)), 27, "local_goodness: mm only");
+        let mut y = t.clone();
+        y.yielded = true;
+        assert_eq!((y.na_goodness(), y.goodness(0, Some(0))), (-1, -1));
+        let mut spent = t.clone();
+        spent.counter = 0;
+        assert_eq!((spent.na_goodness(), spent.goodness(0, Some(0))), (0, 0));
+        h.new_task(1, policy(SchedPolicy::Fifo(10)));
+        let rt = h.task(1).clone();
+        assert_eq!((rt.na_goodness(), rt.goodness(1, None)), (1010, 1010));
+        h.new_task(2, nice(-20));
+        assert_eq!(h.task(2).na_goodness(), 11 + 40);
+    }
+
+    #[test]
+    fn steals_only_a_strictly_better_remote_task() {
+        // CPU 0 has a local task L (nice 19, counter 1: local goodness 2, +15 against remotes:
+        // 17); CPU 1 has R queued (nice 5, na = counter + 15), cached as its max_na_goodness.
+        for (r_counter, steal) in [(3, true), (2, false), (1, false)] {
+            let mut h = H::new(2);
+            h.new_task(0, nice(19));
+            h.task(0).counter = 1;
+            h.with(|p, m| p.enqueue_task(m, 0, 0, EnqueueKind::New));
+            h.new_task(1, nice(5));
+            h.task(1).counter = r_counter;
+            h.with(|p, m| p.enqueue_task(m, 1, 1, EnqueueKind::New));
+            let r_na = h.task(1).na_goodness();
+            assert_eq!(h.max_na(1), (r_na, Some(1)));
+            let next = h.pick(0);
+            assert_eq!(
+                next,
+                Some(if steal { 1 } else { 0 }),
+                "remote {r_na} vs local 2 + 15"
+            );
+            assert_eq!(
+                h.p.last_scan_len(0),
+                2,
+                "one local task, one remote maximum"
+            );
+            if steal {
+                assert_eq!(h.task(1).processor, 0, "the stolen task joins CPU 0");
+                assert_eq!(
+                    h.max_na(1),
+                    (NA_GOODNESS_INIT, None),
+                    "CPU 1's cache empties"
+                );
+                assert_eq!(h.max_na(0), (2, Some(0)), "L is CPU 0's best schedulable");
+            } else {
+                assert_eq!(h.max_na(1), (r_na, Some(1)));
+                assert_eq!(h.task(1).processor, 1);
+            }
+        }
+        // An idle CPU steals any cached task, unless its cpus_allowed excludes the CPU.
+        let mut h = H::new(2);
+        h.spawn_on(0, 1, nice(19));
+        assert_eq!(h.pick(0), Some(0));
+        let mut h = H::new(2);
+        h.new_task(0, Knobs::default());
+        h.task(0).allowed = CpuMask(0b10);
+        h.with(|p, m| p.enqueue_task(m, 1, 0, EnqueueKind::New));
+        assert_eq!(h.pick(0), None);
+    }
+
+    #[test]
+    fn cached_max_na_goodness_follows_pick_enqueue_and_dequeue() {
+        let mut h = H::new(2);
+        h.spawn_on(0, 0, nice(0)); // na 26
+        assert_eq!(h.max_na(0), (26, Some(0)));
+        h.spawn_on(1, 0, nice(5)); // 4 ticks: na 19, not better
+        h.spawn_on(2, 0, nice(10)); // 3 ticks: na 13
+        assert_eq!(h.max_na(0), (26, Some(0)));
+        // Picking the best leaves the second best cached.
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.max_na(0), (19, Some(1)));
+        // A better arrival takes the cache.
+        h.spawn_on(3, 0, nice(-4)); // 7 ticks: na 31
+        assert_eq!(h.max_na(0), (31, Some(3)));
+        // CPU 1 steals it; the cache becomes the FIRST schedulable task (list order 2, 1, 0),
+        // the patch's "good enough approximation", not the best.
+        assert_eq!(h.pick(1), Some(3));
+        assert_eq!(h.max_na(0), (13, Some(2)));
+        // The running task blocking leaves the cache alone.
+        h.sleep(0);
+        assert_eq!(h.max_na(0), (13, Some(2)));
+        // The next pick takes the best (1) and caches the rest (2).
+        assert_eq!(h.pick(0), Some(1));
+        assert_eq!(h.max_na(0), (13, Some(2)));
+    }
+
+    #[test]
+    fn reschedule_idle_prefers_prev_then_idle_then_lowest_na_goodness() {
+        // The task's last CPU is idle: it goes there.
+        let mut h = H::new(4);
+        h.new_task(9, Knobs::default());
+        h.task(9).processor = 2;
+        assert_eq!(h.wake(9), (2, true));
+
+        // Its CPU is busy, CPU 3 idle (the others busy): CPU 3.
+        let mut h = H::new(4);
+        for c in 0..3 {
+            h.run_on(c, c, Knobs::default());
+        }
+        h.new_task(9, Knobs::default());
+        assert_eq!(h.wake(9), (3, true));
+
+        // Two idle CPUs: the one idle longest.
+        let mut h = H::new(4);
+        h.run_on(0, 0, Knobs::default());
+        h.run_on(1, 1, Knobs::default());
+        h.now = 5_000_000;
+        h.run_on(2, 2, Knobs::default());
+        h.sleep(2);
+        h.pick(2); // CPU 2 went idle at 5 ms, CPU 3 has been idle since 0
+        h.now = 6_000_000;
+        h.new_task(9, Knobs::default());
+        assert_eq!(h.wake(9), (3, true));
+
+        // No idle CPU: the one whose current task has the lowest na_goodness (plus
+        // PROC_CHANGE_PENALTY away from the task's CPU) below na_goodness(p) − 1.
+        let mut h = H::new(4);
+        h.run_on(0, 0, nice(0)); // p's CPU: 26
+        h.run_on(1, 1, nice(19)); // 1 tick: 2 + 15 = 17, the lowest
+        h.run_on(2, 2, nice(10)); // 13 + 15 = 28
+        h.run_on(3, 3, nice(0)); // 26 + 15 = 41
+        h.new_task(9, nice(-4)); // na 31: CPUs below 30 qualify
+        assert_eq!(h.wake(9), (1, true));
+        assert_eq!(h.task(9).processor, 1);
+
+        // Every CPU runs something at least as good: p joins its own CPU and preempts nothing.
+        let mut h = H::new(4);
+        for c in 0..4 {
+            h.run_on(c, c, nice(0));
+        }
+        h.new_task(9, nice(10)); // na 13
+        assert_eq!(h.wake(9), (0, false));
+    }
+
+    #[test]
+    fn recalculation_is_global_when_the_best_goodness_is_zero() {
+        let mut h = H::new(2);
+        h.run_on(0, 0, Knobs::default());
+        h.spawn_on(1, 1, nice(19));
+        assert_eq!(h.pick(1), Some(1));
+        h.task(1).counter = 4;
+        h.sleep(1); // a sleeper with counter 4
+        let ticks = (1..=20).find(|_| h.tick(0)).unwrap();
+        assert_eq!(ticks, 6, "nice 0 runs NICE_TO_TICKS(0) = 6 ticks at HZ=100");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.task(0).counter, 6, "0/2 + 6");
+        assert_eq!(
+            h.task(1).counter,
+            4 / 2 + 1,
+            "the sleeper too: 4/2 + NICE_TO_TICKS(19)"
+        );
+        // Two passes over the queue and the remote maxima, plus every task.
+        assert_eq!(h.p.last_scan_len(0), 2 * (1 + 1) + 2);
+        // Without a spent best, no recalculation.
+        h.put_prev(0, PutPrevKind::Preempted);
+        h.pick(0);
+        assert_eq!(h.task(1).counter, 3);
+    }
+
+    #[test]
+    fn yield_goes_behind_the_queue_for_one_pick() {
+        let mut h = H::new(1);
+        h.run_on(0, 0, Knobs::default());
+        h.put_prev(0, PutPrevKind::Yielded);
+        assert!(!h.task(0).yielded, "nothing else runnable: no SCHED_YIELD");
+        assert_eq!(h.pick(0), Some(0));
+        h.spawn_on(1, 0, nice(19)); // worse, but the yielder's goodness is −1
+        h.put_prev(0, PutPrevKind::Yielded);
+        assert!(h.task(0).yielded);
+        assert_eq!(h.p.rqs[0].list.tail, 0, "moved to the end of its queue");
+        assert_eq!(h.pick(0), Some(1));
+        assert!(!h.task(0).yielded, "cleared once schedule() is done");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(0), "the better task again");
+    }
+
+    #[test]
+    fn realtime_tasks_use_the_global_queue_and_preempt() {
+        let mut h = H::new(2);
+        h.run_on(0, 0, Knobs::default());
+        h.run_on(1, 1, nice(5));
+        h.new_task(9, policy(SchedPolicy::Rr(5)));
+        let (cpu, resched) = h.wake(9);
+        // 1005 beats both; its own CPU's 26 is below CPU 1's 19 + 15.
+        assert_eq!((cpu, resched), (0, true));
+        assert_eq!(h.p.rt.len, 1);
+        assert_eq!(
+            h.p.rqs[0].list.len + h.p.rqs[1].list.len,
+            2,
+            "not on a CPU queue"
+        );
+        // Any CPU scanning the realtime queue takes it, whichever CPU it was queued for.
+        h.put_prev(1, PutPrevKind::Preempted);
+        assert_eq!(h.pick(1), Some(9));
+        assert_eq!(h.task(9).processor, 1);
+        assert_eq!(h.p.rqs[1].curr_na_goodness, 1005);
+        // A running realtime task is not preempted by a SCHED_OTHER wakeup.
+        h.new_task(10, nice(-20));
+        h.task(10).allowed = CpuMask(0b10);
+        h.task(10).processor = 1;
+        assert_eq!(h.wake(10), (1, false));
+    }
+
+    #[test]
+    fn a_preempted_task_moves_to_an_idle_cpu_at_schedule_tail() {
+        let mut h = H::new(2);
+        h.run_on(0, 0, Knobs::default());
+        h.task(0).counter = 1;
+        h.spawn_on(1, 0, nice(-20)); // beats 0 by more than PROC_CHANGE_PENALTY locally
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1));
+        let mv = h.with(|p, m| p.schedule_tail(m, 0, 0));
+        assert_eq!(
+            mv,
+            Some(Move {
+                task: 0,
+                from: 0,
+                to: 1
+            })
+        );
+        assert_eq!(h.max_na(1), (h.task(0).na_goodness(), Some(0)));
+        assert_eq!(h.pick(1), Some(0));
+    }
+
+    #[test]
+    fn lock_domain_is_per_cpu() {
+        let h = H::new(8);
+        for c in 0..8 {
+            assert_eq!(h.p.lock_domain(c), c);
+        }
+        assert!(h.p.idle_ticks());
+    }
+
+    #[test]
+    fn rejects_knobs_and_parameters_it_has_no_notion_of() {
+        let h = H::new(1);
+        assert_eq!(h.p.describe(), "linux24-mq");
+        let spec = PolicySpec {
+            name: "linux24-mq".into(),
+            params: vec![("colour".into(), "1".into())],
+        };
+        assert!(Linux24Mq::from_spec(&spec).is_err());
+        for (k, what) in [
+            (policy(SchedPolicy::Batch), "policy=batch"),
+            (policy(SchedPolicy::Idle), "policy=idle"),
+            (
+                Knobs {
+                    slice_ns: Some(300_000),
+                    ..Knobs::default()
+                },
+                "slice=300.000us",
+            ),
+        ] {
+            let e = h.p.check_knobs("g", &k).unwrap_err();
+            assert!(e.contains("'g'") && e.contains(what), "{e}");
+        }
+        let dl: SchedPolicy = "deadline:1ms/10ms/10ms".parse().unwrap();
+        assert!(h.p.check_knobs("g", &policy(dl)).is_err());
+        for ok in [
+            nice(-5),
+            policy(SchedPolicy::Fifo(3)),
+            policy(SchedPolicy::Rr(99)),
+        ] {
+            assert!(h.p.check_knobs("g", &ok).is_ok());
+        }
+    }
+
+    /// Seed 002's point: MQ's schedule() cost does not grow with the number of yielding threads
+    /// the way the single run list's does. 8 CPUs, 16 vs 1024 threads.
+    #[test]
+    fn yield_cost_barely_grows_with_threads() {
+        use crate::cost::CostModel;
+        use schedlab_workload::presets::Yield;
+        use schedlab_workload::Workload;
+        use std::time::Duration;
+        let spec = PolicySpec {
+            name: "linux24-mq".into(),
+            params: Vec::new(),
+        };
+        let cost = CostModel::profile("piii-700").unwrap();
+        let us_per_yield = |threads: usize| {
+            let w = Yield {
+                threads,
+                duration: Duration::from_millis(200),
+            };
+            let r = crate::run_repetition(
+                &w,
+                crate::SimSetup {
+                    policy: &spec,
+                    cpus: 8,
+                    cost: &cost,
+                    seed: 1,
+                    knobs: &[Knobs::default()],
+                    stop: None,
+                    wall_budget: None,
+                },
+            )
+            .unwrap();
+            w.metrics(&r.outcome).unwrap()["us_per_yield"]
+        };
+        let (few, many) = (us_per_yield(16), us_per_yield(1024));
+        assert!(many < 3.0 * few, "16 threads: {few} us/yield, 1024: {many}");
     }
 }
