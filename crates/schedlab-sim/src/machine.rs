@@ -713,6 +713,11 @@ impl<'a> Machine<'a> {
         self.schedule(cpu, Some(t));
         if self.curr[cpu] != Some(t) {
             self.tasks[t].nivcsw += 1;
+            if kind == PutPrevKind::Preempted {
+                if let Some(mv) = self.policy.schedule_tail(&view!(self), cpu, t) {
+                    self.apply_moves(cpu, &[mv]);
+                }
+            }
         }
     }
 

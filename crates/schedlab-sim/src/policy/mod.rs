@@ -15,6 +15,7 @@
 pub mod cfs;
 pub mod eevdf;
 pub mod linux24;
+pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
 
@@ -215,6 +216,14 @@ pub trait Policy {
         0
     }
 
+    /// `prev`, put back runnable on `cpu` by a preemption, has just lost the CPU to another task
+    /// (`__schedule_tail` in Linux 2.4 runs reschedule_idle for it): a policy may move it, still
+    /// queued, to another CPU's runqueue; the machine then wakes or asks that CPU as after a
+    /// balancing move. Default: it stays.
+    fn schedule_tail(&mut self, _m: &MachineView, _cpu: CpuId, _prev: TaskId) -> Option<Move> {
+        None
+    }
+
     /// The current task of `cpu` goes back into the runqueue, still runnable.
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: PutPrevKind);
 
@@ -297,6 +306,11 @@ pub const POLICIES: &[PolicyInfo] = &[
         name: "linux24-prio",
         params: &[],
         summary: "Franke & Kravetz's priority-list scheduler for 2.4: the run list split into 33 lists by static goodness, schedule() searches the top one (IBM LTC, Dec 2000; seed 002)",
+    },
+    PolicyInfo {
+        name: "linux24-mq",
+        params: &[],
+        summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
     },
 ];
 
@@ -390,6 +404,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
         "linux24" => Box::new(linux24::Linux24::from_spec(spec)?),
         "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
+        "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
