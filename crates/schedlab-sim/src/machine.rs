@@ -582,9 +582,10 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Effect::Yield => {
-                    self.policy.yield_task(&view!(self), cpu, t);
-                    self.reschedule(cpu, t, PutPrevKind::Yielded);
-                    return;
+                    if self.policy.yield_task(&view!(self), cpu, t) {
+                        self.reschedule(cpu, t, PutPrevKind::Yielded);
+                        return;
+                    }
                 }
                 Effect::Lock(l) => {
                     let lock = &mut self.locks[l];

@@ -413,11 +413,12 @@ impl Policy for Cfs {
         e.vruntime > left && e.vruntime - left > ideal
     }
 
-    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) {
+    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
         // yield_task_fair: only meaningful with others queued; mark the skip buddy.
         if !self.rqs[cpu].tree.is_empty() {
             self.rqs[cpu].skip = Some(task);
         }
+        true
     }
 
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {

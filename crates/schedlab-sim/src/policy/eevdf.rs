@@ -939,14 +939,14 @@ impl Policy for Eevdf {
         self.rqs[cpu].resched
     }
 
-    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) {
-        if self.rqs[cpu].nr_queued == 1 {
-            return;
+    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
+        if self.rqs[cpu].nr_queued > 1 {
+            let se = &mut self.se[task];
+            se.deadline = se
+                .deadline
+                .wrapping_add(calc_delta_fair(se.slice, se.weight));
         }
-        let se = &mut self.se[task];
-        se.deadline = se
-            .deadline
-            .wrapping_add(calc_delta_fair(se.slice, se.weight));
+        true // do_sched_yield always calls schedule()
     }
 
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {

@@ -57,10 +57,6 @@
 //! - `__schedule_tail`'s reschedule_idle(prev) for a preempted task is not modelled: a preempted
 //!   task waits on the list until some CPU schedules (the policy has no way to kick a CPU later).
 //!   Synchronous wakeups (`wake_up_sync`, which skip reschedule_idle) are not modelled either.
-//! - sys_sched_yield's shortcut (no other task pending) still goes through the machine's switch
-//!   path, which charges one run-queue lock hold; the policy reports no scan, hands the CPU back,
-//!   and names a lock domain other than the global one for that pass, so the shortcut does not
-//!   queue behind the other CPUs (CPU 0 borrows CPU 1's domain; only such passes use them).
 //! - No hyper-threading sibling rule in reschedule_idle, no CONFIG_PREEMPT (2.4.17 had none: the
 //!   machine applies a reschedule at the waker's system-call return or after an IPI, as 2.4 did
 //!   for user tasks).
@@ -307,12 +303,8 @@ struct Cpu24 {
     active_mm: Option<usize>,
     /// The task that called sched_yield here and is flagged SCHED_YIELD for the next pick.
     yielding: Option<TaskId>,
-    /// sys_sched_yield found no other runnable task: the next pick hands this task back unscanned.
-    yield_noop: Option<TaskId>,
     /// Entries examined by the last pick.
     scanned: usize,
-    /// The last pick was sys_sched_yield's shortcut, which takes no run-queue lock.
-    unlocked: bool,
 }
 
 /// The Linux 2.4 scheduler machinery over run list `L`: counters, goodness, recalculation,
@@ -557,10 +549,9 @@ impl<L: RunList> Policy for Sched24<L> {
         }
     }
 
-    fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: EnqueueKind) {
+    fn enqueue_task(&mut self, m: &MachineView, _cpu: CpuId, task: TaskId, _kind: EnqueueKind) {
         self.ensure_cpus(m.ncpus);
-        self.cpus[cpu].unlocked = false; // the wakeup's lock_domain(cpu) that follows is global
-                                         // add_to_runqueue: the head of the list.
+        // add_to_runqueue: the head of the list.
         self.tasks[task].order = self.head_key();
         self.list.insert(&self.tasks, task);
     }
@@ -572,7 +563,6 @@ impl<L: RunList> Policy for Sched24<L> {
             self.running -= 1;
         }
         c.yielding = None;
-        c.yield_noop = None;
         if kind == DequeueKind::Exit && self.tasks[task].live {
             self.tasks[task].live = false;
             self.live -= 1;
@@ -594,16 +584,10 @@ impl<L: RunList> Policy for Sched24<L> {
             self.running -= 1; // not expected: put_prev_task or dequeue_task came first
         }
         self.cpus[cpu].incoming = None;
-        let noop = self.cpus[cpu].yield_noop.take();
-        let (next, scanned) = match noop {
-            Some(t) => (Some(t), 0),
-            None => self.choose(cpu, smp),
-        };
-        let noop = noop.is_some();
+        let (next, scanned) = self.choose(cpu, smp);
         let c = &mut self.cpus[cpu];
         c.yielding = None; // __schedule_tail clears SCHED_YIELD
         c.scanned = scanned;
-        c.unlocked = noop;
         if next != c.last {
             c.last_schedule = m.now;
         }
@@ -651,27 +635,22 @@ impl<L: RunList> Policy for Sched24<L> {
         false
     }
 
-    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) {
+    fn yield_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
         // nr_pending: runnable tasks not running on any CPU (the current one is not queued).
+        // With none, sys_sched_yield returns without taking the lock or calling schedule().
         if self.list.is_empty() {
-            self.cpus[cpu].yield_noop = Some(task);
-            return;
+            return false;
         }
         if self.tasks[task].class == Class24::Other {
             self.cpus[cpu].yielding = Some(task);
         }
         let order = self.tail_key(); // move_last_runqueue
         self.tasks[task].order = order;
+        true
     }
 
-    fn lock_domain(&self, cpu: CpuId) -> usize {
-        // One runqueue_lock for all CPUs (domain 0). sys_sched_yield's shortcut takes none, but
-        // the machine charges a lock on every pass through schedule: give that pass a domain of
-        // its own (CPU 0's shares CPU 1's), so that it does not wait for the global lock.
-        match self.cpus.get(cpu) {
-            Some(c) if c.unlocked => cpu.max(1).min(self.cpus.len() - 1),
-            _ => 0,
-        }
+    fn lock_domain(&self, _cpu: CpuId) -> usize {
+        0 // one runqueue_lock for all CPUs
     }
 
     fn idle_ticks(&self) -> bool {
@@ -760,13 +739,15 @@ pub(super) mod tests {
             self.now += 10_000_000;
             self.with(|p, m| p.task_tick(m, cpu, t))
         }
-        pub(in crate::policy) fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
+        /// Put the current task back; false when its yield returned without schedule().
+        pub(in crate::policy) fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) -> bool {
             let t = self.curr[cpu].unwrap();
             self.with(|p, m| {
-                if kind == PutPrevKind::Yielded {
-                    p.yield_task(m, cpu, t);
+                if kind == PutPrevKind::Yielded && !p.yield_task(m, cpu, t) {
+                    return false;
                 }
                 p.put_prev_task(m, cpu, t, kind);
+                true
             })
         }
         pub(in crate::policy) fn sleep(&mut self, cpu: CpuId) -> TaskId {
@@ -922,10 +903,8 @@ pub(super) mod tests {
         let mut h = H::<GlobalList>::new(1);
         h.spawn(0, 0, Knobs::default(), ALL);
         h.pick(0);
-        h.put_prev(0, PutPrevKind::Yielded);
-        assert_eq!(
-            (h.pick(0), h.scanned(0)),
-            (Some(0), 0),
+        assert!(
+            !h.put_prev(0, PutPrevKind::Yielded),
             "nr_pending 0: no schedule()"
         );
     }

@@ -747,9 +747,9 @@ impl Policy for Linux24Mq {
         expired
     }
 
-    fn yield_task(&mut self, m: &MachineView, _cpu: CpuId, task: TaskId) {
+    fn yield_task(&mut self, m: &MachineView, _cpu: CpuId, task: TaskId) -> bool {
         if self.nr_pending(m.ncpus) == 0 {
-            return;
+            return false; // sys_sched_yield: nothing pending, no schedule()
         }
         if !self.tasks[task].is_rt() {
             self.tasks[task].yielded = true;
@@ -757,6 +757,7 @@ impl Policy for Linux24Mq {
         let q = self.queue_of(task);
         self.unlink(q, task);
         self.link_back(q, task);
+        true
     }
 
     fn lock_domain(&self, cpu: CpuId) -> usize {

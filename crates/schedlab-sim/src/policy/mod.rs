@@ -234,9 +234,11 @@ pub trait Policy {
     /// Timer tick on `cpu` while `task` runs (`task_tick`); true asks for a reschedule.
     fn task_tick(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool;
 
-    /// `task`, current on `cpu`, calls `sched_yield` (`yield_task`); `put_prev_task(Yielded)`
-    /// and `pick_next_task` follow.
-    fn yield_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId);
+    /// `task`, current on `cpu`, calls `sched_yield` (`yield_task`). True: the yield goes
+    /// through schedule(), so `put_prev_task(Yielded)` and `pick_next_task` follow (every
+    /// kernel since 2.5). False: the system call returns at once without taking a runqueue lock
+    /// (2.4's sys_sched_yield when no other task is pending).
+    fn yield_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool;
 
     /// Move queued tasks between runqueues (`balance`, `load_balance`, idle pulling). The moved
     /// tasks must be queued on `to` when this returns.

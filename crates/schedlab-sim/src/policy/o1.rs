@@ -682,13 +682,14 @@ impl Policy for O1 {
         false
     }
 
-    fn yield_task(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId) {
+    fn yield_task(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId) -> bool {
         let t = self.task_mut(task);
         t.requeue = Some(if t.is_rt() {
             Requeue::ActiveTail
         } else {
             Requeue::Expired
         });
+        true
     }
 
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
