@@ -12,6 +12,7 @@
 //! *sleeping* (handed to `dequeue_task`). `put_prev_task` puts a current task that is still
 //! runnable back in the queue.
 
+pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod o1;
@@ -286,6 +287,15 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
     },
+    PolicyInfo {
+        name: "bsd4",
+        params: &[
+            "preemption=1 (options PREEMPTION: maybe_preempt switches at once to an interrupt-thread priority, or away from an idle-class thread)",
+            "full=0 (options FULL_PREEMPTION: any better priority preempts at once; needs preemption=1)",
+            "ipiwakeup=1 (kern.sched.ipiwakeup.enabled: IPI an idle CPU on wakeup; 0 = it finds the thread at its next clock tick)",
+        ],
+        summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -376,6 +386,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "o1" => Box::new(o1::O1::from_spec(spec)?),
         "cfs" => Box::new(cfs::Cfs::from_spec(spec)?),
         "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
+        "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
