@@ -73,16 +73,12 @@ pub(crate) const PRI_MIN_KERN: u8 = 64;
 pub(crate) const PSOCK: u8 = PRI_MIN_KERN + 24;
 /// Realtime (rtprio) class range.
 pub(crate) const PRI_MIN_REALTIME: u8 = 128;
-/// Last realtime priority.
-pub(crate) const PRI_MAX_REALTIME: u8 = 159;
 /// Timeshare class range; PUSER is its first priority.
 pub(crate) const PRI_MIN_TIMESHARE: u8 = 160;
 /// Last timeshare priority.
 pub(crate) const PRI_MAX_TIMESHARE: u8 = 223;
 /// Idle class range.
 pub(crate) const PRI_MIN_IDLE: u8 = 224;
-/// Last idle priority.
-pub(crate) const PRI_MAX_IDLE: u8 = 255;
 /// Nice range (PRIO_MIN, PRIO_MAX).
 const PRIO_MIN: i32 = -20;
 const PRIO_MAX: i32 = 20;
@@ -118,10 +114,6 @@ impl RunQ {
         self.status |= 1 << idx;
         self.len += 1;
     }
-    /// runq_add: the list of priority `pri`.
-    pub(crate) fn add(&mut self, pri: u8, t: TaskId, head: bool) {
-        self.add_idx(usize::from(pri / RQ_PPQ), t, head);
-    }
     /// runq_remove from list `idx`; false if `t` was not there.
     pub(crate) fn remove_idx(&mut self, idx: usize, t: TaskId) -> bool {
         let q = &mut self.queues[idx];
@@ -139,15 +131,6 @@ impl RunQ {
     pub(crate) fn first_idx(&self) -> Option<usize> {
         (self.status != 0).then(|| self.status.trailing_zeros() as usize)
     }
-    /// The first non-empty list at or after `start`, wrapping (runq_findbit_from).
-    pub(crate) fn first_idx_from(&self, start: usize) -> Option<usize> {
-        if self.status == 0 {
-            return None;
-        }
-        let high = self.status & (u64::MAX << (start % RQ_NQS));
-        let bits = if high != 0 { high } else { self.status };
-        Some(bits.trailing_zeros() as usize)
-    }
     /// The head of list `idx`.
     pub(crate) fn head(&self, idx: usize) -> Option<TaskId> {
         self.queues[idx].front().copied()
@@ -155,14 +138,6 @@ impl RunQ {
     /// Queued threads.
     pub(crate) fn len(&self) -> usize {
         self.len
-    }
-    /// The last thread of the highest (worst) non-empty list — a cheap victim for stealing.
-    pub(crate) fn any(&self) -> Option<(usize, TaskId)> {
-        if self.status == 0 {
-            return None;
-        }
-        let idx = 63 - self.status.leading_zeros() as usize;
-        self.queues[idx].back().map(|&t| (idx, t))
     }
 }
 
@@ -673,7 +648,7 @@ impl Policy for Bsd4 {
         // sched_clock: estcpu + 1 per stat tick, a new priority every INVERSE_ESTCPU_WEIGHT.
         let e = self.estcpu_lim(self.t(task).estcpu + 1);
         self.t_mut(task).estcpu = e;
-        if e % self.inverse_estcpu_weight() == 0 {
+        if e.is_multiple_of(self.inverse_estcpu_weight()) {
             self.reset_priority(task);
         }
         self.switchticks[cpu] += 1;
