@@ -12,6 +12,7 @@
 //! *sleeping* (handed to `dequeue_task`). `put_prev_task` puts a current task that is still
 //! runnable back in the queue.
 
+pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
 pub mod linux24;
@@ -314,6 +315,15 @@ pub const POLICIES: &[PolicyInfo] = &[
         params: &[],
         summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
     },
+    PolicyInfo {
+        name: "bsd4",
+        params: &[
+            "preemption=1 (options PREEMPTION: maybe_preempt switches at once to an interrupt-thread priority, or away from an idle-class thread)",
+            "full=0 (options FULL_PREEMPTION: any better priority preempts at once; needs preemption=1)",
+            "ipiwakeup=1 (kern.sched.ipiwakeup.enabled: IPI an idle CPU on wakeup; 0 = it finds the thread at its next clock tick)",
+        ],
+        summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -407,6 +417,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "linux24" => Box::new(linux24::Linux24::from_spec(spec)?),
         "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
         "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
+        "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
