@@ -54,9 +54,9 @@
 //!   schedule() counts as running that task. The kernel would choose the same idle CPU again until
 //!   it ran; the simulator releases a workload's tasks in one instant, which would otherwise send
 //!   them all to one CPU.
-//! - `__schedule_tail`'s reschedule_idle(prev) for a preempted task is not modelled: a preempted
-//!   task waits on the list until some CPU schedules (the policy has no way to kick a CPU later).
-//!   Synchronous wakeups (`wake_up_sync`, which skip reschedule_idle) are not modelled either.
+//! - `__schedule_tail`'s reschedule_idle(prev) for a preempted task is modelled through
+//!   [`Policy::schedule_tail`], without charging its lock hold. Synchronous wakeups
+//!   (`wake_up_sync`, which skip reschedule_idle) are not modelled.
 //! - No hyper-threading sibling rule in reschedule_idle, no CONFIG_PREEMPT (2.4.17 had none: the
 //!   machine applies a reschedule at the waker's system-call return or after an IPI, as 2.4 did
 //!   for user tasks).
@@ -549,6 +549,29 @@ impl<L: RunList> Policy for Sched24<L> {
         }
     }
 
+    fn schedule_tail(&mut self, m: &MachineView, cpu: CpuId, prev: TaskId) -> Option<Move> {
+        // __schedule_tail: a preempted (not yielding) task still runnable gets reschedule_idle,
+        // so that an idle CPU, or one running something worse, takes it.
+        if m.ncpus <= 1 {
+            return None;
+        }
+        let target = self.select_task_rq(m, prev, cpu, None);
+        let goes =
+            target != cpu && (self.tasks[prev].preempt || self.cpus[target].incoming == Some(prev));
+        if !goes {
+            self.tasks[prev].preempt = false;
+            if self.cpus[target].incoming == Some(prev) {
+                self.cpus[target].incoming = None;
+            }
+            return None;
+        }
+        Some(Move {
+            task: prev,
+            from: cpu,
+            to: target,
+        })
+    }
+
     fn enqueue_task(&mut self, m: &MachineView, _cpu: CpuId, task: TaskId, _kind: EnqueueKind) {
         self.ensure_cpus(m.ncpus);
         // add_to_runqueue: the head of the list.
@@ -992,6 +1015,34 @@ pub(super) mod tests {
         h.sleep(1);
         h.spawn(5, 0, Knobs::default(), CpuMask(0b10));
         assert_eq!(h.wake(4), (0, false), "CPU 1 is taken by task 5");
+    }
+
+    #[test]
+    fn a_preempted_task_goes_to_an_idle_cpu_at_schedule_tail() {
+        let mut h = H::<GlobalList>::new(2);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        h.spawn(1, 0, Knobs::default(), CpuMask(1));
+        *h.counter(0) = 0; // task 1 is better now
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1));
+        let mv = h.with(|p, m| p.schedule_tail(m, 0, 0));
+        assert_eq!(
+            mv,
+            Some(Move {
+                task: 0,
+                from: 0,
+                to: 1
+            }),
+            "CPU 1 is idle: reschedule_idle(prev) sends it there"
+        );
+        assert_eq!(h.pick(1), Some(0));
+        // No CPU idle and nothing worse running anywhere: it stays where it is.
+        h.spawn(2, 0, Knobs::default(), CpuMask(0b10));
+        *h.counter(0) = 0; // (its pick alone on CPU 1 recalculated the counters)
+        h.put_prev(1, PutPrevKind::Preempted);
+        assert_eq!(h.pick(1), Some(2));
+        assert_eq!(h.with(|p, m| p.schedule_tail(m, 1, 0)), None);
     }
 
     #[test]
