@@ -12,6 +12,7 @@
 //! *sleeping* (handed to `dequeue_task`). `put_prev_task` puts a current task that is still
 //! runnable back in the queue.
 
+mod balance;
 pub mod cfs;
 pub mod eevdf;
 pub mod o1;
