@@ -156,8 +156,8 @@ pub(super) fn load_balance<D: Domain>(
     let avg = loads[..n].iter().sum::<usize>() * LOAD_SCALE / n.max(1);
     let mut busiest = [0 as CpuId; MAX_CPUS];
     let mut nb = 0;
-    for c in 0..n {
-        if c != cpu && loads[c] > 1 && loads[c] > this_nr {
+    for (c, &load) in loads[..n].iter().enumerate() {
+        if c != cpu && load > 1 && load > this_nr {
             busiest[nb] = c;
             nb += 1;
         }

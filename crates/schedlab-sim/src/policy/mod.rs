@@ -16,6 +16,7 @@ mod balance;
 pub mod cfs;
 pub mod eevdf;
 pub mod o1;
+pub mod staircase;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::fmt;
@@ -287,6 +288,14 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
     },
+    PolicyInfo {
+        name: "staircase",
+        params: &[
+            "interactive=1 (the sysctl: a task's best stair rises with its sleep/run ratio; 0 = nice alone sets it)",
+            "compute=0 (the sysctl: 20x longer rr intervals, no bonus, wakeup preemption delayed ~10 ms)",
+        ],
+        summary: "Con Kolivas's staircase v13: one priority array, one stair down per rr interval, bonus from CPU share (2.6.14-ck, LKML 2005-11-10; seed 004)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -377,6 +386,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "o1" => Box::new(o1::O1::from_spec(spec)?),
         "cfs" => Box::new(cfs::Cfs::from_spec(spec)?),
         "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
+        "staircase" => Box::new(staircase::Staircase::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
