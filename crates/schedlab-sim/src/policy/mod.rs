@@ -12,6 +12,7 @@
 //! *sleeping* (handed to `dequeue_task`). `put_prev_task` puts a current task that is still
 //! runnable back in the queue.
 
+mod balance;
 pub mod bsd4;
 pub mod cfs;
 pub mod eevdf;
@@ -19,6 +20,7 @@ pub mod linux24;
 pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
+pub mod staircase;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::fmt;
@@ -324,6 +326,14 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
     },
+    PolicyInfo {
+        name: "staircase",
+        params: &[
+            "interactive=1 (the sysctl: a task's best stair rises with its sleep/run ratio; 0 = nice alone sets it)",
+            "compute=0 (the sysctl: 20x longer rr intervals, no bonus, wakeup preemption delayed ~10 ms)",
+        ],
+        summary: "Con Kolivas's staircase v13: one priority array, one stair down per rr interval, bonus from CPU share (2.6.14-ck, LKML 2005-11-10; seed 004)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -418,6 +428,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
         "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
         "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
+        "staircase" => Box::new(staircase::Staircase::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }

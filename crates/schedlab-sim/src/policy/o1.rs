@@ -29,19 +29,16 @@
 //!   the same task again does not ask for a reschedule; schedule()'s sleep_avg charge is applied.
 //! - SCHED_BATCH: sleep credit always 0 (recalc_task_prio), never interactive, woken into the
 //!   expired array, as 2.6.20. SCHED_IDLE (2.6.23), SCHED_DEADLINE and EEVDF slices are rejected.
-//! - select_task_rq: try_to_wake_up's SD_WAKE_AFFINE / SD_WAKE_BALANCE tests with runnable counts
-//!   as loads (move to the waker's CPU when 100·(waker load + 1) ≤ 112·prev load, or 112·waker
-//!   load ≤ 100·prev load); then, if the chosen CPU is busy and an allowed CPU is idle, that CPU
-//!   (standing in for SD_WAKE_IDLE and the 1 ms idle pull). New tasks use the same rule.
-//! - Load balancing: one flat domain; load = runnable count (not raw_weighted_load); the kernel's
-//!   find_busiest_group arithmetic in units of 128 per task; idle CPUs balance every 1 ms, busy
-//!   ones every 200 ms (the kernel: 1–4 ms and 64–256 ms, adapting); newly idle CPUs always. No
-//!   active balancing (pushing a running task) and no power-savings or SMT domains.
+//! - select_task_rq and load balancing are the generic 2.6 ones of [`super::balance`] (and its
+//!   simplifications): try_to_wake_up's SD_WAKE_AFFINE / SD_WAKE_BALANCE tests, then an idle
+//!   CPU; find_busiest_group / move_tasks with imbalance_pct and cache-hot tasks left behind;
+//!   idle CPUs balance every 1 ms, busy ones every 200 ms, newly idle CPUs always. New tasks use
+//!   the same wakeup rule. move_tasks walks the expired array first.
 
+use super::balance::{self, BalanceState, Domain};
 use super::*;
 use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use std::cmp::Reverse;
 use std::collections::VecDeque;
 
 /// Priorities 0..99 are real-time, 100..139 SCHED_OTHER/BATCH (lower is better).
@@ -53,16 +50,6 @@ const MAX_BONUS: i64 = 10;
 const INTERACTIVE_DELTA: i64 = 2;
 /// Percent of on-runqueue wait credited to a task woken by another task (SLEEP_INTERACTIVE).
 const ON_RUNQUEUE_WEIGHT: u64 = 30;
-/// SD_CPU_INIT.imbalance_pct.
-const IMBALANCE_PCT: usize = 125;
-/// SD_CPU_INIT.cache_hot_time and cache_nice_tries.
-const CACHE_HOT_NS: u64 = 2_500_000;
-const CACHE_NICE_TRIES: u32 = 1;
-/// Periodic balancing intervals for an idle and a busy CPU.
-const IDLE_BALANCE_NS: u64 = 1_000_000;
-const BUSY_BALANCE_NS: u64 = 200_000_000;
-/// SCHED_LOAD_SCALE: the load of one task in find_busiest_group's arithmetic.
-const LOAD_SCALE: usize = 128;
 /// The largest useful threshold: the whole SCHED_OTHER priority range.
 const MAX_THRESHOLD: u32 = 40;
 const NAME: &str = "Linux 2.6 O(1) scheduler";
@@ -273,8 +260,7 @@ struct Rq {
     expired_timestamp: Option<u64>,
     best_expired_prio: usize,
     curr: Option<TaskId>,
-    last_balance: u64,
-    nr_balance_failed: u32,
+    balance: BalanceState,
 }
 
 impl Rq {
@@ -285,8 +271,7 @@ impl Rq {
             expired_timestamp: None,
             best_expired_prio: MAX_PRIO,
             curr: None,
-            last_balance: 0,
-            nr_balance_failed: 0,
+            balance: BalanceState::default(),
         }
     }
     fn nr_running(&self) -> usize {
@@ -375,13 +360,27 @@ impl O1 {
         rq.expired_timestamp
             .is_some_and(|ts| m.now.saturating_sub(ts) > limit)
     }
+}
 
-    /// move_tasks: pull up to `max` queued tasks from `from` to `to`, expired array first, best
-    /// priority first, tail of each list first; skip pinned and (unless balancing kept failing)
-    /// cache-hot tasks.
-    fn move_tasks(&mut self, now: u64, from: CpuId, to: CpuId, max: usize) -> Vec<Move> {
-        let hot_ok = self.rqs[to].nr_balance_failed > CACHE_NICE_TRIES;
-        let mut moved = Vec::new();
+impl Domain for O1 {
+    fn nr_running(&self, cpu: CpuId) -> usize {
+        self.nr(cpu)
+    }
+
+    fn balance_state(&mut self, cpu: CpuId) -> &mut BalanceState {
+        &mut self.rqs[cpu].balance
+    }
+
+    /// move_tasks: expired array first, best priority first, tail of each list first.
+    fn move_tasks(
+        &mut self,
+        now: u64,
+        from: CpuId,
+        to: CpuId,
+        max: usize,
+        hot_ok: bool,
+        moved: &mut Vec<Move>,
+    ) {
         for expired in [true, false] {
             let prios: Vec<usize> = self.rqs[from].array(expired).prios().collect();
             for prio in prios {
@@ -392,13 +391,10 @@ impl O1 {
                     .collect();
                 for id in ids {
                     if moved.len() >= max {
-                        return moved;
+                        return;
                     }
                     let t = self.task(id);
-                    let hot = t
-                        .last_ran
-                        .is_some_and(|r| now.saturating_sub(r) < CACHE_HOT_NS);
-                    if !t.allowed.contains(to) || (hot && !hot_ok) {
+                    if !balance::can_migrate_task(t.allowed, t.last_ran, now, to, hot_ok) {
                         continue;
                     }
                     self.rqs[from].array(expired).remove(prio, id);
@@ -409,7 +405,6 @@ impl O1 {
                 }
             }
         }
-        moved
     }
 }
 
@@ -488,30 +483,8 @@ impl Policy for O1 {
         let n = m.ncpus.min(self.rqs.len());
         let t = self.task_mut(task);
         t.timer_wakeup = waker.is_none();
-        let allowed = CpuMask(t.allowed.0 & CpuMask::first(n).0);
-        let Some(lowest) = allowed.lowest() else {
-            return prev;
-        };
-        let mut cpu = if allowed.contains(prev) { prev } else { lowest };
-        if let Some(w) = waker.filter(|&w| w != cpu && allowed.contains(w)) {
-            let (load, this_load) = (self.nr(cpu), self.nr(w));
-            let imbalance = 100 + (IMBALANCE_PCT - 100) / 2;
-            let affine = 100 * (this_load + 1) <= imbalance * load;
-            let wake_balance = imbalance * this_load <= 100 * load;
-            if affine || wake_balance {
-                cpu = w;
-            }
-        }
-        if self.nr(cpu) > 0 {
-            let idle = waker
-                .into_iter()
-                .chain(allowed.iter())
-                .find(|&c| allowed.contains(c) && self.nr(c) == 0);
-            if let Some(c) = idle {
-                cpu = c;
-            }
-        }
-        cpu
+        let allowed = t.allowed;
+        balance::select_task_rq(|c| self.nr(c), n, allowed, prev, waker)
     }
 
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
@@ -695,55 +668,11 @@ impl Policy for O1 {
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
         self.ensure_rqs(m.ncpus);
         let n = m.ncpus.min(self.rqs.len());
-        let this_nr = self.nr(cpu);
-        if kind == BalanceKind::Periodic {
-            let interval = if this_nr == 0 {
-                IDLE_BALANCE_NS
-            } else {
-                BUSY_BALANCE_NS
-            };
-            if m.now.saturating_sub(self.rqs[cpu].last_balance) < interval {
-                return Vec::new();
-            }
-            self.rqs[cpu].last_balance = m.now;
+        let idle = self.nr(cpu) == 0;
+        if kind == BalanceKind::Periodic && !self.rqs[cpu].balance.periodic_due(m.now, idle) {
+            return Vec::new();
         }
-        // find_busiest_group with one CPU per group, loads in LOAD_SCALE units per task.
-        let loads: Vec<usize> = (0..n).map(|c| self.nr(c)).collect();
-        let this = this_nr * LOAD_SCALE;
-        let avg = loads.iter().sum::<usize>() * LOAD_SCALE / n.max(1);
-        let mut busiest: Vec<CpuId> = (0..n)
-            .filter(|&c| c != cpu && loads[c] > 1 && loads[c] > this_nr)
-            .collect();
-        busiest.sort_by_key(|&c| (Reverse(loads[c]), c));
-        let mut tried = false;
-        for from in busiest {
-            let max = loads[from] * LOAD_SCALE;
-            if this >= avg || 100 * max <= IMBALANCE_PCT * this {
-                break;
-            }
-            let mut imbalance = if max < avg {
-                0
-            } else {
-                (max - avg).min(max - LOAD_SCALE).min(avg - this)
-            };
-            if imbalance < LOAD_SCALE {
-                if max - this < 2 * LOAD_SCALE {
-                    continue;
-                }
-                imbalance = LOAD_SCALE;
-            }
-            tried = true;
-            let want = (imbalance / LOAD_SCALE).min(loads[from] - 1);
-            let moved = self.move_tasks(m.now, from, cpu, want);
-            if !moved.is_empty() {
-                self.rqs[cpu].nr_balance_failed = 0;
-                return moved;
-            }
-        }
-        if tried {
-            self.rqs[cpu].nr_balance_failed += 1;
-        }
-        Vec::new()
+        balance::load_balance(self, m, cpu, n)
     }
 
     fn idle_ticks(&self) -> bool {
