@@ -416,3 +416,30 @@ fn linux24_yield_cost_grows_with_threads_and_less_so_under_priority_lists() {
         "linux24-prio grows ×{prio:.1}, linux24 ×{vanilla:.1}"
     );
 }
+
+#[test]
+fn an_interbench_task_starved_for_the_whole_run_reports_zero_rather_than_failing() {
+    // Staircase in compute mode walks two nice-0 burners down 160 ms stairs for seconds before a
+    // nice-19 task gets a turn: the benchmarked task is starved from its start to the end.
+    let ib = Interbench {
+        bench: BenchKind::Audio,
+        load: LoadKind::Burn,
+        duration: Duration::from_secs(3),
+        ..Interbench::default()
+    };
+    let r = sim(
+        &ib,
+        "staircase:compute=1",
+        1,
+        1,
+        &knobs(&["nice=19", "", ""]),
+    )
+    .unwrap();
+    let m = ib.metrics(&r.outcome).unwrap();
+    assert_eq!(m["desired_cpu"], 0.0, "{m:?}");
+    assert_eq!(m["deadlines_met"], 0.0, "{m:?}");
+    assert!(
+        m["latency_max"] >= 3000.0,
+        "starved for the whole 3 s: {m:?}"
+    );
+}

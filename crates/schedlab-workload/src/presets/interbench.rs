@@ -474,7 +474,13 @@ impl Interbench {
 
     /// A periodic emulation (audio, video, X, custom), measured or as a load.
     async fn emulate<C: Context>(&self, ctx: &C, kind: BenchKind, mut table: Option<&mut Table>) {
-        let mut deadline = ctx.now();
+        // The first deadline is when the task was due to start (the original takes the time when
+        // it first runs, which hides a task starved from its start).
+        let mut deadline = if table.is_some() {
+            self.lead().min(ctx.now())
+        } else {
+            ctx.now()
+        };
         let (run, interval) = match kind {
             BenchKind::Audio => (Duration::from_micros(2_500), Duration::from_micros(50_000)),
             BenchKind::Video => (
@@ -503,10 +509,14 @@ impl Interbench {
             }
             BenchKind::Gaming => unreachable!("gaming is not periodic"),
         };
-        while !self.should_stop(ctx) {
+        // do { periodic_schedule } while (!stopped), as the original: at least one period.
+        loop {
             deadline = self
                 .period(ctx, run, interval, deadline, table.as_deref_mut())
                 .await;
+            if self.should_stop(ctx) {
+                break;
+            }
         }
     }
 
