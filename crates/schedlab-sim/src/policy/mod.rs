@@ -19,6 +19,7 @@ pub mod linux24;
 pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
+pub mod ule;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::fmt;
@@ -324,6 +325,14 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
     },
+    PolicyInfo {
+        name: "ule",
+        params: &[
+            "preemption=1 (options PREEMPTION: preempt_thresh = PRI_MIN_KERN, a wakeup at a kernel priority ≤ 64 switches at once; 0 = preempt_thresh 0)",
+            "full=0 (options FULL_PREEMPTION: preempt_thresh = 255, any better priority switches at once; needs preemption=1)",
+        ],
+        summary: "FreeBSD ULE: per-CPU queues, interactivity score from sleep/run history, timeshare calendar queue, idle stealing and balancing (sched_ule.c, FreeBSD 7; seed 001)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -418,6 +427,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
         "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
         "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
+        "ule" => Box::new(ule::Ule::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
