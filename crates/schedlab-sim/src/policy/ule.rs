@@ -58,8 +58,9 @@
 //!   switch requeues at the tail at the user priority; a yield at the tail.
 //! - Every sleep lends one kernel sleep priority, PSOCK (88), as in [`super::bsd4`]: a woken
 //!   thread waits on the realtime queue at 88 and takes its user priority when it runs
-//!   (`sched_userret`). Threads start with no sleep/run history (score 0, interactive) and a
-//!   one-tick slice, as a fork's child does (`sched_fork_thread`); no fork/exit penalties.
+//!   (`sched_userret`). Threads start with no sleep/run history — which scores 50 (run ≥ sleep),
+//!   so batch priority 180 — and a one-tick slice, as a fork's child does
+//!   (`sched_fork_thread`); no parent history, fork or exit penalties.
 //! - One CPU per `tdq_group` (no SMT topology), so `sched_balance_groups` never runs; the
 //!   balancer's IPI to the low CPU is sent only when it moved something; `random()` is a
 //!   deterministic hash of the CPU, the time and a counter.
@@ -105,7 +106,10 @@ pub const INTERACT_THRESH: i32 = 30;
 enum Class {
     Timeshare,
     /// rtprio 0..31 (priority 128 + rtprio); FIFO has no slice.
-    Realtime { rtprio: u8, fifo: bool },
+    Realtime {
+        rtprio: u8,
+        fifo: bool,
+    },
     /// idprio 0..31 (priority 224 + idprio).
     Idle(u8),
 }
@@ -123,7 +127,11 @@ enum Q {
 enum Where {
     Sleeping,
     /// On `cpu`'s queue `q`, list `idx` (`ts_rqindex`).
-    Queued { cpu: CpuId, q: Q, idx: u8 },
+    Queued {
+        cpu: CpuId,
+        q: Q,
+        idx: u8,
+    },
     Running,
 }
 
@@ -384,9 +392,7 @@ impl Ule {
         let tdq = &mut self.tdq[cpu];
         tdq.runq(q).remove_idx(usize::from(idx), id);
         if q == Q::Timeshare {
-            if tdq.idx != tdq.ridx
-                && tdq.ridx == idx
-                && tdq.timeshare.status() & (1u64 << idx) == 0
+            if tdq.idx != tdq.ridx && tdq.ridx == idx && tdq.timeshare.status() & (1u64 << idx) == 0
             {
                 tdq.ridx = (idx + 1) % RQ_NQS as u8;
             }
@@ -508,11 +514,7 @@ impl Ule {
         self.runq_rem(t, now_ticks);
         self.tdq[from].load -= 1;
         self.tdq_add(to, t, false);
-        Some(Move {
-            task: t,
-            from,
-            to,
-        })
+        Some(Move { task: t, from, to })
     }
 
     /// tdq_idled: idle `cpu` steals from the most loaded CPU with queued threads if that load
@@ -802,7 +804,13 @@ impl Policy for Ule {
         th.pri = PSOCK; // _sleep lends the sleep priority
     }
 
-    fn wakeup_preempt(&mut self, _m: &MachineView, cpu: CpuId, curr: TaskId, woken: TaskId) -> bool {
+    fn wakeup_preempt(
+        &mut self,
+        _m: &MachineView,
+        cpu: CpuId,
+        curr: TaskId,
+        woken: TaskId,
+    ) -> bool {
         let (pri, cpri) = (self.t(woken).pri, self.t(curr).pri);
         match self.t(woken).notify {
             Notify::Balance => {
@@ -938,5 +946,510 @@ impl Policy for Ule {
 
     fn idle_ticks(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+    const ALL: CpuMask = CpuMask(u64::MAX);
+
+    /// A hand-driven machine at HZ=1000 that keeps `curr`/`nr_running` as the real one would.
+    struct H {
+        p: Ule,
+        now: u64,
+        curr: Vec<Option<TaskId>>,
+        nr: Vec<usize>,
+    }
+
+    fn spec(s: &str) -> PolicySpec {
+        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
+        let params = rest
+            .split(',')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap();
+                (k.to_string(), v.to_string())
+            })
+            .collect();
+        PolicySpec {
+            name: name.to_string(),
+            params,
+        }
+    }
+
+    fn knobs(s: &str) -> Knobs {
+        if s.is_empty() {
+            Knobs::default()
+        } else {
+            schedlab_workload::knobs::parse_group_arg(&format!("g:{s}"))
+                .unwrap()
+                .1
+        }
+    }
+
+    impl H {
+        fn new(params: &str, ncpus: usize) -> H {
+            H {
+                p: Ule::from_spec(&spec(&format!("ule:{params}"))).unwrap(),
+                now: 0,
+                curr: vec![None; ncpus],
+                nr: vec![0; ncpus],
+            }
+        }
+        fn with<R>(&mut self, f: impl FnOnce(&mut Ule, &MachineView) -> R) -> R {
+            let (curr, nr) = (self.curr.clone(), self.nr.clone());
+            let m = MachineView {
+                now: self.now,
+                ncpus: curr.len(),
+                curr: &curr,
+                nr_running: &nr,
+                hz: 1000,
+            };
+            f(&mut self.p, &m)
+        }
+        /// A new thread queued on `cpu` (the machine's start).
+        fn spawn(&mut self, id: TaskId, k: &str, cpu: CpuId) {
+            let knobs = knobs(k);
+            self.with(|p, m| {
+                let allowed = match &knobs.cpus {
+                    Some(c) => CpuMask(c.iter().map(|&c| 1u64 << c).sum()),
+                    None => ALL,
+                };
+                let setup = TaskSetup {
+                    id,
+                    group: 0,
+                    knobs: knobs.clone(),
+                    allowed,
+                };
+                p.task_new(m, &setup);
+                p.enqueue_task(m, cpu, id, EnqueueKind::New);
+            });
+            self.nr[cpu] += 1;
+        }
+        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
+            let t = self.with(|p, m| p.pick_next_task(m, cpu));
+            self.curr[cpu] = t;
+            t
+        }
+        /// A thread that exists but sleeps (never enqueued).
+        fn create(&mut self, id: TaskId, k: &str) {
+            let knobs = knobs(k);
+            self.with(|p, m| {
+                let setup = TaskSetup {
+                    id,
+                    group: 0,
+                    knobs,
+                    allowed: ALL,
+                };
+                p.task_new(m, &setup);
+            });
+        }
+        /// One 1 ms tick on `cpu`: task_tick then balance, as the machine does.
+        fn tick(&mut self, cpu: CpuId) -> bool {
+            self.now += MS;
+            let t = self.curr[cpu].unwrap();
+            self.with(|p, m| {
+                p.update_curr(m, cpu, t, MS);
+                let r = p.task_tick(m, cpu, t);
+                p.balance(m, cpu, BalanceKind::Periodic);
+                r
+            })
+        }
+        fn ticks_until_resched(&mut self, cpu: CpuId, cap: u64) -> u64 {
+            (1..=cap).find(|_| self.tick(cpu)).unwrap_or(0)
+        }
+        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
+            let t = self.curr[cpu].take().unwrap();
+            self.with(|p, m| p.put_prev_task(m, cpu, t, kind));
+        }
+        fn sleep(&mut self, cpu: CpuId) {
+            let t = self.curr[cpu].take().unwrap();
+            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
+            self.nr[cpu] -= 1;
+        }
+        /// Wake `id` (select + enqueue); returns the chosen CPU and whether it would be kicked
+        /// (idle) or whether wakeup_preempt says yes (busy).
+        fn wake(&mut self, id: TaskId, prev: CpuId, waker: Option<CpuId>) -> (CpuId, bool) {
+            let curr = self.curr.clone();
+            let (cpu, go) = self.with(|p, m| {
+                let cpu = p.select_task_rq(m, id, prev, waker);
+                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: MS });
+                let go = match curr[cpu] {
+                    None => p.wakeup_kicks_idle(cpu),
+                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
+                };
+                (cpu, go)
+            });
+            self.nr[cpu] += 1;
+            (cpu, go)
+        }
+        fn th(&self, id: TaskId) -> &Thread {
+            self.p.t(id)
+        }
+        /// `id` alone on CPU 0: run one tick, sleep `sleep_ms`, wake by timer, `rounds` times.
+        fn run_sleep(&mut self, id: TaskId, rounds: usize, sleep_ms: u64) {
+            for _ in 0..rounds {
+                assert_eq!(self.pick(0), Some(id));
+                self.tick(0);
+                self.sleep(0);
+                self.now += sleep_ms * MS;
+                self.wake(id, 0, None);
+            }
+        }
+    }
+
+    #[test]
+    fn interactivity_score_follows_sleep_and_run_history() {
+        let t = 1 << TICK_SHIFT;
+        assert_eq!(interact_score(100 * t, 1000 * t), 5, "sleep 10 × run");
+        assert_eq!(interact_score(1000 * t, 4000 * t), 12);
+        assert_eq!(interact_score(500 * t, 500 * t), 50, "equal");
+        assert_eq!(interact_formula(0, 0), 0);
+        assert_eq!(interact_score(0, 0), 50, "no history: run ≥ sleep");
+        // Run 10 × sleep: the formula gives 95, but with the threshold ≤ 50 sched_interact_score
+        // returns 50 at once for any run ≥ sleep (both are above the threshold anyway).
+        assert_eq!(interact_formula(1000 * t, 100 * t), 95);
+        assert_eq!(interact_score(1000 * t, 100 * t), 50);
+        // The threshold with nice: score 20 is interactive at nice 0 (priority 128 + 20) and
+        // nice 9 (29), not at nice 10 (30: batch, 180 + nice).
+        let mut h = H::new("", 1);
+        for (id, nice) in [(0, 0), (1, 9), (2, 10), (3, -5)] {
+            h.spawn(id, &format!("nice={nice}"), 0);
+            let th = h.p.t_mut(id);
+            (th.runtime, th.slptime) = (200 * t, 500 * t);
+            Ule::sched_priority(th, 1000);
+        }
+        let pris: Vec<u8> = (0..4).map(|i| h.th(i).user_pri).collect();
+        assert_eq!(pris, [148, 157, 190, 143]);
+        // History is capped at 5 s: over 6/5 of it is halved, just over it kept at 4/5.
+        let th = h.p.t_mut(0);
+        (th.runtime, th.slptime) = (1000 * t, 5000 * t);
+        interact_update(th, 1000);
+        assert_eq!((th.runtime, th.slptime), (800 * t, 4000 * t));
+    }
+
+    #[test]
+    fn sleepers_get_the_interactive_band_and_hogs_the_batch_band() {
+        let mut h = H::new("", 1);
+        h.spawn(0, "", 0);
+        // New threads have no history (score 50: batch, 180) and a one-tick slice.
+        assert_eq!((h.th(0).user_pri, h.th(0).slice), (180, 1));
+        h.run_sleep(0, 30, 10);
+        let p = h.th(0).user_pri;
+        assert!((128..=157).contains(&p), "1 ms run per 10 ms sleep: {p}");
+        assert_eq!(p, 128 + 5, "score sleep 10 × run = 5");
+        assert_eq!(
+            h.th(0).pri,
+            PSOCK,
+            "woken at the sleep priority until it runs"
+        );
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.th(0).pri, p, "sched_userret");
+        // A hog: batch band, 180 + recent CPU use.
+        let mut h = H::new("", 1);
+        h.spawn(0, "", 0);
+        assert_eq!(h.pick(0), Some(0));
+        for _ in 0..3000 {
+            if h.tick(0) {
+                h.put_prev(0, PutPrevKind::Preempted);
+                assert_eq!(h.pick(0), Some(0));
+            }
+        }
+        let p = h.th(0).user_pri;
+        assert!((200..=203).contains(&p), "a hog over a full window: {p}");
+        // nice shifts the batch priority one for one.
+        let mut h = H::new("", 1);
+        h.spawn(0, "nice=10", 0);
+        h.pick(0);
+        for _ in 0..3000 {
+            if h.tick(0) {
+                h.put_prev(0, PutPrevKind::Preempted);
+                h.pick(0);
+            }
+        }
+        assert_eq!(h.th(0).user_pri, p + 10);
+    }
+
+    /// A thread woken by a timer (priority PSOCK, 88) while `running` has the CPU.
+    #[test]
+    fn wakeup_preemption_follows_the_preemption_threshold() {
+        for (params, running, at_once) in [
+            ("preemption=1,full=0", "", false),
+            ("preemption=1,full=0", "policy=idle", true),
+            ("preemption=1,full=1", "", true),
+            ("preemption=0", "", false),
+            // sched_setpreempt always preempts an idle-class thread, and critical_exit honours
+            // td_owepreempt even without options PREEMPTION.
+            ("preemption=0", "policy=idle", true),
+        ] {
+            let mut h = H::new(params, 1);
+            h.spawn(0, "", 0);
+            h.spawn(1, running, 0);
+            h.run_sleep(0, 5, 10);
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep(0);
+            assert_eq!(h.pick(0), Some(1));
+            for _ in 0..3 {
+                h.tick(0);
+            }
+            let (cpu, go) = h.wake(0, 0, None);
+            assert_eq!((cpu, go), (0, at_once), "{params} over '{running}'");
+            if !at_once {
+                // NEEDRESCHED: the switch happens at the CPU's next tick.
+                assert!(h.tick(0), "{params}: reschedule at the next tick");
+            }
+            h.put_prev(0, PutPrevKind::Preempted);
+            assert_eq!(h.pick(0), Some(0), "the woken thread runs first");
+            // owepreempt requeues a timeshare thread at the calendar's removal index (to run
+            // next); an AST at its priority's place after the insert index.
+            if running.is_empty() {
+                let Where::Queued { cpu, q, idx } = h.th(1).at else {
+                    panic!("{:?}", h.th(1).at)
+                };
+                assert_eq!(q, Q::Timeshare);
+                let at_ridx = idx == h.p.tdq[cpu].ridx;
+                assert_eq!(at_ridx, at_once, "{params}: requeued at list {idx}");
+            }
+        }
+        // A wakeup by a thread on the same CPU: NEEDRESCHED is acted on as the waker's system
+        // call returns (ast), so wakeup_preempt says yes whatever the options.
+        for params in ["preemption=0", "preemption=1,full=0"] {
+            let mut h = H::new(params, 1);
+            h.spawn(0, "", 0);
+            h.spawn(1, "", 0);
+            h.run_sleep(0, 5, 10);
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep(0);
+            assert_eq!(h.pick(0), Some(1));
+            for _ in 0..3 {
+                h.tick(0);
+            }
+            assert_eq!(h.wake(0, 0, Some(0)), (0, true), "{params}");
+            assert!(
+                !h.p.owepreempt[0] && h.p.needresched[0],
+                "{params}: an AST, not owepreempt"
+            );
+        }
+    }
+
+    /// tdq_notify: a remote CPU is IPI'd when the new thread is realtime-queue (< 159) over a
+    /// timeshare thread, whatever the options; a timeshare thread over timeshare only under
+    /// FULL_PREEMPTION.
+    #[test]
+    fn remote_wakeups_ipi_by_tdq_notify_rules() {
+        for (params, woken_pri, ipi) in [
+            ("preemption=0", PSOCK, true),
+            ("preemption=1,full=0", 170, false),
+            ("preemption=1,full=1", 170, true),
+        ] {
+            let mut h = H::new(params, 2);
+            h.spawn(0, "", 0);
+            h.spawn(1, "", 1);
+            h.pick(0);
+            h.pick(1);
+            h.p.t_mut(1).pri = 200;
+            h.p.t_mut(0).pri = woken_pri;
+            h.p.t_mut(0).notify = Notify::Remote;
+            let go = h.with(|p, m| p.wakeup_preempt(m, 1, 1, 0));
+            assert_eq!(go, ipi, "{params} pri {woken_pri}");
+            assert_eq!(h.p.owepreempt[1], ipi);
+        }
+    }
+
+    #[test]
+    fn slice_expiry_reschedules_after_stathz_over_10_ticks() {
+        let mut h = H::new("", 1);
+        h.spawn(0, "", 0);
+        h.spawn(1, "", 0);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(
+            h.ticks_until_resched(0, 1000),
+            1,
+            "a new thread's one-tick slice"
+        );
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1));
+        assert_eq!(h.ticks_until_resched(0, 1000), 1);
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.ticks_until_resched(0, 1000), 100, "sched_slice = hz/10");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1), "round robin");
+        // SCHED_FIFO has no slice.
+        let mut h = H::new("", 1);
+        h.spawn(0, "policy=fifo:50", 0);
+        h.spawn(1, "policy=fifo:50", 0);
+        h.pick(0);
+        assert_eq!(h.ticks_until_resched(0, 1000), 0);
+    }
+
+    #[test]
+    fn the_calendar_queue_runs_worse_batch_threads_too() {
+        // A batch thread at 220 queued behind a stream of 180s still runs: the 180s go in after
+        // the insert index, which moves on every tick.
+        let mut h = H::new("", 1);
+        for id in 0..3 {
+            h.spawn(id, "", 0);
+            let th = h.p.t_mut(id);
+            th.runtime = 1 << 20; // batch
+        }
+        h.p.t_mut(2).nice = 19;
+        for id in 0..3 {
+            Ule::sched_priority(h.p.t_mut(id), 1000);
+        }
+        assert_eq!(h.th(2).user_pri, 199);
+        let mut ran2 = false;
+        for _ in 0..200 {
+            let t = h.pick(0).unwrap();
+            ran2 |= t == 2;
+            let n = h.ticks_until_resched(0, 1000);
+            assert!(n > 0);
+            h.put_prev(0, PutPrevKind::Preempted);
+        }
+        assert!(ran2, "the nice 19 thread ran");
+    }
+
+    #[test]
+    fn an_idle_cpu_steals_from_a_busy_queue() {
+        let mut h = H::new("", 2);
+        for id in 0..3 {
+            h.spawn(id, "", 0);
+        }
+        // CPU 1 idled at the start, so pickcpu would have spread them; queue them by hand.
+        assert_eq!(h.pick(0), Some(0));
+        let moves = h.with(|p, m| p.balance(m, 1, BalanceKind::NewIdle));
+        assert_eq!(moves.len(), 1);
+        assert_eq!((moves[0].from, moves[0].to), (0, 1));
+        assert_eq!(h.pick(1), Some(moves[0].task));
+        // With 4 CPUs steal_thresh is 2.
+        let mut h = H::new("", 4);
+        h.spawn(0, "", 0);
+        h.pick(0);
+        assert!(h
+            .with(|p, m| p.balance(m, 3, BalanceKind::NewIdle))
+            .is_empty());
+        h.spawn(1, "", 0);
+        // runq_steal_from leaves the first timeshare thread from the removal index (0 here):
+        // a lone queued thread is not taken.
+        assert!(h
+            .with(|p, m| p.balance(m, 3, BalanceKind::NewIdle))
+            .is_empty());
+        h.spawn(2, "", 0);
+        let moves = h.with(|p, m| p.balance(m, 3, BalanceKind::NewIdle));
+        assert_eq!(
+            moves,
+            vec![Move {
+                task: 2,
+                from: 0,
+                to: 3
+            }]
+        );
+        // Threads that may not run on the idle CPU stay.
+        let mut h = H::new("", 2);
+        h.spawn(0, "", 0);
+        h.spawn(1, "cpus=0", 0);
+        h.spawn(2, "cpus=0", 0);
+        h.pick(0);
+        assert!(h
+            .with(|p, m| p.balance(m, 1, BalanceKind::NewIdle))
+            .is_empty());
+    }
+
+    #[test]
+    fn pickcpu_prefers_the_last_cpu_when_idle_then_an_idle_cpu() {
+        let mut h = H::new("", 4);
+        for id in 0..3 {
+            h.spawn(id, "", id);
+            assert_eq!(h.pick(id), Some(id));
+        }
+        h.create(4, ""); // a sleeper that last ran on CPU 2, long ago
+        h.p.t_mut(4).cpu = 2;
+        h.now += 10 * MS;
+        assert_eq!(h.wake(4, 2, Some(0)).0, 3, "idle CPU 3 over busy CPU 2");
+        // Its last CPU, idle, wins over the lowest idle CPU.
+        h.create(5, "");
+        h.p.t_mut(5).cpu = 3;
+        h.sleep(1);
+        assert_eq!(h.pick(1), None);
+        assert_eq!(h.p.idle_mask, 0b0010);
+        h.pick(3);
+        h.sleep(3);
+        assert_eq!(h.pick(3), None);
+        assert_eq!(h.wake(5, 3, Some(0)).0, 3);
+        // Nothing idle: the waking CPU if better than its thread (tryself), else the CPU whose
+        // best priority is worst.
+        for (pri, expect) in [(PSOCK, 1), (170, 0)] {
+            let mut h = H::new("", 2);
+            h.spawn(0, "", 0);
+            h.spawn(1, "", 1);
+            h.pick(0);
+            h.pick(1);
+            (h.p.t_mut(0).pri, h.p.tdq[0].lowpri) = (200, 200);
+            (h.p.t_mut(1).pri, h.p.tdq[1].lowpri) = (150, 150);
+            h.create(2, "");
+            (h.p.t_mut(2).cpu, h.p.t_mut(2).pri) = (1, pri);
+            assert_eq!(h.wake(2, 1, Some(1)).0, expect, "priority {pri}");
+        }
+    }
+
+    #[test]
+    fn sched_balance_moves_half_the_imbalance() {
+        let mut h = H::new("", 2);
+        for id in 0..5 {
+            h.spawn(id, "", 0);
+        }
+        h.pick(0);
+        h.spawn(5, "", 1);
+        h.pick(1);
+        h.p.balance_ticks = 1;
+        let moves = h.with(|p, m| p.balance(m, 0, BalanceKind::Periodic));
+        // Loads 5 and 1: two threads move, and CPU 1 is told to reschedule.
+        assert_eq!(moves.len(), 2);
+        assert!(moves.iter().all(|mv| (mv.from, mv.to) == (0, 1)));
+        assert_eq!((h.p.tdq[0].load, h.p.tdq[1].load), (3, 3));
+        let t = moves[0].task;
+        assert!(h.with(|p, m| p.wakeup_preempt(m, 1, 5, t)));
+        let b = h.p.balance_ticks;
+        assert!(
+            (500..1500).contains(&b),
+            "next balance in hz/2 + random(hz): {b}"
+        );
+    }
+
+    #[test]
+    fn parameters_and_knobs() {
+        let u = Ule::from_spec(&spec("ule")).unwrap();
+        assert_eq!(u.describe(), "ule:preemption=1,full=0");
+        assert_eq!(u.preempt_thresh, PRI_MIN_KERN);
+        let full = Ule::from_spec(&spec("ule:full=1")).unwrap();
+        assert_eq!(full.preempt_thresh, PRI_MAX_IDLE);
+        let none = Ule::from_spec(&spec("ule:preemption=0")).unwrap();
+        assert_eq!(none.preempt_thresh, 0);
+        let e = Ule::from_spec(&spec("ule:full=2")).err().unwrap();
+        assert!(e.contains("full=2") && e.contains("0 or 1"), "{e}");
+        let e = Ule::from_spec(&spec("ule:preemption=0,full=1"))
+            .err()
+            .unwrap();
+        assert!(e.contains("needs preemption=1"), "{e}");
+        assert!(Ule::from_spec(&spec("ule:ipiwakeup=1")).is_err());
+        for bad in ["policy=batch", "policy=deadline:1ms/10ms/10ms", "slice=1ms"] {
+            let e = u.check_knobs("g", &knobs(bad)).unwrap_err();
+            let key = bad.split('=').next().unwrap();
+            assert!(e.contains("'g'") && e.contains(key), "{e}");
+        }
+        for ok in [
+            "nice=-5",
+            "policy=idle",
+            "policy=rr:3",
+            "policy=fifo:99",
+            "cpus=0",
+        ] {
+            assert!(u.check_knobs("g", &knobs(ok)).is_ok(), "{ok}");
+        }
     }
 }
