@@ -131,6 +131,24 @@ impl RunQ {
     pub(crate) fn first_idx(&self) -> Option<usize> {
         (self.status != 0).then(|| self.status.trailing_zeros() as usize)
     }
+    /// runq_findbit_from: the first non-empty list at or after `start`, wrapping around once
+    /// (ULE's timeshare calendar queue).
+    pub(crate) fn first_idx_from(&self, start: usize) -> Option<usize> {
+        let from = self.status & (u64::MAX << (start % RQ_NQS));
+        if from != 0 {
+            Some(from.trailing_zeros() as usize)
+        } else {
+            self.first_idx()
+        }
+    }
+    /// The status bitmap: bit `i` set when list `i` is non-empty.
+    pub(crate) fn status(&self) -> u64 {
+        self.status
+    }
+    /// The threads on list `idx`, head first.
+    pub(crate) fn list(&self, idx: usize) -> &VecDeque<TaskId> {
+        &self.queues[idx]
+    }
     /// The head of list `idx`.
     pub(crate) fn head(&self, idx: usize) -> Option<TaskId> {
         self.queues[idx].front().copied()

@@ -21,6 +21,7 @@ pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
 pub mod staircase;
+pub mod ule;
 
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::fmt;
@@ -334,6 +335,14 @@ pub const POLICIES: &[PolicyInfo] = &[
         ],
         summary: "Con Kolivas's staircase v13: one priority array, one stair down per rr interval, bonus from CPU share (2.6.14-ck, LKML 2005-11-10; seed 004)",
     },
+    PolicyInfo {
+        name: "ule",
+        params: &[
+            "preemption=1 (options PREEMPTION: preempt_thresh = PRI_MIN_KERN, a wakeup at a kernel priority ≤ 64 switches at once; 0 = preempt_thresh 0)",
+            "full=0 (options FULL_PREEMPTION: preempt_thresh = 255, any better priority switches at once; needs preemption=1)",
+        ],
+        summary: "FreeBSD ULE: per-CPU queues, interactivity score from sleep/run history, timeshare calendar queue, idle stealing and balancing (sched_ule.c, FreeBSD 7; seed 001)",
+    },
 ];
 
 /// A parsed `--policy NAME[:key=value,...]`.
@@ -429,6 +438,7 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
         "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
         "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
         "staircase" => Box::new(staircase::Staircase::from_spec(spec)?),
+        "ule" => Box::new(ule::Ule::from_spec(spec)?),
         other => return Err(format!("unknown policy '{other}'")),
     })
 }
