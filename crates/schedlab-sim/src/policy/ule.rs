@@ -49,11 +49,12 @@
 //! Simplifications:
 //! - stathz is the machine's tick (stathz = hz), so `tickincr` = 1 << 10 and one counter serves
 //!   `sched_clock` and `sched_tick`; `ticks` is simulated time / tick length.
-//! - No user/kernel boundary. NEEDRESCHED is honoured where `ast()` would see it first: a wakeup
-//!   by a thread on the same CPU switches as the waker's system call returns (the machine's
-//!   local reschedule); one from a timer (no waker) at that CPU's next clock tick (the softclock
-//!   software-interrupt thread that really does timer wakeups, and its own switch, are not
-//!   modelled — as in [`super::bsd4`]). `owepreempt` and IPI_PREEMPT switch at once and requeue
+//! - No user/kernel boundary. NEEDRESCHED is honoured where `ast()` would see it first, which
+//!   here is at once: a wakeup by a thread on the same CPU switches as the waker's system call
+//!   returns (the machine's local reschedule); one from a timer (no waker) as the clock
+//!   interrupt returns (the softclock software-interrupt thread that really does timer wakeups
+//!   switches to the woken thread when it blocks; it is not modelled as a thread, as in
+//!   [`super::bsd4`]). `owepreempt` and IPI_PREEMPT switch at once and requeue
 //!   the preempted thread at the head (SRQ_PREEMPTED: the calendar's removal index); an AST
 //!   switch requeues at the tail at the user priority; a yield at the tail.
 //! - Every sleep lends one kernel sleep priority, PSOCK (88), as in [`super::bsd4`]: a woken
@@ -138,8 +139,8 @@ enum Where {
 /// How the wakeup being enqueued reaches the CPU it was queued on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Notify {
-    /// `sched_setpreempt` on the CPU doing the wakeup; `waker`: a thread there (false: a timer).
-    Local { waker: bool },
+    /// `sched_setpreempt` on the CPU doing the wakeup (a thread there, or a timer).
+    Local,
     /// `tdq_notify`: IPI_PREEMPT or nothing.
     Remote,
     /// Moved by `sched_balance_pair`, which IPI_PREEMPTs the target.
@@ -737,7 +738,7 @@ impl Policy for Ule {
             slptick: None,
             cpu: setup.allowed.lowest().unwrap_or(0),
             at: Where::Sleeping,
-            notify: Notify::Local { waker: false },
+            notify: Notify::Local,
         };
         Ule::sched_priority(&mut th, self.hz);
         th.pri = th.user_pri;
@@ -774,9 +775,7 @@ impl Policy for Ule {
         let me = waker.unwrap_or(if prev < m.ncpus { prev } else { 0 });
         let cpu = self.pickcpu(m, task, me);
         self.t_mut(task).notify = if cpu == me {
-            Notify::Local {
-                waker: waker.is_some(),
-            }
+            Notify::Local
         } else {
             Notify::Remote
         };
@@ -831,7 +830,7 @@ impl Policy for Ule {
                 }
                 ipi
             }
-            Notify::Local { waker } => {
+            Notify::Local => {
                 // sched_setpreempt.
                 if pri >= cpri {
                     return false;
@@ -841,9 +840,8 @@ impl Policy for Ule {
                     return true;
                 }
                 // NEEDRESCHED: ast() on the way back to user mode — the waker's own system
-                // call return, or (timer) the next clock tick.
-                self.needresched[cpu] = true;
-                waker
+                // call return, or the return from the clock interrupt that did a timer wakeup.
+                true
             }
         }
     }
@@ -1196,12 +1194,10 @@ mod tests {
             for _ in 0..3 {
                 h.tick(0);
             }
+            // The woken thread always runs next (owepreempt, or the AST at the clock
+            // interrupt's return); which of the two it was shows where `running` is requeued.
             let (cpu, go) = h.wake(0, 0, None);
-            assert_eq!((cpu, go), (0, at_once), "{params} over '{running}'");
-            if !at_once {
-                // NEEDRESCHED: the switch happens at the CPU's next tick.
-                assert!(h.tick(0), "{params}: reschedule at the next tick");
-            }
+            assert_eq!((cpu, go), (0, true), "{params} over '{running}'");
             h.put_prev(0, PutPrevKind::Preempted);
             assert_eq!(h.pick(0), Some(0), "the woken thread runs first");
             // owepreempt requeues a timeshare thread at the calendar's removal index (to run
