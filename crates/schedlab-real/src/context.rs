@@ -91,9 +91,21 @@ fn channel_error(channel: ChannelId, e: std::io::Error) -> WorkloadError {
 
 impl Context for RealContext {
     async fn compute(&self, cpu: Duration) {
-        let until = sys::thread_cpu_ns() + cpu.as_nanos() as u64;
-        while sys::thread_cpu_ns() < until {
-            std::hint::spin_loop();
+        // Reading the running thread's CPU clock makes the kernel account it on the spot
+        // (task_sched_runtime → update_curr), which ends a fair-class slice the moment it is
+        // used up instead of at the next tick: a task that read it in a tight loop would be
+        // scheduled differently from a plain loop (the interbench agreement showed it). So spin
+        // on the vDSO monotonic clock — CPU time never runs ahead of wall time — and read the
+        // CPU clock only when the wall clock says the budget may be spent: twice per call when
+        // the thread is not preempted, once more per preemption.
+        let mut used = sys::thread_cpu_ns();
+        let target = used + cpu.as_nanos() as u64;
+        while used < target {
+            let spin_until = sys::monotonic_ns() + (target - used);
+            while sys::monotonic_ns() < spin_until {
+                std::hint::spin_loop();
+            }
+            used = sys::thread_cpu_ns();
         }
     }
 

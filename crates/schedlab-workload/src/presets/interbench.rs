@@ -220,8 +220,10 @@ pub fn format_size(bytes: usize) -> String {
 
 /// Bytes per read or write, as the original's `st_blksize` blocks.
 const IO_BLOCK: usize = 4096;
-/// CPU burned between two looks at the clock by a burn load.
-const BURN_CHUNK: Duration = Duration::from_millis(1);
+/// CPU burned between two looks at the clock by a burn load: longer than a 250 Hz tick, so that
+/// reading the CPU clock (which makes the kernel account the thread at once) does not end its
+/// slices sooner than a plain loop's, as the original's burn loop is.
+const BURN_CHUNK: Duration = Duration::from_millis(10);
 
 /// One (benchmarked task, load) pair.
 #[derive(Clone, Debug, PartialEq)]
