@@ -59,7 +59,6 @@
 //! - `schedcpu`'s `maybe_resched` of the CPU running it, and `ts_pctcpu`, are not modelled.
 
 use super::*;
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -463,25 +462,18 @@ impl Policy for Bsd4 {
     }
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
-        match knobs.policy {
-            Some(SchedPolicy::Batch) => {
-                let what = "policy=batch (a Linux class; 4BSD has timeshare, rtprio and idprio)";
-                return Err(reject_knob(NAME, group, what, ACCEPTED));
-            }
-            Some(p @ SchedPolicy::Deadline { .. }) => {
-                let what = format!("policy={p} (SCHED_DEADLINE, a Linux 3.14 class)");
-                return Err(reject_knob(NAME, group, &what, ACCEPTED));
-            }
-            _ => {}
-        }
-        if let Some(slice) = knobs.slice() {
-            let what = format!(
-                "slice={} (4BSD has one round-robin quantum, hz/10)",
-                format_duration(slice)
-            );
-            return Err(reject_knob(NAME, group, &what, ACCEPTED));
-        }
-        Ok(())
+        check_class_knobs(
+            NAME,
+            group,
+            knobs,
+            ACCEPTED,
+            |p| match p {
+                SchedPolicy::Batch => Some("a Linux class; 4BSD has timeshare, rtprio and idprio"),
+                SchedPolicy::Deadline { .. } => Some("SCHED_DEADLINE, a Linux 3.14 class"),
+                _ => None,
+            },
+            "4BSD has one round-robin quantum, hz/10",
+        )
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {

@@ -62,7 +62,6 @@
 //!   for user tasks).
 
 use super::*;
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
 /// `PROC_CHANGE_PENALTY` (include/asm-i386/smp.h): the goodness bonus of the CPU a task last ran
@@ -421,30 +420,19 @@ impl<L: RunList> Policy for Sched24<L> {
     }
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
-        let name = format!("Linux 2.4 scheduler ({})", L::NAME);
-        if let Some(p) = knobs.policy {
-            let what = match p {
-                SchedPolicy::Other | SchedPolicy::Fifo(_) | SchedPolicy::Rr(_) => None,
-                SchedPolicy::Batch => {
-                    Some("policy=batch (SCHED_BATCH, added in Linux 2.6.16)".into())
-                }
-                SchedPolicy::Idle => Some("policy=idle (SCHED_IDLE, added in Linux 2.6.23)".into()),
-                SchedPolicy::Deadline { .. } => {
-                    Some(format!("policy={p} (SCHED_DEADLINE, added in Linux 3.14)"))
-                }
-            };
-            if let Some(what) = what {
-                return Err(reject_knob(&name, group, &what, ACCEPTED));
-            }
-        }
-        if let Some(slice) = knobs.slice() {
-            let what = format!(
-                "slice={} (EEVDF custom slices, Linux 6.12+; 2.4's slice is NICE_TO_TICKS(nice))",
-                format_duration(slice)
-            );
-            return Err(reject_knob(&name, group, &what, ACCEPTED));
-        }
-        Ok(())
+        check_class_knobs(
+            &format!("Linux 2.4 scheduler ({})", L::NAME),
+            group,
+            knobs,
+            ACCEPTED,
+            |p| match p {
+                SchedPolicy::Batch => Some(WHY_NO_BATCH),
+                SchedPolicy::Idle => Some(WHY_NO_IDLE),
+                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
+                _ => None,
+            },
+            "EEVDF custom slices, Linux 6.12+; 2.4's slice is NICE_TO_TICKS(nice)",
+        )
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {

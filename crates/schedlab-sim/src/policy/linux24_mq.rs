@@ -61,7 +61,6 @@
 //!   rejected.
 
 use super::*;
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
 use super::linux24::{nice_to_ticks, ACCEPTED, PROC_CHANGE_PENALTY};
@@ -548,29 +547,19 @@ impl Policy for Linux24Mq {
     }
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
-        let what = match knobs.policy {
-            Some(SchedPolicy::Batch) => {
-                Some("policy=batch (SCHED_BATCH, added in Linux 2.6.16)".to_string())
-            }
-            Some(SchedPolicy::Idle) => {
-                Some("policy=idle (SCHED_IDLE, added in Linux 2.6.23)".to_string())
-            }
-            Some(p @ SchedPolicy::Deadline { .. }) => {
-                Some(format!("policy={p} (SCHED_DEADLINE, added in Linux 3.14)"))
-            }
-            _ => None,
-        };
-        if let Some(what) = what {
-            return Err(reject_knob(NAME, group, &what, ACCEPTED));
-        }
-        if let Some(slice) = knobs.slice() {
-            let what = format!(
-                "slice={} (2.4 timeslices come from nice: NICE_TO_TICKS)",
-                format_duration(slice)
-            );
-            return Err(reject_knob(NAME, group, &what, ACCEPTED));
-        }
-        Ok(())
+        check_class_knobs(
+            NAME,
+            group,
+            knobs,
+            ACCEPTED,
+            |p| match p {
+                SchedPolicy::Batch => Some(WHY_NO_BATCH),
+                SchedPolicy::Idle => Some(WHY_NO_IDLE),
+                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
+                _ => None,
+            },
+            "2.4 timeslices come from nice: NICE_TO_TICKS",
+        )
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {

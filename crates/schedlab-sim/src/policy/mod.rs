@@ -443,6 +443,44 @@ pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
     })
 }
 
+/// Why SCHED_BATCH, SCHED_IDLE and SCHED_DEADLINE mean nothing to an older Linux scheduler.
+pub const WHY_NO_BATCH: &str = "SCHED_BATCH, added in Linux 2.6.16";
+/// See [`WHY_NO_BATCH`].
+pub const WHY_NO_IDLE: &str = "SCHED_IDLE, added in Linux 2.6.23";
+/// See [`WHY_NO_BATCH`].
+pub const WHY_NO_DEADLINE: &str = "SCHED_DEADLINE, added in Linux 3.14";
+
+/// The knob check of a policy that knows nice, cpus and some scheduling classes but no custom
+/// slice: `missing(p)` says why class `p` has no meaning under it (`None`: accepted), `no_slice`
+/// why a `slice=` has none. The errors name the group, the value and what is accepted.
+pub fn check_class_knobs(
+    policy: &str,
+    group: &str,
+    knobs: &Knobs,
+    accepted: &str,
+    missing: impl Fn(SchedPolicy) -> Option<&'static str>,
+    no_slice: &str,
+) -> Result<(), String> {
+    if let Some(p) = knobs.policy {
+        if let Some(why) = missing(p) {
+            return Err(reject_knob(
+                policy,
+                group,
+                &format!("policy={p} ({why})"),
+                accepted,
+            ));
+        }
+    }
+    if let Some(slice) = knobs.slice() {
+        let what = format!(
+            "slice={} ({no_slice})",
+            schedlab_workload::duration::format_duration(slice)
+        );
+        return Err(reject_knob(policy, group, &what, accepted));
+    }
+    Ok(())
+}
+
 /// Reject any knob other than nice for a policy that knows only nice (and say which it knows).
 pub fn reject_knob(policy: &str, group: &str, what: &str, accepted: &str) -> String {
     format!("group '{group}': {what} has no meaning under the simulated {policy}; it accepts {accepted}")

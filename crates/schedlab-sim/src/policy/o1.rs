@@ -37,7 +37,6 @@
 
 use super::balance::{self, BalanceState, Domain};
 use super::*;
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::collections::VecDeque;
 
@@ -414,25 +413,18 @@ impl Policy for O1 {
     }
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
-        match knobs.policy {
-            Some(SchedPolicy::Idle) => {
-                let what = "policy=idle (SCHED_IDLE, added in Linux 2.6.23)";
-                return Err(reject_knob(NAME, group, what, ACCEPTED));
-            }
-            Some(p @ SchedPolicy::Deadline { .. }) => {
-                let what = format!("policy={p} (SCHED_DEADLINE, added in Linux 3.14)");
-                return Err(reject_knob(NAME, group, &what, ACCEPTED));
-            }
-            _ => {}
-        }
-        if let Some(slice) = knobs.slice() {
-            let what = format!(
-                "slice={} (EEVDF custom slices, Linux 6.12+)",
-                format_duration(slice)
-            );
-            return Err(reject_knob(NAME, group, &what, ACCEPTED));
-        }
-        Ok(())
+        check_class_knobs(
+            NAME,
+            group,
+            knobs,
+            ACCEPTED,
+            |p| match p {
+                SchedPolicy::Idle => Some(WHY_NO_IDLE),
+                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
+                _ => None,
+            },
+            "EEVDF custom slices, Linux 6.12+",
+        )
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {

@@ -74,7 +74,6 @@ use super::bsd4::{
     PSOCK, RQ_NQS,
 };
 use super::*;
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
 const NAME: &str = "FreeBSD ULE scheduler";
@@ -680,25 +679,18 @@ impl Policy for Ule {
     }
 
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
-        match knobs.policy {
-            Some(SchedPolicy::Batch) => {
-                let what = "policy=batch (a Linux class; ULE has timeshare, rtprio and idprio)";
-                return Err(reject_knob(NAME, group, what, ACCEPTED));
-            }
-            Some(p @ SchedPolicy::Deadline { .. }) => {
-                let what = format!("policy={p} (SCHED_DEADLINE, a Linux 3.14 class)");
-                return Err(reject_knob(NAME, group, &what, ACCEPTED));
-            }
-            _ => {}
-        }
-        if let Some(slice) = knobs.slice() {
-            let what = format!(
-                "slice={} (ULE has one slice for every thread, stathz/10)",
-                format_duration(slice)
-            );
-            return Err(reject_knob(NAME, group, &what, ACCEPTED));
-        }
-        Ok(())
+        check_class_knobs(
+            NAME,
+            group,
+            knobs,
+            ACCEPTED,
+            |p| match p {
+                SchedPolicy::Batch => Some("a Linux class; ULE has timeshare, rtprio and idprio"),
+                SchedPolicy::Deadline { .. } => Some("SCHED_DEADLINE, a Linux 3.14 class"),
+                _ => None,
+            },
+            "ULE has one slice for every thread, stathz/10",
+        )
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {
