@@ -20,6 +20,7 @@ pub mod linux24;
 pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
+mod prio_array;
 pub mod staircase;
 pub mod ule;
 

@@ -36,13 +36,13 @@
 //!   the same wakeup rule. move_tasks walks the expired array first.
 
 use super::balance::{self, BalanceState, Domain};
+use super::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use std::collections::VecDeque;
 
 /// Priorities 0..99 are real-time, 100..139 SCHED_OTHER/BATCH (lower is better).
 const MAX_RT_PRIO: usize = 100;
-const MAX_PRIO: usize = 140;
+
 const NICE_0_PRIO: usize = 120;
 /// MAX_USER_PRIO (40) × PRIO_BONUS_RATIO (25) / 100.
 const MAX_BONUS: i64 = 10;
@@ -200,53 +200,6 @@ impl Task {
         let gran = (10 * hz.hz / 1000).max(1);
         let e = (MAX_BONUS - hz.bonus(self.sleep_avg)).max(1);
         gran * (1u64 << (e - 1)) * ncpus.max(1) as u64
-    }
-}
-
-/// One priority array: 140 FIFO lists and a bitmap of the non-empty ones.
-#[derive(Clone, Debug)]
-struct PrioArray {
-    queue: Vec<VecDeque<TaskId>>,
-    bitmap: [u64; 3],
-    nr_active: usize,
-}
-
-impl PrioArray {
-    fn new() -> PrioArray {
-        PrioArray {
-            queue: vec![VecDeque::new(); MAX_PRIO],
-            bitmap: [0; 3],
-            nr_active: 0,
-        }
-    }
-    fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
-        if head {
-            self.queue[prio].push_front(t);
-        } else {
-            self.queue[prio].push_back(t);
-        }
-        self.bitmap[prio / 64] |= 1 << (prio % 64);
-        self.nr_active += 1;
-    }
-    fn remove(&mut self, prio: usize, t: TaskId) -> bool {
-        let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
-            return false;
-        };
-        self.queue[prio].remove(i);
-        if self.queue[prio].is_empty() {
-            self.bitmap[prio / 64] &= !(1 << (prio % 64));
-        }
-        self.nr_active -= 1;
-        true
-    }
-    /// sched_find_first_bit: the best non-empty priority.
-    fn first(&self) -> Option<usize> {
-        let w = self.bitmap.iter().position(|&b| b != 0)?;
-        Some(w * 64 + self.bitmap[w].trailing_zeros() as usize)
-    }
-    /// Non-empty priorities, best first.
-    fn prios(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..MAX_PRIO).filter(|&p| self.bitmap[p / 64] & (1 << (p % 64)) != 0)
     }
 }
 

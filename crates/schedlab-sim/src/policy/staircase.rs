@@ -43,13 +43,13 @@
 //!   has no SCHED_ISO or SCHED_IDLEPRIO (later -ck patches). No SMT dependent-sleeper logic.
 
 use super::balance::{self, BalanceState, Domain};
+use super::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use std::collections::VecDeque;
 
 /// Priorities 0..99 are real-time, 100..139 SCHED_OTHER (lower is better).
 const MAX_RT_PRIO: usize = 100;
-const MAX_PRIO: usize = 140;
+
 const NAME: &str = "staircase v13 scheduler (2.6.14-ck)";
 const ACCEPTED: &str = "policy=other|fifo:1..99|rr:1..99, nice=-20..19, cpus=LIST";
 
@@ -224,55 +224,6 @@ impl Task {
     }
 }
 
-/// One priority array: 140 FIFO lists and a bitmap of the non-empty ones.
-#[derive(Clone, Debug)]
-struct PrioArray {
-    queue: Vec<VecDeque<TaskId>>,
-    bitmap: [u64; 3],
-    nr: usize,
-}
-
-impl PrioArray {
-    fn new() -> PrioArray {
-        PrioArray {
-            queue: vec![VecDeque::new(); MAX_PRIO],
-            bitmap: [0; 3],
-            nr: 0,
-        }
-    }
-    fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
-        if head {
-            self.queue[prio].push_front(t);
-        } else {
-            self.queue[prio].push_back(t);
-        }
-        self.bitmap[prio / 64] |= 1 << (prio % 64);
-        self.nr += 1;
-    }
-    fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
-        let t = self.queue[prio]
-            .remove(i)
-            .expect("staircase: bad queue index");
-        if self.queue[prio].is_empty() {
-            self.bitmap[prio / 64] &= !(1 << (prio % 64));
-        }
-        self.nr -= 1;
-        t
-    }
-    /// The best non-empty priority at or after `from`.
-    fn next_set(&self, from: usize) -> Option<usize> {
-        let mut w = from / 64;
-        let mut bits = self.bitmap.get(w)? & (u64::MAX << (from % 64));
-        loop {
-            if bits != 0 {
-                return Some(w * 64 + bits.trailing_zeros() as usize);
-            }
-            w += 1;
-            bits = *self.bitmap.get(w)?;
-        }
-    }
-}
-
 /// One CPU's runqueue.
 #[derive(Clone, Debug)]
 struct Rq {
@@ -302,7 +253,7 @@ impl Rq {
         }
     }
     fn nr_running(&self) -> usize {
-        self.array.nr + usize::from(self.curr.is_some())
+        self.array.nr_active + usize::from(self.curr.is_some())
     }
 }
 

@@ -1,0 +1,79 @@
+//! The 2.6 scheduler's `struct prio_array` (kernel/sched.c, 2.6.20; kept by staircase v13):
+//! MAX_PRIO FIFO lists with a bitmap of the non-empty ones, shared by `o1` and `staircase`.
+
+use super::TaskId;
+use std::collections::VecDeque;
+
+/// Priorities 0..MAX_PRIO (0..99 real-time, 100..139 SCHED_OTHER; lower is better).
+pub(super) const MAX_PRIO: usize = 140;
+
+/// One priority array: 140 FIFO lists and a bitmap of the non-empty ones.
+#[derive(Clone, Debug)]
+pub(super) struct PrioArray {
+    /// A FIFO list per priority.
+    pub(super) queue: Vec<VecDeque<TaskId>>,
+    bitmap: [u64; 3],
+    /// Tasks in the lists.
+    pub(super) nr_active: usize,
+}
+
+impl PrioArray {
+    pub(super) fn new() -> PrioArray {
+        PrioArray {
+            queue: vec![VecDeque::new(); MAX_PRIO],
+            bitmap: [0; 3],
+            nr_active: 0,
+        }
+    }
+    pub(super) fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
+        if head {
+            self.queue[prio].push_front(t);
+        } else {
+            self.queue[prio].push_back(t);
+        }
+        self.bitmap[prio / 64] |= 1 << (prio % 64);
+        self.nr_active += 1;
+    }
+    pub(super) fn remove(&mut self, prio: usize, t: TaskId) -> bool {
+        let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
+            return false;
+        };
+        self.queue[prio].remove(i);
+        if self.queue[prio].is_empty() {
+            self.bitmap[prio / 64] &= !(1 << (prio % 64));
+        }
+        self.nr_active -= 1;
+        true
+    }
+    /// sched_find_first_bit: the best non-empty priority.
+    pub(super) fn first(&self) -> Option<usize> {
+        let w = self.bitmap.iter().position(|&b| b != 0)?;
+        Some(w * 64 + self.bitmap[w].trailing_zeros() as usize)
+    }
+    /// Non-empty priorities, best first.
+    pub(super) fn prios(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..MAX_PRIO).filter(|&p| self.bitmap[p / 64] & (1 << (p % 64)) != 0)
+    }
+    pub(super) fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
+        let t = self.queue[prio]
+            .remove(i)
+            .expect("bad priority queue index");
+        if self.queue[prio].is_empty() {
+            self.bitmap[prio / 64] &= !(1 << (prio % 64));
+        }
+        self.nr_active -= 1;
+        t
+    }
+    /// The best non-empty priority at or after `from`.
+    pub(super) fn next_set(&self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut bits = self.bitmap.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(w * 64 + bits.trailing_zeros() as usize);
+            }
+            w += 1;
+            bits = *self.bitmap.get(w)?;
+        }
+    }
+}
