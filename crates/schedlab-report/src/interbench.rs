@@ -177,3 +177,25 @@ pub fn tables(record: &RunRecord, against: Option<&RunRecord>) -> String {
     }
     out
 }
+
+/// Seed 004's side-by-side form: each named record's tables, rows marked `*` where that record is
+/// significantly better than the other one (the first is compared with the second, every other
+/// record with the first).
+pub fn side_by_side(parts: &[(&str, &RunRecord)], level: f64) -> String {
+    let mut out = String::new();
+    for (i, (name, r)) in parts.iter().enumerate() {
+        let other = match i {
+            0 => parts.get(1),
+            _ => parts.first(),
+        };
+        out.push_str(&format!("== {name} ==\n"));
+        out.push_str(&tables(r, other.map(|(_, o)| *o)));
+        if let Some((o, _)) = other {
+            out.push_str(&format!(
+                "* = significantly better than {o} at {level}% (first significant of: deadlines met, desired CPU, max latency, latency)\n"
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}

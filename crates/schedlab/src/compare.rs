@@ -83,21 +83,9 @@ pub fn compare(
     }
     if first.workload == "interbench" && metric_given.is_none() {
         // Seed 004's form: each record's tables, a row marked `*` where it beats the other.
-        for (i, (r, name)) in records.iter().zip(&names).enumerate() {
-            let (other, other_name) = if i == 0 {
-                (records.get(1), names.get(1))
-            } else {
-                (Some(first), Some(&names[0]))
-            };
-            out.push_str(&format!("== {name} ==\n"));
-            out.push_str(&schedlab_report::interbench::tables(r, other));
-            if let Some(o) = other_name {
-                out.push_str(&format!(
-                    "* = significantly better than {o} at {level}% (first significant of: deadlines met, desired CPU, max latency, latency)\n"
-                ));
-            }
-            out.push('\n');
-        }
+        let parts: Vec<(&str, &RunRecord)> =
+            names.iter().map(String::as_str).zip(&records).collect();
+        out.push_str(&schedlab_report::interbench::side_by_side(&parts, level));
         if records
             .iter()
             .any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2))

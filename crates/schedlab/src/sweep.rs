@@ -265,9 +265,8 @@ pub fn sweep<W: Preset>(
     Ok(end)
 }
 
-/// An interbench sweep prints seed 004's form: for each combination of the varied values, its
-/// interbench tables, rows marked `*` where it is significantly better than the first
-/// combination (the second is compared with the first, the first with the second).
+/// An interbench sweep prints seed 004's form for each combination of the varied values
+/// ([`schedlab_report::interbench::side_by_side`]).
 fn interbench_tables(record: &RunRecord, combos: &[Vec<(String, String)>]) -> String {
     let part = |combo: &Vec<(String, String)>| {
         let what = combo
@@ -281,26 +280,8 @@ fn interbench_tables(record: &RunRecord, combos: &[Vec<(String, String)>]) -> St
         (what, r)
     };
     let parts: Vec<(String, RunRecord)> = combos.iter().map(part).collect();
-    let mut out = String::new();
-    for (i, (what, r)) in parts.iter().enumerate() {
-        let other = match i {
-            0 => parts.get(1),
-            _ => parts.first(),
-        };
-        out.push_str(&format!("== {what} ==\n"));
-        out.push_str(&schedlab_report::interbench::tables(
-            r,
-            other.map(|(_, o)| o),
-        ));
-        if let Some((o, _)) = other {
-            out.push_str(&format!(
-                "* = significantly better than {o} at {}% (first significant of: deadlines met, desired CPU, max latency, latency)\n",
-                record.level
-            ));
-        }
-        out.push('\n');
-    }
-    out
+    let refs: Vec<(&str, &RunRecord)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    schedlab_report::interbench::side_by_side(&refs, record.level)
 }
 
 #[cfg(test)]
