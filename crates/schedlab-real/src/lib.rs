@@ -5,11 +5,13 @@
 //!   knobs ([`knobs`]), releases them together and measures them, under a supervisor.
 //! - Counters come from `/proc/thread-self/sched` ([`procfs`]) and, where tracefs is available,
 //!   from the sched_wakeup/sched_switch tracepoints in a private instance ([`trace`]).
-//! - [`machine`] describes the machine and probes what it lets us measure.
+//! - [`machine`] describes the machine and probes what it lets us measure; [`host`] holds the
+//!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs).
 #![deny(missing_docs)]
 
 pub mod context;
 pub mod executor;
+pub mod host;
 pub mod knobs;
 pub mod machine;
 pub mod procfs;

@@ -7,17 +7,6 @@ use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::record::MachineInfo;
 use std::time::Duration;
 
-/// Number of CPUs online.
-pub fn online_cpus() -> usize {
-    // SAFETY: plain sysconf.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    if n > 0 {
-        n as usize
-    } else {
-        1
-    }
-}
-
 /// Kernel and machine facts.
 pub fn machine_info() -> MachineInfo {
     // SAFETY: utsname is plain data filled by uname.
@@ -38,12 +27,8 @@ pub fn machine_info() -> MachineInfo {
         kernel_release: field(&u.release),
         kernel_version: version.clone(),
         arch: field(&u.machine),
-        cpus: online_cpus(),
-        cpu_model: std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
-            c.lines()
-                .find(|l| l.starts_with("model name"))
-                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
-        }),
+        cpus: crate::host::online_cpus(),
+        cpu_model: crate::procfs::cpu_model(),
         preempt: preempt_model(&version),
     }
 }

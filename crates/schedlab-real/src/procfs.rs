@@ -1,5 +1,14 @@
-//! Per-thread scheduler statistics from `/proc/thread-self/sched` (CONFIG_SCHED_DEBUG's
-//! `proc_sched_show_task`), falling back to `getrusage(RUSAGE_THREAD)` where that file is absent.
+//! Everything schedlab reads from /proc, parsed in this one module: per-thread scheduler
+//! statistics from `/proc/thread-self/sched` (CONFIG_SCHED_DEBUG's `proc_sched_show_task`,
+//! falling back to `getrusage(RUSAGE_THREAD)` where that file is absent), a thread's settings
+//! (`stat`, `sched`, `status`), a process's state (for stale tracefs instances), the mount table
+//! (`/proc/mounts`, to find tracefs), `MemAvailable` (`/proc/meminfo`) and the CPU model
+//! (`/proc/cpuinfo`).
+//!
+//! Why not the `procfs` crate: it has no parser for the `sched` file (the one we read most,
+//! CONFIG_SCHED_DEBUG's free-form `key : value` lines), so we would parse by hand anyway; the
+//! other five files need a few lines each, and the tracefs cleanup must read the mount table's
+//! octal escapes byte-exactly. A dependency tree for that is no gain.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -142,6 +151,105 @@ fn observed_settings_in(dir: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// The state letter of process `pid` (`R`, `S`, `Z`, …: the field after the parenthesised comm
+/// of `/proc/<pid>/stat`), if the process exists.
+pub fn process_state(pid: i32) -> Option<u8> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    state_from_stat(&stat)
+}
+
+/// The state letter in the text of a `stat` file: the comm may hold any bytes, so the rightmost
+/// `)` ends it.
+fn state_from_stat(stat: &[u8]) -> Option<u8> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    stat.get(close + 2).copied()
+}
+
+/// How many threads process `pid` has (entries of `/proc/<pid>/task`), if it exists.
+pub fn thread_count(pid: i32) -> Option<usize> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()
+        .map(|d| d.count())
+}
+
+/// One line of the mount table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mount {
+    /// The mount point, unescaped.
+    pub dir: std::path::PathBuf,
+    /// The file system type (`tracefs`, `debugfs`, …).
+    pub fstype: String,
+}
+
+/// The mount table of our mount namespace (`/proc/mounts`); empty if unreadable.
+pub fn mounts() -> Vec<Mount> {
+    std::fs::read("/proc/mounts")
+        .map(|m| parse_mounts(&m))
+        .unwrap_or_default()
+}
+
+/// Parse `/proc/mounts` (`device dir fstype options 0 0` per line).
+fn parse_mounts(text: &[u8]) -> Vec<Mount> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = Vec::new();
+    for line in text.split(|&b| b == b'\n') {
+        let mut fields = line.split(|&b| b == b' ');
+        let (Some(_dev), Some(dir), Some(fstype)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        out.push(Mount {
+            dir: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unescape_mount_path(dir))),
+            fstype: String::from_utf8_lossy(fstype).into_owned(),
+        });
+    }
+    out
+}
+
+/// /proc/mounts escapes space, tab, newline and backslash as `\ooo`.
+fn unescape_mount_path(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\'
+            && i + 3 < s.len()
+            && s[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+        {
+            out.push((s[i + 1] - b'0') * 64 + (s[i + 2] - b'0') * 8 + (s[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// `MemAvailable` of `/proc/meminfo`, in bytes.
+pub fn mem_available() -> Option<u64> {
+    parse_mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
+}
+
+fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
+}
+
+/// The first `model name` of `/proc/cpuinfo`.
+pub fn cpu_model() -> Option<String> {
+    parse_cpu_model(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
+}
+
+fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +281,50 @@ se.slice                                     :              1400000
             }
         );
         assert!(snapshot_from_sched(&parse_sched("garbage")).is_none());
+    }
+
+    #[test]
+    fn parses_the_small_files() {
+        assert_eq!(
+            state_from_stat(b"42 (a) b) Z 1 42 42 0 -1"),
+            Some(b'Z'),
+            "the rightmost ) ends the comm"
+        );
+        assert_eq!(state_from_stat(b"garbage"), None);
+        let m = parse_mounts(
+            b"sysfs /sys sysfs rw 0 0\ntracefs /tmp/a\\040b\\134c tracefs rw 0 0\nshort line\n",
+        );
+        assert_eq!(
+            m,
+            vec![
+                Mount {
+                    dir: "/sys".into(),
+                    fstype: "sysfs".into()
+                },
+                Mount {
+                    dir: "/tmp/a b\\c".into(),
+                    fstype: "tracefs".into()
+                }
+            ]
+        );
+        assert_eq!(unescape_mount_path(br"/tmp/a\040b\134c"), b"/tmp/a b\\c");
+        let meminfo = "MemTotal:       16314444 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n";
+        assert_eq!(parse_mem_available(meminfo), Some(8_000_000 * 1024));
+        assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);
+        let cpuinfo = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) CPU @ 2.20GHz\n";
+        assert_eq!(
+            parse_cpu_model(cpuinfo).as_deref(),
+            Some("Intel(R) Xeon(R) CPU @ 2.20GHz")
+        );
+    }
+
+    #[test]
+    fn reads_this_machine() {
+        assert!(mem_available().is_some_and(|b| b > 0));
+        let me = std::process::id() as i32;
+        assert!(matches!(process_state(me), Some(b'R' | b'S')));
+        assert!(thread_count(me).is_some_and(|n| n >= 1));
+        assert!(mounts().iter().any(|m| m.dir == std::path::Path::new("/")));
     }
 
     #[test]

@@ -39,7 +39,11 @@ mod tests {
     fn fresh_private_and_removed() {
         let a = TempDir::new().unwrap();
         let b = TempDir::new().unwrap();
-        assert_ne!(a.path(), b.path(), "two directories must never share a name");
+        assert_ne!(
+            a.path(),
+            b.path(),
+            "two directories must never share a name"
+        );
         let mode = std::fs::metadata(a.path()).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o700, "only the owner may enter");
         std::fs::write(a.path().join("f"), b"x").unwrap();

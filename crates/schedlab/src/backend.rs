@@ -2,7 +2,7 @@
 //! runs a repetition on either and returns the same kind of result.
 
 use crate::cli::{BackendArg, CommonArgs, CountersArg};
-use schedlab_real::machine::online_cpus;
+use schedlab_real::host::online_cpus;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{run_repetition as run_real, RepetitionSetup, RunError};
 use schedlab_sim::cost::CostModel;

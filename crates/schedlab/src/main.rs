@@ -1,6 +1,7 @@
 //! schedlab — a laboratory for CPU-scheduler experiments. This binary only parses the command
 //! line and calls the library crates: workloads (`schedlab-workload`), the real backend
 //! (`schedlab-real`), statistics (`schedlab-stats`) and output (`schedlab-report`).
+#![forbid(unsafe_code)]
 
 mod backend;
 mod cli;

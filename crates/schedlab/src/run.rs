@@ -77,34 +77,6 @@ pub fn group_knobs<W: Workload>(
     Ok(knobs)
 }
 
-/// Make sure the process may open the descriptors a plan needs, raising the soft limit to the
-/// hard limit if that suffices (a per-process setting, not a system-wide one).
-fn ensure_fd_limit(needed: u64) -> Result<(), String> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
-    if lim.rlim_cur >= needed {
-        return Ok(());
-    }
-    if lim.rlim_max >= needed {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: valid pointer; raising the soft limit up to the hard limit needs no privilege.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return Ok(());
-        }
-    }
-    Err(format!(
-        "this run needs about {needed} open files but the limit is {} (hard {}); raise it, e.g. `ulimit -n {needed}`",
-        lim.rlim_cur, lim.rlim_max
-    ))
-}
-
 /// How many repetitions to run: a fixed count or a stopping rule.
 enum Budget {
     Fixed(usize),
@@ -303,7 +275,9 @@ pub fn run_configs<W: Workload>(
     for (w, s) in workloads.iter().zip(&setups) {
         let plan = w.plan();
         if matches!(s.2, Backend::Real) {
-            ensure_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)?;
+            let needed = (plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64;
+            schedlab_real::host::raise_fd_limit(needed)
+                .map_err(|e| format!("{e}; raise it, e.g. `ulimit -n {needed}`"))?;
         }
     }
     let mut trace_holder: Option<SchedTrace> = None;

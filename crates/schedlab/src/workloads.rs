@@ -45,16 +45,6 @@ preset!(PingPong, PingPong);
 preset!(Yield, Yield);
 preset!(Interbench, Interbench);
 
-/// Whether this process may give a thread a real-time policy.
-fn realtime_allowed() -> bool {
-    use schedlab_workload::knobs::{Knobs, SchedPolicy};
-    schedlab_real::machine::try_knobs(Knobs {
-        policy: Some(SchedPolicy::Fifo(1)),
-        ..Knobs::default()
-    })
-    .is_ok()
-}
-
 /// Make sure the real machine can afford the memory and file loads before anything starts:
 /// memload may use at most half of the memory available now (so it never invokes the OOM killer,
 /// swap or not), and the read and write loads' files must fit twice over in the temporary
@@ -62,15 +52,9 @@ fn realtime_allowed() -> bool {
 fn check_interbench_budget(configs: &[Interbench]) -> Result<(), String> {
     use schedlab_workload::presets::interbench::format_size;
     if let Some(w) = configs.iter().find(|w| w.load == LoadKind::Memload) {
-        let available = std::fs::read_to_string("/proc/meminfo")
-            .ok()
-            .and_then(|m| {
-                m.lines()
-                    .find_map(|l| l.strip_prefix("MemAvailable:"))
-                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-            })
-            .map(|kb| kb * 1024)
-            .ok_or("interbench: cannot read MemAvailable from /proc/meminfo to size memload")?;
+        let available = schedlab_real::host::available_memory()
+            .map_err(|e| format!("interbench: {e} to size memload"))?
+            as usize;
         if w.mem_size > available / 2 {
             return Err(format!(
                 "interbench: --mem-size {} is more than half of the memory available now ({}); memload would risk the OOM killer — use at most {}",
@@ -91,12 +75,9 @@ fn check_interbench_budget(configs: &[Interbench]) -> Result<(), String> {
         .unwrap_or(0);
     if files > 0 {
         let dir = std::env::temp_dir();
-        let path = std::ffi::CString::new(dir.to_string_lossy().as_bytes())
-            .map_err(|_| "interbench: the temporary directory's path has a NUL byte")?;
-        // SAFETY: valid C string and out-pointer.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        if unsafe { libc::statvfs(path.as_ptr(), &mut st) } == 0 {
-            let free = st.f_bavail as usize * st.f_frsize as usize;
+        // Unknown free space (statvfs failed): nothing to check against.
+        if let Ok(free) = schedlab_real::host::free_disk_space(&dir) {
+            let free = free as usize;
             if files * 2 > free {
                 return Err(format!(
                     "interbench: the read/write loads need {} of files but {} has only {} free; lower --io-size",
@@ -199,7 +180,7 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
             } else {
                 loads
             };
-            let load_threads = load_threads.unwrap_or_else(schedlab_real::machine::online_cpus);
+            let load_threads = load_threads.unwrap_or_else(schedlab_real::host::online_cpus);
             let mut configs = Vec::new();
             for &b in &benches {
                 for &l in &loads {
@@ -232,7 +213,7 @@ pub fn build(cmd: WorkloadCmd) -> Result<(Built, CommonArgs), String> {
             // keeps the policy's default class (not every simulated policy models SCHED_FIFO).
             if !common.group_knobs.iter().any(|g| g.starts_with("timer:"))
                 && common.backend == crate::cli::BackendArg::Real
-                && realtime_allowed()
+                && schedlab_real::host::realtime_allowed()
             {
                 common.group_knobs.push("timer:policy=fifo:96".into());
             }

@@ -1,0 +1,175 @@
+//! Facts about the host that decide whether a run can start, in one place: the open-file limit
+//! (and raising it), the memory available now, the free space of a directory, the online CPUs
+//! and whether real-time priorities are allowed. Typed results; the caller words the advice.
+
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Why a host fact could not be read or a limit could not be met.
+#[derive(Debug, Error)]
+pub enum HostError {
+    /// `RLIMIT_NOFILE` is below what the run needs and cannot be raised enough.
+    #[error("this run needs about {needed} open files but the limit is {} (hard {})", .limit.soft, .limit.hard)]
+    FdLimit {
+        /// Open files the run needs.
+        needed: u64,
+        /// The limit in force.
+        limit: FdLimit,
+    },
+    /// `/proc/meminfo` has no readable `MemAvailable` line.
+    #[error("cannot read MemAvailable from /proc/meminfo")]
+    MemAvailable,
+    /// statvfs(2) of a directory failed.
+    #[error("cannot read the free space of {}: {source}", .dir.display())]
+    DiskSpace {
+        /// The directory asked about.
+        dir: PathBuf,
+        /// The system call's error.
+        source: std::io::Error,
+    },
+}
+
+/// The open-file limit (`RLIMIT_NOFILE`); `u64::MAX` stands for unlimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FdLimit {
+    /// The soft limit, in force.
+    pub soft: u64,
+    /// The hard limit, up to which an unprivileged process may raise the soft one.
+    pub hard: u64,
+}
+
+/// The open-file limit in force.
+pub fn fd_limit() -> FdLimit {
+    let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    FdLimit {
+        soft: l.current.unwrap_or(u64::MAX),
+        hard: l.maximum.unwrap_or(u64::MAX),
+    }
+}
+
+/// Make sure at least `needed` files may be open: if the soft limit is lower, raise it to the
+/// hard limit (no privilege needed). Fails with [`HostError::FdLimit`] when even the hard limit
+/// is lower, or raising fails.
+pub fn raise_fd_limit(needed: u64) -> Result<(), HostError> {
+    let limit = fd_limit();
+    if limit.soft >= needed {
+        return Ok(());
+    }
+    if limit.hard >= needed {
+        let hard = (limit.hard != u64::MAX).then_some(limit.hard);
+        let raised = rustix::process::Rlimit {
+            current: hard,
+            maximum: hard,
+        };
+        if rustix::process::setrlimit(rustix::process::Resource::Nofile, raised).is_ok() {
+            return Ok(());
+        }
+    }
+    Err(HostError::FdLimit { needed, limit })
+}
+
+/// Memory available for new allocations without swapping, in bytes (`MemAvailable`).
+pub fn available_memory() -> Result<u64, HostError> {
+    crate::procfs::mem_available().ok_or(HostError::MemAvailable)
+}
+
+/// Bytes an unprivileged user may still write in the file system holding `dir`
+/// (statvfs's `f_bavail * f_frsize`).
+pub fn free_disk_space(dir: &Path) -> Result<u64, HostError> {
+    let st = rustix::fs::statvfs(dir).map_err(|e| HostError::DiskSpace {
+        dir: dir.to_path_buf(),
+        source: e.into(),
+    })?;
+    Ok(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// Number of CPUs online: the CPUs listed in `/sys/devices/system/cpu/online`, which is what
+/// glibc's `sysconf(_SC_NPROCESSORS_ONLN)` reads; at least 1.
+pub fn online_cpus() -> usize {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(s.trim()))
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// The number of CPUs in a kernel CPU list such as `0-3,8,10-11`.
+fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.split(',') {
+        n += match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (a.parse::<usize>().ok()?, b.parse::<usize>().ok()?);
+                b.checked_sub(a)? + 1
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
+}
+
+/// Whether this process may give a thread a real-time policy (SCHED_FIFO 1 is tried on a
+/// throw-away thread).
+pub fn realtime_allowed() -> bool {
+    use schedlab_workload::knobs::{Knobs, SchedPolicy};
+    crate::machine::try_knobs(Knobs {
+        policy: Some(SchedPolicy::Fifo(1)),
+        ..Knobs::default()
+    })
+    .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn reads_this_host() {
+        let cpus = online_cpus();
+        // SAFETY: plain sysconf, to compare with what glibc says.
+        let libc_cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        assert_eq!(cpus as i64, libc_cpus as i64);
+        assert!(available_memory().unwrap() > 0);
+        assert!(free_disk_space(&std::env::temp_dir()).unwrap() > 0);
+        assert!(matches!(
+            free_disk_space(Path::new("/no/such/dir")),
+            Err(HostError::DiskSpace { .. })
+        ));
+        let l = fd_limit();
+        assert!(l.soft <= l.hard && l.soft > 0);
+    }
+
+    #[test]
+    fn fd_limit_is_raised_to_the_hard_limit_or_refused() {
+        let l = fd_limit();
+        raise_fd_limit(l.soft).unwrap();
+        if l.hard != u64::MAX {
+            let e = raise_fd_limit(l.hard + 1).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "this run needs about {} open files but the limit is {} (hard {})",
+                    l.hard + 1,
+                    fd_limit().soft,
+                    l.hard
+                )
+            );
+        }
+        if l.soft < l.hard {
+            raise_fd_limit(l.soft + 1).unwrap();
+            assert_eq!(fd_limit().soft, l.hard);
+        }
+    }
+}
