@@ -35,7 +35,7 @@ case_() {
   # Errors are part of the behaviour: keep the first stderr line that says "error".
   grep -m1 'error' "$tmp/$name.stderr" >>"$out/$name.status" || true
   if [ -f "$rec" ]; then
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.pop("started_unix",None); json.dump(r,open(sys.argv[2],"w"),indent=1,sort_keys=True)' "$rec" "$out/$name.record.json"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r.pop("started_unix",None); r["command"][0]="schedlab"; json.dump(r,open(sys.argv[2],"w"),indent=1,sort_keys=True)' "$rec" "$out/$name.record.json"
   fi
 }
 

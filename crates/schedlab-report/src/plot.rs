@@ -18,6 +18,23 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// Check, before a sweep runs, that its keys can be drawn: `values` holds each key's value in
+/// every configuration. Returns the index of the x key (the first numeric one).
+pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, String> {
+    let x = values
+        .iter()
+        .position(|(_, v)| !v.is_empty() && v.iter().all(|x| x.parse::<f64>().is_ok()))
+        .ok_or("needs a numeric key among the varied ones (e.g. threads=1,2,4)")?;
+    if values.len() > 2 {
+        return Err(format!(
+            "draws one numeric key and at most one other key (one line per value); this sweep has {}: {}",
+            values.len(),
+            values.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(x)
+}
+
 /// Draw the sweep in `record` (varied `keys`) to `path` as SVG. The x key is the first numeric
 /// key; a second key, if any, makes one line per value. Points with no interval (N < 2) get no
 /// error bar. A logarithmic x axis is used when x spans more than two decades.
@@ -32,12 +49,10 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
     let x_key = keys
         .iter()
         .find(|k| numeric(k))
-        .ok_or("--plot needs a numeric varied key (e.g. --vary threads=1,2,4)")?;
+        .ok_or("needs a numeric key among the varied ones (e.g. threads=1,2,4)")?;
     let others: Vec<&String> = keys.iter().filter(|k| *k != x_key).collect();
     if others.len() > 1 {
-        return Err(
-            "--plot draws one numeric key and at most one other key (one line per value)".into(),
-        );
+        return Err("draws one numeric key and at most one other key (one line per value)".into());
     }
     // series name → [(x, mean, ci)]
     let mut series: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();

@@ -7,7 +7,6 @@ use crate::table::{num, Table};
 use crate::text::chat_seed_table;
 use schedlab_stats::{compare, metric_values};
 use schedlab_workload::duration::format_duration;
-use schedlab_workload::knobs::format_cpu_list;
 use schedlab_workload::record::{ConfigResult, RunRecord};
 
 /// The value of a varied key (`threads`, `server.nice`) in a configuration.
@@ -21,7 +20,7 @@ pub fn key_value(config: &ConfigResult, key: &str) -> String {
             "nice" => k.nice.unwrap_or(0).to_string(),
             "policy" => k.policy.map_or("other".into(), |p| p.to_string()),
             "slice" => k.slice().map_or("default".into(), format_duration),
-            "cpus" => k.cpus.as_deref().map_or("all".into(), format_cpu_list),
+            "cpus" => k.cpus.as_ref().map_or("all".into(), |c| c.to_string()),
             _ => "-".into(),
         };
     }
@@ -36,21 +35,29 @@ pub fn key_value(config: &ConfigResult, key: &str) -> String {
         .map_or_else(|| "-".into(), str::to_string)
 }
 
-/// Against the first configuration: `+3.2% *` (significant) or `+0.4%`.
-pub fn versus_first(record: &RunRecord, metric: &str) -> Vec<String> {
-    let Some(first) = record.configs.first() else {
-        return Vec::new();
-    };
+/// Against the first configuration at the same point of the other keys (with keys `policy`,
+/// `threads`: `b threads=16` against `a threads=16`): `+3.2% *` (significant) or `+0.4%`.
+/// Comparing across the other keys would compare unlike with unlike.
+pub fn versus_first(record: &RunRecord, metric: &str, keys: &[String]) -> Vec<String> {
     let better = record.metric(metric).map(|m| m.better);
-    let base = metric_values(first, metric);
+    let others = |c: &ConfigResult| -> Vec<String> {
+        keys.iter().skip(1).map(|k| key_value(c, k)).collect()
+    };
     record
         .configs
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            if i == 0 {
+            let point = others(c);
+            let first = record
+                .configs
+                .iter()
+                .position(|b| others(b) == point)
+                .unwrap_or(i);
+            if first == i {
                 return "baseline".into();
             }
+            let base = metric_values(&record.configs[first], metric);
             match (
                 compare(&base, &metric_values(c, metric), record.level, false),
                 better,
@@ -85,7 +92,7 @@ pub fn table(record: &RunRecord, keys: &[String]) -> String {
         header.push("converged".into());
     }
     let mut t = Table::new(header);
-    let marks = versus_first(record, &primary.name);
+    let marks = versus_first(record, &primary.name, keys);
     for (c, mark) in record.configs.iter().zip(&marks) {
         let mut row: Vec<String> = keys.iter().map(|k| key_value(c, k)).collect();
         let s = c.summary.get(&primary.name);
@@ -108,7 +115,12 @@ pub fn table(record: &RunRecord, keys: &[String]) -> String {
     }
     let mut out = t.render();
     out.push_str(&format!(
-        "+ is better; * = significantly better than the first row, ! = significantly worse ({}%, Student's t)\n",
+        "+ is better; * = significantly better than the first row{}, ! = significantly worse ({}%, Student's t)\n",
+        if keys.len() > 1 {
+            format!(" with the same {}", keys[1..].join(", "))
+        } else {
+            String::new()
+        },
         record.level
     ));
     if record.workload == "chat" {

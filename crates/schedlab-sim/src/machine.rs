@@ -136,7 +136,7 @@ fn checked_policy(
     }
     let p = policy::build(spec)?;
     for (name, knobs) in groups {
-        knobs.validate(name, cpus)?;
+        knobs.validate(name, cpus).map_err(|e| e.to_string())?;
         p.check_knobs(name, knobs)?;
     }
     Ok(p)

@@ -3,20 +3,21 @@
 //! Written here rather than taken from a crate because the common ones (humantime) reject
 //! fractional values such as `0.3ms`, which slices and deadlines need.
 
+use crate::error::ValueError;
 use std::time::Duration;
 
 /// Parse `NUMBER[UNIT]` where UNIT is one of `ns`, `us`/`µs`, `ms`, `s`, `m`; a bare number is
 /// seconds. The error names the value and what is accepted.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, ValueError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
     let value: f64 = num.parse().map_err(|_| {
-        format!(
+        ValueError(format!(
             "'{text}' is not a duration; write a number with a unit: 2s, 0.3ms, 500us, 100ns, 1m"
-        )
+        ))
     })?;
     let scale = match unit.trim() {
         "" | "s" | "sec" => 1e9,
@@ -25,13 +26,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "ns" => 1.0,
         "m" | "min" => 60e9,
         other => {
-            return Err(format!(
+            return Err(ValueError(format!(
                 "'{text}': unknown unit '{other}'; accepted units are ns, us, ms, s, m"
-            ))
+            )))
         }
     };
     if !value.is_finite() || value < 0.0 {
-        return Err(format!("'{text}': a duration must be zero or positive"));
+        return Err(ValueError(format!(
+            "'{text}': a duration must be zero or positive"
+        )));
     }
     Ok(Duration::from_nanos((value * scale).round() as u64))
 }
@@ -66,9 +69,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_values_naming_them() {
-        let e = parse_duration("-1s").unwrap_err();
+        let e = parse_duration("-1s").unwrap_err().0;
         assert!(e.contains("-1s") && e.contains("positive"), "{e}");
-        let e = parse_duration("3 fortnights").unwrap_err();
+        let e = parse_duration("3 fortnights").unwrap_err().0;
         assert!(e.contains("fortnights") && e.contains("ms"), "{e}");
         assert!(parse_duration("abc").is_err());
     }

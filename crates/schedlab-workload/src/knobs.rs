@@ -4,7 +4,9 @@
 //! Parsing and validation live here, apart from any backend, so that bad input is rejected
 //! before anything starts and both backends receive the same validated values.
 
+use crate::cpuset::CpuSet;
 use crate::duration::{format_duration, parse_duration};
+use crate::error::{KnobError, ValueError};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -78,22 +80,22 @@ impl fmt::Display for SchedPolicy {
 }
 
 impl FromStr for SchedPolicy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         let bad = || {
-            format!("policy '{s}' is not accepted; use other, batch, idle, fifo:1..99, rr:1..99 or deadline:RUNTIME/DEADLINE/PERIOD (e.g. deadline:1ms/10ms/10ms)")
+            ValueError::new(format!("policy '{s}' is not accepted; use other, batch, idle, fifo:1..99, rr:1..99 or deadline:RUNTIME/DEADLINE/PERIOD (e.g. deadline:1ms/10ms/10ms)"))
         };
         let (name, arg) = match s.split_once(':') {
             Some((n, a)) => (n, Some(a)),
             None => (s, None),
         };
-        let rt_prio = |a: Option<&str>| -> Result<u8, String> {
+        let rt_prio = |a: Option<&str>| -> Result<u8, ValueError> {
             let a = a.ok_or_else(bad)?;
             match a.parse::<u8>() {
                 Ok(p) if (1..=99).contains(&p) => Ok(p),
-                _ => Err(format!(
+                _ => Err(ValueError::new(format!(
                     "real-time priority '{a}' in policy '{s}' is out of range; accepted: 1..99"
-                )),
+                ))),
             }
         };
         match (name, arg) {
@@ -111,9 +113,9 @@ impl FromStr for SchedPolicy {
                 let deadline = parse_duration(parts[1])?;
                 let period = parse_duration(parts[2])?;
                 if runtime < Duration::from_micros(1) || runtime > deadline || deadline > period {
-                    return Err(format!(
+                    return Err(ValueError::new(format!(
                         "policy '{s}': SCHED_DEADLINE needs 1us <= runtime <= deadline <= period"
-                    ));
+                    )));
                 }
                 Ok(SchedPolicy::Deadline {
                     runtime,
@@ -153,7 +155,7 @@ pub struct Knobs {
     pub slice_ns: Option<u64>,
     /// CPUs the group's tasks may run on.
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub cpus: Option<Vec<usize>>,
+    pub cpus: Option<CpuSet>,
 }
 
 impl Knobs {
@@ -169,52 +171,67 @@ impl Knobs {
 
     /// Check the knobs against each other and against a machine with `online_cpus` CPUs.
     /// The error names the value and what is accepted.
-    pub fn validate(&self, group: &str, online_cpus: usize) -> Result<(), String> {
+    pub fn validate(&self, group: &str, online_cpus: usize) -> Result<(), KnobError> {
+        let invalid = |problem: String| KnobError::Invalid {
+            group: group.to_string(),
+            problem,
+        };
         if let Some(n) = self.nice {
             if !(-20..=19).contains(&n) {
-                return Err(format!(
-                    "group '{group}': nice={n} is out of range; accepted: -20..19"
-                ));
+                return Err(invalid(format!(
+                    "nice={n} is out of range; accepted: -20..19"
+                )));
             }
         }
         let policy = self.policy.unwrap_or(SchedPolicy::Other);
         if self.nice.is_some() && !policy.is_fair() {
-            return Err(format!(
-                "group '{group}': nice applies to policies other, batch and idle, not {policy}"
-            ));
+            return Err(invalid(format!(
+                "nice applies to policies other, batch and idle, not {policy}"
+            )));
         }
         if let Some(slice) = self.slice() {
             if !policy.is_fair() {
-                return Err(format!(
-                    "group '{group}': slice applies to policies other, batch and idle, not {policy}"
-                ));
+                return Err(invalid(format!(
+                    "slice applies to policies other, batch and idle, not {policy}"
+                )));
             }
             if slice < Duration::from_micros(100) || slice > Duration::from_millis(100) {
-                return Err(format!(
-                    "group '{group}': slice={} is out of range; accepted: 0.1ms..100ms",
+                return Err(invalid(format!(
+                    "slice={} is out of range; accepted: 0.1ms..100ms",
                     format_duration(slice)
-                ));
+                )));
             }
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
-                return Err(format!(
-                    "group '{group}': cpus= is empty; give a list such as 0-1"
-                ));
+                return Err(invalid(format!("cpus= is empty; give a list such as 0-1")));
             }
             if let Some(bad) = cpus.iter().find(|&&c| c >= online_cpus) {
-                return Err(format!(
-                    "group '{group}': cpus= names CPU {bad}, but this machine has CPUs 0-{}",
+                return Err(invalid(format!(
+                    "cpus= names CPU {bad}, but this machine has CPUs 0-{}",
                     online_cpus.saturating_sub(1)
-                ));
+                )));
             }
             if matches!(policy, SchedPolicy::Deadline { .. }) {
-                return Err(format!(
-                    "group '{group}': SCHED_DEADLINE tasks cannot be pinned with cpus= (the kernel refuses a restricted affinity for them)"
-                ));
+                return Err(invalid(format!(
+                    "SCHED_DEADLINE tasks cannot be pinned with cpus= (the kernel refuses a restricted affinity for them)"
+                )));
             }
         }
         Ok(())
+    }
+}
+
+impl Knobs {
+    /// These knobs with every knob `over` sets replacing this one's (a sweep's `server.nice=19`
+    /// over the command line's `--group server:...`).
+    pub fn merged(&self, over: &Knobs) -> Knobs {
+        Knobs {
+            nice: over.nice.or(self.nice),
+            policy: over.policy.or(self.policy),
+            slice_ns: over.slice_ns.or(self.slice_ns),
+            cpus: over.cpus.clone().or_else(|| self.cpus.clone()),
+        }
     }
 }
 
@@ -231,7 +248,7 @@ impl fmt::Display for Knobs {
             parts.push(format!("slice={}", format_duration(s)));
         }
         if let Some(c) = &self.cpus {
-            parts.push(format!("cpus={}", format_cpu_list(c)));
+            parts.push(format!("cpus={c}"));
         }
         if parts.is_empty() {
             write!(f, "default")
@@ -241,55 +258,27 @@ impl fmt::Display for Knobs {
     }
 }
 
-/// Parse a CPU list such as `0-3,6` into sorted, distinct CPU numbers.
-pub fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = || format!("cpus='{s}' is not a CPU list; write e.g. 0-3,6");
-        if let Some((a, b)) = part.split_once('-') {
-            let a: usize = a.parse().map_err(|_| bad())?;
-            let b: usize = b.parse().map_err(|_| bad())?;
-            if a > b {
-                return Err(bad());
-            }
-            out.extend(a..=b);
-        } else {
-            out.push(part.parse().map_err(|_| bad())?);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
-/// Format CPU numbers as a compact list (`0-3,6`).
+/// Format CPU numbers as a compact list (`0-3,6`); see [`CpuSet`]'s `Display`.
 pub fn format_cpu_list(cpus: &[usize]) -> String {
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
+    CpuSet::from_cpus(cpus.iter().copied())
+        .map(|s| s.to_string())
+        .unwrap_or_default()
 }
 
-/// Parse one `--group NAME:knob=value,...` argument into the group name and its knobs.
+/// Parse a CPU list such as `0-3,6` into sorted, distinct CPU numbers (see [`CpuSet`]).
+pub fn parse_cpu_list(s: &str) -> Result<CpuSet, ValueError> {
+    s.parse()
+}
+
+/// Parse one group argument, `NAME:knob=value,...`, into the group name and its knobs.
 /// A CPU list may contain commas (`cpus=0,2,policy=batch`): tokens without `=` that follow
 /// `cpus=` belong to the list.
-pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
-    let (name, rest) = arg.split_once(':').ok_or_else(|| {
-        format!("--group '{arg}' needs the form NAME:knob=value,...; knobs: {KNOB_HELP}")
-    })?;
+pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
+    let (name, rest) = arg
+        .split_once(':')
+        .ok_or_else(|| KnobError::Form { arg: arg.into() })?;
     if name.is_empty() {
-        return Err(format!("--group '{arg}': the group name is empty"));
+        return Err(KnobError::EmptyName { arg: arg.into() });
     }
     let mut knobs = Knobs::default();
     let mut cpu_text: Option<String> = None;
@@ -302,9 +291,10 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
                     continue;
                 }
                 None => {
-                    return Err(format!(
-                        "--group '{arg}': '{token}' is not knob=value; knobs: {KNOB_HELP}"
-                    ))
+                    return Err(KnobError::NotKeyValue {
+                        arg: arg.into(),
+                        token: token.into(),
+                    })
                 }
             }
         };
@@ -315,8 +305,9 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
         }
         match key {
             "nice" => {
-                let n: i32 = value.parse().map_err(|_| {
-                    format!("--group '{arg}': nice='{value}' is not an integer; accepted: -20..19")
+                let n: i32 = value.parse().map_err(|_| KnobError::NiceNotInteger {
+                    arg: arg.into(),
+                    value: value.into(),
                 })?;
                 knobs.nice = Some(n);
             }
@@ -324,9 +315,10 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
             "slice" => knobs.slice_ns = Some(parse_duration(value)?.as_nanos() as u64),
             "cpus" => cpu_text = Some(value.to_string()),
             other => {
-                return Err(format!(
-                    "--group '{arg}': unknown knob '{other}'; knobs: {KNOB_HELP}"
-                ))
+                return Err(KnobError::UnknownKnob {
+                    arg: arg.into(),
+                    knob: other.into(),
+                })
             }
         }
     }
@@ -334,6 +326,20 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), String> {
         knobs.cpus = Some(parse_cpu_list(&list)?);
     }
     Ok((name.to_string(), knobs))
+}
+
+/// Parse one knob, `key=value`, into knobs with only that knob set (a sweep's `server.nice=19`).
+pub fn parse_knob(key: &str, value: &str) -> Result<Knobs, KnobError> {
+    match parse_group_arg(&format!("g:{key}={value}")) {
+        Ok((_, knobs)) => Ok(knobs),
+        Err(KnobError::NiceNotInteger { value, .. }) => Err(KnobError::Value(ValueError(format!(
+            "nice='{value}' is not an integer; accepted: -20..19"
+        )))),
+        Err(KnobError::UnknownKnob { knob, .. }) => Err(KnobError::Value(ValueError(format!(
+            "unknown knob '{knob}'; knobs: {KNOB_HELP}"
+        )))),
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(test)]
@@ -347,9 +353,9 @@ mod tests {
         assert_eq!(k.nice, Some(19));
         assert_eq!(k.policy, Some(SchedPolicy::Batch));
         assert_eq!(k.slice(), Some(Duration::from_micros(300)));
-        assert_eq!(k.cpus, Some(vec![0, 1]));
+        assert_eq!(k.cpus.as_deref(), Some(&[0, 1][..]));
         let (_, k) = parse_group_arg("x:cpus=0-2,5,policy=fifo:50").unwrap();
-        assert_eq!(k.cpus, Some(vec![0, 1, 2, 5]));
+        assert_eq!(k.cpus.as_deref(), Some(&[0, 1, 2, 5][..]));
         assert_eq!(k.policy, Some(SchedPolicy::Fifo(50)));
         let (_, k) = parse_group_arg("x:policy=deadline:1ms/5ms/10ms").unwrap();
         assert!(matches!(k.policy, Some(SchedPolicy::Deadline { .. })));
@@ -367,24 +373,32 @@ mod tests {
     #[test]
     fn rejects_bad_values_with_what_is_accepted() {
         let (_, k) = parse_group_arg("g:nice=25").unwrap();
-        let e = k.validate("g", 2).unwrap_err();
+        let e = k.validate("g", 2).unwrap_err().to_string();
         assert!(e.contains("nice=25") && e.contains("-20..19"), "{e}");
         let (_, k) = parse_group_arg("g:cpus=0-7").unwrap();
-        let e = k.validate("g", 2).unwrap_err();
+        let e = k.validate("g", 2).unwrap_err().to_string();
         assert!(e.contains("CPU 2") && e.contains("0-1"), "{e}");
-        let e = parse_group_arg("g:colour=red").unwrap_err();
+        let e = parse_group_arg("g:colour=red").unwrap_err().to_string();
         assert!(
             e.contains("unknown knob 'colour'") && e.contains("nice="),
             "{e}"
         );
-        let e = parse_group_arg("g:policy=fifo:100").unwrap_err();
+        let e = parse_group_arg("g:policy=fifo:100")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("1..99"), "{e}");
-        let e = parse_group_arg("g:policy=deadline:10ms/5ms/10ms").unwrap_err();
+        let e = parse_group_arg("g:policy=deadline:10ms/5ms/10ms")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("runtime <= deadline"), "{e}");
         let (_, k) = parse_group_arg("g:policy=fifo:5,nice=3").unwrap();
         assert!(k.validate("g", 2).is_err());
         let (_, k) = parse_group_arg("g:slice=1s").unwrap();
-        assert!(k.validate("g", 2).unwrap_err().contains("0.1ms..100ms"));
+        assert!(k
+            .validate("g", 2)
+            .unwrap_err()
+            .to_string()
+            .contains("0.1ms..100ms"));
         assert!(parse_group_arg("nocolon").is_err());
         assert!(parse_cpu_list("3-1").is_err());
     }

@@ -17,14 +17,19 @@
 //! assert_eq!(w.expected_messages(), 1 * 2 * 2 * 3);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod context;
+pub mod cpuset;
 pub mod duration;
+pub mod error;
 pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
 
 pub use context::{ChannelId, Context, IoKind, LockId, WorkloadError};
+pub use cpuset::CpuSet;
+pub use error::{KnobError, ParamError, ValueError};
 pub use plan::{Plan, TaskMode, TaskRef, Transport};
 pub use presets::Workload;

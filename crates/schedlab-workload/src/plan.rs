@@ -1,6 +1,7 @@
 //! What a workload asks a backend to build: task groups, channels, locks, and how tasks are
 //! hosted (threads or processes) and connected (pipe, socketpair, unix, tcp, udp).
 
+use crate::error::ValueError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
@@ -29,15 +30,15 @@ impl fmt::Display for TaskMode {
 }
 
 impl FromStr for TaskMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "threads" => Ok(TaskMode::Threads),
             "processes" => Ok(TaskMode::Processes),
             "group-processes" => Ok(TaskMode::GroupProcesses),
-            _ => Err(format!(
+            _ => Err(ValueError(format!(
                 "tasks '{s}' is not accepted; use threads, processes or group-processes"
-            )),
+            ))),
         }
     }
 }
@@ -82,13 +83,15 @@ impl fmt::Display for Transport {
 }
 
 impl FromStr for Transport {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         Transport::ALL
             .into_iter()
             .find(|t| t.to_string() == s)
             .ok_or_else(|| {
-                format!("transport '{s}' is not accepted; use pipe, socketpair, unix, tcp or udp")
+                ValueError(format!(
+                    "transport '{s}' is not accepted; use pipe, socketpair, unix, tcp or udp"
+                ))
             })
     }
 }

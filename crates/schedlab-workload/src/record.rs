@@ -288,25 +288,35 @@ impl RunRecord {
     }
 
     /// Read a record from JSON, refusing records of another schema version.
-    pub fn from_json(text: &str) -> Result<RunRecord, String> {
+    pub fn from_json(text: &str) -> Result<RunRecord, RecordError> {
         let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("not a schedlab record: {e}"))?;
+            serde_json::from_str(text).map_err(|e| RecordError::NotARecord(e.to_string()))?;
         match v.get("schema").and_then(|s| s.as_u64()) {
             Some(s) if s == SCHEMA_VERSION as u64 => {}
-            Some(s) => {
-                return Err(format!(
-                "record schema {s} is not supported; this schedlab reads schema {SCHEMA_VERSION}"
-            ))
-            }
-            None => return Err("not a schedlab record: no \"schema\" field".into()),
+            Some(s) => return Err(RecordError::Schema(s)),
+            None => return Err(RecordError::NotARecord("no \"schema\" field".into())),
         }
-        serde_json::from_value(v).map_err(|e| format!("malformed schedlab record: {e}"))
+        serde_json::from_value(v).map_err(|e| RecordError::Malformed(e.to_string()))
     }
 
     /// Write the record as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("records always serialize")
     }
+}
+
+/// Why a text is not a record this version can read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// Not JSON, or JSON without a schema.
+    #[error("not a schedlab record: {0}")]
+    NotARecord(String),
+    /// Another schema version.
+    #[error("record schema {0} is not supported; this schedlab reads schema {SCHEMA_VERSION}")]
+    Schema(u64),
+    /// The right schema, but fields missing or of the wrong type.
+    #[error("malformed schedlab record: {0}")]
+    Malformed(String),
 }
 
 #[cfg(test)]
@@ -346,6 +356,7 @@ mod tests {
         let wrong = rec.to_json().replacen("\"schema\": 1", "\"schema\": 99", 1);
         assert!(RunRecord::from_json(&wrong)
             .unwrap_err()
+            .to_string()
             .contains("schema 99"));
         assert!(RunRecord::from_json("{}").is_err());
     }

@@ -1,11 +1,11 @@
-//! The command line: clap definitions only. Validation that needs the machine happens in
-//! `run.rs` before anything starts.
+//! The command line: clap definitions only. The workloads' own flags are built from the
+//! parameters each preset declares (`schedlab_workload::presets::ParamDef`), so a new parameter
+//! appears here without an edit; everything else is checked by the experiment layer before
+//! anything starts.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use schedlab_workload::duration::parse_duration;
-use schedlab_workload::presets::interbench::parse_size;
-use schedlab_workload::presets::{BenchKind, ChatMode, LoadKind};
-use schedlab_workload::{TaskMode, Transport};
+use schedlab_workload::presets::{self, ParamKind, Preset, PresetVisitor};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -22,17 +22,9 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Run a workload and summarize its repetitions.
-    Run {
-        /// The workload.
-        #[command(subcommand)]
-        workload: WorkloadCmd,
-    },
+    Run(WorkloadArgs),
     /// Run the cross product of --vary values, interleaving repetitions, and print one table.
-    Sweep {
-        /// The workload.
-        #[command(subcommand)]
-        workload: WorkloadCmd,
-    },
+    Sweep(WorkloadArgs),
     /// Compare result records ministat-style: distributions, differences with significance.
     Compare {
         /// Result records (JSON from --json); the first is the reference.
@@ -57,115 +49,129 @@ pub enum Command {
     Env,
 }
 
-/// The workloads `run` knows.
-#[derive(Subcommand, Debug)]
-pub enum WorkloadCmd {
-    /// hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).
-    Messaging {
-        /// Number of groups.
-        #[arg(long, default_value_t = 10)]
-        groups: usize,
-        /// Senders (and receivers) per group.
-        #[arg(long, default_value_t = 20)]
-        fds: usize,
-        /// Messages each sender writes to each receiver of its group.
-        #[arg(long, default_value_t = 100)]
-        loops: usize,
-        /// Bytes per message (8..4096).
-        #[arg(long, default_value_t = 100)]
-        datasize: usize,
-        /// How messages travel: socketpair or pipe.
-        #[arg(long, default_value = "socketpair", value_parser = parse_transport)]
-        transport: Transport,
-        /// Host tasks as threads or processes.
-        #[arg(long, default_value = "processes", value_parser = parse_mode)]
-        tasks: TaskMode,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// VolanoMark / IBM chat rooms over loopback (groups: server, client).
-    Chat {
-        /// Number of rooms.
-        #[arg(long, default_value_t = 10)]
-        rooms: usize,
-        /// Users per room.
-        #[arg(long, default_value_t = 20)]
-        users: usize,
-        /// Messages each user sends.
-        #[arg(long, default_value_t = 100)]
-        messages: usize,
-        /// Bytes per message (16..4096).
-        #[arg(long, default_value_t = 100)]
-        size: usize,
-        /// tcp (loopback, TCP_NODELAY) or unix.
-        #[arg(long, default_value = "tcp", value_parser = parse_transport)]
-        transport: Transport,
-        /// burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).
-        #[arg(long, default_value = "burst", value_parser = parse_chat_mode)]
-        mode: ChatMode,
-        /// group-processes (a server and a client process, a thread per task) or threads.
-        #[arg(long, default_value = "group-processes", value_parser = parse_mode)]
-        tasks: TaskMode,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// perf bench sched pipe: two tasks bounce a token (groups: ping, pong).
-    Pingpong {
-        /// How the token travels: pipe, socketpair, unix, tcp or udp (loopback).
-        #[arg(long, default_value = "pipe", value_parser = parse_transport)]
-        transport: Transport,
-        /// Round trips.
-        #[arg(long, default_value_t = 100_000)]
-        loops: usize,
-        /// Host tasks as threads or processes.
-        #[arg(long, default_value = "threads", value_parser = parse_mode)]
-        tasks: TaskMode,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).
-    Interbench {
-        /// Benchmarked tasks, comma-separated: audio, video, x, gaming, custom [default: audio,video,x,gaming; custom with --cpu].
-        #[arg(long, value_delimiter = ',', value_parser = parse_bench)]
-        bench: Vec<BenchKind>,
-        /// Background loads, comma-separated: none, video, x, burn, write, read, ring, compile, memload [default: all].
-        #[arg(long, value_delimiter = ',', value_parser = parse_load)]
-        loads: Vec<LoadKind>,
-        /// How long the benchmarked task runs against each load (the load starts up to 1 s earlier).
-        #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
-        duration: Duration,
-        /// Threads of the burn, ring and compile loads [default: this machine's CPUs].
-        #[arg(long)]
-        load_threads: Option<usize>,
-        /// Size of the read and write loads' files (in a temporary directory, removed afterwards).
-        #[arg(long, default_value = "256MiB", value_parser = parse_size)]
-        io_size: usize,
-        /// Memory the memload writes over and over (at most half the memory available).
-        #[arg(long, default_value = "1GiB", value_parser = parse_size)]
-        mem_size: usize,
-        /// Custom task: percent of each interval it runs, e.g. 5 or 2.74 (adds `custom` to the benchmarks).
-        #[arg(long)]
-        cpu: Option<f64>,
-        /// Custom task: its interval.
-        #[arg(long, default_value = "10ms", value_parser = parse_duration)]
-        interval: Duration,
-        /// Real-time mode (interbench -r): the benchmarked task runs SCHED_FIFO 95, latencies in µs.
-        #[arg(long)]
-        rt: bool,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
-    /// The sched_yield test of seed 002: N threads yield for a while (group: yield).
-    Yield {
-        /// Thread counts to run, comma-separated (1..4096 each); one configuration per count.
-        #[arg(long, default_value = "1,2,4,16", value_delimiter = ',')]
-        threads: Vec<usize>,
-        /// How long each repetition yields.
-        #[arg(long, default_value = "2s", value_parser = parse_duration, allow_hyphen_values = true)]
-        duration: Duration,
-        #[command(flatten)]
-        common: CommonArgs,
-    },
+/// A workload, the parameters given for it, and the options every workload takes.
+#[derive(Debug, Clone)]
+pub struct WorkloadArgs {
+    /// The workload's name.
+    pub workload: String,
+    /// Parameters given on the command line, by name, as text.
+    pub params: Vec<(String, String)>,
+    /// The options every workload takes.
+    pub common: CommonArgs,
+}
+
+/// The order of the workload subcommands in help texts.
+const HELP_ORDER: [&str; 5] = ["messaging", "chat", "pingpong", "interbench", "yield"];
+
+/// Builds one workload's subcommand from its declared parameters.
+struct WorkloadCommand;
+
+impl PresetVisitor for WorkloadCommand {
+    type Output = clap::Command;
+    fn visit<P: Preset>(self) -> clap::Command {
+        let mut cmd = clap::Command::new(P::NAME).about(P::ABOUT);
+        for d in P::param_defs() {
+            let name = d.name;
+            let help = match d.default {
+                Some(v) if d.kind != ParamKind::Flag => format!("{} [default: {v}]", d.help),
+                _ => d.help.to_string(),
+            };
+            let arg = clap::Arg::new(name).long(name).help(help);
+            let arg = match d.kind {
+                ParamKind::Flag => arg.action(ArgAction::SetTrue),
+                ParamKind::Value | ParamKind::List => arg
+                    .action(ArgAction::Set)
+                    .value_name(name.to_uppercase().replace('-', "_"))
+                    .allow_hyphen_values(d.hyphen_values)
+                    .value_parser(move |text: &str| -> Result<String, String> {
+                        // Each value is tried on a default configuration, so a value that cannot
+                        // be parsed is refused by the parser with the parameter's own message.
+                        let mut probe = P::with_defaults(1);
+                        let values: Vec<&str> = if d.kind == ParamKind::List {
+                            text.split(',').filter(|v| !v.is_empty()).collect()
+                        } else {
+                            vec![text]
+                        };
+                        for v in values {
+                            probe
+                                .set_param(name, v)
+                                .map_err(|e| e.render(|p| format!("--{p}")))?;
+                        }
+                        Ok(text.to_string())
+                    }),
+            };
+            cmd = cmd.arg(arg);
+        }
+        CommonArgs::augment_args(cmd)
+    }
+}
+
+impl FromArgMatches for WorkloadArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let Some((name, sub)) = m.subcommand() else {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingSubcommand,
+                "a workload is needed; `schedlab list` shows them",
+            ));
+        };
+        let defs = presets::visit(name, ParamDefs).ok_or_else(|| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidSubcommand,
+                format!("unknown workload '{name}'"),
+            )
+        })?;
+        let mut params = Vec::new();
+        for d in defs {
+            match d.kind {
+                ParamKind::Flag => {
+                    if sub.get_flag(d.name) {
+                        params.push((d.name.to_string(), "true".to_string()));
+                    }
+                }
+                ParamKind::Value | ParamKind::List => {
+                    if let Some(v) = sub.get_one::<String>(d.name) {
+                        params.push((d.name.to_string(), v.clone()));
+                    }
+                }
+            }
+        }
+        Ok(WorkloadArgs {
+            workload: name.to_string(),
+            params,
+            common: CommonArgs::from_arg_matches(sub)?,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = WorkloadArgs::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for WorkloadArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let mut cmd = cmd.subcommand_required(true);
+        for name in HELP_ORDER {
+            if let Some(sub) = presets::visit(name, WorkloadCommand) {
+                cmd = cmd.subcommand(sub);
+            }
+        }
+        cmd
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        WorkloadArgs::augment_args(cmd)
+    }
+}
+
+/// A preset's declared parameters.
+struct ParamDefs;
+
+impl PresetVisitor for ParamDefs {
+    type Output = &'static [presets::ParamDef];
+    fn visit<P: Preset>(self) -> Self::Output {
+        P::param_defs()
+    }
 }
 
 /// Options every workload takes.
@@ -253,24 +259,4 @@ pub enum CountersArg {
     Trace,
     /// /proc only (no tracing overhead).
     Proc,
-}
-
-fn parse_transport(s: &str) -> Result<Transport, String> {
-    s.parse()
-}
-
-fn parse_mode(s: &str) -> Result<TaskMode, String> {
-    s.parse()
-}
-
-fn parse_chat_mode(s: &str) -> Result<ChatMode, String> {
-    s.parse()
-}
-
-fn parse_bench(s: &str) -> Result<BenchKind, String> {
-    s.parse()
-}
-
-fn parse_load(s: &str) -> Result<LoadKind, String> {
-    s.parse()
 }

@@ -5,60 +5,47 @@ use schedlab_real::procfs::snapshot_self;
 use schedlab_real::runner::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
-use schedlab_workload::presets::{Chat, Interbench, Messaging, PingPong, Yield};
-use schedlab_workload::Workload;
+use schedlab_workload::presets::{self, Preset, PresetVisitor, PRESET_NAMES};
 use std::fmt::Write;
 
-fn describe<W: Workload>(out: &mut String, w: &W, about: &str, params: &str) {
-    let plan = w.plan();
-    let groups: Vec<String> = plan.groups.iter().map(|g| g.name.to_string()).collect();
-    let _ = writeln!(
-        out,
-        "{}\n  {about}\n  parameters: {params}\n  groups: {}",
-        w.name(),
-        groups.join(", ")
-    );
-    let metrics: Vec<String> = w
-        .metric_defs()
-        .iter()
-        .map(|m| format!("{} ({})", m.name, m.unit))
-        .collect();
-    let _ = writeln!(out, "  metrics: {}\n", metrics.join(", "));
+/// One workload's entry in `schedlab list`, from its declared parameters.
+struct Describe;
+
+impl PresetVisitor for Describe {
+    type Output = String;
+    fn visit<P: Preset>(self) -> String {
+        let w = P::with_defaults(2);
+        let plan = w.plan();
+        let groups: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();
+        let params: Vec<String> = P::param_defs()
+            .iter()
+            .map(|d| match d.usage {
+                "" => format!("--{}", d.name),
+                u => format!("--{} {u}", d.name),
+            })
+            .collect();
+        let metrics: Vec<String> = w
+            .metric_defs()
+            .iter()
+            .map(|m| format!("{} ({})", m.name, m.unit))
+            .collect();
+        format!(
+            "{}\n  {}\n  parameters: {}\n  groups: {}\n  metrics: {}\n\n",
+            P::NAME,
+            P::SUMMARY,
+            params.join(" "),
+            groups.join(", "),
+            metrics.join(", ")
+        )
+    }
 }
 
 /// The text of `schedlab list`.
 pub fn list() -> String {
     let mut out = String::from("WORKLOADS\n\n");
-    describe(
-        &mut out,
-        &Messaging::default(),
-        "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group",
-        "--groups 10 --fds 20 --loops 100 --datasize 100 --transport socketpair|pipe --tasks processes|threads",
-    );
-    describe(
-        &mut out,
-        &Chat::default(),
-        "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members",
-        "--rooms 10 --users 20 --messages 100 --size 100 --transport tcp|unix --mode burst|turns --tasks group-processes|threads",
-    );
-    describe(
-        &mut out,
-        &PingPong::default(),
-        "perf bench sched pipe: two tasks bounce a 4-byte token",
-        "--loops 100000 --transport pipe|socketpair|unix|tcp|udp --tasks threads|processes",
-    );
-    describe(
-        &mut out,
-        &Yield::default(),
-        "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count",
-        "--threads 1,2,4,16 --duration 2s",
-    );
-    describe(
-        &mut out,
-        &Interbench::default(),
-        "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair",
-        "--bench audio,video,x,gaming[,custom] --loads none,video,x,burn,write,read,ring,compile,memload --duration 30s --load-threads CPUs --io-size 256MiB --mem-size 1GiB --cpu PCT --interval 10ms --rt",
-    );
+    for name in PRESET_NAMES {
+        out.push_str(&presets::visit(name, Describe).expect("a shipped preset"));
+    }
     let _ = writeln!(
         out,
         "KNOBS (per group: --group NAME:knob=value,...)\n  {KNOB_HELP}\n"

@@ -18,8 +18,10 @@
 //! Channels: user `u` (global index) has channel `2u` (client → server) and `2u + 1`
 //! (server → client), the two directions of one connection ([`Plan::duplex`]).
 
+use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
+use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
@@ -50,14 +52,14 @@ impl fmt::Display for ChatMode {
 }
 
 impl FromStr for ChatMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         match s {
             "burst" => Ok(ChatMode::Burst),
             "turns" => Ok(ChatMode::Turns),
-            _ => Err(format!(
+            _ => Err(ValueError(format!(
                 "mode '{s}' is not accepted; use burst (IBM chat) or turns (VolanoMark)"
-            )),
+            ))),
         }
     }
 }
@@ -98,30 +100,45 @@ impl Default for Chat {
 
 impl Chat {
     /// Check parameters; the error names the value and what is accepted.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if self.rooms == 0 || self.messages == 0 {
-            return Err("chat: --rooms and --messages must be at least 1".into());
+            return Err(ParamError::params(
+                NAME,
+                &["rooms", "messages"],
+                "must be at least 1",
+            ));
         }
         if !(2..=1000).contains(&self.users) {
-            return Err(format!(
-                "chat: --users {} is not accepted; use 2..1000 users per room",
-                self.users
+            return Err(ParamError::value(
+                NAME,
+                "users",
+                self.users,
+                "is not accepted; use 2..1000 users per room",
             ));
         }
         if !(CHAT_HEADER..=4096).contains(&self.size) {
-            return Err(format!(
-                "chat: --size {} is not accepted; use {CHAT_HEADER}..4096 bytes",
-                self.size
+            return Err(ParamError::value(
+                NAME,
+                "size",
+                self.size,
+                format!("is not accepted; use {CHAT_HEADER}..4096 bytes"),
             ));
         }
         if !matches!(self.transport, Transport::Tcp | Transport::Unix) {
-            return Err(format!(
-                "chat: --transport {} is not accepted; use tcp or unix",
-                self.transport
+            return Err(ParamError::value(
+                NAME,
+                "transport",
+                self.transport,
+                "is not accepted; use tcp or unix",
             ));
         }
         if self.hosting == TaskMode::Processes {
-            return Err("chat: --tasks processes is not accepted (server tasks share connections); use group-processes or threads".into());
+            return Err(ParamError::value(
+                NAME,
+                "tasks",
+                "processes",
+                "is not accepted (server tasks share connections); use group-processes or threads",
+            ));
         }
         Ok(())
     }
@@ -240,6 +257,68 @@ impl Chat {
         ctx.record("sent", sent as f64);
         ctx.record("received", received as f64);
         Ok(())
+    }
+}
+
+const NAME: &str = "chat";
+
+/// The parameters of [`Chat`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value("rooms", "10", "10", "Number of rooms."),
+    ParamDef::value("users", "20", "20", "Users per room."),
+    ParamDef::value("messages", "100", "100", "Messages each user sends."),
+    ParamDef::value("size", "100", "100", "Bytes per message (16..4096)."),
+    ParamDef::value(
+        "transport",
+        "tcp",
+        "tcp|unix",
+        "tcp (loopback, TCP_NODELAY) or unix.",
+    ),
+    ParamDef::value(
+        "mode",
+        "burst",
+        "burst|turns",
+        "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
+    ),
+    ParamDef::value(
+        "tasks",
+        "group-processes",
+        "group-processes|threads",
+        "group-processes (a server and a client process, a thread per task) or threads.",
+    ),
+];
+
+impl Preset for Chat {
+    const NAME: &'static str = NAME;
+    const ABOUT: &'static str =
+        "VolanoMark / IBM chat rooms over loopback (groups: server, client).";
+    const SUMMARY: &'static str = "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members";
+
+    fn param_defs() -> &'static [ParamDef] {
+        PARAMS
+    }
+
+    fn with_defaults(_host_cpus: usize) -> Self {
+        Chat::default()
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        const WHOLE: &str = "a whole number";
+        match name {
+            "rooms" => self.rooms = parse_param(NAME, "rooms", value, WHOLE)?,
+            "users" => self.users = parse_param(NAME, "users", value, WHOLE)?,
+            "messages" => self.messages = parse_param(NAME, "messages", value, WHOLE)?,
+            "size" => self.size = parse_param(NAME, "size", value, WHOLE)?,
+            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
+            "mode" => self.mode = parse_with(NAME, "mode", value, str::parse)?,
+            "tasks" => self.hosting = parse_with(NAME, "tasks", value, str::parse)?,
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
     }
 }
 

@@ -36,8 +36,13 @@
 //! - X keeps the original's definition: each step's deadline is its interval (100 − i) ms although
 //!   it runs i ms, so every step past i = 50 misses — kept so results compare with published ones.
 
-use super::{metric, Outcome, Workload};
+use super::params::{
+    parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
+};
+use super::{metric, GroupDefault, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, IoKind, WorkloadError};
+use crate::error::{ParamError, ValueError};
+use crate::knobs::{Knobs, SchedPolicy};
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
@@ -154,8 +159,8 @@ impl fmt::Display for LoadKind {
 }
 
 impl FromStr for BenchKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         [
             BenchKind::Audio,
             BenchKind::Video,
@@ -166,31 +171,37 @@ impl FromStr for BenchKind {
         .into_iter()
         .find(|b| b.to_string() == s.to_lowercase())
         .ok_or_else(|| {
-            format!("--bench '{s}' is not a benchmark; use audio, video, x, gaming or custom")
+            ValueError(format!(
+                "bench '{s}' is not a benchmark; use audio, video, x, gaming or custom"
+            ))
         })
     }
 }
 
 impl FromStr for LoadKind {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         LoadKind::ALL
             .into_iter()
             .find(|l| l.to_string() == s.to_lowercase())
             .ok_or_else(|| {
-                format!("--loads '{s}' is not a load; use none, video, x, burn, write, read, ring, compile or memload")
+                ValueError(format!("load '{s}' is not a load; use none, video, x, burn, write, read, ring, compile or memload"))
             })
     }
 }
 
 /// Parse a size such as `256MiB`, `1G`, `4096` (bytes); units K/M/G are powers of 1024.
-pub fn parse_size(text: &str) -> Result<usize, String> {
+pub fn parse_size(text: &str) -> Result<usize, ValueError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, unit) = t.split_at(split);
-    let bad = || format!("'{text}' is not a size; write e.g. 4096, 64KiB, 256MiB or 1GiB");
+    let bad = || {
+        ValueError(format!(
+            "'{text}' is not a size; write e.g. 4096, 64KiB, 256MiB or 1GiB"
+        ))
+    };
     let value: f64 = num.parse().map_err(|_| bad())?;
     let scale = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1.0,
@@ -287,51 +298,66 @@ const TIMER_EXIT: u64 = u64::MAX;
 
 impl Interbench {
     /// Check parameters; the error names the value and what is accepted.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if self.duration < Duration::from_millis(100) || self.duration > Duration::from_secs(3600) {
-            return Err(format!(
-                "interbench: --duration {} is not accepted; use 100ms..1h",
-                crate::duration::format_duration(self.duration)
+            return Err(ParamError::value(
+                NAME,
+                "duration",
+                crate::duration::format_duration(self.duration),
+                "is not accepted; use 100ms..1h",
             ));
         }
         if !(1..=1024).contains(&self.load_threads) {
-            return Err(format!(
-                "interbench: --load-threads {} is not accepted; use 1..1024",
-                self.load_threads
+            return Err(ParamError::value(
+                NAME,
+                "load-threads",
+                self.load_threads,
+                "is not accepted; use 1..1024",
             ));
         }
         if self.io_size < IO_BLOCK || self.io_size > 64 << 30 {
-            return Err(format!(
-                "interbench: --io-size {} is not accepted; use 4KiB..64GiB",
-                format_size(self.io_size)
+            return Err(ParamError::value(
+                NAME,
+                "io-size",
+                format_size(self.io_size),
+                "is not accepted; use 4KiB..64GiB",
             ));
         }
         if self.mem_size < 1 << 20 || self.mem_size > 64 << 30 {
-            return Err(format!(
-                "interbench: --mem-size {} is not accepted; use 1MiB..64GiB",
-                format_size(self.mem_size)
+            return Err(ParamError::value(
+                NAME,
+                "mem-size",
+                format_size(self.mem_size),
+                "is not accepted; use 1MiB..64GiB",
             ));
         }
         if self.bench == BenchKind::Custom {
             if !(self.custom_cpu > 0.0 && self.custom_cpu <= 100.0) {
-                return Err(format!(
-                    "interbench: --cpu {} is not accepted; use a percent of each interval in (0, 100]",
-                    self.custom_cpu
+                return Err(ParamError::value(
+                    NAME,
+                    "cpu",
+                    self.custom_cpu,
+                    "is not accepted; use a percent of each interval in (0, 100]",
                 ));
             }
             if self.custom_interval < Duration::from_micros(100)
                 || self.custom_interval > Duration::from_secs(10)
             {
-                return Err(format!(
-                    "interbench: --interval {} is not accepted; use 100us..10s",
-                    crate::duration::format_duration(self.custom_interval)
+                return Err(ParamError::value(
+                    NAME,
+                    "interval",
+                    crate::duration::format_duration(self.custom_interval),
+                    "is not accepted; use 100us..10s",
                 ));
             }
         }
         if self.bench.same_load() == Some(self.load) {
-            return Err(format!(
-                "interbench: {} is not benchmarked against itself (as in the original)",
-                self.bench
+            return Err(ParamError::whole(
+                NAME,
+                format!(
+                    "{} is not benchmarked against itself (as in the original)",
+                    self.bench
+                ),
             ));
         }
         Ok(())
@@ -651,6 +677,202 @@ pub mod metrics {
     pub const DEADLINES_MET: &str = "deadlines_met";
 }
 
+const NAME: &str = "interbench";
+
+/// The parameters of [`Interbench`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value(
+        "bench",
+        "audio,video,x,gaming",
+        "audio,video,x,gaming[,custom]",
+        "Benchmarked tasks, comma-separated: audio, video, x, gaming, custom [custom is added by --cpu].",
+    )
+    .kind(ParamKind::List),
+    ParamDef::value(
+        "loads",
+        "none,video,x,burn,write,read,ring,compile,memload",
+        "none,video,x,burn,write,read,ring,compile,memload",
+        "Background loads, comma-separated: none, video, x, burn, write, read, ring, compile, memload.",
+    )
+    .kind(ParamKind::List),
+    ParamDef::value(
+        "duration",
+        "30s",
+        "30s",
+        "How long the benchmarked task runs against each load (the load starts up to 1 s earlier).",
+    )
+    .hyphen_values(),
+    ParamDef::value(
+        "load-threads",
+        "",
+        "CPUs",
+        "Threads of the burn, ring and compile loads [default: this machine's CPUs].",
+    )
+    .no_default(),
+    ParamDef::value(
+        "io-size",
+        "256MiB",
+        "256MiB",
+        "Size of the read and write loads' files (in a temporary directory, removed afterwards).",
+    ),
+    ParamDef::value(
+        "mem-size",
+        "1GiB",
+        "1GiB",
+        "Memory the memload writes over and over (at most half the memory available).",
+    ),
+    ParamDef::value(
+        "cpu",
+        "",
+        "PCT",
+        "Custom task: percent of each interval it runs, e.g. 5 or 2.74 (adds `custom` to the benchmarks).",
+    )
+    .no_default(),
+    ParamDef::value("interval", "10ms", "10ms", "Custom task: its interval."),
+    ParamDef::value(
+        "rt",
+        "",
+        "",
+        "Real-time mode (interbench -r): the benchmarked task runs SCHED_FIFO 95, latencies in µs.",
+    )
+    .kind(ParamKind::Flag)
+    .no_default(),
+];
+
+impl Preset for Interbench {
+    const NAME: &'static str = NAME;
+    const ABOUT: &'static str = "interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).";
+    const SUMMARY: &'static str = "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair";
+
+    fn param_defs() -> &'static [ParamDef] {
+        PARAMS
+    }
+
+    fn with_defaults(host_cpus: usize) -> Self {
+        Interbench {
+            load_threads: host_cpus,
+            ..Interbench::default()
+        }
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        match name {
+            "bench" => self.bench = parse_with(NAME, "bench", value, str::parse)?,
+            "loads" => self.load = parse_with(NAME, "loads", value, str::parse)?,
+            "duration" => {
+                self.duration =
+                    parse_with(NAME, "duration", value, crate::duration::parse_duration)?
+            }
+            "load-threads" => {
+                self.load_threads = parse_param(NAME, "load-threads", value, "1..1024")?
+            }
+            "io-size" => self.io_size = parse_with(NAME, "io-size", value, parse_size)?,
+            "mem-size" => self.mem_size = parse_with(NAME, "mem-size", value, parse_size)?,
+            "cpu" => {
+                self.custom_cpu = parse_param(NAME, "cpu", value, "a percent such as 5 or 2.74")?
+            }
+            "interval" => {
+                self.custom_interval =
+                    parse_with(NAME, "interval", value, crate::duration::parse_duration)?
+            }
+            "rt" => self.rt = parse_param(NAME, "rt", value, "true or false")?,
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
+    }
+
+    /// Every (benchmark, load) pair the original runs: the benchmarks default to audio, video, x
+    /// and gaming, `cpu` adds `custom`, and a task is not benchmarked against itself.
+    fn configurations(base: &Self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
+        let mut benches: Vec<BenchKind> = lists
+            .get("bench")
+            .iter()
+            .map(|b| parse_with(NAME, "bench", b, str::parse))
+            .collect::<Result<_, _>>()?;
+        let loads: Vec<LoadKind> = lists
+            .get("loads")
+            .iter()
+            .map(|l| parse_with(NAME, "loads", l, str::parse))
+            .collect::<Result<_, _>>()?;
+        if lists.given("cpu") && !benches.contains(&BenchKind::Custom) {
+            benches.push(BenchKind::Custom);
+        }
+        if benches.contains(&BenchKind::Custom) && !lists.given("cpu") {
+            return Err(ParamError::params(
+                NAME,
+                &["cpu"],
+                "is needed by the custom benchmark (with the interval)",
+            ));
+        }
+        let mut out = Vec::new();
+        for &bench in &benches {
+            for &load in &loads {
+                if !Interbench::pair_runs(bench, load) {
+                    continue;
+                }
+                let w = Interbench {
+                    bench,
+                    load,
+                    ..base.clone()
+                };
+                w.validate()?;
+                out.push(w);
+            }
+        }
+        if out.is_empty() {
+            return Err(ParamError::whole(
+                NAME,
+                "no (benchmark, load) pair to run: a task is not benchmarked against itself",
+            ));
+        }
+        Ok(out)
+    }
+
+    /// The timekeeper runs SCHED_FIFO 96, as the original's, where real-time policies are
+    /// allowed (the original, too, carries on without); `rt` puts the benchmarked task in
+    /// SCHED_FIFO 95 (interbench -r).
+    fn group_defaults(&self, realtime_allowed: bool) -> Vec<GroupDefault> {
+        let mut out = Vec::new();
+        if realtime_allowed {
+            out.push(GroupDefault {
+                group: "timer",
+                knobs: Knobs {
+                    policy: Some(SchedPolicy::Fifo(96)),
+                    ..Knobs::default()
+                },
+                forced_by: None,
+            });
+        }
+        if self.rt {
+            out.push(GroupDefault {
+                group: "bench",
+                knobs: Knobs {
+                    policy: Some(SchedPolicy::Fifo(95)),
+                    ..Knobs::default()
+                },
+                forced_by: Some("rt"),
+            });
+        }
+        out
+    }
+
+    /// memload's memory and the read, write and compile loads' files.
+    fn host_needs(&self) -> HostNeeds {
+        HostNeeds {
+            memory: (self.load == LoadKind::Memload).then_some(("mem-size", self.mem_size)),
+            files: match self.load {
+                LoadKind::Write | LoadKind::Read => Some(("io-size", self.io_size)),
+                LoadKind::Compile => Some(("io-size", 2 * self.io_size)),
+                _ => None,
+            },
+        }
+    }
+}
+
 impl Workload for Interbench {
     fn name(&self) -> &'static str {
         "interbench"
@@ -840,7 +1062,7 @@ mod tests {
         assert_eq!(parse_size("64KiB").unwrap(), 64 << 10);
         assert_eq!(parse_size("256M").unwrap(), 256 << 20);
         assert_eq!(parse_size("1.5GiB").unwrap(), 3 << 29);
-        assert!(parse_size("12 parsecs").unwrap_err().contains("256MiB"));
+        assert!(parse_size("12 parsecs").unwrap_err().0.contains("256MiB"));
         assert_eq!(format_size(256 << 20), "256MiB");
         assert_eq!(format_size(1 << 30), "1GiB");
     }
@@ -852,15 +1074,23 @@ mod tests {
             load: LoadKind::Video,
             ..Interbench::default()
         };
-        assert!(w.validate().unwrap_err().contains("against itself"));
+        assert!(w
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("against itself"));
         assert!(!Interbench::pair_runs(BenchKind::X, LoadKind::X));
         let w = Interbench {
             bench: BenchKind::Custom,
             custom_cpu: 0.0,
             ..Interbench::default()
         };
-        assert!(w.validate().unwrap_err().contains("--cpu 0"));
-        assert!("walk".parse::<LoadKind>().unwrap_err().contains("memload"));
+        assert!(w.validate().unwrap_err().to_string().contains("cpu 0"));
+        assert!("walk"
+            .parse::<LoadKind>()
+            .unwrap_err()
+            .0
+            .contains("memload"));
         assert_eq!("Compile".parse::<LoadKind>().unwrap(), LoadKind::Compile);
     }
 }

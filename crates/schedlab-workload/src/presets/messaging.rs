@@ -7,8 +7,10 @@
 //! tasks are done. Unlike hackbench, each message carries its sender and sequence number and every
 //! receiver checks them, so a lost, duplicated or reordered message fails the run.
 
+use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
+use crate::error::ParamError;
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
@@ -54,25 +56,93 @@ impl Messaging {
     }
 
     /// Check parameters; the error names the value and what is accepted.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if self.groups == 0 || self.fds == 0 || self.loops == 0 {
-            return Err("messaging: --groups, --fds and --loops must be at least 1".into());
+            return Err(ParamError::params(
+                NAME,
+                &["groups", "fds", "loops"],
+                "must be at least 1",
+            ));
         }
         // Up to a page, one write of a message is atomic on pipes (PIPE_BUF) and UNIX stream
         // sockets (one skb), so senders sharing a receiver never interleave their bytes.
         if self.datasize < HEADER || self.datasize > 4096 {
-            return Err(format!(
-                "messaging: --datasize {} is not accepted; use {HEADER}..4096 bytes",
-                self.datasize
+            return Err(ParamError::value(
+                NAME,
+                "datasize",
+                self.datasize,
+                format!("is not accepted; use {HEADER}..4096 bytes"),
             ));
         }
         if !matches!(self.transport, Transport::Pipe | Transport::Socketpair) {
-            return Err(format!(
-                "messaging: --transport {} is not accepted; use socketpair or pipe (hackbench's two)",
-                self.transport
+            return Err(ParamError::value(
+                NAME,
+                "transport",
+                self.transport,
+                "is not accepted; use socketpair or pipe (hackbench's two)",
             ));
         }
         Ok(())
+    }
+}
+
+const NAME: &str = "messaging";
+
+/// The parameters of [`Messaging`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value("groups", "10", "10", "Number of groups."),
+    ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
+    ParamDef::value(
+        "loops",
+        "100",
+        "100",
+        "Messages each sender writes to each receiver of its group.",
+    ),
+    ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
+    ParamDef::value(
+        "transport",
+        "socketpair",
+        "socketpair|pipe",
+        "How messages travel: socketpair or pipe.",
+    ),
+    ParamDef::value(
+        "tasks",
+        "processes",
+        "processes|threads",
+        "Host tasks as threads or processes.",
+    ),
+];
+
+impl Preset for Messaging {
+    const NAME: &'static str = NAME;
+    const ABOUT: &'static str =
+        "hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).";
+    const SUMMARY: &'static str = "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group";
+
+    fn param_defs() -> &'static [ParamDef] {
+        PARAMS
+    }
+
+    fn with_defaults(_host_cpus: usize) -> Self {
+        Messaging::default()
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        const WHOLE: &str = "a whole number";
+        match name {
+            "groups" => self.groups = parse_param(NAME, "groups", value, WHOLE)?,
+            "fds" => self.fds = parse_param(NAME, "fds", value, WHOLE)?,
+            "loops" => self.loops = parse_param(NAME, "loops", value, WHOLE)?,
+            "datasize" => self.datasize = parse_param(NAME, "datasize", value, WHOLE)?,
+            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
+            "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
     }
 }
 

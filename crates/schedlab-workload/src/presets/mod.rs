@@ -1,14 +1,17 @@
-//! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait.
+//! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait, with its
+//! parameters declared through [`Preset`]. [`visit`] is the one list of them.
 
 mod chat;
 pub mod interbench;
 mod messaging;
+pub mod params;
 mod pingpong;
 mod sched_yield;
 
 pub use chat::{Chat, ChatMode, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
+pub use params::{GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset};
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
 
@@ -94,6 +97,32 @@ pub trait Workload: Send + Sync + 'static {
     fn expected_time(&self) -> Option<Duration> {
         None
     }
+}
+
+/// Something done with a preset's type: the way to reach every shipped workload through one
+/// generic function (a workload's task body is generic over the context, so workloads are not
+/// trait objects).
+pub trait PresetVisitor {
+    /// What the visit returns.
+    type Output;
+    /// Do it with preset `P`.
+    fn visit<P: Preset>(self) -> Self::Output;
+}
+
+/// The names of the shipped workloads, in the order `schedlab list` shows them.
+pub const PRESET_NAMES: &[&str] = &["messaging", "chat", "pingpong", "yield", "interbench"];
+
+/// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
+/// shipped workloads: a new preset adds one line here and one to [`PRESET_NAMES`].
+pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+    Some(match name {
+        "messaging" => visitor.visit::<Messaging>(),
+        "chat" => visitor.visit::<Chat>(),
+        "pingpong" => visitor.visit::<PingPong>(),
+        "yield" => visitor.visit::<Yield>(),
+        "interbench" => visitor.visit::<Interbench>(),
+        _ => return None,
+    })
 }
 
 /// Shorthand for a metric definition.

@@ -5,8 +5,10 @@
 //! µs per round trip = wall time / loops, as perf defines usecs/op; each round trip is also
 //! timed by `ping` for percentiles.
 
+use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
+use crate::error::ParamError;
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
@@ -44,11 +46,59 @@ const PERCENTILES: [(&str, f64); 4] = [
 
 impl PingPong {
     /// Check parameters; the error names the value and what is accepted.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if self.loops == 0 {
-            return Err("pingpong: --loops must be at least 1".into());
+            return Err(ParamError::params(NAME, &["loops"], "must be at least 1"));
         }
         Ok(())
+    }
+}
+
+const NAME: &str = "pingpong";
+
+/// The parameters of [`PingPong`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value("loops", "100000", "100000", "Round trips."),
+    ParamDef::value(
+        "transport",
+        "pipe",
+        "pipe|socketpair|unix|tcp|udp",
+        "How the token travels: pipe, socketpair, unix, tcp or udp (loopback).",
+    ),
+    ParamDef::value(
+        "tasks",
+        "threads",
+        "threads|processes",
+        "Host tasks as threads or processes.",
+    ),
+];
+
+impl Preset for PingPong {
+    const NAME: &'static str = NAME;
+    const ABOUT: &'static str =
+        "perf bench sched pipe: two tasks bounce a token (groups: ping, pong).";
+    const SUMMARY: &'static str = "perf bench sched pipe: two tasks bounce a 4-byte token";
+
+    fn param_defs() -> &'static [ParamDef] {
+        PARAMS
+    }
+
+    fn with_defaults(_host_cpus: usize) -> Self {
+        PingPong::default()
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        match name {
+            "loops" => self.loops = parse_param(NAME, "loops", value, "a whole number")?,
+            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
+            "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
     }
 }
 

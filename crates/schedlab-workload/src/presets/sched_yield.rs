@@ -5,8 +5,10 @@
 //! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
 //! trip through `schedule()`, independent of how many CPUs ran in parallel.
 
+use super::params::{parse_param, parse_with, unknown_param, ParamDef, ParamKind, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, WorkloadError};
+use crate::error::ParamError;
 use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
@@ -35,17 +37,68 @@ impl Default for Yield {
 
 impl Yield {
     /// Check parameters; the error names the value and what is accepted.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), ParamError> {
         if !(1..=4096).contains(&self.threads) {
-            return Err(format!(
-                "yield: --threads {} is not accepted; use 1..4096",
-                self.threads
+            return Err(ParamError::value(
+                NAME,
+                "threads",
+                self.threads,
+                "is not accepted; use 1..4096",
             ));
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
-            return Err("yield: --duration must be between 1ns and 1h".into());
+            return Err(ParamError::params(
+                NAME,
+                &["duration"],
+                "must be between 1ns and 1h",
+            ));
         }
         Ok(())
+    }
+}
+
+const NAME: &str = "yield";
+
+/// The parameters of [`Yield`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value(
+        "threads",
+        "1,2,4,16",
+        "1,2,4,16",
+        "Thread counts to run, comma-separated (1..4096 each); one configuration per count.",
+    )
+    .kind(ParamKind::List),
+    ParamDef::value("duration", "2s", "2s", "How long each repetition yields.").hyphen_values(),
+];
+
+impl Preset for Yield {
+    const NAME: &'static str = NAME;
+    const ABOUT: &'static str =
+        "The sched_yield test of seed 002: N threads yield for a while (group: yield).";
+    const SUMMARY: &'static str = "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count";
+
+    fn param_defs() -> &'static [ParamDef] {
+        PARAMS
+    }
+
+    fn with_defaults(_host_cpus: usize) -> Self {
+        Yield::default()
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        match name {
+            "threads" => self.threads = parse_param(NAME, "threads", value, "1..4096")?,
+            "duration" => {
+                self.duration =
+                    parse_with(NAME, "duration", value, crate::duration::parse_duration)?
+            }
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
     }
 }
 

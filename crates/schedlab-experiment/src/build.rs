@@ -1,0 +1,282 @@
+//! Building an experiment once, from typed requests: the workload's parameters through its
+//! declared setters, the groups' knobs, the workload's own group defaults, each variation through
+//! its owner's setter, and the backend's checks — all before anything runs.
+
+use crate::backend::Backend;
+use crate::error::ExperimentError;
+use crate::vary::{
+    combination_label, cross_product, parse_variations, KnobKey, Variation, VaryKey,
+};
+use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
+use schedlab_workload::presets::{ListValues, ParamKind, Preset};
+
+/// An experiment as the command line asks for it, before anything is checked.
+#[derive(Clone, Debug, Default)]
+pub struct ExperimentRequest {
+    /// Parameters given, by declared name, as text (a list as `1,2,4`; a flag as `true`).
+    pub params: Vec<(String, String)>,
+    /// Group arguments, `NAME:knob=value,...`.
+    pub groups: Vec<String>,
+    /// Variations, `KEY=V1,V2,...` (a sweep).
+    pub vary: Vec<String>,
+    /// This machine's CPU count, for defaults that depend on it.
+    pub host_cpus: usize,
+}
+
+/// Which backend to run on, and the simulated machine's options.
+#[derive(Clone, Debug)]
+pub enum BackendRequest {
+    /// The running kernel.
+    Real,
+    /// A simulated machine.
+    Sim(SimRequest),
+}
+
+/// The simulated machine as asked for.
+#[derive(Clone, Debug, Default)]
+pub struct SimRequest {
+    /// Policy and parameters (`o1:threshold=40`) [default: eevdf].
+    pub policy: Option<String>,
+    /// CPUs [default: this machine's].
+    pub cpus: Option<usize>,
+    /// Cost profile [default: modern].
+    pub profile: Option<String>,
+    /// Cost overrides, `key=value`.
+    pub cost: Vec<String>,
+    /// Seed of the first repetition [default: 1].
+    pub seed: Option<u64>,
+}
+
+/// One configuration to measure.
+#[derive(Clone, Debug)]
+pub struct Config<W, M> {
+    /// The workload with its parameters.
+    pub workload: W,
+    /// Knobs per plan group.
+    pub knobs: Vec<Knobs>,
+    /// Row label naming what distinguishes it (`threads=16 server.nice=19`); empty for a lone
+    /// configuration.
+    pub label: String,
+    /// The machine it runs on.
+    pub machine: M,
+}
+
+/// Every configuration of a run or a sweep, checked.
+#[derive(Clone, Debug)]
+pub struct Experiment<W, M> {
+    /// The configurations, in the order their repetitions interleave.
+    pub configs: Vec<Config<W, M>>,
+    /// The sweep's variations (none for a run).
+    pub variations: Vec<Variation>,
+    /// The label of each combination of the variations' values, in order.
+    pub combinations: Vec<String>,
+}
+
+/// Build and check every configuration of `request` for preset `P` on `backend`, whose
+/// configurations start from `machine`.
+pub fn build<P: Preset, B: Backend>(
+    request: &ExperimentRequest,
+    backend: &B,
+    machine: &B::Machine,
+) -> Result<Experiment<P, B::Machine>, ExperimentError> {
+    let defs = P::param_defs();
+    let mut base = P::with_defaults(request.host_cpus);
+    let mut lists = ListValues::default();
+    for d in defs {
+        let given = request
+            .params
+            .iter()
+            .rev()
+            .find(|(n, _)| n == d.name)
+            .map(|(_, v)| v.as_str());
+        if given.is_some() {
+            lists.given.push(d.name);
+        }
+        match d.kind {
+            ParamKind::List => {
+                let text = given.or(d.default).unwrap_or("");
+                let values = text
+                    .split(',')
+                    .filter(|v| !v.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                lists.lists.push((d.name, values));
+            }
+            ParamKind::Value | ParamKind::Flag => {
+                if let Some(v) = given.or(d.default) {
+                    base.set_param(d.name, v)?;
+                }
+            }
+        }
+    }
+    if let Some((name, _)) = request
+        .params
+        .iter()
+        .find(|(n, _)| !defs.iter().any(|d| d.name == n))
+    {
+        return Err(schedlab_workload::presets::params::unknown_param(P::NAME, defs, name).into());
+    }
+    let plan = base.plan();
+    let variations = parse_variations(
+        &request.vary,
+        P::NAME,
+        defs,
+        &plan,
+        backend.varies_machines(),
+    )?;
+
+    let mut user_knobs: Vec<Option<Knobs>> = vec![None; plan.groups.len()];
+    for arg in &request.groups {
+        let (name, k) =
+            parse_group_arg(arg).map_err(|source| ExperimentError::GroupArg { source })?;
+        let Some(i) = plan.group_index(&name) else {
+            let names: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();
+            return Err(ExperimentError::NoSuchGroup {
+                arg: arg.clone(),
+                workload: P::NAME,
+                group: name,
+                groups: names.join(", "),
+            });
+        };
+        if user_knobs[i].is_some() {
+            return Err(ExperimentError::GroupTwice(name));
+        }
+        user_knobs[i] = Some(k);
+    }
+
+    let mut configs = Vec::new();
+    let mut combinations = Vec::new();
+    for combination in cross_product(&variations) {
+        let what = combination_label(&variations, &combination);
+        let in_combination = |e: ExperimentError| {
+            if variations.is_empty() {
+                e
+            } else {
+                ExperimentError::Combination {
+                    combination: what.clone(),
+                    source: Box::new(e),
+                }
+            }
+        };
+        let mut workload = base.clone();
+        let mut lists = lists.clone();
+        let mut machine = machine.clone();
+        let mut knob_changes: Vec<(usize, &'static str, Knobs, String)> = Vec::new();
+        for (i, value) in &combination {
+            let v = &variations[*i];
+            match &v.key {
+                VaryKey::Param(name) => {
+                    lists.given.push(name);
+                    match lists.lists.iter_mut().find(|(n, _)| n == name) {
+                        Some((_, values)) => *values = vec![value.clone()],
+                        None => workload
+                            .set_param(name, value)
+                            .map_err(|e| in_combination(e.into()))?,
+                    }
+                }
+                VaryKey::Knob {
+                    group,
+                    group_name,
+                    knob,
+                } => {
+                    let k = parse_knob(knob.name(), value).map_err(|e| ExperimentError::Vary {
+                        key: format!("{}={value}", v.name),
+                        problem: e.to_string(),
+                    })?;
+                    knob_changes.push((*group, group_name, k, format!("{}={value}", v.name)));
+                }
+                VaryKey::Machine(key) => {
+                    machine = backend
+                        .vary_machine(&machine, *key, value)
+                        .map_err(in_combination)?;
+                }
+            }
+        }
+        let workloads =
+            P::configurations(&workload, &lists).map_err(|e| in_combination(e.into()))?;
+        let knobs = group_knobs(&workloads[0], &user_knobs, backend, &machine)?;
+        let mut knobs = knobs;
+        for (g, group_name, k, key) in knob_changes {
+            let merged = knobs[g].merged(&k);
+            merged
+                .validate(group_name, backend.cpus(&machine))
+                .map_err(ExperimentError::from)
+                .and_then(|()| backend.check_knobs(&machine, group_name, &merged))
+                .map_err(|e| ExperimentError::Vary {
+                    key,
+                    problem: e.to_string(),
+                })?;
+            knobs[g] = merged;
+        }
+        let several = workloads.len() > 1;
+        for w in workloads {
+            let label = match (what.is_empty(), several) {
+                (true, true) => w.label(),
+                (true, false) => String::new(),
+                (false, true) => format!("{what} {}", w.label()),
+                (false, false) => what.clone(),
+            };
+            configs.push(Config {
+                workload: w,
+                knobs: knobs.clone(),
+                label,
+                machine: machine.clone(),
+            });
+        }
+        combinations.push(what);
+    }
+    for c in &configs {
+        backend.check_needs(&c.workload.host_needs())?;
+    }
+    Ok(Experiment {
+        configs,
+        variations,
+        combinations,
+    })
+}
+
+/// The knobs of each group: the user's, over the workload's own defaults, checked against the
+/// machine.
+fn group_knobs<P: Preset, B: Backend>(
+    workload: &P,
+    user: &[Option<Knobs>],
+    backend: &B,
+    machine: &B::Machine,
+) -> Result<Vec<Knobs>, ExperimentError> {
+    let plan = workload.plan();
+    let mut knobs: Vec<Knobs> = user.iter().map(|k| k.clone().unwrap_or_default()).collect();
+    for d in workload.group_defaults(backend.realtime_allowed()) {
+        let Some(g) = plan.group_index(d.group) else {
+            continue;
+        };
+        match d.forced_by {
+            None if user[g].is_none() => knobs[g] = d.knobs.clone(),
+            None => {}
+            Some(param) => {
+                if let (Some(p), Some(_)) = (d.knobs.policy, knobs[g].policy) {
+                    return Err(ExperimentError::ForcedKnob {
+                        workload: P::NAME,
+                        param,
+                        group: d.group,
+                        knob: "policy",
+                        value: p.to_string(),
+                    });
+                }
+                knobs[g] = knobs[g].merged(&d.knobs);
+            }
+        }
+    }
+    for (g, k) in plan.groups.iter().zip(&knobs) {
+        if k.is_default() {
+            continue;
+        }
+        k.validate(g.name, backend.cpus(machine))?;
+        backend.check_knobs(machine, g.name, k)?;
+    }
+    Ok(knobs)
+}
+
+/// Which knob keys a sweep may vary (for help texts).
+pub fn knob_names() -> Vec<&'static str> {
+    KnobKey::ALL.iter().map(|k| k.name()).collect()
+}

@@ -1,0 +1,120 @@
+//! The experiment layer's errors: typed, in the model's words. The binary turns each into a
+//! message that names its flag (`--group`, `--vary`, `--policy`).
+
+use schedlab_workload::{KnobError, ParamError, ValueError};
+use std::path::PathBuf;
+
+/// Why an experiment cannot be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// No workload of that name.
+    #[error("unknown workload '{0}'")]
+    UnknownWorkload(String),
+    /// A workload parameter (given, defaulted or varied).
+    #[error(transparent)]
+    Param(#[from] ParamError),
+    /// A group argument (`NAME:knob=value,...`) that does not parse.
+    #[error("{source}")]
+    GroupArg {
+        /// What is wrong.
+        source: KnobError,
+    },
+    /// A group the workload does not have.
+    #[error("'{arg}': workload '{workload}' has no group '{group}'; its groups are: {groups}")]
+    NoSuchGroup {
+        /// The argument as given.
+        arg: String,
+        /// The workload.
+        workload: &'static str,
+        /// The group named.
+        group: String,
+        /// The workload's groups.
+        groups: String,
+    },
+    /// The same group given twice.
+    #[error("'{0}' is given twice; put all its knobs in one group argument")]
+    GroupTwice(String),
+    /// A group's knobs that cannot be used (out of range, or on this machine).
+    #[error(transparent)]
+    Knob(#[from] KnobError),
+    /// A knob the workload sets because of one of its parameters, also set by the user.
+    #[error("{workload}: {param} sets the {group} group's {knob} ({value}); drop {knob}= from the {group} group's knobs")]
+    ForcedKnob {
+        /// The workload.
+        workload: &'static str,
+        /// The parameter that sets it (`rt`).
+        param: &'static str,
+        /// The group.
+        group: &'static str,
+        /// The knob (`policy`).
+        knob: &'static str,
+        /// The value it sets.
+        value: String,
+    },
+    /// A bad simulated machine (CPU count, profile, cost, policy name or parameter).
+    #[error("{0}")]
+    Machine(String),
+    /// A simulated CPU count out of range.
+    #[error("{cpus} CPUs is not accepted; the simulator models 1..{max} CPUs")]
+    SimCpus {
+        /// The count asked for.
+        cpus: usize,
+        /// The most the simulator models.
+        max: usize,
+    },
+    /// Knobs the simulated policy has no notion of.
+    #[error("{message}")]
+    PolicyRefuses {
+        /// The policy as given (`cfs`).
+        policy: String,
+        /// What it refuses and what it accepts.
+        message: String,
+    },
+    /// A variation (`KEY=V1,V2`) that cannot be used.
+    #[error("{key}: {problem}")]
+    Vary {
+        /// The key as given.
+        key: String,
+        /// What is wrong and what is accepted.
+        problem: String,
+    },
+    /// One combination of a sweep's values that cannot be built.
+    #[error("{combination}: {source}")]
+    Combination {
+        /// `threads=4 policy=o1`.
+        combination: String,
+        /// Why.
+        source: Box<ExperimentError>,
+    },
+    /// A value that does not parse.
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    /// A fixed count of zero repetitions.
+    #[error("at least one measured repetition is needed")]
+    NoRepetitions,
+    /// A setting of the measuring loop (level, stopping rule).
+    #[error("{0}")]
+    Setting(String),
+    /// The machine cannot afford what a configuration needs.
+    #[error("{0}")]
+    Host(String),
+    /// The real backend's counters or limits.
+    #[error("{0}")]
+    Backend(String),
+    /// A repetition failed.
+    #[error("{label}{sep}{message}", sep = if label.is_empty() { "" } else { ": " })]
+    Repetition {
+        /// The configuration's label (empty for a lone configuration).
+        label: String,
+        /// What failed.
+        message: String,
+    },
+    /// A record could not be written.
+    #[error("writing {}: {source}", path.display())]
+    Write {
+        /// Where.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,118 @@
+//! How a configuration is measured: how many repetitions (a count, or until the primary
+//! metric's confidence interval is tight), warm-up, confidence level, time budget, counters.
+
+use crate::error::ExperimentError;
+use schedlab_stats::{Decision, StoppingRule};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How many measured repetitions a configuration gets.
+#[derive(Clone, Debug)]
+pub enum Budget {
+    /// Exactly this many.
+    Fixed(usize),
+    /// Until the stopping rule converges or gives up.
+    Until(StoppingRule),
+}
+
+/// Whether a configuration is done after some repetitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Done {
+    /// It needs more.
+    No,
+    /// A fixed count was reached.
+    Counted,
+    /// The stopping rule converged.
+    Converged,
+    /// The stopping rule gave up at its maximum.
+    GaveUp,
+}
+
+impl Done {
+    /// The record's `converged` field.
+    pub fn converged(self) -> Option<bool> {
+        match self {
+            Done::Converged => Some(true),
+            Done::GaveUp => Some(false),
+            Done::No | Done::Counted => None,
+        }
+    }
+}
+
+impl Budget {
+    /// A budget from `runs` and `until` (LEVEL:PRECISION, at most `max_runs`).
+    pub fn new(
+        runs: Option<usize>,
+        until: Option<&str>,
+        max_runs: usize,
+    ) -> Result<Budget, ExperimentError> {
+        match (until, runs) {
+            (Some(rule), _) => Ok(Budget::Until(
+                StoppingRule::parse(rule, max_runs).map_err(ExperimentError::Setting)?,
+            )),
+            (None, Some(0)) => Err(ExperimentError::NoRepetitions),
+            (None, runs) => Ok(Budget::Fixed(runs.unwrap_or(3))),
+        }
+    }
+
+    /// Whether a configuration whose primary metric has these values is done.
+    pub fn done(&self, values: &[f64]) -> Done {
+        match self {
+            Budget::Fixed(n) if values.len() >= *n => Done::Counted,
+            Budget::Fixed(_) => Done::No,
+            Budget::Until(rule) => match rule.decide(values) {
+                Decision::Continue => Done::No,
+                Decision::Converged => Done::Converged,
+                Decision::GaveUp => Done::GaveUp,
+            },
+        }
+    }
+
+    /// `run 2/3` or `run 2 (until 95:2%, at most 30)`.
+    pub fn describe_progress(&self, done: usize) -> String {
+        match self {
+            Budget::Fixed(n) => format!("run {done}/{n}"),
+            Budget::Until(rule) => format!("run {done} (until {rule}, at most {})", rule.max_runs),
+        }
+    }
+}
+
+/// Where the real backend's wakeup and preemption counters come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CounterMode {
+    /// Tracepoints when available, else /proc only.
+    Auto,
+    /// Tracepoints, or fail.
+    Trace,
+    /// /proc only (no tracing overhead).
+    Proc,
+}
+
+/// The measuring settings of one run or sweep.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Repetitions per configuration.
+    pub budget: Budget,
+    /// The stopping rule as the user wrote it, for the record.
+    pub until_text: Option<String>,
+    /// Unrecorded warm-up repetitions per configuration.
+    pub warmup: usize,
+    /// Confidence level of the summaries, percent.
+    pub level: f64,
+    /// Time budget per repetition (default: from the workload's size, else 10 minutes).
+    pub timeout: Option<Duration>,
+    /// Where the record goes, rewritten after every repetition.
+    pub json: Option<PathBuf>,
+    /// The command line, for the record.
+    pub command: Vec<String>,
+}
+
+impl Settings {
+    /// The default time budget of a repetition whose workload expects none.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+    /// The confidence level from its text (80, 90, 95, 98, 99 or 99.5).
+    pub fn parse_level(text: &str) -> Result<f64, ExperimentError> {
+        schedlab_stats::parse_level(text).map_err(ExperimentError::Setting)
+    }
+}

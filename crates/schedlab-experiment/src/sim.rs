@@ -1,0 +1,216 @@
+//! A simulated machine as a [`Backend`]: the policy, CPU count and cost profile are the
+//! configuration's machine (a sweep may vary them); repetition `k` runs with seed `SEED + k`,
+//! so the same command gives the same numbers.
+
+use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
+use crate::build::{Config, SimRequest};
+use crate::error::ExperimentError;
+use crate::vary::MachineKey;
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::{run_repetition, SimError, SimSetup};
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::presets::HostNeeds;
+use schedlab_workload::record::{BackendInfo, CounterSources};
+use schedlab_workload::Workload;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A simulated machine: policy, CPUs, costs, first seed.
+#[derive(Clone, Debug)]
+pub struct SimMachine {
+    /// The policy and its parameters.
+    pub spec: PolicySpec,
+    /// Simulated CPUs.
+    pub cpus: usize,
+    /// Cost model.
+    pub cost: CostModel,
+    /// Seed of the first measured repetition.
+    pub seed: u64,
+    /// The cost overrides asked for, kept when a sweep changes the profile.
+    pub cost_overrides: Vec<String>,
+}
+
+impl SimMachine {
+    /// The machine a request asks for; `host_cpus` is the default CPU count.
+    pub fn from_request(req: &SimRequest, host_cpus: usize) -> Result<SimMachine, ExperimentError> {
+        let spec = parse_policy(req.policy.as_deref().unwrap_or("eevdf"))?;
+        let cpus = check_cpus(req.cpus.unwrap_or(host_cpus))?;
+        let cost = CostModel::profile(req.profile.as_deref().unwrap_or("modern"))
+            .and_then(|c| c.with_overrides(&req.cost))
+            .map_err(ExperimentError::Machine)?;
+        Ok(SimMachine {
+            spec,
+            cpus,
+            cost,
+            seed: req.seed.unwrap_or(1),
+            cost_overrides: req.cost.clone(),
+        })
+    }
+
+    /// `eevdf` with the policy's defaults spelled out (`eevdf:run_to_parity=1,...`).
+    pub fn policy_name(&self) -> String {
+        schedlab_sim::policy::build(&self.spec)
+            .map(|p| p.describe())
+            .unwrap_or_else(|_| self.spec.to_string())
+    }
+}
+
+fn parse_policy(text: &str) -> Result<PolicySpec, ExperimentError> {
+    text.parse().map_err(ExperimentError::Machine)
+}
+
+fn check_cpus(cpus: usize) -> Result<usize, ExperimentError> {
+    if (1..=schedlab_sim::policy::MAX_CPUS).contains(&cpus) {
+        Ok(cpus)
+    } else {
+        Err(ExperimentError::SimCpus {
+            cpus,
+            max: schedlab_sim::policy::MAX_CPUS,
+        })
+    }
+}
+
+/// The simulator.
+#[derive(Default)]
+pub struct SimBackend;
+
+impl Backend for SimBackend {
+    type Machine = SimMachine;
+
+    fn info(&self, first: &SimMachine) -> BackendInfo {
+        BackendInfo {
+            kind: "sim".into(),
+            policy: Some(first.policy_name()),
+            seed: Some(first.seed),
+            details: BTreeMap::from([
+                ("cpus".to_string(), first.cpus.to_string()),
+                ("cost".to_string(), first.cost.to_string()),
+                ("counters".to_string(), "exact (simulator)".to_string()),
+            ]),
+        }
+    }
+
+    fn machine_label(&self, m: &SimMachine) -> Option<String> {
+        Some(format!(
+            "{}, {} CPU{}, {}",
+            m.policy_name(),
+            m.cpus,
+            if m.cpus == 1 { "" } else { "s" },
+            m.cost.profile
+        ))
+    }
+
+    fn policy_label(&self, m: &SimMachine) -> Option<String> {
+        Some(m.policy_name())
+    }
+
+    fn cpus(&self, m: &SimMachine) -> usize {
+        m.cpus
+    }
+
+    fn varies_machines(&self) -> bool {
+        true
+    }
+
+    fn vary_machine(
+        &self,
+        m: &SimMachine,
+        key: MachineKey,
+        value: &str,
+    ) -> Result<SimMachine, ExperimentError> {
+        let mut m = m.clone();
+        match key {
+            MachineKey::Policy => m.spec = parse_policy(value)?,
+            MachineKey::Cpus => {
+                let n = value.parse::<usize>().map_err(|_| {
+                    ExperimentError::Machine(format!(
+                        "cpus '{value}' is not a CPU count; use 1..{}",
+                        schedlab_sim::policy::MAX_CPUS
+                    ))
+                })?;
+                m.cpus = check_cpus(n)?;
+            }
+            MachineKey::Profile => {
+                // Overrides given with the profile stay in force on the new profile.
+                m.cost = CostModel::profile(value)
+                    .and_then(|c| c.with_overrides(&m.cost_overrides))
+                    .map_err(ExperimentError::Machine)?;
+            }
+        }
+        Ok(m)
+    }
+
+    fn realtime_allowed(&self) -> bool {
+        // Not every simulated policy models SCHED_FIFO: workloads keep the policy's default
+        // class for their own groups.
+        false
+    }
+
+    fn check_needs(&self, _needs: &HostNeeds) -> Result<(), ExperimentError> {
+        Ok(()) // memory and I/O are modelled, not used
+    }
+
+    fn check_knobs(
+        &self,
+        m: &SimMachine,
+        group: &str,
+        knobs: &Knobs,
+    ) -> Result<(), ExperimentError> {
+        schedlab_sim::check_setup(&m.spec, m.cpus, &[(group, knobs)]).map_err(|message| {
+            ExperimentError::PolicyRefuses {
+                policy: m.spec.to_string(),
+                message,
+            }
+        })
+    }
+
+    fn prepare<W: Workload>(
+        &mut self,
+        _configs: &[Config<W, SimMachine>],
+        _info: &mut BackendInfo,
+    ) -> Result<(), ExperimentError> {
+        Ok(())
+    }
+
+    fn run<W: Workload>(
+        &mut self,
+        m: &SimMachine,
+        workload: &Arc<W>,
+        input: RepInput,
+    ) -> Result<RepOutput, RepError> {
+        let started = Instant::now();
+        let r = run_repetition(
+            &**workload,
+            SimSetup {
+                policy: &m.spec,
+                cpus: m.cpus,
+                cost: &m.cost,
+                seed: m.seed.wrapping_add(input.index),
+                knobs: input.knobs,
+                stop: Some(input.stop),
+                wall_budget: Some(input.budget),
+            },
+        )
+        .map_err(|e| match e {
+            SimError::Interrupted => RepError::Interrupted,
+            e => RepError::Failed(e.to_string()),
+        })?;
+        let exact = "simulator (exact)".to_string();
+        Ok(RepOutput {
+            outcome: r.outcome,
+            counters: r.counters,
+            sources: CounterSources {
+                switches: exact.clone(),
+                migrations: exact.clone(),
+                wakeups: exact,
+            },
+            detail: RepDetail::Sim {
+                cpus: r.cpus,
+                events: r.events,
+                wall: started.elapsed(),
+            },
+        })
+    }
+}

@@ -1,0 +1,219 @@
+//! How a preset declares its parameters, once: name, default, help and how values are set. The
+//! command line builds each workload's flags from these declarations, `sweep --vary KEY=...`
+//! sets a value through the same setter, and the record's `params` come from the workload — so
+//! adding a parameter touches the preset's own file alone.
+
+use super::Workload;
+use crate::error::ParamError;
+use crate::knobs::Knobs;
+
+/// How a parameter takes values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// One value; the default applies when none is given.
+    Value,
+    /// A comma-separated list: one configuration per value (per combination, with several
+    /// lists). A sweep that varies it gives each combination one value.
+    List,
+    /// A switch that takes no value: given means `true`.
+    Flag,
+}
+
+/// One parameter of a preset.
+#[derive(Clone, Copy, Debug)]
+pub struct ParamDef {
+    /// Its name: the command line's `--NAME`, a sweep's `NAME=...`, the record's key.
+    pub name: &'static str,
+    /// What it means (the command line's help).
+    pub help: &'static str,
+    /// The default as text, applied through the setter when the parameter is not given
+    /// (`None`: the preset's own default, e.g. one that depends on the machine).
+    pub default: Option<&'static str>,
+    /// How it takes values.
+    pub kind: ParamKind,
+    /// How `schedlab list` shows it after the flag (`socketpair|pipe`, `30s`).
+    pub usage: &'static str,
+    /// Whether a value may start with `-` (durations, so that `-1s` reaches the setter's
+    /// error instead of being taken for a flag).
+    pub hyphen_values: bool,
+}
+
+impl ParamDef {
+    /// A one-value parameter with a default.
+    pub const fn value(
+        name: &'static str,
+        default: &'static str,
+        usage: &'static str,
+        help: &'static str,
+    ) -> ParamDef {
+        ParamDef {
+            name,
+            help,
+            default: Some(default),
+            kind: ParamKind::Value,
+            usage,
+            hyphen_values: false,
+        }
+    }
+
+    /// This parameter with `kind`.
+    pub const fn kind(mut self, kind: ParamKind) -> ParamDef {
+        self.kind = kind;
+        self
+    }
+
+    /// This parameter without a textual default.
+    pub const fn no_default(mut self) -> ParamDef {
+        self.default = None;
+        self
+    }
+
+    /// This parameter, accepting values that start with `-`.
+    pub const fn hyphen_values(mut self) -> ParamDef {
+        self.hyphen_values = true;
+        self
+    }
+}
+
+/// The values of a preset's list parameters for one command line, in declaration order, and
+/// which parameters were given explicitly.
+#[derive(Clone, Debug, Default)]
+pub struct ListValues {
+    /// `(name, values)` for every list parameter (its default split when not given).
+    pub lists: Vec<(&'static str, Vec<String>)>,
+    /// Names of the parameters given on the command line or by a sweep.
+    pub given: Vec<&'static str>,
+}
+
+impl ListValues {
+    /// The values of list `name`.
+    pub fn get(&self, name: &str) -> &[String] {
+        self.lists
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(&[], |(_, v)| v.as_slice())
+    }
+
+    /// Whether `name` was given.
+    pub fn given(&self, name: &str) -> bool {
+        self.given.contains(&name)
+    }
+}
+
+/// A workload schedlab ships, with its parameters declared ([`ParamDef`]) and set by name.
+pub trait Preset: Workload + Clone + Sized {
+    /// The workload's name on the command line.
+    const NAME: &'static str;
+    /// One line on what it is (the command line's help).
+    const ABOUT: &'static str;
+    /// What `schedlab list` says of it.
+    const SUMMARY: &'static str;
+
+    /// Its parameters, in the order the command line shows them.
+    fn param_defs() -> &'static [ParamDef];
+
+    /// A configuration with every parameter at its default; `host_cpus` is this machine's CPU
+    /// count, for defaults that depend on it.
+    fn with_defaults(host_cpus: usize) -> Self;
+
+    /// Set one parameter from its text (one element, for a list parameter).
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
+
+    /// Check the whole configuration; the error names the parameter, the value and what is
+    /// accepted.
+    fn check(&self) -> Result<(), ParamError>;
+
+    /// Knobs the workload gives its own groups (interbench's timekeeper runs SCHED_FIFO 96),
+    /// given whether the backend may use real-time policies.
+    fn group_defaults(&self, _realtime_allowed: bool) -> Vec<GroupDefault> {
+        Vec::new()
+    }
+
+    /// Memory and file space one repetition needs on the machine it runs on.
+    fn host_needs(&self) -> HostNeeds {
+        HostNeeds::default()
+    }
+
+    /// The configurations of one command line: the cross product of the list parameters (first
+    /// one slowest), each set on `base` and checked.
+    fn configurations(base: &Self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
+        let mut out = vec![base.clone()];
+        for (name, values) in &lists.lists {
+            let mut next = Vec::with_capacity(out.len() * values.len());
+            for c in &out {
+                for v in values {
+                    let mut c = c.clone();
+                    c.set_param(name, v)?;
+                    next.push(c);
+                }
+            }
+            out = next;
+        }
+        for c in &out {
+            c.check()?;
+        }
+        Ok(out)
+    }
+}
+
+/// Parse a parameter's value with `FromStr`, naming the parameter and the value on failure.
+pub fn parse_param<T: std::str::FromStr>(
+    workload: &'static str,
+    name: &'static str,
+    value: &str,
+    accepted: &str,
+) -> Result<T, ParamError> {
+    value.trim().parse().map_err(|_| {
+        ParamError::value(
+            workload,
+            name,
+            format!("'{value}'"),
+            format!("is not accepted; use {accepted}"),
+        )
+    })
+}
+
+/// Parse a value whose type has its own error message (durations, sizes, enumerations).
+pub fn parse_with<T, E: std::fmt::Display>(
+    workload: &'static str,
+    name: &'static str,
+    value: &str,
+    parse: impl FnOnce(&str) -> Result<T, E>,
+) -> Result<T, ParamError> {
+    let _ = name;
+    parse(value).map_err(|e| ParamError::whole(workload, e.to_string()))
+}
+
+/// The error for a parameter name a preset does not have.
+pub fn unknown_param(workload: &'static str, defs: &[ParamDef], name: &str) -> ParamError {
+    let names: Vec<&str> = defs.iter().map(|d| d.name).collect();
+    ParamError::whole(
+        workload,
+        format!(
+            "no parameter '{name}'; its parameters are: {}",
+            names.join(", ")
+        ),
+    )
+}
+
+/// Knobs a workload gives one of its groups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupDefault {
+    /// The group.
+    pub group: &'static str,
+    /// The knobs.
+    pub knobs: Knobs,
+    /// `None`: a default, used when the user gives the group no knobs. `Some(param)`: set
+    /// because of that parameter, over the user's knobs; a user's knob of the same kind is an
+    /// error.
+    pub forced_by: Option<&'static str>,
+}
+
+/// What a configuration needs of the machine besides CPUs: `(parameter, bytes)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HostNeeds {
+    /// Memory it writes (anonymous), and the parameter that sizes it.
+    pub memory: Option<(&'static str, usize)>,
+    /// Bytes of files it writes in the temporary directory, and the parameter that sizes them.
+    pub files: Option<(&'static str, usize)>,
+}

@@ -1,0 +1,307 @@
+//! `schedlab run` and `schedlab sweep`: the command line's options become typed requests, the
+//! experiment layer builds and measures them, and the results are printed.
+
+use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
+use crate::messages::render;
+use schedlab_experiment::measure::Sinks;
+use schedlab_experiment::{
+    build, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentRequest,
+    OutDir, Progress, RealBackend, RunEnd, Settings, SimBackend, SimMachine, SimRequest,
+};
+use schedlab_real::host;
+use schedlab_workload::presets::{self, Preset, PresetVisitor};
+use schedlab_workload::record::RunRecord;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Run (`sweep == false`) or sweep a workload command.
+pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
+    let common = &args.common;
+    if !sweep && (!common.vary.is_empty() || common.out.is_some() || common.plot.is_some()) {
+        return Err("--vary, --out and --plot belong to `schedlab sweep`".into());
+    }
+    if sweep && common.vary.is_empty() {
+        return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
+    }
+    let backend = backend_request(common)?;
+    let settings = settings(common)?;
+    check_outputs(common)?;
+    let request = ExperimentRequest {
+        params: args.params.clone(),
+        groups: common.group_knobs.clone(),
+        vary: common.vary.clone(),
+        host_cpus: host::online_cpus(),
+    };
+    let stop = interrupt_flag()?;
+    let end = presets::visit(
+        &args.workload,
+        Execute {
+            request: &request,
+            backend: &backend,
+            settings: &settings,
+            common,
+            sweep,
+            stop,
+        },
+    )
+    .ok_or_else(|| format!("unknown workload '{}'", args.workload))??;
+    Ok(match end {
+        RunEnd::Complete => ExitCode::SUCCESS,
+        RunEnd::Interrupted => {
+            eprintln!("schedlab: interrupted; the repetitions that finished are kept");
+            ExitCode::from(130)
+        }
+    })
+}
+
+/// The backend options, checked against each other.
+fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
+    match common.backend {
+        BackendArg::Real => {
+            let sim_only = [
+                ("--policy", common.policy.is_some()),
+                ("--cpus", common.cpus.is_some()),
+                ("--profile", common.profile.is_some()),
+                ("--cost", !common.cost.is_empty()),
+                ("--seed", common.seed.is_some()),
+            ];
+            if let Some((flag, _)) = sim_only.iter().find(|(_, given)| *given) {
+                return Err(format!(
+                    "{flag} applies to the simulator; add --backend sim (on the real kernel, use --group NAME:cpus=LIST to pin tasks)"
+                ));
+            }
+            Ok(BackendRequest::Real)
+        }
+        BackendArg::Sim => {
+            if common.counters != CountersArg::Auto {
+                return Err("--counters applies to the real kernel; the simulator counts everything exactly".into());
+            }
+            Ok(BackendRequest::Sim(SimRequest {
+                policy: common.policy.clone(),
+                cpus: common.cpus,
+                profile: common.profile.clone(),
+                cost: common.cost.clone(),
+                seed: common.seed,
+            }))
+        }
+    }
+}
+
+/// The measuring settings.
+fn settings(common: &CommonArgs) -> Result<Settings, String> {
+    let budget = Budget::new(common.runs, common.until.as_deref(), common.max_runs)
+        .map_err(|e| render(&e))?;
+    let level = Settings::parse_level(&common.level).map_err(|e| render(&e))?;
+    Ok(Settings {
+        budget,
+        until_text: common.until.clone(),
+        warmup: common.warmup,
+        level,
+        timeout: common.timeout,
+        json: common.json.clone(),
+        command: std::env::args().collect(),
+    })
+}
+
+/// Refuse output paths that cannot be written before anything runs.
+fn check_outputs(common: &CommonArgs) -> Result<(), String> {
+    let parent_ok = |p: &std::path::Path| {
+        let parent = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
+        parent.is_dir()
+    };
+    if let Some(p) = &common.json {
+        if p.is_dir() || !parent_ok(p) {
+            return Err(format!(
+                "--json {}: not a file in an existing directory",
+                p.display()
+            ));
+        }
+    }
+    if let Some(p) = &common.plot {
+        if p.is_dir() || !parent_ok(p) {
+            return Err(format!(
+                "--plot {}: not a file in an existing directory",
+                p.display()
+            ));
+        }
+    }
+    if let Some(d) = &common.out {
+        if d.exists() && !d.is_dir() {
+            return Err(format!(
+                "--out {}: exists and is not a directory",
+                d.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// SIGINT and SIGTERM set a flag; the run stops at the next check and keeps what finished.
+fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
+    Ok(stop)
+}
+
+/// Build, measure and print one workload command for preset `P`.
+struct Execute<'a> {
+    request: &'a ExperimentRequest,
+    backend: &'a BackendRequest,
+    settings: &'a Settings,
+    common: &'a CommonArgs,
+    sweep: bool,
+    stop: Arc<AtomicBool>,
+}
+
+impl PresetVisitor for Execute<'_> {
+    type Output = Result<RunEnd, String>;
+    fn visit<P: Preset>(self) -> Self::Output {
+        match self.backend {
+            BackendRequest::Real => {
+                let mut backend = RealBackend::new(match self.common.counters {
+                    CountersArg::Auto => CounterMode::Auto,
+                    CountersArg::Trace => CounterMode::Trace,
+                    CountersArg::Proc => CounterMode::Proc,
+                });
+                self.on::<P, _>(&mut backend, ())
+            }
+            BackendRequest::Sim(req) => {
+                let machine = SimMachine::from_request(req, self.request.host_cpus)
+                    .map_err(|e| render(&e))?;
+                self.on::<P, _>(&mut SimBackend, machine)
+            }
+        }
+    }
+}
+
+impl Execute<'_> {
+    fn on<P: Preset, B: Backend>(
+        self,
+        backend: &mut B,
+        machine: B::Machine,
+    ) -> Result<RunEnd, String> {
+        let experiment: Experiment<P, B::Machine> =
+            build(self.request, backend, &machine).map_err(|e| render(&e))?;
+        let keys = table_keys(&experiment);
+        if let Some(path) = &self.common.plot {
+            let values = key_values(&experiment, &keys);
+            schedlab_report::plot::check_keys(&values)
+                .map_err(|e| format!("--plot {}: {e}", path.display()))?;
+        }
+        let out = self
+            .common
+            .out
+            .as_deref()
+            .map(OutDir::new)
+            .transpose()
+            .map_err(|e| format!("--out: {}", render(&e)))?;
+        let combinations = experiment.combinations.clone();
+        let quiet = self.common.quiet;
+        let mut progress = |p: Progress| match p {
+            Progress::Resumed {
+                workload,
+                label,
+                repetitions,
+            } => eprintln!("{workload} {label}: resuming with {repetitions} finished repetitions"),
+            Progress::Repetition {
+                workload,
+                label,
+                what,
+                line,
+            } if !quiet => {
+                let sep = if label.is_empty() { "" } else { " " };
+                eprintln!("{workload}{sep}{label} {what}: {line}");
+            }
+            Progress::Repetition { .. } => {}
+        };
+        let sinks = Sinks {
+            json: self.settings.json.as_deref(),
+            out: out.as_ref(),
+        };
+        let (end, record) = measure(
+            experiment,
+            backend,
+            self.settings,
+            &sinks,
+            &self.stop,
+            &mut progress,
+        )
+        .map_err(|e| render(&e))?;
+        if !self.sweep {
+            print!("{}", schedlab_report::text::summary(&record));
+            return Ok(end);
+        }
+        if record.workload == "interbench" {
+            print!("{}", interbench_tables(&record, &combinations));
+        } else {
+            print!("{}", schedlab_report::sweep::table(&record, &keys));
+        }
+        if let Some(path) = &self.common.plot {
+            schedlab_report::plot::sweep_chart(&record, &keys, path)
+                .map_err(|e| format!("--plot {}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+        Ok(end)
+    }
+}
+
+/// The columns that name a sweep's configurations: the varied keys, then the keys of
+/// parameters that a list expanded (`threads` in a sweep over policies with `--threads 1,16`).
+fn table_keys<W, M>(experiment: &Experiment<W, M>) -> Vec<String> {
+    let mut keys: Vec<String> = experiment
+        .variations
+        .iter()
+        .map(|v| v.name.clone())
+        .collect();
+    for c in &experiment.configs {
+        for kv in c.label.split(' ') {
+            if let Some((k, _)) = kv.split_once('=') {
+                if !keys.iter().any(|x| x == k) {
+                    keys.push(k.to_string());
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// Each key's value in every configuration, from the labels (which name them all).
+fn key_values<W, M>(experiment: &Experiment<W, M>, keys: &[String]) -> Vec<(String, Vec<String>)> {
+    keys.iter()
+        .map(|k| {
+            let values = experiment
+                .configs
+                .iter()
+                .map(|c| {
+                    c.label
+                        .split(' ')
+                        .find_map(|kv| kv.strip_prefix(k.as_str())?.strip_prefix('='))
+                        .unwrap_or("-")
+                        .to_string()
+                })
+                .collect();
+            (k.clone(), values)
+        })
+        .collect()
+}
+
+/// An interbench sweep prints seed 004's form for each combination of the varied values
+/// ([`schedlab_report::interbench::side_by_side`]).
+fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
+    let part = |what: &String| {
+        let mut r = record.clone();
+        r.configs
+            .retain(|c| c.label == *what || c.label.starts_with(&format!("{what} ")));
+        (what.clone(), r)
+    };
+    let parts: Vec<(String, RunRecord)> = combinations.iter().map(part).collect();
+    let refs: Vec<(&str, &RunRecord)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
+    schedlab_report::interbench::side_by_side(&refs, record.level)
+}

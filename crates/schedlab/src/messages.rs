@@ -1,0 +1,41 @@
+//! The experiment layer's errors as the command line says them: each names the flag the bad
+//! value came from (`--group`, `--vary`, `--policy`, `--cpus`, `--runs`, the workload's own).
+
+use schedlab_experiment::ExperimentError;
+
+/// The message for `e`, naming the flags.
+pub fn render(e: &ExperimentError) -> String {
+    match e {
+        ExperimentError::Param(p) => p.render(|name| format!("--{name}")),
+        ExperimentError::GroupArg { source } | ExperimentError::Knob(source)
+            if source.is_about_argument() =>
+        {
+            format!("--group {source}")
+        }
+        ExperimentError::NoSuchGroup { .. } | ExperimentError::GroupTwice(_) => {
+            format!("--group {e}")
+        }
+        ExperimentError::ForcedKnob {
+            workload,
+            param,
+            group,
+            knob,
+            value,
+        } => format!(
+            "{workload}: --{param} sets the {group} group's {knob} ({value}); drop {knob}= from --group {group}:..."
+        ),
+        ExperimentError::Vary { .. } => format!("--vary {e}"),
+        ExperimentError::Combination {
+            combination,
+            source,
+        } => format!("--vary {combination}: {}", render(source)),
+        ExperimentError::SimCpus { cpus, max } => {
+            format!("--cpus {cpus} is not accepted; the simulator models 1..{max} CPUs")
+        }
+        ExperimentError::PolicyRefuses { policy, message } => {
+            format!("--policy {policy}: {message}")
+        }
+        ExperimentError::NoRepetitions => format!("--runs 0: {e}"),
+        _ => e.to_string(),
+    }
+}
