@@ -125,7 +125,7 @@ impl Backend {
         match self {
             Backend::Real => Ok(()),
             Backend::Sim(s) => schedlab_sim::check_setup(&s.spec, s.cpus, &[(group, knobs)])
-                .map_err(|e| format!("--policy {}: {e}", s.spec)),
+                .map_err(|e| format!("--policy {}: {}", s.spec, sim_message(&e))),
         }
     }
 }
@@ -221,7 +221,7 @@ pub fn run_repetition<W: Workload>(
             )
             .map_err(|e| match e {
                 SimError::Interrupted => RepError::Interrupted,
-                e => RepError::Failed(e.to_string()),
+                e => RepError::Failed(sim_message(&e)),
             })?;
             let exact = "simulator (exact)".to_string();
             Ok(RepOutput {
@@ -239,5 +239,16 @@ pub fn run_repetition<W: Workload>(
                 sim_wall: Some(started.elapsed()),
             })
         }
+    }
+}
+
+/// A simulator error in the command line's words: the flag that changes what failed is named.
+fn sim_message(e: &SimError) -> String {
+    match e {
+        SimError::Cpus { cpus, max } => {
+            format!("--cpus {cpus} is not accepted for the simulator; use 1..{max}")
+        }
+        SimError::Timeout(_) => format!("{e} (use --timeout)"),
+        e => e.to_string(),
     }
 }
