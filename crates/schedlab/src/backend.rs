@@ -5,7 +5,7 @@ use crate::cli::{BackendArg, CommonArgs, CountersArg};
 use schedlab_real::machine::online_cpus;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{run_repetition as run_real, RepetitionSetup, RunError};
-use schedlab_sim::cost::CostModel;
+use schedlab_sim::cost::{CostError, CostModel};
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition as run_sim, SimError, SimSetup};
 use schedlab_workload::knobs::Knobs;
@@ -78,8 +78,15 @@ impl Backend {
                         schedlab_sim::policy::MAX_CPUS
                     ));
                 }
-                let cost = CostModel::profile(common.profile.as_deref().unwrap_or("modern"))?
-                    .with_overrides(&common.cost)?;
+                let cost = CostModel::profile(common.profile.as_deref().unwrap_or("modern"))
+                    .map_err(|e| format!("--profile {e}"))?
+                    .with_overrides(&common.cost)
+                    .map_err(|e| match e {
+                        CostError::UnknownKey(_) | CostError::TickTooLong { .. } => {
+                            format!("--cost: {e}")
+                        }
+                        e => format!("--cost {e}"),
+                    })?;
                 Ok(Backend::Sim(Box::new(SimMachine {
                     spec,
                     cpus,
