@@ -38,8 +38,7 @@ impl Machine<'_> {
         self.cpus[cpu].gen += 1;
         let mut next = self.policy.pick_next_task(&view!(self), cpu);
         if next.is_none() {
-            let moves = self.policy.balance(&view!(self), cpu, BalanceKind::NewIdle);
-            self.apply_moves(cpu, &moves);
+            self.balance(cpu, BalanceKind::NewIdle);
             next = self.policy.pick_next_task(&view!(self), cpu);
         }
         let Some(n) = next else {
@@ -169,6 +168,13 @@ impl Machine<'_> {
         self.events.push(self.now + delay, Event::Resched { cpu });
     }
 
+    /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
+    /// out the moves.
+    pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) {
+        let moves = self.policy.balance(&view!(self), cpu, kind);
+        self.apply_moves(cpu, &moves);
+    }
+
     /// Bookkeeping for tasks a policy moved between runqueues. `here` is the CPU that balanced.
     pub(super) fn apply_moves(&mut self, here: CpuId, moves: &[Move]) {
         for mv in moves {
@@ -199,10 +205,7 @@ impl Machine<'_> {
                 self.account(cpu);
                 self.tasks[t].remaining += self.c(self.cost.tick);
                 let expired = self.policy.task_tick(&view!(self), cpu, t);
-                let moves = self
-                    .policy
-                    .balance(&view!(self), cpu, BalanceKind::Periodic);
-                self.apply_moves(cpu, &moves);
+                self.balance(cpu, BalanceKind::Periodic);
                 if expired || self.cpus[cpu].need_resched {
                     self.preempt(cpu);
                 } else {
@@ -210,10 +213,7 @@ impl Machine<'_> {
                 }
             }
             None if self.policy.idle_ticks() => {
-                let moves = self
-                    .policy
-                    .balance(&view!(self), cpu, BalanceKind::Periodic);
-                self.apply_moves(cpu, &moves);
+                self.balance(cpu, BalanceKind::Periodic);
                 // A policy that does not kick idle CPUs on wakeup (4BSD without ipiwakeup)
                 // relies on this tick to look at its run list, which may be shared.
                 if self.nr_running[cpu] > 0 || !self.policy.wakeup_kicks_idle(cpu) {

@@ -47,8 +47,7 @@ impl Machine<'_> {
                     if !room {
                         drop(slot);
                         chan.writers.push(t);
-                        self.tasks[t].then = Effect::Send(ch);
-                        self.block(cpu, t);
+                        self.block_to_retry(cpu, t, Effect::Send(ch));
                         return;
                     }
                     chan.bytes.extend(slot.outbuf.iter());
@@ -69,8 +68,7 @@ impl Machine<'_> {
                     let chan = &mut self.channels[ch];
                     if chan.bytes.len() < len {
                         chan.reader = Some((t, len));
-                        self.tasks[t].then = Effect::Recv(ch, len);
-                        self.block(cpu, t);
+                        self.block_to_retry(cpu, t, Effect::Recv(ch, len));
                         return;
                     }
                     {
@@ -106,8 +104,7 @@ impl Machine<'_> {
                     let lock = &mut self.locks[l];
                     if lock.holder.is_some() {
                         lock.waiters.push_back(t);
-                        self.tasks[t].then = Effect::Lock(l);
-                        self.block(cpu, t);
+                        self.block_to_retry(cpu, t, Effect::Lock(l));
                         return;
                     }
                     lock.holder = Some(t);
@@ -196,6 +193,13 @@ impl Machine<'_> {
                 self.tasks[t].remaining += cost;
             }
         }
+    }
+
+    /// The running task `t` of `cpu` blocks until `effect` can complete (room in a channel,
+    /// bytes in it, a free lock); it tries `effect` again when woken.
+    fn block_to_retry(&mut self, cpu: CpuId, t: TaskId, effect: Effect) {
+        self.tasks[t].then = effect;
+        self.block(cpu, t);
     }
 
     /// The running task `t` of `cpu` blocks.
