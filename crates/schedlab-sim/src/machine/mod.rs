@@ -7,8 +7,9 @@
 //! an effect (deposit the message, block until bytes arrive, sleep, yield). The task's CPU works
 //! off the cost in a *burst*; a tick or a reschedule IPI can interrupt the burst, and the rest is
 //! worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
-//! switch); whoever makes its condition true wakes it up through [`Machine::wake`], which asks the
-//! policy where the task goes (`select_task_rq`) and whether it preempts (`wakeup_preempt`).
+//! switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
+//! which asks the policy where the task goes (`select_task_rq`) and whether it preempts
+//! (`wakeup_preempt`).
 //!
 //! Timing rules:
 //! - a remote CPU learns of a wakeup or a reschedule after `ipi`; an idle CPU also pays
