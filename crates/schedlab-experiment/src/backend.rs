@@ -133,6 +133,8 @@ pub enum RepDetail {
 pub enum RepError {
     /// Stopped from outside; keep what finished.
     Interrupted,
+    /// Past its time budget (the message says which).
+    TimedOut(String),
     /// Anything else, as a message.
     Failed(String),
 }

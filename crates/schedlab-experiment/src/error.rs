@@ -54,6 +54,12 @@ pub enum ExperimentError {
     /// A bad simulated machine (CPU count, profile, cost, policy name or parameter).
     #[error("{0}")]
     Machine(String),
+    /// An unknown cost profile.
+    #[error(transparent)]
+    Profile(schedlab_sim::cost::CostError),
+    /// A cost override that cannot be used.
+    #[error(transparent)]
+    Cost(schedlab_sim::cost::CostError),
     /// A simulated CPU count out of range.
     #[error("{cpus} CPUs is not accepted; the simulator models 1..{max} CPUs")]
     SimCpus {
@@ -108,6 +114,8 @@ pub enum ExperimentError {
         label: String,
         /// What failed.
         message: String,
+        /// Whether it ran past its time budget.
+        timed_out: bool,
     },
     /// A record could not be written.
     #[error("writing {}: {source}", path.display())]

@@ -272,9 +272,17 @@ pub fn measure<W: Workload, B: Backend>(
             )
         })
     };
-    let failed = |i: usize, message: String| ExperimentError::Repetition {
-        label: configs[i].1.label.clone(),
-        message,
+    let failed = |i: usize, e: RepError| {
+        let (message, timed_out) = match e {
+            RepError::TimedOut(m) => (m, true),
+            RepError::Failed(m) => (m, false),
+            RepError::Interrupted => ("interrupted".into(), false),
+        };
+        ExperimentError::Repetition {
+            label: configs[i].1.label.clone(),
+            message,
+            timed_out,
+        }
     };
     let metrics_of = |i: usize, output: &RepOutput| {
         let w = &configs[i].0;
@@ -295,7 +303,7 @@ pub fn measure<W: Workload, B: Backend>(
                     });
                 }
                 Err(RepError::Interrupted) => return interrupted(record, sinks),
-                Err(RepError::Failed(e)) => return Err(failed(i, e)),
+                Err(e) => return Err(failed(i, e)),
             }
         }
     }
@@ -308,7 +316,7 @@ pub fn measure<W: Workload, B: Backend>(
             let output = match run_one(backend, i, index) {
                 Ok(output) => output,
                 Err(RepError::Interrupted) => return interrupted(record, sinks),
-                Err(RepError::Failed(e)) => {
+                Err(e) => {
                     sinks.save(&record)?;
                     return Err(failed(i, e));
                 }

@@ -38,8 +38,9 @@ impl SimMachine {
         let spec = parse_policy(req.policy.as_deref().unwrap_or("eevdf"))?;
         let cpus = check_cpus(req.cpus.unwrap_or(host_cpus))?;
         let cost = CostModel::profile(req.profile.as_deref().unwrap_or("modern"))
-            .and_then(|c| c.with_overrides(&req.cost))
-            .map_err(ExperimentError::Machine)?;
+            .map_err(ExperimentError::Profile)?
+            .with_overrides(&req.cost)
+            .map_err(ExperimentError::Cost)?;
         Ok(SimMachine {
             spec,
             cpus,
@@ -135,8 +136,9 @@ impl Backend for SimBackend {
             MachineKey::Profile => {
                 // Overrides given with the profile stay in force on the new profile.
                 m.cost = CostModel::profile(value)
-                    .and_then(|c| c.with_overrides(&m.cost_overrides))
-                    .map_err(ExperimentError::Machine)?;
+                    .map_err(ExperimentError::Profile)?
+                    .with_overrides(&m.cost_overrides)
+                    .map_err(ExperimentError::Cost)?;
             }
         }
         Ok(m)
@@ -158,11 +160,12 @@ impl Backend for SimBackend {
         group: &str,
         knobs: &Knobs,
     ) -> Result<(), ExperimentError> {
-        schedlab_sim::check_setup(&m.spec, m.cpus, &[(group, knobs)]).map_err(|message| {
-            ExperimentError::PolicyRefuses {
+        schedlab_sim::check_setup(&m.spec, m.cpus, &[(group, knobs)]).map_err(|e| match e {
+            SimError::Cpus { cpus, max } => ExperimentError::SimCpus { cpus, max },
+            e => ExperimentError::PolicyRefuses {
                 policy: m.spec.to_string(),
-                message,
-            }
+                message: e.to_string(),
+            },
         })
     }
 
@@ -195,6 +198,7 @@ impl Backend for SimBackend {
         )
         .map_err(|e| match e {
             SimError::Interrupted => RepError::Interrupted,
+            e @ SimError::Timeout(_) => RepError::TimedOut(e.to_string()),
             e => RepError::Failed(e.to_string()),
         })?;
         let exact = "simulator (exact)".to_string();

@@ -1,5 +1,5 @@
 //! The machine's cost model: what each thing a workload does costs in simulated CPU time and
-//! latency, in named profiles with `--cost key=value` overrides.
+//! latency, in named profiles with `key=value` overrides (the command line's `--cost`).
 //!
 //! The figures are order-of-magnitude values of the kind lmbench reports (`lat_syscall null`,
 //! `lat_ctx -s 0 2`, `lat_pipe`, `lat_unix`, `lat_tcp`, `bw_mem bcopy`; McVoy & Staelin, "lmbench:
@@ -21,6 +21,38 @@
 //! real machine do, while one seed always gives the same result.
 
 use std::fmt;
+
+/// Why a cost profile or an override was refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CostError {
+    /// No profile has this name.
+    #[error("'{0}' is not known; profiles: {profiles}", profiles = PROFILES.join(", "))]
+    UnknownProfile(String),
+    /// An override is not of the form `key=value`.
+    #[error("'{0}' is not key=value; keys: {COST_KEYS}")]
+    NotKeyValue(String),
+    /// An override names no cost.
+    #[error("unknown key '{0}'; keys: {COST_KEYS}")]
+    UnknownKey(String),
+    /// An override's value is not accepted for its key.
+    #[error("{key}={value}: {accepted}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// The value given.
+        value: String,
+        /// What the key accepts.
+        accepted: &'static str,
+    },
+    /// The tick handler would not fit in a tick.
+    #[error("the tick handler ({tick} ns) must be shorter than a tick at HZ={hz}")]
+    TickTooLong {
+        /// The tick handler's cost, ns.
+        tick: u64,
+        /// Timer interrupts per second.
+        hz: u32,
+    },
+}
 
 /// Costs of a simulated machine. Times are nanoseconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,12 +100,12 @@ pub struct CostModel {
 /// The named profiles.
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
-/// What `--cost` accepts, for help and errors.
+/// The keys [`CostModel::with_overrides`] accepts, for help and errors.
 pub const COST_KEYS: &str = "hz, syscall, switch, msg, net_msg, copy_per_kib, wakeup, ipi, idle_exit, migration, rq_lock, scan, tick, channel_bytes, page_touch, io_per_kib, io_latency (durations such as 1.5us, or ns), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
-    pub fn profile(name: &str) -> Result<CostModel, String> {
+    pub fn profile(name: &str) -> Result<CostModel, CostError> {
         match name {
             "modern" => Ok(CostModel {
                 profile: name.into(),
@@ -117,27 +149,26 @@ impl CostModel {
                 io_latency: 8_000_000,
                 jitter: 0.05,
             }),
-            other => Err(format!(
-                "--profile '{other}' is not known; profiles: {}",
-                PROFILES.join(", ")
-            )),
+            other => Err(CostError::UnknownProfile(other.into())),
         }
     }
 
     /// Apply `key=value[,key=value…]` overrides.
-    pub fn with_overrides(mut self, overrides: &[String]) -> Result<CostModel, String> {
+    pub fn with_overrides(mut self, overrides: &[String]) -> Result<CostModel, CostError> {
         for item in overrides
             .iter()
             .flat_map(|o| o.split(','))
             .filter(|s| !s.is_empty())
         {
             let Some((key, value)) = item.split_once('=') else {
-                return Err(format!(
-                    "--cost '{item}' is not key=value; keys: {COST_KEYS}"
-                ));
+                return Err(CostError::NotKeyValue(item.into()));
             };
-            let bad = |what: &str| format!("--cost {key}={value}: {what}");
-            let dur = || -> Result<u64, String> {
+            let bad = |accepted: &'static str| CostError::BadValue {
+                key: key.into(),
+                value: value.into(),
+                accepted,
+            };
+            let dur = || -> Result<u64, CostError> {
                 if let Ok(n) = value.parse::<u64>() {
                     return Ok(n);
                 }
@@ -182,14 +213,14 @@ impl CostModel {
                 "page_touch" => self.page_touch = dur()?,
                 "io_per_kib" => self.io_per_kib = dur()?,
                 "io_latency" => self.io_latency = dur()?,
-                _ => return Err(format!("--cost: unknown key '{key}'; keys: {COST_KEYS}")),
+                _ => return Err(CostError::UnknownKey(key.into())),
             }
         }
         if self.tick >= 1_000_000_000 / self.hz as u64 {
-            return Err(format!(
-                "--cost: the tick handler ({} ns) must be shorter than a tick at HZ={}",
-                self.tick, self.hz
-            ));
+            return Err(CostError::TickTooLong {
+                tick: self.tick,
+                hz: self.hz,
+            });
         }
         Ok(self)
     }
@@ -225,18 +256,42 @@ mod tests {
             .with_overrides(&["switch=3us,hz=1000".into(), "jitter=0".into()])
             .unwrap();
         assert_eq!((m.switch, m.hz, m.jitter), (3_000, 1_000, 0.0));
-        assert!(CostModel::profile("vax")
-            .unwrap_err()
-            .contains("modern, piii-700"));
-        let e = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&["hz=5".into()])
+        let e = CostModel::profile("vax").unwrap_err();
+        assert_eq!(e, CostError::UnknownProfile("vax".into()));
+        assert_eq!(
+            e.to_string(),
+            "'vax' is not known; profiles: modern, piii-700"
+        );
+        let modern = || CostModel::profile("modern").unwrap();
+        let e = modern().with_overrides(&["hz=5".into()]).unwrap_err();
+        assert_eq!(e.to_string(), "hz=5: accepted: 10..10000");
+        let e = modern().with_overrides(&["switch=abc".into()]).unwrap_err();
+        assert!(
+            matches!(&e, CostError::BadValue { key, value, .. } if key == "switch" && value == "abc"),
+            "{e:?}"
+        );
+        let e = modern().with_overrides(&["warp=1".into()]).unwrap_err();
+        assert_eq!(e, CostError::UnknownKey("warp".into()));
+        assert!(
+            e.to_string().starts_with("unknown key 'warp'; keys: hz, "),
+            "{e}"
+        );
+        let e = modern().with_overrides(&["bogus".into()]).unwrap_err();
+        assert_eq!(e, CostError::NotKeyValue("bogus".into()));
+        let e = modern()
+            .with_overrides(&["hz=1000,tick=2ms".into()])
             .unwrap_err();
-        assert!(e.contains("hz=5") && e.contains("10..10000"), "{e}");
-        let e = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&["warp=1".into()])
-            .unwrap_err();
-        assert!(e.contains("unknown key 'warp'"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "the tick handler (2000000 ns) must be shorter than a tick at HZ=1000"
+        );
+        // No command-line vocabulary in the library's messages.
+        for e in [
+            CostModel::profile("vax").unwrap_err(),
+            modern().with_overrides(&["warp=1".into()]).unwrap_err(),
+            modern().with_overrides(&["hz=5".into()]).unwrap_err(),
+        ] {
+            assert!(!e.to_string().contains("--"), "{e}");
+        }
     }
 }

@@ -23,6 +23,7 @@
 //! assert_eq!(w.metrics(&r.outcome).unwrap()["round_trips"], 100.0);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod context;
 pub mod cost;

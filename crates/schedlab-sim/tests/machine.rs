@@ -50,6 +50,21 @@ fn sim<W: Workload>(
     )
 }
 
+/// A plan of one task per named group, with one pipe channel and no locks.
+fn one_task_per_group(names: &[&'static str]) -> Plan {
+    Plan {
+        groups: names
+            .iter()
+            .map(|&name| GroupPlan { name, tasks: 1 })
+            .collect(),
+        channels: 1,
+        duplex: false,
+        locks: 0,
+        mode: TaskMode::Threads,
+        transport: Transport::Pipe,
+    }
+}
+
 /// One CPU-bound task per group, each computing in `chunk` pieces until `until`.
 struct Hogs {
     groups: usize,
@@ -67,19 +82,7 @@ impl Workload for Hogs {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: (0..self.groups)
-                .map(|g| GroupPlan {
-                    name: GROUP_NAMES[g],
-                    tasks: 1,
-                })
-                .collect(),
-            channels: 1,
-            duplex: false,
-            locks: 0,
-            mode: TaskMode::Threads,
-            transport: Transport::Pipe,
-        }
+        one_task_per_group(&GROUP_NAMES[..self.groups])
     }
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         while ctx.now() < self.until {
@@ -111,17 +114,7 @@ impl Workload for Stuck {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: vec![GroupPlan {
-                name: "a",
-                tasks: 1,
-            }],
-            channels: 1,
-            duplex: false,
-            locks: 0,
-            mode: TaskMode::Threads,
-            transport: Transport::Pipe,
-        }
+        one_task_per_group(&["a"])
     }
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = [0u8; 8];
@@ -266,9 +259,52 @@ fn a_deadlock_names_what_the_tasks_wait_for() {
 fn a_knob_the_policy_has_no_notion_of_fails_before_the_run() {
     let w = PingPong::default();
     let e = sim(&w, "cfs", 2, 1, &knobs(&["slice=1ms", ""])).unwrap_err();
-    assert!(matches!(e, SimError::Setup(_)), "{e:?}");
+    assert!(
+        matches!(&e, SimError::Setup(m) if m.contains("slice")),
+        "{e:?}"
+    );
     let e = sim(&w, "cfs", 0, 1, &knobs(&["", ""])).unwrap_err();
-    assert!(e.to_string().contains("--cpus 0"), "{e}");
+    assert_eq!(
+        e,
+        SimError::Cpus {
+            cpus: 0,
+            max: schedlab_sim::policy::MAX_CPUS
+        }
+    );
+    // The library's messages name no command-line flag; the binary adds it.
+    assert!(e.to_string().starts_with("0 CPUs are not accepted"), "{e}");
+    assert!(!e.to_string().contains("--"), "{e}");
+    let e = schedlab_sim::check_setup(&"cfs".parse().unwrap(), 65, &[]).unwrap_err();
+    assert!(matches!(e, SimError::Cpus { cpus: 65, .. }), "{e:?}");
+}
+
+#[test]
+fn a_run_past_its_wall_clock_budget_times_out() {
+    let w = Yield {
+        threads: 4,
+        duration: Duration::from_secs(100),
+    };
+    let spec: PolicySpec = "cfs".parse().unwrap();
+    let cost = CostModel::profile("modern").unwrap();
+    let budget = Duration::from_nanos(1);
+    let r = run_repetition(
+        &w,
+        SimSetup {
+            policy: &spec,
+            cpus: 2,
+            cost: &cost,
+            seed: 1,
+            knobs: &knobs(&[""]),
+            stop: None,
+            wall_budget: Some(budget),
+        },
+    );
+    let e = r.unwrap_err();
+    assert_eq!(e, SimError::Timeout(budget));
+    assert!(
+        e.to_string().contains("exceeded its wall-clock budget") && !e.to_string().contains("--"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -369,7 +405,10 @@ fn every_policy_runs_every_workload_on_several_cpus() {
             ..Chat::default()
         };
         let r = sim(&chat, policy, 2, 2, &knobs(&["", ""])).unwrap();
-        assert!(chat.metrics(&r.outcome).is_ok(), "{policy}");
+        let m = chat
+            .metrics(&r.outcome)
+            .unwrap_or_else(|e| panic!("{policy}: {e}"));
+        assert!(m["messages"] > 0.0, "{policy}: {m:?}");
         assert_conserved(&r, 2);
         let ib = Interbench {
             bench: BenchKind::Audio,

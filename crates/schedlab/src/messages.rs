@@ -2,6 +2,7 @@
 //! value came from (`--group`, `--vary`, `--policy`, `--cpus`, `--runs`, the workload's own).
 
 use schedlab_experiment::ExperimentError;
+use schedlab_sim::cost::CostError;
 
 /// The message for `e`, naming the flags.
 pub fn render(e: &ExperimentError) -> String {
@@ -36,6 +37,14 @@ pub fn render(e: &ExperimentError) -> String {
             format!("--policy {policy}: {message}")
         }
         ExperimentError::NoRepetitions => format!("--runs 0: {e}"),
+        ExperimentError::Profile(c) => format!("--profile {c}"),
+        ExperimentError::Cost(c) => match c {
+            CostError::UnknownKey(_) | CostError::TickTooLong { .. } => format!("--cost: {c}"),
+            _ => format!("--cost {c}"),
+        },
+        ExperimentError::Repetition {
+            timed_out: true, ..
+        } => format!("{e} (use --timeout)"),
         _ => e.to_string(),
     }
 }

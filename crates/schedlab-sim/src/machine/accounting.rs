@@ -1,0 +1,136 @@
+//! Accounting: what each thing costs (with this repetition's jitter), the runtime charged to the
+//! running task, runqueue lengths over time, the runqueue lock, and the counters a repetition
+//! reports. In kernel/sched/core.c: `update_rq_clock` and the class's `update_curr`,
+//! `add_nr_running`/`sub_nr_running`, `raw_spin_rq_lock`, and the per-task counts
+//! (`nvcsw`/`nivcsw`, `se.nr_migrations`, schedstats) that `/proc/PID/sched` shows.
+
+use super::{Machine, SimResult};
+use crate::policy::{CpuId, MachineView};
+use rand_core::RngCore;
+use schedlab_workload::presets::{Outcome, TaskOutcome};
+use schedlab_workload::record::{Counters, CpuCounters};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+impl Machine<'_> {
+    /// A cost with this repetition's jitter.
+    pub(super) fn c(&mut self, base: u64) -> u64 {
+        // Uniform in base·(1 ± jitter), in integer arithmetic (this runs several times per event).
+        let span = base * self.jitter_ppm / 1_000_000;
+        if span == 0 {
+            return base;
+        }
+        // Lemire's multiply-shift maps the 64 random bits onto 0..=2·span without a division.
+        let r = ((self.rng.next_u64() as u128 * (2 * span + 1) as u128) >> 64) as u64;
+        base - span + r
+    }
+
+    pub(super) fn copy_cost(&mut self, bytes: usize) -> u64 {
+        let base = (bytes as u64 * self.cost.copy_per_kib).div_ceil(1024);
+        self.c(base)
+    }
+
+    /// Charge the running task of `cpu` for the time since it was last charged.
+    pub(super) fn account(&mut self, cpu: CpuId) {
+        let delta = self.now - self.cpus[cpu].last_account;
+        self.cpus[cpu].last_account = self.now;
+        if let Some(t) = self.curr[cpu] {
+            if delta > 0 {
+                let task = &mut self.tasks[t];
+                task.cpu_ns += delta;
+                task.remaining = task.remaining.saturating_sub(delta);
+                self.policy.update_curr(&view!(self), cpu, t, delta);
+            }
+        }
+    }
+
+    pub(super) fn rq_change(&mut self, cpu: CpuId, up: bool) {
+        let c = &mut self.cpus[cpu];
+        c.rq_area += self.nr_running[cpu] as u128 * (self.now - c.rq_last) as u128;
+        c.rq_last = self.now;
+        if up {
+            self.nr_running[cpu] += 1;
+            c.rq_max = c.rq_max.max(self.nr_running[cpu]);
+        } else {
+            self.nr_running[cpu] -= 1;
+        }
+    }
+
+    /// Take runqueue lock `domain` for `hold` ns from now; returns wait + hold.
+    pub(super) fn rq_lock(&mut self, domain: usize, hold: u64) -> u64 {
+        let start = self.rq_lock_free[domain].max(self.now);
+        self.rq_lock_free[domain] = start + hold;
+        start + hold - self.now
+    }
+
+    pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
+        let end = self.now;
+        for cpu in 0..self.cpus.len() {
+            let nr = self.nr_running[cpu] as u128;
+            let c = &mut self.cpus[cpu];
+            if let Some(s) = c.busy_since.take() {
+                c.busy_ns += end - s;
+            }
+            if let Some(s) = c.idle_since.take() {
+                c.idle_ns += end - s;
+            }
+            c.rq_area += nr * (end - c.rq_last) as u128;
+        }
+        let secs = |ns: u64| ns as f64 / 1e9;
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| CpuCounters {
+                busy_s: secs(c.busy_ns),
+                idle_s: secs(c.idle_ns),
+                mean_runnable: if end == 0 {
+                    0.0
+                } else {
+                    c.rq_area as f64 / end as f64
+                },
+                max_runnable: c.rq_max,
+            })
+            .collect();
+        let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
+        let mut total = Counters::default();
+        for t in &self.tasks {
+            let c = Counters {
+                voluntary_switches: Some(t.nvcsw),
+                involuntary_switches: Some(t.nivcsw),
+                migrations: Some(t.migrations),
+                wakeups: Some(t.wakeups),
+                wakeup_preemptions: Some(t.wakeup_preemptions),
+                cpu_time_s: secs(t.cpu_ns),
+            };
+            counters
+                .entry(plan.groups[t.group].name.to_string())
+                .or_default()
+                .add(&c);
+            total.add(&c);
+        }
+        counters.insert("total".into(), total);
+        let tasks = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskOutcome {
+                samples: std::mem::take(&mut self.shared.slots[i].borrow_mut().samples)
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+                cpu_time: Duration::from_nanos(t.cpu_ns),
+                finished_at: Duration::from_nanos(t.finished_at),
+            })
+            .collect();
+        SimResult {
+            outcome: Outcome {
+                wall: Duration::from_nanos(end),
+                tasks,
+            },
+            counters,
+            cpus,
+            events: self.events.popped(),
+            elapsed_ns: end,
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! The simulated machine: CPUs, the clock, accounting, the cost model, and the mechanism around a
+//! policy — the wakeup path, the context switch, the tick — as kernel/sched/core.c is around the
+//! scheduling classes.
+//!
+//! How a task runs. A task's body is polled (in zero simulated time) until it makes a context
+//! call; the call becomes an operation with a CPU cost (system call, message copy, …) followed by
+//! an effect (deposit the message, block until bytes arrive, sleep, yield). The task's CPU works
+//! off the cost in a *burst*; a tick or a reschedule IPI can interrupt the burst, and the rest is
+//! worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
+//! switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
+//! which asks the policy where the task goes (`select_task_rq`) and whether it preempts
+//! (`wakeup_preempt`).
+//!
+//! Timing rules:
+//! - a remote CPU learns of a wakeup or a reschedule after `ipi`; an idle CPU also pays
+//!   `idle_exit`; a reschedule on the waker's own CPU happens as its system call returns;
+//! - the context switch (`switch`), the runqueue lock (`rq_lock`, plus `scan` per task examined,
+//!   waiting while another CPU holds the same lock) and a migrated task's cache refill
+//!   (`migration`) are charged to the task being switched in, as the kernel's accounting does;
+//! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
+//!   ticks; each costs `tick` to the interrupted task.
+//!
+//! Counters are exact: voluntary switches (the task blocked), involuntary ones (preempted or
+//! yielded, and another task ran — Linux counts a yield as involuntary too), migrations (a task's
+//! runqueue changed), wakeups (the start of the run is not one) and wakeups that preempted the
+//! running task, per-CPU busy/idle time and runqueue length over time.
+//!
+//! The machine's code is split by concern, as core.c's is by section:
+//! - this file: the types, the setup of a repetition (`sched_init`, `sched_fork`,
+//!   `wake_up_new_task`) and the event loop that drives it;
+//! - `steps.rs`: the effects of a body's context calls (what the system calls behind them do) and
+//!   the voluntary ways off a CPU, blocking and exit;
+//! - `paths.rs`: the wakeup path, the switch path and the tick (`try_to_wake_up`, `__schedule`,
+//!   `sched_tick`);
+//! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
+//!   and the counters a repetition reports.
+
+use crate::context::{Shared, SimContext};
+use crate::cost::CostModel;
+use crate::engine::{Body, EventQueue, Executor};
+use crate::policy::{self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskSetup};
+use rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::presets::Outcome;
+use schedlab_workload::record::{Counters, CpuCounters};
+use schedlab_workload::{Transport, Workload, WorkloadError};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What one simulated repetition needs besides the workload.
+pub struct SimSetup<'a> {
+    /// The policy and its parameters.
+    pub policy: &'a PolicySpec,
+    /// Number of simulated CPUs.
+    pub cpus: usize,
+    /// The cost model.
+    pub cost: &'a CostModel,
+    /// The seed of this repetition.
+    pub seed: u64,
+    /// Knobs per plan group (validated, and checked by the policy).
+    pub knobs: &'a [Knobs],
+    /// Set from outside (Ctrl-C) to stop early.
+    pub stop: Option<&'a AtomicBool>,
+    /// Wall-clock budget for the repetition.
+    pub wall_budget: Option<Duration>,
+}
+
+/// What one simulated repetition measured.
+#[derive(Clone, Debug)]
+pub struct SimResult {
+    /// The raw outcome, for the workload's metrics.
+    pub outcome: Outcome,
+    /// Counters per group name, plus `total`.
+    pub counters: BTreeMap<String, Counters>,
+    /// Per-CPU accounting.
+    pub cpus: Vec<CpuCounters>,
+    /// Events processed.
+    pub events: u64,
+    /// Simulated time from the start to the last body's end, ns.
+    pub elapsed_ns: u64,
+}
+
+/// Why a simulated repetition failed.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The CPU count is outside what the simulator models.
+    #[error("{cpus} CPUs are not accepted for the simulator; use 1..{max}")]
+    Cpus {
+        /// The CPU count asked for.
+        cpus: usize,
+        /// The most CPUs the simulator models ([`policy::MAX_CPUS`]).
+        max: usize,
+    },
+    /// Bad setup: an unknown policy, bad knobs, or a knob the policy has no notion of (the
+    /// message of the policy or of the knobs).
+    #[error("{0}")]
+    Setup(String),
+    /// A task body failed.
+    #[error("task {task}: {error}")]
+    Task {
+        /// The task.
+        task: TaskId,
+        /// Its error.
+        error: WorkloadError,
+    },
+    /// Every remaining task waits for something that can no longer happen.
+    #[error("simulation deadlocked: {0}")]
+    Deadlock(String),
+    /// Stopped from outside.
+    #[error("interrupted")]
+    Interrupted,
+    /// The wall-clock budget ran out.
+    #[error(
+        "the simulation exceeded its wall-clock budget of {}",
+        schedlab_workload::duration::format_duration(*.0)
+    )]
+    Timeout(Duration),
+}
+
+/// Check a configuration before anything runs: CPU count, policy, knobs.
+pub fn check_setup(
+    spec: &PolicySpec,
+    cpus: usize,
+    groups: &[(&str, &Knobs)],
+) -> Result<(), SimError> {
+    checked_policy(spec, cpus, groups).map(|_| ())
+}
+
+/// The policy of a configuration, built once its CPU count and knobs have been checked.
+fn checked_policy(
+    spec: &PolicySpec,
+    cpus: usize,
+    groups: &[(&str, &Knobs)],
+) -> Result<Box<dyn Policy>, SimError> {
+    if !(1..=policy::MAX_CPUS).contains(&cpus) {
+        return Err(SimError::Cpus {
+            cpus,
+            max: policy::MAX_CPUS,
+        });
+    }
+    let p = policy::build(spec).map_err(SimError::Setup)?;
+    for (name, knobs) in groups {
+        knobs
+            .validate(name, cpus)
+            .map_err(|e| SimError::Setup(e.to_string()))?;
+        p.check_knobs(name, knobs).map_err(SimError::Setup)?;
+    }
+    Ok(p)
+}
+
+/// Run one repetition of `workload` on a simulated machine.
+pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimResult, SimError> {
+    let plan = workload.plan();
+    let groups: Vec<(&str, &Knobs)> = plan
+        .groups
+        .iter()
+        .zip(setup.knobs)
+        .map(|(g, k)| (g.name, k))
+        .collect();
+    let policy = checked_policy(setup.policy, setup.cpus, &groups)?;
+    let refs = plan.tasks();
+    let shared = Shared::new(refs.len());
+    let contexts: Vec<SimContext> = (0..refs.len())
+        .map(|i| SimContext::new(&shared, i))
+        .collect();
+    let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = refs
+        .iter()
+        .map(|t| Box::pin(workload.body(*t, &contexts[t.id])) as Body<'_, _>)
+        .collect();
+    let mut m = Machine::new(&setup, policy, &shared, Executor::new(bodies), &plan);
+    m.start(&workload.start_order(), &refs, setup.knobs);
+    m.run(setup.stop, setup.wall_budget)?;
+    Ok(m.finish(&plan))
+}
+
+/// A task's place in the machine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Blocked,
+    Queued,
+    Running(CpuId),
+    Done,
+}
+
+/// What happens when a task's current burst of CPU work is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Effect {
+    /// The operation is complete: poll the body.
+    Resume,
+    /// Deposit the pending message into a channel (or block while it is full).
+    Send(usize),
+    /// Take `len` bytes from a channel (or block until they are there).
+    Recv(usize, usize),
+    /// Sleep until a time.
+    Sleep(u64),
+    /// sched_yield.
+    Yield,
+    /// Take a lock (or block while it is held).
+    Lock(usize),
+    /// Wait for the device for this long.
+    IoWait(u64),
+}
+
+struct Task {
+    group: usize,
+    state: State,
+    /// The CPU whose runqueue the task is on (or was, while blocked).
+    rq_cpu: CpuId,
+    last_ran: Option<CpuId>,
+    remaining: u64,
+    then: Effect,
+    slept_at: u64,
+    finished_at: u64,
+    cpu_ns: u64,
+    nvcsw: u64,
+    nivcsw: u64,
+    migrations: u64,
+    wakeups: u64,
+    wakeup_preemptions: u64,
+}
+
+#[derive(Default)]
+struct Cpu {
+    /// Invalidates burst-end events when the running burst changes.
+    gen: u64,
+    need_resched: bool,
+    kick_pending: bool,
+    tick_armed: bool,
+    tick_phase: u64,
+    last_account: u64,
+    busy_since: Option<u64>,
+    idle_since: Option<u64>,
+    busy_ns: u64,
+    idle_ns: u64,
+    rq_area: u128,
+    rq_last: u64,
+    rq_max: usize,
+}
+
+#[derive(Default)]
+struct Channel {
+    bytes: VecDeque<u8>,
+    reader: Option<(TaskId, usize)>,
+    writers: Vec<TaskId>,
+}
+
+#[derive(Default)]
+struct SimLock {
+    holder: Option<TaskId>,
+    waiters: VecDeque<TaskId>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    BurstDone { cpu: CpuId, gen: u64 },
+    Tick { cpu: CpuId },
+    Resched { cpu: CpuId },
+    Timer { task: TaskId },
+}
+
+/// Builds a [`MachineView`] from the machine's fields without borrowing the policy.
+macro_rules! view {
+    ($m:ident) => {
+        MachineView {
+            now: $m.now,
+            ncpus: $m.cpus.len(),
+            curr: &$m.curr,
+            nr_running: &$m.nr_running,
+            hz: $m.cost.hz,
+        }
+    };
+}
+
+mod accounting;
+mod paths;
+mod steps;
+
+/// The simulated machine of one repetition.
+struct Machine<'a> {
+    now: u64,
+    cost: CostModel,
+    rng: Xoshiro256PlusPlus,
+    policy: Box<dyn Policy>,
+    events: EventQueue<Event>,
+    cpus: Vec<Cpu>,
+    curr: Vec<Option<TaskId>>,
+    nr_running: Vec<usize>,
+    tasks: Vec<Task>,
+    channels: Vec<Channel>,
+    locks: Vec<SimLock>,
+    /// When each runqueue lock is next free.
+    rq_lock_free: Vec<u64>,
+    msg_cost: u64,
+    /// The cost model's jitter in parts per million.
+    jitter_ppm: u64,
+    shared: &'a Shared,
+    exec: Executor<'a, Result<(), WorkloadError>>,
+    live: usize,
+    failure: Option<SimError>,
+}
+
+impl<'a> Machine<'a> {
+    fn new(
+        setup: &SimSetup,
+        policy: Box<dyn Policy>,
+        shared: &'a Shared,
+        exec: Executor<'a, Result<(), WorkloadError>>,
+        plan: &schedlab_workload::Plan,
+    ) -> Self {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
+        let tick = setup.cost.tick_ns();
+        let cpus = (0..setup.cpus)
+            .map(|_| Cpu {
+                tick_phase: rng.next_u64() % tick,
+                idle_since: Some(0),
+                ..Cpu::default()
+            })
+            .collect();
+        let net = matches!(plan.transport, Transport::Tcp | Transport::Udp);
+        Machine {
+            now: 0,
+            cost: setup.cost.clone(),
+            rng,
+            policy,
+            events: EventQueue::default(),
+            cpus,
+            curr: vec![None; setup.cpus],
+            nr_running: vec![0; setup.cpus],
+            tasks: Vec::new(),
+            channels: (0..plan.channels).map(|_| Channel::default()).collect(),
+            locks: (0..plan.locks).map(|_| SimLock::default()).collect(),
+            rq_lock_free: vec![0; setup.cpus],
+            msg_cost: if net {
+                setup.cost.net_msg
+            } else {
+                setup.cost.msg
+            },
+            jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
+            shared,
+            exec,
+            live: 0,
+            failure: None,
+        }
+    }
+
+    /// Create the tasks and release them all at time 0 in `order`.
+    fn start(&mut self, order: &[usize], refs: &[schedlab_workload::TaskRef], knobs: &[Knobs]) {
+        let ncpus = self.cpus.len();
+        for r in refs {
+            let k = knobs.get(r.group).cloned().unwrap_or_default();
+            let allowed = match &k.cpus {
+                Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
+                None => CpuMask::first(ncpus),
+            };
+            let setup = TaskSetup {
+                id: r.id,
+                group: r.group,
+                knobs: k,
+                allowed,
+            };
+            self.policy.task_new(&view!(self), &setup);
+            self.tasks.push(Task {
+                group: r.group,
+                state: State::Blocked,
+                rq_cpu: allowed.lowest().unwrap_or(0),
+                last_ran: None,
+                remaining: 0,
+                then: Effect::Resume,
+                slept_at: 0,
+                finished_at: 0,
+                cpu_ns: 0,
+                nvcsw: 0,
+                nivcsw: 0,
+                migrations: 0,
+                wakeups: 0,
+                wakeup_preemptions: 0,
+            });
+        }
+        self.live = refs.len();
+        if self.policy.idle_ticks() {
+            let tick = self.cost.tick_ns();
+            for cpu in 0..ncpus {
+                self.cpus[cpu].tick_armed = true;
+                let at = self.cpus[cpu].tick_phase.max(1).min(tick);
+                self.events.push(at, Event::Tick { cpu });
+            }
+        }
+        for &t in order {
+            self.wake(t, None, true);
+        }
+    }
+
+    fn run(&mut self, stop: Option<&AtomicBool>, budget: Option<Duration>) -> Result<(), SimError> {
+        let started = Instant::now();
+        while self.live > 0 {
+            let n = self.events.popped();
+            if n.is_multiple_of(1024) {
+                if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    self.shared.stop.set(true);
+                    return Err(SimError::Interrupted);
+                }
+                if let Some(b) = budget {
+                    if n.is_multiple_of(65536) && started.elapsed() > b {
+                        return Err(SimError::Timeout(b));
+                    }
+                }
+            }
+            let Some((at, event)) = self.events.pop() else {
+                return Err(SimError::Deadlock(self.describe_blocked()));
+            };
+            debug_assert!(at >= self.now, "time goes forward");
+            self.now = at;
+            self.shared.now.set(at);
+            match event {
+                Event::BurstDone { cpu, gen } => {
+                    if gen == self.cpus[cpu].gen {
+                        self.account(cpu);
+                        let t = self.curr[cpu].expect("a burst runs a task");
+                        self.step(cpu, t);
+                    }
+                }
+                Event::Tick { cpu } => self.tick(cpu),
+                Event::Resched { cpu } => {
+                    self.cpus[cpu].kick_pending = false;
+                    match self.curr[cpu] {
+                        None => self.schedule(cpu, None),
+                        Some(_) if self.cpus[cpu].need_resched => self.preempt(cpu),
+                        Some(_) => {}
+                    }
+                }
+                Event::Timer { task } => {
+                    self.wake(task, None, false);
+                }
+            }
+            if let Some(e) = self.failure.take() {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    fn describe_blocked(&self) -> String {
+        let waiting: Vec<String> = self
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.state == State::Blocked)
+            .take(5)
+            .map(|(i, t)| match t.then {
+                Effect::Send(ch) => format!("task {i} waits to send on full channel {ch}"),
+                Effect::Recv(ch, _) => format!("task {i} waits for bytes on channel {ch}"),
+                Effect::Lock(l) => format!("task {i} waits for lock {l}"),
+                other => format!("task {i} is blocked ({other:?})"),
+            })
+            .collect();
+        format!("{} tasks remain; {}", self.live, waiting.join("; "))
+    }
+}

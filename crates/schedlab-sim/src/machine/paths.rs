@@ -1,0 +1,231 @@
+//! The wakeup path, the switch path and the tick: where a woken task goes and whether it
+//! preempts, how a CPU is told to reschedule (at once or by IPI), picking the next task and
+//! switching to it, applying a policy's load-balancing moves, and the periodic tick. In
+//! kernel/sched/core.c: `try_to_wake_up` (`select_task_rq`, `ttwu_queue`, `wakeup_preempt`),
+//! `resched_curr` and `wake_up_idle_cpu`, `__schedule` (`pick_next_task`, `context_switch`),
+//! `sched_balance_newidle`/`sched_balance_trigger`, and `sched_tick`.
+
+use super::{Event, Machine, State};
+use crate::policy::{BalanceKind, CpuId, EnqueueKind, MachineView, Move, PutPrevKind, TaskId};
+
+impl Machine<'_> {
+    /// The running task `t` stays runnable but leaves the CPU (preempted or yielding).
+    pub(super) fn reschedule(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
+        self.policy.put_prev_task(&view!(self), cpu, t, kind);
+        self.tasks[t].state = State::Queued;
+        self.curr[cpu] = None;
+        self.schedule(cpu, Some(t));
+        if self.curr[cpu] != Some(t) {
+            self.tasks[t].nivcsw += 1;
+            if kind == PutPrevKind::Preempted {
+                if let Some(mv) = self.policy.schedule_tail(&view!(self), cpu, t) {
+                    self.apply_moves(cpu, &[mv]);
+                }
+            }
+        }
+    }
+
+    /// Interrupt the running task of `cpu` and let the policy choose again.
+    pub(super) fn preempt(&mut self, cpu: CpuId) {
+        self.account(cpu);
+        let t = self.curr[cpu].expect("preempting a running task");
+        self.reschedule(cpu, t, PutPrevKind::Preempted);
+    }
+
+    /// Pick the next task for `cpu` (whose current task, `prev`, has just left it) and switch.
+    pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
+        self.cpus[cpu].need_resched = false;
+        self.cpus[cpu].gen += 1;
+        let mut next = self.policy.pick_next_task(&view!(self), cpu);
+        if next.is_none() {
+            self.balance(cpu, BalanceKind::NewIdle);
+            next = self.policy.pick_next_task(&view!(self), cpu);
+        }
+        let Some(n) = next else {
+            let c = &mut self.cpus[cpu];
+            if let Some(since) = c.busy_since.take() {
+                c.busy_ns += self.now - since;
+                c.idle_since = Some(self.now);
+            }
+            return;
+        };
+        let from = self.tasks[n].rq_cpu;
+        if from != cpu {
+            // A shared run list (Linux 2.4, 4BSD) or a steal in schedule() (IBM MQ): the task
+            // was queued for another CPU and this one took it.
+            self.rq_change(from, false);
+            self.rq_change(cpu, true);
+            self.tasks[n].rq_cpu = cpu;
+            self.tasks[n].migrations += 1;
+        }
+        let scanned = self.policy.last_scan_len(cpu) as u64;
+        let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
+        let domain = self.policy.lock_domain(cpu);
+        let mut cost = self.rq_lock(domain, hold);
+        if prev != Some(n) {
+            cost += self.c(self.cost.switch);
+            if self.tasks[n].last_ran.is_some_and(|c| c != cpu) {
+                cost += self.c(self.cost.migration);
+            }
+        }
+        let task = &mut self.tasks[n];
+        task.state = State::Running(cpu);
+        task.last_ran = Some(cpu);
+        task.remaining += cost;
+        self.curr[cpu] = Some(n);
+        let c = &mut self.cpus[cpu];
+        c.last_account = self.now;
+        if let Some(since) = c.idle_since.take() {
+            c.idle_ns += self.now - since;
+            c.busy_since = Some(self.now);
+        }
+        if !c.tick_armed {
+            c.tick_armed = true;
+            let tick = self.cost.tick_ns();
+            let next_tick = (self.now / tick + 1) * tick + c.tick_phase;
+            self.events.push(next_tick, Event::Tick { cpu });
+        }
+        self.run_burst(cpu);
+    }
+
+    /// Wake `t` (blocked). `waker` is the CPU of the task that woke it, if any. Returns the CPU
+    /// time the waker spends on it.
+    pub(super) fn wake(&mut self, t: TaskId, waker: Option<CpuId>, start: bool) -> u64 {
+        debug_assert_eq!(self.tasks[t].state, State::Blocked);
+        let slept = self.now - self.tasks[t].slept_at;
+        let prev = self.tasks[t].rq_cpu;
+        let cpu = self.policy.select_task_rq(&view!(self), t, prev, waker);
+        if cpu != prev && !start {
+            self.tasks[t].migrations += 1;
+        }
+        self.tasks[t].rq_cpu = cpu;
+        self.tasks[t].state = State::Queued;
+        self.rq_change(cpu, true);
+        let kind = if start {
+            EnqueueKind::New
+        } else {
+            self.tasks[t].wakeups += 1;
+            EnqueueKind::Wakeup { slept_ns: slept }
+        };
+        self.policy.enqueue_task(&view!(self), cpu, t, kind);
+        let mut cost = 0;
+        if waker.is_some() {
+            cost += self.c(self.cost.wakeup);
+            let hold = self.c(self.cost.rq_lock);
+            let domain = self.policy.lock_domain(cpu);
+            cost += self.rq_lock(domain, hold);
+        }
+        match self.curr[cpu] {
+            None if start || self.policy.wakeup_kicks_idle(cpu) => self.kick(cpu, waker, start),
+            None => {} // the idle CPU finds it at its next tick
+            Some(c) => {
+                if waker != Some(cpu) {
+                    self.account(cpu);
+                }
+                if self.policy.wakeup_preempt(&view!(self), cpu, c, t) {
+                    if !start {
+                        self.tasks[t].wakeup_preemptions += 1;
+                    }
+                    self.resched(cpu, waker);
+                }
+            }
+        }
+        cost
+    }
+
+    /// Make idle `cpu` look at its runqueue.
+    pub(super) fn kick(&mut self, cpu: CpuId, from: Option<CpuId>, start: bool) {
+        if self.cpus[cpu].kick_pending {
+            return;
+        }
+        self.cpus[cpu].kick_pending = true;
+        let delay = if start {
+            0
+        } else {
+            let ipi = if from.is_some_and(|f| f != cpu) {
+                self.c(self.cost.ipi)
+            } else {
+                0
+            };
+            ipi + self.c(self.cost.idle_exit)
+        };
+        self.events.push(self.now + delay, Event::Resched { cpu });
+    }
+
+    /// Ask busy `cpu` to reschedule: at once if `from` is `cpu` itself (the waker's system call
+    /// returns through schedule), else by IPI.
+    pub(super) fn resched(&mut self, cpu: CpuId, from: Option<CpuId>) {
+        self.cpus[cpu].need_resched = true;
+        if from == Some(cpu) || self.cpus[cpu].kick_pending {
+            return;
+        }
+        self.cpus[cpu].kick_pending = true;
+        let delay = if from.is_some() {
+            self.c(self.cost.ipi)
+        } else {
+            0
+        };
+        self.events.push(self.now + delay, Event::Resched { cpu });
+    }
+
+    /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
+    /// out the moves.
+    pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) {
+        let moves = self.policy.balance(&view!(self), cpu, kind);
+        self.apply_moves(cpu, &moves);
+    }
+
+    /// Bookkeeping for tasks a policy moved between runqueues. `here` is the CPU that balanced.
+    pub(super) fn apply_moves(&mut self, here: CpuId, moves: &[Move]) {
+        for mv in moves {
+            debug_assert_eq!(self.tasks[mv.task].state, State::Queued);
+            self.rq_change(mv.from, false);
+            self.rq_change(mv.to, true);
+            self.tasks[mv.task].rq_cpu = mv.to;
+            self.tasks[mv.task].migrations += 1;
+            if mv.to == here {
+                continue;
+            }
+            match self.curr[mv.to] {
+                None => self.kick(mv.to, Some(here), false),
+                Some(c) => {
+                    self.account(mv.to);
+                    if self.policy.wakeup_preempt(&view!(self), mv.to, c, mv.task) {
+                        self.resched(mv.to, Some(here));
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn tick(&mut self, cpu: CpuId) {
+        let tick = self.cost.tick_ns();
+        match self.curr[cpu] {
+            Some(t) => {
+                self.account(cpu);
+                self.tasks[t].remaining += self.c(self.cost.tick);
+                let expired = self.policy.task_tick(&view!(self), cpu, t);
+                self.balance(cpu, BalanceKind::Periodic);
+                if expired || self.cpus[cpu].need_resched {
+                    self.preempt(cpu);
+                } else {
+                    self.run_burst(cpu);
+                }
+            }
+            None if self.policy.idle_ticks() => {
+                self.balance(cpu, BalanceKind::Periodic);
+                // A policy that does not kick idle CPUs on wakeup (4BSD without ipiwakeup)
+                // relies on this tick to look at its run list, which may be shared.
+                if self.nr_running[cpu] > 0 || !self.policy.wakeup_kicks_idle(cpu) {
+                    self.schedule(cpu, None);
+                }
+            }
+            None => {}
+        }
+        if self.curr[cpu].is_some() || self.policy.idle_ticks() {
+            self.events.push(self.now + tick, Event::Tick { cpu });
+        } else {
+            self.cpus[cpu].tick_armed = false;
+        }
+    }
+}
