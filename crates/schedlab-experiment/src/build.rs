@@ -9,6 +9,8 @@ use crate::vary::{
 };
 use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
 use schedlab_workload::presets::{ListValues, ParamKind, Preset};
+#[cfg(test)]
+use std::time::Duration;
 
 /// An experiment as the command line asks for it, before anything is checked.
 #[derive(Clone, Debug, Default)]
@@ -279,4 +281,123 @@ fn group_knobs<P: Preset, B: Backend>(
 /// Which knob keys a sweep may vary (for help texts).
 pub fn knob_names() -> Vec<&'static str> {
     KnobKey::ALL.iter().map(|k| k.name()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock::{MockBackend, Step};
+    use schedlab_workload::presets::{Interbench, Yield};
+
+    fn request(params: &[(&str, &str)], groups: &[&str], vary: &[&str]) -> ExperimentRequest {
+        ExperimentRequest {
+            params: params
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            groups: groups.iter().map(|s| s.to_string()).collect(),
+            vary: vary.iter().map(|s| s.to_string()).collect(),
+            host_cpus: 2,
+        }
+    }
+
+    fn backend() -> MockBackend {
+        MockBackend::default()
+            .script("m1", &[Step::Value(1.0)])
+            .script("m2", &[Step::Value(1.0)])
+    }
+
+    #[test]
+    fn a_sweep_sets_parameters_knobs_and_machines_through_their_owners() {
+        let b = backend();
+        let e: Experiment<Yield, _> = build(
+            &request(
+                &[("threads", "1,16"), ("duration", "10ms")],
+                &["yield:nice=5"],
+                &["policy=m1,m2", "yield.cpus=1"],
+            ),
+            &b,
+            &"m1",
+        )
+        .unwrap();
+        let labels: Vec<&str> = e.configs.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "policy=m1 yield.cpus=1 threads=1",
+                "policy=m1 yield.cpus=1 threads=16",
+                "policy=m2 yield.cpus=1 threads=1",
+                "policy=m2 yield.cpus=1 threads=16",
+            ]
+        );
+        assert_eq!(e.configs[3].machine, "m2");
+        assert_eq!(e.configs[3].workload.threads, 16);
+        assert_eq!(e.configs[3].workload.duration, Duration::from_millis(10));
+        // The varied knob merges over the command line's.
+        assert_eq!(e.configs[0].knobs[0].nice, Some(5));
+        assert_eq!(e.configs[0].knobs[0].cpus.as_deref(), Some(&[1][..]));
+        assert_eq!(
+            e.combinations,
+            ["policy=m1 yield.cpus=1", "policy=m2 yield.cpus=1"]
+        );
+    }
+
+    #[test]
+    fn a_varied_list_parameter_gives_one_configuration_per_value() {
+        let e: Experiment<Yield, _> =
+            build(&request(&[], &[], &["threads=2,4"]), &backend(), &"m1").unwrap();
+        let labels: Vec<&str> = e.configs.iter().map(|c| c.label.as_str()).collect();
+        assert_eq!(labels, ["threads=2", "threads=4"]);
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_them() {
+        let b = backend();
+        let e = build::<Yield, _>(&request(&[("threads", "0")], &[], &[]), &b, &"m1").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "yield: threads 0 is not accepted; use 1..4096"
+        );
+        let e = build::<Yield, _>(&request(&[], &["yield:nice=40"], &[]), &b, &"m1").unwrap_err();
+        assert!(e.to_string().contains("nice=40 is out of range"), "{e}");
+        let e = build::<Yield, _>(&request(&[], &["nosuch:nice=1"], &[]), &b, &"m1").unwrap_err();
+        assert!(matches!(e, ExperimentError::NoSuchGroup { .. }), "{e}");
+        let e = build::<Yield, _>(&request(&[], &[], &["yield.nice=0,40"]), &b, &"m1").unwrap_err();
+        assert!(e.to_string().starts_with("yield.nice=40: "), "{e}");
+    }
+
+    #[test]
+    fn a_knob_a_parameter_forces_is_not_also_taken_from_the_user() {
+        let b = backend();
+        let r = request(
+            &[
+                ("rt", "true"),
+                ("bench", "audio"),
+                ("loads", "none"),
+                ("duration", "1s"),
+            ],
+            &["bench:policy=batch"],
+            &[],
+        );
+        let e = build::<Interbench, _>(&r, &b, &"m1").unwrap_err();
+        assert!(
+            matches!(e, ExperimentError::ForcedKnob { param: "rt", .. }),
+            "{e}"
+        );
+        let r = request(
+            &[
+                ("rt", "true"),
+                ("bench", "audio"),
+                ("loads", "none"),
+                ("duration", "1s"),
+            ],
+            &[],
+            &[],
+        );
+        let e = build::<Interbench, _>(&r, &b, &"m1").unwrap();
+        assert_eq!(
+            e.configs[0].knobs[0].policy,
+            Some(schedlab_workload::knobs::SchedPolicy::Fifo(95))
+        );
+    }
 }

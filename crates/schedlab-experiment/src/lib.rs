@@ -19,6 +19,7 @@ pub mod backend;
 pub mod build;
 pub mod error;
 pub mod measure;
+pub mod mock;
 pub mod outdir;
 pub mod real;
 pub mod settings;
