@@ -32,6 +32,7 @@
 //! pulls from a CPU whose load exceeds its own by more than `imbalance_pct` 117 %
 //! (`load_balance`). No next/last buddies, no `sched_child_runs_first`.
 
+use super::fair::{calc_delta_fair, tunable_scale, FairClass};
 use super::*;
 use schedlab_workload::knobs::Knobs;
 use std::collections::BTreeSet;

@@ -22,7 +22,7 @@
 //! augmented with each subtree's minimum vruntime — the kernel's augmented rbtree, so the pick
 //! is the kernel's O(log n) heap search. `avg_vruntime`/`avg_load` are kept relative to
 //! `min_vruntime` exactly as the kernel does; eligibility is tested without division
-//! (`vruntime_eligible`). Weights come from [`nice_weight`], SCHED_IDLE has weight 3
+//! (`vruntime_eligible`). Weights come from [`nice_weight`](super::fair::nice_weight), SCHED_IDLE has weight 3
 //! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
 //! the 6.12 custom slice. The features modelled, all on by default as in the kernel:
 //! PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY (parameter),
@@ -59,6 +59,7 @@
 //!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
+use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
 
