@@ -134,10 +134,10 @@ fn checked_policy(
             policy::MAX_CPUS
         ));
     }
-    let p = policy::build(spec)?;
+    let p = spec.build();
     for (name, knobs) in groups {
         knobs.validate(name, cpus)?;
-        p.check_knobs(name, knobs)?;
+        p.check_knobs(name, knobs).map_err(|e| e.to_string())?;
     }
     Ok(p)
 }

@@ -6,7 +6,7 @@ use schedlab_real::machine::online_cpus;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{run_repetition as run_real, RepetitionSetup, RunError};
 use schedlab_sim::cost::CostModel;
-use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::policy::{PolicySpec, SpecError};
 use schedlab_sim::{run_repetition as run_sim, SimError, SimSetup};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::Outcome;
@@ -32,9 +32,7 @@ pub struct SimMachine {
 impl SimMachine {
     /// `eevdf on 8 CPUs (modern)`-style description, with the policy's defaults spelled out.
     pub fn policy_name(&self) -> String {
-        schedlab_sim::policy::build(&self.spec)
-            .map(|p| p.describe())
-            .unwrap_or_else(|_| self.spec.to_string())
+        self.spec.describe()
     }
 }
 
@@ -70,7 +68,12 @@ impl Backend {
                 if common.counters != CountersArg::Auto {
                     return Err("--counters applies to the real kernel; the simulator counts everything exactly".into());
                 }
-                let spec: PolicySpec = common.policy.as_deref().unwrap_or("eevdf").parse()?;
+                let spec: PolicySpec = common
+                    .policy
+                    .as_deref()
+                    .unwrap_or("eevdf")
+                    .parse()
+                    .map_err(|e: SpecError| format!("--policy {}: {e}", e.subject()))?;
                 let cpus = common.cpus.unwrap_or_else(online_cpus);
                 if !(1..=schedlab_sim::policy::MAX_CPUS).contains(&cpus) {
                     return Err(format!(

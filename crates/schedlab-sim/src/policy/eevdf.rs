@@ -182,28 +182,44 @@ pub struct Eevdf {
     rqs: Vec<Rq>,
 }
 
-impl Eevdf {
-    /// Build from `eevdf[:run_to_parity=0|1][,preempt_short=0|1]` (both default 1).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Eevdf, String> {
-        only_params(spec, &["run_to_parity", "preempt_short"])?;
-        let flag = |key: &str| -> Result<bool, String> {
-            match param::<u8>(spec, key, 1, "0 or 1")? {
-                0 => Ok(false),
-                1 => Ok(true),
-                v => Err(format!(
-                    "--policy {spec}: {key}={v} is not accepted; use 0 or 1"
-                )),
-            }
-        };
-        Ok(Eevdf {
-            run_to_parity: flag("run_to_parity")?,
-            preempt_short: flag("preempt_short")?,
+/// The `eevdf` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "eevdf",
+    summary:
+        "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
+    params: &[
+        ParamDef {
+            name: "run_to_parity",
+            default: 1,
+            values: Values::Flag,
+            meaning: "curr keeps the CPU while eligible until its deadline; 6.12 protect_slice",
+        },
+        ParamDef {
+            name: "preempt_short",
+            default: 1,
+            values: Values::Flag,
+            meaning:
+                "a waking task with a shorter slice cancels curr's protection; 6.12 PREEMPT_SHORT",
+        },
+    ],
+    describe_defaults: false,
+    check: no_check,
+    build: boxed::<Eevdf>,
+};
+
+impl FromParams for Eevdf {
+    fn from_params(params: &Params) -> Eevdf {
+        Eevdf {
+            run_to_parity: params.flag("run_to_parity"),
+            preempt_short: params.flag("preempt_short"),
             se: Vec::new(),
             nodes: Vec::new(),
             rqs: Vec::new(),
-        })
+        }
     }
+}
 
+impl Eevdf {
     fn rqs_for(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
             self.rqs.resize_with(ncpus, || Rq {
@@ -674,22 +690,7 @@ impl Eevdf {
 }
 
 impl Policy for Eevdf {
-    fn describe(&self) -> String {
-        let mut p = Vec::new();
-        if !self.run_to_parity {
-            p.push("run_to_parity=0");
-        }
-        if !self.preempt_short {
-            p.push("preempt_short=0");
-        }
-        if p.is_empty() {
-            "eevdf".to_string()
-        } else {
-            format!("eevdf:{}", p.join(","))
-        }
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         match knobs.policy {
             None | Some(SchedPolicy::Other | SchedPolicy::Batch | SchedPolicy::Idle) => Ok(()),
             Some(p) => Err(reject_knob(
@@ -1014,6 +1015,7 @@ impl Policy for Eevdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::testing::{built, spec};
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -1049,7 +1051,7 @@ mod tests {
     }
 
     fn policy(spec: &str) -> Eevdf {
-        Eevdf::from_spec(&spec.parse().unwrap()).unwrap()
+        built(spec)
     }
 
     fn setup(id: TaskId, ncpus: usize, knobs: Knobs) -> TaskSetup {
@@ -1135,18 +1137,24 @@ mod tests {
 
     #[test]
     fn spec_parameters_and_describe() {
-        assert_eq!(policy("eevdf").describe(), "eevdf");
+        assert_eq!(spec("eevdf").describe(), "eevdf");
         assert_eq!(
-            policy("eevdf:run_to_parity=0").describe(),
+            spec("eevdf:run_to_parity=0").describe(),
             "eevdf:run_to_parity=0"
         );
         assert_eq!(
-            policy("eevdf:preempt_short=0,run_to_parity=0").describe(),
+            spec("eevdf:preempt_short=0,run_to_parity=0").describe(),
             "eevdf:run_to_parity=0,preempt_short=0"
         );
-        let e = "eevdf:run_to_parity=2".parse::<PolicySpec>().unwrap_err();
+        let e = "eevdf:run_to_parity=2"
+            .parse::<PolicySpec>()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("run_to_parity=2"), "{e}");
-        let e = "eevdf:latency=1".parse::<PolicySpec>().unwrap_err();
+        let e = "eevdf:latency=1"
+            .parse::<PolicySpec>()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("latency"), "{e}");
         assert_eq!(base_slice(1), 750_000);
         assert_eq!(base_slice(8), 3_000_000);
@@ -1326,7 +1334,8 @@ mod tests {
         }
         let e = p
             .check_knobs("rt", &knobs(0, SchedPolicy::Fifo(10), None))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("fifo:10") && e.contains("'rt'"), "{e}");
         assert!(e.contains("fair class (other, batch, idle)"), "{e}");
     }
