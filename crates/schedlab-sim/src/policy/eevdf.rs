@@ -59,6 +59,7 @@
 //!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
+use super::ds::treap::{vdiff, Node, Treap, NIL};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
@@ -69,8 +70,6 @@ const BASE_SLICE_NS: u64 = 750_000;
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
 const NR_MIGRATE: usize = 32;
-/// No tree node.
-const NIL: usize = usize::MAX;
 
 /// Where a task is, as this policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,27 +106,11 @@ struct Se {
     started: bool,
 }
 
-/// A task's node in its runqueue's tree, kept apart from the entity so that the tree walks of a
-/// pick, an insert or a remove stay within a small, dense array. The key fields are copies of the
-/// entity's, taken when it is inserted (an entity's deadline and vruntime change only while it
-/// is out of the tree, as in the kernel, where `curr` is not in the rbtree).
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    left: usize,
-    right: usize,
-    parent: usize,
-    prio: u64,
-    deadline: u64,
-    vruntime: u64,
-    min_vruntime: u64,
-}
-
 /// One CPU's `struct cfs_rq`.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    root: usize,
-    /// The tree's leftmost node (earliest deadline), cached as the kernel's `rb_root_cached`.
-    leftmost: usize,
+    /// The queued entities' nodes, by deadline, with the cached leftmost (`rb_root_cached`).
+    tree: Treap,
     min_vruntime: u64,
     /// Σ (v_i − min_vruntime)·w_i over the tree (curr excluded).
     avg_vruntime: i128,
@@ -155,10 +138,6 @@ impl Rq {
     fn nr_running(&self) -> usize {
         self.nr_queued - self.nr_delayed
     }
-}
-
-fn vdiff(a: u64, b: u64) -> i64 {
-    a.wrapping_sub(b) as i64
 }
 
 fn splitmix(mut x: u64) -> u64 {
@@ -222,161 +201,7 @@ impl FromParams for Eevdf {
 impl Eevdf {
     fn rqs_for(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
-            self.rqs.resize_with(ncpus, || Rq {
-                root: NIL,
-                leftmost: NIL,
-                ..Rq::default()
-            });
-        }
-    }
-
-    // ---- the augmented tree (treap keyed by deadline, augmented with min_vruntime) ----
-
-    /// `entity_before` plus a task-id tie break, so the tree order is total.
-    fn key_before(&self, a: usize, b: usize) -> bool {
-        let d = vdiff(self.nodes[a].deadline, self.nodes[b].deadline);
-        d < 0 || (d == 0 && a < b)
-    }
-
-    fn update_aug(&mut self, n: usize) {
-        let mut m = self.nodes[n].vruntime;
-        for c in [self.nodes[n].left, self.nodes[n].right] {
-            if c != NIL && vdiff(self.nodes[c].min_vruntime, m) < 0 {
-                m = self.nodes[c].min_vruntime;
-            }
-        }
-        self.nodes[n].min_vruntime = m;
-    }
-
-    /// Rotate `x` above its parent, keeping the in-order sequence and the augmentation.
-    fn rotate_up(&mut self, cpu: CpuId, x: usize) {
-        let p = self.nodes[x].parent;
-        let g = self.nodes[p].parent;
-        if self.nodes[p].left == x {
-            let b = self.nodes[x].right;
-            self.nodes[p].left = b;
-            if b != NIL {
-                self.nodes[b].parent = p;
-            }
-            self.nodes[x].right = p;
-        } else {
-            let b = self.nodes[x].left;
-            self.nodes[p].right = b;
-            if b != NIL {
-                self.nodes[b].parent = p;
-            }
-            self.nodes[x].left = p;
-        }
-        self.nodes[p].parent = x;
-        self.nodes[x].parent = g;
-        if g == NIL {
-            self.rqs[cpu].root = x;
-        } else if self.nodes[g].left == p {
-            self.nodes[g].left = x;
-        } else {
-            self.nodes[g].right = x;
-        }
-        self.update_aug(p);
-        self.update_aug(x);
-    }
-
-    /// Insert `n` (keys already set): descend to a leaf by key, lower the minima on the way up,
-    /// then rotate it up while its priority beats its parent's.
-    fn tree_insert(&mut self, cpu: CpuId, n: usize) {
-        let v = self.nodes[n].vruntime;
-        let node = &mut self.nodes[n];
-        node.left = NIL;
-        node.right = NIL;
-        node.min_vruntime = v;
-        let root = self.rqs[cpu].root;
-        if root == NIL {
-            self.nodes[n].parent = NIL;
-            self.rqs[cpu].root = n;
-            self.rqs[cpu].leftmost = n;
-            return;
-        }
-        if self.key_before(n, self.rqs[cpu].leftmost) {
-            self.rqs[cpu].leftmost = n;
-        }
-        let mut p = root;
-        loop {
-            if vdiff(v, self.nodes[p].min_vruntime) < 0 {
-                self.nodes[p].min_vruntime = v;
-            }
-            let next = if self.key_before(n, p) {
-                &mut self.nodes[p].left
-            } else {
-                &mut self.nodes[p].right
-            };
-            if *next == NIL {
-                *next = n;
-                break;
-            }
-            p = *next;
-        }
-        self.nodes[n].parent = p;
-        while self.nodes[n].parent != NIL
-            && self.nodes[n].prio > self.nodes[self.nodes[n].parent].prio
-        {
-            self.rotate_up(cpu, n);
-        }
-    }
-
-    /// Remove `n`: rotate it down until it has at most one child, splice it out, and recompute
-    /// the minima above it until one does not change.
-    fn tree_remove(&mut self, cpu: CpuId, n: usize) {
-        if self.rqs[cpu].leftmost == n {
-            // Its successor: the leftmost of its right subtree, else its parent.
-            let mut s = self.nodes[n].right;
-            if s == NIL {
-                s = self.nodes[n].parent;
-            } else {
-                while self.nodes[s].left != NIL {
-                    s = self.nodes[s].left;
-                }
-            }
-            self.rqs[cpu].leftmost = s;
-        }
-        loop {
-            let (l, r) = (self.nodes[n].left, self.nodes[n].right);
-            if l == NIL || r == NIL {
-                break;
-            }
-            let c = if self.nodes[l].prio > self.nodes[r].prio {
-                l
-            } else {
-                r
-            };
-            self.rotate_up(cpu, c);
-        }
-        let (l, r, p) = (
-            self.nodes[n].left,
-            self.nodes[n].right,
-            self.nodes[n].parent,
-        );
-        let child = if l != NIL { l } else { r };
-        if child != NIL {
-            self.nodes[child].parent = p;
-        }
-        if p == NIL {
-            assert_eq!(
-                self.rqs[cpu].root, n,
-                "eevdf: task {n} is not in its runqueue's tree"
-            );
-            self.rqs[cpu].root = child;
-        } else if self.nodes[p].left == n {
-            self.nodes[p].left = child;
-        } else {
-            self.nodes[p].right = child;
-        }
-        let mut a = p;
-        while a != NIL {
-            let old = self.nodes[a].min_vruntime;
-            self.update_aug(a);
-            if self.nodes[a].min_vruntime == old {
-                break;
-            }
-            a = self.nodes[a].parent;
+            self.rqs.resize_with(ncpus, Rq::default);
         }
     }
 
@@ -392,7 +217,7 @@ impl Eevdf {
         let node = &mut self.nodes[t];
         node.deadline = self.se[t].deadline;
         node.vruntime = self.se[t].vruntime;
-        self.tree_insert(cpu, t);
+        self.rqs[cpu].tree.insert(&mut self.nodes, t);
     }
 
     /// `__dequeue_entity`.
@@ -402,7 +227,7 @@ impl Eevdf {
             (self.se[t].deadline, self.se[t].vruntime),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        self.tree_remove(cpu, t);
+        self.rqs[cpu].tree.remove(&mut self.nodes, t);
         let rq = &mut self.rqs[cpu];
         let (w, key) = (
             self.se[t].weight,
@@ -454,8 +279,8 @@ impl Eevdf {
         if let Some(c) = rq.curr {
             v = self.se[c].vruntime;
         }
-        if rq.root != NIL {
-            let m = self.nodes[rq.root].min_vruntime;
+        if rq.tree.root != NIL {
+            let m = self.nodes[rq.tree.root].min_vruntime;
             if rq.curr.is_none() || vdiff(m, v) < 0 {
                 v = m;
             }
@@ -523,7 +348,7 @@ impl Eevdf {
     /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
     fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let leftmost = (rq.leftmost != NIL).then_some(rq.leftmost);
+        let leftmost = (rq.tree.leftmost != NIL).then_some(rq.tree.leftmost);
         if rq.nr_queued == 1 {
             return rq.curr.or(leftmost);
         }
@@ -545,7 +370,7 @@ impl Eevdf {
         let eligible = |v: u64| avg >= vdiff(v, min) as i128 * load;
         let mut best = leftmost.filter(|&l| eligible(self.nodes[l].vruntime));
         if best.is_none() {
-            let mut node = rq.root;
+            let mut node = rq.tree.root;
             while node != NIL {
                 let left = self.nodes[node].left;
                 if left != NIL && eligible(self.nodes[left].min_vruntime) {
@@ -645,7 +470,7 @@ impl Eevdf {
         max_weight: u64,
     ) -> Option<TaskId> {
         let mut stack = Vec::new();
-        let mut n = self.rqs[from].root;
+        let mut n = self.rqs[from].tree.root;
         let (mut seen, mut hot) = (0, None);
         while n != NIL || !stack.is_empty() {
             while n != NIL {

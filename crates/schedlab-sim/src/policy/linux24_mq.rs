@@ -63,6 +63,7 @@
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
+use super::ds::intrusive_list::{Linked, ListHead, NIL};
 use super::linux24::{nice_to_ticks, ACCEPTED, PROC_CHANGE_PENALTY};
 
 /// `NA_GOODNESS_INIT`: no schedulable task cached / the CPU runs its idle task.
@@ -71,8 +72,6 @@ const NA_GOODNESS_INIT: i64 = -10000;
 const IDLE_GOODNESS: i64 = -1000;
 /// Realtime goodness base: 1000 + rt_priority.
 const RT_GOODNESS_MIN: i64 = 1000;
-/// No task: the end of a run list.
-const NIL: u32 = u32::MAX;
 const NAME: &str = "IBM multi-queue scheduler for Linux 2.4";
 
 /// Per-task 2.4 state (`struct task_struct`'s scheduling fields).
@@ -152,26 +151,16 @@ impl Task {
     }
 }
 
-/// An intrusive doubly linked run list (links live in the tasks): O(1) add and delete.
-#[derive(Clone, Copy, Debug)]
-struct RunList {
-    head: u32,
-    tail: u32,
-    len: usize,
-}
-
-impl RunList {
-    const EMPTY: RunList = RunList {
-        head: NIL,
-        tail: NIL,
-        len: 0,
-    };
+impl Linked for Task {
+    fn links(&mut self) -> (&mut u32, &mut u32) {
+        (&mut self.next, &mut self.prev)
+    }
 }
 
 /// One CPU's queue (`runqueue_data`) and scheduling data (`aligned_data`).
 #[derive(Clone, Debug)]
 struct Rq {
-    list: RunList,
+    list: ListHead,
     max_na_goodness: i64,
     max_na_ptr: Option<TaskId>,
     max_na_allowed: CpuMask,
@@ -191,7 +180,7 @@ struct Rq {
 impl Rq {
     fn new() -> Rq {
         Rq {
-            list: RunList::EMPTY,
+            list: ListHead::EMPTY,
             max_na_goodness: NA_GOODNESS_INIT,
             max_na_ptr: None,
             max_na_allowed: CpuMask(0),
@@ -218,7 +207,7 @@ enum Queue {
 pub struct Linux24Mq {
     tasks: Vec<Task>,
     rqs: Vec<Rq>,
-    rt: RunList,
+    rt: ListHead,
     /// The CPU reschedule_idle asked to reschedule for a task (answered by `wakeup_preempt`).
     resched: Option<(TaskId, CpuId)>,
 }
@@ -239,7 +228,7 @@ impl FromParams for Linux24Mq {
         Linux24Mq {
             tasks: Vec::new(),
             rqs: Vec::new(),
-            rt: RunList::EMPTY,
+            rt: ListHead::EMPTY,
             resched: None,
         }
     }
@@ -261,54 +250,28 @@ impl Linux24Mq {
         }
     }
 
-    fn list(&mut self, q: Queue) -> &mut RunList {
-        match q {
+    /// The run list `q` and the tasks its links live in.
+    fn list(&mut self, q: Queue) -> (&mut ListHead, &mut [Task]) {
+        let list = match q {
             Queue::Cpu(c) => &mut self.rqs[c].list,
             Queue::Realtime => &mut self.rt,
-        }
+        };
+        (list, &mut self.tasks)
     }
 
     fn link_front(&mut self, q: Queue, t: TaskId) {
-        let head = self.list(q).head;
-        self.tasks[t].prev = NIL;
-        self.tasks[t].next = head;
-        if head == NIL {
-            self.list(q).tail = t as u32;
-        } else {
-            self.tasks[head as usize].prev = t as u32;
-        }
-        let l = self.list(q);
-        l.head = t as u32;
-        l.len += 1;
+        let (list, tasks) = self.list(q);
+        list.push_front(tasks, t);
     }
 
     fn link_back(&mut self, q: Queue, t: TaskId) {
-        let tail = self.list(q).tail;
-        self.tasks[t].next = NIL;
-        self.tasks[t].prev = tail;
-        if tail == NIL {
-            self.list(q).head = t as u32;
-        } else {
-            self.tasks[tail as usize].next = t as u32;
-        }
-        let l = self.list(q);
-        l.tail = t as u32;
-        l.len += 1;
+        let (list, tasks) = self.list(q);
+        list.push_back(tasks, t);
     }
 
     fn unlink(&mut self, q: Queue, t: TaskId) {
-        let (prev, next) = (self.tasks[t].prev, self.tasks[t].next);
-        if prev == NIL {
-            self.list(q).head = next;
-        } else {
-            self.tasks[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.list(q).tail = prev;
-        } else {
-            self.tasks[next as usize].prev = prev;
-        }
-        self.list(q).len -= 1;
+        let (list, tasks) = self.list(q);
+        list.remove(tasks, t);
     }
 
     /// `add_to_runqueue`: to the head of its queue; a schedulable task better than the queue's

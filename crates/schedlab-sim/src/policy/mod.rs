@@ -17,6 +17,7 @@
 mod balance;
 pub mod bsd4;
 pub mod cfs;
+mod ds;
 pub mod eevdf;
 mod error;
 pub mod fair;
@@ -24,7 +25,6 @@ pub mod linux24;
 pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
-mod prio_array;
 mod registry;
 pub mod staircase;
 #[cfg(test)]

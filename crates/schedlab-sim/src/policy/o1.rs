@@ -36,7 +36,7 @@
 //!   the same wakeup rule. move_tasks walks the expired array first.
 
 use super::balance::{self, BalanceState, Domain};
-use super::prio_array::{PrioArray, MAX_PRIO};
+use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 

@@ -43,7 +43,7 @@
 //!   has no SCHED_ISO or SCHED_IDLEPRIO (later -ck patches). No SMT dependent-sleeper logic.
 
 use super::balance::{self, BalanceState, Domain};
-use super::prio_array::{PrioArray, MAX_PRIO};
+use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
