@@ -54,6 +54,9 @@ pub enum ExperimentError {
     /// A bad simulated machine (CPU count, profile, cost, policy name or parameter).
     #[error("{0}")]
     Machine(String),
+    /// A policy spec that names no policy or a bad parameter.
+    #[error(transparent)]
+    Policy(schedlab_sim::policy::SpecError),
     /// An unknown cost profile.
     #[error(transparent)]
     Profile(schedlab_sim::cost::CostError),

@@ -52,14 +52,12 @@ impl SimMachine {
 
     /// `eevdf` with the policy's defaults spelled out (`eevdf:run_to_parity=1,...`).
     pub fn policy_name(&self) -> String {
-        schedlab_sim::policy::build(&self.spec)
-            .map(|p| p.describe())
-            .unwrap_or_else(|_| self.spec.to_string())
+        self.spec.describe()
     }
 }
 
 fn parse_policy(text: &str) -> Result<PolicySpec, ExperimentError> {
-    text.parse().map_err(ExperimentError::Machine)
+    text.parse().map_err(ExperimentError::Policy)
 }
 
 fn check_cpus(cpus: usize) -> Result<usize, ExperimentError> {

@@ -37,6 +37,7 @@ pub fn render(e: &ExperimentError) -> String {
             format!("--policy {policy}: {message}")
         }
         ExperimentError::NoRepetitions => format!("--runs 0: {e}"),
+        ExperimentError::Policy(p) => format!("--policy {}: {p}", p.subject()),
         ExperimentError::Profile(c) => format!("--profile {c}"),
         ExperimentError::Cost(c) => match c {
             CostError::UnknownKey(_) | CostError::TickTooLong { .. } => format!("--cost: {c}"),

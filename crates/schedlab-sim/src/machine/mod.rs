@@ -140,12 +140,13 @@ fn checked_policy(
             max: policy::MAX_CPUS,
         });
     }
-    let p = policy::build(spec).map_err(SimError::Setup)?;
+    let p = spec.build();
     for (name, knobs) in groups {
         knobs
             .validate(name, cpus)
             .map_err(|e| SimError::Setup(e.to_string()))?;
-        p.check_knobs(name, knobs).map_err(SimError::Setup)?;
+        p.check_knobs(name, knobs)
+            .map_err(|e| SimError::Setup(e.to_string()))?;
     }
     Ok(p)
 }

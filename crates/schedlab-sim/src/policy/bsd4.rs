@@ -235,30 +235,51 @@ pub struct Bsd4 {
     ncpus: usize,
 }
 
-impl Bsd4 {
-    /// Build from `bsd4[:preemption=0|1,full=0|1,ipiwakeup=0|1]` (defaults 1, 0, 1).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Bsd4, String> {
-        only_params(spec, &["preemption", "full", "ipiwakeup"])?;
-        let flag = |k: &str, d: u8| -> Result<bool, String> {
-            match param(spec, k, d, "0 or 1")? {
-                0 => Ok(false),
-                1 => Ok(true),
-                v => Err(format!(
-                    "--policy {spec}: {k}={v} is not accepted; use 0 or 1"
-                )),
-            }
-        };
-        let (preemption, full, ipiwakeup) = (
-            flag("preemption", 1)?,
-            flag("full", 0)?,
-            flag("ipiwakeup", 1)?,
-        );
-        if full && !preemption {
-            return Err(format!(
-                "--policy {spec}: full=1 (options FULL_PREEMPTION) needs preemption=1 (options PREEMPTION)"
-            ));
+/// The `bsd4` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "bsd4",
+    summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
+    params: &[
+        ParamDef {
+            name: "preemption",
+            default: 1,
+            values: Values::Flag,
+            meaning: "options PREEMPTION: maybe_preempt switches at once to an interrupt-thread priority, or away from an idle-class thread",
+        },
+        ParamDef {
+            name: "full",
+            default: 0,
+            values: Values::Flag,
+            meaning: "options FULL_PREEMPTION: any better priority preempts at once; needs preemption=1",
+        },
+        ParamDef {
+            name: "ipiwakeup",
+            default: 1,
+            values: Values::Flag,
+            meaning: "kern.sched.ipiwakeup.enabled: IPI an idle CPU on wakeup; 0 = it finds the thread at its next clock tick",
+        },
+    ],
+    describe_defaults: true,
+    check: |p| {
+        if p.flag("full") && !p.flag("preemption") {
+            return Err(PolicyError::Needs {
+                given: "full=1 (options FULL_PREEMPTION)",
+                needed: "preemption=1 (options PREEMPTION)",
+            });
         }
-        Ok(Bsd4 {
+        Ok(())
+    },
+    build: boxed::<Bsd4>,
+};
+
+impl FromParams for Bsd4 {
+    fn from_params(params: &Params) -> Bsd4 {
+        let (preemption, full, ipiwakeup) = (
+            params.flag("preemption"),
+            params.flag("full"),
+            params.flag("ipiwakeup"),
+        );
+        Bsd4 {
             preemption,
             full,
             ipiwakeup,
@@ -273,9 +294,11 @@ impl Bsd4 {
             loadavg: None,
             next_schedcpu: 1_000_000_000,
             ncpus: 1,
-        })
+        }
     }
+}
 
+impl Bsd4 {
     fn ensure(&mut self, ncpus: usize) {
         if self.pcpu.len() < ncpus {
             self.pcpu.resize_with(ncpus, RunQ::new);
@@ -452,16 +475,7 @@ impl Bsd4 {
 }
 
 impl Policy for Bsd4 {
-    fn describe(&self) -> String {
-        format!(
-            "bsd4:preemption={},full={},ipiwakeup={}",
-            u8::from(self.preemption),
-            u8::from(self.full),
-            u8::from(self.ipiwakeup)
-        )
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
             group,
@@ -702,138 +716,31 @@ impl Policy for Bsd4 {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-    const ALL: CpuMask = CpuMask(u64::MAX);
+    use crate::policy::testing::{built, knobs, spec, spec_err, Harnessed, H, MS};
 
-    /// A hand-driven machine at HZ=1000 that keeps `curr`/`nr_running` as the real one would.
-    struct H {
-        p: Bsd4,
-        now: u64,
-        curr: Vec<Option<TaskId>>,
-        nr: Vec<usize>,
+    impl Harnessed for Bsd4 {}
+
+    /// bsd4 with `params` on `ncpus` CPUs at HZ 1000.
+    fn bsd4h(params: &str, ncpus: usize) -> H<Bsd4> {
+        H::new(&format!("bsd4:{params}"), 1000, ncpus)
     }
 
-    pub(super) fn spec(s: &str) -> PolicySpec {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        let params = rest
-            .split(',')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap();
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        PolicySpec {
-            name: name.to_string(),
-            params,
-        }
-    }
-
-    impl H {
-        fn new(params: &str, ncpus: usize) -> H {
-            H {
-                p: Bsd4::from_spec(&spec(&format!("bsd4:{params}"))).unwrap(),
-                now: 0,
-                curr: vec![None; ncpus],
-                nr: vec![0; ncpus],
-            }
-        }
-        fn with<R>(&mut self, f: impl FnOnce(&mut Bsd4, &MachineView) -> R) -> R {
-            let (curr, nr) = (self.curr.clone(), self.nr.clone());
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: 1000,
-            };
-            f(&mut self.p, &m)
-        }
-        /// A new thread queued on `cpu` (the machine's start).
-        fn spawn(&mut self, id: TaskId, knobs: Knobs, cpu: CpuId) {
-            self.with(|p, m| {
-                let allowed = match &knobs.cpus {
-                    Some(c) => CpuMask(c.iter().map(|&c| 1u64 << c).sum()),
-                    None => ALL,
-                };
-                let setup = TaskSetup {
-                    id,
-                    group: 0,
-                    knobs: knobs.clone(),
-                    allowed,
-                };
-                p.task_new(m, &setup);
-                p.enqueue_task(m, cpu, id, EnqueueKind::New);
-            });
-            self.nr[cpu] += 1;
-        }
-        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
-            let t = self.with(|p, m| p.pick_next_task(m, cpu));
-            self.curr[cpu] = t;
-            t
-        }
-        /// One 1 ms tick on `cpu` (every CPU's clock advances together).
-        fn tick(&mut self, cpu: CpuId) -> bool {
-            self.now += MS;
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| {
-                p.update_curr(m, cpu, t, MS);
-                p.task_tick(m, cpu, t)
-            })
-        }
-        fn ticks_until_resched(&mut self, cpu: CpuId, cap: u64) -> u64 {
-            (1..=cap).find(|_| self.tick(cpu)).unwrap_or(0)
-        }
-        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
-            let t = self.curr[cpu].take().unwrap();
-            self.with(|p, m| p.put_prev_task(m, cpu, t, kind));
-        }
-        fn sleep(&mut self, cpu: CpuId) {
-            let t = self.curr[cpu].take().unwrap();
-            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
-            self.nr[cpu] -= 1;
-        }
-        /// Wake `id` (select + enqueue); returns the chosen CPU and whether it would be kicked
-        /// (idle) or preempt its current thread (busy).
-        fn wake(&mut self, id: TaskId, prev: CpuId, waker: Option<CpuId>) -> (CpuId, bool) {
-            let curr = self.curr.clone();
-            let (cpu, go) = self.with(|p, m| {
-                let cpu = p.select_task_rq(m, id, prev, waker);
-                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: MS });
-                let go = match curr[cpu] {
-                    None => p.wakeup_kicks_idle(cpu),
-                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
-                };
-                (cpu, go)
-            });
-            self.nr[cpu] += 1;
-            (cpu, go)
-        }
+    impl H<Bsd4> {
         fn th(&self, id: TaskId) -> &Thread {
             self.p.t(id)
         }
     }
 
-    fn knobs(s: &str) -> Knobs {
-        if s.is_empty() {
-            Knobs::default()
-        } else {
-            schedlab_workload::knobs::parse_group_arg(&format!("g:{s}"))
-                .unwrap()
-                .1
-        }
-    }
-
     #[test]
     fn priority_follows_estcpu_and_nice() {
-        let mut h = H::new("", 1);
+        let mut h = bsd4h("", 1);
         for (id, n) in [
             (0, "nice=0"),
             (1, "nice=5"),
             (2, "nice=-20"),
             (3, "nice=19"),
         ] {
-            h.spawn(id, knobs(n), 0);
+            h.spawn_on(id, 0, knobs(n));
         }
         // PUSER + 0 + (nice + 20).
         let pris: Vec<u8> = (0..4).map(|i| h.th(i).user_pri).collect();
@@ -845,16 +752,16 @@ mod tests {
         }
         assert_eq!((h.th(2).estcpu, h.th(2).pri), (16, 162));
         // On 4 CPUs the weight is 32: 16 ticks do not move the priority yet.
-        let mut h = H::new("", 4);
-        h.spawn(0, knobs(""), 0);
+        let mut h = bsd4h("", 4);
+        h.spawn_on(0, 0, knobs(""));
         h.pick(0);
         for _ in 0..32 {
             h.tick(0);
         }
         assert_eq!((h.th(0).estcpu, h.th(0).pri), (32, 181));
         // ESTCPULIM caps estcpu at 8·36 + 7 on one CPU: priority 160 + 36 + 20 = 216.
-        let mut h = H::new("", 1);
-        h.spawn(0, knobs(""), 0);
+        let mut h = bsd4h("", 1);
+        h.spawn_on(0, 0, knobs(""));
         h.pick(0);
         h.p.next_schedcpu = u64::MAX;
         for _ in 0..1000 {
@@ -866,9 +773,9 @@ mod tests {
     #[test]
     fn schedcpu_decays_estcpu_by_the_loadfactor_once_a_second() {
         for (hogs, expect) in [(1, 295 * 2 / 3 + 1), (2, 295 * 4 / 5 + 1)] {
-            let mut h = H::new("", 1);
+            let mut h = bsd4h("", 1);
             for id in 0..hogs {
-                h.spawn(id, knobs(""), 0);
+                h.spawn_on(id, 0, knobs(""));
             }
             assert_eq!(h.pick(0), Some(0));
             for _ in 0..999 {
@@ -882,9 +789,9 @@ mod tests {
             assert_eq!(h.th(0).pri, 160 + (expect / 8) as u8 + 20);
         }
         // updatepri: a thread asleep more than 5·loadfactor seconds forgets all its estcpu.
-        let mut h = H::new("", 1);
-        h.spawn(0, knobs(""), 0);
-        h.spawn(1, knobs(""), 0);
+        let mut h = bsd4h("", 1);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs(""));
         h.pick(0);
         for _ in 0..500 {
             h.tick(0);
@@ -898,16 +805,16 @@ mod tests {
         }
         assert!(h.th(0).slptime >= 10, "{}", h.th(0).slptime);
         assert!(h.th(0).estcpu > 0, "a sleeper's estcpu is left alone");
-        h.wake(0, 0, None);
+        h.wake_go(0, 0, None, MS);
         assert_eq!((h.th(0).estcpu, h.th(0).user_pri), (0, 180));
         assert_eq!(h.th(0).pri, PSOCK, "woken at its sleep priority");
     }
 
     #[test]
     fn round_robin_after_sched_quantum() {
-        let mut h = H::new("", 1);
-        h.spawn(0, knobs(""), 0);
-        h.spawn(1, knobs(""), 0);
+        let mut h = bsd4h("", 1);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs(""));
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.ticks_until_resched(0, 1000), 100, "hz/10 ticks");
         h.put_prev(0, PutPrevKind::Preempted);
@@ -933,16 +840,16 @@ mod tests {
             ("preemption=0", "", false),
             ("preemption=0", "policy=idle", false),
         ] {
-            let mut h = H::new(params, 1);
-            h.spawn(0, knobs(""), 0);
-            h.spawn(1, knobs(running), 0);
-            h.spawn(2, knobs(running), 0);
+            let mut h = bsd4h(params, 1);
+            h.spawn_on(0, 0, knobs(""));
+            h.spawn_on(1, 0, knobs(running));
+            h.spawn_on(2, 0, knobs(running));
             assert_eq!(h.pick(0), Some(0));
             h.tick(0);
             h.sleep(0);
             assert_eq!(h.pick(0), Some(1));
             h.tick(0);
-            let (cpu, go) = h.wake(0, 0, None);
+            let (cpu, go) = h.wake_go(0, 0, None, MS);
             assert_eq!((cpu, go), (0, true), "{params} over '{running}'");
             assert_eq!(h.p.preempted[0], preempts, "{params} over '{running}'");
             h.put_prev(0, PutPrevKind::Preempted);
@@ -958,10 +865,10 @@ mod tests {
         }
         // A thread that did not sleep (a new one) competes at its user priority: an idle-class
         // newcomer asks for nothing even under FULL_PREEMPTION.
-        let mut h = H::new("preemption=1,full=1", 1);
-        h.spawn(0, knobs(""), 0);
+        let mut h = bsd4h("preemption=1,full=1", 1);
+        h.spawn_on(0, 0, knobs(""));
         h.pick(0);
-        h.spawn(1, knobs("policy=idle"), 0);
+        h.spawn_on(1, 0, knobs("policy=idle"));
         let curr = h.curr[0].unwrap();
         assert!(!h.with(|p, m| p.wakeup_preempt(m, 0, curr, 1)));
         assert!(!h.tick(0));
@@ -970,13 +877,13 @@ mod tests {
     #[test]
     fn ipiwakeup_sends_a_wakeup_to_an_idle_cpu_or_leaves_it_for_the_tick() {
         for ipi in [1, 0] {
-            let mut h = H::new(&format!("ipiwakeup={ipi}"), 2);
-            h.spawn(0, knobs(""), 0); // the waker, on CPU 0
-            h.spawn(1, knobs(""), 1); // woken; CPU 1 idles
+            let mut h = bsd4h(&format!("ipiwakeup={ipi}"), 2);
+            h.spawn_on(0, 0, knobs("")); // the waker, on CPU 0
+            h.spawn_on(1, 1, knobs("")); // woken; CPU 1 idles
             assert_eq!(h.pick(0), Some(0));
             assert_eq!(h.pick(1), Some(1));
             h.sleep(1);
-            let (cpu, go) = h.wake(1, 1, Some(0));
+            let (cpu, go) = h.wake_go(1, 1, Some(0), MS);
             if ipi == 1 {
                 assert_eq!((cpu, go), (1, true), "forward_wakeup IPIs idle CPU 1");
                 // At the kick CPU 1 takes the thread from the global run queue.
@@ -993,13 +900,13 @@ mod tests {
             }
         }
         // An affinity thread for another CPU is always kicked (kick_other_cpu).
-        let mut h = H::new("ipiwakeup=0", 2);
-        h.spawn(0, knobs(""), 0);
-        h.spawn(1, knobs("cpus=1"), 1);
+        let mut h = bsd4h("ipiwakeup=0", 2);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 1, knobs("cpus=1"));
         h.pick(0);
         assert_eq!(h.pick(1), Some(1));
         h.sleep(1);
-        assert_eq!(h.wake(1, 1, Some(0)), (1, true));
+        assert_eq!(h.wake_go(1, 1, Some(0), MS), (1, true));
         assert_eq!(h.pick(0), None, "CPU 0 cannot take CPU 1's thread");
         assert_eq!(h.pick(1), Some(1));
     }
@@ -1047,17 +954,18 @@ mod tests {
 
     #[test]
     fn parameters_and_knobs() {
-        let b = Bsd4::from_spec(&spec("bsd4")).unwrap();
-        assert_eq!(b.describe(), "bsd4:preemption=1,full=0,ipiwakeup=1");
-        let e = Bsd4::from_spec(&spec("bsd4:full=2")).err().unwrap();
+        let b = built::<Bsd4>("bsd4");
+        assert_eq!(
+            spec("bsd4").describe(),
+            "bsd4:preemption=1,full=0,ipiwakeup=1"
+        );
+        let e = spec_err("bsd4:full=2");
         assert!(e.contains("full=2") && e.contains("0 or 1"), "{e}");
-        let e = Bsd4::from_spec(&spec("bsd4:preemption=0,full=1"))
-            .err()
-            .unwrap();
+        let e = spec_err("bsd4:preemption=0,full=1");
         assert!(e.contains("needs preemption=1"), "{e}");
-        assert!(Bsd4::from_spec(&spec("bsd4:threshold=1")).is_err());
+        assert!("bsd4:threshold=1".parse::<PolicySpec>().is_err());
         for bad in ["policy=batch", "policy=deadline:1ms/10ms/10ms", "slice=1ms"] {
-            let e = b.check_knobs("g", &knobs(bad)).unwrap_err();
+            let e = b.check_knobs("g", &knobs(bad)).unwrap_err().to_string();
             let key = bad.split('=').next().unwrap();
             assert!(e.contains("'g'") && e.contains(key), "{e}");
         }

@@ -32,6 +32,7 @@
 //! pulls from a CPU whose load exceeds its own by more than `imbalance_pct` 117 %
 //! (`load_balance`). No next/last buddies, no `sched_child_runs_first`.
 
+use super::fair::{calc_delta_fair, tunable_scale, FairClass};
 use super::*;
 use schedlab_workload::knobs::Knobs;
 use std::collections::BTreeSet;
@@ -83,17 +84,28 @@ pub struct Cfs {
     scale: u64,
 }
 
-impl Cfs {
-    /// Build from `--policy cfs` (no parameters).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Cfs, String> {
-        only_params(spec, &[])?;
-        Ok(Cfs {
+/// The `cfs` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "cfs",
+    summary:
+        "Linux CFS: weights, vruntime, min/wakeup granularity (2.6.24 sched_fair.c … 6.5 fair.c)",
+    params: &[],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<Cfs>,
+};
+
+impl FromParams for Cfs {
+    fn from_params(_: &Params) -> Cfs {
+        Cfs {
             tasks: Vec::new(),
             rqs: Vec::new(),
             scale: 1,
-        })
+        }
     }
+}
 
+impl Cfs {
     fn ensure_cpus(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
             self.rqs.resize(
@@ -213,11 +225,7 @@ impl Cfs {
 }
 
 impl Policy for Cfs {
-    fn describe(&self) -> String {
-        "cfs".into()
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         if let Some(p) = knobs.policy {
             if !p.is_fair() {
                 return Err(reject_knob(
@@ -471,6 +479,7 @@ impl Policy for Cfs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::testing::built;
 
     fn view<'a>(curr: &'a [Option<TaskId>], nr: &'a [usize], now: u64) -> MachineView<'a> {
         MachineView {
@@ -501,7 +510,7 @@ mod tests {
     /// Two CPU hogs on one CPU for 10 s: CPU time in the ratio of their weights.
     #[test]
     fn nice_0_and_5_share_one_cpu_1024_to_335() {
-        let mut p = Cfs::from_spec(&"cfs".parse().unwrap()).unwrap();
+        let mut p = built::<Cfs>("cfs");
         let (curr, nr) = ([None], [2]);
         let v = view(&curr, &nr, 0);
         p.task_new(&v, &setup(0, ""));
@@ -531,7 +540,7 @@ mod tests {
 
     #[test]
     fn wakeup_preemption_follows_granularity_and_classes() {
-        let mut p = Cfs::from_spec(&"cfs".parse().unwrap()).unwrap();
+        let mut p = built::<Cfs>("cfs");
         let (curr, nr) = ([Some(0)], [1]);
         let v = view(&curr, &nr, 0);
         p.task_new(&v, &setup(0, ""));
@@ -549,7 +558,7 @@ mod tests {
 
     #[test]
     fn idle_class_is_preempted_and_never_preempts() {
-        let mut p = Cfs::from_spec(&"cfs".parse().unwrap()).unwrap();
+        let mut p = built::<Cfs>("cfs");
         let (curr, nr) = ([Some(0)], [1]);
         let v = view(&curr, &nr, 0);
         p.task_new(&v, &setup(0, "policy=idle"));
@@ -563,18 +572,21 @@ mod tests {
 
     #[test]
     fn knobs_it_has_no_notion_of_are_rejected() {
-        let p = Cfs::from_spec(&"cfs".parse().unwrap()).unwrap();
+        let p = built::<Cfs>("cfs");
         let e = p
             .check_knobs("bench", &setup(0, "slice=1ms").knobs)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("slice=1.000ms") && e.contains("eevdf"), "{e}");
         let e = p
             .check_knobs("bench", &setup(0, "policy=fifo:5").knobs)
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy=fifo:5"), "{e}");
         assert!("cfs:x=1"
             .parse::<PolicySpec>()
             .unwrap_err()
+            .to_string()
             .contains("no parameter 'x'"));
     }
 }

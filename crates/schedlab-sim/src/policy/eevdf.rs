@@ -22,7 +22,7 @@
 //! augmented with each subtree's minimum vruntime — the kernel's augmented rbtree, so the pick
 //! is the kernel's O(log n) heap search. `avg_vruntime`/`avg_load` are kept relative to
 //! `min_vruntime` exactly as the kernel does; eligibility is tested without division
-//! (`vruntime_eligible`). Weights come from [`nice_weight`], SCHED_IDLE has weight 3
+//! (`vruntime_eligible`). Weights come from [`nice_weight`](super::fair::nice_weight), SCHED_IDLE has weight 3
 //! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
 //! the 6.12 custom slice. The features modelled, all on by default as in the kernel:
 //! PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY (parameter),
@@ -59,6 +59,8 @@
 //!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
+use super::ds::treap::{vdiff, Node, Treap, NIL};
+use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
 
@@ -68,8 +70,6 @@ const BASE_SLICE_NS: u64 = 750_000;
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
 const NR_MIGRATE: usize = 32;
-/// No tree node.
-const NIL: usize = usize::MAX;
 
 /// Where a task is, as this policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,27 +106,11 @@ struct Se {
     started: bool,
 }
 
-/// A task's node in its runqueue's tree, kept apart from the entity so that the tree walks of a
-/// pick, an insert or a remove stay within a small, dense array. The key fields are copies of the
-/// entity's, taken when it is inserted (an entity's deadline and vruntime change only while it
-/// is out of the tree, as in the kernel, where `curr` is not in the rbtree).
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    left: usize,
-    right: usize,
-    parent: usize,
-    prio: u64,
-    deadline: u64,
-    vruntime: u64,
-    min_vruntime: u64,
-}
-
 /// One CPU's `struct cfs_rq`.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    root: usize,
-    /// The tree's leftmost node (earliest deadline), cached as the kernel's `rb_root_cached`.
-    leftmost: usize,
+    /// The queued entities' nodes, by deadline, with the cached leftmost (`rb_root_cached`).
+    tree: Treap,
     min_vruntime: u64,
     /// Σ (v_i − min_vruntime)·w_i over the tree (curr excluded).
     avg_vruntime: i128,
@@ -156,10 +140,6 @@ impl Rq {
     }
 }
 
-fn vdiff(a: u64, b: u64) -> i64 {
-    a.wrapping_sub(b) as i64
-}
-
 fn splitmix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -181,185 +161,47 @@ pub struct Eevdf {
     rqs: Vec<Rq>,
 }
 
-impl Eevdf {
-    /// Build from `eevdf[:run_to_parity=0|1][,preempt_short=0|1]` (both default 1).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Eevdf, String> {
-        only_params(spec, &["run_to_parity", "preempt_short"])?;
-        let flag = |key: &str| -> Result<bool, String> {
-            match param::<u8>(spec, key, 1, "0 or 1")? {
-                0 => Ok(false),
-                1 => Ok(true),
-                v => Err(format!(
-                    "--policy {spec}: {key}={v} is not accepted; use 0 or 1"
-                )),
-            }
-        };
-        Ok(Eevdf {
-            run_to_parity: flag("run_to_parity")?,
-            preempt_short: flag("preempt_short")?,
+/// The `eevdf` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "eevdf",
+    summary:
+        "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
+    params: &[
+        ParamDef {
+            name: "run_to_parity",
+            default: 1,
+            values: Values::Flag,
+            meaning: "curr keeps the CPU while eligible until its deadline; 6.12 protect_slice",
+        },
+        ParamDef {
+            name: "preempt_short",
+            default: 1,
+            values: Values::Flag,
+            meaning:
+                "a waking task with a shorter slice cancels curr's protection; 6.12 PREEMPT_SHORT",
+        },
+    ],
+    describe_defaults: false,
+    check: no_check,
+    build: boxed::<Eevdf>,
+};
+
+impl FromParams for Eevdf {
+    fn from_params(params: &Params) -> Eevdf {
+        Eevdf {
+            run_to_parity: params.flag("run_to_parity"),
+            preempt_short: params.flag("preempt_short"),
             se: Vec::new(),
             nodes: Vec::new(),
             rqs: Vec::new(),
-        })
+        }
     }
+}
 
+impl Eevdf {
     fn rqs_for(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
-            self.rqs.resize_with(ncpus, || Rq {
-                root: NIL,
-                leftmost: NIL,
-                ..Rq::default()
-            });
-        }
-    }
-
-    // ---- the augmented tree (treap keyed by deadline, augmented with min_vruntime) ----
-
-    /// `entity_before` plus a task-id tie break, so the tree order is total.
-    fn key_before(&self, a: usize, b: usize) -> bool {
-        let d = vdiff(self.nodes[a].deadline, self.nodes[b].deadline);
-        d < 0 || (d == 0 && a < b)
-    }
-
-    fn update_aug(&mut self, n: usize) {
-        let mut m = self.nodes[n].vruntime;
-        for c in [self.nodes[n].left, self.nodes[n].right] {
-            if c != NIL && vdiff(self.nodes[c].min_vruntime, m) < 0 {
-                m = self.nodes[c].min_vruntime;
-            }
-        }
-        self.nodes[n].min_vruntime = m;
-    }
-
-    /// Rotate `x` above its parent, keeping the in-order sequence and the augmentation.
-    fn rotate_up(&mut self, cpu: CpuId, x: usize) {
-        let p = self.nodes[x].parent;
-        let g = self.nodes[p].parent;
-        if self.nodes[p].left == x {
-            let b = self.nodes[x].right;
-            self.nodes[p].left = b;
-            if b != NIL {
-                self.nodes[b].parent = p;
-            }
-            self.nodes[x].right = p;
-        } else {
-            let b = self.nodes[x].left;
-            self.nodes[p].right = b;
-            if b != NIL {
-                self.nodes[b].parent = p;
-            }
-            self.nodes[x].left = p;
-        }
-        self.nodes[p].parent = x;
-        self.nodes[x].parent = g;
-        if g == NIL {
-            self.rqs[cpu].root = x;
-        } else if self.nodes[g].left == p {
-            self.nodes[g].left = x;
-        } else {
-            self.nodes[g].right = x;
-        }
-        self.update_aug(p);
-        self.update_aug(x);
-    }
-
-    /// Insert `n` (keys already set): descend to a leaf by key, lower the minima on the way up,
-    /// then rotate it up while its priority beats its parent's.
-    fn tree_insert(&mut self, cpu: CpuId, n: usize) {
-        let v = self.nodes[n].vruntime;
-        let node = &mut self.nodes[n];
-        node.left = NIL;
-        node.right = NIL;
-        node.min_vruntime = v;
-        let root = self.rqs[cpu].root;
-        if root == NIL {
-            self.nodes[n].parent = NIL;
-            self.rqs[cpu].root = n;
-            self.rqs[cpu].leftmost = n;
-            return;
-        }
-        if self.key_before(n, self.rqs[cpu].leftmost) {
-            self.rqs[cpu].leftmost = n;
-        }
-        let mut p = root;
-        loop {
-            if vdiff(v, self.nodes[p].min_vruntime) < 0 {
-                self.nodes[p].min_vruntime = v;
-            }
-            let next = if self.key_before(n, p) {
-                &mut self.nodes[p].left
-            } else {
-                &mut self.nodes[p].right
-            };
-            if *next == NIL {
-                *next = n;
-                break;
-            }
-            p = *next;
-        }
-        self.nodes[n].parent = p;
-        while self.nodes[n].parent != NIL
-            && self.nodes[n].prio > self.nodes[self.nodes[n].parent].prio
-        {
-            self.rotate_up(cpu, n);
-        }
-    }
-
-    /// Remove `n`: rotate it down until it has at most one child, splice it out, and recompute
-    /// the minima above it until one does not change.
-    fn tree_remove(&mut self, cpu: CpuId, n: usize) {
-        if self.rqs[cpu].leftmost == n {
-            // Its successor: the leftmost of its right subtree, else its parent.
-            let mut s = self.nodes[n].right;
-            if s == NIL {
-                s = self.nodes[n].parent;
-            } else {
-                while self.nodes[s].left != NIL {
-                    s = self.nodes[s].left;
-                }
-            }
-            self.rqs[cpu].leftmost = s;
-        }
-        loop {
-            let (l, r) = (self.nodes[n].left, self.nodes[n].right);
-            if l == NIL || r == NIL {
-                break;
-            }
-            let c = if self.nodes[l].prio > self.nodes[r].prio {
-                l
-            } else {
-                r
-            };
-            self.rotate_up(cpu, c);
-        }
-        let (l, r, p) = (
-            self.nodes[n].left,
-            self.nodes[n].right,
-            self.nodes[n].parent,
-        );
-        let child = if l != NIL { l } else { r };
-        if child != NIL {
-            self.nodes[child].parent = p;
-        }
-        if p == NIL {
-            assert_eq!(
-                self.rqs[cpu].root, n,
-                "eevdf: task {n} is not in its runqueue's tree"
-            );
-            self.rqs[cpu].root = child;
-        } else if self.nodes[p].left == n {
-            self.nodes[p].left = child;
-        } else {
-            self.nodes[p].right = child;
-        }
-        let mut a = p;
-        while a != NIL {
-            let old = self.nodes[a].min_vruntime;
-            self.update_aug(a);
-            if self.nodes[a].min_vruntime == old {
-                break;
-            }
-            a = self.nodes[a].parent;
+            self.rqs.resize_with(ncpus, Rq::default);
         }
     }
 
@@ -375,7 +217,7 @@ impl Eevdf {
         let node = &mut self.nodes[t];
         node.deadline = self.se[t].deadline;
         node.vruntime = self.se[t].vruntime;
-        self.tree_insert(cpu, t);
+        self.rqs[cpu].tree.insert(&mut self.nodes, t);
     }
 
     /// `__dequeue_entity`.
@@ -385,7 +227,7 @@ impl Eevdf {
             (self.se[t].deadline, self.se[t].vruntime),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        self.tree_remove(cpu, t);
+        self.rqs[cpu].tree.remove(&mut self.nodes, t);
         let rq = &mut self.rqs[cpu];
         let (w, key) = (
             self.se[t].weight,
@@ -437,8 +279,8 @@ impl Eevdf {
         if let Some(c) = rq.curr {
             v = self.se[c].vruntime;
         }
-        if rq.root != NIL {
-            let m = self.nodes[rq.root].min_vruntime;
+        if rq.tree.root != NIL {
+            let m = self.nodes[rq.tree.root].min_vruntime;
             if rq.curr.is_none() || vdiff(m, v) < 0 {
                 v = m;
             }
@@ -506,7 +348,7 @@ impl Eevdf {
     /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
     fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let leftmost = (rq.leftmost != NIL).then_some(rq.leftmost);
+        let leftmost = (rq.tree.leftmost != NIL).then_some(rq.tree.leftmost);
         if rq.nr_queued == 1 {
             return rq.curr.or(leftmost);
         }
@@ -528,7 +370,7 @@ impl Eevdf {
         let eligible = |v: u64| avg >= vdiff(v, min) as i128 * load;
         let mut best = leftmost.filter(|&l| eligible(self.nodes[l].vruntime));
         if best.is_none() {
-            let mut node = rq.root;
+            let mut node = rq.tree.root;
             while node != NIL {
                 let left = self.nodes[node].left;
                 if left != NIL && eligible(self.nodes[left].min_vruntime) {
@@ -628,7 +470,7 @@ impl Eevdf {
         max_weight: u64,
     ) -> Option<TaskId> {
         let mut stack = Vec::new();
-        let mut n = self.rqs[from].root;
+        let mut n = self.rqs[from].tree.root;
         let (mut seen, mut hot) = (0, None);
         while n != NIL || !stack.is_empty() {
             while n != NIL {
@@ -673,22 +515,7 @@ impl Eevdf {
 }
 
 impl Policy for Eevdf {
-    fn describe(&self) -> String {
-        let mut p = Vec::new();
-        if !self.run_to_parity {
-            p.push("run_to_parity=0");
-        }
-        if !self.preempt_short {
-            p.push("preempt_short=0");
-        }
-        if p.is_empty() {
-            "eevdf".to_string()
-        } else {
-            format!("eevdf:{}", p.join(","))
-        }
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         match knobs.policy {
             None | Some(SchedPolicy::Other | SchedPolicy::Batch | SchedPolicy::Idle) => Ok(()),
             Some(p) => Err(reject_knob(
@@ -1013,6 +840,7 @@ impl Policy for Eevdf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::testing::{built, spec};
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -1048,7 +876,7 @@ mod tests {
     }
 
     fn policy(spec: &str) -> Eevdf {
-        Eevdf::from_spec(&spec.parse().unwrap()).unwrap()
+        built(spec)
     }
 
     fn setup(id: TaskId, ncpus: usize, knobs: Knobs) -> TaskSetup {
@@ -1134,18 +962,24 @@ mod tests {
 
     #[test]
     fn spec_parameters_and_describe() {
-        assert_eq!(policy("eevdf").describe(), "eevdf");
+        assert_eq!(spec("eevdf").describe(), "eevdf");
         assert_eq!(
-            policy("eevdf:run_to_parity=0").describe(),
+            spec("eevdf:run_to_parity=0").describe(),
             "eevdf:run_to_parity=0"
         );
         assert_eq!(
-            policy("eevdf:preempt_short=0,run_to_parity=0").describe(),
+            spec("eevdf:preempt_short=0,run_to_parity=0").describe(),
             "eevdf:run_to_parity=0,preempt_short=0"
         );
-        let e = "eevdf:run_to_parity=2".parse::<PolicySpec>().unwrap_err();
+        let e = "eevdf:run_to_parity=2"
+            .parse::<PolicySpec>()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("run_to_parity=2"), "{e}");
-        let e = "eevdf:latency=1".parse::<PolicySpec>().unwrap_err();
+        let e = "eevdf:latency=1"
+            .parse::<PolicySpec>()
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("latency"), "{e}");
         assert_eq!(base_slice(1), 750_000);
         assert_eq!(base_slice(8), 3_000_000);
@@ -1325,7 +1159,8 @@ mod tests {
         }
         let e = p
             .check_knobs("rt", &knobs(0, SchedPolicy::Fifo(10), None))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("fifo:10") && e.contains("'rt'"), "{e}");
         assert!(e.contains("fair class (other, batch, idle)"), "{e}");
     }

@@ -325,11 +325,20 @@ pub struct Sched24<L: RunList> {
 /// The Linux 2.4.17 scheduler with its single run list.
 pub type Linux24 = Sched24<GlobalList>;
 
-impl<L: RunList> Sched24<L> {
-    /// Build from the policy name alone (the 2.4 policies have no parameters).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Self, String> {
-        only_params(spec, &[])?;
-        Ok(Sched24 {
+/// The `linux24` policy: its name, summary and constructor (it has no parameters).
+pub const DEF: PolicyDef = PolicyDef {
+    name: GlobalList::NAME,
+    summary: "Linux 2.4: one run list and lock for all CPUs, goodness() over every runnable task, counter recalculation, reschedule_idle (2.4.17 kernel/sched.c; seed 002)",
+    params: &[],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<Linux24>,
+};
+
+/// The 2.4 policies have no parameters.
+impl<L: RunList + 'static> FromParams for Sched24<L> {
+    fn from_params(_: &Params) -> Self {
+        Sched24 {
             tasks: Vec::new(),
             list: L::new(),
             cpus: Vec::new(),
@@ -338,9 +347,11 @@ impl<L: RunList> Sched24<L> {
             running: 0,
             live: 0,
             hz: 100,
-        })
+        }
     }
+}
 
+impl<L: RunList> Sched24<L> {
     fn ensure_cpus(&mut self, ncpus: usize) {
         if self.cpus.len() < ncpus {
             self.cpus.resize(ncpus, Cpu24::default());
@@ -415,11 +426,7 @@ fn first_cpu(allowed: CpuMask, ncpus: usize, id: TaskId) -> CpuId {
 }
 
 impl<L: RunList> Policy for Sched24<L> {
-    fn describe(&self) -> String {
-        L::NAME.into()
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             &format!("Linux 2.4 scheduler ({})", L::NAME),
             group,
@@ -673,111 +680,30 @@ impl<L: RunList> Policy for Sched24<L> {
 pub(super) mod tests {
     use super::*;
 
-    /// A hand-driven machine at HZ 100: it keeps `curr` as the real one would.
-    pub(in crate::policy) struct H<L: RunList> {
-        pub(in crate::policy) p: Sched24<L>,
-        pub(in crate::policy) now: u64,
-        pub(in crate::policy) curr: Vec<Option<TaskId>>,
-    }
+    use crate::policy::testing::{built, nice, policy, spec, Harnessed, ALL, H};
 
-    pub(in crate::policy) fn spec(name: &str) -> PolicySpec {
-        PolicySpec {
-            name: name.into(),
-            params: Vec::new(),
+    impl<L: RunList + 'static> Harnessed for Sched24<L> {
+        const REPORTS: bool = true;
+        fn cpu_state(&self, cpu: CpuId) -> (Option<TaskId>, usize) {
+            (self.cpus.get(cpu).and_then(|c| c.curr), 0)
         }
     }
 
-    pub(in crate::policy) const ALL: CpuMask = CpuMask(u64::MAX);
+    /// A 2.4 scheduler over run list `L` on `ncpus` CPUs at HZ 100.
+    pub(in crate::policy) fn h24<L: RunList + 'static>(ncpus: usize) -> H<Sched24<L>> {
+        H::new(L::NAME, 100, ncpus)
+    }
 
-    impl<L: RunList> H<L> {
-        pub(in crate::policy) fn new(ncpus: usize) -> H<L> {
-            H {
-                p: Sched24::from_spec(&spec(L::NAME)).unwrap(),
-                now: 0,
-                curr: vec![None; ncpus],
-            }
-        }
-        pub(in crate::policy) fn with<R>(
-            &mut self,
-            f: impl FnOnce(&mut Sched24<L>, &MachineView) -> R,
-        ) -> R {
-            let curr = self.curr.clone();
-            let nr = vec![0; curr.len()];
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: 100,
-            };
-            let r = f(&mut self.p, &m);
-            for (c, cpu) in self.p.cpus.iter().enumerate().take(self.curr.len()) {
-                self.curr[c] = cpu.curr;
-            }
-            r
-        }
-        /// Create task `id` (group `group`) and queue it, as the machine's start does.
-        pub(in crate::policy) fn spawn(
-            &mut self,
-            id: TaskId,
-            group: usize,
-            knobs: Knobs,
-            allowed: CpuMask,
-        ) {
-            self.with(|p, m| {
-                p.task_new(
-                    m,
-                    &TaskSetup {
-                        id,
-                        group,
-                        knobs,
-                        allowed,
-                    },
-                );
-                let cpu = p.select_task_rq(m, id, allowed.lowest().unwrap(), None);
-                p.enqueue_task(m, cpu, id, EnqueueKind::New);
-            })
-        }
-        pub(in crate::policy) fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
-            self.with(|p, m| p.pick_next_task(m, cpu))
-        }
+    impl<L: RunList + 'static> H<Sched24<L>> {
         pub(in crate::policy) fn scanned(&self, cpu: CpuId) -> usize {
             self.p.last_scan_len(cpu)
         }
-        /// One tick of the current task of `cpu`; true: it asks for a reschedule.
-        pub(in crate::policy) fn tick(&mut self, cpu: CpuId) -> bool {
-            let t = self.curr[cpu].unwrap();
-            self.now += 10_000_000;
-            self.with(|p, m| p.task_tick(m, cpu, t))
-        }
-        /// Put the current task back; false when its yield returned without schedule().
-        pub(in crate::policy) fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) -> bool {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| {
-                if kind == PutPrevKind::Yielded && !p.yield_task(m, cpu, t) {
-                    return false;
-                }
-                p.put_prev_task(m, cpu, t, kind);
-                true
-            })
-        }
-        pub(in crate::policy) fn sleep(&mut self, cpu: CpuId) -> TaskId {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
-            t
-        }
-        /// Wake `id`: the CPU reschedule_idle chose, and whether its current task is preempted.
+        /// Wake `id` (a timer on CPU 0 as the waker): the CPU reschedule_idle chose, and whether
+        /// its current task is preempted.
         pub(in crate::policy) fn wake(&mut self, id: TaskId) -> (CpuId, bool) {
-            self.with(|p, m| {
-                let prev = p.tasks[id].processor;
-                let cpu = p.select_task_rq(m, id, prev, Some(0));
-                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: 1 });
-                let preempt = match m.curr[cpu] {
-                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
-                    None => false,
-                };
-                (cpu, preempt)
-            })
+            let prev = self.p.tasks[id].processor;
+            let (cpu, preempts) = self.wake_up(id, prev, Some(0), 1);
+            (cpu, preempts.unwrap_or(false))
         }
         /// Change a task's fields (a waiting task must be refiled afterwards).
         pub(in crate::policy) fn p_task(&mut self, id: TaskId, f: impl FnOnce(&mut Task24)) {
@@ -796,20 +722,6 @@ pub(super) mod tests {
         }
         pub(in crate::policy) fn counter(&mut self, id: TaskId) -> &mut i64 {
             &mut self.p.tasks[id].counter
-        }
-    }
-
-    pub(in crate::policy) fn nice(n: i32) -> Knobs {
-        Knobs {
-            nice: Some(n),
-            ..Knobs::default()
-        }
-    }
-
-    fn policy(p: SchedPolicy) -> Knobs {
-        Knobs {
-            policy: Some(p),
-            ..Knobs::default()
         }
     }
 
@@ -835,7 +747,7 @@ pub(super) mod tests {
         assert_eq!(nice_to_ticks(0, 250), 11);
         assert_eq!(nice_to_ticks(0, 1000), 41);
         // A task's first slice and the tick: nice 0 runs 6 ticks at HZ 100.
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         let ticks = (1..=20).find(|_| h.tick(0)).unwrap();
@@ -844,7 +756,7 @@ pub(super) mod tests {
 
     #[test]
     fn recalculation_only_when_every_runnable_counter_is_zero_and_sleepers_gain_half() {
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         for id in 0..3 {
             h.spawn(id, 0, Knobs::default(), ALL);
         }
@@ -882,7 +794,7 @@ pub(super) mod tests {
             "equal goodness: the first in list order (task 1 was woken later)"
         );
         // Nice −20 accumulates toward 2·NICE_TO_TICKS: 11 → 16 after one more recalculation.
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, nice(-20), ALL);
         h.pick(0);
         h.put_prev(0, PutPrevKind::Preempted);
@@ -893,7 +805,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_yield_moves_the_task_behind_the_others_and_alone_it_is_a_no_op() {
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         for id in 0..3 {
             h.spawn(id, 0, Knobs::default(), ALL);
         }
@@ -911,7 +823,7 @@ pub(super) mod tests {
         assert_ne!(h.pick(0), Some(1));
         assert_eq!(*h.counter(1), 6 / 2 + 6);
 
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, Knobs::default(), ALL);
         h.pick(0);
         assert!(
@@ -923,7 +835,7 @@ pub(super) mod tests {
     #[test]
     fn up_wakeup_preempts_iff_the_goodness_difference_is_positive() {
         let setup = |woken_counter: i64, woken_group: usize, knobs: Knobs| {
-            let mut h = H::<GlobalList>::new(1);
+            let mut h = h24::<GlobalList>(1);
             h.spawn(0, 0, Knobs::default(), ALL);
             h.spawn(1, woken_group, knobs, ALL);
             assert_eq!(h.pick(0), Some(1));
@@ -938,14 +850,14 @@ pub(super) mod tests {
         assert_eq!(setup(8, 1, Knobs::default()), (0, true), "other mm: 28");
         assert_eq!(setup(1, 0, policy(SchedPolicy::Fifo(1))), (0, true));
         // A real-time current task is not preempted by SCHED_OTHER.
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, policy(SchedPolicy::Rr(5)), ALL);
         h.spawn(1, 0, nice(-20), ALL);
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.wake_queued(1), (0, false));
     }
 
-    impl<L: RunList> H<L> {
+    impl<L: RunList + 'static> H<Sched24<L>> {
         /// Ask reschedule_idle about a task that is already queued (as spawned).
         fn wake_queued(&mut self, id: TaskId) -> (CpuId, bool) {
             self.with(|p, m| {
@@ -958,8 +870,8 @@ pub(super) mod tests {
 
     /// Four CPUs, each running a task pinned to it with `counters[c]` and `nices[c]`; task 4 (free,
     /// last ran on CPU 0) has gone to sleep.
-    fn smp(counters: [i64; 4], nices: [i32; 4]) -> H<GlobalList> {
-        let mut h = H::<GlobalList>::new(4);
+    fn smp(counters: [i64; 4], nices: [i32; 4]) -> H<Linux24> {
+        let mut h = h24::<GlobalList>(4);
         h.spawn(4, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(4));
         h.sleep(0);
@@ -1007,7 +919,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_preempted_task_goes_to_an_idle_cpu_at_schedule_tail() {
-        let mut h = H::<GlobalList>::new(2);
+        let mut h = h24::<GlobalList>(2);
         h.spawn(0, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         h.spawn(1, 0, Knobs::default(), CpuMask(1));
@@ -1035,7 +947,7 @@ pub(super) mod tests {
 
     #[test]
     fn the_scan_walks_every_runnable_task_and_keeps_affinity() {
-        let mut h = H::<GlobalList>::new(4);
+        let mut h = h24::<GlobalList>(4);
         for id in 0..10 {
             h.spawn(id, 0, Knobs::default(), ALL);
             h.p_task(id, |t| t.processor = 3);
@@ -1048,7 +960,7 @@ pub(super) mod tests {
         h.p.tasks[0].processor = 2;
         assert_eq!(h.pick(2), Some(0));
         // A task not allowed on a CPU is walked but not taken.
-        let mut h = H::<GlobalList>::new(2);
+        let mut h = h24::<GlobalList>(2);
         h.spawn(0, 0, Knobs::default(), CpuMask(0b10));
         assert_eq!((h.pick(0), h.scanned(0)), (None, 1));
         assert_eq!(h.pick(1), Some(0));
@@ -1056,7 +968,7 @@ pub(super) mod tests {
 
     #[test]
     fn new_tasks_count_as_last_run_on_their_allowed_cpus_in_turn() {
-        let mut h = H::<GlobalList>::new(4);
+        let mut h = h24::<GlobalList>(4);
         for id in 0..6 {
             h.spawn(id, 0, Knobs::default(), CpuMask(0b1010));
         }
@@ -1066,7 +978,7 @@ pub(super) mod tests {
 
     #[test]
     fn sched_rr_goes_to_the_end_when_its_counter_runs_out_and_fifo_does_not() {
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, policy(SchedPolicy::Rr(5)), ALL);
         h.spawn(1, 0, policy(SchedPolicy::Rr(5)), ALL);
         assert_eq!(h.pick(0), Some(1));
@@ -1074,7 +986,7 @@ pub(super) mod tests {
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(*h.counter(1), 6, "refilled");
-        let mut h = H::<GlobalList>::new(1);
+        let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, policy(SchedPolicy::Fifo(5)), ALL);
         h.spawn(1, 0, policy(SchedPolicy::Fifo(5)), ALL);
         assert_eq!(h.pick(0), Some(1));
@@ -1085,33 +997,30 @@ pub(super) mod tests {
 
     #[test]
     fn rejects_knobs_and_parameters_it_has_no_notion_of() {
-        let p = Linux24::from_spec(&spec("linux24")).unwrap();
-        assert_eq!(p.describe(), "linux24");
-        let e = Linux24::from_spec(&PolicySpec {
-            name: "linux24".into(),
-            params: vec![("hz".into(), "100".into())],
-        })
-        .err()
-        .unwrap();
+        let p: Linux24 = built("linux24");
+        assert_eq!(spec("linux24").describe(), "linux24");
+        let e = PolicySpec::new(&DEF, vec![("hz".into(), "100".into())])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("no parameter 'hz'"), "{e}");
         for (k, what) in [
             (policy(SchedPolicy::Batch), "policy=batch"),
             (policy(SchedPolicy::Idle), "policy=idle"),
         ] {
-            let e = p.check_knobs("bg", &k).unwrap_err();
+            let e = p.check_knobs("bg", &k).unwrap_err().to_string();
             assert!(
                 e.contains("'bg'") && e.contains(what) && e.contains("rr:1..99"),
                 "{e}"
             );
         }
         let dl: SchedPolicy = "deadline:1ms/10ms/10ms".parse().unwrap();
-        let e = p.check_knobs("rt", &policy(dl)).unwrap_err();
+        let e = p.check_knobs("rt", &policy(dl)).unwrap_err().to_string();
         assert!(e.contains(&format!("policy={dl}")), "{e}");
         let k = Knobs {
             slice_ns: Some(300_000),
             ..Knobs::default()
         };
-        let e = p.check_knobs("g", &k).unwrap_err();
+        let e = p.check_knobs("g", &k).unwrap_err().to_string();
         assert!(e.contains("slice=300.000us"), "{e}");
         for ok in [
             nice(-5),

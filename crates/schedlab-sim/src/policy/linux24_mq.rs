@@ -63,6 +63,7 @@
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
+use super::ds::intrusive_list::{Linked, ListHead, NIL};
 use super::linux24::{nice_to_ticks, ACCEPTED, PROC_CHANGE_PENALTY};
 
 /// `NA_GOODNESS_INIT`: no schedulable task cached / the CPU runs its idle task.
@@ -71,8 +72,6 @@ const NA_GOODNESS_INIT: i64 = -10000;
 const IDLE_GOODNESS: i64 = -1000;
 /// Realtime goodness base: 1000 + rt_priority.
 const RT_GOODNESS_MIN: i64 = 1000;
-/// No task: the end of a run list.
-const NIL: u32 = u32::MAX;
 const NAME: &str = "IBM multi-queue scheduler for Linux 2.4";
 
 /// Per-task 2.4 state (`struct task_struct`'s scheduling fields).
@@ -152,26 +151,16 @@ impl Task {
     }
 }
 
-/// An intrusive doubly linked run list (links live in the tasks): O(1) add and delete.
-#[derive(Clone, Copy, Debug)]
-struct RunList {
-    head: u32,
-    tail: u32,
-    len: usize,
-}
-
-impl RunList {
-    const EMPTY: RunList = RunList {
-        head: NIL,
-        tail: NIL,
-        len: 0,
-    };
+impl Linked for Task {
+    fn links(&mut self) -> (&mut u32, &mut u32) {
+        (&mut self.next, &mut self.prev)
+    }
 }
 
 /// One CPU's queue (`runqueue_data`) and scheduling data (`aligned_data`).
 #[derive(Clone, Debug)]
 struct Rq {
-    list: RunList,
+    list: ListHead,
     max_na_goodness: i64,
     max_na_ptr: Option<TaskId>,
     max_na_allowed: CpuMask,
@@ -191,7 +180,7 @@ struct Rq {
 impl Rq {
     fn new() -> Rq {
         Rq {
-            list: RunList::EMPTY,
+            list: ListHead::EMPTY,
             max_na_goodness: NA_GOODNESS_INIT,
             max_na_ptr: None,
             max_na_allowed: CpuMask(0),
@@ -218,23 +207,34 @@ enum Queue {
 pub struct Linux24Mq {
     tasks: Vec<Task>,
     rqs: Vec<Rq>,
-    rt: RunList,
+    rt: ListHead,
     /// The CPU reschedule_idle asked to reschedule for a task (answered by `wakeup_preempt`).
     resched: Option<(TaskId, CpuId)>,
 }
 
-impl Linux24Mq {
-    /// Build from `linux24-mq` (it has no parameters).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Linux24Mq, String> {
-        only_params(spec, &[])?;
-        Ok(Linux24Mq {
+/// The `linux24-mq` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "linux24-mq",
+    summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
+    params: &[],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<Linux24Mq>,
+};
+
+impl FromParams for Linux24Mq {
+    fn from_params(_: &Params) -> Linux24Mq {
+        // No parameters: PROC_CHANGE_PENALTY (15) and NICE_TO_TICKS at the machine's HZ are fixed.
+        Linux24Mq {
             tasks: Vec::new(),
             rqs: Vec::new(),
-            rt: RunList::EMPTY,
+            rt: ListHead::EMPTY,
             resched: None,
-        })
+        }
     }
+}
 
+impl Linux24Mq {
     fn ensure_rqs(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
             self.rqs.resize_with(ncpus, Rq::new);
@@ -250,54 +250,28 @@ impl Linux24Mq {
         }
     }
 
-    fn list(&mut self, q: Queue) -> &mut RunList {
-        match q {
+    /// The run list `q` and the tasks its links live in.
+    fn list(&mut self, q: Queue) -> (&mut ListHead, &mut [Task]) {
+        let list = match q {
             Queue::Cpu(c) => &mut self.rqs[c].list,
             Queue::Realtime => &mut self.rt,
-        }
+        };
+        (list, &mut self.tasks)
     }
 
     fn link_front(&mut self, q: Queue, t: TaskId) {
-        let head = self.list(q).head;
-        self.tasks[t].prev = NIL;
-        self.tasks[t].next = head;
-        if head == NIL {
-            self.list(q).tail = t as u32;
-        } else {
-            self.tasks[head as usize].prev = t as u32;
-        }
-        let l = self.list(q);
-        l.head = t as u32;
-        l.len += 1;
+        let (list, tasks) = self.list(q);
+        list.push_front(tasks, t);
     }
 
     fn link_back(&mut self, q: Queue, t: TaskId) {
-        let tail = self.list(q).tail;
-        self.tasks[t].next = NIL;
-        self.tasks[t].prev = tail;
-        if tail == NIL {
-            self.list(q).head = t as u32;
-        } else {
-            self.tasks[tail as usize].next = t as u32;
-        }
-        let l = self.list(q);
-        l.tail = t as u32;
-        l.len += 1;
+        let (list, tasks) = self.list(q);
+        list.push_back(tasks, t);
     }
 
     fn unlink(&mut self, q: Queue, t: TaskId) {
-        let (prev, next) = (self.tasks[t].prev, self.tasks[t].next);
-        if prev == NIL {
-            self.list(q).head = next;
-        } else {
-            self.tasks[prev as usize].next = next;
-        }
-        if next == NIL {
-            self.list(q).tail = prev;
-        } else {
-            self.tasks[next as usize].prev = prev;
-        }
-        self.list(q).len -= 1;
+        let (list, tasks) = self.list(q);
+        list.remove(tasks, t);
     }
 
     /// `add_to_runqueue`: to the head of its queue; a schedulable task better than the queue's
@@ -541,12 +515,7 @@ impl Linux24Mq {
 }
 
 impl Policy for Linux24Mq {
-    fn describe(&self) -> String {
-        // No parameters: PROC_CHANGE_PENALTY (15) and NICE_TO_TICKS at the machine's HZ are fixed.
-        "linux24-mq".into()
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
             group,
@@ -762,127 +731,42 @@ impl Policy for Linux24Mq {
 mod tests {
     use super::*;
 
-    const ALL: CpuMask = CpuMask(u64::MAX);
+    use crate::policy::testing::{nice, policy, spec, Harnessed, ALL, H};
 
-    /// A hand-driven machine at HZ=100: it keeps `curr`/`nr_running` as the real one would.
-    struct H {
-        p: Linux24Mq,
-        now: u64,
-        curr: Vec<Option<TaskId>>,
-        nr: Vec<usize>,
+    impl Harnessed for Linux24Mq {
+        const REPORTS: bool = true;
+        fn cpu_state(&self, cpu: CpuId) -> (Option<TaskId>, usize) {
+            let queued = self
+                .tasks
+                .iter()
+                .filter(|t| t.on_rq && t.processor == cpu)
+                .count();
+            (self.rqs.get(cpu).and_then(|rq| rq.curr), queued)
+        }
     }
 
-    impl H {
-        fn new(ncpus: usize) -> H {
-            let spec = PolicySpec {
-                name: "linux24-mq".into(),
-                params: Vec::new(),
-            };
-            H {
-                p: Linux24Mq::from_spec(&spec).unwrap(),
-                now: 0,
-                curr: vec![None; ncpus],
-                nr: vec![0; ncpus],
-            }
-        }
-        fn with<R>(&mut self, f: impl FnOnce(&mut Linux24Mq, &MachineView) -> R) -> R {
-            let (curr, nr) = (self.curr.clone(), self.nr.clone());
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: 100,
-            };
-            let r = f(&mut self.p, &m);
-            for c in 0..self.curr.len() {
-                self.curr[c] = self.p.rqs[c].curr;
-                self.nr[c] = self
-                    .p
-                    .tasks
-                    .iter()
-                    .filter(|t| t.on_rq && t.processor == c)
-                    .count();
-            }
-            r
-        }
-        fn new_task(&mut self, id: TaskId, knobs: Knobs) {
-            self.with(|p, m| {
-                p.task_new(
-                    m,
-                    &TaskSetup {
-                        id,
-                        group: 0,
-                        knobs,
-                        allowed: ALL,
-                    },
-                )
-            });
-        }
-        /// A new task queued on `cpu` directly.
-        fn spawn_on(&mut self, id: TaskId, cpu: CpuId, knobs: Knobs) {
-            self.new_task(id, knobs);
-            self.with(|p, m| p.enqueue_task(m, cpu, id, EnqueueKind::New));
-        }
+    /// The MQ scheduler on `ncpus` CPUs at HZ 100.
+    fn mqh(ncpus: usize) -> H<Linux24Mq> {
+        H::new("linux24-mq", 100, ncpus)
+    }
+
+    impl H<Linux24Mq> {
         /// A new task run on `cpu`.
         fn run_on(&mut self, id: TaskId, cpu: CpuId, knobs: Knobs) {
             self.spawn_on(id, cpu, knobs);
             assert_eq!(self.pick(cpu), Some(id));
         }
-        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
-            self.with(|p, m| p.pick_next_task(m, cpu))
-        }
-        fn tick(&mut self, cpu: CpuId) -> bool {
-            let t = self.curr[cpu].unwrap();
-            self.now += 10_000_000;
-            self.with(|p, m| p.task_tick(m, cpu, t))
-        }
-        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| {
-                if kind == PutPrevKind::Yielded {
-                    p.yield_task(m, cpu, t);
-                }
-                p.put_prev_task(m, cpu, t, kind);
-            })
-        }
-        fn sleep(&mut self, cpu: CpuId) -> TaskId {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
-            t
-        }
-        /// select_task_rq + enqueue_task; returns the CPU and whether it must reschedule.
+        /// Wake `id` on its last CPU's side (no waker): the CPU and whether it must reschedule.
         fn wake(&mut self, id: TaskId) -> (CpuId, bool) {
-            self.with(|p, m| {
-                let prev = p.tasks[id].processor;
-                let cpu = p.select_task_rq(m, id, prev, None);
-                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: 0 });
-                let resched = match m.curr[cpu] {
-                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
-                    None => true,
-                };
-                (cpu, resched)
-            })
+            let prev = self.p.tasks[id].processor;
+            let (cpu, preempts) = self.wake_up(id, prev, None, 0);
+            (cpu, preempts.unwrap_or(true))
         }
         fn task(&mut self, id: TaskId) -> &mut Task {
             &mut self.p.tasks[id]
         }
         fn max_na(&self, cpu: CpuId) -> (i64, Option<TaskId>) {
             (self.p.rqs[cpu].max_na_goodness, self.p.rqs[cpu].max_na_ptr)
-        }
-    }
-
-    fn nice(n: i32) -> Knobs {
-        Knobs {
-            nice: Some(n),
-            ..Knobs::default()
-        }
-    }
-
-    fn policy(p: SchedPolicy) -> Knobs {
-        Knobs {
-            policy: Some(p),
-            ..Knobs::default()
         }
     }
 
@@ -899,8 +783,8 @@ mod tests {
 
     #[test]
     fn na_goodness_is_goodness_without_affinity_terms() {
-        let mut h = H::new(2);
-        h.new_task(0, Knobs::default());
+        let mut h = mqh(2);
+        h.task_new(0, 0, Knobs::default(), ALL);
         let t = h.task(0).clone();
         assert_eq!(t.counter, 6);
         assert_eq!(t.na_goodness(), 26);
@@ -914,10 +798,10 @@ mod tests {
         let mut spent = t.clone();
         spent.counter = 0;
         assert_eq!((spent.na_goodness(), spent.goodness(0, Some(0))), (0, 0));
-        h.new_task(1, policy(SchedPolicy::Fifo(10)));
+        h.task_new(1, 0, policy(SchedPolicy::Fifo(10)), ALL);
         let rt = h.task(1).clone();
         assert_eq!((rt.na_goodness(), rt.goodness(1, None)), (1010, 1010));
-        h.new_task(2, nice(-20));
+        h.task_new(2, 0, nice(-20), ALL);
         assert_eq!(h.task(2).na_goodness(), 11 + 40);
     }
 
@@ -926,11 +810,11 @@ mod tests {
         // CPU 0 has a local task L (nice 19, counter 1: local goodness 2, +15 against remotes:
         // 17); CPU 1 has R queued (nice 5, na = counter + 15), cached as its max_na_goodness.
         for (r_counter, steal) in [(3, true), (2, false), (1, false)] {
-            let mut h = H::new(2);
-            h.new_task(0, nice(19));
+            let mut h = mqh(2);
+            h.task_new(0, 0, nice(19), ALL);
             h.task(0).counter = 1;
             h.with(|p, m| p.enqueue_task(m, 0, 0, EnqueueKind::New));
-            h.new_task(1, nice(5));
+            h.task_new(1, 0, nice(5), ALL);
             h.task(1).counter = r_counter;
             h.with(|p, m| p.enqueue_task(m, 1, 1, EnqueueKind::New));
             let r_na = h.task(1).na_goodness();
@@ -960,11 +844,11 @@ mod tests {
             }
         }
         // An idle CPU steals any cached task, unless its cpus_allowed excludes the CPU.
-        let mut h = H::new(2);
+        let mut h = mqh(2);
         h.spawn_on(0, 1, nice(19));
         assert_eq!(h.pick(0), Some(0));
-        let mut h = H::new(2);
-        h.new_task(0, Knobs::default());
+        let mut h = mqh(2);
+        h.task_new(0, 0, Knobs::default(), ALL);
         h.task(0).allowed = CpuMask(0b10);
         h.with(|p, m| p.enqueue_task(m, 1, 0, EnqueueKind::New));
         assert_eq!(h.pick(0), None);
@@ -972,7 +856,7 @@ mod tests {
 
     #[test]
     fn cached_max_na_goodness_follows_pick_enqueue_and_dequeue() {
-        let mut h = H::new(2);
+        let mut h = mqh(2);
         h.spawn_on(0, 0, nice(0)); // na 26
         assert_eq!(h.max_na(0), (26, Some(0)));
         h.spawn_on(1, 0, nice(5)); // 4 ticks: na 19, not better
@@ -999,21 +883,21 @@ mod tests {
     #[test]
     fn reschedule_idle_prefers_prev_then_idle_then_lowest_na_goodness() {
         // The task's last CPU is idle: it goes there.
-        let mut h = H::new(4);
-        h.new_task(9, Knobs::default());
+        let mut h = mqh(4);
+        h.task_new(9, 0, Knobs::default(), ALL);
         h.task(9).processor = 2;
         assert_eq!(h.wake(9), (2, true));
 
         // Its CPU is busy, CPU 3 idle (the others busy): CPU 3.
-        let mut h = H::new(4);
+        let mut h = mqh(4);
         for c in 0..3 {
             h.run_on(c, c, Knobs::default());
         }
-        h.new_task(9, Knobs::default());
+        h.task_new(9, 0, Knobs::default(), ALL);
         assert_eq!(h.wake(9), (3, true));
 
         // Two idle CPUs: the one idle longest.
-        let mut h = H::new(4);
+        let mut h = mqh(4);
         h.run_on(0, 0, Knobs::default());
         h.run_on(1, 1, Knobs::default());
         h.now = 5_000_000;
@@ -1021,32 +905,32 @@ mod tests {
         h.sleep(2);
         h.pick(2); // CPU 2 went idle at 5 ms, CPU 3 has been idle since 0
         h.now = 6_000_000;
-        h.new_task(9, Knobs::default());
+        h.task_new(9, 0, Knobs::default(), ALL);
         assert_eq!(h.wake(9), (3, true));
 
         // No idle CPU: the one whose current task has the lowest na_goodness (plus
         // PROC_CHANGE_PENALTY away from the task's CPU) below na_goodness(p) − 1.
-        let mut h = H::new(4);
+        let mut h = mqh(4);
         h.run_on(0, 0, nice(0)); // p's CPU: 26
         h.run_on(1, 1, nice(19)); // 1 tick: 2 + 15 = 17, the lowest
         h.run_on(2, 2, nice(10)); // 13 + 15 = 28
         h.run_on(3, 3, nice(0)); // 26 + 15 = 41
-        h.new_task(9, nice(-4)); // na 31: CPUs below 30 qualify
+        h.task_new(9, 0, nice(-4), ALL); // na 31: CPUs below 30 qualify
         assert_eq!(h.wake(9), (1, true));
         assert_eq!(h.task(9).processor, 1);
 
         // Every CPU runs something at least as good: p joins its own CPU and preempts nothing.
-        let mut h = H::new(4);
+        let mut h = mqh(4);
         for c in 0..4 {
             h.run_on(c, c, nice(0));
         }
-        h.new_task(9, nice(10)); // na 13
+        h.task_new(9, 0, nice(10), ALL); // na 13
         assert_eq!(h.wake(9), (0, false));
     }
 
     #[test]
     fn recalculation_is_global_when_the_best_goodness_is_zero() {
-        let mut h = H::new(2);
+        let mut h = mqh(2);
         h.run_on(0, 0, Knobs::default());
         h.spawn_on(1, 1, nice(19));
         assert_eq!(h.pick(1), Some(1));
@@ -1072,9 +956,14 @@ mod tests {
 
     #[test]
     fn yield_goes_behind_the_queue_for_one_pick() {
-        let mut h = H::new(1);
+        let mut h = mqh(1);
         h.run_on(0, 0, Knobs::default());
-        h.put_prev(0, PutPrevKind::Yielded);
+        // Nothing else runnable: sys_sched_yield returns at once (the machine keeps the task
+        // current); the task is then put back as after the yield's schedule().
+        h.with(|p, m| {
+            assert!(!p.yield_task(m, 0, 0), "nothing pending: no schedule()");
+            p.put_prev_task(m, 0, 0, PutPrevKind::Yielded);
+        });
         assert!(!h.task(0).yielded, "nothing else runnable: no SCHED_YIELD");
         assert_eq!(h.pick(0), Some(0));
         h.spawn_on(1, 0, nice(19)); // worse, but the yielder's goodness is −1
@@ -1089,10 +978,10 @@ mod tests {
 
     #[test]
     fn realtime_tasks_use_the_global_queue_and_preempt() {
-        let mut h = H::new(2);
+        let mut h = mqh(2);
         h.run_on(0, 0, Knobs::default());
         h.run_on(1, 1, nice(5));
-        h.new_task(9, policy(SchedPolicy::Rr(5)));
+        h.task_new(9, 0, policy(SchedPolicy::Rr(5)), ALL);
         let (cpu, resched) = h.wake(9);
         // 1005 beats both; its own CPU's 26 is below CPU 1's 19 + 15.
         assert_eq!((cpu, resched), (0, true));
@@ -1108,7 +997,7 @@ mod tests {
         assert_eq!(h.task(9).processor, 1);
         assert_eq!(h.p.rqs[1].curr_na_goodness, 1005);
         // A running realtime task is not preempted by a SCHED_OTHER wakeup.
-        h.new_task(10, nice(-20));
+        h.task_new(10, 0, nice(-20), ALL);
         h.task(10).allowed = CpuMask(0b10);
         h.task(10).processor = 1;
         assert_eq!(h.wake(10), (1, false));
@@ -1116,7 +1005,7 @@ mod tests {
 
     #[test]
     fn a_preempted_task_moves_to_an_idle_cpu_at_schedule_tail() {
-        let mut h = H::new(2);
+        let mut h = mqh(2);
         h.run_on(0, 0, Knobs::default());
         h.task(0).counter = 1;
         h.spawn_on(1, 0, nice(-20)); // beats 0 by more than PROC_CHANGE_PENALTY locally
@@ -1137,7 +1026,7 @@ mod tests {
 
     #[test]
     fn lock_domain_is_per_cpu() {
-        let h = H::new(8);
+        let h = mqh(8);
         for c in 0..8 {
             assert_eq!(h.p.lock_domain(c), c);
         }
@@ -1146,13 +1035,9 @@ mod tests {
 
     #[test]
     fn rejects_knobs_and_parameters_it_has_no_notion_of() {
-        let h = H::new(1);
-        assert_eq!(h.p.describe(), "linux24-mq");
-        let spec = PolicySpec {
-            name: "linux24-mq".into(),
-            params: vec![("colour".into(), "1".into())],
-        };
-        assert!(Linux24Mq::from_spec(&spec).is_err());
+        let h = mqh(1);
+        assert_eq!(spec("linux24-mq").describe(), "linux24-mq");
+        assert!(PolicySpec::new(&DEF, vec![("colour".into(), "1".into())]).is_err());
         for (k, what) in [
             (policy(SchedPolicy::Batch), "policy=batch"),
             (policy(SchedPolicy::Idle), "policy=idle"),
@@ -1164,7 +1049,7 @@ mod tests {
                 "slice=300.000us",
             ),
         ] {
-            let e = h.p.check_knobs("g", &k).unwrap_err();
+            let e = h.p.check_knobs("g", &k).unwrap_err().to_string();
             assert!(e.contains("'g'") && e.contains(what), "{e}");
         }
         let dl: SchedPolicy = "deadline:1ms/10ms/10ms".parse().unwrap();
@@ -1186,10 +1071,7 @@ mod tests {
         use schedlab_workload::presets::Yield;
         use schedlab_workload::Workload;
         use std::time::Duration;
-        let spec = PolicySpec {
-            name: "linux24-mq".into(),
-            params: Vec::new(),
-        };
+        let spec = spec("linux24-mq");
         let cost = CostModel::profile("piii-700").unwrap();
         let us_per_yield = |threads: usize| {
             let w = Yield {

@@ -120,6 +120,16 @@ pub struct PrioLists {
 /// The priority-list scheduler.
 pub type Linux24Prio = Sched24<PrioLists>;
 
+/// The `linux24-prio` policy: its name, summary and constructor (it has no parameters).
+pub const DEF: PolicyDef = PolicyDef {
+    name: PrioLists::NAME,
+    summary: "Franke & Kravetz's priority-list scheduler for 2.4: the run list split into 33 lists by static goodness, schedule() searches the top one (IBM LTC, Dec 2000; seed 002)",
+    params: &[],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<Linux24Prio>,
+};
+
 impl PrioLists {
     fn file(&mut self, tasks: &[Task24], id: TaskId) {
         let l = list_of(&tasks[id]);
@@ -238,9 +248,10 @@ impl RunList for PrioLists {
 
 #[cfg(test)]
 mod tests {
-    use super::super::linux24::tests::{nice, spec, ALL, H};
+    use super::super::linux24::tests::h24;
     use super::super::linux24::{GlobalList, Linux24};
     use super::*;
+    use crate::policy::testing::{built, nice, spec, ALL, H};
     use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
     #[test]
@@ -273,8 +284,8 @@ mod tests {
 
     /// Two CPUs; three tasks of counter 6 (list 18) that last ran on CPU 1 and two of counter 5
     /// (list 17) that last ran on CPU 0, all waiting; CPU 0 picks.
-    fn setup<L: RunList>() -> H<L> {
-        let mut h = H::<L>::new(2);
+    fn setup<L: RunList + 'static>() -> H<Sched24<L>> {
+        let mut h = h24::<L>(2);
         for id in 0..5 {
             h.spawn(id, 0, Knobs::default(), ALL);
             h.p_task(id, |t| {
@@ -309,7 +320,7 @@ mod tests {
             "6 + 20 + 15 + 1 is the most list 18 can give"
         );
         // The lists below are searched when the top ones hold nothing for this CPU.
-        let mut h = H::<PrioLists>::new(2);
+        let mut h = h24::<PrioLists>(2);
         h.spawn(0, 0, nice(-20), CpuMask(0b10));
         h.spawn(1, 0, nice(19), ALL);
         assert_eq!(h.pick(0), Some(1));
@@ -318,7 +329,7 @@ mod tests {
 
     #[test]
     fn real_time_tasks_sit_in_the_top_list_and_counters_refile_tasks() {
-        let mut h = H::<PrioLists>::new(1);
+        let mut h = h24::<PrioLists>(1);
         h.spawn(0, 0, nice(-20), ALL);
         h.spawn(
             1,
@@ -333,7 +344,7 @@ mod tests {
         assert_eq!(h.p_list().at[0], qid(11 + 40));
         assert_eq!((h.pick(0), h.scanned(0)), (Some(1), 1));
         // The recalculation refiles the waiting tasks.
-        let mut h = H::<PrioLists>::new(1);
+        let mut h = h24::<PrioLists>(1);
         h.spawn(0, 0, Knobs::default(), ALL);
         h.spawn(1, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(1));
@@ -352,20 +363,17 @@ mod tests {
 
     #[test]
     fn same_knobs_and_description_as_linux24() {
-        let p = Linux24Prio::from_spec(&spec("linux24-prio")).unwrap();
-        assert_eq!(p.describe(), "linux24-prio");
+        let p: Linux24Prio = built("linux24-prio");
+        assert_eq!(spec("linux24-prio").describe(), "linux24-prio");
         let batch = Knobs {
             policy: Some(SchedPolicy::Batch),
             ..Knobs::default()
         };
-        let e = p.check_knobs("g", &batch).unwrap_err();
+        let e = p.check_knobs("g", &batch).unwrap_err().to_string();
         assert!(
             e.contains("linux24-prio") && e.contains("policy=batch"),
             "{e}"
         );
-        assert_eq!(
-            Linux24::from_spec(&spec("linux24")).unwrap().lock_domain(3),
-            p.lock_domain(3)
-        );
+        assert_eq!(built::<Linux24>("linux24").lock_domain(3), p.lock_domain(3));
     }
 }

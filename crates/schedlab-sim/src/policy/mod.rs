@@ -1,4 +1,6 @@
-//! The policy trait — the simulator's `struct sched_class` — and the registry of policies.
+//! The policy trait — the simulator's `struct sched_class` — and the registry of policies: each
+//! policy file ends with its [`PolicyDef`] (name, summary, parameters, constructor), and
+//! [`POLICIES`] lists them, one line per policy.
 //!
 //! Like the kernel's kernel/sched/core.c and its classes, the split is mechanism versus policy:
 //! the machine ([`crate::machine`]) owns the clock, the CPUs, the wakeup and context-switch paths,
@@ -15,17 +17,26 @@
 mod balance;
 pub mod bsd4;
 pub mod cfs;
+mod ds;
 pub mod eevdf;
+mod error;
+pub mod fair;
 pub mod linux24;
 pub mod linux24_mq;
 pub mod linux24_prio;
 pub mod o1;
-mod prio_array;
+mod registry;
 pub mod staircase;
+#[cfg(test)]
+mod testing;
 pub mod ule;
 
+pub use error::PolicyError;
+pub use registry::{
+    boxed, lookup, names, no_check, FromParams, ParamDef, Params, PolicyDef, PolicySpec, SpecError,
+    Values,
+};
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use std::fmt;
 
 /// A task's index in the simulated machine (the workload's task id).
 pub type TaskId = usize;
@@ -76,21 +87,6 @@ pub struct TaskSetup {
 }
 
 impl TaskSetup {
-    /// Which fair-class policy the task has (SCHED_OTHER unless batch or idle was asked for).
-    pub fn fair_class(&self) -> FairClass {
-        match self.sched_policy() {
-            SchedPolicy::Batch => FairClass::Batch,
-            SchedPolicy::Idle => FairClass::Idle,
-            _ => FairClass::Normal,
-        }
-    }
-    /// The task's load weight in the fair class: `WEIGHT_IDLEPRIO` for SCHED_IDLE, else by nice.
-    pub fn fair_weight(&self) -> u64 {
-        match self.fair_class() {
-            FairClass::Idle => WEIGHT_IDLEPRIO,
-            _ => nice_weight(self.nice()),
-        }
-    }
     /// The task's scheduling policy (SCHED_OTHER when unset).
     pub fn sched_policy(&self) -> SchedPolicy {
         self.knobs.policy.unwrap_or(SchedPolicy::Other)
@@ -180,12 +176,9 @@ pub struct Move {
 
 /// A scheduling policy: one file per policy, hooks named like `struct sched_class`'s.
 pub trait Policy {
-    /// The policy and its parameters as the user would write them (`o1:threshold=40`).
-    fn describe(&self) -> String;
-
     /// Reject knobs this policy has no notion of (a SCHED_DEADLINE task on O(1), a custom slice
     /// on CFS), with a message naming the group, the value and what the policy accepts.
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String>;
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError>;
 
     /// Called once per task before the run (`sched_fork`).
     fn task_new(&mut self, m: &MachineView, task: &TaskSetup);
@@ -272,177 +265,18 @@ pub trait Policy {
     }
 }
 
-/// A policy name, its parameters and a one-line summary, for `list` and errors.
-pub struct PolicyInfo {
-    /// Name on the command line.
-    pub name: &'static str,
-    /// Parameters as `key=default (meaning)`.
-    pub params: &'static [&'static str],
-    /// What it models, and from which source.
-    pub summary: &'static str,
-}
-
-/// The policies the simulator knows.
-pub const POLICIES: &[PolicyInfo] = &[
-    PolicyInfo {
-        name: "o1",
-        params: &[
-            "threshold=0 (Hartner's preemption threshold: 0 = stock, 40 = no priority preemption among SCHED_OTHER tasks)",
-        ],
-        summary: "Linux 2.6 O(1): active/expired arrays, sleep_avg bonus, interactivity (2.6.20 kernel/sched.c; seed 000)",
-    },
-    PolicyInfo {
-        name: "cfs",
-        params: &[],
-        summary: "Linux CFS: weights, vruntime, min/wakeup granularity (2.6.24 sched_fair.c … 6.5 fair.c)",
-    },
-    PolicyInfo {
-        name: "eevdf",
-        params: &[
-            "run_to_parity=1 (curr keeps the CPU while eligible until its deadline; 6.12 protect_slice)",
-            "preempt_short=1 (a waking task with a shorter slice cancels curr's protection; 6.12 PREEMPT_SHORT)",
-        ],
-        summary: "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
-    },
-    PolicyInfo {
-        name: "linux24",
-        params: &[],
-        summary: "Linux 2.4: one run list and lock for all CPUs, goodness() over every runnable task, counter recalculation, reschedule_idle (2.4.17 kernel/sched.c; seed 002)",
-    },
-    PolicyInfo {
-        name: "linux24-prio",
-        params: &[],
-        summary: "Franke & Kravetz's priority-list scheduler for 2.4: the run list split into 33 lists by static goodness, schedule() searches the top one (IBM LTC, Dec 2000; seed 002)",
-    },
-    PolicyInfo {
-        name: "linux24-mq",
-        params: &[],
-        summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
-    },
-    PolicyInfo {
-        name: "bsd4",
-        params: &[
-            "preemption=1 (options PREEMPTION: maybe_preempt switches at once to an interrupt-thread priority, or away from an idle-class thread)",
-            "full=0 (options FULL_PREEMPTION: any better priority preempts at once; needs preemption=1)",
-            "ipiwakeup=1 (kern.sched.ipiwakeup.enabled: IPI an idle CPU on wakeup; 0 = it finds the thread at its next clock tick)",
-        ],
-        summary: "FreeBSD 4BSD: estcpu/nice priorities, schedcpu decay, one global run queue, 100 ms quantum (sched_4bsd.c, FreeBSD 6/7; seed 001)",
-    },
-    PolicyInfo {
-        name: "staircase",
-        params: &[
-            "interactive=1 (the sysctl: a task's best stair rises with its sleep/run ratio; 0 = nice alone sets it)",
-            "compute=0 (the sysctl: 20x longer rr intervals, no bonus, wakeup preemption delayed ~10 ms)",
-        ],
-        summary: "Con Kolivas's staircase v13: one priority array, one stair down per rr interval, bonus from CPU share (2.6.14-ck, LKML 2005-11-10; seed 004)",
-    },
-    PolicyInfo {
-        name: "ule",
-        params: &[
-            "preemption=1 (options PREEMPTION: preempt_thresh = PRI_MIN_KERN, a wakeup at a kernel priority ≤ 64 switches at once; 0 = preempt_thresh 0)",
-            "full=0 (options FULL_PREEMPTION: preempt_thresh = 255, any better priority switches at once; needs preemption=1)",
-        ],
-        summary: "FreeBSD ULE: per-CPU queues, interactivity score from sleep/run history, timeshare calendar queue, idle stealing and balancing (sched_ule.c, FreeBSD 7; seed 001)",
-    },
+/// The policies the simulator knows: one line per policy, each defined in its own file.
+pub const POLICIES: &[&PolicyDef] = &[
+    &o1::DEF,
+    &cfs::DEF,
+    &eevdf::DEF,
+    &linux24::DEF,
+    &linux24_prio::DEF,
+    &linux24_mq::DEF,
+    &bsd4::DEF,
+    &staircase::DEF,
+    &ule::DEF,
 ];
-
-/// A parsed `--policy NAME[:key=value,...]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PolicySpec {
-    /// Policy name.
-    pub name: String,
-    /// Parameters in the order given.
-    pub params: Vec<(String, String)>,
-}
-
-impl fmt::Display for PolicySpec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.name)?;
-        for (i, (k, v)) in self.params.iter().enumerate() {
-            write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
-        }
-        Ok(())
-    }
-}
-
-impl std::str::FromStr for PolicySpec {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        if !POLICIES.iter().any(|p| p.name == name) {
-            return Err(format!(
-                "--policy '{s}': unknown policy '{name}'; the simulator knows {}",
-                POLICIES
-                    .iter()
-                    .map(|p| p.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        let mut params = Vec::new();
-        for kv in rest.split(',').filter(|kv| !kv.is_empty()) {
-            let Some((k, v)) = kv.split_once('=') else {
-                return Err(format!(
-                    "--policy '{s}': '{kv}' is not key=value (e.g. o1:threshold=40)"
-                ));
-            };
-            params.push((k.to_string(), v.to_string()));
-        }
-        let spec = PolicySpec {
-            name: name.to_string(),
-            params,
-        };
-        build(&spec)?; // checks the parameters
-        Ok(spec)
-    }
-}
-
-/// Look up a parameter, parse it and check its range; the error names the value and the range.
-pub fn param<T>(spec: &PolicySpec, key: &str, default: T, accepted: &str) -> Result<T, String>
-where
-    T: std::str::FromStr,
-{
-    match spec.params.iter().rev().find(|(k, _)| k == key) {
-        None => Ok(default),
-        Some((_, v)) => v
-            .parse()
-            .map_err(|_| format!("--policy {spec}: {key}={v} is not accepted; use {accepted}")),
-    }
-}
-
-/// Reject parameters a policy does not have.
-pub fn only_params(spec: &PolicySpec, known: &[&str]) -> Result<(), String> {
-    for (k, _) in &spec.params {
-        if !known.contains(&k.as_str()) {
-            return Err(format!(
-                "--policy {spec}: policy '{}' has no parameter '{k}'; its parameters: {}",
-                spec.name,
-                if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Build a fresh policy object from its spec (one per repetition).
-pub fn build(spec: &PolicySpec) -> Result<Box<dyn Policy>, String> {
-    Ok(match spec.name.as_str() {
-        "o1" => Box::new(o1::O1::from_spec(spec)?),
-        "cfs" => Box::new(cfs::Cfs::from_spec(spec)?),
-        "eevdf" => Box::new(eevdf::Eevdf::from_spec(spec)?),
-        "linux24" => Box::new(linux24::Linux24::from_spec(spec)?),
-        "linux24-prio" => Box::new(linux24_prio::Linux24Prio::from_spec(spec)?),
-        "linux24-mq" => Box::new(linux24_mq::Linux24Mq::from_spec(spec)?),
-        "bsd4" => Box::new(bsd4::Bsd4::from_spec(spec)?),
-        "staircase" => Box::new(staircase::Staircase::from_spec(spec)?),
-        "ule" => Box::new(ule::Ule::from_spec(spec)?),
-        other => return Err(format!("unknown policy '{other}'")),
-    })
-}
 
 /// Why SCHED_BATCH, SCHED_IDLE and SCHED_DEADLINE mean nothing to an older Linux scheduler.
 pub const WHY_NO_BATCH: &str = "SCHED_BATCH, added in Linux 2.6.16";
@@ -458,10 +292,10 @@ pub fn check_class_knobs(
     policy: &str,
     group: &str,
     knobs: &Knobs,
-    accepted: &str,
+    accepted: &'static str,
     missing: impl Fn(SchedPolicy) -> Option<&'static str>,
     no_slice: &str,
-) -> Result<(), String> {
+) -> Result<(), PolicyError> {
     if let Some(p) = knobs.policy {
         if let Some(why) = missing(p) {
             return Err(reject_knob(
@@ -482,52 +316,13 @@ pub fn check_class_knobs(
     Ok(())
 }
 
-/// Reject any knob other than nice for a policy that knows only nice (and say which it knows).
-pub fn reject_knob(policy: &str, group: &str, what: &str, accepted: &str) -> String {
-    format!("group '{group}': {what} has no meaning under the simulated {policy}; it accepts {accepted}")
-}
-
-/// The Linux nice → load weight table (`sched_prio_to_weight`, kernel/sched/core.c), index nice+20.
-pub const NICE_TO_WEIGHT: [u64; 40] = [
-    88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
-    3906, 3121, 2501, 1991, 1586, 1277, 1024, 820, 655, 526, 423, 335, 272, 215, 172, 137, 110, 87,
-    70, 56, 45, 36, 29, 23, 18, 15,
-];
-
-/// The load weight of a nice value.
-pub fn nice_weight(nice: i32) -> u64 {
-    NICE_TO_WEIGHT[(nice.clamp(-20, 19) + 20) as usize]
-}
-
-/// The load weight of nice 0 (`NICE_0_LOAD`).
-pub const NICE_0_WEIGHT: u64 = 1024;
-
-/// SCHED_IDLE's load weight (`WEIGHT_IDLEPRIO`).
-pub const WEIGHT_IDLEPRIO: u64 = 3;
-
-/// The fair-class policies (`normal_policy`, `task_has_idle_policy`), shared by CFS and EEVDF.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FairClass {
-    /// SCHED_OTHER.
-    Normal,
-    /// SCHED_BATCH: never preempts on wakeup.
-    Batch,
-    /// SCHED_IDLE: runs when nothing else wants the CPU.
-    Idle,
-}
-
-/// `calc_delta_fair`: real time → virtual time for load weight `w` (exact, where the kernel
-/// multiplies by a 32-bit inverse weight).
-pub fn calc_delta_fair(delta: u64, w: u64) -> u64 {
-    if w == NICE_0_WEIGHT {
-        delta
-    } else {
-        (delta as u128 * NICE_0_WEIGHT as u128 / w as u128) as u64
+/// The error for a knob a policy has no notion of: the group, the knob and value (with why),
+/// the policy in words and what it accepts.
+pub fn reject_knob(policy: &str, group: &str, what: &str, accepted: &'static str) -> PolicyError {
+    PolicyError::Knob {
+        group: group.to_string(),
+        what: what.to_string(),
+        policy: policy.to_string(),
+        accepted,
     }
-}
-
-/// `get_update_sysctl_factor` under SCHED_TUNABLESCALING_LOG: the fair class's latency, granularity
-/// and slice tunables are multiplied by 1 + log2(min(ncpus, 8)).
-pub fn tunable_scale(ncpus: usize) -> u64 {
-    1 + ncpus.clamp(1, 8).ilog2() as u64
 }

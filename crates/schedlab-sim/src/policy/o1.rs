@@ -36,7 +36,7 @@
 //!   the same wakeup rule. move_tasks walks the expired array first.
 
 use super::balance::{self, BalanceState, Domain};
-use super::prio_array::{PrioArray, MAX_PRIO};
+use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
@@ -242,24 +242,34 @@ pub struct O1 {
     rqs: Vec<Rq>,
 }
 
-impl O1 {
-    /// Build from `o1[:threshold=N]`, N in 0..=40 (default 0, the stock kernel).
-    pub fn from_spec(spec: &PolicySpec) -> Result<O1, String> {
-        only_params(spec, &["threshold"])?;
-        let accepted = "threshold=0..40";
-        let threshold: u32 = param(spec, "threshold", 0, accepted)?;
-        if threshold > MAX_THRESHOLD {
-            return Err(format!(
-                "--policy {spec}: threshold={threshold} is out of range; use {accepted}"
-            ));
-        }
-        Ok(O1 {
-            threshold,
+/// The `o1` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "o1",
+    summary: "Linux 2.6 O(1): active/expired arrays, sleep_avg bonus, interactivity (2.6.20 kernel/sched.c; seed 000)",
+    params: &[
+        ParamDef {
+            name: "threshold",
+            default: 0,
+            values: Values::UpTo(MAX_THRESHOLD),
+            meaning: "Hartner's preemption threshold: 0 = stock, 40 = no priority preemption among SCHED_OTHER tasks",
+        },
+    ],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<O1>,
+};
+
+impl FromParams for O1 {
+    fn from_params(params: &Params) -> O1 {
+        O1 {
+            threshold: params.get("threshold"),
             tasks: Vec::new(),
             rqs: Vec::new(),
-        })
+        }
     }
+}
 
+impl O1 {
     fn ensure_rqs(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
             self.rqs.resize_with(ncpus, Rq::new);
@@ -361,11 +371,7 @@ impl Domain for O1 {
 }
 
 impl Policy for O1 {
-    fn describe(&self) -> String {
-        format!("o1:threshold={}", self.threshold)
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
             group,
@@ -629,131 +635,27 @@ impl Policy for O1 {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
+    use crate::policy::testing::{built, nice, policy, spec, spec_err, Harnessed, ALL, H, MS};
 
-    /// A hand-driven machine: it keeps `curr`/`nr_running` as the real one would.
-    struct H {
-        p: O1,
-        now: u64,
-        curr: Vec<Option<TaskId>>,
-        nr: Vec<usize>,
-    }
-
-    fn spec(s: &str) -> PolicySpec {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        let params = rest
-            .split(',')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap();
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        PolicySpec {
-            name: name.to_string(),
-            params,
+    impl Harnessed for O1 {
+        const REPORTS: bool = true;
+        fn cpu_state(&self, cpu: CpuId) -> (Option<TaskId>, usize) {
+            self.rqs
+                .get(cpu)
+                .map_or((None, 0), |rq| (rq.curr, rq.nr_running()))
         }
     }
 
-    impl H {
-        fn new(threshold: u32, ncpus: usize) -> H {
-            let p = O1::from_spec(&spec(&format!("o1:threshold={threshold}"))).unwrap();
-            H {
-                p,
-                now: 0,
-                curr: vec![None; ncpus],
-                nr: vec![0; ncpus],
-            }
-        }
-        /// Call hooks with a view of the machine, then refresh `curr`/`nr_running`.
-        fn with<R>(&mut self, f: impl FnOnce(&mut O1, &MachineView) -> R) -> R {
-            let (curr, nr) = (self.curr.clone(), self.nr.clone());
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: 1000,
-            };
-            let r = f(&mut self.p, &m);
-            for (c, rq) in self.p.rqs.iter().enumerate().take(self.curr.len()) {
-                self.curr[c] = rq.curr;
-                self.nr[c] = rq.nr_running();
-            }
-            r
-        }
-        fn spawn(&mut self, id: TaskId, knobs: Knobs, allowed: CpuMask) -> CpuId {
-            self.with(|p, m| {
-                p.task_new(
-                    m,
-                    &TaskSetup {
-                        id,
-                        group: 0,
-                        knobs,
-                        allowed,
-                    },
-                );
-                let cpu = p.select_task_rq(m, id, allowed.lowest().unwrap(), None);
-                p.enqueue_task(m, cpu, id, EnqueueKind::New);
-                cpu
-            })
-        }
-        fn spawn_on(&mut self, id: TaskId, cpu: CpuId, allowed: CpuMask) {
-            self.with(|p, m| {
-                p.task_new(
-                    m,
-                    &TaskSetup {
-                        id,
-                        group: 0,
-                        knobs: Knobs::default(),
-                        allowed,
-                    },
-                );
-                p.enqueue_task(m, cpu, id, EnqueueKind::New);
-            })
-        }
-        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
-            self.with(|p, m| p.pick_next_task(m, cpu))
-        }
-        /// One 1 ms tick of the current task on `cpu`.
-        fn tick(&mut self, cpu: CpuId) -> bool {
-            let t = self.curr[cpu].unwrap();
-            self.now += MS;
-            self.with(|p, m| {
-                p.update_curr(m, cpu, t, MS);
-                p.task_tick(m, cpu, t)
-            })
-        }
-        /// Ticks until task_tick asks for a reschedule (0: not within `cap`).
-        fn ticks_until_resched(&mut self, cpu: CpuId, cap: u64) -> u64 {
-            (1..=cap).find(|_| self.tick(cpu)).unwrap_or(0)
-        }
-        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| {
-                if kind == PutPrevKind::Yielded {
-                    p.yield_task(m, cpu, t);
-                }
-                p.put_prev_task(m, cpu, t, kind);
-            })
-        }
-        fn sleep(&mut self, cpu: CpuId) {
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep))
-        }
-        fn wake(&mut self, id: TaskId, prev: CpuId, slept_ns: u64, waker: Option<CpuId>) -> CpuId {
-            self.with(|p, m| {
-                let cpu = p.select_task_rq(m, id, prev, waker);
-                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns });
-                cpu
-            })
-        }
-        fn preempts(&mut self, cpu: CpuId, woken: TaskId) -> bool {
-            let curr = self.curr[cpu].unwrap();
-            self.with(|p, m| p.wakeup_preempt(m, cpu, curr, woken))
-        }
-        fn balance(&mut self, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
-            self.with(|p, m| p.balance(m, cpu, kind))
+    /// O(1) with `threshold` on `ncpus` CPUs at HZ 1000.
+    fn o1h(threshold: u32, ncpus: usize) -> H<O1> {
+        H::new(&format!("o1:threshold={threshold}"), 1000, ncpus)
+    }
+
+    impl H<O1> {
+        /// A new task with default knobs allowed on `allowed`, queued on `cpu`.
+        fn spawn_allowed(&mut self, id: TaskId, cpu: CpuId, allowed: CpuMask) {
+            self.task_new(id, 0, Knobs::default(), allowed);
+            self.enqueue(cpu, id, EnqueueKind::New);
         }
         fn prio(&self, id: TaskId) -> usize {
             self.p.task(id).prio
@@ -767,29 +669,13 @@ mod tests {
         }
     }
 
-    fn nice(n: i32) -> Knobs {
-        Knobs {
-            nice: Some(n),
-            ..Knobs::default()
-        }
-    }
-
-    fn policy(p: SchedPolicy) -> Knobs {
-        Knobs {
-            policy: Some(p),
-            ..Knobs::default()
-        }
-    }
-
-    const ALL: CpuMask = CpuMask(u64::MAX);
-
     #[test]
     fn threshold_gates_wakeup_preemption_among_sched_other_only() {
         for (threshold, expect) in [(0, true), (6, true), (7, false), (40, false)] {
-            let mut h = H::new(threshold, 1);
-            h.spawn(0, Knobs::default(), ALL); // B: will sleep
-            h.spawn(1, Knobs::default(), ALL); // A: CPU hog
-            h.spawn(2, policy(SchedPolicy::Fifo(10)), ALL); // R: real-time
+            let mut h = o1h(threshold, 1);
+            h.spawn(0, 0, Knobs::default(), ALL); // B: will sleep
+            h.spawn(1, 0, Knobs::default(), ALL); // A: CPU hog
+            h.spawn(2, 0, policy(SchedPolicy::Fifo(10)), ALL); // R: real-time
             assert_eq!(h.pick(0), Some(2), "RT prio 89 runs first");
             h.tick(0);
             h.sleep(0);
@@ -799,10 +685,10 @@ mod tests {
             assert_eq!(h.pick(0), Some(1));
             h.tick(0);
             // B slept 2 s: sleep_avg rises to INTERACTIVE_SLEEP (799 ms), bonus 7, prio 118.
-            h.wake(0, 0, 2000 * MS, None);
+            h.wake_to(0, 0, None, 2000 * MS);
             assert_eq!((h.prio(0), h.prio(1)), (118, 125));
             assert_eq!(h.preempts(0, 0), expect, "threshold {threshold}");
-            h.wake(2, 0, 1000 * MS, None);
+            h.wake_to(2, 0, None, 1000 * MS);
             assert!(
                 h.preempts(0, 2),
                 "RT wakee preempts at threshold {threshold}"
@@ -813,36 +699,36 @@ mod tests {
     #[test]
     fn timeslices_follow_static_prio_timeslice() {
         for (n, ticks) in [(0, 100), (-20, 800), (19, 5), (-1, 420), (10, 50)] {
-            let mut h = H::new(0, 1);
-            h.spawn(0, nice(n), ALL);
+            let mut h = o1h(0, 1);
+            h.spawn(0, 0, nice(n), ALL);
             assert_eq!(h.pick(0), Some(0));
             assert_eq!(h.ticks_until_resched(0, 2000), ticks, "nice {n}");
         }
         // SCHED_RR: 100 ms round robin among equals; SCHED_FIFO never expires.
-        let mut h = H::new(0, 1);
-        h.spawn(0, policy(SchedPolicy::Rr(5)), ALL);
-        h.spawn(1, policy(SchedPolicy::Rr(5)), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, policy(SchedPolicy::Rr(5)), ALL);
+        h.spawn(1, 0, policy(SchedPolicy::Rr(5)), ALL);
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.ticks_until_resched(0, 2000), 100);
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(1));
-        let mut h = H::new(0, 1);
-        h.spawn(0, policy(SchedPolicy::Fifo(5)), ALL);
-        h.spawn(1, policy(SchedPolicy::Fifo(5)), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, policy(SchedPolicy::Fifo(5)), ALL);
+        h.spawn(1, 0, policy(SchedPolicy::Fifo(5)), ALL);
         h.pick(0);
         assert_eq!(h.ticks_until_resched(0, 5000), 0);
     }
 
     #[test]
     fn sleepers_gain_bonus_and_hogs_lose_it() {
-        let mut h = H::new(0, 1);
-        h.spawn(0, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
         for _ in 0..30 {
             assert_eq!(h.pick(0), Some(0));
             h.tick(0);
             h.sleep(0);
             h.now += 50 * MS;
-            h.wake(0, 0, 50 * MS, None);
+            h.wake_to(0, 0, None, 50 * MS);
         }
         assert!(
             h.prio(0) < 120 && h.p.task(0).interactive(),
@@ -852,12 +738,12 @@ mod tests {
         assert_eq!(h.prio(0), 115);
 
         // A hog that starts interactive (one long sleep) sinks below its static priority.
-        let mut h = H::new(0, 1);
-        h.spawn(1, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(1, 0, Knobs::default(), ALL);
         h.pick(0);
         h.tick(0);
         h.sleep(0);
-        h.wake(1, 0, 2000 * MS, None);
+        h.wake_to(1, 0, None, 2000 * MS);
         assert_eq!(h.pick(0), Some(1));
         assert!(h.prio(1) < 120);
         for _ in 0..5000 {
@@ -873,9 +759,9 @@ mod tests {
     #[test]
     fn expired_array_and_array_switch() {
         // Two hogs alternate whole slices through the expired array.
-        let mut h = H::new(0, 1);
-        h.spawn(0, Knobs::default(), ALL);
-        h.spawn(1, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
         let mut order = Vec::new();
         for _ in 0..4 {
             order.push(h.pick(0).unwrap());
@@ -886,9 +772,9 @@ mod tests {
         assert_eq!(order, [0, 1, 0, 1]);
 
         // An expired non-interactive task waits for a queued equal.
-        let mut h = H::new(0, 1);
+        let mut h = o1h(0, 1);
         for id in 0..3 {
-            h.spawn(id, Knobs::default(), ALL);
+            h.spawn(id, 0, Knobs::default(), ALL);
         }
         let mut order = Vec::new();
         for _ in 0..4 {
@@ -899,13 +785,13 @@ mod tests {
         assert_eq!(order, [0, 1, 2, 0]);
 
         // An interactive task whose slice expires is re-inserted into the active array.
-        let mut h = H::new(0, 1);
-        h.spawn(0, Knobs::default(), ALL);
-        h.spawn(1, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
         h.pick(0);
         h.tick(0);
         h.sleep(0);
-        h.wake(0, 0, 2000 * MS, None);
+        h.wake_to(0, 0, None, 2000 * MS);
         assert_eq!(h.pick(0), Some(0));
         assert!(h.p.task(0).interactive());
         assert_eq!(
@@ -918,18 +804,18 @@ mod tests {
         assert!(!h.in_expired(0, 0) && !h.in_expired(0, 1));
 
         // sched_yield moves a SCHED_OTHER task to the expired array.
-        let mut h = H::new(0, 1);
-        h.spawn(0, Knobs::default(), ALL);
-        h.spawn(1, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         h.put_prev(0, PutPrevKind::Yielded);
         assert!(h.in_expired(0, 0));
         assert_eq!(h.pick(0), Some(1));
 
         // A task preempted mid-slice returns to the head of its list.
-        let mut h = H::new(0, 1);
-        h.spawn(0, Knobs::default(), ALL);
-        h.spawn(1, Knobs::default(), ALL);
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         h.tick(0);
         h.put_prev(0, PutPrevKind::Preempted);
@@ -940,10 +826,10 @@ mod tests {
     fn balance_pulls_queued_cold_allowed_tasks_only() {
         let two = CpuMask::first(2);
         let setup = |pin: CpuMask| {
-            let mut h = H::new(0, 2);
-            h.spawn_on(0, 0, two);
-            h.spawn_on(1, 0, pin);
-            h.spawn_on(2, 0, pin);
+            let mut h = o1h(0, 2);
+            h.spawn_allowed(0, 0, two);
+            h.spawn_allowed(1, 0, pin);
+            h.spawn_allowed(2, 0, pin);
             assert_eq!(h.pick(0), Some(0));
             h
         };
@@ -984,22 +870,22 @@ mod tests {
 
     #[test]
     fn rejects_knobs_and_parameters_it_has_no_notion_of() {
-        let o = O1::from_spec(&spec("o1")).unwrap();
-        assert_eq!(o.describe(), "o1:threshold=0");
-        assert_eq!(
-            O1::from_spec(&spec("o1:threshold=40")).unwrap().describe(),
-            "o1:threshold=40"
-        );
-        let e = O1::from_spec(&spec("o1:threshold=41")).err().unwrap();
+        let o: O1 = built("o1");
+        assert_eq!(spec("o1").describe(), "o1:threshold=0");
+        assert_eq!(spec("o1:threshold=40").describe(), "o1:threshold=40");
+        let e = spec_err("o1:threshold=41");
         assert!(e.contains("threshold=41") && e.contains("0..40"), "{e}");
-        let e = O1::from_spec(&spec("o1:threshold=x")).err().unwrap();
+        let e = spec_err("o1:threshold=x");
         assert!(e.contains("threshold=x") && e.contains("0..40"), "{e}");
-        assert!(O1::from_spec(&spec("o1:colour=1")).is_err());
+        assert!("o1:colour=1".parse::<PolicySpec>().is_err());
 
-        let e = o.check_knobs("bg", &policy(SchedPolicy::Idle)).unwrap_err();
+        let e = o
+            .check_knobs("bg", &policy(SchedPolicy::Idle))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("'bg'") && e.contains("policy=idle"), "{e}");
         let dl: SchedPolicy = "deadline:1ms/10ms/10ms".parse().unwrap();
-        let e = o.check_knobs("rt", &policy(dl)).unwrap_err();
+        let e = o.check_knobs("rt", &policy(dl)).unwrap_err().to_string();
         assert!(
             e.contains("'rt'") && e.contains(&format!("policy={dl}")),
             "{e}"
@@ -1008,7 +894,7 @@ mod tests {
             slice_ns: Some(300_000),
             ..Knobs::default()
         };
-        let e = o.check_knobs("g", &k).unwrap_err();
+        let e = o.check_knobs("g", &k).unwrap_err().to_string();
         assert!(e.contains("'g'") && e.contains("slice=300.000us"), "{e}");
         for ok in [
             nice(-5),

@@ -43,7 +43,7 @@
 //!   has no SCHED_ISO or SCHED_IDLEPRIO (later -ck patches). No SMT dependent-sleeper logic.
 
 use super::balance::{self, BalanceState, Domain};
-use super::prio_array::{PrioArray, MAX_PRIO};
+use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 
@@ -266,28 +266,41 @@ pub struct Staircase {
     rqs: Vec<Rq>,
 }
 
-impl Staircase {
-    /// Build from `staircase[:interactive=0|1,compute=0|1]` (defaults 1 and 0, as the sysctls).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Staircase, String> {
-        only_params(spec, &["interactive", "compute"])?;
-        let flag = |key: &str, default: u8| -> Result<bool, String> {
-            let accepted = format!("{key}=0 or {key}=1");
-            match param(spec, key, default, &accepted)? {
-                0 => Ok(false),
-                1 => Ok(true),
-                v => Err(format!(
-                    "--policy {spec}: {key}={v} is out of range; use {accepted}"
-                )),
-            }
-        };
-        Ok(Staircase {
-            interactive: flag("interactive", 1)?,
-            compute: flag("compute", 0)?,
+/// The `staircase` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "staircase",
+    summary: "Con Kolivas's staircase v13: one priority array, one stair down per rr interval, bonus from CPU share (2.6.14-ck, LKML 2005-11-10; seed 004)",
+    params: &[
+        ParamDef {
+            name: "interactive",
+            default: 1,
+            values: Values::Switch,
+            meaning: "the sysctl: a task's best stair rises with its sleep/run ratio; 0 = nice alone sets it",
+        },
+        ParamDef {
+            name: "compute",
+            default: 0,
+            values: Values::Switch,
+            meaning: "the sysctl: 20x longer rr intervals, no bonus, wakeup preemption delayed ~10 ms",
+        },
+    ],
+    describe_defaults: true,
+    check: no_check,
+    build: boxed::<Staircase>,
+};
+
+impl FromParams for Staircase {
+    fn from_params(params: &Params) -> Staircase {
+        Staircase {
+            interactive: params.flag("interactive"),
+            compute: params.flag("compute"),
             tasks: Vec::new(),
             rqs: Vec::new(),
-        })
+        }
     }
+}
 
+impl Staircase {
     fn tun(&self, m: &MachineView) -> Tun {
         Tun::of(m, self.interactive, self.compute)
     }
@@ -369,15 +382,7 @@ impl Domain for Staircase {
 }
 
 impl Policy for Staircase {
-    fn describe(&self) -> String {
-        format!(
-            "staircase:interactive={},compute={}",
-            u8::from(self.interactive),
-            u8::from(self.compute)
-        )
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
             group,
@@ -618,131 +623,34 @@ impl Policy for Staircase {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-    const ALL: CpuMask = CpuMask(u64::MAX);
+    use crate::policy::testing::{built, nice, policy, spec, spec_err, Harnessed, H, MS};
 
-    /// A hand-driven machine: it keeps `curr`/`nr_running` as the real one would.
-    struct H {
-        p: Staircase,
-        now: u64,
-        hz: u32,
-        curr: Vec<Option<TaskId>>,
-        nr: Vec<usize>,
-    }
-
-    fn spec(s: &str) -> PolicySpec {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        let params = rest
-            .split(',')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap();
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        PolicySpec {
-            name: name.to_string(),
-            params,
+    impl Harnessed for Staircase {
+        const REPORTS: bool = true;
+        fn cpu_state(&self, cpu: CpuId) -> (Option<TaskId>, usize) {
+            self.rqs
+                .get(cpu)
+                .map_or((None, 0), |rq| (rq.curr, rq.nr_running()))
         }
     }
 
-    impl H {
-        fn new(policy: &str, hz: u32, ncpus: usize) -> H {
-            H {
-                p: Staircase::from_spec(&spec(policy)).unwrap(),
-                now: 0,
-                hz,
-                curr: vec![None; ncpus],
-                nr: vec![0; ncpus],
-            }
-        }
-        fn tick_ns(&self) -> u64 {
-            1_000_000_000 / u64::from(self.hz)
-        }
-        fn with<R>(&mut self, f: impl FnOnce(&mut Staircase, &MachineView) -> R) -> R {
-            let (curr, nr) = (self.curr.clone(), self.nr.clone());
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: self.hz,
-            };
-            let r = f(&mut self.p, &m);
-            for (c, rq) in self.p.rqs.iter().enumerate().take(self.curr.len()) {
-                self.curr[c] = rq.curr;
-                self.nr[c] = rq.nr_running();
-            }
-            r
-        }
-        /// A new task queued on CPU 0.
-        fn spawn(&mut self, id: TaskId, knobs: Knobs) {
-            self.with(|p, m| {
-                let setup = TaskSetup {
-                    id,
-                    group: 0,
-                    knobs,
-                    allowed: ALL,
-                };
-                p.task_new(m, &setup);
-                p.enqueue_task(m, 0, id, EnqueueKind::New);
-            })
-        }
-        fn pick(&mut self) -> Option<TaskId> {
-            self.with(|p, m| p.pick_next_task(m, 0))
-        }
-        /// One tick of CPU time for the current task; true = reschedule.
-        fn tick(&mut self) -> bool {
-            let t = self.curr[0].unwrap();
-            let d = self.tick_ns();
-            self.now += d;
-            self.with(|p, m| {
-                p.update_curr(m, 0, t, d);
-                p.task_tick(m, 0, t)
-            })
-        }
-        fn preempt(&mut self) {
-            let t = self.curr[0].unwrap();
-            self.with(|p, m| p.put_prev_task(m, 0, t, PutPrevKind::Preempted))
-        }
-        fn sleep(&mut self) -> TaskId {
-            let t = self.curr[0].unwrap();
-            self.with(|p, m| p.dequeue_task(m, 0, t, DequeueKind::Sleep));
-            t
-        }
+    impl H<Staircase> {
+        /// `id` wakes on CPU 0 after `slept_ns` (the clock advances by it).
         fn wake(&mut self, id: TaskId, slept_ns: u64) {
             self.now += slept_ns;
-            self.with(|p, m| p.enqueue_task(m, 0, id, EnqueueKind::Wakeup { slept_ns }))
-        }
-        fn preempts(&mut self, woken: TaskId) -> bool {
-            let c = self.curr[0].unwrap();
-            self.with(|p, m| p.wakeup_preempt(m, 0, c, woken))
+            self.enqueue(0, id, EnqueueKind::Wakeup { slept_ns })
         }
         /// Run the (only) task `id` for `ticks` ticks, sleep `sleep_ms`, wake it.
         fn cycle(&mut self, id: TaskId, ticks: u64, sleep_ms: u64) {
-            assert_eq!(self.pick(), Some(id));
+            assert_eq!(self.pick(0), Some(id));
             for _ in 0..ticks {
-                self.tick();
+                self.tick(0);
             }
-            self.sleep();
+            self.sleep(0);
             self.wake(id, sleep_ms * MS);
         }
         fn t(&self, id: TaskId) -> &Task {
             self.p.task(id)
-        }
-    }
-
-    fn nice(n: i32) -> Knobs {
-        Knobs {
-            nice: Some(n),
-            ..Knobs::default()
-        }
-    }
-
-    fn policy(p: SchedPolicy) -> Knobs {
-        Knobs {
-            policy: Some(p),
-            ..Knobs::default()
         }
     }
 
@@ -763,8 +671,8 @@ mod tests {
             (100, "staircase:compute=1", -1, 21, 21 * 21),
         ];
         for (hz, pol, n, rr, slice) in cases {
-            let mut h = H::new(pol, hz, 1);
-            h.spawn(0, nice(n));
+            let mut h = H::<Staircase>::new(pol, hz, 1);
+            h.spawn_on(0, 0, nice(n));
             let tun = h.p.tun(&MachineView {
                 now: 0,
                 ncpus: 1,
@@ -777,7 +685,7 @@ mod tests {
             assert_eq!(h.t(0).slice, slice);
             assert_eq!(
                 h.t(0).prio,
-                120 + n as usize,
+                (120 + n) as usize,
                 "a new task starts on its nice stair"
             );
         }
@@ -786,42 +694,42 @@ mod tests {
     #[test]
     fn descends_one_stair_per_rr_interval_to_the_bottom_then_a_fresh_slice() {
         // HZ 250, nice 0: rr = 2 ticks, slice = 40 ticks, stairs 120..=139.
-        let mut h = H::new("staircase", 250, 1);
-        h.spawn(0, Knobs::default());
-        assert_eq!(h.pick(), Some(0));
+        let mut h = H::<Staircase>::new("staircase", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        assert_eq!(h.pick(0), Some(0));
         for k in 1..40 {
-            assert!(!h.tick(), "alone: no reschedule at tick {k}");
+            assert!(!h.tick(0), "alone: no reschedule at tick {k}");
             assert_eq!(h.t(0).prio, 120 + (k / 2) as usize, "after {k} ticks");
         }
         assert_eq!(h.t(0).prio, 139, "the bottom stair");
-        h.tick();
+        h.tick(0);
         assert_eq!(h.t(0).prio, 120, "whole slice used: back on the best stair");
         assert_eq!(h.t(0).slice, 40);
 
         // nice -5 at HZ 100: one stair per rr = 6 ticks, from 115 down to 139 over 150 ticks.
-        let mut h = H::new("staircase", 100, 1);
-        h.spawn(0, nice(-5));
-        h.pick();
+        let mut h = H::<Staircase>::new("staircase", 100, 1);
+        h.spawn_on(0, 0, nice(-5));
+        h.pick(0);
         for k in 1..150 {
-            h.tick();
+            h.tick(0);
             assert_eq!(
                 h.t(0).prio,
                 (115 + k / 6).min(139) as usize,
                 "after {k} ticks"
             );
         }
-        h.tick();
+        h.tick(0);
         assert_eq!(h.t(0).prio, 115);
 
         // With another task waiting on the best stair, an rr expiry switches to it.
-        let mut h = H::new("staircase", 250, 1);
-        h.spawn(0, Knobs::default());
-        h.spawn(1, Knobs::default());
-        assert_eq!(h.pick(), Some(0));
-        assert!(!h.tick());
-        assert!(h.tick(), "one stair down, below the waiting task");
-        h.preempt();
-        assert_eq!(h.pick(), Some(1));
+        let mut h = H::<Staircase>::new("staircase", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.spawn_on(1, 0, Knobs::default());
+        assert_eq!(h.pick(0), Some(0));
+        assert!(!h.tick(0));
+        assert!(h.tick(0), "one stair down, below the waiting task");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_eq!(h.pick(0), Some(1));
         assert_eq!(h.t(0).prio, 121);
     }
 
@@ -830,8 +738,8 @@ mod tests {
         // HZ 1000: a task that runs 1 ms and sleeps 49 ms climbs one stair per wakeup, up to
         // user_prio (20 for nice 0, 30 for nice 10), i.e. to priority 100.
         for (n, cap) in [(0, 20u64), (10, 30)] {
-            let mut h = H::new("staircase", 1000, 1);
-            h.spawn(0, nice(n));
+            let mut h = H::<Staircase>::new("staircase", 1000, 1);
+            h.spawn_on(0, 0, nice(n));
             for k in 1..=40u64 {
                 h.cycle(0, 1, 49);
                 assert_eq!(h.t(0).bonus, k.min(cap), "nice {n}, wakeup {k}");
@@ -839,16 +747,16 @@ mod tests {
             assert_eq!(h.t(0).prio, 100, "nice {n}");
         }
         // Running 10 ms per 25 ms sleep (sleep/run 2.5) earns a best stair two above nice.
-        let mut h = H::new("staircase", 1000, 1);
-        h.spawn(0, Knobs::default());
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default());
         for _ in 0..20 {
             h.cycle(0, 10, 25);
         }
         assert_eq!(h.t(0).bonus, 2);
         assert_eq!(h.t(0).prio, 118);
         // A CPU hog (30 ms run per 10 ms sleep) gains nothing and continues its slice.
-        let mut h = H::new("staircase", 1000, 1);
-        h.spawn(0, Knobs::default());
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default());
         for _ in 0..20 {
             h.cycle(0, 30, 10);
             assert_eq!(h.t(0).bonus, 0);
@@ -858,36 +766,36 @@ mod tests {
 
     #[test]
     fn a_whole_slice_costs_one_bonus_point() {
-        let mut h = H::new("staircase", 1000, 1);
-        h.spawn(0, Knobs::default());
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default());
         for _ in 0..5 {
             h.cycle(0, 1, 49);
         }
         assert_eq!((h.t(0).bonus, h.t(0).prio), (5, 115));
-        assert_eq!(h.pick(), Some(0));
+        assert_eq!(h.pick(0), Some(0));
         // slice = 100 ticks (rr 5 × 20 stairs); the bonus survives 99 of them.
         for _ in 0..99 {
-            h.tick();
+            h.tick(0);
         }
         assert_eq!(h.t(0).bonus, 5);
         assert_eq!(h.t(0).prio, 134, "19 stairs down");
-        h.tick();
+        h.tick(0);
         assert_eq!((h.t(0).bonus, h.t(0).prio), (4, 116));
     }
 
     #[test]
     fn interactive_0_gives_no_bonus_and_compute_1_neither() {
         for pol in ["staircase:interactive=0", "staircase:compute=1"] {
-            let mut h = H::new(pol, 1000, 1);
-            h.spawn(0, Knobs::default());
+            let mut h = H::<Staircase>::new(pol, 1000, 1);
+            h.spawn_on(0, 0, Knobs::default());
             for _ in 0..30 {
                 h.cycle(0, 1, 49);
                 assert_eq!(h.t(0).prio, 120, "{pol}");
             }
         }
         // Compute mode does not even earn it: it always continues its slice.
-        let mut h = H::new("staircase:compute=1", 1000, 1);
-        h.spawn(0, Knobs::default());
+        let mut h = H::<Staircase>::new("staircase:compute=1", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default());
         for _ in 0..30 {
             h.cycle(0, 1, 49);
         }
@@ -897,125 +805,136 @@ mod tests {
 
     #[test]
     fn wakeup_preempts_iff_higher_priority() {
-        let mut h = H::new("staircase", 1000, 1);
-        h.spawn(0, Knobs::default()); // hog, prio 120
-        h.spawn(1, Knobs::default()); // sleeper
-        h.spawn(2, nice(5)); // niced sleeper
-        h.spawn(3, Knobs::default()); // equal
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default()); // hog, prio 120
+        h.spawn_on(1, 0, Knobs::default()); // sleeper
+        h.spawn_on(2, 0, nice(5)); // niced sleeper
+        h.spawn_on(3, 0, Knobs::default()); // equal
         for id in [0, 1, 3, 2] {
-            assert_eq!(h.pick(), Some(id));
-            h.tick();
-            h.sleep();
+            assert_eq!(h.pick(0), Some(id));
+            h.tick(0);
+            h.sleep(0);
         }
         // A sleep as long as its run earns nothing: 0 runs on its nice stair.
         h.wake(0, MS);
-        assert_eq!(h.pick(), Some(0));
+        assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.t(0).prio, 120);
         // 1: bonus 1 after a long sleep → 119 < 120.
         h.wake(1, 100 * MS);
         assert_eq!(h.t(1).prio, 119);
-        assert!(h.preempts(1));
+        assert!(h.preempts(0, 1));
         // 2: nice 5 with bonus 1 → 124 > 120.
         h.wake(2, 100 * MS);
         assert_eq!(h.t(2).prio, 124);
-        assert!(!h.preempts(2));
+        assert!(!h.preempts(0, 2));
         // Equal priority never preempts.
-        let mut h = H::new("staircase:interactive=0", 1000, 1);
-        h.spawn(0, Knobs::default());
-        h.spawn(1, Knobs::default());
-        h.pick();
-        h.tick();
-        h.sleep();
-        h.pick();
+        let mut h = H::<Staircase>::new("staircase:interactive=0", 1000, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.spawn_on(1, 0, Knobs::default());
+        h.pick(0);
+        h.tick(0);
+        h.sleep(0);
+        h.pick(0);
         h.wake(0, 100 * MS);
         assert_eq!((h.t(0).prio, h.t(1).prio), (120, 120));
-        assert!(!h.preempts(0));
+        assert!(!h.preempts(0, 0));
         // A real-time wakee preempts.
-        h.spawn(2, policy(SchedPolicy::Fifo(1)));
-        assert!(h.preempts(2));
+        h.spawn_on(2, 0, policy(SchedPolicy::Fifo(1)));
+        assert!(h.preempts(0, 2));
     }
 
     #[test]
     fn compute_mode_delays_wakeup_preemption_by_cache_delay() {
         // HZ 250: cache_delay = 10·250/1001 + 1 = 3 ticks.
-        let mut h = H::new("staircase:compute=1", 250, 1);
-        h.spawn(0, Knobs::default());
-        h.spawn(1, nice(-5));
-        assert_eq!(h.pick(), Some(1));
-        h.tick();
-        h.sleep();
-        assert_eq!(h.pick(), Some(0));
+        let mut h = H::<Staircase>::new("staircase:compute=1", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.spawn_on(1, 0, nice(-5));
+        assert_eq!(h.pick(0), Some(1));
+        h.tick(0);
+        h.sleep(0);
+        assert_eq!(h.pick(0), Some(0));
         h.wake(1, 100 * MS);
         assert_eq!(h.t(1).prio, 115);
-        assert!(!h.preempts(1), "delayed");
-        assert!(!h.tick());
-        assert!(!h.tick());
-        assert!(h.tick(), "the third tick reschedules");
+        assert!(!h.preempts(0, 1), "delayed");
+        assert!(!h.tick(0));
+        assert!(!h.tick(0));
+        assert!(h.tick(0), "the third tick reschedules");
         // Without compute the same wakeup preempts at once.
-        let mut h = H::new("staircase", 250, 1);
-        h.spawn(0, Knobs::default());
-        h.spawn(1, nice(-5));
-        h.pick();
-        h.tick();
-        h.sleep();
-        h.pick();
+        let mut h = H::<Staircase>::new("staircase", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.spawn_on(1, 0, nice(-5));
+        h.pick(0);
+        h.tick(0);
+        h.sleep(0);
+        h.pick(0);
         h.wake(1, 100 * MS);
-        assert!(h.preempts(1));
+        assert!(h.preempts(0, 1));
         // Compute mode lets a real-time wakee through at once.
-        let mut h = H::new("staircase:compute=1", 250, 1);
-        h.spawn(0, Knobs::default());
-        h.pick();
-        h.spawn(1, policy(SchedPolicy::Rr(5)));
-        assert!(h.preempts(1));
+        let mut h = H::<Staircase>::new("staircase:compute=1", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.pick(0);
+        h.spawn_on(1, 0, policy(SchedPolicy::Rr(5)));
+        assert!(h.preempts(0, 1));
     }
 
     #[test]
     fn yield_drops_to_139_until_picked_and_fifo_never_expires() {
-        let mut h = H::new("staircase", 250, 1);
-        h.spawn(0, Knobs::default());
-        h.spawn(1, nice(19));
-        assert_eq!(h.pick(), Some(0));
+        let mut h = H::<Staircase>::new("staircase", 250, 1);
+        h.spawn_on(0, 0, Knobs::default());
+        h.spawn_on(1, 0, nice(19));
+        assert_eq!(h.pick(0), Some(0));
         let t = h.curr[0].unwrap();
         h.with(|p, m| {
             p.yield_task(m, 0, t);
             p.put_prev_task(m, 0, t, PutPrevKind::Yielded);
         });
         assert_eq!(h.t(0).prio, 139);
-        assert_eq!(h.pick(), Some(1), "nice 19 (139) was queued first");
-        h.sleep();
-        assert_eq!(h.pick(), Some(0));
+        assert_eq!(h.pick(0), Some(1), "nice 19 (139) was queued first");
+        h.sleep(0);
+        assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.t(0).prio, 120, "back on its best stair when picked");
 
-        let mut h = H::new("staircase", 250, 1);
-        h.spawn(0, policy(SchedPolicy::Fifo(5)));
-        h.spawn(1, policy(SchedPolicy::Fifo(5)));
-        h.pick();
-        assert!((0..1000).all(|_| !h.tick()));
+        let mut h = H::<Staircase>::new("staircase", 250, 1);
+        h.spawn_on(0, 0, policy(SchedPolicy::Fifo(5)));
+        h.spawn_on(1, 0, policy(SchedPolicy::Fifo(5)));
+        h.pick(0);
+        assert!((0..1000).all(|_| !h.tick(0)));
         assert_eq!(h.t(0).prio, 94);
     }
 
     #[test]
     fn rejects_knobs_and_parameters_it_has_no_notion_of() {
-        let s = Staircase::from_spec(&spec("staircase")).unwrap();
-        assert_eq!(s.describe(), "staircase:interactive=1,compute=0");
-        let c = Staircase::from_spec(&spec("staircase:interactive=0,compute=1")).unwrap();
+        let s: Staircase = built("staircase");
+        assert_eq!(
+            spec("staircase").describe(),
+            "staircase:interactive=1,compute=0"
+        );
+        let c = spec("staircase:interactive=0,compute=1");
         assert_eq!(c.describe(), "staircase:interactive=0,compute=1");
         for bad in ["staircase:compute=2", "staircase:interactive=x"] {
-            let e = Staircase::from_spec(&spec(bad)).err().unwrap();
+            let e = spec_err(bad);
             assert!(e.contains("=0 or") && e.contains("=1"), "{e}");
         }
-        assert!(Staircase::from_spec(&spec("staircase:threshold=1")).is_err());
+        assert!("staircase:threshold=1".parse::<PolicySpec>().is_err());
         let e = s
             .check_knobs("bg", &policy(SchedPolicy::Batch))
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("'bg'") && e.contains("policy=batch"), "{e}");
-        let e = s.check_knobs("bg", &policy(SchedPolicy::Idle)).unwrap_err();
+        let e = s
+            .check_knobs("bg", &policy(SchedPolicy::Idle))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("policy=idle"), "{e}");
         let k = Knobs {
             slice_ns: Some(300_000),
             ..Knobs::default()
         };
-        assert!(s.check_knobs("g", &k).unwrap_err().contains("slice="));
+        assert!(s
+            .check_knobs("g", &k)
+            .unwrap_err()
+            .to_string()
+            .contains("slice="));
         for ok in [
             nice(-5),
             policy(SchedPolicy::Rr(3)),

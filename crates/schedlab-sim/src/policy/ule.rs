@@ -218,8 +218,6 @@ impl Tdq {
 
 /// The ULE policy.
 pub struct Ule {
-    preemption: bool,
-    full: bool,
     /// preempt_thresh: 0, PRI_MIN_KERN or PRI_MAX_IDLE by the options.
     preempt_thresh: u8,
     tasks: Vec<Option<Thread>>,
@@ -237,33 +235,45 @@ pub struct Ule {
     ncpus: usize,
 }
 
-impl Ule {
-    /// Build from `ule[:preemption=0|1,full=0|1]` (defaults 1, 0).
-    pub fn from_spec(spec: &PolicySpec) -> Result<Ule, String> {
-        only_params(spec, &["preemption", "full"])?;
-        let flag = |k: &str, d: u8| -> Result<bool, String> {
-            match param(spec, k, d, "0 or 1")? {
-                0 => Ok(false),
-                1 => Ok(true),
-                v => Err(format!(
-                    "--policy {spec}: {k}={v} is not accepted; use 0 or 1"
-                )),
-            }
-        };
-        let (preemption, full) = (flag("preemption", 1)?, flag("full", 0)?);
-        if full && !preemption {
-            return Err(format!(
-                "--policy {spec}: full=1 (options FULL_PREEMPTION) needs preemption=1 (options PREEMPTION)"
-            ));
+/// The `ule` policy: its name, summary, parameters and constructor.
+pub const DEF: PolicyDef = PolicyDef {
+    name: "ule",
+    summary: "FreeBSD ULE: per-CPU queues, interactivity score from sleep/run history, timeshare calendar queue, idle stealing and balancing (sched_ule.c, FreeBSD 7; seed 001)",
+    params: &[
+        ParamDef {
+            name: "preemption",
+            default: 1,
+            values: Values::Flag,
+            meaning: "options PREEMPTION: preempt_thresh = PRI_MIN_KERN, a wakeup at a kernel priority ≤ 64 switches at once; 0 = preempt_thresh 0",
+        },
+        ParamDef {
+            name: "full",
+            default: 0,
+            values: Values::Flag,
+            meaning: "options FULL_PREEMPTION: preempt_thresh = 255, any better priority switches at once; needs preemption=1",
+        },
+    ],
+    describe_defaults: true,
+    check: |p| {
+        if p.flag("full") && !p.flag("preemption") {
+            return Err(PolicyError::Needs {
+                given: "full=1 (options FULL_PREEMPTION)",
+                needed: "preemption=1 (options PREEMPTION)",
+            });
         }
-        let preempt_thresh = match (preemption, full) {
+        Ok(())
+    },
+    build: boxed::<Ule>,
+};
+
+impl FromParams for Ule {
+    fn from_params(params: &Params) -> Ule {
+        let preempt_thresh = match (params.flag("preemption"), params.flag("full")) {
             (true, true) => PRI_MAX_IDLE,
             (true, false) => PRI_MIN_KERN,
             _ => 0,
         };
-        Ok(Ule {
-            preemption,
-            full,
+        Ule {
             preempt_thresh,
             tasks: Vec::new(),
             tdq: Vec::new(),
@@ -274,9 +284,11 @@ impl Ule {
             rng: 0x9e37_79b9_7f4a_7c15,
             hz: 100,
             ncpus: 1,
-        })
+        }
     }
+}
 
+impl Ule {
     fn ensure(&mut self, m: &MachineView) {
         if self.tdq.len() < m.ncpus {
             self.tdq.resize_with(m.ncpus, Tdq::new);
@@ -670,15 +682,7 @@ fn interact_update(th: &mut Thread, hz: u32) {
 }
 
 impl Policy for Ule {
-    fn describe(&self) -> String {
-        format!(
-            "ule:preemption={},full={}",
-            u8::from(self.preemption),
-            u8::from(self.full)
-        )
-    }
-
-    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), String> {
+    fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
             group,
@@ -943,139 +947,18 @@ impl Policy for Ule {
 mod tests {
     use super::*;
 
-    const MS: u64 = 1_000_000;
-    const ALL: CpuMask = CpuMask(u64::MAX);
+    use crate::policy::testing::{built, knobs, spec, spec_err, Harnessed, ALL, H, MS};
 
-    /// A hand-driven machine at HZ=1000 that keeps `curr`/`nr_running` as the real one would.
-    struct H {
-        p: Ule,
-        now: u64,
-        curr: Vec<Option<TaskId>>,
-        nr: Vec<usize>,
+    impl Harnessed for Ule {
+        const BALANCE_ON_TICK: bool = true;
     }
 
-    fn spec(s: &str) -> PolicySpec {
-        let (name, rest) = s.split_once(':').unwrap_or((s, ""));
-        let params = rest
-            .split(',')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap();
-                (k.to_string(), v.to_string())
-            })
-            .collect();
-        PolicySpec {
-            name: name.to_string(),
-            params,
-        }
+    /// ule with `params` on `ncpus` CPUs at HZ 1000.
+    fn uleh(params: &str, ncpus: usize) -> H<Ule> {
+        H::new(&format!("ule:{params}"), 1000, ncpus)
     }
 
-    fn knobs(s: &str) -> Knobs {
-        if s.is_empty() {
-            Knobs::default()
-        } else {
-            schedlab_workload::knobs::parse_group_arg(&format!("g:{s}"))
-                .unwrap()
-                .1
-        }
-    }
-
-    impl H {
-        fn new(params: &str, ncpus: usize) -> H {
-            H {
-                p: Ule::from_spec(&spec(&format!("ule:{params}"))).unwrap(),
-                now: 0,
-                curr: vec![None; ncpus],
-                nr: vec![0; ncpus],
-            }
-        }
-        fn with<R>(&mut self, f: impl FnOnce(&mut Ule, &MachineView) -> R) -> R {
-            let (curr, nr) = (self.curr.clone(), self.nr.clone());
-            let m = MachineView {
-                now: self.now,
-                ncpus: curr.len(),
-                curr: &curr,
-                nr_running: &nr,
-                hz: 1000,
-            };
-            f(&mut self.p, &m)
-        }
-        /// A new thread queued on `cpu` (the machine's start).
-        fn spawn(&mut self, id: TaskId, k: &str, cpu: CpuId) {
-            let knobs = knobs(k);
-            self.with(|p, m| {
-                let allowed = match &knobs.cpus {
-                    Some(c) => CpuMask(c.iter().map(|&c| 1u64 << c).sum()),
-                    None => ALL,
-                };
-                let setup = TaskSetup {
-                    id,
-                    group: 0,
-                    knobs: knobs.clone(),
-                    allowed,
-                };
-                p.task_new(m, &setup);
-                p.enqueue_task(m, cpu, id, EnqueueKind::New);
-            });
-            self.nr[cpu] += 1;
-        }
-        fn pick(&mut self, cpu: CpuId) -> Option<TaskId> {
-            let t = self.with(|p, m| p.pick_next_task(m, cpu));
-            self.curr[cpu] = t;
-            t
-        }
-        /// A thread that exists but sleeps (never enqueued).
-        fn create(&mut self, id: TaskId, k: &str) {
-            let knobs = knobs(k);
-            self.with(|p, m| {
-                let setup = TaskSetup {
-                    id,
-                    group: 0,
-                    knobs,
-                    allowed: ALL,
-                };
-                p.task_new(m, &setup);
-            });
-        }
-        /// One 1 ms tick on `cpu`: task_tick then balance, as the machine does.
-        fn tick(&mut self, cpu: CpuId) -> bool {
-            self.now += MS;
-            let t = self.curr[cpu].unwrap();
-            self.with(|p, m| {
-                p.update_curr(m, cpu, t, MS);
-                let r = p.task_tick(m, cpu, t);
-                p.balance(m, cpu, BalanceKind::Periodic);
-                r
-            })
-        }
-        fn ticks_until_resched(&mut self, cpu: CpuId, cap: u64) -> u64 {
-            (1..=cap).find(|_| self.tick(cpu)).unwrap_or(0)
-        }
-        fn put_prev(&mut self, cpu: CpuId, kind: PutPrevKind) {
-            let t = self.curr[cpu].take().unwrap();
-            self.with(|p, m| p.put_prev_task(m, cpu, t, kind));
-        }
-        fn sleep(&mut self, cpu: CpuId) {
-            let t = self.curr[cpu].take().unwrap();
-            self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
-            self.nr[cpu] -= 1;
-        }
-        /// Wake `id` (select + enqueue); returns the chosen CPU and whether it would be kicked
-        /// (idle) or whether wakeup_preempt says yes (busy).
-        fn wake(&mut self, id: TaskId, prev: CpuId, waker: Option<CpuId>) -> (CpuId, bool) {
-            let curr = self.curr.clone();
-            let (cpu, go) = self.with(|p, m| {
-                let cpu = p.select_task_rq(m, id, prev, waker);
-                p.enqueue_task(m, cpu, id, EnqueueKind::Wakeup { slept_ns: MS });
-                let go = match curr[cpu] {
-                    None => p.wakeup_kicks_idle(cpu),
-                    Some(c) => p.wakeup_preempt(m, cpu, c, id),
-                };
-                (cpu, go)
-            });
-            self.nr[cpu] += 1;
-            (cpu, go)
-        }
+    impl H<Ule> {
         fn th(&self, id: TaskId) -> &Thread {
             self.p.t(id)
         }
@@ -1086,7 +969,7 @@ mod tests {
                 self.tick(0);
                 self.sleep(0);
                 self.now += sleep_ms * MS;
-                self.wake(id, 0, None);
+                self.wake_go(id, 0, None, MS);
             }
         }
     }
@@ -1105,9 +988,9 @@ mod tests {
         assert_eq!(interact_score(1000 * t, 100 * t), 50);
         // The threshold with nice: score 20 is interactive at nice 0 (priority 128 + 20) and
         // nice 9 (29), not at nice 10 (30: batch, 180 + nice).
-        let mut h = H::new("", 1);
+        let mut h = uleh("", 1);
         for (id, nice) in [(0, 0), (1, 9), (2, 10), (3, -5)] {
-            h.spawn(id, &format!("nice={nice}"), 0);
+            h.spawn_on(id, 0, knobs(&format!("nice={nice}")));
             let th = h.p.t_mut(id);
             (th.runtime, th.slptime) = (200 * t, 500 * t);
             Ule::sched_priority(th, 1000);
@@ -1123,8 +1006,8 @@ mod tests {
 
     #[test]
     fn sleepers_get_the_interactive_band_and_hogs_the_batch_band() {
-        let mut h = H::new("", 1);
-        h.spawn(0, "", 0);
+        let mut h = uleh("", 1);
+        h.spawn_on(0, 0, knobs(""));
         // New threads have no history (score 50: batch, 180) and a one-tick slice.
         assert_eq!((h.th(0).user_pri, h.th(0).slice), (180, 1));
         h.run_sleep(0, 30, 10);
@@ -1139,8 +1022,8 @@ mod tests {
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(h.th(0).pri, p, "sched_userret");
         // A hog: batch band, 180 + recent CPU use.
-        let mut h = H::new("", 1);
-        h.spawn(0, "", 0);
+        let mut h = uleh("", 1);
+        h.spawn_on(0, 0, knobs(""));
         assert_eq!(h.pick(0), Some(0));
         for _ in 0..3000 {
             if h.tick(0) {
@@ -1151,8 +1034,8 @@ mod tests {
         let p = h.th(0).user_pri;
         assert!((200..=203).contains(&p), "a hog over a full window: {p}");
         // nice shifts the batch priority one for one.
-        let mut h = H::new("", 1);
-        h.spawn(0, "nice=10", 0);
+        let mut h = uleh("", 1);
+        h.spawn_on(0, 0, knobs("nice=10"));
         h.pick(0);
         for _ in 0..3000 {
             if h.tick(0) {
@@ -1175,9 +1058,9 @@ mod tests {
             // td_owepreempt even without options PREEMPTION.
             ("preemption=0", "policy=idle", true),
         ] {
-            let mut h = H::new(params, 1);
-            h.spawn(0, "", 0);
-            h.spawn(1, running, 0);
+            let mut h = uleh(params, 1);
+            h.spawn_on(0, 0, knobs(""));
+            h.spawn_on(1, 0, knobs(running));
             h.run_sleep(0, 5, 10);
             assert_eq!(h.pick(0), Some(0));
             h.tick(0);
@@ -1188,7 +1071,7 @@ mod tests {
             }
             // The woken thread always runs next (owepreempt, or the AST at the clock
             // interrupt's return); which of the two it was shows where `running` is requeued.
-            let (cpu, go) = h.wake(0, 0, None);
+            let (cpu, go) = h.wake_go(0, 0, None, MS);
             assert_eq!((cpu, go), (0, true), "{params} over '{running}'");
             h.put_prev(0, PutPrevKind::Preempted);
             assert_eq!(h.pick(0), Some(0), "the woken thread runs first");
@@ -1206,9 +1089,9 @@ mod tests {
         // A wakeup by a thread on the same CPU: NEEDRESCHED is acted on as the waker's system
         // call returns (ast), so wakeup_preempt says yes whatever the options.
         for params in ["preemption=0", "preemption=1,full=0"] {
-            let mut h = H::new(params, 1);
-            h.spawn(0, "", 0);
-            h.spawn(1, "", 0);
+            let mut h = uleh(params, 1);
+            h.spawn_on(0, 0, knobs(""));
+            h.spawn_on(1, 0, knobs(""));
             h.run_sleep(0, 5, 10);
             assert_eq!(h.pick(0), Some(0));
             h.tick(0);
@@ -1217,7 +1100,7 @@ mod tests {
             for _ in 0..3 {
                 h.tick(0);
             }
-            assert_eq!(h.wake(0, 0, Some(0)), (0, true), "{params}");
+            assert_eq!(h.wake_go(0, 0, Some(0), MS), (0, true), "{params}");
             assert!(
                 !h.p.owepreempt[0] && h.p.needresched[0],
                 "{params}: an AST, not owepreempt"
@@ -1235,9 +1118,9 @@ mod tests {
             ("preemption=1,full=0", 170, false),
             ("preemption=1,full=1", 170, true),
         ] {
-            let mut h = H::new(params, 2);
-            h.spawn(0, "", 0);
-            h.spawn(1, "", 1);
+            let mut h = uleh(params, 2);
+            h.spawn_on(0, 0, knobs(""));
+            h.spawn_on(1, 1, knobs(""));
             h.pick(0);
             h.pick(1);
             h.p.t_mut(1).pri = 200;
@@ -1251,9 +1134,9 @@ mod tests {
 
     #[test]
     fn slice_expiry_reschedules_after_stathz_over_10_ticks() {
-        let mut h = H::new("", 1);
-        h.spawn(0, "", 0);
-        h.spawn(1, "", 0);
+        let mut h = uleh("", 1);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs(""));
         assert_eq!(h.pick(0), Some(0));
         assert_eq!(
             h.ticks_until_resched(0, 1000),
@@ -1269,9 +1152,9 @@ mod tests {
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(1), "round robin");
         // SCHED_FIFO has no slice.
-        let mut h = H::new("", 1);
-        h.spawn(0, "policy=fifo:50", 0);
-        h.spawn(1, "policy=fifo:50", 0);
+        let mut h = uleh("", 1);
+        h.spawn_on(0, 0, knobs("policy=fifo:50"));
+        h.spawn_on(1, 0, knobs("policy=fifo:50"));
         h.pick(0);
         assert_eq!(h.ticks_until_resched(0, 1000), 0);
     }
@@ -1280,9 +1163,9 @@ mod tests {
     fn the_calendar_queue_runs_worse_batch_threads_too() {
         // A batch thread at 220 queued behind a stream of 180s still runs: the 180s go in after
         // the insert index, which moves on every tick.
-        let mut h = H::new("", 1);
+        let mut h = uleh("", 1);
         for id in 0..3 {
-            h.spawn(id, "", 0);
+            h.spawn_on(id, 0, knobs(""));
             let th = h.p.t_mut(id);
             th.runtime = 1 << 20; // batch
         }
@@ -1304,9 +1187,9 @@ mod tests {
 
     #[test]
     fn an_idle_cpu_steals_from_a_busy_queue() {
-        let mut h = H::new("", 2);
+        let mut h = uleh("", 2);
         for id in 0..3 {
-            h.spawn(id, "", 0);
+            h.spawn_on(id, 0, knobs(""));
         }
         // CPU 1 idled at the start, so pickcpu would have spread them; queue them by hand.
         assert_eq!(h.pick(0), Some(0));
@@ -1315,19 +1198,19 @@ mod tests {
         assert_eq!((moves[0].from, moves[0].to), (0, 1));
         assert_eq!(h.pick(1), Some(moves[0].task));
         // With 4 CPUs steal_thresh is 2.
-        let mut h = H::new("", 4);
-        h.spawn(0, "", 0);
+        let mut h = uleh("", 4);
+        h.spawn_on(0, 0, knobs(""));
         h.pick(0);
         assert!(h
             .with(|p, m| p.balance(m, 3, BalanceKind::NewIdle))
             .is_empty());
-        h.spawn(1, "", 0);
+        h.spawn_on(1, 0, knobs(""));
         // runq_steal_from leaves the first timeshare thread from the removal index (0 here):
         // a lone queued thread is not taken.
         assert!(h
             .with(|p, m| p.balance(m, 3, BalanceKind::NewIdle))
             .is_empty());
-        h.spawn(2, "", 0);
+        h.spawn_on(2, 0, knobs(""));
         let moves = h.with(|p, m| p.balance(m, 3, BalanceKind::NewIdle));
         assert_eq!(
             moves,
@@ -1338,10 +1221,10 @@ mod tests {
             }]
         );
         // Threads that may not run on the idle CPU stay.
-        let mut h = H::new("", 2);
-        h.spawn(0, "", 0);
-        h.spawn(1, "cpus=0", 0);
-        h.spawn(2, "cpus=0", 0);
+        let mut h = uleh("", 2);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs("cpus=0"));
+        h.spawn_on(2, 0, knobs("cpus=0"));
         h.pick(0);
         assert!(h
             .with(|p, m| p.balance(m, 1, BalanceKind::NewIdle))
@@ -1350,17 +1233,21 @@ mod tests {
 
     #[test]
     fn pickcpu_prefers_the_last_cpu_when_idle_then_an_idle_cpu() {
-        let mut h = H::new("", 4);
+        let mut h = uleh("", 4);
         for id in 0..3 {
-            h.spawn(id, "", id);
+            h.spawn_on(id, id, knobs(""));
             assert_eq!(h.pick(id), Some(id));
         }
-        h.create(4, ""); // a sleeper that last ran on CPU 2, long ago
+        h.task_new(4, 0, knobs(""), ALL); // a sleeper that last ran on CPU 2, long ago
         h.p.t_mut(4).cpu = 2;
         h.now += 10 * MS;
-        assert_eq!(h.wake(4, 2, Some(0)).0, 3, "idle CPU 3 over busy CPU 2");
+        assert_eq!(
+            h.wake_go(4, 2, Some(0), MS).0,
+            3,
+            "idle CPU 3 over busy CPU 2"
+        );
         // Its last CPU, idle, wins over the lowest idle CPU.
-        h.create(5, "");
+        h.task_new(5, 0, knobs(""), ALL);
         h.p.t_mut(5).cpu = 3;
         h.sleep(1);
         assert_eq!(h.pick(1), None);
@@ -1368,31 +1255,31 @@ mod tests {
         h.pick(3);
         h.sleep(3);
         assert_eq!(h.pick(3), None);
-        assert_eq!(h.wake(5, 3, Some(0)).0, 3);
+        assert_eq!(h.wake_go(5, 3, Some(0), MS).0, 3);
         // Nothing idle: the waking CPU if better than its thread (tryself), else the CPU whose
         // best priority is worst.
         for (pri, expect) in [(PSOCK, 1), (170, 0)] {
-            let mut h = H::new("", 2);
-            h.spawn(0, "", 0);
-            h.spawn(1, "", 1);
+            let mut h = uleh("", 2);
+            h.spawn_on(0, 0, knobs(""));
+            h.spawn_on(1, 1, knobs(""));
             h.pick(0);
             h.pick(1);
             (h.p.t_mut(0).pri, h.p.tdq[0].lowpri) = (200, 200);
             (h.p.t_mut(1).pri, h.p.tdq[1].lowpri) = (150, 150);
-            h.create(2, "");
+            h.task_new(2, 0, knobs(""), ALL);
             (h.p.t_mut(2).cpu, h.p.t_mut(2).pri) = (1, pri);
-            assert_eq!(h.wake(2, 1, Some(1)).0, expect, "priority {pri}");
+            assert_eq!(h.wake_go(2, 1, Some(1), MS).0, expect, "priority {pri}");
         }
     }
 
     #[test]
     fn sched_balance_moves_half_the_imbalance() {
-        let mut h = H::new("", 2);
+        let mut h = uleh("", 2);
         for id in 0..5 {
-            h.spawn(id, "", 0);
+            h.spawn_on(id, 0, knobs(""));
         }
         h.pick(0);
-        h.spawn(5, "", 1);
+        h.spawn_on(5, 1, knobs(""));
         h.pick(1);
         h.p.balance_ticks = 1;
         let moves = h.with(|p, m| p.balance(m, 0, BalanceKind::Periodic));
@@ -1411,22 +1298,20 @@ mod tests {
 
     #[test]
     fn parameters_and_knobs() {
-        let u = Ule::from_spec(&spec("ule")).unwrap();
-        assert_eq!(u.describe(), "ule:preemption=1,full=0");
+        let u = built::<Ule>("ule");
+        assert_eq!(spec("ule").describe(), "ule:preemption=1,full=0");
         assert_eq!(u.preempt_thresh, PRI_MIN_KERN);
-        let full = Ule::from_spec(&spec("ule:full=1")).unwrap();
+        let full = built::<Ule>("ule:full=1");
         assert_eq!(full.preempt_thresh, PRI_MAX_IDLE);
-        let none = Ule::from_spec(&spec("ule:preemption=0")).unwrap();
+        let none = built::<Ule>("ule:preemption=0");
         assert_eq!(none.preempt_thresh, 0);
-        let e = Ule::from_spec(&spec("ule:full=2")).err().unwrap();
+        let e = spec_err("ule:full=2");
         assert!(e.contains("full=2") && e.contains("0 or 1"), "{e}");
-        let e = Ule::from_spec(&spec("ule:preemption=0,full=1"))
-            .err()
-            .unwrap();
+        let e = spec_err("ule:preemption=0,full=1");
         assert!(e.contains("needs preemption=1"), "{e}");
-        assert!(Ule::from_spec(&spec("ule:ipiwakeup=1")).is_err());
+        assert!("ule:ipiwakeup=1".parse::<PolicySpec>().is_err());
         for bad in ["policy=batch", "policy=deadline:1ms/10ms/10ms", "slice=1ms"] {
-            let e = u.check_knobs("g", &knobs(bad)).unwrap_err();
+            let e = u.check_knobs("g", &knobs(bad)).unwrap_err().to_string();
             let key = bad.split('=').next().unwrap();
             assert!(e.contains("'g'") && e.contains(key), "{e}");
         }

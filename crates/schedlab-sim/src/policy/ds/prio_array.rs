@@ -1,31 +1,31 @@
 //! The 2.6 scheduler's `struct prio_array` (kernel/sched.c, 2.6.20; kept by staircase v13):
 //! MAX_PRIO FIFO lists with a bitmap of the non-empty ones, shared by `o1` and `staircase`.
 
-use super::TaskId;
+use crate::policy::TaskId;
 use std::collections::VecDeque;
 
 /// Priorities 0..MAX_PRIO (0..99 real-time, 100..139 SCHED_OTHER; lower is better).
-pub(super) const MAX_PRIO: usize = 140;
+pub(in crate::policy) const MAX_PRIO: usize = 140;
 
 /// One priority array: 140 FIFO lists and a bitmap of the non-empty ones.
 #[derive(Clone, Debug)]
-pub(super) struct PrioArray {
+pub(in crate::policy) struct PrioArray {
     /// A FIFO list per priority.
-    pub(super) queue: Vec<VecDeque<TaskId>>,
+    pub(in crate::policy) queue: Vec<VecDeque<TaskId>>,
     bitmap: [u64; 3],
     /// Tasks in the lists.
-    pub(super) nr_active: usize,
+    pub(in crate::policy) nr_active: usize,
 }
 
 impl PrioArray {
-    pub(super) fn new() -> PrioArray {
+    pub(in crate::policy) fn new() -> PrioArray {
         PrioArray {
             queue: vec![VecDeque::new(); MAX_PRIO],
             bitmap: [0; 3],
             nr_active: 0,
         }
     }
-    pub(super) fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
+    pub(in crate::policy) fn enqueue(&mut self, prio: usize, t: TaskId, head: bool) {
         if head {
             self.queue[prio].push_front(t);
         } else {
@@ -34,7 +34,7 @@ impl PrioArray {
         self.bitmap[prio / 64] |= 1 << (prio % 64);
         self.nr_active += 1;
     }
-    pub(super) fn remove(&mut self, prio: usize, t: TaskId) -> bool {
+    pub(in crate::policy) fn remove(&mut self, prio: usize, t: TaskId) -> bool {
         let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
             return false;
         };
@@ -46,15 +46,15 @@ impl PrioArray {
         true
     }
     /// sched_find_first_bit: the best non-empty priority.
-    pub(super) fn first(&self) -> Option<usize> {
+    pub(in crate::policy) fn first(&self) -> Option<usize> {
         let w = self.bitmap.iter().position(|&b| b != 0)?;
         Some(w * 64 + self.bitmap[w].trailing_zeros() as usize)
     }
     /// Non-empty priorities, best first.
-    pub(super) fn prios(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(in crate::policy) fn prios(&self) -> impl Iterator<Item = usize> + '_ {
         (0..MAX_PRIO).filter(|&p| self.bitmap[p / 64] & (1 << (p % 64)) != 0)
     }
-    pub(super) fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
+    pub(in crate::policy) fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
         let t = self.queue[prio]
             .remove(i)
             .expect("bad priority queue index");
@@ -65,7 +65,7 @@ impl PrioArray {
         t
     }
     /// The best non-empty priority at or after `from`.
-    pub(super) fn next_set(&self, from: usize) -> Option<usize> {
+    pub(in crate::policy) fn next_set(&self, from: usize) -> Option<usize> {
         let mut w = from / 64;
         let mut bits = self.bitmap.get(w)? & (u64::MAX << (from % 64));
         loop {
@@ -75,5 +75,36 @@ impl PrioArray {
             w += 1;
             bits = *self.bitmap.get(w)?;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_per_priority_and_the_bitmap_finds_the_best() {
+        let mut a = PrioArray::new();
+        assert_eq!(a.first(), None);
+        a.enqueue(120, 1, false);
+        a.enqueue(120, 2, false);
+        a.enqueue(120, 3, true);
+        a.enqueue(100, 4, false);
+        a.enqueue(139, 5, false);
+        assert_eq!(a.nr_active, 5);
+        assert_eq!(a.first(), Some(100));
+        assert_eq!(a.prios().collect::<Vec<_>>(), [100, 120, 139]);
+        assert_eq!(a.queue[120], [3, 1, 2], "head insert first, then FIFO");
+        assert_eq!(a.next_set(101), Some(120));
+        assert_eq!(a.next_set(121), Some(139));
+        assert_eq!(a.next_set(MAX_PRIO), None);
+        assert!(a.remove(100, 4));
+        assert!(!a.remove(100, 4), "not queued any more");
+        assert_eq!(a.first(), Some(120));
+        assert_eq!(a.remove_at(120, 1), 1);
+        assert_eq!(a.remove_at(120, 0), 3);
+        assert_eq!(a.remove_at(120, 0), 2);
+        assert_eq!(a.first(), Some(139), "an emptied list leaves the bitmap");
+        assert_eq!(a.nr_active, 1);
     }
 }
