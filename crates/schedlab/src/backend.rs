@@ -192,6 +192,9 @@ pub fn run_repetition<W: Workload>(
             )
             .map_err(|e| match e {
                 RunError::Interrupted => RepError::Interrupted,
+                e @ RunError::Timeout(_) => {
+                    RepError::Failed(format!("{e} (raise it with --timeout)"))
+                }
                 e => RepError::Failed(e.to_string()),
             })?;
             Ok(RepOutput {

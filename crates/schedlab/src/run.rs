@@ -293,7 +293,7 @@ pub fn run_configs<W: Workload>(
                 Err(e) if common.counters == CountersArg::Trace => {
                     return Err(format!("--counters trace: {e}"))
                 }
-                Err(e) => e,
+                Err(e) => e.to_string(),
             }
         }
     };
