@@ -240,13 +240,12 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
     sys::set_thread_name(&name);
     let mut report = TaskReport {
         id: task.id,
-        // SAFETY: plain getter.
-        pid: unsafe { libc::getpid() },
+        pid: std::process::id() as i32,
         tid: sys::gettid(),
         ..TaskReport::default()
     };
     if let Err(e) = apply_to_current_thread(&env.knobs[task.group]) {
-        env.gate.task_ready_and_wait(task.id, &e);
+        env.gate.task_ready_and_wait(task.id, &e.to_string());
         return;
     }
     // Sleeps end when asked rather than up to 50 µs later (the default timer slack of a normal

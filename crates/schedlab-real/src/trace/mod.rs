@@ -328,78 +328,58 @@ mod tests {
     use std::sync::{mpsc, Arc, Barrier};
     use std::time::Instant;
 
-    fn gettid() -> i32 {
-        // SAFETY: gettid has no arguments and cannot fail.
-        unsafe { libc::syscall(libc::SYS_gettid) as i32 }
-    }
-
     /// The first CPU we may run on.
     fn first_allowed_cpu() -> usize {
-        // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
-                for cpu in 0..libc::CPU_SETSIZE as usize {
-                    if libc::CPU_ISSET(cpu, &set) {
-                        return cpu;
-                    }
-                }
-            }
-        }
-        0
+        let set = rustix::thread::sched_getaffinity(None).unwrap();
+        (0..rustix::thread::CpuSet::MAX_CPU)
+            .find(|&c| set.is_set(c))
+            .unwrap()
     }
 
-    fn name_and_pin(name: &std::ffi::CStr, cpu: usize) {
-        // SAFETY: PR_SET_NAME reads a NUL-terminated string; the cpu set is a valid local.
-        unsafe {
-            libc::prctl(libc::PR_SET_NAME, name.as_ptr());
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            assert_eq!(
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set),
-                0
-            );
-        }
+    fn name_and_pin(name: &str, cpu: usize) {
+        crate::sys::set_thread_name(name);
+        let mut set = rustix::thread::CpuSet::new();
+        set.set(cpu);
+        rustix::thread::sched_setaffinity(None, &set).unwrap();
+    }
+
+    /// A pipe as (read end, write end), each an owned `File`.
+    fn pipe() -> (fs::File, fs::File) {
+        let (r, w) = rustix::pipe::pipe().unwrap();
+        (r.into(), w.into())
     }
 
     /// Two threads "sltest-a"/"sltest-b" pinned to one CPU exchange `n` bytes each way over two
     /// pipes. Tracing (if any) runs from just before the exchange to just after. Returns the
     /// tids and the round trips per second.
     fn pingpong(n: usize, mut trace: Option<&mut SchedTrace>) -> (HashSet<i32>, f64) {
+        use std::io::{Read, Write};
         let cpu = first_allowed_cpu();
-        let mut p1 = [0i32; 2];
-        let mut p2 = [0i32; 2];
-        // SAFETY: arrays of two fds.
-        unsafe {
-            assert_eq!(libc::pipe(p1.as_mut_ptr()), 0);
-            assert_eq!(libc::pipe(p2.as_mut_ptr()), 0);
-        }
+        let (r1, w1) = pipe();
+        let (r2, w2) = pipe();
         let barrier = Arc::new(Barrier::new(3));
         let (tx, rx) = mpsc::channel();
-        let side = |name: &'static std::ffi::CStr, rfd: i32, wfd: i32, first: bool| {
+        let side = |name: &'static str, mut r: fs::File, mut w: fs::File, first: bool| {
             let barrier = barrier.clone();
             let tx = tx.clone();
             std::thread::spawn(move || {
                 name_and_pin(name, cpu);
-                tx.send(gettid()).unwrap();
+                tx.send(crate::sys::gettid()).unwrap();
                 barrier.wait();
                 let mut b = [0u8; 1];
                 for _ in 0..n {
-                    // SAFETY: one-byte buffers on valid pipe fds.
-                    unsafe {
-                        if first {
-                            assert_eq!(libc::write(wfd, b.as_ptr().cast(), 1), 1);
-                            assert_eq!(libc::read(rfd, b.as_mut_ptr().cast(), 1), 1);
-                        } else {
-                            assert_eq!(libc::read(rfd, b.as_mut_ptr().cast(), 1), 1);
-                            assert_eq!(libc::write(wfd, b.as_ptr().cast(), 1), 1);
-                        }
+                    if first {
+                        w.write_all(&b).unwrap();
+                        r.read_exact(&mut b).unwrap();
+                    } else {
+                        r.read_exact(&mut b).unwrap();
+                        w.write_all(&b).unwrap();
                     }
                 }
             })
         };
-        let a = side(c"sltest-a", p2[0], p1[1], true);
-        let b = side(c"sltest-b", p1[0], p2[1], false);
+        let a = side("sltest-a", r2, w1, true);
+        let b = side("sltest-b", r1, w2, false);
         let tids: HashSet<i32> = [rx.recv().unwrap(), rx.recv().unwrap()]
             .into_iter()
             .collect();
@@ -413,10 +393,6 @@ mod tests {
         let secs = t0.elapsed().as_secs_f64();
         if let Some(t) = trace.as_mut() {
             t.stop().unwrap();
-        }
-        for fd in p1.into_iter().chain(p2) {
-            // SAFETY: closing fds we own.
-            unsafe { libc::close(fd) };
         }
         (tids, n as f64 / secs)
     }
