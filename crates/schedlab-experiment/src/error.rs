@@ -107,6 +107,9 @@ pub enum ExperimentError {
     /// The machine cannot afford what a configuration needs.
     #[error("{0}")]
     Host(String),
+    /// Tracepoint counters were required and cannot be had.
+    #[error("{0}")]
+    TraceRequired(String),
     /// The real backend's counters or limits.
     #[error("{0}")]
     Backend(String),

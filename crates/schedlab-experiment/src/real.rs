@@ -148,7 +148,7 @@ impl Backend for RealBackend {
                 match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
                     Ok(t) => self.trace = Some(t),
                     Err(e) if self.counters == CounterMode::Trace => {
-                        return Err(ExperimentError::Backend(format!("--counters trace: {e}")))
+                        return Err(ExperimentError::TraceRequired(e.to_string()))
                     }
                     Err(e) => self.unavailable = e.to_string(),
                 }
@@ -181,6 +181,7 @@ impl Backend for RealBackend {
         )
         .map_err(|e| match e {
             RunError::Interrupted => RepError::Interrupted,
+            e @ RunError::Timeout(_) => RepError::TimedOut(e.to_string()),
             e => RepError::Failed(e.to_string()),
         })?;
         let mut sources = r.sources;

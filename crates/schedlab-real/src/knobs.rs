@@ -7,43 +7,96 @@
 use crate::sys::{self, SchedAttr, SCHED_DEADLINE};
 use schedlab_workload::knobs::{format_cpu_list, Knobs, SchedPolicy};
 use std::io;
+use thiserror::Error;
+
+/// Why a knob could not be applied; the text names the knob (`nice=-5`, `cpus=0-1`,
+/// `policy=fifo:10`) and, for permission errors, the capability it needs.
+#[derive(Debug, Error)]
+pub enum KnobError {
+    /// sched_setaffinity refused the CPU list.
+    #[error(
+        "cpus={cpus}: sched_setaffinity failed: {source} (CPUs outside this cgroup's cpuset?)"
+    )]
+    Affinity {
+        /// The CPU list, as the user writes it.
+        cpus: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The caller lacks the privilege the knob needs.
+    #[error("{knob}: permission denied; this knob needs {needs}")]
+    PermissionDenied {
+        /// The knobs asked for.
+        knob: String,
+        /// The capability or limit that would allow it.
+        needs: &'static str,
+    },
+    /// SCHED_DEADLINE's admission control refused the reservation.
+    #[error("{knob}: SCHED_DEADLINE admission control refused it (runtime/period exceeds the free bandwidth of these CPUs)")]
+    DeadlineAdmission {
+        /// The knobs asked for.
+        knob: String,
+    },
+    /// The kernel rejected a custom slice.
+    #[error("{knob}: the kernel rejected the custom slice (EEVDF slices need Linux 6.12 or later): {source}")]
+    SliceRejected {
+        /// The knobs asked for.
+        knob: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// The kernel accepted a custom slice but did not keep it (before Linux 6.12).
+    #[error("slice: the kernel did not keep the custom slice (asked {asked} ns, has {has} ns); EEVDF custom slices need Linux 6.12 or later")]
+    SliceNotKept {
+        /// The slice asked for, ns.
+        asked: u64,
+        /// The slice read back, ns.
+        has: u64,
+    },
+    /// Another failure of the system call applying the knob.
+    #[error("{knob}: {source}")]
+    Failed {
+        /// The knobs asked for.
+        knob: String,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// sched_getattr failed.
+    #[error("sched_getattr: {0}")]
+    GetAttr(io::Error),
+    /// The thread trying the knobs panicked.
+    #[error("probe thread panicked")]
+    ProbePanicked,
+}
 
 /// Apply `knobs` to the calling thread. Knobs left unset are not touched.
-pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), String> {
+pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), KnobError> {
     if let Some(cpus) = &knobs.cpus {
-        // SAFETY: cpu_set_t is plain data; CPU_SET stays within it for cpu < CPU_SETSIZE.
-        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        let mut set = rustix::thread::CpuSet::new();
         for &c in cpus {
-            unsafe { libc::CPU_SET(c, &mut set) };
+            set.set(c);
         }
-        // SAFETY: valid set of the right size for the calling thread.
-        let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-        if r != 0 {
-            return Err(format!(
-                "cpus={}: sched_setaffinity failed: {} (CPUs outside this cgroup's cpuset?)",
-                format_cpu_list(cpus),
-                io::Error::last_os_error()
-            ));
-        }
+        rustix::thread::sched_setaffinity(None, &set).map_err(|e| KnobError::Affinity {
+            cpus: format_cpu_list(cpus),
+            source: e.into(),
+        })?;
     }
     if knobs.policy.is_none() && knobs.slice_ns.is_none() {
         if let Some(nice) = knobs.nice {
             // PRIO_PROCESS with who = the thread id sets one thread's nice on Linux.
-            // SAFETY: plain syscall.
-            let r =
-                unsafe { libc::setpriority(libc::PRIO_PROCESS, sys::gettid() as libc::id_t, nice) };
-            if r != 0 {
-                return Err(explain(
-                    &format!("nice={nice}"),
-                    io::Error::last_os_error(),
+            let me = rustix::thread::gettid();
+            rustix::process::setpriority_process(Some(me), nice).map_err(|e| {
+                explain(
+                    format!("nice={nice}"),
+                    e.into(),
                     "CAP_SYS_NICE (or RLIMIT_NICE) to lower nice below the current value",
-                ));
-            }
+                )
+            })?;
         }
         return Ok(());
     }
     let policy = knobs.policy.unwrap_or(SchedPolicy::Other);
-    let current = sys::sched_getattr(0).map_err(|e| format!("sched_getattr: {e}"))?;
+    let current = sys::sched_getattr(0).map_err(KnobError::GetAttr)?;
     let mut attr = SchedAttr {
         sched_nice: knobs.nice.unwrap_or(current.sched_nice),
         ..SchedAttr::default()
@@ -82,21 +135,24 @@ pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), String> {
             "CAP_SYS_NICE to raise priority or set a custom slice"
         };
         if e.raw_os_error() == Some(libc::EBUSY) && matches!(policy, SchedPolicy::Deadline { .. }) {
-            return format!("{what}: SCHED_DEADLINE admission control refused it (runtime/period exceeds the free bandwidth of these CPUs)");
+            return KnobError::DeadlineAdmission { knob: what.clone() };
         }
         if e.raw_os_error() == Some(libc::EINVAL) && knobs.slice_ns.is_some() {
-            return format!("{what}: the kernel rejected the custom slice (EEVDF slices need Linux 6.12 or later): {e}");
+            return KnobError::SliceRejected {
+                knob: what.clone(),
+                source: e,
+            };
         }
-        explain(&what, e, need)
+        explain(what.clone(), e, need)
     })?;
     if let Some(slice) = knobs.slice_ns {
         // Older kernels ignore sched_runtime for fair tasks without an error: check it took.
-        let back = sys::sched_getattr(0).map_err(|e| format!("sched_getattr: {e}"))?;
+        let back = sys::sched_getattr(0).map_err(KnobError::GetAttr)?;
         if back.sched_runtime != slice {
-            return Err(format!(
-                "slice: the kernel did not keep the custom slice (asked {slice} ns, has {} ns); EEVDF custom slices need Linux 6.12 or later",
-                back.sched_runtime
-            ));
+            return Err(KnobError::SliceNotKept {
+                asked: slice,
+                has: back.sched_runtime,
+            });
         }
     }
     Ok(())
@@ -119,11 +175,62 @@ fn knobs_text(knobs: &Knobs) -> String {
     k.to_string()
 }
 
-fn explain(what: &str, e: io::Error, need: &str) -> String {
-    match e.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => {
-            format!("{what}: permission denied; this knob needs {need}")
-        }
-        _ => format!("{what}: {e}"),
+fn explain(knob: String, source: io::Error, needs: &'static str) -> KnobError {
+    match source.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => KnobError::PermissionDenied { knob, needs },
+        _ => KnobError::Failed { knob, source },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_knob_and_the_capability() {
+        let e = explain(
+            "nice=-5".into(),
+            io::Error::from_raw_os_error(libc::EPERM),
+            "CAP_SYS_NICE",
+        );
+        assert_eq!(
+            e.to_string(),
+            "nice=-5: permission denied; this knob needs CAP_SYS_NICE"
+        );
+        let e = explain(
+            "nice=-5".into(),
+            io::Error::from_raw_os_error(libc::EINVAL),
+            "x",
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("nice=-5: {}", io::Error::from_raw_os_error(libc::EINVAL))
+        );
+        assert_eq!(
+            KnobError::SliceNotKept { asked: 3, has: 0 }.to_string(),
+            "slice: the kernel did not keep the custom slice (asked 3 ns, has 0 ns); EEVDF custom slices need Linux 6.12 or later"
+        );
+    }
+
+    #[test]
+    fn applies_nice_and_cpus_to_a_thread() {
+        let cpu = (0..rustix::thread::CpuSet::MAX_CPU)
+            .find(|&c| rustix::thread::sched_getaffinity(None).unwrap().is_set(c))
+            .unwrap();
+        std::thread::spawn(move || {
+            apply_to_current_thread(&Knobs {
+                nice: Some(3),
+                cpus: Some(vec![cpu]),
+                ..Knobs::default()
+            })
+            .unwrap();
+            let me = rustix::thread::gettid();
+            assert_eq!(rustix::process::getpriority_process(Some(me)).unwrap(), 3);
+            let set = rustix::thread::sched_getaffinity(None).unwrap();
+            assert_eq!(set.count(), 1);
+            assert!(set.is_set(cpu));
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -6,7 +6,10 @@
 //! - Counters come from `/proc/thread-self/sched` ([`procfs`]) and, where tracefs is available,
 //!   from the sched_wakeup/sched_switch tracepoints in a private instance ([`trace`]).
 //! - [`machine`] describes the machine and probes what it lets us measure; [`host`] holds the
-//!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs).
+//!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs). Every
+//!   file of /proc is read through [`procfs`].
+//! - Errors are typed ([`RunError`], [`trace::TraceError`], [`knobs::KnobError`],
+//!   [`host::HostError`]) and name no command-line flag: the binary adds those.
 #![deny(missing_docs)]
 
 pub mod context;

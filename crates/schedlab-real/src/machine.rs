@@ -2,31 +2,21 @@
 //! (`schedlab env`). Capabilities are probed by trying them on a throw-away thread, not guessed
 //! from version numbers.
 
-use crate::knobs::apply_to_current_thread;
+use crate::knobs::{apply_to_current_thread, KnobError};
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::record::MachineInfo;
 use std::time::Duration;
 
 /// Kernel and machine facts.
 pub fn machine_info() -> MachineInfo {
-    // SAFETY: utsname is plain data filled by uname.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: valid out-pointer.
-    unsafe { libc::uname(&mut u) };
-    let field = |f: &[libc::c_char]| {
-        let bytes: Vec<u8> = f
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    let version = field(&u.version);
+    let u = rustix::system::uname();
+    let field = |f: &std::ffi::CStr| f.to_string_lossy().into_owned();
+    let version = field(u.version());
     MachineInfo {
-        hostname: field(&u.nodename),
-        kernel_release: field(&u.release),
+        hostname: field(u.nodename()),
+        kernel_release: field(u.release()),
         kernel_version: version.clone(),
-        arch: field(&u.machine),
+        arch: field(u.machine()),
         cpus: crate::host::online_cpus(),
         cpu_model: crate::procfs::cpu_model(),
         preempt: preempt_model(&version),
@@ -40,23 +30,17 @@ fn debugfs_preempt() -> Option<String> {
         return Some(text);
     }
     let dir = crate::tempdir::TempDir::new().ok()?;
-    let target = std::ffi::CString::new(dir.path().as_os_str().as_encoded_bytes()).ok()?;
-    // SAFETY: valid NUL-terminated strings; a fresh, private mount point.
-    let mounted = unsafe {
-        libc::mount(
-            c"none".as_ptr(),
-            target.as_ptr(),
-            c"debugfs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    } == 0;
-    if !mounted {
-        return None;
-    }
+    rustix::mount::mount(
+        "none",
+        dir.path(),
+        "debugfs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    )
+    .ok()?;
     let text = std::fs::read_to_string(dir.path().join("sched/preempt")).ok();
-    // SAFETY: unmounting what we mounted above.
-    unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) };
+    // Unmount what we mounted above before the directory is removed.
+    let _ = rustix::mount::unmount(dir.path(), rustix::mount::UnmountFlags::DETACH);
     text
 }
 
@@ -100,10 +84,10 @@ pub struct Capability {
 }
 
 /// Whether this process may apply `knobs`, tried on a throw-away thread.
-pub fn try_knobs(knobs: Knobs) -> Result<(), String> {
+pub fn try_knobs(knobs: Knobs) -> Result<(), KnobError> {
     std::thread::spawn(move || apply_to_current_thread(&knobs))
         .join()
-        .unwrap_or_else(|_| Err("probe thread panicked".into()))
+        .unwrap_or(Err(KnobError::ProbePanicked))
 }
 
 /// Try each knob on a throw-away thread: negative nice, FIFO/RR, DEADLINE, custom slices.
@@ -114,7 +98,7 @@ pub fn probe_knobs() -> Vec<Capability> {
         out.push(Capability {
             name,
             available: r.is_ok(),
-            detail: r.err().unwrap_or_else(|| ok_detail.to_string()),
+            detail: r.map_or_else(|e| e.to_string(), |()| ok_detail.to_string()),
         });
     };
     add(

@@ -336,8 +336,7 @@ se.slice                                     :              1400000
             b.voluntary > a.voluntary,
             "a sleep is a voluntary switch: {a:?} -> {b:?}"
         );
-        // SAFETY: plain getter.
-        let obs = observed_settings_of(unsafe { libc::getpid() }, crate::sys::gettid());
+        let obs = observed_settings_of(std::process::id() as i32, crate::sys::gettid());
         assert!(
             obs.contains_key("nice") && obs.contains_key("cpus"),
             "{obs:?}"

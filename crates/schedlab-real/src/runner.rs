@@ -34,11 +34,13 @@ use std::time::{Duration, Instant};
 pub const COMM_PREFIX: &str = "sl-";
 
 /// Why a repetition did not produce a result.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RunError {
     /// Setting up channels, tasks or files failed.
+    #[error("setting up the run failed: {0}")]
     Setup(String),
     /// A task could not apply its group's knobs.
+    #[error("group '{group}': {message}")]
     Knob {
         /// Group name.
         group: String,
@@ -46,6 +48,7 @@ pub enum RunError {
         message: String,
     },
     /// A task failed or died during its body.
+    #[error("task {task} failed: {message}")]
     Task {
         /// Which task (`receiver 3`).
         task: String,
@@ -53,6 +56,7 @@ pub enum RunError {
         message: String,
     },
     /// A process hosting tasks died before they finished.
+    #[error("{what} died before its tasks finished: {how}")]
     Died {
         /// What it hosted (`the server process`, `receiver 3`).
         what: String,
@@ -60,29 +64,13 @@ pub enum RunError {
         how: String,
     },
     /// The run was interrupted (SIGINT/SIGTERM).
+    #[error("interrupted")]
     Interrupted,
-    /// The supervisor ended the repetition after its time budget.
+    /// The supervisor ended the repetition after its time budget (the caller says how to
+    /// raise it).
+    #[error("the supervisor ended the repetition after its time budget of {:.1}s", .0.as_secs_f64())]
     Timeout(Duration),
 }
-
-impl std::fmt::Display for RunError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RunError::Setup(s) => write!(f, "setting up the run failed: {s}"),
-            RunError::Knob { group, message } => write!(f, "group '{group}': {message}"),
-            RunError::Task { task, message } => write!(f, "task {task} failed: {message}"),
-            RunError::Died { what, how } => write!(f, "{what} died before its tasks finished: {how}"),
-            RunError::Interrupted => write!(f, "interrupted"),
-            RunError::Timeout(d) => write!(
-                f,
-                "the supervisor ended the repetition after its time budget of {:.1}s (raise it with --timeout)",
-                d.as_secs_f64()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RunError {}
 
 /// What a repetition needs besides the workload.
 pub struct RepetitionSetup<'a> {
@@ -252,13 +240,12 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
     sys::set_thread_name(&name);
     let mut report = TaskReport {
         id: task.id,
-        // SAFETY: plain getter.
-        pid: unsafe { libc::getpid() },
+        pid: std::process::id() as i32,
         tid: sys::gettid(),
         ..TaskReport::default()
     };
     if let Err(e) = apply_to_current_thread(&env.knobs[task.group]) {
-        env.gate.task_ready_and_wait(task.id, &e);
+        env.gate.task_ready_and_wait(task.id, &e.to_string());
         return;
     }
     // Sleeps end when asked rather than up to 50 µs later (the default timer slack of a normal
@@ -298,7 +285,7 @@ pub fn run_repetition<W: Workload>(
         ));
     }
     if plan.locks > 0 && plan.mode == TaskMode::Processes {
-        return Err(RunError::Setup("locks need --tasks threads".into()));
+        return Err(RunError::Setup("locks need tasks run as threads".into()));
     }
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
@@ -838,9 +825,9 @@ fn supervise(
     let traced = match (trace, trace_error) {
         (Some(t), None) => match t.collect(&tids) {
             Ok(c) => Ok((c, t.source())),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         },
-        (Some(_), Some(e)) => Err(e),
+        (Some(_), Some(e)) => Err(e.to_string()),
         (None, _) => Err("not requested".to_string()),
     };
     let mut counters: BTreeMap<String, Counters> = BTreeMap::new();

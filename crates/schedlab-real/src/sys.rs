@@ -1,4 +1,9 @@
-//! Thin, checked wrappers over the system calls the real backend needs and libc does not wrap.
+//! Thin, checked wrappers over the system calls the real backend needs.
+//!
+//! Where `rustix` has a safe wrapper (thread id and name, clocks) it is used; the rest is a small
+//! libc island with a SAFETY note per call: sched_setattr/sched_getattr (no wrapper in rustix or
+//! libc) and the raw-descriptor pipe I/O the runner shares across `fork()` (descriptors that
+//! both processes close on their own paths, so an `OwnedFd` would close them twice).
 
 use std::io;
 
@@ -29,8 +34,7 @@ pub const SCHED_DEADLINE: u32 = 6;
 
 /// The calling thread's kernel id.
 pub fn gettid() -> i32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() }
+    rustix::thread::gettid().as_raw_nonzero().get()
 }
 
 /// sched_setattr(2) on thread `tid` (0 = the caller).
@@ -69,52 +73,36 @@ pub fn sched_getattr(tid: i32) -> io::Result<SchedAttr> {
 
 /// Set the calling thread's name (its comm, as tracepoints and /proc show it); at most 15 bytes.
 pub fn set_thread_name(name: &str) {
-    let mut bytes: Vec<u8> = name.bytes().take(15).collect();
-    bytes.push(0);
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes.
-    unsafe { libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong, 0, 0, 0) };
+    let bytes: Vec<u8> = name.bytes().take(15).take_while(|&b| b != 0).collect();
+    if let Ok(name) = std::ffi::CString::new(bytes) {
+        let _ = rustix::thread::set_name(&name);
+    }
 }
 
 /// Monotonic time in nanoseconds (CLOCK_MONOTONIC, shared by all processes of the machine).
 pub fn monotonic_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    clock_ns(rustix::time::ClockId::Monotonic)
 }
 
 /// CPU time of the calling thread in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
-    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+    clock_ns(rustix::time::ClockId::ThreadCPUTime)
 }
 
-fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+fn clock_ns(clock: rustix::time::ClockId) -> u64 {
+    let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `deadline_ns`, resuming after signals.
 pub fn sleep_until_ns(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    let ts = rustix::time::Timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as _,
+        tv_nsec: (deadline_ns % 1_000_000_000) as _,
     };
-    loop {
-        // SAFETY: ts is valid; remaining time is not needed with TIMER_ABSTIME.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if r != libc::EINTR {
-            return;
-        }
-    }
+    while let Err(rustix::io::Errno::INTR) =
+        rustix::thread::clock_nanosleep_absolute(rustix::time::ClockId::Monotonic, &ts)
+    {}
 }
 
 /// Write all of `data` to `fd`, retrying on EINTR and short writes.

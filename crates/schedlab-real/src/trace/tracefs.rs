@@ -1,0 +1,424 @@
+//! The tracefs side of [`SchedTrace`](super::SchedTrace): finding (or privately mounting) a
+//! tracefs, creating and removing our instance `instances/schedlab-<pid>-<n>`, writing its
+//! control files, reading its lost-event counters, and removing what dead schedlab processes
+//! left behind.
+
+use super::TraceError;
+use crate::procfs;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Prefix of our instance directories: `instances/schedlab-<pid>-<n>`.
+pub(super) const INSTANCE_PREFIX: &str = "schedlab-";
+/// Prefix of our private mount points: `$TMPDIR/schedlab-tracefs-<pid>-<n>`.
+pub(super) const MOUNT_PREFIX: &str = "schedlab-tracefs-";
+/// The tracepoints we record, all in the `sched` system.
+pub(super) const EVENTS: [&str; 3] = ["sched_waking", "sched_wakeup", "sched_switch"];
+
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(0);
+static NEXT_MOUNT: AtomicU64 = AtomicU64::new(0);
+
+/// A tracefs to create instances in: a mounted one, or our own private mount (detached and
+/// removed on drop).
+#[derive(Debug)]
+pub(super) struct Tracefs {
+    /// The mount point.
+    pub(super) root: PathBuf,
+    /// Our own mount point, if no tracefs was mounted.
+    pub(super) private_mount: Option<PathBuf>,
+}
+
+impl Tracefs {
+    /// A mounted tracefs, or a private mount of one.
+    pub(super) fn open() -> Result<Tracefs, TraceError> {
+        match find_mounted_tracefs() {
+            Some(root) => Ok(Tracefs {
+                root,
+                private_mount: None,
+            }),
+            None => {
+                let dir = mount_private().map_err(|e| match unreadable_tracefs() {
+                    Some(path) => TraceError::Unreadable { path },
+                    None => e,
+                })?;
+                Ok(Tracefs {
+                    root: dir.clone(),
+                    private_mount: Some(dir),
+                })
+            }
+        }
+    }
+}
+
+impl Drop for Tracefs {
+    fn drop(&mut self) {
+        if let Some(dir) = self.private_mount.take() {
+            unmount_private(&dir);
+        }
+    }
+}
+
+/// Our instance directory; on drop, recording is switched off, the events disabled and the
+/// directory removed.
+#[derive(Debug)]
+pub(super) struct Instance {
+    path: PathBuf,
+}
+
+impl Instance {
+    /// Create `instances/schedlab-<pid>-<n>` under `root` with the first free `n`.
+    pub(super) fn create(root: &Path) -> Result<Instance, TraceError> {
+        let instances = root.join("instances");
+        if !instances.is_dir() {
+            return Err(TraceError::NoInstances {
+                root: root.to_path_buf(),
+            });
+        }
+        let pid = std::process::id();
+        loop {
+            let n = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+            let p = instances.join(format!("{INSTANCE_PREFIX}{pid}-{n}"));
+            match fs::create_dir(&p) {
+                Ok(()) => return Ok(Instance { path: p }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(source) if is_permission(&source) => {
+                    return Err(TraceError::Permission {
+                        doing: "creating instance in",
+                        path: instances,
+                        source,
+                    })
+                }
+                Err(source) => return Err(TraceError::CreateInstance { path: p, source }),
+            }
+        }
+    }
+
+    /// The instance's directory.
+    #[cfg(test)]
+    pub(super) fn dir(&self) -> &Path {
+        &self.path
+    }
+
+    /// `instance/rel`.
+    pub(super) fn path(&self, rel: &str) -> PathBuf {
+        self.path.join(rel)
+    }
+
+    /// Write `value` to the instance's file `rel` in one write(2).
+    pub(super) fn write(&self, rel: &str, value: &str) -> Result<(), TraceError> {
+        let path = self.path(rel);
+        write_file(&path, value).map_err(|source| {
+            if is_permission(&source) {
+                TraceError::Permission {
+                    doing: "writing",
+                    path,
+                    source,
+                }
+            } else {
+                TraceError::Write {
+                    value: value.to_string(),
+                    path,
+                    source,
+                }
+            }
+        })
+    }
+
+    /// Sum of the lost-event counters over the instance's CPUs.
+    pub(super) fn read_lost(&self) -> Result<u64, TraceError> {
+        let dir = self.path("per_cpu");
+        let entries = fs::read_dir(&dir).map_err(|source| TraceError::Io {
+            doing: "cannot list",
+            path: dir.clone(),
+            source,
+        })?;
+        let mut lost = 0u64;
+        for entry in entries.flatten() {
+            if !entry.file_name().as_bytes().starts_with(b"cpu") {
+                continue;
+            }
+            if let Ok(stats) = fs::read_to_string(entry.path().join("stats")) {
+                lost = lost.saturating_add(parse_lost(&stats));
+            }
+        }
+        Ok(lost)
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = write_file(&self.path("tracing_on"), "0");
+        for event in EVENTS {
+            let _ = write_file(&self.path(&format!("events/sched/{event}/enable")), "0");
+        }
+        remove_instance(&self.path);
+    }
+}
+
+/// Remove `instances/schedlab-<pid>-<n>` directories (and private tracefs mounts
+/// `$TMPDIR/schedlab-tracefs-<pid>-<n>`) left by schedlab processes that no longer exist, e.g.
+/// after a `SIGKILL`. Returns how many were removed. Never fails; needs root to do anything.
+///
+/// A process is judged by its pid in our pid namespace, so an instance made by a schedlab
+/// running in another pid namespace could be mistaken for a stale one.
+pub fn cleanup_stale_instances() -> usize {
+    let mut removed = cleanup_stale_mounts();
+    match find_mounted_tracefs() {
+        Some(root) => removed += cleanup_stale_in(&root),
+        None => {
+            // Instances outlive mounts: look through a mount of our own.
+            if let Ok(dir) = mount_private() {
+                removed += cleanup_stale_in(&dir);
+                unmount_private(&dir);
+            }
+        }
+    }
+    removed
+}
+
+/// The comm prefix goes into a filter string `comm ~ "PREFIX*"`: keep it to plain characters.
+pub(super) fn validate_prefix(prefix: &str) -> Result<(), TraceError> {
+    let ok_char =
+        |c: char| c.is_ascii_graphic() && !matches!(c, '"' | '\\' | '*' | '?' | '[' | ']');
+    if prefix.is_empty() || prefix.len() > 15 || !prefix.chars().all(ok_char) {
+        return Err(TraceError::BadPrefix(prefix.to_string()));
+    }
+    Ok(())
+}
+
+fn is_permission(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+}
+
+/// Open an existing file for writing (no O_CREAT, no O_TRUNC) and write `value` in one call.
+fn write_file(path: &Path, value: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().write(true).open(path)?;
+    let n = f.write(value.as_bytes())?;
+    if n != value.len() {
+        return Err(io::Error::other(format!(
+            "short write ({n} of {} bytes)",
+            value.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a process with this pid exists (in our pid namespace).
+fn pid_alive(pid: i32) -> bool {
+    let Some(p) = rustix::process::Pid::from_raw(pid).filter(|_| pid > 0) else {
+        return true; // not ours to judge
+    };
+    // kill(pid, 0) only checks for existence and permission.
+    if let Err(e) = rustix::process::test_kill_process(p) {
+        return e != rustix::io::Errno::SRCH;
+    }
+    // A zombie (killed, not yet reaped) holds nothing any more; but a leader thread that
+    // exited early also shows as a zombie while its other threads live on.
+    let zombie = matches!(procfs::process_state(pid), Some(b'Z') | Some(b'X'));
+    !zombie || procfs::thread_count(pid).is_some_and(|n| n > 1)
+}
+
+/// The pid in a name `<prefix><pid>-<n>`, if the name has that shape.
+pub(super) fn owner_pid(name: &[u8], prefix: &str) -> Option<i32> {
+    let rest = name.strip_prefix(prefix.as_bytes())?;
+    let dash = rest.iter().position(|&b| b == b'-')?;
+    let (pid, n) = (&rest[..dash], &rest[dash + 1..]);
+    if n.is_empty() || !n.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let (pid, used) = super::parse::parse_int(pid)?;
+    (used == rest[..dash].len() && pid > 0).then_some(pid as i32)
+}
+
+/// Mount points of tracefs mounts listed in /proc/mounts.
+fn tracefs_mounts() -> Vec<PathBuf> {
+    procfs::mounts()
+        .into_iter()
+        .filter(|m| m.fstype == "tracefs")
+        .map(|m| m.dir)
+        .collect()
+}
+
+/// A usable mounted tracefs, preferring the standard places; never another schedlab's private
+/// mount (it may vanish under us).
+fn find_mounted_tracefs() -> Option<PathBuf> {
+    let mut mounts: Vec<PathBuf> = tracefs_mounts()
+        .into_iter()
+        .filter(|p| {
+            !p.file_name()
+                .is_some_and(|n| n.as_bytes().starts_with(MOUNT_PREFIX.as_bytes()))
+        })
+        .collect();
+    if mounts.is_empty() {
+        // /proc/mounts unreadable or lying: trust a populated standard directory.
+        mounts.push(PathBuf::from("/sys/kernel/tracing"));
+    }
+    let rank = |p: &PathBuf| match p.to_str() {
+        Some("/sys/kernel/tracing") => 0,
+        Some("/sys/kernel/debug/tracing") => 1,
+        _ => 2,
+    };
+    mounts.sort_by_key(rank);
+    mounts.into_iter().find(|p| p.join("instances").is_dir())
+}
+
+/// A mounted tracefs we may not look into, to explain a failure.
+fn unreadable_tracefs() -> Option<PathBuf> {
+    tracefs_mounts()
+        .into_iter()
+        .find(|p| fs::read_dir(p).is_err_and(|e| is_permission(&e)))
+}
+
+/// Mount tracefs on a fresh `$TMPDIR/schedlab-tracefs-<pid>-<n>`.
+fn mount_private() -> Result<PathBuf, TraceError> {
+    let base = std::env::temp_dir();
+    let pid = std::process::id();
+    let dir = loop {
+        let n = NEXT_MOUNT.fetch_add(1, Ordering::Relaxed);
+        let dir = base.join(format!("{MOUNT_PREFIX}{pid}-{n}"));
+        match fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(source) => return Err(TraceError::MountPoint { dir, source }),
+        }
+    };
+    let mounted = rustix::mount::mount(
+        "nodev",
+        &dir,
+        "tracefs",
+        rustix::mount::MountFlags::empty(),
+        None,
+    );
+    if let Err(e) = mounted {
+        let source = io::Error::from(e);
+        let _ = fs::remove_dir(&dir);
+        return Err(match source.raw_os_error() {
+            Some(libc::EPERM) | Some(libc::EACCES) => TraceError::MountDenied(source),
+            Some(libc::ENODEV) => TraceError::NoTracefs(source),
+            _ => TraceError::MountFailed { dir, source },
+        });
+    }
+    Ok(dir)
+}
+
+/// Detach our mount and remove its directory.
+fn unmount_private(dir: &Path) {
+    let _ = rustix::mount::unmount(dir, rustix::mount::UnmountFlags::DETACH);
+    let _ = fs::remove_dir(dir);
+}
+
+/// rmdir an instance, retrying while the kernel says it is busy (a reader still has a file open).
+fn remove_instance(inst: &Path) -> bool {
+    for attempt in 0..20 {
+        match fs::remove_dir(inst) {
+            Ok(()) => return true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return true,
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && attempt < 19 => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Remove stale instances under a tracefs root.
+pub(super) fn cleanup_stale_in(root: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(root.join("instances")) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        match owner_pid(name.as_bytes(), INSTANCE_PREFIX) {
+            Some(pid) if !pid_alive(pid) => {
+                let inst = entry.path();
+                let _ = write_file(&inst.join("tracing_on"), "0");
+                removed += usize::from(remove_instance(&inst));
+            }
+            _ => {}
+        }
+    }
+    removed
+}
+
+/// Detach and remove private mounts (and bare mount directories) of dead schedlab processes.
+pub(super) fn cleanup_stale_mounts() -> usize {
+    let dead = |p: &Path| {
+        p.file_name()
+            .and_then(|n| owner_pid(n.as_bytes(), MOUNT_PREFIX))
+            .is_some_and(|pid| !pid_alive(pid))
+    };
+    let mut removed = 0;
+    for dir in tracefs_mounts() {
+        if dead(&dir) {
+            unmount_private(&dir);
+            removed += usize::from(!dir.exists());
+        }
+    }
+    if let Ok(entries) = fs::read_dir(std::env::temp_dir()) {
+        for entry in entries.flatten() {
+            let p = entry.path();
+            // rmdir only: a directory that is not empty (or still a mount) stays.
+            if dead(&p) && fs::remove_dir(&p).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Sum of the `overrun`, `commit overrun` and `dropped events` lines of a `per_cpu/cpuN/stats`.
+fn parse_lost(stats: &str) -> u64 {
+    let mut lost = 0u64;
+    for line in stats.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        if matches!(key.trim(), "overrun" | "commit overrun" | "dropped events") {
+            lost = lost.saturating_add(value.trim().parse::<u64>().unwrap_or(0));
+        }
+    }
+    lost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_counters_and_names() {
+        let stats = "entries: 10\noverrun: 3\ncommit overrun: 1\nbytes: 99\noldest event ts:     0.000000\nnow ts:   413.414548\ndropped events: 5\nread events: 7\n";
+        assert_eq!(parse_lost(stats), 9);
+        assert_eq!(owner_pid(b"schedlab-123-4", INSTANCE_PREFIX), Some(123));
+        assert_eq!(owner_pid(b"schedlab-tracefs-77-0", MOUNT_PREFIX), Some(77));
+        assert_eq!(owner_pid(b"schedlab-tracefs-77-0", INSTANCE_PREFIX), None);
+        assert_eq!(owner_pid(b"schedlab-12x-4", INSTANCE_PREFIX), None);
+        assert_eq!(owner_pid(b"schedlab-12-", INSTANCE_PREFIX), None);
+        assert_eq!(owner_pid(b"schedlab--3-1", INSTANCE_PREFIX), None);
+        assert!(validate_prefix("sl-").is_ok());
+        assert!(validate_prefix("").is_err());
+        assert!(validate_prefix("a\"b").is_err());
+        assert!(validate_prefix("a*").is_err());
+    }
+
+    #[test]
+    fn judges_processes_alive_or_dead() {
+        assert!(pid_alive(std::process::id() as i32));
+        assert!(pid_alive(0), "pid 0 is not ours to judge");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Exited but not reaped: a zombie counts as dead.
+        while procfs::process_state(pid) != Some(b'Z') {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!pid_alive(pid), "a zombie holds nothing");
+        child.wait().unwrap();
+        assert!(!pid_alive(pid), "a reaped process is gone");
+    }
+}
