@@ -220,7 +220,7 @@ mod tests {
         std::thread::spawn(move || {
             apply_to_current_thread(&Knobs {
                 nice: Some(3),
-                cpus: Some(vec![cpu]),
+                cpus: Some(schedlab_workload::CpuSet::from_cpus([cpu]).unwrap()),
                 ..Knobs::default()
             })
             .unwrap();

@@ -70,9 +70,35 @@ impl ParamError {
         }
     }
 
+    /// A fault stated in a sentence that names parameters where `{name}` stands (`the custom
+    /// benchmark needs {cpu} PCT`); the front end writes the names.
+    pub fn sentence(
+        workload: &'static str,
+        params: &[&'static str],
+        sentence: impl Into<String>,
+    ) -> ParamError {
+        ParamError {
+            workload,
+            params: params.to_vec(),
+            value: None,
+            problem: sentence.into(),
+        }
+    }
+
     /// The message with each parameter's name written by `name` (the command line writes
     /// `--datasize`, a workload file `datasize`).
     pub fn render(&self, name: impl Fn(&str) -> String) -> String {
+        if self
+            .params
+            .iter()
+            .any(|p| self.problem.contains(&format!("{{{p}}}")))
+        {
+            let mut text = self.problem.clone();
+            for p in &self.params {
+                text = text.replace(&format!("{{{p}}}"), &name(p));
+            }
+            return format!("{}: {text}", self.workload);
+        }
         let names: Vec<String> = self.params.iter().map(|p| name(p)).collect();
         let subject = match names.len() {
             0 => String::new(),

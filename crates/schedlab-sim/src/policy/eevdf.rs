@@ -1209,7 +1209,7 @@ mod tests {
         let mut p = policy("eevdf");
         let mut b = Bench::new(2, 250);
         let pinned = Knobs {
-            cpus: Some(vec![0]),
+            cpus: Some("0".parse().unwrap()),
             ..other(0)
         };
         spawn(&mut p, &mut b, &[pinned.clone(), pinned]);

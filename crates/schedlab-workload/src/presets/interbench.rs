@@ -802,10 +802,10 @@ impl Preset for Interbench {
             benches.push(BenchKind::Custom);
         }
         if benches.contains(&BenchKind::Custom) && !lists.given("cpu") {
-            return Err(ParamError::params(
+            return Err(ParamError::sentence(
                 NAME,
-                &["cpu"],
-                "is needed by the custom benchmark (with the interval)",
+                &["cpu", "interval"],
+                "the custom benchmark needs {cpu} PCT (and {interval} DUR)",
             ));
         }
         let mut out = Vec::new();
