@@ -102,7 +102,8 @@ impl PresetVisitor for WorkloadCommand {
             };
             cmd = cmd.arg(arg);
         }
-        CommonArgs::augment_args(cmd)
+        // CommonArgs's own doc comment would become the subcommand's about: set it after.
+        CommonArgs::augment_args(cmd).about(P::ABOUT)
     }
 }
 
