@@ -56,7 +56,7 @@ pub enum ExperimentError {
     Machine(String),
     /// A policy spec that names no policy or a bad parameter.
     #[error(transparent)]
-    Policy(schedlab_sim::policy::SpecError),
+    Policy(Box<schedlab_sim::policy::SpecError>),
     /// An unknown cost profile.
     #[error(transparent)]
     Profile(schedlab_sim::cost::CostError),

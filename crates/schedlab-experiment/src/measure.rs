@@ -195,6 +195,9 @@ fn add_repetition(
     update_summary(config, level);
 }
 
+/// A configuration ready to run: its workload shared with the repetitions, the rest apart.
+type Prepared<W, M> = (Arc<W>, Config<(), M>);
+
 /// Measure every configuration of `experiment` on `backend`, interleaving their repetitions,
 /// and return how it ended and the record (also saved to `sinks` after every repetition).
 pub fn measure<W: Workload, B: Backend>(
@@ -211,7 +214,7 @@ pub fn measure<W: Workload, B: Backend>(
     let mut record = new_record(&experiment, backend, settings);
     backend.prepare(&experiment.configs, &mut record.backend)?;
     let primary = record.metrics[0].name.clone();
-    let configs: Vec<(Arc<W>, Config<(), B::Machine>)> = experiment
+    let configs: Vec<Prepared<W, B::Machine>> = experiment
         .configs
         .into_iter()
         .map(|c| {
@@ -291,7 +294,7 @@ pub fn measure<W: Workload, B: Backend>(
     };
 
     for round in 0..settings.warmup {
-        for i in 0..configs.len() {
+        for (i, _) in configs.iter().enumerate() {
             match run_one(backend, i, RepInput::WARMUP_BASE + round as u64) {
                 Ok(output) => {
                     let metrics = metrics_of(i, &output)?;

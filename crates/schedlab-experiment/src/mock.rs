@@ -12,7 +12,6 @@ use schedlab_workload::presets::{HostNeeds, Outcome};
 use schedlab_workload::record::{BackendInfo, Better, MetricDef};
 use schedlab_workload::{Context, Plan, TaskMode, TaskRef, Transport, Workload, WorkloadError};
 use std::collections::{BTreeMap, VecDeque};
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -40,12 +39,8 @@ impl Workload for MockWorkload {
             transport: Transport::Pipe,
         }
     }
-    fn body<C: Context>(
-        &self,
-        _task: TaskRef,
-        _ctx: &C,
-    ) -> impl Future<Output = Result<(), WorkloadError>> {
-        async { Ok(()) }
+    async fn body<C: Context>(&self, _task: TaskRef, _ctx: &C) -> Result<(), WorkloadError> {
+        Ok(())
     }
     fn metric_defs(&self) -> Vec<MetricDef> {
         vec![MetricDef {

@@ -57,7 +57,8 @@ impl SimMachine {
 }
 
 fn parse_policy(text: &str) -> Result<PolicySpec, ExperimentError> {
-    text.parse().map_err(ExperimentError::Policy)
+    text.parse()
+        .map_err(|e| ExperimentError::Policy(Box::new(e)))
 }
 
 fn check_cpus(cpus: usize) -> Result<usize, ExperimentError> {

@@ -204,7 +204,7 @@ impl Knobs {
         }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
-                return Err(invalid(format!("cpus= is empty; give a list such as 0-1")));
+                return Err(invalid("cpus= is empty; give a list such as 0-1".into()));
             }
             if let Some(bad) = cpus.iter().find(|&&c| c >= online_cpus) {
                 return Err(invalid(format!(
@@ -213,9 +213,9 @@ impl Knobs {
                 )));
             }
             if matches!(policy, SchedPolicy::Deadline { .. }) {
-                return Err(invalid(format!(
-                    "SCHED_DEADLINE tasks cannot be pinned with cpus= (the kernel refuses a restricted affinity for them)"
-                )));
+                return Err(invalid(
+                    "SCHED_DEADLINE tasks cannot be pinned with cpus= (the kernel refuses a restricted affinity for them)".into(),
+                ));
             }
         }
         Ok(())
