@@ -280,8 +280,7 @@ const PARAMS: &[ParamDef] = &[
         "burst|turns",
         "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
     ),
-    ParamDef::value(
-        "tasks",
+    ParamDef::tasks(
         "group-processes",
         "group-processes|threads",
         "group-processes (a server and a client process, a thread per task) or threads.",
@@ -296,10 +295,6 @@ impl Preset for Chat {
 
     fn param_defs() -> &'static [ParamDef] {
         PARAMS
-    }
-
-    fn with_defaults(_host_cpus: usize) -> Self {
-        Chat::default()
     }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {

@@ -105,8 +105,7 @@ const PARAMS: &[ParamDef] = &[
         "socketpair|pipe",
         "How messages travel: socketpair or pipe.",
     ),
-    ParamDef::value(
-        "tasks",
+    ParamDef::tasks(
         "processes",
         "processes|threads",
         "Host tasks as threads or processes.",
@@ -121,10 +120,6 @@ impl Preset for Messaging {
 
     fn param_defs() -> &'static [ParamDef] {
         PARAMS
-    }
-
-    fn with_defaults(_host_cpus: usize) -> Self {
-        Messaging::default()
     }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {

@@ -56,6 +56,12 @@ impl ParamDef {
         }
     }
 
+    /// The `tasks` parameter: how the real backend hosts tasks (`usage` lists the accepted
+    /// hostings, the default first).
+    pub const fn tasks(default: &'static str, usage: &'static str, help: &'static str) -> ParamDef {
+        ParamDef::value("tasks", default, usage, help)
+    }
+
     /// This parameter with `kind`.
     pub const fn kind(mut self, kind: ParamKind) -> ParamDef {
         self.kind = kind;
@@ -101,7 +107,7 @@ impl ListValues {
 }
 
 /// A workload schedlab ships, with its parameters declared ([`ParamDef`]) and set by name.
-pub trait Preset: Workload + Clone + Sized {
+pub trait Preset: Workload + Clone + Default + Sized {
     /// The workload's name on the command line.
     const NAME: &'static str;
     /// One line on what it is (the command line's help).
@@ -114,7 +120,9 @@ pub trait Preset: Workload + Clone + Sized {
 
     /// A configuration with every parameter at its default; `host_cpus` is this machine's CPU
     /// count, for defaults that depend on it.
-    fn with_defaults(host_cpus: usize) -> Self;
+    fn with_defaults(_host_cpus: usize) -> Self {
+        Self::default()
+    }
 
     /// Set one parameter from its text (one element, for a list parameter).
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError>;

@@ -65,8 +65,7 @@ const PARAMS: &[ParamDef] = &[
         "pipe|socketpair|unix|tcp|udp",
         "How the token travels: pipe, socketpair, unix, tcp or udp (loopback).",
     ),
-    ParamDef::value(
-        "tasks",
+    ParamDef::tasks(
         "threads",
         "threads|processes",
         "Host tasks as threads or processes.",
@@ -81,10 +80,6 @@ impl Preset for PingPong {
 
     fn param_defs() -> &'static [ParamDef] {
         PARAMS
-    }
-
-    fn with_defaults(_host_cpus: usize) -> Self {
-        PingPong::default()
     }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {

@@ -81,10 +81,6 @@ impl Preset for Yield {
         PARAMS
     }
 
-    fn with_defaults(_host_cpus: usize) -> Self {
-        Yield::default()
-    }
-
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
             "threads" => self.threads = parse_param(NAME, "threads", value, "1..4096")?,
