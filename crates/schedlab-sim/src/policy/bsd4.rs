@@ -260,17 +260,21 @@ pub const DEF: PolicyDef = PolicyDef {
         },
     ],
     describe_defaults: true,
-    check: |p| {
-        if p.flag("full") && !p.flag("preemption") {
-            return Err(PolicyError::Needs {
-                given: "full=1 (options FULL_PREEMPTION)",
-                needed: "preemption=1 (options PREEMPTION)",
-            });
-        }
-        Ok(())
-    },
+    check: full_needs_preemption,
     build: boxed::<Bsd4>,
 };
+
+/// FreeBSD's `options FULL_PREEMPTION` needs `options PREEMPTION` (sys/kern/kern_switch.c
+/// refuses to build one without the other); 4BSD and ULE share both options.
+pub(super) fn full_needs_preemption(p: &Params) -> Result<(), PolicyError> {
+    if p.flag("full") && !p.flag("preemption") {
+        return Err(PolicyError::Needs {
+            given: "full=1 (options FULL_PREEMPTION)",
+            needed: "preemption=1 (options PREEMPTION)",
+        });
+    }
+    Ok(())
+}
 
 impl FromParams for Bsd4 {
     fn from_params(params: &Params) -> Bsd4 {
@@ -715,7 +719,6 @@ impl Policy for Bsd4 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::policy::testing::{built, knobs, spec, spec_err, Harnessed, H, MS};
 
     impl Harnessed for Bsd4 {}

@@ -432,12 +432,7 @@ impl<L: RunList> Policy for Sched24<L> {
             group,
             knobs,
             ACCEPTED,
-            |p| match p {
-                SchedPolicy::Batch => Some(WHY_NO_BATCH),
-                SchedPolicy::Idle => Some(WHY_NO_IDLE),
-                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
-                _ => None,
-            },
+            |p| missing_linux_class((2, 4, 17), p),
             "EEVDF custom slices, Linux 6.12+; 2.4's slice is NICE_TO_TICKS(nice)",
         )
     }
@@ -679,7 +674,6 @@ impl<L: RunList> Policy for Sched24<L> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-
     use crate::policy::testing::{built, nice, policy, spec, Harnessed, ALL, H};
 
     impl<L: RunList + 'static> Harnessed for Sched24<L> {

@@ -521,12 +521,7 @@ impl Policy for Linux24Mq {
             group,
             knobs,
             ACCEPTED,
-            |p| match p {
-                SchedPolicy::Batch => Some(WHY_NO_BATCH),
-                SchedPolicy::Idle => Some(WHY_NO_IDLE),
-                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
-                _ => None,
-            },
+            |p| missing_linux_class((2, 4, 7), p),
             "2.4 timeslices come from nice: NICE_TO_TICKS",
         )
     }
@@ -730,7 +725,6 @@ impl Policy for Linux24Mq {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::policy::testing::{nice, policy, spec, Harnessed, ALL, H};
 
     impl Harnessed for Linux24Mq {

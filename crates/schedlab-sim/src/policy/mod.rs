@@ -285,6 +285,19 @@ pub const WHY_NO_IDLE: &str = "SCHED_IDLE, added in Linux 2.6.23";
 /// See [`WHY_NO_BATCH`].
 pub const WHY_NO_DEADLINE: &str = "SCHED_DEADLINE, added in Linux 3.14";
 
+/// Why class `p` has no meaning under the Linux scheduler of kernel `version` because the class
+/// came later (SCHED_BATCH in 2.6.16, SCHED_IDLE in 2.6.23, SCHED_DEADLINE in 3.14); `None` when
+/// that kernel has it.
+pub fn missing_linux_class(version: (u32, u32, u32), p: SchedPolicy) -> Option<&'static str> {
+    let (since, why) = match p {
+        SchedPolicy::Batch => ((2, 6, 16), WHY_NO_BATCH),
+        SchedPolicy::Idle => ((2, 6, 23), WHY_NO_IDLE),
+        SchedPolicy::Deadline { .. } => ((3, 14, 0), WHY_NO_DEADLINE),
+        _ => return None,
+    };
+    (version < since).then_some(why)
+}
+
 /// The knob check of a policy that knows nice, cpus and some scheduling classes but no custom
 /// slice: `missing(p)` says why class `p` has no meaning under it (`None`: accepted), `no_slice`
 /// why a `slice=` has none. The errors name the group, the value and what is accepted.

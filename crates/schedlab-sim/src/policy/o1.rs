@@ -377,11 +377,7 @@ impl Policy for O1 {
             group,
             knobs,
             ACCEPTED,
-            |p| match p {
-                SchedPolicy::Idle => Some(WHY_NO_IDLE),
-                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
-                _ => None,
-            },
+            |p| missing_linux_class((2, 6, 20), p),
             "EEVDF custom slices, Linux 6.12+",
         )
     }
@@ -634,7 +630,6 @@ impl Policy for O1 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::policy::testing::{built, nice, policy, spec, spec_err, Harnessed, ALL, H, MS};
 
     impl Harnessed for O1 {

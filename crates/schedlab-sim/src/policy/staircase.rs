@@ -388,12 +388,7 @@ impl Policy for Staircase {
             group,
             knobs,
             ACCEPTED,
-            |p| match p {
-                SchedPolicy::Batch => Some(WHY_NO_BATCH),
-                SchedPolicy::Idle => Some(WHY_NO_IDLE),
-                SchedPolicy::Deadline { .. } => Some(WHY_NO_DEADLINE),
-                _ => None,
-            },
+            |p| missing_linux_class((2, 6, 14), p),
             "EEVDF custom slices, Linux 6.12+",
         )
     }
@@ -622,7 +617,6 @@ impl Policy for Staircase {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::policy::testing::{built, nice, policy, spec, spec_err, Harnessed, H, MS};
 
     impl Harnessed for Staircase {

@@ -254,15 +254,7 @@ pub const DEF: PolicyDef = PolicyDef {
         },
     ],
     describe_defaults: true,
-    check: |p| {
-        if p.flag("full") && !p.flag("preemption") {
-            return Err(PolicyError::Needs {
-                given: "full=1 (options FULL_PREEMPTION)",
-                needed: "preemption=1 (options PREEMPTION)",
-            });
-        }
-        Ok(())
-    },
+    check: super::bsd4::full_needs_preemption,
     build: boxed::<Ule>,
 };
 
@@ -946,7 +938,6 @@ impl Policy for Ule {
 #[cfg(test)]
 mod tests {
     use super::*;
-
     use crate::policy::testing::{built, knobs, spec, spec_err, Harnessed, ALL, H, MS};
 
     impl Harnessed for Ule {
