@@ -6,8 +6,10 @@
 //! the real blocking system call; a simulator drives the same future as a coroutine and resumes it
 //! when the simulated CPU has given it the time or the message it waits for.
 //!
-//! This crate also holds the vocabulary both backends share: per-group [`knobs`], the
-//! [`record`] that every run writes, and the presets in [`presets`] (messaging, pingpong, yield).
+//! This crate also holds the vocabulary both backends share: per-group [`knobs`] (with one
+//! [`CpuSet`] type), typed [`error`]s in the model's words, the [`record`] that every run
+//! writes, and the presets in [`presets`] (messaging, chat, pingpong, yield, interbench), each
+//! declaring its parameters once ([`presets::Preset`]).
 //!
 //! ```
 //! use schedlab_workload::{presets::Messaging, Workload};
