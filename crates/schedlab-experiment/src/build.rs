@@ -181,9 +181,11 @@ pub fn build<P: Preset, B: Backend>(
                     group_name,
                     knob,
                 } => {
-                    let k = parse_knob(knob.name(), value).map_err(|e| ExperimentError::Vary {
-                        key: format!("{}={value}", v.name),
-                        problem: e.to_string(),
+                    let k = parse_knob(knob.name(), value).map_err(|e| {
+                        ExperimentError::Combination {
+                            combination: format!("{}={value}", v.name),
+                            source: Box::new(ExperimentError::Knob(e)),
+                        }
                     })?;
                     knob_changes.push((*group, group_name, k, format!("{}={value}", v.name)));
                 }
@@ -204,9 +206,9 @@ pub fn build<P: Preset, B: Backend>(
                 .validate(group_name, backend.cpus(&machine))
                 .map_err(ExperimentError::from)
                 .and_then(|()| backend.check_knobs(&machine, group_name, &merged))
-                .map_err(|e| ExperimentError::Vary {
-                    key,
-                    problem: e.to_string(),
+                .map_err(|e| ExperimentError::Combination {
+                    combination: key,
+                    source: Box::new(e),
                 })?;
             knobs[g] = merged;
         }
