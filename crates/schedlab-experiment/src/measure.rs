@@ -198,6 +198,203 @@ fn add_repetition(
 /// A configuration ready to run: its workload shared with the repetitions, the rest apart.
 type Prepared<W, M> = (Arc<W>, Config<(), M>);
 
+/// One measurement in progress: the configurations, the record they fill, and where it goes.
+struct Measurement<'a, W, B: Backend> {
+    configs: Vec<Prepared<W, B::Machine>>,
+    record: RunRecord,
+    /// Whether each configuration has all its repetitions.
+    finished: Vec<bool>,
+    primary: String,
+    settings: &'a Settings,
+    sinks: &'a Sinks<'a>,
+    stop: &'a Arc<AtomicBool>,
+}
+
+/// How one repetition ended, for the loop.
+enum Step {
+    /// It finished.
+    Ran,
+    /// The run was interrupted: stop, keep what finished.
+    Interrupted,
+}
+
+impl<W: Workload, B: Backend> Measurement<'_, W, B> {
+    /// Run repetition `index` of configuration `i`.
+    fn run_one(&self, backend: &mut B, i: usize, index: u64) -> Result<RepOutput, RepError> {
+        let (w, c) = &self.configs[i];
+        let budget = self
+            .settings
+            .timeout
+            .or(w.expected_time())
+            .unwrap_or(Settings::DEFAULT_TIMEOUT);
+        backend.run(
+            &c.machine,
+            w,
+            RepInput {
+                knobs: &c.knobs,
+                stop: self.stop,
+                budget,
+                index,
+            },
+        )
+    }
+
+    /// The workload's metrics of one repetition.
+    fn metrics(
+        &self,
+        i: usize,
+        output: &RepOutput,
+    ) -> Result<BTreeMap<String, f64>, ExperimentError> {
+        let w = &self.configs[i].0;
+        w.metrics(&output.outcome)
+            .map_err(|e| ExperimentError::Backend(format!("{}: {e}", w.name())))
+    }
+
+    /// The progress report of one repetition.
+    fn progress(&self, i: usize, what: String, metrics: &BTreeMap<String, f64>) -> Progress {
+        let (w, c) = &self.configs[i];
+        let primary = &self.primary;
+        Progress::Repetition {
+            workload: w.name(),
+            label: c.label.clone(),
+            what,
+            line: w.classic_line(metrics).unwrap_or_else(|| {
+                format!(
+                    "{primary}: {}",
+                    schedlab_report::table::num(metrics[primary])
+                )
+            }),
+        }
+    }
+
+    /// The error of a repetition of configuration `i` that did not finish.
+    fn failed(&self, i: usize, e: RepError) -> ExperimentError {
+        let (message, timed_out) = match e {
+            RepError::TimedOut(m) => (m, true),
+            RepError::Failed(m) => (m, false),
+            RepError::Interrupted => ("interrupted".into(), false),
+        };
+        ExperimentError::Repetition {
+            label: self.configs[i].1.label.clone(),
+            message,
+            timed_out,
+        }
+    }
+
+    /// Start each configuration's result, from the repetitions a previous sweep left if any.
+    fn start(&mut self, backend: &B, progress: &mut dyn FnMut(Progress)) {
+        for (w, c) in &self.configs {
+            let mut result = config_result(backend, &**w, c);
+            if let Some(out) = self.sinks.out {
+                result.repetitions = out.resume(&self.record, &result);
+                if !result.repetitions.is_empty() {
+                    progress(Progress::Resumed {
+                        workload: w.name(),
+                        label: c.label.clone(),
+                        repetitions: result.repetitions.len(),
+                    });
+                    update_summary(&mut result, self.settings.level);
+                }
+            }
+            let done = self
+                .settings
+                .budget
+                .done(&metric_values(&result, &self.primary));
+            self.finished.push(done != Done::No);
+            result.converged = done.converged();
+            self.record.configs.push(result);
+        }
+    }
+
+    /// The unrecorded warm-up rounds, interleaved.
+    fn warm_up(
+        &self,
+        backend: &mut B,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        for round in 0..self.settings.warmup {
+            for i in 0..self.configs.len() {
+                match self.run_one(backend, i, RepInput::WARMUP_BASE + round as u64) {
+                    Ok(output) => {
+                        let metrics = self.metrics(i, &output)?;
+                        let what = format!("warm-up {}/{}", round + 1, self.settings.warmup);
+                        progress(self.progress(i, what, &metrics));
+                    }
+                    Err(RepError::Interrupted) => return Ok(Step::Interrupted),
+                    Err(e) => return Err(self.failed(i, e)),
+                }
+            }
+        }
+        Ok(Step::Ran)
+    }
+
+    /// One measured repetition of configuration `i`, folded into the record, which is saved.
+    fn measure_one(
+        &mut self,
+        backend: &mut B,
+        i: usize,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        let index = self.record.configs[i].repetitions.len() as u64;
+        let output = match self.run_one(backend, i, index) {
+            Ok(output) => output,
+            Err(RepError::Interrupted) => return Ok(Step::Interrupted),
+            Err(e) => {
+                self.sinks.save(&self.record)?;
+                return Err(self.failed(i, e));
+            }
+        };
+        let metrics = self.metrics(i, &output)?;
+        let mut what = self.settings.budget.describe_progress(index as usize + 1);
+        if let RepDetail::Sim { events, wall, .. } = &output.detail {
+            what.push_str(&format!(
+                " [simulated {} events in {:.2} s]",
+                events,
+                wall.as_secs_f64()
+            ));
+        }
+        progress(self.progress(i, what, &metrics));
+        let config = &mut self.record.configs[i];
+        add_repetition(config, metrics, output, self.settings.level);
+        let done = self
+            .settings
+            .budget
+            .done(&metric_values(config, &self.primary));
+        if done != Done::No {
+            self.finished[i] = true;
+            config.converged = done.converged();
+        }
+        self.sinks.save(&self.record)?;
+        Ok(Step::Ran)
+    }
+
+    /// Measured rounds, each giving every unfinished configuration one repetition, until all
+    /// are finished.
+    fn rounds(
+        &mut self,
+        backend: &mut B,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        while self.finished.iter().any(|f| !f) {
+            for i in 0..self.configs.len() {
+                if !self.finished[i] {
+                    if let Step::Interrupted = self.measure_one(backend, i, progress)? {
+                        return Ok(Step::Interrupted);
+                    }
+                }
+            }
+        }
+        Ok(Step::Ran)
+    }
+
+    /// Mark the record interrupted and save it.
+    fn interrupted(mut self) -> Result<(RunEnd, RunRecord), ExperimentError> {
+        self.record.interrupted = true;
+        self.sinks.save(&self.record)?;
+        Ok((RunEnd::Interrupted, self.record))
+    }
+}
+
 /// Measure every configuration of `experiment` on `backend`, interleaving their repetitions,
 /// and return how it ended and the record (also saved to `sinks` after every repetition).
 pub fn measure<W: Workload, B: Backend>(
@@ -213,153 +410,33 @@ pub fn measure<W: Workload, B: Backend>(
     }
     let mut record = new_record(&experiment, backend, settings);
     backend.prepare(&experiment.configs, &mut record.backend)?;
-    let primary = record.metrics[0].name.clone();
-    let configs: Vec<Prepared<W, B::Machine>> = experiment
-        .configs
-        .into_iter()
-        .map(|c| {
-            (
-                Arc::new(c.workload),
-                Config {
+    let mut m: Measurement<W, B> = Measurement {
+        primary: record.metrics[0].name.clone(),
+        record,
+        configs: experiment
+            .configs
+            .into_iter()
+            .map(|c| {
+                let rest = Config {
                     workload: (),
                     knobs: c.knobs,
                     label: c.label,
                     machine: c.machine,
-                },
-            )
-        })
-        .collect();
-
-    let mut finished = Vec::with_capacity(configs.len());
-    for (w, c) in &configs {
-        let mut result = config_result(backend, &**w, c);
-        if let Some(out) = sinks.out {
-            result.repetitions = out.resume(&record, &result);
-            if !result.repetitions.is_empty() {
-                progress(Progress::Resumed {
-                    workload: w.name(),
-                    label: c.label.clone(),
-                    repetitions: result.repetitions.len(),
-                });
-                update_summary(&mut result, settings.level);
-            }
-        }
-        let done = settings.budget.done(&metric_values(&result, &primary));
-        finished.push(done != Done::No);
-        result.converged = done.converged();
-        record.configs.push(result);
+                };
+                (Arc::new(c.workload), rest)
+            })
+            .collect(),
+        finished: Vec::new(),
+        settings,
+        sinks,
+        stop,
+    };
+    m.start(backend, progress);
+    if let Step::Interrupted = m.warm_up(backend, progress)? {
+        return m.interrupted();
     }
-
-    let run_one = |backend: &mut B, i: usize, index: u64| {
-        let (w, c) = &configs[i];
-        let budget = settings
-            .timeout
-            .or(w.expected_time())
-            .unwrap_or(Settings::DEFAULT_TIMEOUT);
-        backend.run(
-            &c.machine,
-            w,
-            RepInput {
-                knobs: &c.knobs,
-                stop,
-                budget,
-                index,
-            },
-        )
-    };
-    let line = |i: usize, metrics: &BTreeMap<String, f64>| {
-        configs[i].0.classic_line(metrics).unwrap_or_else(|| {
-            format!(
-                "{primary}: {}",
-                schedlab_report::table::num(metrics[&primary])
-            )
-        })
-    };
-    let failed = |i: usize, e: RepError| {
-        let (message, timed_out) = match e {
-            RepError::TimedOut(m) => (m, true),
-            RepError::Failed(m) => (m, false),
-            RepError::Interrupted => ("interrupted".into(), false),
-        };
-        ExperimentError::Repetition {
-            label: configs[i].1.label.clone(),
-            message,
-            timed_out,
-        }
-    };
-    let metrics_of = |i: usize, output: &RepOutput| {
-        let w = &configs[i].0;
-        w.metrics(&output.outcome)
-            .map_err(|e| ExperimentError::Backend(format!("{}: {e}", w.name())))
-    };
-
-    for round in 0..settings.warmup {
-        for (i, _) in configs.iter().enumerate() {
-            match run_one(backend, i, RepInput::WARMUP_BASE + round as u64) {
-                Ok(output) => {
-                    let metrics = metrics_of(i, &output)?;
-                    progress(Progress::Repetition {
-                        workload: configs[i].0.name(),
-                        label: configs[i].1.label.clone(),
-                        what: format!("warm-up {}/{}", round + 1, settings.warmup),
-                        line: line(i, &metrics),
-                    });
-                }
-                Err(RepError::Interrupted) => return interrupted(record, sinks),
-                Err(e) => return Err(failed(i, e)),
-            }
-        }
+    if let Step::Interrupted = m.rounds(backend, progress)? {
+        return m.interrupted();
     }
-    while finished.iter().any(|f| !f) {
-        for i in 0..configs.len() {
-            if finished[i] {
-                continue;
-            }
-            let index = record.configs[i].repetitions.len() as u64;
-            let output = match run_one(backend, i, index) {
-                Ok(output) => output,
-                Err(RepError::Interrupted) => return interrupted(record, sinks),
-                Err(e) => {
-                    sinks.save(&record)?;
-                    return Err(failed(i, e));
-                }
-            };
-            let metrics = metrics_of(i, &output)?;
-            let config = &mut record.configs[i];
-            let mut what = settings
-                .budget
-                .describe_progress(config.repetitions.len() + 1);
-            if let RepDetail::Sim { events, wall, .. } = &output.detail {
-                what.push_str(&format!(
-                    " [simulated {} events in {:.2} s]",
-                    events,
-                    wall.as_secs_f64()
-                ));
-            }
-            progress(Progress::Repetition {
-                workload: configs[i].0.name(),
-                label: configs[i].1.label.clone(),
-                what,
-                line: line(i, &metrics),
-            });
-            add_repetition(config, metrics, output, settings.level);
-            let done = settings.budget.done(&metric_values(config, &primary));
-            if done != Done::No {
-                finished[i] = true;
-                config.converged = done.converged();
-            }
-            sinks.save(&record)?;
-        }
-    }
-    Ok((RunEnd::Complete, record))
-}
-
-/// Mark the record interrupted, save it, and end.
-fn interrupted(
-    mut record: RunRecord,
-    sinks: &Sinks,
-) -> Result<(RunEnd, RunRecord), ExperimentError> {
-    record.interrupted = true;
-    sinks.save(&record)?;
-    Ok((RunEnd::Interrupted, record))
+    Ok((RunEnd::Complete, m.record))
 }
