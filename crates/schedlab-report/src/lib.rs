@@ -1,6 +1,7 @@
 //! schedlab's output: text tables for the terminal and the result record's JSON export.
 //! Everything here reads only result records ([`schedlab_workload::record`]).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod export;
 pub mod interbench;

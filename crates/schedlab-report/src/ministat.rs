@@ -29,7 +29,7 @@
 //! narrower columns (`    N        Min        Max …`), which no version of ministat.c prints;
 //! the numbers are the same.
 
-use schedlab_stats::{compare, compare_ministat, summarize, Comparison};
+use schedlab_stats::{compare, compare_ministat, summarize, CompareError, Comparison};
 use schedlab_workload::record::Summary;
 
 /// The symbol of each data set, in order, as ministat's.
@@ -87,7 +87,7 @@ pub fn render(
     level: f64,
     welch: bool,
     width: usize,
-) -> Result<String, String> {
+) -> Result<String, MinistatError> {
     render_with(
         sets,
         &Options {
@@ -103,7 +103,7 @@ pub fn render(
 /// problem: no set, more than 7 sets (one per symbol), a set with fewer than 3 values (as
 /// ministat) or a value that is not finite, a level not strictly between 0 and 100, a plot
 /// narrower than 2 columns.
-pub fn render_with(sets: &[(String, Vec<f64>)], opts: &Options) -> Result<String, String> {
+pub fn render_with(sets: &[(String, Vec<f64>)], opts: &Options) -> Result<String, MinistatError> {
     check(sets, opts)?;
     let summaries: Vec<Summary> = sets.iter().map(|(_, v)| summarize(v)).collect();
     let mut out = String::new();
@@ -129,52 +129,83 @@ pub fn render_with(sets: &[(String, Vec<f64>)], opts: &Options) -> Result<String
     Ok(out)
 }
 
-fn check(sets: &[(String, Vec<f64>)], opts: &Options) -> Result<(), String> {
+/// Why [`render_with`] refuses its sets or options.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum MinistatError {
+    /// No data set.
+    #[error("no data set to report on: give at least one")]
+    NoSets,
+    /// More sets than symbols.
+    #[error(
+        "{0} data sets given: at most {max} can be shown (one per symbol {symbols})",
+        max = SYMBOLS.len(),
+        symbols = SYMBOLS.map(String::from).join(" ")
+    )]
+    TooManySets(usize),
+    /// A set with fewer than 3 values.
+    #[error(
+        "data set {name} has {n} value{s}: each data set must contain at least 3 data points",
+        s = if *n == 1 { "" } else { "s" }
+    )]
+    TooFewValues {
+        /// The set's name.
+        name: String,
+        /// How many values it has.
+        n: usize,
+    },
+    /// A set with a NaN or infinite value.
+    #[error("data set {name}: value {value} (number {number}) is not a finite number")]
+    NotFinite {
+        /// The set's name.
+        name: String,
+        /// The first such value.
+        value: f64,
+        /// Its position in the set, from 1.
+        number: usize,
+    },
+    /// A confidence level not strictly between 0 and 100.
+    #[error(
+        "confidence level {0} is not accepted: expected a percentage strictly between 0 and \
+         100, such as 80, 90, 95, 98, 99 or 99.5"
+    )]
+    Level(f64),
+    /// A plot narrower than 2 columns.
+    #[error(
+        "plot width {0} is not accepted: expected at least 2 columns (ministat's default is 74)"
+    )]
+    Width(usize),
+    /// A set that cannot be compared with the first.
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+}
+
+fn check(sets: &[(String, Vec<f64>)], opts: &Options) -> Result<(), MinistatError> {
     if sets.is_empty() {
-        return Err("no data set to report on: give at least one".into());
+        return Err(MinistatError::NoSets);
     }
     if sets.len() > SYMBOLS.len() {
-        return Err(format!(
-            "{} data sets given: at most {} can be shown (one per symbol {})",
-            sets.len(),
-            SYMBOLS.len(),
-            SYMBOLS
-                .iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
+        return Err(MinistatError::TooManySets(sets.len()));
     }
     for (name, values) in sets {
         if values.len() < 3 {
-            return Err(format!(
-                "data set {name} has {} value{}: each data set must contain at least 3 data \
-                 points",
-                values.len(),
-                if values.len() == 1 { "" } else { "s" }
-            ));
+            return Err(MinistatError::TooFewValues {
+                name: name.clone(),
+                n: values.len(),
+            });
         }
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(format!(
-                "data set {name}: value {} (number {}) is not a finite number",
-                values[i],
-                i + 1
-            ));
+            return Err(MinistatError::NotFinite {
+                name: name.clone(),
+                value: values[i],
+                number: i + 1,
+            });
         }
     }
     if !(opts.level > 0.0 && opts.level < 100.0) {
-        return Err(format!(
-            "confidence level {} is not accepted: expected a percentage strictly between 0 and \
-             100, such as 80, 90, 95, 98, 99 or 99.5",
-            opts.level
-        ));
+        return Err(MinistatError::Level(opts.level));
     }
     if opts.plot && opts.width < 2 {
-        return Err(format!(
-            "plot width {} is not accepted: expected at least 2 columns (ministat's default \
-             is 74)",
-            opts.width
-        ));
+        return Err(MinistatError::Width(opts.width));
     }
     Ok(())
 }
@@ -590,22 +621,35 @@ Difference at 80.0% confidence
     #[test]
     fn errors_name_the_problem() {
         let ok = ("a".to_string(), vec![1.0, 2.0, 3.0]);
-        assert!(render(&[], 95.0, false, 74)
-            .unwrap_err()
-            .contains("at least one"));
-        let e = render(&vec![ok.clone(); 8], 95.0, false, 74).unwrap_err();
-        assert!(e.contains("8 data sets") && e.contains("at most 7"), "{e}");
-        let e = render(&[ok.clone(), ("b".into(), vec![1.0, 2.0])], 95.0, false, 74).unwrap_err();
-        assert!(
-            e.contains("data set b has 2 values") && e.contains("at least 3"),
-            "{e}"
+        let err = |sets: &[(String, Vec<f64>)], level, width| {
+            render(sets, level, false, width).unwrap_err().to_string()
+        };
+        assert_eq!(render(&[], 95.0, false, 74), Err(MinistatError::NoSets));
+        assert!(err(&[], 95.0, 74).contains("at least one"));
+        assert_eq!(
+            err(&vec![ok.clone(); 8], 95.0, 74),
+            "8 data sets given: at most 7 can be shown (one per symbol x + * % # @ O)"
         );
-        let e = render(&[("c".into(), vec![1.0, f64::NAN, 2.0])], 95.0, false, 74).unwrap_err();
-        assert!(e.contains("data set c") && e.contains("NaN"), "{e}");
-        let e = render(std::slice::from_ref(&ok), 100.0, false, 74).unwrap_err();
+        let e = err(&[ok.clone(), ("b".into(), vec![1.0, 2.0])], 95.0, 74);
+        assert_eq!(
+            e,
+            "data set b has 2 values: each data set must contain at least 3 data points"
+        );
+        let e = err(&[("b".into(), vec![1.0])], 95.0, 74);
+        assert!(e.contains("data set b has 1 value:"), "{e}");
+        let e = err(&[("c".into(), vec![1.0, f64::NAN, 2.0])], 95.0, 74);
+        assert_eq!(e, "data set c: value NaN (number 2) is not a finite number");
+        let e = err(std::slice::from_ref(&ok), 100.0, 74);
         assert!(e.contains("level 100"), "{e}");
-        let e = render(&[ok], 95.0, false, 1).unwrap_err();
-        assert!(e.contains("width 1"), "{e}");
+        assert_eq!(
+            render(std::slice::from_ref(&ok), 100.0, false, 74),
+            Err(MinistatError::Level(100.0))
+        );
+        let e = err(std::slice::from_ref(&ok), 95.0, 1);
+        assert_eq!(
+            e,
+            "plot width 1 is not accepted: expected at least 2 columns (ministat's default is 74)"
+        );
     }
 
     #[test]

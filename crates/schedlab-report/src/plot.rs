@@ -6,7 +6,7 @@ use crate::sweep::key_value;
 use plotters::prelude::*;
 use schedlab_workload::record::RunRecord;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Colours for successive lines.
 const PALETTE: [RGBColor; 6] = [
@@ -18,19 +18,52 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(23, 190, 207),
 ];
 
+/// Why a sweep cannot be drawn.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    /// No varied key has numbers for values.
+    #[error("needs a numeric key among the varied ones (e.g. threads=1,2,4)")]
+    NoNumericKey,
+    /// More than two keys, found before the sweep runs.
+    #[error(
+        "draws one numeric key and at most one other key (one line per value); this sweep has {}: {}",
+        keys.len(),
+        keys.join(", ")
+    )]
+    TooManyKeys {
+        /// The sweep's keys.
+        keys: Vec<String>,
+    },
+    /// More than one key besides the numeric one, found when drawing.
+    #[error("draws one numeric key and at most one other key (one line per value)")]
+    ExtraKeys,
+    /// The record defines no metric.
+    #[error("the record has no metric")]
+    NoMetric,
+    /// No configuration has a result.
+    #[error("nothing to plot: no configuration has a result")]
+    NothingToPlot,
+    /// plotters failed to draw or write the file.
+    #[error("drawing {}: {source}", path.display())]
+    Draw {
+        /// The chart's file.
+        path: PathBuf,
+        /// What plotters reported.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
 /// Check, before a sweep runs, that its keys can be drawn: `values` holds each key's value in
 /// every configuration. Returns the index of the x key (the first numeric one).
-pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, String> {
+pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, PlotError> {
     let x = values
         .iter()
         .position(|(_, v)| !v.is_empty() && v.iter().all(|x| x.parse::<f64>().is_ok()))
-        .ok_or("needs a numeric key among the varied ones (e.g. threads=1,2,4)")?;
+        .ok_or(PlotError::NoNumericKey)?;
     if values.len() > 2 {
-        return Err(format!(
-            "draws one numeric key and at most one other key (one line per value); this sweep has {}: {}",
-            values.len(),
-            values.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(", ")
-        ));
+        return Err(PlotError::TooManyKeys {
+            keys: values.iter().map(|(k, _)| k.clone()).collect(),
+        });
     }
     Ok(x)
 }
@@ -38,8 +71,8 @@ pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, String> {
 /// Draw the sweep in `record` (varied `keys`) to `path` as SVG. The x key is the first numeric
 /// key; a second key, if any, makes one line per value. Points with no interval (N < 2) get no
 /// error bar. A logarithmic x axis is used when x spans more than two decades.
-pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), String> {
-    let primary = record.primary_metric().ok_or("the record has no metric")?;
+pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), PlotError> {
+    let primary = record.primary_metric().ok_or(PlotError::NoMetric)?;
     let numeric = |k: &String| {
         record
             .configs
@@ -49,10 +82,10 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
     let x_key = keys
         .iter()
         .find(|k| numeric(k))
-        .ok_or("needs a numeric key among the varied ones (e.g. threads=1,2,4)")?;
+        .ok_or(PlotError::NoNumericKey)?;
     let others: Vec<&String> = keys.iter().filter(|k| *k != x_key).collect();
     if others.len() > 1 {
-        return Err("draws one numeric key and at most one other key (one line per value)".into());
+        return Err(PlotError::ExtraKeys);
     }
     // series name → [(x, mean, ci)]
     let mut series: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
@@ -78,7 +111,7 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
     }
     let points: Vec<&(f64, f64, f64)> = series.values().flatten().collect();
     if points.is_empty() {
-        return Err("nothing to plot: no configuration has a result".into());
+        return Err(PlotError::NothingToPlot);
     }
     let (xmin, xmax) = points
         .iter()
@@ -89,7 +122,10 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
         .map(|p| p.1 - p.2)
         .fold(f64::MAX, f64::min)
         .min(0.0);
-    let err = |e: &dyn std::fmt::Display| format!("drawing {}: {e}", path.display());
+    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
+        path: path.to_path_buf(),
+        source: e.to_string().into(),
+    };
     let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let caption = format!(
@@ -155,4 +191,44 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
     }
     root.present().map_err(|e| err(&e))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(k: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+        k.iter()
+            .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
+            .collect()
+    }
+
+    #[test]
+    fn check_keys_finds_the_numeric_key_or_says_why_not() {
+        assert_eq!(
+            check_keys(&keys(&[
+                ("policy", &["o1", "cfs"]),
+                ("threads", &["1", "2"])
+            ]))
+            .unwrap(),
+            1
+        );
+        let e = check_keys(&keys(&[("policy", &["o1", "cfs"])])).unwrap_err();
+        assert!(matches!(e, PlotError::NoNumericKey), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "needs a numeric key among the varied ones (e.g. threads=1,2,4)"
+        );
+        let e = check_keys(&keys(&[
+            ("policy", &["o1"]),
+            ("cpus", &["1"]),
+            ("threads", &["1"]),
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "draws one numeric key and at most one other key (one line per value); this sweep \
+             has 3: policy, cpus, threads"
+        );
+    }
 }

@@ -78,6 +78,18 @@ pub fn relative_ci_half_width(values: &[f64], level: f64) -> f64 {
     ci_half_width(values, level) / crate::summarize(values).mean.abs()
 }
 
+/// A confidence level that [`parse_level`] does not accept: not a number, or not strictly
+/// between 50 and 100.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "confidence level `{text}` is not accepted: expected a percentage strictly between 50 and \
+     100, such as 80, 90, 95, 98, 99 or 99.5"
+)]
+pub struct LevelError {
+    /// The text as given.
+    pub text: String,
+}
+
 /// Parse a confidence level given in percent, such as `95`, `99.5` or `95%` (the `%` is
 /// optional). Accepts any level strictly between 50 and 100; the error names the value and
 /// what is accepted.
@@ -85,17 +97,16 @@ pub fn relative_ci_half_width(values: &[f64], level: f64) -> f64 {
 /// ```
 /// assert_eq!(schedlab_stats::parse_level("99.5"), Ok(99.5));
 /// assert_eq!(schedlab_stats::parse_level("95%"), Ok(95.0));
-/// assert!(schedlab_stats::parse_level("0.95").unwrap_err().contains("0.95"));
+/// assert!(schedlab_stats::parse_level("0.95").unwrap_err().to_string().contains("0.95"));
 /// ```
-pub fn parse_level(text: &str) -> Result<f64, String> {
+pub fn parse_level(text: &str) -> Result<f64, LevelError> {
     let t = text.trim();
     let number = t.strip_suffix('%').unwrap_or(t).trim();
     match number.parse::<f64>() {
         Ok(v) if v > 50.0 && v < 100.0 => Ok(v),
-        _ => Err(format!(
-            "confidence level `{text}` is not accepted: expected a percentage strictly between \
-             50 and 100, such as 80, 90, 95, 98, 99 or 99.5"
-        )),
+        _ => Err(LevelError {
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -221,7 +232,14 @@ mod tests {
         }
         for bad in ["", "x", "100", "50", "0.95", "-95", "nan", "95%%"] {
             let e = parse_level(bad).unwrap_err();
+            assert_eq!(e.text, bad);
+            let e = e.to_string();
             assert!(e.contains(&format!("`{bad}`")) && e.contains("99.5"), "{e}");
         }
+        assert_eq!(
+            parse_level("0.95").unwrap_err().to_string(),
+            "confidence level `0.95` is not accepted: expected a percentage strictly between 50 \
+             and 100, such as 80, 90, 95, 98, 99 or 99.5"
+        );
     }
 }

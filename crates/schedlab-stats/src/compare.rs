@@ -66,6 +66,57 @@ impl Comparison {
     }
 }
 
+/// Which of the two sets of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Sample {
+    /// The reference set (the first).
+    Reference,
+    /// The set compared with it.
+    Compared,
+}
+
+impl std::fmt::Display for Sample {
+    /// `reference set` or `compared set`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Sample::Reference => "reference set",
+            Sample::Compared => "compared set",
+        })
+    }
+}
+
+/// Why two sets cannot be compared.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CompareError {
+    /// A confidence level not strictly between 0 and 100.
+    #[error(
+        "confidence level {0} is not accepted: expected a percentage strictly between 0 and \
+         100, such as 95"
+    )]
+    Level(f64),
+    /// A set with fewer than 2 values.
+    #[error(
+        "the {set} has {n} value{s}: a comparison needs at least 2 values in each set",
+        s = if *n == 1 { "" } else { "s" }
+    )]
+    TooFew {
+        /// Which set.
+        set: Sample,
+        /// How many values it has.
+        n: usize,
+    },
+    /// A set with a NaN or infinite value.
+    #[error("the {set} has a value that is not a finite number ({value} at position {position})")]
+    NotFinite {
+        /// Which set.
+        set: Sample,
+        /// The first such value.
+        value: f64,
+        /// Its position in the set, from 1.
+        position: usize,
+    },
+}
+
 /// Compare `other` with `reference` at `level` percent (e.g. 95): Student's t with pooled
 /// standard deviation as ministat, or Welch's t when `welch`.
 ///
@@ -95,7 +146,7 @@ pub fn compare(
     other: &[f64],
     level: f64,
     welch: bool,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, CompareError> {
     compare_impl(reference, other, level, welch, false)
 }
 
@@ -110,7 +161,7 @@ pub fn compare_ministat(
     other: &[f64],
     level: f64,
     welch: bool,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, CompareError> {
     compare_impl(reference, other, level, welch, true)
 }
 
@@ -120,27 +171,23 @@ fn compare_impl(
     level: f64,
     welch: bool,
     round_t: bool,
-) -> Result<Comparison, String> {
+) -> Result<Comparison, CompareError> {
     if !(level > 0.0 && level < 100.0) {
-        return Err(format!(
-            "confidence level {level} is not accepted: expected a percentage strictly between 0 \
-             and 100, such as 95"
-        ));
+        return Err(CompareError::Level(level));
     }
-    for (what, set) in [("reference set", reference), ("compared set", other)] {
-        if set.len() < 2 {
-            return Err(format!(
-                "the {what} has {} value{}: a comparison needs at least 2 values in each set",
-                set.len(),
-                if set.len() == 1 { "" } else { "s" }
-            ));
+    for (set, values) in [(Sample::Reference, reference), (Sample::Compared, other)] {
+        if values.len() < 2 {
+            return Err(CompareError::TooFew {
+                set,
+                n: values.len(),
+            });
         }
-        if let Some(i) = set.iter().position(|v| !v.is_finite()) {
-            return Err(format!(
-                "the {what} has a value that is not a finite number ({} at position {})",
-                set[i],
-                i + 1
-            ));
+        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+            return Err(CompareError::NotFinite {
+                set,
+                value: values[i],
+                position: i + 1,
+            });
         }
     }
     let (r, o) = (crate::summarize(reference), crate::summarize(other));
@@ -287,15 +334,40 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         let e = compare(&[1.0], &[1.0, 2.0], 95.0, false).unwrap_err();
-        assert!(
-            e.contains("reference set has 1 value") && e.contains("at least 2"),
-            "{e}"
+        assert_eq!(
+            e,
+            CompareError::TooFew {
+                set: Sample::Reference,
+                n: 1
+            }
         );
-        let e = compare(&[1.0, 2.0], &[], 95.0, true).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the reference set has 1 value: a comparison needs at least 2 values in each set"
+        );
+        let e = compare(&[1.0, 2.0], &[], 95.0, true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("compared set has 0 values"), "{e}");
         let e = compare(&[1.0, 2.0], &[1.0, f64::NAN], 95.0, false).unwrap_err();
-        assert!(e.contains("NaN at position 2"), "{e}");
+        assert!(matches!(
+            e,
+            CompareError::NotFinite {
+                set: Sample::Compared,
+                position: 2,
+                ..
+            }
+        ));
+        assert_eq!(
+            e.to_string(),
+            "the compared set has a value that is not a finite number (NaN at position 2)"
+        );
         let e = compare(&[1.0, 2.0], &[1.0, 2.0], 100.0, false).unwrap_err();
-        assert!(e.contains("level 100"), "{e}");
+        assert_eq!(e, CompareError::Level(100.0));
+        assert_eq!(
+            e.to_string(),
+            "confidence level 100 is not accepted: expected a percentage strictly between 0 and \
+             100, such as 95"
+        );
     }
 }

@@ -15,6 +15,7 @@
 //! assert!((hw - 3.182446 * s.sd / 2.0).abs() < 1e-5);
 //! ```
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod ci;
 pub mod compare;
@@ -23,9 +24,11 @@ pub mod outlier;
 pub mod stopping;
 pub mod summary;
 
-pub use ci::{ci_half_width, parse_level, relative_ci_half_width, t_quantile, MINISTAT_LEVELS};
-pub use compare::{compare, compare_ministat, Comparison};
+pub use ci::{
+    ci_half_width, parse_level, relative_ci_half_width, t_quantile, LevelError, MINISTAT_LEVELS,
+};
+pub use compare::{compare, compare_ministat, CompareError, Comparison, Sample};
 pub use mean::{harmonic_mean, mean_kind_for, MeanKind};
 pub use outlier::{modified_z_scores, outliers, outliers_above, OUTLIER_THRESHOLD};
-pub use stopping::{Decision, StoppingRule};
+pub use stopping::{Decision, ParseRuleError, RuleError, StoppingRule};
 pub use summary::{describe, median, metric_values, summarize, summarize_config, Described};

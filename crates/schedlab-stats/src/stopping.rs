@@ -7,10 +7,11 @@
 //! of a comparison, since stopping when a test first turns significant inflates false
 //! positives.
 
-use crate::ci;
+use crate::ci::{self, LevelError};
 use std::fmt;
 
-/// When to stop repeating a measurement (`--until LEVEL:PRECISION`, `--max-runs`).
+/// When to stop repeating a measurement: a confidence level and precision
+/// (`LEVEL:PRECISION`), and the most runs to make.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct StoppingRule {
     /// Confidence level of the interval, in percent (95 for 95 %).
@@ -47,32 +48,18 @@ impl StoppingRule {
         precision: f64,
         min_runs: usize,
         max_runs: usize,
-    ) -> Result<StoppingRule, String> {
+    ) -> Result<StoppingRule, RuleError> {
         if !(level > 50.0 && level < 100.0) {
-            return Err(format!(
-                "confidence level {level} is not accepted: expected a percentage strictly \
-                 between 50 and 100, such as 80, 90, 95, 98, 99 or 99.5"
-            ));
+            return Err(RuleError::Level(level));
         }
         if !(precision > 0.0 && precision <= 1.0) {
-            return Err(format!(
-                "precision {} is not accepted: expected a share of the mean greater than 0 \
-                 and at most 1 (100%), such as 0.02 (2%)",
-                precision
-            ));
+            return Err(RuleError::Precision(precision));
         }
         if min_runs < Self::MIN_RUNS {
-            return Err(format!(
-                "a minimum of {min_runs} runs is not accepted: the stopping rule needs at least \
-                 {} runs",
-                Self::MIN_RUNS
-            ));
+            return Err(RuleError::MinRuns(min_runs));
         }
         if max_runs < min_runs {
-            return Err(format!(
-                "a maximum of {max_runs} runs is not accepted: the stopping rule needs at least \
-                 {min_runs} runs, so the maximum must be {min_runs} or more"
-            ));
+            return Err(RuleError::MaxRuns { max_runs, min_runs });
         }
         Ok(StoppingRule {
             level,
@@ -82,7 +69,7 @@ impl StoppingRule {
         })
     }
 
-    /// Parse `LEVEL:PRECISION` as given to `--until`, e.g. `95:2%` (95 % confidence, interval
+    /// Parse `LEVEL:PRECISION`, e.g. `95:2%` (95 % confidence, interval
     /// within ±2 % of the mean); the `%` of either part is optional and both are percentages
     /// (`95:0.5` is ±0.5 %, not ±50 %). The rule waits for [`StoppingRule::MIN_RUNS`] runs and
     /// gives up after `max_runs`. Errors name the offending value and what is accepted.
@@ -92,31 +79,35 @@ impl StoppingRule {
     /// let r = StoppingRule::parse("95:2%", 30).unwrap();
     /// assert_eq!((r.level, r.precision, r.min_runs, r.max_runs), (95.0, 0.02, 3, 30));
     /// assert_eq!(r.to_string(), "95:2%");
-    /// assert!(StoppingRule::parse("95", 30).unwrap_err().contains("LEVEL:PRECISION"));
+    /// let e = StoppingRule::parse("95", 30).unwrap_err();
+    /// assert!(e.to_string().contains("LEVEL:PRECISION"));
     /// ```
-    pub fn parse(text: &str, max_runs: usize) -> Result<StoppingRule, String> {
+    pub fn parse(text: &str, max_runs: usize) -> Result<StoppingRule, ParseRuleError> {
         let Some((level_text, precision_text)) = text.split_once(':') else {
-            return Err(format!(
-                "stopping rule `{text}` is not accepted: expected LEVEL:PRECISION such as \
-                 95:2% (confidence level in percent, and the largest half-width of the \
-                 confidence interval as a percentage of the mean)"
-            ));
+            return Err(ParseRuleError::Form {
+                text: text.to_string(),
+            });
         };
-        let level =
-            ci::parse_level(level_text).map_err(|e| format!("stopping rule `{text}`: {e}"))?;
+        let level = ci::parse_level(level_text).map_err(|source| ParseRuleError::Level {
+            text: text.to_string(),
+            source,
+        })?;
         let p = precision_text.trim();
         let precision = match p.strip_suffix('%').unwrap_or(p).trim().parse::<f64>() {
             Ok(v) if v > 0.0 && v <= 100.0 => v / 100.0,
             _ => {
-                return Err(format!(
-                    "stopping rule `{text}`: precision `{precision_text}` is not accepted: \
-                     expected a percentage of the mean greater than 0 and at most 100, such as \
-                     2% or 0.5%"
-                ))
+                return Err(ParseRuleError::Precision {
+                    text: text.to_string(),
+                    precision: precision_text.to_string(),
+                })
             }
         };
-        StoppingRule::new(level, precision, Self::MIN_RUNS, max_runs)
-            .map_err(|e| format!("stopping rule `{text}`: {e}"))
+        StoppingRule::new(level, precision, Self::MIN_RUNS, max_runs).map_err(|source| {
+            ParseRuleError::Rule {
+                text: text.to_string(),
+                source,
+            }
+        })
     }
 
     /// Whether `values` (one per run so far) satisfy the rule: at least `min_runs` of them and
@@ -150,6 +141,82 @@ impl StoppingRule {
             Decision::Continue
         }
     }
+}
+
+/// Why [`StoppingRule::new`] refuses its parts.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    /// A confidence level not strictly between 50 and 100.
+    #[error(
+        "confidence level {0} is not accepted: expected a percentage strictly between 50 and \
+         100, such as 80, 90, 95, 98, 99 or 99.5"
+    )]
+    Level(f64),
+    /// A precision not in (0, 1].
+    #[error(
+        "precision {0} is not accepted: expected a share of the mean greater than 0 and at most \
+         1 (100%), such as 0.02 (2%)"
+    )]
+    Precision(f64),
+    /// Fewer than [`StoppingRule::MIN_RUNS`] runs before the rule may stop.
+    #[error(
+        "a minimum of {0} runs is not accepted: the stopping rule needs at least {min} runs",
+        min = StoppingRule::MIN_RUNS
+    )]
+    MinRuns(usize),
+    /// A maximum below the minimum.
+    #[error(
+        "a maximum of {max_runs} runs is not accepted: the stopping rule needs at least \
+         {min_runs} runs, so the maximum must be {min_runs} or more"
+    )]
+    MaxRuns {
+        /// The maximum asked for.
+        max_runs: usize,
+        /// The minimum it must reach.
+        min_runs: usize,
+    },
+}
+
+/// Why [`StoppingRule::parse`] refuses a `LEVEL:PRECISION` text; each names the text.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ParseRuleError {
+    /// Not of the form `LEVEL:PRECISION`.
+    #[error(
+        "stopping rule `{text}` is not accepted: expected LEVEL:PRECISION such as 95:2% \
+         (confidence level in percent, and the largest half-width of the confidence interval as \
+         a percentage of the mean)"
+    )]
+    Form {
+        /// The rule as given.
+        text: String,
+    },
+    /// The level part is not an accepted confidence level.
+    #[error("stopping rule `{text}`: {source}")]
+    Level {
+        /// The rule as given.
+        text: String,
+        /// Why the level is refused.
+        source: LevelError,
+    },
+    /// The precision part is not a percentage in (0, 100].
+    #[error(
+        "stopping rule `{text}`: precision `{precision}` is not accepted: expected a percentage \
+         of the mean greater than 0 and at most 100, such as 2% or 0.5%"
+    )]
+    Precision {
+        /// The rule as given.
+        text: String,
+        /// The precision part as given.
+        precision: String,
+    },
+    /// The parts parse but do not make a rule (too small a maximum of runs).
+    #[error("stopping rule `{text}`: {source}")]
+    Rule {
+        /// The rule as given.
+        text: String,
+        /// Why the rule is refused.
+        source: RuleError,
+    },
 }
 
 impl fmt::Display for StoppingRule {
@@ -193,17 +260,58 @@ mod tests {
             ("95:abc", "`abc`"),
             ("95:200%", "`200%`"),
         ] {
-            let e = StoppingRule::parse(bad, 30).unwrap_err();
+            let e = StoppingRule::parse(bad, 30).unwrap_err().to_string();
             assert!(e.contains(names), "{bad}: {e}");
         }
         let e = StoppingRule::parse("95:2%", 2).unwrap_err();
-        assert!(
-            e.contains("maximum of 2 runs") && e.contains("at least 3"),
-            "{e}"
+        assert_eq!(
+            e,
+            ParseRuleError::Rule {
+                text: "95:2%".into(),
+                source: RuleError::MaxRuns {
+                    max_runs: 2,
+                    min_runs: 3
+                }
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "stopping rule `95:2%`: a maximum of 2 runs is not accepted: the stopping rule needs \
+             at least 3 runs, so the maximum must be 3 or more"
+        );
+        assert_eq!(
+            StoppingRule::new(95.0, 0.02, 2, 10).unwrap_err(),
+            RuleError::MinRuns(2)
         );
         assert!(StoppingRule::new(95.0, 0.02, 2, 10)
             .unwrap_err()
+            .to_string()
             .contains("at least 3"));
+        assert!(matches!(
+            StoppingRule::parse("95", 30),
+            Err(ParseRuleError::Form { .. })
+        ));
+        assert!(matches!(
+            StoppingRule::parse("0.95:2%", 30),
+            Err(ParseRuleError::Level { .. })
+        ));
+        assert_eq!(
+            StoppingRule::parse("95:abc", 30).unwrap_err().to_string(),
+            "stopping rule `95:abc`: precision `abc` is not accepted: expected a percentage of \
+             the mean greater than 0 and at most 100, such as 2% or 0.5%"
+        );
+        assert_eq!(
+            StoppingRule::new(95.0, 2.0, 3, 10).unwrap_err().to_string(),
+            "precision 2 is not accepted: expected a share of the mean greater than 0 and at \
+             most 1 (100%), such as 0.02 (2%)"
+        );
+        assert_eq!(
+            StoppingRule::new(101.0, 0.02, 3, 10)
+                .unwrap_err()
+                .to_string(),
+            "confidence level 101 is not accepted: expected a percentage strictly between 50 \
+             and 100, such as 80, 90, 95, 98, 99 or 99.5"
+        );
     }
 
     #[test]

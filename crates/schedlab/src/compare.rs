@@ -16,10 +16,11 @@ pub fn compare(
     welch: bool,
     force: bool,
 ) -> Result<String, String> {
-    let level = parse_level(level)?;
+    // The level's message quotes the value and a record's names the file; neither names a flag.
+    let level = parse_level(level).map_err(|e| e.to_string())?;
     let records: Vec<RunRecord> = paths
         .iter()
-        .map(|p| read_json(p))
+        .map(|p| read_json(p).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     let first = &records[0];
@@ -112,7 +113,9 @@ pub fn compare(
             "{metric} ({})\n",
             first.metric(&metric).map_or("", |m| m.unit.as_str())
         ));
-        out.push_str(&schedlab_report::ministat::render(&sets, level, welch, 74)?);
+        let report = schedlab_report::ministat::render(&sets, level, welch, 74)
+            .map_err(|e| e.to_string())?;
+        out.push_str(&report);
         out.push('\n');
     }
     out.push_str(&relative_table(&records, &names, level, welch));
