@@ -101,7 +101,13 @@ pub enum ExperimentError {
     /// A fixed count of zero repetitions.
     #[error("at least one measured repetition is needed")]
     NoRepetitions,
-    /// A setting of the measuring loop (level, stopping rule).
+    /// A confidence level that is not accepted.
+    #[error(transparent)]
+    Level(schedlab_stats::LevelError),
+    /// A stopping rule that is not accepted.
+    #[error(transparent)]
+    Until(schedlab_stats::ParseRuleError),
+    /// Another setting of the measuring loop.
     #[error("{0}")]
     Setting(String),
     /// The machine cannot afford what a configuration needs.

@@ -48,8 +48,7 @@ impl Budget {
     ) -> Result<Budget, ExperimentError> {
         match (until, runs) {
             (Some(rule), _) => Ok(Budget::Until(
-                StoppingRule::parse(rule, max_runs)
-                    .map_err(|e| ExperimentError::Setting(e.to_string()))?,
+                StoppingRule::parse(rule, max_runs).map_err(ExperimentError::Until)?,
             )),
             (None, Some(0)) => Err(ExperimentError::NoRepetitions),
             (None, runs) => Ok(Budget::Fixed(runs.unwrap_or(3))),
@@ -114,6 +113,6 @@ impl Settings {
 
     /// The confidence level from its text (80, 90, 95, 98, 99 or 99.5).
     pub fn parse_level(text: &str) -> Result<f64, ExperimentError> {
-        schedlab_stats::parse_level(text).map_err(|e| ExperimentError::Setting(e.to_string()))
+        schedlab_stats::parse_level(text).map_err(ExperimentError::Level)
     }
 }
