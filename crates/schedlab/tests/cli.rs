@@ -782,6 +782,8 @@ fn chat_checks_the_open_file_limit_up_front() {
     assert!(start.elapsed() < Duration::from_secs(5));
 }
 
+/// End to end through the binary, on the simulator so that the values (and so the number of
+/// runs) are exact; the loop itself is unit-tested on the mock backend in schedlab-experiment.
 #[test]
 fn until_stops_when_the_interval_is_tight_or_says_it_did_not_converge() {
     let _serial = serial();
@@ -797,6 +799,10 @@ fn until_stops_when_the_interval_is_tight_or_says_it_did_not_converge() {
             "95:50%",
             "--max-runs",
             "8",
+            "--backend",
+            "sim",
+            "--cpus",
+            "2",
         ],
         "until-loose",
     );
@@ -825,6 +831,10 @@ fn until_stops_when_the_interval_is_tight_or_says_it_did_not_converge() {
             "99:0.0001%",
             "--max-runs",
             "4",
+            "--backend",
+            "sim",
+            "--cpus",
+            "2",
         ])
         .output()
         .unwrap();
