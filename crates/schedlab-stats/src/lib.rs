@@ -2,7 +2,10 @@
 //! repetitions of a configuration, Student's t confidence intervals, the "repeat until
 //! converged" stopping rule, the mean that suits a metric (arithmetic or harmonic), outlier
 //! flags (modified z-scores) and ministat's two-sample comparison (pooled Student's t, or Welch).
-//! The facts these follow are in `shared/reference/statistics.md`.
+//! The sources these follow: FreeBSD's ministat (usr.bin/ministat/ministat.c: its t table, its
+//! pooled-variance test and its report), Student's and Welch's t tests as textbooks state them,
+//! Iglewicz and Hoaglin's modified z-score for outliers, and hyperfine's habit of repeating until
+//! the numbers are stable.
 //!
 //! Everything here is a pure function of the values it is given.
 //!
