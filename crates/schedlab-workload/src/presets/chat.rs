@@ -289,13 +289,10 @@ const PARAMS: &[ParamDef] = &[
 
 impl Preset for Chat {
     const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
     const ABOUT: &'static str =
         "VolanoMark / IBM chat rooms over loopback (groups: server, client).";
     const SUMMARY: &'static str = "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members";
-
-    fn param_defs() -> &'static [ParamDef] {
-        PARAMS
-    }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         const WHOLE: &str = "a whole number";

@@ -741,12 +741,9 @@ const PARAMS: &[ParamDef] = &[
 
 impl Preset for Interbench {
     const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
     const ABOUT: &'static str = "interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).";
     const SUMMARY: &'static str = "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair";
-
-    fn param_defs() -> &'static [ParamDef] {
-        PARAMS
-    }
 
     fn with_defaults(host_cpus: usize) -> Self {
         Interbench {

@@ -114,13 +114,10 @@ const PARAMS: &[ParamDef] = &[
 
 impl Preset for Messaging {
     const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
     const ABOUT: &'static str =
         "hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).";
     const SUMMARY: &'static str = "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group";
-
-    fn param_defs() -> &'static [ParamDef] {
-        PARAMS
-    }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         const WHOLE: &str = "a whole number";

@@ -116,7 +116,12 @@ pub trait Preset: Workload + Clone + Default + Sized {
     const SUMMARY: &'static str;
 
     /// Its parameters, in the order the command line shows them.
-    fn param_defs() -> &'static [ParamDef];
+    const PARAMS: &'static [ParamDef];
+
+    /// [`Preset::PARAMS`], for callers that hold the type only.
+    fn param_defs() -> &'static [ParamDef] {
+        Self::PARAMS
+    }
 
     /// A configuration with every parameter at its default; `host_cpus` is this machine's CPU
     /// count, for defaults that depend on it.

@@ -74,13 +74,10 @@ const PARAMS: &[ParamDef] = &[
 
 impl Preset for PingPong {
     const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
     const ABOUT: &'static str =
         "perf bench sched pipe: two tasks bounce a token (groups: ping, pong).";
     const SUMMARY: &'static str = "perf bench sched pipe: two tasks bounce a 4-byte token";
-
-    fn param_defs() -> &'static [ParamDef] {
-        PARAMS
-    }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {

@@ -73,13 +73,10 @@ const PARAMS: &[ParamDef] = &[
 
 impl Preset for Yield {
     const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
     const ABOUT: &'static str =
         "The sched_yield test of seed 002: N threads yield for a while (group: yield).";
     const SUMMARY: &'static str = "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count";
-
-    fn param_defs() -> &'static [ParamDef] {
-        PARAMS
-    }
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
