@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! EXIT<TAB>WORDS<TAB>ARGS
-//! 1	needs the form NAME:knob=value	run chat --backend sim --group nocolon
+//! 1<TAB>needs the form NAME:knob=value<TAB>run chat --backend sim --group nocolon
 //! ```
 //!
 //! EXIT is the expected exit status, WORDS a substring stderr must contain, ARGS the arguments
