@@ -273,7 +273,7 @@ impl Execute<'_> {
         if let Some(path) = &self.common.plot {
             schedlab_report::plot::sweep_chart(&record, &keys, path).map_err(|e| {
                 format!(
-                    "--plot {}: {e}; the plot was not written (the table above and the records are)",
+                    "--plot {}: {e}; the plot was not written (the table above is complete)",
                     path.display()
                 )
             })?;
