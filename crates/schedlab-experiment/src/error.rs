@@ -129,6 +129,24 @@ pub enum ExperimentError {
         /// Whether it ran past its time budget.
         timed_out: bool,
     },
+    /// A record in a sweep's directory that another experiment wrote: resuming from it would
+    /// mix results, overwriting it would lose them.
+    #[error("{} was written by another experiment ({}); resuming would mix its results and overwriting would lose them", path.display(), differences.join("; "))]
+    OtherExperiment {
+        /// The record file.
+        path: PathBuf,
+        /// What differs, each as `what THERE there, HERE here`.
+        differences: Vec<String>,
+    },
+    /// The run finished (or stopped) but its record could not be written: the record, as it
+    /// stands, is kept here so that its summary is not lost.
+    #[error("{source}; the results were not saved")]
+    Unsaved {
+        /// Why the record could not be written.
+        source: Box<ExperimentError>,
+        /// The record as far as it got.
+        record: Box<schedlab_workload::record::RunRecord>,
+    },
     /// A record could not be written.
     #[error("writing {}: {source}", path.display())]
     Write {

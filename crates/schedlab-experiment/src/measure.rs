@@ -6,7 +6,7 @@
 use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
 use crate::build::{Config, Experiment};
 use crate::error::ExperimentError;
-use crate::outdir::OutDir;
+use crate::outdir::{Dropped, OutDir};
 use crate::settings::{Done, Settings};
 use schedlab_stats::{describe, metric_values};
 use schedlab_workload::record::{
@@ -38,6 +38,16 @@ pub enum Progress {
         label: String,
         /// Repetitions kept.
         repetitions: usize,
+    },
+    /// A configuration's record in the sweep's directory, or some of its repetitions, are not
+    /// resumed (unreadable, or values that cannot be right).
+    Dropped {
+        /// The workload.
+        workload: &'static str,
+        /// The configuration's label.
+        label: String,
+        /// What was dropped and why.
+        dropped: Dropped,
     },
     /// A repetition finished.
     Repetition {
@@ -146,19 +156,18 @@ pub struct Sinks<'a> {
 }
 
 impl Sinks<'_> {
+    /// Write the record to every sink (each is tried even if another fails); the first error.
     fn save(&self, record: &RunRecord) -> Result<(), ExperimentError> {
-        if let Some(path) = self.json {
+        let json = self.json.map_or(Ok(()), |path| {
             schedlab_report::export::write_json(record, path).map_err(|source| {
                 ExperimentError::Write {
                     path: path.to_path_buf(),
                     source,
                 }
-            })?;
-        }
-        if let Some(out) = self.out {
-            out.save(record)?;
-        }
-        Ok(())
+            })
+        });
+        let out = self.out.map_or(Ok(()), |out| out.save(record));
+        json.and(out)
     }
 }
 
@@ -281,20 +290,38 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         }
     }
 
-    /// Start each configuration's result, from the repetitions a previous sweep left if any.
-    fn start(&mut self, backend: &B, progress: &mut dyn FnMut(Progress)) {
-        for (w, c) in &self.configs {
-            let mut result = config_result(backend, &**w, c);
-            if let Some(out) = self.sinks.out {
-                result.repetitions = out.resume(&self.record, &result);
-                if !result.repetitions.is_empty() {
-                    progress(Progress::Resumed {
-                        workload: w.name(),
-                        label: c.label.clone(),
-                        repetitions: result.repetitions.len(),
-                    });
-                    update_summary(&mut result, self.settings.level);
-                }
+    /// Start each configuration's result, from the repetitions a previous sweep left if any;
+    /// refuse a directory another experiment wrote before anything runs.
+    fn start(
+        &mut self,
+        backend: &B,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<(), ExperimentError> {
+        let results: Vec<ConfigResult> = self
+            .configs
+            .iter()
+            .map(|(w, c)| config_result(backend, &**w, c))
+            .collect();
+        let resumed = match self.sinks.out {
+            Some(out) => out.resume_all(&self.record, &results)?,
+            None => vec![Default::default(); results.len()],
+        };
+        for (((w, c), mut result), resume) in self.configs.iter().zip(results).zip(resumed) {
+            if let Some(dropped) = resume.dropped {
+                progress(Progress::Dropped {
+                    workload: w.name(),
+                    label: c.label.clone(),
+                    dropped,
+                });
+            }
+            result.repetitions = resume.repetitions;
+            if !result.repetitions.is_empty() {
+                progress(Progress::Resumed {
+                    workload: w.name(),
+                    label: c.label.clone(),
+                    repetitions: result.repetitions.len(),
+                });
+                update_summary(&mut result, self.settings.level);
             }
             let done = self
                 .settings
@@ -304,6 +331,17 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             result.converged = done.converged();
             self.record.configs.push(result);
         }
+        Ok(())
+    }
+
+    /// Save the record; if it cannot be written, stop with the record kept in the error.
+    fn save(&mut self) -> Result<(), ExperimentError> {
+        self.sinks
+            .save(&self.record)
+            .map_err(|e| ExperimentError::Unsaved {
+                source: Box::new(e),
+                record: Box::new(std::mem::take(&mut self.record)),
+            })
     }
 
     /// The unrecorded warm-up rounds, interleaved.
@@ -340,8 +378,13 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             Ok(output) => output,
             Err(RepError::Interrupted) => return Ok(Step::Interrupted),
             Err(e) => {
-                self.sinks.save(&self.record)?;
-                return Err(self.failed(i, e));
+                let saved = self.sinks.save(&self.record);
+                let mut failed = self.failed(i, e);
+                if let (Err(w), ExperimentError::Repetition { message, .. }) = (saved, &mut failed)
+                {
+                    message.push_str(&format!("; {w}"));
+                }
+                return Err(failed);
             }
         };
         let metrics = self.metrics(i, &output)?;
@@ -364,7 +407,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             self.finished[i] = true;
             config.converged = done.converged();
         }
-        self.sinks.save(&self.record)?;
+        self.save()?;
         Ok(Step::Ran)
     }
 
@@ -390,7 +433,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     /// Mark the record interrupted and save it.
     fn interrupted(mut self) -> Result<(RunEnd, RunRecord), ExperimentError> {
         self.record.interrupted = true;
-        self.sinks.save(&self.record)?;
+        self.save()?;
         Ok((RunEnd::Interrupted, self.record))
     }
 }
@@ -431,7 +474,7 @@ pub fn measure<W: Workload, B: Backend>(
         sinks,
         stop,
     };
-    m.start(backend, progress);
+    m.start(backend, progress)?;
     if let Step::Interrupted = m.warm_up(backend, progress)? {
         return m.interrupted();
     }

@@ -49,6 +49,25 @@ pub fn compare(
                 names[0], first.workload, r.workload
             ));
         }
+        if r.backend.kind != first.backend.kind {
+            let what = |kind: &str| match kind {
+                "sim" => "simulated".to_string(),
+                "real" => "the real kernel's".to_string(),
+                k => format!("a '{k}' backend's"),
+            };
+            let text = format!(
+                "{} holds {} results and {name} {}",
+                names[0],
+                what(&first.backend.kind),
+                what(&r.backend.kind)
+            );
+            if !force {
+                return Err(format!(
+                    "{text}; a simulated machine's numbers are not the kernel's; compare like with like, or pass --force"
+                ));
+            }
+            out.push_str(&format!("warning: {text}\n\n"));
+        }
         for c in &first.configs {
             match r.configs.iter().find(|o| o.label == c.label) {
                 Some(o) if o.params != c.params && !force => {

@@ -5,8 +5,9 @@ use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
 use crate::messages::render;
 use schedlab_experiment::measure::Sinks;
 use schedlab_experiment::{
-    build, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentRequest,
-    OutDir, Progress, RealBackend, RunEnd, Settings, SimBackend, SimMachine, SimRequest,
+    build, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
+    ExperimentRequest, OutDir, Progress, RealBackend, RunEnd, Settings, SimBackend, SimMachine,
+    SimRequest,
 };
 use schedlab_real::host;
 use schedlab_workload::presets::{self, Preset, PresetVisitor};
@@ -106,27 +107,27 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
 
 /// Refuse output paths that cannot be written before anything runs.
 fn check_outputs(common: &CommonArgs) -> Result<(), String> {
-    let parent_ok = |p: &std::path::Path| {
-        let parent = p
-            .parent()
+    let parent = |p: &std::path::Path| {
+        p.parent()
             .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."));
-        parent.is_dir()
+            .unwrap_or(std::path::Path::new("."))
+            .to_path_buf()
     };
-    if let Some(p) = &common.json {
-        if p.is_dir() || !parent_ok(p) {
-            return Err(format!(
-                "--json {}: not a file in an existing directory",
-                p.display()
-            ));
-        }
-    }
-    if let Some(p) = &common.plot {
-        if p.is_dir() || !parent_ok(p) {
-            return Err(format!(
-                "--plot {}: not a file in an existing directory",
-                p.display()
-            ));
+    for (flag, path) in [("--json", &common.json), ("--plot", &common.plot)] {
+        if let Some(p) = path {
+            if p.is_dir() || !parent(p).is_dir() {
+                return Err(format!(
+                    "{flag} {}: not a file in an existing directory",
+                    p.display()
+                ));
+            }
+            writable(&parent(p)).map_err(|e| {
+                format!(
+                    "{flag} {}: cannot write in {}: {e}",
+                    p.display(),
+                    parent(p).display()
+                )
+            })?;
         }
     }
     if let Some(d) = &common.out {
@@ -136,8 +137,22 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
                 d.display()
             ));
         }
+        if d.is_dir() {
+            writable(d).map_err(|e| format!("--out {}: cannot write in it: {e}", d.display()))?;
+        }
     }
     Ok(())
+}
+
+/// Whether a file can be created in `dir` (records are written to a temporary name and renamed
+/// there): create and remove a probe file.
+fn writable(dir: &std::path::Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".schedlab-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(&probe)
 }
 
 /// SIGINT and SIGTERM set a flag; the run stops at the next check and keeps what finished.
@@ -210,6 +225,11 @@ impl Execute<'_> {
                 label,
                 repetitions,
             } => eprintln!("{workload} {label}: resuming with {repetitions} finished repetitions"),
+            Progress::Dropped {
+                workload,
+                label,
+                dropped,
+            } => eprintln!("{workload} {label}: warning: {dropped}"),
             Progress::Repetition {
                 workload,
                 label,
@@ -225,30 +245,52 @@ impl Execute<'_> {
             json: self.settings.json.as_deref(),
             out: out.as_ref(),
         };
-        let (end, record) = measure(
+        let (end, record) = match measure(
             experiment,
             backend,
             self.settings,
             &sinks,
             &self.stop,
             &mut progress,
-        )
-        .map_err(|e| render(&e))?;
+        ) {
+            Ok(done) => done,
+            // The record could not be written: print what finished, then say what was not saved.
+            Err(ExperimentError::Unsaved { source, record }) => {
+                if !record.configs.iter().all(|c| c.repetitions.is_empty()) {
+                    self.print(&record, &keys, &combinations);
+                }
+                return Err(format!(
+                    "{}; the results above were not saved",
+                    render(&source)
+                ));
+            }
+            Err(e) => return Err(render(&e)),
+        };
+        self.print(&record, &keys, &combinations);
         if !self.sweep {
-            print!("{}", schedlab_report::text::summary(&record));
             return Ok(end);
         }
-        if record.workload == "interbench" {
-            print!("{}", interbench_tables(&record, &combinations));
-        } else {
-            print!("{}", schedlab_report::sweep::table(&record, &keys));
-        }
         if let Some(path) = &self.common.plot {
-            schedlab_report::plot::sweep_chart(&record, &keys, path)
-                .map_err(|e| format!("--plot {}: {e}", path.display()))?;
+            schedlab_report::plot::sweep_chart(&record, &keys, path).map_err(|e| {
+                format!(
+                    "--plot {}: {e}; the plot was not written (the table above is complete)",
+                    path.display()
+                )
+            })?;
             eprintln!("wrote {}", path.display());
         }
         Ok(end)
+    }
+
+    /// The summary of a run, or the table of a sweep.
+    fn print(&self, record: &RunRecord, keys: &[String], combinations: &[String]) {
+        if !self.sweep {
+            print!("{}", schedlab_report::text::summary(record));
+        } else if record.workload == "interbench" {
+            print!("{}", interbench_tables(record, combinations));
+        } else {
+            print!("{}", schedlab_report::sweep::table(record, keys));
+        }
     }
 }
 

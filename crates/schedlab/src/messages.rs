@@ -56,6 +56,11 @@ pub fn render(e: &ExperimentError) -> String {
             }
         }
         ExperimentError::TraceRequired(m) => format!("--counters trace: {m}"),
+        ExperimentError::OtherExperiment { path, .. } => format!(
+            "--out: {e}; use a new --out directory (or remove {} to discard that record)",
+            path.display()
+        ),
+        ExperimentError::Unsaved { source, .. } => render(source),
         _ => e.to_string(),
     }
 }

@@ -1503,3 +1503,130 @@ fn interbench_rejects_bad_input_before_anything_starts() {
         );
     }
 }
+
+#[test]
+fn a_sweep_resumes_only_its_own_experiment_and_never_loses_a_summary() {
+    let _serial = serial();
+    let dir = std::env::temp_dir().join(format!("schedlab-test-{}-resume", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap().to_string();
+    // The sweep with its duration and runs, and more arguments.
+    let sweep = |duration: &str, runs: &str, extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "yield",
+            "--backend",
+            "sim",
+            "--vary",
+            "threads=1,2",
+            "--duration",
+            duration,
+            "--runs",
+            runs,
+            "--quiet",
+            "--out",
+            &d,
+        ];
+        args.extend(extra);
+        schedlab().args(&args).output().unwrap()
+    };
+    let first = sweep("0.05s", "2", &[]);
+    assert!(first.status.success(), "{first:?}");
+    let record = dir.join("threads=1.json");
+    let before = std::fs::read_to_string(&record).unwrap();
+    // Another policy, another duration: refused before anything runs, the records left alone.
+    for (duration, extra, words) in [
+        ("0.05s", &["--policy", "o1"][..], "policy eevdf"),
+        (
+            "0.1s",
+            &[][..],
+            "duration=50.000ms there, duration=100.000ms here",
+        ),
+    ] {
+        let out = sweep(duration, "2", extra);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {err}");
+        assert!(
+            err.contains("was written by another experiment")
+                && err.contains(words)
+                && err.contains("use a new --out directory"),
+            "{extra:?}: {err}"
+        );
+        assert_eq!(std::fs::read_to_string(&record).unwrap(), before);
+    }
+    // A tampered value is dropped, and said; the rest resumes.
+    let tampered = before.replacen("\"us_per_yield\": 0.", "\"us_per_yield\": -5", 1);
+    assert_ne!(tampered, before);
+    std::fs::write(&record, tampered).unwrap();
+    let out = sweep("0.05s", "3", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("repetition 1 has us_per_yield = -5")
+            && err.contains("cannot be negative")
+            && err.contains("yield threads=2: resuming with 2 finished repetitions"),
+        "{err}"
+    );
+    let rec = read_record(&record);
+    assert!(rec.configs[0].repetitions.len() == 3 && metric(&rec, 0, 0, "us_per_yield") > 0.0);
+
+    // A record that cannot be written: the summary still prints, the error says what was not
+    // saved.
+    let json = dir.join("x.json");
+    std::fs::create_dir_all(dir.join("x.json.tmp")).unwrap();
+    let out = schedlab()
+        .args([
+            "run",
+            "yield",
+            "--backend",
+            "sim",
+            "--duration",
+            "0.05s",
+            "--runs",
+            "2",
+        ])
+        .args(["--quiet", "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let (stdout, err) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(stdout.contains("us_per_yield"), "the summary: {stdout}");
+    assert!(
+        err.contains(&format!("writing {}", json.display()))
+            && err.contains("the results above were not saved"),
+        "{err}"
+    );
+
+    // compare of a simulated and a real record: refused without --force, a warning with it.
+    let real = dir.join("real.json");
+    run_ok(&[
+        "run",
+        "yield",
+        "--duration",
+        "0.05s",
+        "--runs",
+        "3",
+        "--counters",
+        "proc",
+        "--quiet",
+        "--json",
+        real.to_str().unwrap(),
+    ]);
+    let sim = dir.join("threads=1.json");
+    let (sim, real) = (sim.to_str().unwrap(), real.to_str().unwrap());
+    let out = schedlab().args(["compare", real, sim]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("holds the real kernel's results") && err.contains("pass --force"),
+        "{err}"
+    );
+    let out = run_ok(&["compare", "--force", real, sim]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!(
+        "warning: {real} holds the real kernel's results and {sim} simulated"
+    )));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
