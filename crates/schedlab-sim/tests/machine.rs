@@ -496,7 +496,8 @@ fn a_run_that_only_preempts_ends_within_the_event_budget() {
     };
     let mut cost = CostModel::profile("modern").unwrap();
     cost.switch = 20_000_000;
-    for policy in ["eevdf"] {
+    let policy = "eevdf";
+    {
         let spec: PolicySpec = policy.parse().unwrap();
         let r = run_repetition(
             &w,

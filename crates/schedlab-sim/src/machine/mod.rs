@@ -483,7 +483,7 @@ impl<'a> Machine<'a> {
         if pending > MAX_PENDING_EVENTS {
             return Err(SimError::TooManyEvents {
                 pending,
-                mib: pending * self.events.entry_size() >> 20,
+                mib: (pending * self.events.entry_size()) >> 20,
                 limit: MAX_PENDING_EVENTS,
                 state: self.describe_progress(),
             });
