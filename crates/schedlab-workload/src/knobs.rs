@@ -282,7 +282,12 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
     }
     let mut knobs = Knobs::default();
     let mut cpu_text: Option<String> = None;
-    for token in rest.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    let tokens: Vec<&str> = rest.split(',').map(str::trim).collect();
+    if !rest.is_empty() && tokens.iter().any(|t| t.is_empty()) {
+        return Err(KnobError::EmptyItem { arg: arg.into() });
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for token in tokens.into_iter().filter(|t| !t.is_empty()) {
         let Some((key, value)) = token.split_once('=') else {
             match &mut cpu_text {
                 Some(list) => {
@@ -298,6 +303,13 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
                 }
             }
         };
+        if seen.contains(&key) {
+            return Err(KnobError::GivenTwice {
+                arg: arg.into(),
+                knob: key.into(),
+            });
+        }
+        seen.push(key);
         if key != "cpus" {
             if let Some(list) = cpu_text.take() {
                 knobs.cpus = Some(parse_cpu_list(&list)?);
@@ -400,6 +412,21 @@ mod tests {
             .to_string()
             .contains("0.1ms..100ms"));
         assert!(parse_group_arg("nocolon").is_err());
+        // Issue 13: duplicates and empty items were accepted silently.
+        let e = parse_group_arg("g:nice=1,nice=2").unwrap_err();
+        assert!(
+            matches!(&e, KnobError::GivenTwice { knob, .. } if knob == "nice"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("nice= is given twice"), "{e}");
+        assert!(parse_group_arg("g:cpus=0,cpus=1").is_err());
+        let e = parse_group_arg("g:cpus=0,,1").unwrap_err();
+        assert!(matches!(e, KnobError::EmptyItem { .. }), "{e:?}");
+        assert!(parse_group_arg("g:cpus=0,1,0").is_err());
+        let e = parse_group_arg("sender:cpus=0-99999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("8191"), "{e}");
         assert!(parse_cpu_list("3-1").is_err());
     }
 }
