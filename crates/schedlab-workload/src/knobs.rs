@@ -91,10 +91,14 @@ impl FromStr for SchedPolicy {
         };
         let rt_prio = |a: Option<&str>| -> Result<u8, ValueError> {
             let a = a.ok_or_else(bad)?;
+            let is_number = !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit());
             match a.parse::<u8>() {
                 Ok(p) if (1..=99).contains(&p) => Ok(p),
-                _ => Err(ValueError::new(format!(
+                _ if is_number => Err(ValueError::new(format!(
                     "real-time priority '{a}' in policy '{s}' is out of range; accepted: 1..99"
+                ))),
+                _ => Err(ValueError::new(format!(
+                    "real-time priority '{a}' in policy '{s}' is not a whole number; accepted: 1..99"
                 ))),
             }
         };
@@ -398,7 +402,14 @@ mod tests {
         let e = parse_group_arg("g:policy=fifo:100")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("1..99"), "{e}");
+        assert!(e.contains("1..99") && e.contains("out of range"), "{e}");
+        let e = parse_group_arg("g:policy=fifo:abc")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'abc'") && e.contains("not a whole number") && e.contains("1..99"),
+            "{e}"
+        );
         let e = parse_group_arg("g:policy=deadline:10ms/5ms/10ms")
             .unwrap_err()
             .to_string();
