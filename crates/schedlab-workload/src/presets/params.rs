@@ -202,19 +202,23 @@ pub fn parse_count(
     value: &str,
     range: std::ops::RangeInclusive<usize>,
 ) -> Result<usize, ParamError> {
-    let bad = || {
+    // A number is shown as read (`threads 0`), other text quoted (`loops '-1'`).
+    let bad = |shown: String| {
         ParamError::value(
             workload,
             name,
-            format!("'{value}'"),
+            shown,
             format!("is not accepted; use {}..{}", range.start(), range.end()),
         )
     };
-    let n: usize = value.trim().parse().map_err(|_| bad())?;
+    let n: usize = value
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("'{value}'")))?;
     if range.contains(&n) {
         Ok(n)
     } else {
-        Err(bad())
+        Err(bad(n.to_string()))
     }
 }
 
