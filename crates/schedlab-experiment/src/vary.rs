@@ -103,7 +103,14 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
         problem: "needs the form KEY=V1,V2,... (e.g. threads=1,2,4 or server.nice=0,19)".into(),
     })?;
     let mut values: Vec<String> = Vec::new();
-    for v in list.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+    let pieces: Vec<&str> = list.split(',').map(str::trim).collect();
+    if !list.is_empty() && pieces.iter().any(|v| v.is_empty()) {
+        return Err(ExperimentError::Vary {
+            key: format!("'{arg}'"),
+            problem: "has an empty value; separate the values with single commas".into(),
+        });
+    }
+    for v in pieces.into_iter().filter(|v| !v.is_empty()) {
         match values.last_mut() {
             Some(prev) if key == "policy" && v.contains('=') && !v.contains(':') => {
                 prev.push(',');
@@ -116,6 +123,17 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
         return Err(ExperimentError::Vary {
             key: format!("'{arg}'"),
             problem: "needs a key and at least one value".into(),
+        });
+    }
+    if let Some(twice) = values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+        .map(|(_, v)| v)
+    {
+        return Err(ExperimentError::Vary {
+            key: format!("'{arg}'"),
+            problem: format!("names the value '{twice}' twice; give each value once"),
         });
     }
     Ok((key.to_string(), values))
@@ -302,5 +320,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn refuses_a_value_given_twice_or_an_empty_value() {
+        let e = split_vary("threads=1,1").unwrap_err().to_string();
+        assert!(
+            e.contains("'threads=1,1'") && e.contains("'1' twice"),
+            "{e}"
+        );
+        let e = split_vary("policy=o1,cfs,o1").unwrap_err().to_string();
+        assert!(e.contains("'o1' twice"), "{e}");
+        let e = split_vary("threads=1,,2").unwrap_err().to_string();
+        assert!(e.contains("empty value"), "{e}");
+        assert!(split_vary("threads=1,").is_err());
+        assert!(split_vary("threads=1,2").is_ok());
     }
 }

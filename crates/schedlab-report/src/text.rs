@@ -181,12 +181,22 @@ pub fn counters_table(config: &ConfigResult) -> String {
     }
     let mut out = t.render();
     let lost: u64 = config.repetitions.iter().map(|r| r.lost_events).sum();
-    out.push_str(&format!(
-        "counters: switches from {}; migrations from {}; wakeups from {}\n",
-        config.counter_sources.switches,
-        config.counter_sources.migrations,
-        config.counter_sources.wakeups
-    ));
+    // A configuration interrupted before its first repetition has no sources: say so rather
+    // than "switches from ; migrations from ;".
+    let sources: Vec<String> = [
+        ("switches", &config.counter_sources.switches),
+        ("migrations", &config.counter_sources.migrations),
+        ("wakeups", &config.counter_sources.wakeups),
+    ]
+    .iter()
+    .filter(|(_, from)| !from.is_empty())
+    .map(|(what, from)| format!("{what} from {from}"))
+    .collect();
+    if sources.is_empty() {
+        out.push_str("counters: none (no repetition finished)\n");
+    } else {
+        out.push_str(&format!("counters: {}\n", sources.join("; ")));
+    }
     if lost > 0 {
         out.push_str(&format!(
             "warning: the kernel dropped {lost} trace events; wakeup counts are lower bounds\n"
@@ -295,4 +305,31 @@ pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
         ]);
     }
     t.render()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::record::CounterSources;
+
+    #[test]
+    fn an_interrupted_configuration_says_it_has_no_counters() {
+        let config = ConfigResult::default();
+        let text = counters_table(&config);
+        assert!(!text.contains("switches from ;"), "{text}");
+        assert!(
+            text.contains("counters: none (no repetition finished)"),
+            "{text}"
+        );
+        let config = ConfigResult {
+            counter_sources: CounterSources {
+                switches: "sim".into(),
+                migrations: "sim".into(),
+                wakeups: "sim".into(),
+            },
+            ..ConfigResult::default()
+        };
+        assert!(counters_table(&config)
+            .contains("counters: switches from sim; migrations from sim; wakeups from sim\n"));
+    }
 }

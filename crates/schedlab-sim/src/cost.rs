@@ -52,7 +52,32 @@ pub enum CostError {
         /// Timer interrupts per second.
         hz: u32,
     },
+    /// What a task pays each time it is switched in (the switch, a migration, the runqueue lock)
+    /// plus the tick handler, at the top of the jitter, would not fit in a tick: a task
+    /// preempted at every tick would never finish being switched in, and the run would make no
+    /// progress.
+    #[error("switch ({switch} ns) + migration ({migration} ns) + rq_lock ({rq_lock} ns) + tick ({tick} ns), with jitter {jitter}, must be shorter than a tick at HZ={hz} ({tick_ns} ns): a task preempted at each tick would never finish being switched in")]
+    SwitchTooLong {
+        /// The context switch's cost, ns.
+        switch: u64,
+        /// The migration's cost, ns.
+        migration: u64,
+        /// The runqueue lock's cost, ns.
+        rq_lock: u64,
+        /// The tick handler's cost, ns.
+        tick: u64,
+        /// The relative jitter.
+        jitter: f64,
+        /// Timer interrupts per second.
+        hz: u32,
+        /// The tick's length, ns.
+        tick_ns: u64,
+    },
 }
+
+/// The longest any single cost may be, ns (60 s): simulated time is counted in u64 nanoseconds,
+/// and no operation a workload does costs a minute of CPU or device time.
+pub const MAX_COST_NS: u64 = 60_000_000_000;
 
 /// Costs of a simulated machine. Times are nanoseconds.
 #[derive(Clone, Debug, PartialEq)]
@@ -169,12 +194,20 @@ impl CostModel {
                 accepted,
             };
             let dur = || -> Result<u64, CostError> {
-                if let Ok(n) = value.parse::<u64>() {
-                    return Ok(n);
+                let ns = match value.parse::<u64>() {
+                    Ok(n) => n,
+                    Err(_) => schedlab_workload::duration::parse_duration(value)
+                        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+                        .map_err(|_| {
+                            bad("give a duration such as 1.5us, or nanoseconds, up to 60s")
+                        })?,
+                };
+                if ns > MAX_COST_NS {
+                    return Err(bad(
+                        "accepted: 0..60s (a duration such as 1.5us, or nanoseconds)",
+                    ));
                 }
-                schedlab_workload::duration::parse_duration(value)
-                    .map(|d| d.as_nanos() as u64)
-                    .map_err(|_| bad("give a duration such as 1.5us, or nanoseconds"))
+                Ok(ns)
             };
             match key {
                 "hz" => {
@@ -220,6 +253,19 @@ impl CostModel {
             return Err(CostError::TickTooLong {
                 tick: self.tick,
                 hz: self.hz,
+            });
+        }
+        let tick_ns = self.tick_ns();
+        let per_switch = self.switch + self.migration + self.rq_lock + self.tick;
+        if per_switch as f64 * (1.0 + self.jitter) >= tick_ns as f64 {
+            return Err(CostError::SwitchTooLong {
+                switch: self.switch,
+                migration: self.migration,
+                rq_lock: self.rq_lock,
+                tick: self.tick,
+                jitter: self.jitter,
+                hz: self.hz,
+                tick_ns,
             });
         }
         Ok(self)
@@ -285,6 +331,36 @@ mod tests {
             e.to_string(),
             "the tick handler (2000000 ns) must be shorter than a tick at HZ=1000"
         );
+        // Costs charged at every switch-in must leave room in a tick (issue 13: switch=20ms
+        // made a run that never progressed and grew without bound).
+        let e = modern()
+            .with_overrides(&["switch=20ms".into()])
+            .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CostError::SwitchTooLong {
+                    switch: 20_000_000,
+                    hz: 250,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("shorter than a tick at HZ=250 (4000000 ns)"),
+            "{e}"
+        );
+        assert!(modern().with_overrides(&["switch=1s".into()]).is_err());
+        assert!(modern()
+            .with_overrides(&["migration=3ms,jitter=0.5".into()])
+            .is_err());
+        assert!(modern().with_overrides(&["switch=2ms".into()]).is_ok());
+        let e = modern()
+            .with_overrides(&["msg=18446744073709551615".into()])
+            .unwrap_err();
+        assert!(e.to_string().contains("0..60s"), "{e}");
         // No command-line vocabulary in the library's messages.
         for e in [
             CostModel::profile("vax").unwrap_err(),

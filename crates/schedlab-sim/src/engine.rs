@@ -82,6 +82,11 @@ impl<E> EventQueue<E> {
         self.heap.len()
     }
 
+    /// The memory one waiting event takes in the queue, bytes.
+    pub fn entry_size(&self) -> usize {
+        std::mem::size_of::<Reverse<Entry<E>>>()
+    }
+
     /// Whether no event is waiting.
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()

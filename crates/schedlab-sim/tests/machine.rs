@@ -482,3 +482,48 @@ fn an_interbench_task_starved_for_the_whole_run_reports_zero_rather_than_failing
         "starved for the whole 3 s: {m:?}"
     );
 }
+
+/// Issue 13: a context switch longer than a tick (now refused by the cost model, built here by
+/// hand) preempted every burst before it finished; the run never progressed and its queue of
+/// stale burst ends grew to gigabytes. The simulator's budget ends it with a clear message.
+#[test]
+fn a_run_that_only_preempts_ends_within_the_event_budget() {
+    let w = Messaging {
+        groups: 1,
+        fds: 2,
+        loops: 10,
+        ..Messaging::default()
+    };
+    let mut cost = CostModel::profile("modern").unwrap();
+    cost.switch = 20_000_000;
+    let policy = "eevdf";
+    {
+        let spec: PolicySpec = policy.parse().unwrap();
+        let r = run_repetition(
+            &w,
+            SimSetup {
+                policy: &spec,
+                cpus: 1,
+                cost: &cost,
+                seed: 1,
+                knobs: &knobs(&["", ""]),
+                stop: None,
+                wall_budget: Some(Duration::from_secs(120)),
+            },
+        );
+        let e = r.unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SimError::TooManyEvents { .. } | SimError::NoProgress { .. }
+            ),
+            "{policy}: {e:?}"
+        );
+        let text = e.to_string();
+        eprintln!("{policy}: {text}");
+        assert!(
+            text.contains("too long against the tick") && !text.contains("--"),
+            "{text}"
+        );
+    }
+}

@@ -93,7 +93,13 @@ impl FromStr for CpuSet {
             ))
         };
         let mut out = Vec::new();
-        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+        if !s.is_empty() && parts.iter().any(|p| p.is_empty()) {
+            return Err(ValueError(format!(
+                "cpus='{s}' has an empty item between commas; write e.g. 0-3,6"
+            )));
+        }
+        for part in parts.into_iter().filter(|p| !p.is_empty()) {
             let (a, b) = match part.split_once('-') {
                 Some((a, b)) => (
                     a.parse::<usize>().map_err(|_| bad())?,
@@ -112,7 +118,16 @@ impl FromStr for CpuSet {
             }
             out.extend(a..=b);
         }
-        CpuSet::from_cpus(out)
+        let distinct = CpuSet::from_cpus(out.iter().copied())?;
+        if distinct.len() != out.len() {
+            let mut sorted = out;
+            sorted.sort_unstable();
+            let twice = sorted.windows(2).find(|w| w[0] == w[1]).map_or(0, |w| w[0]);
+            return Err(ValueError(format!(
+                "cpus='{s}' names CPU {twice} twice; name each CPU once"
+            )));
+        }
+        Ok(distinct)
     }
 }
 
@@ -146,7 +161,7 @@ mod tests {
 
     #[test]
     fn parses_and_prints_lists() {
-        let s: CpuSet = "6,0-3,2".parse().unwrap();
+        let s: CpuSet = "6,0-3".parse().unwrap();
         assert_eq!(s.as_slice(), [0, 1, 2, 3, 6]);
         assert_eq!(s.to_string(), "0-3,6");
         assert!(s.contains(6) && !s.contains(4));
@@ -164,6 +179,30 @@ mod tests {
         );
         assert!(CpuSet::from_cpus([9000]).is_err());
         assert!(serde_json::from_str::<CpuSet>("[1, 100000]").is_err());
+    }
+
+    #[test]
+    fn refuses_empty_items_and_a_cpu_named_twice() {
+        let e = "0,,1".parse::<CpuSet>().unwrap_err();
+        assert!(e.0.contains("empty item"), "{e}");
+        let e = "0-3,2".parse::<CpuSet>().unwrap_err();
+        assert!(e.0.contains("CPU 2 twice"), "{e}");
+        assert!("0,".parse::<CpuSet>().is_err());
+    }
+
+    #[test]
+    fn huge_lists_are_refused_at_once() {
+        let t = std::time::Instant::now();
+        for text in [
+            "0-99999999999",
+            "0-99999999",
+            "99999999",
+            "0-18446744073709551615",
+        ] {
+            assert!(text.parse::<CpuSet>().is_err(), "{text}");
+        }
+        assert!("0-99999999999999999999999".parse::<CpuSet>().is_err());
+        assert!(t.elapsed() < std::time::Duration::from_millis(100));
     }
 
     #[test]

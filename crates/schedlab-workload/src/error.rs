@@ -154,6 +154,22 @@ pub enum KnobError {
         /// The token.
         token: String,
     },
+    /// A knob given twice (`nice=1,nice=2`).
+    #[error("'{arg}': {knob}= is given twice; give each knob once")]
+    GivenTwice {
+        /// The argument as given.
+        arg: String,
+        /// The knob.
+        knob: String,
+    },
+    /// An empty item between commas (`cpus=0,,1`).
+    #[error(
+        "'{arg}' has an empty item between commas; separate knobs and CPUs with single commas"
+    )]
+    EmptyItem {
+        /// The argument as given.
+        arg: String,
+    },
     /// `nice=` is not an integer.
     #[error("'{arg}': nice='{value}' is not an integer; accepted: -20..19")]
     NiceNotInteger {

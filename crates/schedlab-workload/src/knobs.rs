@@ -91,10 +91,14 @@ impl FromStr for SchedPolicy {
         };
         let rt_prio = |a: Option<&str>| -> Result<u8, ValueError> {
             let a = a.ok_or_else(bad)?;
+            let is_number = !a.is_empty() && a.bytes().all(|b| b.is_ascii_digit());
             match a.parse::<u8>() {
                 Ok(p) if (1..=99).contains(&p) => Ok(p),
-                _ => Err(ValueError::new(format!(
+                _ if is_number => Err(ValueError::new(format!(
                     "real-time priority '{a}' in policy '{s}' is out of range; accepted: 1..99"
+                ))),
+                _ => Err(ValueError::new(format!(
+                    "real-time priority '{a}' in policy '{s}' is not a whole number; accepted: 1..99"
                 ))),
             }
         };
@@ -282,7 +286,12 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
     }
     let mut knobs = Knobs::default();
     let mut cpu_text: Option<String> = None;
-    for token in rest.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+    let tokens: Vec<&str> = rest.split(',').map(str::trim).collect();
+    if !rest.is_empty() && tokens.iter().any(|t| t.is_empty()) {
+        return Err(KnobError::EmptyItem { arg: arg.into() });
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for token in tokens.into_iter().filter(|t| !t.is_empty()) {
         let Some((key, value)) = token.split_once('=') else {
             match &mut cpu_text {
                 Some(list) => {
@@ -298,6 +307,13 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
                 }
             }
         };
+        if seen.contains(&key) {
+            return Err(KnobError::GivenTwice {
+                arg: arg.into(),
+                knob: key.into(),
+            });
+        }
+        seen.push(key);
         if key != "cpus" {
             if let Some(list) = cpu_text.take() {
                 knobs.cpus = Some(parse_cpu_list(&list)?);
@@ -386,7 +402,14 @@ mod tests {
         let e = parse_group_arg("g:policy=fifo:100")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("1..99"), "{e}");
+        assert!(e.contains("1..99") && e.contains("out of range"), "{e}");
+        let e = parse_group_arg("g:policy=fifo:abc")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'abc'") && e.contains("not a whole number") && e.contains("1..99"),
+            "{e}"
+        );
         let e = parse_group_arg("g:policy=deadline:10ms/5ms/10ms")
             .unwrap_err()
             .to_string();
@@ -400,6 +423,21 @@ mod tests {
             .to_string()
             .contains("0.1ms..100ms"));
         assert!(parse_group_arg("nocolon").is_err());
+        // Issue 13: duplicates and empty items were accepted silently.
+        let e = parse_group_arg("g:nice=1,nice=2").unwrap_err();
+        assert!(
+            matches!(&e, KnobError::GivenTwice { knob, .. } if knob == "nice"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("nice= is given twice"), "{e}");
+        assert!(parse_group_arg("g:cpus=0,cpus=1").is_err());
+        let e = parse_group_arg("g:cpus=0,,1").unwrap_err();
+        assert!(matches!(e, KnobError::EmptyItem { .. }), "{e:?}");
+        assert!(parse_group_arg("g:cpus=0,1,0").is_err());
+        let e = parse_group_arg("sender:cpus=0-99999999999")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("8191"), "{e}");
         assert!(parse_cpu_list("3-1").is_err());
     }
 }

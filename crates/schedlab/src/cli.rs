@@ -83,12 +83,29 @@ impl PresetVisitor for WorkloadCommand {
                     .action(ArgAction::Set)
                     .value_name(name.to_uppercase().replace('-', "_"))
                     .allow_hyphen_values(d.hyphen_values)
+                    // `--loops -1` reaches the parameter's own check, which names its range,
+                    // instead of clap's "unexpected argument '-1'".
+                    .allow_negative_numbers(true)
                     .value_parser(move |text: &str| -> Result<String, String> {
                         // Each value is tried on a default configuration, so a value that cannot
                         // be parsed is refused by the parser with the parameter's own message.
                         let mut probe = P::with_defaults(1);
                         let values: Vec<&str> = if d.kind == ParamKind::List {
-                            text.split(',').filter(|v| !v.is_empty()).collect()
+                            let values: Vec<&str> = text.split(',').map(str::trim).collect();
+                            if values.iter().any(|v| v.is_empty()) {
+                                return Err(format!(
+                                    "--{name} '{text}' has an empty value; separate the values with single commas"
+                                ));
+                            }
+                            if let Some(v) =
+                                values.iter().enumerate().find(|(i, v)| values[..*i].contains(v))
+                            {
+                                return Err(format!(
+                                    "--{name} '{text}' names '{}' twice; give each value once",
+                                    v.1
+                                ));
+                            }
+                            values
                         } else {
                             vec![text]
                         };
@@ -182,20 +199,20 @@ pub struct CommonArgs {
     #[arg(long = "group", value_name = "NAME:KNOBS")]
     pub group_knobs: Vec<String>,
     /// Measured repetitions per configuration, each with a fresh workload [default: 3].
-    #[arg(long, conflicts_with = "until")]
+    #[arg(long, conflicts_with = "until", allow_negative_numbers = true, value_parser = runs_count)]
     pub runs: Option<usize>,
     /// Repeat until the confidence interval of the primary metric is within PRECISION of its
     /// mean, e.g. 95:2% (at least 3 runs, at most --max-runs).
     #[arg(long, value_name = "LEVEL:PRECISION")]
     pub until: Option<String>,
     /// The most repetitions --until may run per configuration.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = runs_count)]
     pub max_runs: usize,
     /// Confidence level of the intervals in the summary: 80, 90, 95, 98, 99 or 99.5.
     #[arg(long, default_value = "95")]
     pub level: String,
     /// Unrecorded warm-up repetitions before each configuration.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = warmup_count)]
     pub warmup: usize,
     /// Write the result record (JSON) to this file; it is rewritten after every repetition.
     #[arg(long, value_name = "FILE")]
@@ -208,7 +225,7 @@ pub struct CommonArgs {
     #[arg(long, value_name = "POLICY[:KEY=V,...]")]
     pub policy: Option<String>,
     /// (sim) Number of simulated CPUs, 1..64 [default: this machine's].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = cpu_count)]
     pub cpus: Option<usize>,
     /// (sim) Cost profile of the simulated machine: modern or piii-700 [default: modern].
     #[arg(long)]
@@ -218,13 +235,13 @@ pub struct CommonArgs {
     pub cost: Vec<String>,
     /// (sim) Seed of the first measured repetition; repetition k uses SEED+k, so the same command
     /// gives the same numbers [default: 1].
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = seed_number)]
     pub seed: Option<u64>,
     /// Wakeup and preemption counters: auto (tracefs if available), trace (required), proc (switches and migrations only).
     #[arg(long, value_enum, default_value_t = CountersArg::Auto)]
     pub counters: CountersArg,
     /// Time budget per repetition; the supervisor ends a repetition that exceeds it (default: from the workload's size).
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, allow_hyphen_values = true, value_parser = timeout_duration)]
     pub timeout: Option<Duration>,
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
@@ -240,6 +257,52 @@ pub struct CommonArgs {
     /// one line per value of the other key, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+}
+
+/// The most repetitions `--runs` and `--max-runs` accept.
+pub const MAX_RUNS: usize = 1_000_000;
+
+/// The most warm-up repetitions `--warmup` accepts.
+pub const MAX_WARMUP: usize = 1_000;
+
+/// A whole number in `lo..=hi`; a negative, fractional or overflowing value gets the same
+/// answer, naming the range. Values below `lo` pass, for the experiment layer's own message.
+fn count(text: &str, lo: usize, hi: usize) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n <= hi => Ok(n),
+        _ => Err(format!("accepted: a whole number {lo}..{hi}")),
+    }
+}
+
+/// `--runs` and `--max-runs`.
+fn runs_count(text: &str) -> Result<usize, String> {
+    count(text, 1, MAX_RUNS)
+}
+
+/// `--warmup`.
+fn warmup_count(text: &str) -> Result<usize, String> {
+    count(text, 0, MAX_WARMUP)
+}
+
+/// `--cpus` (the simulator checks the range itself; only what is no count is refused here).
+fn cpu_count(text: &str) -> Result<usize, String> {
+    count(text, 1, 64).or_else(|e| text.trim().parse::<usize>().map_err(|_| e))
+}
+
+/// `--seed`.
+fn seed_number(text: &str) -> Result<u64, String> {
+    text.trim()
+        .parse::<u64>()
+        .map_err(|_| format!("accepted: a whole number 0..{}", u64::MAX))
+}
+
+/// `--timeout`: a positive duration.
+fn timeout_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text).map_err(|e| e.to_string())?;
+    if d.is_zero() {
+        return Err("accepted: a positive duration such as 30s or 5m".into());
+    }
+    Ok(d)
 }
 
 /// Backends.
@@ -260,4 +323,62 @@ pub enum CountersArg {
     Trace,
     /// /proc only (no tracing overhead).
     Proc,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error clap gives for these arguments (after `schedlab`), as text.
+    fn refusal(args: &str) -> String {
+        let argv = std::iter::once("schedlab").chain(args.split(' '));
+        match Cli::try_parse_from(argv) {
+            Ok(cli) => panic!("accepted: {args}: {cli:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn negative_and_overflowing_counts_name_the_option_and_its_range() {
+        for (args, words) in [
+            (
+                "run messaging --loops -1",
+                &["--loops", "'-1'", "1..1000000000"][..],
+            ),
+            (
+                "run messaging --loops 99999999999999999999999",
+                &["--loops", "1..1000000000"],
+            ),
+            ("run yield --threads -1", &["--threads", "1..4096"]),
+            ("run yield --runs -1", &["--runs", "1..1000000"]),
+            (
+                "run yield --runs 99999999999999999999999",
+                &["--runs", "1..1000000"],
+            ),
+            ("run yield --max-runs -1", &["--max-runs", "1..1000000"]),
+            ("run yield --warmup -2", &["--warmup", "0..1000"]),
+            ("run yield --cpus -1", &["--cpus", "1..64"]),
+            ("run yield --seed -1", &["--seed", "0.."]),
+        ] {
+            let e = refusal(args);
+            assert!(!e.contains("unexpected argument"), "{args}: {e}");
+            assert!(!e.contains("too large to fit"), "{args}: {e}");
+            for w in words {
+                assert!(e.contains(w), "{args}: '{w}' not in {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn lenient_input_is_refused() {
+        assert!(refusal("run yield --timeout 0").contains("positive duration"));
+        assert!(refusal("run yield --threads 1,1").contains("'1' twice"));
+        assert!(refusal("run yield --threads 1,,2").contains("empty value"));
+    }
+
+    #[test]
+    fn valid_values_still_parse() {
+        let argv = "schedlab run yield --threads 1,16 --runs 0 --cpus 99 --timeout 1s --seed 7";
+        assert!(Cli::try_parse_from(argv.split(' ')).is_ok());
+    }
 }

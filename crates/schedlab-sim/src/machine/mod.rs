@@ -117,7 +117,38 @@ pub enum SimError {
         schedlab_workload::duration::format_duration(*.0)
     )]
     Timeout(Duration),
+    /// The event queue outgrew the simulator's memory budget ([`MAX_PENDING_EVENTS`]): the run
+    /// is not going anywhere a result could come from.
+    #[error("the simulation stopped: {pending} events were pending (about {mib} MiB), more than the simulator's budget of {limit}; {state}")]
+    TooManyEvents {
+        /// Events waiting in the queue.
+        pending: usize,
+        /// Their memory, MiB.
+        mib: usize,
+        /// The budget.
+        limit: usize,
+        /// What the tasks were doing.
+        state: String,
+    },
+    /// No task finished a burst of CPU work or woke from a timer in [`MAX_EVENTS_WITHOUT_PROGRESS`]
+    /// events: the machine only ticks and preempts.
+    #[error("the simulation made no progress: {events} events without any task finishing its CPU work or waking from a timer; {state}")]
+    NoProgress {
+        /// Events since the last progress.
+        events: u64,
+        /// What the tasks were doing.
+        state: String,
+    },
 }
+
+/// The most events the simulator lets wait in its queue (about 40 MiB) before it ends the
+/// repetition with [`SimError::TooManyEvents`]. A healthy run holds a few per CPU and per task;
+/// a run whose bursts are always preempted leaves one stale burst end per preemption.
+pub const MAX_PENDING_EVENTS: usize = 1 << 20;
+
+/// The most events the simulator handles without a task finishing a burst or waking from a
+/// timer before it ends the repetition with [`SimError::NoProgress`] (a run that only ticks).
+pub const MAX_EVENTS_WITHOUT_PROGRESS: u64 = 1 << 26;
 
 /// Check a configuration before anything runs: CPU count, policy, knobs.
 pub fn check_setup(
@@ -395,6 +426,7 @@ impl<'a> Machine<'a> {
 
     fn run(&mut self, stop: Option<&AtomicBool>, budget: Option<Duration>) -> Result<(), SimError> {
         let started = Instant::now();
+        let mut progress_at = 0u64;
         while self.live > 0 {
             let n = self.events.popped();
             if n.is_multiple_of(1024) {
@@ -402,6 +434,7 @@ impl<'a> Machine<'a> {
                     self.shared.stop.set(true);
                     return Err(SimError::Interrupted);
                 }
+                self.check_budget(n - progress_at)?;
                 if let Some(b) = budget {
                     if n.is_multiple_of(65536) && started.elapsed() > b {
                         return Err(SimError::Timeout(b));
@@ -417,6 +450,7 @@ impl<'a> Machine<'a> {
             match event {
                 Event::BurstDone { cpu, gen } => {
                     if gen == self.cpus[cpu].gen {
+                        progress_at = n;
                         self.account(cpu);
                         let t = self.curr[cpu].expect("a burst runs a task");
                         self.step(cpu, t);
@@ -432,6 +466,7 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Event::Timer { task } => {
+                    progress_at = n;
                     self.wake(task, None, false);
                 }
             }
@@ -440,6 +475,39 @@ impl<'a> Machine<'a> {
             }
         }
         Ok(())
+    }
+
+    /// End the run if its queue outgrew the memory budget or it made no progress for too long.
+    fn check_budget(&self, since_progress: u64) -> Result<(), SimError> {
+        let pending = self.events.len();
+        if pending > MAX_PENDING_EVENTS {
+            return Err(SimError::TooManyEvents {
+                pending,
+                mib: (pending * self.events.entry_size()) >> 20,
+                limit: MAX_PENDING_EVENTS,
+                state: self.describe_progress(),
+            });
+        }
+        if since_progress > MAX_EVENTS_WITHOUT_PROGRESS {
+            return Err(SimError::NoProgress {
+                events: since_progress,
+                state: self.describe_progress(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Where the run stands, for a budget's message: simulated time, live tasks, and the
+    /// likely cause.
+    fn describe_progress(&self) -> String {
+        format!(
+            "{} of {} tasks still running at {} simulated; a run that only preempts usually has costs too long against the tick ({}, HZ={})",
+            self.live,
+            self.tasks.len(),
+            schedlab_workload::duration::format_duration(Duration::from_nanos(self.now)),
+            self.cost.profile,
+            self.cost.hz
+        )
     }
 
     fn describe_blocked(&self) -> String {

@@ -30,6 +30,14 @@ pub enum PolicyError {
         /// The parameter given.
         param: String,
     },
+    /// A parameter given more than once (`run_to_parity=1,run_to_parity=0`).
+    #[error("policy '{policy}' is given {param}= twice; give each parameter once")]
+    GivenTwice {
+        /// The policy.
+        policy: &'static str,
+        /// The parameter.
+        param: String,
+    },
     /// A value that cannot be read as one of the parameter's values (or a number it refuses).
     #[error("{param}={value} is not accepted; use {accepted}")]
     NotAccepted {

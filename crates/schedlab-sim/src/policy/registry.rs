@@ -182,13 +182,24 @@ pub struct PolicySpec {
 }
 
 impl PolicySpec {
-    /// The spec of `def` with the parameters given (later ones win), checked against `def`.
+    /// The spec of `def` with the parameters given (each at most once), checked against `def`.
     pub fn new(def: &'static PolicyDef, given: Vec<(String, String)>) -> Result<Self, PolicyError> {
         if let Some((k, _)) = given
             .iter()
             .find(|(k, _)| !def.params.iter().any(|p| p.name == k))
         {
             return Err(PolicyError::UnknownParam {
+                policy: def.name,
+                param: k.clone(),
+            });
+        }
+        if let Some((k, _)) = given
+            .iter()
+            .enumerate()
+            .find(|(i, (k, _))| given[..*i].iter().any(|(earlier, _)| earlier == k))
+            .map(|(_, kv)| kv)
+        {
+            return Err(PolicyError::GivenTwice {
                 policy: def.name,
                 param: k.clone(),
             });
@@ -328,5 +339,23 @@ impl std::str::FromStr for PolicySpec {
             read: Some(read),
             error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parameter_given_twice_is_refused() {
+        let e = "eevdf:run_to_parity=1,run_to_parity=0"
+            .parse::<PolicySpec>()
+            .unwrap_err();
+        assert!(
+            matches!(&e.error, PolicyError::GivenTwice { policy: "eevdf", param } if param == "run_to_parity"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("run_to_parity= twice"), "{e}");
+        assert!("eevdf:run_to_parity=0".parse::<PolicySpec>().is_ok());
     }
 }

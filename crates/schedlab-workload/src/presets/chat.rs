@@ -18,7 +18,10 @@
 //! Channels: user `u` (global index) has channel `2u` (client → server) and `2u + 1`
 //! (server → client), the two directions of one connection ([`Plan::duplex`]).
 
-use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
+use super::params::{
+    check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
+    MAX_MESSAGES, MAX_TASKS,
+};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::{ParamError, ValueError};
@@ -116,6 +119,35 @@ impl Chat {
                 "is not accepted; use 2..1000 users per room",
             ));
         }
+        for (name, value, max) in [
+            ("rooms", self.rooms, MAX_ROOMS),
+            ("messages", self.messages, MAX_PER_USER),
+        ] {
+            if value > max {
+                return Err(ParamError::value(
+                    NAME,
+                    name,
+                    value,
+                    format!("is not accepted; use 1..{max}"),
+                ));
+            }
+        }
+        check_product(
+            NAME,
+            &["rooms", "users"],
+            "tasks",
+            "3 × rooms × users",
+            &[3, self.rooms, self.users],
+            MAX_TASKS as u128,
+        )?;
+        check_product(
+            NAME,
+            &["rooms", "users", "messages"],
+            "messages",
+            "rooms × users × (users − 1) × messages received",
+            &[self.rooms, self.users, self.users - 1, self.messages],
+            MAX_MESSAGES,
+        )?;
         if !(CHAT_HEADER..=4096).contains(&self.size) {
             return Err(ParamError::value(
                 NAME,
@@ -262,6 +294,11 @@ impl Chat {
 
 const NAME: &str = "chat";
 
+/// The most rooms.
+const MAX_ROOMS: usize = MAX_TASKS / 6;
+/// The most messages each user sends.
+const MAX_PER_USER: usize = 1_000_000_000;
+
 /// The parameters of [`Chat`].
 const PARAMS: &[ParamDef] = &[
     ParamDef::value("rooms", "10", "10", "Number of rooms."),
@@ -297,9 +334,9 @@ impl Preset for Chat {
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         const WHOLE: &str = "a whole number";
         match name {
-            "rooms" => self.rooms = parse_param(NAME, "rooms", value, WHOLE)?,
-            "users" => self.users = parse_param(NAME, "users", value, WHOLE)?,
-            "messages" => self.messages = parse_param(NAME, "messages", value, WHOLE)?,
+            "rooms" => self.rooms = parse_count(NAME, "rooms", value, 1..=MAX_ROOMS)?,
+            "users" => self.users = parse_count(NAME, "users", value, 2..=1000)?,
+            "messages" => self.messages = parse_count(NAME, "messages", value, 1..=MAX_PER_USER)?,
             "size" => self.size = parse_param(NAME, "size", value, WHOLE)?,
             "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
             "mode" => self.mode = parse_with(NAME, "mode", value, str::parse)?,

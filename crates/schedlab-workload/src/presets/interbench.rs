@@ -37,7 +37,7 @@
 //!   it runs i ms, so every step past i = 50 misses — kept so results compare with published ones.
 
 use super::params::{
-    parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
+    parse_count, parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
 };
 use super::{metric, GroupDefault, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, IoKind, WorkloadError};
@@ -761,7 +761,7 @@ impl Preset for Interbench {
                     parse_with(NAME, "duration", value, crate::duration::parse_duration)?
             }
             "load-threads" => {
-                self.load_threads = parse_param(NAME, "load-threads", value, "1..1024")?
+                self.load_threads = parse_count(NAME, "load-threads", value, 1..=1024)?
             }
             "io-size" => self.io_size = parse_with(NAME, "io-size", value, parse_size)?,
             "mem-size" => self.mem_size = parse_with(NAME, "mem-size", value, parse_size)?,

@@ -7,7 +7,10 @@
 //! tasks are done. Unlike hackbench, each message carries its sender and sequence number and every
 //! receiver checks them, so a lost, duplicated or reordered message fails the run.
 
-use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
+use super::params::{
+    check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
+    MAX_MESSAGES, MAX_TASKS,
+};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::ParamError;
@@ -64,6 +67,36 @@ impl Messaging {
                 "must be at least 1",
             ));
         }
+        for (name, value, max) in [
+            ("groups", self.groups, MAX_GROUPS),
+            ("fds", self.fds, MAX_FDS),
+            ("loops", self.loops, MAX_LOOPS),
+        ] {
+            if value > max {
+                return Err(ParamError::value(
+                    NAME,
+                    name,
+                    value,
+                    format!("is not accepted; use 1..{max}"),
+                ));
+            }
+        }
+        check_product(
+            NAME,
+            &["groups", "fds"],
+            "tasks",
+            "2 × groups × fds",
+            &[2, self.groups, self.fds],
+            MAX_TASKS as u128,
+        )?;
+        check_product(
+            NAME,
+            &["groups", "fds", "loops"],
+            "messages",
+            "groups × fds² × loops",
+            &[self.groups, self.fds, self.fds, self.loops],
+            MAX_MESSAGES,
+        )?;
         // Up to a page, one write of a message is atomic on pipes (PIPE_BUF) and UNIX stream
         // sockets (one skb), so senders sharing a receiver never interleave their bytes.
         if self.datasize < HEADER || self.datasize > 4096 {
@@ -87,6 +120,13 @@ impl Messaging {
 }
 
 const NAME: &str = "messaging";
+
+/// The most groups.
+const MAX_GROUPS: usize = MAX_TASKS / 2;
+/// The most senders per group.
+const MAX_FDS: usize = MAX_TASKS / 2;
+/// The most messages from one sender to one receiver.
+const MAX_LOOPS: usize = 1_000_000_000;
 
 /// The parameters of [`Messaging`].
 const PARAMS: &[ParamDef] = &[
@@ -122,9 +162,9 @@ impl Preset for Messaging {
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         const WHOLE: &str = "a whole number";
         match name {
-            "groups" => self.groups = parse_param(NAME, "groups", value, WHOLE)?,
-            "fds" => self.fds = parse_param(NAME, "fds", value, WHOLE)?,
-            "loops" => self.loops = parse_param(NAME, "loops", value, WHOLE)?,
+            "groups" => self.groups = parse_count(NAME, "groups", value, 1..=MAX_GROUPS)?,
+            "fds" => self.fds = parse_count(NAME, "fds", value, 1..=MAX_FDS)?,
+            "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_LOOPS)?,
             "datasize" => self.datasize = parse_param(NAME, "datasize", value, WHOLE)?,
             "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
             "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,

@@ -11,7 +11,9 @@ mod sched_yield;
 pub use chat::{Chat, ChatMode, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
-pub use params::{GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset};
+pub use params::{
+    GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
+};
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
 

@@ -186,6 +186,68 @@ pub fn parse_param<T: std::str::FromStr>(
     })
 }
 
+/// The most tasks one repetition of any preset may create (a simulated machine holds each; a
+/// real one forks or spawns each).
+pub const MAX_TASKS: usize = 65_536;
+
+/// The most messages one repetition of a message-passing preset may deliver: at a million a
+/// second, about three hours.
+pub const MAX_MESSAGES: u128 = 10_000_000_000;
+
+/// Parse a count: a whole number in `range`. A negative, fractional, overflowing or
+/// out-of-range value gets the same answer, which names the range.
+pub fn parse_count(
+    workload: &'static str,
+    name: &'static str,
+    value: &str,
+    range: std::ops::RangeInclusive<usize>,
+) -> Result<usize, ParamError> {
+    // A number is shown as read (`threads 0`), other text quoted (`loops '-1'`).
+    let bad = |shown: String| {
+        ParamError::value(
+            workload,
+            name,
+            shown,
+            format!("is not accepted; use {}..{}", range.start(), range.end()),
+        )
+    };
+    let n: usize = value
+        .trim()
+        .parse()
+        .map_err(|_| bad(format!("'{value}'")))?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(bad(n.to_string()))
+    }
+}
+
+/// Check a product of counts (tasks, messages) against its bound, in 128 bits so that no
+/// product wraps; the error names the parameters, the product and the bound.
+pub fn check_product(
+    workload: &'static str,
+    params: &[&'static str],
+    what: &str,
+    formula: &str,
+    factors: &[usize],
+    max: u128,
+) -> Result<(), ParamError> {
+    let product = factors
+        .iter()
+        .try_fold(1u128, |p, &f| p.checked_mul(f as u128));
+    match product {
+        Some(p) if p <= max => Ok(()),
+        p => Err(ParamError::params(
+            workload,
+            params,
+            format!(
+                "ask for {} {what} ({formula}); accepted: at most {max} per repetition",
+                p.map_or_else(|| "more than 2^128".to_string(), |p| p.to_string())
+            ),
+        )),
+    }
+}
+
 /// Parse a value whose type has its own error message (durations, sizes, enumerations).
 pub fn parse_with<T, E: std::fmt::Display>(
     workload: &'static str,

@@ -5,7 +5,7 @@
 //! µs per round trip = wall time / loops, as perf defines usecs/op; each round trip is also
 //! timed by `ping` for percentiles.
 
-use super::params::{parse_param, parse_with, unknown_param, ParamDef, Preset};
+use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::ParamError;
@@ -50,11 +50,22 @@ impl PingPong {
         if self.loops == 0 {
             return Err(ParamError::params(NAME, &["loops"], "must be at least 1"));
         }
+        if self.loops > MAX_ROUND_TRIPS {
+            return Err(ParamError::value(
+                NAME,
+                "loops",
+                self.loops,
+                format!("is not accepted; use 1..{MAX_ROUND_TRIPS}"),
+            ));
+        }
         Ok(())
     }
 }
 
 const NAME: &str = "pingpong";
+
+/// The most round trips of one repetition: at 5 µs each, about 1.4 hours.
+const MAX_ROUND_TRIPS: usize = 1_000_000_000;
 
 /// The parameters of [`PingPong`].
 const PARAMS: &[ParamDef] = &[
@@ -81,7 +92,7 @@ impl Preset for PingPong {
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
-            "loops" => self.loops = parse_param(NAME, "loops", value, "a whole number")?,
+            "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_ROUND_TRIPS)?,
             "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
             "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),

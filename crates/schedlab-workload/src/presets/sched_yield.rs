@@ -5,7 +5,7 @@
 //! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
 //! trip through `schedule()`, independent of how many CPUs ran in parallel.
 
-use super::params::{parse_param, parse_with, unknown_param, ParamDef, ParamKind, Preset};
+use super::params::{parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, WorkloadError};
 use crate::error::ParamError;
@@ -80,7 +80,7 @@ impl Preset for Yield {
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
-            "threads" => self.threads = parse_param(NAME, "threads", value, "1..4096")?,
+            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=4096)?,
             "duration" => {
                 self.duration =
                     parse_with(NAME, "duration", value, crate::duration::parse_duration)?
