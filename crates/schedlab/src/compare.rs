@@ -49,6 +49,14 @@ pub fn compare(
                 names[0], first.workload, r.workload
             ));
         }
+        if r.metric(&metric).is_none() {
+            let known: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
+            return Err(format!(
+                "{name} (a '{}' run) has no metric '{metric}'; it has: {}; choose one both records have with --metric",
+                r.workload,
+                known.join(", ")
+            ));
+        }
         if r.backend.kind != first.backend.kind {
             let what = |kind: &str| match kind {
                 "sim" => "simulated".to_string(),
