@@ -795,9 +795,18 @@ impl Hosts {
                         c.reaped = Some(status);
                         let normal = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
                         if ok && !normal && lost.is_none() {
+                            let how = if libc::WIFEXITED(status) {
+                                format!(
+                                    "process {} exited with status {}",
+                                    c.pid,
+                                    libc::WEXITSTATUS(status)
+                                )
+                            } else {
+                                describe_status(c.pid, status)
+                            };
                             lost = Some(RunError::Lost {
                                 what: c.what.clone(),
-                                how: describe_status(c.pid, status),
+                                how,
                             });
                         }
                     }
@@ -815,8 +824,6 @@ fn describe_status(pid: i32, status: i32) -> String {
             "process {pid} was killed by signal {}",
             libc::WTERMSIG(status)
         )
-    } else if libc::WEXITSTATUS(status) == 1 {
-        format!("process {pid} exited with status 1: it could not send every report")
     } else {
         format!(
             "process {pid} exited with status {} without reporting",
