@@ -1,13 +1,19 @@
 //! The real kernel as a [`Backend`]: repetitions run through `schedlab_real::run_repetition`;
 //! wakeup and preemption counters come from one private tracefs instance opened for the whole
 //! run (or /proc alone, and the record says why).
+//!
+//! Before the first repetition it removes the temporary directories of killed schedlab runs
+//! (and says so on stderr) and refuses a run that a limit on tasks could not hold; real-time
+//! priorities the supervisor cannot outrank are refused with the knobs; a default time budget
+//! is at most [`MAX_DEFAULT_BUDGET`], so that the supervisor always ends a runaway repetition.
 
 use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
 use crate::build::Config;
 use crate::error::ExperimentError;
-use crate::settings::CounterMode;
+use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
-use schedlab_real::runner::COMM_PREFIX;
+use schedlab_real::runner::{check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY};
+use schedlab_real::tempdir::{self, StaleDir};
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
 use schedlab_workload::knobs::Knobs;
@@ -16,10 +22,33 @@ use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::record::BackendInfo;
 use schedlab_workload::{ParamError, Workload};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Trace buffer per CPU: room for about a million events per CPU before the kernel drops some
 /// (drops are counted and reported).
 const TRACE_BUFFER_KB: usize = 65536;
+
+/// The longest time budget a repetition gets by default (from the workload's size, or
+/// [`Settings::DEFAULT_TIMEOUT`]); a budget given with the run is kept as given. Six hours is
+/// above what an accepted configuration takes on a machine that is not overloaded (durations are
+/// at most an hour; the most messages a run may ask for take about three hours at a million a
+/// second), and bounds a run whose size asks for more — or whose expected time is absurd — with
+/// a timeout that says so.
+pub const MAX_DEFAULT_BUDGET: Duration = Duration::from_secs(6 * 3600);
+
+/// The time budget the supervisor gets for a repetition of `workload` given `budget`: a default
+/// budget (the workload's expected time, or [`Settings::DEFAULT_TIMEOUT`]) is capped at
+/// [`MAX_DEFAULT_BUDGET`]; any other is the one given. The flag says whether it was capped.
+pub fn supervisor_budget<W: Workload>(workload: &W, budget: Duration) -> (Duration, bool) {
+    let default = workload
+        .expected_time()
+        .unwrap_or(Settings::DEFAULT_TIMEOUT);
+    if budget == default && budget > MAX_DEFAULT_BUDGET {
+        (MAX_DEFAULT_BUDGET, true)
+    } else {
+        (budget, false)
+    }
+}
 
 /// The running Linux kernel.
 pub struct RealBackend {
@@ -39,6 +68,27 @@ impl RealBackend {
             unavailable: String::new(),
             realtime: host::realtime_allowed(),
         }
+    }
+}
+
+/// Say on stderr which temporary directories of killed runs were removed (or could not be).
+fn report_stale_cleanup(stale: &[StaleDir]) {
+    for d in stale {
+        eprintln!("{}", stale_message(d));
+    }
+}
+
+/// The line that says what became of a stale temporary directory.
+fn stale_message(d: &StaleDir) -> String {
+    let what = format!(
+        "{} ({}), the temporary directory of schedlab process {}, which no longer exists",
+        d.path.display(),
+        format_size(d.bytes as usize),
+        d.pid
+    );
+    match &d.error {
+        None => format!("schedlab: removed {what}"),
+        Some(e) => format!("schedlab: could not remove {what}: {e}"),
     }
 }
 
@@ -122,9 +172,11 @@ impl Backend for RealBackend {
         Ok(())
     }
 
-    fn check_knobs(&self, _: &(), _: &str, _: &Knobs) -> Result<(), ExperimentError> {
-        // The kernel checks them when they are applied; a refusal names the knob.
-        Ok(())
+    /// The kernel checks the knobs when they are applied (a refusal names the knob); a FIFO or
+    /// RR priority the supervisor could not preempt is refused here, before anything runs.
+    fn check_knobs(&self, _: &(), group: &str, knobs: &Knobs) -> Result<(), ExperimentError> {
+        check_outranked(knobs, Some(SUPERVISOR_PRIORITY))
+            .map_err(|e| ExperimentError::Backend(format!("group '{group}': {e}")))
     }
 
     fn prepare<W: Workload>(
@@ -132,6 +184,13 @@ impl Backend for RealBackend {
         configs: &[Config<W, ()>],
         info: &mut BackendInfo,
     ) -> Result<(), ExperimentError> {
+        report_stale_cleanup(&tempdir::cleanup_stale());
+        let most_tasks = configs
+            .iter()
+            .map(|c| tasks_needed(&c.workload.plan()))
+            .max()
+            .unwrap_or(0);
+        host::check_task_room(most_tasks).map_err(|e| ExperimentError::Host(e.to_string()))?;
         for c in configs {
             let plan = c.workload.plan();
             host::raise_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)
@@ -170,17 +229,22 @@ impl Backend for RealBackend {
         workload: &Arc<W>,
         input: RepInput,
     ) -> Result<RepOutput, RepError> {
+        let (budget, capped) = supervisor_budget(&**workload, input.budget);
         let r = run_repetition(
             workload,
             RepetitionSetup {
                 knobs: input.knobs,
                 stop: input.stop.clone(),
-                budget: input.budget,
+                budget,
                 trace: self.trace.as_mut(),
             },
         )
         .map_err(|e| match e {
             RunError::Interrupted => RepError::Interrupted,
+            e @ RunError::Timeout(_) if capped => RepError::TimedOut(format!(
+                "{e}, the most a default budget may be (this configuration's size asks for {:.0}s)",
+                input.budget.as_secs_f64()
+            )),
             e @ RunError::Timeout(_) => RepError::TimedOut(e.to_string()),
             e => RepError::Failed(e.to_string()),
         })?;
@@ -197,5 +261,124 @@ impl Backend for RealBackend {
                 observed: r.observed,
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::knobs::SchedPolicy;
+    use schedlab_workload::presets::Outcome;
+    use schedlab_workload::record::MetricDef;
+    use schedlab_workload::{Context, Plan, TaskRef, WorkloadError};
+    use std::collections::BTreeMap;
+
+    /// A workload that only says how long it expects to take.
+    struct Expects(Option<Duration>);
+
+    impl Workload for Expects {
+        fn name(&self) -> &'static str {
+            "expects"
+        }
+        fn params(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+        fn plan(&self) -> Plan {
+            Plan {
+                groups: Vec::new(),
+                channels: 0,
+                duplex: false,
+                locks: 0,
+                mode: schedlab_workload::TaskMode::Threads,
+                transport: schedlab_workload::Transport::Pipe,
+            }
+        }
+        async fn body<C: Context>(&self, _: TaskRef, _: &C) -> Result<(), WorkloadError> {
+            Ok(())
+        }
+        fn metric_defs(&self) -> Vec<MetricDef> {
+            Vec::new()
+        }
+        fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+            Ok(BTreeMap::new())
+        }
+        fn expected_time(&self) -> Option<Duration> {
+            self.0
+        }
+    }
+
+    /// A workload whose size asks for millions of years (a count that wrapped) gets at most
+    /// six hours by default, so that the supervisor's default budget always fires;
+    /// a budget given with the run is kept.
+    #[test]
+    fn default_budgets_are_bounded() {
+        let centuries = Duration::from_secs(371_000_000_000_000);
+        let w = Expects(Some(centuries));
+        assert_eq!(supervisor_budget(&w, centuries), (MAX_DEFAULT_BUDGET, true));
+        let given = Duration::from_secs(7 * 3600);
+        assert_eq!(supervisor_budget(&w, given), (given, false));
+        let small = Expects(Some(Duration::from_secs(90)));
+        let ninety = Duration::from_secs(90);
+        assert_eq!(supervisor_budget(&small, ninety), (ninety, false));
+        let none = Expects(None);
+        assert_eq!(
+            supervisor_budget(&none, Settings::DEFAULT_TIMEOUT),
+            (Settings::DEFAULT_TIMEOUT, false)
+        );
+        let long = Duration::from_secs(86_400);
+        assert_eq!(supervisor_budget(&none, long), (long, false), "given");
+        assert!(MAX_DEFAULT_BUDGET >= Settings::DEFAULT_TIMEOUT);
+    }
+
+    /// A FIFO or RR group at the supervisor's priority could not be ended by it: refused before
+    /// anything runs, naming the group, the value and what is accepted.
+    #[test]
+    fn priorities_at_the_supervisors_are_refused() {
+        let b = RealBackend::new(CounterMode::Proc);
+        let knobs = |policy| Knobs {
+            policy: Some(policy),
+            ..Knobs::default()
+        };
+        let e = b
+            .check_knobs(&(), "load", &knobs(SchedPolicy::Fifo(99)))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "group 'load': policy=fifo:99: real-time priority 99 is not accepted: the supervisor, which ends a repetition that runs past its time budget, waits at SCHED_FIFO 99 and can only preempt tasks below it; use a real-time priority of 1..98"
+        );
+        assert!(b
+            .check_knobs(&(), "load", &knobs(SchedPolicy::Rr(99)))
+            .is_err());
+        for ok in [
+            SchedPolicy::Fifo(98),
+            SchedPolicy::Rr(1),
+            SchedPolicy::Other,
+            SchedPolicy::Deadline {
+                runtime: Duration::from_millis(1),
+                deadline: Duration::from_millis(10),
+                period: Duration::from_millis(10),
+            },
+        ] {
+            assert!(b.check_knobs(&(), "load", &knobs(ok)).is_ok(), "{ok}");
+        }
+        assert!(b.check_knobs(&(), "load", &Knobs::default()).is_ok());
+    }
+
+    #[test]
+    fn stale_directories_are_named_with_their_size_and_owner() {
+        let mut d = StaleDir {
+            path: "/tmp/schedlab-4242-Ab12cd".into(),
+            pid: 4242,
+            bytes: 256 << 20,
+            error: None,
+        };
+        assert_eq!(
+            stale_message(&d),
+            "schedlab: removed /tmp/schedlab-4242-Ab12cd (256MiB), the temporary directory of schedlab process 4242, which no longer exists"
+        );
+        d.error = Some(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+        assert!(stale_message(&d)
+            .starts_with("schedlab: could not remove /tmp/schedlab-4242-Ab12cd (256MiB)"));
     }
 }

@@ -1,6 +1,8 @@
 //! Facts about the host that decide whether a run can start, in one place: the open-file limit
-//! (and raising it), the memory available now, the free space of a directory, the online CPUs
-//! and whether real-time priorities are allowed. Typed results; the caller words the advice.
+//! (and raising it), the limits on tasks (a cgroup's `pids.max`, `RLIMIT_NPROC`,
+//! `kernel.threads-max`), the memory available now, the free space of a directory, the online
+//! CPUs and whether real-time priorities are allowed. Typed results; the caller words the
+//! advice.
 
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -15,6 +17,14 @@ pub enum HostError {
         needed: u64,
         /// The limit in force.
         limit: FdLimit,
+    },
+    /// A limit on tasks leaves less room than the run needs.
+    #[error("this run needs about {needed} tasks (threads and processes) at once, but {limit}; lower the run's task count or raise the limit")]
+    TaskLimit {
+        /// Tasks the run needs at once.
+        needed: u64,
+        /// The tightest limit.
+        limit: TaskLimit,
     },
     /// `/proc/meminfo` has no readable `MemAvailable` line.
     #[error("cannot read MemAvailable from /proc/meminfo")]
@@ -66,6 +76,115 @@ pub fn raise_fd_limit(needed: u64) -> Result<(), HostError> {
         }
     }
     Err(HostError::FdLimit { needed, limit })
+}
+
+/// One limit on how many tasks (processes and threads) may exist, and its use now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskLimit {
+    /// Which limit, in words (`the pids cgroup /sys/fs/cgroup/pids/x (pids.max)`).
+    pub what: String,
+    /// The most tasks it allows.
+    pub max: u64,
+    /// Tasks it counts now.
+    pub in_use: u64,
+}
+
+impl TaskLimit {
+    /// How many more tasks it lets this process create.
+    pub fn room(&self) -> u64 {
+        self.max.saturating_sub(self.in_use)
+    }
+}
+
+impl std::fmt::Display for TaskLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} allows {} tasks and {} are in use",
+            self.what, self.max, self.in_use
+        )
+    }
+}
+
+/// The limits on tasks that bind this process, tightest (least room) first: its pids cgroup
+/// and every ancestor with a `pids.max`, `RLIMIT_NPROC` for its real user (which the kernel
+/// does not enforce for root), `kernel.threads-max` and `kernel.pid_max`. Limits that cannot be read are left
+/// out.
+pub fn task_limits() -> Vec<TaskLimit> {
+    let mut limits = Vec::new();
+    if let Some(mut dir) = crate::procfs::pids_cgroup() {
+        // A cgroup's limit binds its whole subtree: look up to the root of the hierarchy.
+        loop {
+            if let Some((Some(max), in_use)) = crate::procfs::cgroup_pids(&dir) {
+                limits.push(TaskLimit {
+                    what: format!("the pids cgroup {} (pids.max)", dir.display()),
+                    max,
+                    in_use,
+                });
+            }
+            if !dir.pop() || !dir.join("pids.current").exists() {
+                break;
+            }
+        }
+    }
+    let uid = rustix::process::getuid().as_raw();
+    let nproc = rustix::process::getrlimit(rustix::process::Resource::Nproc);
+    if let (Some(max), false) = (nproc.current, uid == 0) {
+        limits.push(TaskLimit {
+            what: format!("RLIMIT_NPROC (`ulimit -u`) of uid {uid}"),
+            max,
+            in_use: crate::procfs::tasks_of_uid(uid),
+        });
+    }
+    if let Some(in_use) = crate::procfs::tasks_in_system() {
+        for (what, max) in [
+            (
+                "kernel.threads-max",
+                crate::procfs::kernel_limit("threads-max"),
+            ),
+            ("kernel.pid_max", crate::procfs::kernel_limit("pid_max")),
+        ] {
+            if let Some(max) = max {
+                limits.push(TaskLimit {
+                    what: what.into(),
+                    max,
+                    in_use,
+                });
+            }
+        }
+    }
+    limits.sort_by_key(TaskLimit::room);
+    limits
+}
+
+/// Refuse a run that needs `needed` tasks at once when a limit leaves less room than that
+/// ([`HostError::TaskLimit`] names the tightest).
+pub fn check_task_room(needed: u64) -> Result<(), HostError> {
+    match task_limits().into_iter().next() {
+        Some(limit) if limit.room() < needed => Err(HostError::TaskLimit { needed, limit }),
+        _ => Ok(()),
+    }
+}
+
+/// The cause of a failure to create a task (fork, clone, pthread_create) in words: for EAGAIN
+/// (a limit on tasks was reached) it names the errno and the limits with their use now.
+pub fn explain_task_failure(e: &std::io::Error) -> String {
+    if e.raw_os_error() != Some(libc::EAGAIN) {
+        return e.to_string();
+    }
+    let limits = task_limits();
+    let which = if limits.is_empty() {
+        "no limit on tasks could be read".to_string()
+    } else {
+        limits
+            .iter()
+            .map(TaskLimit::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    format!(
+        "EAGAIN: the kernel refused to create another task, a limit on tasks was reached ({which})"
+    )
 }
 
 /// Memory available for new allocations without swapping, in bytes (`MemAvailable`).
@@ -149,6 +268,28 @@ mod tests {
         ));
         let l = fd_limit();
         assert!(l.soft <= l.hard && l.soft > 0);
+    }
+
+    #[test]
+    fn task_limits_are_read_and_worded() {
+        let limits = task_limits();
+        assert!(
+            limits.iter().any(|l| l.what == "kernel.threads-max"),
+            "{limits:?}"
+        );
+        assert!(limits.windows(2).all(|w| w[0].room() <= w[1].room()));
+        check_task_room(1).unwrap();
+        let e = check_task_room(u64::MAX).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("this run needs about {} tasks", u64::MAX)),
+            "{e}"
+        );
+        assert!(e.contains("allows"), "{e}");
+        let eagain = explain_task_failure(&std::io::Error::from_raw_os_error(libc::EAGAIN));
+        assert!(eagain.starts_with("EAGAIN: the kernel refused to create another task"));
+        assert!(eagain.contains("kernel.threads-max allows"), "{eagain}");
+        let other = std::io::Error::from_raw_os_error(libc::ENOMEM);
+        assert_eq!(explain_task_failure(&other), other.to_string());
     }
 
     #[test]

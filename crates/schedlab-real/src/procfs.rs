@@ -158,11 +158,34 @@ pub fn process_state(pid: i32) -> Option<u8> {
     state_from_stat(&stat)
 }
 
+/// The state letter of task `tid` of process `pid` (`/proc/<pid>/task/<tid>/stat`), if it
+/// exists.
+pub fn task_state(pid: i32, tid: i32) -> Option<u8> {
+    let stat = std::fs::read(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    state_from_stat(&stat)
+}
+
 /// The state letter in the text of a `stat` file: the comm may hold any bytes, so the rightmost
 /// `)` ends it.
 fn state_from_stat(stat: &[u8]) -> Option<u8> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     stat.get(close + 2).copied()
+}
+
+/// Whether a process with this pid exists (in our pid namespace): one that is gone, or a
+/// zombie (killed, not yet reaped: it holds nothing any more), does not. A pid of 0 or below is
+/// not ours to judge and counts as alive.
+pub fn pid_alive(pid: i32) -> bool {
+    let Some(p) = rustix::process::Pid::from_raw(pid).filter(|_| pid > 0) else {
+        return true;
+    };
+    // kill(pid, 0) only checks for existence and permission.
+    if let Err(e) = rustix::process::test_kill_process(p) {
+        return e != rustix::io::Errno::SRCH;
+    }
+    // A leader thread that exited early also shows as a zombie while its other threads live on.
+    let zombie = matches!(process_state(pid), Some(b'Z') | Some(b'X'));
+    !zombie || thread_count(pid).is_some_and(|n| n > 1)
 }
 
 /// How many threads process `pid` has (entries of `/proc/<pid>/task`), if it exists.
@@ -179,6 +202,8 @@ pub struct Mount {
     pub dir: std::path::PathBuf,
     /// The file system type (`tracefs`, `debugfs`, …).
     pub fstype: String,
+    /// The mount options (`rw,relatime,pids`: a cgroup v1 mount lists its controllers).
+    pub options: String,
 }
 
 /// The mount table of our mount namespace (`/proc/mounts`); empty if unreadable.
@@ -201,6 +226,7 @@ fn parse_mounts(text: &[u8]) -> Vec<Mount> {
         out.push(Mount {
             dir: std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unescape_mount_path(dir))),
             fstype: String::from_utf8_lossy(fstype).into_owned(),
+            options: String::from_utf8_lossy(fields.next().unwrap_or_default()).into_owned(),
         });
     }
     out
@@ -223,6 +249,110 @@ fn unescape_mount_path(s: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+/// The directory of this process's cgroup in the hierarchy that holds the pids controller
+/// (cgroup v1's `pids` mount, else the cgroup v2 mount), from `/proc/self/cgroup` and the mount
+/// table; `None` if neither is there.
+pub fn pids_cgroup() -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let mounts = mounts();
+    let v1 = mounts
+        .iter()
+        .find(|m| m.fstype == "cgroup" && m.options.split(',').any(|o| o == "pids"));
+    let (mount, path) = match v1 {
+        Some(m) => (m, cgroup_path(&own, Some("pids"))?),
+        None => (
+            mounts.iter().find(|m| m.fstype == "cgroup2")?,
+            cgroup_path(&own, None)?,
+        ),
+    };
+    Some(mount.dir.join(path.trim_start_matches('/')))
+}
+
+/// The path of the line of a `/proc/<pid>/cgroup` text for cgroup v1 `controller`, or the
+/// cgroup v2 line (`0::/path`) when `None`.
+fn cgroup_path(text: &str, controller: Option<&str>) -> Option<String> {
+    text.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (id, controllers, path) = (f.next()?, f.next()?, f.next()?);
+        let ours = match controller {
+            Some(c) => controllers.split(',').any(|x| x == c),
+            None => id == "0" && controllers.is_empty(),
+        };
+        ours.then(|| path.to_string())
+    })
+}
+
+/// A cgroup's `pids.max` (`None` for `max`, unlimited) and `pids.current`, if it has them.
+pub fn cgroup_pids(dir: &std::path::Path) -> Option<(Option<u64>, u64)> {
+    let max = std::fs::read_to_string(dir.join("pids.max")).ok()?;
+    let current = std::fs::read_to_string(dir.join("pids.current")).ok()?;
+    let max = match max.trim() {
+        "max" => None,
+        m => Some(m.parse().ok()?),
+    };
+    Some((max, current.trim().parse().ok()?))
+}
+
+/// How many tasks (threads) exist now: the fourth field of `/proc/loadavg` (`running/total`).
+pub fn tasks_in_system() -> Option<u64> {
+    parse_loadavg_tasks(&std::fs::read_to_string("/proc/loadavg").ok()?)
+}
+
+fn parse_loadavg_tasks(loadavg: &str) -> Option<u64> {
+    loadavg
+        .split_whitespace()
+        .nth(3)?
+        .split_once('/')?
+        .1
+        .parse()
+        .ok()
+}
+
+/// A number in `/proc/sys/kernel/<name>` (`threads-max`: the most tasks the kernel lets exist
+/// at once; `pid_max`: one more than the highest pid).
+pub fn kernel_limit(name: &str) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// How many tasks (threads) the processes of real user `uid` have now (the count that
+/// `RLIMIT_NPROC` limits): the `Threads:` of every `/proc/<pid>/status` whose real uid it is.
+pub fn tasks_of_uid(uid: u32) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        if !name.as_encoded_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        if let Ok(status) = std::fs::read_to_string(e.path().join("status")) {
+            n += threads_of_uid_in_status(&status, uid);
+        }
+    }
+    n
+}
+
+/// `Threads:` of a `status` text whose real uid (the first of `Uid:`) is `uid`, else 0.
+fn threads_of_uid_in_status(status: &str, uid: u32) -> u64 {
+    let field = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse::<u64>().ok())
+    };
+    if field("Uid:") == Some(u64::from(uid)) {
+        field("Threads:").unwrap_or(1)
+    } else {
+        0
+    }
 }
 
 /// `MemAvailable` of `/proc/meminfo`, in bytes.
@@ -299,15 +429,33 @@ se.slice                                     :              1400000
             vec![
                 Mount {
                     dir: "/sys".into(),
-                    fstype: "sysfs".into()
+                    fstype: "sysfs".into(),
+                    options: "rw".into()
                 },
                 Mount {
                     dir: "/tmp/a b\\c".into(),
-                    fstype: "tracefs".into()
+                    fstype: "tracefs".into(),
+                    options: "rw".into()
                 }
             ]
         );
         assert_eq!(unescape_mount_path(br"/tmp/a\040b\134c"), b"/tmp/a b\\c");
+        let cgroup = "9:name=systemd:/\n8:pids:/user/x\n4:memory,blkio:/m\n0::/unified/y\n";
+        assert_eq!(
+            cgroup_path(cgroup, Some("pids")).as_deref(),
+            Some("/user/x")
+        );
+        assert_eq!(cgroup_path(cgroup, Some("blkio")).as_deref(), Some("/m"));
+        assert_eq!(cgroup_path(cgroup, None).as_deref(), Some("/unified/y"));
+        assert_eq!(cgroup_path("1:cpu:/\n", None), None);
+        assert_eq!(
+            parse_loadavg_tasks("7.17 6.20 9.44 4/106 9789\n"),
+            Some(106)
+        );
+        assert_eq!(parse_loadavg_tasks("garbage"), None);
+        let status = "Name:\tx\nUid:\t65534\t0\t0\t0\nThreads:\t7\n";
+        assert_eq!(threads_of_uid_in_status(status, 65534), 7);
+        assert_eq!(threads_of_uid_in_status(status, 0), 0);
         let meminfo = "MemTotal:       16314444 kB\nMemFree:         1000000 kB\nMemAvailable:    8000000 kB\n";
         assert_eq!(parse_mem_available(meminfo), Some(8_000_000 * 1024));
         assert_eq!(parse_mem_available("MemTotal: 1 kB\n"), None);

@@ -9,8 +9,14 @@
 //!
 //! The waiting parent is the supervisor: it ends the repetition when the time budget is exceeded
 //! or an interrupt arrives, and when a group runs under a real-time policy it waits at SCHED_FIFO
-//! 99 so that runaway real-time tasks cannot starve it; it then demotes (threads) or kills
-//! (processes) the tasks.
+//! [`SUPERVISOR_PRIORITY`] so that runaway real-time tasks cannot starve it; it then demotes
+//! (threads) or kills (processes) the tasks. A FIFO or RR group at the supervisor's priority or
+//! above could not be preempted by it, so such a priority is refused before anything starts
+//! ([`check_outranked`]).
+//!
+//! Nothing is lost silently: a task that cannot be created (EAGAIN under a limit on tasks) is
+//! reported at once with the limits, and a task that dies after its report (at the end gate)
+//! fails the repetition.
 
 use crate::context::{RealContext, Shared};
 use crate::executor::block_on;
@@ -20,7 +26,7 @@ use crate::sys;
 use crate::tempdir::TempDir;
 use crate::trace::SchedTrace;
 use crate::transport::Channels;
-use schedlab_workload::knobs::Knobs;
+use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{CounterSources, Counters};
 use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
@@ -32,6 +38,56 @@ use std::time::{Duration, Instant};
 
 /// The prefix of every task's thread name (comm); the tracefs filter selects on it.
 pub const COMM_PREFIX: &str = "sl-";
+
+/// The SCHED_FIFO priority the supervisor waits at while a repetition has real-time groups. A
+/// FIFO or RR task at this priority or above could not be preempted by it, so groups are held
+/// below it ([`check_outranked`]).
+pub const SUPERVISOR_PRIORITY: u8 = 99;
+
+/// A real-time priority that the supervisor could not outrank, so that it could not end a
+/// runaway task of that group.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("policy={policy}: real-time priority {priority} is not accepted: the supervisor, which ends a repetition that runs past its time budget, {}", match .supervisor {
+    Some(s) if *s > 1 => format!("waits at SCHED_FIFO {s} and can only preempt tasks below it; use a real-time priority of 1..{}", s - 1),
+    Some(s) => format!("could only raise itself to SCHED_FIFO {s} here and can only preempt tasks below it; use a policy that is not real-time"),
+    None => "could not raise itself to a real-time priority here and could not preempt such tasks; use a policy that is not real-time".to_string(),
+})]
+pub struct OutrankError {
+    /// The policy as the user writes it (`fifo:99`).
+    pub policy: String,
+    /// Its real-time priority.
+    pub priority: u8,
+    /// The supervisor's SCHED_FIFO priority, if it has one.
+    pub supervisor: Option<u8>,
+}
+
+/// Refuse a FIFO or RR priority that a supervisor at SCHED_FIFO `supervisor` (`None`: not
+/// real-time) could not preempt. SCHED_DEADLINE groups pass: their reservation leaves the rest
+/// of each period to the supervisor.
+pub fn check_outranked(knobs: &Knobs, supervisor: Option<u8>) -> Result<(), OutrankError> {
+    let priority = match knobs.policy {
+        Some(SchedPolicy::Fifo(p)) | Some(SchedPolicy::Rr(p)) => p,
+        _ => return Ok(()),
+    };
+    if supervisor.is_some_and(|s| priority < s) {
+        return Ok(());
+    }
+    Err(OutrankError {
+        policy: knobs.policy.map(|p| p.to_string()).unwrap_or_default(),
+        priority,
+        supervisor,
+    })
+}
+
+/// How many tasks (threads and processes) a repetition of `plan` creates and keeps at once:
+/// one per task, and one host process per group when groups are hosted as processes.
+pub fn tasks_needed(plan: &Plan) -> u64 {
+    let hosts = match plan.mode {
+        TaskMode::GroupProcesses => plan.groups.iter().filter(|g| g.tasks > 0).count(),
+        TaskMode::Threads | TaskMode::Processes => 0,
+    };
+    (plan.total_tasks() + hosts) as u64
+}
 
 /// Why a repetition did not produce a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -61,6 +117,15 @@ pub enum RunError {
         /// What it hosted (`the server process`, `receiver 3`).
         what: String,
         /// How it ended (`process 123 was killed by signal 9`).
+        how: String,
+    },
+    /// A task or process died after its report, before the repetition ended (at the end gate):
+    /// its counters would be missing or incomplete, so the repetition fails.
+    #[error("{what} died after its report, before the repetition ended: {how}")]
+    Lost {
+        /// What (`receiver 3`, `the server process (20 tasks)`).
+        what: String,
+        /// How it ended.
         how: String,
     },
     /// The run was interrupted (SIGINT/SIGTERM).
@@ -164,14 +229,7 @@ impl Gate {
 
     /// Task side: report ready (with an error message or empty), then wait for the epoch.
     fn task_ready_and_wait(&self, id: usize, error: &str) -> Option<u64> {
-        let msg = error.as_bytes();
-        let msg = &msg[..msg.len().min(3000)];
-        let mut buf = Vec::with_capacity(8 + msg.len());
-        buf.extend_from_slice(&(id as u32).to_le_bytes());
-        buf.extend_from_slice(&(msg.len() as u32).to_le_bytes());
-        buf.extend_from_slice(msg);
-        // One write of at most PIPE_BUF bytes is atomic, so messages never interleave.
-        sys::write_all(self.ready.1, &buf).ok()?;
+        self.send_ready(id, error, 0).ok()?;
         if !error.is_empty() {
             return None;
         }
@@ -182,6 +240,24 @@ impl Gate {
             0 => None,
             e => Some(e),
         }
+    }
+
+    /// Host side: task `id` could not even be created; the parent aborts the run at once.
+    fn task_not_created(&self, id: usize, error: &str) {
+        let _ = self.send_ready(id, error, NOT_CREATED);
+    }
+
+    /// One message on the ready pipe: the task id, the message's length with `flags`, and the
+    /// message (empty: ready).
+    fn send_ready(&self, id: usize, message: &str, flags: u32) -> std::io::Result<()> {
+        let msg = message.as_bytes();
+        let msg = &msg[..msg.len().min(3000)];
+        let mut buf = Vec::with_capacity(8 + msg.len());
+        buf.extend_from_slice(&(id as u32).to_le_bytes());
+        buf.extend_from_slice(&(msg.len() as u32 | flags).to_le_bytes());
+        buf.extend_from_slice(msg);
+        // One write of at most PIPE_BUF bytes is atomic, so messages never interleave.
+        sys::write_all(self.ready.1, &buf)
     }
 
     /// Task side: wait until the parent releases the end gate.
@@ -218,6 +294,10 @@ impl Drop for Gate {
     }
 }
 
+/// The flag of a ready message saying that the task could not be created (in the length field;
+/// messages are far shorter).
+const NOT_CREATED: u32 = 1 << 31;
+
 /// Everything a task needs, shared by reference (threads) or by inheritance (processes).
 struct TaskEnv<W> {
     workload: Arc<W>,
@@ -225,6 +305,8 @@ struct TaskEnv<W> {
     gate: Arc<Gate>,
     knobs: Vec<Knobs>,
     group_names: Vec<&'static str>,
+    /// Tasks in the repetition, for messages.
+    total: usize,
 }
 
 /// The body of one task from knob application to report. The report is handed to `deliver`;
@@ -287,6 +369,12 @@ pub fn run_repetition<W: Workload>(
     if plan.locks > 0 && plan.mode == TaskMode::Processes {
         return Err(RunError::Setup("locks need tasks run as threads".into()));
     }
+    for (g, k) in plan.groups.iter().zip(setup.knobs) {
+        check_outranked(k, Some(SUPERVISOR_PRIORITY)).map_err(|e| RunError::Knob {
+            group: g.name.into(),
+            message: e.to_string(),
+        })?;
+    }
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
     let channels =
@@ -324,6 +412,7 @@ pub fn run_repetition<W: Workload>(
         gate: gate.clone(),
         knobs: setup.knobs.to_vec(),
         group_names: plan.groups.iter().map(|g| g.name).collect(),
+        total: plan.total_tasks(),
     });
     let tasks = plan.tasks();
     let realtime = setup
@@ -340,9 +429,9 @@ pub fn run_repetition<W: Workload>(
             "the workload's start order does not name every task".into(),
         ));
     }
-    let mut hosts = match plan.mode {
-        TaskMode::Threads => Hosts::threads(&env, &ordered)?,
-        TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect())?,
+    let hosts = match plan.mode {
+        TaskMode::Threads => Hosts::threads(&env, &ordered),
+        TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect()),
         TaskMode::GroupProcesses => {
             let mut units: Vec<Vec<TaskRef>> = Vec::new();
             let mut unit_of_group: BTreeMap<usize, usize> = BTreeMap::new();
@@ -353,13 +442,24 @@ pub fn run_repetition<W: Workload>(
                 });
                 units[u].push(t);
             }
-            Hosts::processes(&env, units)?
+            Hosts::processes(&env, units)
+        }
+    };
+    let mut hosts = match hosts {
+        Ok(h) => h,
+        Err(e) => {
+            // Let the tasks created so far leave the start gate.
+            gate.release(0);
+            return Err(e);
         }
     };
     let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
     gate.release_end();
-    hosts.finish(result.is_ok());
-    result
+    let ended = hosts.finish(result.is_ok());
+    match (result, ended) {
+        (Ok(_), Err(e)) => Err(e),
+        (result, _) => result,
+    }
 }
 
 /// How the tasks of a repetition are hosted, and how their reports come back.
@@ -443,6 +543,7 @@ impl Hosts {
         let tids = Arc::new(parking_lot::Mutex::new(Vec::with_capacity(tasks.len())));
         let mut handles = Vec::with_capacity(tasks.len());
         for &task in tasks {
+            let group = env.group_names[task.group];
             let env = env.clone();
             let tx = tx.clone();
             let tids = tids.clone();
@@ -456,9 +557,11 @@ impl Hosts {
                 })
                 .map_err(|e| {
                     RunError::Setup(format!(
-                        "starting thread {} of {}: {e}",
-                        task.id + 1,
-                        tasks.len()
+                        "cannot create the thread of {group} {} (task {} of {}): {}",
+                        task.index,
+                        handles.len() + 1,
+                        tasks.len(),
+                        crate::host::explain_task_failure(&e)
                     ))
                 })?;
             handles.push(h);
@@ -474,6 +577,7 @@ impl Hosts {
     ) -> Result<Hosts, RunError> {
         let parent = std::process::id() as i32;
         let mut children: Vec<Child> = Vec::with_capacity(units.len());
+        let mut created = 0;
         for unit in units {
             let group = env.group_names[unit[0].group];
             let what = if unit.len() == 1 {
@@ -491,7 +595,20 @@ impl Hosts {
                     // SAFETY: killing our own children.
                     unsafe { libc::kill(c.pid, libc::SIGKILL) };
                 }
-                return Err(RunError::Setup(format!("fork for {what}: {e}")));
+                let (process, which) = match unit.len() {
+                    1 => (
+                        format!("the process of {what}"),
+                        format!("task {} of {}", created + 1, env.total),
+                    ),
+                    n => (
+                        format!("the {group} process"),
+                        format!("tasks {}-{} of {}", created + 1, created + n, env.total),
+                    ),
+                };
+                return Err(RunError::Setup(format!(
+                    "cannot fork {process} ({which}): {}",
+                    crate::host::explain_task_failure(&e)
+                )));
             }
             if pid == 0 {
                 // SAFETY: plain calls on our own process.
@@ -511,18 +628,35 @@ impl Hosts {
                     sys::set_thread_name(&format!("schedlab-{group}"));
                     let (tx, rx) = mpsc::channel();
                     let mut ok = true;
-                    for &task in &unit {
-                        let env = env.clone();
+                    for (k, &task) in unit.iter().enumerate() {
+                        let task_env = env.clone();
                         let tx = tx.clone();
                         let spawned =
                             std::thread::Builder::new()
                                 .stack_size(64 * 1024)
                                 .spawn(move || {
-                                    task_main(&env, task, |rep| {
+                                    task_main(&task_env, task, |rep| {
                                         let _ = tx.send(rep);
                                     });
                                 });
-                        ok &= spawned.is_ok();
+                        if let Err(e) = spawned {
+                            // Said at once: the parent would otherwise wait for a task that
+                            // will never report ready.
+                            env.gate.task_not_created(
+                                task.id,
+                                &format!(
+                                    "cannot create the thread of {group} {} (task {} of {}, thread {} of {} in the {group} process): {}",
+                                    task.index,
+                                    created + k + 1,
+                                    env.total,
+                                    k + 1,
+                                    unit.len(),
+                                    crate::host::explain_task_failure(&e)
+                                ),
+                            );
+                            ok = false;
+                            break;
+                        }
                     }
                     drop(tx);
                     for rep in rx {
@@ -534,6 +668,7 @@ impl Hosts {
                 unsafe { libc::_exit(i32::from(!ok)) };
             }
             sys::close(w);
+            created += unit.len();
             children.push(Child {
                 tasks: unit.len(),
                 what,
@@ -635,11 +770,14 @@ impl Hosts {
     }
 
     /// Reap everything. After a failure, threads that are still blocked are left to die with the
-    /// process (they hold no resources outside it); processes have been killed.
-    fn finish(&mut self, ok: bool) {
+    /// process (they hold no resources outside it); processes have been killed. After a success,
+    /// a process that did not exit normally (killed at the end gate, or unable to send a report)
+    /// is an error: its tasks' results cannot be trusted.
+    fn finish(&mut self, ok: bool) -> Result<(), RunError> {
         if !ok {
             self.stop_all();
         }
+        let mut lost = None;
         match self {
             Hosts::Threads { handles, .. } => {
                 if ok {
@@ -655,11 +793,28 @@ impl Hosts {
                         // SAFETY: reaping our own child.
                         unsafe { libc::waitpid(c.pid, &mut status, 0) };
                         c.reaped = Some(status);
+                        let normal = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+                        if ok && !normal && lost.is_none() {
+                            let how = if libc::WIFEXITED(status) {
+                                format!(
+                                    "process {} exited with status {}",
+                                    c.pid,
+                                    libc::WEXITSTATUS(status)
+                                )
+                            } else {
+                                describe_status(c.pid, status)
+                            };
+                            lost = Some(RunError::Lost {
+                                what: c.what.clone(),
+                                how,
+                            });
+                        }
                     }
                     sys::close(c.result_fd);
                 }
             }
         }
+        lost.map_or(Ok(()), Err)
     }
 }
 
@@ -677,33 +832,63 @@ fn describe_status(pid: i32, status: i32) -> String {
     }
 }
 
-/// Raise the calling thread to SCHED_FIFO 99 while it supervises real-time tasks; restores on drop.
-struct SupervisorPriority(Option<sys::SchedAttr>);
+/// Raise the calling thread to SCHED_FIFO [`SUPERVISOR_PRIORITY`] (or, where `RLIMIT_RTPRIO`
+/// allows less, to that limit) while it supervises real-time tasks; restores on drop.
+struct SupervisorPriority {
+    /// The attributes to restore, once raised.
+    old: Option<sys::SchedAttr>,
+    /// The SCHED_FIFO priority it runs at, if raised.
+    priority: Option<u8>,
+}
 
 impl SupervisorPriority {
     fn raise(needed: bool) -> SupervisorPriority {
-        if !needed {
-            return SupervisorPriority(None);
-        }
-        let old = sys::sched_getattr(0).ok();
-        let attr = sys::SchedAttr {
-            sched_policy: libc::SCHED_FIFO as u32,
-            sched_priority: 99,
-            ..Default::default()
+        let mut raised = SupervisorPriority {
+            old: None,
+            priority: None,
         };
-        match sys::sched_setattr(0, &attr) {
-            Ok(()) => SupervisorPriority(old),
-            Err(_) => SupervisorPriority(None),
+        if !needed {
+            return raised;
         }
+        let Ok(old) = sys::sched_getattr(0) else {
+            return raised;
+        };
+        let limit = rustix::process::getrlimit(rustix::process::Resource::Rtprio)
+            .current
+            .unwrap_or(u64::MAX);
+        let mut tries = vec![SUPERVISOR_PRIORITY];
+        if limit > 0 && limit < u64::from(SUPERVISOR_PRIORITY) {
+            tries.push(limit as u8);
+        }
+        for priority in tries {
+            let attr = sys::SchedAttr {
+                sched_policy: libc::SCHED_FIFO as u32,
+                sched_priority: u32::from(priority),
+                ..Default::default()
+            };
+            if sys::sched_setattr(0, &attr).is_ok() {
+                raised.old = Some(old);
+                raised.priority = Some(priority);
+                break;
+            }
+        }
+        raised
     }
 }
 
 impl Drop for SupervisorPriority {
     fn drop(&mut self) {
-        if let Some(old) = self.0 {
+        if let Some(old) = self.old {
             let _ = sys::sched_setattr(0, &old);
         }
     }
+}
+
+/// Whether task `tid` of process `pid` still exists and is not a zombie: a task waits at the end
+/// gate until released.
+fn task_waits(pid: i32, tid: i32) -> bool {
+    crate::procfs::task_state(pid, tid).is_some_and(|s| !matches!(s, b'Z' | b'X'))
+        && crate::procfs::pid_alive(pid)
 }
 
 fn task_name(plan: &Plan, tasks: &[TaskRef], id: usize) -> String {
@@ -721,7 +906,7 @@ fn supervise(
     setup: RepetitionSetup<'_>,
     realtime: bool,
 ) -> Result<RepetitionResult, RunError> {
-    let _prio = SupervisorPriority::raise(realtime);
+    let prio = SupervisorPriority::raise(realtime);
     let n = tasks.len();
     // Phase 1: every task applies its knobs and reports ready.
     let ready_deadline =
@@ -751,11 +936,16 @@ fn supervise(
         sys::read_exact(gate.ready.0, &mut head)
             .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
         let id = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
-        let len = u32::from_le_bytes(head[4..].try_into().unwrap()) as usize;
+        let len_flags = u32::from_le_bytes(head[4..].try_into().unwrap());
+        let len = (len_flags & !NOT_CREATED) as usize;
         if len > 0 {
             let mut msg = vec![0u8; len];
             sys::read_exact(gate.ready.0, &mut msg)
                 .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
+            if len_flags & NOT_CREATED != 0 {
+                gate.release(0);
+                return Err(RunError::Setup(String::from_utf8_lossy(&msg).into()));
+            }
             if knob_error.is_none() {
                 let group = tasks.get(id).map_or("?", |t| plan.groups[t.group].name);
                 knob_error = Some(RunError::Knob {
@@ -769,6 +959,19 @@ fn supervise(
     if let Some(e) = knob_error {
         gate.release(0);
         return Err(e);
+    }
+    if realtime && prio.priority != Some(SUPERVISOR_PRIORITY) {
+        // The tasks could take their priorities but the supervisor not its own (a limited
+        // RLIMIT_RTPRIO): hold them below the one it has.
+        for (g, k) in plan.groups.iter().zip(setup.knobs) {
+            if let Err(e) = check_outranked(k, prio.priority) {
+                gate.release(0);
+                return Err(RunError::Knob {
+                    group: g.name.into(),
+                    message: e.to_string(),
+                });
+            }
+        }
     }
     // Phase 2: release everybody at one epoch and supervise the bodies.
     let mut trace = setup.trace;
@@ -843,6 +1046,17 @@ fn supervise(
     for r in &reports {
         let task = tasks[r.id];
         let migrations = task_snapshot(r.pid, r.tid).and_then(|s| s.migrations);
+        if !task_waits(r.pid, r.tid) {
+            // Killed at the end gate: its counters are gone, and so is the certainty that its
+            // process did nothing else; the repetition fails rather than miss them silently.
+            return Err(RunError::Lost {
+                what: task_name(plan, tasks, r.id),
+                how: format!(
+                    "task {} of process {} was gone when its counters were to be read",
+                    r.tid, r.pid
+                ),
+            });
+        }
         all_proc &= migrations.is_some();
         let mut c = Counters {
             voluntary_switches: Some(r.voluntary),
@@ -891,4 +1105,397 @@ fn supervise(
         lost_events: lost,
         observed,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::plan::GroupPlan;
+    use schedlab_workload::record::MetricDef;
+    use schedlab_workload::{Context, Transport, WorkloadError};
+
+    /// A workload of named groups whose tasks burn CPU (ignoring stop requests, as a runaway
+    /// task would), then sleep.
+    struct Probe {
+        mode: TaskMode,
+        /// (name, tasks, CPU time to burn, time to sleep) per group.
+        groups: Vec<(&'static str, usize, Duration, Duration)>,
+    }
+
+    impl Workload for Probe {
+        fn name(&self) -> &'static str {
+            "probe"
+        }
+        fn params(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+        fn plan(&self) -> Plan {
+            Plan {
+                groups: self
+                    .groups
+                    .iter()
+                    .map(|&(name, tasks, ..)| GroupPlan { name, tasks })
+                    .collect(),
+                channels: 0,
+                duplex: false,
+                locks: 0,
+                mode: self.mode,
+                transport: Transport::Pipe,
+            }
+        }
+        async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+            let (_, _, burn, sleep) = self.groups[task.group];
+            ctx.compute(burn).await;
+            ctx.sleep(sleep).await;
+            Ok(())
+        }
+        fn metric_defs(&self) -> Vec<MetricDef> {
+            Vec::new()
+        }
+        fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+            Ok(BTreeMap::new())
+        }
+    }
+
+    fn run(
+        probe: Probe,
+        knobs: &[Knobs],
+        budget: Duration,
+    ) -> (Result<RepetitionResult, RunError>, Duration) {
+        let started = Instant::now();
+        let r = run_repetition(
+            &Arc::new(probe),
+            RepetitionSetup {
+                knobs,
+                stop: Arc::new(AtomicBool::new(false)),
+                budget,
+                trace: None,
+            },
+        );
+        (r, started.elapsed())
+    }
+
+    fn fifo(priority: u8) -> Knobs {
+        Knobs {
+            policy: Some(SchedPolicy::Fifo(priority)),
+            ..Knobs::default()
+        }
+    }
+
+    fn root() -> bool {
+        rustix::process::geteuid().is_root()
+    }
+
+    #[test]
+    fn priorities_the_supervisor_cannot_outrank_are_refused() {
+        assert_eq!(check_outranked(&fifo(98), Some(99)), Ok(()));
+        assert_eq!(check_outranked(&Knobs::default(), None), Ok(()));
+        let e = check_outranked(&fifo(99), Some(99)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "policy=fifo:99: real-time priority 99 is not accepted: the supervisor, which ends a repetition that runs past its time budget, waits at SCHED_FIFO 99 and can only preempt tasks below it; use a real-time priority of 1..98"
+        );
+        let rr = Knobs {
+            policy: Some(SchedPolicy::Rr(50)),
+            ..Knobs::default()
+        };
+        let e = check_outranked(&rr, Some(50)).unwrap_err().to_string();
+        assert!(e.contains("use a real-time priority of 1..49"), "{e}");
+        let e = check_outranked(&rr, None).unwrap_err().to_string();
+        assert!(e.contains("could not raise itself"), "{e}");
+    }
+
+    /// A FIFO 99 group could not be preempted by the supervisor: refused before anything is
+    /// created (it used to run until the group ended by itself, past any budget).
+    #[test]
+    fn a_fifo_99_group_is_refused_before_it_starts() {
+        let probe = Probe {
+            mode: TaskMode::Processes,
+            groups: vec![("burn", 1, Duration::from_millis(600), Duration::ZERO)],
+        };
+        let (r, took) = run(probe, &[fifo(99)], Duration::from_millis(200));
+        match r {
+            Err(RunError::Knob { group, message }) => {
+                assert_eq!(group, "burn");
+                assert!(
+                    message.contains("use a real-time priority of 1..98"),
+                    "{message}"
+                );
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(took < Duration::from_millis(100), "took {took:?}");
+    }
+
+    /// Real-time burners on every CPU at the highest priority accepted: the supervisor still
+    /// ends the repetition at its budget (plus a small margin), not when they end.
+    #[test]
+    fn the_supervisor_ends_fifo_98_burners_at_the_budget() {
+        if !root() {
+            eprintln!("skipped: real-time priorities need root (CAP_SYS_NICE)");
+            return;
+        }
+        let cpus = crate::host::online_cpus();
+        let probe = Probe {
+            mode: TaskMode::Processes,
+            groups: vec![("burn", cpus, Duration::from_millis(1500), Duration::ZERO)],
+        };
+        let budget = Duration::from_millis(300);
+        let (r, took) = run(probe, &[fifo(98)], budget);
+        assert_eq!(r.unwrap_err(), RunError::Timeout(budget));
+        assert!(
+            took < budget + Duration::from_millis(400),
+            "ended after {took:?} for a budget of {budget:?}"
+        );
+    }
+
+    /// Any budget fires, also one far beyond a repetition's length (it is compared, never
+    /// added to an instant).
+    #[test]
+    fn budgets_fire_and_huge_ones_do_not_overflow() {
+        for mode in [TaskMode::Threads, TaskMode::Processes] {
+            let probe = Probe {
+                mode,
+                groups: vec![("slow", 1, Duration::ZERO, Duration::from_secs(5))],
+            };
+            let budget = Duration::from_millis(200);
+            let (r, took) = run(probe, &[Knobs::default()], budget);
+            assert_eq!(r.unwrap_err(), RunError::Timeout(budget), "{mode:?}");
+            assert!(
+                took < budget + Duration::from_millis(300),
+                "{mode:?}: {took:?}"
+            );
+            let probe = Probe {
+                mode,
+                groups: vec![("quick", 2, Duration::ZERO, Duration::from_millis(1))],
+            };
+            let (r, _) = run(probe, &[Knobs::default()], Duration::MAX);
+            assert_eq!(r.unwrap().outcome.tasks.len(), 2, "{mode:?}");
+        }
+    }
+
+    /// The pids of our children whose name (comm) is `comm`.
+    fn children_named(comm: &str) -> Vec<i32> {
+        let me = std::process::id().to_string();
+        let mut out = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let ppid = stat[close + 2..].split(' ').nth(1);
+            if &stat[open + 1..close] == comm && ppid == Some(me.as_str()) {
+                out.push(stat[..open].trim().parse().unwrap());
+            }
+        }
+        out
+    }
+
+    /// A worker killed while it waits at the end gate (its report sent, its counters not yet
+    /// read) fails the repetition; it used to pass with its counters missing.
+    #[test]
+    fn a_worker_lost_at_the_end_gate_fails_the_repetition() {
+        // The victim's process name: its task's (one task per process), or its host's (a
+        // group of two tasks as threads).
+        for (mode, group, tasks, comm) in [
+            (TaskMode::Processes, "lostA", 1, "sl-lostA0"),
+            (TaskMode::GroupProcesses, "lostB", 2, "schedlab-lostB"),
+        ] {
+            let probe = Probe {
+                mode,
+                groups: vec![
+                    (group, tasks, Duration::ZERO, Duration::ZERO),
+                    ("slow", 1, Duration::ZERO, Duration::from_millis(800)),
+                ],
+            };
+            let comm = comm.to_string();
+            let killer = std::thread::spawn(move || {
+                let deadline = Instant::now() + Duration::from_secs(5);
+                while Instant::now() < deadline {
+                    if let [pid] = children_named(&comm)[..] {
+                        // Its one task finishes at once: give it time to reach the end gate.
+                        std::thread::sleep(Duration::from_millis(300));
+                        // SAFETY: killing a child of this test.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        return true;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                false
+            });
+            let (r, _) = run(
+                probe,
+                &[Knobs::default(), Knobs::default()],
+                Duration::from_secs(10),
+            );
+            assert!(killer.join().unwrap(), "{mode:?}: no worker found to kill");
+            match r {
+                Err(e @ RunError::Lost { .. }) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.starts_with(&format!("{group} ")) && e.contains("died after its report"),
+                        "{mode:?}: {e}"
+                    );
+                }
+                other => panic!("{mode:?}: a lost worker went unnoticed: {other:?}"),
+            }
+        }
+    }
+}
+
+/// Task creation under a limit on tasks: the library's side, run in a child process of the test
+/// binary as another user under a lowered `RLIMIT_NPROC` (the kernel does not enforce it for
+/// root), as `setpriv --reuid … --regid … --clear-groups` with `prlimit --nproc` would.
+#[cfg(test)]
+mod eagain_tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// What the child is asked to do.
+    const CHILD: &str = "SCHEDLAB_TEST_EAGAIN_MODE";
+    /// An unprivileged uid and gid that no other process is likely to use (RLIMIT_NPROC counts
+    /// every task of the user).
+    const UID: u32 = 54_321;
+    /// The limit: far fewer tasks than the repetition asks for.
+    const NPROC: u64 = 24;
+
+    struct Many(TaskMode);
+
+    impl Workload for Many {
+        fn name(&self) -> &'static str {
+            "many"
+        }
+        fn params(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+        fn plan(&self) -> Plan {
+            Plan {
+                groups: vec![schedlab_workload::plan::GroupPlan {
+                    name: "crowd",
+                    tasks: 200,
+                }],
+                channels: 0,
+                duplex: false,
+                locks: 0,
+                mode: self.0,
+                transport: schedlab_workload::Transport::Pipe,
+            }
+        }
+        async fn body<C: schedlab_workload::Context>(
+            &self,
+            _: TaskRef,
+            _: &C,
+        ) -> Result<(), schedlab_workload::WorkloadError> {
+            Ok(())
+        }
+        fn metric_defs(&self) -> Vec<schedlab_workload::record::MetricDef> {
+            Vec::new()
+        }
+        fn metrics(
+            &self,
+            _: &Outcome,
+        ) -> Result<BTreeMap<String, f64>, schedlab_workload::WorkloadError> {
+            Ok(BTreeMap::new())
+        }
+    }
+
+    /// The child's side (does nothing unless started by the test below): a repetition of 200
+    /// tasks under a limit of 24 must fail at once, naming EAGAIN and the limit.
+    #[test]
+    fn eagain_child_side() {
+        let mode = match std::env::var(CHILD).as_deref() {
+            Ok("threads") => TaskMode::Threads,
+            Ok("processes") => TaskMode::Processes,
+            Ok("group-processes") => TaskMode::GroupProcesses,
+            _ => return,
+        };
+        let started = Instant::now();
+        let r = run_repetition(
+            &Arc::new(Many(mode)),
+            RepetitionSetup {
+                knobs: &[Knobs::default()],
+                stop: Arc::new(AtomicBool::new(false)),
+                budget: Duration::from_secs(60),
+                trace: None,
+            },
+        );
+        let took = started.elapsed();
+        let Err(RunError::Setup(message)) = r else {
+            panic!("{mode:?}: expected a setup error, got {r:?}");
+        };
+        assert!(message.contains("cannot "), "{mode:?}: {message}");
+        assert!(message.contains("EAGAIN"), "{mode:?}: {message}");
+        assert!(
+            message.contains(&format!(
+                "RLIMIT_NPROC (`ulimit -u`) of uid {UID} allows {NPROC} tasks"
+            )),
+            "{mode:?}: {message}"
+        );
+        assert!(took < Duration::from_secs(3), "{mode:?}: took {took:?}");
+        println!("EAGAIN-OK {mode:?} after {took:?}: {message}");
+    }
+
+    #[test]
+    fn tasks_that_cannot_be_created_are_reported_at_once() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!(
+                "skipped: needs root to run the child as another user under a lowered RLIMIT_NPROC"
+            );
+            return;
+        }
+        let exe = std::env::current_exe().unwrap();
+        for mode in ["threads", "processes", "group-processes"] {
+            // The previous child's tasks count until they are gone.
+            let quiet = Instant::now() + Duration::from_secs(5);
+            while crate::procfs::tasks_of_uid(UID) > 0 && Instant::now() < quiet {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            let started = Instant::now();
+            let mut cmd = std::process::Command::new(&exe);
+            cmd.args([
+                "--exact",
+                "runner::eagain_tests::eagain_child_side",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(CHILD, mode)
+            .env("TMPDIR", "/tmp");
+            // SAFETY: only async-signal-safe system calls between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    let lim = libc::rlimit {
+                        rlim_cur: NPROC,
+                        rlim_max: NPROC,
+                    };
+                    if libc::setgroups(0, std::ptr::null()) != 0
+                        || libc::setresgid(UID, UID, UID) != 0
+                        || libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0
+                        || libc::setresuid(UID, UID, UID) != 0
+                    {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            let out = cmd.output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            eprintln!(
+                "{mode}: {}",
+                stdout.lines().find(|l| l.contains("EAGAIN")).unwrap_or("")
+            );
+            assert!(
+                out.status.success() && stdout.contains("EAGAIN-OK"),
+                "{mode}: the child failed ({:?}):\n{stdout}\n{stderr}",
+                out.status
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{mode}: took {:?}",
+                started.elapsed()
+            );
+        }
+    }
 }

@@ -1630,3 +1630,242 @@ fn a_sweep_resumes_only_its_own_experiment_and_never_loses_a_summary() {
     )));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 13, the real backend (items 2, 5 and 10): a run killed by SIGKILL leaves its temporary
+/// directory, which the next run removes and names on stderr; a FIFO group burning past
+/// `--timeout` at the highest priority accepted ends at the budget; a run that a limit on tasks
+/// cannot hold (RLIMIT_NPROC of a non-root user, a cgroup's pids.max) is refused at once, naming
+/// the limit, instead of failing after tens of seconds.
+#[test]
+fn real_runs_clean_up_after_kills_end_realtime_groups_and_check_task_limits() {
+    let _serial = serial();
+    use std::os::unix::process::CommandExt;
+    let stderr = |out: &Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    // Item 2: a private TMPDIR, an interbench read load killed while its file exists.
+    let tmp = std::env::temp_dir().join(format!("schedlab-test-{}-stale", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut killed = schedlab()
+        .args([
+            "run",
+            "interbench",
+            "--bench",
+            "audio",
+            "--loads",
+            "read",
+            "--io-size",
+            "4MiB",
+            "--duration",
+            "20s",
+            "--runs",
+            "1",
+            "--counters",
+            "proc",
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let owned = format!("schedlab-{}-", killed.id());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let scratch = loop {
+        let found = std::fs::read_dir(&tmp).unwrap().flatten().find(|e| {
+            e.file_name().to_string_lossy().starts_with(&owned)
+                && std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some())
+        });
+        if let Some(e) = found {
+            break e.path();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no {owned}* with a file in {}",
+            tmp.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(scratch.exists(), "a SIGKILL leaves the directory behind");
+    let next = schedlab()
+        .args([
+            "run",
+            "yield",
+            "--duration",
+            "0.1s",
+            "--runs",
+            "1",
+            "--counters",
+            "proc",
+        ])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = stderr(&next);
+    assert!(next.status.success(), "{err}");
+    assert!(
+        !scratch.exists(),
+        "{} not removed:\n{err}",
+        scratch.display()
+    );
+    assert!(
+        err.contains(&format!("schedlab: removed {}", scratch.display()))
+            && err.contains("which no longer exists"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&tmp).unwrap().count(),
+        0,
+        "the next run left its own"
+    );
+    std::fs::remove_dir(&tmp).unwrap();
+
+    if !is_root() {
+        eprintln!("skipped: real-time groups and limits of another user need root");
+        return;
+    }
+
+    // Item 5: burners at FIFO 98 on every CPU, past a budget of 0.5 s; kept short.
+    let started = Instant::now();
+    let out = schedlab()
+        .args([
+            "run",
+            "interbench",
+            "--bench",
+            "audio",
+            "--loads",
+            "burn",
+            "--duration",
+            "3s",
+            "--runs",
+            "1",
+            "--group",
+            "load:policy=fifo:98",
+            "--timeout",
+            "0.5s",
+            "--counters",
+            "proc",
+        ])
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("time budget of 0.5s"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(took < Duration::from_millis(1500), "ended after {took:?}");
+
+    // Item 10: 1800 chat tasks under RLIMIT_NPROC 600 for a non-root user.
+    const UID: u32 = 54_321;
+    let mut cmd = schedlab();
+    cmd.args([
+        "run",
+        "chat",
+        "--rooms",
+        "30",
+        "--messages",
+        "2",
+        "--runs",
+        "1",
+    ]);
+    // SAFETY: only async-signal-safe system calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 600,
+                rlim_max: 600,
+            };
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(UID, UID, UID) != 0
+                || libc::setrlimit(libc::RLIMIT_NPROC, &lim) != 0
+                || libc::setresuid(UID, UID, UID) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("this run needs about 1802 tasks")
+            && err.contains(&format!(
+                "RLIMIT_NPROC (`ulimit -u`) of uid {UID} allows 600 tasks"
+            )),
+        "{err}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // The same under a pids cgroup of 600 tasks, made for the test (and removed).
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+    let base = mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let pids_v1 = f.get(2) == Some(&"cgroup") && f[3].split(',').any(|o| o == "pids");
+        let path = own.lines().find_map(|c| {
+            let mut p = c.splitn(3, ':');
+            let (_, controllers, path) = (p.next()?, p.next()?, p.next()?);
+            controllers.split(',').any(|x| x == "pids").then_some(path)
+        })?;
+        pids_v1.then(|| Path::new(f[1]).join(path.trim_start_matches('/')))
+    });
+    let Some(base) = base else {
+        eprintln!("skipped: no cgroup v1 pids hierarchy here to make a limited cgroup in");
+        return;
+    };
+    let cg = base.join(format!("schedlab-test-{}", std::process::id()));
+    std::fs::create_dir(&cg).unwrap();
+    std::fs::write(cg.join("pids.max"), "600").unwrap();
+    let procs = cg.join("cgroup.procs");
+    let mut cmd = schedlab();
+    cmd.args([
+        "run",
+        "chat",
+        "--rooms",
+        "30",
+        "--messages",
+        "2",
+        "--runs",
+        "1",
+    ]);
+    // SAFETY: open, write and close are async-signal-safe; the path is prepared before the fork.
+    let procs_c = std::ffi::CString::new(procs.to_str().unwrap()).unwrap();
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs_c.as_ptr(), libc::O_WRONLY);
+            let ok = fd >= 0 && libc::write(fd, b"0".as_ptr().cast(), 1) == 1;
+            if fd >= 0 {
+                libc::close(fd);
+            }
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let started = Instant::now();
+    let out = cmd.output().unwrap();
+    let took = started.elapsed();
+    let removed = std::fs::remove_dir(&cg);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("this run needs about 1802 tasks")
+            && err.contains(&format!(
+                "the pids cgroup {} (pids.max) allows 600 tasks",
+                cg.display()
+            )),
+        "{err}"
+    );
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    removed.unwrap();
+}

@@ -4,7 +4,7 @@
 //! left behind.
 
 use super::TraceError;
-use crate::procfs;
+use crate::procfs::{self, pid_alive};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -206,21 +206,6 @@ fn write_file(path: &Path, value: &str) -> io::Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Whether a process with this pid exists (in our pid namespace).
-fn pid_alive(pid: i32) -> bool {
-    let Some(p) = rustix::process::Pid::from_raw(pid).filter(|_| pid > 0) else {
-        return true; // not ours to judge
-    };
-    // kill(pid, 0) only checks for existence and permission.
-    if let Err(e) = rustix::process::test_kill_process(p) {
-        return e != rustix::io::Errno::SRCH;
-    }
-    // A zombie (killed, not yet reaped) holds nothing any more; but a leader thread that
-    // exited early also shows as a zombie while its other threads live on.
-    let zombie = matches!(procfs::process_state(pid), Some(b'Z') | Some(b'X'));
-    !zombie || procfs::thread_count(pid).is_some_and(|n| n > 1)
 }
 
 /// The pid in a name `<prefix><pid>-<n>`, if the name has that shape.
