@@ -48,8 +48,9 @@ pub trait Backend {
     /// Whether tasks may be given real-time policies here.
     fn realtime_allowed(&self) -> bool;
 
-    /// Refuse a configuration whose memory or files this machine cannot afford.
-    fn check_needs(&self, needs: &HostNeeds) -> Result<(), ExperimentError>;
+    /// Refuse a configuration of `workload` whose memory or files this machine cannot afford.
+    fn check_needs(&self, workload: &'static str, needs: &HostNeeds)
+        -> Result<(), ExperimentError>;
 
     /// Refuse knobs `machine` has no notion of.
     fn check_knobs(

@@ -230,7 +230,7 @@ pub fn build<P: Preset, B: Backend>(
         combinations.push(what);
     }
     for c in &configs {
-        backend.check_needs(&c.workload.host_needs())?;
+        backend.check_needs(P::NAME, &c.workload.host_needs())?;
     }
     Ok(Experiment {
         configs,

@@ -123,7 +123,7 @@ impl Backend for MockBackend {
     fn realtime_allowed(&self) -> bool {
         false
     }
-    fn check_needs(&self, _: &HostNeeds) -> Result<(), ExperimentError> {
+    fn check_needs(&self, _: &'static str, _: &HostNeeds) -> Result<(), ExperimentError> {
         Ok(())
     }
     fn check_knobs(&self, _: &&'static str, _: &str, _: &Knobs) -> Result<(), ExperimentError> {

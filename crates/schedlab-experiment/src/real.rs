@@ -131,8 +131,11 @@ impl Backend for RealBackend {
 
     /// Memory at most half of what is available now (so memload never invokes the OOM killer,
     /// swap or not); files twice over in the temporary directory's free space.
-    fn check_needs(&self, needs: &HostNeeds) -> Result<(), ExperimentError> {
-        let workload = "interbench";
+    fn check_needs(
+        &self,
+        workload: &'static str,
+        needs: &HostNeeds,
+    ) -> Result<(), ExperimentError> {
         if let Some((param, bytes)) = needs.memory {
             let available = host::available_memory()
                 .map_err(|e| ExperimentError::Host(format!("{workload}: {e} to size memload")))?

@@ -149,7 +149,7 @@ impl Backend for SimBackend {
         false
     }
 
-    fn check_needs(&self, _needs: &HostNeeds) -> Result<(), ExperimentError> {
+    fn check_needs(&self, _: &'static str, _: &HostNeeds) -> Result<(), ExperimentError> {
         Ok(()) // memory and I/O are modelled, not used
     }
 

@@ -44,17 +44,8 @@ pub fn render(e: &ExperimentError) -> String {
             _ => format!("--cost {c}"),
         },
         ExperimentError::Repetition {
-            timed_out: true,
-            message,
-            ..
-        } => {
-            // The real supervisor's message says "raise it"; the simulator's "use".
-            if message.starts_with("the supervisor") {
-                format!("{e} (raise it with --timeout)")
-            } else {
-                format!("{e} (use --timeout)")
-            }
-        }
+            timed_out: true, ..
+        } => format!("{e} (raise it with --timeout)"),
         ExperimentError::TraceRequired(m) => format!("--counters trace: {m}"),
         ExperimentError::OtherExperiment { path, .. } => format!(
             "--out: {e}; use a new --out directory (or remove {} to discard that record)",
