@@ -4,9 +4,7 @@
 
 use crate::backend::Backend;
 use crate::error::ExperimentError;
-use crate::vary::{
-    combination_label, cross_product, parse_variations, KnobKey, Variation, VaryKey,
-};
+use crate::vary::{combination_label, cross_product, parse_variations, Variation, VaryKey};
 use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
 use schedlab_workload::presets::{ListValues, ParamKind, Preset};
 #[cfg(test)]
@@ -278,11 +276,6 @@ fn group_knobs<P: Preset, B: Backend>(
         backend.check_knobs(machine, g.name, k)?;
     }
     Ok(knobs)
-}
-
-/// Which knob keys a sweep may vary (for help texts).
-pub fn knob_names() -> Vec<&'static str> {
-    KnobKey::ALL.iter().map(|k| k.name()).collect()
 }
 
 #[cfg(test)]

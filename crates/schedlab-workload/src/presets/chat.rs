@@ -338,9 +338,9 @@ impl Preset for Chat {
             "users" => self.users = parse_count(NAME, "users", value, 2..=1000)?,
             "messages" => self.messages = parse_count(NAME, "messages", value, 1..=MAX_PER_USER)?,
             "size" => self.size = parse_param(NAME, "size", value, WHOLE)?,
-            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
-            "mode" => self.mode = parse_with(NAME, "mode", value, str::parse)?,
-            "tasks" => self.hosting = parse_with(NAME, "tasks", value, str::parse)?,
+            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
+            "mode" => self.mode = parse_with(NAME, value, str::parse)?,
+            "tasks" => self.hosting = parse_with(NAME, value, str::parse)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         Ok(())

@@ -754,23 +754,19 @@ impl Preset for Interbench {
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
-            "bench" => self.bench = parse_with(NAME, "bench", value, str::parse)?,
-            "loads" => self.load = parse_with(NAME, "loads", value, str::parse)?,
-            "duration" => {
-                self.duration =
-                    parse_with(NAME, "duration", value, crate::duration::parse_duration)?
-            }
+            "bench" => self.bench = parse_with(NAME, value, str::parse)?,
+            "loads" => self.load = parse_with(NAME, value, str::parse)?,
+            "duration" => self.duration = parse_with(NAME, value, crate::duration::parse_duration)?,
             "load-threads" => {
                 self.load_threads = parse_count(NAME, "load-threads", value, 1..=1024)?
             }
-            "io-size" => self.io_size = parse_with(NAME, "io-size", value, parse_size)?,
-            "mem-size" => self.mem_size = parse_with(NAME, "mem-size", value, parse_size)?,
+            "io-size" => self.io_size = parse_with(NAME, value, parse_size)?,
+            "mem-size" => self.mem_size = parse_with(NAME, value, parse_size)?,
             "cpu" => {
                 self.custom_cpu = parse_param(NAME, "cpu", value, "a percent such as 5 or 2.74")?
             }
             "interval" => {
-                self.custom_interval =
-                    parse_with(NAME, "interval", value, crate::duration::parse_duration)?
+                self.custom_interval = parse_with(NAME, value, crate::duration::parse_duration)?
             }
             "rt" => self.rt = parse_param(NAME, "rt", value, "true or false")?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
@@ -788,12 +784,12 @@ impl Preset for Interbench {
         let mut benches: Vec<BenchKind> = lists
             .get("bench")
             .iter()
-            .map(|b| parse_with(NAME, "bench", b, str::parse))
+            .map(|b| parse_with(NAME, b, str::parse))
             .collect::<Result<_, _>>()?;
         let loads: Vec<LoadKind> = lists
             .get("loads")
             .iter()
-            .map(|l| parse_with(NAME, "loads", l, str::parse))
+            .map(|l| parse_with(NAME, l, str::parse))
             .collect::<Result<_, _>>()?;
         if lists.given("cpu") && !benches.contains(&BenchKind::Custom) {
             benches.push(BenchKind::Custom);

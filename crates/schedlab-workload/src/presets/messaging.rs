@@ -166,8 +166,8 @@ impl Preset for Messaging {
             "fds" => self.fds = parse_count(NAME, "fds", value, 1..=MAX_FDS)?,
             "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_LOOPS)?,
             "datasize" => self.datasize = parse_param(NAME, "datasize", value, WHOLE)?,
-            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
-            "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,
+            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
+            "tasks" => self.mode = parse_with(NAME, value, str::parse)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         Ok(())

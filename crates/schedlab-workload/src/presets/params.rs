@@ -251,11 +251,9 @@ pub fn check_product(
 /// Parse a value whose type has its own error message (durations, sizes, enumerations).
 pub fn parse_with<T, E: std::fmt::Display>(
     workload: &'static str,
-    name: &'static str,
     value: &str,
     parse: impl FnOnce(&str) -> Result<T, E>,
 ) -> Result<T, ParamError> {
-    let _ = name;
     parse(value).map_err(|e| ParamError::whole(workload, e.to_string()))
 }
 

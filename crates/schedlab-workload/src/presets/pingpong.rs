@@ -93,8 +93,8 @@ impl Preset for PingPong {
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
             "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_ROUND_TRIPS)?,
-            "transport" => self.transport = parse_with(NAME, "transport", value, str::parse)?,
-            "tasks" => self.mode = parse_with(NAME, "tasks", value, str::parse)?,
+            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
+            "tasks" => self.mode = parse_with(NAME, value, str::parse)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         Ok(())

@@ -81,10 +81,7 @@ impl Preset for Yield {
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
             "threads" => self.threads = parse_count(NAME, "threads", value, 1..=4096)?,
-            "duration" => {
-                self.duration =
-                    parse_with(NAME, "duration", value, crate::duration::parse_duration)?
-            }
+            "duration" => self.duration = parse_with(NAME, value, crate::duration::parse_duration)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         Ok(())
