@@ -320,22 +320,18 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
             }
         }
         match key {
-            "nice" => {
-                let n: i32 = value.parse().map_err(|_| KnobError::NiceNotInteger {
+            "cpus" => cpu_text = Some(value.to_string()),
+            _ => set_knob(&mut knobs, key, value).map_err(|fault| match fault {
+                KnobFault::NiceNotInteger => KnobError::NiceNotInteger {
                     arg: arg.into(),
                     value: value.into(),
-                })?;
-                knobs.nice = Some(n);
-            }
-            "policy" => knobs.policy = Some(value.parse()?),
-            "slice" => knobs.slice_ns = Some(parse_duration(value)?.as_nanos() as u64),
-            "cpus" => cpu_text = Some(value.to_string()),
-            other => {
-                return Err(KnobError::UnknownKnob {
+                },
+                KnobFault::Unknown => KnobError::UnknownKnob {
                     arg: arg.into(),
-                    knob: other.into(),
-                })
-            }
+                    knob: key.into(),
+                },
+                KnobFault::Value(e) => KnobError::Value(e),
+            })?,
         }
     }
     if let Some(list) = cpu_text {
@@ -346,16 +342,42 @@ pub fn parse_group_arg(arg: &str) -> Result<(String, Knobs), KnobError> {
 
 /// Parse one knob, `key=value`, into knobs with only that knob set (a sweep's `server.nice=19`).
 pub fn parse_knob(key: &str, value: &str) -> Result<Knobs, KnobError> {
-    match parse_group_arg(&format!("g:{key}={value}")) {
-        Ok((_, knobs)) => Ok(knobs),
-        Err(KnobError::NiceNotInteger { value, .. }) => Err(KnobError::Value(ValueError(format!(
+    let mut knobs = Knobs::default();
+    set_knob(&mut knobs, key, value).map_err(|fault| match fault {
+        KnobFault::NiceNotInteger => KnobError::Value(ValueError(format!(
             "nice='{value}' is not an integer; accepted: -20..19"
-        )))),
-        Err(KnobError::UnknownKnob { knob, .. }) => Err(KnobError::Value(ValueError(format!(
-            "unknown knob '{knob}'; knobs: {KNOB_HELP}"
-        )))),
-        Err(e) => Err(e),
+        ))),
+        KnobFault::Unknown => KnobError::Value(ValueError(format!(
+            "unknown knob '{key}'; knobs: {KNOB_HELP}"
+        ))),
+        KnobFault::Value(e) => KnobError::Value(e),
+    })?;
+    Ok(knobs)
+}
+
+/// Why one `key=value` does not set a knob; the caller words it for where it came from.
+enum KnobFault {
+    /// `nice=` is not an integer.
+    NiceNotInteger,
+    /// No such knob.
+    Unknown,
+    /// The value does not parse.
+    Value(ValueError),
+}
+
+/// Set the knob `key` of `knobs` from `value` (`cpus=` as one complete list).
+fn set_knob(knobs: &mut Knobs, key: &str, value: &str) -> Result<(), KnobFault> {
+    match key {
+        "nice" => knobs.nice = Some(value.parse().map_err(|_| KnobFault::NiceNotInteger)?),
+        "policy" => knobs.policy = Some(value.parse().map_err(KnobFault::Value)?),
+        "slice" => {
+            let slice = parse_duration(value).map_err(KnobFault::Value)?;
+            knobs.slice_ns = Some(slice.as_nanos() as u64);
+        }
+        "cpus" => knobs.cpus = Some(parse_cpu_list(value).map_err(KnobFault::Value)?),
+        _ => return Err(KnobFault::Unknown),
     }
+    Ok(())
 }
 
 #[cfg(test)]
