@@ -17,7 +17,10 @@ use std::time::Duration;
 
 /// A workload whose metric is whatever the mock backend says.
 #[derive(Clone, Debug, Default)]
-pub struct MockWorkload;
+pub struct MockWorkload {
+    /// What it says one repetition may take (`Workload::expected_time`).
+    pub expected: Option<Duration>,
+}
 
 impl Workload for MockWorkload {
     fn name(&self) -> &'static str {
@@ -55,6 +58,9 @@ impl Workload for MockWorkload {
             "value".into(),
             outcome.wall.as_secs_f64(),
         )]))
+    }
+    fn expected_time(&self) -> Option<Duration> {
+        self.expected
     }
 }
 
@@ -171,7 +177,7 @@ pub fn experiment(machines: &[&'static str]) -> Experiment<MockWorkload, &'stati
         configs: machines
             .iter()
             .map(|m| Config {
-                workload: MockWorkload,
+                workload: MockWorkload::default(),
                 knobs: vec![Knobs::default()],
                 label: m.to_string(),
                 machine: *m,

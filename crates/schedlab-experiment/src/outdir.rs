@@ -412,7 +412,7 @@ mod tests {
             configs: configs
                 .iter()
                 .map(|(label, machine)| Config {
-                    workload: MockWorkload,
+                    workload: MockWorkload::default(),
                     knobs: vec![Knobs::default()],
                     label: label.to_string(),
                     machine: *machine,

@@ -270,44 +270,12 @@ impl Backend for RealBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mock::MockWorkload;
     use schedlab_workload::knobs::SchedPolicy;
-    use schedlab_workload::presets::Outcome;
-    use schedlab_workload::record::MetricDef;
-    use schedlab_workload::{Context, Plan, TaskRef, WorkloadError};
-    use std::collections::BTreeMap;
 
-    /// A workload that only says how long it expects to take.
-    struct Expects(Option<Duration>);
-
-    impl Workload for Expects {
-        fn name(&self) -> &'static str {
-            "expects"
-        }
-        fn params(&self) -> BTreeMap<String, String> {
-            BTreeMap::new()
-        }
-        fn plan(&self) -> Plan {
-            Plan {
-                groups: Vec::new(),
-                channels: 0,
-                duplex: false,
-                locks: 0,
-                mode: schedlab_workload::TaskMode::Threads,
-                transport: schedlab_workload::Transport::Pipe,
-            }
-        }
-        async fn body<C: Context>(&self, _: TaskRef, _: &C) -> Result<(), WorkloadError> {
-            Ok(())
-        }
-        fn metric_defs(&self) -> Vec<MetricDef> {
-            Vec::new()
-        }
-        fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
-            Ok(BTreeMap::new())
-        }
-        fn expected_time(&self) -> Option<Duration> {
-            self.0
-        }
+    /// The mock workload, saying only how long it expects to take.
+    fn expects(expected: Option<Duration>) -> MockWorkload {
+        MockWorkload { expected }
     }
 
     /// A workload whose size asks for millions of years (a count that wrapped) gets at most
@@ -316,14 +284,14 @@ mod tests {
     #[test]
     fn default_budgets_are_bounded() {
         let centuries = Duration::from_secs(371_000_000_000_000);
-        let w = Expects(Some(centuries));
+        let w = expects(Some(centuries));
         assert_eq!(supervisor_budget(&w, centuries), (MAX_DEFAULT_BUDGET, true));
         let given = Duration::from_secs(7 * 3600);
         assert_eq!(supervisor_budget(&w, given), (given, false));
-        let small = Expects(Some(Duration::from_secs(90)));
+        let small = expects(Some(Duration::from_secs(90)));
         let ninety = Duration::from_secs(90);
         assert_eq!(supervisor_budget(&small, ninety), (ninety, false));
-        let none = Expects(None);
+        let none = expects(None);
         assert_eq!(
             supervisor_budget(&none, Settings::DEFAULT_TIMEOUT),
             (Settings::DEFAULT_TIMEOUT, false)
