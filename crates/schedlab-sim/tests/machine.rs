@@ -34,6 +34,19 @@ fn sim<W: Workload>(
     seed: u64,
     k: &[Knobs],
 ) -> Result<SimResult, SimError> {
+    sim_bounded(w, policy, cpus, seed, k, None, None)
+}
+
+/// [`sim`] with a stop flag and a wall-clock budget.
+fn sim_bounded<W: Workload>(
+    w: &W,
+    policy: &str,
+    cpus: usize,
+    seed: u64,
+    k: &[Knobs],
+    stop: Option<&std::sync::atomic::AtomicBool>,
+    wall_budget: Option<Duration>,
+) -> Result<SimResult, SimError> {
     let spec: PolicySpec = policy.parse().unwrap();
     let cost = CostModel::profile("modern").unwrap();
     run_repetition(
@@ -44,8 +57,8 @@ fn sim<W: Workload>(
             cost: &cost,
             seed,
             knobs: k,
-            stop: None,
-            wall_budget: None,
+            stop,
+            wall_budget,
         },
     )
 }
@@ -284,21 +297,8 @@ fn a_run_past_its_wall_clock_budget_times_out() {
         threads: 4,
         duration: Duration::from_secs(100),
     };
-    let spec: PolicySpec = "cfs".parse().unwrap();
-    let cost = CostModel::profile("modern").unwrap();
     let budget = Duration::from_nanos(1);
-    let r = run_repetition(
-        &w,
-        SimSetup {
-            policy: &spec,
-            cpus: 2,
-            cost: &cost,
-            seed: 1,
-            knobs: &knobs(&[""]),
-            stop: None,
-            wall_budget: Some(budget),
-        },
-    );
+    let r = sim_bounded(&w, "cfs", 2, 1, &knobs(&[""]), None, Some(budget));
     let e = r.unwrap_err();
     assert_eq!(e, SimError::Timeout(budget));
     assert!(
@@ -313,21 +313,8 @@ fn a_stop_request_interrupts_the_run() {
         threads: 4,
         duration: Duration::from_secs(100),
     };
-    let spec: PolicySpec = "cfs".parse().unwrap();
-    let cost = CostModel::profile("modern").unwrap();
     let stop = std::sync::atomic::AtomicBool::new(true);
-    let r = run_repetition(
-        &w,
-        SimSetup {
-            policy: &spec,
-            cpus: 2,
-            cost: &cost,
-            seed: 1,
-            knobs: &knobs(&[""]),
-            stop: Some(&stop),
-            wall_budget: None,
-        },
-    );
+    let r = sim_bounded(&w, "cfs", 2, 1, &knobs(&[""]), Some(&stop), None);
     assert_eq!(r.unwrap_err(), SimError::Interrupted);
 }
 
