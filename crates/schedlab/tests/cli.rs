@@ -1759,17 +1759,22 @@ fn real_runs_clean_up_after_kills_end_realtime_groups_and_check_task_limits() {
 
     // Item 10: 1800 chat tasks under RLIMIT_NPROC 600 for a non-root user.
     const UID: u32 = 54_321;
-    let mut cmd = schedlab();
-    cmd.args([
-        "run",
-        "chat",
-        "--rooms",
-        "30",
-        "--messages",
-        "2",
-        "--runs",
-        "1",
-    ]);
+    // 30 rooms of 20 users: 1800 tasks, far more than the limits below allow.
+    let chat_1800_tasks = || {
+        let mut cmd = schedlab();
+        cmd.args([
+            "run",
+            "chat",
+            "--rooms",
+            "30",
+            "--messages",
+            "2",
+            "--runs",
+            "1",
+        ]);
+        cmd
+    };
+    let mut cmd = chat_1800_tasks();
     // SAFETY: only async-signal-safe system calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -1825,17 +1830,7 @@ fn real_runs_clean_up_after_kills_end_realtime_groups_and_check_task_limits() {
     std::fs::create_dir(&cg).unwrap();
     std::fs::write(cg.join("pids.max"), "600").unwrap();
     let procs = cg.join("cgroup.procs");
-    let mut cmd = schedlab();
-    cmd.args([
-        "run",
-        "chat",
-        "--rooms",
-        "30",
-        "--messages",
-        "2",
-        "--runs",
-        "1",
-    ]);
+    let mut cmd = chat_1800_tasks();
     // SAFETY: open, write and close are async-signal-safe; the path is prepared before the fork.
     let procs_c = std::ffi::CString::new(procs.to_str().unwrap()).unwrap();
     unsafe {
