@@ -38,6 +38,7 @@ impl Workload for MockWorkload {
             channels: 0,
             duplex: false,
             locks: 0,
+            sync: schedlab_workload::SyncPlan::default(),
             mode: TaskMode::Threads,
             transport: Transport::Pipe,
         }

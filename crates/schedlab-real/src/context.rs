@@ -136,6 +136,46 @@ impl Context for RealContext {
         Duration::from_nanos(sys::monotonic_ns().saturating_sub(self.epoch_ns))
     }
 
+    async fn barrier(&self, _id: schedlab_workload::BarrierId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "barriers are not supported by the real backend".into(),
+        ))
+    }
+
+    async fn sem_post(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "semaphores are not supported by the real backend".into(),
+        ))
+    }
+
+    async fn sem_wait(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "semaphores are not supported by the real backend".into(),
+        ))
+    }
+
+    async fn cond_wait(
+        &self,
+        _cond: schedlab_workload::CondId,
+        _lock: LockId,
+    ) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by the real backend".into(),
+        ))
+    }
+
+    async fn cond_signal(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by the real backend".into(),
+        ))
+    }
+
+    async fn cond_broadcast(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by the real backend".into(),
+        ))
+    }
+
     async fn yield_now(&self) {
         // SAFETY: plain syscall.
         unsafe { libc::sched_yield() };

@@ -1139,6 +1139,7 @@ mod tests {
                 channels: 0,
                 duplex: false,
                 locks: 0,
+                sync: schedlab_workload::SyncPlan::default(),
                 mode: self.mode,
                 transport: Transport::Pipe,
             }
@@ -1379,6 +1380,7 @@ mod eagain_tests {
                 channels: 0,
                 duplex: false,
                 locks: 0,
+                sync: schedlab_workload::SyncPlan::default(),
                 mode: self.0,
                 transport: schedlab_workload::Transport::Pipe,
             }

@@ -73,6 +73,7 @@ fn one_task_per_group(names: &[&'static str]) -> Plan {
         channels: 1,
         duplex: false,
         locks: 0,
+        sync: schedlab_workload::SyncPlan::default(),
         mode: TaskMode::Threads,
         transport: Transport::Pipe,
     }

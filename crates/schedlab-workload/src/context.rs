@@ -12,6 +12,18 @@ pub struct ChannelId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LockId(pub usize);
 
+/// A barrier of the workload's plan: a task that reaches it waits until all its parties have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BarrierId(pub usize);
+
+/// A counting semaphore of the workload's plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SemaphoreId(pub usize);
+
+/// A condition variable of the workload's plan, always used with one of the plan's locks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CondId(pub usize);
+
 /// Direction of a modelled or real I/O operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
@@ -91,6 +103,25 @@ pub trait Context {
     fn lock(&self, id: LockId) -> impl Future<Output = ()>;
     /// Release lock `id`, which this task holds.
     fn unlock(&self, id: LockId);
+    /// Wait at barrier `id` until all its parties ([`crate::plan::SyncPlan::barriers`]) have
+    /// arrived; then all go on and the barrier is ready for its next round.
+    fn barrier(&self, id: BarrierId) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Add one to semaphore `id`, waking one waiter if there is one (`sem_post`).
+    fn sem_post(&self, id: SemaphoreId) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Take one from semaphore `id`, blocking while it is zero (`sem_wait`).
+    fn sem_wait(&self, id: SemaphoreId) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Release `lock` (which this task holds), wait on `cond` until signalled, and take `lock`
+    /// again before returning (`pthread_cond_wait`). A signal sent while nobody waits is lost,
+    /// as with pthreads.
+    fn cond_wait(
+        &self,
+        cond: CondId,
+        lock: LockId,
+    ) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Wake one task waiting on `cond`, if any (`pthread_cond_signal`).
+    fn cond_signal(&self, cond: CondId) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Wake every task waiting on `cond` (`pthread_cond_broadcast`).
+    fn cond_broadcast(&self, cond: CondId) -> impl Future<Output = Result<(), WorkloadError>>;
     /// Read or write `bytes` of the task's scratch file.
     fn io(&self, kind: IoKind, bytes: usize) -> impl Future<Output = Result<(), WorkloadError>>;
     /// Write to `bytes` of memory, page by page.

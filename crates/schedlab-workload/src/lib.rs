@@ -30,8 +30,10 @@ pub mod plan;
 pub mod presets;
 pub mod record;
 
-pub use context::{ChannelId, Context, IoKind, LockId, WorkloadError};
+pub use context::{
+    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+};
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};
-pub use plan::{Plan, TaskMode, TaskRef, Transport};
+pub use plan::{Plan, SyncPlan, TaskMode, TaskRef, Transport};
 pub use presets::Workload;

@@ -117,10 +117,31 @@ pub struct Plan {
     pub duplex: bool,
     /// Number of locks ([`crate::LockId`] 0..locks).
     pub locks: usize,
+    /// Barriers, semaphores and condition variables.
+    pub sync: SyncPlan,
     /// Threads or processes.
     pub mode: TaskMode,
     /// How channels are carried.
     pub transport: Transport,
+}
+
+/// The synchronisation objects of a plan besides its locks: barriers, semaphores and condition
+/// variables (workload files and rt-app's events use them; the presets use none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SyncPlan {
+    /// Per barrier ([`crate::BarrierId`] 0..), how many tasks it waits for.
+    pub barriers: Vec<usize>,
+    /// Per semaphore ([`crate::SemaphoreId`] 0..), its initial count.
+    pub semaphores: Vec<u32>,
+    /// Number of condition variables ([`crate::CondId`] 0..conds).
+    pub conds: usize,
+}
+
+impl SyncPlan {
+    /// Whether the plan has no barrier, semaphore or condition variable.
+    pub fn is_empty(&self) -> bool {
+        self.barriers.is_empty() && self.semaphores.is_empty() && self.conds == 0
+    }
 }
 
 impl Plan {

@@ -88,6 +88,46 @@ impl Context for FakeCtx {
     fn now(&self) -> Duration {
         self.clock.get()
     }
+    async fn barrier(&self, _id: schedlab_workload::BarrierId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "barriers are not supported by this test context".into(),
+        ))
+    }
+
+    async fn sem_post(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "semaphores are not supported by this test context".into(),
+        ))
+    }
+
+    async fn sem_wait(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "semaphores are not supported by this test context".into(),
+        ))
+    }
+
+    async fn cond_wait(
+        &self,
+        _cond: schedlab_workload::CondId,
+        _lock: LockId,
+    ) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by this test context".into(),
+        ))
+    }
+
+    async fn cond_signal(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by this test context".into(),
+        ))
+    }
+
+    async fn cond_broadcast(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
+        Err(WorkloadError::Backend(
+            "condition variables are not supported by this test context".into(),
+        ))
+    }
+
     async fn yield_now(&self) {
         self.log.borrow_mut().push(Call::Yield);
         SuspendOnce(false).await;

@@ -25,7 +25,7 @@ use super::params::{
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::{ParamError, ValueError};
-use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -388,6 +388,7 @@ impl Workload for Chat {
             channels: 2 * n,
             duplex: true,
             locks: 0,
+            sync: SyncPlan::default(),
             mode: self.hosting,
             transport: self.transport,
         }

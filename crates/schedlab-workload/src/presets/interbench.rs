@@ -43,7 +43,7 @@ use super::{metric, GroupDefault, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, IoKind, WorkloadError};
 use crate::error::{ParamError, ValueError};
 use crate::knobs::{Knobs, SchedPolicy};
-use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -929,6 +929,7 @@ impl Workload for Interbench {
                 },
             duplex: false,
             locks: 0,
+            sync: SyncPlan::default(),
             mode: TaskMode::GroupProcesses,
             transport: Transport::Pipe,
         }

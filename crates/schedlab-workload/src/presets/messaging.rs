@@ -14,7 +14,7 @@ use super::params::{
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::ParamError;
-use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -210,6 +210,7 @@ impl Workload for Messaging {
             channels: n,
             duplex: false,
             locks: 0,
+            sync: SyncPlan::default(),
             mode: self.mode,
             transport: self.transport,
         }

@@ -9,7 +9,7 @@ use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::ParamError;
-use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -133,6 +133,7 @@ impl Workload for PingPong {
             channels: 2,
             duplex: false,
             locks: 0,
+            sync: SyncPlan::default(),
             mode: self.mode,
             transport: self.transport,
         }

@@ -9,7 +9,7 @@ use super::params::{parse_count, parse_with, unknown_param, ParamDef, ParamKind,
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, WorkloadError};
 use crate::error::ParamError;
-use crate::plan::{GroupPlan, Plan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -120,6 +120,7 @@ impl Workload for Yield {
             channels: 0,
             duplex: false,
             locks: 0,
+            sync: SyncPlan::default(),
             mode: TaskMode::Threads,
             transport: Transport::Pipe,
         }
