@@ -1,0 +1,309 @@
+//! The model every workload file is read into, whichever its grammar (schedlab's TOML, rt-app's
+//! JSON): parameters, task groups with a body of steps, channels, locks, barriers, semaphores and
+//! condition variables, and the metrics the file reports. Every element keeps the span it came
+//! from, so that a fault found later (a reference to nothing, a unit that does not fit) is
+//! reported at its place in the file.
+
+use crate::expr::{Expr, Quantity};
+use crate::span::{Span, Spanned};
+use schedlab_workload::IoKind;
+use std::path::PathBuf;
+
+/// A whole workload file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScriptDef {
+    /// The workload's name (the file's `name`, or its stem).
+    pub name: String,
+    /// What it is, one line (`description`).
+    pub description: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The file's text, for `file:line:column` of faults found after reading.
+    pub text: String,
+    /// Which grammar it was read with.
+    pub grammar: Grammar,
+    /// Parameters with defaults, set by `--set NAME=VALUE` and `sweep --vary NAME=...`.
+    pub params: Vec<ParamSpec>,
+    /// Task groups, in order: task ids are assigned group by group.
+    pub groups: Vec<GroupSpec>,
+    /// Message channels (each an array of `count` channels).
+    pub channels: Vec<ChannelSpec>,
+    /// Locks (each an array).
+    pub locks: Vec<ObjectSpec>,
+    /// Barriers (each an array), with their parties.
+    pub barriers: Vec<BarrierSpec>,
+    /// Semaphores (each an array), with their initial counts.
+    pub semaphores: Vec<SemaphoreSpec>,
+    /// Condition variables (each an array).
+    pub conds: Vec<ObjectSpec>,
+    /// How channels are carried on the real backend (`pipe`, `socketpair`, `unix`, `tcp`,
+    /// `udp`, or `$param`); default socketpair.
+    pub transport: Option<Spanned<String>>,
+    /// How tasks are hosted on the real backend (`threads`, `processes`, or `$param`); default
+    /// threads.
+    pub tasks: Option<Spanned<String>>,
+    /// The order tasks are created and released in, when not group by group.
+    pub start: Option<StartOrder>,
+    /// The metrics reported and the primary one.
+    pub metrics: MetricsSpec,
+}
+
+/// Which grammar a file was read with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grammar {
+    /// schedlab's TOML step language (docs/workload-files.md).
+    Toml,
+    /// rt-app's JSON grammar (rt-app's doc/tutorial.txt).
+    RtApp,
+}
+
+/// A parameter of the file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamSpec {
+    /// Its name (an expression refers to it by this name, `--set NAME=` sets it).
+    pub name: Spanned<String>,
+    /// Its default, which also fixes its kind.
+    pub default: ParamValue,
+    /// Where the default is.
+    pub default_span: Span,
+    /// What it means (`help`), shown by `schedlab list FILE` and `--help`.
+    pub help: String,
+    /// For a text parameter, the values it accepts (empty: any).
+    pub choices: Vec<String>,
+}
+
+/// A parameter's value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ParamValue {
+    /// A number, a duration or a size.
+    Number(Quantity),
+    /// A word (a transport, a hosting, a mode); referred to as `$name` where a word is expected.
+    Text(String),
+}
+
+/// A task group: `count` tasks, each running `body`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupSpec {
+    /// Its name (`--group NAME:...`, `sweep --vary NAME.nice=...`).
+    pub name: Spanned<String>,
+    /// How many tasks (an expression of the parameters).
+    pub count: Expr,
+    /// Knobs as `--group` takes them (`nice`, `policy`, `slice`, `cpus`), each `(key, value)`
+    /// with the value's span.
+    pub knobs: Vec<(Spanned<String>, Spanned<String>)>,
+    /// Whether its tasks wait, parked, until another task's `spawn` step starts each of them
+    /// (rt-app's `fork`); otherwise they start with the run.
+    pub spawned: bool,
+    /// The steps each task runs, once.
+    pub body: Vec<Step>,
+    /// The whole group's span.
+    pub span: Span,
+}
+
+/// A named array of objects (locks, condition variables).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectSpec {
+    /// Its name.
+    pub name: Spanned<String>,
+    /// How many (an array; `name[i]` refers to one); `None`: one, referred to as `name`.
+    pub count: Option<Expr>,
+}
+
+/// A message channel array: many writers, one reader per channel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelSpec {
+    /// Name and count.
+    pub object: ObjectSpec,
+    /// The groups that may send on it (empty: any that does).
+    pub writers: Vec<Spanned<String>>,
+    /// The groups that may receive from it (empty: any that does).
+    pub readers: Vec<Spanned<String>>,
+}
+
+/// A barrier array.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BarrierSpec {
+    /// Name and count.
+    pub object: ObjectSpec,
+    /// How many tasks each barrier waits for; `None`: every task of every group whose body
+    /// uses it.
+    pub parties: Option<Expr>,
+}
+
+/// A semaphore array.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SemaphoreSpec {
+    /// Name and count.
+    pub object: ObjectSpec,
+    /// Initial count of each (default 0).
+    pub initial: Option<Expr>,
+}
+
+/// The order tasks are created in: `chunk` tasks of each named group in turn (hackbench creates
+/// each group's receivers, then its senders).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartOrder {
+    /// The groups, in the order their chunks are taken; every group of the file once.
+    pub groups: Vec<Spanned<String>>,
+    /// Tasks per turn.
+    pub chunk: Expr,
+    /// Where it is.
+    pub span: Span,
+}
+
+/// Which metrics the file reports.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MetricsSpec {
+    /// The primary metric (what `--until`, `compare` and `sweep` look at first); default `time`.
+    pub primary: Option<Spanned<String>>,
+    /// The metrics shown, in order (default: every metric the file produces).
+    pub show: Vec<Spanned<String>>,
+}
+
+/// A reference to a channel, lock, barrier, semaphore or condition: `name` or `name[expr]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectRef {
+    /// The array's name.
+    pub name: Spanned<String>,
+    /// The element; `None` for element 0 of a one-element array.
+    pub index: Option<Expr>,
+}
+
+/// How long a `compute` or `sleep` takes: fixed, or drawn from a seeded distribution per step.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Amount {
+    /// Always this.
+    Fixed(Expr),
+    /// Uniform between `low` and `high`.
+    Uniform {
+        /// Lower bound.
+        low: Expr,
+        /// Upper bound.
+        high: Expr,
+    },
+    /// Exponential with this mean.
+    Exponential {
+        /// Mean.
+        mean: Expr,
+    },
+    /// Normal with this mean and standard deviation, clamped at zero.
+    Normal {
+        /// Mean.
+        mean: Expr,
+        /// Standard deviation.
+        sd: Expr,
+    },
+    /// Log-normal with this mean and standard deviation (of the value, not its logarithm).
+    LogNormal {
+        /// Mean.
+        mean: Expr,
+        /// Standard deviation.
+        sd: Expr,
+    },
+}
+
+/// One step of a body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// What it does.
+    pub kind: StepKind,
+    /// Where it is.
+    pub span: Span,
+}
+
+/// What a step does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StepKind {
+    /// Use this much CPU time.
+    Compute(Amount),
+    /// Stay on the CPU until this much wall time has passed (rt-app's `runtime`).
+    Busy(Expr),
+    /// Sleep.
+    Sleep(Amount),
+    /// Wait for the next activation of periodic timer `timer` (first activation: the first
+    /// time the step runs), then go on. Accounted as interbench does: the latency of each
+    /// wake-up, periods missed entirely, and whether the work between two activations ended
+    /// before the deadline.
+    Period {
+        /// The timer's name; its metrics are `NAME.latency`, `NAME.max_latency`,
+        /// `NAME.deadlines_met`, `NAME.missed`.
+        timer: Spanned<String>,
+        /// The period.
+        every: Expr,
+        /// The relative deadline (default: the period).
+        deadline: Option<Expr>,
+    },
+    /// Send one message of `size` bytes.
+    Send {
+        /// Where.
+        channel: ObjectRef,
+        /// Bytes (at least 8: each message carries its sender and sequence number, and the
+        /// receiver checks them).
+        size: Expr,
+    },
+    /// Receive one message of `size` bytes.
+    Recv {
+        /// From where.
+        channel: ObjectRef,
+        /// Bytes.
+        size: Expr,
+    },
+    /// Take a lock.
+    Lock(ObjectRef),
+    /// Release a lock this task holds.
+    Unlock(ObjectRef),
+    /// Wait at a barrier.
+    Barrier(ObjectRef),
+    /// Post a semaphore.
+    SemPost(ObjectRef),
+    /// Wait on a semaphore.
+    SemWait(ObjectRef),
+    /// Wait on a condition with a held lock.
+    CondWait {
+        /// The condition.
+        cond: ObjectRef,
+        /// The lock held (released while waiting).
+        lock: ObjectRef,
+    },
+    /// Wake one waiter of a condition.
+    CondSignal(ObjectRef),
+    /// Wake every waiter of a condition.
+    CondBroadcast(ObjectRef),
+    /// Give up the CPU (sched_yield).
+    Yield,
+    /// Read or write the task's scratch file.
+    Io {
+        /// Read, write, or truncate.
+        kind: IoKind,
+        /// Bytes.
+        bytes: Expr,
+    },
+    /// Write to this much memory, page by page.
+    Touch(Expr),
+    /// Start the next parked task of a `spawned` group.
+    Spawn(Spanned<String>),
+    /// Repeat `body`.
+    Loop {
+        /// How often: a plain number is a count of passes; a duration runs passes until that
+        /// much time has passed since the loop began (checked before each pass).
+        repeat: Expr,
+        /// The pass number's name (0, 1, …) for expressions inside, if given.
+        var: Option<Spanned<String>>,
+        /// The steps.
+        body: Vec<Step>,
+    },
+    /// Run `body` and record its wall time as a sample of metric `name`.
+    Timed {
+        /// The timer's name (metrics `NAME` and `NAME.max`).
+        name: Spanned<String>,
+        /// The steps timed.
+        body: Vec<Step>,
+    },
+    /// Add `by` to count `name` (metrics `NAME` and `NAME_per_s`).
+    Count {
+        /// The count's name.
+        name: Spanned<String>,
+        /// How much (default 1).
+        by: Expr,
+    },
+}
