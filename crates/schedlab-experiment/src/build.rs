@@ -6,7 +6,7 @@ use crate::backend::Backend;
 use crate::error::ExperimentError;
 use crate::vary::{combination_label, cross_product, parse_variations, Variation, VaryKey};
 use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
-use schedlab_workload::presets::{ListValues, ParamKind, Preset};
+use schedlab_workload::presets::{Configurable, DefaultKind, ListValues, ParamKind, Preset};
 #[cfg(test)]
 use std::time::Duration;
 
@@ -79,8 +79,25 @@ pub fn build<P: Preset, B: Backend>(
     backend: &B,
     machine: &B::Machine,
 ) -> Result<Experiment<P, B::Machine>, ExperimentError> {
-    let defs = P::param_defs();
-    let mut base = P::with_defaults(request.host_cpus);
+    build_from(
+        P::with_defaults(request.host_cpus),
+        request,
+        backend,
+        machine,
+    )
+}
+
+/// Build and check every configuration of `request` for the workload `base` (a preset at its
+/// defaults, or a workload file as read) on `backend`, whose configurations start from
+/// `machine`.
+pub fn build_from<W: Configurable, B: Backend>(
+    mut base: W,
+    request: &ExperimentRequest,
+    backend: &B,
+    machine: &B::Machine,
+) -> Result<Experiment<W, B::Machine>, ExperimentError> {
+    let defs = base.param_defs();
+    let name = base.name();
     let mut lists = ListValues::default();
     for d in defs {
         let given = request
@@ -109,37 +126,31 @@ pub fn build<P: Preset, B: Backend>(
             }
         }
     }
-    if let Some((name, _)) = request
+    if let Some((given, _)) = request
         .params
         .iter()
         .find(|(n, _)| !defs.iter().any(|d| d.name == n))
     {
-        return Err(schedlab_workload::presets::params::unknown_param(P::NAME, defs, name).into());
+        return Err(schedlab_workload::presets::params::unknown_param(name, defs, given).into());
     }
     let plan = base.plan();
-    let variations = parse_variations(
-        &request.vary,
-        P::NAME,
-        defs,
-        &plan,
-        backend.varies_machines(),
-    )?;
+    let variations = parse_variations(&request.vary, name, defs, &plan, backend.varies_machines())?;
 
     let mut user_knobs: Vec<Option<Knobs>> = vec![None; plan.groups.len()];
     for arg in &request.groups {
-        let (name, k) =
+        let (group_name, k) =
             parse_group_arg(arg).map_err(|source| ExperimentError::GroupArg { source })?;
-        let Some(i) = plan.group_index(&name) else {
+        let Some(i) = plan.group_index(&group_name) else {
             let names: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();
             return Err(ExperimentError::NoSuchGroup {
                 arg: arg.clone(),
-                workload: P::NAME,
-                group: name,
+                workload: name,
+                group: group_name,
                 groups: names.join(", "),
             });
         };
         if user_knobs[i].is_some() {
-            return Err(ExperimentError::GroupTwice(name));
+            return Err(ExperimentError::GroupTwice(group_name));
         }
         user_knobs[i] = Some(k);
     }
@@ -194,8 +205,9 @@ pub fn build<P: Preset, B: Backend>(
                 }
             }
         }
-        let workloads =
-            P::configurations(&workload, &lists).map_err(|e| in_combination(e.into()))?;
+        let workloads = workload
+            .configurations(&lists)
+            .map_err(|e| in_combination(e.into()))?;
         let knobs = group_knobs(&workloads[0], &user_knobs, backend, &machine)?;
         let mut knobs = knobs;
         for (g, group_name, k, key) in knob_changes {
@@ -228,7 +240,7 @@ pub fn build<P: Preset, B: Backend>(
         combinations.push(what);
     }
     for c in &configs {
-        backend.check_needs(P::NAME, &c.workload.host_needs())?;
+        backend.check_needs(name, &c.workload.host_needs())?;
     }
     Ok(Experiment {
         configs,
@@ -239,8 +251,8 @@ pub fn build<P: Preset, B: Backend>(
 
 /// The knobs of each group: the user's, over the workload's own defaults, checked against the
 /// machine.
-fn group_knobs<P: Preset, B: Backend>(
-    workload: &P,
+fn group_knobs<W: Configurable, B: Backend>(
+    workload: &W,
     user: &[Option<Knobs>],
     backend: &B,
     machine: &B::Machine,
@@ -251,13 +263,14 @@ fn group_knobs<P: Preset, B: Backend>(
         let Some(g) = plan.group_index(d.group) else {
             continue;
         };
-        match d.forced_by {
-            None if user[g].is_none() => knobs[g] = d.knobs.clone(),
-            None => {}
-            Some(param) => {
+        match d.kind {
+            DefaultKind::UnlessGiven if user[g].is_none() => knobs[g] = d.knobs.clone(),
+            DefaultKind::UnlessGiven => {}
+            DefaultKind::Under => knobs[g] = d.knobs.merged(&knobs[g]),
+            DefaultKind::ForcedBy(param) => {
                 if let (Some(p), Some(_)) = (d.knobs.policy, knobs[g].policy) {
                     return Err(ExperimentError::ForcedKnob {
-                        workload: P::NAME,
+                        workload: workload.name(),
                         param,
                         group: d.group,
                         knob: "policy",

@@ -39,7 +39,7 @@
 use super::params::{
     parse_count, parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
 };
-use super::{metric, GroupDefault, HostNeeds, Outcome, Workload};
+use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, IoKind, WorkloadError};
 use crate::error::{ParamError, ValueError};
 use crate::knobs::{Knobs, SchedPolicy};
@@ -837,7 +837,7 @@ impl Preset for Interbench {
                     policy: Some(SchedPolicy::Fifo(96)),
                     ..Knobs::default()
                 },
-                forced_by: None,
+                kind: DefaultKind::UnlessGiven,
             });
         }
         if self.rt {
@@ -847,7 +847,7 @@ impl Preset for Interbench {
                     policy: Some(SchedPolicy::Fifo(95)),
                     ..Knobs::default()
                 },
-                forced_by: Some("rt"),
+                kind: DefaultKind::ForcedBy("rt"),
             });
         }
         out

@@ -12,7 +12,8 @@ pub use chat::{Chat, ChatMode, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
 pub use params::{
-    GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
+    Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset,
+    MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;

@@ -106,6 +106,73 @@ impl ListValues {
     }
 }
 
+/// A workload whose configuration is set parameter by parameter from text: a shipped preset, or
+/// a workload file. The experiment pipeline builds every configuration through this trait.
+pub trait Configurable: Workload + Clone {
+    /// Its parameters, in the order the command line shows them.
+    fn param_defs(&self) -> &'static [ParamDef];
+    /// Set one parameter from its text (one element, for a list parameter).
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
+    /// Check the whole configuration; the error names the parameter, the value and what is
+    /// accepted.
+    fn check(&self) -> Result<(), ParamError>;
+    /// Knobs the workload gives its own groups, given whether the backend may use real-time
+    /// policies.
+    fn group_defaults(&self, realtime_allowed: bool) -> Vec<GroupDefault>;
+    /// Memory and file space one repetition needs on the machine it runs on.
+    fn host_needs(&self) -> HostNeeds;
+    /// The configurations of one command line: the cross product of the list parameters (first
+    /// one slowest), each set on this one and checked.
+    fn configurations(&self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
+        cross_configurations(self, lists)
+    }
+}
+
+/// The cross product of `lists` (first one slowest), each combination set on `base` and
+/// checked: what [`Configurable::configurations`] does unless a workload knows better.
+pub fn cross_configurations<W: Configurable>(
+    base: &W,
+    lists: &ListValues,
+) -> Result<Vec<W>, ParamError> {
+    let mut out = vec![base.clone()];
+    for (name, values) in &lists.lists {
+        let mut next = Vec::with_capacity(out.len() * values.len());
+        for c in &out {
+            for v in values {
+                let mut c = c.clone();
+                c.set_param(name, v)?;
+                next.push(c);
+            }
+        }
+        out = next;
+    }
+    for c in &out {
+        c.check()?;
+    }
+    Ok(out)
+}
+
+impl<P: Preset> Configurable for P {
+    fn param_defs(&self) -> &'static [ParamDef] {
+        P::PARAMS
+    }
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        Preset::set_param(self, name, value)
+    }
+    fn check(&self) -> Result<(), ParamError> {
+        Preset::check(self)
+    }
+    fn group_defaults(&self, realtime_allowed: bool) -> Vec<GroupDefault> {
+        Preset::group_defaults(self, realtime_allowed)
+    }
+    fn host_needs(&self) -> HostNeeds {
+        Preset::host_needs(self)
+    }
+    fn configurations(&self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
+        P::configurations(self, lists)
+    }
+}
+
 /// A workload schedlab ships, with its parameters declared ([`ParamDef`]) and set by name.
 pub trait Preset: Workload + Clone + Default + Sized {
     /// The workload's name on the command line.
@@ -150,22 +217,7 @@ pub trait Preset: Workload + Clone + Default + Sized {
     /// The configurations of one command line: the cross product of the list parameters (first
     /// one slowest), each set on `base` and checked.
     fn configurations(base: &Self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
-        let mut out = vec![base.clone()];
-        for (name, values) in &lists.lists {
-            let mut next = Vec::with_capacity(out.len() * values.len());
-            for c in &out {
-                for v in values {
-                    let mut c = c.clone();
-                    c.set_param(name, v)?;
-                    next.push(c);
-                }
-            }
-            out = next;
-        }
-        for c in &out {
-            c.check()?;
-        }
-        Ok(out)
+        cross_configurations(base, lists)
     }
 }
 
@@ -276,10 +328,20 @@ pub struct GroupDefault {
     pub group: &'static str,
     /// The knobs.
     pub knobs: Knobs,
-    /// `None`: a default, used when the user gives the group no knobs. `Some(param)`: set
-    /// because of that parameter, over the user's knobs; a user's knob of the same kind is an
-    /// error.
-    pub forced_by: Option<&'static str>,
+    /// How they combine with the user's `--group` knobs.
+    pub kind: DefaultKind,
+}
+
+/// How a workload's knobs for a group combine with the user's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultKind {
+    /// Used only when the user gives the group no knobs.
+    UnlessGiven,
+    /// The user's knobs go over these, knob by knob (a workload file's `nice = 19` stays when
+    /// the user adds `cpus=0`).
+    Under,
+    /// Set because of this parameter, over the user's knobs; a user's policy is an error.
+    ForcedBy(&'static str),
 }
 
 /// What a configuration needs of the machine besides CPUs: `(parameter, bytes)`.
