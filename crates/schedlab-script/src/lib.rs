@@ -16,3 +16,10 @@ pub mod span;
 
 pub use error::{Diagnostic, FileError};
 pub use model::ScriptDef;
+pub mod compile;
+mod dry;
+pub mod intern;
+pub mod interp;
+pub mod program;
+pub mod script;
+pub use script::Script;

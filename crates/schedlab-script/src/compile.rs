@@ -1,0 +1,1036 @@
+//! Compile a workload file for one configuration (its parameters' values): resolve every name,
+//! check every unit and count, lay out the plan's channels, locks and synchronisation objects,
+//! flatten each body into instructions, and — when the file fixes its message counts — run it
+//! dry to prove that every receive can be satisfied. Every fault is a [`Diagnostic`] at its
+//! place in the file.
+
+use crate::error::{did_you_mean, Diagnostic};
+use crate::expr::{compile as compile_expr, Binding, Compiled, Expr, Quantity, Unit};
+use crate::intern::intern;
+use crate::model::{Amount, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
+use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program};
+use crate::span::Span;
+use schedlab_workload::plan::GroupPlan;
+use schedlab_workload::presets::MAX_TASKS;
+use schedlab_workload::{Plan, SyncPlan, TaskMode, Transport};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// The most elements of one channel, lock, barrier, semaphore or condition array.
+pub const MAX_OBJECTS: usize = 1 << 20;
+/// The largest message: one write of up to a page is atomic on pipes and UNIX sockets, so
+/// senders sharing a channel never interleave their bytes.
+pub const MAX_MESSAGE: u64 = 4096;
+/// Bytes of the header (sender, sequence number) a message of at least this size carries.
+pub const HEADER: usize = 8;
+/// Instructions a dry run may execute before it gives up proving message counts.
+pub(crate) const DRY_RUN_BUDGET: u64 = 50_000_000;
+
+/// The kinds of named objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Channel,
+    Lock,
+    Barrier,
+    Semaphore,
+    Cond,
+}
+
+impl Kind {
+    fn word(self) -> &'static str {
+        match self {
+            Kind::Channel => "channel",
+            Kind::Lock => "lock",
+            Kind::Barrier => "barrier",
+            Kind::Semaphore => "semaphore",
+            Kind::Cond => "condition",
+        }
+    }
+}
+
+struct Object {
+    kind: Kind,
+    base: usize,
+    len: usize,
+    /// Whether it was declared with a count (an array, referred to as `name[i]`).
+    array: bool,
+    span: Span,
+}
+
+/// How a group's body uses the channels, barriers and spawns (for the structural checks).
+#[derive(Default)]
+struct Uses {
+    sends: BTreeMap<String, Span>,
+    recvs: BTreeMap<String, Span>,
+    barriers: BTreeSet<String>,
+}
+
+struct Compiler<'a> {
+    def: &'a ScriptDef,
+    params: Vec<(&'a str, Quantity)>,
+    texts: Vec<(&'a str, &'a str)>,
+    objects: BTreeMap<String, Object>,
+    timers: Vec<&'static str>,
+    counts: Vec<&'static str>,
+    periods: Vec<PeriodNames>,
+    metric_kinds: BTreeMap<String, (&'static str, Span)>,
+    /// Spawned groups: name → start semaphore.
+    spawn_semaphores: BTreeMap<String, usize>,
+    /// Per instruction of the group being compiled, where it came from.
+    spans: Vec<Span>,
+    receives: bool,
+    random: bool,
+}
+
+/// The metric names a compiled file reports, with their kinds: for `check`'s plan and the
+/// `primary`/`show` keys.
+pub fn metric_names(program: &Program) -> Vec<String> {
+    let mut out = vec!["time".to_string()];
+    if program.receives {
+        out.push("messages".into());
+        out.push("msgs_per_s".into());
+    }
+    for t in &program.timers {
+        out.push(t.to_string());
+        out.push(format!("{t}.max"));
+    }
+    for c in &program.counts {
+        out.push(c.to_string());
+        out.push(format!("{c}_per_s"));
+    }
+    for p in &program.periods {
+        for suffix in ["latency", "max_latency", "deadlines_met", "missed"] {
+            out.push(format!("{}.{suffix}", p.name));
+        }
+    }
+    out
+}
+
+/// Compile `def` with parameter values `values` (one per `def.params`, in order) and
+/// distribution seed `seed`.
+pub fn compile(def: &ScriptDef, values: &[ParamValue], seed: u64) -> Result<Program, Diagnostic> {
+    let mut params = Vec::new();
+    let mut texts = Vec::new();
+    for (p, v) in def.params.iter().zip(values) {
+        match v {
+            ParamValue::Number(q) => params.push((p.name.value.as_str(), *q)),
+            ParamValue::Text(t) => texts.push((p.name.value.as_str(), t.as_str())),
+        }
+    }
+    let mut c = Compiler {
+        def,
+        params,
+        texts,
+        objects: BTreeMap::new(),
+        timers: Vec::new(),
+        counts: Vec::new(),
+        periods: Vec::new(),
+        metric_kinds: BTreeMap::new(),
+        spawn_semaphores: BTreeMap::new(),
+        spans: Vec::new(),
+        receives: false,
+        random: false,
+    };
+    c.run(seed)
+}
+
+impl<'a> Compiler<'a> {
+    /// Names an expression of the parameters alone may use.
+    fn param_names(&self) -> Vec<String> {
+        self.params.iter().map(|(n, _)| n.to_string()).collect()
+    }
+
+    fn lookup_param(&self, name: &str) -> Option<(Binding, Unit)> {
+        self.params
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, q)| (Binding::Const(*q), q.unit))
+    }
+
+    fn text_param_error(&self, expr: &Expr) -> Option<Diagnostic> {
+        expr.names().into_iter().find_map(|(n, span)| {
+            self.texts.iter().find(|(t, _)| *t == n).map(|(_, v)| {
+                Diagnostic::new(
+                    span,
+                    format!("parameter '{n}' is a word ('{v}'), not a number; an expression takes numbers, durations and sizes"),
+                )
+            })
+        })
+    }
+
+    /// A constant of the parameters alone.
+    fn constant(&self, expr: &Expr, what: &str, unit: Unit) -> Result<f64, Diagnostic> {
+        if let Some(d) = self.text_param_error(expr) {
+            return Err(d);
+        }
+        let (c, u) = compile_expr(expr, &|n| self.lookup_param(n), &|| self.param_names())?;
+        let value = c.constant().expect("parameters are constants");
+        check_unit(expr, what, u, &[unit])?;
+        Ok(value)
+    }
+
+    /// A whole number of the parameters alone, in `lo..=hi`.
+    fn count(&self, expr: &Expr, what: &str, lo: u64, hi: u64) -> Result<u64, Diagnostic> {
+        let v = self.constant(expr, what, Unit::None)?;
+        whole(expr, what, v, lo, hi)
+    }
+
+    fn run(&mut self, seed: u64) -> Result<Program, Diagnostic> {
+        let def = self.def;
+        // Objects: one id space per kind, arrays laid out in declaration order.
+        let mut next = [0usize; 5];
+        let mut declare = |c: &mut Compiler,
+                           kind: Kind,
+                           name: &crate::span::Spanned<String>,
+                           count: &Option<Expr>|
+         -> Result<(), Diagnostic> {
+            let len = match count {
+                Some(e) => c.count(
+                    e,
+                    &format!("{} {} count", kind.word(), name.value),
+                    1,
+                    MAX_OBJECTS as u64,
+                )? as usize,
+                None => 1,
+            };
+            if let Some(o) = c.objects.get(&name.value) {
+                return Err(Diagnostic::new(
+                    name.span,
+                    format!(
+                        "'{}' is already a {} name; every channel, lock, barrier, semaphore and condition needs its own",
+                        name.value,
+                        o.kind.word()
+                    ),
+                ));
+            }
+            let k = kind as usize;
+            c.objects.insert(
+                name.value.clone(),
+                Object {
+                    kind,
+                    base: next[k],
+                    len,
+                    array: count.is_some(),
+                    span: name.span,
+                },
+            );
+            next[k] += len;
+            Ok(())
+        };
+        for ch in &def.channels {
+            declare(self, Kind::Channel, &ch.object.name, &ch.object.count)?;
+        }
+        for l in &def.locks {
+            declare(self, Kind::Lock, &l.name, &l.count)?;
+        }
+        for b in &def.barriers {
+            declare(self, Kind::Barrier, &b.object.name, &b.object.count)?;
+        }
+        for s in &def.semaphores {
+            declare(self, Kind::Semaphore, &s.object.name, &s.object.count)?;
+        }
+        for cv in &def.conds {
+            declare(self, Kind::Cond, &cv.name, &cv.count)?;
+        }
+        let [channels, locks, barriers_n, user_semaphores, conds] = next;
+
+        // Groups and their sizes.
+        let mut sizes = Vec::new();
+        let mut total: u64 = 0;
+        for g in &def.groups {
+            let n = self.count(
+                &g.count,
+                &format!("group {} count", g.name.value),
+                1,
+                MAX_TASKS as u64,
+            )?;
+            total += n;
+            if total > MAX_TASKS as u64 {
+                return Err(Diagnostic::new(
+                    g.count.span,
+                    format!(
+                        "the groups ask for {total} tasks so far (group {} has {n}); accepted: at most {MAX_TASKS} per repetition",
+                        g.name.value
+                    ),
+                ));
+            }
+            sizes.push(n as usize);
+        }
+        if def.groups.is_empty() {
+            return Err(Diagnostic::new(
+                Span::default(),
+                "the file has no groups; add at least one [groups.NAME] with steps",
+            ));
+        }
+        let mut semaphores = user_semaphores;
+        for g in &def.groups {
+            if g.spawned {
+                self.spawn_semaphores
+                    .insert(g.name.value.clone(), semaphores);
+                semaphores += 1;
+            }
+        }
+
+        // Bodies.
+        let mut groups = Vec::new();
+        let mut uses = Vec::new();
+        let mut spans = Vec::new();
+        let mut first = 0;
+        for (g, &n) in def.groups.iter().zip(&sizes) {
+            let mut u = Uses::default();
+            let mut body = Vec::new();
+            let mut slots = 1; // slot 0: index
+            self.spans.clear();
+            let mut scope: Vec<(String, usize)> = Vec::new();
+            self.body(&g.body, n, &mut scope, &mut slots, &mut body, &mut u)?;
+            groups.push(CGroup {
+                name: intern(&g.name.value),
+                tasks: n,
+                first,
+                body,
+                slots,
+                start_semaphore: self.spawn_semaphores.get(&g.name.value).copied(),
+            });
+            spans.push(std::mem::take(&mut self.spans));
+            uses.push(u);
+            first += n;
+        }
+
+        // Channels: someone sends where someone receives, and only the groups declared.
+        for ch in &def.channels {
+            let name = &ch.object.name.value;
+            let senders: Vec<usize> = (0..groups.len())
+                .filter(|&i| uses[i].sends.contains_key(name))
+                .collect();
+            let readers: Vec<usize> = (0..groups.len())
+                .filter(|&i| uses[i].recvs.contains_key(name))
+                .collect();
+            if let (true, Some(&r)) = (senders.is_empty(), readers.first()) {
+                return Err(Diagnostic::new(
+                    uses[r].recvs[name],
+                    format!("group {} receives from channel '{name}' but no group sends on it: a receive nobody can satisfy", groups[r].name),
+                ));
+            }
+            if let (true, Some(&s)) = (readers.is_empty(), senders.first()) {
+                return Err(Diagnostic::new(
+                    uses[s].sends[name],
+                    format!("group {} sends on channel '{name}' but no group receives from it; its messages would never be read", groups[s].name),
+                ));
+            }
+            for (list, who, verb) in [
+                (&ch.writers, &senders, "sends on"),
+                (&ch.readers, &readers, "receives from"),
+            ] {
+                if list.is_empty() {
+                    continue;
+                }
+                for &i in who.iter() {
+                    if !list.iter().any(|w| w.value == groups[i].name) {
+                        let at = if verb == "sends on" {
+                            uses[i].sends[name]
+                        } else {
+                            uses[i].recvs[name]
+                        };
+                        let allowed: Vec<&str> = list.iter().map(|w| w.value.as_str()).collect();
+                        return Err(Diagnostic::new(
+                            at,
+                            format!(
+                                "group {} {verb} channel '{name}', which declares only {} as {}",
+                                groups[i].name,
+                                allowed.join(", "),
+                                if verb == "sends on" {
+                                    "writers"
+                                } else {
+                                    "readers"
+                                }
+                            ),
+                        ));
+                    }
+                }
+            }
+            for w in ch.writers.iter().chain(&ch.readers) {
+                if !def.groups.iter().any(|g| g.name.value == w.value) {
+                    let names: Vec<&str> =
+                        def.groups.iter().map(|g| g.name.value.as_str()).collect();
+                    return Err(Diagnostic::new(
+                        w.span,
+                        format!(
+                            "'{}' is not a group; the groups are {}{}",
+                            w.value,
+                            names.join(", "),
+                            did_you_mean(&w.value, names.iter().copied())
+                        ),
+                    ));
+                }
+            }
+        }
+
+        // Synchronisation objects.
+        let mut barrier_parties = vec![0usize; barriers_n];
+        for b in &def.barriers {
+            let o = &self.objects[&b.object.name.value];
+            let users: usize = (0..groups.len())
+                .filter(|&i| uses[i].barriers.contains(&b.object.name.value))
+                .map(|i| groups[i].tasks)
+                .sum();
+            let parties = match &b.parties {
+                Some(e) => self.count(
+                    e,
+                    &format!("barrier {} parties", b.object.name.value),
+                    1,
+                    MAX_TASKS as u64,
+                )? as usize,
+                None if users == 0 => {
+                    return Err(Diagnostic::new(
+                        b.object.name.span,
+                        format!(
+                            "no group waits at barrier '{}'; remove it or add a barrier step",
+                            b.object.name.value
+                        ),
+                    ))
+                }
+                None => users,
+            };
+            for p in &mut barrier_parties[o.base..o.base + o.len] {
+                *p = parties;
+            }
+        }
+        let mut initial = vec![0u32; semaphores];
+        for s in &def.semaphores {
+            let o = &self.objects[&s.object.name.value];
+            let v = match &s.initial {
+                Some(e) => self.count(
+                    e,
+                    &format!("semaphore {} initial", s.object.name.value),
+                    0,
+                    u32::MAX as u64 / 2,
+                )? as u32,
+                None => 0,
+            };
+            for i in &mut initial[o.base..o.base + o.len] {
+                *i = v;
+            }
+        }
+
+        let transport = self.word(&def.transport, "transport", Transport::Socketpair)?;
+        let mode = self.word(&def.tasks, "tasks", TaskMode::Threads)?;
+        if mode == TaskMode::GroupProcesses {
+            let span = def.tasks.as_ref().map_or(Span::default(), |t| t.span);
+            return Err(Diagnostic::new(span, "tasks 'group-processes' is not accepted in a workload file; use threads or processes"));
+        }
+
+        // Start order.
+        let start_order = match &def.start {
+            None => (0..first).collect(),
+            Some(s) => {
+                let chunk = self.count(&s.chunk, "start chunk", 1, MAX_TASKS as u64)? as usize;
+                let mut order_groups = Vec::new();
+                for name in &s.groups {
+                    let Some(i) = groups.iter().position(|g| g.name == name.value) else {
+                        let names: Vec<&str> = groups.iter().map(|g| g.name).collect();
+                        return Err(Diagnostic::new(
+                            name.span,
+                            format!(
+                                "'{}' is not a group; the groups are {}{}",
+                                name.value,
+                                names.join(", "),
+                                did_you_mean(&name.value, names.iter().copied())
+                            ),
+                        ));
+                    };
+                    if order_groups.contains(&i) {
+                        return Err(Diagnostic::new(
+                            name.span,
+                            format!("group '{}' is listed twice in start.order", name.value),
+                        ));
+                    }
+                    order_groups.push(i);
+                }
+                if order_groups.len() != groups.len() {
+                    let missing: Vec<&str> = (0..groups.len())
+                        .filter(|i| !order_groups.contains(i))
+                        .map(|i| groups[i].name)
+                        .collect();
+                    return Err(Diagnostic::new(
+                        s.span,
+                        format!(
+                            "start.order must list every group once; it leaves out {}",
+                            missing.join(", ")
+                        ),
+                    ));
+                }
+                let mut taken = vec![0usize; groups.len()];
+                let mut out = Vec::with_capacity(first);
+                while out.len() < first {
+                    for &g in &order_groups {
+                        let k = chunk.min(groups[g].tasks - taken[g]);
+                        out.extend((taken[g]..taken[g] + k).map(|i| groups[g].first + i));
+                        taken[g] += k;
+                    }
+                }
+                out
+            }
+        };
+
+        let plan = Plan {
+            groups: groups
+                .iter()
+                .map(|g| GroupPlan {
+                    name: g.name,
+                    tasks: g.tasks,
+                })
+                .collect(),
+            channels,
+            duplex: false,
+            locks,
+            sync: SyncPlan {
+                barriers: barrier_parties,
+                semaphores: initial,
+                conds,
+            },
+            mode,
+            transport,
+        };
+        let mut program = Program {
+            plan,
+            groups,
+            start_order,
+            timers: std::mem::take(&mut self.timers),
+            counts: std::mem::take(&mut self.counts),
+            periods: std::mem::take(&mut self.periods),
+            receives: self.receives,
+            expected_messages: None,
+            seed,
+            expected_time: Duration::ZERO,
+            memory: 0,
+            files: 0,
+        };
+        crate::dry::run(&mut program, &spans, self.def)?;
+        self.check_metrics(&program)?;
+        Ok(program)
+    }
+
+    fn check_metrics(&self, program: &Program) -> Result<(), Diagnostic> {
+        let names = metric_names(program);
+        let spec = &self.def.metrics;
+        for m in spec.primary.iter().chain(&spec.show) {
+            if !names.contains(&m.value) {
+                return Err(Diagnostic::new(
+                    m.span,
+                    format!(
+                        "'{}' is not a metric of this file; its metrics are {}{}",
+                        m.value,
+                        names.join(", "),
+                        did_you_mean(&m.value, names.iter().map(String::as_str))
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A word setting (`transport`, `tasks`): literal, or `$param`.
+    fn word<T: std::str::FromStr<Err = schedlab_workload::ValueError>>(
+        &self,
+        setting: &Option<crate::span::Spanned<String>>,
+        what: &str,
+        default: T,
+    ) -> Result<T, Diagnostic> {
+        let Some(s) = setting else { return Ok(default) };
+        let text = match s.value.strip_prefix('$') {
+            Some(p) => match self.texts.iter().find(|(n, _)| *n == p) {
+                Some((_, v)) => *v,
+                None => {
+                    let names: Vec<&str> = self.texts.iter().map(|(n, _)| *n).collect();
+                    return Err(Diagnostic::new(
+                        s.span,
+                        format!(
+                            "{what} '{}' names no word parameter; {}{}",
+                            s.value,
+                            if names.is_empty() {
+                                "the file has none".to_string()
+                            } else {
+                                format!("its word parameters are {}", names.join(", "))
+                            },
+                            did_you_mean(p, names.iter().copied())
+                        ),
+                    ));
+                }
+            },
+            None => s.value.as_str(),
+        };
+        text.parse()
+            .map_err(|e: schedlab_workload::ValueError| Diagnostic::new(s.span, e.0))
+    }
+
+    fn record_metric(
+        &mut self,
+        name: &crate::span::Spanned<String>,
+        kind: &'static str,
+    ) -> Result<(), Diagnostic> {
+        let n = &name.value;
+        if ["time", "messages", "msgs_per_s"].contains(&n.as_str()) {
+            return Err(Diagnostic::new(
+                name.span,
+                format!("'{n}' is a metric every file has; name the {kind} otherwise"),
+            ));
+        }
+        if !n
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            || n.is_empty()
+        {
+            return Err(Diagnostic::new(
+                name.span,
+                format!("{kind} name '{n}' is not accepted; use letters, digits, '_' and '-'"),
+            ));
+        }
+        match self.metric_kinds.get(n) {
+            Some((k, _)) if *k != kind => Err(Diagnostic::new(
+                name.span,
+                format!("'{n}' is already a {k}; a {kind} needs another name"),
+            )),
+            Some(_) => Ok(()),
+            None => {
+                self.metric_kinds.insert(n.clone(), (kind, name.span));
+                Ok(())
+            }
+        }
+    }
+
+    fn push(&mut self, out: &mut Vec<Instr>, i: Instr, span: Span) {
+        out.push(i);
+        self.spans.push(span);
+    }
+
+    /// Compile an expression that may use the task's index, the group's count and loop
+    /// variables.
+    fn dynamic(
+        &self,
+        expr: &Expr,
+        count: usize,
+        scope: &[(String, usize)],
+        what: &str,
+        units: &[Unit],
+    ) -> Result<(Compiled, Unit), Diagnostic> {
+        if let Some(d) = self.text_param_error(expr) {
+            return Err(d);
+        }
+        let lookup = |n: &str| -> Option<(Binding, Unit)> {
+            if let Some((_, slot)) = scope.iter().rev().find(|(v, _)| v == n) {
+                return Some((Binding::Slot(*slot), Unit::None));
+            }
+            match n {
+                "index" => Some((Binding::Slot(0), Unit::None)),
+                "count" => Some((Binding::Const(Quantity::plain(count as f64)), Unit::None)),
+                _ => self.lookup_param(n),
+            }
+        };
+        let accepted = || {
+            let mut names = vec!["index".to_string(), "count".to_string()];
+            names.extend(scope.iter().map(|(v, _)| v.clone()));
+            names.extend(self.param_names());
+            names
+        };
+        let (c, u) = compile_expr(expr, &lookup, &accepted)?;
+        check_unit(expr, what, u, units)?;
+        if let Some(v) = c.constant() {
+            if v < 0.0 || !v.is_finite() {
+                return Err(Diagnostic::new(
+                    expr.span,
+                    format!(
+                        "{what} '{expr}' is {}; accepted: zero or more",
+                        Quantity { value: v, unit: u }
+                    ),
+                ));
+            }
+        }
+        Ok((c, u))
+    }
+
+    fn amount(
+        &mut self,
+        a: &Amount,
+        count: usize,
+        scope: &[(String, usize)],
+        what: &str,
+    ) -> Result<CAmount, Diagnostic> {
+        let d = |s: &Self, e: &Expr, w: &str| {
+            s.dynamic(e, count, scope, w, &[Unit::Seconds])
+                .map(|(c, _)| c)
+        };
+        Ok(match a {
+            Amount::Fixed(e) => CAmount::Fixed(d(self, e, what)?),
+            Amount::Uniform { low, high } => {
+                self.random = true;
+                CAmount::Uniform(d(self, low, what)?, d(self, high, what)?)
+            }
+            Amount::Exponential { mean } => {
+                self.random = true;
+                CAmount::Exponential(d(self, mean, what)?)
+            }
+            Amount::Normal { mean, sd } => {
+                self.random = true;
+                CAmount::Normal(d(self, mean, what)?, d(self, sd, "sd")?)
+            }
+            Amount::LogNormal { mean, sd } => {
+                self.random = true;
+                CAmount::LogNormal(d(self, mean, what)?, d(self, sd, "sd")?)
+            }
+        })
+    }
+
+    fn object(
+        &self,
+        r: &ObjectRef,
+        kind: Kind,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<CRef, Diagnostic> {
+        let name = &r.name.value;
+        let Some(o) = self.objects.get(name) else {
+            let same: Vec<&str> = self
+                .objects
+                .iter()
+                .filter(|(_, o)| o.kind == kind)
+                .map(|(n, _)| n.as_str())
+                .collect();
+            return Err(Diagnostic::new(
+                r.name.span,
+                format!(
+                    "'{name}' is not a {} of this file; {}{}",
+                    kind.word(),
+                    if same.is_empty() {
+                        format!("it declares none (add [{}s.{name}])", table(kind))
+                    } else {
+                        format!("its {}s are {}", kind.word(), same.join(", "))
+                    },
+                    did_you_mean(name, same.iter().copied())
+                ),
+            ));
+        };
+        if o.kind != kind {
+            return Err(Diagnostic::new(
+                r.name.span,
+                format!("'{name}' is a {}, not a {}", o.kind.word(), kind.word()),
+            ));
+        }
+        let index = match (&r.index, o.array) {
+            (Some(e), true) => {
+                let (c, _) = self.dynamic(e, count, scope, &format!("{name}[...]"), &[Unit::None])?;
+                if let Some(v) = c.constant() {
+                    whole(e, &format!("{name}[...]"), v, 0, o.len as u64 - 1)?;
+                }
+                Some(c)
+            }
+            (None, false) => None,
+            (Some(e), false) => {
+                return Err(Diagnostic::new(e.span, format!("'{name}' is a single {} (declared without count); refer to it as '{name}'", kind.word())))
+            }
+            (None, true) => {
+                return Err(Diagnostic::new(r.name.span, format!("'{name}' is an array of {} {}s (declared at {}..); refer to one as '{name}[INDEX]'", o.len, kind.word(), o.span.start)))
+            }
+        };
+        Ok(CRef {
+            base: o.base,
+            len: o.len,
+            index,
+            name: intern(name),
+        })
+    }
+
+    fn body(
+        &mut self,
+        steps: &[Step],
+        count: usize,
+        scope: &mut Vec<(String, usize)>,
+        slots: &mut usize,
+        out: &mut Vec<Instr>,
+        uses: &mut Uses,
+    ) -> Result<(), Diagnostic> {
+        for step in steps {
+            let span = step.span;
+            let dynamic = |s: &Self, e: &Expr, what: &str, units: &[Unit]| {
+                s.dynamic(e, count, scope, what, units)
+            };
+            match &step.kind {
+                StepKind::Compute(a) => {
+                    let a = self.amount(a, count, scope, "compute")?;
+                    self.push(out, Instr::Compute(a), span);
+                }
+                StepKind::Sleep(a) => {
+                    let a = self.amount(a, count, scope, "sleep")?;
+                    self.push(out, Instr::Sleep(a), span);
+                }
+                StepKind::Busy(e) => {
+                    let (c, _) = dynamic(self, e, "busy", &[Unit::Seconds])?;
+                    self.push(out, Instr::Busy(c), span);
+                }
+                StepKind::Period {
+                    timer,
+                    every,
+                    deadline,
+                } => {
+                    self.record_metric(timer, "periodic timer")?;
+                    let (every_c, _) = dynamic(self, every, "every", &[Unit::Seconds])?;
+                    if every_c.constant() == Some(0.0) {
+                        return Err(Diagnostic::new(
+                            every.span,
+                            format!("every '{every}' is zero; a period must be longer than 0"),
+                        ));
+                    }
+                    let deadline = match deadline {
+                        Some(d) => dynamic(self, d, "deadline", &[Unit::Seconds])?.0,
+                        None => every_c.clone(),
+                    };
+                    let t = match self.periods.iter().position(|p| p.name == timer.value) {
+                        Some(t) => t,
+                        None => {
+                            let n = &timer.value;
+                            self.periods.push(PeriodNames {
+                                name: intern(n),
+                                latency: intern(&format!("{n}.latency")),
+                                met: intern(&format!("{n}.met")),
+                                late: intern(&format!("{n}.late")),
+                                missed: intern(&format!("{n}.missed")),
+                            });
+                            self.periods.len() - 1
+                        }
+                    };
+                    self.push(
+                        out,
+                        Instr::Period {
+                            timer: t,
+                            every: every_c,
+                            deadline,
+                        },
+                        span,
+                    );
+                }
+                StepKind::Send { channel, size } | StepKind::Recv { channel, size } => {
+                    let chan = self.object(channel, Kind::Channel, count, scope)?;
+                    let (size_c, _) = dynamic(self, size, "size", &[Unit::Bytes, Unit::None])?;
+                    if let Some(v) = size_c.constant() {
+                        whole(size, "size", v, 1, MAX_MESSAGE)?;
+                    }
+                    let name = channel.name.value.clone();
+                    if matches!(step.kind, StepKind::Send { .. }) {
+                        uses.sends.entry(name).or_insert(span);
+                        self.push(out, Instr::Send { chan, size: size_c }, span);
+                    } else {
+                        self.receives = true;
+                        uses.recvs.entry(name).or_insert(span);
+                        self.push(out, Instr::Recv { chan, size: size_c }, span);
+                    }
+                }
+                StepKind::Lock(r) => {
+                    let r = self.object(r, Kind::Lock, count, scope)?;
+                    self.push(out, Instr::Lock(r), span);
+                }
+                StepKind::Unlock(r) => {
+                    let r = self.object(r, Kind::Lock, count, scope)?;
+                    self.push(out, Instr::Unlock(r), span);
+                }
+                StepKind::Barrier(r) => {
+                    uses.barriers.insert(r.name.value.clone());
+                    let r = self.object(r, Kind::Barrier, count, scope)?;
+                    self.push(out, Instr::Barrier(r), span);
+                }
+                StepKind::SemPost(r) => {
+                    let r = self.object(r, Kind::Semaphore, count, scope)?;
+                    self.push(out, Instr::SemPost(r), span);
+                }
+                StepKind::SemWait(r) => {
+                    let r = self.object(r, Kind::Semaphore, count, scope)?;
+                    self.push(out, Instr::SemWait(r), span);
+                }
+                StepKind::CondWait { cond, lock } => {
+                    let cond = self.object(cond, Kind::Cond, count, scope)?;
+                    let lock = self.object(lock, Kind::Lock, count, scope)?;
+                    self.push(out, Instr::CondWait { cond, lock }, span);
+                }
+                StepKind::CondSignal(r) => {
+                    let r = self.object(r, Kind::Cond, count, scope)?;
+                    self.push(out, Instr::CondSignal(r), span);
+                }
+                StepKind::CondBroadcast(r) => {
+                    let r = self.object(r, Kind::Cond, count, scope)?;
+                    self.push(out, Instr::CondBroadcast(r), span);
+                }
+                StepKind::Yield => self.push(out, Instr::Yield, span),
+                StepKind::Io { kind, bytes } => {
+                    let (c, _) = dynamic(self, bytes, "bytes", &[Unit::Bytes, Unit::None])?;
+                    self.push(
+                        out,
+                        Instr::Io {
+                            kind: *kind,
+                            bytes: c,
+                        },
+                        span,
+                    );
+                }
+                StepKind::Touch(bytes) => {
+                    let (c, _) = dynamic(self, bytes, "touch", &[Unit::Bytes, Unit::None])?;
+                    self.push(out, Instr::Touch(c), span);
+                }
+                StepKind::Spawn(group) => {
+                    let Some(&semaphore) = self.spawn_semaphores.get(&group.value) else {
+                        let spawned: Vec<&str> =
+                            self.spawn_semaphores.keys().map(String::as_str).collect();
+                        let exists = self.def.groups.iter().any(|g| g.name.value == group.value);
+                        return Err(Diagnostic::new(
+                            group.span,
+                            if exists {
+                                format!("group '{}' starts with the run; mark it `spawned = true` to start its tasks with spawn", group.value)
+                            } else {
+                                format!(
+                                    "'{}' is not a group; spawned groups: {}{}",
+                                    group.value,
+                                    if spawned.is_empty() {
+                                        "none".to_string()
+                                    } else {
+                                        spawned.join(", ")
+                                    },
+                                    did_you_mean(&group.value, spawned.iter().copied())
+                                )
+                            },
+                        ));
+                    };
+                    self.push(out, Instr::Spawn { semaphore }, span);
+                }
+                StepKind::Loop { repeat, var, body } => {
+                    let (c, unit) = dynamic(self, repeat, "loop", &[Unit::None, Unit::Seconds])?;
+                    if unit == Unit::None {
+                        if let Some(v) = c.constant() {
+                            whole(repeat, "loop", v, 0, u64::MAX >> 12)?;
+                        }
+                    }
+                    let counter = *slots;
+                    *slots += 1;
+                    let var_slot = match var {
+                        Some(v) => {
+                            if ["index", "count"].contains(&v.value.as_str())
+                                || self.params.iter().any(|(p, _)| *p == v.value)
+                            {
+                                return Err(Diagnostic::new(v.span, format!("loop variable '{}' hides a name already defined (index, count or a parameter); choose another", v.value)));
+                            }
+                            let s = *slots;
+                            *slots += 1;
+                            scope.push((v.value.clone(), s));
+                            Some(s)
+                        }
+                        None => None,
+                    };
+                    let begin = out.len();
+                    self.push(
+                        out,
+                        Instr::LoopBegin {
+                            repeat: c,
+                            timed: unit == Unit::Seconds,
+                            counter,
+                            var: var_slot,
+                            end: 0,
+                        },
+                        span,
+                    );
+                    self.body(body, count, scope, slots, out, uses)?;
+                    if var_slot.is_some() {
+                        scope.pop();
+                    }
+                    let end = out.len();
+                    self.push(out, Instr::LoopEnd { begin }, span);
+                    if let Instr::LoopBegin { end: e, .. } = &mut out[begin] {
+                        *e = end;
+                    }
+                }
+                StepKind::Timed { name, body } => {
+                    self.record_metric(name, "timer")?;
+                    let timer = match self.timers.iter().position(|t| *t == name.value) {
+                        Some(t) => t,
+                        None => {
+                            self.timers.push(intern(&name.value));
+                            self.timers.len() - 1
+                        }
+                    };
+                    let slot = *slots;
+                    *slots += 1;
+                    self.push(out, Instr::TimedBegin { slot }, span);
+                    self.body(body, count, scope, slots, out, uses)?;
+                    self.push(out, Instr::TimedEnd { timer, slot }, span);
+                }
+                StepKind::Count { name, by } => {
+                    self.record_metric(name, "count")?;
+                    let (c, _) = dynamic(self, by, "by", &[Unit::None])?;
+                    let count_i = match self.counts.iter().position(|t| *t == name.value) {
+                        Some(t) => t,
+                        None => {
+                            self.counts.push(intern(&name.value));
+                            self.counts.len() - 1
+                        }
+                    };
+                    self.push(
+                        out,
+                        Instr::Count {
+                            count: count_i,
+                            by: c,
+                        },
+                        span,
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn table(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Channel => "channel",
+        Kind::Lock => "lock",
+        Kind::Barrier => "barrier",
+        Kind::Semaphore => "semaphore",
+        Kind::Cond => "cond",
+    }
+}
+
+/// Whether `u` is one of `units`; the error names the value and what is accepted.
+fn check_unit(expr: &Expr, what: &str, u: Unit, units: &[Unit]) -> Result<(), Diagnostic> {
+    if units.contains(&u) {
+        return Ok(());
+    }
+    let want = match units {
+        [Unit::Seconds] => "a duration such as 5ms",
+        [Unit::Bytes] => "a size such as 4KiB",
+        [Unit::Bytes, Unit::None] => "a size such as 4KiB (or a plain number of bytes)",
+        [Unit::None] => "a plain number",
+        [Unit::None, Unit::Seconds] => "a plain number of passes, or a duration such as 10s",
+        _ => "another unit",
+    };
+    Err(Diagnostic::new(
+        expr.span,
+        format!("{what} '{expr}' is {u}; use {want}"),
+    ))
+}
+
+/// `v` as a whole number in `lo..=hi`.
+pub(crate) fn whole(expr: &Expr, what: &str, v: f64, lo: u64, hi: u64) -> Result<u64, Diagnostic> {
+    if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 || !v.is_finite() {
+        return Err(Diagnostic::new(
+            expr.span,
+            format!("{what} '{expr}' is {v}; accepted: a whole number in {lo}..{hi}"),
+        ));
+    }
+    Ok(v as u64)
+}
+
+/// Whether a program draws from distributions (the file then gets a `seed` parameter).
+pub fn uses_distributions(def: &ScriptDef) -> bool {
+    fn any(steps: &[Step]) -> bool {
+        steps.iter().any(|s| match &s.kind {
+            StepKind::Compute(a) | StepKind::Sleep(a) => !matches!(a, Amount::Fixed(_)),
+            StepKind::Loop { body, .. } | StepKind::Timed { body, .. } => any(body),
+            _ => false,
+        })
+    }
+    def.groups.iter().any(|g| any(&g.body))
+}

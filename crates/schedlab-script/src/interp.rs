@@ -1,0 +1,361 @@
+//! The task body of a workload file: one interpreter over a group's compiled instructions,
+//! written once against [`Context`] like every shipped workload's body, so that it runs on the
+//! real kernel and on the simulator alike.
+//!
+//! Messages of 8 bytes or more carry their sender and a sequence number per (sender, channel),
+//! and every receiver checks them, as the messaging preset does: a lost, duplicated or reordered
+//! message fails the repetition. Periodic timers are accounted as interbench accounts its
+//! periods (`periodic_schedule` in interbench.c): an activation's latency is how late the task
+//! woke after it; the work between two activations meets its deadline if it ends by the
+//! activation plus the deadline; when the task falls a whole period or more behind, the
+//! activations it overslept are counted as missed (and as deadlines missed) and it carries on
+//! from the latest one.
+
+use crate::program::{CAmount, CRef, Instr, Program};
+use rand::Rng;
+use rand_core::SeedableRng;
+use rand_distr::{Distribution, Exp, LogNormal, Normal};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use rustc_hash::FxHashMap;
+use schedlab_workload::{
+    BarrierId, ChannelId, CondId, Context, LockId, SemaphoreId, TaskRef, WorkloadError,
+};
+use std::time::Duration;
+
+/// Sample key of the messages each receiving task got.
+pub const RECEIVED: &str = "received";
+
+/// A duration from seconds, or an error naming the step.
+fn duration(secs: f64, what: &str) -> Result<Duration, WorkloadError> {
+    if secs.is_finite() && (0.0..=1e9).contains(&secs) {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(WorkloadError::Backend(format!(
+            "{what} evaluated to {secs} s; accepted: 0..1e9 s"
+        )))
+    }
+}
+
+fn element(r: &CRef, frame: &[f64]) -> Result<usize, WorkloadError> {
+    let Some(c) = &r.index else { return Ok(r.base) };
+    let i = c.eval(frame);
+    if i.fract() == 0.0 && i >= 0.0 && (i as usize) < r.len {
+        Ok(r.base + i as usize)
+    } else {
+        Err(WorkloadError::Backend(format!(
+            "{}[{i}] is out of range: '{}' has {} elements",
+            r.name, r.name, r.len
+        )))
+    }
+}
+
+fn draw(
+    a: &CAmount,
+    frame: &[f64],
+    rng: &mut Xoshiro256PlusPlus,
+    what: &str,
+) -> Result<Duration, WorkloadError> {
+    let bad = |e: String| WorkloadError::Backend(format!("{what}: {e}"));
+    let secs = match a {
+        CAmount::Fixed(c) => c.eval(frame),
+        CAmount::Uniform(lo, hi) => {
+            let (lo, hi) = (lo.eval(frame), hi.eval(frame));
+            if hi < lo {
+                return Err(bad(format!("uniform bounds {lo} s > {hi} s")));
+            }
+            lo + (hi - lo) * rng.gen::<f64>()
+        }
+        CAmount::Exponential(mean) => {
+            let m = mean.eval(frame);
+            if m <= 0.0 {
+                0.0
+            } else {
+                Exp::new(1.0 / m)
+                    .map_err(|e| bad(e.to_string()))?
+                    .sample(rng)
+            }
+        }
+        CAmount::Normal(mean, sd) => Normal::new(mean.eval(frame), sd.eval(frame))
+            .map_err(|e| bad(e.to_string()))?
+            .sample(rng)
+            .max(0.0),
+        CAmount::LogNormal(mean, sd) => {
+            let (m, s) = (mean.eval(frame), sd.eval(frame));
+            if m <= 0.0 {
+                0.0
+            } else {
+                let sigma2 = (1.0 + (s * s) / (m * m)).ln();
+                LogNormal::new(m.ln() - sigma2 / 2.0, sigma2.sqrt())
+                    .map_err(|e| bad(e.to_string()))?
+                    .sample(rng)
+            }
+        }
+    };
+    duration(secs, what)
+}
+
+/// A periodic timer's state in one task.
+#[derive(Clone, Copy, Default)]
+struct PeriodState {
+    /// The current activation and its deadline, once the timer has started.
+    current: Option<(Duration, Duration)>,
+    met: u64,
+    late: u64,
+    missed: u64,
+}
+
+impl PeriodState {
+    /// Account the work of the current activation, ended at `now`.
+    fn close(&mut self, now: Duration) {
+        if let Some((_, due)) = self.current {
+            if now <= due {
+                self.met += 1;
+            } else {
+                self.late += 1;
+            }
+        }
+    }
+}
+
+/// Run task `task`'s body of `program` against `ctx`.
+pub async fn run<C: Context>(
+    program: &Program,
+    task: TaskRef,
+    ctx: &C,
+) -> Result<(), WorkloadError> {
+    let group = &program.groups[task.group];
+    if let Some(s) = group.start_semaphore {
+        ctx.sem_wait(SemaphoreId(s)).await?;
+    }
+    let mut frame = vec![0f64; group.slots];
+    frame[0] = task.index as f64;
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(
+        program.seed ^ (task.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
+    // Buffers live in the body's own frame, as the messaging preset's do.
+    let mut buf = [0u8; 4096];
+    let mut next_send: FxHashMap<usize, u32> = FxHashMap::default();
+    let mut next_recv: FxHashMap<(usize, u32), u32> = FxHashMap::default();
+    let mut received = 0u64;
+    let mut counts = vec![0f64; program.counts.len()];
+    let mut periods = vec![PeriodState::default(); program.periods.len()];
+    let tasks = program.plan.total_tasks() as u32;
+    let body = &group.body;
+    let mut pc = 0;
+    while pc < body.len() {
+        match &body[pc] {
+            Instr::Compute(a) => ctx.compute(draw(a, &frame, &mut rng, "compute")?).await,
+            Instr::Sleep(a) => ctx.sleep(draw(a, &frame, &mut rng, "sleep")?).await,
+            Instr::Busy(c) => {
+                let end = ctx.now() + duration(c.eval(&frame), "busy")?;
+                loop {
+                    let now = ctx.now();
+                    if now >= end {
+                        break;
+                    }
+                    ctx.compute((end - now).min(Duration::from_millis(1))).await;
+                }
+            }
+            Instr::Period {
+                timer,
+                every,
+                deadline,
+            } => {
+                let every = duration(every.eval(&frame), "every")?;
+                let deadline = duration(deadline.eval(&frame), "deadline")?;
+                if every.is_zero() {
+                    return Err(WorkloadError::Backend(
+                        "a period's every evaluated to 0".into(),
+                    ));
+                }
+                let names = &program.periods[*timer];
+                let state = &mut periods[*timer];
+                let now = ctx.now();
+                state.close(now);
+                let activation = match state.current {
+                    None => now,
+                    Some((previous, _)) => {
+                        let mut next = previous + every;
+                        if now >= next + every {
+                            // Overslept whole periods: count them missed and go on from the
+                            // latest activation that has passed.
+                            let behind = ((now - next).as_nanos() / every.as_nanos()) as u32;
+                            state.missed += u64::from(behind);
+                            state.late += u64::from(behind);
+                            next += every * behind;
+                        }
+                        if next > now {
+                            ctx.sleep_until(next).await;
+                        }
+                        ctx.record(names.latency, ctx.now().saturating_sub(next).as_secs_f64());
+                        next
+                    }
+                };
+                state.current = Some((activation, activation + deadline));
+            }
+            Instr::Send { chan, size } => {
+                let ch = element(chan, &frame)?;
+                let n = message_size(size.eval(&frame))?;
+                if n >= crate::compile::HEADER {
+                    let seq = next_send.entry(ch).or_insert(0);
+                    buf[..4].copy_from_slice(&(task.id as u32).to_le_bytes());
+                    buf[4..8].copy_from_slice(&seq.to_le_bytes());
+                    *seq = seq.wrapping_add(1);
+                }
+                ctx.send(ChannelId(ch), &buf[..n]).await?;
+            }
+            Instr::Recv { chan, size } => {
+                let ch = element(chan, &frame)?;
+                let n = message_size(size.eval(&frame))?;
+                ctx.recv(ChannelId(ch), &mut buf[..n]).await?;
+                if n >= crate::compile::HEADER {
+                    let sender = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes"));
+                    let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+                    if sender >= tasks {
+                        return Err(WorkloadError::Integrity(format!(
+                            "task {} got a message on {}[{}] from task {sender}, which does not exist",
+                            task.id,
+                            chan.name,
+                            ch - chan.base
+                        )));
+                    }
+                    let expected = next_recv.entry((ch, sender)).or_insert(0);
+                    if seq != *expected {
+                        return Err(WorkloadError::Integrity(format!(
+                            "task {} expected message {} from task {sender} on {}[{}], got {seq}",
+                            task.id,
+                            *expected,
+                            chan.name,
+                            ch - chan.base
+                        )));
+                    }
+                    *expected = expected.wrapping_add(1);
+                }
+                received += 1;
+            }
+            Instr::Lock(r) => ctx.lock(LockId(element(r, &frame)?)).await,
+            Instr::Unlock(r) => ctx.unlock(LockId(element(r, &frame)?)),
+            Instr::Barrier(r) => ctx.barrier(BarrierId(element(r, &frame)?)).await?,
+            Instr::SemPost(r) => ctx.sem_post(SemaphoreId(element(r, &frame)?)).await?,
+            Instr::SemWait(r) => ctx.sem_wait(SemaphoreId(element(r, &frame)?)).await?,
+            Instr::CondWait { cond, lock } => {
+                ctx.cond_wait(
+                    CondId(element(cond, &frame)?),
+                    LockId(element(lock, &frame)?),
+                )
+                .await?
+            }
+            Instr::CondSignal(r) => ctx.cond_signal(CondId(element(r, &frame)?)).await?,
+            Instr::CondBroadcast(r) => ctx.cond_broadcast(CondId(element(r, &frame)?)).await?,
+            Instr::Yield => ctx.yield_now().await,
+            Instr::Io { kind, bytes } => ctx.io(*kind, byte_count(bytes.eval(&frame))?).await?,
+            Instr::Touch(bytes) => ctx.touch_memory(byte_count(bytes.eval(&frame))?).await,
+            Instr::Spawn { semaphore } => ctx.sem_post(SemaphoreId(*semaphore)).await?,
+            Instr::LoopBegin {
+                repeat,
+                timed,
+                counter,
+                var,
+                end,
+            } => {
+                let r = repeat.eval(&frame);
+                frame[*counter] = if *timed {
+                    let d = duration(r, "loop")?;
+                    (ctx.now() + d).as_secs_f64()
+                } else if r.fract() == 0.0 && r >= 0.0 {
+                    r
+                } else {
+                    return Err(WorkloadError::Backend(format!(
+                        "a loop's count evaluated to {r}; accepted: a whole number, 0 or more"
+                    )));
+                };
+                if let Some(v) = var {
+                    frame[*v] = 0.0;
+                }
+                let runs = if *timed {
+                    ctx.now().as_secs_f64() < frame[*counter]
+                } else {
+                    frame[*counter] > 0.0
+                };
+                if !runs {
+                    pc = *end + 1;
+                    continue;
+                }
+            }
+            Instr::LoopEnd { begin } => {
+                let Instr::LoopBegin {
+                    timed,
+                    counter,
+                    var,
+                    ..
+                } = &body[*begin]
+                else {
+                    unreachable!("a loop's end points at its begin")
+                };
+                if ctx.stop_requested() {
+                    return Err(WorkloadError::Stopped);
+                }
+                if let Some(v) = var {
+                    frame[*v] += 1.0;
+                }
+                let again = if *timed {
+                    ctx.now().as_secs_f64() < frame[*counter]
+                } else {
+                    frame[*counter] -= 1.0;
+                    frame[*counter] > 0.0
+                };
+                if again {
+                    pc = *begin + 1;
+                    continue;
+                }
+            }
+            Instr::TimedBegin { slot } => frame[*slot] = ctx.now().as_secs_f64(),
+            Instr::TimedEnd { timer, slot } => {
+                let took = ctx.now().as_secs_f64() - frame[*slot];
+                ctx.record(program.timers[*timer], took.max(0.0));
+            }
+            Instr::Count { count, by } => counts[*count] += by.eval(&frame),
+        }
+        pc += 1;
+    }
+    let now = ctx.now();
+    for (state, names) in periods.iter_mut().zip(&program.periods) {
+        if state.current.is_none() {
+            continue;
+        }
+        state.close(now);
+        ctx.record(names.met, state.met as f64);
+        ctx.record(names.late, state.late as f64);
+        ctx.record(names.missed, state.missed as f64);
+    }
+    for (c, name) in counts.iter().zip(&program.counts) {
+        if *c != 0.0 {
+            ctx.record(name, *c);
+        }
+    }
+    if received > 0 {
+        ctx.record(RECEIVED, received as f64);
+    }
+    Ok(())
+}
+
+fn message_size(v: f64) -> Result<usize, WorkloadError> {
+    if v.fract() == 0.0 && (1.0..=crate::compile::MAX_MESSAGE as f64).contains(&v) {
+        Ok(v as usize)
+    } else {
+        Err(WorkloadError::Backend(format!(
+            "a message size evaluated to {v} bytes; accepted: 1..{}",
+            crate::compile::MAX_MESSAGE
+        )))
+    }
+}
+
+fn byte_count(v: f64) -> Result<usize, WorkloadError> {
+    if v.fract() == 0.0 && v >= 0.0 && v <= (1u64 << 40) as f64 {
+        Ok(v as usize)
+    } else {
+        Err(WorkloadError::Backend(format!(
+            "a size evaluated to {v} bytes; accepted: a whole number of bytes up to 1 TiB"
+        )))
+    }
+}

@@ -1,0 +1,222 @@
+//! A workload file compiled for one configuration: the plan, and per group a flat list of
+//! instructions whose expressions are compiled ([`crate::expr::Compiled`]). Loops are jumps, so
+//! the interpreter ([`crate::interp`]) runs a body without recursion or allocation per step.
+
+use crate::expr::Compiled;
+use schedlab_workload::{IoKind, Plan};
+
+/// How long a `compute` or `sleep` takes, compiled (seconds).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CAmount {
+    /// Always this.
+    Fixed(Compiled),
+    /// Uniform in `[low, high)`.
+    Uniform(Compiled, Compiled),
+    /// Exponential with this mean.
+    Exponential(Compiled),
+    /// Normal (mean, sd), clamped at zero.
+    Normal(Compiled, Compiled),
+    /// Log-normal with this mean and standard deviation of the value.
+    LogNormal(Compiled, Compiled),
+}
+
+impl CAmount {
+    /// Whether it draws from a distribution.
+    pub fn is_random(&self) -> bool {
+        !matches!(self, CAmount::Fixed(_))
+    }
+}
+
+/// A reference to one element of an object array: `base + index`, checked against `len`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CRef {
+    /// Id of element 0 in the plan.
+    pub base: usize,
+    /// Elements in the array.
+    pub len: usize,
+    /// The element (none: 0).
+    pub index: Option<Compiled>,
+    /// The array's name, for errors.
+    pub name: &'static str,
+}
+
+/// One instruction of a compiled body.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Instr {
+    /// Use CPU time.
+    Compute(CAmount),
+    /// Stay on the CPU for wall time.
+    Busy(Compiled),
+    /// Sleep.
+    Sleep(CAmount),
+    /// Wait for the next activation of periodic timer `timer`.
+    Period {
+        /// Index into the program's periods.
+        timer: usize,
+        /// Period (s).
+        every: Compiled,
+        /// Relative deadline (s).
+        deadline: Compiled,
+    },
+    /// Send one message.
+    Send {
+        /// The channel.
+        chan: CRef,
+        /// Bytes.
+        size: Compiled,
+    },
+    /// Receive one message.
+    Recv {
+        /// The channel.
+        chan: CRef,
+        /// Bytes.
+        size: Compiled,
+    },
+    /// Take a lock.
+    Lock(CRef),
+    /// Release a lock.
+    Unlock(CRef),
+    /// Wait at a barrier.
+    Barrier(CRef),
+    /// Post a semaphore.
+    SemPost(CRef),
+    /// Wait on a semaphore.
+    SemWait(CRef),
+    /// Wait on a condition, releasing and re-taking a lock.
+    CondWait {
+        /// The condition.
+        cond: CRef,
+        /// The lock.
+        lock: CRef,
+    },
+    /// Signal a condition.
+    CondSignal(CRef),
+    /// Broadcast a condition.
+    CondBroadcast(CRef),
+    /// sched_yield.
+    Yield,
+    /// Scratch-file I/O.
+    Io {
+        /// Read, write or truncate.
+        kind: IoKind,
+        /// Bytes.
+        bytes: Compiled,
+    },
+    /// Dirty memory.
+    Touch(Compiled),
+    /// Post the start semaphore of a spawned group.
+    Spawn {
+        /// The group's start semaphore.
+        semaphore: usize,
+    },
+    /// Begin a loop: set its counter, or skip to after `end` if it runs no pass.
+    LoopBegin {
+        /// Passes (a count) or time (s).
+        repeat: Compiled,
+        /// Whether `repeat` is a duration.
+        timed: bool,
+        /// Slot holding the passes left, or the loop's end time (s since the epoch).
+        counter: usize,
+        /// Slot of the pass number, if the loop names it.
+        var: Option<usize>,
+        /// Index of the matching `LoopEnd`.
+        end: usize,
+    },
+    /// End of a loop's body: go back to after `begin` while passes are left.
+    LoopEnd {
+        /// Index of the matching `LoopBegin`.
+        begin: usize,
+    },
+    /// Start timing: remember the time in `slot`.
+    TimedBegin {
+        /// Slot.
+        slot: usize,
+    },
+    /// Stop timing and record the sample.
+    TimedEnd {
+        /// Index into the program's timers.
+        timer: usize,
+        /// Slot holding the start time.
+        slot: usize,
+    },
+    /// Add to a count.
+    Count {
+        /// Index into the program's counts.
+        count: usize,
+        /// How much.
+        by: Compiled,
+    },
+}
+
+/// One compiled task group.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CGroup {
+    /// Its name.
+    pub name: &'static str,
+    /// Its tasks.
+    pub tasks: usize,
+    /// Task id of its first task.
+    pub first: usize,
+    /// Its body.
+    pub body: Vec<Instr>,
+    /// Frame slots its body uses (slot 0 is the task's index).
+    pub slots: usize,
+    /// The start semaphore of a spawned group (its tasks wait on it first).
+    pub start_semaphore: Option<usize>,
+}
+
+/// Names of the samples a periodic timer records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeriodNames {
+    /// The timer's name.
+    pub name: &'static str,
+    /// Sample key: latency of each activation (s).
+    pub latency: &'static str,
+    /// Sample key: deadlines met, once per task.
+    pub met: &'static str,
+    /// Sample key: deadlines missed (including periods missed), once per task.
+    pub late: &'static str,
+    /// Sample key: periods missed entirely, once per task.
+    pub missed: &'static str,
+}
+
+/// A workload file compiled for one configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// What the backend builds.
+    pub plan: Plan,
+    /// Groups, in plan order.
+    pub groups: Vec<CGroup>,
+    /// Task ids in creation order.
+    pub start_order: Vec<usize>,
+    /// Timers (`timer` steps): sample keys.
+    pub timers: Vec<&'static str>,
+    /// Counts (`count` steps): sample keys.
+    pub counts: Vec<&'static str>,
+    /// Periodic timers (`period` steps).
+    pub periods: Vec<PeriodNames>,
+    /// Whether any task receives messages.
+    pub receives: bool,
+    /// Messages one repetition delivers, when the file fixes it (no timed loop around a send
+    /// or receive).
+    pub expected_messages: Option<u64>,
+    /// The seed of the file's distributions.
+    pub seed: u64,
+    /// A generous bound on one repetition's wall time.
+    pub expected_time: std::time::Duration,
+    /// Memory the tasks write, at most (bytes).
+    pub memory: u64,
+    /// Scratch-file bytes the tasks hold, at most.
+    pub files: u64,
+}
+
+impl Program {
+    /// The group a task id belongs to, and its index there.
+    pub fn locate(&self, id: usize) -> (usize, usize) {
+        let g = self
+            .groups
+            .partition_point(|g| g.first + g.tasks <= id)
+            .min(self.groups.len() - 1);
+        (g, id - self.groups[g].first)
+    }
+}

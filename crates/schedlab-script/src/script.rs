@@ -1,0 +1,511 @@
+//! [`Script`]: a workload file as a workload — parameters set by name like a preset's, a plan
+//! and a task body from its compiled program, and the metrics it names.
+
+use crate::compile::{compile, metric_names, uses_distributions};
+use crate::error::FileError;
+use crate::expr::{self, Node, Quantity, Unit};
+use crate::intern::intern;
+use crate::interp::{self, RECEIVED};
+use crate::model::{ParamValue, ScriptDef};
+use crate::program::Program;
+use crate::span::Span;
+use schedlab_workload::knobs::{parse_knob, Knobs};
+use schedlab_workload::presets::{
+    Configurable, DefaultKind, GroupDefault, HostNeeds, Outcome, ParamDef, ParamKind, Workload,
+};
+use schedlab_workload::record::{Better, MetricDef};
+use schedlab_workload::{Context, ParamError, Plan, TaskRef, WorkloadError};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// What a file is, once read: shared by every configuration made from it.
+#[derive(Debug)]
+struct File {
+    def: ScriptDef,
+    name: &'static str,
+    defs: &'static [ParamDef],
+    /// Whether the file draws from distributions (and so has a `seed` parameter).
+    seeded: bool,
+    /// The knobs each group gives its tasks.
+    knobs: Vec<GroupDefault>,
+}
+
+/// A workload file, configured: one value per parameter, compiled.
+#[derive(Clone, Debug)]
+pub struct Script {
+    file: Arc<File>,
+    values: Vec<ParamValue>,
+    seed: u64,
+    program: Arc<Program>,
+    /// Why the last parameter change left the file uncompilable (reported by `check`).
+    pending: Option<ParamError>,
+}
+
+impl Script {
+    /// The workload for `def` at its parameters' defaults; faults of the file as a whole (a
+    /// reference to nothing, a unit that does not fit, a receive nobody can satisfy) are errors
+    /// at their place in the file.
+    pub fn new(def: ScriptDef) -> Result<Script, FileError> {
+        let at = |span: Span, message: String| {
+            FileError::at(&def.path, &def.text, crate::Diagnostic::new(span, message))
+        };
+        let mut knobs = Vec::new();
+        for g in &def.groups {
+            let mut k = Knobs::default();
+            for (key, value) in &g.knobs {
+                let one = parse_knob(&key.value, &value.value)
+                    .map_err(|e| at(value.span, e.to_string()))?;
+                k = k.merged(&one);
+            }
+            if !k.is_default() {
+                k.validate(&g.name.value, usize::MAX)
+                    .map_err(|e| at(g.name.span, e.to_string()))?;
+                knobs.push(GroupDefault {
+                    group: intern(&g.name.value),
+                    knobs: k,
+                    kind: DefaultKind::Under,
+                });
+            }
+        }
+        let values: Vec<ParamValue> = def.params.iter().map(|p| p.default.clone()).collect();
+        let program =
+            compile(&def, &values, 1).map_err(|d| FileError::at(&def.path, &def.text, d))?;
+        let seeded = uses_distributions(&def);
+        let name = intern(&def.name);
+        let defs = param_defs(&def, seeded);
+        Ok(Script {
+            file: Arc::new(File {
+                def,
+                name,
+                defs,
+                seeded,
+                knobs,
+            }),
+            values,
+            seed: 1,
+            program: Arc::new(program),
+            pending: None,
+        })
+    }
+
+    /// The file as read.
+    pub fn def(&self) -> &ScriptDef {
+        &self.file.def
+    }
+
+    /// This configuration, compiled.
+    pub fn program(&self) -> &Program {
+        &self.program
+    }
+
+    /// The metric names this configuration reports.
+    pub fn metric_names(&self) -> Vec<String> {
+        metric_names(&self.program)
+    }
+}
+
+/// The declared parameters, as the command line and sweeps see them (names interned; the slice
+/// lives as long as the process, once per file read).
+fn param_defs(def: &ScriptDef, seeded: bool) -> &'static [ParamDef] {
+    let mut out: Vec<ParamDef> = def
+        .params
+        .iter()
+        .map(|p| {
+            let (default, usage) = match &p.default {
+                ParamValue::Number(q) => {
+                    let d = q.to_string();
+                    let usage = match q.unit {
+                        Unit::None => "NUMBER".to_string(),
+                        Unit::Seconds => "DURATION".to_string(),
+                        Unit::Bytes => "SIZE".to_string(),
+                    };
+                    (d, usage)
+                }
+                ParamValue::Text(t) => (
+                    t.clone(),
+                    if p.choices.is_empty() {
+                        "WORD".to_string()
+                    } else {
+                        p.choices.join("|")
+                    },
+                ),
+            };
+            let help = if p.help.is_empty() {
+                format!("Parameter {} of the file.", p.name.value)
+            } else {
+                p.help.clone()
+            };
+            let mut d = ParamDef::value(
+                intern(&p.name.value),
+                intern(&default),
+                intern(&usage),
+                intern(&help),
+            );
+            if matches!(p.default, ParamValue::Number(_)) {
+                d = d.hyphen_values();
+            }
+            d
+        })
+        .collect();
+    if seeded {
+        out.push(ParamDef::value(
+            "seed",
+            "1",
+            "NUMBER",
+            "Seed of the file's distributions (every task draws its own stream from it).",
+        ));
+    }
+    debug_assert!(out.iter().all(|d| d.kind == ParamKind::Value));
+    Box::leak(out.into_boxed_slice())
+}
+
+/// Parse `text` as a value of the kind `default` has.
+fn parse_value(default: &ParamValue, choices: &[String], text: &str) -> Result<ParamValue, String> {
+    match default {
+        ParamValue::Text(_) => {
+            if !choices.is_empty() && !choices.iter().any(|c| c == text) {
+                return Err(format!("is not accepted; use {}", choices.join(", ")));
+            }
+            if text.is_empty() {
+                return Err("is empty; give a word".into());
+            }
+            Ok(ParamValue::Text(text.to_string()))
+        }
+        ParamValue::Number(d) => {
+            let want = match d.unit {
+                Unit::None => "a number",
+                Unit::Seconds => "a duration such as 10ms",
+                Unit::Bytes => "a size such as 4KiB",
+            };
+            let e = expr::parse(text, Span::new(0, text.len()), false)
+                .map_err(|_| format!("is not accepted; use {want}"))?;
+            let q = match e.node {
+                Node::Num(q) => q,
+                Node::Neg(inner) => match inner.node {
+                    Node::Num(q) => Quantity {
+                        value: -q.value,
+                        unit: q.unit,
+                    },
+                    _ => return Err(format!("is not accepted; use {want} (not an expression)")),
+                },
+                _ => return Err(format!("is not accepted; use {want} (not an expression)")),
+            };
+            let q = match (d.unit, q.unit) {
+                (a, b) if a == b => q,
+                (Unit::Bytes, Unit::None) => Quantity {
+                    value: q.value,
+                    unit: Unit::Bytes,
+                },
+                _ => return Err(format!("is {}; use {want}", q.unit)),
+            };
+            Ok(ParamValue::Number(q))
+        }
+    }
+}
+
+impl Configurable for Script {
+    fn param_defs(&self) -> &'static [ParamDef] {
+        self.file.defs
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        let workload = self.file.name;
+        let Some(def) = self.file.defs.iter().find(|d| d.name == name) else {
+            return Err(schedlab_workload::presets::params::unknown_param(
+                workload,
+                self.file.defs,
+                name,
+            ));
+        };
+        let value = value.trim();
+        if name == "seed"
+            && self.file.seeded
+            && !self.file.def.params.iter().any(|p| p.name.value == "seed")
+        {
+            self.seed = value.parse().map_err(|_| {
+                ParamError::value(
+                    workload,
+                    def.name,
+                    format!("'{value}'"),
+                    "is not accepted; use a whole number 0..2^64-1",
+                )
+            })?;
+        } else {
+            let i = self
+                .file
+                .def
+                .params
+                .iter()
+                .position(|p| p.name.value == name)
+                .expect("declared");
+            let p = &self.file.def.params[i];
+            self.values[i] = parse_value(&p.default, &p.choices, value).map_err(|problem| {
+                ParamError::value(workload, def.name, format!("'{value}'"), problem)
+            })?;
+        }
+        match compile(&self.file.def, &self.values, self.seed) {
+            Ok(p) => {
+                self.program = Arc::new(p);
+                self.pending = None;
+            }
+            Err(d) => {
+                let e = FileError::at(&self.file.def.path, &self.file.def.text, d);
+                self.pending = Some(ParamError::whole(
+                    workload,
+                    format!("with {}: {e}", self.describe_values()),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        match &self.pending {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn group_defaults(&self, _realtime_allowed: bool) -> Vec<GroupDefault> {
+        self.file.knobs.clone()
+    }
+
+    fn host_needs(&self) -> HostNeeds {
+        let clamp = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
+        HostNeeds {
+            memory: (self.program.memory > 0).then(|| ("touch", clamp(self.program.memory))),
+            files: (self.program.files > 0).then(|| ("write", clamp(self.program.files))),
+        }
+    }
+}
+
+impl Script {
+    fn describe_values(&self) -> String {
+        self.params()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn def(name: &str, unit: &str, better: Better, description: String) -> MetricDef {
+    MetricDef {
+        name: name.to_string(),
+        unit: unit.to_string(),
+        better,
+        description,
+    }
+}
+
+impl Workload for Script {
+    fn name(&self) -> &'static str {
+        self.file.name
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, String> = self
+            .file
+            .def
+            .params
+            .iter()
+            .zip(&self.values)
+            .map(|(p, v)| {
+                let text = match v {
+                    ParamValue::Number(q) => q.to_string(),
+                    ParamValue::Text(t) => t.clone(),
+                };
+                (p.name.value.clone(), text)
+            })
+            .collect();
+        if self.file.seeded {
+            out.entry("seed".into())
+                .or_insert_with(|| self.seed.to_string());
+        }
+        out
+    }
+
+    fn plan(&self) -> Plan {
+        self.program.plan.clone()
+    }
+
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        interp::run(&self.program, task, ctx).await
+    }
+
+    fn start_order(&self) -> Vec<usize> {
+        self.program.start_order.clone()
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        let p = &self.program;
+        let mut all = vec![def(
+            "time",
+            "s",
+            Better::Lower,
+            "wall time from the start until every task is done".into(),
+        )];
+        if p.receives {
+            all.push(def(
+                "messages",
+                "msg",
+                Better::Higher,
+                "messages received and checked".into(),
+            ));
+            all.push(def(
+                "msgs_per_s",
+                "msg/s",
+                Better::Higher,
+                "messages received per second of wall time".into(),
+            ));
+        }
+        for t in &p.timers {
+            all.push(def(
+                t,
+                "ms",
+                Better::Lower,
+                format!("mean wall time of timer {t}'s steps"),
+            ));
+            all.push(def(
+                &format!("{t}.max"),
+                "ms",
+                Better::Lower,
+                format!("longest wall time of timer {t}'s steps"),
+            ));
+        }
+        for c in &p.counts {
+            all.push(def(
+                c,
+                "",
+                Better::Higher,
+                format!("count {c}, summed over the tasks"),
+            ));
+            all.push(def(
+                &format!("{c}_per_s"),
+                "/s",
+                Better::Higher,
+                format!("count {c} per second of wall time"),
+            ));
+        }
+        for t in &p.periods {
+            let n = t.name;
+            all.push(def(
+                &format!("{n}.latency"),
+                "ms",
+                Better::Lower,
+                format!("mean wake-up latency of periodic timer {n}'s activations"),
+            ));
+            all.push(def(
+                &format!("{n}.max_latency"),
+                "ms",
+                Better::Lower,
+                format!("largest wake-up latency of periodic timer {n}"),
+            ));
+            all.push(def(&format!("{n}.deadlines_met"), "%", Better::Higher, format!("activations of {n} whose work ended by its deadline, percent (missed periods count as missed deadlines)")));
+            all.push(def(
+                &format!("{n}.missed"),
+                "periods",
+                Better::Lower,
+                format!("activations of {n} overslept entirely"),
+            ));
+        }
+        let spec = &self.file.def.metrics;
+        let mut order: Vec<String> = Vec::new();
+        if let Some(p) = &spec.primary {
+            order.push(p.value.clone());
+        }
+        if spec.show.is_empty() {
+            order.extend(all.iter().map(|m| m.name.clone()));
+        } else {
+            order.extend(spec.show.iter().map(|s| s.value.clone()));
+        }
+        let mut out: Vec<MetricDef> = Vec::new();
+        for name in order {
+            if out.iter().any(|m| m.name == name) {
+                continue;
+            }
+            if let Some(m) = all.iter().find(|m| m.name == name) {
+                out.push(m.clone());
+            }
+        }
+        out
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let p = &self.program;
+        let plan = &p.plan;
+        let secs = outcome.wall.as_secs_f64();
+        let mut m = BTreeMap::new();
+        m.insert("time".to_string(), secs);
+        if p.receives {
+            let received = outcome.sum(plan, None, RECEIVED);
+            if let Some(expected) = p.expected_messages {
+                if received as u64 != expected {
+                    return Err(WorkloadError::Integrity(format!(
+                        "receivers got {received} messages, expected {expected}"
+                    )));
+                }
+            }
+            m.insert("messages".into(), received);
+            m.insert(
+                "msgs_per_s".into(),
+                if secs > 0.0 { received / secs } else { 0.0 },
+            );
+        }
+        let samples = |key: &str| -> Vec<f64> {
+            outcome
+                .tasks
+                .iter()
+                .filter_map(|t| t.samples.get(key))
+                .flatten()
+                .copied()
+                .collect()
+        };
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        let max = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+        for t in &p.timers {
+            let v = samples(t);
+            m.insert(t.to_string(), mean(&v) * 1e3);
+            m.insert(format!("{t}.max"), max(&v) * 1e3);
+        }
+        for c in &p.counts {
+            let total = outcome.sum(plan, None, c);
+            m.insert(c.to_string(), total);
+            m.insert(
+                format!("{c}_per_s"),
+                if secs > 0.0 { total / secs } else { 0.0 },
+            );
+        }
+        for t in &p.periods {
+            let lat = samples(t.latency);
+            let met = outcome.sum(plan, None, t.met);
+            let late = outcome.sum(plan, None, t.late);
+            m.insert(format!("{}.latency", t.name), mean(&lat) * 1e3);
+            m.insert(format!("{}.max_latency", t.name), max(&lat) * 1e3);
+            m.insert(
+                format!("{}.deadlines_met", t.name),
+                if met + late > 0.0 {
+                    100.0 * met / (met + late)
+                } else {
+                    0.0
+                },
+            );
+            m.insert(
+                format!("{}.missed", t.name),
+                outcome.sum(plan, None, t.missed),
+            );
+        }
+        Ok(m)
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        Some(self.program.expected_time)
+    }
+}
