@@ -160,7 +160,10 @@ pub fn parse_variations(
                 "is given twice; list all its values in one variation".into()
             ));
         }
+        // A parameter's own name first: a workload file's `GROUP.count` is a parameter.
+        let exact = params.iter().find(|d| d.name == name);
         let key = match name.split_once('.') {
+            _ if exact.is_some() => VaryKey::Param(exact.expect("found").name),
             Some((group, knob)) => {
                 let Some(g) = plan.group_index(group) else {
                     let names: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();

@@ -23,6 +23,9 @@ pub const MAX_OBJECTS: usize = 1 << 20;
 pub const MAX_MESSAGE: u64 = 4096;
 /// Bytes of the header (sender, sequence number) a message of at least this size carries.
 pub const HEADER: usize = 8;
+/// The frame slot of `from`: the index, within its group, of the sender of the last message the
+/// task received (for replies).
+pub const FROM_SLOT: usize = 1;
 /// Instructions a dry run may execute before it gives up proving message counts.
 pub(crate) const DRY_RUN_BUDGET: u64 = 50_000_000;
 
@@ -80,6 +83,8 @@ struct Compiler<'a> {
     spans: Vec<Span>,
     receives: bool,
     random: bool,
+    /// Whether an expression uses `from` (message counts then depend on who sent what).
+    uses_from: std::cell::Cell<bool>,
 }
 
 /// The metric names a compiled file reports, with their kinds: for `check`'s plan and the
@@ -106,9 +111,14 @@ pub fn metric_names(program: &Program) -> Vec<String> {
     out
 }
 
-/// Compile `def` with parameter values `values` (one per `def.params`, in order) and
-/// distribution seed `seed`.
-pub fn compile(def: &ScriptDef, values: &[ParamValue], seed: u64) -> Result<Program, Diagnostic> {
+/// Compile `def` with parameter values `values` (one per `def.params`, in order), group sizes
+/// `counts` (one per group; `None`: the file's `count`) and distribution seed `seed`.
+pub fn compile(
+    def: &ScriptDef,
+    values: &[ParamValue],
+    counts: &[Option<u64>],
+    seed: u64,
+) -> Result<Program, Diagnostic> {
     let mut params = Vec::new();
     let mut texts = Vec::new();
     for (p, v) in def.params.iter().zip(values) {
@@ -130,8 +140,9 @@ pub fn compile(def: &ScriptDef, values: &[ParamValue], seed: u64) -> Result<Prog
         spans: Vec::new(),
         receives: false,
         random: false,
+        uses_from: std::cell::Cell::new(false),
     };
-    c.run(seed)
+    c.run(counts, seed)
 }
 
 impl<'a> Compiler<'a> {
@@ -175,7 +186,7 @@ impl<'a> Compiler<'a> {
         whole(expr, what, v, lo, hi)
     }
 
-    fn run(&mut self, seed: u64) -> Result<Program, Diagnostic> {
+    fn run(&mut self, counts: &[Option<u64>], seed: u64) -> Result<Program, Diagnostic> {
         let def = self.def;
         // Objects: one id space per kind, arrays laid out in declaration order.
         let mut next = [0usize; 5];
@@ -237,13 +248,16 @@ impl<'a> Compiler<'a> {
         // Groups and their sizes.
         let mut sizes = Vec::new();
         let mut total: u64 = 0;
-        for g in &def.groups {
-            let n = self.count(
-                &g.count,
-                &format!("group {} count", g.name.value),
-                1,
-                MAX_TASKS as u64,
-            )?;
+        for (i, g) in def.groups.iter().enumerate() {
+            let n = match counts.get(i).copied().flatten() {
+                Some(n) => n,
+                None => self.count(
+                    &g.count,
+                    &format!("group {} count", g.name.value),
+                    1,
+                    MAX_TASKS as u64,
+                )?,
+            };
             total += n;
             if total > MAX_TASKS as u64 {
                 return Err(Diagnostic::new(
@@ -279,7 +293,7 @@ impl<'a> Compiler<'a> {
         for (g, &n) in def.groups.iter().zip(&sizes) {
             let mut u = Uses::default();
             let mut body = Vec::new();
-            let mut slots = 1; // slot 0: index
+            let mut slots = FROM_SLOT + 1; // slot 0: index; 1: from
             self.spans.clear();
             let mut scope: Vec<(String, usize)> = Vec::new();
             self.body(&g.body, n, &mut scope, &mut slots, &mut body, &mut u)?;
@@ -505,7 +519,7 @@ impl<'a> Compiler<'a> {
             memory: 0,
             files: 0,
         };
-        crate::dry::run(&mut program, &spans, self.def)?;
+        crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
         self.check_metrics(&program)?;
         Ok(program)
     }
@@ -622,18 +636,22 @@ impl<'a> Compiler<'a> {
             }
             match n {
                 "index" => Some((Binding::Slot(0), Unit::None)),
+                "from" => Some((Binding::Slot(FROM_SLOT), Unit::None)),
                 "count" => Some((Binding::Const(Quantity::plain(count as f64)), Unit::None)),
                 _ => self.lookup_param(n),
             }
         };
         let accepted = || {
-            let mut names = vec!["index".to_string(), "count".to_string()];
+            let mut names = vec!["index".to_string(), "count".to_string(), "from".to_string()];
             names.extend(scope.iter().map(|(v, _)| v.clone()));
             names.extend(self.param_names());
             names
         };
         let (c, u) = compile_expr(expr, &lookup, &accepted)?;
         check_unit(expr, what, u, units)?;
+        if expr.names().iter().any(|(n, _)| *n == "from") && !scope.iter().any(|(v, _)| v == "from") {
+            self.uses_from.set(true);
+        }
         if let Some(v) = c.constant() {
             if v < 0.0 || !v.is_finite() {
                 return Err(Diagnostic::new(
@@ -909,7 +927,7 @@ impl<'a> Compiler<'a> {
                     *slots += 1;
                     let var_slot = match var {
                         Some(v) => {
-                            if ["index", "count"].contains(&v.value.as_str())
+                            if ["index", "count", "from"].contains(&v.value.as_str())
                                 || self.params.iter().any(|(p, _)| *p == v.value)
                             {
                                 return Err(Diagnostic::new(v.span, format!("loop variable '{}' hides a name already defined (index, count or a parameter); choose another", v.value)));

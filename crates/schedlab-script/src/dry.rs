@@ -69,19 +69,33 @@ fn element(r: &CRef, frame: &[f64], span: Span, who: &str) -> Result<usize, Diag
     Ok(r.base + i as usize)
 }
 
+/// Whether a timed loop's body does something whose count must balance.
 fn contains_messages(body: &[Instr]) -> bool {
     body.iter().any(|i| {
         matches!(
             i,
-            Instr::Send { .. } | Instr::Recv { .. } | Instr::Spawn { .. }
+            Instr::Send { .. }
+                | Instr::Recv { .. }
+                | Instr::Spawn { .. }
+                | Instr::SemPost(_)
+                | Instr::SemWait(_)
+                | Instr::Barrier(_)
         )
     })
 }
 
 /// Walk every task of `program`; fill in its expected messages, time, memory and files.
-pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Result<(), Diagnostic> {
+///
+/// `provable` is false when message counts depend on who sent what (an expression uses `from`):
+/// the walk then still checks indices and locks but proves no counts.
+pub fn run(
+    program: &mut Program,
+    spans: &[Vec<Span>],
+    def: &ScriptDef,
+    provable: bool,
+) -> Result<(), Diagnostic> {
     let mut budget = DRY_RUN_BUDGET;
-    let mut exact = true;
+    let mut exact = provable;
     let mut channels: Vec<Channel> = (0..program.plan.channels)
         .map(|_| Channel {
             sent: 0,
@@ -94,6 +108,11 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
         })
         .collect();
     let mut spawns = vec![0u64; program.groups.len()];
+    // Per semaphore: posts, waits, the first wait and its label; per barrier: arrivals.
+    let mut sems: Vec<(u64, u64, Option<(Use, &'static str, usize)>)> =
+        vec![(0, 0, None); program.plan.sync.semaphores.len()];
+    let mut arrivals: Vec<(u64, Option<(Use, &'static str, usize)>)> =
+        vec![(0, None); program.plan.sync.barriers.len()];
     let mut longest = 0f64;
     let mut memory = 0u64;
     let mut files = 0u64;
@@ -122,7 +141,15 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
                     Instr::Period { every, .. } => time += every.eval(&frame).max(0.0),
                     Instr::Send { chan, size } | Instr::Recv { chan, size } => {
                         let send = matches!(body[pc], Instr::Send { .. });
-                        let e = element(chan, &frame, span, &who)?;
+                        let e = match element(chan, &frame, span, &who) {
+                            Ok(e) => e,
+                            // An index that uses `from` is known only while running.
+                            Err(_) if !provable => {
+                                pc += 1;
+                                continue;
+                            }
+                            Err(d) => return Err(d),
+                        };
                         let bytes = size.eval(&frame);
                         let bytes =
                             whole(&expr_at(span, "size".into()), "size", bytes, 1, MAX_MESSAGE)?;
@@ -130,7 +157,7 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
                         ch.label.get_or_insert((chan.name, e - chan.base));
                         match ch.size {
                             None => ch.size = Some((bytes, here)),
-                            Some((s, first)) if s != bytes => {
+                            Some((s, first)) if s != bytes && provable => {
                                 let (n, i) = ch.label.unwrap();
                                 let first_at =
                                     crate::span::LineCol::of(&def.text, at(spans, first).start);
@@ -150,7 +177,7 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
                             let id = group.first + index;
                             match ch.reader {
                                 None => ch.reader = Some(id),
-                                Some(r) if r != id => {
+                                Some(r) if r != id && provable => {
                                     let (n, i) = ch.label.unwrap();
                                     let (rg, ri) = program.locate(r);
                                     return Err(Diagnostic::new(
@@ -190,11 +217,21 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
                             return Err(Diagnostic::new(span, format!("{who} waits on condition {} with lock {}[{}], which it does not hold; take it first", cond.name, lock.name, e - lock.base)));
                         }
                     }
-                    Instr::Barrier(r)
-                    | Instr::SemPost(r)
-                    | Instr::SemWait(r)
-                    | Instr::CondSignal(r)
-                    | Instr::CondBroadcast(r) => {
+                    Instr::SemPost(r) => {
+                        let e = element(r, &frame, span, &who)?;
+                        sems[e].0 += 1;
+                    }
+                    Instr::SemWait(r) => {
+                        let e = element(r, &frame, span, &who)?;
+                        sems[e].1 += 1;
+                        sems[e].2.get_or_insert((here, r.name, e - r.base));
+                    }
+                    Instr::Barrier(r) => {
+                        let e = element(r, &frame, span, &who)?;
+                        arrivals[e].0 += 1;
+                        arrivals[e].1.get_or_insert((here, r.name, e - r.base));
+                    }
+                    Instr::CondSignal(r) | Instr::CondBroadcast(r) => {
                         element(r, &frame, span, &who)?;
                     }
                     Instr::Yield | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
@@ -288,6 +325,22 @@ pub fn run(program: &mut Program, spans: &[Vec<Span>], def: &ScriptDef) -> Resul
         for (g, group) in program.groups.iter().enumerate() {
             if group.start_semaphore.is_some() && spawns[g] != group.tasks as u64 {
                 return Err(Diagnostic::new(group_span(def, g), format!("group {} has {} tasks but is spawned {} times; spawn each of its tasks once", group.name, group.tasks, spawns[g])));
+            }
+        }
+        for (e, (posts, waits, first)) in sems.iter().enumerate() {
+            let initial = u64::from(program.plan.sync.semaphores[e]);
+            if let Some((u, n, i)) = first {
+                if *waits > initial + posts {
+                    return Err(Diagnostic::new(at(spans, *u), format!("semaphore {n}[{i}] is waited on {waits} times but starts at {initial} and is posted {posts} times: a wait nobody can satisfy")));
+                }
+            }
+        }
+        for (e, (count, first)) in arrivals.iter().enumerate() {
+            let parties = program.plan.sync.barriers[e] as u64;
+            if let Some((u, n, i)) = first {
+                if count % parties != 0 {
+                    return Err(Diagnostic::new(at(spans, *u), format!("barrier {n}[{i}] is reached {count} times in all, not a multiple of its {parties} parties: its last round would wait forever")));
+                }
             }
         }
         program.expected_messages = Some(channels.iter().map(|c| c.received).sum());

@@ -11,6 +11,7 @@
 //! activations it overslept are counted as missed (and as deadlines missed) and it carries on
 //! from the latest one.
 
+use crate::compile::FROM_SLOT;
 use crate::program::{CAmount, CRef, Instr, Program};
 use rand::Rng;
 use rand_core::SeedableRng;
@@ -230,6 +231,7 @@ pub async fn run<C: Context>(
                         )));
                     }
                     *expected = expected.wrapping_add(1);
+                    frame[FROM_SLOT] = program.locate(sender as usize).1 as f64;
                 }
                 received += 1;
             }

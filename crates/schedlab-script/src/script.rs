@@ -36,6 +36,8 @@ struct File {
 pub struct Script {
     file: Arc<File>,
     values: Vec<ParamValue>,
+    /// Group sizes set as parameters (`GROUP.count`), over the file's `count`.
+    counts: Vec<Option<u64>>,
     seed: u64,
     program: Arc<Program>,
     /// Why the last parameter change left the file uncompilable (reported by `check`).
@@ -69,8 +71,9 @@ impl Script {
             }
         }
         let values: Vec<ParamValue> = def.params.iter().map(|p| p.default.clone()).collect();
-        let program =
-            compile(&def, &values, 1).map_err(|d| FileError::at(&def.path, &def.text, d))?;
+        let counts = vec![None; def.groups.len()];
+        let program = compile(&def, &values, &counts, 1)
+            .map_err(|d| FileError::at(&def.path, &def.text, d))?;
         let seeded = uses_distributions(&def);
         let name = intern(&def.name);
         let defs = param_defs(&def, seeded);
@@ -83,6 +86,7 @@ impl Script {
                 knobs,
             }),
             values,
+            counts,
             seed: 1,
             program: Arc::new(program),
             pending: None,
@@ -148,6 +152,20 @@ fn param_defs(def: &ScriptDef, seeded: bool) -> &'static [ParamDef] {
             d
         })
         .collect();
+    for g in &def.groups {
+        out.push(
+            ParamDef::value(
+                intern(&format!("{}.count", g.name.value)),
+                "",
+                "N",
+                intern(&format!(
+                    "Tasks of group {} [default: {}, as the file says].",
+                    g.name.value, g.count
+                )),
+            )
+            .no_default(),
+        );
+    }
     if seeded {
         out.push(ParamDef::value(
             "seed",
@@ -219,7 +237,13 @@ impl Configurable for Script {
             ));
         };
         let value = value.trim();
-        if name == "seed"
+        if let Some(g) = name.strip_suffix(".count").and_then(|g| {
+            self.file.def.groups.iter().position(|x| x.name.value == g)
+        }) {
+            let max = schedlab_workload::presets::MAX_TASKS;
+            let n = schedlab_workload::presets::params::parse_count(workload, def.name, value, 1..=max)?;
+            self.counts[g] = Some(n as u64);
+        } else if name == "seed"
             && self.file.seeded
             && !self.file.def.params.iter().any(|p| p.name.value == "seed")
         {
@@ -244,7 +268,7 @@ impl Configurable for Script {
                 ParamError::value(workload, def.name, format!("'{value}'"), problem)
             })?;
         }
-        match compile(&self.file.def, &self.values, self.seed) {
+        match compile(&self.file.def, &self.values, &self.counts, self.seed) {
             Ok(p) => {
                 self.program = Arc::new(p);
                 self.pending = None;

@@ -5,8 +5,10 @@
 
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
 use schedlab_workload::duration::parse_duration;
-use schedlab_workload::presets::{self, ParamKind, Preset, PresetVisitor};
+use schedlab_script::Script;
+use schedlab_workload::presets::{self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// A laboratory for CPU-scheduler experiments.
@@ -25,6 +27,9 @@ pub enum Command {
     Run(WorkloadArgs),
     /// Run the cross product of --vary values, interleaving repetitions, and print one table.
     Sweep(WorkloadArgs),
+    /// Check a workload (a workload file, or a preset) with its parameters and knobs for a
+    /// backend, and print the plan it would run; runs nothing.
+    Check(WorkloadArgs),
     /// Compare result records ministat-style: distributions, differences with significance.
     Compare {
         /// Result records (JSON from --json); the first is the reference.
@@ -52,8 +57,10 @@ pub enum Command {
 /// A workload, the parameters given for it, and the options every workload takes.
 #[derive(Debug, Clone)]
 pub struct WorkloadArgs {
-    /// The workload's name.
+    /// The workload's name, or the workload file's path.
     pub workload: String,
+    /// Whether `workload` is a workload file ([`workload_file`] holds it, read).
+    pub is_file: bool,
     /// Parameters given on the command line, by name, as text.
     pub params: Vec<(String, String)>,
     /// The options every workload takes.
@@ -87,34 +94,7 @@ impl PresetVisitor for WorkloadCommand {
                     // instead of clap's "unexpected argument '-1'".
                     .allow_negative_numbers(true)
                     .value_parser(move |text: &str| -> Result<String, String> {
-                        // Each value is tried on a default configuration, so a value that cannot
-                        // be parsed is refused by the parser with the parameter's own message.
-                        let mut probe = P::with_defaults(1);
-                        let values: Vec<&str> = if d.kind == ParamKind::List {
-                            let values: Vec<&str> = text.split(',').map(str::trim).collect();
-                            if values.iter().any(|v| v.is_empty()) {
-                                return Err(format!(
-                                    "--{name} '{text}' has an empty value; separate the values with single commas"
-                                ));
-                            }
-                            if let Some(v) =
-                                values.iter().enumerate().find(|(i, v)| values[..*i].contains(v))
-                            {
-                                return Err(format!(
-                                    "--{name} '{text}' names '{}' twice; give each value once",
-                                    v.1
-                                ));
-                            }
-                            values
-                        } else {
-                            vec![text]
-                        };
-                        for v in values {
-                            probe
-                                .set_param(name, v)
-                                .map_err(|e| e.render(|p| format!("--{p}")))?;
-                        }
-                        Ok(text.to_string())
+                        check_value(P::with_defaults(1), d, text)
                     }),
             };
             cmd = cmd.arg(arg);
@@ -122,6 +102,143 @@ impl PresetVisitor for WorkloadCommand {
         // CommonArgs's own doc comment would become the subcommand's about: set it after.
         CommonArgs::augment_args(cmd).about(P::ABOUT)
     }
+}
+
+/// Try `text` (a list's values one by one) on `probe`, so that a value that cannot be parsed is
+/// refused by the parser with the parameter's own message.
+fn check_value<W: Configurable>(mut probe: W, d: &ParamDef, text: &str) -> Result<String, String> {
+    let name = d.name;
+    let values: Vec<&str> = if d.kind == ParamKind::List {
+        let values: Vec<&str> = text.split(',').map(str::trim).collect();
+        if values.iter().any(|v| v.is_empty()) {
+            return Err(format!(
+                "--{name} '{text}' has an empty value; separate the values with single commas"
+            ));
+        }
+        if let Some(v) = values
+            .iter()
+            .enumerate()
+            .find(|(i, v)| values[..*i].contains(v))
+        {
+            return Err(format!(
+                "--{name} '{text}' names '{}' twice; give each value once",
+                v.1
+            ));
+        }
+        values
+    } else {
+        vec![text]
+    };
+    for v in values {
+        probe
+            .set_param(name, v)
+            .map_err(|e| e.render(|p| format!("--{p}")))?;
+    }
+    Ok(text.to_string())
+}
+
+/// The workload file of this invocation, read before the command line is parsed (its
+/// parameters become flags of its subcommand).
+static WORKLOAD_FILE: OnceLock<Script> = OnceLock::new();
+
+/// The workload file named on the command line, once [`prepare`] has read it.
+pub fn workload_file() -> Option<&'static Script> {
+    WORKLOAD_FILE.get()
+}
+
+/// The commands that take a workload.
+const WORKLOAD_COMMANDS: [&str; 3] = ["run", "sweep", "check"];
+
+/// The command line, with a subcommand for the workload file `args` names (`schedlab run
+/// FILE.toml ...`), which is read here; an unreadable or invalid file is an error at its
+/// `file:line:column`, before anything else.
+pub fn prepare(args: &[String]) -> Result<clap::Command, String> {
+    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let (Some(command), Some(workload)) = (args.get(1), args.get(2)) else {
+        return Ok(cmd);
+    };
+    if !WORKLOAD_COMMANDS.contains(&command.as_str())
+        || workload.starts_with('-')
+        || presets::PRESET_NAMES.contains(&workload.as_str())
+    {
+        return Ok(cmd);
+    }
+    let path = std::path::Path::new(workload);
+    if !path.exists() && !workload.ends_with(".toml") && !workload.ends_with(".json") {
+        return Err(format!(
+            "'{workload}' is neither a workload ({}) nor a workload file (FILE.toml, or rt-app's FILE.json)",
+            presets::PRESET_NAMES.join(", ")
+        ));
+    }
+    let script = schedlab_script::load(path).map_err(|e| e.to_string())?;
+    let sub = file_command(workload, &script);
+    let _ = WORKLOAD_FILE.set(script);
+    cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
+    Ok(cmd)
+}
+
+/// Names of the options every workload takes, which a file's parameter cannot also be a flag
+/// for (it is still set with `--set NAME=VALUE`).
+fn common_flags() -> Vec<String> {
+    let cmd = CommonArgs::augment_args(clap::Command::new("x"));
+    let mut names: Vec<String> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect();
+    names.extend(["set", "help", "version"].map(String::from));
+    names
+}
+
+/// The subcommand of a workload file: a flag per parameter, `--set`, and the common options.
+fn file_command(path: &str, script: &'static Script) -> clap::Command {
+    let about = if script.def().description.is_empty() {
+        format!("Workload file {path}.")
+    } else {
+        script.def().description.clone()
+    };
+    let mut cmd = clap::Command::new(path.to_string()).about(about.clone());
+    let taken = common_flags();
+    for d in script.param_defs() {
+        if taken.iter().any(|t| t == d.name) {
+            continue;
+        }
+        let help = match d.default {
+            Some(v) => format!("{} [default: {v}]", d.help),
+            None => d.help.to_string(),
+        };
+        cmd = cmd.arg(
+            clap::Arg::new(d.name)
+                .long(d.name)
+                .help(help)
+                .action(ArgAction::Set)
+                .value_name(d.usage)
+                .allow_hyphen_values(true)
+                .value_parser(move |text: &str| check_value(script.clone(), d, text)),
+        );
+    }
+    cmd = cmd.arg(
+        clap::Arg::new("set")
+            .long("set")
+            .value_name("NAME=VALUE")
+            .action(ArgAction::Append)
+            .allow_hyphen_values(true)
+            .help("Set a parameter of the file (repeatable); `schedlab check FILE` lists them.")
+            .value_parser(move |text: &str| -> Result<String, String> {
+                let Some((name, value)) = text.split_once('=') else {
+                    return Err(format!("--set '{text}' is not NAME=VALUE"));
+                };
+                let Some(d) = script.param_defs().iter().find(|d| d.name == name.trim()) else {
+                    let names: Vec<&str> = script.param_defs().iter().map(|d| d.name).collect();
+                    return Err(format!(
+                        "--set {text}: the file has no parameter '{name}'; its parameters are: {}",
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    ));
+                };
+                check_value(script.clone(), d, value)?;
+                Ok(text.to_string())
+            }),
+    );
+    CommonArgs::augment_args(cmd).about(about)
 }
 
 impl FromArgMatches for WorkloadArgs {
@@ -132,14 +249,21 @@ impl FromArgMatches for WorkloadArgs {
                 "a workload is needed; `schedlab list` shows them",
             ));
         };
-        let defs = presets::visit(name, ParamDefs).ok_or_else(|| {
-            clap::Error::raw(
-                clap::error::ErrorKind::InvalidSubcommand,
-                format!("unknown workload '{name}'"),
-            )
-        })?;
+        let file = workload_file().filter(|_| !presets::PRESET_NAMES.contains(&name));
+        let defs = match file {
+            Some(script) => script.param_defs(),
+            None => presets::visit(name, ParamDefs).ok_or_else(|| {
+                clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("unknown workload '{name}'"),
+                )
+            })?,
+        };
         let mut params = Vec::new();
         for d in defs {
+            if sub.try_contains_id(d.name).is_err() {
+                continue; // a file's parameter named like a common option: --set only
+            }
             match d.kind {
                 ParamKind::Flag => {
                     if sub.get_flag(d.name) {
@@ -153,8 +277,15 @@ impl FromArgMatches for WorkloadArgs {
                 }
             }
         }
+        if file.is_some() {
+            for text in sub.get_many::<String>("set").into_iter().flatten() {
+                let (k, v) = text.split_once('=').expect("checked by the parser");
+                params.push((k.trim().to_string(), v.to_string()));
+            }
+        }
         Ok(WorkloadArgs {
             workload: name.to_string(),
+            is_file: file.is_some(),
             params,
             common: CommonArgs::from_arg_matches(sub)?,
         })

@@ -5,12 +5,13 @@ use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
 use crate::messages::render;
 use schedlab_experiment::measure::Sinks;
 use schedlab_experiment::{
-    build, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
+    build_from, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
     ExperimentRequest, OutDir, Progress, RealBackend, RunEnd, Settings, SimBackend, SimMachine,
     SimRequest,
 };
 use schedlab_real::host;
-use schedlab_workload::presets::{self, Preset, PresetVisitor};
+use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
+use schedlab_workload::Workload;
 use schedlab_workload::record::RunRecord;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -18,6 +19,17 @@ use std::sync::Arc;
 
 /// Run (`sweep == false`) or sweep a workload command.
 pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
+    go(args, sweep, false)
+}
+
+/// `schedlab check`: build every configuration as `run` (or `sweep`, with `--vary`) would, with
+/// every check, and print the plan instead of running it.
+pub fn check(args: WorkloadArgs) -> Result<ExitCode, String> {
+    let sweep = !args.common.vary.is_empty();
+    go(args, sweep, true)
+}
+
+fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> {
     let common = &args.common;
     if !sweep && (!common.vary.is_empty() || common.out.is_some() || common.plot.is_some()) {
         return Err("--vary, --out and --plot belong to `schedlab sweep`".into());
@@ -35,18 +47,20 @@ pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
         host_cpus: host::online_cpus(),
     };
     let stop = interrupt_flag()?;
-    let end = presets::visit(
-        &args.workload,
-        Execute {
-            request: &request,
-            backend: &backend,
-            settings: &settings,
-            common,
-            sweep,
-            stop,
-        },
-    )
-    .ok_or_else(|| format!("unknown workload '{}'", args.workload))??;
+    let execute = Execute {
+        request: &request,
+        backend: &backend,
+        settings: &settings,
+        common,
+        sweep,
+        check,
+        stop,
+    };
+    let end = match crate::cli::workload_file().filter(|_| args.is_file) {
+        Some(script) => execute.with(script.clone())?,
+        None => presets::visit(&args.workload, execute)
+            .ok_or_else(|| format!("unknown workload '{}'", args.workload))??,
+    };
     Ok(match end {
         RunEnd::Complete => ExitCode::SUCCESS,
         RunEnd::Interrupted => {
@@ -172,12 +186,22 @@ struct Execute<'a> {
     settings: &'a Settings,
     common: &'a CommonArgs,
     sweep: bool,
+    /// Print the plan instead of running (`schedlab check`).
+    check: bool,
     stop: Arc<AtomicBool>,
 }
 
 impl PresetVisitor for Execute<'_> {
     type Output = Result<RunEnd, String>;
     fn visit<P: Preset>(self) -> Self::Output {
+        let base = P::with_defaults(self.request.host_cpus);
+        self.with(base)
+    }
+}
+
+impl Execute<'_> {
+    /// Build, measure and print the configurations of workload `base`.
+    fn with<W: Configurable + Describe>(self, base: W) -> Result<RunEnd, String> {
         match self.backend {
             BackendRequest::Real => {
                 let mut backend = RealBackend::new(match self.common.counters {
@@ -185,25 +209,28 @@ impl PresetVisitor for Execute<'_> {
                     CountersArg::Trace => CounterMode::Trace,
                     CountersArg::Proc => CounterMode::Proc,
                 });
-                self.on::<P, _>(&mut backend, ())
+                self.on(base, &mut backend, ())
             }
             BackendRequest::Sim(req) => {
                 let machine = SimMachine::from_request(req, self.request.host_cpus)
                     .map_err(|e| render(&e))?;
-                self.on::<P, _>(&mut SimBackend, machine)
+                self.on(base, &mut SimBackend, machine)
             }
         }
     }
-}
 
-impl Execute<'_> {
-    fn on<P: Preset, B: Backend>(
+    fn on<W: Configurable + Describe, B: Backend>(
         self,
+        base: W,
         backend: &mut B,
         machine: B::Machine,
     ) -> Result<RunEnd, String> {
-        let experiment: Experiment<P, B::Machine> =
-            build(self.request, backend, &machine).map_err(|e| render(&e))?;
+        let experiment: Experiment<W, B::Machine> =
+            build_from(base, self.request, backend, &machine).map_err(|e| render(&e))?;
+        if self.check {
+            print!("{}", describe_experiment(&experiment, backend));
+            return Ok(RunEnd::Complete);
+        }
         let keys = table_keys(&experiment);
         if let Some(path) = &self.common.plot {
             let values = key_values(&experiment, &keys);
@@ -346,4 +373,88 @@ fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
     let parts: Vec<(String, RunRecord)> = combinations.iter().map(part).collect();
     let refs: Vec<(&str, &RunRecord)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
     schedlab_report::interbench::side_by_side(&refs, record.level)
+}
+
+/// What `schedlab check` prints of a workload beyond its plan: a workload file's steps.
+pub trait Describe {
+    /// The workload's own description (a file's steps per group), if it has one.
+    fn describe(&self) -> Option<String> {
+        None
+    }
+}
+
+impl<P: Preset> Describe for P {}
+
+impl Describe for schedlab_script::Script {
+    fn describe(&self) -> Option<String> {
+        Some(schedlab_script::describe::steps(self))
+    }
+}
+
+/// The plan of every configuration of `experiment`, as `schedlab check` prints it.
+fn describe_experiment<W: Configurable + Describe, B: Backend>(
+    experiment: &Experiment<W, B::Machine>,
+    backend: &B,
+) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let Some(first) = experiment.configs.first() else {
+        return out;
+    };
+    let w = &first.workload;
+    let _ = writeln!(out, "workload      {}", w.name());
+    let params: Vec<String> = w.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(out, "parameters    {}", if params.is_empty() { "none".to_string() } else { params.join(" ") });
+    let _ = writeln!(
+        out,
+        "machine       {}",
+        backend.machine_label(&first.machine).unwrap_or_else(|| "this machine's kernel".into())
+    );
+    let plan = w.plan();
+    let _ = writeln!(out, "tasks         {} ({}; channels over {})", plan.total_tasks(), plan.mode, plan.transport);
+    for (g, knobs) in plan.groups.iter().zip(&first.knobs) {
+        let k = knobs.to_string();
+        let _ = writeln!(
+            out,
+            "  group {:<12} {:>6} task{}{}",
+            g.name,
+            g.tasks,
+            if g.tasks == 1 { " " } else { "s" },
+            if k.is_empty() { String::new() } else { format!("  {k}") }
+        );
+    }
+    let sync = &plan.sync;
+    let _ = writeln!(
+        out,
+        "objects       {} channels, {} locks, {} barriers, {} semaphores, {} conditions",
+        plan.channels,
+        plan.locks,
+        sync.barriers.len(),
+        sync.semaphores.len(),
+        sync.conds
+    );
+    let metrics: Vec<String> = w
+        .metric_defs()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let unit = if m.unit.is_empty() { String::new() } else { format!(" {}", m.unit) };
+            format!("{}{unit}{}", m.name, if i == 0 { " (primary)" } else { "" })
+        })
+        .collect();
+    let _ = writeln!(out, "metrics       {}", metrics.join(", "));
+    if let Some(t) = w.expected_time() {
+        let _ = writeln!(out, "time budget   {} per repetition", schedlab_workload::duration::format_duration(t));
+    }
+    if let Some(steps) = w.describe() {
+        out.push_str(&steps);
+    }
+    if experiment.configs.len() > 1 {
+        let _ = writeln!(out, "configurations {}:", experiment.configs.len());
+        for c in &experiment.configs {
+            let _ = writeln!(out, "  {}", c.label);
+        }
+    }
+    out.push_str("checked; nothing was run\n");
+    out
 }

@@ -9,12 +9,24 @@ mod execute;
 mod info;
 mod messages;
 
-use clap::Parser;
+use clap::FromArgMatches;
 use cli::{Cli, Command};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    match run_cli(Cli::parse()) {
+    let args: Vec<String> = std::env::args().collect();
+    let command = match cli::prepare(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("schedlab: error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = command
+        .try_get_matches_from(&args)
+        .and_then(|m| Cli::from_arg_matches(&m))
+        .unwrap_or_else(|e| e.exit());
+    match run_cli(cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
@@ -49,5 +61,6 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Run(args) => execute::execute(args, false),
         Command::Sweep(args) => execute::execute(args, true),
+        Command::Check(args) => execute::check(args),
     }
 }
