@@ -81,20 +81,33 @@ pub fn did_you_mean<'a>(given: &str, accepted: impl IntoIterator<Item = &'a str>
     nearest(given, accepted).map_or(String::new(), |n| format!(" (did you mean '{n}'?)"))
 }
 
-/// Levenshtein distance between two strings, in characters.
+/// Edit distance between two strings, in characters: insertions, deletions, substitutions and
+/// swaps of two neighbours (`nmae` is one edit from `name`), each counting 1 (the optimal string
+/// alignment distance).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
+    // d[i][j]: distance between a[..i] and b[..j].
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j - 1] + cost)
+                .min(d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
         }
     }
-    row[b.len()]
+    d[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -107,6 +120,15 @@ mod tests {
         assert_eq!(nearest("compte", keys), Some("compute"));
         assert_eq!(nearest("slep", keys), Some("sleep"));
         assert_eq!(nearest("xyzzy", keys), None);
+        assert_eq!(
+            nearest("nmae", ["name", "tasks"]),
+            Some("name"),
+            "a swap is one edit"
+        );
+        assert_eq!(nearest("yeild", ["yield", "truncate"]), Some("yield"));
+        assert_eq!(edit_distance("ab", "ba"), 1);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(
             did_you_mean("recieve", ["recv", "receive"]),
             " (did you mean 'receive'?)"

@@ -4,7 +4,7 @@
 //! Two grammars are read into one [`model`]: schedlab's TOML step language
 //! (`docs/workload-files.md`) and rt-app's JSON (rt-app's `doc/tutorial.txt`), both strictly —
 //! an unknown key, a wrong type or a reference to nothing is an error at its `file:line:column`,
-//! never a silent default. Expressions ([`expr`]) carry units and are compiled per
+//! never a silent default. [`toml_file::read`] reads the first. Expressions ([`expr`]) carry units and are compiled per
 //! configuration.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -13,6 +13,7 @@ pub mod error;
 pub mod expr;
 pub mod model;
 pub mod span;
+pub mod toml_file;
 
 pub use error::{Diagnostic, FileError};
 pub use model::ScriptDef;
@@ -23,3 +24,6 @@ pub mod interp;
 pub mod program;
 pub mod script;
 pub use script::Script;
+pub mod describe;
+mod load;
+pub use load::{load, MAX_FILE_BYTES};

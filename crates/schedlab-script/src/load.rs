@@ -33,7 +33,7 @@ pub fn load(path: &Path) -> Result<Script, FileError> {
     let def = if ext == "toml" {
         crate::toml_file::read(path, &text)?
     } else {
-        crate::rtapp::read(path, &text)?
+        return Err(FileError::whole(path, "rt-app files are not read yet"));
     };
     Script::new(def)
 }

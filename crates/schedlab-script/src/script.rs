@@ -532,4 +532,8 @@ impl Workload for Script {
     fn expected_time(&self) -> Option<Duration> {
         Some(self.program.expected_time)
     }
+
+    fn describe(&self) -> Option<String> {
+        Some(crate::describe::steps(self))
+    }
 }

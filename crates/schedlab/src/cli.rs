@@ -171,8 +171,8 @@ pub fn prepare(args: &[String]) -> Result<clap::Command, String> {
         ));
     }
     let script = schedlab_script::load(path).map_err(|e| e.to_string())?;
-    let sub = file_command(workload, &script);
-    let _ = WORKLOAD_FILE.set(script);
+    let script: &'static Script = WORKLOAD_FILE.get_or_init(|| script);
+    let sub = file_command(workload, script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
     Ok(cmd)
 }

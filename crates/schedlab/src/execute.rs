@@ -11,7 +11,6 @@ use schedlab_experiment::{
 };
 use schedlab_real::host;
 use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
-use schedlab_workload::Workload;
 use schedlab_workload::record::RunRecord;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -201,7 +200,7 @@ impl PresetVisitor for Execute<'_> {
 
 impl Execute<'_> {
     /// Build, measure and print the configurations of workload `base`.
-    fn with<W: Configurable + Describe>(self, base: W) -> Result<RunEnd, String> {
+    fn with<W: Configurable>(self, base: W) -> Result<RunEnd, String> {
         match self.backend {
             BackendRequest::Real => {
                 let mut backend = RealBackend::new(match self.common.counters {
@@ -219,7 +218,7 @@ impl Execute<'_> {
         }
     }
 
-    fn on<W: Configurable + Describe, B: Backend>(
+    fn on<W: Configurable, B: Backend>(
         self,
         base: W,
         backend: &mut B,
@@ -375,24 +374,8 @@ fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
     schedlab_report::interbench::side_by_side(&refs, record.level)
 }
 
-/// What `schedlab check` prints of a workload beyond its plan: a workload file's steps.
-pub trait Describe {
-    /// The workload's own description (a file's steps per group), if it has one.
-    fn describe(&self) -> Option<String> {
-        None
-    }
-}
-
-impl<P: Preset> Describe for P {}
-
-impl Describe for schedlab_script::Script {
-    fn describe(&self) -> Option<String> {
-        Some(schedlab_script::describe::steps(self))
-    }
-}
-
 /// The plan of every configuration of `experiment`, as `schedlab check` prints it.
-fn describe_experiment<W: Configurable + Describe, B: Backend>(
+fn describe_experiment<W: Configurable, B: Backend>(
     experiment: &Experiment<W, B::Machine>,
     backend: &B,
 ) -> String {

@@ -96,6 +96,11 @@ pub trait Workload: Send + Sync + 'static {
     fn classic_line(&self, _metrics: &BTreeMap<String, f64>) -> Option<String> {
         None
     }
+    /// What the workload does, in words, beyond its plan (a workload file's steps), for
+    /// `schedlab check`.
+    fn describe(&self) -> Option<String> {
+        None
+    }
     /// A generous upper bound on one repetition's wall time, for the supervisor's budget.
     fn expected_time(&self) -> Option<Duration> {
         None
