@@ -898,7 +898,7 @@ impl<'t> Reader<'t> {
         let name = Spanned::new(name.to_string(), span_of(k));
         let DeValue::Table(_) = v.get_ref() else {
             return Ok(ParamSpec {
-                default: self.param_value(&ctx, "default", v)?,
+                default: self.param_value("[params]", &name.value, v)?,
                 default_span: span_of(v),
                 name,
                 help: String::new(),
