@@ -1,4 +1,5 @@
-//! schedlab's TOML workload files (`docs/workload-files.md`), read strictly into the [model].
+//! schedlab's TOML workload files (`docs/workload-files.md`), read strictly into the
+//! [model](crate::model).
 //!
 //! The text is parsed with the `toml` crate's span-preserving tables
 //! ([`toml::de::DeTable`], in document order: groups are numbered in the order they are written),
@@ -10,6 +11,23 @@
 //! file's stem). What needs the whole file — a step naming a lock nobody declared, a `compute`
 //! without a duration, a channel nobody reads — is the compiler's, which finds each element's
 //! span in the model.
+//!
+//! Choices the format leaves to the reader:
+//! - Every name — of a parameter, group, channel, lock, barrier, semaphore, condition, timer,
+//!   count or loop variable — is an identifier (`[A-Za-z_][A-Za-z0-9_]*`), so that it can be
+//!   written in a reference (`inbox[index]`) and an expression. Groups and the objects share one
+//!   name space: a lock may not be called as a group is. A loop variable may not take a reserved
+//!   name (`index`, `count`, `tasks`, `min`, `max`, `floor`, `ceil`), as a parameter may not.
+//! - A parameter's string that starts like a number (`"10msec"`, `"-2ms"`) must be one number
+//!   with its unit; any other string is a word.
+//! - Counts (`count`, `parties`, `initial`, `chunk`) are whole numbers or expression strings; a
+//!   TOML float there is refused. Elsewhere a number is a plain literal, kept as one so that the
+//!   compiler's unit messages apply (`compute = 5` has no unit).
+//! - A knob's value is checked with [`parse_knob`] at once; a knob takes no `$PARAM` (sweeps
+//!   vary knobs by `GROUP.KNOB` already). `transport` and `tasks` do take `$PARAM`.
+//! - A string with escape sequences (`"\u0031ms"`) still reads, but a byte of its value is not
+//!   a byte of the file, so its expression's spans are the whole string's. Multi-line strings
+//!   are spanned from their content's first character.
 //!
 //! ```
 //! use schedlab_script::toml_file;
@@ -35,8 +53,8 @@
 //! assert_eq!(def.name, "pingpong");
 //! assert_eq!(def.groups[1].name.value, "pong");
 //!
-//! let typo = toml_file::read(Path::new("pingpong.toml"), &text.replace("[channels.back]", "[channel.back]"));
-//! let message = typo.unwrap_err().to_string();
+//! let typo = text.replace("[channels.back]", "[channel.back]");
+//! let message = toml_file::read(Path::new("pingpong.toml"), &typo).unwrap_err().to_string();
 //! assert!(message.starts_with("pingpong.toml:15:2: unknown key `channel`"), "{message}");
 //! assert!(message.ends_with("(did you mean 'channels'?)"), "{message}");
 //! ```
@@ -880,7 +898,7 @@ impl<'t> Reader<'t> {
         let name = Spanned::new(name.to_string(), span_of(k));
         let DeValue::Table(_) = v.get_ref() else {
             return Ok(ParamSpec {
-                default: self.param_value(&ctx, "default", v)?,
+                default: self.param_value("[params]", &name.value, v)?,
                 default_span: span_of(v),
                 name,
                 help: String::new(),

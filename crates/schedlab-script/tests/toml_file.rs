@@ -703,7 +703,7 @@ fn parameters_are_numbers_with_units_or_words() {
         "[params]\nwork = \"10msec\"\n[groups.g]\nsteps = [\"yield\"]\n",
         "w.toml:2:11: ",
         &[
-            "parameter 'work'",
+            "[params]: `work` '10msec' starts like",
             "starts like a number but is not one",
             "unit 'msec'",
         ],
@@ -740,7 +740,7 @@ fn parameters_are_numbers_with_units_or_words() {
         "[params]\nflag = true\n",
         "w.toml:2:8: ",
         &[
-            "`default` must be a number, a string holding a number with its unit",
+            "[params]: `flag` must be a number, a string holding a number with its unit",
             "not a boolean (true)",
         ],
     );
