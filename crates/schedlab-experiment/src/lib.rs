@@ -27,7 +27,9 @@ pub mod sim;
 pub mod vary;
 
 pub use backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
-pub use build::{build, build_from, BackendRequest, Config, Experiment, ExperimentRequest, SimRequest};
+pub use build::{
+    build, build_from, BackendRequest, Config, Experiment, ExperimentRequest, SimRequest,
+};
 pub use error::ExperimentError;
 pub use measure::{measure, Progress, RunEnd};
 pub use outdir::OutDir;

@@ -649,7 +649,8 @@ impl<'a> Compiler<'a> {
         };
         let (c, u) = compile_expr(expr, &lookup, &accepted)?;
         check_unit(expr, what, u, units)?;
-        if expr.names().iter().any(|(n, _)| *n == "from") && !scope.iter().any(|(v, _)| v == "from") {
+        if expr.names().iter().any(|(n, _)| *n == "from") && !scope.iter().any(|(v, _)| v == "from")
+        {
             self.uses_from.set(true);
         }
         if let Some(v) = c.constant() {

@@ -30,10 +30,16 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
             StepKind::Compute(a) => format!("compute {}", amount(a)),
             StepKind::Busy(e) => format!("busy {e} (wall time)"),
             StepKind::Sleep(a) => format!("sleep {}", amount(a)),
-            StepKind::Period { timer, every, deadline } => format!(
+            StepKind::Period {
+                timer,
+                every,
+                deadline,
+            } => format!(
                 "period {}: every {every}, deadline {}",
                 timer.value,
-                deadline.as_ref().map_or(every.to_string(), |d| d.to_string())
+                deadline
+                    .as_ref()
+                    .map_or(every.to_string(), |d| d.to_string())
             ),
             StepKind::Send { channel, size } => format!("send {size} to {}", obj(channel)),
             StepKind::Recv { channel, size } => format!("recv {size} from {}", obj(channel)),
@@ -42,18 +48,30 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
             StepKind::Barrier(r) => format!("barrier {}", obj(r)),
             StepKind::SemPost(r) => format!("post {}", obj(r)),
             StepKind::SemWait(r) => format!("wait {}", obj(r)),
-            StepKind::CondWait { cond, lock } => format!("cond_wait {} with {}", obj(cond), obj(lock)),
+            StepKind::CondWait { cond, lock } => {
+                format!("cond_wait {} with {}", obj(cond), obj(lock))
+            }
             StepKind::CondSignal(r) => format!("signal {}", obj(r)),
             StepKind::CondBroadcast(r) => format!("broadcast {}", obj(r)),
             StepKind::Yield => "yield".into(),
-            StepKind::Io { kind: IoKind::Truncate, .. } => "truncate".into(),
-            StepKind::Io { kind: IoKind::Read, bytes } => format!("read {bytes}"),
-            StepKind::Io { kind: IoKind::Write, bytes } => format!("write {bytes}"),
+            StepKind::Io {
+                kind: IoKind::Truncate,
+                ..
+            } => "truncate".into(),
+            StepKind::Io {
+                kind: IoKind::Read,
+                bytes,
+            } => format!("read {bytes}"),
+            StepKind::Io {
+                kind: IoKind::Write,
+                bytes,
+            } => format!("write {bytes}"),
             StepKind::Touch(e) => format!("touch {e}"),
             StepKind::Spawn(g) => format!("spawn a task of {}", g.value),
             StepKind::Loop { repeat, var, .. } => format!(
                 "loop {repeat}{}:",
-                var.as_ref().map_or(String::new(), |v| format!(" as {}", v.value))
+                var.as_ref()
+                    .map_or(String::new(), |v| format!(" as {}", v.value))
             ),
             StepKind::Timed { name, .. } => format!("timer {}:", name.value),
             StepKind::Count { name, by } => format!("count {} += {by}", name.value),
@@ -69,10 +87,15 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
 pub fn steps(script: &Script) -> String {
     let mut out = String::new();
     let def = script.def();
-    let _ = writeln!(out, "file          {} ({})", def.path.display(), match def.grammar {
-        crate::model::Grammar::Toml => "schedlab TOML",
-        crate::model::Grammar::RtApp => "rt-app JSON",
-    });
+    let _ = writeln!(
+        out,
+        "file          {} ({})",
+        def.path.display(),
+        match def.grammar {
+            crate::model::Grammar::Toml => "schedlab TOML",
+            crate::model::Grammar::RtApp => "rt-app JSON",
+        }
+    );
     let p = script.program();
     match p.expected_messages {
         Some(n) if p.receives => {
@@ -84,7 +107,12 @@ pub fn steps(script: &Script) -> String {
         _ => {}
     }
     for g in &def.groups {
-        let _ = writeln!(out, "steps of {}{}:", g.name.value, if g.spawned { " (started by spawn)" } else { "" });
+        let _ = writeln!(
+            out,
+            "steps of {}{}:",
+            g.name.value,
+            if g.spawned { " (started by spawn)" } else { "" }
+        );
         steps_into(&mut out, &g.body, 1);
     }
     out

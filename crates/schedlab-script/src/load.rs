@@ -18,14 +18,18 @@ pub fn load(path: &Path) -> Result<Script, FileError> {
             "is not a workload file; use FILE.toml (schedlab's workload file) or FILE.json (rt-app's grammar)",
         ));
     }
-    let meta = std::fs::metadata(path).map_err(|e| FileError::whole(path, format!("cannot read: {e}")))?;
+    let meta =
+        std::fs::metadata(path).map_err(|e| FileError::whole(path, format!("cannot read: {e}")))?;
     if !meta.is_file() {
         return Err(FileError::whole(path, "is not a file"));
     }
     if meta.len() > MAX_FILE_BYTES {
         return Err(FileError::whole(
             path,
-            format!("is {} bytes; accepted: at most {MAX_FILE_BYTES}", meta.len()),
+            format!(
+                "is {} bytes; accepted: at most {MAX_FILE_BYTES}",
+                meta.len()
+            ),
         ));
     }
     let text = std::fs::read_to_string(path)

@@ -16,7 +16,7 @@ use schedlab_workload::presets::{
 use schedlab_workload::record::{Better, MetricDef};
 use schedlab_workload::{Context, ParamError, Plan, TaskRef, WorkloadError};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// What a file is, once read: shared by every configuration made from it.
@@ -39,9 +39,11 @@ pub struct Script {
     /// Group sizes set as parameters (`GROUP.count`), over the file's `count`.
     counts: Vec<Option<u64>>,
     seed: u64,
+    /// The last configuration that compiled (the defaults at first).
     program: Arc<Program>,
-    /// Why the last parameter change left the file uncompilable (reported by `check`).
-    pending: Option<ParamError>,
+    /// This configuration, compiled when first needed after a parameter changed (so that
+    /// setting several parameters compiles once); an error is reported by `check`.
+    compiled: Arc<OnceLock<Result<Arc<Program>, ParamError>>>,
 }
 
 impl Script {
@@ -89,7 +91,7 @@ impl Script {
             counts,
             seed: 1,
             program: Arc::new(program),
-            pending: None,
+            compiled: Arc::new(OnceLock::new()),
         })
     }
 
@@ -98,14 +100,30 @@ impl Script {
         &self.file.def
     }
 
-    /// This configuration, compiled.
+    /// This configuration, compiled (the last one that compiled, if it does not: `check`
+    /// says why).
     pub fn program(&self) -> &Program {
-        &self.program
+        match self.compiled() {
+            Ok(p) => p,
+            Err(_) => &self.program,
+        }
+    }
+
+    fn compiled(&self) -> &Result<Arc<Program>, ParamError> {
+        self.compiled.get_or_init(|| {
+            let file = &self.file;
+            compile(&file.def, &self.values, &self.counts, self.seed)
+                .map(Arc::new)
+                .map_err(|d| {
+                    let e = FileError::at(&file.def.path, &file.def.text, d);
+                    ParamError::whole(file.name, format!("with {}: {e}", self.describe_values()))
+                })
+        })
     }
 
     /// The metric names this configuration reports.
     pub fn metric_names(&self) -> Vec<String> {
-        metric_names(&self.program)
+        metric_names(self.program())
     }
 }
 
@@ -237,11 +255,17 @@ impl Configurable for Script {
             ));
         };
         let value = value.trim();
-        if let Some(g) = name.strip_suffix(".count").and_then(|g| {
-            self.file.def.groups.iter().position(|x| x.name.value == g)
-        }) {
+        if let Some(g) = name
+            .strip_suffix(".count")
+            .and_then(|g| self.file.def.groups.iter().position(|x| x.name.value == g))
+        {
             let max = schedlab_workload::presets::MAX_TASKS;
-            let n = schedlab_workload::presets::params::parse_count(workload, def.name, value, 1..=max)?;
+            let n = schedlab_workload::presets::params::parse_count(
+                workload,
+                def.name,
+                value,
+                1..=max,
+            )?;
             self.counts[g] = Some(n as u64);
         } else if name == "seed"
             && self.file.seeded
@@ -268,27 +292,15 @@ impl Configurable for Script {
                 ParamError::value(workload, def.name, format!("'{value}'"), problem)
             })?;
         }
-        match compile(&self.file.def, &self.values, &self.counts, self.seed) {
-            Ok(p) => {
-                self.program = Arc::new(p);
-                self.pending = None;
-            }
-            Err(d) => {
-                let e = FileError::at(&self.file.def.path, &self.file.def.text, d);
-                self.pending = Some(ParamError::whole(
-                    workload,
-                    format!("with {}: {e}", self.describe_values()),
-                ));
-            }
+        if let Some(Ok(p)) = self.compiled.get() {
+            self.program = p.clone();
         }
+        self.compiled = Arc::new(OnceLock::new());
         Ok(())
     }
 
     fn check(&self) -> Result<(), ParamError> {
-        match &self.pending {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        self.compiled().as_ref().map(|_| ()).map_err(Clone::clone)
     }
 
     fn group_defaults(&self, _realtime_allowed: bool) -> Vec<GroupDefault> {
@@ -298,19 +310,33 @@ impl Configurable for Script {
     fn host_needs(&self) -> HostNeeds {
         let clamp = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
         HostNeeds {
-            memory: (self.program.memory > 0).then(|| ("touch", clamp(self.program.memory))),
-            files: (self.program.files > 0).then(|| ("write", clamp(self.program.files))),
+            memory: (self.program().memory > 0).then(|| ("touch", clamp(self.program().memory))),
+            files: (self.program().files > 0).then(|| ("write", clamp(self.program().files))),
         }
     }
 }
 
 impl Script {
+    /// The parameters' values, for an error (not through the compiled program, which may not
+    /// exist).
     fn describe_values(&self) -> String {
-        self.params()
+        let mut out: Vec<String> = self
+            .file
+            .def
+            .params
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+            .zip(&self.values)
+            .map(|(p, v)| match v {
+                ParamValue::Number(q) => format!("{}={q}", p.name.value),
+                ParamValue::Text(t) => format!("{}={t}", p.name.value),
+            })
+            .collect();
+        for (g, c) in self.file.def.groups.iter().zip(&self.counts) {
+            if let Some(c) = c {
+                out.push(format!("{}.count={c}", g.name.value));
+            }
+        }
+        out.join(" ")
     }
 }
 
@@ -351,19 +377,19 @@ impl Workload for Script {
     }
 
     fn plan(&self) -> Plan {
-        self.program.plan.clone()
+        self.program().plan.clone()
     }
 
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
-        interp::run(&self.program, task, ctx).await
+        interp::run(self.program(), task, ctx).await
     }
 
     fn start_order(&self) -> Vec<usize> {
-        self.program.start_order.clone()
+        self.program().start_order.clone()
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {
-        let p = &self.program;
+        let p = self.program();
         let mut all = vec![def(
             "time",
             "s",
@@ -457,7 +483,7 @@ impl Workload for Script {
     }
 
     fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
-        let p = &self.program;
+        let p = self.program();
         let plan = &p.plan;
         let secs = outcome.wall.as_secs_f64();
         let mut m = BTreeMap::new();
@@ -530,7 +556,7 @@ impl Workload for Script {
     }
 
     fn expected_time(&self) -> Option<Duration> {
-        Some(self.program.expected_time)
+        Some(self.program().expected_time)
     }
 
     fn describe(&self) -> Option<String> {

@@ -4,8 +4,8 @@
 //! anything starts.
 
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
-use schedlab_workload::duration::parse_duration;
 use schedlab_script::Script;
+use schedlab_workload::duration::parse_duration;
 use schedlab_workload::presets::{self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -216,28 +216,29 @@ fn file_command(path: &str, script: &'static Script) -> clap::Command {
                 .value_parser(move |text: &str| check_value(script.clone(), d, text)),
         );
     }
-    cmd = cmd.arg(
-        clap::Arg::new("set")
-            .long("set")
-            .value_name("NAME=VALUE")
-            .action(ArgAction::Append)
-            .allow_hyphen_values(true)
-            .help("Set a parameter of the file (repeatable); `schedlab check FILE` lists them.")
-            .value_parser(move |text: &str| -> Result<String, String> {
-                let Some((name, value)) = text.split_once('=') else {
-                    return Err(format!("--set '{text}' is not NAME=VALUE"));
-                };
-                let Some(d) = script.param_defs().iter().find(|d| d.name == name.trim()) else {
-                    let names: Vec<&str> = script.param_defs().iter().map(|d| d.name).collect();
-                    return Err(format!(
+    cmd =
+        cmd.arg(
+            clap::Arg::new("set")
+                .long("set")
+                .value_name("NAME=VALUE")
+                .action(ArgAction::Append)
+                .allow_hyphen_values(true)
+                .help("Set a parameter of the file (repeatable); `schedlab check FILE` lists them.")
+                .value_parser(move |text: &str| -> Result<String, String> {
+                    let Some((name, value)) = text.split_once('=') else {
+                        return Err(format!("--set '{text}' is not NAME=VALUE"));
+                    };
+                    let Some(d) = script.param_defs().iter().find(|d| d.name == name.trim()) else {
+                        let names: Vec<&str> = script.param_defs().iter().map(|d| d.name).collect();
+                        return Err(format!(
                         "--set {text}: the file has no parameter '{name}'; its parameters are: {}",
                         if names.is_empty() { "none".to_string() } else { names.join(", ") }
                     ));
-                };
-                check_value(script.clone(), d, value)?;
-                Ok(text.to_string())
-            }),
-    );
+                    };
+                    check_value(script.clone(), d, value)?;
+                    Ok(text.to_string())
+                }),
+        );
     CommonArgs::augment_args(cmd).about(about)
 }
 

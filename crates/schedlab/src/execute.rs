@@ -387,14 +387,30 @@ fn describe_experiment<W: Configurable, B: Backend>(
     let w = &first.workload;
     let _ = writeln!(out, "workload      {}", w.name());
     let params: Vec<String> = w.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
-    let _ = writeln!(out, "parameters    {}", if params.is_empty() { "none".to_string() } else { params.join(" ") });
+    let _ = writeln!(
+        out,
+        "parameters    {}",
+        if params.is_empty() {
+            "none".to_string()
+        } else {
+            params.join(" ")
+        }
+    );
     let _ = writeln!(
         out,
         "machine       {}",
-        backend.machine_label(&first.machine).unwrap_or_else(|| "this machine's kernel".into())
+        backend
+            .machine_label(&first.machine)
+            .unwrap_or_else(|| "this machine's kernel".into())
     );
     let plan = w.plan();
-    let _ = writeln!(out, "tasks         {} ({}; channels over {})", plan.total_tasks(), plan.mode, plan.transport);
+    let _ = writeln!(
+        out,
+        "tasks         {} ({}; channels over {})",
+        plan.total_tasks(),
+        plan.mode,
+        plan.transport
+    );
     for (g, knobs) in plan.groups.iter().zip(&first.knobs) {
         let k = knobs.to_string();
         let _ = writeln!(
@@ -403,7 +419,11 @@ fn describe_experiment<W: Configurable, B: Backend>(
             g.name,
             g.tasks,
             if g.tasks == 1 { " " } else { "s" },
-            if k.is_empty() { String::new() } else { format!("  {k}") }
+            if k.is_empty() {
+                String::new()
+            } else {
+                format!("  {k}")
+            }
         );
     }
     let sync = &plan.sync;
@@ -421,13 +441,21 @@ fn describe_experiment<W: Configurable, B: Backend>(
         .iter()
         .enumerate()
         .map(|(i, m)| {
-            let unit = if m.unit.is_empty() { String::new() } else { format!(" {}", m.unit) };
+            let unit = if m.unit.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", m.unit)
+            };
             format!("{}{unit}{}", m.name, if i == 0 { " (primary)" } else { "" })
         })
         .collect();
     let _ = writeln!(out, "metrics       {}", metrics.join(", "));
     if let Some(t) = w.expected_time() {
-        let _ = writeln!(out, "time budget   {} per repetition", schedlab_workload::duration::format_duration(t));
+        let _ = writeln!(
+            out,
+            "time budget   {} per repetition",
+            schedlab_workload::duration::format_duration(t)
+        );
     }
     if let Some(steps) = w.describe() {
         out.push_str(&steps);
