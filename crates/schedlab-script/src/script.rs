@@ -60,6 +60,11 @@ impl Script {
             for (key, value) in &g.knobs {
                 let one = parse_knob(&key.value, &value.value)
                     .map_err(|e| at(value.span, e.to_string()))?;
+                // Each knob's range is checked at its value (CPUs against the machine later).
+                if one.cpus.is_none() {
+                    one.validate(&g.name.value, usize::MAX)
+                        .map_err(|e| at(value.span, e.to_string()))?;
+                }
                 k = k.merged(&one);
             }
             if !k.is_default() {
@@ -369,6 +374,9 @@ impl Workload for Script {
                 (p.name.value.clone(), text)
             })
             .collect();
+        for g in &self.program().groups {
+            out.insert(format!("{}.count", g.name), g.tasks.to_string());
+        }
         if self.file.seeded {
             out.entry("seed".into())
                 .or_insert_with(|| self.seed.to_string());

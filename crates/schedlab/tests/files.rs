@@ -1,0 +1,377 @@
+//! Workload files from the command line: the presets' files against the presets on the
+//! simulator (identical numbers for the same seed), `check`, `run` and `sweep` of a file on both
+//! backends, and file faults reported at `file:line:column` before anything starts.
+
+use schedlab_workload::record::RunRecord;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn schedlab() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
+    // Paths in the tests are relative to the repository's root.
+    c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
+    c
+}
+
+fn run(args: &[&str]) -> Output {
+    schedlab().args(args).output().expect("run schedlab")
+}
+
+fn run_ok(args: &[&str]) -> Output {
+    let out = run(args);
+    assert!(
+        out.status.success(),
+        "schedlab {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn temp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("schedlab-files-{}-{name}", std::process::id()))
+}
+
+fn record(args: &[&str], name: &str) -> RunRecord {
+    let path = temp(&format!("{name}.json"));
+    let p = path.to_str().unwrap().to_string();
+    let mut all = args.to_vec();
+    all.extend(["--json", &p, "--quiet"]);
+    run_ok(&all);
+    let rec = RunRecord::from_json(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    rec
+}
+
+/// Run the preset and its file on the simulator with the same seed; every repetition's wall
+/// time, the metrics named in `same` (preset name, file name) and every counter of every group
+/// must be identical.
+fn same_simulation(preset: &[&str], file: &[&str], same: &[(&str, &str)], policy: &str) {
+    let common = [
+        "--backend",
+        "sim",
+        "--policy",
+        policy,
+        "--cpus",
+        "2",
+        "--seed",
+        "7",
+        "--runs",
+        "2",
+    ];
+    let a = record(&[&["run"], preset, &common[..]].concat(), "preset");
+    let b = record(&[&["run"], file, &common[..]].concat(), "file");
+    for (ra, rb) in a.configs[0]
+        .repetitions
+        .iter()
+        .zip(&b.configs[0].repetitions)
+    {
+        for (ma, mb) in same {
+            assert_eq!(
+                ra.metrics[*ma], rb.metrics[*mb],
+                "{preset:?} on {policy}: preset {ma} against file {mb}"
+            );
+        }
+        assert_eq!(ra.counters, rb.counters, "{preset:?} on {policy}: counters");
+        assert_eq!(
+            ra.sim_events, rb.sim_events,
+            "{preset:?} on {policy}: events"
+        );
+        assert_eq!(
+            ra.cpus, rb.cpus,
+            "{preset:?} on {policy}: per-CPU accounting"
+        );
+    }
+    assert_eq!(b.configs[0].repetitions.len(), 2);
+}
+
+#[test]
+fn the_presets_files_simulate_exactly_as_the_presets() {
+    for policy in ["eevdf", "o1", "bsd4"] {
+        same_simulation(
+            &[
+                "messaging",
+                "--groups",
+                "2",
+                "--fds",
+                "4",
+                "--loops",
+                "30",
+                "--tasks",
+                "threads",
+            ],
+            &[
+                "examples/messaging.toml",
+                "--set",
+                "groups=2",
+                "--set",
+                "fds=4",
+                "--set",
+                "loops=30",
+                "--set",
+                "hosting=threads",
+            ],
+            &[
+                ("time", "time"),
+                ("messages", "messages"),
+                ("msgs_per_s", "msgs_per_s"),
+            ],
+            policy,
+        );
+        same_simulation(
+            &["pingpong", "--loops", "2000"],
+            &["examples/pingpong.toml", "--set", "loops=2000"],
+            &[("ops_per_s", "round_trips_per_s")],
+            policy,
+        );
+        same_simulation(
+            &["yield", "--threads", "3", "--duration", "20ms"],
+            &[
+                "examples/yield.toml",
+                "--set",
+                "threads=3",
+                "--set",
+                "duration=20ms",
+            ],
+            &[("yields_per_s", "yields_per_s"), ("yields", "yields")],
+            policy,
+        );
+    }
+}
+
+#[test]
+fn check_prints_the_plan_and_what_the_dry_run_proved() {
+    let out = run_ok(&["check", "examples/messaging.toml", "--set", "groups=2"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "workload      messaging-file",
+        "group sender",
+        "tasks         80",
+        "messages      80000 per repetition",
+        "send datasize to inbox[index - index % fds + r]",
+        "checked; nothing was run",
+    ] {
+        assert!(text.contains(want), "missing '{want}' in:\n{text}");
+    }
+    // A sweep's configurations are listed.
+    let out = run_ok(&[
+        "check",
+        "examples/periodic-vs-hog.toml",
+        "--backend",
+        "sim",
+        "--vary",
+        "hog.count=1,3",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("configurations 2:"), "{text}");
+    assert!(text.contains("hog.count=3"), "{text}");
+}
+
+#[test]
+fn a_periodic_file_runs_on_both_backends_with_interbench_accounting() {
+    let sim = record(
+        &[
+            "run",
+            "examples/periodic-vs-hog.toml",
+            "--set",
+            "duration=1s",
+            "--backend",
+            "sim",
+            "--policy",
+            "eevdf",
+            "--cpus",
+            "1",
+            "--runs",
+            "1",
+        ],
+        "sim-periodic",
+    );
+    let m = &sim.configs[0].repetitions[0].metrics;
+    assert_eq!(
+        sim.metrics[0].name, "audio.latency",
+        "the primary metric first"
+    );
+    // 1 s of 20 ms periods: about 50 activations, each met or missed, none lost.
+    assert!(
+        m["audio.deadlines_met"] > 0.0 && m["audio.deadlines_met"] <= 100.0,
+        "{m:?}"
+    );
+    assert!(m["audio.max_latency"] >= m["audio.latency"], "{m:?}");
+    assert!(m["time"] >= 1.0 && m["time"] < 1.2, "{m:?}");
+    let real = record(
+        &[
+            "run",
+            "examples/periodic-vs-hog.toml",
+            "--set",
+            "duration=300ms",
+            "--set",
+            "hog.count=1",
+            "--runs",
+            "1",
+            "--counters",
+            "proc",
+        ],
+        "real-periodic",
+    );
+    let m = &real.configs[0].repetitions[0].metrics;
+    assert!(m["time"] >= 0.3 && m["time"] < 2.0, "{m:?}");
+    assert!(m["audio.deadlines_met"] > 0.0, "{m:?}");
+    assert_eq!(real.configs[0].params["hog.count"], "1");
+}
+
+#[test]
+fn a_sweep_varies_a_file_parameter_a_group_count_and_the_policy() {
+    let out = temp("sweep-out");
+    let o = out.to_str().unwrap().to_string();
+    run_ok(&[
+        "sweep",
+        "examples/periodic-vs-hog.toml",
+        "--set",
+        "duration=200ms",
+        "--backend",
+        "sim",
+        "--cpus",
+        "1",
+        "--runs",
+        "1",
+        "--vary",
+        "hog.count=1,2",
+        "--vary",
+        "policy=o1,eevdf",
+        "--vary",
+        "work=1ms,2ms",
+        "--out",
+        &o,
+        "--quiet",
+    ]);
+    let rec =
+        RunRecord::from_json(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(rec.configs.len(), 8);
+    let labels: Vec<&str> = rec.configs.iter().map(|c| c.label.as_str()).collect();
+    assert!(
+        labels.contains(&"hog.count=2 policy=eevdf work=2ms"),
+        "{labels:?}"
+    );
+    let c = rec
+        .configs
+        .iter()
+        .find(|c| c.label == "hog.count=2 policy=o1 work=1ms")
+        .unwrap();
+    assert_eq!(c.params["hog.count"], "2");
+    assert_eq!(c.params["work"], "1ms");
+    std::fs::remove_dir_all(&out).ok();
+}
+
+#[test]
+fn every_example_checks_and_runs_briefly_on_the_simulator() {
+    for entry in
+        std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")).unwrap()
+    {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let p = path.to_str().unwrap();
+        run_ok(&["check", p]);
+    }
+    for (file, sets) in [
+        ("examples/request-response.toml", &["requests=20"][..]),
+        ("examples/pipeline.toml", &["items=200"][..]),
+        ("examples/desktop.toml", &["duration=500ms"][..]),
+    ] {
+        let mut args = vec![
+            "run",
+            file,
+            "--backend",
+            "sim",
+            "--cpus",
+            "2",
+            "--runs",
+            "1",
+        ];
+        for s in sets {
+            args.extend(["--set", s]);
+        }
+        let rec = record(&args, "example");
+        let m = &rec.configs[0].repetitions[0].metrics;
+        assert!(m["time"] > 0.0, "{file}: {m:?}");
+    }
+}
+
+#[test]
+fn file_faults_are_reported_at_their_place_before_anything_runs() {
+    let dir = temp("faults");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "[groups.a]\nsteps = [ { compte = \"1ms\" } ]\n",
+            ":2:",
+            "did you mean 'compute'",
+        ),
+        (
+            "[groups.a]\nsteps = [ { recv = \"c\", size = 8 } ]\n[channels.c]\n",
+            ":2:",
+            "no group sends on it",
+        ),
+        (
+            "[channels.c]\n[groups.a]\nsteps = [ { send = \"c\", size = 8 } ]\n[groups.b]\nsteps = [ { loop = 2, steps = [ { recv = \"c\", size = 8 } ] } ]\n",
+            ":5:",
+            "a receive nobody can satisfy",
+        ),
+        (
+            "[groups.a]\nsteps = [ { compute = \"5\" } ]\n",
+            ":2:",
+            "use a duration",
+        ),
+        (
+            "[groups.a]\nsteps = [ { lock = \"nosuch\" } ]\n",
+            ":2:",
+            "is not a lock",
+        ),
+        (
+            "[groups.a]\nnice = 40\nsteps = [ \"yield\" ]\n",
+            ":2:",
+            "nice",
+        ),
+    ];
+    for (i, (text, at, words)) in cases.iter().enumerate() {
+        let path = dir.join(format!("f{i}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let p = path.to_str().unwrap();
+        let out = run(&["run", p, "--backend", "sim"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
+        assert!(
+            err.contains(&format!("{p}{at}")),
+            "{text}: wanted {p}{at} in: {err}"
+        );
+        assert!(err.contains(words), "{text}: wanted '{words}' in: {err}");
+    }
+    // A parameter of the wrong kind, and a combination the dry run refuses.
+    let out = run(&["run", "examples/periodic-vs-hog.toml", "--set", "period=5"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("use a duration"),
+        "{err}"
+    );
+    let out = run(&[
+        "run",
+        "examples/pipeline.toml",
+        "--set",
+        "consumers=3",
+        "--backend",
+        "sim",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("examples/pipeline.toml:"),
+        "{err}"
+    );
+    let out = run(&["run", "nosuch.toml"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot read"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
