@@ -513,6 +513,7 @@ impl<'a> Compiler<'a> {
             counts: std::mem::take(&mut self.counts),
             periods: std::mem::take(&mut self.periods),
             receives: self.receives,
+            uses_from: self.uses_from.get(),
             expected_messages: None,
             seed,
             expected_time: Duration::ZERO,

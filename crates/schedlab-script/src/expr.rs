@@ -505,12 +505,47 @@ impl Compiled {
     #[inline]
     pub fn eval(&self, slots: &[f64]) -> f64 {
         match self {
+            Compiled::Bin(op, a, b) => {
+                // The operands are mostly constants and slots: read them without a call.
+                let x = match &**a {
+                    Compiled::Const(v) => *v,
+                    Compiled::Slot(i) => slots[*i],
+                    e => e.eval(slots),
+                };
+                let y = match &**b {
+                    Compiled::Const(v) => *v,
+                    Compiled::Slot(i) => slots[*i],
+                    e => e.eval(slots),
+                };
+                apply(*op, x, y)
+            }
             Compiled::Const(v) => *v,
             Compiled::Slot(i) => slots[*i],
             Compiled::Neg(e) => -e.eval(slots),
-            Compiled::Bin(op, a, b) => apply(*op, a.eval(slots), b.eval(slots)),
             Compiled::Call(f, args) => {
                 call(*f, &args.iter().map(|a| a.eval(slots)).collect::<Vec<_>>())
+            }
+        }
+    }
+
+    /// This expression with slot `slot` fixed at `value`, folded (a task's `index` is fixed for
+    /// its whole body).
+    pub fn with_slot(&self, slot: usize, value: f64) -> Compiled {
+        fold(self.substitute(slot, value))
+    }
+
+    fn substitute(&self, slot: usize, value: f64) -> Compiled {
+        match self {
+            Compiled::Slot(s) if *s == slot => Compiled::Const(value),
+            Compiled::Const(_) | Compiled::Slot(_) => self.clone(),
+            Compiled::Neg(e) => Compiled::Neg(Box::new(e.substitute(slot, value))),
+            Compiled::Bin(op, a, b) => Compiled::Bin(
+                *op,
+                Box::new(a.substitute(slot, value)),
+                Box::new(b.substitute(slot, value)),
+            ),
+            Compiled::Call(f, args) => {
+                Compiled::Call(*f, args.iter().map(|a| a.substitute(slot, value)).collect())
             }
         }
     }
@@ -524,14 +559,34 @@ impl Compiled {
     }
 }
 
+#[inline]
 fn apply(op: BinOp, a: f64, b: f64) -> f64 {
     match op {
         BinOp::Add => a + b,
         BinOp::Sub => a - b,
         BinOp::Mul => a * b,
         BinOp::Div => a / b,
-        BinOp::Rem => a.rem_euclid(b),
+        BinOp::Rem => rem(a, b),
     }
+}
+
+/// `a mod b` (Euclidean), on integers when both are whole (the common case: `index % fds`),
+/// which avoids the floating-point `fmod`.
+#[inline]
+fn rem(a: f64, b: f64) -> f64 {
+    let (ai, bi) = (a as i64, b as i64);
+    if ai as f64 == a && bi as f64 == b && bi != 0 {
+        ai.rem_euclid(bi) as f64
+    } else {
+        a.rem_euclid(b)
+    }
+}
+
+/// `v` as a whole number, if it is one (no `trunc` call: a round trip through `i64`).
+#[inline]
+pub fn whole(v: f64) -> Option<i64> {
+    let i = v as i64;
+    (i as f64 == v).then_some(i)
 }
 
 fn call(f: Func, args: &[f64]) -> f64 {

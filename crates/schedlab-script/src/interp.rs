@@ -23,6 +23,9 @@ use schedlab_workload::{
 };
 use std::time::Duration;
 
+/// The most instructions (body length × tasks of a group) specialized per task.
+const SPECIALIZE_LIMIT: usize = 1 << 18;
+
 /// Sample key of the messages each receiving task got.
 pub const RECEIVED: &str = "received";
 
@@ -40,13 +43,12 @@ fn duration(secs: f64, what: &str) -> Result<Duration, WorkloadError> {
 fn element(r: &CRef, frame: &[f64]) -> Result<usize, WorkloadError> {
     let Some(c) = &r.index else { return Ok(r.base) };
     let i = c.eval(frame);
-    if i.fract() == 0.0 && i >= 0.0 && (i as usize) < r.len {
-        Ok(r.base + i as usize)
-    } else {
-        Err(WorkloadError::Backend(format!(
+    match crate::expr::whole(i) {
+        Some(w) if w >= 0 && (w as usize) < r.len => Ok(r.base + w as usize),
+        _ => Err(WorkloadError::Backend(format!(
             "{}[{i}] is out of range: '{}' has {} elements",
             r.name, r.name, r.len
-        )))
+        ))),
     }
 }
 
@@ -95,6 +97,85 @@ fn draw(
     duration(secs, what)
 }
 
+/// The next sequence number per (channel, peer) of one task, without hashing per message where
+/// memory allows: a sender's table is dense over the channels (peer 0), a receiver's has a dense
+/// row over the senders for each of the few channels it reads. Past the bounds, a hash map.
+enum SeqTable {
+    /// Dense rows, one per channel used: `(channel, next per peer)`.
+    Dense {
+        peers: usize,
+        rows: Vec<(usize, Vec<u32>)>,
+        last: usize,
+    },
+    /// One dense row over every channel (a sender: peer is always 0).
+    ByChannel(Vec<u32>),
+    /// Keyed by (channel, peer).
+    Sparse(FxHashMap<(usize, usize), u32>),
+}
+
+impl SeqTable {
+    /// Memory one task's table may take densely, in entries (4 bytes each).
+    const DENSE_ENTRIES: usize = 1 << 14;
+    /// Channels a receiver's dense table keeps rows for before it turns to a hash map.
+    const DENSE_ROWS: usize = 8;
+
+    /// A sender's table over `channels`.
+    fn for_sender(channels: usize) -> SeqTable {
+        if channels <= Self::DENSE_ENTRIES {
+            SeqTable::ByChannel(Vec::new())
+        } else {
+            SeqTable::Sparse(FxHashMap::default())
+        }
+    }
+
+    /// A receiver's table over `peers` senders.
+    fn for_receiver(peers: usize) -> SeqTable {
+        if peers <= Self::DENSE_ENTRIES / Self::DENSE_ROWS {
+            SeqTable::Dense {
+                peers,
+                rows: Vec::new(),
+                last: 0,
+            }
+        } else {
+            SeqTable::Sparse(FxHashMap::default())
+        }
+    }
+
+    #[inline]
+    fn slot(&mut self, channel: usize, peer: usize) -> &mut u32 {
+        if let SeqTable::Dense { rows, last, .. } = self {
+            if rows.len() >= Self::DENSE_ROWS && !rows.iter().any(|(c, _)| *c == channel) {
+                let map = rows
+                    .drain(..)
+                    .flat_map(|(c, row)| row.into_iter().enumerate().map(move |(p, v)| ((c, p), v)))
+                    .filter(|(_, v)| *v != 0)
+                    .collect();
+                *self = SeqTable::Sparse(map);
+            } else if rows.get(*last).is_none_or(|(c, _)| *c != channel) {
+                *last = rows
+                    .iter()
+                    .position(|(c, _)| *c == channel)
+                    .unwrap_or(rows.len());
+            }
+        }
+        match self {
+            SeqTable::Dense { peers, rows, last } => {
+                if *last == rows.len() {
+                    rows.push((channel, vec![0; *peers]));
+                }
+                &mut rows[*last].1[peer]
+            }
+            SeqTable::ByChannel(row) => {
+                if row.len() <= channel {
+                    row.resize(channel + 1, 0);
+                }
+                &mut row[channel]
+            }
+            SeqTable::Sparse(map) => map.entry((channel, peer)).or_insert(0),
+        }
+    }
+}
+
 /// A periodic timer's state in one task.
 #[derive(Clone, Copy, Default)]
 struct PeriodState {
@@ -135,13 +216,25 @@ pub async fn run<C: Context>(
     );
     // Buffers live in the body's own frame, as the messaging preset's do.
     let mut buf = [0u8; 4096];
-    let mut next_send: FxHashMap<usize, u32> = FxHashMap::default();
-    let mut next_recv: FxHashMap<(usize, u32), u32> = FxHashMap::default();
+    let mut next_send = SeqTable::for_sender(program.plan.channels);
+    let mut next_recv = SeqTable::for_receiver(program.plan.total_tasks());
     let mut received = 0u64;
     let mut counts = vec![0f64; program.counts.len()];
     let mut periods = vec![PeriodState::default(); program.periods.len()];
     let tasks = program.plan.total_tasks() as u32;
-    let body = &group.body;
+    // The task's index is fixed for its whole body: fold it into the expressions once (within a
+    // memory bound), so that `inbox[index]` costs nothing per message.
+    let specialized: Vec<Instr>;
+    let body: &[Instr] = if group.body.len() * group.tasks <= SPECIALIZE_LIMIT {
+        specialized = group
+            .body
+            .iter()
+            .map(|i| i.with_slot(0, task.index as f64))
+            .collect();
+        &specialized
+    } else {
+        &group.body
+    };
     let mut pc = 0;
     while pc < body.len() {
         match &body[pc] {
@@ -198,7 +291,7 @@ pub async fn run<C: Context>(
                 let ch = element(chan, &frame)?;
                 let n = message_size(size.eval(&frame))?;
                 if n >= crate::compile::HEADER {
-                    let seq = next_send.entry(ch).or_insert(0);
+                    let seq = next_send.slot(ch, 0);
                     buf[..4].copy_from_slice(&(task.id as u32).to_le_bytes());
                     buf[4..8].copy_from_slice(&seq.to_le_bytes());
                     *seq = seq.wrapping_add(1);
@@ -220,7 +313,7 @@ pub async fn run<C: Context>(
                             ch - chan.base
                         )));
                     }
-                    let expected = next_recv.entry((ch, sender)).or_insert(0);
+                    let expected = next_recv.slot(ch, sender as usize);
                     if seq != *expected {
                         return Err(WorkloadError::Integrity(format!(
                             "task {} expected message {} from task {sender} on {}[{}], got {seq}",
@@ -231,7 +324,9 @@ pub async fn run<C: Context>(
                         )));
                     }
                     *expected = expected.wrapping_add(1);
-                    frame[FROM_SLOT] = program.locate(sender as usize).1 as f64;
+                    if program.uses_from {
+                        frame[FROM_SLOT] = program.locate(sender as usize).1 as f64;
+                    }
                 }
                 received += 1;
             }
@@ -341,8 +436,10 @@ pub async fn run<C: Context>(
     Ok(())
 }
 
+#[inline]
 fn message_size(v: f64) -> Result<usize, WorkloadError> {
-    if v.fract() == 0.0 && (1.0..=crate::compile::MAX_MESSAGE as f64).contains(&v) {
+    if crate::expr::whole(v).is_some_and(|w| (1..=crate::compile::MAX_MESSAGE as i64).contains(&w))
+    {
         Ok(v as usize)
     } else {
         Err(WorkloadError::Backend(format!(

@@ -40,6 +40,41 @@ pub struct CRef {
     pub name: &'static str,
 }
 
+impl CAmount {
+    fn with_slot(&self, slot: usize, v: f64) -> CAmount {
+        match self {
+            CAmount::Fixed(c) => CAmount::Fixed(c.with_slot(slot, v)),
+            CAmount::Uniform(a, b) => CAmount::Uniform(a.with_slot(slot, v), b.with_slot(slot, v)),
+            CAmount::Exponential(m) => CAmount::Exponential(m.with_slot(slot, v)),
+            CAmount::Normal(m, s) => CAmount::Normal(m.with_slot(slot, v), s.with_slot(slot, v)),
+            CAmount::LogNormal(m, s) => {
+                CAmount::LogNormal(m.with_slot(slot, v), s.with_slot(slot, v))
+            }
+        }
+    }
+}
+
+impl CRef {
+    fn with_slot(&self, slot: usize, v: f64) -> CRef {
+        let index = self.index.as_ref().map(|c| c.with_slot(slot, v));
+        // A constant element in range needs no evaluation while running.
+        if let Some(i) = index.as_ref().and_then(Compiled::constant) {
+            if let Some(w) = crate::expr::whole(i).filter(|w| *w >= 0 && (*w as usize) < self.len) {
+                return CRef {
+                    base: self.base + w as usize,
+                    len: 1,
+                    index: None,
+                    name: self.name,
+                };
+            }
+        }
+        CRef {
+            index,
+            ..self.clone()
+        }
+    }
+}
+
 /// One instruction of a compiled body.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Instr {
@@ -148,6 +183,70 @@ pub enum Instr {
     },
 }
 
+impl Instr {
+    /// This instruction with frame slot `slot` fixed at `v` (a task's index), its expressions
+    /// folded.
+    pub fn with_slot(&self, slot: usize, v: f64) -> Instr {
+        let e = |c: &Compiled| c.with_slot(slot, v);
+        match self {
+            Instr::Compute(a) => Instr::Compute(a.with_slot(slot, v)),
+            Instr::Busy(c) => Instr::Busy(e(c)),
+            Instr::Sleep(a) => Instr::Sleep(a.with_slot(slot, v)),
+            Instr::Period {
+                timer,
+                every,
+                deadline,
+            } => Instr::Period {
+                timer: *timer,
+                every: e(every),
+                deadline: e(deadline),
+            },
+            Instr::Send { chan, size } => Instr::Send {
+                chan: chan.with_slot(slot, v),
+                size: e(size),
+            },
+            Instr::Recv { chan, size } => Instr::Recv {
+                chan: chan.with_slot(slot, v),
+                size: e(size),
+            },
+            Instr::Lock(r) => Instr::Lock(r.with_slot(slot, v)),
+            Instr::Unlock(r) => Instr::Unlock(r.with_slot(slot, v)),
+            Instr::Barrier(r) => Instr::Barrier(r.with_slot(slot, v)),
+            Instr::SemPost(r) => Instr::SemPost(r.with_slot(slot, v)),
+            Instr::SemWait(r) => Instr::SemWait(r.with_slot(slot, v)),
+            Instr::CondWait { cond, lock } => Instr::CondWait {
+                cond: cond.with_slot(slot, v),
+                lock: lock.with_slot(slot, v),
+            },
+            Instr::CondSignal(r) => Instr::CondSignal(r.with_slot(slot, v)),
+            Instr::CondBroadcast(r) => Instr::CondBroadcast(r.with_slot(slot, v)),
+            Instr::Io { kind, bytes } => Instr::Io {
+                kind: *kind,
+                bytes: e(bytes),
+            },
+            Instr::Touch(c) => Instr::Touch(e(c)),
+            Instr::LoopBegin {
+                repeat,
+                timed,
+                counter,
+                var,
+                end,
+            } => Instr::LoopBegin {
+                repeat: e(repeat),
+                timed: *timed,
+                counter: *counter,
+                var: *var,
+                end: *end,
+            },
+            Instr::Count { count, by } => Instr::Count {
+                count: *count,
+                by: e(by),
+            },
+            other => other.clone(),
+        }
+    }
+}
+
 /// One compiled task group.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CGroup {
@@ -197,6 +296,8 @@ pub struct Program {
     pub periods: Vec<PeriodNames>,
     /// Whether any task receives messages.
     pub receives: bool,
+    /// Whether an expression uses `from` (the interpreter then tracks each message's sender).
+    pub uses_from: bool,
     /// Messages one repetition delivers, when the file fixes it (no timed loop around a send
     /// or receive).
     pub expected_messages: Option<u64>,
