@@ -375,3 +375,27 @@ fn file_faults_are_reported_at_their_place_before_anything_runs() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn every_step_runs_on_both_backends_with_the_predicted_effects() {
+    let file = "crates/schedlab/tests/files/every-step.toml";
+    for backend in [&["--backend", "sim", "--cpus", "2"][..], &["--counters", "proc"][..]] {
+        let mut args = vec!["run", file, "--runs", "2"];
+        args.extend(backend);
+        let rec = record(&args, "every-step");
+        for rep in &rec.configs[0].repetitions {
+            let m = &rep.metrics;
+            assert_eq!(m["messages"], 16.0, "{backend:?}: {m:?}");
+            // count in_lock by i + 1 over 4 rounds, in 2 workers: 2 × (1 + 2 + 3 + 4).
+            assert_eq!(m["in_lock"], 20.0, "{backend:?}: {m:?}");
+            assert_eq!(m["helped"], 1.0, "{backend:?}: {m:?}");
+            // A round computes at least 200 µs and busies 100 µs and sleeps 100 µs.
+            assert!(m["round"] >= 0.4 && m["round.max"] >= m["round"], "{backend:?}: {m:?}");
+            assert!(
+                (0.0..=100.0).contains(&m["tick.deadlines_met"]) && m["tick.missed"] >= 0.0,
+                "{backend:?}: {m:?}"
+            );
+            assert!(m["time"] >= 0.008, "five 2 ms periods: {backend:?}: {m:?}");
+        }
+    }
+}
