@@ -106,7 +106,18 @@ impl PresetVisitor for WorkloadCommand {
 
 /// Try `text` (a list's values one by one) on `probe`, so that a value that cannot be parsed is
 /// refused by the parser with the parameter's own message.
-fn check_value<W: Configurable>(mut probe: W, d: &ParamDef, text: &str) -> Result<String, String> {
+fn check_value<W: Configurable>(probe: W, d: &ParamDef, text: &str) -> Result<String, String> {
+    check_value_as(probe, d, text, |p| format!("--{p}"))
+}
+
+/// [`check_value`], with the parameter's name in errors written by `name` (`--set` writes the
+/// bare name).
+fn check_value_as<W: Configurable>(
+    mut probe: W,
+    d: &ParamDef,
+    text: &str,
+    name_as: impl Fn(&str) -> String,
+) -> Result<String, String> {
     let name = d.name;
     let values: Vec<&str> = if d.kind == ParamKind::List {
         let values: Vec<&str> = text.split(',').map(str::trim).collect();
@@ -130,9 +141,7 @@ fn check_value<W: Configurable>(mut probe: W, d: &ParamDef, text: &str) -> Resul
         vec![text]
     };
     for v in values {
-        probe
-            .set_param(name, v)
-            .map_err(|e| e.render(|p| format!("--{p}")))?;
+        probe.set_param(name, v).map_err(|e| e.render(&name_as))?;
     }
     Ok(text.to_string())
 }
@@ -235,7 +244,7 @@ fn file_command(path: &str, script: &'static Script) -> clap::Command {
                         if names.is_empty() { "none".to_string() } else { names.join(", ") }
                     ));
                     };
-                    check_value(script.clone(), d, value)?;
+                    check_value_as(script.clone(), d, value, str::to_string)?;
                     Ok(text.to_string())
                 }),
         );

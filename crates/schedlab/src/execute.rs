@@ -412,7 +412,11 @@ fn describe_experiment<W: Configurable, B: Backend>(
         plan.transport
     );
     for (g, knobs) in plan.groups.iter().zip(&first.knobs) {
-        let k = if knobs.is_default() { String::new() } else { knobs.to_string() };
+        let k = if knobs.is_default() {
+            String::new()
+        } else {
+            knobs.to_string()
+        };
         let _ = writeln!(
             out,
             "  group {:<12} {:>6} task{}{}",

@@ -89,10 +89,13 @@ fn read_corpus(dir: &Path) -> (Vec<Case>, Vec<String>, usize) {
                 errors.push(format!("{place}: EXIT 0 is not a refusal"));
                 continue;
             }
+            // `$ROOT` is the repository (workload files of the corpus and the examples).
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let root = root.canonicalize().unwrap_or(root);
             let args: Vec<String> = args
                 .split(' ')
                 .filter(|a| !a.is_empty())
-                .map(str::to_string)
+                .map(|a| a.replace("$ROOT", &root.display().to_string()))
                 .collect();
             cases.push(Case {
                 place,

@@ -379,7 +379,10 @@ fn file_faults_are_reported_at_their_place_before_anything_runs() {
 #[test]
 fn every_step_runs_on_both_backends_with_the_predicted_effects() {
     let file = "crates/schedlab/tests/files/every-step.toml";
-    for backend in [&["--backend", "sim", "--cpus", "2"][..], &["--counters", "proc"][..]] {
+    for backend in [
+        &["--backend", "sim", "--cpus", "2"][..],
+        &["--counters", "proc"][..],
+    ] {
         let mut args = vec!["run", file, "--runs", "2"];
         args.extend(backend);
         let rec = record(&args, "every-step");
@@ -390,7 +393,10 @@ fn every_step_runs_on_both_backends_with_the_predicted_effects() {
             assert_eq!(m["in_lock"], 20.0, "{backend:?}: {m:?}");
             assert_eq!(m["helped"], 1.0, "{backend:?}: {m:?}");
             // A round computes at least 200 µs and busies 100 µs and sleeps 100 µs.
-            assert!(m["round"] >= 0.4 && m["round.max"] >= m["round"], "{backend:?}: {m:?}");
+            assert!(
+                m["round"] >= 0.4 && m["round.max"] >= m["round"],
+                "{backend:?}: {m:?}"
+            );
             assert!(
                 (0.0..=100.0).contains(&m["tick.deadlines_met"]) && m["tick.missed"] >= 0.0,
                 "{backend:?}: {m:?}"
