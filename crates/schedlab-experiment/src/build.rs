@@ -259,7 +259,8 @@ fn group_knobs<W: Configurable, B: Backend>(
 ) -> Result<Vec<Knobs>, ExperimentError> {
     let plan = workload.plan();
     let mut knobs: Vec<Knobs> = user.iter().map(|k| k.clone().unwrap_or_default()).collect();
-    for d in workload.group_defaults(backend.realtime_allowed()) {
+    let defaults = workload.group_defaults(backend.realtime_allowed());
+    for d in &defaults {
         let Some(g) = plan.group_index(d.group) else {
             continue;
         };
@@ -285,8 +286,24 @@ fn group_knobs<W: Configurable, B: Backend>(
         if k.is_default() {
             continue;
         }
-        k.validate(g.name, backend.cpus(machine))?;
-        backend.check_knobs(machine, g.name, k)?;
+        let checked = k
+            .validate(g.name, backend.cpus(machine))
+            .map_err(ExperimentError::from)
+            .and_then(|()| backend.check_knobs(machine, g.name, k));
+        if let Err(e) = checked {
+            // Knobs a workload file wrote are reported at their place in it.
+            let origin = defaults
+                .iter()
+                .find(|d| d.group == g.name)
+                .and_then(|d| d.origin.clone());
+            return Err(match origin {
+                Some(place) => ExperimentError::InFile {
+                    place,
+                    source: Box::new(e),
+                },
+                None => e,
+            });
+        }
     }
     Ok(knobs)
 }

@@ -95,6 +95,14 @@ pub enum ExperimentError {
         /// Why.
         source: Box<ExperimentError>,
     },
+    /// A fault of knobs a workload file gives a group, at their place in the file.
+    #[error("{place}: {source}")]
+    InFile {
+        /// `file:line:column` of the knobs.
+        place: String,
+        /// Why.
+        source: Box<ExperimentError>,
+    },
     /// A value that does not parse.
     #[error(transparent)]
     Value(#[from] ValueError),

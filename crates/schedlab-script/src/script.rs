@@ -74,6 +74,13 @@ impl Script {
                     group: intern(&g.name.value),
                     knobs: k,
                     kind: DefaultKind::Under,
+                    origin: g.knobs.first().map(|(key, _)| {
+                        format!(
+                            "{}:{}",
+                            def.path.display(),
+                            crate::span::LineCol::of(&def.text, key.span.start)
+                        )
+                    }),
                 });
             }
         }

@@ -30,6 +30,7 @@ pub fn render(e: &ExperimentError) -> String {
             combination,
             source,
         } => format!("--vary {combination}: {}", render(source)),
+        ExperimentError::InFile { place, source } => format!("{place}: {}", render(source)),
         ExperimentError::SimCpus { cpus, max } => {
             format!("--cpus {cpus} is not accepted; the simulator models 1..{max} CPUs")
         }

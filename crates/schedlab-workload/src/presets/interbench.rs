@@ -838,6 +838,7 @@ impl Preset for Interbench {
                     ..Knobs::default()
                 },
                 kind: DefaultKind::UnlessGiven,
+                origin: None,
             });
         }
         if self.rt {
@@ -848,6 +849,7 @@ impl Preset for Interbench {
                     ..Knobs::default()
                 },
                 kind: DefaultKind::ForcedBy("rt"),
+                origin: None,
             });
         }
         out

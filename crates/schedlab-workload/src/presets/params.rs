@@ -330,6 +330,8 @@ pub struct GroupDefault {
     pub knobs: Knobs,
     /// How they combine with the user's `--group` knobs.
     pub kind: DefaultKind,
+    /// Where they were written (a workload file's `file:line:column`), for errors.
+    pub origin: Option<String>,
 }
 
 /// How a workload's knobs for a group combine with the user's.
