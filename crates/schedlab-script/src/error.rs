@@ -107,7 +107,10 @@ mod tests {
         assert_eq!(nearest("compte", keys), Some("compute"));
         assert_eq!(nearest("slep", keys), Some("sleep"));
         assert_eq!(nearest("xyzzy", keys), None);
-        assert_eq!(did_you_mean("recieve", ["recv", "receive"]), " (did you mean 'receive'?)");
+        assert_eq!(
+            did_you_mean("recieve", ["recv", "receive"]),
+            " (did you mean 'receive'?)"
+        );
     }
 
     #[test]

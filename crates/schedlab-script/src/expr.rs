@@ -70,8 +70,7 @@ impl fmt::Display for Quantity {
             }
             Unit::Bytes => {
                 let b = self.value;
-                let (v, u) = if b.abs() >= 1024.0 * 1024.0 * 1024.0 && b % (1 << 30) as f64 == 0.0
-                {
+                let (v, u) = if b.abs() >= 1024.0 * 1024.0 * 1024.0 && b % (1 << 30) as f64 == 0.0 {
                     (b / (1u64 << 30) as f64, "GiB")
                 } else if b.abs() >= 1024.0 * 1024.0 && b % (1 << 20) as f64 == 0.0 {
                     (b / (1u64 << 20) as f64, "MiB")
@@ -254,7 +253,10 @@ struct Parser<'a> {
 impl Parser<'_> {
     fn span_at(&self, pos: usize, len: usize) -> Span {
         let start = (self.base + pos).min(self.whole.end);
-        Span::new(start, (start + len.max(1)).min(self.whole.end.max(start + 1)))
+        Span::new(
+            start,
+            (start + len.max(1)).min(self.whole.end.max(start + 1)),
+        )
     }
 
     fn skip_ws(&mut self) {
@@ -507,7 +509,9 @@ impl Compiled {
             Compiled::Slot(i) => slots[*i],
             Compiled::Neg(e) => -e.eval(slots),
             Compiled::Bin(op, a, b) => apply(*op, a.eval(slots), b.eval(slots)),
-            Compiled::Call(f, args) => call(*f, &args.iter().map(|a| a.eval(slots)).collect::<Vec<_>>()),
+            Compiled::Call(f, args) => {
+                call(*f, &args.iter().map(|a| a.eval(slots)).collect::<Vec<_>>())
+            }
         }
     }
 
@@ -601,12 +605,10 @@ fn compile_node(
                 BinOp::Div => match (ua, ub) {
                     (u, Unit::None) => u,
                     (x, y) if x == y => Unit::None,
-                    _ => {
-                        return Err(at(format!(
-                            "'{}' divides {ua} by {ub}; divide by a plain number or by the same unit",
-                            expr.text
-                        )))
-                    }
+                    _ => return Err(at(format!(
+                        "'{}' divides {ua} by {ub}; divide by a plain number or by the same unit",
+                        expr.text
+                    ))),
                 },
                 BinOp::Rem if ua == Unit::None && ub == Unit::None => Unit::None,
                 BinOp::Rem => {
@@ -679,10 +681,16 @@ mod tests {
         parse(text, Span::new(10, 10 + text.len() + 2), true)
     }
 
-    fn eval(text: &str, vars: &[(&str, Binding, Unit)], slots: &[f64]) -> Result<(f64, Unit), Diagnostic> {
+    fn eval(
+        text: &str,
+        vars: &[(&str, Binding, Unit)],
+        slots: &[f64],
+    ) -> Result<(f64, Unit), Diagnostic> {
         let e = p(text)?;
         let lookup = |n: &str| vars.iter().find(|v| v.0 == n).map(|v| (v.1, v.2));
-        let (c, u) = compile(&e, &lookup, &|| vars.iter().map(|v| v.0.to_string()).collect())?;
+        let (c, u) = compile(&e, &lookup, &|| {
+            vars.iter().map(|v| v.0.to_string()).collect()
+        })?;
         Ok((c.eval(slots), u))
     }
 
@@ -720,8 +728,12 @@ mod tests {
         let e = eval("10msec", &[], &[]).unwrap_err();
         assert!(e.message.contains("unit 'msec'"), "{}", e.message);
         assert_eq!(e.span.start, 11 + 2, "the span points at the suffix");
-        let e = eval("grups * 2", &[("groups", Binding::Const(Quantity::plain(1.0)), Unit::None)], &[])
-            .unwrap_err();
+        let e = eval(
+            "grups * 2",
+            &[("groups", Binding::Const(Quantity::plain(1.0)), Unit::None)],
+            &[],
+        )
+        .unwrap_err();
         assert!(e.message.contains("did you mean 'groups'"), "{}", e.message);
         assert!(eval("", &[], &[]).is_err());
         assert!(eval("(1 + 2", &[], &[]).is_err());
