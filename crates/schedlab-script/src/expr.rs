@@ -605,10 +605,12 @@ fn compile_node(
                 BinOp::Div => match (ua, ub) {
                     (u, Unit::None) => u,
                     (x, y) if x == y => Unit::None,
-                    _ => return Err(at(format!(
+                    _ => {
+                        return Err(at(format!(
                         "'{}' divides {ua} by {ub}; divide by a plain number or by the same unit",
                         expr.text
-                    ))),
+                    )))
+                    }
                 },
                 BinOp::Rem if ua == Unit::None && ub == Unit::None => Unit::None,
                 BinOp::Rem => {

@@ -478,7 +478,7 @@ fn lit(value: f64, unit: Unit, span: Span) -> Expr {
 }
 
 fn micros(kv: &Kv<i64>) -> Expr {
-    lit(kv.value as f64 * 1e-6, Unit::Seconds, kv.span)
+    lit(kv.value as f64 / 1e6, Unit::Seconds, kv.span)
 }
 
 fn step(kind: StepKind, span: Span) -> Step {
@@ -1806,7 +1806,7 @@ fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
     }
     let endless = |at: Span| -> Expr {
         let seconds =
-            global.duration.as_ref().map_or(0, |d| d.value) as f64 - delay_us as f64 * 1e-6;
+            global.duration.as_ref().map_or(0, |d| d.value) as f64 - delay_us as f64 / 1e6;
         let span = global.duration.as_ref().map_or(at, |d| d.span);
         lit(seconds.max(0.0), Unit::Seconds, span)
     };
