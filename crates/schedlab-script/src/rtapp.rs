@@ -89,7 +89,7 @@ use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
-use schedlab_workload::IoKind;
+use schedlab_workload::{IoKind, KnobError};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -1718,6 +1718,9 @@ fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>
                 push("nice", p.key, p.value.to_string(), p.span);
             }
             if let Some(r) = runtime.as_ref().filter(|r| r.value > 0) {
+                if !(100..=100_000).contains(&r.value) {
+                    return Err(Diagnostic::new(r.span, format!("dl-runtime = {} µs of task '{task}' asks {} for a custom slice of that length, which Linux and schedlab accept from 100 µs to 100 ms", r.value, policy.name())));
+                }
                 push("slice", r.key, format!("{}us", r.value), r.span);
             }
         }
@@ -1753,8 +1756,18 @@ fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>
             let Some(r) = runtime.filter(|r| r.value > 0) else {
                 return Err(Diagnostic::new(policy_at.1, format!("task '{task}' runs SCHED_DEADLINE without 'dl-runtime' (µs of CPU per period); rt-app's default 0 makes the kernel refuse it")));
             };
-            let p = period.filter(|p| p.value > 0).map_or(r.value, |p| p.value);
-            let d = deadline.filter(|d| d.value > 0).map_or(p, |d| d.value);
+            let period = period.filter(|p| p.value > 0);
+            let deadline = deadline.filter(|d| d.value > 0);
+            let p = period.as_ref().map_or(r.value, |p| p.value);
+            let d = deadline.as_ref().map_or(p, |d| d.value);
+            if !(r.value <= d && d <= p) {
+                let at = match (&deadline, &period) {
+                    (Some(dl), _) if dl.value < r.value || dl.value > p => dl.span,
+                    (_, Some(pe)) => pe.span,
+                    _ => r.span,
+                };
+                return Err(Diagnostic::new(at, format!("task '{task}' runs SCHED_DEADLINE with runtime {} µs, deadline {d} µs and period {p} µs; the kernel needs runtime <= deadline <= period (rt-app's dl-period defaults to dl-runtime, dl-deadline to dl-period)", r.value)));
+            }
             push(
                 "policy",
                 policy_at.0,
@@ -1767,14 +1780,21 @@ fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>
         let list: Vec<String> = c.value.iter().map(|c| c.to_string()).collect();
         push("cpus", c.key, list.join(","), c.span);
     }
+    // Each knob parsed, then checked with those before it: a fault is reported at the value
+    // that brings it in (the CPU numbers are checked against the machine when it runs).
     let mut all = Knobs::default();
     for (key, value) in &out {
         let one = parse_knob(&key.value, &value.value)
             .map_err(|e| Diagnostic::new(value.span, format!("task '{task}': {e}")))?;
         all = all.merged(&one);
+        all.validate(task, usize::MAX).map_err(|e| {
+            let problem = match e {
+                KnobError::Invalid { problem, .. } => problem,
+                other => other.to_string(),
+            };
+            Diagnostic::new(value.span, format!("task '{task}': {problem}"))
+        })?;
     }
-    all.validate(task, usize::MAX)
-        .map_err(|e| Diagnostic::new(policy_at.1, e.to_string()))?;
     Ok(out)
 }
 

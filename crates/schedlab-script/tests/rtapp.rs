@@ -288,3 +288,332 @@ fn policies_deadline_parameters_slices_and_resources() {
         "period:tick,loop[50](timed:server.period(compute,period:tick),count:server.loops)"
     );
 }
+
+/// One task `t` with `body` (a JSON object's inside), as a whole file.
+fn task(body: &str) -> String {
+    format!("{{ \"tasks\": {{ \"t\": {{ {body} }} }} }}")
+}
+
+#[test]
+fn unknown_keys_are_errors_with_the_nearest_key() {
+    // rt-app issue #45: a misspelt event is ignored silently by rt-app.
+    let text = "{\n  \"tasks\": {\n    \"t\": { \"loop\": 2, \"exec\": 100 }\n  }\n}";
+    check(
+        &error(text),
+        "bad.json:3:23: unknown key 'exec' in task 't'",
+        &["rt-app would ignore it silently", "(did you mean 'run'?)"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"sleeep\": 1")),
+        "bad.json:1:32: unknown key 'sleeep' in task 't'",
+        &["(did you mean 'sleep'?)"],
+    );
+    check(
+        &error("{ \"task\": {} }"),
+        "bad.json:1:3: unknown key 'task' at the top level",
+        &["(did you mean 'tasks'?)"],
+    );
+    check(
+        &error("{ \"global\": { \"duraton\": 5 }, \"tasks\": {} }"),
+        "bad.json:1:15: unknown key 'duraton' in 'global'",
+        &["(did you mean 'duration'?)"],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"timer\": { \"ref\": \"x\", \"periode\": 10 }",
+        )),
+        "bad.json:1:55: unknown key 'periode' in 'timer'",
+        &["(did you mean 'period'?)"],
+    );
+}
+
+#[test]
+fn a_delay_in_a_phase_is_misplaced() {
+    // rt-app issue #37: rt-app reads `delay` only in a task and ignores it in a phase.
+    let text = "{ \"tasks\": { \"t\": { \"loop\": 1, \"phases\": {\n  \"p\": { \"delay\": 100, \"run\": 10 }\n} } } }";
+    check(
+        &error(text),
+        "bad.json:2:10: 'delay' in phase 'p' of task 't' is misplaced",
+        &["rt-app reads 'delay' only in a task", "ignored silently"],
+    );
+    // So are events in a task that has phases, which rt-app never reads.
+    check(
+        &error(&task("\"run\": 1, \"phases\": { \"a\": { \"run\": 1 } }")),
+        "bad.json:1:21: event 'run' is in task 't', which has 'phases'",
+        &["move it into a phase"],
+    );
+}
+
+#[test]
+fn keys_rt_app_knows_but_schedlab_cannot_honour_say_what_they_mean() {
+    let text = "{ \"tasks\": { \"t\": { \"loop\": 1,\n  \"util_min\": 512, \"run\": 10 } } }";
+    check(
+        &error(text),
+        "bad.json:2:3: 'util_min' clamps the thread's utilization",
+        &["uclamp", "schedlab cannot honour it"],
+    );
+    check(
+        &error("{ \"global\": { \"pi_enabled\": true }, \"tasks\": {} }"),
+        "bad.json:1:29: 'pi_enabled': true makes rt-app's mutexes priority-inheriting",
+        &["no priority inheritance"],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"memrun\": { \"type\": \"read\", \"size\": 4096, \"count\": 1 }",
+        )),
+        "bad.json:1:32: 'memrun' reads, writes or pointer-chases a buffer",
+        &["cannot honour"],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"timer\": { \"ref\": \"x\", \"period\": 100, \"mode\": \"absolute\" }",
+        )),
+        "bad.json:1:78: timer mode \"absolute\" makes rt-app keep the original schedule",
+        &["back to back", "Use \"relative\""],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"nodes_membind\": [0], \"run\": 1")),
+        "bad.json:1:32: 'nodes_membind' binds the thread's memory to NUMA nodes",
+        &["cannot honour"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"taskgroup\": \"/tg\", \"run\": 1")),
+        "bad.json:1:45: 'taskgroup' = \"/tg\" puts the thread in a CPU cgroup",
+        &["cannot honour"],
+    );
+    check(
+        &error("{ \"resources\": { \"s\": { \"type\": \"signal\" } }, \"tasks\": {} }"),
+        "bad.json:1:33: resource type 'signal' makes rt-app create a resource no event ever looks up",
+        &["declare it as 'wait'"],
+    );
+}
+
+#[test]
+fn wrong_types_name_the_value_and_what_is_accepted() {
+    let text = "{ \"tasks\": { \"t\": { \"loop\": 1,\n  \"run\": \"1000\" } } }";
+    check(
+        &error(text),
+        "bad.json:2:10: 'run' must be a whole number of microseconds (>= 0), not the string \"1000\"",
+        &[],
+    );
+    check(
+        &error("{ \"tasks\": { \"t\": { \"loop\": 1,\n  \"sleep1\": 1.5 } } }"),
+        "bad.json:2:13: 'sleep1' (a sleep event: rt-app matches events by prefix) must be a whole number of microseconds",
+        &["not 1.5", "refuses a fraction"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"cpus\": 1, \"run\": 1")),
+        "bad.json:1:40: 'cpus' must be an array of CPU numbers such as [0, 2], not the number 1",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"timer\": 1000")),
+        "bad.json:1:41: 'timer' must be an object, not the number 1000",
+        &["\"ref\""],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"lock\": 3")),
+        "bad.json:1:40: 'lock' must be a string, not the number 3 naming a mutex",
+        &[],
+    );
+    check(
+        &error("{ \"global\": { \"gnuplot\": \"yes\" }, \"tasks\": {} }"),
+        "bad.json:1:26: 'gnuplot' must be true or false, not the string \"yes\"",
+        &[],
+    );
+}
+
+#[test]
+fn invalid_json_is_reported_at_its_place() {
+    check(
+        &error(&task("\"loop\": 1, \"run\": 10,")),
+        "bad.json:1:41: not valid JSON: Trailing commas are not allowed",
+        &[],
+    );
+    check(
+        &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"run\": 10 }\n"),
+        "bad.json:1:12: not valid JSON: Unterminated object",
+        &[],
+    );
+    check(
+        &error("{ 'tasks': {} }"),
+        "bad.json:1:3: not valid JSON: Single-quoted strings are not allowed",
+        &[],
+    );
+    check(
+        &error(""),
+        "bad.json:1:1: the file holds no JSON value",
+        &[],
+    );
+    check(
+        &error("[1, 2]"),
+        "bad.json:1:1: the file must be an object, not an array",
+        &[],
+    );
+}
+
+#[test]
+fn repeated_keys_are_errors_except_events_which_run_in_order() {
+    check(
+        &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 }, \"t\": { \"loop\": 1, \"run\": 1 } } }"),
+        "bad.json:1:44: 't' is given twice in this object (first at line 1)",
+        &["keeps only the last"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"loop\": 2, \"run\": 1")),
+        "bad.json:1:32: 'loop' is given twice",
+        &[],
+    );
+    // rt-app's workgen makes repeated event keys unique before rt-app reads them.
+    let d = read(
+        Path::new("ok.json"),
+        &task("\"loop\": 1, \"run\": 1, \"sleep\": 2, \"run\": 3"),
+    )
+    .unwrap();
+    let body = &d.groups[0].body;
+    assert_eq!(
+        shape(body),
+        "timed:t.period(compute,sleep,compute),count:t.loops"
+    );
+    let StepKind::Timed { body: events, .. } = &body[0].kind else {
+        panic!()
+    };
+    let amounts: Vec<f64> = events
+        .iter()
+        .map(|s| match &s.kind {
+            StepKind::Compute(Amount::Fixed(e)) | StepKind::Sleep(Amount::Fixed(e)) => seconds(e),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(amounts, [1e-6, 2e-6, 3e-6]);
+}
+
+#[test]
+fn loops_and_forks_that_cannot_be_counted_are_errors() {
+    check(
+        &error(&task("\"run\": 10")),
+        "bad.json:1:14: task 't' (no 'loop': rt-app's default for a task is -1) repeats until rt-app's global duration ends it",
+        &["gives none"],
+    );
+    check(
+        &error(&task("\"loop\": 0, \"run\": 10")),
+        "bad.json:1:29: 'loop' = 0 in task 't' makes rt-app repeat its events forever",
+        &[],
+    );
+    check(
+        &error("{ \"global\": { \"duration\": 1 }, \"tasks\": { \"t\": { \"fork\": \"w\" }, \"w\": { \"instance\": 0, \"loop\": 1, \"run\": 1 } } }"),
+        "bad.json:1:58: fork of 'w' runs in a loop of -1 (task 't')",
+        &["finite"],
+    );
+    check(
+        &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"fork\": \"w\" }, \"w\": { \"loop\": 1, \"run\": 1 } } }"),
+        "bad.json:1:40: task 'w' is forked here but rt-app would also start it with the run ('instance' 1, rt-app's default)",
+        &["\"instance\": 0"],
+    );
+    check(
+        &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"fork\": \"w\" }, \"w\": { \"instance\": 0, \"loop\": 1, \"fork\": \"v\" }, \"v\": { \"instance\": 0, \"loop\": 1, \"fork\": \"w\" } } }"),
+        "bad.json:1:88: fork of 'v' closes a cycle of forks",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"fork\": \"x\"")),
+        "bad.json:1:40: fork of 'x': there is no task of that name",
+        &[],
+    );
+    check(
+        &error("{ \"global\": { \"duration\": 1 }, \"tasks\": { \"t\": { \"phases\": { \"a\": { \"loop\": -1, \"run\": 1 }, \"b\": { \"run\": 1 } } } } }"),
+        "bad.json:1:93: phase 'b' of task 't' would never run",
+        &[],
+    );
+}
+
+#[test]
+fn shared_timers_misused_barriers_and_lost_wake_ups_are_errors() {
+    check(
+        &error(&task(
+            "\"instance\": 2, \"loop\": 1, \"timer\": { \"ref\": \"x\", \"period\": 100 }",
+        )),
+        "bad.json:1:65: timer 'x' is shared by 2 threads ('t' (2 threads))",
+        &["'unique'"],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"barrier\": \"b\", \"barrier1\": \"b\"",
+        )),
+        "bad.json:1:60: barrier 'b' is used twice by task 't'",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"suspend\": \"u\"")),
+        "bad.json:1:43: 'suspend' = \"u\" in task 't': rt-app ignores the value",
+        &["write \"t\" or \"\""],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"resume\": \"tt\"")),
+        "bad.json:1:42: resume 'tt' would wake nobody",
+        &["there is no task 'tt'"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"wait\": { \"ref\": \"c\" }")),
+        "bad.json:1:40: 'wait' has no 'mutex'",
+        &["\"unknown\""],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"runtime\": 100")),
+        "bad.json:1:32: 'runtime' in task 't', which has no 'phases', is ambiguous",
+        &["legacy name of dl-runtime", "'runtime0'"],
+    );
+}
+
+#[test]
+fn scheduling_keys_are_checked_as_the_kernel_would() {
+    check(
+        &error(&task("\"loop\": 1, \"policy\": \"sched_fifo\", \"run\": 1")),
+        "bad.json:1:42: 'policy' = \"sched_fifo\" is not a policy rt-app knows",
+        &["did you mean 'SCHED_FIFO'?"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"policy\": \"SCHED_FIFO\", \"priority\": 0, \"run\": 1")),
+        "bad.json:1:68: 'priority' = 0 of task 't' is its real-time priority under SCHED_FIFO, which must be 1..99",
+        &[],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"policy\": \"SCHED_DEADLINE\", \"run\": 1",
+        )),
+        "bad.json:1:42: task 't' runs SCHED_DEADLINE without 'dl-runtime'",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 100, \"dl-period\": 50, \"run\": 1")),
+        "bad.json:1:92: task 't' runs SCHED_DEADLINE with runtime 100 µs, deadline 50 µs and period 50 µs",
+        &["runtime <= deadline <= period"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"dl-runtime\": 50, \"run\": 1")),
+        "bad.json:1:46: dl-runtime = 50 µs of task 't' asks SCHED_OTHER for a custom slice",
+        &["100 µs to 100 ms"],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"period\": 100, \"run\": 1")),
+        "bad.json:1:32: task 't' runs SCHED_OTHER, for which rt-app passes no period or deadline",
+        &[],
+    );
+    check(
+        &error(&task(
+            "\"loop\": 1, \"policy\": \"SCHED_IDLE\", \"priority\": 5, \"run\": 1",
+        )),
+        "bad.json:1:56: task 't' runs SCHED_IDLE, for which rt-app only switches the policy",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 100, \"cpus\": [0], \"run\": 1")),
+        "bad.json:1:87: task 't': SCHED_DEADLINE tasks cannot be pinned",
+        &[],
+    );
+    check(
+        &error(&task("\"loop\": 1, \"phases\": { \"a\": { \"policy\": \"SCHED_FIFO\", \"run\": 1 }, \"b\": { \"run\": 1 } }")),
+        "bad.json:1:51: 'policy' in phase 'a' of task 't' changes the thread's setting when that phase starts, and phase 'b' runs with another",
+        &["one policy and one CPU list"],
+    );
+}
