@@ -45,7 +45,7 @@
 //! | `policy`, `priority` | knobs `policy` (`other`, `batch`, `idle`, `fifo:P`, `rr:P`) and `nice`: `priority` is the nice value for SCHED_OTHER/BATCH (default 0) and the real-time priority for FIFO/RR (default 10, rt-app's `DEFAULT_THREAD_PRIORITY`); rt-app applies no nice to SCHED_IDLE and no priority to SCHED_DEADLINE, so a non-zero one there is refused |
 //! | `dl-runtime`, `dl-period`, `dl-deadline` (µs) | `policy = "deadline:R/D/P"` (period defaults to runtime, deadline to period); for SCHED_OTHER/BATCH `dl-runtime` is the custom slice (Linux ≥ 6.12) → knob `slice`; elsewhere refused. The task-level legacy keys `runtime`, `period`, `deadline` are read as rt-app reads them (only when the `dl-` key is absent); a task-level `runtime` in a task without `phases` is both an event and the legacy budget in rt-app, and is refused as ambiguous |
 //! | `cpus` (array) | knob `cpus` |
-//! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts; schedlab's groups keep one setting, so they are honoured when the task has one phase or every phase gives the same value, else refused |
+//! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts; schedlab's groups keep one setting, so they are honoured when they amount to one setting for the whole run (a phase's `cpus` holds for that phase only, a phase's scheduling keys until another phase sets them: see `merged_sched`), else refused |
 //! | `nodes_membind`, `util_min`, `util_max`, non-empty `taskgroup` | refused: NUMA memory binding, utilization clamping and CPU cgroups are not modelled on either backend (`taskgroup: ""` means none and is accepted) |
 //! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
 //! | `runtime` (µs of wall time on the CPU) | `Busy` |
@@ -1627,45 +1627,97 @@ fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, bool)]) -> R<()> {
     Ok(())
 }
 
-/// The task's scheduling keys with its phases' folded in: a phase's key is honoured when the
-/// task has one phase, or when every phase gives the same value.
+/// The task's scheduling keys with its phases' folded in, when they amount to one setting for
+/// the whole run (schedlab's groups keep one policy and one CPU list).
+///
+/// rt-app applies a phase's `cpus` on entry to that phase, and a phase without `cpus` runs on
+/// the task's (`set_thread_affinity`); so `cpus` is one setting when every phase runs on the
+/// same CPUs. A phase's scheduling keys, by contrast, stay in force until another phase sets
+/// them (`set_thread_param` does nothing for a phase without them); so they are one setting
+/// when every phase that gives a key gives the same value and either the first phase gives it
+/// or the task gives that value too (else the phases before the first setter run with the
+/// task's setting on the first pass).
 fn merged_sched(t: &Task) -> R<Sched> {
-    fn fold<T: Clone + PartialEq>(
+    fn phase_name(p: &Phase) -> String {
+        p.name.as_ref().map_or(String::new(), |n| n.value.clone())
+    }
+    fn refuse(key: &str, at: Span, t: &Task, why: String) -> Diagnostic {
+        Diagnostic::new(
+            at,
+            format!("'{key}' of task '{}': {why}; rt-app switches the thread's setting when a phase starts, but schedlab gives a task one policy and one CPU list for the whole run: set '{key}' on the task, give every phase the same value, or split the phases into tasks", t.name.value),
+        )
+    }
+    /// Scheduling keys: a phase's value stays in force until another phase sets one.
+    fn persist<T: Clone + PartialEq>(
         t: &Task,
         key: &str,
         get: impl Fn(&Sched) -> &Option<Kv<T>>,
         slot: &mut Option<Kv<T>>,
     ) -> R<()> {
-        let values: Vec<(&Phase, &Option<Kv<T>>)> =
-            t.phases.iter().map(|p| (p, get(&p.sched))).collect();
-        let Some(first) = values.iter().find_map(|(_, v)| v.as_ref()) else {
+        let mut setters = t
+            .phases
+            .iter()
+            .filter_map(|p| get(&p.sched).as_ref().map(|v| (p, v)));
+        let Some((first_phase, first)) = setters.next() else {
             return Ok(());
         };
-        let differing = values
-            .iter()
-            .find(|(_, v)| v.as_ref().is_none_or(|v| v.value != first.value));
-        if let (Some((p, _)), true) = (differing, values.len() > 1) {
-            let name = |p: &Phase| p.name.as_ref().map_or(String::new(), |n| n.value.clone());
-            let setter = values
-                .iter()
-                .find(|(_, v)| v.is_some())
-                .map(|(p, _)| *p)
-                .expect("a phase gives it");
-            return Err(Diagnostic::new(
-                first.key,
-                format!("'{key}' in phase '{}' of task '{}' changes the thread's setting when that phase starts, and phase '{}' runs with another; schedlab gives a task one policy and one CPU list for the whole run: set '{key}' on the task, give every phase the same value, or split the phases into tasks", name(setter), t.name.value, name(p)),
+        if let Some((p, v)) = setters.find(|(_, v)| v.value != first.value) {
+            return Err(refuse(
+                key,
+                v.key,
+                t,
+                format!(
+                    "phase '{}' gives another value than phase '{}'",
+                    phase_name(p),
+                    phase_name(first_phase)
+                ),
             ));
+        }
+        let from_start = std::ptr::eq(first_phase, &t.phases[0]);
+        if !from_start
+            && get(&t.sched)
+                .as_ref()
+                .is_none_or(|v| v.value != first.value)
+        {
+            return Err(refuse(key, first.key, t, format!("phase '{}' sets it, which takes effect only when that phase first starts, so phase '{}' before it runs with the task's setting the first time round", phase_name(first_phase), phase_name(&t.phases[0]))));
         }
         *slot = Some(first.clone());
         Ok(())
     }
     let mut s = t.sched.clone();
-    fold(t, "policy", |s| &s.policy, &mut s.policy)?;
-    fold(t, "priority", |s| &s.priority, &mut s.priority)?;
-    fold(t, "dl-runtime", |s| &s.dl_runtime, &mut s.dl_runtime)?;
-    fold(t, "dl-period", |s| &s.dl_period, &mut s.dl_period)?;
-    fold(t, "dl-deadline", |s| &s.dl_deadline, &mut s.dl_deadline)?;
-    fold(t, "cpus", |s| &s.cpus, &mut s.cpus)?;
+    persist(t, "policy", |s| &s.policy, &mut s.policy)?;
+    persist(t, "priority", |s| &s.priority, &mut s.priority)?;
+    persist(t, "dl-runtime", |s| &s.dl_runtime, &mut s.dl_runtime)?;
+    persist(t, "dl-period", |s| &s.dl_period, &mut s.dl_period)?;
+    persist(t, "dl-deadline", |s| &s.dl_deadline, &mut s.dl_deadline)?;
+    // `cpus`: a phase without it runs on the task's CPUs.
+    let effective: Vec<(&Phase, Option<&Kv<Vec<i64>>>)> = t
+        .phases
+        .iter()
+        .map(|p| (p, p.sched.cpus.as_ref().or(t.sched.cpus.as_ref())))
+        .collect();
+    let (first_phase, first) = effective[0];
+    let value = |c: Option<&Kv<Vec<i64>>>| c.map(|c| c.value.clone());
+    if let Some((p, c)) = effective.iter().find(|(_, c)| value(*c) != value(first)) {
+        let at = c.or(first).map_or(t.name.span, |c| c.key);
+        let on = |c: Option<&Kv<Vec<i64>>>| match c {
+            Some(c) => format!("CPUs {:?}", c.value),
+            None => "every CPU".to_string(),
+        };
+        return Err(refuse(
+            "cpus",
+            at,
+            t,
+            format!(
+                "phase '{}' runs on {}, phase '{}' on {}",
+                phase_name(first_phase),
+                on(first),
+                phase_name(p),
+                on(*c)
+            ),
+        ));
+    }
+    s.cpus = first.cloned();
     Ok(s)
 }
 
@@ -1856,7 +1908,7 @@ fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
             at,
         );
         match p.loop_.as_ref().filter(|l| l.value != 1) {
-            Some(l) if p.name.is_some() => pass.push(step(
+            Some(l) => pass.push(step(
                 StepKind::Loop {
                     repeat: repeat(l),
                     var: None,
@@ -1874,17 +1926,13 @@ fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
         },
         t.name.span,
     ));
-    // A task without phases: its `loop` is the phase's and the task's loop is 1; read as the
-    // task's loop (the same passes).
-    let task_loop = match (&t.loop_, t.phases[0].name.is_some()) {
-        (Some(l), _) => Some(l.clone()),
-        (None, _) => None,
-    };
-    match task_loop {
+    // A task without phases: rt-app counts its `loop` as the phase's (the task's is then 1);
+    // read as the task's loop, the passes are the same.
+    match &t.loop_ {
         Some(l) if l.value == 1 => out.extend(pass),
         Some(l) => out.push(step(
             StepKind::Loop {
-                repeat: repeat(&l),
+                repeat: repeat(l),
                 var: None,
                 body: pass,
             },

@@ -308,6 +308,12 @@ fn unknown_keys_are_errors_with_the_nearest_key() {
         "bad.json:1:32: unknown key 'sleeep' in task 't'",
         &["(did you mean 'sleep'?)"],
     );
+    // Columns count characters, not bytes.
+    check(
+        &error("{ \"tasks\": { \"tâche\": { \"loop\": 1, \"exec\": 1 } } }"),
+        "bad.json:1:36: unknown key 'exec' in task 'tâche'",
+        &[],
+    );
     check(
         &error("{ \"task\": {} }"),
         "bad.json:1:3: unknown key 'task' at the top level",
@@ -611,9 +617,57 @@ fn scheduling_keys_are_checked_as_the_kernel_would() {
         "bad.json:1:87: task 't': SCHED_DEADLINE tasks cannot be pinned",
         &[],
     );
+    let phases = |p: &str| task(&format!("\"loop\": 1, \"phases\": {{ {p} }}"));
     check(
-        &error(&task("\"loop\": 1, \"phases\": { \"a\": { \"policy\": \"SCHED_FIFO\", \"run\": 1 }, \"b\": { \"run\": 1 } }")),
-        "bad.json:1:51: 'policy' in phase 'a' of task 't' changes the thread's setting when that phase starts, and phase 'b' runs with another",
-        &["one policy and one CPU list"],
+        &error(&phases("\"a\": { \"policy\": \"SCHED_FIFO\", \"run\": 1 }, \"b\": { \"policy\": \"SCHED_OTHER\", \"run\": 1 }")),
+        "bad.json:1:94: 'policy' of task 't': phase 'b' gives another value than phase 'a'",
+        &["one policy and one CPU list for the whole run"],
+    );
+    check(
+        &error(&phases("\"a\": { \"run\": 1 }, \"b\": { \"policy\": \"SCHED_FIFO\", \"run\": 1 }")),
+        "bad.json:1:70: 'policy' of task 't': phase 'b' sets it, which takes effect only when that phase first starts",
+        &["phase 'a' before it runs with the task's setting"],
+    );
+    check(
+        &error(&phases(
+            "\"a\": { \"cpus\": [0], \"run\": 1 }, \"b\": { \"run\": 1 }",
+        )),
+        "bad.json:1:51: 'cpus' of task 't': phase 'a' runs on CPUs [0], phase 'b' on every CPU",
+        &[],
+    );
+}
+
+#[test]
+fn phase_settings_are_honoured_when_they_hold_for_the_whole_run() {
+    let knobs_of = |phases: &str, task_keys: &str| -> Vec<String> {
+        let text = task(&format!(
+            "{task_keys}\"loop\": 1, \"phases\": {{ {phases} }}"
+        ));
+        let d = read(Path::new("ok.json"), &text).unwrap_or_else(|e| panic!("{e}"));
+        knobs(&d.groups[0])
+    };
+    // The first phase's policy stays in force through the phases that set none.
+    assert_eq!(
+        knobs_of(
+            "\"a\": { \"policy\": \"SCHED_FIFO\", \"run\": 1 }, \"b\": { \"run\": 1 }",
+            ""
+        ),
+        ["policy=fifo:10"]
+    );
+    // A later phase may set what the task already has.
+    assert_eq!(
+        knobs_of(
+            "\"a\": { \"run\": 1 }, \"b\": { \"policy\": \"SCHED_RR\", \"run\": 1 }",
+            "\"policy\": \"SCHED_RR\", "
+        ),
+        ["policy=rr:10"]
+    );
+    // A phase without cpus runs on the task's.
+    assert_eq!(
+        knobs_of(
+            "\"a\": { \"cpus\": [1], \"run\": 1 }, \"b\": { \"run\": 1 }",
+            "\"cpus\": [1], "
+        ),
+        ["cpus=1"]
     );
 }
