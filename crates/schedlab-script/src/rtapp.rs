@@ -1260,7 +1260,7 @@ impl Reader<'_> {
                 if !v.value.is_empty() && v.value != task {
                     return Err(Diagnostic::new(
                         v.span,
-                        format!("{key} = \"{}\" in task '{task}': rt-app ignores the value and suspends the task on its own name, so only 'resume: \"{task}\"' wakes it (files for older rt-app named the resume here); write \"{task}\" or \"\"", v.value),
+                        format!("{key} = \"{}\" in task '{task}': rt-app ignores the value and suspends the task on its own name, so only 'resume: \"{task}\"' wakes it (files for older rt-app relied on workgen to write the task's name here); write \"{task}\" or \"\"", v.value),
                     ));
                 }
                 Ev::Suspend

@@ -262,7 +262,7 @@ fn policies_deadline_parameters_slices_and_resources() {
     let d = example("policies.json");
     assert_eq!(
         knobs(group(&d, "server")),
-        ["policy=deadline:2000us/10000us/10000us"]
+        ["policy=deadline:2000us/8000us/10000us"]
     );
     // The legacy task keys runtime/period/deadline; deadline is R/D/P.
     assert_eq!(
@@ -669,5 +669,35 @@ fn phase_settings_are_honoured_when_they_hold_for_the_whole_run() {
             "\"cpus\": [1], "
         ),
         ["cpus=1"]
+    );
+}
+
+#[test]
+fn global_keys_without_effect_are_still_checked() {
+    let ok = "{ \"global\": { \"calibration\": 120, \"log_size\": 4, \"ftrace\": true, \"lock_pages\": false, \"io_device\": \"/tmp/io\", \"duration\": -1 }, \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 } } }";
+    let d = read(Path::new("ok.json"), ok).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        shape(&d.groups[0].body),
+        "timed:t.period(compute),count:t.loops"
+    );
+    check(
+        &error("{ \"global\": { \"calibration\": \"cpu0\" }, \"tasks\": {} }"),
+        "bad.json:1:30: 'calibration' = \"cpu0\" is not accepted",
+        &["\"CPU<n>\""],
+    );
+    check(
+        &error("{ \"global\": { \"ftrace\": \"main,lop\" }, \"tasks\": {} }"),
+        "bad.json:1:25: 'ftrace' category 'lop' is not one rt-app knows",
+        &["(did you mean 'loop'?)"],
+    );
+    check(
+        &error("{ \"global\": { \"duration\": -5 }, \"tasks\": {} }"),
+        "bad.json:1:27: 'duration' = -5 is not accepted",
+        &[],
+    );
+    check(
+        &error("{ \"global\": { \"default_policy\": \"SCHED_FIFO\" }, \"tasks\": {} }"),
+        "bad.json:1:49: 'tasks' is empty",
+        &[],
     );
 }
