@@ -25,7 +25,8 @@
 //! # Units
 //! rt-app's times are whole microseconds and its sizes whole bytes (json-c integers: `1.5` is
 //! refused, as rt-app refuses it). They become expression literals at the value's span:
-//! `Quantity { value: us * 1e-6, unit: Seconds }` and `Quantity { value: bytes, unit: Bytes }`.
+//! `Quantity { value: us / 1e6, unit: Seconds }` (µs × 10⁻⁶, divided so that 200 µs is exactly
+//! 0.0002 s) and `Quantity { value: bytes, unit: Bytes }`.
 //!
 //! # Mapping (rt-app key → model), with the deviations
 //! | rt-app | model |
@@ -50,7 +51,7 @@
 //! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
 //! | `runtime` (µs of wall time on the CPU) | `Busy` |
 //! | `sleep` (µs) | `Sleep` fixed |
-//! | `timer` `{ref, period, mode}` | `Period { timer: ref, every: period }`. rt-app anchors a timer at the thread's start (after `delay`), so each timer also gets one anchoring `Period` step right after the delay; the first activation in the body then comes one period after the start, as in rt-app. A `ref` starting with `unique` is per thread in rt-app; its timer is named `TASK.ref` so that two tasks' timers keep apart. Any other `ref` is one timer shared by every thread that uses it in rt-app; schedlab's timers are per task, so a shared one (two tasks, or `instance` > 1) is refused. `mode: "relative"` (the default) is honoured. Deviation: after an overrun rt-app's relative timer restarts its period at the late wake-up, while schedlab keeps the original grid and counts the periods missed. `mode: "absolute"` is refused: its point is to run the missed activations back to back, which schedlab's `Period` skips |
+//! | `timer` `{ref, period, mode}` | `Period { timer: ref, every: period }`. rt-app anchors a timer at the thread's start (after `delay`), so each timer also gets one anchoring `Period` step right after the delay; the first activation in the body then comes one period after the start, as in rt-app (deviation: a forked thread's timers start at its fork, rt-app's at the use case's start). A `ref` starting with `unique` is per thread in rt-app; its timer is named `TASK.ref` so that two tasks' timers keep apart. Any other `ref` is one timer shared by every thread that uses it in rt-app; schedlab's timers are per task, so a shared one (two tasks, or `instance` > 1) is refused. `mode: "relative"` (the default) is honoured. Deviation: after an overrun rt-app's relative timer restarts its period at the late wake-up, while schedlab keeps the original grid and counts the periods missed. `mode: "absolute"` is refused: its point is to run the missed activations back to back, which schedlab's `Period` skips |
 //! | `lock`, `unlock` | `Lock`, `Unlock` (a lock per name) |
 //! | `wait` `{ref, mutex}` | `CondWait { cond: ref, lock: mutex }` |
 //! | `signal`, `broad` | `CondSignal`, `CondBroadcast` |
@@ -67,6 +68,12 @@
 //!
 //! Locks, conditions, barriers and semaphores are declared implicitly by use, as in rt-app
 //! (which creates them while parsing), in order of first use, each at the span of that use.
+//! Names are per kind, as rt-app looks resources up by name and type: the lock and condition a
+//! `suspend` uses, named after its task, are the same as a `lock` or `wait` naming that task.
+//!
+//! Timers: all `Period` steps of one task that name the same timer are one timer (its
+//! activations advance by the `every` of the step that waits), which is what the anchoring step
+//! and rt-app's timers shared between phases rely on.
 //!
 //! # Metrics
 //! rt-app logs, per phase pass, `perf`, `run`, `period` (the pass's duration), `slack`,
