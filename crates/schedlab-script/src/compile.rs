@@ -72,7 +72,9 @@ struct Compiler<'a> {
     def: &'a ScriptDef,
     params: Vec<(&'a str, Quantity)>,
     texts: Vec<(&'a str, &'a str)>,
-    objects: BTreeMap<String, Object>,
+    /// Objects by (kind, name): each kind has its own names, as rt-app's resources do (a
+    /// TOML file's reader keeps one name space for all).
+    objects: BTreeMap<(usize, String), Object>,
     timers: Vec<&'static str>,
     counts: Vec<&'static str>,
     periods: Vec<PeriodNames>,
@@ -204,19 +206,20 @@ impl<'a> Compiler<'a> {
                 )? as usize,
                 None => 1,
             };
-            if let Some(o) = c.objects.get(&name.value) {
+            let k = kind as usize;
+            if c.objects.contains_key(&(k, name.value.clone())) {
                 return Err(Diagnostic::new(
                     name.span,
                     format!(
-                        "'{}' is already a {} name; every channel, lock, barrier, semaphore and condition needs its own",
+                        "'{}' is already a {} name; give each {} its own",
                         name.value,
-                        o.kind.word()
+                        kind.word(),
+                        kind.word()
                     ),
                 ));
             }
-            let k = kind as usize;
             c.objects.insert(
-                name.value.clone(),
+                (k, name.value.clone()),
                 Object {
                     kind,
                     base: next[k],
@@ -382,7 +385,7 @@ impl<'a> Compiler<'a> {
         // Synchronisation objects.
         let mut barrier_parties = vec![0usize; barriers_n];
         for b in &def.barriers {
-            let o = &self.objects[&b.object.name.value];
+            let o = &self.objects[&(Kind::Barrier as usize, b.object.name.value.clone())];
             let users: usize = (0..groups.len())
                 .filter(|&i| uses[i].barriers.contains(&b.object.name.value))
                 .map(|i| groups[i].tasks)
@@ -411,7 +414,7 @@ impl<'a> Compiler<'a> {
         }
         let mut initial = vec![0u32; semaphores];
         for s in &def.semaphores {
-            let o = &self.objects[&s.object.name.value];
+            let o = &self.objects[&(Kind::Semaphore as usize, s.object.name.value.clone())];
             let v = match &s.initial {
                 Some(e) => self.count(
                     e,
@@ -592,12 +595,12 @@ impl<'a> Compiler<'a> {
         }
         if !n
             .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'))
             || n.is_empty()
         {
             return Err(Diagnostic::new(
                 name.span,
-                format!("{kind} name '{n}' is not accepted; use letters, digits, '_' and '-'"),
+                format!("{kind} name '{n}' is not accepted; use letters, digits, '_', '-' and '.'"),
             ));
         }
         match self.metric_kinds.get(n) {
@@ -708,12 +711,18 @@ impl<'a> Compiler<'a> {
         scope: &[(String, usize)],
     ) -> Result<CRef, Diagnostic> {
         let name = &r.name.value;
-        let Some(o) = self.objects.get(name) else {
+        let Some(o) = self.objects.get(&(kind as usize, name.clone())) else {
+            if let Some(((_, _), other)) = self.objects.iter().find(|((_, n), _)| n == name) {
+                return Err(Diagnostic::new(
+                    r.name.span,
+                    format!("'{name}' is a {}, not a {}", other.kind.word(), kind.word()),
+                ));
+            }
             let same: Vec<&str> = self
                 .objects
                 .iter()
                 .filter(|(_, o)| o.kind == kind)
-                .map(|(n, _)| n.as_str())
+                .map(|((_, n), _)| n.as_str())
                 .collect();
             return Err(Diagnostic::new(
                 r.name.span,
@@ -729,12 +738,6 @@ impl<'a> Compiler<'a> {
                 ),
             ));
         };
-        if o.kind != kind {
-            return Err(Diagnostic::new(
-                r.name.span,
-                format!("'{name}' is a {}, not a {}", o.kind.word(), kind.word()),
-            ));
-        }
         let index = match (&r.index, o.array) {
             (Some(e), true) => {
                 let (c, _) = self.dynamic(e, count, scope, &format!("{name}[...]"), &[Unit::None])?;

@@ -12,6 +12,7 @@
 pub mod error;
 pub mod expr;
 pub mod model;
+pub mod rtapp;
 pub mod span;
 pub mod toml_file;
 

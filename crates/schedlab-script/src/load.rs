@@ -37,7 +37,7 @@ pub fn load(path: &Path) -> Result<Script, FileError> {
     let def = if ext == "toml" {
         crate::toml_file::read(path, &text)?
     } else {
-        return Err(FileError::whole(path, "rt-app files are not read yet"));
+        crate::rtapp::read(path, &text)?
     };
     Script::new(def)
 }

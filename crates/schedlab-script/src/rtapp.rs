@@ -1,0 +1,2091 @@
+//! rt-app's JSON grammar, read strictly into the workload [`model`](crate::model).
+//!
+//! rt-app (github.com/scheduler-tools/rt-app) describes a use case as JSON: a `global` object,
+//! a `tasks` object of threads, each a sequence of *events* (`run`, `sleep`, `timer`, `lock`, …)
+//! either directly in the task or in ordered `phases`, and an optional, obsolete `resources`
+//! object. Its reader (`src/rt-app_parse_config.c`) looks up the keys it knows and ignores every
+//! other key silently — a misplaced `delay` (rt-app issue #37) or a misspelt event (issue #45)
+//! just vanishes. This reader is strict instead: every key rt-app knows is either honoured
+//! (mapped into the model below) or refused with an error that names the key, what rt-app does
+//! with it and why schedlab cannot; every key rt-app does not know is an error with the nearest
+//! known key. Errors carry `file:line:column` (the JSON is parsed with `jsonc-parser`, which
+//! keeps every node's position and, like rt-app's json-c, accepts C comments; nothing else
+//! beyond strict JSON).
+//!
+//! # Events: matched by prefix, in rt-app's order
+//! A key of a phase (or of a task without `phases`) is an event when it *starts with* an event
+//! name (`obj_is_event`), so `run0`, `run1` are two run events; which event it is follows
+//! `parse_task_event_data`'s order: `run`/`sleep` first (a `run…` key that starts with
+//! `runtime` is runtime, so `runtime` is never run), then `memrun` before `mem`, `iorun`,
+//! `lock`/`unlock`, `signal`/`broad`, `wait`/`sync`, `barrier`, `timer`, `resume`, `suspend`,
+//! `yield`, `fork`, `sem_post`, `sem_wait`. Events run in file order. Repeated event keys in
+//! one object are accepted, in order, as rt-app's workgen makes them unique before rt-app runs
+//! (`doc/tutorial.txt`); any other repeated key is an error (json-c keeps only the last).
+//!
+//! # Units
+//! rt-app's times are whole microseconds and its sizes whole bytes (json-c integers: `1.5` is
+//! refused, as rt-app refuses it). They become expression literals at the value's span:
+//! `Quantity { value: us / 1e6, unit: Seconds }` (µs × 10⁻⁶, divided so that 200 µs is exactly
+//! 0.0002 s) and `Quantity { value: bytes, unit: Bytes }`.
+//!
+//! # Mapping (rt-app key → model), with the deviations
+//! | rt-app | model |
+//! |---|---|
+//! | `global.duration` (s; -1 or 0: none) | the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. Deviation: rt-app also kills finite tasks at `duration` and stops mid-pass; schedlab finishes the pass it is in and lets finite tasks finish. A forked task's loop of -1 runs `duration` from its fork, not to rt-app's global end. |
+//! | `global.default_policy` | the `policy` knob of every task without its own |
+//! | `global.calibration` | accepted (`"CPU<n>"` or a whole number), no effect: it only tunes rt-app's busy loop to turn `run`'s µs into loop counts; schedlab's compute is CPU time itself |
+//! | `global.pi_enabled` | `false` accepted; `true` refused: schedlab's locks have no priority inheritance |
+//! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | accepted, type-checked, no effect: page locking and rt-app's own logs and traces; schedlab records its own metrics |
+//! | `global.io_device` | accepted, no effect: `iorun` writes each task's scratch file, never a path the file names |
+//! | `global.mem_buffer_size` (bytes, default 4 MiB) | honoured by `mem` (below) |
+//! | `resources.NAME.type` | `mutex` → a lock, `wait` → a condition, `timer` → nothing (timers are named by their events); `signal`, `broadcast`, `sync`, `sleep`, `run` are refused: no event ever looks such a resource up |
+//! | `tasks.NAME` | a [`GroupSpec`] named as the task, in file order |
+//! | `instance` (default 1) | the group's count |
+//! | `delay` (µs; task only) | a first `sleep` step; in a phase it is an error (rt-app ignores it there) |
+//! | `loop` (task: default -1; phase: default 1) | a `Loop` around the phases (task) or around one phase; a repeat of 1 is no loop; -1 → `global.duration` (above); 0 is refused (rt-app would run a task of loop 0 never, a phase of loop 0 forever) |
+//! | `policy`, `priority` | knobs `policy` (`other`, `batch`, `idle`, `fifo:P`, `rr:P`) and `nice`: `priority` is the nice value for SCHED_OTHER/BATCH (default 0) and the real-time priority for FIFO/RR (default 10, rt-app's `DEFAULT_THREAD_PRIORITY`); rt-app applies no nice to SCHED_IDLE and no priority to SCHED_DEADLINE, so a non-zero one there is refused |
+//! | `dl-runtime`, `dl-period`, `dl-deadline` (µs) | `policy = "deadline:R/D/P"` (period defaults to runtime, deadline to period); for SCHED_OTHER/BATCH `dl-runtime` is the custom slice (Linux ≥ 6.12) → knob `slice`; elsewhere refused. The task-level legacy keys `runtime`, `period`, `deadline` are read as rt-app reads them (only when the `dl-` key is absent); a task-level `runtime` in a task without `phases` is both an event and the legacy budget in rt-app, and is refused as ambiguous |
+//! | `cpus` (array) | knob `cpus` |
+//! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts; schedlab's groups keep one setting, so they are honoured when they amount to one setting for the whole run (a phase's `cpus` holds for that phase only, a phase's scheduling keys until another phase sets them: see `merged_sched`), else refused |
+//! | `nodes_membind`, `util_min`, `util_max`, non-empty `taskgroup` | refused: NUMA memory binding, utilization clamping and CPU cgroups are not modelled on either backend (`taskgroup: ""` means none and is accepted) |
+//! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
+//! | `runtime` (µs of wall time on the CPU) | `Busy` |
+//! | `sleep` (µs) | `Sleep` fixed |
+//! | `timer` `{ref, period, mode}` | `Period { timer: ref, every: period }`. rt-app anchors a timer at the thread's start (after `delay`), so each timer also gets one anchoring `Period` step right after the delay; the first activation in the body then comes one period after the start, as in rt-app (deviation: a forked thread's timers start at its fork, rt-app's at the use case's start). A `ref` starting with `unique` is per thread in rt-app; its timer is named `TASK.ref` so that two tasks' timers keep apart. Any other `ref` is one timer shared by every thread that uses it in rt-app; schedlab's timers are per task, so a shared one (two tasks, or `instance` > 1) is refused. `mode: "relative"` (the default) is honoured. Deviation: after an overrun rt-app's relative timer restarts its period at the late wake-up, while schedlab keeps the original grid and counts the periods missed. `mode: "absolute"` is refused: its point is to run the missed activations back to back, which schedlab's `Period` skips |
+//! | `lock`, `unlock` | `Lock`, `Unlock` (a lock per name) |
+//! | `wait` `{ref, mutex}` | `CondWait { cond: ref, lock: mutex }` |
+//! | `signal`, `broad` | `CondSignal`, `CondBroadcast` |
+//! | `sync` `{ref, mutex}` | `CondSignal` then `CondWait` (rt-app's `rtapp_sig_and_wait`: the caller holds the mutex) |
+//! | `barrier` | `Barrier` with `parties: None` (every task that uses it), as rt-app counts the instances of the tasks using it; a task using one barrier in two events is refused (rt-app would count it twice and wait for itself), and so is a barrier in a forked task (rt-app cannot count forks) |
+//! | `suspend` | `Lock(T)`, `CondWait { cond: T, lock: T }`, `Unlock(T)` with T the task's own name, as rt-app implements it (`rtapp_suspend`); rt-app ignores the value, so only `""` or the task's own name is accepted — a file written for older rt-app naming another task would never be woken |
+//! | `resume` NAME | `Lock(NAME)`, `CondBroadcast(NAME)`, `Unlock(NAME)` (`rtapp_resume`); NAME must be a task that suspends |
+//! | `mem` (bytes) | `Touch`; rt-app rewrites its `mem_buffer_size` buffer, so `mem` larger than the buffer is a loop of whole-buffer touches plus the rest |
+//! | `iorun` (bytes) | `Io { Write }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the task's scratch file |
+//! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches, which no schedlab step does |
+//! | `yield` | `Yield` |
+//! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count the number of times the fork runs (instances × loops around it, following forks of forks), which must be finite; TASK must have `instance: 0` (rt-app would also start it with the run) |
+//! | `sem_post`, `sem_wait` | `SemPost`, `SemWait` (semaphores start at 0, as rt-app's) |
+//!
+//! Locks, conditions, barriers and semaphores are declared implicitly by use, as in rt-app
+//! (which creates them while parsing), in order of first use, each at the span of that use.
+//! Names are per kind, as rt-app looks resources up by name and type: the lock and condition a
+//! `suspend` uses, named after its task, are the same as a `lock` or `wait` naming that task.
+//!
+//! Timers: all `Period` steps of one task that name the same timer are one timer (its
+//! activations advance by the `every` of the step that waits), which is what the anchoring step
+//! and rt-app's timers shared between phases rely on.
+//!
+//! # Metrics
+//! rt-app logs, per phase pass, `perf`, `run`, `period` (the pass's duration), `slack`,
+//! `c_duration`, `c_period` and `wu_lat`. What schedlab can give is kept: each phase pass is
+//! wrapped in a [`StepKind::Timed`] named `TASK.PHASE.period` (`TASK.period` for a task without
+//! `phases`) — rt-app's `period` column; each timer's `Period` gives the wake-up latency
+//! (`wu_lat`), deadlines met and periods missed (`slack`'s sign); and each pass of a task's loop
+//! ends with a [`StepKind::Count`] `TASK.loops`, whose rate shows how many passes a task kept up
+//! under contention. `perf`, `run` and `c_*` are not kept: schedlab's compute is a fixed CPU
+//! time, so they would only echo the file.
+
+use crate::error::{did_you_mean, Diagnostic, FileError};
+use crate::expr::{Expr, Quantity, Unit};
+use crate::model::{
+    Amount, BarrierSpec, Grammar, GroupSpec, MetricsSpec, ObjectRef, ObjectSpec, ScriptDef,
+    SemaphoreSpec, Step, StepKind,
+};
+use crate::span::{LineCol, Span, Spanned};
+use jsonc_parser::ast::{Object, Value};
+use jsonc_parser::common::Ranged;
+use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
+use schedlab_workload::knobs::{parse_knob, Knobs};
+use schedlab_workload::{IoKind, KnobError};
+use std::collections::HashMap;
+use std::path::Path;
+
+type R<T> = Result<T, Diagnostic>;
+
+/// Read an rt-app JSON file (`text`, from `path`) into the model, strictly: any key rt-app does
+/// not know, any key it knows that schedlab cannot honour, a wrong type or invalid JSON is an
+/// error at its `file:line:column`.
+pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
+    Reader { text }
+        .file(path)
+        .map_err(|d| FileError::at(path, text, d))
+}
+
+/// rt-app's default `mem_buffer_size` (`DEFAULT_MEM_BUF_SIZE`).
+const DEFAULT_MEM_BUFFER: i64 = 4 * 1024 * 1024;
+/// rt-app's default real-time priority (`DEFAULT_THREAD_PRIORITY`).
+const DEFAULT_RT_PRIORITY: i64 = 10;
+
+const ROOT_KEYS: &[&str] = &["global", "tasks", "resources"];
+const GLOBAL_KEYS: &[&str] = &[
+    "duration",
+    "calibration",
+    "default_policy",
+    "pi_enabled",
+    "lock_pages",
+    "logdir",
+    "log_basename",
+    "log_size",
+    "ftrace",
+    "gnuplot",
+    "io_device",
+    "mem_buffer_size",
+    "cumulative_slack",
+];
+/// Keys of a phase that are not events (`parse_task_phase_data`).
+const PHASE_KEYS: &[&str] = &[
+    "loop",
+    "cpus",
+    "nodes_membind",
+    "policy",
+    "priority",
+    "dl-runtime",
+    "dl-period",
+    "dl-deadline",
+    "util_min",
+    "util_max",
+    "taskgroup",
+];
+/// Keys of a task besides the phase keys (`parse_task_data`, `parse_sched_data`'s legacy keys).
+const TASK_ONLY_KEYS: &[&str] = &[
+    "instance", "delay", "phases", "runtime", "period", "deadline",
+];
+/// rt-app's event names, in `obj_is_event`'s order.
+const EVENTS: &[&str] = &[
+    "lock", "unlock", "wait", "signal", "broad", "sync", "sleep", "runtime", "run", "timer",
+    "suspend", "resume", "memrun", "mem", "iorun", "yield", "barrier", "fork", "sem_post",
+    "sem_wait",
+];
+/// Names from other grammars that mean an rt-app key, for a suggestion when no key is near.
+const ALIASES: &[(&str, &str)] = &[
+    ("exec", "run"),
+    ("compute", "run"),
+    ("busy", "runtime"),
+    ("nice", "priority"),
+    ("affinity", "cpus"),
+    ("count", "instance"),
+    ("instances", "instance"),
+];
+
+/// Which event a key is, mirroring `parse_task_event_data`'s order of prefix tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EvKind {
+    Run,
+    Runtime,
+    Sleep,
+    Memrun,
+    Mem,
+    Iorun,
+    Lock,
+    Unlock,
+    Signal,
+    Broad,
+    Wait,
+    Sync,
+    Barrier,
+    Timer,
+    Resume,
+    Suspend,
+    Yield,
+    Fork,
+    SemPost,
+    SemWait,
+}
+
+impl EvKind {
+    /// The event `key` is, if it is one (a key rt-app's `obj_is_event` accepts).
+    fn of(key: &str) -> Option<EvKind> {
+        if !EVENTS.iter().any(|e| key.starts_with(e)) {
+            return None;
+        }
+        let p = |prefix: &str| key.starts_with(prefix);
+        Some(if p("run") || p("sleep") {
+            if p("sleep") {
+                EvKind::Sleep
+            } else if p("runtime") {
+                EvKind::Runtime
+            } else {
+                EvKind::Run
+            }
+        } else if p("memrun") {
+            EvKind::Memrun
+        } else if p("mem") || p("iorun") {
+            if p("mem") {
+                EvKind::Mem
+            } else {
+                EvKind::Iorun
+            }
+        } else if p("lock") || p("unlock") {
+            if p("lock") {
+                EvKind::Lock
+            } else {
+                EvKind::Unlock
+            }
+        } else if p("signal") || p("broad") {
+            if p("signal") {
+                EvKind::Signal
+            } else {
+                EvKind::Broad
+            }
+        } else if p("wait") || p("sync") {
+            if p("wait") {
+                EvKind::Wait
+            } else {
+                EvKind::Sync
+            }
+        } else if p("barrier") {
+            EvKind::Barrier
+        } else if p("timer") {
+            EvKind::Timer
+        } else if p("resume") {
+            EvKind::Resume
+        } else if p("suspend") {
+            EvKind::Suspend
+        } else if p("yield") {
+            EvKind::Yield
+        } else if p("fork") {
+            EvKind::Fork
+        } else if p("sem_post") {
+            EvKind::SemPost
+        } else {
+            EvKind::SemWait
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            EvKind::Run => "run",
+            EvKind::Runtime => "runtime",
+            EvKind::Sleep => "sleep",
+            EvKind::Memrun => "memrun",
+            EvKind::Mem => "mem",
+            EvKind::Iorun => "iorun",
+            EvKind::Lock => "lock",
+            EvKind::Unlock => "unlock",
+            EvKind::Signal => "signal",
+            EvKind::Broad => "broad",
+            EvKind::Wait => "wait",
+            EvKind::Sync => "sync",
+            EvKind::Barrier => "barrier",
+            EvKind::Timer => "timer",
+            EvKind::Resume => "resume",
+            EvKind::Suspend => "suspend",
+            EvKind::Yield => "yield",
+            EvKind::Fork => "fork",
+            EvKind::SemPost => "sem_post",
+            EvKind::SemWait => "sem_wait",
+        }
+    }
+}
+
+/// A scheduling policy as rt-app names it (`string_to_policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    Other,
+    Batch,
+    Idle,
+    Fifo,
+    Rr,
+    Deadline,
+}
+
+const POLICY_NAMES: &[&str] = &[
+    "SCHED_OTHER",
+    "SCHED_BATCH",
+    "SCHED_IDLE",
+    "SCHED_RR",
+    "SCHED_FIFO",
+    "SCHED_DEADLINE",
+];
+
+impl Policy {
+    fn parse(s: &Spanned<String>, key: &str) -> R<Policy> {
+        Ok(match s.value.as_str() {
+            "SCHED_OTHER" => Policy::Other,
+            "SCHED_BATCH" => Policy::Batch,
+            "SCHED_IDLE" => Policy::Idle,
+            "SCHED_RR" => Policy::Rr,
+            "SCHED_FIFO" => Policy::Fifo,
+            "SCHED_DEADLINE" => Policy::Deadline,
+            other => {
+                let upper = other.to_ascii_uppercase();
+                let hint = if POLICY_NAMES.contains(&upper.as_str()) {
+                    format!(" (did you mean '{upper}'? rt-app's names are case-sensitive)")
+                } else {
+                    did_you_mean(&upper, POLICY_NAMES.iter().copied())
+                };
+                return Err(Diagnostic::new(
+                    s.span,
+                    format!(
+                        "'{key}' = \"{other}\" is not a policy rt-app knows; use {}{hint}",
+                        POLICY_NAMES.join(", ")
+                    ),
+                ));
+            }
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "SCHED_OTHER",
+            Policy::Batch => "SCHED_BATCH",
+            Policy::Idle => "SCHED_IDLE",
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+            Policy::Deadline => "SCHED_DEADLINE",
+        }
+    }
+}
+
+/// A value with the span of its key and of itself.
+#[derive(Clone, Debug, PartialEq)]
+struct Kv<T> {
+    value: T,
+    key: Span,
+    span: Span,
+}
+
+/// The scheduling and affinity keys of a task or a phase.
+#[derive(Clone, Debug, Default)]
+struct Sched {
+    policy: Option<Kv<Policy>>,
+    priority: Option<Kv<i64>>,
+    dl_runtime: Option<Kv<i64>>,
+    dl_period: Option<Kv<i64>>,
+    dl_deadline: Option<Kv<i64>>,
+    cpus: Option<Kv<Vec<i64>>>,
+}
+
+/// One event of a phase, read.
+#[derive(Clone, Debug)]
+enum Ev {
+    Run(Kv<i64>),
+    Runtime(Kv<i64>),
+    Sleep(Kv<i64>),
+    Mem(Kv<i64>),
+    Iorun(Kv<i64>),
+    Lock(Spanned<String>),
+    Unlock(Spanned<String>),
+    Signal(Spanned<String>),
+    Broad(Spanned<String>),
+    Wait {
+        cond: Spanned<String>,
+        mutex: Spanned<String>,
+    },
+    Sync {
+        cond: Spanned<String>,
+        mutex: Spanned<String>,
+    },
+    Barrier(Spanned<String>),
+    Timer {
+        name: Spanned<String>,
+        period: Kv<i64>,
+    },
+    Suspend,
+    Resume(Spanned<String>),
+    Yield,
+    Fork(Spanned<String>),
+    SemPost(Spanned<String>),
+    SemWait(Spanned<String>),
+}
+
+#[derive(Clone, Debug)]
+struct Event {
+    ev: Ev,
+    /// The whole `"key": value`.
+    span: Span,
+}
+
+#[derive(Clone, Debug)]
+struct Phase {
+    /// `None` for the events of a task without `phases`.
+    name: Option<Spanned<String>>,
+    loop_: Option<Kv<i64>>,
+    events: Vec<Event>,
+    sched: Sched,
+}
+
+#[derive(Clone, Debug)]
+struct Task {
+    name: Spanned<String>,
+    span: Span,
+    instance: Option<Kv<i64>>,
+    delay: Option<Kv<i64>>,
+    loop_: Option<Kv<i64>>,
+    sched: Sched,
+    legacy_runtime: Option<Kv<i64>>,
+    legacy_period: Option<Kv<i64>>,
+    legacy_deadline: Option<Kv<i64>>,
+    phases: Vec<Phase>,
+}
+
+impl Task {
+    /// The task's loop: rt-app's default is -1 (until the global duration).
+    fn task_loop(&self) -> i64 {
+        self.loop_.as_ref().map_or(-1, |l| l.value)
+    }
+}
+
+fn phase_loop(p: &Phase) -> i64 {
+    p.loop_.as_ref().map_or(1, |l| l.value)
+}
+
+/// The global object's keys that shape the model.
+struct Global {
+    /// Seconds, when positive.
+    duration: Option<Kv<i64>>,
+    default_policy: Option<Kv<Policy>>,
+    mem_buffer_size: i64,
+}
+
+/// A `"key": value` of an object.
+struct Entry<'v, 'a> {
+    key: &'v str,
+    key_span: Span,
+    value: &'v Value<'a>,
+    span: Span,
+}
+
+fn span_of(r: jsonc_parser::common::Range) -> Span {
+    Span::new(r.start, r.end)
+}
+
+fn vspan(v: &Value) -> Span {
+    span_of(v.range())
+}
+
+/// What a JSON value is, for messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::StringLit(s) => format!("the string \"{}\"", s.value),
+        Value::NumberLit(n) => format!("the number {}", n.value),
+        Value::BooleanLit(b) => format!("{}", b.value),
+        Value::Object(_) => "an object".into(),
+        Value::Array(_) => "an array".into(),
+        Value::NullKeyword(_) => "null".into(),
+    }
+}
+
+/// ` (did you mean 'x'?)` over `accepted`, else a known alias, else nothing.
+fn suggestion<'a>(given: &str, accepted: impl IntoIterator<Item = &'a str>) -> String {
+    let near = did_you_mean(given, accepted);
+    if !near.is_empty() {
+        return near;
+    }
+    ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == given)
+        .map_or(String::new(), |(_, key)| {
+            format!(" (did you mean '{key}'?)")
+        })
+}
+
+fn lit(value: f64, unit: Unit, span: Span) -> Expr {
+    Expr::literal(Quantity { value, unit }, span)
+}
+
+fn micros(kv: &Kv<i64>) -> Expr {
+    lit(kv.value as f64 / 1e6, Unit::Seconds, kv.span)
+}
+
+fn step(kind: StepKind, span: Span) -> Step {
+    Step { kind, span }
+}
+
+fn oref(name: &Spanned<String>) -> ObjectRef {
+    ObjectRef {
+        name: name.clone(),
+        index: None,
+    }
+}
+
+struct Reader<'t> {
+    text: &'t str,
+}
+
+impl Reader<'_> {
+    fn file(&self, path: &Path) -> R<ScriptDef> {
+        let options = ParseOptions {
+            allow_comments: true,
+            allow_loose_object_property_names: false,
+            allow_trailing_commas: false,
+            allow_missing_commas: false,
+            allow_single_quoted_strings: false,
+            allow_hexadecimal_numbers: false,
+            allow_unary_plus_numbers: false,
+            allow_bare_decimal_point_numbers: false,
+            allow_non_finite_numbers: false,
+            allow_extended_string_escapes: false,
+        };
+        let parsed =
+            parse_to_ast(self.text, &CollectOptions::default(), &options).map_err(|e| {
+                let r = e.range();
+                Diagnostic::new(
+                    Span::new(r.start, r.end.max(r.start + 1)),
+                    format!("not valid JSON: {}", e.kind()),
+                )
+            })?;
+        let Some(root) = parsed.value else {
+            return Err(Diagnostic::new(
+                Span::new(0, 0),
+                "the file holds no JSON value; rt-app needs an object with a 'tasks' object",
+            ));
+        };
+        let root = self.object("the file", &root)?;
+        let entries = self.entries(root, &|_| false)?;
+        let mut global_value = None;
+        let mut tasks_value = None;
+        let mut resources_value = None;
+        for e in &entries {
+            match e.key {
+                "global" => global_value = Some(e),
+                "tasks" => tasks_value = Some(e),
+                "resources" => resources_value = Some(e),
+                k => {
+                    return Err(Diagnostic::new(
+                        e.key_span,
+                        format!(
+                            "unknown key '{k}' at the top level; rt-app reads 'global', 'tasks' and 'resources' and would ignore it silently{}",
+                            suggestion(k, ROOT_KEYS.iter().copied())
+                        ),
+                    ))
+                }
+            }
+        }
+        let global = match global_value {
+            Some(e) => self.global(e)?,
+            None => Global {
+                duration: None,
+                default_policy: None,
+                mem_buffer_size: DEFAULT_MEM_BUFFER,
+            },
+        };
+        let mut objects = Objects::default();
+        if let Some(e) = resources_value {
+            self.resources(e, &mut objects)?;
+        }
+        let Some(tasks_entry) = tasks_value else {
+            return Err(Diagnostic::new(
+                span_of(root.range),
+                "the file has no 'tasks' object; rt-app requires one (\"tasks\": { \"NAME\": { ... } })",
+            ));
+        };
+        let tasks_obj = self.object("tasks", tasks_entry.value)?;
+        let task_entries = self.entries(tasks_obj, &|_| false)?;
+        if task_entries.is_empty() {
+            return Err(Diagnostic::new(
+                tasks_entry.span,
+                "'tasks' is empty; rt-app would start no thread: describe at least one task",
+            ));
+        }
+        let mut tasks = Vec::new();
+        for e in &task_entries {
+            tasks.push(self.task(e)?);
+        }
+        let name = path.file_stem().map_or_else(
+            || "rt-app".to_string(),
+            |s| s.to_string_lossy().into_owned(),
+        );
+        let groups = build_groups(&tasks, &global, &mut objects)?;
+        Ok(ScriptDef {
+            description: format!("rt-app workload, {} task(s)", tasks.len()),
+            name,
+            path: path.to_path_buf(),
+            text: self.text.to_string(),
+            grammar: Grammar::RtApp,
+            params: Vec::new(),
+            groups,
+            channels: Vec::new(),
+            locks: objects.locks,
+            barriers: objects
+                .barriers
+                .into_iter()
+                .map(|object| BarrierSpec {
+                    object,
+                    parties: None,
+                })
+                .collect(),
+            semaphores: objects
+                .semaphores
+                .into_iter()
+                .map(|object| SemaphoreSpec {
+                    object,
+                    initial: None,
+                })
+                .collect(),
+            conds: objects.conds,
+            transport: None,
+            tasks: None,
+            start: None,
+            metrics: MetricsSpec::default(),
+        })
+    }
+
+    // ---- JSON access -------------------------------------------------------------------------
+
+    /// The properties of `obj`; a repeated key is an error unless `repeat_ok` accepts it.
+    fn entries<'v, 'a>(
+        &self,
+        obj: &'v Object<'a>,
+        repeat_ok: &dyn Fn(&str) -> bool,
+    ) -> R<Vec<Entry<'v, 'a>>> {
+        let mut out: Vec<Entry<'v, 'a>> = Vec::new();
+        for p in &obj.properties {
+            let key = p.name.as_str();
+            let key_span = span_of(p.name.range());
+            if !repeat_ok(key) {
+                if let Some(first) = out.iter().find(|e| e.key == key) {
+                    return Err(Diagnostic::new(
+                        key_span,
+                        format!(
+                            "'{key}' is given twice in this object (first at line {}); rt-app's JSON reader keeps only the last, silently: give it once",
+                            LineCol::of(self.text, first.key_span.start).line
+                        ),
+                    ));
+                }
+            }
+            out.push(Entry {
+                key,
+                key_span,
+                value: &p.value,
+                span: span_of(p.range),
+            });
+        }
+        Ok(out)
+    }
+
+    fn object<'v, 'a>(&self, what: &str, v: &'v Value<'a>) -> R<&'v Object<'a>> {
+        match v {
+            Value::Object(o) => Ok(o),
+            other => Err(Diagnostic::new(
+                vspan(other),
+                format!("{what} must be an object, not {}", describe(other)),
+            )),
+        }
+    }
+
+    /// A json-c integer (no fraction, no exponent, 32 bits), described as `what` in errors.
+    fn int(&self, key: &str, v: &Value, what: &str) -> R<Kv<i64>> {
+        let Value::NumberLit(n) = v else {
+            return Err(Diagnostic::new(
+                vspan(v),
+                format!("'{key}' must be {what}, not {}", describe(v)),
+            ));
+        };
+        if n.value.contains(['.', 'e', 'E']) {
+            return Err(Diagnostic::new(
+                vspan(v),
+                format!(
+                    "'{key}' must be {what}, not {} (rt-app reads it as a json-c integer and refuses a fraction or an exponent)",
+                    n.value
+                ),
+            ));
+        }
+        match n.value.parse::<i64>() {
+            Ok(x) if i32::try_from(x).is_ok() => Ok(Kv {
+                value: x,
+                key: Span::default(),
+                span: vspan(v),
+            }),
+            _ => Err(Diagnostic::new(
+                vspan(v),
+                format!(
+                    "'{key}' = {} is out of range: rt-app reads a 32-bit integer",
+                    n.value
+                ),
+            )),
+        }
+    }
+
+    /// `int` for the value of entry `e`, keeping the key's span.
+    fn int_entry(&self, e: &Entry, what: &str) -> R<Kv<i64>> {
+        let mut kv = self.int(e.key, e.value, what)?;
+        kv.key = e.key_span;
+        Ok(kv)
+    }
+
+    /// `int_entry`, at least `min`.
+    fn int_at_least(&self, e: &Entry, what: &str, min: i64) -> R<Kv<i64>> {
+        let kv = self.int_entry(e, what)?;
+        if kv.value < min {
+            return Err(Diagnostic::new(
+                kv.span,
+                format!(
+                    "'{}' = {} is not accepted; it must be {what}",
+                    e.key, kv.value
+                ),
+            ));
+        }
+        Ok(kv)
+    }
+
+    fn string(&self, key: &str, v: &Value) -> R<Spanned<String>> {
+        match v {
+            Value::StringLit(s) => Ok(Spanned::new(s.value.to_string(), vspan(v))),
+            other => Err(Diagnostic::new(
+                vspan(other),
+                format!("'{key}' must be a string, not {}", describe(other)),
+            )),
+        }
+    }
+
+    /// A string naming a resource: not empty.
+    fn name(&self, key: &str, v: &Value, what: &str) -> R<Spanned<String>> {
+        let s = self.string(key, v).map_err(|mut d| {
+            d.message = format!("{} naming {what}", d.message);
+            d
+        })?;
+        if s.value.is_empty() {
+            return Err(Diagnostic::new(
+                s.span,
+                format!("'{key}' names {what} with an empty string; give it a name"),
+            ));
+        }
+        Ok(s)
+    }
+
+    fn boolean(&self, key: &str, v: &Value) -> R<bool> {
+        match v {
+            Value::BooleanLit(b) => Ok(b.value),
+            other => Err(Diagnostic::new(
+                vspan(other),
+                format!("'{key}' must be true or false, not {}", describe(other)),
+            )),
+        }
+    }
+
+    // ---- global and resources ----------------------------------------------------------------
+
+    fn global(&self, e: &Entry) -> R<Global> {
+        let obj = self.object("'global'", e.value)?;
+        let mut g = Global {
+            duration: None,
+            default_policy: None,
+            mem_buffer_size: DEFAULT_MEM_BUFFER,
+        };
+        for e in self.entries(obj, &|_| false)? {
+            match e.key {
+                "duration" => {
+                    let d = self.int_entry(&e, "a whole number of seconds (-1: none)")?;
+                    match d.value {
+                        x if x > 0 => g.duration = Some(d),
+                        -1 | 0 => {}
+                        x => {
+                            return Err(Diagnostic::new(
+                                d.span,
+                                format!("'duration' = {x} is not accepted; give seconds (> 0) or -1 for no limit"),
+                            ))
+                        }
+                    }
+                }
+                "default_policy" => {
+                    let s = self.string(e.key, e.value)?;
+                    g.default_policy = Some(Kv {
+                        value: Policy::parse(&s, e.key)?,
+                        key: e.key_span,
+                        span: s.span,
+                    });
+                }
+                "calibration" => match e.value {
+                    Value::NumberLit(_) => {
+                        self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
+                    }
+                    Value::StringLit(s) => {
+                        let ok = s
+                            .value
+                            .strip_prefix("CPU")
+                            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                        if !ok {
+                            return Err(Diagnostic::new(
+                                vspan(e.value),
+                                format!("'calibration' = \"{}\" is not accepted; rt-app takes \"CPU<n>\" (the CPU to calibrate its busy loop on) or a whole number of ns per loop", s.value),
+                            ));
+                        }
+                    }
+                    other => {
+                        return Err(Diagnostic::new(
+                            vspan(other),
+                            format!("'calibration' must be \"CPU<n>\" or a whole number of ns per loop, not {}", describe(other)),
+                        ))
+                    }
+                },
+                "pi_enabled" => {
+                    if self.boolean(e.key, e.value)? {
+                        return Err(Diagnostic::new(
+                            vspan(e.value),
+                            "'pi_enabled': true makes rt-app's mutexes priority-inheriting (PTHREAD_PRIO_INHERIT); schedlab's locks have no priority inheritance on either backend, so it cannot be honoured: remove it or set it to false",
+                        ));
+                    }
+                }
+                "lock_pages" | "gnuplot" | "cumulative_slack" => {
+                    self.boolean(e.key, e.value)?;
+                }
+                "logdir" | "log_basename" | "io_device" => {
+                    self.string(e.key, e.value)?;
+                }
+                "log_size" => match e.value {
+                    Value::NumberLit(_) => {
+                        self.int_at_least(&e, "a whole number of MB (>= 0) or \"file\", \"disable\", \"auto\"", 0)?;
+                    }
+                    Value::StringLit(s) if ["file", "disable", "auto"].contains(&s.value.as_ref()) => {}
+                    other => {
+                        return Err(Diagnostic::new(
+                            vspan(other),
+                            format!("'log_size' must be a whole number of MB or \"file\", \"disable\", \"auto\", not {}", describe(other)),
+                        ))
+                    }
+                },
+                "ftrace" => match e.value {
+                    Value::BooleanLit(_) => {}
+                    Value::StringLit(s) => {
+                        const CATEGORIES: &[&str] = &["main", "task", "loop", "event", "stats", "none"];
+                        for cat in s.value.split(',') {
+                            if !CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(cat)) {
+                                return Err(Diagnostic::new(
+                                    vspan(e.value),
+                                    format!("'ftrace' category '{cat}' is not one rt-app knows; use a comma-separated list of {}{}", CATEGORIES.join(", "), did_you_mean(cat, CATEGORIES.iter().copied())),
+                                ));
+                            }
+                        }
+                    }
+                    other => {
+                        return Err(Diagnostic::new(
+                            vspan(other),
+                            format!("'ftrace' must be a string of categories (or a boolean), not {}", describe(other)),
+                        ))
+                    }
+                },
+                "mem_buffer_size" => {
+                    g.mem_buffer_size = self.int_at_least(&e, "a whole number of bytes (> 0)", 1)?.value;
+                }
+                k => {
+                    return Err(Diagnostic::new(
+                        e.key_span,
+                        format!(
+                            "unknown key '{k}' in 'global'; rt-app would ignore it silently; it reads {}{}",
+                            GLOBAL_KEYS.join(", "),
+                            suggestion(k, GLOBAL_KEYS.iter().copied())
+                        ),
+                    ))
+                }
+            }
+        }
+        Ok(g)
+    }
+
+    fn resources(&self, e: &Entry, objects: &mut Objects) -> R<()> {
+        const TYPES: &[&str] = &[
+            "mutex",
+            "wait",
+            "timer",
+            "signal",
+            "broadcast",
+            "sync",
+            "sleep",
+            "run",
+        ];
+        let obj = self.object("'resources'", e.value)?;
+        for r in self.entries(obj, &|_| false)? {
+            let name = Spanned::new(r.key.to_string(), r.key_span);
+            let body = self.object(&format!("resource '{}'", r.key), r.value)?;
+            let mut ty = None;
+            for f in self.entries(body, &|_| false)? {
+                match f.key {
+                    "type" => ty = Some(self.string(f.key, f.value)?),
+                    k => {
+                        return Err(Diagnostic::new(
+                            f.key_span,
+                            format!(
+                                "unknown key '{k}' in resource '{}'; rt-app reads only 'type'{}",
+                                r.key,
+                                suggestion(k, ["type"])
+                            ),
+                        ))
+                    }
+                }
+            }
+            let Some(ty) = ty else {
+                return Err(Diagnostic::new(
+                    r.span,
+                    format!(
+                        "resource '{}' has no 'type'; rt-app needs one of {}",
+                        r.key,
+                        TYPES.join(", ")
+                    ),
+                ));
+            };
+            match ty.value.as_str() {
+                "mutex" => add_object(&mut objects.locks, &name),
+                "wait" => add_object(&mut objects.conds, &name),
+                "timer" => {}
+                t @ ("signal" | "broadcast" | "sync" | "sleep" | "run") => {
+                    return Err(Diagnostic::new(
+                        ty.span,
+                        format!("resource type '{t}' makes rt-app create a resource no event ever looks up (signal, broad, sync and wait events use a 'wait' resource, lock and unlock a 'mutex'); declare it as 'wait' or 'mutex', or drop it — resources are created by use anyway"),
+                    ))
+                }
+                t => {
+                    return Err(Diagnostic::new(
+                        ty.span,
+                        format!("resource type '{t}' is not one rt-app knows; use mutex, wait or timer{}", did_you_mean(t, TYPES.iter().copied())),
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ---- tasks, phases, events ---------------------------------------------------------------
+
+    fn task(&self, e: &Entry) -> R<Task> {
+        let name = Spanned::new(e.key.to_string(), e.key_span);
+        let obj = self.object(&format!("task '{}'", e.key), e.value)?;
+        let with_phases = obj.properties.iter().any(|p| p.name.as_str() == "phases");
+        let entries = self.entries(obj, &|k| !with_phases && EvKind::of(k).is_some())?;
+        let mut t = Task {
+            name: name.clone(),
+            span: e.span,
+            instance: None,
+            delay: None,
+            loop_: None,
+            sched: Sched::default(),
+            legacy_runtime: None,
+            legacy_period: None,
+            legacy_deadline: None,
+            phases: Vec::new(),
+        };
+        let mut direct = Phase {
+            name: None,
+            loop_: None,
+            events: Vec::new(),
+            sched: Sched::default(),
+        };
+        let mut bare_runtime = None;
+        let mut phases_entry = None;
+        for en in &entries {
+            match en.key {
+                "instance" => {
+                    t.instance =
+                        Some(self.int_at_least(en, "a whole number of threads (>= 0)", 0)?)
+                }
+                "delay" => {
+                    t.delay =
+                        Some(self.int_at_least(en, "a whole number of microseconds (>= 0)", 0)?)
+                }
+                "loop" => {
+                    t.loop_ = Some(self.int_entry(
+                        en,
+                        "a whole number of passes (-1: until the global duration)",
+                    )?)
+                }
+                "phases" => phases_entry = Some(en),
+                "period" => {
+                    t.legacy_period =
+                        Some(self.int_at_least(en, "a whole number of microseconds (>= 0)", 0)?)
+                }
+                "deadline" => {
+                    t.legacy_deadline =
+                        Some(self.int_at_least(en, "a whole number of microseconds (>= 0)", 0)?)
+                }
+                "runtime" if with_phases => {
+                    t.legacy_runtime =
+                        Some(self.int_at_least(en, "a whole number of microseconds (>= 0)", 0)?)
+                }
+                k => {
+                    if self.sched_key(&mut t.sched, en)? {
+                        continue;
+                    }
+                    if EvKind::of(k).is_some() {
+                        if with_phases {
+                            return Err(Diagnostic::new(
+                                en.key_span,
+                                format!("event '{k}' is in task '{}', which has 'phases': rt-app reads a task's events only when it has no 'phases' and would ignore this one silently; move it into a phase", name.value),
+                            ));
+                        }
+                        if k == "runtime" {
+                            bare_runtime = Some(en.key_span);
+                        }
+                        direct.events.push(self.event(&name.value, en)?);
+                        continue;
+                    }
+                    let accepted: Vec<&str> = PHASE_KEYS
+                        .iter()
+                        .chain(TASK_ONLY_KEYS)
+                        .chain(if with_phases { &[][..] } else { EVENTS })
+                        .copied()
+                        .collect();
+                    return Err(Diagnostic::new(
+                        en.key_span,
+                        format!(
+                            "unknown key '{k}' in task '{}'; rt-app would ignore it silently{}",
+                            name.value,
+                            suggestion(k, accepted)
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(at) = bare_runtime {
+            if t.sched.dl_runtime.is_none() {
+                return Err(Diagnostic::new(
+                    at,
+                    format!("'runtime' in task '{}', which has no 'phases', is ambiguous: rt-app runs it as a runtime event and also reads it as the legacy name of dl-runtime (the SCHED_DEADLINE budget, or a custom slice for SCHED_OTHER since Linux 6.12); rename the event (e.g. 'runtime0': events match by prefix) or give dl-runtime", name.value),
+                ));
+            }
+        }
+        for (legacy, modern, what) in [
+            (&t.legacy_runtime, &t.sched.dl_runtime, "runtime"),
+            (&t.legacy_period, &t.sched.dl_period, "period"),
+            (&t.legacy_deadline, &t.sched.dl_deadline, "deadline"),
+        ] {
+            if let (Some(l), Some(_)) = (legacy, modern) {
+                return Err(Diagnostic::new(
+                    l.key,
+                    format!("'{what}' in task '{}' is rt-app's legacy name of 'dl-{what}', which is also given; rt-app reads '{what}' only without 'dl-{what}': give one", name.value),
+                ));
+            }
+        }
+        match phases_entry {
+            Some(pe) => {
+                let pobj = self.object("'phases'", pe.value)?;
+                let pentries = self.entries(pobj, &|_| false)?;
+                if pentries.is_empty() {
+                    return Err(Diagnostic::new(
+                        pe.span,
+                        format!("'phases' of task '{}' is empty; rt-app needs at least one phase with events", name.value),
+                    ));
+                }
+                for p in &pentries {
+                    t.phases.push(self.phase(&name.value, p)?);
+                }
+            }
+            None => {
+                if direct.events.is_empty() {
+                    return Err(Diagnostic::new(
+                        e.key_span,
+                        format!("task '{}' has no events; rt-app refuses a task without events (give events such as run and sleep, or a 'phases' object)", name.value),
+                    ));
+                }
+                t.phases.push(direct);
+            }
+        }
+        Ok(t)
+    }
+
+    /// Read `en` into `s` if it is one of the scheduling, affinity or refused keys a task and a
+    /// phase share; `false` if it is none of them.
+    fn sched_key(&self, s: &mut Sched, en: &Entry) -> R<bool> {
+        let us = "a whole number of microseconds (>= 0)";
+        match en.key {
+            "policy" => {
+                let v = self.string(en.key, en.value)?;
+                s.policy = Some(Kv {
+                    value: Policy::parse(&v, en.key)?,
+                    key: en.key_span,
+                    span: v.span,
+                });
+            }
+            "priority" => s.priority = Some(self.int_entry(en, "a whole number (nice or real-time priority)")?),
+            "dl-runtime" => s.dl_runtime = Some(self.int_at_least(en, us, 0)?),
+            "dl-period" => s.dl_period = Some(self.int_at_least(en, us, 0)?),
+            "dl-deadline" => s.dl_deadline = Some(self.int_at_least(en, us, 0)?),
+            "cpus" => {
+                let Value::Array(a) = en.value else {
+                    return Err(Diagnostic::new(
+                        vspan(en.value),
+                        format!("'cpus' must be an array of CPU numbers such as [0, 2], not {}", describe(en.value)),
+                    ));
+                };
+                if a.elements.is_empty() {
+                    return Err(Diagnostic::new(
+                        vspan(en.value),
+                        "'cpus' is empty; rt-app would give the thread no CPU to run on: list at least one",
+                    ));
+                }
+                let mut cpus = Vec::new();
+                for c in &a.elements {
+                    let n = self.int("cpus", c, "an array of whole CPU numbers (>= 0)")?;
+                    if n.value < 0 {
+                        return Err(Diagnostic::new(n.span, format!("CPU {} in 'cpus' is not accepted; CPU numbers start at 0", n.value)));
+                    }
+                    cpus.push(n.value);
+                }
+                s.cpus = Some(Kv {
+                    value: cpus,
+                    key: en.key_span,
+                    span: vspan(en.value),
+                });
+            }
+            "nodes_membind" => {
+                return Err(Diagnostic::new(
+                    en.key_span,
+                    "'nodes_membind' binds the thread's memory to NUMA nodes (rt-app calls set_mempolicy); schedlab cannot honour it: the simulator has no NUMA and the real backend leaves memory placement to the kernel",
+                ))
+            }
+            k @ ("util_min" | "util_max") => {
+                return Err(Diagnostic::new(
+                    en.key_span,
+                    format!("'{k}' clamps the thread's utilization (sched_setattr's uclamp, read by schedutil and capacity-aware placement); schedlab cannot honour it: its policies and backends neither set nor model utilization clamping"),
+                ))
+            }
+            "taskgroup" => {
+                let v = self.string(en.key, en.value)?;
+                if !v.value.is_empty() {
+                    return Err(Diagnostic::new(
+                        v.span,
+                        format!("'taskgroup' = \"{}\" puts the thread in a CPU cgroup that rt-app creates; schedlab cannot honour it: it runs tasks in no cgroup of their own and the simulator has no group scheduling (\"\" means none and is accepted)", v.value),
+                    ));
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn phase(&self, task: &str, e: &Entry) -> R<Phase> {
+        let name = Spanned::new(e.key.to_string(), e.key_span);
+        let obj = self.object(&format!("phase '{}'", e.key), e.value)?;
+        let mut p = Phase {
+            name: Some(name.clone()),
+            loop_: None,
+            events: Vec::new(),
+            sched: Sched::default(),
+        };
+        for en in self.entries(obj, &|k| EvKind::of(k).is_some())? {
+            if en.key == "loop" {
+                p.loop_ = Some(self.int_entry(
+                    &en,
+                    "a whole number of passes (-1: until the global duration)",
+                )?);
+                continue;
+            }
+            if self.sched_key(&mut p.sched, &en)? {
+                continue;
+            }
+            if EvKind::of(en.key).is_some() {
+                p.events.push(self.event(task, &en)?);
+                continue;
+            }
+            let misplaced = match en.key {
+                "delay" => Some("rt-app reads 'delay' only in a task, before its first phase; in a phase it would be ignored silently: move it to the task, or use a sleep event".to_string()),
+                "instance" | "phases" => Some(format!("rt-app reads '{}' only in a task and would ignore it here silently: move it to the task", en.key)),
+                k @ ("period" | "deadline") => Some(format!("rt-app reads '{k}' only in a task, as the legacy name of 'dl-{k}', and would ignore it here silently: use 'dl-{k}' (for SCHED_DEADLINE) or a timer event")),
+                _ => None,
+            };
+            if let Some(why) = misplaced {
+                return Err(Diagnostic::new(
+                    en.key_span,
+                    format!(
+                        "'{}' in phase '{}' of task '{task}' is misplaced: {why}",
+                        en.key, name.value
+                    ),
+                ));
+            }
+            let accepted = PHASE_KEYS.iter().chain(EVENTS).copied();
+            return Err(Diagnostic::new(
+                en.key_span,
+                format!(
+                    "unknown key '{}' in phase '{}' of task '{task}'; rt-app would ignore it silently{}",
+                    en.key,
+                    name.value,
+                    suggestion(en.key, accepted)
+                ),
+            ));
+        }
+        if p.events.is_empty() {
+            return Err(Diagnostic::new(
+                e.key_span,
+                format!("phase '{}' of task '{task}' has no events; rt-app refuses a phase without events", name.value),
+            ));
+        }
+        Ok(p)
+    }
+
+    fn event(&self, task: &str, en: &Entry) -> R<Event> {
+        let kind = EvKind::of(en.key).expect("an event key");
+        // How the key is named in messages: `'run0' (a run event)`.
+        let key = if en.key == kind.name() {
+            format!("'{}'", en.key)
+        } else {
+            format!(
+                "'{}' (a {} event: rt-app matches events by prefix)",
+                en.key,
+                kind.name()
+            )
+        };
+        let us = "a whole number of microseconds (>= 0)";
+        let bytes = "a whole number of bytes (>= 0)";
+        let non_negative = |what: &str| -> R<Kv<i64>> {
+            let kv = self.int(en.key, en.value, what).map_err(|mut d| {
+                d.message = d.message.replacen(&format!("'{}'", en.key), &key, 1);
+                d
+            })?;
+            if kv.value < 0 {
+                return Err(Diagnostic::new(
+                    kv.span,
+                    format!("{key} = {} is not accepted; it must be {what}", kv.value),
+                ));
+            }
+            Ok(Kv {
+                key: en.key_span,
+                ..kv
+            })
+        };
+        let name = |what: &str| -> R<Spanned<String>> {
+            self.name(en.key, en.value, what).map_err(|mut d| {
+                d.message = d.message.replacen(&format!("'{}'", en.key), &key, 1);
+                d
+            })
+        };
+        let ev = match kind {
+            EvKind::Run => Ev::Run(non_negative(us)?),
+            EvKind::Runtime => Ev::Runtime(non_negative(us)?),
+            EvKind::Sleep => Ev::Sleep(non_negative(us)?),
+            EvKind::Mem => Ev::Mem(non_negative(bytes)?),
+            EvKind::Iorun => Ev::Iorun(non_negative(bytes)?),
+            EvKind::Memrun => {
+                return Err(Diagnostic::new(
+                    en.key_span,
+                    format!("{key} reads, writes or pointer-chases a buffer byte by byte to load the caches (rt-app's memrun); schedlab cannot honour it: no step of its model does such accesses (use 'mem' for page-touching writes)"),
+                ))
+            }
+            EvKind::Lock => Ev::Lock(name("a mutex")?),
+            EvKind::Unlock => Ev::Unlock(name("a mutex")?),
+            EvKind::Signal => Ev::Signal(name("a condition")?),
+            EvKind::Broad => Ev::Broad(name("a condition")?),
+            EvKind::Barrier => Ev::Barrier(name("a barrier")?),
+            EvKind::Fork => Ev::Fork(name("the task to fork")?),
+            EvKind::SemPost => Ev::SemPost(name("a semaphore")?),
+            EvKind::SemWait => Ev::SemWait(name("a semaphore")?),
+            EvKind::Resume => Ev::Resume(name("the task to resume")?),
+            EvKind::Yield => {
+                self.string(en.key, en.value)?;
+                Ev::Yield
+            }
+            EvKind::Suspend => {
+                let v = self.string(en.key, en.value)?;
+                if !v.value.is_empty() && v.value != task {
+                    return Err(Diagnostic::new(
+                        v.span,
+                        format!("{key} = \"{}\" in task '{task}': rt-app ignores the value and suspends the task on its own name, so only 'resume: \"{task}\"' wakes it (files for older rt-app relied on workgen to write the task's name here); write \"{task}\" or \"\"", v.value),
+                    ));
+                }
+                Ev::Suspend
+            }
+            EvKind::Wait | EvKind::Sync => {
+                let obj = self.object(&key, en.value).map_err(|mut d| {
+                    d.message.push_str(" such as {\"ref\": \"cond\", \"mutex\": \"lock\"}");
+                    d
+                })?;
+                let (mut cond, mut mutex) = (None, None);
+                for f in self.entries(obj, &|_| false)? {
+                    match f.key {
+                        "ref" => cond = Some(self.name(f.key, f.value, "a condition")?),
+                        "mutex" => mutex = Some(self.name(f.key, f.value, "a mutex")?),
+                        k => {
+                            return Err(Diagnostic::new(
+                                f.key_span,
+                                format!("unknown key '{k}' in {key}; rt-app reads 'ref' (the condition) and 'mutex'{}", suggestion(k, ["ref", "mutex"])),
+                            ))
+                        }
+                    }
+                }
+                let missing = |what: &str| {
+                    Diagnostic::new(
+                        vspan(en.value),
+                        format!("{key} has no '{what}'; rt-app would use a resource named \"unknown\": give both 'ref' (the condition) and 'mutex'"),
+                    )
+                };
+                let cond = cond.ok_or_else(|| missing("ref"))?;
+                let mutex = mutex.ok_or_else(|| missing("mutex"))?;
+                if kind == EvKind::Wait {
+                    Ev::Wait { cond, mutex }
+                } else {
+                    Ev::Sync { cond, mutex }
+                }
+            }
+            EvKind::Timer => {
+                let obj = self.object(&key, en.value).map_err(|mut d| {
+                    d.message.push_str(" such as {\"ref\": \"tick\", \"period\": 10000}");
+                    d
+                })?;
+                let (mut tref, mut period) = (None, None);
+                for f in self.entries(obj, &|_| false)? {
+                    match f.key {
+                        "ref" => tref = Some(self.name(f.key, f.value, "the timer")?),
+                        "period" => {
+                            let p = self.int_at_least(&f, "a whole number of microseconds (> 0)", 1)?;
+                            period = Some(p);
+                        }
+                        "mode" => {
+                            let m = self.string(f.key, f.value)?;
+                            match m.value.as_str() {
+                                "relative" => {}
+                                "absolute" => {
+                                    return Err(Diagnostic::new(
+                                        m.span,
+                                        "timer mode \"absolute\" makes rt-app keep the original schedule after an overrun and run the missed activations back to back; schedlab cannot honour it: its periodic timer skips missed activations (counting them missed). Use \"relative\" (rt-app's default)",
+                                    ))
+                                }
+                                other => {
+                                    return Err(Diagnostic::new(
+                                        m.span,
+                                        format!("timer mode \"{other}\" is not one rt-app knows; use \"relative\" (the default){}", did_you_mean(other, ["relative", "absolute"])),
+                                    ))
+                                }
+                            }
+                        }
+                        k => {
+                            return Err(Diagnostic::new(
+                                f.key_span,
+                                format!("unknown key '{k}' in {key}; rt-app reads 'ref', 'period' and 'mode'{}", suggestion(k, ["ref", "period", "mode"])),
+                            ))
+                        }
+                    }
+                }
+                let missing = |what: &str, why: &str| {
+                    Diagnostic::new(vspan(en.value), format!("{key} has no '{what}'; rt-app would {why}: give 'ref' and 'period' (µs)"))
+                };
+                Ev::Timer {
+                    name: tref.ok_or_else(|| missing("ref", "use a timer named \"unknown\""))?,
+                    period: period.ok_or_else(|| missing("period", "use a period of 0"))?,
+                }
+            }
+        };
+        Ok(Event { ev, span: en.span })
+    }
+}
+
+// ---- building the model ----------------------------------------------------------------------
+
+/// Objects declared by use, in order of first use.
+#[derive(Default)]
+struct Objects {
+    locks: Vec<ObjectSpec>,
+    conds: Vec<ObjectSpec>,
+    barriers: Vec<ObjectSpec>,
+    semaphores: Vec<ObjectSpec>,
+}
+
+fn add_object(list: &mut Vec<ObjectSpec>, name: &Spanned<String>) {
+    if !list.iter().any(|o| o.name.value == name.value) {
+        list.push(ObjectSpec {
+            name: name.clone(),
+            count: None,
+        });
+    }
+}
+
+fn build_groups(tasks: &[Task], global: &Global, objects: &mut Objects) -> R<Vec<GroupSpec>> {
+    check_loops(tasks, global)?;
+    let counts = fork_counts(tasks)?;
+    check_shared_use(tasks, &counts)?;
+    let mut groups = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let (count, spawned) = &counts[i];
+        groups.push(GroupSpec {
+            name: t.name.clone(),
+            count: lit(count.value as f64, Unit::None, count.span),
+            knobs: knobs(t, global)?,
+            spawned: *spawned,
+            body: body(t, global, objects),
+            span: t.span,
+        });
+    }
+    Ok(groups)
+}
+
+/// Loops: 0 and below -1 refused, -1 needs a global duration, an endless phase must be the last.
+fn check_loops(tasks: &[Task], global: &Global) -> R<()> {
+    let with_phases = |t: &Task| t.phases[0].name.is_some();
+    for t in tasks {
+        if let Some(l) = &t.loop_ {
+            match l.value {
+                0 if with_phases(t) => {
+                    return Err(Diagnostic::new(l.span, format!("'loop' = 0 in task '{}' makes rt-app run none of its phases; give a count >= 1, or -1 for 'until the global duration'", t.name.value)))
+                }
+                0 => {
+                    return Err(Diagnostic::new(l.span, format!("'loop' = 0 in task '{}' makes rt-app repeat its events forever (its pass counter never equals 0); give a count >= 1, or -1 for 'until the global duration'", t.name.value)))
+                }
+                x if x < -1 => {
+                    return Err(Diagnostic::new(l.span, format!("'loop' = {x} in task '{}' is not accepted; give a count >= 1, or -1 for 'until the global duration'", t.name.value)))
+                }
+                _ => {}
+            }
+        }
+        let endless = |at: Span, what: String| -> R<()> {
+            if global.duration.is_none() {
+                return Err(Diagnostic::new(at, format!("{what} repeats until rt-app's global duration ends it, and the file gives none ('global': {{ 'duration': SECONDS }}); give a loop count or a duration")));
+            }
+            Ok(())
+        };
+        if t.task_loop() == -1 {
+            let at = t.loop_.as_ref().map_or(t.name.span, |l| l.span);
+            let what = if t.loop_.is_some() {
+                format!("task '{}' (loop -1)", t.name.value)
+            } else {
+                format!(
+                    "task '{}' (no 'loop': rt-app's default for a task is -1)",
+                    t.name.value
+                )
+            };
+            endless(at, what)?;
+        }
+        for (i, p) in t.phases.iter().enumerate() {
+            let (Some(l), Some(name)) = (&p.loop_, &p.name) else {
+                continue;
+            };
+            match l.value {
+                0 => return Err(Diagnostic::new(l.span, format!("'loop' = 0 in phase '{}' makes rt-app repeat the phase forever (its pass counter never equals 0); give a count >= 1, or -1 for 'until the global duration'", name.value))),
+                x if x < -1 => return Err(Diagnostic::new(l.span, format!("'loop' = {x} in phase '{}' is not accepted; give a count >= 1, or -1 for 'until the global duration'", name.value))),
+                -1 => {
+                    endless(l.span, format!("phase '{}' (loop -1)", name.value))?;
+                    if let Some(next) = t.phases.get(i + 1).and_then(|n| n.name.as_ref()) {
+                        return Err(Diagnostic::new(next.span, format!("phase '{}' of task '{}' would never run: phase '{}' before it loops until the end (loop -1)", next.value, t.name.value, name.value)));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each task's thread count (with its span) and whether it is started by forks.
+fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
+    let index: HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.name.value.as_str(), i))
+        .collect();
+    // For each task, the forks that start it: (forking task, phase, the fork's value).
+    let mut forked_by: Vec<Vec<(usize, usize, Span)>> = vec![Vec::new(); tasks.len()];
+    for (ti, t) in tasks.iter().enumerate() {
+        for (pi, p) in t.phases.iter().enumerate() {
+            for e in &p.events {
+                let Ev::Fork(target) = &e.ev else { continue };
+                let Some(&target_index) = index.get(target.value.as_str()) else {
+                    return Err(Diagnostic::new(
+                        target.span,
+                        format!("fork of '{}': there is no task of that name (rt-app would stop with \"Can't fork unknown task\"){}", target.value, did_you_mean(&target.value, tasks.iter().map(|t| t.name.value.as_str()))),
+                    ));
+                };
+                forked_by[target_index].push((ti, pi, target.span));
+            }
+        }
+    }
+    for (i, t) in tasks.iter().enumerate() {
+        if let Some(&(_, _, at)) = forked_by[i].first() {
+            if t.instance.as_ref().is_none_or(|n| n.value != 0) {
+                let n = t.instance.as_ref().map_or(1, |n| n.value);
+                return Err(Diagnostic::new(
+                    at,
+                    format!("task '{}' is forked here but rt-app would also start it with the run ('instance' {n}{}); schedlab starts a group either with the run or by forks: give '{}' \"instance\": 0", t.name.value, if t.instance.is_none() { ", rt-app's default" } else { "" }, t.name.value),
+                ));
+            }
+        }
+    }
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        New,
+        Visiting,
+        Done(i64),
+    }
+    fn count(
+        i: usize,
+        tasks: &[Task],
+        forked_by: &[Vec<(usize, usize, Span)>],
+        state: &mut [State],
+    ) -> R<i64> {
+        match state[i] {
+            State::Done(n) => return Ok(n),
+            State::Visiting => unreachable!("cycles are caught at the fork"),
+            State::New => {}
+        }
+        let t = &tasks[i];
+        if forked_by[i].is_empty() {
+            let n = t.instance.as_ref().map_or(1, |n| n.value);
+            state[i] = State::Done(n);
+            return Ok(n);
+        }
+        state[i] = State::Visiting;
+        let mut total: i64 = 0;
+        for &(s, p, at) in &forked_by[i] {
+            if state[s] == State::Visiting {
+                return Err(Diagnostic::new(at, format!("fork of '{}' closes a cycle of forks (a task forks, directly or not, a task that forks it); rt-app would fork without end, up to its limit of 1024 forks per fork event", t.name.value)));
+            }
+            let forker = &tasks[s];
+            let threads = count(s, tasks, forked_by, state)?;
+            if threads == 0 {
+                continue;
+            }
+            let phase = &forker.phases[p];
+            let (task_loop, phase_loop) = (forker.task_loop(), phase_loop(phase));
+            if task_loop == -1 || phase_loop == -1 {
+                return Err(Diagnostic::new(at, format!("fork of '{}' runs in a loop of -1 (task '{}'{}): schedlab needs the number of tasks a fork starts (each run of it starts one), which is finite only with finite loops around it; give the loops counts", t.name.value, forker.name.value, phase.name.as_ref().map_or(String::new(), |n| format!(", phase '{}'", n.value)))));
+            }
+            let runs = threads
+                .checked_mul(task_loop)
+                .and_then(|x| x.checked_mul(phase_loop))
+                .and_then(|x| total.checked_add(x))
+                .filter(|&x| x <= 1_000_000);
+            total = runs.ok_or_else(|| {
+                Diagnostic::new(
+                    at,
+                    format!(
+                        "fork of '{}' would start more than a million tasks",
+                        t.name.value
+                    ),
+                )
+            })?;
+        }
+        state[i] = State::Done(total);
+        Ok(total)
+    }
+    let mut state = vec![State::New; tasks.len()];
+    let mut out = Vec::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let n = count(i, tasks, &forked_by, &mut state)?;
+        let span = match (forked_by[i].first(), &t.instance) {
+            (Some(&(_, _, at)), _) => at,
+            (None, Some(inst)) => inst.span,
+            (None, None) => t.name.span,
+        };
+        out.push((
+            Kv {
+                value: n,
+                key: span,
+                span,
+            },
+            !forked_by[i].is_empty(),
+        ));
+    }
+    Ok(out)
+}
+
+/// Timers shared between threads, barriers used twice by a task or by a forked one, and resumes
+/// of tasks that never suspend.
+fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, bool)]) -> R<()> {
+    let mut timer_users: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
+    let suspending: Vec<&str> = tasks
+        .iter()
+        .filter(|t| {
+            t.phases
+                .iter()
+                .any(|p| p.events.iter().any(|e| matches!(e.ev, Ev::Suspend)))
+        })
+        .map(|t| t.name.value.as_str())
+        .collect();
+    for (ti, t) in tasks.iter().enumerate() {
+        let mut barriers: HashMap<&str, Span> = HashMap::new();
+        for e in t.phases.iter().flat_map(|p| &p.events) {
+            match &e.ev {
+                Ev::Timer { name, .. } if !name.value.starts_with("unique") => {
+                    let users = timer_users.entry(name.value.as_str()).or_default();
+                    if !users.iter().any(|&(u, _)| u == ti) {
+                        users.push((ti, name.span));
+                    }
+                }
+                Ev::Barrier(name) => {
+                    if counts[ti].1 {
+                        return Err(Diagnostic::new(name.span, format!("barrier '{}' in task '{}', which is started by fork: rt-app counts a barrier's parties from the instances of the tasks that use it and cannot count forked ones (its tutorial: barrier can't be used with fork)", name.value, t.name.value)));
+                    }
+                    if barriers.insert(name.value.as_str(), name.span).is_some() {
+                        return Err(Diagnostic::new(name.span, format!("barrier '{}' is used twice by task '{}': rt-app counts one party per use, so the task would wait for itself; use a barrier name per synchronisation point", name.value, t.name.value)));
+                    }
+                }
+                Ev::Resume(name) if !suspending.contains(&name.value.as_str()) => {
+                    let known = tasks.iter().any(|t| t.name.value == name.value);
+                    let why = if known {
+                        format!("task '{}' has no suspend event", name.value)
+                    } else {
+                        format!(
+                            "there is no task '{}'{}",
+                            name.value,
+                            did_you_mean(&name.value, suspending.iter().copied())
+                        )
+                    };
+                    return Err(Diagnostic::new(name.span, format!("resume '{}' would wake nobody: rt-app's resume wakes the threads of the task of that name suspended in a suspend event, and {why}", name.value)));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut shared: Vec<_> = timer_users.into_iter().collect();
+    shared.sort_by_key(|(_, users)| users[0].1.start);
+    for (name, users) in shared {
+        let threads: i64 = users.iter().map(|&(u, _)| counts[u].0.value).sum();
+        if threads > 1 {
+            let who: Vec<String> = users
+                .iter()
+                .map(|&(u, _)| {
+                    format!(
+                        "'{}' ({} thread{})",
+                        tasks[u].name.value,
+                        counts[u].0.value,
+                        if counts[u].0.value == 1 { "" } else { "s" }
+                    )
+                })
+                .collect();
+            let at = users.get(1).map_or(users[0].1, |u| u.1);
+            return Err(Diagnostic::new(at, format!("timer '{name}' is shared by {threads} threads ({}): rt-app has them advance one timer, each use by its period; schedlab's timers are per task: give each task its own timer, e.g. a ref starting with 'unique' (rt-app makes those per thread)", who.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+/// The task's scheduling keys with its phases' folded in, when they amount to one setting for
+/// the whole run (schedlab's groups keep one policy and one CPU list).
+///
+/// rt-app applies a phase's `cpus` on entry to that phase, and a phase without `cpus` runs on
+/// the task's (`set_thread_affinity`); so `cpus` is one setting when every phase runs on the
+/// same CPUs. A phase's scheduling keys, by contrast, stay in force until another phase sets
+/// them (`set_thread_param` does nothing for a phase without them); so they are one setting
+/// when every phase that gives a key gives the same value and either the first phase gives it
+/// or the task gives that value too (else the phases before the first setter run with the
+/// task's setting on the first pass).
+fn merged_sched(t: &Task) -> R<Sched> {
+    fn phase_name(p: &Phase) -> String {
+        p.name.as_ref().map_or(String::new(), |n| n.value.clone())
+    }
+    fn refuse(key: &str, at: Span, t: &Task, why: String) -> Diagnostic {
+        Diagnostic::new(
+            at,
+            format!("'{key}' of task '{}': {why}; rt-app switches the thread's setting when a phase starts, but schedlab gives a task one policy and one CPU list for the whole run: set '{key}' on the task, give every phase the same value, or split the phases into tasks", t.name.value),
+        )
+    }
+    /// Scheduling keys: a phase's value stays in force until another phase sets one.
+    fn persist<T: Clone + PartialEq>(
+        t: &Task,
+        key: &str,
+        get: impl Fn(&Sched) -> &Option<Kv<T>>,
+        slot: &mut Option<Kv<T>>,
+    ) -> R<()> {
+        let mut setters = t
+            .phases
+            .iter()
+            .filter_map(|p| get(&p.sched).as_ref().map(|v| (p, v)));
+        let Some((first_phase, first)) = setters.next() else {
+            return Ok(());
+        };
+        if let Some((p, v)) = setters.find(|(_, v)| v.value != first.value) {
+            return Err(refuse(
+                key,
+                v.key,
+                t,
+                format!(
+                    "phase '{}' gives another value than phase '{}'",
+                    phase_name(p),
+                    phase_name(first_phase)
+                ),
+            ));
+        }
+        let from_start = std::ptr::eq(first_phase, &t.phases[0]);
+        if !from_start
+            && get(&t.sched)
+                .as_ref()
+                .is_none_or(|v| v.value != first.value)
+        {
+            return Err(refuse(key, first.key, t, format!("phase '{}' sets it, which takes effect only when that phase first starts, so phase '{}' before it runs with the task's setting the first time round", phase_name(first_phase), phase_name(&t.phases[0]))));
+        }
+        *slot = Some(first.clone());
+        Ok(())
+    }
+    let mut s = t.sched.clone();
+    persist(t, "policy", |s| &s.policy, &mut s.policy)?;
+    persist(t, "priority", |s| &s.priority, &mut s.priority)?;
+    persist(t, "dl-runtime", |s| &s.dl_runtime, &mut s.dl_runtime)?;
+    persist(t, "dl-period", |s| &s.dl_period, &mut s.dl_period)?;
+    persist(t, "dl-deadline", |s| &s.dl_deadline, &mut s.dl_deadline)?;
+    // `cpus`: a phase without it runs on the task's CPUs.
+    let effective: Vec<(&Phase, Option<&Kv<Vec<i64>>>)> = t
+        .phases
+        .iter()
+        .map(|p| (p, p.sched.cpus.as_ref().or(t.sched.cpus.as_ref())))
+        .collect();
+    let (first_phase, first) = effective[0];
+    let value = |c: Option<&Kv<Vec<i64>>>| c.map(|c| c.value.clone());
+    if let Some((p, c)) = effective.iter().find(|(_, c)| value(*c) != value(first)) {
+        let at = c.or(first).map_or(t.name.span, |c| c.key);
+        let on = |c: Option<&Kv<Vec<i64>>>| match c {
+            Some(c) => format!("CPUs {:?}", c.value),
+            None => "every CPU".to_string(),
+        };
+        return Err(refuse(
+            "cpus",
+            at,
+            t,
+            format!(
+                "phase '{}' runs on {}, phase '{}' on {}",
+                phase_name(first_phase),
+                on(first),
+                phase_name(p),
+                on(*c)
+            ),
+        ));
+    }
+    s.cpus = first.cloned();
+    Ok(s)
+}
+
+/// The group's knobs, as `schedlab_workload::knobs::parse_knob` accepts them.
+fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>> {
+    let s = merged_sched(t)?;
+    let task = &t.name.value;
+    let policy_kv = s.policy.clone().or_else(|| global.default_policy.clone());
+    let policy = policy_kv.as_ref().map_or(Policy::Other, |p| p.value);
+    let runtime = s.dl_runtime.clone().or_else(|| t.legacy_runtime.clone());
+    let period = s.dl_period.clone().or_else(|| t.legacy_period.clone());
+    let deadline = s.dl_deadline.clone().or_else(|| t.legacy_deadline.clone());
+    let mut out: Vec<(Spanned<String>, Spanned<String>)> = Vec::new();
+    let mut push = |key: &str, key_span: Span, value: String, span: Span| {
+        out.push((
+            Spanned::new(key.to_string(), key_span),
+            Spanned::new(value, span),
+        ));
+    };
+    let refuse = |kv: &Option<Kv<i64>>, why: &str| -> R<()> {
+        match kv {
+            Some(kv) => Err(Diagnostic::new(
+                kv.key,
+                format!("task '{task}' runs {}, for which {why}", policy.name()),
+            )),
+            None => Ok(()),
+        }
+    };
+    let only_deadline =
+        "rt-app passes no period or deadline to the kernel (they belong to SCHED_DEADLINE)";
+    let policy_at = policy_kv
+        .as_ref()
+        .map_or((t.name.span, t.name.span), |p| (p.key, p.span));
+    match policy {
+        Policy::Other | Policy::Batch => {
+            refuse(&period, only_deadline)?;
+            refuse(&deadline, only_deadline)?;
+            if policy_kv.is_some() {
+                let name = if policy == Policy::Other {
+                    "other"
+                } else {
+                    "batch"
+                };
+                push("policy", policy_at.0, name.into(), policy_at.1);
+            }
+            if let Some(p) = &s.priority {
+                if !(-20..=19).contains(&p.value) {
+                    return Err(Diagnostic::new(p.span, format!("'priority' = {} of task '{task}' is its nice value under {}, which must be -20..19", p.value, policy.name())));
+                }
+                push("nice", p.key, p.value.to_string(), p.span);
+            }
+            if let Some(r) = runtime.as_ref().filter(|r| r.value > 0) {
+                if !(100..=100_000).contains(&r.value) {
+                    return Err(Diagnostic::new(r.span, format!("dl-runtime = {} µs of task '{task}' asks {} for a custom slice of that length, which Linux and schedlab accept from 100 µs to 100 ms", r.value, policy.name())));
+                }
+                push("slice", r.key, format!("{}us", r.value), r.span);
+            }
+        }
+        Policy::Idle => {
+            let why = "rt-app only switches the policy: it sets no nice value and no slice";
+            refuse(&runtime, why)?;
+            refuse(&period, only_deadline)?;
+            refuse(&deadline, only_deadline)?;
+            if let Some(p) = s.priority.as_ref().filter(|p| p.value != 0) {
+                return Err(Diagnostic::new(
+                    p.key,
+                    format!("task '{task}' runs SCHED_IDLE, for which {why}; remove 'priority'"),
+                ));
+            }
+            push("policy", policy_at.0, "idle".into(), policy_at.1);
+        }
+        Policy::Fifo | Policy::Rr => {
+            let why = "rt-app passes only the real-time priority to the kernel";
+            refuse(&runtime, why)?;
+            refuse(&period, why)?;
+            refuse(&deadline, why)?;
+            let prio = s.priority.as_ref().map_or(DEFAULT_RT_PRIORITY, |p| p.value);
+            if let Some(p) = s.priority.as_ref().filter(|p| !(1..=99).contains(&p.value)) {
+                return Err(Diagnostic::new(p.span, format!("'priority' = {} of task '{task}' is its real-time priority under {}, which must be 1..99", p.value, policy.name())));
+            }
+            let name = if policy == Policy::Fifo { "fifo" } else { "rr" };
+            push("policy", policy_at.0, format!("{name}:{prio}"), policy_at.1);
+        }
+        Policy::Deadline => {
+            if let Some(p) = s.priority.as_ref().filter(|p| p.value != 0) {
+                return Err(Diagnostic::new(p.key, format!("task '{task}' runs SCHED_DEADLINE, for which rt-app passes no priority to the kernel; remove 'priority' (dl-runtime, dl-period and dl-deadline set it)")));
+            }
+            let Some(r) = runtime.filter(|r| r.value > 0) else {
+                return Err(Diagnostic::new(policy_at.1, format!("task '{task}' runs SCHED_DEADLINE without 'dl-runtime' (µs of CPU per period); rt-app's default 0 makes the kernel refuse it")));
+            };
+            let period = period.filter(|p| p.value > 0);
+            let deadline = deadline.filter(|d| d.value > 0);
+            let p = period.as_ref().map_or(r.value, |p| p.value);
+            let d = deadline.as_ref().map_or(p, |d| d.value);
+            if !(r.value <= d && d <= p) {
+                let at = match (&deadline, &period) {
+                    (Some(dl), _) if dl.value < r.value || dl.value > p => dl.span,
+                    (_, Some(pe)) => pe.span,
+                    _ => r.span,
+                };
+                return Err(Diagnostic::new(at, format!("task '{task}' runs SCHED_DEADLINE with runtime {} µs, deadline {d} µs and period {p} µs; the kernel needs runtime <= deadline <= period (rt-app's dl-period defaults to dl-runtime, dl-deadline to dl-period)", r.value)));
+            }
+            push(
+                "policy",
+                policy_at.0,
+                format!("deadline:{}us/{d}us/{p}us", r.value),
+                policy_at.1,
+            );
+        }
+    }
+    if let Some(c) = &s.cpus {
+        let list: Vec<String> = c.value.iter().map(|c| c.to_string()).collect();
+        push("cpus", c.key, list.join(","), c.span);
+    }
+    // Each knob parsed, then checked with those before it: a fault is reported at the value
+    // that brings it in (the CPU numbers are checked against the machine when it runs).
+    let mut all = Knobs::default();
+    for (key, value) in &out {
+        let one = parse_knob(&key.value, &value.value)
+            .map_err(|e| Diagnostic::new(value.span, format!("task '{task}': {e}")))?;
+        all = all.merged(&one);
+        all.validate(task, usize::MAX).map_err(|e| {
+            let problem = match e {
+                KnobError::Invalid { problem, .. } => problem,
+                other => other.to_string(),
+            };
+            Diagnostic::new(value.span, format!("task '{task}': {problem}"))
+        })?;
+    }
+    Ok(out)
+}
+
+/// The group's body: the delay, the timers' anchors, then the loop of phases.
+fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
+    let task = &t.name.value;
+    let mut out = Vec::new();
+    let delay_us = t.delay.as_ref().map_or(0, |d| d.value);
+    if let Some(d) = t.delay.as_ref().filter(|d| d.value > 0) {
+        out.push(step(StepKind::Sleep(Amount::Fixed(micros(d))), d.key));
+    }
+    // rt-app starts every timer at the thread's start (after the delay), not at its first use.
+    let mut anchored: Vec<String> = Vec::new();
+    for e in t.phases.iter().flat_map(|p| &p.events) {
+        if let Ev::Timer { name, period } = &e.ev {
+            let timer = timer_name(task, name);
+            if !anchored.contains(&timer.value) {
+                anchored.push(timer.value.clone());
+                out.push(step(
+                    StepKind::Period {
+                        timer,
+                        every: micros(period),
+                        deadline: None,
+                    },
+                    e.span,
+                ));
+            }
+        }
+    }
+    let endless = |at: Span| -> Expr {
+        let seconds =
+            global.duration.as_ref().map_or(0, |d| d.value) as f64 - delay_us as f64 / 1e6;
+        let span = global.duration.as_ref().map_or(at, |d| d.span);
+        lit(seconds.max(0.0), Unit::Seconds, span)
+    };
+    let repeat = |l: &Kv<i64>| -> Expr {
+        if l.value == -1 {
+            endless(l.span)
+        } else {
+            lit(l.value as f64, Unit::None, l.span)
+        }
+    };
+    let mut pass = Vec::new();
+    for p in &t.phases {
+        let mut events = Vec::new();
+        for e in &p.events {
+            event_steps(task, e, global, objects, &mut events);
+        }
+        let timed_name = match &p.name {
+            Some(n) => Spanned::new(format!("{task}.{}.period", n.value), n.span),
+            None => Spanned::new(format!("{task}.period"), t.name.span),
+        };
+        let at = timed_name.span;
+        let timed = step(
+            StepKind::Timed {
+                name: timed_name,
+                body: events,
+            },
+            at,
+        );
+        match p.loop_.as_ref().filter(|l| l.value != 1) {
+            Some(l) => pass.push(step(
+                StepKind::Loop {
+                    repeat: repeat(l),
+                    var: None,
+                    body: vec![timed],
+                },
+                l.key,
+            )),
+            _ => pass.push(timed),
+        }
+    }
+    pass.push(step(
+        StepKind::Count {
+            name: Spanned::new(format!("{task}.loops"), t.name.span),
+            by: lit(1.0, Unit::None, t.name.span),
+        },
+        t.name.span,
+    ));
+    // A task without phases: rt-app counts its `loop` as the phase's (the task's is then 1);
+    // read as the task's loop, the passes are the same.
+    match &t.loop_ {
+        Some(l) if l.value == 1 => out.extend(pass),
+        Some(l) => out.push(step(
+            StepKind::Loop {
+                repeat: repeat(l),
+                var: None,
+                body: pass,
+            },
+            l.key,
+        )),
+        None => out.push(step(
+            StepKind::Loop {
+                repeat: endless(t.name.span),
+                var: None,
+                body: pass,
+            },
+            t.name.span,
+        )),
+    }
+    out
+}
+
+/// A timer's name: rt-app's `ref`, or `TASK.ref` for a per-thread (`unique…`) timer.
+fn timer_name(task: &str, name: &Spanned<String>) -> Spanned<String> {
+    if name.value.starts_with("unique") {
+        Spanned::new(format!("{task}.{}", name.value), name.span)
+    } else {
+        name.clone()
+    }
+}
+
+fn event_steps(task: &str, e: &Event, global: &Global, objects: &mut Objects, out: &mut Vec<Step>) {
+    let at = e.span;
+    let mut push = |kind: StepKind| out.push(step(kind, at));
+    match &e.ev {
+        Ev::Run(us) => push(StepKind::Compute(Amount::Fixed(micros(us)))),
+        Ev::Runtime(us) => push(StepKind::Busy(micros(us))),
+        Ev::Sleep(us) => push(StepKind::Sleep(Amount::Fixed(micros(us)))),
+        Ev::Mem(n) => {
+            // rt-app's memload: memset of the per-thread buffer, as often as needed.
+            let buffer = global.mem_buffer_size;
+            let bytes = |b: i64| lit(b as f64, Unit::Bytes, n.span);
+            if n.value <= buffer {
+                push(StepKind::Touch(bytes(n.value)));
+            } else {
+                push(StepKind::Loop {
+                    repeat: lit((n.value / buffer) as f64, Unit::None, n.span),
+                    var: None,
+                    body: vec![step(StepKind::Touch(bytes(buffer)), at)],
+                });
+                if n.value % buffer > 0 {
+                    push(StepKind::Touch(bytes(n.value % buffer)));
+                }
+            }
+        }
+        Ev::Iorun(n) => push(StepKind::Io {
+            kind: IoKind::Write,
+            bytes: lit(n.value as f64, Unit::Bytes, n.span),
+        }),
+        Ev::Lock(m) => {
+            add_object(&mut objects.locks, m);
+            push(StepKind::Lock(oref(m)));
+        }
+        Ev::Unlock(m) => {
+            add_object(&mut objects.locks, m);
+            push(StepKind::Unlock(oref(m)));
+        }
+        Ev::Signal(c) => {
+            add_object(&mut objects.conds, c);
+            push(StepKind::CondSignal(oref(c)));
+        }
+        Ev::Broad(c) => {
+            add_object(&mut objects.conds, c);
+            push(StepKind::CondBroadcast(oref(c)));
+        }
+        Ev::Wait { cond, mutex } => {
+            add_object(&mut objects.conds, cond);
+            add_object(&mut objects.locks, mutex);
+            push(StepKind::CondWait {
+                cond: oref(cond),
+                lock: oref(mutex),
+            });
+        }
+        Ev::Sync { cond, mutex } => {
+            add_object(&mut objects.conds, cond);
+            add_object(&mut objects.locks, mutex);
+            push(StepKind::CondSignal(oref(cond)));
+            push(StepKind::CondWait {
+                cond: oref(cond),
+                lock: oref(mutex),
+            });
+        }
+        Ev::Barrier(b) => {
+            add_object(&mut objects.barriers, b);
+            push(StepKind::Barrier(oref(b)));
+        }
+        Ev::Timer { name, period } => push(StepKind::Period {
+            timer: timer_name(task, name),
+            every: micros(period),
+            deadline: None,
+        }),
+        Ev::Suspend => {
+            let own = Spanned::new(task.to_string(), at);
+            add_object(&mut objects.locks, &own);
+            add_object(&mut objects.conds, &own);
+            push(StepKind::Lock(oref(&own)));
+            push(StepKind::CondWait {
+                cond: oref(&own),
+                lock: oref(&own),
+            });
+            push(StepKind::Unlock(oref(&own)));
+        }
+        Ev::Resume(name) => {
+            add_object(&mut objects.locks, name);
+            add_object(&mut objects.conds, name);
+            push(StepKind::Lock(oref(name)));
+            push(StepKind::CondBroadcast(oref(name)));
+            push(StepKind::Unlock(oref(name)));
+        }
+        Ev::Yield => push(StepKind::Yield),
+        Ev::Fork(name) => push(StepKind::Spawn(name.clone())),
+        Ev::SemPost(s) => {
+            add_object(&mut objects.semaphores, s);
+            push(StepKind::SemPost(oref(s)));
+        }
+        Ev::SemWait(s) => {
+            add_object(&mut objects.semaphores, s);
+            push(StepKind::SemWait(oref(s)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_match_by_prefix_in_rt_apps_order() {
+        assert_eq!(EvKind::of("run"), Some(EvKind::Run));
+        assert_eq!(EvKind::of("run1"), Some(EvKind::Run));
+        assert_eq!(EvKind::of("runtime"), Some(EvKind::Runtime));
+        assert_eq!(EvKind::of("runtime2"), Some(EvKind::Runtime));
+        assert_eq!(EvKind::of("sleep_long"), Some(EvKind::Sleep));
+        assert_eq!(EvKind::of("memrun0"), Some(EvKind::Memrun));
+        assert_eq!(EvKind::of("memory"), Some(EvKind::Mem));
+        assert_eq!(EvKind::of("unlock0"), Some(EvKind::Unlock));
+        assert_eq!(EvKind::of("broadcast"), Some(EvKind::Broad));
+        assert_eq!(EvKind::of("sem_wait1"), Some(EvKind::SemWait));
+        assert_eq!(EvKind::of("suspend"), Some(EvKind::Suspend));
+        assert_eq!(EvKind::of("loop"), None);
+        assert_eq!(EvKind::of("dl-runtime"), None);
+        assert_eq!(EvKind::of("exec"), None);
+    }
+}
