@@ -5,9 +5,8 @@
 //! How a task runs. A task's body is polled (in zero simulated time) until it makes a context
 //! call; the call becomes an operation with a CPU cost (system call, message copy, …) followed by
 //! an effect (deposit the message, block until bytes arrive, sleep, yield, wait at a barrier or
-//! on a semaphore or condition). The task's CPU works
-//! off the cost in a *burst*; a tick or a reschedule IPI can interrupt the burst, and the rest is
-//! worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
+//! on a semaphore or condition). The task's CPU works off the cost in a *burst*; a tick or a
+//! reschedule IPI can interrupt the burst, and the rest is worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
 //! switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
 //! which asks the policy where the task goes (`select_task_rq`) and whether it preempts
 //! (`wakeup_preempt`).
