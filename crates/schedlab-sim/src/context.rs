@@ -2,7 +2,9 @@
 //! machine carries out in simulated time. The future returned by a context call stays pending
 //! until the machine marks the request done and polls the body again.
 
-use schedlab_workload::{ChannelId, Context, IoKind, LockId, WorkloadError};
+use schedlab_workload::{
+    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+};
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -24,6 +26,18 @@ pub enum Op {
     Yield,
     /// Take a lock.
     Lock(usize),
+    /// Wait at a barrier until all its parties have arrived.
+    Barrier(usize),
+    /// Post a semaphore.
+    SemPost(usize),
+    /// Take one from a semaphore (or block until there is one).
+    SemWait(usize),
+    /// Release the lock (second), wait on the condition variable (first), take the lock again.
+    CondWait(usize, usize),
+    /// Wake one waiter of a condition variable.
+    CondSignal(usize),
+    /// Wake every waiter of a condition variable.
+    CondBroadcast(usize),
     /// Read or write bytes of a scratch file.
     Io(IoKind, usize),
     /// Write to this many bytes of memory.
@@ -156,44 +170,36 @@ impl Context for SimContext<'_> {
         Duration::from_nanos(self.shared.now.get())
     }
 
-    async fn barrier(&self, _id: schedlab_workload::BarrierId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "barriers are not supported by the simulator".into(),
-        ))
+    async fn barrier(&self, id: BarrierId) -> Result<(), WorkloadError> {
+        // Like channels, simulated synchronisation does not fail: a wait that can never end
+        // ends the run as a deadlock the machine names.
+        self.issue(Op::Barrier(id.0)).await;
+        Ok(())
     }
 
-    async fn sem_post(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "semaphores are not supported by the simulator".into(),
-        ))
+    async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
+        self.issue(Op::SemPost(id.0)).await;
+        Ok(())
     }
 
-    async fn sem_wait(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "semaphores are not supported by the simulator".into(),
-        ))
+    async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
+        self.issue(Op::SemWait(id.0)).await;
+        Ok(())
     }
 
-    async fn cond_wait(
-        &self,
-        _cond: schedlab_workload::CondId,
-        _lock: LockId,
-    ) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the simulator".into(),
-        ))
+    async fn cond_wait(&self, cond: CondId, lock: LockId) -> Result<(), WorkloadError> {
+        self.issue(Op::CondWait(cond.0, lock.0)).await;
+        Ok(())
     }
 
-    async fn cond_signal(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the simulator".into(),
-        ))
+    async fn cond_signal(&self, cond: CondId) -> Result<(), WorkloadError> {
+        self.issue(Op::CondSignal(cond.0)).await;
+        Ok(())
     }
 
-    async fn cond_broadcast(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the simulator".into(),
-        ))
+    async fn cond_broadcast(&self, cond: CondId) -> Result<(), WorkloadError> {
+        self.issue(Op::CondBroadcast(cond.0)).await;
+        Ok(())
     }
 
     async fn yield_now(&self) {

@@ -4,9 +4,9 @@
 //!
 //! How a task runs. A task's body is polled (in zero simulated time) until it makes a context
 //! call; the call becomes an operation with a CPU cost (system call, message copy, …) followed by
-//! an effect (deposit the message, block until bytes arrive, sleep, yield). The task's CPU works
-//! off the cost in a *burst*; a tick or a reschedule IPI can interrupt the burst, and the rest is
-//! worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
+//! an effect (deposit the message, block until bytes arrive, sleep, yield, wait at a barrier or
+//! on a semaphore or condition). The task's CPU works off the cost in a *burst*; a tick or a
+//! reschedule IPI can interrupt the burst, and the rest is worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
 //! switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
 //! which asks the policy where the task goes (`select_task_rq`) and whether it preempts
 //! (`wakeup_preempt`).
@@ -231,6 +231,27 @@ enum Effect {
     Yield,
     /// Take a lock (or block while it is held).
     Lock(usize),
+    /// Arrive at a barrier: the last of its parties wakes the others, anyone else blocks.
+    Barrier(usize),
+    /// Blocked at a barrier until its last party arrives; then the call is complete.
+    AtBarrier(usize),
+    /// Post a semaphore: hand the post to its first waiter, or add one to its count.
+    SemPost(usize),
+    /// Take one from a semaphore, or block until a post is handed over.
+    SemWait(usize),
+    /// Blocked on a semaphore until a post is handed over; then the call is complete.
+    OnSemaphore(usize),
+    /// `cond_wait(cond, lock)`: join the condition's waiters and release the lock (waking the
+    /// lock's next waiter), then sleep ([`Effect::CondSleep`]).
+    CondWait(usize, usize),
+    /// Sleep on the condition unless signalled since [`Effect::CondWait`].
+    CondSleep(usize, usize),
+    /// Blocked on a condition until signalled; then take the lock again (as [`Effect::Lock`]).
+    OnCond(usize, usize),
+    /// Wake the first waiter of a condition, if any.
+    CondSignal(usize),
+    /// Wake every waiter of a condition.
+    CondBroadcast(usize),
     /// Wait for the device for this long.
     IoWait(u64),
 }
@@ -251,6 +272,9 @@ struct Task {
     migrations: u64,
     wakeups: u64,
     wakeup_preemptions: u64,
+    /// Signalled while between [`Effect::CondWait`] and [`Effect::CondSleep`] (still on its
+    /// CPU): it does not sleep.
+    cond_signalled: bool,
 }
 
 #[derive(Default)]
@@ -281,6 +305,24 @@ struct Channel {
 #[derive(Default)]
 struct SimLock {
     holder: Option<TaskId>,
+    waiters: VecDeque<TaskId>,
+}
+
+/// A cyclic barrier: `parties` arrivals release the waiters, and the next round starts empty.
+struct SimBarrier {
+    parties: usize,
+    waiters: VecDeque<TaskId>,
+}
+
+/// A counting semaphore; a post while tasks wait is handed to the first of them.
+struct SimSemaphore {
+    count: u64,
+    waiters: VecDeque<TaskId>,
+}
+
+/// A condition variable: its waiters, in the order they began to wait.
+#[derive(Default)]
+struct SimCond {
     waiters: VecDeque<TaskId>,
 }
 
@@ -322,6 +364,9 @@ struct Machine<'a> {
     tasks: Vec<Task>,
     channels: Vec<Channel>,
     locks: Vec<SimLock>,
+    barriers: Vec<SimBarrier>,
+    semaphores: Vec<SimSemaphore>,
+    conds: Vec<SimCond>,
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
     msg_cost: u64,
@@ -363,6 +408,19 @@ impl<'a> Machine<'a> {
             tasks: Vec::new(),
             channels: (0..plan.channels).map(|_| Channel::default()).collect(),
             locks: (0..plan.locks).map(|_| SimLock::default()).collect(),
+            barriers: (plan.sync.barriers.iter())
+                .map(|&parties| SimBarrier {
+                    parties,
+                    waiters: VecDeque::new(),
+                })
+                .collect(),
+            semaphores: (plan.sync.semaphores.iter())
+                .map(|&count| SimSemaphore {
+                    count: u64::from(count),
+                    waiters: VecDeque::new(),
+                })
+                .collect(),
+            conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
             rq_lock_free: vec![0; setup.cpus],
             msg_cost: if net {
                 setup.cost.net_msg
@@ -408,6 +466,7 @@ impl<'a> Machine<'a> {
                 migrations: 0,
                 wakeups: 0,
                 wakeup_preemptions: 0,
+                cond_signalled: false,
             });
         }
         self.live = refs.len();
@@ -521,6 +580,16 @@ impl<'a> Machine<'a> {
                 Effect::Send(ch) => format!("task {i} waits to send on full channel {ch}"),
                 Effect::Recv(ch, _) => format!("task {i} waits for bytes on channel {ch}"),
                 Effect::Lock(l) => format!("task {i} waits for lock {l}"),
+                Effect::AtBarrier(b) => {
+                    let bar = &self.barriers[b];
+                    format!(
+                        "task {i} waits at barrier {b} ({} of {} arrived)",
+                        bar.waiters.len(),
+                        bar.parties
+                    )
+                }
+                Effect::OnSemaphore(s) => format!("task {i} waits on semaphore {s}"),
+                Effect::OnCond(c, _) => format!("task {i} waits on condition {c}"),
                 other => format!("task {i} is blocked ({other:?})"),
             })
             .collect();

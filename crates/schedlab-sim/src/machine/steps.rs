@@ -1,9 +1,16 @@
 //! The effects of a body's context calls: each request becomes a burst of CPU work and then an
-//! effect — deposit or take a channel's bytes, sleep, yield, take a lock, wait for the device,
-//! touch memory — and the voluntary ways off a CPU, blocking and exit. In kernel/sched/core.c and
-//! around it: what the system calls behind the calls do (`pipe_write`/`pipe_read`, futexes,
+//! effect — deposit or take a channel's bytes, sleep, yield, take a lock, wait at a barrier,
+//! post or take a semaphore, wait on or signal a condition, wait for the device, touch memory —
+//! and the voluntary ways off a CPU, blocking and exit. In kernel/sched/core.c and around it:
+//! what the system calls behind the calls do (`pipe_write`/`pipe_read`, futexes,
 //! `hrtimer_nanosleep`, `do_sched_yield`), `deactivate_task` before `__schedule` for a sleep,
 //! and `do_task_dead` for an exit.
+//!
+//! Barriers, semaphores and conditions are futex-like: whoever ends a wait (the last party, a
+//! post, a signal) wakes the waiters through the wakeup path, first come first woken, and pays
+//! for the wakeups; a post is handed to the first waiter rather than counted. `cond_wait` joins
+//! the condition's waiters and releases the lock in one step, as `pthread_cond_wait` does, so a
+//! signal that comes before it sleeps is not lost; once signalled it takes the lock again.
 
 use super::{Effect, Event, Machine, SimError, State};
 use crate::context::Op;
@@ -100,7 +107,7 @@ impl Machine<'_> {
                         return;
                     }
                 }
-                Effect::Lock(l) => {
+                Effect::Lock(l) | Effect::OnCond(_, l) => {
                     let lock = &mut self.locks[l];
                     if lock.holder.is_some() {
                         lock.waiters.push_back(t);
@@ -108,6 +115,68 @@ impl Machine<'_> {
                         return;
                     }
                     lock.holder = Some(t);
+                }
+                Effect::Barrier(b) => {
+                    let bar = &mut self.barriers[b];
+                    if bar.waiters.len() + 1 < bar.parties {
+                        bar.waiters.push_back(t);
+                        self.block_to_retry(cpu, t, Effect::AtBarrier(b));
+                        return;
+                    }
+                    // The last party: the others go on, in the order they arrived.
+                    let waiters = std::mem::take(&mut bar.waiters);
+                    let mut cost = 0;
+                    for w in waiters {
+                        cost += self.wake(w, Some(cpu), false);
+                    }
+                    self.tasks[t].remaining += cost;
+                }
+                // Woken by the last party or handed a post: the call is complete.
+                Effect::AtBarrier(_) | Effect::OnSemaphore(_) => {}
+                Effect::SemPost(s) => {
+                    let sem = &mut self.semaphores[s];
+                    match sem.waiters.pop_front() {
+                        Some(w) => {
+                            let cost = self.wake(w, Some(cpu), false);
+                            self.tasks[t].remaining += cost;
+                        }
+                        None => sem.count += 1,
+                    }
+                }
+                Effect::SemWait(s) => {
+                    let sem = &mut self.semaphores[s];
+                    if sem.count == 0 {
+                        sem.waiters.push_back(t);
+                        self.block_to_retry(cpu, t, Effect::OnSemaphore(s));
+                        return;
+                    }
+                    sem.count -= 1;
+                }
+                Effect::CondWait(c, l) => {
+                    // One step, as pthread_cond_wait: from now on a signal finds this task.
+                    self.conds[c].waiters.push_back(t);
+                    self.unlock(cpu, t, l);
+                    // Releasing the lock may have cost a wakeup: work it off before sleeping.
+                    self.tasks[t].then = Effect::CondSleep(c, l);
+                }
+                Effect::CondSleep(c, l) => {
+                    if std::mem::take(&mut self.tasks[t].cond_signalled) {
+                        self.tasks[t].then = Effect::Lock(l);
+                    } else {
+                        self.block_to_retry(cpu, t, Effect::OnCond(c, l));
+                        return;
+                    }
+                }
+                Effect::CondSignal(c) => {
+                    if let Some(w) = self.conds[c].waiters.pop_front() {
+                        self.cond_wake(cpu, t, w);
+                    }
+                }
+                Effect::CondBroadcast(c) => {
+                    let waiters = std::mem::take(&mut self.conds[c].waiters);
+                    for w in waiters {
+                        self.cond_wake(cpu, t, w);
+                    }
                 }
                 Effect::IoWait(ns) => {
                     self.events.push(self.now + ns, Event::Timer { task: t });
@@ -152,6 +221,11 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         };
+        if let Some(error) = self.missing_object(op) {
+            self.failure = Some(SimError::Task { task: t, error });
+            self.exit(cpu, t);
+            return false;
+        }
         let syscall = self.c(self.cost.syscall);
         let (cost, then) = match op {
             Op::Compute(ns) => (ns, Effect::Resume),
@@ -164,6 +238,12 @@ impl Machine<'_> {
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
             Op::Lock(l) => (syscall, Effect::Lock(l)),
+            Op::Barrier(b) => (syscall, Effect::Barrier(b)),
+            Op::SemPost(s) => (syscall, Effect::SemPost(s)),
+            Op::SemWait(s) => (syscall, Effect::SemWait(s)),
+            Op::CondWait(c, l) => (syscall, Effect::CondWait(c, l)),
+            Op::CondSignal(c) => (syscall, Effect::CondSignal(c)),
+            Op::CondBroadcast(c) => (syscall, Effect::CondBroadcast(c)),
             Op::Io(IoKind::Truncate, _) => (syscall, Effect::Resume),
             Op::Io(kind, bytes) => {
                 let device = self.cost.io_latency
@@ -182,6 +262,38 @@ impl Machine<'_> {
         task.remaining += cost;
         task.then = then;
         true
+    }
+
+    /// The error for a request naming a barrier, semaphore, condition or lock the plan lacks.
+    fn missing_object(&self, op: Op) -> Option<WorkloadError> {
+        let (what, id, have) = match op {
+            Op::Barrier(b) => ("barrier", b, self.barriers.len()),
+            Op::SemPost(s) | Op::SemWait(s) => ("semaphore", s, self.semaphores.len()),
+            Op::CondSignal(c) | Op::CondBroadcast(c) => ("condition variable", c, self.conds.len()),
+            Op::CondWait(c, _) if c >= self.conds.len() => {
+                ("condition variable", c, self.conds.len())
+            }
+            Op::CondWait(_, l) => ("lock", l, self.locks.len()),
+            _ => return None,
+        };
+        (id >= have).then(|| {
+            WorkloadError::Backend(format!(
+                "{what} {id} is not in the workload's plan, which has {have}"
+            ))
+        })
+    }
+
+    /// Wake `w`, taken off a condition's waiters by the running task `t` of `cpu`: a sleeping
+    /// waiter through the wakeup path (the cost is `t`'s), one still working off its
+    /// [`Effect::CondWait`] by not letting it sleep.
+    fn cond_wake(&mut self, cpu: CpuId, t: TaskId, w: TaskId) {
+        if self.tasks[w].state == State::Blocked {
+            debug_assert!(matches!(self.tasks[w].then, Effect::OnCond(..)));
+            let cost = self.wake(w, Some(cpu), false);
+            self.tasks[t].remaining += cost;
+        } else {
+            self.tasks[w].cond_signalled = true;
+        }
     }
 
     pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
