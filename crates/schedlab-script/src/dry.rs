@@ -21,6 +21,9 @@ struct Use {
     pc: usize,
 }
 
+/// Where an object element was first used, with its array's name and index.
+type FirstUse = (Use, &'static str, usize);
+
 struct Channel {
     sent: u64,
     received: u64,
@@ -109,9 +112,9 @@ pub fn run(
         .collect();
     let mut spawns = vec![0u64; program.groups.len()];
     // Per semaphore: posts, waits, the first wait and its label; per barrier: arrivals.
-    let mut sems: Vec<(u64, u64, Option<(Use, &'static str, usize)>)> =
+    let mut sems: Vec<(u64, u64, Option<FirstUse>)> =
         vec![(0, 0, None); program.plan.sync.semaphores.len()];
-    let mut arrivals: Vec<(u64, Option<(Use, &'static str, usize)>)> =
+    let mut arrivals: Vec<(u64, Option<FirstUse>)> =
         vec![(0, None); program.plan.sync.barriers.len()];
     let mut longest = 0f64;
     let mut memory = 0u64;
