@@ -225,6 +225,34 @@ fn a_signal_sent_while_nobody_waits_is_lost_and_the_waiter_deadlocks() {
 }
 
 #[test]
+fn a_deadlock_is_found_at_once_even_where_idle_cpus_keep_ticking() {
+    // These policies tick idle CPUs, so the event queue never empties: the machine sees that no
+    // task can run and no timer is pending instead of ticking until its event budget runs out.
+    for policy in [
+        "o1",
+        "linux24",
+        "linux24-mq",
+        "bsd4",
+        "ule",
+        "staircase",
+        "eevdf",
+    ] {
+        let w = LostSignal {
+            unit: MS,
+            ends: Ends::default(),
+        };
+        let started = std::time::Instant::now();
+        let e = sim(&w, policy, 2, 1).unwrap_err();
+        assert_eq!(
+            e,
+            SimError::Deadlock("1 tasks remain; task 1 waits on condition 0".into()),
+            "{policy}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy}");
+    }
+}
+
+#[test]
 fn cond_wait_releases_the_lock_to_its_next_waiter() {
     // Waiter and waker both want lock 0 at the start; on one CPU the waiter gets it first and
     // the waker, blocked on the lock, can only take it because cond_wait released it.
