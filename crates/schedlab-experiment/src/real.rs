@@ -2,7 +2,8 @@
 //! wakeup and preemption counters come from one private tracefs instance opened for the whole
 //! run (or /proc alone, and the record says why).
 //!
-//! Before the first repetition it removes the temporary directories of killed schedlab runs
+//! Before the first repetition it refuses a plan whose locks, barriers, semaphores or condition
+//! variables the tasks' hosting could not share, removes the temporary directories of killed schedlab runs
 //! (and says so on stderr) and refuses a run that a limit on tasks could not hold; real-time
 //! priorities the supervisor cannot outrank are refused with the knobs; a default time budget
 //! is at most [`MAX_DEFAULT_BUDGET`], so that the supervisor always ends a runaway repetition.
@@ -12,7 +13,9 @@ use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
-use schedlab_real::runner::{check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY};
+use schedlab_real::runner::{
+    check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
+};
 use schedlab_real::tempdir::{self, StaleDir};
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
@@ -187,6 +190,11 @@ impl Backend for RealBackend {
         configs: &[Config<W, ()>],
         info: &mut BackendInfo,
     ) -> Result<(), ExperimentError> {
+        for c in configs {
+            check_hosting(&c.workload.plan()).map_err(|e| {
+                ExperimentError::Backend(format!("workload '{}': {e}", c.workload.name()))
+            })?;
+        }
         report_stale_cleanup(&tempdir::cleanup_stale());
         let most_tasks = configs
             .iter()
@@ -334,6 +342,77 @@ mod tests {
             assert!(b.check_knobs(&(), "load", &knobs(ok)).is_ok(), "{ok}");
         }
         assert!(b.check_knobs(&(), "load", &Knobs::default()).is_ok());
+    }
+
+    /// The mock workload with a barrier and a condition variable, its tasks hosted as `mode`.
+    struct Synced(schedlab_workload::TaskMode);
+
+    impl Workload for Synced {
+        fn name(&self) -> &'static str {
+            "synced"
+        }
+        fn params(&self) -> std::collections::BTreeMap<String, String> {
+            MockWorkload::default().params()
+        }
+        fn plan(&self) -> schedlab_workload::Plan {
+            schedlab_workload::Plan {
+                mode: self.0,
+                locks: 1,
+                sync: schedlab_workload::SyncPlan {
+                    barriers: vec![2],
+                    semaphores: Vec::new(),
+                    conds: 1,
+                },
+                ..MockWorkload::default().plan()
+            }
+        }
+        async fn body<C: schedlab_workload::Context>(
+            &self,
+            task: schedlab_workload::TaskRef,
+            ctx: &C,
+        ) -> Result<(), schedlab_workload::WorkloadError> {
+            MockWorkload::default().body(task, ctx).await
+        }
+        fn metric_defs(&self) -> Vec<schedlab_workload::record::MetricDef> {
+            MockWorkload::default().metric_defs()
+        }
+        fn metrics(
+            &self,
+            o: &schedlab_workload::presets::Outcome,
+        ) -> Result<std::collections::BTreeMap<String, f64>, schedlab_workload::WorkloadError>
+        {
+            MockWorkload::default().metrics(o)
+        }
+    }
+
+    /// Synchronisation objects live in the schedlab process: a plan that has them and forks its
+    /// tasks is refused before anything runs, naming the workload, the hosting and what is
+    /// accepted.
+    #[test]
+    fn forked_tasks_with_synchronisation_objects_are_refused_before_the_run() {
+        use schedlab_workload::TaskMode;
+        for (mode, what) in [
+            (
+                TaskMode::Processes,
+                "locks, barriers and condition variables",
+            ),
+            (TaskMode::GroupProcesses, "barriers and condition variables"),
+        ] {
+            let mut b = RealBackend::new(CounterMode::Proc);
+            let config = Config {
+                workload: Synced(mode),
+                knobs: vec![Knobs::default()],
+                label: String::new(),
+                machine: (),
+            };
+            let e = b
+                .prepare(&[config], &mut BackendInfo::default())
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("workload 'synced': {what} need tasks run as threads: tasks={mode} is not accepted with them; use tasks=threads")
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! [`RealContext`]: the context calls of a task body as real, blocking system calls.
 
+use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use lock_api::RawMutex as _;
-use schedlab_workload::{ChannelId, Context, IoKind, LockId, WorkloadError};
+use schedlab_workload::{
+    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -21,6 +24,8 @@ pub struct Shared {
     pub write_locks: Option<Vec<parking_lot::Mutex<()>>>,
     /// The plan's locks (threads only).
     pub locks: Vec<parking_lot::RawMutex>,
+    /// The plan's barriers, semaphores and condition variables (threads only).
+    pub sync: SyncObjects,
     /// Set when the run must stop early.
     pub stop: Arc<AtomicBool>,
     /// Directory for scratch files.
@@ -136,44 +141,35 @@ impl Context for RealContext {
         Duration::from_nanos(sys::monotonic_ns().saturating_sub(self.epoch_ns))
     }
 
-    async fn barrier(&self, _id: schedlab_workload::BarrierId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "barriers are not supported by the real backend".into(),
-        ))
+    async fn barrier(&self, id: BarrierId) -> Result<(), WorkloadError> {
+        self.shared.sync.barrier(id.0)
     }
 
-    async fn sem_post(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "semaphores are not supported by the real backend".into(),
-        ))
+    async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
+        self.shared.sync.sem_post(id.0)
     }
 
-    async fn sem_wait(&self, _id: schedlab_workload::SemaphoreId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "semaphores are not supported by the real backend".into(),
-        ))
+    async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
+        self.shared.sync.sem_wait(id.0)
     }
 
-    async fn cond_wait(
-        &self,
-        _cond: schedlab_workload::CondId,
-        _lock: LockId,
-    ) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the real backend".into(),
-        ))
+    async fn cond_wait(&self, cond: CondId, lock: LockId) -> Result<(), WorkloadError> {
+        let have = self.shared.locks.len();
+        let l = self.shared.locks.get(lock.0).ok_or_else(|| {
+            WorkloadError::Backend(format!(
+                "lock {} is not in the workload's plan, which has {have}",
+                lock.0
+            ))
+        })?;
+        self.shared.sync.cond_wait(cond.0, l)
     }
 
-    async fn cond_signal(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the real backend".into(),
-        ))
+    async fn cond_signal(&self, cond: CondId) -> Result<(), WorkloadError> {
+        self.shared.sync.cond_signal(cond.0)
     }
 
-    async fn cond_broadcast(&self, _cond: schedlab_workload::CondId) -> Result<(), WorkloadError> {
-        Err(WorkloadError::Backend(
-            "condition variables are not supported by the real backend".into(),
-        ))
+    async fn cond_broadcast(&self, cond: CondId) -> Result<(), WorkloadError> {
+        self.shared.sync.cond_broadcast(cond.0)
     }
 
     async fn yield_now(&self) {

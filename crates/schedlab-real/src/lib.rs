@@ -8,6 +8,7 @@
 //! - [`machine`] describes the machine and probes what it lets us measure; [`host`] holds the
 //!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs). Every
 //!   file of /proc is read through [`procfs`].
+//! - [`sync`] holds a plan's barriers, semaphores and condition variables (threads only).
 //! - Errors are typed ([`RunError`], [`trace::TraceError`], [`knobs::KnobError`],
 //!   [`host::HostError`]) and name no command-line flag: the binary adds those.
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@ pub mod knobs;
 pub mod machine;
 pub mod procfs;
 pub mod runner;
+pub mod sync;
 pub mod sys;
 pub mod tempdir;
 pub mod trace;

@@ -22,6 +22,7 @@ use crate::context::{RealContext, Shared};
 use crate::executor::block_on;
 use crate::knobs::{apply_to_current_thread, demote_thread};
 use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
+use crate::sync::SyncObjects;
 use crate::sys;
 use crate::tempdir::TempDir;
 use crate::trace::SchedTrace;
@@ -77,6 +78,33 @@ pub fn check_outranked(knobs: &Knobs, supervisor: Option<u8>) -> Result<(), Outr
         priority,
         supervisor,
     })
+}
+
+/// Whether the tasks of `plan` can be hosted as its mode says. The plan's locks, barriers,
+/// semaphores and condition variables live in the schedlab process, where forked tasks cannot
+/// reach them: a plan with locks is refused as processes, and one with barriers, semaphores or
+/// condition variables as processes or group processes (two groups' processes could not share
+/// them). The message names what the plan has, the mode refused and the one accepted.
+pub fn check_hosting(plan: &Plan) -> Result<(), String> {
+    let forked = plan.mode != TaskMode::Threads;
+    let uses: Vec<&str> = [
+        (plan.mode == TaskMode::Processes && plan.locks > 0, "locks"),
+        (forked && !plan.sync.barriers.is_empty(), "barriers"),
+        (forked && !plan.sync.semaphores.is_empty(), "semaphores"),
+        (forked && plan.sync.conds > 0, "condition variables"),
+    ]
+    .into_iter()
+    .filter_map(|(used, what)| used.then_some(what))
+    .collect();
+    let what = match uses.as_slice() {
+        [] => return Ok(()),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    };
+    Err(format!(
+        "{what} need tasks run as threads: tasks={} is not accepted with them; use tasks=threads",
+        plan.mode
+    ))
 }
 
 /// How many tasks (threads and processes) a repetition of `plan` creates and keeps at once:
@@ -366,9 +394,7 @@ pub fn run_repetition<W: Workload>(
             "knobs do not match the plan's groups".into(),
         ));
     }
-    if plan.locks > 0 && plan.mode == TaskMode::Processes {
-        return Err(RunError::Setup("locks need tasks run as threads".into()));
-    }
+    check_hosting(&plan).map_err(RunError::Setup)?;
     for (g, k) in plan.groups.iter().zip(setup.knobs) {
         check_outranked(k, Some(SUPERVISOR_PRIORITY)).map_err(|e| RunError::Knob {
             group: g.name.into(),
@@ -402,6 +428,7 @@ pub fn run_repetition<W: Workload>(
         locks: (0..plan.locks)
             .map(|_| <parking_lot::RawMutex as lock_api::RawMutex>::INIT)
             .collect(),
+        sync: SyncObjects::new(&plan.sync, setup.stop.clone()),
         stop: setup.stop.clone(),
         scratch: scratch.path().to_path_buf(),
     });
@@ -454,6 +481,11 @@ pub fn run_repetition<W: Workload>(
         }
     };
     let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
+    if result.is_err() {
+        // Tasks waiting at a barrier, on a semaphore or on a condition return Stopped (as
+        // threads; processes are killed), report and leave through the end gate.
+        env.shared.sync.stop();
+    }
     gate.release_end();
     let ended = hosts.finish(result.is_ok());
     match (result, ended) {
@@ -1499,5 +1531,64 @@ mod eagain_tests {
                 started.elapsed()
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod hosting_tests {
+    use super::check_hosting;
+    use schedlab_workload::plan::GroupPlan;
+    use schedlab_workload::{Plan, SyncPlan, TaskMode, Transport};
+
+    fn plan(mode: TaskMode, locks: usize, sync: SyncPlan) -> Plan {
+        Plan {
+            groups: vec![GroupPlan {
+                name: "a",
+                tasks: 2,
+            }],
+            channels: 0,
+            duplex: false,
+            locks,
+            sync,
+            mode,
+            transport: Transport::Pipe,
+        }
+    }
+
+    #[test]
+    fn shared_objects_need_threads_and_the_message_says_which_and_what_is_accepted() {
+        let all = SyncPlan {
+            barriers: vec![2],
+            semaphores: vec![0],
+            conds: 1,
+        };
+        for mode in [
+            TaskMode::Threads,
+            TaskMode::Processes,
+            TaskMode::GroupProcesses,
+        ] {
+            assert_eq!(check_hosting(&plan(mode, 0, SyncPlan::default())), Ok(()));
+        }
+        assert_eq!(
+            check_hosting(&plan(TaskMode::Threads, 2, all.clone())),
+            Ok(())
+        );
+        // Locks as group processes were accepted before and still are.
+        assert_eq!(
+            check_hosting(&plan(TaskMode::GroupProcesses, 2, SyncPlan::default())),
+            Ok(())
+        );
+        assert_eq!(
+            check_hosting(&plan(TaskMode::Processes, 2, all.clone())).unwrap_err(),
+            "locks, barriers, semaphores and condition variables need tasks run as threads: tasks=processes is not accepted with them; use tasks=threads"
+        );
+        let sems = SyncPlan {
+            semaphores: vec![1],
+            ..SyncPlan::default()
+        };
+        assert_eq!(
+            check_hosting(&plan(TaskMode::GroupProcesses, 0, sems)).unwrap_err(),
+            "semaphores need tasks run as threads: tasks=group-processes is not accepted with them; use tasks=threads"
+        );
     }
 }

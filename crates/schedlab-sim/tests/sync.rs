@@ -93,6 +93,7 @@ fn a_barrier_short_of_parties_deadlocks_and_says_how_many_arrived() {
 fn a_semaphore_at_zero_makes_its_waiter_wait_for_the_post() {
     let w = support::SemaphoreHandoff {
         initial: 0,
+        takes: 1,
         unit: 2 * MS,
         ends: Ends::default(),
     };
@@ -115,6 +116,7 @@ fn a_semaphore_at_zero_makes_its_waiter_wait_for_the_post() {
 fn a_semaphore_counts_its_initial_value_and_blocks_after_it() {
     let w = support::SemaphoreHandoff {
         initial: 2,
+        takes: 3,
         unit: 2 * MS,
         ends: Ends::default(),
     };
@@ -128,40 +130,18 @@ fn a_semaphore_counts_its_initial_value_and_blocks_after_it() {
 }
 
 #[test]
-fn a_semaphore_nobody_posts_deadlocks_naming_it() {
+fn a_post_handed_to_a_waiter_is_not_counted_too() {
+    // One post, two takes: the second waits for ever, and the deadlock names the semaphore.
     let w = support::SemaphoreHandoff {
         initial: 0,
+        takes: 2,
         unit: MS,
         ends: Ends::default(),
     };
-    // Without the poster's group, the waiter waits for ever.
-    struct NoPoster(support::SemaphoreHandoff);
-    impl Workload for NoPoster {
-        fn name(&self) -> &'static str {
-            "no-poster"
-        }
-        fn params(&self) -> BTreeMap<String, String> {
-            BTreeMap::new()
-        }
-        fn plan(&self) -> Plan {
-            let mut p = self.0.plan();
-            p.groups.truncate(1);
-            p
-        }
-        async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
-            self.0.body(task, ctx).await
-        }
-        fn metric_defs(&self) -> Vec<MetricDef> {
-            Vec::new()
-        }
-        fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
-            Ok(BTreeMap::new())
-        }
-    }
-    let e = sim(&NoPoster(w), "cfs", 2, 1).unwrap_err();
-    assert!(
-        matches!(&e, SimError::Deadlock(m) if m.contains("task 0 waits on semaphore 0")),
-        "{e:?}"
+    let e = sim(&w, "cfs", 2, 1).unwrap_err();
+    assert_eq!(
+        e,
+        SimError::Deadlock("1 tasks remain; task 0 waits on semaphore 0".into())
     );
 }
 
@@ -245,6 +225,34 @@ fn a_signal_sent_while_nobody_waits_is_lost_and_the_waiter_deadlocks() {
 }
 
 #[test]
+fn a_deadlock_is_found_at_once_even_where_idle_cpus_keep_ticking() {
+    // These policies tick idle CPUs, so the event queue never empties: the machine sees that no
+    // task can run and no timer is pending instead of ticking until its event budget runs out.
+    for policy in [
+        "o1",
+        "linux24",
+        "linux24-mq",
+        "bsd4",
+        "ule",
+        "staircase",
+        "eevdf",
+    ] {
+        let w = LostSignal {
+            unit: MS,
+            ends: Ends::default(),
+        };
+        let started = std::time::Instant::now();
+        let e = sim(&w, policy, 2, 1).unwrap_err();
+        assert_eq!(
+            e,
+            SimError::Deadlock("1 tasks remain; task 1 waits on condition 0".into()),
+            "{policy}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(1), "{policy}");
+    }
+}
+
+#[test]
 fn cond_wait_releases_the_lock_to_its_next_waiter() {
     // Waiter and waker both want lock 0 at the start; on one CPU the waiter gets it first and
     // the waker, blocked on the lock, can only take it because cond_wait released it.
@@ -258,6 +266,7 @@ fn synchronisation_calls_cost_a_system_call() {
     // The poster's CPU time is its computation plus one system call (and the wakeup it made).
     let w = support::SemaphoreHandoff {
         initial: 0,
+        takes: 1,
         unit: MS,
         ends: Ends::default(),
     };

@@ -375,6 +375,8 @@ struct Machine<'a> {
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
     live: usize,
+    /// Timer events waiting (sleeps and device waits).
+    timers: usize,
     failure: Option<SimError>,
 }
 
@@ -431,6 +433,7 @@ impl<'a> Machine<'a> {
             shared,
             exec,
             live: 0,
+            timers: 0,
             failure: None,
         }
     }
@@ -494,6 +497,12 @@ impl<'a> Machine<'a> {
                     return Err(SimError::Interrupted);
                 }
                 self.check_budget(n - progress_at)?;
+                // With no task runnable and no timer pending, nothing can wake anybody: a
+                // deadlock, even for a policy whose idle CPUs keep ticking (the queue never
+                // empties then).
+                if self.timers == 0 && self.nr_running.iter().all(|&r| r == 0) {
+                    return Err(SimError::Deadlock(self.describe_blocked()));
+                }
                 if let Some(b) = budget {
                     if n.is_multiple_of(65536) && started.elapsed() > b {
                         return Err(SimError::Timeout(b));
@@ -525,6 +534,7 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Event::Timer { task } => {
+                    self.timers -= 1;
                     progress_at = n;
                     self.wake(task, None, false);
                 }

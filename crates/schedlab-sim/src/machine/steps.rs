@@ -97,6 +97,7 @@ impl Machine<'_> {
                 Effect::Sleep(until) => {
                     if until > self.now {
                         self.events.push(until, Event::Timer { task: t });
+                        self.timers += 1;
                         self.block(cpu, t);
                         return;
                     }
@@ -180,6 +181,7 @@ impl Machine<'_> {
                 }
                 Effect::IoWait(ns) => {
                     self.events.push(self.now + ns, Event::Timer { task: t });
+                    self.timers += 1;
                     self.block(cpu, t);
                     return;
                 }

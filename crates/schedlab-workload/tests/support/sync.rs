@@ -118,10 +118,11 @@ impl Workload for BarrierRounds {
     }
 }
 
-/// Semaphore 0 starts at `initial`; the waiter takes it `initial`+1 times (recording `took`
-/// each time); the poster computes `unit`, records `posted` and posts once.
+/// Semaphore 0 starts at `initial`; the waiter takes it `takes` times (recording `took` each
+/// time); the poster computes `unit`, records `posted` and posts once.
 pub struct SemaphoreHandoff {
     pub initial: u32,
+    pub takes: u32,
     pub unit: Duration,
     pub ends: Ends,
 }
@@ -144,7 +145,7 @@ impl Workload for SemaphoreHandoff {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let r = async {
             if task.group == 0 {
-                for _ in 0..=self.initial {
+                for _ in 0..self.takes {
                     ctx.sem_wait(SemaphoreId(0)).await?;
                     ctx.record("took", ns(ctx.now()));
                 }
