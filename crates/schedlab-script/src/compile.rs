@@ -757,6 +757,7 @@ impl<'a> Compiler<'a> {
         Ok(CRef {
             base: o.base,
             len: o.len,
+            affine: index.as_ref().and_then(crate::program::affine),
             index,
             name: intern(name),
         })
@@ -961,7 +962,16 @@ impl<'a> Compiler<'a> {
                         scope.pop();
                     }
                     let end = out.len();
-                    self.push(out, Instr::LoopEnd { begin }, span);
+                    self.push(
+                        out,
+                        Instr::LoopEnd {
+                            begin,
+                            counter,
+                            var: var_slot,
+                            timed: unit == Unit::Seconds,
+                        },
+                        span,
+                    );
                     if let Instr::LoopBegin { end: e, .. } = &mut out[begin] {
                         *e = end;
                     }

@@ -286,10 +286,12 @@ pub fn run(
                             continue;
                         }
                     }
-                    Instr::LoopEnd { begin } => {
-                        let Instr::LoopBegin { counter, var, .. } = &body[*begin] else {
-                            unreachable!("a loop end points at its begin")
-                        };
+                    Instr::LoopEnd {
+                        begin,
+                        counter,
+                        var,
+                        ..
+                    } => {
                         frame[*counter] -= 1.0;
                         if let Some(v) = var {
                             frame[*v] += 1.0;

@@ -40,9 +40,13 @@ fn duration(secs: f64, what: &str) -> Result<Duration, WorkloadError> {
     }
 }
 
+#[inline]
 fn element(r: &CRef, frame: &[f64]) -> Result<usize, WorkloadError> {
-    let Some(c) = &r.index else { return Ok(r.base) };
-    let i = c.eval(frame);
+    let i = match (&r.affine, &r.index) {
+        (_, None) => return Ok(r.base),
+        (Some((slot, offset)), _) => frame[*slot] + offset,
+        (None, Some(c)) => c.eval(frame),
+    };
     match crate::expr::whole(i) {
         Some(w) if w >= 0 && (w as usize) < r.len => Ok(r.base + w as usize),
         _ => Err(WorkloadError::Backend(format!(
@@ -141,7 +145,7 @@ impl SeqTable {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn slot(&mut self, channel: usize, peer: usize) -> &mut u32 {
         if let SeqTable::Dense { rows, last, .. } = self {
             if rows.len() >= Self::DENSE_ROWS && !rows.iter().any(|(c, _)| *c == channel) {
@@ -289,7 +293,7 @@ pub async fn run<C: Context>(
             }
             Instr::Send { chan, size } => {
                 let ch = element(chan, &frame)?;
-                let n = message_size(size.eval(&frame))?;
+                let n = message_size(value(size, &frame))?;
                 if n >= crate::compile::HEADER {
                     let seq = next_send.slot(ch, 0);
                     buf[..4].copy_from_slice(&(task.id as u32).to_le_bytes());
@@ -300,7 +304,7 @@ pub async fn run<C: Context>(
             }
             Instr::Recv { chan, size } => {
                 let ch = element(chan, &frame)?;
-                let n = message_size(size.eval(&frame))?;
+                let n = message_size(value(size, &frame))?;
                 ctx.recv(ChannelId(ch), &mut buf[..n]).await?;
                 if n >= crate::compile::HEADER {
                     let sender = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes"));
@@ -379,16 +383,12 @@ pub async fn run<C: Context>(
                     continue;
                 }
             }
-            Instr::LoopEnd { begin } => {
-                let Instr::LoopBegin {
-                    timed,
-                    counter,
-                    var,
-                    ..
-                } = &body[*begin]
-                else {
-                    unreachable!("a loop's end points at its begin")
-                };
+            Instr::LoopEnd {
+                begin,
+                counter,
+                var,
+                timed,
+            } => {
                 if ctx.stop_requested() {
                     return Err(WorkloadError::Stopped);
                 }
@@ -434,6 +434,16 @@ pub async fn run<C: Context>(
         ctx.record(RECEIVED, received as f64);
     }
     Ok(())
+}
+
+/// An expression's value, with constants and slots read in place.
+#[inline(always)]
+fn value(c: &crate::expr::Compiled, frame: &[f64]) -> f64 {
+    match c {
+        crate::expr::Compiled::Const(v) => *v,
+        crate::expr::Compiled::Slot(s) => frame[*s],
+        c => c.eval(frame),
+    }
 }
 
 #[inline]

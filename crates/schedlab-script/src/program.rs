@@ -36,6 +36,9 @@ pub struct CRef {
     pub len: usize,
     /// The element (none: 0).
     pub index: Option<Compiled>,
+    /// The element as `slot + offset`, when `index` has that form (a loop variable plus a
+    /// constant, once a task's index is folded in): read without evaluating an expression.
+    pub affine: Option<(usize, f64)>,
     /// The array's name, for errors.
     pub name: &'static str,
 }
@@ -64,14 +67,35 @@ impl CRef {
                     base: self.base + w as usize,
                     len: 1,
                     index: None,
+                    affine: None,
                     name: self.name,
                 };
             }
         }
         CRef {
+            affine: index.as_ref().and_then(affine),
             index,
             ..self.clone()
         }
+    }
+}
+
+/// `slot + offset` if `c` has that form.
+pub fn affine(c: &Compiled) -> Option<(usize, f64)> {
+    use crate::expr::BinOp;
+    match c {
+        Compiled::Slot(s) => Some((*s, 0.0)),
+        Compiled::Bin(BinOp::Add, a, b) => match (&**a, &**b) {
+            (Compiled::Slot(s), Compiled::Const(k)) | (Compiled::Const(k), Compiled::Slot(s)) => {
+                Some((*s, *k))
+            }
+            _ => None,
+        },
+        Compiled::Bin(BinOp::Sub, a, b) => match (&**a, &**b) {
+            (Compiled::Slot(s), Compiled::Const(k)) => Some((*s, -*k)),
+            _ => None,
+        },
+        _ => None,
     }
 }
 
@@ -161,6 +185,12 @@ pub enum Instr {
     LoopEnd {
         /// Index of the matching `LoopBegin`.
         begin: usize,
+        /// The loop's counter slot, as in its `LoopBegin`.
+        counter: usize,
+        /// The loop's pass-number slot, as in its `LoopBegin`.
+        var: Option<usize>,
+        /// Whether the loop is timed, as in its `LoopBegin`.
+        timed: bool,
     },
     /// Start timing: remember the time in `slot`.
     TimedBegin {

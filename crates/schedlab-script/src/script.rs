@@ -395,8 +395,14 @@ impl Workload for Script {
         self.program().plan.clone()
     }
 
-    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
-        interp::run(self.program(), task, ctx).await
+    fn body<C: Context>(
+        &self,
+        task: TaskRef,
+        ctx: &C,
+    ) -> impl std::future::Future<Output = Result<(), WorkloadError>> {
+        // The interpreter's future itself, not one wrapped around it: one state machine to
+        // resume per step.
+        interp::run(self.program(), task, ctx)
     }
 
     fn start_order(&self) -> Vec<usize> {
