@@ -4,8 +4,9 @@
 #   1. compute accuracy on the real kernel: a file whose one task runs `compute = X` in a loop,
 #      each step timed (wall time on an otherwise idle CPU), for X = 100us, 1ms, 10ms, 100ms.
 #      Goal: within 2 % of X (rt-app's users report 6-12 % over, rt-app issue #89).
-#   2. file against preset on the real kernel: examples/messaging.toml against `run messaging`,
-#      same parameters, alternating runs. Goal: the file within 3 % of the preset.
+#   2. file against preset on the real kernel: examples/messaging.toml, pingpong.toml and
+#      yield.toml against their presets, same parameters, alternating runs; medians, spreads, and
+#      whether each median lies within the other's spread. Goal: messaging's file within 3 %.
 #   3. file against preset on the simulator: simulated events per wall-clock second, median of
 #      REPS repetitions each. Goal: the file at >= 95 % of the preset.
 #
@@ -41,21 +42,32 @@ TOML
 done
 
 echo
-echo "2. messaging: file against preset (real kernel, $reps alternating runs, medians)"
-args_p="--groups 4 --loops 500"
-args_f="--set groups=4 --set loops=500"
-: > "$tmp/p"; : > "$tmp/f"
-for _ in $(seq "$reps"); do
-  # shellcheck disable=SC2086
-  "$sl" run messaging $args_p --runs 1 --counters proc --quiet --json "$tmp/p.json" >/dev/null
-  metric "$tmp/p.json" time >> "$tmp/p"
-  # shellcheck disable=SC2086
-  "$sl" run examples/messaging.toml $args_f --runs 1 --counters proc --quiet --json "$tmp/f.json" >/dev/null
-  metric "$tmp/f.json" time >> "$tmp/f"
-done
-p=$(median < "$tmp/p"); f=$(median < "$tmp/f")
-printf '%-44s %10s %10s %8s\n' "configuration" "preset s" "file s" "ratio"
-printf '%-44s %10.3f %10.3f %8.3f\n' "messaging groups=4 loops=500 (socketpair)" "$p" "$f" "$(awk -v p="$p" -v f="$f" 'BEGIN { print f / p }')"
+echo "2. the presets' files against the presets (real kernel, $reps alternating runs each)"
+printf '%-34s %-18s %22s %22s %7s %s\n' "configuration" "metric" "preset median (min-max)" "file median (min-max)" "ratio" "within spread"
+side() { # label, preset metric, file metric, preset args..., --, file args...
+  local label=$1 pm=$2 fm=$3; shift 3
+  local pargs=() fargs=() seen=0
+  for a in "$@"; do if [ "$a" = -- ]; then seen=1; elif [ $seen = 0 ]; then pargs+=("$a"); else fargs+=("$a"); fi; done
+  : > "$tmp/p"; : > "$tmp/f"
+  for _ in $(seq "$reps"); do
+    "$sl" run "${pargs[@]}" --runs 1 --counters proc --quiet --json "$tmp/p.json" >/dev/null
+    metric "$tmp/p.json" "$pm" >> "$tmp/p"
+    "$sl" run "${fargs[@]}" --runs 1 --counters proc --quiet --json "$tmp/f.json" >/dev/null
+    metric "$tmp/f.json" "$fm" >> "$tmp/f"
+  done
+  python3 - "$label" "$pm" "$tmp/p" "$tmp/f" <<'PY'
+import statistics, sys
+label, metric, p, f = sys.argv[1:5]
+a = [float(x) for x in open(p)]; b = [float(x) for x in open(f)]
+ma, mb = statistics.median(a), statistics.median(b)
+inside = min(a) <= mb <= max(a) or min(b) <= ma <= max(b)
+fmt = lambda v: f"{v:.4g}"
+print(f"{label:<34} {metric:<18} {fmt(ma):>8} ({fmt(min(a))}-{fmt(max(a))}) {fmt(mb):>8} ({fmt(min(b))}-{fmt(max(b))}) {mb/ma:7.3f} {'yes' if inside else 'NO'}")
+PY
+}
+side "messaging groups=4 loops=500" time time messaging --groups 4 --loops 500 -- examples/messaging.toml --set groups=4 --set loops=500
+side "pingpong loops=100000 (pipe)" ops_per_s round_trips_per_s pingpong --loops 100000 -- examples/pingpong.toml --set loops=100000
+side "yield threads=4 duration=1s" yields_per_s yields_per_s yield --threads 4 --duration 1s -- examples/yield.toml --set threads=4 --set duration=1s
 
 echo
 echo "3. simulator speed: file against preset (events per wall-clock second, median of $reps)"
