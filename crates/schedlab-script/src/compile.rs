@@ -840,11 +840,29 @@ impl<'a> Compiler<'a> {
                     let name = channel.name.value.clone();
                     if matches!(step.kind, StepKind::Send { .. }) {
                         uses.sends.entry(name).or_insert(span);
-                        self.push(out, Instr::Send { chan, size: size_c }, span);
+                        let bytes = crate::program::fixed_bytes(&size_c);
+                        self.push(
+                            out,
+                            Instr::Send {
+                                chan,
+                                size: size_c,
+                                bytes,
+                            },
+                            span,
+                        );
                     } else {
                         self.receives = true;
                         uses.recvs.entry(name).or_insert(span);
-                        self.push(out, Instr::Recv { chan, size: size_c }, span);
+                        let bytes = crate::program::fixed_bytes(&size_c);
+                        self.push(
+                            out,
+                            Instr::Recv {
+                                chan,
+                                size: size_c,
+                                bytes,
+                            },
+                            span,
+                        );
                     }
                 }
                 StepKind::Lock(r) => {

@@ -142,7 +142,7 @@ pub fn run(
                     Instr::Compute(a) | Instr::Sleep(a) => time += mean(a, &frame).max(0.0),
                     Instr::Busy(c) => time += c.eval(&frame).max(0.0),
                     Instr::Period { every, .. } => time += every.eval(&frame).max(0.0),
-                    Instr::Send { chan, size } | Instr::Recv { chan, size } => {
+                    Instr::Send { chan, size, .. } | Instr::Recv { chan, size, .. } => {
                         let send = matches!(body[pc], Instr::Send { .. });
                         let e = match element(chan, &frame, span, &who) {
                             Ok(e) => e,

@@ -44,7 +44,14 @@ fn duration(secs: f64, what: &str) -> Result<Duration, WorkloadError> {
 fn element(r: &CRef, frame: &[f64]) -> Result<usize, WorkloadError> {
     let i = match (&r.affine, &r.index) {
         (_, None) => return Ok(r.base),
-        (Some((slot, offset)), _) => frame[*slot] + offset,
+        (Some((slot, offset)), _) => {
+            // A whole slot plus a whole offset: no check of wholeness needed.
+            let i = frame[*slot] as i64 + offset;
+            if (0..r.len as i64).contains(&i) {
+                return Ok(r.base + i as usize);
+            }
+            i as f64
+        }
         (None, Some(c)) => c.eval(frame),
     };
     match crate::expr::whole(i) {
@@ -291,9 +298,13 @@ pub async fn run<C: Context>(
                 };
                 state.current = Some((activation, activation + deadline));
             }
-            Instr::Send { chan, size } => {
+            Instr::Send { chan, size, bytes } => {
                 let ch = element(chan, &frame)?;
-                let n = message_size(value(size, &frame))?;
+                let n = if *bytes > 0 {
+                    *bytes
+                } else {
+                    message_size(value(size, &frame))?
+                };
                 if n >= crate::compile::HEADER {
                     let seq = next_send.slot(ch, 0);
                     buf[..4].copy_from_slice(&(task.id as u32).to_le_bytes());
@@ -302,9 +313,13 @@ pub async fn run<C: Context>(
                 }
                 ctx.send(ChannelId(ch), &buf[..n]).await?;
             }
-            Instr::Recv { chan, size } => {
+            Instr::Recv { chan, size, bytes } => {
                 let ch = element(chan, &frame)?;
-                let n = message_size(value(size, &frame))?;
+                let n = if *bytes > 0 {
+                    *bytes
+                } else {
+                    message_size(value(size, &frame))?
+                };
                 ctx.recv(ChannelId(ch), &mut buf[..n]).await?;
                 if n >= crate::compile::HEADER {
                     let sender = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes"));

@@ -36,9 +36,11 @@ pub struct CRef {
     pub len: usize,
     /// The element (none: 0).
     pub index: Option<Compiled>,
-    /// The element as `slot + offset`, when `index` has that form (a loop variable plus a
-    /// constant, once a task's index is folded in): read without evaluating an expression.
-    pub affine: Option<(usize, f64)>,
+    /// The element as `slot + offset`, when `index` has that form with a whole offset (a loop
+    /// variable plus a constant, once a task's index is folded in): read without evaluating an
+    /// expression. The slots expressions read (`index`, `from`, loop variables) hold whole
+    /// numbers.
+    pub affine: Option<(usize, i64)>,
     /// The array's name, for errors.
     pub name: &'static str,
 }
@@ -80,23 +82,32 @@ impl CRef {
     }
 }
 
-/// `slot + offset` if `c` has that form.
-pub fn affine(c: &Compiled) -> Option<(usize, f64)> {
-    use crate::expr::BinOp;
+/// `slot + offset` if `c` has that form with a whole offset.
+pub fn affine(c: &Compiled) -> Option<(usize, i64)> {
+    use crate::expr::{whole, BinOp};
     match c {
-        Compiled::Slot(s) => Some((*s, 0.0)),
+        Compiled::Slot(s) => Some((*s, 0)),
         Compiled::Bin(BinOp::Add, a, b) => match (&**a, &**b) {
             (Compiled::Slot(s), Compiled::Const(k)) | (Compiled::Const(k), Compiled::Slot(s)) => {
-                Some((*s, *k))
+                Some((*s, whole(*k)?))
             }
             _ => None,
         },
         Compiled::Bin(BinOp::Sub, a, b) => match (&**a, &**b) {
-            (Compiled::Slot(s), Compiled::Const(k)) => Some((*s, -*k)),
+            (Compiled::Slot(s), Compiled::Const(k)) => Some((*s, -whole(*k)?)),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// A message size known in advance: `size` as a whole number of bytes in range, else 0 (then
+/// it is evaluated and checked for every message).
+pub fn fixed_bytes(size: &Compiled) -> usize {
+    size.constant()
+        .and_then(crate::expr::whole)
+        .filter(|b| (1..=crate::compile::MAX_MESSAGE as i64).contains(b))
+        .map_or(0, |b| b as usize)
 }
 
 /// One instruction of a compiled body.
@@ -123,6 +134,8 @@ pub enum Instr {
         chan: CRef,
         /// Bytes.
         size: Compiled,
+        /// `size` when it is known in advance (see [`fixed_bytes`]), else 0.
+        bytes: usize,
     },
     /// Receive one message.
     Recv {
@@ -130,6 +143,8 @@ pub enum Instr {
         chan: CRef,
         /// Bytes.
         size: Compiled,
+        /// `size` when it is known in advance, else 0.
+        bytes: usize,
     },
     /// Take a lock.
     Lock(CRef),
@@ -231,14 +246,22 @@ impl Instr {
                 every: e(every),
                 deadline: e(deadline),
             },
-            Instr::Send { chan, size } => Instr::Send {
-                chan: chan.with_slot(slot, v),
-                size: e(size),
-            },
-            Instr::Recv { chan, size } => Instr::Recv {
-                chan: chan.with_slot(slot, v),
-                size: e(size),
-            },
+            Instr::Send { chan, size, .. } => {
+                let size = e(size);
+                Instr::Send {
+                    chan: chan.with_slot(slot, v),
+                    bytes: fixed_bytes(&size),
+                    size,
+                }
+            }
+            Instr::Recv { chan, size, .. } => {
+                let size = e(size);
+                Instr::Recv {
+                    chan: chan.with_slot(slot, v),
+                    bytes: fixed_bytes(&size),
+                    size,
+                }
+            }
             Instr::Lock(r) => Instr::Lock(r.with_slot(slot, v)),
             Instr::Unlock(r) => Instr::Unlock(r.with_slot(slot, v)),
             Instr::Barrier(r) => Instr::Barrier(r.with_slot(slot, v)),
