@@ -1,5 +1,7 @@
 //! Run the built binary the way a user would, with small parameters.
 
+mod common;
+
 use schedlab_workload::record::RunRecord;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -18,14 +20,7 @@ fn schedlab() -> Command {
 }
 
 fn run_ok(args: &[&str]) -> Output {
-    let out = schedlab().args(args).output().expect("run schedlab");
-    assert!(
-        out.status.success(),
-        "schedlab {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::succeeded(args, schedlab().args(args).output().expect("run schedlab"))
 }
 
 fn temp_json(name: &str) -> PathBuf {

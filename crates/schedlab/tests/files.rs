@@ -2,6 +2,8 @@
 //! simulator (identical numbers for the same seed), `check`, `run` and `sweep` of a file on both
 //! backends, and file faults reported at `file:line:column` before anything starts.
 
+mod common;
+
 use schedlab_workload::record::RunRecord;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -18,14 +20,7 @@ fn run(args: &[&str]) -> Output {
 }
 
 fn run_ok(args: &[&str]) -> Output {
-    let out = run(args);
-    assert!(
-        out.status.success(),
-        "schedlab {args:?} failed:\nstdout:\n{}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+    common::succeeded(args, run(args))
 }
 
 fn temp(name: &str) -> PathBuf {
