@@ -11,6 +11,10 @@ use schedlab_workload::record::{ConfigResult, RunRecord};
 
 /// The value of a varied key (`threads`, `server.nice`) in a configuration.
 pub fn key_value(config: &ConfigResult, key: &str) -> String {
+    // A parameter's own name first: a workload file's `GROUP.count` is a parameter.
+    if let Some(v) = config.params.get(key) {
+        return v.clone();
+    }
     if let Some((group, knob)) = key.split_once('.') {
         let Some(g) = config.groups.iter().find(|g| g.name == group) else {
             return "-".into();
@@ -23,9 +27,6 @@ pub fn key_value(config: &ConfigResult, key: &str) -> String {
             "cpus" => k.cpus.as_ref().map_or("all".into(), |c| c.to_string()),
             _ => "-".into(),
         };
-    }
-    if let Some(v) = config.params.get(key) {
-        return v.clone();
     }
     // Keys of the simulated machine (policy, cpus, profile) are spelled out in the label.
     config

@@ -218,7 +218,7 @@ fn a_periodic_file_runs_on_both_backends_with_interbench_accounting() {
 fn a_sweep_varies_a_file_parameter_a_group_count_and_the_policy() {
     let out = temp("sweep-out");
     let o = out.to_str().unwrap().to_string();
-    run_ok(&[
+    let printed = run_ok(&[
         "sweep",
         "examples/periodic-vs-hog.toml",
         "--set",
@@ -239,6 +239,14 @@ fn a_sweep_varies_a_file_parameter_a_group_count_and_the_policy() {
         &o,
         "--quiet",
     ]);
+    // The table names each configuration's group count (a parameter named like GROUP.KNOB).
+    let table = String::from_utf8_lossy(&printed.stdout);
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().take(3).eq(["2", "o1", "2ms"])),
+        "{table}"
+    );
     let rec =
         RunRecord::from_json(&std::fs::read_to_string(out.join("sweep.json")).unwrap()).unwrap();
     assert_eq!(rec.configs.len(), 8);
