@@ -1038,6 +1038,11 @@ fn supervise(
         };
         hosts.poll_reports(wait, &mut reports)?;
         if let Some(bad) = reports.iter().find(|r| r.error.is_some()).cloned() {
+            // A task that saw the stop request and ended early ends an interrupted run, not a
+            // failed one.
+            if setup.stop.load(Ordering::Relaxed) {
+                return Err(RunError::Interrupted);
+            }
             // A task that lost its peer usually means the peer's process died: give the death a
             // moment to be noticed, and name it rather than its consequence.
             let mut more = Vec::new();
