@@ -64,28 +64,36 @@ fn a_barrier_lets_nobody_pass_until_its_last_party_arrives_round_after_round() {
 
 #[test]
 fn a_semaphore_at_zero_makes_its_waiter_block_until_the_post() {
+    // The poster computes long enough that the waiter reaches the semaphore first even on a
+    // loaded 2-CPU machine.
     let w = Arc::new(support::SemaphoreHandoff {
         initial: 0,
         takes: 1,
-        unit: 50 * MS,
+        unit: 200 * MS,
         ends: Ends::default(),
     });
     let r = run(&w);
+    let waiting = samples(&r.outcome, "waiting")[0][0];
     let took = samples(&r.outcome, "took")[0][0];
     let posted = samples(&r.outcome, "posted")[1][0];
     assert!(
-        posted >= 50e6 && took >= posted,
+        posted >= 200e6 && took >= posted,
         "took {took}, posted {posted}"
     );
-    // It slept in the kernel rather than spinning: little CPU time, and a voluntary switch
-    // besides the one at the start gate.
+    assert!(
+        waiting < posted,
+        "the waiter reached the semaphore at {waiting} ns, after the post at {posted} ns: the machine was too loaded to test blocking"
+    );
+    // It slept in the kernel rather than spinning: little CPU time, and at least the voluntary
+    // switch of the wait (the start gate adds one only when the task reaches it closed and is
+    // not preempted first).
     assert!(
         r.outcome.tasks[0].cpu_time < 10 * MS,
         "{:?}",
         r.outcome.tasks[0]
     );
     let c = &r.counters["waiter"];
-    assert!(c.voluntary_switches >= Some(2), "{c:?}");
+    assert!(c.voluntary_switches >= Some(1), "{c:?}");
 }
 
 #[test]

@@ -146,6 +146,7 @@ impl Workload for SemaphoreHandoff {
         let r = async {
             if task.group == 0 {
                 for _ in 0..self.takes {
+                    ctx.record("waiting", ns(ctx.now()));
                     ctx.sem_wait(SemaphoreId(0)).await?;
                     ctx.record("took", ns(ctx.now()));
                 }
