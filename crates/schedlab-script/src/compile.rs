@@ -110,7 +110,54 @@ pub fn metric_names(program: &Program) -> Vec<String> {
             out.push(format!("{}.{suffix}", p.name));
         }
     }
+    out.extend(program.derived.iter().map(|d| d.name.clone()));
     out
+}
+
+/// Compile the file's derived metrics against the metrics `program` reports.
+fn derived(
+    def: &ScriptDef,
+    program: &Program,
+) -> Result<Vec<crate::program::CDerived>, Diagnostic> {
+    let mut inputs: Vec<String> = vec!["cpu".to_string()];
+    inputs.extend(
+        metric_names(program)
+            .into_iter()
+            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_')),
+    );
+    let mut out: Vec<crate::program::CDerived> = Vec::new();
+    for d in &def.metrics.derived {
+        let n = &d.name.value;
+        if inputs.iter().any(|i| i == n) || out.iter().any(|o| &o.name == n) {
+            return Err(Diagnostic::new(
+                d.name.span,
+                format!("derived metric '{n}' is named like a metric the file already has; choose another name"),
+            ));
+        }
+        let lookup = |name: &str| {
+            inputs
+                .iter()
+                .position(|i| i == name)
+                .map(|slot| (Binding::Slot(slot), Unit::None))
+        };
+        let accepted = || inputs.clone();
+        let (value, _) = compile_expr(&d.value, &lookup, &accepted).map_err(|mut e| {
+            e.message = format!(
+                "derived metric '{n}': {} (metrics with a dot in their name cannot be used here)",
+                e.message
+            );
+            e
+        })?;
+        out.push(crate::program::CDerived {
+            name: n.clone(),
+            value,
+            inputs: inputs.clone(),
+            unit: d.unit.clone(),
+            higher_is_better: d.higher_is_better,
+            help: d.help.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// Compile `def` with parameter values `values` (one per `def.params`, in order), group sizes
@@ -515,6 +562,7 @@ impl<'a> Compiler<'a> {
             timers: std::mem::take(&mut self.timers),
             counts: std::mem::take(&mut self.counts),
             periods: std::mem::take(&mut self.periods),
+            derived: Vec::new(),
             receives: self.receives,
             uses_from: self.uses_from.get(),
             expected_messages: None,
@@ -524,6 +572,7 @@ impl<'a> Compiler<'a> {
             files: 0,
         };
         crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
+        program.derived = derived(self.def, &program)?;
         self.check_metrics(&program)?;
         Ok(program)
     }

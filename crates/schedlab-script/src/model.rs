@@ -158,6 +158,24 @@ pub struct MetricsSpec {
     pub primary: Option<Spanned<String>>,
     /// The metrics shown, in order (default: every metric the file produces).
     pub show: Vec<Spanned<String>>,
+    /// Metrics computed from the others (`us_per_yield = cpu / yields * 1e6`).
+    pub derived: Vec<DerivedMetric>,
+}
+
+/// A metric computed from the file's other metrics after each repetition.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DerivedMetric {
+    /// Its name.
+    pub name: Spanned<String>,
+    /// How it is computed: an expression of metric names (those that are names: `time`,
+    /// `messages`, a timer, a count, `C_per_s`) and `cpu`, the CPU seconds of all tasks.
+    pub value: Expr,
+    /// Its unit, for display (`us`).
+    pub unit: String,
+    /// Whether higher is better.
+    pub higher_is_better: bool,
+    /// What it means.
+    pub help: String,
 }
 
 /// A reference to a channel, lock, barrier, semaphore or condition: `name` or `name[expr]`.

@@ -332,6 +332,23 @@ pub struct PeriodNames {
     pub missed: &'static str,
 }
 
+/// A derived metric, compiled: its expression reads `inputs[i]` from slot `i`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CDerived {
+    /// Its name.
+    pub name: String,
+    /// Its value.
+    pub value: Compiled,
+    /// The metric (or `cpu`) each slot of `value` reads.
+    pub inputs: Vec<String>,
+    /// Unit, for display.
+    pub unit: String,
+    /// Whether higher is better.
+    pub higher_is_better: bool,
+    /// What it means.
+    pub help: String,
+}
+
 /// A workload file compiled for one configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
@@ -347,6 +364,8 @@ pub struct Program {
     pub counts: Vec<&'static str>,
     /// Periodic timers (`period` steps).
     pub periods: Vec<PeriodNames>,
+    /// Metrics computed from the others.
+    pub derived: Vec<CDerived>,
     /// Whether any task receives messages.
     pub receives: bool,
     /// Whether an expression uses `from` (the interpreter then tracks each message's sender).

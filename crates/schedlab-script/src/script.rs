@@ -481,6 +481,32 @@ impl Workload for Script {
                 format!("activations of {n} overslept entirely"),
             ));
         }
+        for d in &p.derived {
+            let help = if d.help.is_empty() {
+                format!(
+                    "computed from the other metrics: {}",
+                    self.file
+                        .def
+                        .metrics
+                        .derived
+                        .iter()
+                        .find(|x| x.name.value == d.name)
+                        .map_or(String::new(), |x| x.value.to_string())
+                )
+            } else {
+                d.help.clone()
+            };
+            all.push(def(
+                &d.name,
+                &d.unit,
+                if d.higher_is_better {
+                    Better::Higher
+                } else {
+                    Better::Lower
+                },
+                help,
+            ));
+        }
         let spec = &self.file.def.metrics;
         let mut order: Vec<String> = Vec::new();
         if let Some(p) = &spec.primary {
@@ -572,6 +598,24 @@ impl Workload for Script {
                 format!("{}.missed", t.name),
                 outcome.sum(plan, None, t.missed),
             );
+        }
+        for d in &p.derived {
+            let slots: Vec<f64> = d
+                .inputs
+                .iter()
+                .map(|i| match i.as_str() {
+                    "cpu" => outcome.cpu_time().as_secs_f64(),
+                    name => m.get(name).copied().unwrap_or(f64::NAN),
+                })
+                .collect();
+            let v = d.value.eval(&slots);
+            if !v.is_finite() {
+                return Err(WorkloadError::Integrity(format!(
+                    "derived metric {} came out as {v} in this repetition (a division by a metric that was 0?)",
+                    d.name
+                )));
+            }
+            m.insert(d.name.clone(), v);
         }
         Ok(m)
     }

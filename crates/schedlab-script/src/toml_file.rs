@@ -845,10 +845,10 @@ impl<'t> Reader<'t> {
         })
     }
 
-    /// `[metrics]`: `primary`, `show`.
+    /// `[metrics]`: `primary`, `show`, `derived`.
     fn metrics(&self, v: &Value<'_>) -> Result<MetricsSpec, Diagnostic> {
         let t = self.table("", "metrics", v, "a table ([metrics])", "[metrics]".into())?;
-        t.only(&["primary", "show"])?;
+        t.only(&["primary", "show", "derived"])?;
         let primary = match t.get("primary") {
             Some(p) => {
                 let s = self.string(&t.ctx, "primary", p, "a string naming a metric")?;
@@ -867,7 +867,77 @@ impl<'t> Reader<'t> {
             .map(|s| self.strings(&t.ctx, "show", s, "metric names", false))
             .transpose()?
             .unwrap_or_default();
-        Ok(MetricsSpec { primary, show })
+        let mut derived = Vec::new();
+        if let Some(d) = t.get("derived") {
+            let dt = self.table(
+                &t.ctx,
+                "derived",
+                d,
+                "a table of metrics ([metrics.derived.NAME])",
+                "[metrics.derived]".into(),
+            )?;
+            for (k, v) in dt.map.iter() {
+                let name: &str = k.get_ref();
+                if !is_ident(name) {
+                    return Err(Diagnostic::new(
+                        span_of(k),
+                        format!("derived metric name '{name}' is not accepted; a name is letters, digits and _, not starting with a digit"),
+                    ));
+                }
+                let m = self.table(
+                    &dt.ctx,
+                    name,
+                    v,
+                    "a table with `value`, `unit`, `better` and `help`",
+                    format!("[metrics.derived.{name}]"),
+                )?;
+                m.only(&["value", "unit", "better", "help"])?;
+                let Some(value) = m.get("value") else {
+                    return Err(Diagnostic::new(
+                        m.span,
+                        format!("[metrics.derived.{name}] needs `value`, an expression of metrics such as \"cpu / yields * 1e6\""),
+                    ));
+                };
+                let value = self.expr(&m.ctx, "value", value, false)?;
+                let unit = match m.get("unit") {
+                    Some(u) => self.text(&m.ctx, "unit", u)?.value,
+                    None => String::new(),
+                };
+                let Some(better) = m.get("better") else {
+                    return Err(Diagnostic::new(
+                        m.span,
+                        format!("[metrics.derived.{name}] needs `better`: \"lower\" or \"higher\""),
+                    ));
+                };
+                let b = self.text(&m.ctx, "better", better)?;
+                let higher_is_better = match b.value.as_str() {
+                    "higher" => true,
+                    "lower" => false,
+                    other => {
+                        return Err(Diagnostic::new(
+                            b.span,
+                            format!("[metrics.derived.{name}]: `better` '{other}' is not accepted; use \"lower\" or \"higher\""),
+                        ))
+                    }
+                };
+                let help = match m.get("help") {
+                    Some(h) => self.text(&m.ctx, "help", h)?.value,
+                    None => String::new(),
+                };
+                derived.push(crate::model::DerivedMetric {
+                    name: Spanned::new(name.to_string(), span_of(k)),
+                    value,
+                    unit,
+                    higher_is_better,
+                    help,
+                });
+            }
+        }
+        Ok(MetricsSpec {
+            primary,
+            show,
+            derived,
+        })
     }
 
     /// One parameter: `NAME = VALUE` or `[params.NAME]` with `default`, `help`, `choices`.
