@@ -120,11 +120,7 @@ fn derived(
     program: &Program,
 ) -> Result<Vec<crate::program::CDerived>, Diagnostic> {
     let mut inputs: Vec<String> = vec!["cpu".to_string()];
-    inputs.extend(
-        metric_names(program)
-            .into_iter()
-            .filter(|n| n.chars().all(|c| c.is_alphanumeric() || c == '_')),
-    );
+    inputs.extend(metric_names(program));
     let mut out: Vec<crate::program::CDerived> = Vec::new();
     for d in &def.metrics.derived {
         let n = &d.name.value;

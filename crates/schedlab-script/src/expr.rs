@@ -403,10 +403,16 @@ impl Parser<'_> {
         }
     }
 
+    /// A name: letters, digits and `_`, with inner dots (`audio.latency`, a metric's name).
     fn word(&mut self) -> String {
         let start = self.pos;
         while let Some(c) = self.peek() {
-            if c.is_alphanumeric() || c == '_' {
+            let dot_then_name = c == '.'
+                && self.text[self.pos + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|d| d.is_alphabetic() || d == '_');
+            if c.is_alphanumeric() || c == '_' || dot_then_name {
                 self.pos += c.len_utf8();
             } else {
                 break;
@@ -761,6 +767,12 @@ mod tests {
         assert_eq!(eval("min(3, max(1, 2))", &[], &[]).unwrap().0, 2.0);
         assert_eq!(eval("floor(7 / 2)", &[], &[]).unwrap().0, 3.0);
         assert_eq!(eval("1_000", &[], &[]).unwrap().0, 1000.0);
+        let dotted = [(
+            "audio.latency",
+            Binding::Const(Quantity::plain(2.0)),
+            Unit::None,
+        )];
+        assert_eq!(eval("audio.latency * 2", &dotted, &[]).unwrap().0, 4.0);
     }
 
     #[test]
