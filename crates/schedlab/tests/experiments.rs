@@ -54,7 +54,10 @@ fn parse(doc: &str) -> Vec<Block> {
         while i < lines.len() && lines[i] != "```" {
             i += 1;
         }
-        assert!(i < lines.len(), "docs/experiments.md: block {name}: a fence is not closed");
+        assert!(
+            i < lines.len(),
+            "docs/experiments.md: block {name}: a fence is not closed"
+        );
         (lines[start..i].join("\n"), i + 1)
     };
     while i < lines.len() {
@@ -64,7 +67,8 @@ fn parse(doc: &str) -> Vec<Block> {
                 .strip_suffix(" -->")
                 .filter(|n| {
                     !n.is_empty()
-                        && n.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+                        && n.chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
                 })
                 .unwrap_or_else(|| panic!("docs/experiments.md:{}: malformed marker", i + 1))
                 .to_string();
@@ -77,7 +81,12 @@ fn parse(doc: &str) -> Vec<Block> {
             let (commands, next) = fenced(expect(i + 1, "```sh", &name), &name);
             let (output, next) = fenced(expect(next, "```text", &name), &name);
             i = expect(next, "<!-- end generated -->", &name);
-            blocks.push(Block { name, line: open, commands, output });
+            blocks.push(Block {
+                name,
+                line: open,
+                commands,
+                output,
+            });
         } else {
             assert!(
                 !line.starts_with("<!-- generated") && !line.starts_with("<!-- end generated"),
@@ -118,7 +127,11 @@ fn read_blocks() -> Vec<Block> {
 #[test]
 fn every_generated_command_fixes_backend_seed_cpus_and_duration() {
     let blocks = read_blocks();
-    assert!(blocks.len() >= 8, "only {} generated blocks in docs/experiments.md", blocks.len());
+    assert!(
+        blocks.len() >= 8,
+        "only {} generated blocks in docs/experiments.md",
+        blocks.len()
+    );
     for name in FAST {
         assert!(
             blocks.iter().any(|b| b.name == *name),
@@ -127,8 +140,18 @@ fn every_generated_command_fixes_backend_seed_cpus_and_duration() {
     }
     for b in &blocks {
         let cmds = commands(b);
-        assert!(!cmds.is_empty(), "block {} (line {}) has no commands", b.name, b.line);
-        assert!(!b.output.trim().is_empty(), "block {} (line {}) has no output", b.name, b.line);
+        assert!(
+            !cmds.is_empty(),
+            "block {} (line {}) has no commands",
+            b.name,
+            b.line
+        );
+        assert!(
+            !b.output.trim().is_empty(),
+            "block {} (line {}) has no output",
+            b.name,
+            b.line
+        );
         for c in &cmds {
             let words: Vec<&str> = c.split(' ').collect();
             if words.first() != Some(&"schedlab") {
@@ -163,7 +186,11 @@ fn first_difference(doc: &[String], now: &[String]) -> Option<(usize, String, St
     (0..doc.len().max(now.len())).find_map(|k| {
         let (a, b) = (doc.get(k), now.get(k));
         (a != b).then(|| {
-            (k + 1, a.cloned().unwrap_or_else(none), b.cloned().unwrap_or_else(none))
+            (
+                k + 1,
+                a.cloned().unwrap_or_else(none),
+                b.cloned().unwrap_or_else(none),
+            )
         })
     })
 }
@@ -171,13 +198,19 @@ fn first_difference(doc: &[String], now: &[String]) -> Option<(usize, String, St
 /// Runs the block's commands as bench/experiments.sh does: `bash -eo pipefail` in an empty
 /// directory, this build's `schedlab` first on PATH. Returns stdout, or a description of the fault.
 fn regenerate(block: &Block) -> Result<String, String> {
-    let bin = Path::new(env!("CARGO_BIN_EXE_schedlab")).parent().unwrap().to_path_buf();
-    let path = std::env::join_paths(
-        std::iter::once(bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
+    let bin = Path::new(env!("CARGO_BIN_EXE_schedlab"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
     .unwrap();
-    let dir = std::env::temp_dir()
-        .join(format!("schedlab-experiments-{}-{}", std::process::id(), block.name));
+    let dir = std::env::temp_dir().join(format!(
+        "schedlab-experiments-{}-{}",
+        std::process::id(),
+        block.name
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new("bash")
         .args(["-eo", "pipefail", "-c", &block.commands])
@@ -201,13 +234,23 @@ fn fast_blocks_print_what_the_document_shows() {
     let blocks = read_blocks();
     let fast: Vec<&Block> = FAST
         .iter()
-        .map(|n| blocks.iter().find(|b| b.name == *n).expect("fast block in the document"))
+        .map(|n| {
+            blocks
+                .iter()
+                .find(|b| b.name == *n)
+                .expect("fast block in the document")
+        })
         .collect();
     // The blocks are independent; running them side by side halves the wait on two CPUs.
     let results: Vec<(&Block, Result<String, String>)> = std::thread::scope(|s| {
-        let handles: Vec<_> =
-            fast.iter().map(|b| (*b, s.spawn(move || regenerate(b)))).collect();
-        handles.into_iter().map(|(b, h)| (b, h.join().unwrap())).collect()
+        let handles: Vec<_> = fast
+            .iter()
+            .map(|b| (*b, s.spawn(move || regenerate(b))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|(b, h)| (b, h.join().unwrap()))
+            .collect()
     });
     let mut faults = Vec::new();
     for (b, result) in results {
@@ -246,7 +289,10 @@ fn the_parser_finds_blocks_and_the_comparison_finds_the_first_difference() {
     assert_eq!(commands(&blocks[0]), ["schedlab x --y 1"]);
     let doc_lines = normalize(&blocks[0].output);
     assert_eq!(doc_lines, ["one", "two"]);
-    assert_eq!(first_difference(&doc_lines, &normalize("one\ntwo\n\n")), None);
+    assert_eq!(
+        first_difference(&doc_lines, &normalize("one\ntwo\n\n")),
+        None
+    );
     assert_eq!(
         first_difference(&doc_lines, &normalize("one\nthree\n")),
         Some((2, "two".to_string(), "three".to_string()))
