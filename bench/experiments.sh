@@ -4,7 +4,7 @@
 #
 #   bench/experiments.sh                  # run every block's commands and rewrite its output
 #   bench/experiments.sh --check          # run them and compare; write nothing
-#   bench/experiments.sh --only NAME ...  # only these blocks (repeatable, or NAME,NAME)
+#   bench/experiments.sh --only NAME      # only this block (repeatable, or --only NAME,NAME)
 #   bench/experiments.sh --list           # the blocks' names, in the document's order
 #
 # A generated block in the document is
