@@ -84,7 +84,6 @@ struct Compiler<'a> {
     /// Per instruction of the group being compiled, where it came from.
     spans: Vec<Span>,
     receives: bool,
-    random: bool,
     /// Whether an expression uses `from` (message counts then depend on who sent what).
     uses_from: std::cell::Cell<bool>,
 }
@@ -150,7 +149,11 @@ fn derived(
             inputs: inputs.clone(),
             unit: d.unit.clone(),
             higher_is_better: d.higher_is_better,
-            help: d.help.clone(),
+            help: if d.help.is_empty() {
+                format!("computed from the other metrics: {}", d.value)
+            } else {
+                d.help.clone()
+            },
         });
     }
     Ok(out)
@@ -184,7 +187,6 @@ pub fn compile(
         spawn_semaphores: BTreeMap::new(),
         spans: Vec::new(),
         receives: false,
-        random: false,
         uses_from: std::cell::Cell::new(false),
     };
     c.run(counts, seed)
@@ -228,7 +230,7 @@ impl<'a> Compiler<'a> {
     /// A whole number of the parameters alone, in `lo..=hi`.
     fn count(&self, expr: &Expr, what: &str, lo: u64, hi: u64) -> Result<u64, Diagnostic> {
         let v = self.constant(expr, what, Unit::None)?;
-        whole(expr, what, v, lo, hi)
+        whole(expr.span, &format!("{what} '{expr}'"), v, lo, hi)
     }
 
     fn run(&mut self, counts: &[Option<u64>], seed: u64) -> Result<Program, Diagnostic> {
@@ -717,7 +719,7 @@ impl<'a> Compiler<'a> {
     }
 
     fn amount(
-        &mut self,
+        &self,
         a: &Amount,
         count: usize,
         scope: &[(String, usize)],
@@ -730,19 +732,13 @@ impl<'a> Compiler<'a> {
         Ok(match a {
             Amount::Fixed(e) => CAmount::Fixed(d(self, e, what)?),
             Amount::Uniform { low, high } => {
-                self.random = true;
                 CAmount::Uniform(d(self, low, what)?, d(self, high, what)?)
             }
-            Amount::Exponential { mean } => {
-                self.random = true;
-                CAmount::Exponential(d(self, mean, what)?)
-            }
+            Amount::Exponential { mean } => CAmount::Exponential(d(self, mean, what)?),
             Amount::Normal { mean, sd } => {
-                self.random = true;
                 CAmount::Normal(d(self, mean, what)?, d(self, sd, "sd")?)
             }
             Amount::LogNormal { mean, sd } => {
-                self.random = true;
                 CAmount::LogNormal(d(self, mean, what)?, d(self, sd, "sd")?)
             }
         })
@@ -787,7 +783,7 @@ impl<'a> Compiler<'a> {
             (Some(e), true) => {
                 let (c, _) = self.dynamic(e, count, scope, &format!("{name}[...]"), &[Unit::None])?;
                 if let Some(v) = c.constant() {
-                    whole(e, &format!("{name}[...]"), v, 0, o.len as u64 - 1)?;
+                    whole(e.span, &format!("{name}[...] '{e}'"), v, 0, o.len as u64 - 1)?;
                 }
                 Some(c)
             }
@@ -880,7 +876,7 @@ impl<'a> Compiler<'a> {
                     let chan = self.object(channel, Kind::Channel, count, scope)?;
                     let (size_c, _) = dynamic(self, size, "size", &[Unit::Bytes, Unit::None])?;
                     if let Some(v) = size_c.constant() {
-                        whole(size, "size", v, 1, MAX_MESSAGE)?;
+                        whole(size.span, &format!("size '{size}'"), v, 1, MAX_MESSAGE)?;
                     }
                     let name = channel.name.value.clone();
                     if matches!(step.kind, StepKind::Send { .. }) {
@@ -989,7 +985,13 @@ impl<'a> Compiler<'a> {
                     let (c, unit) = dynamic(self, repeat, "loop", &[Unit::None, Unit::Seconds])?;
                     if unit == Unit::None {
                         if let Some(v) = c.constant() {
-                            whole(repeat, "loop", v, 0, u64::MAX >> 12)?;
+                            whole(
+                                repeat.span,
+                                &format!("loop '{repeat}'"),
+                                v,
+                                0,
+                                u64::MAX >> 12,
+                            )?;
                         }
                     }
                     let counter = *slots;
@@ -1108,12 +1110,18 @@ fn check_unit(expr: &Expr, what: &str, u: Unit, units: &[Unit]) -> Result<(), Di
     ))
 }
 
-/// `v` as a whole number in `lo..=hi`.
-pub(crate) fn whole(expr: &Expr, what: &str, v: f64, lo: u64, hi: u64) -> Result<u64, Diagnostic> {
+/// `v` as a whole number in `lo..=hi`; the error, at `span`, says "`subject` is `v`".
+pub(crate) fn whole(
+    span: Span,
+    subject: &str,
+    v: f64,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, Diagnostic> {
     if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 || !v.is_finite() {
         return Err(Diagnostic::new(
-            expr.span,
-            format!("{what} '{expr}' is {v}; accepted: a whole number in {lo}..{hi}"),
+            span,
+            format!("{subject} is {v}; accepted: a whole number in {lo}..{hi}"),
         ));
     }
     Ok(v as u64)

@@ -7,7 +7,6 @@
 
 use crate::compile::{whole, DRY_RUN_BUDGET, MAX_MESSAGE};
 use crate::error::Diagnostic;
-use crate::expr::{Expr, Node, Quantity};
 use crate::model::ScriptDef;
 use crate::program::{CAmount, CRef, Instr, Program};
 use crate::span::Span;
@@ -36,14 +35,6 @@ struct Channel {
 
 fn at(spans: &[Vec<Span>], u: Use) -> Span {
     spans[u.group][u.pc]
-}
-
-fn expr_at(span: Span, text: String) -> Expr {
-    Expr {
-        node: Node::Num(Quantity::plain(0.0)),
-        span,
-        text,
-    }
 }
 
 fn mean(a: &CAmount, frame: &[f64]) -> f64 {
@@ -154,8 +145,13 @@ pub fn run(
                             Err(d) => return Err(d),
                         };
                         let bytes = size.eval(&frame);
-                        let bytes =
-                            whole(&expr_at(span, "size".into()), "size", bytes, 1, MAX_MESSAGE)?;
+                        let bytes = whole(
+                            span,
+                            &format!("the message size of {who}"),
+                            bytes,
+                            1,
+                            MAX_MESSAGE,
+                        )?;
                         let ch = &mut channels[e];
                         ch.label.get_or_insert((chan.name, e - chan.base));
                         match ch.size {
@@ -274,8 +270,13 @@ pub fn run(
                             // Walk the body once for its references; the passes are unknown.
                             frame[*counter] = 1.0;
                         } else {
-                            let n =
-                                whole(&expr_at(span, "loop".into()), "loop", r, 0, u64::MAX >> 12)?;
+                            let n = whole(
+                                span,
+                                &format!("the loop count of {who}"),
+                                r,
+                                0,
+                                u64::MAX >> 12,
+                            )?;
                             frame[*counter] = n as f64;
                         }
                         if let Some(v) = var {

@@ -345,7 +345,7 @@ pub struct CDerived {
     pub unit: String,
     /// Whether higher is better.
     pub higher_is_better: bool,
-    /// What it means.
+    /// What it means (the file's `help`, or its expression).
     pub help: String,
 }
 

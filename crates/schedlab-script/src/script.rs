@@ -482,30 +482,12 @@ impl Workload for Script {
             ));
         }
         for d in &p.derived {
-            let help = if d.help.is_empty() {
-                format!(
-                    "computed from the other metrics: {}",
-                    self.file
-                        .def
-                        .metrics
-                        .derived
-                        .iter()
-                        .find(|x| x.name.value == d.name)
-                        .map_or(String::new(), |x| x.value.to_string())
-                )
+            let better = if d.higher_is_better {
+                Better::Higher
             } else {
-                d.help.clone()
+                Better::Lower
             };
-            all.push(def(
-                &d.name,
-                &d.unit,
-                if d.higher_is_better {
-                    Better::Higher
-                } else {
-                    Better::Lower
-                },
-                help,
-            ));
+            all.push(def(&d.name, &d.unit, better, d.help.clone()));
         }
         let spec = &self.file.def.metrics;
         let mut order: Vec<String> = Vec::new();
