@@ -1,6 +1,7 @@
 //! Workload files from the command line: the presets' files against the presets on the
 //! simulator (identical numbers for the same seed), `check`, `run` and `sweep` of a file on both
-//! backends, and file faults reported at `file:line:column` before anything starts.
+//! backends. File faults at `file:line:column` are in the bad-input corpus
+//! (tests/bad-input/h14-files.txt), which checks each exit code, message and that nothing started.
 
 mod common;
 
@@ -315,84 +316,6 @@ fn every_example_checks_and_runs_briefly_on_the_simulator() {
         let m = &rec.configs[0].repetitions[0].metrics;
         assert!(m["time"] > 0.0, "{file}: {m:?}");
     }
-}
-
-#[test]
-fn file_faults_are_reported_at_their_place_before_anything_runs() {
-    let dir = temp("faults");
-    std::fs::create_dir_all(&dir).unwrap();
-    let cases: &[(&str, &str, &str)] = &[
-        (
-            "[groups.a]\nsteps = [ { compte = \"1ms\" } ]\n",
-            ":2:",
-            "did you mean 'compute'",
-        ),
-        (
-            "[groups.a]\nsteps = [ { recv = \"c\", size = 8 } ]\n[channels.c]\n",
-            ":2:",
-            "no group sends on it",
-        ),
-        (
-            "[channels.c]\n[groups.a]\nsteps = [ { send = \"c\", size = 8 } ]\n[groups.b]\nsteps = [ { loop = 2, steps = [ { recv = \"c\", size = 8 } ] } ]\n",
-            ":5:",
-            "a receive nobody can satisfy",
-        ),
-        (
-            "[groups.a]\nsteps = [ { compute = \"5\" } ]\n",
-            ":2:",
-            "use a duration",
-        ),
-        (
-            "[groups.a]\nsteps = [ { lock = \"nosuch\" } ]\n",
-            ":2:",
-            "is not a lock",
-        ),
-        (
-            "[groups.a]\nnice = 40\nsteps = [ \"yield\" ]\n",
-            ":2:",
-            "nice",
-        ),
-    ];
-    for (i, (text, at, words)) in cases.iter().enumerate() {
-        let path = dir.join(format!("f{i}.toml"));
-        std::fs::write(&path, text).unwrap();
-        let p = path.to_str().unwrap();
-        let out = run(&["run", p, "--backend", "sim"]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{text}: {err}");
-        assert!(
-            err.contains(&format!("{p}{at}")),
-            "{text}: wanted {p}{at} in: {err}"
-        );
-        assert!(err.contains(words), "{text}: wanted '{words}' in: {err}");
-    }
-    // A parameter of the wrong kind, and a combination the dry run refuses.
-    let out = run(&["run", "examples/periodic-vs-hog.toml", "--set", "period=5"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("use a duration"),
-        "{err}"
-    );
-    let out = run(&[
-        "run",
-        "examples/pipeline.toml",
-        "--set",
-        "consumers=3",
-        "--backend",
-        "sim",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("examples/pipeline.toml:"),
-        "{err}"
-    );
-    let out = run(&["run", "nosuch.toml"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("cannot read"),
-        "{err}"
-    );
-    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
