@@ -33,6 +33,26 @@ fn run_with<W: Workload>(
     )
 }
 
+/// Run `w` past a 300 ms budget: the repetition times out, then all `ended` tasks end — `stopped`
+/// of them with `Stopped`, woken from the waits nobody would end. Returns how long the run took.
+fn times_out_with_stopped_waiters<W: Workload>(
+    w: &Arc<W>,
+    ends: &Ends,
+    ended: usize,
+    stopped: usize,
+) -> Duration {
+    let started = Instant::now();
+    let e = run_with(w, 300 * MS, Arc::default()).unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(e, RunError::Timeout(_)), "{e:?}");
+    assert!(
+        ends.wait_for(ended, Duration::from_secs(2)),
+        "a waiter hangs"
+    );
+    assert_eq!(ends.stopped.load(Ordering::SeqCst), stopped);
+    took
+}
+
 fn run<W: Workload>(w: &Arc<W>) -> RepetitionResult {
     run_with(w, Duration::from_secs(20), Arc::default()).unwrap()
 }
@@ -121,13 +141,7 @@ fn a_post_handed_to_a_waiter_is_not_counted_too() {
         unit: 20 * MS,
         ends: Ends::default(),
     });
-    let e = run_with(&w, 300 * MS, Arc::default()).unwrap_err();
-    assert!(matches!(e, RunError::Timeout(_)), "{e:?}");
-    assert!(
-        w.ends.wait_for(2, Duration::from_secs(2)),
-        "the waiter hangs"
-    );
-    assert_eq!(w.ends.stopped.load(Ordering::SeqCst), 1);
+    times_out_with_stopped_waiters(&w, &w.ends, 2, 1);
 }
 
 #[test]
@@ -165,13 +179,9 @@ fn a_broadcast_wakes_every_waiter() {
 #[test]
 fn a_signal_wakes_one_waiter_and_the_others_wait_until_the_run_stops() {
     let w = Arc::new(GoSignal::new(3, false, 20 * MS));
-    let started = Instant::now();
-    let e = run_with(&w, 300 * MS, Arc::default()).unwrap_err();
-    assert!(matches!(e, RunError::Timeout(_)), "{e:?}");
-    assert!(started.elapsed() < Duration::from_secs(5));
-    // After the budget, the two waiters still on the condition were woken with Stopped.
-    assert!(w.ends.wait_for(4, Duration::from_secs(2)), "a waiter hangs");
-    assert_eq!(w.ends.stopped.load(Ordering::SeqCst), 2);
+    // After the budget, the two waiters still on the condition are woken with Stopped.
+    let took = times_out_with_stopped_waiters(&w, &w.ends, 4, 2);
+    assert!(took < Duration::from_secs(5));
 }
 
 #[test]
@@ -180,13 +190,7 @@ fn a_signal_sent_while_nobody_waits_is_lost() {
         unit: 20 * MS,
         ends: Ends::default(),
     });
-    let e = run_with(&w, 300 * MS, Arc::default()).unwrap_err();
-    assert!(matches!(e, RunError::Timeout(_)), "{e:?}");
-    assert!(
-        w.ends.wait_for(2, Duration::from_secs(2)),
-        "the waiter hangs"
-    );
-    assert_eq!(w.ends.stopped.load(Ordering::SeqCst), 1);
+    times_out_with_stopped_waiters(&w, &w.ends, 2, 1);
 }
 
 #[test]
