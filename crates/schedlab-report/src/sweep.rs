@@ -127,7 +127,7 @@ pub fn table(record: &RunRecord, keys: &[String]) -> String {
     if record.workload == "chat" {
         out.push('\n');
         let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&chat_seed_table(&rows));
+        out.push_str(&chat_seed_table(&rows, keys));
     }
     if record.interrupted {
         out.push_str("(interrupted: only the repetitions that finished are shown)\n");

@@ -30,7 +30,7 @@ pub fn summary(record: &RunRecord) -> String {
     }
     if record.workload == "chat" {
         let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&chat_seed_table(&rows));
+        out.push_str(&chat_seed_table(&rows, &[]));
         out.push('\n');
     }
     if record.interrupted {
@@ -247,16 +247,19 @@ pub fn count_suffix(v: f64) -> String {
 
 /// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
 /// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
-/// with the means over repetitions.
-pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
-    let mut t = Table::new([
-        "Srvr Nice",
-        "Clnt Nice",
-        "policy/knobs",
-        "msg/sec",
-        "calls to wake_up",
-        "% priority preemptions",
-    ]);
+/// with the means over repetitions. A sweep's other varied keys (`server-work`, `cpus`) come
+/// after `policy/knobs`, so that every row names its whole configuration.
+pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let extra: Vec<&String> = varied
+        .iter()
+        .filter(|k| !matches!(k.as_str(), "policy" | "server.nice" | "client.nice"))
+        .collect();
+    let mut header: Vec<String> = ["Srvr Nice", "Clnt Nice", "policy/knobs"]
+        .map(String::from)
+        .to_vec();
+    header.extend(extra.iter().map(|k| k.to_string()));
+    header.extend(["msg/sec", "calls to wake_up", "% priority preemptions"].map(String::from));
+    let mut t = Table::new(header);
     for c in rows {
         let group = |name: &str| c.groups.iter().find(|g| g.name == name);
         let nice = |name: &str| {
@@ -285,7 +288,7 @@ pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
             }
         }
         let reps = c.repetitions.len().max(1) as f64;
-        t.row([
+        let mut row = vec![
             nice("server"),
             nice("client"),
             if other.is_empty() {
@@ -293,6 +296,9 @@ pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
             } else {
                 other.join(" ")
             },
+        ];
+        row.extend(extra.iter().map(|k| crate::sweep::key_value(c, k)));
+        row.extend([
             c.summary
                 .get("msgs_per_s")
                 .map_or("-".into(), |s| format!("{:.0}", s.mean)),
@@ -303,6 +309,7 @@ pub fn chat_seed_table(rows: &[&ConfigResult]) -> String {
                 .preemption_percent()
                 .map_or("-".into(), |p| format!("{p:.1} %")),
         ]);
+        t.row(row);
     }
     t.render()
 }

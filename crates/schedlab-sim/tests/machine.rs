@@ -209,8 +209,58 @@ fn cpu_time_is_conserved() {
         transport: Transport::Tcp,
         mode: ChatMode::Burst,
         hosting: TaskMode::GroupProcesses,
+        ..Chat::default()
     };
     assert_conserved(&sim(&chat, "cfs", 2, 1, &knobs(&["", ""])).unwrap(), 2);
+}
+
+/// Chat's per-message work is user-space CPU on top of the system calls: with the cost model's
+/// jitter and the tick handler's cost off, each side's CPU time grows by exactly the work times the messages it handles
+/// (the server: each message read and each copy written; a client: each message sent and
+/// received).
+#[test]
+fn chat_per_message_work_is_cpu_time_of_each_side() {
+    let base = Chat {
+        rooms: 2,
+        users: 4,
+        messages: 10,
+        mode: ChatMode::Turns,
+        ..Chat::default()
+    };
+    let worked = Chat {
+        server_work: Duration::from_micros(7),
+        client_work: Duration::from_micros(3),
+        ..base.clone()
+    };
+    let spec: PolicySpec = "cfs".parse().unwrap();
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&["jitter=0,tick=0".into()])
+        .unwrap();
+    let cpu = |w: &Chat| {
+        let r = run_repetition(
+            w,
+            SimSetup {
+                policy: &spec,
+                cpus: 1,
+                cost: &cost,
+                seed: 1,
+                knobs: &knobs(&["", ""]),
+                stop: None,
+                wall_budget: None,
+            },
+        )
+        .unwrap();
+        let ns = |g: &str| (r.counters[g].cpu_time_s * 1e9).round() as i64;
+        (ns("server"), ns("client"))
+    };
+    let (s0, c0) = cpu(&base);
+    let (s1, c1) = cpu(&worked);
+    // 8 users × 10 messages read by the server, 8 × 10 × 3 copies written; a client sends 10
+    // and receives 30.
+    let (reads, copies) = (8 * 10, 8 * 10 * 3);
+    assert_eq!(s1 - s0, (reads + copies) * 7_000, "server CPU ns");
+    assert_eq!(c1 - c0, 8 * (10 + 30) * 3_000, "client CPU ns");
 }
 
 #[test]
@@ -331,6 +381,7 @@ fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
         transport: Transport::Tcp,
         mode: ChatMode::Turns,
         hosting: TaskMode::GroupProcesses,
+        ..Chat::default()
     };
     let k = knobs(&["", "nice=-19"]);
     let stock = sim(&chat, "o1:threshold=0", 1, 1, &k).unwrap();

@@ -24,6 +24,7 @@ use super::params::{
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
+use crate::duration::format_duration;
 use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
@@ -85,6 +86,10 @@ pub struct Chat {
     /// How tasks are hosted: by default the server and the client are two processes, each with
     /// a thread per task, as in the originals.
     pub hosting: TaskMode,
+    /// CPU time the server spends in user space per message it reads and per copy it writes.
+    pub server_work: Duration,
+    /// CPU time a client spends in user space per message it sends and per message it receives.
+    pub client_work: Duration,
 }
 
 impl Default for Chat {
@@ -97,6 +102,8 @@ impl Default for Chat {
             transport: Transport::Tcp,
             mode: ChatMode::Burst,
             hosting: TaskMode::GroupProcesses,
+            server_work: Duration::ZERO,
+            client_work: Duration::ZERO,
         }
     }
 }
@@ -163,6 +170,19 @@ impl Chat {
                 self.transport,
                 "is not accepted; use tcp or unix",
             ));
+        }
+        for (name, work) in [
+            ("server-work", self.server_work),
+            ("client-work", self.client_work),
+        ] {
+            if work > MAX_WORK {
+                return Err(ParamError::value(
+                    NAME,
+                    name,
+                    crate::duration::format_duration(work),
+                    "is not accepted; use 0..1s of CPU per message",
+                ));
+            }
         }
         if self.hosting == TaskMode::Processes {
             return Err(ParamError::value(
@@ -234,7 +254,9 @@ impl Chat {
         let mut buf = vec![0u8; self.size];
         for _ in 0..self.messages {
             ctx.recv(Self::up(user), &mut buf).await?;
+            work(ctx, self.server_work).await;
             for other in members.clone().filter(|&o| o != user) {
+                work(ctx, self.server_work).await;
                 ctx.send(Self::down(other), &buf).await?;
             }
         }
@@ -244,6 +266,7 @@ impl Chat {
     async fn sender<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; self.size];
         for seq in 0..self.messages {
+            work(ctx, self.client_work).await;
             self.encode(&mut buf, user / self.users, user, seq, ctx.now());
             ctx.send(Self::up(user), &buf).await?;
         }
@@ -258,6 +281,7 @@ impl Chat {
         for _ in 0..expected {
             ctx.recv(Self::down(user), &mut buf).await?;
             let sent = self.check(&buf, user, &mut next)?;
+            work(ctx, self.client_work).await;
             ctx.record(
                 "latency_ns",
                 ctx.now().saturating_sub(sent).as_nanos() as f64,
@@ -276,12 +300,14 @@ impl Chat {
         let total = self.users * self.messages;
         while sent + received < total {
             if (sent + received) % self.users == me {
+                work(ctx, self.client_work).await;
                 self.encode(&mut buf, user / self.users, user, sent, ctx.now());
                 ctx.send(Self::up(user), &buf).await?;
                 sent += 1;
             } else {
                 ctx.recv(Self::down(user), &mut buf).await?;
                 let at = self.check(&buf, user, &mut next)?;
+                work(ctx, self.client_work).await;
                 ctx.record("latency_ns", ctx.now().saturating_sub(at).as_nanos() as f64);
                 received += 1;
             }
@@ -292,7 +318,18 @@ impl Chat {
     }
 }
 
+/// Burn `cpu` of CPU time for one message's user-space work; nothing when it is zero, so that
+/// chat without work makes exactly the system calls it always made.
+async fn work<C: Context>(ctx: &C, cpu: Duration) {
+    if !cpu.is_zero() {
+        ctx.compute(cpu).await;
+    }
+}
+
 const NAME: &str = "chat";
+
+/// The most user-space work per message.
+const MAX_WORK: Duration = Duration::from_secs(1);
 
 /// The most rooms.
 const MAX_ROOMS: usize = MAX_TASKS / 6;
@@ -317,6 +354,20 @@ const PARAMS: &[ParamDef] = &[
         "burst|turns",
         "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
     ),
+    ParamDef::value(
+        "server-work",
+        "0",
+        "20us",
+        "CPU the server spends in user space per message it reads and per copy it writes (VolanoMark's Java server; IBM chat's C server does ~0).",
+    )
+    .hyphen_values(),
+    ParamDef::value(
+        "client-work",
+        "0",
+        "20us",
+        "CPU a client spends in user space per message it sends and per message it receives.",
+    )
+    .hyphen_values(),
     ParamDef::tasks(
         "group-processes",
         "group-processes|threads",
@@ -341,6 +392,12 @@ impl Preset for Chat {
             "transport" => self.transport = parse_with(NAME, value, str::parse)?,
             "mode" => self.mode = parse_with(NAME, value, str::parse)?,
             "tasks" => self.hosting = parse_with(NAME, value, str::parse)?,
+            "server-work" => {
+                self.server_work = parse_with(NAME, value, crate::duration::parse_duration)?
+            }
+            "client-work" => {
+                self.client_work = parse_with(NAME, value, crate::duration::parse_duration)?
+            }
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         Ok(())
@@ -365,6 +422,8 @@ impl Workload for Chat {
             ("transport".into(), self.transport.to_string()),
             ("mode".into(), self.mode.to_string()),
             ("tasks".into(), self.hosting.to_string()),
+            ("server-work".into(), format_duration(self.server_work)),
+            ("client-work".into(), format_duration(self.client_work)),
         ])
     }
 
