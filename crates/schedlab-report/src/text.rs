@@ -247,7 +247,9 @@ pub fn count_suffix(v: f64) -> String {
 
 /// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
 /// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
-/// with the means over repetitions. A sweep's other varied keys (`server-work`, `cpus`) come
+/// with the means over repetitions, and the preemptions split into those that switched at once
+/// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
+/// where the counters tell them apart (the simulator; `-` on the real kernel). A sweep's other varied keys (`server-work`, `cpus`) come
 /// after `policy/knobs`, so that every row names its whole configuration.
 pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     let extra: Vec<&String> = varied
@@ -258,7 +260,16 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
         .map(String::from)
         .to_vec();
     header.extend(extra.iter().map(|k| k.to_string()));
-    header.extend(["msg/sec", "calls to wake_up", "% priority preemptions"].map(String::from));
+    header.extend(
+        [
+            "msg/sec",
+            "calls to wake_up",
+            "% priority preemptions",
+            "at once",
+            "at return",
+        ]
+        .map(String::from),
+    );
     let mut t = Table::new(header);
     for c in rows {
         let group = |name: &str| c.groups.iter().find(|g| g.name == name);
@@ -309,6 +320,9 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
                 .preemption_percent()
                 .map_or("-".into(), |p| format!("{p:.1} %")),
         ]);
+        let split = total.preemption_split_percent();
+        row.push(split.map_or("-".into(), |(now, _)| format!("{now:.1} %")));
+        row.push(split.map_or("-".into(), |(_, ret)| format!("{ret:.1} %")));
         t.row(row);
     }
     t.render()

@@ -405,6 +405,37 @@ fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
     }
 }
 
+/// Preemptions split into those on the waker's own CPU (at its return to user mode) and those
+/// on another CPU (switched at once by the IPI): on one CPU every wakeup preemption is of the
+/// first kind; on several, both kinds occur and they add up to the total.
+#[test]
+fn preemptions_split_into_at_once_and_at_return() {
+    let chat = Chat {
+        rooms: 2,
+        users: 5,
+        messages: 40,
+        mode: ChatMode::Turns,
+        ..Chat::default()
+    };
+    let k = knobs(&["", "nice=-19"]);
+    let up = sim(&chat, "o1:threshold=0", 1, 1, &k).unwrap();
+    let t = &up.counters["total"];
+    assert!(t.wakeup_preemptions.unwrap() > 0, "{t:?}");
+    assert_eq!(t.preemptions_at_once, Some(0), "{t:?}");
+    assert_eq!(t.preemptions_at_return, t.wakeup_preemptions, "{t:?}");
+    let smp = sim(&chat, "o1:threshold=0", 4, 1, &k).unwrap();
+    for (group, c) in &smp.counters {
+        let (now, ret) = (
+            c.preemptions_at_once.unwrap(),
+            c.preemptions_at_return.unwrap(),
+        );
+        assert_eq!(now + ret, c.wakeup_preemptions.unwrap(), "{group}: {c:?}");
+    }
+    let t = &smp.counters["total"];
+    assert!(t.preemptions_at_once.unwrap() > 0, "{t:?}");
+    assert!(t.preemptions_at_return.unwrap() > 0, "{t:?}");
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

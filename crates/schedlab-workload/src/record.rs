@@ -99,8 +99,25 @@ pub struct Counters {
     pub wakeups: Option<u64>,
     /// Wakeups of these tasks that preempted the task running on the target CPU.
     pub wakeup_preemptions: Option<u64>,
+    /// Of [`Counters::wakeup_preemptions`], those where the wakee's CPU was another CPU (or a
+    /// timer fired there): it was interrupted (a reschedule IPI) and switched at once. Only the
+    /// simulator tells the two kinds apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions_at_once: Option<u64>,
+    /// Of [`Counters::wakeup_preemptions`], those on the waker's own CPU: need_resched was set
+    /// and the switch came as the waker's system call returned to user mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions_at_return: Option<u64>,
     /// CPU time consumed, in seconds.
     pub cpu_time_s: f64,
+}
+
+/// `part` as a percentage of `wakeups`, when both are known and there were wakeups.
+fn percent_of_wakeups(wakeups: Option<u64>, part: Option<u64>) -> Option<f64> {
+    match (wakeups, part) {
+        (Some(w), Some(p)) if w > 0 => Some(100.0 * p as f64 / w as f64),
+        _ => None,
+    }
 }
 
 impl Counters {
@@ -118,15 +135,23 @@ impl Counters {
         add(&mut self.migrations, other.migrations);
         add(&mut self.wakeups, other.wakeups);
         add(&mut self.wakeup_preemptions, other.wakeup_preemptions);
+        add(&mut self.preemptions_at_once, other.preemptions_at_once);
+        add(&mut self.preemptions_at_return, other.preemptions_at_return);
         self.cpu_time_s += other.cpu_time_s;
     }
 
     /// Share of wakeups that preempted the running task, in percent.
     pub fn preemption_percent(&self) -> Option<f64> {
-        match (self.wakeups, self.wakeup_preemptions) {
-            (Some(w), Some(p)) if w > 0 => Some(100.0 * p as f64 / w as f64),
-            _ => None,
-        }
+        percent_of_wakeups(self.wakeups, self.wakeup_preemptions)
+    }
+
+    /// Shares of wakeups that preempted at once and at the waker's return to user mode, in
+    /// percent (`None` where the source cannot tell them apart).
+    pub fn preemption_split_percent(&self) -> Option<(f64, f64)> {
+        Some((
+            percent_of_wakeups(self.wakeups, self.preemptions_at_once)?,
+            percent_of_wakeups(self.wakeups, self.preemptions_at_return)?,
+        ))
     }
 }
 
@@ -338,6 +363,8 @@ mod tests {
             Counters {
                 wakeups: Some(10),
                 wakeup_preemptions: Some(3),
+                preemptions_at_once: Some(1),
+                preemptions_at_return: Some(2),
                 ..Default::default()
             },
         );

@@ -100,6 +100,8 @@ impl Machine<'_> {
                 migrations: Some(t.migrations),
                 wakeups: Some(t.wakeups),
                 wakeup_preemptions: Some(t.wakeup_preemptions),
+                preemptions_at_once: Some(t.preemptions_at_once),
+                preemptions_at_return: Some(t.wakeup_preemptions - t.preemptions_at_once),
                 cpu_time_s: secs(t.cpu_ns),
             };
             counters

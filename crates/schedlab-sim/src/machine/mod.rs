@@ -272,6 +272,8 @@ struct Task {
     migrations: u64,
     wakeups: u64,
     wakeup_preemptions: u64,
+    /// Of `wakeup_preemptions`, those on another CPU than the waker's (switched at once).
+    preemptions_at_once: u64,
     /// Signalled while between [`Effect::CondWait`] and [`Effect::CondSleep`] (still on its
     /// CPU): it does not sleep.
     cond_signalled: bool,
@@ -469,6 +471,7 @@ impl<'a> Machine<'a> {
                 migrations: 0,
                 wakeups: 0,
                 wakeup_preemptions: 0,
+                preemptions_at_once: 0,
                 cond_signalled: false,
             });
         }

@@ -125,6 +125,9 @@ impl Machine<'_> {
                 if self.policy.wakeup_preempt(&view!(self), cpu, c, t) {
                     if !start {
                         self.tasks[t].wakeup_preemptions += 1;
+                        if waker != Some(cpu) {
+                            self.tasks[t].preemptions_at_once += 1;
+                        }
                     }
                     self.resched(cpu, waker);
                 }
