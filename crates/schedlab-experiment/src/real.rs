@@ -204,11 +204,11 @@ impl Backend for RealBackend {
         host::check_task_room(most_tasks).map_err(|e| ExperimentError::Host(e.to_string()))?;
         for c in configs {
             let plan = c.workload.plan();
-            host::raise_fd_limit((plan.channels * 2 + plan.total_tasks() * 2 + 64) as u64)
+            host::raise_fd_limit((plan.all_channels() * 2 + plan.total_tasks() * 2 + 64) as u64)
                 .map_err(|e| {
                     ExperimentError::Backend(format!(
                         "{e}; raise it, e.g. `ulimit -n {}`",
-                        plan.channels * 2 + plan.total_tasks() * 2 + 64
+                        plan.all_channels() * 2 + plan.total_tasks() * 2 + 64
                     ))
                 })?;
         }
@@ -362,6 +362,7 @@ mod tests {
                     barriers: vec![2],
                     semaphores: Vec::new(),
                     conds: 1,
+                    queues: 0,
                 },
                 ..MockWorkload::default().plan()
             }

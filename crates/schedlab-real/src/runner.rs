@@ -403,8 +403,9 @@ pub fn run_repetition<W: Workload>(
     }
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
-    let channels =
-        Channels::create(plan.transport, plan.channels, plan.duplex, &scratch).map_err(|e| {
+    let channels = Channels::create(plan.transport, plan.channels, plan.duplex, &scratch)
+        .and_then(|mut c| c.add_pipes(plan.sync.queues).map(|()| c))
+        .map_err(|e| {
             RunError::Setup(format!(
                 "creating {} {} channels: {e}{}",
                 plan.channels,
@@ -421,7 +422,7 @@ pub fn run_repetition<W: Workload>(
         // A TCP write of one message can be split when the socket buffer fills, and another
         // writer's bytes could then land in between: writers of a TCP channel take turns.
         write_locks: (plan.transport == schedlab_workload::Transport::Tcp).then(|| {
-            (0..plan.channels)
+            (0..plan.all_channels())
                 .map(|_| parking_lot::Mutex::new(()))
                 .collect()
         }),
@@ -1566,6 +1567,7 @@ mod hosting_tests {
             barriers: vec![2],
             semaphores: vec![0],
             conds: 1,
+            queues: 0,
         };
         for mode in [
             TaskMode::Threads,

@@ -298,6 +298,7 @@ mod tests {
             barriers: vec![3],
             semaphores: vec![0],
             conds: 1,
+            queues: 0,
         });
         let lock = Arc::new(<parking_lot::RawMutex as lock_api::RawMutex>::INIT);
         let waiters: Vec<_> = (0..3)

@@ -51,6 +51,16 @@ impl Channels {
         Ok(ch)
     }
 
+    /// Add `count` pipe channels after the others: a plan's in-process queues.
+    pub fn add_pipes(&mut self, count: usize) -> io::Result<()> {
+        for _ in 0..count {
+            let pair = crate::sys::pipe()?;
+            self.owned.extend([pair.0, pair.1]);
+            self.ends.push(pair);
+        }
+        Ok(())
+    }
+
     /// The descriptor a receiver reads channel `i` from.
     pub fn read_fd(&self, i: usize) -> i32 {
         self.ends[i].0

@@ -549,6 +549,7 @@ impl<'a> Compiler<'a> {
                 barriers: barrier_parties,
                 semaphores: initial,
                 conds,
+                queues: 0,
             },
             mode,
             transport,

@@ -7,7 +7,8 @@ use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
 use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
 use schedlab_workload::presets::{
-    BenchKind, Chat, ChatMode, Interbench, LoadKind, Messaging, Outcome, PingPong, Yield,
+    BenchKind, Chat, ChatMode, ChatServer, Interbench, LoadKind, Messaging, Outcome, PingPong,
+    Yield,
 };
 use schedlab_workload::record::{Better, MetricDef};
 use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
@@ -215,7 +216,8 @@ fn cpu_time_is_conserved() {
 }
 
 /// Chat's per-message work is user-space CPU on top of the system calls: with the cost model's
-/// jitter and the tick handler's cost off, each side's CPU time grows by exactly the work times the messages it handles
+/// jitter off and nothing that depends on the schedule charged (tick, switch, wakeup, runqueue
+/// lock, migration), each side's CPU time grows by exactly the work times the messages it handles
 /// (the server: each message read and each copy written; a client: each message sent and
 /// received).
 #[test]
@@ -235,7 +237,7 @@ fn chat_per_message_work_is_cpu_time_of_each_side() {
     let spec: PolicySpec = "cfs".parse().unwrap();
     let cost = CostModel::profile("modern")
         .unwrap()
-        .with_overrides(&["jitter=0,tick=0".into()])
+        .with_overrides(&["jitter=0,tick=0,switch=0,wakeup=0,rq_lock=0,migration=0".into()])
         .unwrap();
     let cpu = |w: &Chat| {
         let r = run_repetition(
@@ -254,13 +256,22 @@ fn chat_per_message_work_is_cpu_time_of_each_side() {
         let ns = |g: &str| (r.counters[g].cpu_time_s * 1e9).round() as i64;
         (ns("server"), ns("client"))
     };
-    let (s0, c0) = cpu(&base);
-    let (s1, c1) = cpu(&worked);
     // 8 users × 10 messages read by the server, 8 × 10 × 3 copies written; a client sends 10
-    // and receives 30.
+    // and receives 30. The same with VolanoChat's server, whose readers do the first and its
+    // writers the second.
     let (reads, copies) = (8 * 10, 8 * 10 * 3);
-    assert_eq!(s1 - s0, (reads + copies) * 7_000, "server CPU ns");
-    assert_eq!(c1 - c0, 8 * (10 + 30) * 3_000, "client CPU ns");
+    for server in [ChatServer::Relay, ChatServer::Volano] {
+        let (s0, c0) = cpu(&Chat {
+            server,
+            ..base.clone()
+        });
+        let (s1, c1) = cpu(&Chat {
+            server,
+            ..worked.clone()
+        });
+        assert_eq!(s1 - s0, (reads + copies) * 7_000, "{server}: server CPU ns");
+        assert_eq!(c1 - c0, 8 * (10 + 30) * 3_000, "{server}: client CPU ns");
+    }
 }
 
 #[test]
@@ -474,12 +485,19 @@ fn every_policy_runs_every_workload_on_several_cpus() {
             messages: 10,
             ..Chat::default()
         };
-        let r = sim(&chat, policy, 2, 2, &knobs(&["", ""])).unwrap();
-        let m = chat
-            .metrics(&r.outcome)
-            .unwrap_or_else(|e| panic!("{policy}: {e}"));
-        assert!(m["messages"] > 0.0, "{policy}: {m:?}");
-        assert_conserved(&r, 2);
+        for server in [ChatServer::Relay, ChatServer::Volano] {
+            let chat = Chat {
+                server,
+                ..chat.clone()
+            };
+            let r = sim(&chat, policy, 2, 2, &knobs(&["", ""])).unwrap();
+            // metrics() fails unless every client got every message, checked and in order.
+            let m = chat
+                .metrics(&r.outcome)
+                .unwrap_or_else(|e| panic!("{policy} {server}: {e}"));
+            assert_eq!(m["messages"], 8.0 * 10.0 * 4.0, "{policy} {server}: {m:?}");
+            assert_conserved(&r, 2);
+        }
         let ib = Interbench {
             bench: BenchKind::Audio,
             load: LoadKind::Burn,

@@ -125,8 +125,9 @@ pub struct Plan {
     pub transport: Transport,
 }
 
-/// The synchronisation objects of a plan besides its locks: barriers, semaphores and condition
-/// variables (workload files and rt-app's events use them; the presets use none).
+/// The synchronisation objects of a plan besides its locks: barriers, semaphores, condition
+/// variables (workload files and rt-app's events use them) and in-process message queues (chat's
+/// VolanoChat server uses them).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SyncPlan {
     /// Per barrier ([`crate::BarrierId`] 0..), how many tasks it waits for.
@@ -135,16 +136,28 @@ pub struct SyncPlan {
     pub semaphores: Vec<u32>,
     /// Number of condition variables ([`crate::CondId`] 0..conds).
     pub conds: usize,
+    /// Number of in-process message queues: channels `Plan::channels ..` after the plan's own,
+    /// written and read like them but carried by a pipe whatever the plan's transport (a queue
+    /// between the threads of one program: a pipe's write and read stand for the append under
+    /// the queue's lock and the take, and a reader that finds it empty sleeps until a writer
+    /// appends, as on a condition variable). Pipes work between processes too, so queues need
+    /// no particular hosting.
+    pub queues: usize,
 }
 
 impl SyncPlan {
-    /// Whether the plan has no barrier, semaphore or condition variable.
+    /// Whether the plan has no barrier, semaphore or condition variable (queues aside).
     pub fn is_empty(&self) -> bool {
         self.barriers.is_empty() && self.semaphores.is_empty() && self.conds == 0
     }
 }
 
 impl Plan {
+    /// Channels and in-process queues together: the [`crate::ChannelId`]s a body may use.
+    pub fn all_channels(&self) -> usize {
+        self.channels + self.sync.queues
+    }
+
     /// Total number of tasks.
     pub fn total_tasks(&self) -> usize {
         self.groups.iter().map(|g| g.tasks).sum()

@@ -582,13 +582,18 @@ fn every_command_has_help() {
 }
 
 #[test]
-fn chat_accounts_for_every_message_in_both_modes_and_transports() {
+fn chat_accounts_for_every_message_in_both_modes_transports_and_servers() {
     let _serial = serial();
     let (rooms, users, messages) = (2usize, 4usize, 10usize);
     let expected = rooms * users * messages * users; // sent + received (users − 1 each)
     for mode in ["burst", "turns"] {
         for transport in ["tcp", "unix"] {
-            for tasks in ["group-processes", "threads"] {
+            for (tasks, server) in [
+                ("group-processes", "relay"),
+                ("threads", "relay"),
+                ("group-processes", "volano"),
+                ("threads", "volano"),
+            ] {
                 let rec = run_json(
                     &[
                         "run",
@@ -607,19 +612,23 @@ fn chat_accounts_for_every_message_in_both_modes_and_transports() {
                         transport,
                         "--tasks",
                         tasks,
+                        "--server",
+                        server,
                     ],
-                    &format!("chat-{mode}-{transport}-{tasks}"),
+                    &format!("chat-{mode}-{transport}-{tasks}-{server}"),
                 );
                 assert_eq!(
                     metric(&rec, 0, 0, "messages"),
                     expected as f64,
-                    "{mode} {transport} {tasks}"
+                    "{mode} {transport} {tasks} {server}"
                 );
                 assert!(metric(&rec, 0, 0, "msgs_per_s") > 0.0);
                 let p50 = metric(&rec, 0, 0, "latency_p50");
                 assert!(p50 > 0.0 && p50 <= metric(&rec, 0, 0, "latency_max"));
                 let groups = &rec.configs[0].groups;
-                assert_eq!(groups[0].tasks, rooms * users);
+                // VolanoChat's server has a reader and a writer per connection.
+                let per_connection = if server == "volano" { 2 } else { 1 };
+                assert_eq!(groups[0].tasks, per_connection * rooms * users);
                 assert_eq!(
                     groups[1].tasks,
                     if mode == "burst" {

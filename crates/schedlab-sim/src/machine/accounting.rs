@@ -25,6 +25,16 @@ impl Machine<'_> {
         base - span + r
     }
 
+    /// Kernel work per message on channel `ch`: the plan's transport for its own channels, a
+    /// pipe's for its in-process queues.
+    pub(super) fn channel_msg_cost(&self, ch: usize) -> u64 {
+        if ch < self.plan_channels {
+            self.msg_cost
+        } else {
+            self.cost.msg
+        }
+    }
+
     pub(super) fn copy_cost(&mut self, bytes: usize) -> u64 {
         let base = (bytes as u64 * self.cost.copy_per_kib).div_ceil(1024);
         self.c(base)

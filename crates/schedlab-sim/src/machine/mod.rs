@@ -372,6 +372,9 @@ struct Machine<'a> {
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
     msg_cost: u64,
+    /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
+    /// in-process queues, charged as pipe messages.
+    plan_channels: usize,
     /// The cost model's jitter in parts per million.
     jitter_ppm: u64,
     shared: &'a Shared,
@@ -410,7 +413,9 @@ impl<'a> Machine<'a> {
             curr: vec![None; setup.cpus],
             nr_running: vec![0; setup.cpus],
             tasks: Vec::new(),
-            channels: (0..plan.channels).map(|_| Channel::default()).collect(),
+            channels: (0..plan.all_channels())
+                .map(|_| Channel::default())
+                .collect(),
             locks: (0..plan.locks).map(|_| SimLock::default()).collect(),
             barriers: (plan.sync.barriers.iter())
                 .map(|&parties| SimBarrier {
@@ -431,6 +436,7 @@ impl<'a> Machine<'a> {
             } else {
                 setup.cost.msg
             },
+            plan_channels: plan.channels,
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,
             exec,

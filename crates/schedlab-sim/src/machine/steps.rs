@@ -233,10 +233,13 @@ impl Machine<'_> {
             Op::Compute(ns) => (ns, Effect::Resume),
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
-                let m = self.c(self.msg_cost);
+                let m = self.c(self.channel_msg_cost(ch));
                 (syscall + m + self.copy_cost(len), Effect::Send(ch))
             }
-            Op::Recv(ch, len) => (syscall + self.c(self.msg_cost), Effect::Recv(ch, len)),
+            Op::Recv(ch, len) => (
+                syscall + self.c(self.channel_msg_cost(ch)),
+                Effect::Recv(ch, len),
+            ),
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
             Op::Lock(l) => (syscall, Effect::Lock(l)),

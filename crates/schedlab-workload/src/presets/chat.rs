@@ -1,13 +1,38 @@
 //! `chat` — the chat-room benchmarks of seeds 000 and 002: VolanoMark (jgneff/volano) and IBM's
 //! chat_s/chat_c, over loopback TCP (TCP_NODELAY) or UNIX stream sockets.
 //!
-//! `rooms` rooms of `users` users; every user has one connection to the server, whose task for
-//! that connection reads each message and writes it to every *other* member of the room.
+//! `rooms` rooms of `users` users; every user has one connection to the server, which relays
+//! each message to every *other* member of the room. The server is built one of two ways:
+//!
+//! - `relay` (IBM chat_s, the default): one task per connection reads a message and writes it
+//!   to every other member itself.
+//! - `volano` (VolanoChat, the server VolanoMark drives): per connection a reader task, which
+//!   appends each message it reads to the outgoing queue of every other member, and a writer
+//!   task, which takes its connection's queued messages and writes them to the client. The
+//!   two-threads-per-connection structure is how VolanoMark's server is described in the
+//!   literature on it (a thread reading and a thread writing each socket, hence its thread counts
+//!   of twice the connections); we could not read VolanoChat's source, which is closed. The
+//!   queue is an in-process pipe ([`crate::plan::SyncPlan::queues`]): the Java server's queue
+//!   append and take (under a monitor, `notify` waking a sleeping writer) cost a pipe write and
+//!   read here — a little more kernel work than a futex, the same wakeups.
+//!
+//! Per-message work (`server-work`, `client-work`, default 0): user-space CPU time each side
+//! burns per socket operation — the server per message it reads and per copy it writes, a
+//! client per message it sends and per message it receives. IBM chat's C programs do
+//! essentially none; VolanoMark's Java server and client parse, allocate and format each
+//! message. No published per-message figure for VolanoMark 2.1.2 on IBM's JVM 1.3.1 was found,
+//! so docs/experiments.md derives one from seed 000's own default row once and says so: 13,183
+//! msg/s on one PIII-700 is 75.9 µs of CPU per message counted; the simulated kernel path of the
+//! `volano` server costs 40.0 µs of it on the `piii-700` profile (25,030 msg/s with no work), so
+//! the JVMs spent about 36 µs per message counted, two socket operations (one per side) per
+//! message counted: 18 µs per operation, split equally between server and client for want of a
+//! measurement. The other rows and both counter columns are then predictions, not fits.
 //!
 //! - `burst` (IBM chat_c/chat_s): per user a send task that sends all its `messages` without
 //!   waiting and a receive task that expects `(users − 1) × messages`.
 //! - `turns` (VolanoMark with `-pause 0`): one task per user; a user sends when
-//!   `(sent + received) mod users` is its index, so one broadcast per room is in flight.
+//!   `(sent + received) mod users` is its index: a user sends as soon as the message before its
+//!   turn has reached it, so broadcasts of one room overlap only while one is being delivered.
 //!
 //! Throughput = (messages sent + messages received by clients) / elapsed seconds, as both
 //! originals define it. Each message carries room, sender, sequence number and send time: every
@@ -16,7 +41,8 @@
 //! reports.
 //!
 //! Channels: user `u` (global index) has channel `2u` (client → server) and `2u + 1`
-//! (server → client), the two directions of one connection ([`Plan::duplex`]).
+//! (server → client), the two directions of one connection ([`Plan::duplex`]); with the
+//! `volano` server, queue `2 × users + u` holds the messages waiting for `u`'s writer.
 
 use super::params::{
     check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
@@ -36,6 +62,40 @@ use std::time::Duration;
 
 /// Bytes of the header every chat message carries: room, sender, sequence, send time.
 pub const CHAT_HEADER: usize = 16;
+
+/// How the server is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChatServer {
+    /// One thread per connection reads each message and writes it to every other member itself
+    /// (IBM chat_s).
+    Relay,
+    /// VolanoChat's server: per connection a reader thread, which appends each message it reads
+    /// to the outgoing queue of every other member, and a writer thread, which writes what its
+    /// connection's queue holds — several messages per wakeup when it was not preempted meanwhile.
+    Volano,
+}
+
+impl fmt::Display for ChatServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ChatServer::Relay => "relay",
+            ChatServer::Volano => "volano",
+        })
+    }
+}
+
+impl FromStr for ChatServer {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s {
+            "relay" => Ok(ChatServer::Relay),
+            "volano" => Ok(ChatServer::Volano),
+            _ => Err(ValueError(format!(
+                "server '{s}' is not accepted; use relay (a thread per connection writes to every member) or volano (a reader and a writer thread per connection, with queues)"
+            ))),
+        }
+    }
+}
 
 /// How users pace their messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +146,8 @@ pub struct Chat {
     /// How tasks are hosted: by default the server and the client are two processes, each with
     /// a thread per task, as in the originals.
     pub hosting: TaskMode,
+    /// relay or volano.
+    pub server: ChatServer,
     /// CPU time the server spends in user space per message it reads and per copy it writes.
     pub server_work: Duration,
     /// CPU time a client spends in user space per message it sends and per message it receives.
@@ -102,6 +164,7 @@ impl Default for Chat {
             transport: Transport::Tcp,
             mode: ChatMode::Burst,
             hosting: TaskMode::GroupProcesses,
+            server: ChatServer::Relay,
             server_work: Duration::ZERO,
             client_work: Duration::ZERO,
         }
@@ -139,12 +202,16 @@ impl Chat {
                 ));
             }
         }
+        let (per_user, formula) = match self.server {
+            ChatServer::Relay => (3, "3 × rooms × users"),
+            ChatServer::Volano => (4, "4 × rooms × users"),
+        };
         check_product(
             NAME,
             &["rooms", "users"],
             "tasks",
-            "3 × rooms × users",
-            &[3, self.rooms, self.users],
+            formula,
+            &[per_user, self.rooms, self.users],
             MAX_TASKS as u128,
         )?;
         check_product(
@@ -217,6 +284,11 @@ impl Chat {
         ChannelId(2 * user + 1)
     }
 
+    /// The outgoing queue of user `user`'s connection in the VolanoChat server.
+    fn queue(&self, user: usize) -> ChannelId {
+        ChannelId(2 * self.total_users() + user)
+    }
+
     fn encode(&self, buf: &mut [u8], room: usize, user: usize, seq: usize, now: Duration) {
         buf[0..2].copy_from_slice(&(room as u16).to_le_bytes());
         buf[2..4].copy_from_slice(&((user % self.users) as u16).to_le_bytes());
@@ -259,6 +331,34 @@ impl Chat {
                 work(ctx, self.server_work).await;
                 ctx.send(Self::down(other), &buf).await?;
             }
+        }
+        Ok(())
+    }
+
+    /// VolanoChat's reader thread for `user`'s connection: read, work, queue a copy for every
+    /// other member.
+    async fn volano_reader<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let room = user / self.users;
+        let members = room * self.users..(room + 1) * self.users;
+        let mut buf = vec![0u8; self.size];
+        for _ in 0..self.messages {
+            ctx.recv(Self::up(user), &mut buf).await?;
+            work(ctx, self.server_work).await;
+            for other in members.clone().filter(|&o| o != user) {
+                ctx.send(self.queue(other), &buf).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// VolanoChat's writer thread for `user`'s connection: take each queued message, work,
+    /// write it to the client.
+    async fn volano_writer<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = vec![0u8; self.size];
+        for _ in 0..(self.users - 1) * self.messages {
+            ctx.recv(self.queue(user), &mut buf).await?;
+            work(ctx, self.server_work).await;
+            ctx.send(Self::down(user), &buf).await?;
         }
         Ok(())
     }
@@ -355,6 +455,12 @@ const PARAMS: &[ParamDef] = &[
         "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
     ),
     ParamDef::value(
+        "server",
+        "relay",
+        "relay|volano",
+        "relay (a thread per connection writes each message to every member: IBM chat_s) or volano (a reader and a writer thread per connection with outgoing queues: VolanoChat).",
+    ),
+    ParamDef::value(
         "server-work",
         "0",
         "20us",
@@ -392,6 +498,7 @@ impl Preset for Chat {
             "transport" => self.transport = parse_with(NAME, value, str::parse)?,
             "mode" => self.mode = parse_with(NAME, value, str::parse)?,
             "tasks" => self.hosting = parse_with(NAME, value, str::parse)?,
+            "server" => self.server = parse_with(NAME, value, str::parse)?,
             "server-work" => {
                 self.server_work = parse_with(NAME, value, crate::duration::parse_duration)?
             }
@@ -422,6 +529,7 @@ impl Workload for Chat {
             ("transport".into(), self.transport.to_string()),
             ("mode".into(), self.mode.to_string()),
             ("tasks".into(), self.hosting.to_string()),
+            ("server".into(), self.server.to_string()),
             ("server-work".into(), format_duration(self.server_work)),
             ("client-work".into(), format_duration(self.client_work)),
         ])
@@ -433,11 +541,15 @@ impl Workload for Chat {
             ChatMode::Burst => 2 * n,
             ChatMode::Turns => n,
         };
+        let (servers, queues) = match self.server {
+            ChatServer::Relay => (n, 0),
+            ChatServer::Volano => (2 * n, n),
+        };
         Plan {
             groups: vec![
                 GroupPlan {
                     name: "server",
-                    tasks: n,
+                    tasks: servers,
                 },
                 GroupPlan {
                     name: "client",
@@ -447,17 +559,25 @@ impl Workload for Chat {
             channels: 2 * n,
             duplex: true,
             locks: 0,
-            sync: SyncPlan::default(),
+            sync: SyncPlan {
+                queues,
+                ..SyncPlan::default()
+            },
             mode: self.hosting,
             transport: self.transport,
         }
     }
 
-    /// Server tasks first (the server listens before clients connect), then the clients.
+    /// Server tasks first (the server listens before clients connect; VolanoChat's readers,
+    /// then its writers), then the clients.
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let n = self.total_users();
         match (task.group, self.mode) {
-            (0, _) => self.server(task.index, ctx).await,
+            (0, _) => match self.server {
+                ChatServer::Relay => self.server(task.index, ctx).await,
+                ChatServer::Volano if task.index < n => self.volano_reader(task.index, ctx).await,
+                ChatServer::Volano => self.volano_writer(task.index - n, ctx).await,
+            },
             (_, ChatMode::Turns) => self.taker(task.index, ctx).await,
             (_, ChatMode::Burst) if task.index < n => self.sender(task.index, ctx).await,
             (_, ChatMode::Burst) => self.receiver(task.index - n, ctx).await,

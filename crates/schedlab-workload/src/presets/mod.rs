@@ -8,7 +8,7 @@ pub mod params;
 mod pingpong;
 mod sched_yield;
 
-pub use chat::{Chat, ChatMode, CHAT_HEADER};
+pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
 pub use params::{
