@@ -1107,6 +1107,10 @@ fn supervise(
             let t = tc.per_tid.get(&r.tid).copied().unwrap_or_default();
             c.wakeups = Some(t.wakeups);
             c.wakeup_preemptions = Some(t.wakeup_preemptions);
+            if tc.waker_cpus {
+                c.preemptions_at_return = Some(t.preemptions_on_waker_cpu);
+                c.preemptions_at_once = Some(t.wakeup_preemptions - t.preemptions_on_waker_cpu);
+            }
         }
         counters
             .entry(plan.groups[task.group].name.to_string())

@@ -249,7 +249,8 @@ pub fn count_suffix(v: f64) -> String {
 /// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
 /// with the means over repetitions, and the preemptions split into those that switched at once
 /// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
-/// where the counters tell them apart (the simulator; `-` on the real kernel). A sweep's other varied keys (`server-work`, `cpus`) come
+/// where the counters tell them apart (`-` where they do not: a real kernel without
+/// `sched_waking`). A sweep's other varied keys (`server-work`, `cpus`) come
 /// after `policy/knobs`, so that every row names its whole configuration.
 pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     let extra: Vec<&String> = varied

@@ -100,12 +100,13 @@ pub struct Counters {
     /// Wakeups of these tasks that preempted the task running on the target CPU.
     pub wakeup_preemptions: Option<u64>,
     /// Of [`Counters::wakeup_preemptions`], those where the wakee's CPU was another CPU (or a
-    /// timer fired there): it was interrupted (a reschedule IPI) and switched at once. Only the
-    /// simulator tells the two kinds apart.
+    /// timer fired there): it was interrupted (a reschedule IPI) and switched at once. The real
+    /// backend tells the kinds apart by the CPU `sched_waking` fired on, when it is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions_at_once: Option<u64>,
     /// Of [`Counters::wakeup_preemptions`], those on the waker's own CPU: need_resched was set
-    /// and the switch came as the waker's system call returned to user mode.
+    /// and the switch came at the waker's next preemption point — its return to user mode (on a
+    /// real kernel built with full preemption, possibly earlier, in the kernel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions_at_return: Option<u64>,
     /// CPU time consumed, in seconds.

@@ -14,6 +14,8 @@ struct TidState {
     pending_cpu: Option<u32>,
     /// Seen switched in on this CPU and not switched out since.
     running_cpu: Option<u32>,
+    /// The CPU its last `sched_waking` fired on (the waker's), until it is switched in.
+    waker_cpu: Option<u32>,
 }
 
 /// Replays events in trace order and counts, per traced tid.
@@ -42,10 +44,15 @@ impl Counter {
 
     fn event(&mut self, ev: Event) {
         match ev {
-            Event::Waking { pid, target_cpu } => {
+            Event::Waking {
+                pid,
+                target_cpu,
+                cpu,
+            } => {
                 if let Some(i) = self.slot(pid) {
                     let s = &mut self.states[i];
                     s.counts.wakeups += 1;
+                    s.waker_cpu = Some(cpu);
                     s.pending_cpu = if s.running_cpu.is_some() {
                         None
                     } else {
@@ -83,8 +90,12 @@ impl Counter {
                     let s = &mut self.states[i];
                     if s.pending_cpu == Some(cpu) && prev_pid != 0 && prev_runnable {
                         s.counts.wakeup_preemptions += 1;
+                        if s.waker_cpu == Some(cpu) {
+                            s.counts.preemptions_on_waker_cpu += 1;
+                        }
                     }
                     s.pending_cpu = None;
+                    s.waker_cpu = None;
                     s.running_cpu = Some(cpu);
                 }
             }
@@ -112,7 +123,11 @@ impl Counter {
             .zip(&self.states)
             .map(|(&t, s)| (t, s.counts))
             .collect();
-        TraceCounts { per_tid, lost }
+        TraceCounts {
+            per_tid,
+            lost,
+            waker_cpus: self.count_waking,
+        }
     }
 }
 
@@ -137,7 +152,8 @@ mod tests {
             c.per_tid[&20],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 1
+                wakeup_preemptions: 1,
+                preemptions_on_waker_cpu: 0,
             }
         );
         assert_eq!(c.per_tid[&10], TidCounts::default());
@@ -147,7 +163,8 @@ mod tests {
             count(&t, &[20]).per_tid[&20],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 1
+                wakeup_preemptions: 1,
+                preemptions_on_waker_cpu: 0,
             }
         );
     }
@@ -164,7 +181,8 @@ mod tests {
                 count(&t, &[20]).per_tid[&20],
                 TidCounts {
                     wakeups: 1,
-                    wakeup_preemptions: 0
+                    wakeup_preemptions: 0,
+                    preemptions_on_waker_cpu: 0,
                 },
                 "{second}"
             );
@@ -192,14 +210,16 @@ mod tests {
             c.per_tid[&20],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 1
+                wakeup_preemptions: 1,
+                preemptions_on_waker_cpu: 0,
             }
         );
         assert_eq!(
             c.per_tid[&21],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 1
+                wakeup_preemptions: 1,
+                preemptions_on_waker_cpu: 0,
             }
         );
     }
@@ -215,7 +235,8 @@ mod tests {
             count(&t, &[20]).per_tid[&20],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 0
+                wakeup_preemptions: 0,
+                preemptions_on_waker_cpu: 0,
             }
         );
         // A switch away from a task clears a pending mark from before its switch-in was recorded.
@@ -226,7 +247,35 @@ mod tests {
             count(&t, &[20]).per_tid[&20],
             TidCounts {
                 wakeups: 1,
-                wakeup_preemptions: 0
+                wakeup_preemptions: 0,
+                preemptions_on_waker_cpu: 0,
+            }
+        );
+    }
+
+    #[test]
+    fn preemptions_on_the_wakers_cpu_are_told_from_those_by_ipi() {
+        // sched_waking fires on the waker's CPU: [001] here, where 20 then preempts 31 (the
+        // waker's own CPU); then a wakeup from CPU 0 preempts on CPU 1 (by IPI).
+        let waking = |pid: i32, cpu: u32| {
+            format!("          <idle>-0       [{cpu:03}] d.h2. 12345.678901: sched_waking: comm=sl-b pid={pid} prio=120 target_cpu=001\n")
+        };
+        let t = waking(20, 1)
+            + &switch(1, "c", 31, "R+", "sl-b", 20)
+            + &switch(1, "sl-b", 20, "S", "c", 31)
+            + &waking(20, 0)
+            + &switch(1, "c", 31, "R+", "sl-b", 20);
+        let set: HashSet<i32> = [20].into_iter().collect();
+        let mut c = Counter::new(&set, true);
+        c.feed(t.as_bytes()).unwrap();
+        let counts = c.finish(0);
+        assert!(counts.waker_cpus);
+        assert_eq!(
+            counts.per_tid[&20],
+            TidCounts {
+                wakeups: 2,
+                wakeup_preemptions: 2,
+                preemptions_on_waker_cpu: 1,
             }
         );
     }
@@ -250,7 +299,8 @@ mod tests {
             c.finish(0).per_tid[&20],
             TidCounts {
                 wakeups: 2,
-                wakeup_preemptions: 1
+                wakeup_preemptions: 1,
+                preemptions_on_waker_cpu: 0,
             }
         );
     }

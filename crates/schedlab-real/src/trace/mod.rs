@@ -28,6 +28,10 @@
 //!   `prev_state` is `R+` or `R`. A switch that runs a task with no pending wakeup on that CPU
 //!   (a tick/slice preemption, a yield) never counts; a switch away from T (`prev_pid == T`)
 //!   also clears a pending mark, since T evidently ran.
+//! - **where a preemption came from**: `sched_waking` fires in the waker's context, so its CPU
+//!   column is the waker's CPU. A wakeup preemption on that same CPU is one the waker's own
+//!   return to user mode (or next preemption point) carried out; one on another CPU came by
+//!   reschedule IPI. Counted only when `sched_waking` is recorded ([`TraceCounts::waker_cpus`]).
 //!
 //! Why `R` as well as `R+`: `__trace_sched_switch_state()` in `sched.h` reports the `+`
 //! (`TASK_REPORT_MAX`, `prev_state & 0x100` in the binary record) only when `__schedule()` was
@@ -167,6 +171,9 @@ pub struct TraceCounts {
     /// Events the kernel could not store (buffer full); when non-zero every count is a lower
     /// bound.
     pub lost: u64,
+    /// Whether `sched_waking` was recorded, so that each wakeup's CPU is known and
+    /// [`TidCounts::preemptions_on_waker_cpu`] means something.
+    pub waker_cpus: bool,
 }
 
 /// The counts of one thread.
@@ -177,6 +184,11 @@ pub struct TidCounts {
     /// Of those wakeups, how many preempted the task running on the wakee's target CPU (see
     /// the module documentation for the exact rule).
     pub wakeup_preemptions: u64,
+    /// Of those preemptions, how many were on the CPU the wakeup ran on (its `sched_waking`
+    /// fired there): the waker's own CPU, which switches at its next preemption point; the
+    /// others came by IPI. Counted only when `sched_waking` is recorded
+    /// ([`TraceCounts::waker_cpus`]).
+    pub preemptions_on_waker_cpu: u64,
 }
 
 /// A private tracefs instance recording sched_wakeup and sched_switch.

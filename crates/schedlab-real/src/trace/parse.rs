@@ -14,8 +14,9 @@
 pub(super) enum Event {
     /// `sched_wakeup`: `pid` was made runnable on `target_cpu`.
     Wakeup { pid: i32, target_cpu: u32 },
-    /// `sched_waking`: a wakeup of sleeping `pid` began (`target_cpu` is its CPU so far).
-    Waking { pid: i32, target_cpu: u32 },
+    /// `sched_waking`: a wakeup of sleeping `pid` began (`target_cpu` is its CPU so far), on
+    /// `cpu` — the waker's CPU, since sched_waking fires in the waker's context.
+    Waking { pid: i32, target_cpu: u32, cpu: u32 },
     /// `sched_switch` on `cpu` from `prev_pid` to `next_pid`.
     Switch {
         /// The CPU that switched (the `[NNN]` column).
@@ -148,9 +149,11 @@ pub(super) fn parse_line(line: &[u8]) -> Option<Event> {
     } else {
         let ev = parse_wakeup(body)?;
         match (&line[marker + 8..marker + 16], ev) {
-            (b"waking: ", Event::Wakeup { pid, target_cpu }) => {
-                Some(Event::Waking { pid, target_cpu })
-            }
+            (b"waking: ", Event::Wakeup { pid, target_cpu }) => Some(Event::Waking {
+                pid,
+                target_cpu,
+                cpu: parse_cpu(&line[..marker])?,
+            }),
             _ => Some(ev),
         }
     }
@@ -450,7 +453,7 @@ mod tests {
             ("           sleep-28322   [001]    610.712931: sched_switch: prev_comm=sleep prev_pid=28322 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120",
              switch(1, 28322, false, 0)),
             ("          <idle>-0       [001]    610.723030: sched_waking: comm=sleep pid=28322 prio=120 target_cpu=001",
-             Some(Event::Waking { pid: 28322, target_cpu: 1 })),
+             Some(Event::Waking { pid: 28322, target_cpu: 1, cpu: 1 })),
             ("          <idle>-0       [001]    610.723586: sched_wakeup: comm=sleep pid=28322 prio=120 target_cpu=001",
              Some(Event::Wakeup { pid: 28322, target_cpu: 1 })),
             ("           sleep-28322   [001]    610.723818: sched_switch: prev_comm=sleep prev_pid=28322 prev_prio=120 prev_state=Z ==> next_comm=swapper/1 next_pid=0 next_prio=120",
@@ -460,7 +463,7 @@ mod tests {
             ("           sleep-28322   [001] d..2.   610.712931: sched_switch: prev_comm=sleep prev_pid=28322 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120",
              switch(1, 28322, false, 0)),
             ("          <idle>-0       [001] d.h3.   610.723030: sched_waking: comm=sleep pid=28322 prio=120 target_cpu=001",
-             Some(Event::Waking { pid: 28322, target_cpu: 1 })),
+             Some(Event::Waking { pid: 28322, target_cpu: 1, cpu: 1 })),
             ("          <idle>-0       [001] dNh4.   610.723586: sched_wakeup: comm=sleep pid=28322 prio=120 target_cpu=001",
              Some(Event::Wakeup { pid: 28322, target_cpu: 1 })),
         ];
