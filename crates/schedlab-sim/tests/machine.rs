@@ -48,14 +48,29 @@ fn sim_bounded<W: Workload>(
     stop: Option<&std::sync::atomic::AtomicBool>,
     wall_budget: Option<Duration>,
 ) -> Result<SimResult, SimError> {
-    let spec: PolicySpec = policy.parse().unwrap();
     let cost = CostModel::profile("modern").unwrap();
+    sim_costed(w, policy, cpus, &cost, k, stop, wall_budget, seed)
+}
+
+/// [`sim_bounded`] with a cost model of the test's own.
+#[allow(clippy::too_many_arguments)]
+fn sim_costed<W: Workload>(
+    w: &W,
+    policy: &str,
+    cpus: usize,
+    cost: &CostModel,
+    k: &[Knobs],
+    stop: Option<&std::sync::atomic::AtomicBool>,
+    wall_budget: Option<Duration>,
+    seed: u64,
+) -> Result<SimResult, SimError> {
+    let spec: PolicySpec = policy.parse().unwrap();
     run_repetition(
         w,
         SimSetup {
             policy: &spec,
             cpus,
-            cost: &cost,
+            cost,
             seed,
             knobs: k,
             stop,
@@ -234,25 +249,12 @@ fn chat_per_message_work_is_cpu_time_of_each_side() {
         client_work: Duration::from_micros(3),
         ..base.clone()
     };
-    let spec: PolicySpec = "cfs".parse().unwrap();
     let cost = CostModel::profile("modern")
         .unwrap()
         .with_overrides(&["jitter=0,tick=0,switch=0,wakeup=0,rq_lock=0,migration=0".into()])
         .unwrap();
     let cpu = |w: &Chat| {
-        let r = run_repetition(
-            w,
-            SimSetup {
-                policy: &spec,
-                cpus: 1,
-                cost: &cost,
-                seed: 1,
-                knobs: &knobs(&["", ""]),
-                stop: None,
-                wall_budget: None,
-            },
-        )
-        .unwrap();
+        let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         let ns = |g: &str| (r.counters[g].cpu_time_s * 1e9).round() as i64;
         (ns("server"), ns("client"))
     };
@@ -586,18 +588,15 @@ fn a_run_that_only_preempts_ends_within_the_event_budget() {
     cost.switch = 20_000_000;
     let policy = "eevdf";
     {
-        let spec: PolicySpec = policy.parse().unwrap();
-        let r = run_repetition(
+        let r = sim_costed(
             &w,
-            SimSetup {
-                policy: &spec,
-                cpus: 1,
-                cost: &cost,
-                seed: 1,
-                knobs: &knobs(&["", ""]),
-                stop: None,
-                wall_budget: Some(Duration::from_secs(120)),
-            },
+            policy,
+            1,
+            &cost,
+            &knobs(&["", ""]),
+            None,
+            Some(Duration::from_secs(120)),
+            1,
         );
         let e = r.unwrap_err();
         assert!(
