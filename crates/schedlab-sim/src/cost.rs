@@ -106,6 +106,12 @@ pub struct CostModel {
     pub migration: u64,
     /// Holding a runqueue lock for one operation (enqueue, pick).
     pub rq_lock: u64,
+    /// Holding the machine-wide loopback transmit lock for one TCP/UDP message: Linux 2.4/2.5's
+    /// `dev_queue_xmit` took the loopback device's `xmit_lock` around `loopback_xmit` (before
+    /// the device was made lockless with NETIF_F_LLTX), FreeBSD 6/7's `if_simloop` the netisr
+    /// queue's mutex. A sender that finds it held spins, burning its CPU, as on `rq_lock`. 0 in
+    /// both profiles (no published hold time was found); `--cost net_lock=1us` turns it on.
+    pub net_lock: u64,
     /// Per task a scanning scheduler examines (Linux 2.4's goodness loop).
     pub scan: u64,
     /// The timer interrupt handler.
@@ -126,7 +132,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, net_msg, copy_per_kib, wakeup, ipi, idle_exit, migration, rq_lock, scan, tick, channel_bytes, page_touch, io_per_kib, io_latency (durations such as 1.5us, or ns), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, net_msg, copy_per_kib, wakeup, ipi, idle_exit, migration, rq_lock, net_lock, scan, tick, channel_bytes, page_touch, io_per_kib, io_latency (durations such as 1.5us, or ns), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -145,6 +151,7 @@ impl CostModel {
                 idle_exit: 1_000,
                 migration: 4_000,
                 rq_lock: 50,
+                net_lock: 0,
                 scan: 20,
                 tick: 1_000,
                 channel_bytes: 65_536,
@@ -166,6 +173,7 @@ impl CostModel {
                 idle_exit: 500,
                 migration: 30_000,
                 rq_lock: 300,
+                net_lock: 0,
                 scan: 60,
                 tick: 3_000,
                 channel_bytes: 16_384,
@@ -241,6 +249,7 @@ impl CostModel {
                 "idle_exit" => self.idle_exit = dur()?,
                 "migration" => self.migration = dur()?,
                 "rq_lock" => self.rq_lock = dur()?,
+                "net_lock" => self.net_lock = dur()?,
                 "scan" => self.scan = dur()?,
                 "tick" => self.tick = dur()?,
                 "page_touch" => self.page_touch = dur()?,
@@ -281,10 +290,10 @@ impl fmt::Display for CostModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (hz={} syscall={} switch={} msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} idle_exit={} migration={} rq_lock={} scan={} tick={} channel_bytes={} page_touch={} io_per_kib={} io_latency={} jitter={})",
+            "{} (hz={} syscall={} switch={} msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} idle_exit={} migration={} rq_lock={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} io_per_kib={} io_latency={} jitter={})",
             self.profile, self.hz, self.syscall, self.switch, self.msg, self.net_msg,
             self.copy_per_kib, self.wakeup, self.ipi, self.idle_exit, self.migration,
-            self.rq_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
+            self.rq_lock, self.net_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
             self.io_per_kib, self.io_latency, self.jitter
         )
     }

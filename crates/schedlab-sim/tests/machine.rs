@@ -418,6 +418,37 @@ fn o1_threshold_40_never_preempts_sched_other_and_0_does() {
     }
 }
 
+/// The loopback transmit lock (`net_lock`) serializes every TCP message of the machine: with a
+/// hold time far above everything else, a chat run on 4 CPUs cannot end before all its
+/// messages have held the lock one after another — and without the lock it ends well before.
+#[test]
+fn the_loopback_lock_serializes_tcp_messages_across_cpus() {
+    let chat = Chat {
+        rooms: 4,
+        users: 3,
+        messages: 10,
+        ..Chat::default()
+    };
+    let hold = 200_000u64; // 200 µs
+    let packets = (4 * 3 * 10 + 4 * 3 * 10 * 2) as u64; // client sends + server copies
+    let elapsed = |net_lock: &str| {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,net_lock={net_lock}")])
+            .unwrap();
+        let r = sim_costed(&chat, "cfs", 4, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        chat.metrics(&r.outcome).unwrap();
+        r.elapsed_ns
+    };
+    let locked = elapsed("200us");
+    assert!(
+        locked >= packets * hold,
+        "{locked} ns for {packets} packets"
+    );
+    let free = elapsed("0");
+    assert!(free < packets * hold / 4, "{free} ns without the lock");
+}
+
 /// Preemptions split into those on the waker's own CPU (at its return to user mode) and those
 /// on another CPU (switched at once by the IPI): on one CPU every wakeup preemption is of the
 /// first kind; on several, both kinds occur and they add up to the total.

@@ -73,6 +73,18 @@ impl Machine<'_> {
         start + hold - self.now
     }
 
+    /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
+    /// TCP/UDP and the lock has a cost: wait (spinning) + hold, the runqueue lock's model.
+    pub(super) fn net_lock(&mut self, ch: usize) -> u64 {
+        if !self.net || ch >= self.plan_channels || self.cost.net_lock == 0 {
+            return 0;
+        }
+        let hold = self.c(self.cost.net_lock);
+        let start = self.net_lock_free.max(self.now);
+        self.net_lock_free = start + hold;
+        start + hold - self.now
+    }
+
     pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
         let end = self.now;
         for cpu in 0..self.cpus.len() {

@@ -371,6 +371,10 @@ struct Machine<'a> {
     conds: Vec<SimCond>,
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
+    /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
+    net_lock_free: u64,
+    /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
+    net: bool,
     msg_cost: u64,
     /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
     /// in-process queues, charged as pipe messages.
@@ -431,6 +435,8 @@ impl<'a> Machine<'a> {
                 .collect(),
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
             rq_lock_free: vec![0; setup.cpus],
+            net_lock_free: 0,
+            net,
             msg_cost: if net {
                 setup.cost.net_msg
             } else {

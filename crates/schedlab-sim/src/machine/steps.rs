@@ -234,7 +234,8 @@ impl Machine<'_> {
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
                 let m = self.c(self.channel_msg_cost(ch));
-                (syscall + m + self.copy_cost(len), Effect::Send(ch))
+                let lock = self.net_lock(ch);
+                (syscall + m + lock + self.copy_cost(len), Effect::Send(ch))
             }
             Op::Recv(ch, len) => (
                 syscall + self.c(self.channel_msg_cost(ch)),
