@@ -68,9 +68,7 @@ impl Machine<'_> {
 
     /// Take runqueue lock `domain` for `hold` ns from now; returns wait + hold.
     pub(super) fn rq_lock(&mut self, domain: usize, hold: u64) -> u64 {
-        let start = self.rq_lock_free[domain].max(self.now);
-        self.rq_lock_free[domain] = start + hold;
-        start + hold - self.now
+        spin_lock(&mut self.rq_lock_free[domain], self.now, hold)
     }
 
     /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
@@ -80,9 +78,7 @@ impl Machine<'_> {
             return 0;
         }
         let hold = self.c(self.cost.net_lock);
-        let start = self.net_lock_free.max(self.now);
-        self.net_lock_free = start + hold;
-        start + hold - self.now
+        spin_lock(&mut self.net_lock_free, self.now, hold)
     }
 
     pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
@@ -157,4 +153,12 @@ impl Machine<'_> {
             elapsed_ns: end,
         }
     }
+}
+
+/// A spin lock that is next free at `*free`, taken at `now` for `hold` ns: the taker spins
+/// until it is free, then holds it. Returns the CPU time spent (wait + hold).
+fn spin_lock(free: &mut u64, now: u64, hold: u64) -> u64 {
+    let start = (*free).max(now);
+    *free = start + hold;
+    start + hold - now
 }

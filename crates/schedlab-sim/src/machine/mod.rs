@@ -17,13 +17,16 @@
 //! - the context switch (`switch`), the runqueue lock (`rq_lock`, plus `scan` per task examined,
 //!   waiting while another CPU holds the same lock) and a migrated task's cache refill
 //!   (`migration`) are charged to the task being switched in, as the kernel's accounting does;
+//! - a message on a loopback TCP/UDP channel takes the machine-wide transmit lock (`net_lock`,
+//!   spinning while another CPU holds it); an in-process queue costs what a pipe message does;
 //! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
 //!   ticks; each costs `tick` to the interrupted task.
 //!
 //! Counters are exact: voluntary switches (the task blocked), involuntary ones (preempted or
 //! yielded, and another task ran — Linux counts a yield as involuntary too), migrations (a task's
 //! runqueue changed), wakeups (the start of the run is not one) and wakeups that preempted the
-//! running task, per-CPU busy/idle time and runqueue length over time.
+//! running task — at once on another CPU, or at the waker's return on its own — per-CPU
+//! busy/idle time and runqueue length over time.
 //!
 //! The machine's code is split by concern, as core.c's is by section:
 //! - this file: the types, the setup of a repetition (`sched_init`, `sched_fork`,

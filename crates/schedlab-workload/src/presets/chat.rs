@@ -463,14 +463,14 @@ const PARAMS: &[ParamDef] = &[
     ParamDef::value(
         "server-work",
         "0",
-        "20us",
+        "0",
         "CPU the server spends in user space per message it reads and per copy it writes (VolanoMark's Java server; IBM chat's C server does ~0).",
     )
     .hyphen_values(),
     ParamDef::value(
         "client-work",
         "0",
-        "20us",
+        "0",
         "CPU a client spends in user space per message it sends and per message it receives.",
     )
     .hyphen_values(),
