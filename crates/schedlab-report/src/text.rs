@@ -2,7 +2,7 @@
 //! and max, then the scheduler counters per task group (means per repetition).
 
 use crate::table::{num, Table};
-use schedlab_workload::record::{Better, ConfigResult, Counters, RunRecord};
+use schedlab_workload::record::{Better, ConfigResult, Counters, RunRecord, KERNEL_GROUP};
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
@@ -144,6 +144,15 @@ pub fn counters_table(config: &ConfigResult) -> String {
     if config.groups.len() > 1 {
         names.push(&total);
     }
+    // The simulator's kernel threads (FreeBSD's netisr), outside the workload's total.
+    let kernel = KERNEL_GROUP.to_string();
+    if config
+        .repetitions
+        .iter()
+        .any(|r| r.counters.contains_key(KERNEL_GROUP))
+    {
+        names.push(&kernel);
+    }
     let mut t = Table::new([
         "group",
         "knobs",
@@ -167,6 +176,11 @@ pub fn counters_table(config: &ConfigResult) -> String {
             .iter()
             .find(|g| &g.name == name)
             .map_or(String::new(), |g| g.knobs.to_string());
+        let knobs = if name == KERNEL_GROUP {
+            "kernel threads, not in total".to_string()
+        } else {
+            knobs
+        };
         t.row([
             name.clone(),
             knobs,

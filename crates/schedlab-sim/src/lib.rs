@@ -31,4 +31,6 @@ pub mod engine;
 pub mod machine;
 pub mod policy;
 
-pub use machine::{check_setup, run_repetition, SimError, SimResult, SimSetup};
+pub use machine::{
+    check_setup, run_repetition, SimError, SimResult, SimSetup, KERNEL_GROUP, NETISR_PRIORITY,
+};

@@ -193,12 +193,15 @@ fn assert_conserved(r: &SimResult, cpus: usize) {
         ((busy + idle) - cpus as f64 * elapsed).abs() < 1e-9 * cpus as f64,
         "busy {busy} + idle {idle} != {cpus} x {elapsed}"
     );
+    // The workload's tasks and the machine's kernel threads (FreeBSD's netisr).
+    let kernel_cpu = r.counters.get("kernel").map_or(0.0, |c| c.cpu_time_s);
     let task_cpu: f64 = r
         .outcome
         .tasks
         .iter()
         .map(|t| t.cpu_time.as_secs_f64())
-        .sum();
+        .sum::<f64>()
+        + kernel_cpu;
     assert!(
         (task_cpu - busy).abs() < 1e-6,
         "tasks {task_cpu} vs busy {busy}"
@@ -478,6 +481,95 @@ fn preemptions_split_into_at_once_and_at_return() {
     let t = &smp.counters["total"];
     assert!(t.preemptions_at_once.unwrap() > 0, "{t:?}");
     assert!(t.preemptions_at_return.unwrap() > 0, "{t:?}");
+}
+
+/// FreeBSD's loopback goes through the netisr software-interrupt thread (kthreads.rs): a ping
+/// pong over TCP keeps one message in flight, so on one CPU the thread is woken once per
+/// message; its wakeups preempt the sender at once under `options PREEMPTION` (maybe_preempt)
+/// and at the sender's return to user mode without it; its counters are the `kernel` group's,
+/// outside `total`. Linux policies deliver inline, with no kernel thread, and so does a pipe.
+#[test]
+fn loopback_on_freebsd_goes_through_the_netisr_thread() {
+    let w = PingPong {
+        loops: 200,
+        transport: Transport::Tcp,
+        ..PingPong::default()
+    };
+    let k = knobs(&["", ""]);
+    for policy in ["bsd4", "ule"] {
+        let on = sim(&w, &format!("{policy}:preemption=1"), 1, 1, &k).unwrap();
+        let kt = &on.counters["kernel"];
+        // Woken once per message, and once more after every second segment's ACK, which finds
+        // the preempted sender still holding its connection's lock.
+        let messages = 2 * 200;
+        let acks = messages / 2;
+        assert_eq!(kt.wakeups, Some(messages + acks), "{policy}: {kt:?}");
+        assert_eq!(kt.wakeup_preemptions, kt.wakeups, "{policy}: {kt:?}");
+        assert_eq!(kt.preemptions_at_once, kt.wakeups, "{policy}: {kt:?}");
+        let total = &on.counters["total"];
+        let workload_cpu: f64 = ["ping", "pong"]
+            .iter()
+            .map(|g| on.counters[*g].cpu_time_s)
+            .sum();
+        assert!((total.cpu_time_s - workload_cpu).abs() < 1e-12, "{total:?}");
+        let off = sim(&w, &format!("{policy}:preemption=0"), 1, 1, &k).unwrap();
+        let kt = &off.counters["kernel"];
+        assert_eq!(kt.wakeups, Some(messages), "{policy}: {kt:?}");
+        assert_eq!(kt.wakeup_preemptions, Some(messages), "{policy}: {kt:?}");
+        assert_eq!(kt.preemptions_at_once, Some(0), "{policy}: {kt:?}");
+        let pipe = PingPong {
+            transport: Transport::Pipe,
+            ..w.clone()
+        };
+        let r = sim(&pipe, policy, 1, 1, &k).unwrap();
+        assert!(!r.counters.contains_key("kernel"), "{policy} over a pipe");
+    }
+    for policy in ["linux24", "o1", "cfs", "eevdf"] {
+        let r = sim(&w, policy, 1, 1, &k).unwrap();
+        assert!(!r.counters.contains_key("kernel"), "{policy}");
+    }
+}
+
+/// Robert Watson's UP regression (seed 001): with `options PREEMPTION` the netisr thread runs
+/// inside the sender's `tcp_output`, while the sender holds its connection's lock, and blocks on
+/// it for the ACK — lending its priority to the sender and switching back, two extra switches.
+/// Without PREEMPTION the sender finishes its system call first and the lock is free. UDP has
+/// no ACK, so PREEMPTION adds no switch there.
+#[test]
+fn preemption_makes_the_netisr_thread_wait_for_the_senders_connection_lock() {
+    let switches = |transport: Transport, policy: &str| {
+        let w = Messaging {
+            groups: 1,
+            fds: 4,
+            loops: 50,
+            transport,
+            ..Messaging::default()
+        };
+        let r = sim(&w, policy, 1, 1, &knobs(&["", ""])).unwrap();
+        let c = |g: &str| {
+            let c = &r.counters[g];
+            c.voluntary_switches.unwrap() + c.involuntary_switches.unwrap()
+        };
+        (
+            c("total") + c("kernel"),
+            r.counters["kernel"].voluntary_switches.unwrap(),
+        )
+    };
+    for policy in ["bsd4", "ule"] {
+        let on = switches(Transport::Tcp, &format!("{policy}:preemption=1"));
+        let off = switches(Transport::Tcp, &format!("{policy}:preemption=0"));
+        assert!(on.0 > off.0 + off.0 / 10, "{policy} tcp: {on:?} vs {off:?}");
+        assert!(
+            on.1 > off.1,
+            "{policy}: the netisr thread blocks more: {on:?} vs {off:?}"
+        );
+        let on = switches(Transport::Udp, &format!("{policy}:preemption=1"));
+        let off = switches(Transport::Udp, &format!("{policy}:preemption=0"));
+        assert!(
+            on.0 <= off.0 + off.0 / 100,
+            "{policy} udp: {on:?} vs {off:?}"
+        );
+    }
 }
 
 #[test]

@@ -85,6 +85,10 @@ pub struct GroupInfo {
     pub observed: BTreeMap<String, String>,
 }
 
+/// The counters group of a simulated machine's kernel threads (FreeBSD's netisr thread), kept
+/// beside the workload's groups and outside `total`.
+pub const KERNEL_GROUP: &str = "kernel";
+
 /// Scheduler counters summed over a set of tasks for one repetition. `None` means the source
 /// was not available on this machine (see [`CounterSources`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use super::{Machine, SimResult};
 use crate::policy::{CpuId, MachineView};
 use rand_core::RngCore;
 use schedlab_workload::presets::{Outcome, TaskOutcome};
-use schedlab_workload::record::{Counters, CpuCounters};
+use schedlab_workload::record::{Counters, CpuCounters, KERNEL_GROUP};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -111,6 +111,7 @@ impl Machine<'_> {
             .collect();
         let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
         let mut total = Counters::default();
+        let mut kernel: Option<Counters> = None;
         for t in &self.tasks {
             let c = Counters {
                 voluntary_switches: Some(t.nvcsw),
@@ -122,6 +123,10 @@ impl Machine<'_> {
                 preemptions_at_return: Some(t.wakeup_preemptions - t.preemptions_at_once),
                 cpu_time_s: secs(t.cpu_ns),
             };
+            if t.kthread.is_some() {
+                kernel.get_or_insert_with(Counters::default).add(&c);
+                continue;
+            }
             counters
                 .entry(plan.groups[t.group].name.to_string())
                 .or_default()
@@ -129,8 +134,10 @@ impl Machine<'_> {
             total.add(&c);
         }
         counters.insert("total".into(), total);
-        let tasks = self
-            .tasks
+        if let Some(k) = kernel {
+            counters.insert(KERNEL_GROUP.into(), k);
+        }
+        let tasks = self.tasks[..self.workload_tasks]
             .iter()
             .enumerate()
             .map(|(i, t)| TaskOutcome {

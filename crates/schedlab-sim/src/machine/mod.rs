@@ -36,12 +36,17 @@
 //! - `paths.rs`: the wakeup path, the switch path and the tick (`try_to_wake_up`, `__schedule`,
 //!   `sched_tick`);
 //! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
-//!   and the counters a repetition reports.
+//!   and the counters a repetition reports;
+//! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
+//!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule` (counted as the group
+//!   `kernel`, outside `total`).
 
 use crate::context::{Shared, SimContext};
 use crate::cost::CostModel;
 use crate::engine::{Body, EventQueue, Executor};
-use crate::policy::{self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskSetup};
+use crate::policy::{
+    self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
+};
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
@@ -257,10 +262,23 @@ enum Effect {
     CondBroadcast(usize),
     /// Wait for the device for this long.
     IoWait(u64),
+    /// Loopback output through the netisr thread (the send half is done): take the connection's
+    /// lock, queue the packet and wake the netisr thread (or block while the channel is full or
+    /// the lock held).
+    NetOutput(usize),
+    /// Back from `if_simloop` in the sender's system call: release the connection's lock.
+    NetSent(usize),
+    /// The netisr thread's receive half is done: deposit its packet.
+    NetInput,
+    /// The netisr thread processes the ACK of a segment on this channel under the sending
+    /// connection's lock (or blocks while the sender holds it).
+    NetAck(usize),
 }
 
 struct Task {
     group: usize,
+    /// A kernel thread of the machine's own (its body is in `kthreads.rs`), not the workload's.
+    kthread: Option<KernelThread>,
     state: State,
     /// The CPU whose runqueue the task is on (or was, while blocked).
     rq_cpu: CpuId,
@@ -282,11 +300,39 @@ struct Task {
     cond_signalled: bool,
 }
 
+impl Task {
+    /// A new task, blocked, whose runqueue is `rq_cpu`'s.
+    fn new(group: usize, kthread: Option<KernelThread>, rq_cpu: CpuId) -> Task {
+        Task {
+            group,
+            kthread,
+            state: State::Blocked,
+            rq_cpu,
+            last_ran: None,
+            remaining: 0,
+            then: Effect::Resume,
+            slept_at: 0,
+            finished_at: 0,
+            cpu_ns: 0,
+            nvcsw: 0,
+            nivcsw: 0,
+            migrations: 0,
+            wakeups: 0,
+            wakeup_preemptions: 0,
+            preemptions_at_once: 0,
+            cond_signalled: false,
+        }
+    }
+}
+
 #[derive(Default)]
 struct Cpu {
     /// Invalidates burst-end events when the running burst changes.
     gen: u64,
     need_resched: bool,
+    /// A reschedule deferred to the running task's return to user mode (NEEDRESCHED set inside
+    /// a system call that goes on, [`Policy::wakeup_preempt_at_once`] false).
+    ast_pending: bool,
     kick_pending: bool,
     tick_armed: bool,
     tick_phase: u64,
@@ -305,6 +351,12 @@ struct Channel {
     bytes: VecDeque<u8>,
     reader: Option<(TaskId, usize)>,
     writers: Vec<TaskId>,
+    /// Bytes sent and queued for the netisr thread, not yet deposited.
+    in_flight: usize,
+    /// The sending connection's lock (FreeBSD's inpcb lock, held across `tcp_output`).
+    conn: SimLock,
+    /// Segments the netisr thread delivered on this channel (TCP ACKs every second one).
+    segments: u64,
 }
 
 #[derive(Default)]
@@ -353,8 +405,13 @@ macro_rules! view {
 }
 
 mod accounting;
+mod kthreads;
 mod paths;
 mod steps;
+
+pub use kthreads::NETISR_PRIORITY;
+use kthreads::{KernelThread, Netisr};
+pub use schedlab_workload::record::KERNEL_GROUP;
 
 /// The simulated machine of one repetition.
 struct Machine<'a> {
@@ -378,6 +435,8 @@ struct Machine<'a> {
     net_lock_free: u64,
     /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
     net: bool,
+    /// Whether they go over TCP (segments are ACKed).
+    tcp: bool,
     msg_cost: u64,
     /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
     /// in-process queues, charged as pipe messages.
@@ -386,6 +445,12 @@ struct Machine<'a> {
     jitter_ppm: u64,
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
+    /// Tasks below this index are the workload's; the machine's kernel threads follow.
+    workload_tasks: usize,
+    /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
+    /// channels are loopback TCP/UDP.
+    netisr: Option<Netisr>,
+    /// Workload tasks not yet finished (the run ends at 0; kernel threads never finish).
     live: usize,
     /// Timer events waiting (sleeps and device waits).
     timers: usize,
@@ -440,6 +505,7 @@ impl<'a> Machine<'a> {
             rq_lock_free: vec![0; setup.cpus],
             net_lock_free: 0,
             net,
+            tcp: plan.transport == Transport::Tcp,
             msg_cost: if net {
                 setup.cost.net_msg
             } else {
@@ -449,6 +515,8 @@ impl<'a> Machine<'a> {
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,
             exec,
+            workload_tasks: 0,
+            netisr: None,
             live: 0,
             timers: 0,
             failure: None,
@@ -469,28 +537,15 @@ impl<'a> Machine<'a> {
                 group: r.group,
                 knobs: k,
                 allowed,
+                kind: TaskKind::Workload,
             };
             self.policy.task_new(&view!(self), &setup);
-            self.tasks.push(Task {
-                group: r.group,
-                state: State::Blocked,
-                rq_cpu: allowed.lowest().unwrap_or(0),
-                last_ran: None,
-                remaining: 0,
-                then: Effect::Resume,
-                slept_at: 0,
-                finished_at: 0,
-                cpu_ns: 0,
-                nvcsw: 0,
-                nivcsw: 0,
-                migrations: 0,
-                wakeups: 0,
-                wakeup_preemptions: 0,
-                preemptions_at_once: 0,
-                cond_signalled: false,
-            });
+            let rq_cpu = allowed.lowest().unwrap_or(0);
+            self.tasks.push(Task::new(r.group, None, rq_cpu));
         }
         self.live = refs.len();
+        self.workload_tasks = refs.len();
+        self.start_kernel_threads();
         if self.policy.idle_ticks() {
             let tick = self.cost.tick_ns();
             for cpu in 0..ncpus {
@@ -590,7 +645,7 @@ impl<'a> Machine<'a> {
         format!(
             "{} of {} tasks still running at {} simulated; a run that only preempts usually has costs too long against the tick ({}, HZ={})",
             self.live,
-            self.tasks.len(),
+            self.workload_tasks,
             schedlab_workload::duration::format_duration(Duration::from_nanos(self.now)),
             self.cost.profile,
             self.cost.hz
@@ -602,7 +657,7 @@ impl<'a> Machine<'a> {
             .tasks
             .iter()
             .enumerate()
-            .filter(|(_, t)| t.state == State::Blocked)
+            .filter(|(_, t)| t.state == State::Blocked && t.kthread.is_none())
             .take(5)
             .map(|(i, t)| match t.then {
                 Effect::Send(ch) => format!("task {i} waits to send on full channel {ch}"),

@@ -35,6 +35,7 @@ impl Machine<'_> {
     /// Pick the next task for `cpu` (whose current task, `prev`, has just left it) and switch.
     pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         self.cpus[cpu].need_resched = false;
+        self.cpus[cpu].ast_pending = false;
         self.cpus[cpu].gen += 1;
         let mut next = self.policy.pick_next_task(&view!(self), cpu);
         if next.is_none() {
@@ -125,7 +126,7 @@ impl Machine<'_> {
                 if self.policy.wakeup_preempt(&view!(self), cpu, c, t) {
                     if !start {
                         self.tasks[t].wakeup_preemptions += 1;
-                        if waker != Some(cpu) {
+                        if waker != Some(cpu) || self.policy.wakeup_preempt_at_once(cpu) {
                             self.tasks[t].preemptions_at_once += 1;
                         }
                     }

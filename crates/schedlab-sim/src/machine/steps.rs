@@ -41,8 +41,24 @@ impl Machine<'_> {
             self.tasks[t].then = Effect::Resume;
             match effect {
                 Effect::Resume => {
-                    if !self.poll(cpu, t) {
-                        return; // finished; the CPU has moved on
+                    let going_on = match self.tasks[t].kthread {
+                        Some(k) => self.kernel_thread_resume(cpu, t, k),
+                        None => self.poll(cpu, t),
+                    };
+                    if !going_on {
+                        return; // finished or waiting; the CPU has moved on
+                    }
+                }
+                Effect::NetOutput(ch) => {
+                    if !self.net_output(cpu, t, ch) {
+                        return;
+                    }
+                }
+                Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
+                Effect::NetInput => self.net_input(cpu, t),
+                Effect::NetAck(ch) => {
+                    if !self.net_ack(cpu, t, ch) {
+                        return;
                     }
                 }
                 Effect::Send(ch) => {
@@ -233,9 +249,15 @@ impl Machine<'_> {
             Op::Compute(ns) => (ns, Effect::Resume),
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
-                let m = self.c(self.channel_msg_cost(ch));
+                let (base, then) = if self.via_netisr(ch) {
+                    // The send half; the netisr thread does the rest (kthreads.rs).
+                    (self.msg_cost - self.netisr_half(), Effect::NetOutput(ch))
+                } else {
+                    (self.channel_msg_cost(ch), Effect::Send(ch))
+                };
+                let m = self.c(base);
                 let lock = self.net_lock(ch);
-                (syscall + m + lock + self.copy_cost(len), Effect::Send(ch))
+                (syscall + m + lock + self.copy_cost(len), then)
             }
             Op::Recv(ch, len) => (
                 syscall + self.c(self.channel_msg_cost(ch)),
@@ -315,7 +337,7 @@ impl Machine<'_> {
 
     /// The running task `t` of `cpu` blocks until `effect` can complete (room in a channel,
     /// bytes in it, a free lock); it tries `effect` again when woken.
-    fn block_to_retry(&mut self, cpu: CpuId, t: TaskId, effect: Effect) {
+    pub(super) fn block_to_retry(&mut self, cpu: CpuId, t: TaskId, effect: Effect) {
         self.tasks[t].then = effect;
         self.block(cpu, t);
     }

@@ -38,14 +38,18 @@
 //! - Load average: the 1-minute `ldavg[0]` sampled once a second instead of every 5 s
 //!   (L ← L·e^(−1/60) + n·(1 − e^(−1/60)), n = runnable threads, queued or running), seeded with
 //!   the first sample, as on a machine that has carried this load for a while.
-//! - The simulator has no user/kernel boundary. NEEDRESCHED set by `maybe_resched` on the CPU
-//!   doing a wakeup is honoured at once: that CPU runs the waker, whose system call returns
-//!   straight after, or the thread a clock interrupt returns to (a timer wakeup), and both go
-//!   through `ast()`. So for user threads PREEMPTION changes only where the switched-away thread
-//!   is requeued: `maybe_preempt` puts it back at the head of its queue (SRQ_PREEMPTED), an AST
-//!   switch at the tail — Bruce Evans's point in the seed that PREEMPTION is about interrupt
-//!   threads, which the simulator has none of. The quantum's NEEDRESCHED is acted on at the tick
-//!   that sets it.
+//! - The simulator has no user/kernel boundary for the workload's own calls. NEEDRESCHED set by
+//!   `maybe_resched` on the CPU doing a wakeup is honoured as the waker's system call returns,
+//!   which is straight after the wakeup, or as a clock interrupt (a timer wakeup) returns; both
+//!   go through `ast()`. So for user threads PREEMPTION changes only where the switched-away
+//!   thread is requeued: `maybe_preempt` puts it back at the head of its queue (SRQ_PREEMPTED),
+//!   an AST switch at the tail — Bruce Evans's point in the seed that PREEMPTION is about
+//!   interrupt threads. Those are the machine's: loopback TCP/UDP goes through the netisr thread
+//!   (priority 40, see the machine's `kthreads.rs`, [`Policy::loopback_via_netisr`]), which
+//!   `maybe_preempt` runs inside the sender's system call, and NEEDRESCHED only after it
+//!   (`wakeup_preempt_at_once` tells the machine which). A thread blocking on a lock lends its
+//!   priority to the holder (`lend_priority`, turnstiles). The quantum's NEEDRESCHED is acted on
+//!   at the tick that sets it.
 //! - Every sleep uses one sleep priority, PSOCK (88); umtx and nanosleep waits in the source use
 //!   others or none. No priority propagation, no KSE, no swapping.
 //! - The thread doing a wakeup is the waker's current task; a timer wakeup (no waker) is done
@@ -169,6 +173,8 @@ enum Class {
     Realtime(u8),
     /// idprio 0..31 (priority 224 + idprio).
     Idle(u8),
+    /// An interrupt thread (PRI_ITHD) at a fixed priority 0..=63.
+    Ithd(u8),
 }
 
 /// Which run queue a thread is on.
@@ -344,6 +350,7 @@ impl Bsd4 {
             }
             Class::Realtime(r) => PRI_MIN_REALTIME + r,
             Class::Idle(r) => PRI_MIN_IDLE + r,
+            Class::Ithd(p) => p,
         }
     }
 
@@ -497,9 +504,10 @@ impl Policy for Bsd4 {
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {
         self.ensure(m.ncpus);
         let rt = |p: u8| ((99 - u32::from(p.clamp(1, 99))) * 31 / 98) as u8;
-        let class = match setup.sched_policy() {
-            SchedPolicy::Fifo(p) | SchedPolicy::Rr(p) => Class::Realtime(rt(p)),
-            SchedPolicy::Idle => Class::Idle(0),
+        let class = match (setup.kind, setup.sched_policy()) {
+            (TaskKind::Interrupt { priority }, _) => Class::Ithd(priority.min(PRI_MAX_ITHD)),
+            (_, SchedPolicy::Fifo(p) | SchedPolicy::Rr(p)) => Class::Realtime(rt(p)),
+            (_, SchedPolicy::Idle) => Class::Idle(0),
             _ => Class::Timeshare,
         };
         let all = CpuMask::first(m.ncpus);
@@ -587,7 +595,9 @@ impl Policy for Bsd4 {
                 }
                 let th = self.t_mut(task);
                 th.slptime = 0;
-                th.pri = PSOCK;
+                if !matches!(th.class, Class::Ithd(_)) {
+                    th.pri = PSOCK; // an interrupt thread's wait (ithread_loop) lends none
+                }
             }
         }
         self.runq_add(cpu, task, false);
@@ -713,6 +723,22 @@ impl Policy for Bsd4 {
 
     fn idle_ticks(&self) -> bool {
         true
+    }
+
+    fn wakeup_preempt_at_once(&self, cpu: CpuId) -> bool {
+        self.preempted[cpu]
+    }
+
+    fn loopback_via_netisr(&self) -> bool {
+        true // if_simloop → netisr_queue (sys/net/if_loop.c)
+    }
+
+    fn lend_priority(&mut self, _m: &MachineView, holder: TaskId, from: TaskId) {
+        // sched_lend_prio → sched_priority: a queued thread moves to its new list.
+        let pri = self.t(from).pri;
+        if pri < self.t(holder).pri {
+            self.set_pri(holder, pri);
+        }
     }
 }
 

@@ -504,6 +504,7 @@ mod tests {
             group: 0,
             knobs,
             allowed: CpuMask::first(1),
+            kind: TaskKind::Workload,
         }
     }
 

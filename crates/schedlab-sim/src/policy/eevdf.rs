@@ -889,6 +889,7 @@ mod tests {
                 .map(|c| CpuMask(c.iter().fold(0, |m, &c| m | 1 << c)))
                 .unwrap_or(CpuMask::first(ncpus)),
             knobs,
+            kind: TaskKind::Workload,
         }
     }
 

@@ -84,6 +84,27 @@ pub struct TaskSetup {
     pub knobs: Knobs,
     /// CPUs it may run on (the `cpus=` knob, else every CPU).
     pub allowed: CpuMask,
+    /// A workload thread, or a kernel thread the machine runs itself.
+    pub kind: TaskKind,
+}
+
+/// What a task is: one of the workload's threads, or a kernel thread the simulated machine runs
+/// itself (see the machine's `kthreads` module). A policy that has no notion of a kind schedules
+/// a kernel thread as it does a workload thread with the same knobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskKind {
+    /// A thread of the workload.
+    #[default]
+    Workload,
+    /// A kernel thread scheduled like any other thread with its knobs (Linux's kswapd).
+    Kernel,
+    /// A FreeBSD interrupt thread at ithread priority `priority` (0..=63 in FreeBSD 6/7's
+    /// sys/priority.h); the machine gives these only to policies that answer
+    /// [`Policy::loopback_via_netisr`], which know the priority range.
+    Interrupt {
+        /// td_priority, fixed: interrupt threads never take a user priority.
+        priority: u8,
+    },
 }
 
 impl TaskSetup {
@@ -263,6 +284,29 @@ pub trait Policy {
     fn idle_ticks(&self) -> bool {
         false
     }
+
+    /// Whether the preemption just granted by [`Policy::wakeup_preempt`] on `cpu`, the waker's
+    /// own CPU, switches *at once*, inside the waker's system call (FreeBSD's `maybe_preempt`
+    /// and ULE's `owepreempt`), rather than at the waker's next return to user mode
+    /// (NEEDRESCHED, Linux's `need_resched`). Asked right after `wakeup_preempt` returned true
+    /// for a local wakeup. Default: at return.
+    fn wakeup_preempt_at_once(&self, _cpu: CpuId) -> bool {
+        false
+    }
+
+    /// Whether loopback TCP/UDP's receive half runs in a software-interrupt thread the waker
+    /// wakes (FreeBSD 6/7: `if_simloop` → `netisr_queue` → swi "net") rather than inline in the
+    /// sender's system call (Linux: `netif_rx` and the NET_RX softirq run at the sender's
+    /// `local_bh_enable`). True makes the machine run a netisr thread of kind
+    /// [`TaskKind::Interrupt`]. Default: inline.
+    fn loopback_via_netisr(&self) -> bool {
+        false
+    }
+
+    /// `from` blocks on a lock that `holder` (queued or running) holds: lend `from`'s priority
+    /// to `holder` if it is better (FreeBSD's turnstile priority propagation, `sched_lend_prio`).
+    /// The holder keeps it until it next runs to user mode. Default: no priority propagation.
+    fn lend_priority(&mut self, _m: &MachineView, _holder: TaskId, _from: TaskId) {}
 }
 
 /// The policies the simulator knows: one line per policy, each defined in its own file.

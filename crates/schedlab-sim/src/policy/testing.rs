@@ -121,6 +121,7 @@ impl<P: Harnessed> H<P> {
                     group,
                     knobs,
                     allowed,
+                    kind: TaskKind::Workload,
                 },
             )
         });

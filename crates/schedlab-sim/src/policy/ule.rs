@@ -67,11 +67,15 @@
 //!   deterministic hash of the CPU, the time and a counter.
 //! - POSIX policies map as in [`super::bsd4`]: fifo/rr:P → rtprio (99 − P)·31/98, priority 128 +
 //!   rtprio (FIFO has no slice); idle → idprio 0 (224). batch, deadline and custom slices are
-//!   rejected. No priority propagation, binding or KSE.
+//!   rejected. No binding or KSE; priority propagation (`sched_lend_prio`) only for the
+//!   machine's connection locks, for the netisr thread.
+//! - Interrupt threads: loopback TCP/UDP goes through the machine's netisr thread (priority 40,
+//!   its `kthreads.rs`); `owepreempt` switches to it inside the sender's system call under
+//!   PREEMPTION (40 ≤ `preempt_thresh`), NEEDRESCHED after it without.
 
 use super::bsd4::{
-    RunQ, PRI_MAX_TIMESHARE, PRI_MIN_IDLE, PRI_MIN_KERN, PRI_MIN_REALTIME, PRI_MIN_TIMESHARE,
-    PSOCK, RQ_NQS,
+    RunQ, PRI_MAX_ITHD, PRI_MAX_TIMESHARE, PRI_MIN_IDLE, PRI_MIN_KERN, PRI_MIN_REALTIME,
+    PRI_MIN_TIMESHARE, PSOCK, RQ_NQS,
 };
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
@@ -112,6 +116,8 @@ enum Class {
     },
     /// idprio 0..31 (priority 224 + idprio).
     Idle(u8),
+    /// An interrupt thread (PRI_ITHD) at a fixed priority 0..=63.
+    Ithd(u8),
 }
 
 /// Which of a tdq's three run queues.
@@ -692,16 +698,17 @@ impl Policy for Ule {
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {
         self.ensure(m);
         let rt = |p: u8| ((99 - u32::from(p.clamp(1, 99))) * 31 / 98) as u8;
-        let class = match setup.sched_policy() {
-            SchedPolicy::Fifo(p) => Class::Realtime {
+        let class = match (setup.kind, setup.sched_policy()) {
+            (TaskKind::Interrupt { priority }, _) => Class::Ithd(priority.min(PRI_MAX_ITHD)),
+            (_, SchedPolicy::Fifo(p)) => Class::Realtime {
                 rtprio: rt(p),
                 fifo: true,
             },
-            SchedPolicy::Rr(p) => Class::Realtime {
+            (_, SchedPolicy::Rr(p)) => Class::Realtime {
                 rtprio: rt(p),
                 fifo: false,
             },
-            SchedPolicy::Idle => Class::Idle(0),
+            (_, SchedPolicy::Idle) => Class::Idle(0),
             _ => Class::Timeshare,
         };
         let now = self.ticks(m.now);
@@ -713,6 +720,7 @@ impl Policy for Ule {
             user_pri: match class {
                 Class::Realtime { rtprio, .. } => PRI_MIN_REALTIME + rtprio,
                 Class::Idle(r) => PRI_MIN_IDLE + r,
+                Class::Ithd(p) => p,
                 Class::Timeshare => 0,
             },
             slice: 1, // sched_fork_thread: learn interactivity quickly
@@ -788,7 +796,9 @@ impl Policy for Ule {
         th.at = Where::Sleeping;
         th.rltick = now;
         th.slptick = Some(now); // sched_sleep
-        th.pri = PSOCK; // _sleep lends the sleep priority
+        if !matches!(th.class, Class::Ithd(_)) {
+            th.pri = PSOCK; // _sleep lends the sleep priority (ithread_loop's wait lends none)
+        }
     }
 
     fn wakeup_preempt(
@@ -932,6 +942,32 @@ impl Policy for Ule {
 
     fn idle_ticks(&self) -> bool {
         true
+    }
+
+    fn wakeup_preempt_at_once(&self, cpu: CpuId) -> bool {
+        self.owepreempt[cpu]
+    }
+
+    fn loopback_via_netisr(&self) -> bool {
+        true // if_simloop → netisr_queue (sys/net/if_loop.c)
+    }
+
+    fn lend_priority(&mut self, m: &MachineView, holder: TaskId, from: TaskId) {
+        // sched_lend_prio → sched_thread_priority: a queued thread is requeued at the new one.
+        let pri = self.t(from).pri;
+        if pri >= self.t(holder).pri {
+            return;
+        }
+        match self.t(holder).at {
+            Where::Queued { cpu, .. } => {
+                let now = self.ticks(m.now);
+                self.runq_rem(holder, now);
+                self.t_mut(holder).pri = pri;
+                self.tdq[cpu].load -= 1;
+                self.tdq_add(cpu, holder, false);
+            }
+            _ => self.t_mut(holder).pri = pri,
+        }
     }
 }
 

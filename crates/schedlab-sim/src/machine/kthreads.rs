@@ -1,0 +1,246 @@
+//! Kernel threads: tasks the machine creates and runs itself, beside the workload's, with bodies
+//! of its own — FreeBSD's software-interrupt thread for the network stack, the netisr.
+//!
+//! A kernel thread is a [`Task`] after the workload's (`workload_tasks..`), created at the start
+//! of a repetition with a [`TaskKind`] the policy learns through `task_new`; it is never counted
+//! as a live task (the run ends when the workload's tasks are done), never listed as blocked in a
+//! deadlock's message, and its counters are reported under the group `kernel`, outside `total`,
+//! so the workload's groups keep their meaning and users see what the kernel's work cost. Its
+//! body is a small state machine on the same [`Effect`]s the workload's calls become: the
+//! machine's `step` asks [`Machine::kernel_thread_resume`] instead of polling a body.
+//!
+//! **The netisr thread** (FreeBSD 6/7). Loopback output does not deliver inline: `if_simloop`
+//! (sys/net/if_loop.c) hands the packet to `netisr_queue` (sys/net/netisr.c), which queues it
+//! and schedules the swi "net" thread (`swi_sched`); that thread runs `ip_input`/`tcp_input`,
+//! appends the data to the receiving socket and wakes its reader (`sorwakeup`). Its priority is
+//! PI_SOFT + SWI_NET × RQ_PPQ = 36 + 1 × 4 = 40 (FreeBSD 6/7 sys/sys/priority.h and
+//! sys/kern/kern_intr.c `swi_add`), an interrupt-thread priority (≤ PRI_MAX_ITHD, 63), so
+//! `maybe_preempt` (sys/kern/kern_switch.c) switches to it at once inside the sender's system
+//! call under `options PREEMPTION`, and without it NEEDRESCHED makes the sender switch at its
+//! return to user mode. Meanwhile the sender holds its connection's lock (`INP_LOCK`, taken by
+//! `tcp_usr_send` around `tcp_output`, sys/netinet/tcp_usrreq.c); the ACK of every second
+//! segment (delayed ACKs, `DELAY_ACK` in sys/netinet/tcp_input.c, `net.inet.tcp.delayed_ack`=1)
+//! is processed by the netisr thread under that lock, so a sender preempted inside `tcp_output`
+//! makes the netisr thread block, lend its priority to the sender (turnstile propagation), and
+//! switch back — the "poor series of context switches in the network stack" with PREEMPTION and
+//! loopback traffic on a uniprocessor that Robert Watson describes in seed 001.
+//!
+//! Cost: the loopback message's kernel work (`net_msg` on the send side) is split in two halves:
+//! the sender pays `net_msg − net_msg/2` (socket layer, `tcp_output`, `ip_output`,
+//! `if_simloop`), the netisr thread `net_msg/2` (`ip_input`, `tcp_input`, `sbappend`, the
+//! wakeup), so the kernel work per message is the inline model's. The ACK's processing is inside
+//! the netisr's half. Linux policies keep inline delivery: `netif_rx` and the NET_RX softirq run
+//! at the sender's `local_bh_enable` (net/core/dev.c), with no thread switch — ksoftirqd only
+//! takes over under softirq overload, which the simulator does not model.
+//!
+//! Simplifications: one netisr thread (FreeBSD 6/7 had one swi "net"); only the plan's own TCP
+//! and UDP channels go through it (UDP has no ACK and no connection lock wait); the ACK's lock
+//! is the data channel's own (one lock per direction of a connection); a thread waiting for the
+//! connection lock blocks at once (FreeBSD's adaptive mutexes spin while the owner runs on
+//! another CPU — the wait here is a switch either way).
+
+use super::{Effect, Machine, State, Task};
+use crate::policy::{CpuId, MachineView, TaskId, TaskKind, TaskSetup};
+use schedlab_workload::knobs::Knobs;
+use std::collections::VecDeque;
+
+/// The kernel threads the machine can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum KernelThread {
+    /// FreeBSD's swi "net" thread: loopback's receive half.
+    Netisr,
+}
+
+/// FreeBSD 6/7's netisr thread priority: PI_SOFT (36) + SWI_NET (1) × RQ_PPQ (4).
+pub const NETISR_PRIORITY: u8 = 40;
+
+/// The netisr thread's state: its packet queue and what it is doing.
+pub(super) struct Netisr {
+    /// Its task.
+    pub(super) task: TaskId,
+    /// Packets queued by senders (`netisr_queue`), oldest first: channel and bytes.
+    queue: VecDeque<(usize, Vec<u8>)>,
+    /// The packet whose receive half is being worked off.
+    current: Option<(usize, Vec<u8>)>,
+    /// Waiting for packets in `ithread_loop` (a send wakes it).
+    idle: bool,
+    /// Emptied packet buffers, reused.
+    spare: Vec<Vec<u8>>,
+}
+
+impl Machine<'_> {
+    /// Create the kernel threads this repetition needs: the netisr thread when the policy
+    /// delivers loopback through it and the plan's channels are loopback TCP/UDP.
+    pub(super) fn start_kernel_threads(&mut self) {
+        if self.net && self.plan_channels > 0 && self.policy.loopback_via_netisr() {
+            let task = self.spawn_kernel_thread(
+                KernelThread::Netisr,
+                TaskKind::Interrupt {
+                    priority: NETISR_PRIORITY,
+                },
+            );
+            self.netisr = Some(Netisr {
+                task,
+                queue: VecDeque::new(),
+                current: None,
+                idle: true,
+                spare: Vec::new(),
+            });
+        }
+    }
+
+    /// Create kernel thread `kthread`, asleep, allowed on every CPU.
+    fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
+        let id = self.tasks.len();
+        let setup = TaskSetup {
+            id,
+            group: usize::MAX,
+            knobs: Knobs::default(),
+            allowed: crate::policy::CpuMask::first(self.cpus.len()),
+            kind,
+        };
+        self.policy.task_new(&view!(self), &setup);
+        self.tasks.push(Task::new(usize::MAX, Some(kthread), 0));
+        id
+    }
+
+    /// Whether the plan's channel `ch` goes through the netisr thread.
+    pub(super) fn via_netisr(&self, ch: usize) -> bool {
+        self.netisr.is_some() && ch < self.plan_channels
+    }
+
+    /// The netisr's half of a loopback message's kernel work; the sender pays the rest.
+    pub(super) fn netisr_half(&self) -> u64 {
+        self.msg_cost / 2
+    }
+
+    /// Kernel thread `t`, current on `cpu`, has finished its last step: give it its next one.
+    /// Returns false if it left the CPU (it waits for work).
+    pub(super) fn kernel_thread_resume(&mut self, cpu: CpuId, t: TaskId, k: KernelThread) -> bool {
+        match k {
+            KernelThread::Netisr => {
+                let n = self
+                    .netisr
+                    .as_mut()
+                    .expect("the netisr thread has its state");
+                match n.queue.pop_front() {
+                    None => {
+                        n.idle = true;
+                        self.block(cpu, t);
+                        false
+                    }
+                    Some(packet) => {
+                        n.current = Some(packet);
+                        let half = self.c(self.netisr_half());
+                        let task = &mut self.tasks[t];
+                        task.remaining += half;
+                        task.then = Effect::NetInput;
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`Effect::NetOutput`] for the running task `t` of `cpu`: queue its message for the
+    /// netisr thread under the connection's lock, and wake the thread. Returns false if `t`
+    /// blocked (the channel is full, or another sender holds the lock).
+    pub(super) fn net_output(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
+        let len = self.shared.slots[t].borrow().outbuf.len();
+        let chan = &mut self.channels[ch];
+        let queued = chan.bytes.len() + chan.in_flight;
+        if queued > 0 && (queued + len) as u64 > self.cost.channel_bytes {
+            chan.writers.push(t);
+            self.block_to_retry(cpu, t, Effect::NetOutput(ch));
+            return false;
+        }
+        if let Some(h) = chan.conn.holder.filter(|&h| h != t) {
+            chan.conn.waiters.push_back(t);
+            self.policy.lend_priority(&view!(self), h, t);
+            self.block_to_retry(cpu, t, Effect::NetOutput(ch));
+            return false;
+        }
+        chan.conn.holder = Some(t);
+        chan.in_flight += len;
+        let n = self.netisr.as_mut().expect("netisr");
+        let mut packet = n.spare.pop().unwrap_or_default();
+        packet.extend_from_slice(&self.shared.slots[t].borrow().outbuf);
+        self.shared.slots[t].borrow_mut().outbuf.clear();
+        n.queue.push_back((ch, packet));
+        let woken = std::mem::take(&mut n.idle).then_some(n.task);
+        if let Some(w) = woken {
+            let asked = self.cpus[cpu].need_resched;
+            let cost = self.wake(w, Some(cpu), false);
+            self.tasks[t].remaining += cost;
+            // NEEDRESCHED without maybe_preempt: the switch waits for the end of the system
+            // call, which goes on (back through ip_output and tcp_output).
+            if !asked && self.cpus[cpu].need_resched && !self.policy.wakeup_preempt_at_once(cpu) {
+                self.cpus[cpu].need_resched = false;
+                self.cpus[cpu].ast_pending = true;
+            }
+        }
+        self.tasks[t].then = Effect::NetSent(ch);
+        true
+    }
+
+    /// [`Effect::NetSent`]: the sender releases the connection's lock (waking its first waiter)
+    /// and returns to user mode, where a deferred reschedule is acted on.
+    pub(super) fn net_sent(&mut self, cpu: CpuId, t: TaskId, ch: usize) {
+        self.release_conn(cpu, t, ch);
+        if std::mem::take(&mut self.cpus[cpu].ast_pending) {
+            self.cpus[cpu].need_resched = true;
+        }
+    }
+
+    fn release_conn(&mut self, cpu: CpuId, t: TaskId, ch: usize) {
+        let conn = &mut self.channels[ch].conn;
+        debug_assert_eq!(conn.holder, Some(t));
+        conn.holder = None;
+        if let Some(w) = conn.waiters.pop_front() {
+            let cost = self.wake(w, Some(cpu), false);
+            self.tasks[t].remaining += cost;
+        }
+    }
+
+    /// [`Effect::NetInput`] for the netisr thread `t`: deposit its packet and wake the reader;
+    /// a TCP segment's ACK follows every second segment.
+    pub(super) fn net_input(&mut self, cpu: CpuId, t: TaskId) {
+        let n = self.netisr.as_mut().expect("netisr");
+        let (ch, mut packet) = n.current.take().expect("a packet being delivered");
+        let chan = &mut self.channels[ch];
+        chan.bytes.extend(packet.iter());
+        chan.in_flight -= packet.len();
+        packet.clear();
+        n.spare.push(packet);
+        let wake = match chan.reader {
+            Some((r, need)) if chan.bytes.len() >= need => {
+                chan.reader = None;
+                Some(r)
+            }
+            _ => None,
+        };
+        chan.segments += 1;
+        let ack = self.tcp && chan.segments.is_multiple_of(2);
+        if let Some(r) = wake {
+            self.tasks[t].remaining += self.wake(r, Some(cpu), false);
+        }
+        if ack {
+            self.tasks[t].then = Effect::NetAck(ch);
+        }
+    }
+
+    /// [`Effect::NetAck`]: the netisr thread `t` takes the sending connection's lock for the
+    /// ACK; while the sender holds it, `t` lends it its priority and blocks. Returns false if
+    /// it blocked.
+    pub(super) fn net_ack(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
+        let conn = &mut self.channels[ch].conn;
+        if let Some(h) = conn.holder {
+            conn.waiters.push_back(t);
+            debug_assert!(self.tasks[h].state != State::Done);
+            self.policy.lend_priority(&view!(self), h, t);
+            self.block_to_retry(cpu, t, Effect::NetAck(ch));
+            return false;
+        }
+        true
+    }
+}
