@@ -120,6 +120,17 @@ pub struct CostModel {
     pub channel_bytes: u64,
     /// Writing one 4 KiB page of memory.
     pub page_touch: u64,
+    /// Bytes of RAM the workload's memory lives in (the machine's memory less the kernel's).
+    /// Touched memory beyond it is paged out to swap (the machine's `memory.rs`). `modern`:
+    /// 16 GiB, a current server's; `piii-700`: 1 GiB, as the 2002 test machines were sized.
+    /// Only a workload that touches more than this (interbench's memload at its original
+    /// sizing, 110 % of RAM) is affected.
+    pub memory: u64,
+    /// CPU to reclaim one page (scan the LRU, unmap it, start its swap-out write:
+    /// `shrink_page_list` in mm/vmscan.c), charged to kswapd or to a task in direct reclaim.
+    /// No published per-page figure was found: the profiles' values are estimates from the few
+    /// thousand instructions the path runs (`modern` 1 µs, `piii-700` 5 µs).
+    pub reclaim: u64,
     /// Device time per KiB of file I/O (the task sleeps meanwhile).
     pub io_per_kib: u64,
     /// Device latency per I/O request.
@@ -132,7 +143,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, net_msg, copy_per_kib, wakeup, ipi, idle_exit, migration, rq_lock, net_lock, scan, tick, channel_bytes, page_touch, io_per_kib, io_latency (durations such as 1.5us, or ns), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, net_msg, copy_per_kib, wakeup, ipi, idle_exit, migration, rq_lock, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -156,6 +167,8 @@ impl CostModel {
                 tick: 1_000,
                 channel_bytes: 65_536,
                 page_touch: 100,
+                memory: 16 << 30,
+                reclaim: 1_000,
                 io_per_kib: 1_000,
                 io_latency: 50_000,
                 jitter: 0.05,
@@ -178,6 +191,8 @@ impl CostModel {
                 tick: 3_000,
                 channel_bytes: 16_384,
                 page_touch: 1_000,
+                memory: 1 << 30,
+                reclaim: 5_000,
                 io_per_kib: 40_000,
                 io_latency: 8_000_000,
                 jitter: 0.05,
@@ -239,6 +254,14 @@ impl CostModel {
                         .filter(|&b| b >= 4096)
                         .ok_or_else(|| bad("accepted: 4096 or more bytes"))?
                 }
+                "memory" => {
+                    self.memory = schedlab_workload::presets::interbench::parse_size(value)
+                        .ok()
+                        .map(|b| b as u64)
+                        .filter(|b| (64 << 20..=1 << 40).contains(b))
+                        .ok_or_else(|| bad("accepted: a size from 64MiB to 1TiB, such as 1GiB"))?
+                }
+                "reclaim" => self.reclaim = dur()?,
                 "syscall" => self.syscall = dur()?,
                 "switch" => self.switch = dur()?,
                 "msg" => self.msg = dur()?,
@@ -290,11 +313,12 @@ impl fmt::Display for CostModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (hz={} syscall={} switch={} msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} idle_exit={} migration={} rq_lock={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} io_per_kib={} io_latency={} jitter={})",
+            "{} (hz={} syscall={} switch={} msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} idle_exit={} migration={} rq_lock={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} memory={} reclaim={} io_per_kib={} io_latency={} jitter={})",
             self.profile, self.hz, self.syscall, self.switch, self.msg, self.net_msg,
             self.copy_per_kib, self.wakeup, self.ipi, self.idle_exit, self.migration,
             self.rq_lock, self.net_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
-            self.io_per_kib, self.io_latency, self.jitter
+            schedlab_workload::presets::interbench::format_size(self.memory as usize),
+            self.reclaim, self.io_per_kib, self.io_latency, self.jitter
         )
     }
 }

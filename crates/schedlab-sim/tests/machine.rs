@@ -158,6 +158,36 @@ impl Workload for Stuck {
     }
 }
 
+/// One task that touches `bytes` of memory `walks` times (interbench's memload walk).
+struct Toucher {
+    bytes: usize,
+    walks: usize,
+}
+
+impl Workload for Toucher {
+    fn name(&self) -> &'static str {
+        "toucher"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        one_task_per_group(&["a"])
+    }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        for _ in 0..self.walks {
+            ctx.touch_memory(self.bytes).await;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
 fn fingerprint(r: &SimResult) -> String {
     format!(
         "{:?} {:?} {:?} {:?}",
@@ -570,6 +600,63 @@ fn preemption_makes_the_netisr_thread_wait_for_the_senders_connection_lock() {
             "{policy} udp: {on:?} vs {off:?}"
         );
     }
+}
+
+/// Memory not short: a walk within free memory costs `page_touch` per page and nothing else
+/// (no fault, no kswapd), exactly.
+#[test]
+fn a_touch_within_free_memory_costs_only_page_touch() {
+    let w = Toucher {
+        bytes: 8 << 20,
+        walks: 10,
+    };
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&["jitter=0,tick=0,switch=0,rq_lock=0,page_touch=100,memory=64MiB".into()])
+        .unwrap();
+    let r = sim_costed(&w, "o1", 1, &cost, &knobs(&[""]), None, None, 1).unwrap();
+    let ns = (r.counters["a"].cpu_time_s * 1e9).round() as u64;
+    assert_eq!(ns, 10 * 2048 * 100);
+    assert!(!r.counters.contains_key("kernel"), "no kswapd: {r:?}");
+    assert_eq!(r.counters["a"].voluntary_switches, Some(0));
+}
+
+/// Memory pressure (after mm/vmscan.c and mm/memory.c): a task walking more memory than the
+/// machine has pages it out and in — it sleeps on swap-in reads, so it uses a small share of
+/// an otherwise idle CPU; kswapd (the `kernel` group) reclaims for it. The same walk within
+/// memory never sleeps and keeps the CPU busy.
+#[test]
+fn memory_pressure_makes_a_task_sleep_on_paging() {
+    let cost = |memory: &str| {
+        CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("memory={memory}")])
+            .unwrap()
+    };
+    let w = Toucher {
+        bytes: 80 << 20,
+        walks: 4,
+    };
+    let short = sim_costed(&w, "o1", 1, &cost("64MiB"), &knobs(&[""]), None, None, 1).unwrap();
+    let a = &short.counters["a"];
+    let elapsed = short.elapsed_ns as f64 / 1e9;
+    assert!(a.voluntary_switches.unwrap() > 1000, "{a:?}");
+    assert!(a.cpu_time_s < 0.5 * elapsed, "{a:?} over {elapsed} s");
+    let kswapd = &short.counters["kernel"];
+    assert!(
+        kswapd.cpu_time_s > 0.0 && kswapd.wakeups.unwrap() > 0,
+        "{kswapd:?}"
+    );
+    let roomy = sim_costed(&w, "o1", 1, &cost("1GiB"), &knobs(&[""]), None, None, 1).unwrap();
+    let a = &roomy.counters["a"];
+    assert_eq!(a.voluntary_switches, Some(0), "{a:?}");
+    assert!(!roomy.counters.contains_key("kernel"));
+    assert!(
+        roomy.elapsed_ns * 10 < short.elapsed_ns,
+        "{} vs {}",
+        roomy.elapsed_ns,
+        short.elapsed_ns
+    );
 }
 
 #[test]

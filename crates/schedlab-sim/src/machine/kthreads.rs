@@ -49,6 +49,8 @@ use std::collections::VecDeque;
 pub(super) enum KernelThread {
     /// FreeBSD's swi "net" thread: loopback's receive half.
     Netisr,
+    /// Linux's kswapd: reclaims memory below the low watermark (`memory.rs`).
+    Kswapd,
 }
 
 /// FreeBSD 6/7's netisr thread priority: PI_SOFT (36) + SWI_NET (1) × RQ_PPQ (4).
@@ -89,8 +91,9 @@ impl Machine<'_> {
         }
     }
 
-    /// Create kernel thread `kthread`, asleep, allowed on every CPU.
-    fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
+    /// Create kernel thread `kthread`, asleep, allowed on every CPU. May be called during the
+    /// run (kswapd is created the first time memory runs low).
+    pub(super) fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
         let id = self.tasks.len();
         let setup = TaskSetup {
             id,
@@ -118,6 +121,7 @@ impl Machine<'_> {
     /// Returns false if it left the CPU (it waits for work).
     pub(super) fn kernel_thread_resume(&mut self, cpu: CpuId, t: TaskId, k: KernelThread) -> bool {
         match k {
+            KernelThread::Kswapd => self.kswapd_resume(cpu, t),
             KernelThread::Netisr => {
                 let n = self
                     .netisr

@@ -38,8 +38,10 @@
 //! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
 //!   and the counters a repetition reports;
 //! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
-//!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule` (counted as the group
-//!   `kernel`, outside `total`).
+//!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
+//!   (counted as the group `kernel`, outside `total`);
+//! - `memory.rs`: RAM, page faults, reclaim and swap-in when a workload touches more memory than
+//!   the cost model's `memory`.
 
 use crate::context::{Shared, SimContext};
 use crate::cost::CostModel;
@@ -273,6 +275,11 @@ enum Effect {
     /// The netisr thread processes the ACK of a segment on this channel under the sending
     /// connection's lock (or blocks while the sender holds it).
     NetAck(usize),
+    /// At page `.0` of a walk of `.1` pages that memory pressure makes go page by page
+    /// (`memory.rs`).
+    Touch(u64, u64),
+    /// A major fault at page `.0` of a walk of `.1`: sleep on the swap-in read of `.2` pages.
+    SwapIn(u64, u64, u64),
 }
 
 struct Task {
@@ -298,6 +305,8 @@ struct Task {
     /// Signalled while between [`Effect::CondWait`] and [`Effect::CondSleep`] (still on its
     /// CPU): it does not sleep.
     cond_signalled: bool,
+    /// Its pages (`memory.rs`).
+    mem: TaskMemory,
 }
 
 impl Task {
@@ -321,6 +330,7 @@ impl Task {
             wakeup_preemptions: 0,
             preemptions_at_once: 0,
             cond_signalled: false,
+            mem: TaskMemory::default(),
         }
     }
 }
@@ -406,11 +416,13 @@ macro_rules! view {
 
 mod accounting;
 mod kthreads;
+mod memory;
 mod paths;
 mod steps;
 
 pub use kthreads::NETISR_PRIORITY;
 use kthreads::{KernelThread, Netisr};
+use memory::{Memory, TaskMemory};
 pub use schedlab_workload::record::KERNEL_GROUP;
 
 /// The simulated machine of one repetition.
@@ -450,6 +462,8 @@ struct Machine<'a> {
     /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
     /// channels are loopback TCP/UDP.
     netisr: Option<Netisr>,
+    /// RAM and paging.
+    mem: Memory,
     /// Workload tasks not yet finished (the run ends at 0; kernel threads never finish).
     live: usize,
     /// Timer events waiting (sleeps and device waits).
@@ -517,6 +531,7 @@ impl<'a> Machine<'a> {
             exec,
             workload_tasks: 0,
             netisr: None,
+            mem: Memory::new(setup.cost.memory),
             live: 0,
             timers: 0,
             failure: None,

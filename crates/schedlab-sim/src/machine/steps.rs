@@ -55,6 +55,15 @@ impl Machine<'_> {
                     }
                 }
                 Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
+                Effect::Touch(pos, pages) => {
+                    if !self.touch_step(cpu, t, pos, pages) {
+                        return;
+                    }
+                }
+                Effect::SwapIn(pos, pages, k) => {
+                    self.swap_in(cpu, t, pos, pages, k);
+                    return;
+                }
                 Effect::NetInput => self.net_input(cpu, t),
                 Effect::NetAck(ch) => {
                     if !self.net_ack(cpu, t, ch) {
@@ -280,11 +289,7 @@ impl Machine<'_> {
                 let device = self.c(device);
                 (syscall + self.copy_cost(bytes), Effect::IoWait(device))
             }
-            Op::Touch(bytes) => {
-                let pages = (bytes as u64).div_ceil(4096);
-                let c = self.c(self.cost.page_touch);
-                (pages * c, Effect::Resume)
-            }
+            Op::Touch(bytes) => self.touch(t, bytes),
         };
         let task = &mut self.tasks[t];
         task.remaining += cost;
