@@ -364,12 +364,19 @@ impl Eevdf {
                 }
             }
         }
-        // vruntime_eligible with the queue's sums computed once for the whole descent.
+        // vruntime_eligible with the queue's sums computed once: the leftmost first (usually
+        // eligible), then, for the descent, avg ≥ (v − min)·load ⇔ v − min ≤ ⌊avg / load⌋
+        // (load > 0) — one division instead of a 128-bit product per node visited.
         let (avg, load) = self.sums(cpu);
         let min = rq.min_vruntime;
-        let eligible = |v: u64| avg >= vdiff(v, min) as i128 * load;
-        let mut best = leftmost.filter(|&l| eligible(self.nodes[l].vruntime));
+        let mut best =
+            leftmost.filter(|&l| avg >= vdiff(self.nodes[l].vruntime, min) as i128 * load);
         if best.is_none() {
+            let limit = (load > 0).then(|| avg.div_euclid(load));
+            let eligible = |v: u64| match limit {
+                Some(q) => vdiff(v, min) as i128 <= q,
+                None => avg >= 0,
+            };
             let mut node = rq.tree.root;
             while node != NIL {
                 let left = self.nodes[node].left;

@@ -14,8 +14,10 @@ pub(in crate::policy) fn vdiff(a: u64, b: u64) -> i64 {
     a.wrapping_sub(b) as i64
 }
 
-/// A node: its links, its treap priority and its keys (copies taken at insertion).
+/// A node: its links, its treap priority and its keys (copies taken at insertion). Aligned to a
+/// cache line, so that a descent touches one line per node (56 bytes would straddle two).
 #[derive(Clone, Copy, Debug)]
+#[repr(align(64))]
 pub(in crate::policy) struct Node {
     pub(in crate::policy) left: usize,
     pub(in crate::policy) right: usize,
