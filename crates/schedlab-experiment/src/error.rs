@@ -57,9 +57,9 @@ pub enum ExperimentError {
     /// A policy spec that names no policy or a bad parameter.
     #[error(transparent)]
     Policy(Box<schedlab_sim::policy::SpecError>),
-    /// An unknown cost profile.
+    /// An unknown cost profile, or a profile file that cannot be used.
     #[error(transparent)]
-    Profile(schedlab_sim::cost::CostError),
+    Profile(schedlab_sim::profile_file::ProfileFileError),
     /// A cost override that cannot be used.
     #[error(transparent)]
     Cost(schedlab_sim::cost::CostError),

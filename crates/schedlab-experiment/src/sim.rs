@@ -8,6 +8,7 @@ use crate::error::ExperimentError;
 use crate::vary::MachineKey;
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::profile_file::load_profile;
 use schedlab_sim::{run_repetition, SimError, SimSetup};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::HostNeeds;
@@ -37,7 +38,7 @@ impl SimMachine {
     pub fn from_request(req: &SimRequest, host_cpus: usize) -> Result<SimMachine, ExperimentError> {
         let spec = parse_policy(req.policy.as_deref().unwrap_or("eevdf"))?;
         let cpus = check_cpus(req.cpus.unwrap_or(host_cpus))?;
-        let cost = CostModel::profile(req.profile.as_deref().unwrap_or("modern"))
+        let cost = load_profile(req.profile.as_deref().unwrap_or("modern"))
             .map_err(ExperimentError::Profile)?
             .with_overrides(&req.cost)
             .map_err(ExperimentError::Cost)?;
@@ -134,7 +135,7 @@ impl Backend for SimBackend {
             }
             MachineKey::Profile => {
                 // Overrides given with the profile stay in force on the new profile.
-                m.cost = CostModel::profile(value)
+                m.cost = load_profile(value)
                     .map_err(ExperimentError::Profile)?
                     .with_overrides(&m.cost_overrides)
                     .map_err(ExperimentError::Cost)?;

@@ -30,6 +30,7 @@ pub mod cost;
 pub mod engine;
 pub mod machine;
 pub mod policy;
+pub mod profile_file;
 
 pub use machine::{
     check_setup, run_repetition, SimError, SimResult, SimSetup, KERNEL_GROUP, NETISR_PRIORITY,

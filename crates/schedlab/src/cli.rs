@@ -48,8 +48,13 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// List workloads, their parameters and task groups, and the knobs.
-    List,
+    /// List workloads, their parameters and task groups, the knobs, policies and cost profiles.
+    List {
+        /// Also show this cost profile file (as `schedlab calibrate` writes it): its values and
+        /// how each was measured.
+        #[arg(long, value_name = "FILE")]
+        profile: Option<String>,
+    },
     /// Show what this machine lets schedlab measure.
     Env,
 }

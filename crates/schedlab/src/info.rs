@@ -41,7 +41,7 @@ impl PresetVisitor for Describe {
 }
 
 /// The text of `schedlab list`.
-pub fn list() -> String {
+pub fn list(profile_file: Option<&str>) -> Result<String, String> {
     let mut out = String::from("WORKLOADS\n\n");
     for name in PRESET_NAMES {
         out.push_str(&presets::visit(name, Describe).expect("a shipped preset"));
@@ -74,7 +74,45 @@ pub fn list() -> String {
         let _ = writeln!(out, "  {c}");
     }
     let _ = writeln!(out, "  keys: {}", schedlab_sim::cost::COST_KEYS);
-    out
+    let _ = writeln!(
+        out,
+        "  a file written by `schedlab calibrate` (--profile FILE): its base profile with the keys it measured"
+    );
+    if let Some(path) = profile_file {
+        out.push_str(&describe_profile_file(path)?);
+    }
+    Ok(out)
+}
+
+/// `list --profile FILE`: the file's cost model, and for each key how it was measured.
+fn describe_profile_file(path: &str) -> Result<String, String> {
+    use schedlab_sim::profile_file::ProfileFile;
+    let p = std::path::Path::new(path);
+    let text = std::fs::read_to_string(p).map_err(|e| format!("--profile {path}: {e}"))?;
+    let file = ProfileFile::parse(&text, p).map_err(|e| e.to_string())?;
+    let model = file.cost_model(p).map_err(|e| e.to_string())?;
+    let mut out = format!("\nPROFILE FILE {path}\n  {model}\n");
+    if !file.note.is_empty() {
+        let _ = writeln!(out, "  note: {}", file.note);
+    }
+    for (key, value) in &file.costs {
+        match file.measured.get(key) {
+            Some(m) => {
+                let _ = writeln!(
+                    out,
+                    "  {key:<13} {value} ± {} ({} samples): {}",
+                    m.ci95, m.samples, m.method
+                );
+            }
+            None => {
+                let _ = writeln!(out, "  {key:<13} {value} (set, not measured)");
+            }
+        }
+    }
+    for (key, why) in &file.not_measured {
+        let _ = writeln!(out, "  {key:<13} kept from {}: {why}", file.base);
+    }
+    Ok(out)
 }
 
 /// The text of `schedlab env`.

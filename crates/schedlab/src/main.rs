@@ -38,8 +38,8 @@ fn main() -> ExitCode {
 /// Dispatch one command; errors come back as one message.
 fn run_cli(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
-        Command::List => {
-            print!("{}", info::list());
+        Command::List { profile } => {
+            print!("{}", info::list(profile.as_deref())?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Env => {

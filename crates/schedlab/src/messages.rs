@@ -39,7 +39,7 @@ pub fn render(e: &ExperimentError) -> String {
         }
         ExperimentError::NoRepetitions => format!("--runs 0: {e}"),
         ExperimentError::Policy(p) => format!("--policy {}: {p}", p.subject()),
-        ExperimentError::Profile(c) => format!("--profile {c}"),
+        ExperimentError::Profile(c) => c.to_string(),
         ExperimentError::Cost(c) => match c {
             CostError::UnknownKey(_) | CostError::TickTooLong { .. } => format!("--cost: {c}"),
             _ => format!("--cost {c}"),
