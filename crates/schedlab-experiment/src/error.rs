@@ -127,6 +127,9 @@ pub enum ExperimentError {
     /// The real backend's counters or limits.
     #[error("{0}")]
     Backend(String),
+    /// Stopped from outside (Ctrl-C) before anything could be kept.
+    #[error("interrupted; nothing was written")]
+    Interrupted,
     /// A repetition failed.
     #[error("{label}{sep}{message}", sep = if label.is_empty() { "" } else { ": " })]
     Repetition {

@@ -17,6 +17,7 @@
 
 pub mod backend;
 pub mod build;
+pub mod calibrate;
 pub mod error;
 pub mod measure;
 pub mod mock;

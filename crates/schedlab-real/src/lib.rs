@@ -13,6 +13,7 @@
 //!   [`host::HostError`]) and name no command-line flag: the binary adds those.
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod context;
 pub mod executor;
 pub mod host;

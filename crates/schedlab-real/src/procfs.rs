@@ -360,10 +360,20 @@ pub fn mem_available() -> Option<u64> {
     parse_mem_available(&std::fs::read_to_string("/proc/meminfo").ok()?)
 }
 
+/// `MemTotal` of `/proc/meminfo`, in bytes.
+pub fn mem_total_bytes() -> Option<u64> {
+    meminfo_field(&std::fs::read_to_string("/proc/meminfo").ok()?, "MemTotal:")
+}
+
 fn parse_mem_available(meminfo: &str) -> Option<u64> {
+    meminfo_field(meminfo, "MemAvailable:")
+}
+
+/// A `/proc/meminfo` field in kB, as bytes.
+fn meminfo_field(meminfo: &str, field: &str) -> Option<u64> {
     meminfo
         .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .map(|kb| kb * 1024)
 }

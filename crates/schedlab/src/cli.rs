@@ -57,6 +57,19 @@ pub enum Command {
     },
     /// Show what this machine lets schedlab measure.
     Env,
+    /// Measure this machine's costs (system call, messages, copies, wakeups, switches, the
+    /// device) and write them as a cost profile file for `--profile FILE`.
+    Calibrate {
+        /// The profile file to write (TOML); without it the results are only printed.
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+        /// The built-in profile whose values the keys calibrate cannot measure keep.
+        #[arg(long, default_value = "modern", value_name = "PROFILE")]
+        base: String,
+        /// A few short samples per probe (seconds) instead of converging to ±2 %.
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 /// A workload, the parameters given for it, and the options every workload takes.

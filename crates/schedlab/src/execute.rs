@@ -169,7 +169,7 @@ fn writable(dir: &std::path::Path) -> std::io::Result<()> {
 }
 
 /// SIGINT and SIGTERM set a flag; the run stops at the next check and keeps what finished.
-fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())

@@ -3,6 +3,7 @@
 //! comes back (`schedlab-report`) and turns errors into messages that name the flag.
 #![forbid(unsafe_code)]
 
+mod calibrate;
 mod cli;
 mod compare;
 mod execute;
@@ -44,6 +45,10 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
         }
         Command::Env => {
             print!("{}", info::env());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Calibrate { out, base, quick } => {
+            print!("{}", calibrate::run(out.as_deref(), &base, quick)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare {

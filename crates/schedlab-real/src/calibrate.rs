@@ -1,0 +1,364 @@
+//! Microbenchmarks of the machine schedlab runs on, for `schedlab calibrate`: each probe times a
+//! batch of one kind of operation and reports nanoseconds per operation, in the manner of lmbench
+//! (`lat_syscall null`, `lat_pipe`, `lat_tcp`, `lat_ctx`, `bw_pipe`; McVoy & Staelin, USENIX
+//! 1996) and `perf bench sched pipe`. The caller repeats a probe until its confidence interval
+//! is narrow and turns the probes into the simulator's cost keys (schedlab-experiment's
+//! `calibrate`).
+//!
+//! Threads that must share a CPU or sit on two are pinned with `sched_setaffinity` to CPUs of
+//! the process's own allowed set; every descriptor and thread a probe makes is closed and joined
+//! before it returns.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use crate::sys::{monotonic_ns, pipe, read_exact, write_all};
+
+/// One kind of timed operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Probe {
+    /// A null system call (`getppid`).
+    Syscall,
+    /// Writing 1 byte to a pipe and reading it back, in one thread (no wakeup).
+    PipeByte,
+    /// Writing 64 KiB to a pipe and reading it back, in one thread.
+    Pipe64k,
+    /// Writing 1 byte to a loopback TCP connection and reading it at the other end, in one
+    /// thread (TCP_NODELAY).
+    TcpByte,
+    /// A ping-pong round trip over two pipes between two threads pinned to the same CPU.
+    PingPongSameCpu,
+    /// A ping-pong round trip between threads pinned to two CPUs (the other idle meanwhile).
+    PingPongCrossCpu,
+    /// In that cross-CPU ping-pong, the `write` that wakes the blocked reader, as its caller
+    /// sees it.
+    WakingWrite,
+    /// Writing one resident 4 KiB page (memset).
+    PageWrite,
+    /// An O_DIRECT read of 4 KiB from a file in the given directory.
+    DirectRead4k,
+    /// An O_DIRECT read of 256 KiB.
+    DirectRead256k,
+}
+
+impl Probe {
+    /// Every probe, in the order calibrate runs them.
+    pub const ALL: [Probe; 10] = [
+        Probe::Syscall,
+        Probe::PipeByte,
+        Probe::Pipe64k,
+        Probe::TcpByte,
+        Probe::PingPongSameCpu,
+        Probe::PingPongCrossCpu,
+        Probe::WakingWrite,
+        Probe::PageWrite,
+        Probe::DirectRead4k,
+        Probe::DirectRead256k,
+    ];
+
+    /// What one operation is, for the profile file's `method`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Probe::Syscall => "getppid(2)",
+            Probe::PipeByte => "write + read of 1 byte on a pipe, one thread",
+            Probe::Pipe64k => "write + read of 64 KiB on a pipe, one thread",
+            Probe::TcpByte => "write + read of 1 byte over loopback TCP (TCP_NODELAY), one thread",
+            Probe::PingPongSameCpu => {
+                "1-byte ping-pong round trip over two pipes, both threads on one CPU"
+            }
+            Probe::PingPongCrossCpu => {
+                "1-byte ping-pong round trip over two pipes, threads on two CPUs"
+            }
+            Probe::WakingWrite => "the write(2) that wakes a reader blocked on another CPU",
+            Probe::PageWrite => "memset of a resident 4 KiB page",
+            Probe::DirectRead4k => "O_DIRECT pread of 4 KiB",
+            Probe::DirectRead256k => "O_DIRECT pread of 256 KiB",
+        }
+    }
+
+    /// Whether the probe needs two CPUs.
+    pub fn needs_two_cpus(self) -> bool {
+        matches!(self, Probe::PingPongCrossCpu | Probe::WakingWrite)
+    }
+}
+
+/// Where probes run: the CPUs they pin to, and a directory for the I/O probes' file.
+#[derive(Clone, Debug)]
+pub struct ProbeSite {
+    /// The first CPU of the allowed set.
+    pub cpu0: usize,
+    /// A second one, if the process may use two.
+    pub cpu1: Option<usize>,
+}
+
+impl ProbeSite {
+    /// The first two CPUs the calling process may run on.
+    pub fn of_this_process() -> io::Result<ProbeSite> {
+        let allowed = allowed_cpus()?;
+        let cpu0 = *allowed
+            .first()
+            .ok_or_else(|| io::Error::other("no CPU in the process's affinity mask"))?;
+        Ok(ProbeSite {
+            cpu0,
+            cpu1: allowed.get(1).copied(),
+        })
+    }
+}
+
+/// Time one batch of `probe` lasting about `batch`; nanoseconds per operation. `dir` holds the
+/// I/O probes' file. Errors: the operation failed (e.g. O_DIRECT unsupported by the file
+/// system: `Unsupported`), or the probe needs a second CPU the process does not have.
+pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io::Result<f64> {
+    let budget = batch.as_nanos() as u64;
+    match probe {
+        Probe::Syscall => timed(budget, || {
+            // SAFETY: getppid has no arguments and cannot fail.
+            unsafe { libc::getppid() };
+            Ok(())
+        }),
+        Probe::PipeByte => pipe_roundtrip(budget, 1),
+        Probe::Pipe64k => pipe_roundtrip(budget, 64 << 10),
+        Probe::TcpByte => tcp_roundtrip(budget),
+        Probe::PingPongSameCpu => ping_pong(budget, site.cpu0, site.cpu0, false),
+        Probe::PingPongCrossCpu | Probe::WakingWrite => {
+            let cpu1 = site
+                .cpu1
+                .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "needs a second CPU"))?;
+            ping_pong(budget, site.cpu0, cpu1, probe == Probe::WakingWrite)
+        }
+        Probe::PageWrite => page_write(budget),
+        Probe::DirectRead4k => direct_read(budget, dir, 4 << 10),
+        Probe::DirectRead256k => direct_read(budget, dir, 256 << 10),
+    }
+}
+
+/// Run `op` until `budget_ns` has passed (checking the clock every 64 operations); ns per op.
+fn timed(budget_ns: u64, mut op: impl FnMut() -> io::Result<()>) -> io::Result<f64> {
+    let start = monotonic_ns();
+    let mut n = 0u64;
+    loop {
+        for _ in 0..64 {
+            op()?;
+        }
+        n += 64;
+        let elapsed = monotonic_ns() - start;
+        if elapsed >= budget_ns {
+            return Ok(elapsed as f64 / n as f64);
+        }
+    }
+}
+
+/// A pipe's two ends, closed on drop.
+fn owned_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let (r, w) = pipe()?;
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(r), OwnedFd::from_raw_fd(w)) })
+}
+
+fn pipe_roundtrip(budget: u64, len: usize) -> io::Result<f64> {
+    let (r, w) = owned_pipe()?;
+    let out = vec![1u8; len];
+    let mut inb = vec![0u8; len];
+    // A pipe holds 64 KiB by default: one write and one read of `len` never block.
+    timed(budget, || {
+        write_all(w.as_raw_fd(), &out)?;
+        read_exact(r.as_raw_fd(), &mut inb)
+    })
+}
+
+fn tcp_roundtrip(budget: u64) -> io::Result<f64> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let mut a = TcpStream::connect(listener.local_addr()?)?;
+    let (mut b, _) = listener.accept()?;
+    a.set_nodelay(true)?;
+    b.set_nodelay(true)?;
+    let mut byte = [0u8; 1];
+    timed(budget, || {
+        a.write_all(&[1])?;
+        b.read_exact(&mut byte)
+    })
+}
+
+/// Ping-pong between this thread on `cpu_a` and a helper on `cpu_b`: ns per round trip, or, if
+/// `waking_write`, ns per `write` that wakes the blocked helper.
+fn ping_pong(budget: u64, cpu_a: usize, cpu_b: usize, waking_write: bool) -> io::Result<f64> {
+    let (to_r, to_w) = owned_pipe()?;
+    let (back_r, back_w) = owned_pipe()?;
+    let old_mask = current_affinity()?;
+    let helper = std::thread::spawn(move || -> io::Result<()> {
+        pin_to(cpu_b)?;
+        let mut b = [0u8; 1];
+        loop {
+            read_exact(to_r.as_raw_fd(), &mut b)?;
+            if b[0] == 0 {
+                return Ok(());
+            }
+            write_all(back_w.as_raw_fd(), &b)?;
+        }
+    });
+    let result = (|| -> io::Result<f64> {
+        pin_to(cpu_a)?;
+        let mut b = [0u8; 1];
+        // Warm up: both threads running on their CPUs.
+        for _ in 0..100 {
+            write_all(to_w.as_raw_fd(), &[1])?;
+            read_exact(back_r.as_raw_fd(), &mut b)?;
+        }
+        let start = monotonic_ns();
+        let (mut n, mut in_write) = (0u64, 0u64);
+        loop {
+            // Give the helper time to block in read before the timed write.
+            if waking_write {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            let t0 = monotonic_ns();
+            write_all(to_w.as_raw_fd(), &[1])?;
+            in_write += monotonic_ns() - t0;
+            read_exact(back_r.as_raw_fd(), &mut b)?;
+            n += 1;
+            let elapsed = monotonic_ns() - start;
+            if elapsed >= budget && n >= 16 {
+                return Ok(if waking_write {
+                    in_write as f64 / n as f64
+                } else {
+                    elapsed as f64 / n as f64
+                });
+            }
+        }
+    })();
+    // Stop the helper whatever happened, then restore this thread's CPUs.
+    let _ = write_all(to_w.as_raw_fd(), &[0]);
+    drop(to_w);
+    let joined = helper
+        .join()
+        .map_err(|_| io::Error::other("the ping-pong helper thread panicked"))?;
+    set_affinity(&old_mask)?;
+    let ns = result?;
+    joined?;
+    Ok(ns)
+}
+
+fn page_write(budget: u64) -> io::Result<f64> {
+    // 16 MiB, touched once first so that every page is resident.
+    let mut buf = vec![0u8; 16 << 20];
+    let pages = buf.len() / 4096;
+    let mut fill = 1u8;
+    for p in buf.chunks_mut(4096) {
+        p[0] = 1;
+    }
+    let mut i = 0usize;
+    timed(budget, || {
+        let page = &mut buf[(i % pages) * 4096..][..4096];
+        page.fill(fill);
+        std::hint::black_box(&page);
+        i += 1;
+        fill = fill.wrapping_add(1);
+        Ok(())
+    })
+}
+
+fn direct_read(budget: u64, dir: &Path, len: usize) -> io::Result<f64> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let file = tempfile::NamedTempFile::new_in(dir)?;
+    const FILE: usize = 8 << 20;
+    file.as_file().write_all(&vec![7u8; FILE])?;
+    file.as_file().sync_all()?;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(file.path())
+        .map_err(|e| io::Error::new(io::ErrorKind::Unsupported, format!("O_DIRECT: {e}")))?;
+    // O_DIRECT wants an aligned buffer: a 4 KiB-aligned slice of a larger one.
+    let mut raw = vec![0u8; len + 4096];
+    let off = raw.as_ptr().align_offset(4096);
+    let buf = &mut raw[off..off + len];
+    let slots = (FILE / len) as u64;
+    let mut i = 0u64;
+    timed(budget, || {
+        let at = ((i * 7919) % slots) * len as u64;
+        i += 1;
+        f.read_exact_at(buf, at)
+            .map_err(|e| io::Error::new(io::ErrorKind::Unsupported, format!("O_DIRECT read: {e}")))
+    })
+}
+
+/// The CPUs the calling thread may run on, lowest first.
+fn allowed_cpus() -> io::Result<Vec<usize>> {
+    let set = current_affinity()?;
+    // SAFETY: CPU_ISSET reads a valid cpu_set_t.
+    Ok((0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+fn current_affinity() -> io::Result<libc::cpu_set_t> {
+    // SAFETY: a zeroed cpu_set_t is valid; sched_getaffinity fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(set)
+}
+
+fn set_affinity(set: &libc::cpu_set_t) -> io::Result<()> {
+    // SAFETY: a valid cpu_set_t for the calling thread.
+    if unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(set), set) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Pin the calling thread to `cpu`.
+fn pin_to(cpu: usize) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t with one CPU set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    set_affinity(&set)
+}
+
+/// The kernel's tick rate: the coarse clocks advance once per jiffy, so their resolution is
+/// TICK_NSEC = 1 s / HZ (`posix_get_coarse_res`, kernel/time/posix-timers.c).
+pub fn tick_hz() -> Option<u32> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill.
+    if unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } != 0 {
+        return None;
+    }
+    let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    (ns > 0).then(|| (1e9 / ns as f64).round() as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_probe_measures_a_positive_time_or_says_why_not() {
+        let site = ProbeSite::of_this_process().unwrap();
+        let dir = std::env::temp_dir();
+        for p in Probe::ALL {
+            match sample(p, &site, &dir, Duration::from_millis(2)) {
+                Ok(ns) => assert!(ns > 0.0 && ns < 1e9, "{p:?}: {ns}"),
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                    eprintln!("skipped: {p:?}: {e}")
+                }
+                Err(e) => panic!("{p:?}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_pipe_write_and_read_of_64k_costs_more_than_of_one_byte() {
+        let site = ProbeSite::of_this_process().unwrap();
+        let dir = std::env::temp_dir();
+        let small = sample(Probe::PipeByte, &site, &dir, Duration::from_millis(5)).unwrap();
+        let large = sample(Probe::Pipe64k, &site, &dir, Duration::from_millis(5)).unwrap();
+        assert!(large > small, "{large} vs {small}");
+    }
+}

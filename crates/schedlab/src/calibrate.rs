@@ -1,0 +1,121 @@
+//! `schedlab calibrate`: measure this machine's costs, print them, and write a profile file for
+//! `--profile FILE` (schedlab-experiment's `calibrate` does the work).
+
+use schedlab_experiment::calibrate::{calibrate, CalibrateOptions};
+use schedlab_report::table::Table;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Run calibrate; the text to print.
+pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String> {
+    let base: &'static str = schedlab_sim::cost::PROFILES
+        .iter()
+        .find(|p| **p == base)
+        .ok_or_else(|| {
+            format!(
+                "--base {base}: not a profile; use {}",
+                schedlab_sim::cost::PROFILES.join(" or ")
+            )
+        })?;
+    // Check the output path before measuring anything.
+    if let Some(path) = out {
+        check_out(path)?;
+    }
+    let stop = crate::execute::interrupt_flag()?;
+    let dir = schedlab_real::tempdir::TempDir::new()
+        .map_err(|e| format!("calibrate: temporary directory: {e}"))?;
+    let started = std::time::Instant::now();
+    let (mut file, probes) = calibrate(CalibrateOptions { quick, base }, dir.path(), &stop, |p| {
+        eprintln!("calibrate: {p}");
+    })
+    .map_err(|e| crate::messages::render(&e))?;
+    let m = schedlab_real::machine::machine_info();
+    file.name = out
+        .and_then(|p| p.file_stem())
+        .map(|s| s.to_string_lossy().into_owned());
+    file.note = format!(
+        "schedlab calibrate{} on {}, Linux {}, {} CPUs{}; base profile {base}",
+        if quick { " --quick" } else { "" },
+        m.hostname,
+        m.kernel_release,
+        m.cpus,
+        m.cpu_model.map(|c| format!(" ({c})")).unwrap_or_default(),
+    );
+    let mut text = String::new();
+    let mut t = Table::new(["probe", "ns/op", "±CI95", "samples", "converged"]);
+    for (p, r) in &probes {
+        t.row([
+            p.describe().to_string(),
+            format!("{:.1}", r.mean),
+            format!("{:.1}", r.ci95),
+            r.samples.to_string(),
+            if r.converged { "yes" } else { "no" }.to_string(),
+        ]);
+    }
+    text.push_str(&t.render());
+    let mut k = Table::new(["key", "value", "±CI95"]);
+    for (key, value) in &file.costs {
+        let ci = file
+            .measured
+            .get(key)
+            .map_or("-".to_string(), |m| m.ci95.clone());
+        k.row([key.clone(), value.clone(), ci]);
+    }
+    let kept: Vec<&str> = file.not_measured.keys().map(String::as_str).collect();
+    let _ = writeln!(text);
+    text.push_str(&k.render());
+    let _ = writeln!(
+        text,
+        "kept from {base}: {} (how each key was measured, and why these were not: schedlab list --profile FILE)",
+        kept.join(", ")
+    );
+    let _ = writeln!(
+        text,
+        "calibrated in {:.1} s; {}",
+        started.elapsed().as_secs_f64(),
+        match out {
+            Some(p) => {
+                file.write(p).map_err(|e| e.to_string())?;
+                format!(
+                    "wrote {} (use it with --profile {})",
+                    p.display(),
+                    p.display()
+                )
+            }
+            None => "not written (give --out FILE)".into(),
+        }
+    );
+    Ok(text)
+}
+
+/// The output file's directory must exist and the file be creatable.
+fn check_out(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!(
+            "--out {}: is a directory; give a file name",
+            path.display()
+        ));
+    }
+    let dir: PathBuf = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.into(),
+        _ => ".".into(),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "--out {}: no directory {}",
+            path.display(),
+            dir.display()
+        ));
+    }
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("--out {}: cannot write it: {e}", path.display()))?;
+    if !existed {
+        // Only a probe: an interrupted calibration leaves nothing behind.
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
