@@ -25,6 +25,7 @@ pub mod outdir;
 pub mod real;
 pub mod settings;
 pub mod sim;
+pub mod validate;
 pub mod vary;
 
 pub use backend::{Backend, RepDetail, RepError, RepInput, RepOutput};

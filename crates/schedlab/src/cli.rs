@@ -70,6 +70,20 @@ pub enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Run a fixed suite of workloads on the real kernel and on the simulator (this machine's
+    /// CPUs, the policy closest to this kernel, the given profile) and print each metric
+    /// measured, simulated and the simulator's error.
+    Validate {
+        /// The cost profile: modern, piii-700, or a file `schedlab calibrate` wrote.
+        #[arg(long, default_value = "modern", value_name = "NAME|FILE")]
+        profile: String,
+        /// Write the rows (measured, simulated, error) as JSON.
+        #[arg(long, value_name = "FILE")]
+        json: Option<std::path::PathBuf>,
+        /// Smaller, shorter entries and two runs each (about half a minute).
+        #[arg(long)]
+        quick: bool,
+    },
 }
 
 /// A workload, the parameters given for it, and the options every workload takes.

@@ -120,27 +120,9 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
 
 /// Refuse output paths that cannot be written before anything runs.
 fn check_outputs(common: &CommonArgs) -> Result<(), String> {
-    let parent = |p: &std::path::Path| {
-        p.parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."))
-            .to_path_buf()
-    };
     for (flag, path) in [("--json", &common.json), ("--plot", &common.plot)] {
         if let Some(p) = path {
-            if p.is_dir() || !parent(p).is_dir() {
-                return Err(format!(
-                    "{flag} {}: not a file in an existing directory",
-                    p.display()
-                ));
-            }
-            writable(&parent(p)).map_err(|e| {
-                format!(
-                    "{flag} {}: cannot write in {}: {e}",
-                    p.display(),
-                    parent(p).display()
-                )
-            })?;
+            check_file_output(flag, p)?;
         }
     }
     if let Some(d) = &common.out {
@@ -155,6 +137,29 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Refuse an output file (`flag`'s) that cannot be written: not a file in an existing,
+/// writable directory.
+pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<(), String> {
+    let parent = p
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."))
+        .to_path_buf();
+    if p.is_dir() || !parent.is_dir() {
+        return Err(format!(
+            "{flag} {}: not a file in an existing directory",
+            p.display()
+        ));
+    }
+    writable(&parent).map_err(|e| {
+        format!(
+            "{flag} {}: cannot write in {}: {e}",
+            p.display(),
+            parent.display()
+        )
+    })
 }
 
 /// Whether a file can be created in `dir` (records are written to a temporary name and renamed

@@ -9,6 +9,7 @@ mod compare;
 mod execute;
 mod info;
 mod messages;
+mod validate;
 
 use clap::FromArgMatches;
 use cli::{Cli, Command};
@@ -47,6 +48,11 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
             print!("{}", info::env());
             Ok(ExitCode::SUCCESS)
         }
+        Command::Validate {
+            profile,
+            json,
+            quick,
+        } => validate::run(&profile, json.as_deref(), quick),
         Command::Calibrate { out, base, quick } => {
             print!("{}", calibrate::run(out.as_deref(), &base, quick)?);
             Ok(ExitCode::SUCCESS)

@@ -1950,3 +1950,34 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
     );
     std::fs::remove_file(&out).ok();
 }
+
+/// `validate --quick` runs every suite entry on the real kernel and on the simulator: one row
+/// per entry, each with a measured and a simulated estimate and the error (in points for
+/// interbench's deadlines), in the table and in the `--json` record.
+#[test]
+fn validate_measures_and_simulates_every_suite_entry() {
+    let _s = serial();
+    let json = temp_json("validate");
+    let o = run_ok(&["validate", "--quick", "--json", json.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    let cpus = v["cpus"].as_u64().unwrap();
+    // 4 messaging, 1 or 2 ping-pongs, the distinct yield thread counts, chat, 8 interbench.
+    let mut threads = vec![1, cpus, 4 * cpus, 256];
+    threads.dedup();
+    let expected = 4 + if cpus > 1 { 2 } else { 1 } + threads.len() + 1 + 8;
+    assert_eq!(rows.len(), expected, "{text}");
+    for row in rows {
+        let name = row["name"].as_str().unwrap();
+        assert!(text.contains(name), "{name} not printed:\n{text}");
+        assert!(row["measured"]["mean"].is_number(), "{row}");
+        assert!(row["simulated"]["mean"].is_number(), "{row}");
+        assert!(row["error"].is_number(), "{row}");
+        let points = row["points"].as_bool().unwrap();
+        assert_eq!(points, name.starts_with("interbench"), "{row}");
+    }
+    assert!(text.contains("rows within ±20 %"), "{text}");
+    std::fs::remove_file(&json).ok();
+}

@@ -1,0 +1,424 @@
+//! `schedlab validate`: a fixed suite of workloads run on the real kernel and, interleaved, on a
+//! simulated machine with this machine's CPU count, the policy closest to the running kernel
+//! (`eevdf` from Linux 6.6, `cfs` before) and a given cost profile — each row the suite entry's
+//! primary metric measured and simulated, and the simulator's error (in % for times and rates,
+//! in points for interbench's % of deadlines met).
+//!
+//! The suite (issue #16): messaging over socketpairs and pipes with threads and with processes;
+//! ping-pong with both tasks on one CPU and on two; sched_yield with 1 thread, one per CPU, four
+//! per CPU and 256; chat in burst mode; interbench's audio and video against no load and against
+//! burn, with the benchmarked task at nice 0 and at nice 19. `quick` makes every entry smaller
+//! and shorter (a test's budget), not different.
+
+use crate::backend::Backend;
+use crate::build::{build_from, BackendRequest, ExperimentRequest, SimRequest};
+use crate::error::ExperimentError;
+use crate::measure::{measure, Sinks};
+use crate::settings::{Budget, CounterMode, Settings};
+use crate::{RealBackend, RunEnd, SimBackend, SimMachine};
+use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
+use schedlab_workload::record::RunRecord;
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// One entry of the suite.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Row label.
+    pub name: String,
+    /// Workload.
+    pub workload: &'static str,
+    /// Parameters, as the command line's `--NAME VALUE`.
+    pub params: Vec<(String, String)>,
+    /// Group knobs, `NAME:knob=value`.
+    pub groups: Vec<String>,
+    /// The metric compared.
+    pub metric: &'static str,
+    /// Whether the error is in points (a percentage metric) rather than in %.
+    pub points: bool,
+}
+
+impl Entry {
+    fn new(name: impl Into<String>, workload: &'static str, metric: &'static str) -> Entry {
+        Entry {
+            name: name.into(),
+            workload,
+            params: Vec::new(),
+            groups: Vec::new(),
+            metric,
+            points: false,
+        }
+    }
+    fn p(mut self, name: &str, value: impl ToString) -> Entry {
+        self.params.push((name.into(), value.to_string()));
+        self
+    }
+    fn g(mut self, group: &str) -> Entry {
+        self.groups.push(group.into());
+        self
+    }
+    /// The command line that runs this entry on the real kernel.
+    pub fn command(&self) -> String {
+        let mut c = format!("schedlab run {}", self.workload);
+        for (k, v) in &self.params {
+            c.push_str(&format!(" --{k} {v}"));
+        }
+        for g in &self.groups {
+            c.push_str(&format!(" --group {g}"));
+        }
+        c
+    }
+}
+
+/// The suite for a machine of `cpus` CPUs.
+pub fn suite(cpus: usize, quick: bool) -> Vec<Entry> {
+    let (loops, pp_loops, yield_dur, rooms, ib_dur) = if quick {
+        (50, 2_000, "300ms", 2, "2s")
+    } else {
+        (200, 20_000, "1s", 4, "5s")
+    };
+    let mut s = Vec::new();
+    for transport in ["socketpair", "pipe"] {
+        for tasks in ["threads", "processes"] {
+            s.push(
+                Entry::new(
+                    format!("messaging {transport} {tasks}"),
+                    "messaging",
+                    "time",
+                )
+                .p("groups", 4)
+                .p("loops", loops)
+                .p("transport", transport)
+                .p("tasks", tasks),
+            );
+        }
+    }
+    s.push(
+        Entry::new("pingpong, one CPU", "pingpong", "us_per_rt")
+            .p("loops", pp_loops)
+            .g("ping:cpus=0")
+            .g("pong:cpus=0"),
+    );
+    if cpus > 1 {
+        s.push(
+            Entry::new("pingpong, two CPUs", "pingpong", "us_per_rt")
+                .p("loops", pp_loops)
+                .g("ping:cpus=0")
+                .g("pong:cpus=1"),
+        );
+    }
+    let mut threads = vec![1, cpus, 4 * cpus, 256];
+    threads.dedup();
+    for t in threads {
+        s.push(
+            Entry::new(format!("yield, {t} threads"), "yield", "us_per_yield")
+                .p("threads", t)
+                .p("duration", yield_dur),
+        );
+    }
+    s.push(
+        Entry::new("chat burst", "chat", "msgs_per_s")
+            .p("rooms", rooms)
+            .p("messages", 50)
+            .p("mode", "burst"),
+    );
+    for bench in ["audio", "video"] {
+        for load in ["none", "burn"] {
+            for nice in [0, 19] {
+                let mut e = Entry::new(
+                    format!("interbench {bench} vs {load}, nice {nice}"),
+                    "interbench",
+                    "deadlines_met",
+                )
+                .p("bench", bench)
+                .p("loads", load)
+                .p("duration", ib_dur);
+                e.points = true;
+                if nice != 0 {
+                    e = e.g(&format!("bench:nice={nice}"));
+                }
+                s.push(e);
+            }
+        }
+    }
+    s
+}
+
+/// A metric's mean over the repetitions and its 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Estimate {
+    /// Mean.
+    pub mean: f64,
+    /// Half-width of the 95 % confidence interval (NaN with one repetition, written as null).
+    pub ci95: Option<f64>,
+    /// Repetitions.
+    pub n: usize,
+}
+
+/// One row of the validation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// The entry's label.
+    pub name: String,
+    /// How to run it on the real kernel.
+    pub command: String,
+    /// The metric and its unit.
+    pub metric: String,
+    /// Its unit.
+    pub unit: String,
+    /// On the real kernel.
+    pub measured: Option<Estimate>,
+    /// On the simulator.
+    pub simulated: Option<Estimate>,
+    /// Simulated − measured: in % of the measured value, or in points for a percentage.
+    pub error: Option<f64>,
+    /// Whether `error` is in points.
+    pub points: bool,
+    /// Why a side is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// A validation: the simulated machine and every row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Validation {
+    /// The kernel measured.
+    pub kernel: String,
+    /// CPUs of this machine and of the simulated one.
+    pub cpus: usize,
+    /// The simulated policy.
+    pub policy: String,
+    /// The cost profile (a name or a file).
+    pub profile: String,
+    /// Repetitions per entry and backend.
+    pub runs: usize,
+    /// The rows, in suite order.
+    pub rows: Vec<Row>,
+}
+
+/// The simulated policy closest to a kernel release: `eevdf` from 6.6, `cfs` before.
+pub fn closest_policy(release: &str) -> &'static str {
+    let mut it = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    match (it.next(), it.next()) {
+        (Some(major), Some(minor)) if (major, minor) >= (6, 6) => "eevdf",
+        _ => "cfs",
+    }
+}
+
+/// Run the suite. `progress` hears each row as it finishes; `stop` ends it early with the rows
+/// so far (`RunEnd::Interrupted`).
+pub fn validate(
+    profile: &str,
+    quick: bool,
+    stop: &Arc<AtomicBool>,
+    mut progress: impl FnMut(&Row),
+) -> Result<(RunEnd, Validation), ExperimentError> {
+    let m = schedlab_real::machine::machine_info();
+    let cpus = schedlab_real::host::online_cpus();
+    let policy = closest_policy(&m.kernel_release);
+    let runs = if quick { 2 } else { 3 };
+    let sim = SimRequest {
+        policy: Some(policy.into()),
+        cpus: Some(cpus),
+        profile: Some(profile.into()),
+        cost: Vec::new(),
+        seed: Some(1),
+    };
+    // Refuse a bad profile before anything runs.
+    SimMachine::from_request(&sim, cpus)?;
+    let mut v = Validation {
+        kernel: m.kernel_release,
+        cpus,
+        policy: policy.into(),
+        profile: profile.into(),
+        runs,
+        rows: Vec::new(),
+    };
+    for entry in suite(cpus, quick) {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return Ok((RunEnd::Interrupted, v));
+        }
+        let mut note = None;
+        let mut side = |backend: BackendRequest| match run_entry(&entry, backend, cpus, runs, stop)
+        {
+            Ok(rec) => estimate(&rec, entry.metric),
+            Err(e) => {
+                note = Some(e.to_string());
+                None
+            }
+        };
+        let measured = side(BackendRequest::Real);
+        let simulated = side(BackendRequest::Sim(sim.clone()));
+        let error = match (measured, simulated) {
+            (Some(r), Some(s)) if entry.points => Some(s.mean - r.mean),
+            (Some(r), Some(s)) if r.mean != 0.0 => Some((s.mean - r.mean) / r.mean * 100.0),
+            _ => None,
+        };
+        let row = Row {
+            name: entry.name.clone(),
+            command: entry.command(),
+            metric: entry.metric.into(),
+            unit: unit_of(entry.workload, entry.metric),
+            measured,
+            simulated,
+            error,
+            points: entry.points,
+            note,
+        };
+        progress(&row);
+        v.rows.push(row);
+    }
+    Ok((RunEnd::Complete, v))
+}
+
+fn unit_of(workload: &str, metric: &str) -> String {
+    struct Units<'a>(&'a str);
+    impl PresetVisitor for Units<'_> {
+        type Output = String;
+        fn visit<P: Preset>(self) -> String {
+            P::with_defaults(1)
+                .metric_defs()
+                .into_iter()
+                .find(|d| d.name == self.0)
+                .map(|d| d.unit)
+                .unwrap_or_default()
+        }
+    }
+    presets::visit(workload, Units(metric)).unwrap_or_default()
+}
+
+fn estimate(rec: &RunRecord, metric: &str) -> Option<Estimate> {
+    let config = rec.configs.first()?;
+    let values = schedlab_stats::summary::metric_values(config, metric);
+    if values.is_empty() {
+        return None;
+    }
+    let d = schedlab_stats::summary::describe(&values, 95.0);
+    Some(Estimate {
+        mean: d.summary.mean,
+        ci95: d.ci_half_width.is_finite().then_some(d.ci_half_width),
+        n: values.len(),
+    })
+}
+
+fn run_entry(
+    entry: &Entry,
+    backend: BackendRequest,
+    cpus: usize,
+    runs: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<RunRecord, ExperimentError> {
+    let request = ExperimentRequest {
+        params: entry.params.clone(),
+        groups: entry.groups.clone(),
+        vary: Vec::new(),
+        host_cpus: cpus,
+    };
+    let settings = Settings {
+        budget: Budget::new(Some(runs), None, runs)?,
+        until_text: None,
+        warmup: 0,
+        level: 95.0,
+        timeout: None,
+        json: None,
+        command: vec![entry.command()],
+    };
+    let one = MeasureOne {
+        request: &request,
+        backend: &backend,
+        settings: &settings,
+        stop,
+    };
+    presets::visit(entry.workload, one)
+        .unwrap_or_else(|| Err(ExperimentError::UnknownWorkload(entry.workload.into())))
+}
+
+/// Build and measure one entry on one backend, quietly.
+struct MeasureOne<'a> {
+    request: &'a ExperimentRequest,
+    backend: &'a BackendRequest,
+    settings: &'a Settings,
+    stop: &'a Arc<AtomicBool>,
+}
+
+impl PresetVisitor for MeasureOne<'_> {
+    type Output = Result<RunRecord, ExperimentError>;
+    fn visit<P: Preset>(self) -> Self::Output {
+        let base = P::with_defaults(self.request.host_cpus);
+        match self.backend {
+            BackendRequest::Real => {
+                let mut b = RealBackend::new(CounterMode::Proc);
+                self.on(base, &mut b, ())
+            }
+            BackendRequest::Sim(req) => {
+                let machine = SimMachine::from_request(req, self.request.host_cpus)?;
+                self.on(base, &mut SimBackend, machine)
+            }
+        }
+    }
+}
+
+impl MeasureOne<'_> {
+    fn on<W: Configurable, B: Backend>(
+        self,
+        base: W,
+        backend: &mut B,
+        machine: B::Machine,
+    ) -> Result<RunRecord, ExperimentError> {
+        let experiment = build_from(base, self.request, backend, &machine)?;
+        let sinks = Sinks {
+            json: None,
+            out: None,
+        };
+        measure(
+            experiment,
+            backend,
+            self.settings,
+            &sinks,
+            self.stop,
+            &mut |_| {},
+        )
+        .map(|(_, record)| record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closest_policy_follows_the_kernel_release() {
+        assert_eq!(closest_policy("6.18.44-fc-v657"), "eevdf");
+        assert_eq!(closest_policy("6.6.0"), "eevdf");
+        assert_eq!(closest_policy("6.5.13-generic"), "cfs");
+        assert_eq!(closest_policy("5.10.0-32-amd64"), "cfs");
+        assert_eq!(closest_policy("weird"), "cfs");
+    }
+
+    #[test]
+    fn the_suite_has_every_entry_the_issue_names() {
+        let s = suite(2, false);
+        let names: Vec<&str> = s.iter().map(|e| e.name.as_str()).collect();
+        for n in [
+            "messaging socketpair threads",
+            "messaging pipe processes",
+            "pingpong, one CPU",
+            "pingpong, two CPUs",
+            "yield, 1 threads",
+            "yield, 2 threads",
+            "yield, 8 threads",
+            "yield, 256 threads",
+            "chat burst",
+            "interbench audio vs none, nice 0",
+            "interbench video vs burn, nice 19",
+        ] {
+            assert!(names.contains(&n), "{n} in {names:?}");
+        }
+        assert!(!suite(1, true)
+            .iter()
+            .any(|e| e.name == "pingpong, two CPUs"));
+    }
+}
