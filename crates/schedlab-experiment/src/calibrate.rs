@@ -7,25 +7,26 @@
 //! machine module's timing rules), so that the simulated probe comes out as measured:
 //!
 //! - `syscall` = a null system call;
+//! - `rq_lock` = a `sched_yield` alone on its CPU less a system call (a yield that finds nothing
+//!   else to run is, to the simulator, a system call and one pick under the runqueue lock);
 //! - `msg` = half a pipe write + read of 1 byte, less a system call (the simulator charges
-//!   `syscall + msg` to each side of a message);
+//!   `syscall + msg` to each side of a message); `sock_msg` the same on a UNIX socketpair,
+//!   `net_msg` over loopback TCP;
 //! - `copy_per_kib` = the 64 KiB pipe write + read less the 1-byte one, over two copies of 64 KiB;
-//! - `net_msg` = the same for loopback TCP;
 //! - `wakeup` + `switch` = half a same-CPU ping-pong round trip less a pipe write + read and two
-//!   runqueue-lock holds (one-way: write, wakeup, read, block, switch); a write that wakes a
-//!   thread on its own CPU may switch to it before returning, so the two cannot be told apart
-//!   from user space and the sum is split in the base profile's proportion;
-//! - `ipi` + `idle_exit` = half a cross-CPU ping-pong round trip less half the same-CPU one plus
-//!   half a pipe write + read (the terms the two share cancel), split likewise;
+//!   `rq_lock` holds (one-way: write, wakeup, read, block, switch); a write that wakes a thread
+//!   on its own CPU may switch to it before returning, so the two cannot be told apart from user
+//!   space and the sum is split in the base profile's proportion;
+//! - `ipi_send` = a write that wakes a reader blocked on another CPU, less half a pipe write +
+//!   read and `wakeup`: what the waker pays to send the IPI (on a virtual machine, a VM exit);
+//! - `ipi` + `idle_exit` = half a cross-CPU round trip less that waking write, half the same-CPU
+//!   round trip and a pipe write + read, plus `wakeup` (one-way: waking write, IPI and idle exit,
+//!   two `rq_lock` holds, switch), split in the base profile's proportion;
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
 //! - `hz` from the kernel's configuration, `memory` from /proc/meminfo's MemTotal (facts, not
 //!   measurements).
-//!
-//! The write that wakes a reader on another CPU is measured and printed too, but no key takes
-//! it: on a virtual machine the waker pays the IPI's VM exit (microseconds), which the simulator
-//! charges as the target's latency (`ipi`) rather than the waker's CPU.
 //!
 //! A difference that comes out negative (noise, or a machine the model does not describe) is
 //! clamped to 0 and the file says so. Keys no probe reaches keep the base profile's value and
@@ -145,7 +146,12 @@ fn build_file(
         note: String::new(),
         ..ProfileFile::default()
     };
-    let rq = base.rq_lock as f64;
+    // schedule()'s runqueue work: a yield that finds nothing else to run is a system call and
+    // one pick under the runqueue lock, nothing more (the simulator's accounting of it).
+    let rq = match (r.get(&Probe::YieldAlone), r.get(&Probe::Syscall)) {
+        (Some(y), Some(s)) => (y.mean - s.mean).max(0.0),
+        _ => base.rq_lock as f64,
+    };
     let ipi_share = base.ipi as f64 / (base.ipi + base.idle_exit).max(1) as f64;
     use Probe::*;
     let keys: Vec<(&str, Derived)> = vec![
@@ -177,6 +183,22 @@ fn build_file(
             "net_msg",
             Derived {
                 terms: vec![(0.5, TcpByte), (-1.0, Syscall)],
+                constant: 0.0,
+                constant_why: "",
+            },
+        ),
+        (
+            "sock_msg",
+            Derived {
+                terms: vec![(0.5, UnixByte), (-1.0, Syscall)],
+                constant: 0.0,
+                constant_why: "",
+            },
+        ),
+        (
+            "rq_lock",
+            Derived {
+                terms: vec![(1.0, YieldAlone), (-1.0, Syscall)],
                 constant: 0.0,
                 constant_why: "",
             },
@@ -255,7 +277,7 @@ fn build_file(
     let same = Derived {
         terms: vec![(0.5, PingPongSameCpu), (-1.0, PipeByte)],
         constant: -2.0 * rq,
-        constant_why: "less two rq_lock holds of the base profile",
+        constant_why: "less two rq_lock holds",
     };
     let wake_share = base.wakeup as f64 / (base.wakeup + base.switch).max(1) as f64;
     split(
@@ -265,16 +287,31 @@ fn build_file(
         &same,
         [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
     );
-    // One-way across CPUs = PipeByte/2 + wakeup + 2 rq_lock + (ipi + idle_exit) + switch, so
-    // ipi + idle_exit = (PingPongCrossCpu − PingPongSameCpu + PipeByte) / 2, split likewise.
+    // The waker's cost of a cross-CPU wakeup beyond `wakeup`: the IPI it sends.
+    let wakeup_ns = file
+        .costs
+        .get("wakeup")
+        .and_then(|v| v.trim_end_matches("ns").parse::<f64>().ok())
+        .unwrap_or(base.wakeup as f64);
+    let send = Derived {
+        terms: vec![(1.0, WakingWrite), (-0.5, PipeByte)],
+        constant: -wakeup_ns,
+        constant_why: "less `wakeup`",
+    };
+    put(&mut file, "ipi_send", &send, &mut values, "ipi_send");
+    // One-way across CPUs = the waking write + 2 rq_lock + (ipi + idle_exit) + switch, and
+    // switch + 2 rq_lock = PingPongSameCpu/2 − PipeByte − wakeup, so ipi + idle_exit =
+    // PingPongCrossCpu/2 − WakingWrite − PingPongSameCpu/2 + PipeByte + wakeup, split in the
+    // base profile's proportion.
     let cross = Derived {
         terms: vec![
             (0.5, PingPongCrossCpu),
+            (-1.0, WakingWrite),
             (-0.5, PingPongSameCpu),
-            (0.5, PipeByte),
+            (1.0, PipeByte),
         ],
-        constant: 0.0,
-        constant_why: "",
+        constant: wakeup_ns,
+        constant_why: "plus `wakeup`",
     };
     split(
         &mut file,
@@ -382,10 +419,6 @@ fn build_file(
         (
             "tick",
             "the timer interrupt's cost is not visible from user space without a PMU; kept",
-        ),
-        (
-            "rq_lock",
-            "held inside the kernel for tens of ns; no user-space probe isolates it",
         ),
         (
             "migration",

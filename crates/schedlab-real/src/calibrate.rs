@@ -26,6 +26,10 @@ pub enum Probe {
     PipeByte,
     /// Writing 64 KiB to a pipe and reading it back, in one thread.
     Pipe64k,
+    /// Writing 1 byte to a UNIX-domain socketpair and reading it back, in one thread.
+    UnixByte,
+    /// `sched_yield` with nothing else to run on the CPU (the thread pinned).
+    YieldAlone,
     /// Writing 1 byte to a loopback TCP connection and reading it at the other end, in one
     /// thread (TCP_NODELAY).
     TcpByte,
@@ -46,10 +50,12 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe, in the order calibrate runs them.
-    pub const ALL: [Probe; 10] = [
+    pub const ALL: [Probe; 12] = [
         Probe::Syscall,
+        Probe::YieldAlone,
         Probe::PipeByte,
         Probe::Pipe64k,
+        Probe::UnixByte,
         Probe::TcpByte,
         Probe::PingPongSameCpu,
         Probe::PingPongCrossCpu,
@@ -65,6 +71,9 @@ impl Probe {
             Probe::Syscall => "getppid(2)",
             Probe::PipeByte => "write + read of 1 byte on a pipe, one thread",
             Probe::Pipe64k => "write + read of 64 KiB on a pipe, one thread",
+            Probe::UnixByte => "write + read of 1 byte on a UNIX socketpair, one thread",
+            Probe::YieldAlone => "sched_yield(2) alone on a CPU",
+
             Probe::TcpByte => "write + read of 1 byte over loopback TCP (TCP_NODELAY), one thread",
             Probe::PingPongSameCpu => {
                 "1-byte ping-pong round trip over two pipes, both threads on one CPU"
@@ -121,6 +130,9 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
         }),
         Probe::PipeByte => pipe_roundtrip(budget, 1),
         Probe::Pipe64k => pipe_roundtrip(budget, 64 << 10),
+        Probe::UnixByte => unix_roundtrip(budget),
+        Probe::YieldAlone => yield_alone(budget, site.cpu0),
+
         Probe::TcpByte => tcp_roundtrip(budget),
         Probe::PingPongSameCpu => ping_pong(budget, site.cpu0, site.cpu0, false),
         Probe::PingPongCrossCpu | Probe::WakingWrite => {
@@ -167,6 +179,27 @@ fn pipe_roundtrip(budget: u64, len: usize) -> io::Result<f64> {
         write_all(w.as_raw_fd(), &out)?;
         read_exact(r.as_raw_fd(), &mut inb)
     })
+}
+
+fn unix_roundtrip(budget: u64) -> io::Result<f64> {
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair()?;
+    let mut byte = [0u8; 1];
+    timed(budget, || {
+        a.write_all(&[1])?;
+        b.read_exact(&mut byte)
+    })
+}
+
+fn yield_alone(budget: u64, cpu: usize) -> io::Result<f64> {
+    let old = current_affinity()?;
+    pin_to(cpu)?;
+    let ns = timed(budget, || {
+        // SAFETY: sched_yield has no arguments.
+        unsafe { libc::sched_yield() };
+        Ok(())
+    });
+    set_affinity(&old)?;
+    ns
 }
 
 fn tcp_roundtrip(budget: u64) -> io::Result<f64> {

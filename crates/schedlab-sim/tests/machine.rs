@@ -659,6 +659,55 @@ fn memory_pressure_makes_a_task_sleep_on_paging() {
     );
 }
 
+/// `ipi_send` is the waker's CPU and comes before the IPI: a ping-pong between two CPUs (each
+/// wakeup an IPI to an idle CPU) takes exactly 2 × `ipi_send` longer per round trip with it.
+#[test]
+fn the_waker_pays_ipi_send_before_the_target_hears_of_the_wakeup() {
+    let w = PingPong {
+        loops: 500,
+        ..PingPong::default()
+    };
+    let k = knobs(&["cpus=0", "cpus=1"]);
+    let rt = |send: &str| {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,ipi_send={send}")])
+            .unwrap();
+        let r = sim_costed(&w, "cfs", 2, &cost, &k, None, None, 1).unwrap();
+        r.elapsed_ns as i64
+    };
+    let (without, with) = (rt("0"), rt("10us"));
+    let per_rt = (with - without) / 500;
+    assert!(
+        (19_900..=20_100).contains(&per_rt),
+        "{per_rt} ns more per round trip"
+    );
+}
+
+/// UNIX-domain sockets cost `sock_msg` per message, pipes `msg`.
+#[test]
+fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {
+    let cpu = |transport: Transport, over: &str| {
+        let w = PingPong {
+            loops: 100,
+            transport,
+            ..PingPong::default()
+        };
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,{over}")])
+            .unwrap();
+        let r = sim_costed(&w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        (r.counters["total"].cpu_time_s * 1e9).round() as i64
+    };
+    // 200 messages, each sent and received: 400 × the difference.
+    let d = cpu(Transport::Socketpair, "sock_msg=1300ns")
+        - cpu(Transport::Socketpair, "sock_msg=300ns");
+    assert_eq!(d, 400 * 1000);
+    let d = cpu(Transport::Pipe, "sock_msg=1300ns") - cpu(Transport::Pipe, "sock_msg=300ns");
+    assert_eq!(d, 0);
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

@@ -13,7 +13,8 @@
 //!
 //! Timing rules:
 //! - a remote CPU learns of a wakeup or a reschedule after `ipi`; an idle CPU also pays
-//!   `idle_exit`; a reschedule on the waker's own CPU happens as its system call returns;
+//!   `idle_exit`; the waker pays `ipi_send` for each IPI it sends; a reschedule on the waker's
+//!   own CPU happens as its system call returns;
 //! - the context switch (`switch`), the runqueue lock (`rq_lock`, plus `scan` per task examined,
 //!   waiting while another CPU holds the same lock) and a migrated task's cache refill
 //!   (`migration`) are charged to the task being switched in, as the kernel's accounting does;
@@ -520,10 +521,10 @@ impl<'a> Machine<'a> {
             net_lock_free: 0,
             net,
             tcp: plan.transport == Transport::Tcp,
-            msg_cost: if net {
-                setup.cost.net_msg
-            } else {
-                setup.cost.msg
+            msg_cost: match plan.transport {
+                Transport::Tcp | Transport::Udp => setup.cost.net_msg,
+                Transport::Socketpair | Transport::Unix => setup.cost.sock_msg,
+                Transport::Pipe => setup.cost.msg,
             },
             plan_channels: plan.channels,
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,

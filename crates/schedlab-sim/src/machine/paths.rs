@@ -117,7 +117,9 @@ impl Machine<'_> {
             cost += self.rq_lock(domain, hold);
         }
         match self.curr[cpu] {
-            None if start || self.policy.wakeup_kicks_idle(cpu) => self.kick(cpu, waker, start),
+            None if start || self.policy.wakeup_kicks_idle(cpu) => {
+                cost += self.kick(cpu, waker, start);
+            }
             None => {} // the idle CPU finds it at its next tick
             Some(c) => {
                 if waker != Some(cpu) {
@@ -130,46 +132,60 @@ impl Machine<'_> {
                             self.tasks[t].preemptions_at_once += 1;
                         }
                     }
-                    self.resched(cpu, waker);
+                    cost += self.resched(cpu, waker);
                 }
             }
         }
         cost
     }
 
-    /// Make idle `cpu` look at its runqueue.
-    pub(super) fn kick(&mut self, cpu: CpuId, from: Option<CpuId>, start: bool) {
+    /// The waker's CPU time to send a reschedule IPI (`ipi_send`), which also delays it.
+    fn ipi_send(&mut self) -> u64 {
+        if self.cost.ipi_send == 0 {
+            0
+        } else {
+            self.c(self.cost.ipi_send)
+        }
+    }
+
+    /// Make idle `cpu` look at its runqueue. Returns the sender's CPU time for the IPI.
+    pub(super) fn kick(&mut self, cpu: CpuId, from: Option<CpuId>, start: bool) -> u64 {
         if self.cpus[cpu].kick_pending {
-            return;
+            return 0;
         }
         self.cpus[cpu].kick_pending = true;
+        let mut send = 0;
         let delay = if start {
             0
         } else {
             let ipi = if from.is_some_and(|f| f != cpu) {
-                self.c(self.cost.ipi)
+                send = self.ipi_send();
+                send + self.c(self.cost.ipi)
             } else {
                 0
             };
             ipi + self.c(self.cost.idle_exit)
         };
         self.events.push(self.now + delay, Event::Resched { cpu });
+        send
     }
 
     /// Ask busy `cpu` to reschedule: at once if `from` is `cpu` itself (the waker's system call
-    /// returns through schedule), else by IPI.
-    pub(super) fn resched(&mut self, cpu: CpuId, from: Option<CpuId>) {
+    /// returns through schedule), else by IPI. Returns the sender's CPU time for the IPI.
+    pub(super) fn resched(&mut self, cpu: CpuId, from: Option<CpuId>) -> u64 {
         self.cpus[cpu].need_resched = true;
         if from == Some(cpu) || self.cpus[cpu].kick_pending {
-            return;
+            return 0;
         }
         self.cpus[cpu].kick_pending = true;
-        let delay = if from.is_some() {
-            self.c(self.cost.ipi)
+        let (send, delay) = if from.is_some() {
+            let send = self.ipi_send();
+            (send, send + self.c(self.cost.ipi))
         } else {
-            0
+            (0, 0)
         };
         self.events.push(self.now + delay, Event::Resched { cpu });
+        send
     }
 
     /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
@@ -191,11 +207,14 @@ impl Machine<'_> {
                 continue;
             }
             match self.curr[mv.to] {
-                None => self.kick(mv.to, Some(here), false),
+                None => {
+                    self.kick(mv.to, Some(here), false);
+                }
                 Some(c) => {
                     self.account(mv.to);
                     if self.policy.wakeup_preempt(&view!(self), mv.to, c, mv.task) {
                         self.resched(mv.to, Some(here));
+                        // The balancer's IPI: its cost is inside the balancing pass.
                     }
                 }
             }
