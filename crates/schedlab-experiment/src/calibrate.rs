@@ -17,11 +17,16 @@
 //!   `rq_lock` holds (one-way: write, wakeup, read, block, switch); a write that wakes a thread
 //!   on its own CPU may switch to it before returning, so the two cannot be told apart from user
 //!   space and the sum is split in the base profile's proportion;
+//! - `bounce` = a turn of two threads on two CPUs handing one pipe back and forth (each turn a
+//!   write + read) less the bare handoff through a flag and a hot write + read: what a message
+//!   pays when its channel was last used on the other CPU;
 //! - `ipi_send` = a write that wakes a reader blocked on another CPU, less half a pipe write +
-//!   read and `wakeup`: what the waker pays to send the IPI (on a virtual machine, a VM exit);
+//!   read, `wakeup` and `bounce`: what the waker pays to send the IPI (on a virtual machine, a VM
+//!   exit);
 //! - `ipi` + `idle_exit` = half a cross-CPU round trip less that waking write, half the same-CPU
-//!   round trip and a pipe write + read, plus `wakeup` (one-way: waking write, IPI and idle exit,
-//!   two `rq_lock` holds, switch), split in the base profile's proportion;
+//!   round trip and a pipe write + read, plus `wakeup`, less `bounce` (one-way: waking write,
+//!   IPI and idle exit, two `rq_lock` holds, switch, the reader's bounce), split in the base
+//!   profile's proportion;
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
@@ -287,7 +292,17 @@ fn build_file(
         &same,
         [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
     );
-    // The waker's cost of a cross-CPU wakeup beyond `wakeup`: the IPI it sends.
+    // A message on a channel last used on the other CPU: a pipe handed between two CPUs each
+    // turn, less the bare handoff and a hot write + read (one bounce per turn).
+    let bounce = Derived {
+        terms: vec![(1.0, HandoffPipe), (-1.0, HandoffFlag), (-1.0, PipeByte)],
+        constant: 0.0,
+        constant_why: "",
+    };
+    put(&mut file, "bounce", &bounce, &mut values, "bounce");
+    let bounce_ns = values.get("bounce").map_or(0.0, |v| v.0);
+    // The waker's cost of a cross-CPU wakeup beyond `wakeup` (and the bounce its write pays):
+    // the IPI it sends.
     let wakeup_ns = file
         .costs
         .get("wakeup")
@@ -295,14 +310,14 @@ fn build_file(
         .unwrap_or(base.wakeup as f64);
     let send = Derived {
         terms: vec![(1.0, WakingWrite), (-0.5, PipeByte)],
-        constant: -wakeup_ns,
-        constant_why: "less `wakeup`",
+        constant: -wakeup_ns - bounce_ns,
+        constant_why: "less `wakeup` and `bounce`",
     };
     put(&mut file, "ipi_send", &send, &mut values, "ipi_send");
-    // One-way across CPUs = the waking write + 2 rq_lock + (ipi + idle_exit) + switch, and
-    // switch + 2 rq_lock = PingPongSameCpu/2 − PipeByte − wakeup, so ipi + idle_exit =
-    // PingPongCrossCpu/2 − WakingWrite − PingPongSameCpu/2 + PipeByte + wakeup, split in the
-    // base profile's proportion.
+    // One-way across CPUs = the waking write + 2 rq_lock + (ipi + idle_exit) + switch + the
+    // reader's bounce, and switch + 2 rq_lock = PingPongSameCpu/2 − PipeByte − wakeup, so
+    // ipi + idle_exit = PingPongCrossCpu/2 − WakingWrite − PingPongSameCpu/2 + PipeByte +
+    // wakeup − bounce, split in the base profile's proportion.
     let cross = Derived {
         terms: vec![
             (0.5, PingPongCrossCpu),
@@ -310,8 +325,8 @@ fn build_file(
             (-0.5, PingPongSameCpu),
             (1.0, PipeByte),
         ],
-        constant: wakeup_ns,
-        constant_why: "plus `wakeup`",
+        constant: wakeup_ns - bounce_ns,
+        constant_why: "plus `wakeup`, less `bounce`",
     };
     split(
         &mut file,

@@ -28,6 +28,12 @@ pub enum Probe {
     Pipe64k,
     /// Writing 1 byte to a UNIX-domain socketpair and reading it back, in one thread.
     UnixByte,
+    /// Two threads on two CPUs taking turns through a shared flag, spinning (no system call):
+    /// the handoff of a cache line between the CPUs.
+    HandoffFlag,
+    /// The same, each turn a write of 1 byte to one shared pipe and a read of the other's
+    /// byte: the pipe's lines move to the other CPU every turn.
+    HandoffPipe,
     /// `sched_yield` with nothing else to run on the CPU (the thread pinned).
     YieldAlone,
     /// Writing 1 byte to a loopback TCP connection and reading it at the other end, in one
@@ -50,12 +56,14 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe, in the order calibrate runs them.
-    pub const ALL: [Probe; 12] = [
+    pub const ALL: [Probe; 14] = [
         Probe::Syscall,
         Probe::YieldAlone,
         Probe::PipeByte,
         Probe::Pipe64k,
         Probe::UnixByte,
+        Probe::HandoffFlag,
+        Probe::HandoffPipe,
         Probe::TcpByte,
         Probe::PingPongSameCpu,
         Probe::PingPongCrossCpu,
@@ -73,6 +81,8 @@ impl Probe {
             Probe::Pipe64k => "write + read of 64 KiB on a pipe, one thread",
             Probe::UnixByte => "write + read of 1 byte on a UNIX socketpair, one thread",
             Probe::YieldAlone => "sched_yield(2) alone on a CPU",
+            Probe::HandoffFlag => "a turn handed between two CPUs through a spun-on flag",
+            Probe::HandoffPipe => "a turn handed between two CPUs, each turn a write + read of 1 byte on one shared pipe",
 
             Probe::TcpByte => "write + read of 1 byte over loopback TCP (TCP_NODELAY), one thread",
             Probe::PingPongSameCpu => {
@@ -90,7 +100,10 @@ impl Probe {
 
     /// Whether the probe needs two CPUs.
     pub fn needs_two_cpus(self) -> bool {
-        matches!(self, Probe::PingPongCrossCpu | Probe::WakingWrite)
+        matches!(
+            self,
+            Probe::PingPongCrossCpu | Probe::WakingWrite | Probe::HandoffFlag | Probe::HandoffPipe
+        )
     }
 }
 
@@ -140,6 +153,12 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
                 .cpu1
                 .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "needs a second CPU"))?;
             ping_pong(budget, site.cpu0, cpu1, probe == Probe::WakingWrite)
+        }
+        Probe::HandoffFlag | Probe::HandoffPipe => {
+            let cpu1 = site
+                .cpu1
+                .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "needs a second CPU"))?;
+            handoff(budget, site.cpu0, cpu1, probe == Probe::HandoffPipe)
         }
         Probe::PageWrite => page_write(budget),
         Probe::DirectRead4k => direct_read(budget, dir, 4 << 10),
@@ -268,6 +287,78 @@ fn ping_pong(budget: u64, cpu_a: usize, cpu_b: usize, waking_write: bool) -> io:
     let joined = helper
         .join()
         .map_err(|_| io::Error::other("the ping-pong helper thread panicked"))?;
+    set_affinity(&old_mask)?;
+    let ns = result?;
+    joined?;
+    Ok(ns)
+}
+
+/// Two threads on `cpu_a` and `cpu_b` take turns, spinning on a shared flag; with `pipe`, each
+/// turn writes 1 byte to one shared pipe and reads the byte the other wrote. ns per turn.
+fn handoff(budget: u64, cpu_a: usize, cpu_b: usize, pipe: bool) -> io::Result<f64> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let (r, w) = owned_pipe()?;
+    // turn: even = A's, odd = B's; u64::MAX = stop.
+    let turn = std::sync::Arc::new(AtomicU64::new(0));
+    let old_mask = current_affinity()?;
+    let (rb, wb, tb) = (r.as_raw_fd(), w.as_raw_fd(), turn.clone());
+    // The pipe starts with one byte so that every read finds one.
+    write_all(wb, &[1])?;
+    let helper = std::thread::spawn(move || -> io::Result<()> {
+        pin_to(cpu_b)?;
+        let mut b = [0u8; 1];
+        loop {
+            let t = loop {
+                let t = tb.load(Ordering::Acquire);
+                if t % 2 == 1 {
+                    break t;
+                }
+                std::hint::spin_loop();
+            };
+            if t == u64::MAX {
+                return Ok(());
+            }
+            if pipe {
+                write_all(wb, &[1])?;
+                read_exact(rb, &mut b)?;
+            }
+            tb.store(t + 1, Ordering::Release);
+        }
+    });
+    let result = (|| -> io::Result<f64> {
+        pin_to(cpu_a)?;
+        let mut b = [0u8; 1];
+        let start = monotonic_ns();
+        let mut t = 0u64;
+        loop {
+            if pipe {
+                write_all(w.as_raw_fd(), &[1])?;
+                read_exact(r.as_raw_fd(), &mut b)?;
+            }
+            turn.store(t + 1, Ordering::Release);
+            // Wait for B's turn to end (a bounded spin: B is pinned and never sleeps).
+            let spin_start = monotonic_ns();
+            loop {
+                let now = turn.load(Ordering::Acquire);
+                if now == t + 2 {
+                    break;
+                }
+                std::hint::spin_loop();
+                if monotonic_ns() - spin_start > 1_000_000_000 {
+                    return Err(io::Error::other("the handoff partner stopped answering"));
+                }
+            }
+            t += 2;
+            let elapsed = monotonic_ns() - start;
+            if elapsed >= budget && t >= 64 {
+                return Ok(elapsed as f64 / t as f64);
+            }
+        }
+    })();
+    turn.store(u64::MAX, Ordering::Release);
+    let joined = helper
+        .join()
+        .map_err(|_| io::Error::other("the handoff helper thread panicked"))?;
     set_affinity(&old_mask)?;
     let ns = result?;
     joined?;

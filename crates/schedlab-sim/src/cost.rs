@@ -114,6 +114,11 @@ pub struct CostModel {
     pub migration: u64,
     /// Holding a runqueue lock for one operation (enqueue, pick).
     pub rq_lock: u64,
+    /// A message's extra kernel work when its channel was last used on another CPU: the
+    /// socket's or pipe's lock, queue and wait-queue lines move between the CPUs' caches. 0 in
+    /// the built-in profiles (their `msg` is an average); `calibrate` measures it with two
+    /// threads on two CPUs handing one pipe back and forth.
+    pub bounce: u64,
     /// Holding the machine-wide loopback transmit lock for one TCP/UDP message: Linux 2.4/2.5's
     /// `dev_queue_xmit` took the loopback device's `xmit_lock` around `loopback_xmit` (before
     /// the device was made lockless with NETIF_F_LLTX), FreeBSD 6/7's `if_simloop` the netisr
@@ -151,7 +156,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -172,6 +177,7 @@ impl CostModel {
                 idle_exit: 1_000,
                 migration: 4_000,
                 rq_lock: 50,
+                bounce: 0,
                 net_lock: 0,
                 scan: 20,
                 tick: 1_000,
@@ -198,6 +204,7 @@ impl CostModel {
                 idle_exit: 500,
                 migration: 30_000,
                 rq_lock: 300,
+                bounce: 0,
                 net_lock: 0,
                 scan: 60,
                 tick: 3_000,
@@ -286,6 +293,7 @@ impl CostModel {
                 "idle_exit" => self.idle_exit = dur()?,
                 "migration" => self.migration = dur()?,
                 "rq_lock" => self.rq_lock = dur()?,
+                "bounce" => self.bounce = dur()?,
                 "net_lock" => self.net_lock = dur()?,
                 "scan" => self.scan = dur()?,
                 "tick" => self.tick = dur()?,
@@ -327,10 +335,10 @@ impl fmt::Display for CostModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (hz={} syscall={} switch={} msg={} sock_msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} ipi_send={} idle_exit={} migration={} rq_lock={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} memory={} reclaim={} io_per_kib={} io_latency={} jitter={})",
+            "{} (hz={} syscall={} switch={} msg={} sock_msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} ipi_send={} idle_exit={} migration={} rq_lock={} bounce={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} memory={} reclaim={} io_per_kib={} io_latency={} jitter={})",
             self.profile, self.hz, self.syscall, self.switch, self.msg, self.sock_msg, self.net_msg,
             self.copy_per_kib, self.wakeup, self.ipi, self.ipi_send, self.idle_exit, self.migration,
-            self.rq_lock, self.net_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
+            self.rq_lock, self.bounce, self.net_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
             schedlab_workload::presets::interbench::format_size(self.memory as usize),
             self.reclaim, self.io_per_kib, self.io_latency, self.jitter
         )

@@ -684,6 +684,33 @@ fn the_waker_pays_ipi_send_before_the_target_hears_of_the_wakeup() {
     );
 }
 
+/// `bounce` is paid by a message on a channel last used on another CPU: never on one CPU, and
+/// at least once per direction of a ping-pong across two.
+#[test]
+fn a_message_on_a_channel_last_used_on_another_cpu_pays_bounce() {
+    let w = PingPong {
+        loops: 500,
+        ..PingPong::default()
+    };
+    let elapsed = |cpus: usize, k: &[Knobs], bounce: &str| {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,bounce={bounce}")])
+            .unwrap();
+        sim_costed(&w, "cfs", cpus, &cost, k, None, None, 1)
+            .unwrap()
+            .elapsed_ns as i64
+    };
+    let one = knobs(&["", ""]);
+    assert_eq!(elapsed(1, &one, "0"), elapsed(1, &one, "5us"));
+    let two = knobs(&["cpus=0", "cpus=1"]);
+    let per_rt = (elapsed(2, &two, "5us") - elapsed(2, &two, "0")) / 500;
+    assert!(
+        (9_900..=20_000).contains(&per_rt),
+        "{per_rt} ns more per round trip"
+    );
+}
+
 /// UNIX-domain sockets cost `sock_msg` per message, pipes `msg`.
 #[test]
 fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {

@@ -35,6 +35,15 @@ impl Machine<'_> {
         }
     }
 
+    /// `bounce` if channel `ch` was last used on another CPU than `cpu`, which uses it now.
+    pub(super) fn bounce(&mut self, cpu: CpuId, ch: usize) -> u64 {
+        let last = self.channels[ch].last_cpu.replace(cpu);
+        if self.cost.bounce == 0 || last.is_none_or(|l| l == cpu) {
+            return 0;
+        }
+        self.c(self.cost.bounce)
+    }
+
     pub(super) fn copy_cost(&mut self, bytes: usize) -> u64 {
         let base = (bytes as u64 * self.cost.copy_per_kib).div_ceil(1024);
         self.c(base)

@@ -20,6 +20,7 @@
 //!   (`migration`) are charged to the task being switched in, as the kernel's accounting does;
 //! - a message on a loopback TCP/UDP channel takes the machine-wide transmit lock (`net_lock`,
 //!   spinning while another CPU holds it); an in-process queue costs what a pipe message does;
+//!   a message on a channel last used on another CPU pays `bounce` (its lines change caches);
 //! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
 //!   ticks; each costs `tick` to the interrupted task.
 //!
@@ -368,6 +369,8 @@ struct Channel {
     conn: SimLock,
     /// Segments the netisr thread delivered on this channel (TCP ACKs every second one).
     segments: u64,
+    /// The CPU that last sent or received on it (for `bounce`).
+    last_cpu: Option<CpuId>,
 }
 
 #[derive(Default)]

@@ -266,12 +266,13 @@ impl Machine<'_> {
                 };
                 let m = self.c(base);
                 let lock = self.net_lock(ch);
-                (syscall + m + lock + self.copy_cost(len), then)
+                let bounce = self.bounce(cpu, ch);
+                (syscall + m + lock + bounce + self.copy_cost(len), then)
             }
-            Op::Recv(ch, len) => (
-                syscall + self.c(self.channel_msg_cost(ch)),
-                Effect::Recv(ch, len),
-            ),
+            Op::Recv(ch, len) => {
+                let m = self.c(self.channel_msg_cost(ch));
+                (syscall + m + self.bounce(cpu, ch), Effect::Recv(ch, len))
+            }
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
             Op::Lock(l) => (syscall, Effect::Lock(l)),
