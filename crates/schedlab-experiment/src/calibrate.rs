@@ -27,6 +27,9 @@
 //!   round trip and a pipe write + read, plus `wakeup`, less `bounce` (one-way: waking write,
 //!   IPI and idle exit, two `rq_lock` holds, switch, the reader's bounce), split in the base
 //!   profile's proportion;
+//! - `tick` = the median gap a pinned thread spinning on the clock sees at the tick period (the
+//!   timer interrupt as the interrupted task pays it); `migration` = a 256 KiB walk right after
+//!   moving to the other CPU less the next walk there (the refill of a small working set);
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
@@ -335,6 +338,30 @@ fn build_file(
         &cross,
         [("ipi", ipi_share), ("idle_exit", 1.0 - ipi_share)],
     );
+    // The tick's cost and a migration's cache refill, as measured.
+    for (key, probe) in [
+        ("tick", Probe::TickGap),
+        ("migration", Probe::MigrationRefill),
+    ] {
+        match r.get(&probe) {
+            Some(p) => {
+                file.costs
+                    .insert(key.into(), format!("{}ns", p.mean.round() as u64));
+                file.measured.insert(
+                    key.into(),
+                    Measurement {
+                        ci95: format!("{}ns", p.ci95.round() as u64),
+                        samples: p.samples,
+                        method: probe.describe().into(),
+                    },
+                );
+            }
+            None => {
+                let why = failed.get(&probe).cloned().unwrap_or_default();
+                file.not_measured.insert(key.into(), why);
+            }
+        }
+    }
     // Per page.
     match r.get(&Probe::PageWrite) {
         Some(p) => {
@@ -431,14 +458,6 @@ fn build_file(
         }
     }
     for (key, why) in [
-        (
-            "tick",
-            "the timer interrupt's cost is not visible from user space without a PMU; kept",
-        ),
-        (
-            "migration",
-            "cache refill depends on the working set; no single figure",
-        ),
         (
             "scan",
             "Linux 2.4's goodness loop; no current kernel has it",

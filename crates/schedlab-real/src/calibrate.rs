@@ -46,6 +46,12 @@ pub enum Probe {
     /// In that cross-CPU ping-pong, the `write` that wakes the blocked reader, as its caller
     /// sees it.
     WakingWrite,
+    /// A thread spinning on the clock, pinned: the median length of the gaps in which it did not
+    /// run at the period of the timer tick (the tick handler's cost, as the spinner sees it).
+    TickGap,
+    /// Walking a 256 KiB working set right after moving to the other CPU, less a walk on the
+    /// same CPU: the cache refill a migrated task pays.
+    MigrationRefill,
     /// Writing one resident 4 KiB page (memset).
     PageWrite,
     /// An O_DIRECT read of 4 KiB from a file in the given directory.
@@ -56,7 +62,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe, in the order calibrate runs them.
-    pub const ALL: [Probe; 14] = [
+    pub const ALL: [Probe; 16] = [
         Probe::Syscall,
         Probe::YieldAlone,
         Probe::PipeByte,
@@ -69,6 +75,8 @@ impl Probe {
         Probe::PingPongCrossCpu,
         Probe::WakingWrite,
         Probe::PageWrite,
+        Probe::TickGap,
+        Probe::MigrationRefill,
         Probe::DirectRead4k,
         Probe::DirectRead256k,
     ];
@@ -93,6 +101,8 @@ impl Probe {
             }
             Probe::WakingWrite => "the write(2) that wakes a reader blocked on another CPU",
             Probe::PageWrite => "memset of a resident 4 KiB page",
+            Probe::TickGap => "the median gap in the tick's phase, in a pinned spin on the clock",
+            Probe::MigrationRefill => "a 256 KiB walk just after moving to the other CPU, less one on the same CPU",
             Probe::DirectRead4k => "O_DIRECT pread of 4 KiB",
             Probe::DirectRead256k => "O_DIRECT pread of 256 KiB",
         }
@@ -102,7 +112,11 @@ impl Probe {
     pub fn needs_two_cpus(self) -> bool {
         matches!(
             self,
-            Probe::PingPongCrossCpu | Probe::WakingWrite | Probe::HandoffFlag | Probe::HandoffPipe
+            Probe::PingPongCrossCpu
+                | Probe::WakingWrite
+                | Probe::HandoffFlag
+                | Probe::HandoffPipe
+                | Probe::MigrationRefill
         )
     }
 }
@@ -161,6 +175,13 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
             handoff(budget, site.cpu0, cpu1, probe == Probe::HandoffPipe)
         }
         Probe::PageWrite => page_write(budget),
+        Probe::TickGap => tick_gap(budget, site.cpu0),
+        Probe::MigrationRefill => {
+            let cpu1 = site
+                .cpu1
+                .ok_or_else(|| io::Error::new(io::ErrorKind::Unsupported, "needs a second CPU"))?;
+            migration_refill(budget, site.cpu0, cpu1)
+        }
         Probe::DirectRead4k => direct_read(budget, dir, 4 << 10),
         Probe::DirectRead256k => direct_read(budget, dir, 256 << 10),
     }
@@ -363,6 +384,83 @@ fn handoff(budget: u64, cpu_a: usize, cpu_b: usize, pipe: bool) -> io::Result<f6
     let ns = result?;
     joined?;
     Ok(ns)
+}
+
+/// Spin on the clock pinned to `cpu` for the budget (at least 50 ms, a dozen ticks); the gaps
+/// longer than 500 ns are time the thread did not run. The tick's gaps share one phase of the
+/// tick period: the median length of the gaps in the most common phase (of 32 bins, with its
+/// neighbours), other interruptions falling elsewhere.
+fn tick_gap(budget: u64, cpu: usize) -> io::Result<f64> {
+    let period = (1e9 / f64::from(tick_hz().unwrap_or(250))) as u64;
+    let old = current_affinity()?;
+    pin_to(cpu)?;
+    let span = budget.max(50_000_000);
+    let start = monotonic_ns();
+    let mut last = start;
+    let mut gaps: Vec<(u64, u64)> = Vec::new(); // (start, length)
+    while last - start < span {
+        let now = monotonic_ns();
+        if now - last > 500 {
+            gaps.push((last, now - last));
+        }
+        last = now;
+    }
+    set_affinity(&old)?;
+    const BINS: u64 = 32;
+    let bin = |t: u64| (t % period) * BINS / period;
+    let mut count = [0usize; BINS as usize];
+    for &(at, _) in &gaps {
+        count[bin(at) as usize] += 1;
+    }
+    let best = (0..BINS).max_by_key(|&b| count[b as usize]).unwrap_or(0);
+    let near = |b: u64| (b + BINS - best) % BINS <= 1 || (best + BINS - b) % BINS <= 1;
+    let mut ticks: Vec<u64> = gaps
+        .iter()
+        .filter(|&&(at, _)| near(bin(at)))
+        .map(|&(_, len)| len)
+        .collect();
+    if ticks.len() < 3 {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "no periodic gaps: a tickless CPU (nohz_full) or too noisy",
+        ));
+    }
+    ticks.sort_unstable();
+    Ok(ticks[ticks.len() / 2] as f64)
+}
+
+/// Walk 256 KiB (one byte per 64-byte line) on `cpu_b` right after the walks on `cpu_a` that
+/// made it hot there, less a second walk on `cpu_b`: ns of refill per migration.
+fn migration_refill(budget: u64, cpu_a: usize, cpu_b: usize) -> io::Result<f64> {
+    let old = current_affinity()?;
+    let mut buf = vec![0u8; 256 << 10];
+    let walk = |buf: &mut [u8]| -> u64 {
+        let t0 = monotonic_ns();
+        for i in (0..buf.len()).step_by(64) {
+            buf[i] = buf[i].wrapping_add(1);
+        }
+        std::hint::black_box(&buf);
+        monotonic_ns() - t0
+    };
+    let start = monotonic_ns();
+    let (mut extra, mut n) = (0f64, 0u64);
+    let result = (|| -> io::Result<f64> {
+        loop {
+            pin_to(cpu_a)?;
+            walk(&mut buf);
+            walk(&mut buf);
+            pin_to(cpu_b)?;
+            let cold = walk(&mut buf);
+            let hot = walk(&mut buf);
+            extra += cold as f64 - hot as f64;
+            n += 1;
+            if monotonic_ns() - start >= budget && n >= 8 {
+                return Ok((extra / n as f64).max(0.0));
+            }
+        }
+    })();
+    set_affinity(&old)?;
+    result
 }
 
 fn page_write(budget: u64) -> io::Result<f64> {
