@@ -305,10 +305,21 @@ fn ping_pong(budget: u64, cpu_a: usize, cpu_b: usize, waking_write: bool) -> io:
     // Stop the helper whatever happened, then restore this thread's CPUs.
     let _ = write_all(to_w.as_raw_fd(), &[0]);
     drop(to_w);
+    join_helper(helper, &old_mask, result, "ping-pong")
+}
+
+/// Join a probe's (already stopped) helper thread and restore the caller's CPUs; the probe's
+/// result, or the first error of the three.
+fn join_helper(
+    helper: std::thread::JoinHandle<io::Result<()>>,
+    old_mask: &libc::cpu_set_t,
+    result: io::Result<f64>,
+    what: &str,
+) -> io::Result<f64> {
     let joined = helper
         .join()
-        .map_err(|_| io::Error::other("the ping-pong helper thread panicked"))?;
-    set_affinity(&old_mask)?;
+        .map_err(|_| io::Error::other(format!("the {what} helper thread panicked")))?;
+    set_affinity(old_mask)?;
     let ns = result?;
     joined?;
     Ok(ns)
@@ -377,13 +388,7 @@ fn handoff(budget: u64, cpu_a: usize, cpu_b: usize, pipe: bool) -> io::Result<f6
         }
     })();
     turn.store(u64::MAX, Ordering::Release);
-    let joined = helper
-        .join()
-        .map_err(|_| io::Error::other("the handoff helper thread panicked"))?;
-    set_affinity(&old_mask)?;
-    let ns = result?;
-    joined?;
-    Ok(ns)
+    join_helper(helper, &old_mask, result, "handoff")
 }
 
 /// Spin on the clock pinned to `cpu` for the budget (at least 50 ms, a dozen ticks); the gaps
