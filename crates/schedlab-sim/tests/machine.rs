@@ -158,10 +158,12 @@ impl Workload for Stuck {
     }
 }
 
-/// One task that touches `bytes` of memory `walks` times (interbench's memload walk).
+/// One task that touches `bytes` of memory `walks` times (interbench's memload walk), then
+/// sleeps for `rest`.
 struct Toucher {
     bytes: usize,
     walks: usize,
+    rest: Duration,
 }
 
 impl Workload for Toucher {
@@ -177,6 +179,9 @@ impl Workload for Toucher {
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         for _ in 0..self.walks {
             ctx.touch_memory(self.bytes).await;
+        }
+        if !self.rest.is_zero() {
+            ctx.sleep_until(ctx.now() + self.rest).await;
         }
         Ok(())
     }
@@ -609,6 +614,7 @@ fn a_touch_within_free_memory_costs_only_page_touch() {
     let w = Toucher {
         bytes: 8 << 20,
         walks: 10,
+        rest: Duration::ZERO,
     };
     let cost = CostModel::profile("modern")
         .unwrap()
@@ -619,6 +625,40 @@ fn a_touch_within_free_memory_costs_only_page_touch() {
     assert_eq!(ns, 10 * 2048 * 100);
     assert!(!r.counters.contains_key("kernel"), "no kswapd: {r:?}");
     assert_eq!(r.counters["a"].voluntary_switches, Some(0));
+}
+
+/// kswapd's watermarks (mm/page_alloc.c, mm/vmscan.c): 64 MiB of RAM is 16,384 pages, with
+/// min_free_kbytes = √(65,536 × 16) = 1,024 KiB, so pages_min 256, pages_low 320, pages_high
+/// 384. A walk that leaves exactly pages_low free wakes nobody; one that leaves 300 wakes kswapd
+/// once, and it reclaims batches of 32 until free memory reaches pages_high: three batches
+/// (300 → 396), 96 pages at `reclaim` each, then sleeps.
+#[test]
+fn kswapd_wakes_below_the_low_watermark_and_stops_at_the_high_one() {
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&[
+            "jitter=0,switch=0,rq_lock=0,tick=0,wakeup=0,migration=0,reclaim=1us,memory=64MiB"
+                .into(),
+        ])
+        .unwrap();
+    let run = |free_left: usize| {
+        let w = Toucher {
+            bytes: (16_384 - free_left) * 4096,
+            walks: 1,
+            rest: Duration::from_millis(10),
+        };
+        sim_costed(&w, "o1", 1, &cost, &knobs(&[""]), None, None, 1).unwrap()
+    };
+    let at_low = run(320);
+    assert!(
+        !at_low.counters.contains_key("kernel"),
+        "{:?}",
+        at_low.counters
+    );
+    let below = run(300);
+    let k = &below.counters["kernel"];
+    assert_eq!(k.wakeups, Some(1), "{k:?}");
+    assert_eq!((k.cpu_time_s * 1e9).round() as u64, 96 * 1_000, "{k:?}");
 }
 
 /// Memory pressure (after mm/vmscan.c and mm/memory.c): a task walking more memory than the
@@ -636,6 +676,7 @@ fn memory_pressure_makes_a_task_sleep_on_paging() {
     let w = Toucher {
         bytes: 80 << 20,
         walks: 4,
+        rest: Duration::ZERO,
     };
     let short = sim_costed(&w, "o1", 1, &cost("64MiB"), &knobs(&[""]), None, None, 1).unwrap();
     let a = &short.counters["a"];
