@@ -134,12 +134,157 @@ pub fn calibrate(
     Ok((build_file(&base, opts, &results, &failed), results))
 }
 
-/// A derived key: Σ coefficient × probe (+ a constant from the base profile), its CI the root sum
-/// of squares of the terms' CIs.
-struct Derived<'a> {
+/// A derived key: Σ coefficient × probe + a constant, its CI the root sum of squares of the
+/// terms' CIs.
+struct Derived {
     terms: Vec<(f64, Probe)>,
     constant: f64,
-    constant_why: &'a str,
+    constant_why: &'static str,
+}
+
+impl Derived {
+    /// Σ coefficient × probe.
+    fn of(terms: Vec<(f64, Probe)>) -> Derived {
+        Derived {
+            terms,
+            constant: 0.0,
+            constant_why: "",
+        }
+    }
+
+    /// The same plus `constant` (`why` says what it is).
+    fn plus(self, constant: f64, why: &'static str) -> Derived {
+        Derived {
+            constant,
+            constant_why: why,
+            ..self
+        }
+    }
+}
+
+/// A key's value as it goes into the file.
+struct Estimate {
+    value: f64,
+    ci: f64,
+    samples: usize,
+    method: String,
+}
+
+/// The profile file being built from the probes' results.
+struct Builder<'a> {
+    file: ProfileFile,
+    r: &'a BTreeMap<Probe, ProbeResult>,
+    failed: &'a BTreeMap<Probe, String>,
+}
+
+impl Builder<'_> {
+    /// Evaluate `d` (clamped at 0, saying so), or say which probe it lacks and why.
+    fn estimate(&self, d: &Derived) -> Result<Estimate, String> {
+        if let Some(&(_, p)) = d.terms.iter().find(|(_, p)| !self.r.contains_key(p)) {
+            let why = self.failed.get(&p).map_or("not run", String::as_str);
+            return Err(format!("needs {} ({why})", p.describe()));
+        }
+        let r = self.r;
+        let raw = d.terms.iter().map(|(c, p)| c * r[p].mean).sum::<f64>() + d.constant;
+        let ci = d
+            .terms
+            .iter()
+            .map(|(c, p)| (c * r[p].ci95).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let mut method = match d.terms.as_slice() {
+            [(c, p)] if *c == 1.0 => p.describe().to_string(),
+            terms => terms
+                .iter()
+                .map(|(c, p)| {
+                    let sign = if *c < 0.0 { "− " } else { "+ " };
+                    format!("{sign}{} × [{}]", trim(c.abs()), p.describe())
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+                .trim_start_matches("+ ")
+                .to_string(),
+        };
+        if !d.constant_why.is_empty() {
+            method.push_str(&format!(" ({})", d.constant_why));
+        }
+        if raw < 0.0 {
+            method.push_str(&format!("; measured {raw:.0} ns, clamped to 0"));
+        }
+        if !d.terms.iter().all(|(_, p)| r[p].converged) {
+            method.push_str("; did not reach the precision asked for");
+        }
+        Ok(Estimate {
+            value: raw.max(0.0),
+            ci,
+            samples: d.terms.iter().map(|(_, p)| r[p].samples).min().unwrap_or(0),
+            method,
+        })
+    }
+
+    /// Set `key` to an estimate, in ns.
+    fn set(&mut self, key: &str, e: Estimate) {
+        let file = &mut self.file;
+        file.costs
+            .insert(key.into(), format!("{}ns", e.value.round() as u64));
+        file.measured.insert(
+            key.into(),
+            Measurement {
+                ci95: format!("{}ns", e.ci.round() as u64),
+                samples: e.samples,
+                method: e.method,
+            },
+        );
+    }
+
+    /// Keep `key` at the base profile's value, saying why.
+    fn keep(&mut self, key: &str, why: impl Into<String>) {
+        self.file.not_measured.insert(key.into(), why.into());
+    }
+
+    /// Derive `key` and set it; its value, when measured.
+    fn derive(&mut self, key: &str, d: Derived) -> Option<f64> {
+        match self.estimate(&d) {
+            Ok(e) => {
+                let v = e.value;
+                self.set(key, e);
+                Some(v)
+            }
+            Err(why) => {
+                self.keep(key, why);
+                None
+            }
+        }
+    }
+
+    /// Derive `d` (named `what`) and set two keys to their shares of it; their values, when
+    /// measured.
+    fn split(&mut self, what: &str, d: Derived, keys: [(&str, f64); 2]) -> Option<[f64; 2]> {
+        match self.estimate(&d) {
+            Ok(e) => Some(keys.map(|(key, share)| {
+                self.set(
+                    key,
+                    Estimate {
+                        value: e.value * share,
+                        ci: e.ci * share,
+                        samples: e.samples,
+                        method: format!(
+                            "{:.0} % (the base profile's share) of {what}: {}",
+                            share * 100.0,
+                            e.method
+                        ),
+                    },
+                );
+                e.value * share
+            })),
+            Err(why) => {
+                for (key, _) in keys {
+                    self.keep(key, why.clone());
+                }
+                None
+            }
+        }
+    }
 }
 
 fn build_file(
@@ -148,266 +293,115 @@ fn build_file(
     r: &BTreeMap<Probe, ProbeResult>,
     failed: &BTreeMap<Probe, String>,
 ) -> ProfileFile {
-    let mut file = ProfileFile {
-        name: None,
-        base: opts.base.into(),
-        note: String::new(),
-        ..ProfileFile::default()
+    use Probe::*;
+    let mut b = Builder {
+        file: ProfileFile {
+            base: opts.base.into(),
+            ..ProfileFile::default()
+        },
+        r,
+        failed,
     };
+    b.derive("syscall", Derived::of(vec![(1.0, Syscall)]));
+    b.derive("msg", Derived::of(vec![(0.5, PipeByte), (-1.0, Syscall)]));
+    b.derive(
+        "copy_per_kib",
+        Derived::of(vec![(1.0 / 128.0, Pipe64k), (-1.0 / 128.0, PipeByte)]),
+    );
+    b.derive(
+        "net_msg",
+        Derived::of(vec![(0.5, TcpByte), (-1.0, Syscall)]),
+    );
+    b.derive(
+        "sock_msg",
+        Derived::of(vec![(0.5, UnixByte), (-1.0, Syscall)]),
+    );
     // schedule()'s runqueue work: a yield that finds nothing else to run is a system call and
     // one pick under the runqueue lock, nothing more (the simulator's accounting of it).
-    let rq = match (r.get(&Probe::YieldAlone), r.get(&Probe::Syscall)) {
-        (Some(y), Some(s)) => (y.mean - s.mean).max(0.0),
-        _ => base.rq_lock as f64,
-    };
-    let ipi_share = base.ipi as f64 / (base.ipi + base.idle_exit).max(1) as f64;
-    use Probe::*;
-    let keys: Vec<(&str, Derived)> = vec![
-        (
-            "syscall",
-            Derived {
-                terms: vec![(1.0, Syscall)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-        (
-            "msg",
-            Derived {
-                terms: vec![(0.5, PipeByte), (-1.0, Syscall)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-        (
-            "copy_per_kib",
-            Derived {
-                terms: vec![(1.0 / 128.0, Pipe64k), (-1.0 / 128.0, PipeByte)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-        (
-            "net_msg",
-            Derived {
-                terms: vec![(0.5, TcpByte), (-1.0, Syscall)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-        (
-            "sock_msg",
-            Derived {
-                terms: vec![(0.5, UnixByte), (-1.0, Syscall)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-        (
+    let rq = b
+        .derive(
             "rq_lock",
-            Derived {
-                terms: vec![(1.0, YieldAlone), (-1.0, Syscall)],
-                constant: 0.0,
-                constant_why: "",
-            },
-        ),
-    ];
-    let mut values: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
-    let put = |file: &mut ProfileFile,
-               key: &str,
-               d: &Derived,
-               values: &mut BTreeMap<&str, (f64, f64)>,
-               key_static: &'static str| {
-        let missing: Vec<Probe> = d
-            .terms
-            .iter()
-            .map(|t| t.1)
-            .filter(|p| !r.contains_key(p))
-            .collect();
-        if let Some(p) = missing.first() {
-            let why = failed.get(p).cloned().unwrap_or_else(|| "not run".into());
-            file.not_measured
-                .insert(key.into(), format!("needs {} ({why})", p.describe()));
-            return;
-        }
-        let raw: f64 = d.terms.iter().map(|(c, p)| c * r[p].mean).sum::<f64>() + d.constant;
-        let ci = d
-            .terms
-            .iter()
-            .map(|(c, p)| (c * r[p].ci95).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let samples = d.terms.iter().map(|(_, p)| r[p].samples).min().unwrap_or(0);
-        let converged = d.terms.iter().all(|(_, p)| r[p].converged);
-        let value = raw.max(0.0);
-        let mut method = d
-            .terms
-            .iter()
-            .map(|(c, p)| {
-                format!(
-                    "{}{} × [{}]",
-                    if *c < 0.0 { "− " } else { "+ " },
-                    trim(c.abs()),
-                    p.describe()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(" ");
-        method = method.trim_start_matches("+ ").to_string();
-        if !d.constant_why.is_empty() {
-            method.push_str(&format!(" ({})", d.constant_why));
-        }
-        if raw < 0.0 {
-            method.push_str(&format!("; measured {raw:.0} ns, clamped to 0"));
-        }
-        if !converged {
-            method.push_str("; did not reach the precision asked for");
-        }
-        file.costs
-            .insert(key.into(), format!("{}ns", value.round() as u64));
-        file.measured.insert(
-            key.into(),
-            Measurement {
-                ci95: format!("{}ns", ci.round() as u64),
-                samples,
-                method,
-            },
-        );
-        values.insert(key_static, (value, ci));
-    };
-    for (key, d) in &keys {
-        put(&mut file, key, d, &mut values, key);
-    }
-    // ipi + idle_exit from the cross-CPU ping-pong, split in the base profile's proportion.
+            Derived::of(vec![(1.0, YieldAlone), (-1.0, Syscall)]),
+        )
+        .unwrap_or(base.rq_lock as f64);
     // One-way on one CPU = PipeByte + wakeup + 2 rq_lock + switch: the two cannot be told
     // apart from user space (a write that wakes a thread on its own CPU may switch to it before
     // returning), so their sum is split in the base profile's proportion.
-    let same = Derived {
-        terms: vec![(0.5, PingPongSameCpu), (-1.0, PipeByte)],
-        constant: -2.0 * rq,
-        constant_why: "less two rq_lock holds",
-    };
     let wake_share = base.wakeup as f64 / (base.wakeup + base.switch).max(1) as f64;
-    split(
-        &mut file,
-        &put,
-        "wakeup + switch",
-        &same,
-        [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
-    );
+    let wakeup = b
+        .split(
+            "wakeup + switch",
+            Derived::of(vec![(0.5, PingPongSameCpu), (-1.0, PipeByte)])
+                .plus(-2.0 * rq, "less two rq_lock holds"),
+            [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
+        )
+        .map_or(base.wakeup as f64, |[w, _]| w);
     // A message on a channel last used on the other CPU: a pipe handed between two CPUs each
     // turn, less the bare handoff and a hot write + read (one bounce per turn).
-    let bounce = Derived {
-        terms: vec![(1.0, HandoffPipe), (-1.0, HandoffFlag), (-1.0, PipeByte)],
-        constant: 0.0,
-        constant_why: "",
-    };
-    put(&mut file, "bounce", &bounce, &mut values, "bounce");
-    let bounce_ns = values.get("bounce").map_or(0.0, |v| v.0);
+    let bounce = b
+        .derive(
+            "bounce",
+            Derived::of(vec![
+                (1.0, HandoffPipe),
+                (-1.0, HandoffFlag),
+                (-1.0, PipeByte),
+            ]),
+        )
+        .unwrap_or(0.0);
     // The waker's cost of a cross-CPU wakeup beyond `wakeup` (and the bounce its write pays):
     // the IPI it sends.
-    let wakeup_ns = file
-        .costs
-        .get("wakeup")
-        .and_then(|v| v.trim_end_matches("ns").parse::<f64>().ok())
-        .unwrap_or(base.wakeup as f64);
-    let send = Derived {
-        terms: vec![(1.0, WakingWrite), (-0.5, PipeByte)],
-        constant: -wakeup_ns - bounce_ns,
-        constant_why: "less `wakeup` and `bounce`",
-    };
-    put(&mut file, "ipi_send", &send, &mut values, "ipi_send");
+    b.derive(
+        "ipi_send",
+        Derived::of(vec![(1.0, WakingWrite), (-0.5, PipeByte)])
+            .plus(-wakeup - bounce, "less `wakeup` and `bounce`"),
+    );
     // One-way across CPUs = the waking write + 2 rq_lock + (ipi + idle_exit) + switch + the
     // reader's bounce, and switch + 2 rq_lock = PingPongSameCpu/2 − PipeByte − wakeup, so
     // ipi + idle_exit = PingPongCrossCpu/2 − WakingWrite − PingPongSameCpu/2 + PipeByte +
     // wakeup − bounce, split in the base profile's proportion.
-    let cross = Derived {
-        terms: vec![
+    let ipi_share = base.ipi as f64 / (base.ipi + base.idle_exit).max(1) as f64;
+    b.split(
+        "waking an idle CPU",
+        Derived::of(vec![
             (0.5, PingPongCrossCpu),
             (-1.0, WakingWrite),
             (-0.5, PingPongSameCpu),
             (1.0, PipeByte),
-        ],
-        constant: wakeup_ns - bounce_ns,
-        constant_why: "plus `wakeup`, less `bounce`",
-    };
-    split(
-        &mut file,
-        &put,
-        "waking an idle CPU",
-        &cross,
+        ])
+        .plus(wakeup - bounce, "plus `wakeup`, less `bounce`"),
         [("ipi", ipi_share), ("idle_exit", 1.0 - ipi_share)],
     );
-    // The tick's cost and a migration's cache refill, as measured.
+    // The tick's cost, a migration's cache refill and a page write, as measured.
     for (key, probe) in [
-        ("tick", Probe::TickGap),
-        ("migration", Probe::MigrationRefill),
+        ("tick", TickGap),
+        ("migration", MigrationRefill),
+        ("page_touch", PageWrite),
     ] {
-        match r.get(&probe) {
-            Some(p) => {
-                file.costs
-                    .insert(key.into(), format!("{}ns", p.mean.round() as u64));
-                file.measured.insert(
-                    key.into(),
-                    Measurement {
-                        ci95: format!("{}ns", p.ci95.round() as u64),
-                        samples: p.samples,
-                        method: probe.describe().into(),
-                    },
-                );
-            }
-            None => {
-                let why = failed.get(&probe).cloned().unwrap_or_default();
-                file.not_measured.insert(key.into(), why);
-            }
-        }
-    }
-    // Per page.
-    match r.get(&Probe::PageWrite) {
-        Some(p) => {
-            file.costs
-                .insert("page_touch".into(), format!("{}ns", p.mean.round() as u64));
-            file.measured.insert(
-                "page_touch".into(),
-                Measurement {
-                    ci95: format!("{}ns", p.ci95.round() as u64),
-                    samples: p.samples,
-                    method: Probe::PageWrite.describe().into(),
-                },
-            );
-        }
-        None => {
-            file.not_measured.insert(
-                "page_touch".into(),
-                failed.get(&Probe::PageWrite).cloned().unwrap_or_default(),
-            );
-        }
+        b.derive(key, Derived::of(vec![(1.0, probe)]));
     }
     // The device: a line through the 4 KiB and 256 KiB reads.
     match (r.get(&Probe::DirectRead4k), r.get(&Probe::DirectRead256k)) {
-        (Some(a), Some(b)) => {
-            let per_kib = ((b.mean - a.mean) / 252.0).max(0.0);
-            let latency = (a.mean - 4.0 * per_kib).max(0.0);
-            let per_kib_ci = (a.ci95.powi(2) + b.ci95.powi(2)).sqrt() / 252.0;
-            let latency_ci = (a.ci95.powi(2) + (4.0 * per_kib_ci).powi(2)).sqrt();
-            let n = a.samples.min(b.samples);
-            file.costs
-                .insert("io_per_kib".into(), format!("{}ns", per_kib.round() as u64));
-            file.costs
-                .insert("io_latency".into(), format!("{}ns", latency.round() as u64));
-            file.measured.insert(
-                "io_per_kib".into(),
-                Measurement {
-                    ci95: format!("{}ns", per_kib_ci.round() as u64),
+        (Some(small), Some(large)) => {
+            let per_kib = ((large.mean - small.mean) / 252.0).max(0.0);
+            let latency = (small.mean - 4.0 * per_kib).max(0.0);
+            let per_kib_ci = (small.ci95.powi(2) + large.ci95.powi(2)).sqrt() / 252.0;
+            let latency_ci = (small.ci95.powi(2) + (4.0 * per_kib_ci).powi(2)).sqrt();
+            let n = small.samples.min(large.samples);
+            b.set(
+                "io_per_kib",
+                Estimate {
+                    value: per_kib,
+                    ci: per_kib_ci,
                     samples: n,
                     method: "([O_DIRECT pread of 256 KiB] − [O_DIRECT pread of 4 KiB]) / 252"
                         .into(),
                 },
             );
-            file.measured.insert(
-                "io_latency".into(),
-                Measurement {
-                    ci95: format!("{}ns", latency_ci.round() as u64),
+            b.set(
+                "io_latency",
+                Estimate {
+                    value: latency,
+                    ci: latency_ci,
                     samples: n,
                     method: "[O_DIRECT pread of 4 KiB] − 4 × io_per_kib".into(),
                 },
@@ -420,8 +414,8 @@ fn build_file(
                 .cloned()
                 .unwrap_or_default();
             for key in ["io_per_kib", "io_latency"] {
-                file.not_measured.insert(
-                    key.into(),
+                b.keep(
+                    key,
                     format!("O_DIRECT reads in the temporary directory: {why}"),
                 );
             }
@@ -430,8 +424,8 @@ fn build_file(
     // Facts.
     match tick_hz() {
         Some(hz) => {
-            file.costs.insert("hz".into(), hz.to_string());
-            file.measured.insert(
+            b.file.costs.insert("hz".into(), hz.to_string());
+            b.file.measured.insert(
                 "hz".into(),
                 Measurement {
                     ci95: "0".into(),
@@ -441,20 +435,16 @@ fn build_file(
             );
         }
         None => {
-            file.not_measured.insert(
-                "hz".into(),
-                "CLOCK_MONOTONIC_COARSE has no resolution to read".into(),
-            );
+            b.keep("hz", "CLOCK_MONOTONIC_COARSE has no resolution to read");
         }
     }
     match schedlab_real::procfs::mem_total_bytes() {
-        Some(b) => {
-            let mib = (b >> 20).max(64);
-            file.costs.insert("memory".into(), format!("{mib}MiB"));
+        Some(bytes) => {
+            let mib = (bytes >> 20).max(64);
+            b.file.costs.insert("memory".into(), format!("{mib}MiB"));
         }
         None => {
-            file.not_measured
-                .insert("memory".into(), "no MemTotal in /proc/meminfo".into());
+            b.keep("memory", "no MemTotal in /proc/meminfo");
         }
     }
     for (key, why) in [
@@ -473,46 +463,9 @@ fn build_file(
         ),
         ("jitter", "the simulator's own noise; the base profile's"),
     ] {
-        file.not_measured.insert(key.into(), why.into());
+        b.keep(key, why);
     }
-    file
-}
-
-/// Measure `d` (named `what`) and set two keys to their shares of it.
-fn split<F>(file: &mut ProfileFile, put: &F, what: &str, d: &Derived, keys: [(&str, f64); 2])
-where
-    F: Fn(&mut ProfileFile, &str, &Derived, &mut BTreeMap<&str, (f64, f64)>, &'static str),
-{
-    let mut tmp = ProfileFile::default();
-    let mut values = BTreeMap::new();
-    put(&mut tmp, "x", d, &mut values, "x");
-    match values.get("x") {
-        Some(&(v, ci)) => {
-            let m = &tmp.measured["x"];
-            for (key, share) in keys {
-                file.costs
-                    .insert(key.into(), format!("{}ns", (v * share).round() as u64));
-                file.measured.insert(
-                    key.into(),
-                    Measurement {
-                        ci95: format!("{}ns", (ci * share).round() as u64),
-                        samples: m.samples,
-                        method: format!(
-                            "{:.0} % (the base profile's share) of {what}: {}",
-                            share * 100.0,
-                            m.method
-                        ),
-                    },
-                );
-            }
-        }
-        None => {
-            let why = tmp.not_measured.get("x").cloned().unwrap_or_default();
-            for (key, _) in keys {
-                file.not_measured.insert(key.into(), why.clone());
-            }
-        }
-    }
+    b.file
 }
 
 fn trim(x: f64) -> String {
