@@ -18,9 +18,10 @@
 //!
 //! # Model
 //!
-//! One runqueue per CPU holds its queued entities in a treap ordered by virtual deadline and
+//! One runqueue per CPU holds its queued entities in a tree ordered by virtual deadline and
 //! augmented with each subtree's minimum vruntime — the kernel's augmented rbtree, so the pick
-//! is the kernel's O(log n) heap search. `avg_vruntime`/`avg_load` are kept relative to
+//! is the kernel's O(log n) heap search (the tree is a B+tree, `ds/deadline_tree.rs`: same
+//! order and augmentation, so the same picks, in fewer cache-line round trips). `avg_vruntime`/`avg_load` are kept relative to
 //! `min_vruntime` exactly as the kernel does; eligibility is tested without division
 //! (`vruntime_eligible`). Weights come from [`nice_weight`](super::fair::nice_weight), SCHED_IDLE has weight 3
 //! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
@@ -59,7 +60,7 @@
 //!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
-use super::ds::treap::{vdiff, Node, Treap, NIL};
+use super::ds::deadline_tree::{vdiff, DeadlineTree, Forest, Id};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
@@ -84,7 +85,7 @@ enum State {
     Delayed,
 }
 
-/// A `struct sched_entity` (its tree node lives apart, in `Eevdf::nodes`).
+/// A `struct sched_entity` (its place in a tree is kept apart, in `Eevdf::forest`).
 #[derive(Clone, Debug)]
 struct Se {
     weight: u64,
@@ -109,8 +110,8 @@ struct Se {
 /// One CPU's `struct cfs_rq`.
 #[derive(Clone, Debug, Default)]
 struct Rq {
-    /// The queued entities' nodes, by deadline, with the cached leftmost (`rb_root_cached`).
-    tree: Treap,
+    /// The queued entities, by deadline, with the cached leftmost (`rb_root_cached`).
+    tree: DeadlineTree,
     min_vruntime: u64,
     /// Σ (v_i − min_vruntime)·w_i over the tree (curr excluded).
     avg_vruntime: i128,
@@ -140,13 +141,6 @@ impl Rq {
     }
 }
 
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 /// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG).
 fn base_slice(ncpus: usize) -> u64 {
     BASE_SLICE_NS * tunable_scale(ncpus)
@@ -157,7 +151,8 @@ pub struct Eevdf {
     run_to_parity: bool,
     preempt_short: bool,
     se: Vec<Se>,
-    nodes: Vec<Node>,
+    /// Every runqueue's tree nodes.
+    forest: Forest,
     rqs: Vec<Rq>,
 }
 
@@ -192,7 +187,7 @@ impl FromParams for Eevdf {
             run_to_parity: params.flag("run_to_parity"),
             preempt_short: params.flag("preempt_short"),
             se: Vec::new(),
-            nodes: Vec::new(),
+            forest: Forest::default(),
             rqs: Vec::new(),
         }
     }
@@ -214,20 +209,19 @@ impl Eevdf {
         );
         rq.avg_vruntime += key as i128 * w as i128;
         rq.avg_load += w as i128;
-        let node = &mut self.nodes[t];
-        node.deadline = self.se[t].deadline;
-        node.vruntime = self.se[t].vruntime;
-        self.rqs[cpu].tree.insert(&mut self.nodes, t);
+        let se = &self.se[t];
+        self.forest
+            .insert(&mut rq.tree, t as Id, se.deadline, se.vruntime);
     }
 
     /// `__dequeue_entity`.
     fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) {
         debug_assert_eq!(
-            (self.nodes[t].deadline, self.nodes[t].vruntime),
-            (self.se[t].deadline, self.se[t].vruntime),
+            self.forest.entry(t as Id),
+            Some((self.se[t].deadline, self.se[t].vruntime)),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        self.rqs[cpu].tree.remove(&mut self.nodes, t);
+        self.forest.remove(&mut self.rqs[cpu].tree, t as Id);
         let rq = &mut self.rqs[cpu];
         let (w, key) = (
             self.se[t].weight,
@@ -279,8 +273,7 @@ impl Eevdf {
         if let Some(c) = rq.curr {
             v = self.se[c].vruntime;
         }
-        if rq.tree.root != NIL {
-            let m = self.nodes[rq.tree.root].min_vruntime;
+        if let Some(m) = self.forest.min_vruntime(&rq.tree) {
             if rq.curr.is_none() || vdiff(m, v) < 0 {
                 v = m;
             }
@@ -348,9 +341,9 @@ impl Eevdf {
     /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
     fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
         let rq = &self.rqs[cpu];
-        let leftmost = (rq.tree.leftmost != NIL).then_some(rq.tree.leftmost);
+        let leftmost = self.forest.first(&rq.tree);
         if rq.nr_queued == 1 {
-            return rq.curr.or(leftmost);
+            return rq.curr.or(leftmost.map(|(l, _)| l as TaskId));
         }
         let protected = |t: TaskId| self.se[t].prot == self.se[t].deadline;
         let curr = rq.curr.filter(|&c| self.eligible(cpu, c));
@@ -369,27 +362,18 @@ impl Eevdf {
         // (load > 0) — one division instead of a 128-bit product per node visited.
         let (avg, load) = self.sums(cpu);
         let min = rq.min_vruntime;
-        let mut best =
-            leftmost.filter(|&l| avg >= vdiff(self.nodes[l].vruntime, min) as i128 * load);
+        let mut best = leftmost
+            .filter(|&(_, v)| avg >= vdiff(v, min) as i128 * load)
+            .map(|(l, _)| l as TaskId);
         if best.is_none() {
             let limit = (load > 0).then(|| avg.div_euclid(load));
-            let eligible = |v: u64| match limit {
-                Some(q) => vdiff(v, min) as i128 <= q,
-                None => avg >= 0,
-            };
-            let mut node = rq.tree.root;
-            while node != NIL {
-                let left = self.nodes[node].left;
-                if left != NIL && eligible(self.nodes[left].min_vruntime) {
-                    node = left;
-                    continue;
-                }
-                if eligible(self.nodes[node].vruntime) {
-                    best = Some(node);
-                    break;
-                }
-                node = self.nodes[node].right;
-            }
+            best = self
+                .forest
+                .first_eligible(&rq.tree, |v| match limit {
+                    Some(q) => vdiff(v, min) as i128 <= q,
+                    None => avg >= 0,
+                })
+                .map(|t| t as TaskId);
         }
         match (best, curr) {
             (None, c) => c,
@@ -476,16 +460,9 @@ impl Eevdf {
         to: CpuId,
         max_weight: u64,
     ) -> Option<TaskId> {
-        let mut stack = Vec::new();
-        let mut n = self.rqs[from].tree.root;
         let (mut seen, mut hot) = (0, None);
-        while n != NIL || !stack.is_empty() {
-            while n != NIL {
-                stack.push(n);
-                n = self.nodes[n].right;
-            }
-            let t = stack.pop()?;
-            n = self.nodes[t].left;
+        for t in self.forest.iter_rev(&self.rqs[from].tree) {
+            let t = t as TaskId;
             let se = &self.se[t];
             if se.state != State::Queued {
                 continue;
@@ -558,18 +535,7 @@ impl Policy for Eevdf {
                 last_ran: None,
                 started: false,
             });
-            self.nodes.resize(
-                task.id + 1,
-                Node {
-                    left: NIL,
-                    right: NIL,
-                    parent: NIL,
-                    prio: 0,
-                    deadline: 0,
-                    vruntime: 0,
-                    min_vruntime: 0,
-                },
-            );
+            self.forest.reserve_ids(task.id + 1);
         }
         let se = &mut self.se[task.id];
         se.weight = weight;
@@ -577,7 +543,6 @@ impl Policy for Eevdf {
         se.custom_slice = custom_slice;
         se.class = class;
         se.allowed = task.allowed;
-        self.nodes[task.id].prio = splitmix(task.id as u64);
         se.cpu = task.allowed.lowest().unwrap_or(0);
     }
 

@@ -2,6 +2,6 @@
 //! priority array (`o1`, `staircase`), EEVDF's augmented tree, and the intrusive run list of
 //! IBM's multi-queue scheduler.
 
+pub(in crate::policy) mod deadline_tree;
 pub(in crate::policy) mod intrusive_list;
 pub(in crate::policy) mod prio_array;
-pub(in crate::policy) mod treap;
