@@ -141,7 +141,19 @@ impl Inner {
     fn route(&self, deadline: u64, id: Id) -> usize {
         // Invariant: the answer is in base..base + size; separators 1..len are in order. The
         // loop's trip count depends only on len, and the step is a conditional move.
-        let (mut base, mut size) = (0, self.len as usize);
+        let len = self.len as usize;
+        // Appends (a yield pushes the deadline past every other) go to the last child.
+        if len > 1
+            && !key_before(
+                deadline,
+                id,
+                self.sep_deadlines[len - 1],
+                self.sep_ids[len - 1],
+            )
+        {
+            return len - 1;
+        }
+        let (mut base, mut size) = (0, len);
         while size > 1 {
             let half = size / 2;
             let mid = base + half;
@@ -277,6 +289,9 @@ impl Forest {
         let len = leaf.len as usize;
         // The first entry after the key, by a binary search whose steps are conditional moves.
         let (mut base, mut size) = (0, len);
+        if len > 0 && !key_before(deadline, id, leaf.deadlines[len - 1], leaf.ids[len - 1]) {
+            (base, size) = (len - 1, 1); // after the last entry: an append
+        }
         while size > 1 {
             let half = size / 2;
             let mid = base + half;
@@ -295,9 +310,12 @@ impl Forest {
             0
         };
         if len < LEAF_CAP {
-            leaf.ids.copy_within(pos..len, pos + 1);
-            leaf.deadlines.copy_within(pos..len, pos + 1);
-            leaf.vruntimes.copy_within(pos..len, pos + 1);
+            // One loop over the three arrays: a few entries, not worth three memmove calls.
+            for j in (pos..len).rev() {
+                leaf.ids[j + 1] = leaf.ids[j];
+                leaf.deadlines[j + 1] = leaf.deadlines[j];
+                leaf.vruntimes[j + 1] = leaf.vruntimes[j];
+            }
             leaf.ids[pos] = id;
             leaf.deadlines[pos] = deadline;
             leaf.vruntimes[pos] = vruntime;
@@ -313,7 +331,8 @@ impl Forest {
         self.split_leaf(tree, node, pos, id, deadline, vruntime);
     }
 
-    /// Insert into the full leaf `l` at `pos` by splitting it in two halves.
+    /// Insert into the full leaf `l` at `pos` by splitting it in two halves (or, when appending
+    /// to the last leaf, into a new last leaf).
     fn split_leaf(
         &mut self,
         tree: &mut DeadlineTree,
@@ -339,7 +358,15 @@ impl Forest {
         ids[pos] = id;
         deadlines[pos] = deadline;
         vruntimes[pos] = vruntime;
-        let keep = LEAF_CAP.div_ceil(2);
+        // Appending past the last leaf (a yield storm pushes every deadline to the end) keeps
+        // the leaf full and starts a new one, as B-trees do for ascending inserts: leaves stay
+        // full and the next 15 appends need no split.
+        let appending = pos == LEAF_CAP && self.leaves[l as usize].next == NONE;
+        let keep = if appending {
+            LEAF_CAP
+        } else {
+            LEAF_CAP.div_ceil(2)
+        };
         let r = self.alloc_leaf();
         let (next, parent) = {
             let leaf = &mut self.leaves[l as usize];
@@ -369,8 +396,8 @@ impl Forest {
         } else {
             self.leaves[next as usize].prev = r;
         }
-        for &e in &ids[..keep] {
-            self.leaf_of[e as usize] = l;
+        if pos < keep {
+            self.leaf_of[id as usize] = l;
         }
         for &e in &ids[keep..] {
             self.leaf_of[e as usize] = r;
@@ -495,9 +522,11 @@ impl Forest {
             .position(|&e| e == id)
             .expect("deadline tree: an entity is in its leaf");
         let v = leaf.vruntimes[pos];
-        leaf.ids.copy_within(pos + 1..len, pos);
-        leaf.deadlines.copy_within(pos + 1..len, pos);
-        leaf.vruntimes.copy_within(pos + 1..len, pos);
+        for j in pos + 1..len {
+            leaf.ids[j - 1] = leaf.ids[j];
+            leaf.deadlines[j - 1] = leaf.deadlines[j];
+            leaf.vruntimes[j - 1] = leaf.vruntimes[j];
+        }
         leaf.len -= 1;
         if leaf.len > 0 {
             if v == leaf.min {
@@ -833,5 +862,9 @@ mod tests {
             "{live_leaves} leaves"
         );
         assert!(f.leaves.len() < 64, "{} leaves allocated", f.leaves.len());
+        walk(&f, t.root, t.height, NONE);
+        let order: Vec<u64> = f.iter_rev(&t).map(|e| f.entry(e).unwrap().0).collect();
+        assert_eq!(order.len(), 300);
+        assert!(order.windows(2).all(|w| w[0] > w[1]), "deadline order");
     }
 }
