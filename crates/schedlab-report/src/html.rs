@@ -2,10 +2,11 @@
 //! records — no script, no network: the styles are inline and the charts are inline SVG.
 //!
 //! Per record it shows the command line that made it, the machine and kernel facts, the metrics'
-//! definitions, for a sweep its table and each metric against each varied key with confidence
-//! bars, every metric's repetitions as a strip plot (one row per configuration), and per
-//! configuration the summary (N, mean, ±CI, SD, min, median, max) with the counters table; the
-//! workload's seed-style tables (chat's seed 000 table, interbench's tables) follow.
+//! definitions (each written once, later records link to an earlier record's equal facts), for a
+//! sweep its table, each metric against each varied key with confidence bars and every metric's
+//! repetitions as a strip plot (one row per configuration), the workload's seed-style tables
+//! (chat's seed 000 table, interbench's tables), and per configuration the summary (N, mean,
+//! ±CI, SD, min, median, max, and the repetitions as dots) with the counters table.
 //!
 //! Every text that comes from a record or a file name goes through [`escape`]; the charts drawn
 //! by plotters are escaped by its SVG backend, the strip plots here by [`escape`].
@@ -292,7 +293,11 @@ pre.cmd{white-space:pre-wrap;word-break:break-all}\
 svg{max-width:100%;height:auto;display:block}figure{margin:0}\
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:.8em}\
 .note{color:#666;font-size:.9em}.warn{color:#a00}\
-details{margin:.5em 0}summary{cursor:pointer;font-weight:bold}";
+details{margin:.5em 0}summary{cursor:pointer;font-weight:bold}\
+svg .grid{stroke:#eee}svg .axis{stroke:#999}svg .mean{stroke:#000;stroke-width:2}\
+svg .ci{stroke-width:2;opacity:.5}svg .dot{fill-opacity:.7}\
+svg text.r{text-anchor:end}svg text.m{text-anchor:middle}\
+svg.dots{display:inline-block}svg.dots circle{fill:#1f77b4;fill-opacity:.6}";
 
 /// The whole report of `inputs` as one HTML document.
 pub fn render(inputs: &[Input]) -> String {
@@ -310,8 +315,8 @@ pub fn render(inputs: &[Input]) -> String {
         plural(configs)
     );
     index(&mut h, inputs);
-    for (i, input) in inputs.iter().enumerate() {
-        record_section(&mut h, i, input);
+    for i in 0..inputs.len() {
+        record_section(&mut h, inputs, i);
     }
     h.push_str("</body>\n</html>\n");
     h
@@ -377,7 +382,39 @@ fn backend_line(r: &RunRecord) -> String {
     }
 }
 
-fn record_section(h: &mut String, i: usize, input: &Input) {
+/// The first record before `i` whose `part` equals record `i`'s.
+fn first_same<T: PartialEq>(
+    inputs: &[Input],
+    i: usize,
+    part: impl Fn(&RunRecord) -> &T,
+) -> Option<usize> {
+    let mine = part(&inputs[i].record);
+    inputs[..i].iter().position(|e| part(&e.record) == mine)
+}
+
+/// A heading, then either the table `table` writes or, when an earlier record `same_as` has the
+/// same facts, a link to that record's.
+fn facts_once(
+    h: &mut String,
+    heading: &str,
+    same_as: Option<usize>,
+    table: impl FnOnce(&mut String),
+) {
+    let _ = writeln!(h, "<h3>{heading}</h3>");
+    match same_as {
+        Some(k) => {
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">The same as <a href=\"#r{k}\">record {}</a>'s.</p>",
+                k + 1
+            );
+        }
+        None => table(h),
+    }
+}
+
+fn record_section(h: &mut String, inputs: &[Input], i: usize) {
+    let input = &inputs[i];
     let r = &input.record;
     let file = input.path.display().to_string();
     let _ = writeln!(
@@ -436,7 +473,8 @@ fn record_section(h: &mut String, i: usize, input: &Input) {
             escape(&t.text)
         );
     }
-    if r.configs.iter().any(|c| !c.repetitions.is_empty()) {
+    // Across configurations; each configuration's own repetitions are in its summary table.
+    if r.configs.len() > 1 && r.configs.iter().any(|c| !c.repetitions.is_empty()) {
         h.push_str("<h3>Repetitions</h3>\n<div class=\"charts\">\n");
         for m in &r.metrics {
             if let Some(svg) = strip_plot(r, m) {
@@ -445,8 +483,19 @@ fn record_section(h: &mut String, i: usize, input: &Input) {
         }
         h.push_str("</div>\n");
     }
-    machine_facts(h, r);
-    metric_defs(h, r);
+    // Facts shared with an earlier record are written once; later records link to them.
+    facts_once(
+        h,
+        "Machine and kernel",
+        first_same(inputs, i, |r| &r.machine),
+        |h| machine_facts(h, r),
+    );
+    facts_once(h, "Backend", first_same(inputs, i, |r| &r.backend), |h| {
+        backend_facts(h, r)
+    });
+    facts_once(h, "Metrics", first_same(inputs, i, |r| &r.metrics), |h| {
+        metric_defs(h, r)
+    });
     h.push_str("<h3>Configurations</h3>\n");
     for (ci, c) in r.configs.iter().enumerate() {
         config_block(h, r, c, i, ci);
@@ -454,49 +503,55 @@ fn record_section(h: &mut String, i: usize, input: &Input) {
     h.push_str("</section>\n");
 }
 
-/// The machine, kernel and backend facts.
-fn machine_facts(h: &mut String, r: &RunRecord) {
-    let m = &r.machine;
-    let mut rows: Vec<(String, String)> = vec![
-        ("host".into(), m.hostname.clone()),
-        ("kernel release".into(), m.kernel_release.clone()),
-        ("kernel version".into(), m.kernel_version.clone()),
-        ("architecture".into(), m.arch.clone()),
-        ("CPUs online".into(), m.cpus.to_string()),
-        (
-            "CPU model".into(),
-            m.cpu_model.clone().unwrap_or_else(|| "unknown".into()),
-        ),
-        (
-            "preemption model".into(),
-            m.preempt.clone().unwrap_or_else(|| "unknown".into()),
-        ),
-        ("backend".into(), r.backend.kind.clone()),
-    ];
-    if let Some(p) = &r.backend.policy {
-        rows.push(("simulated policy".into(), p.clone()));
-    }
-    if let Some(s) = r.backend.seed {
-        rows.push(("simulator seed".into(), s.to_string()));
-    }
-    for (k, v) in &r.backend.details {
-        rows.push((k.clone(), v.clone()));
-    }
-    h.push_str("<h3>Machine and kernel</h3>\n<table class=\"facts\">\n");
+/// Rows of two columns: a name and its value.
+fn facts_table(h: &mut String, rows: &[(String, String)]) {
+    h.push_str("<table class=\"facts\">\n");
     for (k, v) in rows {
         let _ = writeln!(
             h,
             "<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>",
-            escape(&k),
-            escape(&v)
+            escape(k),
+            escape(v)
         );
     }
     h.push_str("</table>\n");
 }
 
+/// The machine and kernel facts.
+fn machine_facts(h: &mut String, r: &RunRecord) {
+    let m = &r.machine;
+    let unknown = |v: &Option<String>| v.clone().unwrap_or_else(|| "unknown".into());
+    facts_table(
+        h,
+        &[
+            ("host".into(), m.hostname.clone()),
+            ("kernel release".into(), m.kernel_release.clone()),
+            ("kernel version".into(), m.kernel_version.clone()),
+            ("architecture".into(), m.arch.clone()),
+            ("CPUs online".into(), m.cpus.to_string()),
+            ("CPU model".into(), unknown(&m.cpu_model)),
+            ("preemption model".into(), unknown(&m.preempt)),
+        ],
+    );
+}
+
+/// Where the record ran: the backend, the simulated policy and seed, and the backend's details.
+fn backend_facts(h: &mut String, r: &RunRecord) {
+    let b = &r.backend;
+    let mut rows: Vec<(String, String)> = vec![("backend".into(), b.kind.clone())];
+    if let Some(p) = &b.policy {
+        rows.push(("simulated policy".into(), p.clone()));
+    }
+    if let Some(s) = b.seed {
+        rows.push(("simulator seed".into(), s.to_string()));
+    }
+    rows.extend(b.details.iter().map(|(k, v)| (k.clone(), v.clone())));
+    facts_table(h, &rows);
+}
+
 /// The metrics the workload reports, primary first.
 fn metric_defs(h: &mut String, r: &RunRecord) {
-    h.push_str("<h3>Metrics</h3>\n<table class=\"metrics\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th class=\"l\">better</th><th class=\"l\">how it is computed</th></tr>\n");
+    h.push_str("<table class=\"metrics\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th class=\"l\">better</th><th class=\"l\">how it is computed</th></tr>\n");
     for m in &r.metrics {
         let _ = writeln!(
             h,
@@ -571,7 +626,7 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
     let level = r.level;
     let _ = writeln!(
         h,
-        "<table class=\"summary\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th>N</th><th>mean</th><th>±CI{level}</th><th>SD</th><th>min</th><th>median</th><th>max</th><th class=\"l\">outliers (run)</th></tr>"
+        "<table class=\"summary\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th>N</th><th>mean</th><th>±CI{level}</th><th>SD</th><th>min</th><th>median</th><th>max</th><th class=\"l\">outliers (run)</th><th class=\"l\">repetitions (min to max)</th></tr>"
     );
     for m in &r.metrics {
         let Some(s) = c.summary.get(&m.name) else {
@@ -583,7 +638,7 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
             .unwrap_or_default();
         let _ = writeln!(
             h,
-            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td>{}</td></tr>",
             escape(&m.name),
             escape(&m.unit),
             s.n,
@@ -593,7 +648,8 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
             num(s.min),
             num(s.median),
             num(s.max),
-            outliers.join(", ")
+            outliers.join(", "),
+            repetition_dots(c, &m.name, s.mean)
         );
     }
     h.push_str("</table>\n");
@@ -607,6 +663,52 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
         "<pre class=\"counters\">{}</pre>\n</div>",
         escape(&crate::text::counters_table(c))
     );
+}
+
+/// Width of the dots of a summary table's row, and the room kept at either end.
+const DOTS_WIDTH: f64 = 160.0;
+const DOTS_PAD: f64 = 5.0;
+
+/// A small SVG for a summary table's row: a dot per repetition of `metric` in `c` on the row's
+/// own scale (its min at the left, its max at the right) and a bar at the `mean`; empty when no
+/// repetition has the metric.
+pub fn repetition_dots(c: &ConfigResult, metric: &str, mean: f64) -> String {
+    let values: Vec<f64> = c
+        .repetitions
+        .iter()
+        .filter_map(|rep| rep.metrics.get(metric).copied())
+        .filter(|v| v.is_finite())
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    if lo > hi {
+        return String::new();
+    }
+    let span = DOTS_WIDTH - 2.0 * DOTS_PAD;
+    let x = |v: f64| {
+        if hi > lo {
+            DOTS_PAD + (v.clamp(lo, hi) - lo) / (hi - lo) * span
+        } else {
+            DOTS_WIDTH / 2.0
+        }
+    };
+    let mut s = format!(
+        "<svg class=\"dots\" width=\"{DOTS_WIDTH}\" height=\"18\" viewBox=\"0 0 {DOTS_WIDTH} 18\"><line class=\"axis\" x1=\"{DOTS_PAD}\" y1=\"9\" x2=\"{}\" y2=\"9\"/><line class=\"mean\" x1=\"{m:.1}\" y1=\"2\" x2=\"{m:.1}\" y2=\"16\"/>",
+        DOTS_WIDTH - DOTS_PAD,
+        m = x(mean)
+    );
+    for (k, v) in values.iter().enumerate() {
+        let _ = write!(
+            s,
+            "<circle cx=\"{:.1}\" cy=\"9\" r=\"3.5\"><title>run {}: {}</title></circle>",
+            x(*v),
+            k + 1,
+            escape(&num(*v))
+        );
+    }
+    s.push_str("</svg>");
+    s
 }
 
 /// Width and height of a strip plot's drawing, and its margins.
@@ -649,7 +751,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     );
     let _ = write!(
         s,
-        "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/><text x=\"{}\" y=\"20\" text-anchor=\"middle\" font-size=\"15\">{} — {} ({}) per repetition</text>",
+        "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/><text class=\"m\" x=\"{}\" y=\"20\" font-size=\"15\">{} — {} ({}) per repetition</text>",
         STRIP_WIDTH / 2.0,
         escape(&r.workload),
         escape(&metric.name),
@@ -659,7 +761,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     // Axis with five ticks.
     let _ = write!(
         s,
-        "<g stroke=\"#999\"><line x1=\"{STRIP_LEFT}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\"/></g>",
+        "<line class=\"axis\" x1=\"{STRIP_LEFT}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\"/>",
         STRIP_WIDTH - STRIP_RIGHT
     );
     for t in 0..=4 {
@@ -667,7 +769,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         let tx = x(v);
         let _ = write!(
             s,
-            "<line x1=\"{tx:.1}\" y1=\"{STRIP_TOP}\" x2=\"{tx:.1}\" y2=\"{}\" stroke=\"#eee\"/><text x=\"{tx:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>",
+            "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"{STRIP_TOP}\" x2=\"{tx:.1}\" y2=\"{}\"/><text class=\"m\" x=\"{tx:.1}\" y=\"{}\">{}</text>",
             bottom + 4.0,
             bottom + 18.0,
             escape(&num(v))
@@ -675,7 +777,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     }
     let _ = write!(
         s,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{} ({})</text>",
+        "<text class=\"m\" x=\"{}\" y=\"{}\">{} ({})</text>",
         STRIP_LEFT + plot_w / 2.0,
         bottom + 36.0,
         escape(&metric.name),
@@ -690,7 +792,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         };
         let _ = write!(
             s,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            "<text class=\"r\" x=\"{}\" y=\"{:.1}\">{}</text>",
             STRIP_LEFT - 8.0,
             y + 4.0,
             escape(label)
@@ -703,7 +805,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
             if let Some(ci) = c.intervals.get(&metric.name).and_then(|i| i.half_width) {
                 let _ = write!(
                     s,
-                    "<line x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{color}\" stroke-width=\"2\" opacity=\"0.5\"/>",
+                    "<line class=\"ci\" x1=\"{:.1}\" y1=\"{y:.1}\" x2=\"{:.1}\" y2=\"{y:.1}\" stroke=\"{color}\"/>",
                     x((sum.mean - ci).max(lo)),
                     x((sum.mean + ci).min(hi))
                 );
@@ -711,7 +813,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
             let mx = x(sum.mean.clamp(lo, hi));
             let _ = write!(
                 s,
-                "<line x1=\"{mx:.1}\" y1=\"{:.1}\" x2=\"{mx:.1}\" y2=\"{:.1}\" stroke=\"#000\" stroke-width=\"2\"/>",
+                "<line class=\"mean\" x1=\"{mx:.1}\" y1=\"{:.1}\" x2=\"{mx:.1}\" y2=\"{:.1}\"/>",
                 y - 8.0,
                 y + 8.0
             );
@@ -721,7 +823,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
             let jitter = (k % 5) as f64 * 2.0 - 4.0;
             let _ = write!(
                 s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{color}\" fill-opacity=\"0.7\"><title>run {}: {}</title></circle>",
+                "<circle class=\"dot\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{color}\"><title>run {}: {}</title></circle>",
                 x(*v),
                 y + jitter,
                 k + 1,
@@ -861,7 +963,7 @@ mod tests {
         assert!(html.contains("us_per_yield (us) ± CI95"));
         assert_eq!(html.matches("<figure class=\"chart\"><svg").count(), 1);
         // The strip plot: a dot per repetition (2 configurations × 3).
-        assert_eq!(html.matches("r=\"3.5\" fill=").count(), 6);
+        assert_eq!(html.matches("<circle class=\"dot\"").count(), 6);
         assert!(html.contains("<title>run 3: 8.000</title>"));
         // Facts and the command line, quoted for the shell.
         assert!(html.contains("<th class=\"l\">CPUs online</th><td class=\"l\">2</td>"));
@@ -873,7 +975,7 @@ mod tests {
     }
 
     #[test]
-    fn a_single_configuration_gets_no_sweep_but_its_strip_plot() {
+    fn a_single_configuration_gets_no_sweep_and_no_strip_plot_but_its_dots() {
         let mut r = record("");
         r.configs.truncate(1);
         r.configs[0].label.clear();
@@ -882,8 +984,14 @@ mod tests {
             record: r,
         }]);
         assert!(!html.contains("<h3>Sweep</h3>"));
-        assert_eq!(html.matches("<figure class=\"strip\">").count(), 1);
-        assert!(html.contains("(the configuration)"));
+        assert!(!html.contains("<figure class=\"strip\">"));
+        assert!(html.contains("<h4>the configuration</h4>"));
+        // Its repetitions, 1, 1.5 and 2, in the summary's row: at the ends and in the middle.
+        assert!(html.contains(concat!(
+            "<circle cx=\"5.0\" cy=\"9\" r=\"3.5\"><title>run 1: 1.000</title></circle>",
+            "<circle cx=\"80.0\" cy=\"9\" r=\"3.5\"><title>run 2: 1.500</title></circle>",
+            "<circle cx=\"155.0\" cy=\"9\" r=\"3.5\"><title>run 3: 2.000</title></circle>"
+        )));
         // The index gives the single configuration's mean ± CI.
         assert!(html.contains("us_per_yield = 1.500 ± 0.2500 us"));
     }

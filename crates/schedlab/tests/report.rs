@@ -198,9 +198,20 @@ fn the_report_renders_in_headless_chromium() {
         .sum();
     assert!(charts >= 2 * sweep.metrics.len());
     assert_eq!(dom.matches("<figure class=\"chart\"><svg").count(), charts);
-    // A strip plot of the repetitions per metric of each record.
-    let strips: usize = records.iter().map(|r| r.metrics.len()).sum();
+    // A strip plot of the repetitions per metric of each record of several configurations, and
+    // in every summary table's row its configuration's repetitions as dots.
+    let strips: usize = records
+        .iter()
+        .filter(|r| r.configs.len() > 1)
+        .map(|r| r.metrics.len())
+        .sum();
     assert_eq!(dom.matches("<figure class=\"strip\"><svg").count(), strips);
+    let rows: usize = records
+        .iter()
+        .flat_map(|r| &r.configs)
+        .map(|c| c.summary.len())
+        .sum();
+    assert_eq!(dom.matches("<svg class=\"dots\"").count(), rows);
     assert!(dom.contains("chat msgs_per_s (msg/s) vs cpus"));
     assert!(dom.contains("chat msgs_per_s (msg/s) vs policy"));
     // Seed 000's table (chat), the counters, the facts and each record's command line.
