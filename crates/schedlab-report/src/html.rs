@@ -280,6 +280,8 @@ pub fn seed_tables(record: &RunRecord) -> Vec<TextTable> {
     }
 }
 
+/// The page's styles (inline: the file needs nothing else), including the strip plots' and the
+/// summary rows' SVG classes.
 const STYLE: &str = "\
 body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1200px;\
 padding:1em 2em;color:#222;background:#fff}\
@@ -293,7 +295,6 @@ pre.cmd{white-space:pre-wrap;word-break:break-all}\
 svg{max-width:100%;height:auto;display:block}figure{margin:0}\
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:.8em}\
 .note{color:#666;font-size:.9em}.warn{color:#a00}\
-details{margin:.5em 0}summary{cursor:pointer;font-weight:bold}\
 svg .grid{stroke:#eee}svg .axis{stroke:#999}svg .mean{stroke:#000;stroke-width:2}\
 svg .ci{stroke-width:2;opacity:.5}svg .dot{fill-opacity:.7}\
 svg text.r{text-anchor:end}svg text.m{text-anchor:middle}\
@@ -322,6 +323,7 @@ pub fn render(inputs: &[Input]) -> String {
     h
 }
 
+/// `s` unless `n` is 1.
 fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
@@ -413,6 +415,7 @@ fn facts_once(
     }
 }
 
+/// Record `i`'s section: its command, sweep, seed tables, strip plots, facts and configurations.
 fn record_section(h: &mut String, inputs: &[Input], i: usize) {
     let input = &inputs[i];
     let r = &input.record;
@@ -718,6 +721,8 @@ const STRIP_RIGHT: f64 = 30.0;
 const STRIP_ROW: f64 = 22.0;
 const STRIP_TOP: f64 = 34.0;
 const STRIP_BOTTOM: f64 = 42.0;
+/// The most characters of a configuration's label the left margin holds.
+const STRIP_LABEL_CHARS: usize = 34;
 
 /// A strip plot of `metric`: one row per configuration, a dot per repetition, a bar at the mean
 /// and the confidence interval as a line; `None` when no repetition has the metric.
@@ -790,12 +795,20 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         } else {
             c.label.as_str()
         };
+        // A label longer than the margin holds is cut; the whole of it shows on hover.
+        let shown: String = if label.chars().count() > STRIP_LABEL_CHARS {
+            let cut: String = label.chars().take(STRIP_LABEL_CHARS - 1).collect();
+            format!("{cut}…")
+        } else {
+            label.to_string()
+        };
         let _ = write!(
             s,
-            "<text class=\"r\" x=\"{}\" y=\"{:.1}\">{}</text>",
+            "<text class=\"r\" x=\"{}\" y=\"{:.1}\"><title>{}</title>{}</text>",
             STRIP_LEFT - 8.0,
             y + 4.0,
-            escape(label)
+            escape(label),
+            escape(&shown)
         );
         if values.is_empty() {
             continue;
@@ -994,6 +1007,19 @@ mod tests {
         )));
         // The index gives the single configuration's mean ± CI.
         assert!(html.contains("us_per_yield = 1.500 ± 0.2500 us"));
+    }
+
+    #[test]
+    fn a_long_label_is_cut_in_the_strip_plot_and_whole_on_hover() {
+        let long = " server.nice=-20 client.nice=19 profile=piii-700";
+        let r = record(long);
+        let svg = strip_plot(&r, &r.metrics[0]).unwrap();
+        let whole = format!("threads=1{long}");
+        let cut: String = whole.chars().take(STRIP_LABEL_CHARS - 1).collect();
+        assert!(
+            svg.contains(&format!("<title>{whole}</title>{cut}…</text>")),
+            "{svg}"
+        );
     }
 
     #[test]
