@@ -1023,6 +1023,33 @@ mod tests {
     }
 
     #[test]
+    fn each_workload_gets_its_seed_tables() {
+        let mut r = record("");
+        assert_eq!(seed_tables(&r), Vec::new());
+        r.workload = "chat".into();
+        let chat = seed_tables(&r);
+        assert_eq!(chat.len(), 1);
+        assert!(
+            chat[0].text.starts_with("Srvr Nice  Clnt Nice"),
+            "{}",
+            chat[0].text
+        );
+        r.workload = "interbench".into();
+        for c in &mut r.configs {
+            c.params.insert("bench".into(), "audio".into());
+            c.params.insert("load".into(), "burn".into());
+        }
+        let ib = seed_tables(&r);
+        assert_eq!(ib[0].title, "interbench tables (seed 004)");
+        assert!(ib[0].text.contains("Latency +/- SD"), "{}", ib[0].text);
+        let html = render(&[Input {
+            path: PathBuf::from("ib.json"),
+            record: r,
+        }]);
+        assert!(html.contains("<h3>interbench tables (seed 004)</h3>\n<pre class=\"seed\">"));
+    }
+
+    #[test]
     fn keys_times_and_shell_quoting() {
         assert_eq!(
             varied_keys(&record(" policy=o1")),
