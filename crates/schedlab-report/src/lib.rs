@@ -1,9 +1,11 @@
-//! schedlab's output: text tables for the terminal and the result record's JSON export.
+//! schedlab's output: text tables for the terminal, SVG charts, the HTML report (`html`) and the
+//! result record's JSON export.
 //! Everything here reads only result records ([`schedlab_workload::record`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod export;
+pub mod html;
 pub mod interbench;
 pub mod ministat;
 pub mod plot;

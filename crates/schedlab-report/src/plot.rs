@@ -1,6 +1,6 @@
 //! SVG charts of sweeps (plotters): the primary metric against the one numeric varied key, with
 //! confidence-interval error bars, one line per value of the other varied key — the shape of
-//! seed 002's µs-per-yield charts.
+//! seed 002's µs-per-yield charts — as files (`--plot`) or as SVG text for the HTML report.
 
 use crate::sweep::key_value;
 use plotters::prelude::*;
@@ -73,37 +73,88 @@ pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, PlotError> 
 /// error bar. A logarithmic x axis is used when x spans more than two decades.
 pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), PlotError> {
     let primary = record.primary_metric().ok_or(PlotError::NoMetric)?;
-    let numeric = |k: &String| {
-        record
-            .configs
-            .iter()
-            .all(|c| key_value(c, k).parse::<f64>().is_ok())
-    };
     let x_key = keys
         .iter()
-        .find(|k| numeric(k))
+        .find(|k| is_numeric_key(record, k))
         .ok_or(PlotError::NoNumericKey)?;
-    let others: Vec<&String> = keys.iter().filter(|k| *k != x_key).collect();
+    let others: Vec<String> = keys.iter().filter(|k| *k != x_key).cloned().collect();
     if others.len() > 1 {
         return Err(PlotError::ExtraKeys);
     }
+    let svg = metric_chart_svg(record, &primary.name, x_key, &others).map_err(|e| match e {
+        PlotError::Draw { source, .. } => PlotError::Draw {
+            path: path.to_path_buf(),
+            source,
+        },
+        e => e,
+    })?;
+    std::fs::write(path, svg).map_err(|e| PlotError::Draw {
+        path: path.to_path_buf(),
+        source: Box::new(e),
+    })
+}
+
+/// Whether every configuration of `record` has a number for `key`.
+pub fn is_numeric_key(record: &RunRecord, key: &str) -> bool {
+    !record.configs.is_empty()
+        && record
+            .configs
+            .iter()
+            .all(|c| key_value(c, key).parse::<f64>().is_ok())
+}
+
+/// The SVG text of one chart: `metric`'s mean in each configuration of `record` against `x_key`,
+/// with confidence-interval error bars, one line per combination of the `series_keys`' values
+/// (one line in all without them). A numeric `x_key` gets a numeric axis (logarithmic when it
+/// spans more than two decades); any other key gets one evenly spaced position per value, in the
+/// order the values first appear. Points with no interval (N < 2) get no error bar. Text from the
+/// record reaches the SVG escaped (plotters' SVG backend escapes `<`, `>`, `&`, quotes).
+pub fn metric_chart_svg(
+    record: &RunRecord,
+    metric: &str,
+    x_key: &str,
+    series_keys: &[String],
+) -> Result<String, PlotError> {
+    let def = record
+        .metric(metric)
+        .or(record.primary_metric())
+        .ok_or(PlotError::NoMetric)?;
+    let numeric = is_numeric_key(record, x_key);
+    // Categories of a non-numeric x key, in order of first appearance.
+    let mut categories: Vec<String> = Vec::new();
     // series name → [(x, mean, ci)]
     let mut series: BTreeMap<String, Vec<(f64, f64, f64)>> = BTreeMap::new();
     let mut order: Vec<String> = Vec::new();
     for c in &record.configs {
-        let Some(s) = c.summary.get(&primary.name) else {
+        let Some(s) = c.summary.get(&def.name) else {
             continue;
         };
-        let x: f64 = key_value(c, x_key).parse().expect("checked numeric");
+        let value = key_value(c, x_key);
+        let x: f64 = if numeric {
+            value.parse().expect("checked numeric")
+        } else {
+            match categories.iter().position(|v| *v == value) {
+                Some(i) => i as f64,
+                None => {
+                    categories.push(value);
+                    (categories.len() - 1) as f64
+                }
+            }
+        };
         let ci = c
             .intervals
-            .get(&primary.name)
+            .get(&def.name)
             .and_then(|i| i.half_width)
             .unwrap_or(0.0);
-        let name = others.first().map_or_else(
-            || primary.name.clone(),
-            |k| format!("{k}={}", key_value(c, k)),
-        );
+        let name = if series_keys.is_empty() {
+            def.name.clone()
+        } else {
+            series_keys
+                .iter()
+                .map(|k| format!("{k}={}", key_value(c, k)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         if !order.contains(&name) {
             order.push(name.clone());
         }
@@ -123,74 +174,89 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
         .fold(f64::MAX, f64::min)
         .min(0.0);
     let err = |e: &dyn std::fmt::Display| PlotError::Draw {
-        path: path.to_path_buf(),
+        path: PathBuf::from("(svg)"),
         source: e.to_string().into(),
     };
-    let root = SVGBackend::new(path, (800, 500)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let caption = format!(
-        "{} {} ({}) vs {x_key}",
-        record.workload, primary.name, primary.unit
-    );
-    let log = xmin > 0.0 && xmax / xmin > 100.0;
-    let xpad = if log {
-        1.0
-    } else {
-        (xmax - xmin).max(1.0) * 0.05
-    };
-    macro_rules! draw {
-        ($xrange:expr) => {{
-            let mut chart = ChartBuilder::on(&root)
-                .caption(&caption, ("sans-serif", 20))
-                .margin(15)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d($xrange, ymin..ymax.max(f64::MIN_POSITIVE))
-                .map_err(|e| err(&e))?;
-            chart
-                .configure_mesh()
-                .x_desc(x_key.as_str())
-                .y_desc(format!(
-                    "{} ({}), ± CI{}",
-                    primary.name, primary.unit, record.level
-                ))
-                .draw()
-                .map_err(|e| err(&e))?;
-            for (i, name) in order.iter().enumerate() {
-                let color = PALETTE[i % PALETTE.len()];
-                let mut pts = series[name].clone();
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                chart
-                    .draw_series(LineSeries::new(
-                        pts.iter().map(|p| (p.0, p.1)),
-                        color.stroke_width(2),
-                    ))
-                    .map_err(|e| err(&e))?
-                    .label(name.as_str())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                    });
-                chart
-                    .draw_series(pts.iter().map(|p| {
-                        ErrorBar::new_vertical(p.0, p.1 - p.2, p.1, p.1 + p.2, color.filled(), 8)
-                    }))
-                    .map_err(|e| err(&e))?;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (800, 500)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let caption = format!("{} {} ({}) vs {x_key}", record.workload, def.name, def.unit);
+        let log = numeric && xmin > 0.0 && xmax / xmin > 100.0;
+        let xpad = if log {
+            1.0
+        } else if numeric {
+            (xmax - xmin).max(1.0) * 0.05
+        } else {
+            0.5
+        };
+        let category = |x: &f64| -> String {
+            let i = x.round();
+            if (x - i).abs() > 1e-6 || i < 0.0 {
+                return String::new();
             }
-            chart
-                .configure_series_labels()
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.8))
-                .draw()
-                .map_err(|e| err(&e))?;
-        }};
+            categories.get(i as usize).cloned().unwrap_or_default()
+        };
+        let x_labels = if numeric { 10 } else { categories.len().max(1) };
+        macro_rules! draw {
+            ($xrange:expr) => {{
+                let mut chart = ChartBuilder::on(&root)
+                    .caption(&caption, ("sans-serif", 20))
+                    .margin(15)
+                    .x_label_area_size(40)
+                    .y_label_area_size(70)
+                    .build_cartesian_2d($xrange, ymin..ymax.max(f64::MIN_POSITIVE))
+                    .map_err(|e| err(&e))?;
+                let mut mesh = chart.configure_mesh();
+                mesh.x_desc(x_key)
+                    .y_desc(format!("{} ({}), ± CI{}", def.name, def.unit, record.level));
+                if !numeric {
+                    mesh.x_labels(x_labels).x_label_formatter(&category);
+                }
+                mesh.draw().map_err(|e| err(&e))?;
+                for (i, name) in order.iter().enumerate() {
+                    let color = PALETTE[i % PALETTE.len()];
+                    let mut pts = series[name].clone();
+                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    chart
+                        .draw_series(LineSeries::new(
+                            pts.iter().map(|p| (p.0, p.1)),
+                            color.stroke_width(2),
+                        ))
+                        .map_err(|e| err(&e))?
+                        .label(name.as_str())
+                        .legend(move |(x, y)| {
+                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                        });
+                    chart
+                        .draw_series(pts.iter().map(|p| {
+                            ErrorBar::new_vertical(
+                                p.0,
+                                p.1 - p.2,
+                                p.1,
+                                p.1 + p.2,
+                                color.filled(),
+                                8,
+                            )
+                        }))
+                        .map_err(|e| err(&e))?;
+                }
+                chart
+                    .configure_series_labels()
+                    .border_style(BLACK)
+                    .background_style(WHITE.mix(0.8))
+                    .draw()
+                    .map_err(|e| err(&e))?;
+            }};
+        }
+        if log {
+            draw!((xmin * 0.8..xmax * 1.25).log_scale());
+        } else {
+            draw!(xmin - xpad..xmax + xpad);
+        }
+        root.present().map_err(|e| err(&e))?;
     }
-    if log {
-        draw!((xmin * 0.8..xmax * 1.25).log_scale());
-    } else {
-        draw!(xmin - xpad..xmax + xpad);
-    }
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    Ok(svg)
 }
 
 #[cfg(test)]

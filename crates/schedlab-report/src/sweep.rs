@@ -77,8 +77,22 @@ pub fn versus_first(record: &RunRecord, metric: &str, keys: &[String]) -> Vec<St
         .collect()
 }
 
-/// The sweep's table.
+/// The sweep's table, followed by chat's seed table for chat sweeps.
 pub fn table(record: &RunRecord, keys: &[String]) -> String {
+    let mut out = primary_table(record, keys);
+    if record.workload == "chat" {
+        out.push('\n');
+        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+        out.push_str(&chat_seed_table(&rows, keys));
+    }
+    if record.interrupted {
+        out.push_str("(interrupted: only the repetitions that finished are shown)\n");
+    }
+    out
+}
+
+/// The sweep's table of the primary metric alone, with its legend.
+pub fn primary_table(record: &RunRecord, keys: &[String]) -> String {
     let Some(primary) = record.primary_metric() else {
         return String::new();
     };
@@ -124,13 +138,5 @@ pub fn table(record: &RunRecord, keys: &[String]) -> String {
         },
         record.level
     ));
-    if record.workload == "chat" {
-        out.push('\n');
-        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&chat_seed_table(&rows, keys));
-    }
-    if record.interrupted {
-        out.push_str("(interrupted: only the repetitions that finished are shown)\n");
-    }
     out
 }

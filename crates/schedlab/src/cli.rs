@@ -48,6 +48,17 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Write one self-contained HTML file (tables, charts, machine facts, command lines) of
+    /// result records, to open in a browser and share; needs no network.
+    Report {
+        /// Result records (JSON from --json, a sweep's sweep.json or the records of its --out
+        /// directory); a directory stands for its *.json files.
+        #[arg(required = true, value_name = "RECORD|DIR")]
+        records: Vec<PathBuf>,
+        /// The HTML file to write (replaced only once the report is complete).
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+    },
     /// List workloads, their parameters and task groups, the knobs, policies and cost profiles.
     List {
         /// Also show this cost profile file (as `schedlab calibrate` writes it): its values and

@@ -70,6 +70,20 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Report { records, out } => {
+            let w =
+                schedlab_report::html::write_report(&records, &out).map_err(|e| e.to_string())?;
+            eprintln!(
+                "wrote {} ({} record{}, {} configuration{}, {} bytes)",
+                out.display(),
+                w.records,
+                if w.records == 1 { "" } else { "s" },
+                w.configs,
+                if w.configs == 1 { "" } else { "s" },
+                w.bytes
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Run(args) => execute::execute(args, false),
         Command::Sweep(args) => execute::execute(args, true),
         Command::Check(args) => execute::check(args),
