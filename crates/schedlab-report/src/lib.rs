@@ -1,10 +1,13 @@
-//! schedlab's output: text tables for the terminal and the result record's JSON export.
+//! schedlab's output: text tables for the terminal, the result record's JSON export, and the
+//! summary's CSV and Markdown exports.
 //! Everything here reads only result records ([`schedlab_workload::record`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod export;
+pub mod export_csv;
 pub mod interbench;
+pub mod markdown;
 pub mod ministat;
 pub mod plot;
 pub mod sweep;
