@@ -1,8 +1,8 @@
 //! What `run` and `sweep` say on stderr while they measure: the per-repetition lines, and on a
 //! terminal a progress bar (indicatif) under them — the configuration (k of n in a sweep), the
 //! repetition (k of N, or k of at most `--max-runs` under `--until`), elapsed time and the
-//! estimated time left. When stderr is not a terminal there is no bar and the lines are
-//! printed exactly as they always were.
+//! estimated time left. When stderr is not a terminal (or is a dumb one, `TERM=dumb`) there is
+//! no bar and the lines are printed exactly as they always were.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use schedlab_experiment::{Progress, RepetitionCount};
@@ -25,7 +25,8 @@ const AT_MOST: &str = "{wide_msg} [{bar:12}] {pos}/{len}, {elapsed} elapsed, up 
 pub struct ProgressDisplay {
     /// The bar, once the first repetition starts on a terminal.
     bar: Option<ProgressBar>,
-    /// Whether stderr is a terminal (else no bar is ever drawn).
+    /// Whether stderr is a terminal that can redraw a line (not `TERM=dumb`, which cannot);
+    /// else no bar is ever drawn.
     terminal: bool,
     /// `-q`: no per-repetition lines (the bar still shows).
     quiet: bool,
@@ -34,11 +35,13 @@ pub struct ProgressDisplay {
 }
 
 impl ProgressDisplay {
-    /// A display for a run with `-q` or not; a bar only if stderr is a terminal.
+    /// A display for a run with `-q` or not; a bar only if stderr is a terminal (and not a dumb
+    /// one).
     pub fn new(quiet: bool) -> ProgressDisplay {
         ProgressDisplay {
             bar: None,
-            terminal: std::io::stderr().is_terminal(),
+            terminal: std::io::stderr().is_terminal()
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb"),
             quiet,
             style: "",
         }

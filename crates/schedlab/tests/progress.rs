@@ -84,9 +84,15 @@ struct OnTerminal {
 
 /// Start schedlab `args` with stderr on a pseudo-terminal (stdout piped).
 fn spawn_on_terminal(args: &[&str]) -> OnTerminal {
+    spawn_on(args, "xterm")
+}
+
+/// Start schedlab `args` with stderr on a pseudo-terminal of type `term` (stdout piped).
+fn spawn_on(args: &[&str], term: &str) -> OnTerminal {
     let (mut master, terminal) = pty();
     let child = schedlab()
         .args(args)
+        .env("TERM", term)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::from(terminal))
@@ -236,6 +242,20 @@ fn quiet_on_a_terminal_shows_only_the_bar_and_leaves_nothing() {
     assert!(received.contains("yield: run 1/3"), "{received:?}");
     assert!(!received.contains("[simulated"), "{received:?}");
     assert_eq!(screen(&received), Vec::<String>::new(), "{received:?}");
+}
+
+#[test]
+fn a_dumb_terminal_gets_the_plain_lines_and_no_bar() {
+    let (out, received) = spawn_on(&SHORT, "dumb").finish();
+    common::succeeded(&SHORT, out);
+    assert!(!received.contains('\x1b'), "{received:?}");
+    assert!(!received.contains("elapsed"), "{received:?}");
+    // The terminal turns each \n into \r\n; nothing else is there.
+    let lines: Vec<&str> = received.split_inclusive("\r\n").collect();
+    assert_eq!(lines.len(), 3, "{received:?}");
+    for (k, line) in lines.iter().enumerate() {
+        assert!(is_repetition_line(line, k + 1), "{received:?}");
+    }
 }
 
 #[test]
