@@ -66,26 +66,31 @@ impl ProgressDisplay {
                     (_, true) => AT_MOST,
                 };
                 let Some(bar) = &self.bar else {
-                    // Configured before it is drawn, so that its first frame is complete.
+                    // Configured before it is drawn, so that its first frame (drawn now, by
+                    // the message) is complete.
                     let bar = ProgressBar::with_draw_target(
                         Some(planned as u64),
                         ProgressDrawTarget::stderr(),
                     )
                     .with_style(bar_style(style))
-                    .with_message(message)
                     .with_position(finished as u64);
+                    bar.set_message(message);
                     bar.enable_steady_tick(TICK);
                     self.bar = Some(bar);
                     self.style = style;
                     return;
                 };
-                bar.set_length(planned as u64);
-                bar.set_position(finished as u64);
-                bar.set_message(message);
+                // One draw per repetition: the count changes without drawing (the bar ticks),
+                // the message draws the whole bar.
+                bar.update(|state| {
+                    state.set_len(planned as u64);
+                    state.set_pos(finished as u64);
+                });
                 if style != self.style {
                     bar.set_style(bar_style(style));
                     self.style = style;
                 }
+                bar.set_message(message);
             }
             Progress::Started { .. } => {}
             Progress::Resumed {
@@ -113,10 +118,11 @@ impl ProgressDisplay {
         }
     }
 
-    /// Print a line on stderr, above the bar if there is one.
+    /// Print a line on stderr, above the bar if there is one (the line and the bar redrawn
+    /// under it in one write).
     fn line(&self, text: &str) {
         match &self.bar {
-            Some(bar) => bar.suspend(|| eprintln!("{text}")),
+            Some(bar) => bar.println(text),
             None => eprintln!("{text}"),
         }
     }

@@ -59,12 +59,23 @@ impl Drop for TempDir {
     }
 }
 
+/// The terminal's width in columns.
+const WIDTH: usize = 100;
+
 /// A pseudo-terminal: the master side to read, the terminal to give a child as stderr.
 fn pty() -> (File, File) {
     use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
     let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("open a pseudo-terminal");
     grantpt(&master).unwrap();
     unlockpt(&master).unwrap();
+    // A window of WIDTH columns, as the screen model has.
+    let size = rustix::termios::Winsize {
+        ws_row: 50,
+        ws_col: WIDTH as u16,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(&master, size).unwrap();
     let name = ptsname(&master, Vec::new()).unwrap();
     let terminal = std::fs::OpenOptions::new()
         .read(true)
@@ -143,8 +154,9 @@ impl OnTerminal {
     }
 }
 
-/// The lines a terminal screen (unlimited height) shows after receiving `text`: printable
-/// characters overwrite at the cursor, `\r` returns to the line's start, `\n` moves down,
+/// The lines a terminal screen [`WIDTH`] columns wide (and of unlimited height) shows after
+/// receiving `text`: printable characters overwrite at the cursor, a character past the last
+/// column wraps to the next line, `\r` returns to the line's start, `\n` moves down,
 /// `ESC [ n A` moves up, `ESC [ K` / `ESC [ 2K` erase; other escape sequences change nothing
 /// that is shown. Trailing blanks and empty last lines are dropped.
 fn screen(text: &str) -> Vec<String> {
@@ -184,6 +196,13 @@ fn screen(text: &str) -> Vec<String> {
                 }
             }
             c => {
+                if col >= WIDTH {
+                    row += 1;
+                    col = 0;
+                    if lines.len() <= row {
+                        lines.push(Vec::new());
+                    }
+                }
                 let line = &mut lines[row];
                 while line.len() < col {
                     line.push(' ');
@@ -319,15 +338,29 @@ fn ctrl_c_clears_the_bar_before_saying_what_was_kept() {
     for line in &shown[..shown.len() - 1] {
         assert!(line.starts_with("yield threads="), "{shown:#?}");
     }
-    // The exports were written after each repetition, and hold what the record holds.
+    // The exports were written after each repetition, and hold what the record holds: a row
+    // per configuration with a finished repetition, with its count.
     let record = read_record(&json);
     assert!(record.interrupted);
     let rows = read_csv(&csv);
-    let n = |config: usize| record.configs[config].summary["us_per_yield"].n.to_string();
-    let primary: Vec<&Vec<String>> = rows.iter().filter(|r| r[2] == "us_per_yield").collect();
-    assert_eq!(primary.len(), 2, "{rows:?}");
-    assert_eq!(primary[0][4], n(0));
-    assert_eq!(primary[1][4], n(1));
+    let primary: Vec<(&str, &str)> = rows
+        .iter()
+        .filter(|r| r[2] == "us_per_yield")
+        .map(|r| (r[0].as_str(), r[4].as_str()))
+        .collect();
+    let counts: Vec<(String, String)> = record
+        .configs
+        .iter()
+        .filter_map(|c| {
+            Some((
+                c.label.clone(),
+                c.summary.get("us_per_yield")?.n.to_string(),
+            ))
+        })
+        .collect();
+    let counts: Vec<(&str, &str)> = counts.iter().map(|(l, n)| (&**l, &**n)).collect();
+    assert_eq!(primary, counts, "{rows:?}");
+    assert!(!primary.is_empty());
 }
 
 fn read_record(path: &Path) -> RunRecord {
