@@ -13,10 +13,11 @@ use std::time::Duration;
 /// measured run shares its CPUs with next to nothing.
 const TICK: Duration = Duration::from_secs(1);
 
-/// The bar's layout before any repetition finished (no estimate yet), with a fixed count, and
-/// under `--until` (the estimate is for the most repetitions there may be).
+/// The bar's layout before any repetition finished (no estimate yet).
 const FIRST: &str = "{wide_msg} [{bar:12}] {pos}/{len}, {elapsed} elapsed";
+/// The bar's layout with a fixed count of repetitions.
 const COUNTED: &str = "{wide_msg} [{bar:12}] {pos}/{len}, {elapsed} elapsed, {eta} left";
+/// The bar's layout under `--until`: the estimate is for the most repetitions there may be.
 const AT_MOST: &str = "{wide_msg} [{bar:12}] {pos}/{len}, {elapsed} elapsed, up to {eta} left";
 
 /// The front end of the measuring loop's [`Progress`] reports: prints their lines, and draws
