@@ -33,7 +33,7 @@ pub use build::{
     build, build_from, BackendRequest, Config, Experiment, ExperimentRequest, SimRequest,
 };
 pub use error::ExperimentError;
-pub use measure::{measure, Progress, RunEnd};
+pub use measure::{measure, Progress, RepetitionCount, RunEnd};
 pub use outdir::OutDir;
 pub use real::RealBackend;
 pub use settings::{Budget, CounterMode, Settings};

@@ -27,9 +27,41 @@ pub enum RunEnd {
     Interrupted,
 }
 
+/// Which repetition of a configuration starts, and of how many.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RepetitionCount {
+    /// Whether it is an unrecorded warm-up repetition.
+    pub warmup: bool,
+    /// Its number among the configuration's warm-ups or measured repetitions, from 1.
+    pub number: usize,
+    /// How many there are: the count, or under `--until` the most there may be.
+    pub of: usize,
+    /// Whether `of` is only the most there may be (`--until` stops earlier when it converges).
+    pub at_most: bool,
+}
+
 /// What the loop reports as it goes, for the front end to show.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Progress {
+    /// A repetition starts (for a progress display; nothing to print otherwise).
+    Started {
+        /// The workload.
+        workload: &'static str,
+        /// The configuration's label.
+        label: String,
+        /// The configuration's position among the configurations, from 0.
+        config: usize,
+        /// How many configurations there are.
+        configs: usize,
+        /// Which repetition of the configuration this is.
+        repetition: RepetitionCount,
+        /// Repetitions (warm-ups included) this measurement has finished, over every
+        /// configuration; resumed ones are not counted.
+        finished: usize,
+        /// The most repetitions (warm-ups included) this measurement runs in all: `finished`
+        /// and those still to run, fewer as `--until` configurations converge.
+        planned: usize,
+    },
     /// A configuration starts from repetitions a previous sweep left.
     Resumed {
         /// The workload.
@@ -153,6 +185,8 @@ pub struct Sinks<'a> {
     pub json: Option<&'a std::path::Path>,
     /// A sweep's `--out DIR` (also the source of resumed repetitions).
     pub out: Option<&'a OutDir>,
+    /// The summary's exports (`--csv FILE`, `--markdown FILE`).
+    pub exports: Option<&'a schedlab_report::export::Exports>,
 }
 
 impl Sinks<'_> {
@@ -167,7 +201,12 @@ impl Sinks<'_> {
             })
         });
         let out = self.out.map_or(Ok(()), |out| out.save(record));
-        json.and(out)
+        let exports = self.exports.map_or(Ok(()), |exports| {
+            exports
+                .write(record)
+                .map_err(|(path, source)| ExperimentError::Write { path, source })
+        });
+        json.and(out).and(exports)
     }
 }
 
@@ -217,6 +256,8 @@ struct Measurement<'a, W, B: Backend> {
     settings: &'a Settings,
     sinks: &'a Sinks<'a>,
     stop: &'a Arc<AtomicBool>,
+    /// Repetitions (warm-ups included) run so far by this measurement.
+    ran: usize,
 }
 
 /// How one repetition ended, for the loop.
@@ -273,6 +314,36 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                     schedlab_report::table::num(metrics[primary])
                 )
             }),
+        }
+    }
+
+    /// The report that repetition `repetition` of configuration `i` starts.
+    fn started(&self, i: usize, repetition: RepetitionCount) -> Progress {
+        let (w, c) = &self.configs[i];
+        let most = self.settings.budget.most_runs();
+        let measured_left: usize = self
+            .record
+            .configs
+            .iter()
+            .zip(&self.finished)
+            .filter(|(_, done)| !**done)
+            .map(|(r, _)| most.saturating_sub(r.repetitions.len()))
+            .sum();
+        let warmups_left = if repetition.warmup {
+            // This round's configurations from `i` on, and the rounds after it.
+            (self.configs.len() - i)
+                + (self.settings.warmup - repetition.number) * self.configs.len()
+        } else {
+            0
+        };
+        Progress::Started {
+            workload: w.name(),
+            label: c.label.clone(),
+            config: i,
+            configs: self.configs.len(),
+            repetition,
+            finished: self.ran,
+            planned: self.ran + warmups_left + measured_left,
         }
     }
 
@@ -346,13 +417,22 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
 
     /// The unrecorded warm-up rounds, interleaved.
     fn warm_up(
-        &self,
+        &mut self,
         backend: &mut B,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
         for round in 0..self.settings.warmup {
             for i in 0..self.configs.len() {
-                match self.run_one(backend, i, RepInput::WARMUP_BASE + round as u64) {
+                let count = RepetitionCount {
+                    warmup: true,
+                    number: round + 1,
+                    of: self.settings.warmup,
+                    at_most: false,
+                };
+                progress(self.started(i, count));
+                let ran = self.run_one(backend, i, RepInput::WARMUP_BASE + round as u64);
+                self.ran += 1;
+                match ran {
                     Ok(output) => {
                         let metrics = self.metrics(i, &output)?;
                         let what = format!("warm-up {}/{}", round + 1, self.settings.warmup);
@@ -374,7 +454,16 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
         let index = self.record.configs[i].repetitions.len() as u64;
-        let output = match self.run_one(backend, i, index) {
+        let count = RepetitionCount {
+            warmup: false,
+            number: index as usize + 1,
+            of: self.settings.budget.most_runs(),
+            at_most: matches!(self.settings.budget, crate::settings::Budget::Until(_)),
+        };
+        progress(self.started(i, count));
+        let ran = self.run_one(backend, i, index);
+        self.ran += 1;
+        let output = match ran {
             Ok(output) => output,
             Err(RepError::Interrupted) => return Ok(Step::Interrupted),
             Err(e) => {
@@ -473,6 +562,7 @@ pub fn measure<W: Workload, B: Backend>(
         settings,
         sinks,
         stop,
+        ran: 0,
     };
     m.start(backend, progress)?;
     if let Step::Interrupted = m.warm_up(backend, progress)? {

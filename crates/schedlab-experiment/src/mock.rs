@@ -192,7 +192,7 @@ pub fn experiment(machines: &[&'static str]) -> Experiment<MockWorkload, &'stati
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::{measure, RunEnd, Sinks};
+    use crate::measure::{measure, Progress, RunEnd, Sinks};
     use crate::outdir::OutDir;
     use crate::settings::{Budget, Settings};
     use std::sync::atomic::AtomicBool;
@@ -216,7 +216,11 @@ mod tests {
         out: Option<&OutDir>,
     ) -> Result<(RunEnd, schedlab_workload::record::RunRecord), ExperimentError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let sinks = Sinks { json: None, out };
+        let sinks = Sinks {
+            json: None,
+            out,
+            exports: None,
+        };
         measure(
             experiment(machines),
             backend,
@@ -300,6 +304,101 @@ mod tests {
         assert!(rec.interrupted);
         assert_eq!(values(&rec.configs[0]), [1.0, 2.0]);
         assert_eq!(values(&rec.configs[1]), [5.0, 5.0]);
+    }
+
+    /// The `Started` reports of measuring `machines`: (label, configuration, of, warm-up,
+    /// number, of, at most, finished, planned).
+    #[allow(clippy::type_complexity)]
+    fn started(
+        backend: &mut MockBackend,
+        machines: &[&'static str],
+        settings: &Settings,
+    ) -> Vec<(String, usize, usize, bool, usize, usize, bool, usize, usize)> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sinks = Sinks {
+            json: None,
+            out: None,
+            exports: None,
+        };
+        let mut seen = Vec::new();
+        measure(
+            experiment(machines),
+            backend,
+            settings,
+            &sinks,
+            &stop,
+            &mut |p| {
+                if let Progress::Started {
+                    label,
+                    config,
+                    configs,
+                    repetition: r,
+                    finished,
+                    planned,
+                    ..
+                } = p
+                {
+                    seen.push((
+                        label, config, configs, r.warmup, r.number, r.of, r.at_most, finished,
+                        planned,
+                    ));
+                }
+            },
+        )
+        .unwrap();
+        seen
+    }
+
+    #[test]
+    fn every_repetition_is_announced_with_what_is_left() {
+        let mut b = MockBackend::default()
+            .script("a", &[Step::Value(1.0)])
+            .script("b", &[Step::Value(2.0)]);
+        let seen = started(&mut b, &["a", "b"], &settings(Budget::Fixed(2), 1));
+        let s = |l: &str, c, w, n, of, f| (l.to_string(), c, 2, w, n, of, false, f, 6);
+        assert_eq!(
+            seen,
+            [
+                s("a", 0, true, 1, 1, 0),
+                s("b", 1, true, 1, 1, 1),
+                s("a", 0, false, 1, 2, 2),
+                s("b", 1, false, 1, 2, 3),
+                s("a", 0, false, 2, 2, 4),
+                s("b", 1, false, 2, 2, 5),
+            ]
+        );
+        // Under --until, the plan is the maximum, and shrinks when a configuration converges
+        // (`tight` after its third run, the fifth in all).
+        let rule = schedlab_stats::StoppingRule::parse("95:2%", 6).unwrap();
+        let noisy: Vec<Step> = [1.0, 5.0, 2.0, 9.0, 1.0, 7.0, 3.0]
+            .into_iter()
+            .map(Step::Value)
+            .collect();
+        let mut b = MockBackend::default()
+            .script("tight", &[Step::Value(1.0)])
+            .script("noisy", &noisy);
+        let seen = started(
+            &mut b,
+            &["tight", "noisy"],
+            &settings(Budget::Until(rule), 0),
+        );
+        let plans: Vec<(usize, usize)> = seen.iter().map(|s| (s.7, s.8)).collect();
+        assert_eq!(
+            plans,
+            [
+                (0, 12),
+                (1, 12),
+                (2, 12),
+                (3, 12),
+                (4, 12),
+                (5, 9),
+                (6, 9),
+                (7, 9),
+                (8, 9)
+            ]
+        );
+        assert!(seen.iter().all(|s| s.5 == 6 && s.6), "{seen:?}");
+        assert_eq!((seen[8].0.as_str(), seen[8].4), ("noisy", 6));
     }
 
     #[test]

@@ -434,6 +434,7 @@ mod tests {
         let sinks = Sinks {
             json: None,
             out: Some(out),
+            exports: None,
         };
         let mut reports = Vec::new();
         let r = measure(
@@ -642,6 +643,7 @@ mod tests {
         let sinks = Sinks {
             json: Some(&json),
             out: None,
+            exports: None,
         };
         let mut b = MockBackend::default().script("a", &[Step::Value(1.0)]);
         let e = measure(

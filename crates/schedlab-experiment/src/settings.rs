@@ -68,6 +68,15 @@ impl Budget {
         }
     }
 
+    /// The most measured repetitions a configuration gets: the count, or the stopping rule's
+    /// maximum.
+    pub fn most_runs(&self) -> usize {
+        match self {
+            Budget::Fixed(n) => *n,
+            Budget::Until(rule) => rule.max_runs,
+        }
+    }
+
     /// `run 2/3` or `run 2 (until 95:2%, at most 30)`.
     pub fn describe_progress(&self, done: usize) -> String {
         match self {

@@ -372,6 +372,7 @@ impl MeasureOne<'_> {
         let sinks = Sinks {
             json: None,
             out: None,
+            exports: None,
         };
         measure(
             experiment,

@@ -1,12 +1,14 @@
-//! schedlab's output: text tables for the terminal, SVG charts, the HTML report (`html`) and the
-//! result record's JSON export.
+//! schedlab's output: text tables for the terminal, SVG charts, the HTML report (`html`), the
+//! result record's JSON export, and the summary's CSV and Markdown exports.
 //! Everything here reads only result records ([`schedlab_workload::record`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod export;
+pub mod export_csv;
 pub mod html;
 pub mod interbench;
+pub mod markdown;
 pub mod ministat;
 pub mod plot;
 pub mod sweep;

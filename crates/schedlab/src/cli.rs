@@ -401,6 +401,14 @@ pub struct CommonArgs {
     /// Write the result record (JSON) to this file; it is rewritten after every repetition.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write the summary as CSV to this file (one row per configuration and metric: mean, CI,
+    /// SD, min, median, max, hmean); it is rewritten after every repetition.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Write the summary as a Markdown table to this file; it is rewritten after every
+    /// repetition.
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
     /// Where to run: the real kernel, or a simulated machine (--policy, --cpus, --profile).
     #[arg(long, value_enum, default_value_t = BackendArg::Real)]
     pub backend: BackendArg,

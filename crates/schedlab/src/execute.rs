@@ -3,11 +3,11 @@
 
 use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
 use crate::messages::render;
+use crate::progress::ProgressDisplay;
 use schedlab_experiment::measure::Sinks;
 use schedlab_experiment::{
     build_from, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
-    ExperimentRequest, OutDir, Progress, RealBackend, RunEnd, Settings, SimBackend, SimMachine,
-    SimRequest,
+    ExperimentRequest, OutDir, RealBackend, RunEnd, Settings, SimBackend, SimMachine, SimRequest,
 };
 use schedlab_real::host;
 use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
@@ -120,9 +120,21 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
 
 /// Refuse output paths that cannot be written before anything runs.
 fn check_outputs(common: &CommonArgs) -> Result<(), String> {
-    for (flag, path) in [("--json", &common.json), ("--plot", &common.plot)] {
+    let files = [
+        ("--json", &common.json),
+        ("--plot", &common.plot),
+        ("--csv", &common.csv),
+        ("--markdown", &common.markdown),
+    ];
+    for (i, (flag, path)) in files.iter().enumerate() {
         if let Some(p) = path {
             check_file_output(flag, p)?;
+            if let Some((other, _)) = files[..i].iter().find(|(_, q)| q.as_ref() == Some(p)) {
+                return Err(format!(
+                    "{flag} {}: {other} writes that file too; give each output its own file",
+                    p.display()
+                ));
+            }
         }
     }
     if let Some(d) = &common.out {
@@ -160,6 +172,22 @@ pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<(), S
             parent.display()
         )
     })
+}
+
+/// The summary's exports the options ask for (`--csv`, `--markdown`), with `keys` (the keys
+/// that name configurations) as columns.
+fn exports(common: &CommonArgs, keys: &[String]) -> schedlab_report::export::Exports {
+    use schedlab_report::{export_csv::CsvExporter, markdown::MarkdownExporter};
+    let mut exports = schedlab_report::export::Exports::default();
+    if let Some(path) = &common.csv {
+        let keys = keys.to_vec();
+        exports.add(path.clone(), Box::new(CsvExporter { keys }));
+    }
+    if let Some(path) = &common.markdown {
+        let keys = keys.to_vec();
+        exports.add(path.clone(), Box::new(MarkdownExporter { keys }));
+    }
+    exports
 }
 
 /// Whether a file can be created in `dir` (records are written to a temporary name and renamed
@@ -249,41 +277,23 @@ impl Execute<'_> {
             .transpose()
             .map_err(|e| format!("--out: {}", render(&e)))?;
         let combinations = experiment.combinations.clone();
-        let quiet = self.common.quiet;
-        let mut progress = |p: Progress| match p {
-            Progress::Resumed {
-                workload,
-                label,
-                repetitions,
-            } => eprintln!("{workload} {label}: resuming with {repetitions} finished repetitions"),
-            Progress::Dropped {
-                workload,
-                label,
-                dropped,
-            } => eprintln!("{workload} {label}: warning: {dropped}"),
-            Progress::Repetition {
-                workload,
-                label,
-                what,
-                line,
-            } if !quiet => {
-                let sep = if label.is_empty() { "" } else { " " };
-                eprintln!("{workload}{sep}{label} {what}: {line}");
-            }
-            Progress::Repetition { .. } => {}
-        };
+        let exports = exports(self.common, &keys);
         let sinks = Sinks {
             json: self.settings.json.as_deref(),
             out: out.as_ref(),
+            exports: Some(&exports),
         };
-        let (end, record) = match measure(
+        let mut display = ProgressDisplay::new(self.common.quiet);
+        let measured = measure(
             experiment,
             backend,
             self.settings,
             &sinks,
             &self.stop,
-            &mut progress,
-        ) {
+            &mut |p| display.report(p),
+        );
+        display.clear();
+        let (end, record) = match measured {
             Ok(done) => done,
             // The record could not be written: print what finished, then say what was not saved.
             Err(ExperimentError::Unsaved { source, record }) => {

@@ -9,6 +9,7 @@ mod compare;
 mod execute;
 mod info;
 mod messages;
+mod progress;
 mod validate;
 
 use clap::FromArgMatches;
