@@ -7,10 +7,11 @@ use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
 use crate::build::{Config, Experiment};
 use crate::error::ExperimentError;
 use crate::outdir::{Dropped, OutDir};
-use crate::settings::{Done, Settings};
+use crate::settings::{Budget, Done, Settings};
+use crate::shard::{ShardError, ShardPlan};
 use schedlab_stats::{describe, metric_values};
 use schedlab_workload::record::{
-    ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ToolInfo, SCHEMA_VERSION,
+    ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ShardInfo, ToolInfo, SCHEMA_VERSION,
 };
 use schedlab_workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
@@ -118,6 +119,7 @@ fn new_record<W: Workload, B: Backend>(
         level: settings.level,
         until: settings.until_text.clone(),
         configs: Vec::new(),
+        shard: None,
     }
 }
 
@@ -171,11 +173,13 @@ impl Sinks<'_> {
     }
 }
 
-/// Fold one repetition's output into its configuration's result.
+/// Fold one repetition's output into its configuration's result; `index` is recorded for a
+/// shard's repetitions.
 fn add_repetition(
     config: &mut ConfigResult,
     metrics: BTreeMap<String, f64>,
     output: RepOutput,
+    index: Option<u64>,
     level: f64,
 ) {
     let (lost_events, cpus, sim_events) = match output.detail {
@@ -200,6 +204,7 @@ fn add_repetition(
         lost_events,
         cpus,
         sim_events,
+        index,
     });
     update_summary(config, level);
 }
@@ -213,6 +218,8 @@ struct Measurement<'a, W, B: Backend> {
     record: RunRecord,
     /// Whether each configuration has all its repetitions.
     finished: Vec<bool>,
+    /// A shard's repetitions (`--shard`): which of each configuration's repetitions it runs.
+    plan: Option<ShardPlan>,
     primary: String,
     settings: &'a Settings,
     sinks: &'a Sinks<'a>,
@@ -315,6 +322,13 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 });
             }
             result.repetitions = resume.repetitions;
+            if let Some(dropped) = self.keep_planned(self.finished.len(), &mut result) {
+                progress(Progress::Dropped {
+                    workload: w.name(),
+                    label: c.label.clone(),
+                    dropped,
+                });
+            }
             if !result.repetitions.is_empty() {
                 progress(Progress::Resumed {
                     workload: w.name(),
@@ -323,10 +337,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 });
                 update_summary(&mut result, self.settings.level);
             }
-            let done = self
-                .settings
-                .budget
-                .done(&metric_values(&result, &self.primary));
+            let done = self.done(self.finished.len(), &result);
             self.finished.push(done != Done::No);
             result.converged = done.converged();
             self.record.configs.push(result);
@@ -352,6 +363,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     ) -> Result<Step, ExperimentError> {
         for round in 0..self.settings.warmup {
             for i in 0..self.configs.len() {
+                if self.plan.as_ref().is_some_and(|p| p.indices[i].is_empty()) {
+                    continue; // a shard warms up only the configurations it measures
+                }
                 match self.run_one(backend, i, RepInput::WARMUP_BASE + round as u64) {
                     Ok(output) => {
                         let metrics = self.metrics(i, &output)?;
@@ -373,7 +387,11 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         i: usize,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
-        let index = self.record.configs[i].repetitions.len() as u64;
+        let done = self.record.configs[i].repetitions.len();
+        let index = match &self.plan {
+            Some(plan) => plan.indices[i][done],
+            None => done as u64,
+        };
         let output = match self.run_one(backend, i, index) {
             Ok(output) => output,
             Err(RepError::Interrupted) => return Ok(Step::Interrupted),
@@ -388,7 +406,17 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             }
         };
         let metrics = self.metrics(i, &output)?;
-        let mut what = self.settings.budget.describe_progress(index as usize + 1);
+        let mut what = match &self.plan {
+            Some(plan) => format!(
+                "run {}/{} (shard {}, its {} of {})",
+                index + 1,
+                plan.runs,
+                plan.shard,
+                done + 1,
+                plan.indices[i].len()
+            ),
+            None => self.settings.budget.describe_progress(index as usize + 1),
+        };
         if let RepDetail::Sim { events, wall, .. } = &output.detail {
             what.push_str(&format!(
                 " [simulated {} events in {:.2} s]",
@@ -397,15 +425,13 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             ));
         }
         progress(self.progress(i, what, &metrics));
+        let sharded = self.plan.is_some().then_some(index);
         let config = &mut self.record.configs[i];
-        add_repetition(config, metrics, output, self.settings.level);
-        let done = self
-            .settings
-            .budget
-            .done(&metric_values(config, &self.primary));
+        add_repetition(config, metrics, output, sharded, self.settings.level);
+        let done = self.done(i, &self.record.configs[i]);
         if done != Done::No {
             self.finished[i] = true;
-            config.converged = done.converged();
+            self.record.configs[i].converged = done.converged();
         }
         self.save()?;
         Ok(Step::Ran)
@@ -430,6 +456,65 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         Ok(Step::Ran)
     }
 
+    /// Whether configuration `i`, with the repetitions `config` holds, is done: a shard's when
+    /// it holds every repetition of its slice, else by the budget.
+    fn done(&self, i: usize, config: &ConfigResult) -> Done {
+        match &self.plan {
+            Some(plan) if config.repetitions.len() >= plan.indices[i].len() => Done::Counted,
+            Some(_) => Done::No,
+            None => self
+                .settings
+                .budget
+                .done(&metric_values(config, &self.primary)),
+        }
+    }
+
+    /// For a shard, keep of configuration `i`'s resumed repetitions only those that are, in
+    /// order, the first repetitions of its slice (a shard resumes only its own repetitions, so
+    /// each keeps its index and seed); what is dropped, if anything.
+    fn keep_planned(&self, i: usize, config: &mut ConfigResult) -> Option<Dropped> {
+        let plan = self.plan.as_ref()?;
+        let wanted = &plan.indices[i];
+        let kept = config
+            .repetitions
+            .iter()
+            .zip(wanted)
+            .take_while(|(r, &k)| r.index == Some(k))
+            .count();
+        let count = config.repetitions.len() - kept;
+        if count == 0 {
+            return None;
+        }
+        let reason = match (config.repetitions[kept].index, wanted.get(kept)) {
+            (_, None) => format!(
+                "is beyond the {} repetitions of shard {}",
+                wanted.len(),
+                plan.shard
+            ),
+            (None, Some(k)) => format!(
+                "has no repetition index (shard {} runs repetition {} next)",
+                plan.shard,
+                k + 1
+            ),
+            (Some(x), Some(k)) => format!(
+                "is repetition {} of the sweep, not {} as shard {} runs next",
+                x + 1,
+                k + 1,
+                plan.shard
+            ),
+        };
+        config.repetitions.truncate(kept);
+        Some(Dropped::Repetitions {
+            path: self
+                .sinks
+                .out
+                .map_or_else(Default::default, |o| o.config_path(&config.label)),
+            first: kept,
+            count,
+            reason,
+        })
+    }
+
     /// Mark the record interrupted and save it.
     fn interrupted(mut self) -> Result<(RunEnd, RunRecord), ExperimentError> {
         self.record.interrupted = true;
@@ -451,7 +536,17 @@ pub fn measure<W: Workload, B: Backend>(
     if experiment.configs.is_empty() {
         return Err(ExperimentError::Setting("no configuration to run".into()));
     }
+    let plan = match (settings.shard, &settings.budget) {
+        (None, _) => None,
+        (Some(shard), Budget::Fixed(runs)) => Some(shard.plan(experiment.configs.len(), *runs)?),
+        (Some(_), Budget::Until(_)) => return Err(ShardError::Until.into()),
+    };
     let mut record = new_record(&experiment, backend, settings);
+    record.shard = plan.as_ref().map(|p| ShardInfo {
+        index: p.shard.index,
+        count: p.shard.count,
+        runs: p.runs,
+    });
     backend.prepare(&experiment.configs, &mut record.backend)?;
     let mut m: Measurement<W, B> = Measurement {
         primary: record.metrics[0].name.clone(),
@@ -470,11 +565,16 @@ pub fn measure<W: Workload, B: Backend>(
             })
             .collect(),
         finished: Vec::new(),
+        plan,
         settings,
         sinks,
         stop,
     };
     m.start(backend, progress)?;
+    if m.plan.is_some() {
+        // A shard's directory names it from the start, even before its first repetition.
+        m.save()?;
+    }
     if let Step::Interrupted = m.warm_up(backend, progress)? {
         return m.interrupted();
     }

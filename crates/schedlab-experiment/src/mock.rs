@@ -206,6 +206,7 @@ mod tests {
             timeout: None,
             json: None,
             command: vec!["test".into()],
+            shard: None,
         }
     }
 
