@@ -437,6 +437,30 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         Ok(Step::Ran)
     }
 
+    /// A shard's repetitions, in the sweep's interleaved order, skipping those it holds.
+    fn shard_rounds(
+        &mut self,
+        backend: &mut B,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        let Some(plan) = &self.plan else {
+            return Ok(Step::Ran);
+        };
+        let order = plan.order.clone();
+        // How many of each configuration's repetitions come before this one in the slice.
+        let mut before = vec![0; self.configs.len()];
+        for (i, _) in order {
+            before[i] += 1;
+            if self.record.configs[i].repetitions.len() >= before[i] {
+                continue; // resumed
+            }
+            if let Step::Interrupted = self.measure_one(backend, i, progress)? {
+                return Ok(Step::Interrupted);
+            }
+        }
+        Ok(Step::Ran)
+    }
+
     /// Measured rounds, each giving every unfinished configuration one repetition, until all
     /// are finished.
     fn rounds(
@@ -444,6 +468,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         backend: &mut B,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
+        if self.plan.is_some() {
+            return self.shard_rounds(backend, progress);
+        }
         while self.finished.iter().any(|f| !f) {
             for i in 0..self.configs.len() {
                 if !self.finished[i] {

@@ -494,3 +494,365 @@ fn write(record: &RunRecord, out: &Path) -> Result<(), MergeError> {
     }
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::{measure, RunEnd, Sinks};
+    use crate::mock::{experiment, MockBackend, Step};
+    use crate::settings::{Budget, Settings};
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    /// A fresh directory, removed when dropped.
+    struct TempDir(PathBuf);
+
+    impl TempDir {
+        fn new() -> TempDir {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dir = std::env::temp_dir()
+                .join(format!("schedlab-merge-test-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    const MACHINES: [&str; 3] = ["a", "b", "c"];
+    const RUNS: usize = 4;
+
+    /// Each machine's value is its base plus the repetition's index, like a seeded simulation.
+    fn backend() -> MockBackend {
+        MockBackend::default()
+            .script("a", &[Step::Indexed(10.0)])
+            .script("b", &[Step::Indexed(20.0)])
+            .script("c", &[Step::Indexed(30.0)])
+    }
+
+    fn settings(shard: Option<Shard>) -> Settings {
+        Settings {
+            budget: Budget::Fixed(RUNS),
+            until_text: None,
+            warmup: 0,
+            level: 95.0,
+            timeout: None,
+            json: None,
+            command: vec!["schedlab".into(), "sweep".into(), "mock".into()],
+            shard,
+        }
+    }
+
+    /// Sweep `machines` into `dir` (a shard of it with `shard`): how it ended and the record.
+    fn sweep_into(
+        b: &mut MockBackend,
+        machines: &[&'static str],
+        shard: Option<Shard>,
+        dir: &Path,
+    ) -> (RunEnd, RunRecord) {
+        try_sweep_into(b, machines, shard, dir).unwrap()
+    }
+
+    /// [`sweep_into`], or why it did not start.
+    fn try_sweep_into(
+        b: &mut MockBackend,
+        machines: &[&'static str],
+        shard: Option<Shard>,
+        dir: &Path,
+    ) -> Result<(RunEnd, RunRecord), crate::ExperimentError> {
+        let out = OutDir::new(dir).unwrap();
+        let sinks = Sinks {
+            json: None,
+            out: Some(&out),
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        measure(
+            experiment(machines),
+            b,
+            &settings(shard),
+            &sinks,
+            &stop,
+            &mut |_| {},
+        )
+    }
+
+    #[test]
+    fn a_shard_s_directory_is_resumed_only_by_that_shard() {
+        let tmp = TempDir::new();
+        let dirs = shards(&tmp.0, 2);
+        for (shard, words) in [
+            (
+                Some(Shard { index: 2, count: 2 }),
+                "records of shard 1/2 of 4 runs there, shard 2/2 of 4 runs here",
+            ),
+            (
+                None,
+                "records of shard 1/2 of 4 runs there, the whole sweep here",
+            ),
+        ] {
+            let mut b = backend();
+            let e = try_sweep_into(&mut b, &MACHINES, shard, &dirs[0])
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(words), "{e}");
+            assert!(b.calls.is_empty(), "nothing ran");
+        }
+    }
+
+    /// Shards 1..=count of the sweep, each in `base/shard-K`.
+    fn shards(base: &Path, count: usize) -> Vec<PathBuf> {
+        (1..=count)
+            .map(|index| {
+                let dir = base.join(format!("shard-{index}"));
+                let (end, _) = sweep_into(
+                    &mut backend(),
+                    &MACHINES,
+                    Some(Shard { index, count }),
+                    &dir,
+                );
+                assert_eq!(end, RunEnd::Complete);
+                dir
+            })
+            .collect()
+    }
+
+    fn read(path: &Path) -> RunRecord {
+        schedlab_report::export::read_json(path).unwrap()
+    }
+
+    #[test]
+    fn merged_shards_equal_the_unsharded_sweep() {
+        let tmp = TempDir::new();
+        for count in [1, 2, 5, 12] {
+            let base = tmp.0.join(format!("n{count}"));
+            let dirs = shards(&base, count);
+            let whole = base.join("whole");
+            let (_, expected) = sweep_into(&mut backend(), &MACHINES, None, &whole);
+            let out = base.join("merged");
+            let merged = merge(&dirs, &out).unwrap();
+            assert_eq!((merged.shards, merged.repetitions), (count, 12));
+            // The only field that may differ: when each started.
+            let same_start = |mut r: RunRecord| {
+                r.started_unix = 0;
+                r
+            };
+            assert_eq!(
+                same_start(merged.record.clone()),
+                same_start(expected.clone())
+            );
+            for file in ["sweep.json", "a.json", "b.json", "c.json"] {
+                assert_eq!(
+                    same_start(read(&out.join(file))),
+                    same_start(read(&whole.join(file))),
+                    "{count} shards: {file}"
+                );
+            }
+            let values: Vec<f64> = merged.record.configs[1]
+                .repetitions
+                .iter()
+                .map(|r| r.metrics["value"])
+                .collect();
+            assert_eq!(values, [20.0, 21.0, 22.0, 23.0]);
+        }
+    }
+
+    #[test]
+    fn a_shard_runs_its_slice_with_each_repetition_s_own_index() {
+        let tmp = TempDir::new();
+        let mut b = backend();
+        let (_, rec) = sweep_into(
+            &mut b,
+            &MACHINES,
+            Some(Shard { index: 2, count: 3 }),
+            &tmp.0,
+        );
+        // 12 units a0 b0 c0 a1 b1 c1 a2 b2 c2 a3 b3 c3; shard 2 of 3 is units 4..8.
+        assert_eq!(b.calls, [("b", 1), ("c", 1), ("a", 2), ("b", 2)]);
+        let indices: Vec<Vec<Option<u64>>> = rec
+            .configs
+            .iter()
+            .map(|c| c.repetitions.iter().map(|r| r.index).collect())
+            .collect();
+        assert_eq!(
+            indices,
+            [vec![Some(2)], vec![Some(1), Some(2)], vec![Some(1)]]
+        );
+        assert_eq!(
+            rec.shard,
+            Some(ShardInfo {
+                index: 2,
+                count: 3,
+                runs: 4
+            })
+        );
+    }
+
+    #[test]
+    fn an_interrupted_shard_is_refused_then_resumes_its_own_repetitions() {
+        let tmp = TempDir::new();
+        let dirs = shards(&tmp.0, 3);
+        // Shard 2 again, interrupted after its first repetition.
+        std::fs::remove_dir_all(&dirs[1]).unwrap();
+        let mut b = MockBackend::default()
+            .script("a", &[Step::Indexed(10.0)])
+            .script("b", &[Step::Indexed(20.0), Step::Interrupt])
+            .script("c", &[Step::Indexed(30.0)]);
+        let shard = Some(Shard { index: 2, count: 3 });
+        let (end, _) = sweep_into(&mut b, &MACHINES, shard, &dirs[1]);
+        assert_eq!(end, RunEnd::Interrupted);
+        let out = tmp.0.join("merged");
+        let e = merge(&dirs, &out).unwrap_err().to_string();
+        assert!(
+            e.contains("shard-2 (shard 2/3): it was interrupted")
+                && e.contains("run the shard's command again"),
+            "{e}"
+        );
+        assert!(!out.exists(), "nothing written");
+        // Run again: it resumes after b1 and runs only the rest of its slice.
+        let mut b = backend();
+        let (end, _) = sweep_into(&mut b, &MACHINES, shard, &dirs[1]);
+        assert_eq!(end, RunEnd::Complete);
+        assert_eq!(b.calls, [("b", 2)]);
+        assert!(merge(&dirs, &out).is_ok());
+    }
+
+    #[test]
+    fn missing_duplicated_and_foreign_shards_are_refused_naming_the_directory() {
+        let tmp = TempDir::new();
+        let dirs = shards(&tmp.0, 3);
+        let out = tmp.0.join("merged");
+        let e = merge(&[dirs[0].clone(), dirs[2].clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "shard is 2 of 3 missing (given: 1, 3); every shard 1..=3 is needed"
+        );
+        let e = merge(&[dirs[0].clone(), dirs[1].clone(), dirs[1].clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("shard-2 and ") && e.contains("are both shard 2/3"),
+            "{e}"
+        );
+        // A shard of a sweep of other machines.
+        let other = tmp.0.join("other");
+        sweep_into(
+            &mut backend(),
+            &["a", "b"],
+            Some(Shard { index: 3, count: 3 }),
+            &other,
+        );
+        let e = merge(&[dirs[0].clone(), dirs[1].clone(), other.clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("other is not a shard of the same sweep as")
+                && e.contains("configurations [a, b, c] there, [a, b] here"),
+            "{e}"
+        );
+        // A whole sweep's directory.
+        let whole = tmp.0.join("whole");
+        sweep_into(&mut backend(), &MACHINES, None, &whole);
+        let e = merge(&[whole, dirs[1].clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("whole: its sweep.json is a whole run's"), "{e}");
+        // Another shard count.
+        let four = shards(&tmp.0.join("four"), 4);
+        let e = merge(&[dirs[0].clone(), four[1].clone()], &out)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("records of shard 1/3 of 4 runs there, shard 1/4 of 4 runs here"),
+            "{e}"
+        );
+        assert!(!out.exists(), "nothing written");
+    }
+
+    #[test]
+    fn edited_shards_are_refused() {
+        let tmp = TempDir::new();
+        let dirs = shards(&tmp.0, 3);
+        let out = tmp.0.join("merged");
+        let sweep = dirs[0].join("sweep.json");
+        let text = std::fs::read_to_string(&sweep).unwrap();
+        // Shard 1 of 3 is a0 b0 c0 a1: claim a1 is a0 again (the same repetition twice).
+        let edited = text.replacen("\"index\": 1", "\"index\": 0", 1);
+        assert_ne!(edited, text);
+        std::fs::write(&sweep, edited).unwrap();
+        let e = merge(&dirs, &out).unwrap_err().to_string();
+        assert!(
+            e.contains("configuration 'a' holds repetitions 1, 1 where its slice is 1, 2"),
+            "{e}"
+        );
+        // Another seed (or any backend setting) in another shard.
+        std::fs::write(&sweep, text).unwrap();
+        let sweep = dirs[1].join("sweep.json");
+        let text = std::fs::read_to_string(&sweep).unwrap();
+        std::fs::write(
+            &sweep,
+            text.replacen("\"kind\": \"mock\"", "\"kind\": \"mock\", \"seed\": 7", 1),
+        )
+        .unwrap();
+        let e = merge(&dirs, &out).unwrap_err().to_string();
+        assert!(
+            e.contains("shard-2 is not a shard of the same sweep as")
+                && e.contains("shard-1: seed - there, 7 here"),
+            "{e}"
+        );
+        assert!(!out.exists());
+    }
+
+    #[test]
+    fn out_must_be_new_or_empty_and_is_never_half_written() {
+        let tmp = TempDir::new();
+        let dirs = shards(&tmp.0, 2);
+        let out = tmp.0.join("merged");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("keep.txt"), "mine").unwrap();
+        let e = merge(&dirs, &out).unwrap_err().to_string();
+        assert!(e.contains("merged: exists and is not empty"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("keep.txt")).unwrap(),
+            "mine"
+        );
+        std::fs::remove_file(out.join("keep.txt")).unwrap();
+        // An empty directory is replaced; nothing is left beside it.
+        merge(&dirs, &out).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&tmp.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["merged", "shard-1", "shard-2"]);
+        let e = merge(&dirs, &tmp.0.join("no/such/out"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("its parent directory"), "{e}");
+    }
+
+    #[test]
+    fn commands_lose_shard_and_name_out() {
+        let cmd: Vec<String> =
+            "schedlab sweep chat --shard 2/8 --out sw-2 --runs 3 --shard=auto/8 --out=x"
+                .split(' ')
+                .map(String::from)
+                .collect();
+        assert_eq!(
+            sweep_command(&cmd, Some("sw")).join(" "),
+            "schedlab sweep chat --out sw --runs 3 --out=sw"
+        );
+        assert_eq!(
+            sweep_command(&cmd, None).join(" "),
+            "schedlab sweep chat --runs 3"
+        );
+        assert_eq!(list(&[1, 3, 4, 5, 8, 9]), "1, 3..5, 8, 9");
+    }
+}

@@ -140,7 +140,7 @@ impl ShardArg {
             Ok(index) if (1..=count).contains(&index) => {
                 Ok(ShardArg::Fixed(Shard { index, count }))
             }
-            Ok(0) => Err(err("K is 1-based: the first shard is 1")),
+            Ok(0) => Err(err("there is no shard 0, the first is 1")),
             _ => Err(err(&format!(
                 "K '{k}' is not a whole number 1..={count} (or auto)"
             ))),
@@ -261,6 +261,9 @@ pub struct ShardPlan {
     pub runs: usize,
     /// Per configuration, the indices of the repetitions this shard runs, ascending.
     pub indices: Vec<Vec<u64>>,
+    /// The shard's repetitions (configuration, index) in the order it runs them: the sweep's
+    /// interleaved order.
+    pub order: Vec<(usize, u64)>,
 }
 
 impl Shard {
@@ -278,14 +281,18 @@ impl Shard {
                 s: if configs == 1 { "" } else { "s" },
             });
         }
+        let order: Vec<(usize, u64)> = block(units, self.count, self.index)
+            .map(|u| (u % configs, (u / configs) as u64))
+            .collect();
         let mut indices = vec![Vec::new(); configs];
-        for u in block(units, self.count, self.index) {
-            indices[u % configs].push((u / configs) as u64);
+        for &(c, k) in &order {
+            indices[c].push(k);
         }
         Ok(ShardPlan {
             shard: self,
             runs,
             indices,
+            order,
         })
     }
 }
@@ -319,7 +326,7 @@ mod tests {
         assert_eq!(ShardArg::parse("1/1"), Ok(ShardArg::Fixed(shard(1, 1))));
         assert_eq!(ShardArg::parse("auto/4"), Ok(ShardArg::Auto { count: 4 }));
         for (text, words) in [
-            ("0/8", "K is 1-based"),
+            ("0/8", "there is no shard 0, the first is 1"),
             ("9/8", "K '9' is not a whole number 1..=8"),
             ("-1/8", "K '-1'"),
             ("2", "needs the form K/N"),
@@ -441,6 +448,7 @@ mod tests {
         assert_eq!(plans[1], [vec![], vec![0], vec![0]]);
         assert_eq!(plans[2], [vec![1], vec![], vec![]]);
         assert_eq!(plans[3], [vec![], vec![1], vec![1]]);
+        assert_eq!(shard(2, 4).plan(3, 2).unwrap().order, [(1, 0), (2, 0)]);
     }
 
     #[test]

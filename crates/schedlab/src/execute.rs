@@ -268,10 +268,13 @@ impl Execute<'_> {
             _ => None,
         };
         if self.check {
-            print!("{}", describe_experiment(&experiment, backend));
+            let mut text = describe_experiment(&experiment, backend);
             if let Some(plan) = &plan {
-                print!("{}", describe_shard(&experiment, plan));
+                // Before the closing "checked; nothing was run".
+                let end = text.trim_end().rfind('\n').map_or(0, |i| i + 1);
+                text.insert_str(end, &describe_shard(&experiment, plan));
             }
+            print!("{text}");
             return Ok(RunEnd::Complete);
         }
         let keys = table_keys(&experiment);
