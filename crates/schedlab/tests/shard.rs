@@ -270,3 +270,52 @@ fn man_prints_roff_pages() {
     assert!(page.contains(".TH schedlab-sweep-chat 1"), "{page}");
     assert!(page.contains("rooms") && page.contains("shard"), "{page}");
 }
+
+/// `examples/scale-out/`'s Slurm scripts, as the array's tasks and the dependent job run them:
+/// each task with the variables Slurm sets (here for `--array=0-7`, numbered from 0), the
+/// `schedlab` on PATH the one just built.
+#[test]
+fn the_slurm_scripts_run_a_job_array_and_merge_it() {
+    let tmp = TempDir::new("slurm");
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scale-out");
+    let bin = Path::new(env!("CARGO_BIN_EXE_schedlab")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = |name: &str, env: &[(&str, String)]| {
+        let out = Command::new("bash")
+            .arg(scripts.join(name))
+            .current_dir(&tmp.0)
+            .env("PATH", &path)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .expect("run bash");
+        common::succeeded(&[name], out)
+    };
+    for id in 0..8 {
+        script(
+            "shard.sbatch",
+            &[
+                ("SLURM_ARRAY_TASK_ID", id.to_string()),
+                ("SLURM_ARRAY_TASK_MIN", "0".into()),
+                ("SLURM_ARRAY_TASK_MAX", "7".into()),
+                ("SLURM_ARRAY_TASK_STEP", "1".into()),
+            ],
+        );
+    }
+    script("merge.sbatch", &[]);
+    let sweep: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.0.join("sw/sweep.json")).unwrap())
+            .unwrap();
+    let configs = sweep["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 12);
+    assert!(configs
+        .iter()
+        .all(|c| c["repetitions"].as_array().unwrap().len() == 3));
+    assert!(sweep.get("shard").is_none());
+    let svg = std::fs::read_to_string(tmp.0.join("sw.svg")).unwrap();
+    assert!(svg.starts_with("<svg") || svg.contains("<svg"), "{svg}");
+}
