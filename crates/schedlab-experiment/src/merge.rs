@@ -78,7 +78,7 @@ pub enum MergeError {
         second: PathBuf,
     },
     /// Shards that are not among the directories.
-    #[error("shard{} {} of {count} missing (given: {given}); every shard 1..={count} is needed", if missing.len() == 1 { " is" } else { "s are" }, list(missing))]
+    #[error("shard{} {} of {count} {} missing (given: {given}); every shard 1..={count} is needed", if missing.len() == 1 { "" } else { "s" }, list(missing), if missing.len() == 1 { "is" } else { "are" })]
     Missing {
         /// N.
         count: usize,
@@ -732,7 +732,7 @@ mod tests {
             .to_string();
         assert_eq!(
             e,
-            "shard is 2 of 3 missing (given: 1, 3); every shard 1..=3 is needed"
+            "shard 2 of 3 is missing (given: 1, 3); every shard 1..=3 is needed"
         );
         let e = merge(&[dirs[0].clone(), dirs[1].clone(), dirs[1].clone()], &out)
             .unwrap_err()

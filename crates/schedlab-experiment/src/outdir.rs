@@ -5,7 +5,8 @@
 //! The directory is not trusted blindly. A record resumes only if the same experiment wrote
 //! it: the workload, every parameter, each group's knobs, the backend and its machine (for the
 //! simulator: policy, CPUs, cost profile and overrides, seed; for the real kernel: the host, its
-//! kernel and the counter source) and the tool version. A record of another experiment stops the
+//! kernel and the counter source), the tool version, and which shard of a sharded sweep
+//! (`--shard K/N`) it holds, if any. A record of another experiment stops the
 //! sweep before anything runs, naming the difference ([`ExperimentError::OtherExperiment`]); an
 //! unreadable record, or repetitions whose values cannot be right (not finite, negative, a
 //! percentage above 100, missing), are dropped and [`Resume::dropped`] says which and why.

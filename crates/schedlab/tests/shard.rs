@@ -231,7 +231,7 @@ fn merge_refuses_shards_of_another_sweep_twice_the_same_or_missing() {
     );
     let e = refused(dir, &["merge", "s2", "-o", "out"]);
     assert!(
-        e.contains("shard is 1 of 2 missing (given: 2); every shard 1..=2 is needed"),
+        e.contains("shard 1 of 2 is missing (given: 2); every shard 1..=2 is needed"),
         "{e}"
     );
     let e = refused(dir, &["merge", "s1", "s2", "-o", "s1"]);
