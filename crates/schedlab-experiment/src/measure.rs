@@ -1,7 +1,9 @@
 //! The measuring loop: each configuration's warm-up and measured repetitions, interleaved
 //! across configurations (A B C A B C …) so that drift favours none, for a fixed count or until
 //! the primary metric's confidence interval is tight enough. The record is saved after every
-//! repetition, so an interrupted or failed run keeps what finished.
+//! repetition, so an interrupted or failed run keeps what finished. A shard of a sharded sweep
+//! ([`crate::shard`]) runs only its block of the interleaved repetitions, in the same order,
+//! each with its own index (the simulator's seed), and records the index.
 
 use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
 use crate::build::{Config, Experiment};
@@ -407,14 +409,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         };
         let metrics = self.metrics(i, &output)?;
         let mut what = match &self.plan {
-            Some(plan) => format!(
-                "run {}/{} (shard {}, its {} of {})",
-                index + 1,
-                plan.runs,
-                plan.shard,
-                done + 1,
-                plan.indices[i].len()
-            ),
+            Some(plan) => format!("run {}/{} (shard {})", index + 1, plan.runs, plan.shard),
             None => self.settings.budget.describe_progress(index as usize + 1),
         };
         if let RepDetail::Sim { events, wall, .. } = &output.detail {
