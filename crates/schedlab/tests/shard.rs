@@ -319,3 +319,21 @@ fn the_slurm_scripts_run_a_job_array_and_merge_it() {
     let svg = std::fs::read_to_string(tmp.0.join("sw.svg")).unwrap();
     assert!(svg.starts_with("<svg") || svg.contains("<svg"), "{svg}");
 }
+
+/// `check --shard` lists the repetitions the shard would run, runs nothing and writes nothing.
+#[test]
+fn check_lists_a_shard_s_repetitions() {
+    let tmp = TempDir::new("check");
+    let mut args = SWEEP.to_vec();
+    args[0] = "check";
+    args.extend(["--shard", "2/3"]);
+    let out = run_ok(&tmp.0, &args, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "shard 2/3 runs 3 of the 8 repetitions:\n  policy=o1 cpus=1: repetition 2\n  policy=cfs cpus=1: repetition 1\n  policy=cfs cpus=2: repetition 1\nchecked; nothing was run\n"
+        ),
+        "{text}"
+    );
+    assert!(files(&tmp.0).is_empty());
+}
