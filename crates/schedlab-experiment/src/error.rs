@@ -115,6 +115,9 @@ pub enum ExperimentError {
     /// A stopping rule that is not accepted.
     #[error(transparent)]
     Until(schedlab_stats::ParseRuleError),
+    /// A `--shard` that cannot be used.
+    #[error(transparent)]
+    Shard(#[from] crate::shard::ShardError),
     /// Another setting of the measuring loop.
     #[error("{0}")]
     Setting(String),

@@ -1,16 +1,19 @@
 //! The measuring loop: each configuration's warm-up and measured repetitions, interleaved
 //! across configurations (A B C A B C …) so that drift favours none, for a fixed count or until
 //! the primary metric's confidence interval is tight enough. The record is saved after every
-//! repetition, so an interrupted or failed run keeps what finished.
+//! repetition, so an interrupted or failed run keeps what finished. A shard of a sharded sweep
+//! ([`crate::shard`]) runs only its block of the interleaved repetitions, in the same order,
+//! each with its own index (the simulator's seed), and records the index.
 
 use crate::backend::{Backend, RepDetail, RepError, RepInput, RepOutput};
 use crate::build::{Config, Experiment};
 use crate::error::ExperimentError;
 use crate::outdir::{Dropped, OutDir};
-use crate::settings::{Done, Settings};
+use crate::settings::{Budget, Done, Settings};
+use crate::shard::{ShardError, ShardPlan};
 use schedlab_stats::{describe, metric_values};
 use schedlab_workload::record::{
-    ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ToolInfo, SCHEMA_VERSION,
+    ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ShardInfo, ToolInfo, SCHEMA_VERSION,
 };
 use schedlab_workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
@@ -150,6 +153,7 @@ fn new_record<W: Workload, B: Backend>(
         level: settings.level,
         until: settings.until_text.clone(),
         configs: Vec::new(),
+        shard: None,
     }
 }
 
@@ -210,11 +214,13 @@ impl Sinks<'_> {
     }
 }
 
-/// Fold one repetition's output into its configuration's result.
+/// Fold one repetition's output into its configuration's result; `index` is recorded for a
+/// shard's repetitions.
 fn add_repetition(
     config: &mut ConfigResult,
     metrics: BTreeMap<String, f64>,
     output: RepOutput,
+    index: Option<u64>,
     level: f64,
 ) {
     let (lost_events, cpus, sim_events) = match output.detail {
@@ -239,6 +245,7 @@ fn add_repetition(
         lost_events,
         cpus,
         sim_events,
+        index,
     });
     update_summary(config, level);
 }
@@ -252,6 +259,8 @@ struct Measurement<'a, W, B: Backend> {
     record: RunRecord,
     /// Whether each configuration has all its repetitions.
     finished: Vec<bool>,
+    /// A shard's repetitions (`--shard`): which of each configuration's repetitions it runs.
+    plan: Option<ShardPlan>,
     primary: String,
     settings: &'a Settings,
     sinks: &'a Sinks<'a>,
@@ -320,19 +329,22 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     /// The report that repetition `repetition` of configuration `i` starts.
     fn started(&self, i: usize, repetition: RepetitionCount) -> Progress {
         let (w, c) = &self.configs[i];
-        let most = self.settings.budget.most_runs();
         let measured_left: usize = self
             .record
             .configs
             .iter()
+            .enumerate()
             .zip(&self.finished)
             .filter(|(_, done)| !**done)
-            .map(|(r, _)| most.saturating_sub(r.repetitions.len()))
+            .map(|((k, r), _)| self.most_runs(k).saturating_sub(r.repetitions.len()))
             .sum();
         let warmups_left = if repetition.warmup {
-            // This round's configurations from `i` on, and the rounds after it.
-            (self.configs.len() - i)
-                + (self.settings.warmup - repetition.number) * self.configs.len()
+            // This round's configurations from `i` on, and the rounds after it (a shard warms
+            // up only the configurations it measures).
+            let warmed = |k: &usize| self.most_runs(*k) > 0;
+            (i..self.configs.len()).filter(warmed).count()
+                + (self.settings.warmup - repetition.number)
+                    * (0..self.configs.len()).filter(warmed).count()
         } else {
             0
         };
@@ -344,6 +356,15 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             repetition,
             finished: self.ran,
             planned: self.ran + warmups_left + measured_left,
+        }
+    }
+
+    /// The most measured repetitions configuration `i` runs here: a shard's block of it, or the
+    /// budget's count (`--max-runs` under `--until`).
+    fn most_runs(&self, i: usize) -> usize {
+        match &self.plan {
+            Some(plan) => plan.indices[i].len(),
+            None => self.settings.budget.most_runs(),
         }
     }
 
@@ -386,6 +407,13 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 });
             }
             result.repetitions = resume.repetitions;
+            if let Some(dropped) = self.keep_planned(self.finished.len(), &mut result) {
+                progress(Progress::Dropped {
+                    workload: w.name(),
+                    label: c.label.clone(),
+                    dropped,
+                });
+            }
             if !result.repetitions.is_empty() {
                 progress(Progress::Resumed {
                     workload: w.name(),
@@ -394,10 +422,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 });
                 update_summary(&mut result, self.settings.level);
             }
-            let done = self
-                .settings
-                .budget
-                .done(&metric_values(&result, &self.primary));
+            let done = self.done(self.finished.len(), &result);
             self.finished.push(done != Done::No);
             result.converged = done.converged();
             self.record.configs.push(result);
@@ -423,6 +448,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     ) -> Result<Step, ExperimentError> {
         for round in 0..self.settings.warmup {
             for i in 0..self.configs.len() {
+                if self.plan.as_ref().is_some_and(|p| p.indices[i].is_empty()) {
+                    continue; // a shard warms up only the configurations it measures
+                }
                 let count = RepetitionCount {
                     warmup: true,
                     number: round + 1,
@@ -453,11 +481,15 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         i: usize,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
-        let index = self.record.configs[i].repetitions.len() as u64;
+        let done = self.record.configs[i].repetitions.len();
+        let index = match &self.plan {
+            Some(plan) => plan.indices[i][done],
+            None => done as u64,
+        };
         let count = RepetitionCount {
             warmup: false,
-            number: index as usize + 1,
-            of: self.settings.budget.most_runs(),
+            number: done + 1,
+            of: self.most_runs(i),
             at_most: matches!(self.settings.budget, crate::settings::Budget::Until(_)),
         };
         progress(self.started(i, count));
@@ -477,7 +509,10 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             }
         };
         let metrics = self.metrics(i, &output)?;
-        let mut what = self.settings.budget.describe_progress(index as usize + 1);
+        let mut what = match &self.plan {
+            Some(plan) => format!("run {}/{} (shard {})", index + 1, plan.runs, plan.shard),
+            None => self.settings.budget.describe_progress(index as usize + 1),
+        };
         if let RepDetail::Sim { events, wall, .. } = &output.detail {
             what.push_str(&format!(
                 " [simulated {} events in {:.2} s]",
@@ -486,17 +521,39 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             ));
         }
         progress(self.progress(i, what, &metrics));
+        let sharded = self.plan.is_some().then_some(index);
         let config = &mut self.record.configs[i];
-        add_repetition(config, metrics, output, self.settings.level);
-        let done = self
-            .settings
-            .budget
-            .done(&metric_values(config, &self.primary));
+        add_repetition(config, metrics, output, sharded, self.settings.level);
+        let done = self.done(i, &self.record.configs[i]);
         if done != Done::No {
             self.finished[i] = true;
-            config.converged = done.converged();
+            self.record.configs[i].converged = done.converged();
         }
         self.save()?;
+        Ok(Step::Ran)
+    }
+
+    /// A shard's repetitions, in the sweep's interleaved order, skipping those it holds.
+    fn shard_rounds(
+        &mut self,
+        backend: &mut B,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        let Some(plan) = &self.plan else {
+            return Ok(Step::Ran);
+        };
+        let order = plan.order.clone();
+        // How many of each configuration's repetitions come before this one in the slice.
+        let mut before = vec![0; self.configs.len()];
+        for (i, _) in order {
+            before[i] += 1;
+            if self.record.configs[i].repetitions.len() >= before[i] {
+                continue; // resumed
+            }
+            if let Step::Interrupted = self.measure_one(backend, i, progress)? {
+                return Ok(Step::Interrupted);
+            }
+        }
         Ok(Step::Ran)
     }
 
@@ -507,6 +564,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         backend: &mut B,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
+        if self.plan.is_some() {
+            return self.shard_rounds(backend, progress);
+        }
         while self.finished.iter().any(|f| !f) {
             for i in 0..self.configs.len() {
                 if !self.finished[i] {
@@ -517,6 +577,65 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             }
         }
         Ok(Step::Ran)
+    }
+
+    /// Whether configuration `i`, with the repetitions `config` holds, is done: a shard's when
+    /// it holds every repetition of its slice, else by the budget.
+    fn done(&self, i: usize, config: &ConfigResult) -> Done {
+        match &self.plan {
+            Some(plan) if config.repetitions.len() >= plan.indices[i].len() => Done::Counted,
+            Some(_) => Done::No,
+            None => self
+                .settings
+                .budget
+                .done(&metric_values(config, &self.primary)),
+        }
+    }
+
+    /// For a shard, keep of configuration `i`'s resumed repetitions only those that are, in
+    /// order, the first repetitions of its slice (a shard resumes only its own repetitions, so
+    /// each keeps its index and seed); what is dropped, if anything.
+    fn keep_planned(&self, i: usize, config: &mut ConfigResult) -> Option<Dropped> {
+        let plan = self.plan.as_ref()?;
+        let wanted = &plan.indices[i];
+        let kept = config
+            .repetitions
+            .iter()
+            .zip(wanted)
+            .take_while(|(r, &k)| r.index == Some(k))
+            .count();
+        let count = config.repetitions.len() - kept;
+        if count == 0 {
+            return None;
+        }
+        let reason = match (config.repetitions[kept].index, wanted.get(kept)) {
+            (_, None) => format!(
+                "is beyond the {} repetitions of shard {}",
+                wanted.len(),
+                plan.shard
+            ),
+            (None, Some(k)) => format!(
+                "has no repetition index (shard {} runs repetition {} next)",
+                plan.shard,
+                k + 1
+            ),
+            (Some(x), Some(k)) => format!(
+                "is repetition {} of the sweep, not {} as shard {} runs next",
+                x + 1,
+                k + 1,
+                plan.shard
+            ),
+        };
+        config.repetitions.truncate(kept);
+        Some(Dropped::Repetitions {
+            path: self
+                .sinks
+                .out
+                .map_or_else(Default::default, |o| o.config_path(&config.label)),
+            first: kept,
+            count,
+            reason,
+        })
     }
 
     /// Mark the record interrupted and save it.
@@ -540,7 +659,17 @@ pub fn measure<W: Workload, B: Backend>(
     if experiment.configs.is_empty() {
         return Err(ExperimentError::Setting("no configuration to run".into()));
     }
+    let plan = match (settings.shard, &settings.budget) {
+        (None, _) => None,
+        (Some(shard), Budget::Fixed(runs)) => Some(shard.plan(experiment.configs.len(), *runs)?),
+        (Some(_), Budget::Until(_)) => return Err(ShardError::Until.into()),
+    };
     let mut record = new_record(&experiment, backend, settings);
+    record.shard = plan.as_ref().map(|p| ShardInfo {
+        index: p.shard.index,
+        count: p.shard.count,
+        runs: p.runs,
+    });
     backend.prepare(&experiment.configs, &mut record.backend)?;
     let mut m: Measurement<W, B> = Measurement {
         primary: record.metrics[0].name.clone(),
@@ -559,12 +688,17 @@ pub fn measure<W: Workload, B: Backend>(
             })
             .collect(),
         finished: Vec::new(),
+        plan,
         settings,
         sinks,
         stop,
         ran: 0,
     };
     m.start(backend, progress)?;
+    if m.plan.is_some() {
+        // A shard's directory names it from the start, even before its first repetition.
+        m.save()?;
+    }
     if let Step::Interrupted = m.warm_up(backend, progress)? {
         return m.interrupted();
     }

@@ -70,6 +70,9 @@ impl Workload for MockWorkload {
 pub enum Step {
     /// Return this value.
     Value(f64),
+    /// Return this value plus the repetition's index (as a simulator's result depends on its
+    /// seed, SEED + index, and on nothing else).
+    Indexed(f64),
     /// Report an interruption.
     Interrupt,
     /// Fail with this message.
@@ -156,8 +159,12 @@ impl Backend for MockBackend {
         } else {
             script.front().cloned()
         };
-        match step.expect("a non-empty script") {
-            Step::Value(v) => Ok(RepOutput {
+        let step = match step.expect("a non-empty script") {
+            Step::Indexed(v) => Step::Value(v + input.index as f64),
+            other => other,
+        };
+        match step {
+            Step::Indexed(v) | Step::Value(v) => Ok(RepOutput {
                 outcome: Outcome {
                     wall: Duration::from_secs_f64(v),
                     tasks: Vec::new(),
@@ -206,6 +213,7 @@ mod tests {
             timeout: None,
             json: None,
             command: vec!["test".into()],
+            shard: None,
         }
     }
 

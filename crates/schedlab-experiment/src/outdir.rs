@@ -5,7 +5,8 @@
 //! The directory is not trusted blindly. A record resumes only if the same experiment wrote
 //! it: the workload, every parameter, each group's knobs, the backend and its machine (for the
 //! simulator: policy, CPUs, cost profile and overrides, seed; for the real kernel: the host, its
-//! kernel and the counter source) and the tool version. A record of another experiment stops the
+//! kernel and the counter source), the tool version, and which shard of a sharded sweep
+//! (`--shard K/N`) it holds, if any. A record of another experiment stops the
 //! sweep before anything runs, naming the difference ([`ExperimentError::OtherExperiment`]); an
 //! unreadable record, or repetitions whose values cannot be right (not finite, negative, a
 //! percentage above 100, missing), are dropped and [`Resume::dropped`] says which and why.
@@ -93,6 +94,13 @@ impl OutDir {
         Ok(OutDir {
             dir: dir.to_path_buf(),
         })
+    }
+
+    /// Use `dir` as it is, without creating it (to read a sweep's records).
+    pub fn at(dir: &Path) -> OutDir {
+        OutDir {
+            dir: dir.to_path_buf(),
+        }
     }
 
     /// The record file of the whole sweep.
@@ -261,7 +269,7 @@ fn refuse(path: PathBuf, diffs: Vec<String>) -> Result<(), ExperimentError> {
 
 /// How the run that wrote `old` differs from the run `new` describes, as a whole: workload,
 /// backend and its settings, the host (real kernel), the tool version.
-fn run_differences(old: &RunRecord, new: &RunRecord) -> Vec<String> {
+pub(crate) fn run_differences(old: &RunRecord, new: &RunRecord) -> Vec<String> {
     let mut d = Vec::new();
     let mut differ = |what: &str, a: &str, b: &str| {
         if a != b {
@@ -271,6 +279,11 @@ fn run_differences(old: &RunRecord, new: &RunRecord) -> Vec<String> {
     differ("workload", &old.workload, &new.workload);
     differ("backend", &old.backend.kind, &new.backend.kind);
     differ("schedlab version", &old.tool.version, &new.tool.version);
+    let shard = |r: &RunRecord| match r.shard {
+        Some(s) => format!("shard {}/{} of {} runs", s.index, s.count, s.runs),
+        None => "the whole sweep".into(),
+    };
+    differ("records of", &shard(old), &shard(new));
     if old.backend.kind != new.backend.kind {
         return d;
     }
@@ -306,7 +319,7 @@ fn run_differences(old: &RunRecord, new: &RunRecord) -> Vec<String> {
 }
 
 /// How configuration `old` differs from `new`: label, parameters, machine, groups and knobs.
-fn config_differences(old: &ConfigResult, new: &ConfigResult) -> Vec<String> {
+pub(crate) fn config_differences(old: &ConfigResult, new: &ConfigResult) -> Vec<String> {
     let mut d = Vec::new();
     if old.label != new.label {
         d.push(format!(
@@ -355,7 +368,7 @@ fn config_differences(old: &ConfigResult, new: &ConfigResult) -> Vec<String> {
 /// Why a repetition's values cannot be right for `metrics`, if they cannot: a metric missing,
 /// not finite, negative (every metric schedlab defines is a time, a rate, a count or a
 /// percentage), or a percentage above 100.
-fn invalid_repetition(r: &Repetition, metrics: &[MetricDef]) -> Option<String> {
+pub(crate) fn invalid_repetition(r: &Repetition, metrics: &[MetricDef]) -> Option<String> {
     for m in metrics {
         let Some(&v) = r.metrics.get(&m.name) else {
             return Some(format!("has no value for {}", m.name));
@@ -403,6 +416,7 @@ mod tests {
             timeout: None,
             json: None,
             command: vec!["test".into()],
+            shard: None,
         }
     }
 

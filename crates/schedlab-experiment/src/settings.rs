@@ -114,6 +114,8 @@ pub struct Settings {
     pub json: Option<PathBuf>,
     /// The command line, for the record.
     pub command: Vec<String>,
+    /// The slice of the sweep to run (`--shard K/N`); every repetition when `None`.
+    pub shard: Option<crate::shard::Shard>,
 }
 
 impl Settings {

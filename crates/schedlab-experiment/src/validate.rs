@@ -325,6 +325,7 @@ fn run_entry(
         timeout: None,
         json: None,
         command: vec![entry.command()],
+        shard: None,
     };
     let one = MeasureOne {
         request: &request,

@@ -187,6 +187,11 @@ pub struct Repetition {
     /// Scheduling events the simulator processed (simulator only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim_events: Option<u64>,
+    /// Which repetition of its configuration this is (0-based; the simulator ran it with seed
+    /// SEED + index), written only by a shard of a sharded sweep, whose record holds some of a
+    /// configuration's repetitions; elsewhere a repetition's place in the list is its index.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index: Option<u64>,
 }
 
 /// One CPU's accounting over a simulated repetition.
@@ -300,6 +305,22 @@ pub struct RunRecord {
     pub until: Option<String>,
     /// Configurations in the order they ran.
     pub configs: Vec<ConfigResult>,
+    /// The slice of a sharded sweep this record holds (`sweep --shard K/N`); absent for a whole
+    /// run or sweep, and for the record `schedlab merge` makes of the shards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+/// Which slice of a sharded sweep a record holds: the sweep's configurations × repetitions,
+/// numbered round by round, are cut into `count` consecutive blocks; this is block `index`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// The shard's number, 1..=count.
+    pub index: usize,
+    /// How many shards the sweep is cut into.
+    pub count: usize,
+    /// Measured repetitions per configuration in the whole sweep (`--runs`).
+    pub runs: usize,
 }
 
 fn default_level() -> f64 {

@@ -4,6 +4,7 @@
 //! anything starts.
 
 use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, ValueEnum};
+use schedlab_experiment::ShardArg;
 use schedlab_script::Script;
 use schedlab_workload::duration::parse_duration;
 use schedlab_workload::presets::{self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor};
@@ -80,6 +81,32 @@ pub enum Command {
         /// A few short samples per probe (seconds) instead of converging to ±2 %.
         #[arg(long)]
         quick: bool,
+    },
+    /// Join the --out directories of a sharded sweep (`sweep --shard K/N`) into the records the
+    /// unsharded sweep writes, after checking that they are every shard of one sweep, each once.
+    Merge {
+        /// The shards' --out directories.
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+        /// The directory to write: sweep.json and one record per configuration (it must not
+        /// exist, or be empty).
+        #[arg(short, long, value_name = "OUT", required = true)]
+        out: PathBuf,
+        /// Also draw the primary metric against the numeric varied key, as `sweep --plot` does.
+        #[arg(long, value_name = "FILE.svg")]
+        plot: Option<PathBuf>,
+    },
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) of schedlab, or of one of its commands, to stdout.
+    Man {
+        /// A command, and a workload of it (`sweep chat`) [default: schedlab itself].
+        #[arg(value_name = "COMMAND")]
+        command: Vec<String>,
     },
     /// Run a fixed suite of workloads on the real kernel and on the simulator (this machine's
     /// CPUs, the policy closest to this kernel, the given profile) and print each metric
@@ -449,6 +476,16 @@ pub struct CommonArgs {
     /// one line per value of the other key, as SVG.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// (sweep) Run only shard K of N (K is 1-based: 1/N … N/N) of the configurations ×
+    /// repetitions, into its own --out, for `schedlab merge`; auto/N takes K from
+    /// SLURM_ARRAY_TASK_ID (relative to SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX (0-based).
+    #[arg(long, value_name = "K/N|auto/N", value_parser = shard_arg)]
+    pub shard: Option<ShardArg>,
+}
+
+/// `--shard`.
+fn shard_arg(text: &str) -> Result<ShardArg, String> {
+    ShardArg::parse(text).map_err(|e| e.to_string())
 }
 
 /// The most repetitions `--runs` and `--max-runs` accept.

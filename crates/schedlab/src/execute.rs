@@ -5,6 +5,7 @@ use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
 use crate::messages::render;
 use crate::progress::ProgressDisplay;
 use schedlab_experiment::measure::Sinks;
+use schedlab_experiment::shard::{Shard, ShardError, ShardPlan};
 use schedlab_experiment::{
     build_from, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
     ExperimentRequest, OutDir, RealBackend, RunEnd, Settings, SimBackend, SimMachine, SimRequest,
@@ -30,14 +31,20 @@ pub fn check(args: WorkloadArgs) -> Result<ExitCode, String> {
 
 fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> {
     let common = &args.common;
-    if !sweep && (!common.vary.is_empty() || common.out.is_some() || common.plot.is_some()) {
-        return Err("--vary, --out and --plot belong to `schedlab sweep`".into());
+    if !sweep
+        && (!common.vary.is_empty()
+            || common.out.is_some()
+            || common.plot.is_some()
+            || common.shard.is_some())
+    {
+        return Err("--vary, --out, --plot and --shard belong to `schedlab sweep`".into());
     }
     if sweep && common.vary.is_empty() {
         return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
     }
     let backend = backend_request(common)?;
-    let settings = settings(common)?;
+    let mut settings = settings(common)?;
+    settings.shard = shard(common, check)?;
     check_outputs(common)?;
     let request = ExperimentRequest {
         params: args.params.clone(),
@@ -115,7 +122,28 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
         timeout: common.timeout,
         json: common.json.clone(),
         command: std::env::args().collect(),
+        shard: None,
     })
+}
+
+/// The shard to run (`--shard`), checked against the other options; `auto/N` read from the
+/// environment here, before anything runs.
+fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, String> {
+    let Some(arg) = common.shard else {
+        return Ok(None);
+    };
+    if common.until.is_some() {
+        return Err(ShardError::Until.to_string());
+    }
+    if common.out.is_none() && !check {
+        return Err("--shard needs --out DIR: each shard writes its records into a directory of its own, which `schedlab merge` joins".into());
+    }
+    if common.plot.is_some() {
+        return Err("--plot draws the whole sweep, and a shard holds only part of it; draw it when merging: schedlab merge DIR... -o OUT --plot FILE.svg".into());
+    }
+    arg.resolve(|var| std::env::var(var).ok())
+        .map(Some)
+        .map_err(|e| e.to_string())
 }
 
 /// Refuse output paths that cannot be written before anything runs.
@@ -259,8 +287,22 @@ impl Execute<'_> {
     ) -> Result<RunEnd, String> {
         let experiment: Experiment<W, B::Machine> =
             build_from(base, self.request, backend, &machine).map_err(|e| render(&e))?;
+        let plan = match (self.settings.shard, &self.settings.budget) {
+            (Some(shard), Budget::Fixed(runs)) => Some(
+                shard
+                    .plan(experiment.configs.len(), *runs)
+                    .map_err(|e| e.to_string())?,
+            ),
+            _ => None,
+        };
         if self.check {
-            print!("{}", describe_experiment(&experiment, backend));
+            let mut text = describe_experiment(&experiment, backend);
+            if let Some(plan) = &plan {
+                // Before the closing "checked; nothing was run".
+                let end = text.trim_end().rfind('\n').map_or(0, |i| i + 1);
+                text.insert_str(end, &describe_shard(&experiment, plan));
+            }
+            print!("{text}");
             return Ok(RunEnd::Complete);
         }
         let keys = table_keys(&experiment);
@@ -307,6 +349,10 @@ impl Execute<'_> {
             }
             Err(e) => return Err(render(&e)),
         };
+        if let Some(plan) = &plan {
+            println!("{}", shard_done(&record, plan, self.common));
+            return Ok(end);
+        }
         self.print(&record, &keys, &combinations);
         if !self.sweep {
             return Ok(end);
@@ -333,6 +379,40 @@ impl Execute<'_> {
             print!("{}", schedlab_report::sweep::table(record, keys));
         }
     }
+}
+
+/// What a shard ran, and how to join it with the others.
+fn shard_done(record: &RunRecord, plan: &ShardPlan, common: &CommonArgs) -> String {
+    let held: usize = record.configs.iter().map(|c| c.repetitions.len()).sum();
+    let dir = common
+        .out
+        .as_deref()
+        .map_or_else(String::new, |d| d.display().to_string());
+    format!(
+        "shard {}: {held} of the sweep's {} repetitions ({} configurations × {} runs) are in {dir}; when all {} shards are done: schedlab merge DIR... -o OUT",
+        plan.shard,
+        record.configs.len() * plan.runs,
+        record.configs.len(),
+        plan.runs,
+        plan.shard.count
+    )
+}
+
+/// The repetitions of each configuration a shard runs, as `schedlab check --shard` prints them.
+fn describe_shard<W, M>(experiment: &Experiment<W, M>, plan: &ShardPlan) -> String {
+    let mut out = format!(
+        "shard {} runs {} of the {} repetitions:\n",
+        plan.shard,
+        plan.indices.iter().map(Vec::len).sum::<usize>(),
+        plan.indices.len() * plan.runs
+    );
+    for (c, indices) in experiment.configs.iter().zip(&plan.indices) {
+        if !indices.is_empty() {
+            let n: Vec<String> = indices.iter().map(|k| (k + 1).to_string()).collect();
+            out.push_str(&format!("  {}: repetition {}\n", c.label, n.join(", ")));
+        }
+    }
+    out
 }
 
 /// The columns that name a sweep's configurations: the varied keys, then the keys of

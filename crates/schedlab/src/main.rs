@@ -7,7 +7,9 @@ mod calibrate;
 mod cli;
 mod compare;
 mod execute;
+mod generate;
 mod info;
+mod merge;
 mod messages;
 mod progress;
 mod validate;
@@ -26,10 +28,11 @@ fn main() -> ExitCode {
         }
     };
     let cli = command
+        .clone()
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
         .unwrap_or_else(|e| e.exit());
-    match run_cli(cli) {
+    match run_cli(cli, command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
@@ -38,8 +41,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Dispatch one command; errors come back as one message.
-fn run_cli(cli: Cli) -> Result<ExitCode, String> {
+/// Dispatch one command (`command` is the whole command line's definition, for completions and
+/// the manual); errors come back as one message.
+fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
     match cli.command {
         Command::List { profile } => {
             print!("{}", info::list(profile.as_deref())?);
@@ -85,6 +89,9 @@ fn run_cli(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
+        Command::Merge { dirs, out, plot } => merge::run(&dirs, &out, plot.as_deref()),
+        Command::Completions { shell } => generate::completions(shell, command),
+        Command::Man { command: path } => generate::man(command, &path),
         Command::Run(args) => execute::execute(args, false),
         Command::Sweep(args) => execute::execute(args, true),
         Command::Check(args) => execute::check(args),

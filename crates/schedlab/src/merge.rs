@@ -1,0 +1,42 @@
+//! `schedlab merge DIR... -o OUT`: the experiment layer checks and joins the shards
+//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would, and its plot.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Merge the shards in `dirs` into `out`, print the table, and draw `plot` if asked.
+pub fn run(dirs: &[PathBuf], out: &Path, plot: Option<&Path>) -> Result<ExitCode, String> {
+    if let Some(p) = plot {
+        crate::execute::check_file_output("--plot", p)?;
+    }
+    let merged = schedlab_experiment::merge::merge(dirs, out).map_err(|e| e.to_string())?;
+    let record = &merged.record;
+    // The varied keys, in the order the labels name them (the order of --vary).
+    let mut keys: Vec<String> = Vec::new();
+    for c in &record.configs {
+        for (k, _) in c.label.split(' ').filter_map(|kv| kv.split_once('=')) {
+            if !keys.iter().any(|x| x == k) {
+                keys.push(k.to_string());
+            }
+        }
+    }
+    print!("{}", schedlab_report::sweep::table(record, &keys));
+    eprintln!(
+        "wrote {}: {} configurations, {} repetitions, from {} shards",
+        out.display(),
+        record.configs.len(),
+        merged.repetitions,
+        merged.shards
+    );
+    if let Some(p) = plot {
+        schedlab_report::plot::sweep_chart(record, &keys, p).map_err(|e| {
+            format!(
+                "--plot {}: {e}; the plot was not written (the records in {} are complete)",
+                p.display(),
+                out.display()
+            )
+        })?;
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
