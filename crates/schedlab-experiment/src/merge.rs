@@ -505,24 +505,11 @@ mod tests {
     use std::sync::Arc;
 
     /// A fresh directory, removed when dropped.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new() -> TempDir {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("schedlab-merge-test-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    fn temp_dir() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("schedlab-merge-test-")
+            .tempdir()
+            .unwrap()
     }
 
     const MACHINES: [&str; 3] = ["a", "b", "c"];
@@ -585,8 +572,8 @@ mod tests {
 
     #[test]
     fn a_shard_s_directory_is_resumed_only_by_that_shard() {
-        let tmp = TempDir::new();
-        let dirs = shards(&tmp.0, 2);
+        let tmp = temp_dir();
+        let dirs = shards(&tmp.path(), 2);
         for (shard, words) in [
             (
                 Some(Shard { index: 2, count: 2 }),
@@ -629,9 +616,9 @@ mod tests {
 
     #[test]
     fn merged_shards_equal_the_unsharded_sweep() {
-        let tmp = TempDir::new();
+        let tmp = temp_dir();
         for count in [1, 2, 5, 12] {
-            let base = tmp.0.join(format!("n{count}"));
+            let base = tmp.path().join(format!("n{count}"));
             let dirs = shards(&base, count);
             let whole = base.join("whole");
             let (_, expected) = sweep_into(&mut backend(), &MACHINES, None, &whole);
@@ -665,13 +652,13 @@ mod tests {
 
     #[test]
     fn a_shard_runs_its_slice_with_each_repetition_s_own_index() {
-        let tmp = TempDir::new();
+        let tmp = temp_dir();
         let mut b = backend();
         let (_, rec) = sweep_into(
             &mut b,
             &MACHINES,
             Some(Shard { index: 2, count: 3 }),
-            &tmp.0,
+            &tmp.path(),
         );
         // 12 units a0 b0 c0 a1 b1 c1 a2 b2 c2 a3 b3 c3; shard 2 of 3 is units 4..8.
         assert_eq!(b.calls, [("b", 1), ("c", 1), ("a", 2), ("b", 2)]);
@@ -696,8 +683,8 @@ mod tests {
 
     #[test]
     fn an_interrupted_shard_is_refused_then_resumes_its_own_repetitions() {
-        let tmp = TempDir::new();
-        let dirs = shards(&tmp.0, 3);
+        let tmp = temp_dir();
+        let dirs = shards(&tmp.path(), 3);
         // Shard 2 again, interrupted after its first repetition.
         std::fs::remove_dir_all(&dirs[1]).unwrap();
         let mut b = MockBackend::default()
@@ -707,7 +694,7 @@ mod tests {
         let shard = Some(Shard { index: 2, count: 3 });
         let (end, _) = sweep_into(&mut b, &MACHINES, shard, &dirs[1]);
         assert_eq!(end, RunEnd::Interrupted);
-        let out = tmp.0.join("merged");
+        let out = tmp.path().join("merged");
         let e = merge(&dirs, &out).unwrap_err().to_string();
         assert!(
             e.contains("shard-2 (shard 2/3): it was interrupted")
@@ -725,9 +712,9 @@ mod tests {
 
     #[test]
     fn missing_duplicated_and_foreign_shards_are_refused_naming_the_directory() {
-        let tmp = TempDir::new();
-        let dirs = shards(&tmp.0, 3);
-        let out = tmp.0.join("merged");
+        let tmp = temp_dir();
+        let dirs = shards(&tmp.path(), 3);
+        let out = tmp.path().join("merged");
         let e = merge(&[dirs[0].clone(), dirs[2].clone()], &out)
             .unwrap_err()
             .to_string();
@@ -743,7 +730,7 @@ mod tests {
             "{e}"
         );
         // A shard of a sweep of other machines.
-        let other = tmp.0.join("other");
+        let other = tmp.path().join("other");
         sweep_into(
             &mut backend(),
             &["a", "b"],
@@ -759,14 +746,14 @@ mod tests {
             "{e}"
         );
         // A whole sweep's directory.
-        let whole = tmp.0.join("whole");
+        let whole = tmp.path().join("whole");
         sweep_into(&mut backend(), &MACHINES, None, &whole);
         let e = merge(&[whole, dirs[1].clone()], &out)
             .unwrap_err()
             .to_string();
         assert!(e.contains("whole: its sweep.json is a whole run's"), "{e}");
         // Another shard count.
-        let four = shards(&tmp.0.join("four"), 4);
+        let four = shards(&tmp.path().join("four"), 4);
         let e = merge(&[dirs[0].clone(), four[1].clone()], &out)
             .unwrap_err()
             .to_string();
@@ -779,9 +766,9 @@ mod tests {
 
     #[test]
     fn edited_shards_are_refused() {
-        let tmp = TempDir::new();
-        let dirs = shards(&tmp.0, 3);
-        let out = tmp.0.join("merged");
+        let tmp = temp_dir();
+        let dirs = shards(&tmp.path(), 3);
+        let out = tmp.path().join("merged");
         let sweep = dirs[0].join("sweep.json");
         let text = std::fs::read_to_string(&sweep).unwrap();
         // Shard 1 of 3 is a0 b0 c0 a1: claim a1 is a0 again (the same repetition twice).
@@ -813,9 +800,9 @@ mod tests {
 
     #[test]
     fn out_must_be_new_or_empty_and_is_never_half_written() {
-        let tmp = TempDir::new();
-        let dirs = shards(&tmp.0, 2);
-        let out = tmp.0.join("merged");
+        let tmp = temp_dir();
+        let dirs = shards(&tmp.path(), 2);
+        let out = tmp.path().join("merged");
         std::fs::create_dir(&out).unwrap();
         std::fs::write(out.join("keep.txt"), "mine").unwrap();
         let e = merge(&dirs, &out).unwrap_err().to_string();
@@ -827,13 +814,13 @@ mod tests {
         std::fs::remove_file(out.join("keep.txt")).unwrap();
         // An empty directory is replaced; nothing is left beside it.
         merge(&dirs, &out).unwrap();
-        let mut names: Vec<String> = std::fs::read_dir(&tmp.0)
+        let mut names: Vec<String> = std::fs::read_dir(&tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
         names.sort();
         assert_eq!(names, ["merged", "shard-1", "shard-2"]);
-        let e = merge(&dirs, &tmp.0.join("no/such/out"))
+        let e = merge(&dirs, &tmp.path().join("no/such/out"))
             .unwrap_err()
             .to_string();
         assert!(e.contains("its parent directory"), "{e}");

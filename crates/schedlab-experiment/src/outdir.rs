@@ -463,27 +463,11 @@ mod tests {
     }
 
     /// A fresh directory, removed when dropped.
-    struct TempDir(PathBuf);
-
-    impl TempDir {
-        fn new() -> TempDir {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dir = std::env::temp_dir()
-                .join(format!("schedlab-outdir-test-{}-{n}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            TempDir(dir)
-        }
-        fn path(&self) -> &Path {
-            &self.0
-        }
-    }
-
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    fn temp_dir() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("schedlab-outdir-test-")
+            .tempdir()
+            .unwrap()
     }
 
     fn values(r: &ConfigResult) -> Vec<f64> {
@@ -491,8 +475,8 @@ mod tests {
     }
 
     /// A directory holding an interrupted sweep of `a` and `b` (2 repetitions each of 4).
-    fn interrupted_sweep() -> (TempDir, OutDir) {
-        let dir = TempDir::new();
+    fn interrupted_sweep() -> (tempfile::TempDir, OutDir) {
+        let dir = temp_dir();
         let out = OutDir::new(dir.path()).unwrap();
         let mut b = MockBackend::default()
             .script("a", &[Step::Value(1.0), Step::Value(2.0), Step::Interrupt])
@@ -650,7 +634,7 @@ mod tests {
 
     #[test]
     fn a_record_that_cannot_be_written_keeps_what_finished() {
-        let dir = TempDir::new();
+        let dir = temp_dir();
         let gone = dir.path().join("gone");
         let json = gone.join("x.json");
         let stop = Arc::new(AtomicBool::new(false));
