@@ -573,7 +573,7 @@ mod tests {
     #[test]
     fn a_shard_s_directory_is_resumed_only_by_that_shard() {
         let tmp = temp_dir();
-        let dirs = shards(&tmp.path(), 2);
+        let dirs = shards(tmp.path(), 2);
         for (shard, words) in [
             (
                 Some(Shard { index: 2, count: 2 }),
@@ -658,7 +658,7 @@ mod tests {
             &mut b,
             &MACHINES,
             Some(Shard { index: 2, count: 3 }),
-            &tmp.path(),
+            tmp.path(),
         );
         // 12 units a0 b0 c0 a1 b1 c1 a2 b2 c2 a3 b3 c3; shard 2 of 3 is units 4..8.
         assert_eq!(b.calls, [("b", 1), ("c", 1), ("a", 2), ("b", 2)]);
@@ -684,7 +684,7 @@ mod tests {
     #[test]
     fn an_interrupted_shard_is_refused_then_resumes_its_own_repetitions() {
         let tmp = temp_dir();
-        let dirs = shards(&tmp.path(), 3);
+        let dirs = shards(tmp.path(), 3);
         // Shard 2 again, interrupted after its first repetition.
         std::fs::remove_dir_all(&dirs[1]).unwrap();
         let mut b = MockBackend::default()
@@ -713,7 +713,7 @@ mod tests {
     #[test]
     fn missing_duplicated_and_foreign_shards_are_refused_naming_the_directory() {
         let tmp = temp_dir();
-        let dirs = shards(&tmp.path(), 3);
+        let dirs = shards(tmp.path(), 3);
         let out = tmp.path().join("merged");
         let e = merge(&[dirs[0].clone(), dirs[2].clone()], &out)
             .unwrap_err()
@@ -753,7 +753,7 @@ mod tests {
             .to_string();
         assert!(e.contains("whole: its sweep.json is a whole run's"), "{e}");
         // Another shard count.
-        let four = shards(&tmp.path().join("four"), 4);
+        let four = shards(tmp.path().join("four"), 4);
         let e = merge(&[dirs[0].clone(), four[1].clone()], &out)
             .unwrap_err()
             .to_string();
@@ -767,7 +767,7 @@ mod tests {
     #[test]
     fn edited_shards_are_refused() {
         let tmp = temp_dir();
-        let dirs = shards(&tmp.path(), 3);
+        let dirs = shards(tmp.path(), 3);
         let out = tmp.path().join("merged");
         let sweep = dirs[0].join("sweep.json");
         let text = std::fs::read_to_string(&sweep).unwrap();
@@ -801,7 +801,7 @@ mod tests {
     #[test]
     fn out_must_be_new_or_empty_and_is_never_half_written() {
         let tmp = temp_dir();
-        let dirs = shards(&tmp.path(), 2);
+        let dirs = shards(tmp.path(), 2);
         let out = tmp.path().join("merged");
         std::fs::create_dir(&out).unwrap();
         std::fs::write(out.join("keep.txt"), "mine").unwrap();
@@ -814,7 +814,7 @@ mod tests {
         std::fs::remove_file(out.join("keep.txt")).unwrap();
         // An empty directory is replaced; nothing is left beside it.
         merge(&dirs, &out).unwrap();
-        let mut names: Vec<String> = std::fs::read_dir(&tmp.path())
+        let mut names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
