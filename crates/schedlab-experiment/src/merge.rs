@@ -753,7 +753,7 @@ mod tests {
             .to_string();
         assert!(e.contains("whole: its sweep.json is a whole run's"), "{e}");
         // Another shard count.
-        let four = shards(tmp.path().join("four"), 4);
+        let four = shards(&tmp.path().join("four"), 4);
         let e = merge(&[dirs[0].clone(), four[1].clone()], &out)
             .unwrap_err()
             .to_string();
