@@ -200,6 +200,7 @@ fn add_repetition(
         lost_events,
         cpus,
         sim_events,
+        locks: output.locks,
     });
     update_summary(config, level);
 }

@@ -190,6 +190,8 @@ pub struct RepetitionResult {
     pub lost_events: u64,
     /// Settings of the first task of each group, read back from /proc after the run.
     pub observed: Vec<BTreeMap<String, String>>,
+    /// Per lock of the workload, its statistics in this repetition.
+    pub locks: Vec<schedlab_workload::record::LockStats>,
 }
 
 /// What each task sends back to the parent.
@@ -1146,6 +1148,7 @@ fn supervise(
         },
         lost_events: lost,
         observed,
+        locks: Vec::new(),
     })
 }
 

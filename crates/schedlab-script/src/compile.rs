@@ -550,6 +550,7 @@ impl<'a> Compiler<'a> {
                 semaphores: initial,
                 conds,
                 queues: 0,
+                ..SyncPlan::default()
             },
             mode,
             transport,
