@@ -21,6 +21,7 @@
 use crate::context::{RealContext, Shared};
 use crate::executor::block_on;
 use crate::knobs::{apply_to_current_thread, demote_thread};
+use crate::locks::RealLock;
 use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
 use crate::sync::SyncObjects;
 use crate::sys;
@@ -403,6 +404,7 @@ pub fn run_repetition<W: Workload>(
             message: e.to_string(),
         })?;
     }
+    let lock_stats = crate::locks::stats_enabled().map_err(RunError::Setup)?;
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
     let channels = Channels::create(plan.transport, plan.channels, plan.duplex, &scratch)
@@ -429,7 +431,7 @@ pub fn run_repetition<W: Workload>(
                 .collect()
         }),
         locks: (0..plan.locks)
-            .map(|_| <parking_lot::RawMutex as lock_api::RawMutex>::INIT)
+            .map(|l| RealLock::new(plan.lock_kind(l), plan.lock_name(l), lock_stats))
             .collect(),
         sync: SyncObjects::new(&plan.sync, setup.stop.clone()),
         stop: setup.stop.clone(),
@@ -493,6 +495,15 @@ pub fn run_repetition<W: Workload>(
     let ended = hosts.finish(result.is_ok());
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
+        (Ok(mut r), Ok(())) => {
+            // Every task is done: the locks' counters are final.
+            let elapsed = r.outcome.wall.as_nanos() as u64;
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            r.locks = (env.shared.locks.iter())
+                .filter_map(|l| l.stats(elapsed, cpus))
+                .collect();
+            Ok(r)
+        }
         (result, _) => result,
     }
 }
@@ -1575,6 +1586,7 @@ mod hosting_tests {
             semaphores: vec![0],
             conds: 1,
             queues: 0,
+            ..SyncPlan::default()
         };
         for mode in [
             TaskMode::Threads,

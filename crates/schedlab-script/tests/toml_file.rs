@@ -326,7 +326,7 @@ fn a_complete_file_reads_into_the_model() {
     let locks: Vec<(&str, bool)> = def
         .locks
         .iter()
-        .map(|l| (l.name.value.as_str(), l.count.is_some()))
+        .map(|l| (l.object.name.value.as_str(), l.object.count.is_some()))
         .collect();
     assert_eq!(locks, [("buffer", false), ("guard", true)]);
     assert_eq!(

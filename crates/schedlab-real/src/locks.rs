@@ -1,0 +1,315 @@
+//! The plan's locks on real threads, timed ([`RealLock`]): a sleeping lock is the futex mutex of
+//! `parking_lot` (as before); a spin lock is a test-and-test-and-set lock whose waiters spin on a
+//! plain load with `pause` (`std::hint::spin_loop`) and never leave their CPU.
+//!
+//! Each lock keeps lockmeter's statistics (seeds/003: acquisitions, those that waited, hold and
+//! wait time mean and max, the CPU share spent spinning) with as little perturbation as the
+//! clock allows:
+//!
+//! - an acquisition first tries the lock once; only if that fails does it read the clock
+//!   (`CLOCK_MONOTONIC` through the vDSO, about 20 ns) before waiting, so an uncontended
+//!   acquisition pays no wait timing;
+//! - the holder reads the clock once after taking the lock and once before releasing it: the hold
+//!   time is exact to a clock read, and these two reads are the whole cost of an uncontended
+//!   acquisition (`bench/locks.sh` measures it against the same run without statistics);
+//! - the counters are written only by the holder, under the lock, with relaxed loads and stores
+//!   (plain moves, no atomic read-modify-write), on their own cache line so that spinners
+//!   reading the lock word do not see the holder's updates;
+//! - a spin lock's waiter is counted as spinning for all of its wait (a waiter preempted while
+//!   spinning is counted too); a sleeping lock's waiter spends no CPU by this count
+//!   (`parking_lot` spins a few microseconds before it parks; that is not separated out).
+//!
+//! `SCHEDLAB_LOCK_STATS=0` in the environment turns the timing off (the locks are the same,
+//! their statistics are then absent from the record), for measuring the overhead.
+
+use lock_api::RawMutex as _;
+use schedlab_workload::plan::LockKind;
+use schedlab_workload::record::LockStats;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// The counters of one lock, written by its holder only.
+#[derive(Default)]
+#[repr(align(64))]
+struct Counters {
+    acquisitions: AtomicU64,
+    waited: AtomicU64,
+    hold_ns: AtomicU64,
+    hold_max_ns: AtomicU64,
+    wait_ns: AtomicU64,
+    wait_max_ns: AtomicU64,
+    /// When the current holder took it.
+    held_since: AtomicU64,
+}
+
+/// Add `v` to a counter only the lock's holder writes (no read-modify-write needed).
+fn add(c: &AtomicU64, v: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(v), Ordering::Relaxed);
+}
+
+/// Raise a maximum only the lock's holder writes.
+fn raise(c: &AtomicU64, v: u64) {
+    if v > c.load(Ordering::Relaxed) {
+        c.store(v, Ordering::Relaxed);
+    }
+}
+
+/// A test-and-test-and-set spin lock: waiters spin on a load (the line stays shared in their
+/// caches) with `pause`, and try the exchange only when the lock looks free.
+#[derive(Default)]
+#[repr(align(64))]
+pub struct SpinLock {
+    locked: AtomicBool,
+}
+
+impl SpinLock {
+    /// Take the lock if it is free.
+    pub fn try_lock(&self) -> bool {
+        !self.locked.load(Ordering::Relaxed) && !self.locked.swap(true, Ordering::Acquire)
+    }
+
+    /// Take the lock, spinning while it is held.
+    pub fn lock(&self) {
+        while !self.try_lock() {
+            while self.locked.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Release the lock (held by the caller).
+    pub fn unlock(&self) {
+        self.locked.store(false, Ordering::Release);
+    }
+}
+
+/// How a [`RealLock`] waits.
+enum Inner {
+    Sleep(parking_lot::RawMutex),
+    Spin(SpinLock),
+}
+
+/// One lock of the plan, with its statistics.
+pub struct RealLock {
+    inner: Inner,
+    name: String,
+    timed: bool,
+    counters: Counters,
+}
+
+impl RealLock {
+    /// A free lock of `kind`, called `name` in the statistics; `timed` false keeps none.
+    pub fn new(kind: LockKind, name: String, timed: bool) -> RealLock {
+        RealLock {
+            inner: match kind {
+                LockKind::Sleep => {
+                    Inner::Sleep(<parking_lot::RawMutex as lock_api::RawMutex>::INIT)
+                }
+                LockKind::Spin => Inner::Spin(SpinLock::default()),
+            },
+            name,
+            timed,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> LockKind {
+        match self.inner {
+            Inner::Sleep(_) => LockKind::Sleep,
+            Inner::Spin(_) => LockKind::Spin,
+        }
+    }
+
+    fn try_raw(&self) -> bool {
+        match &self.inner {
+            Inner::Sleep(m) => m.try_lock(),
+            Inner::Spin(s) => s.try_lock(),
+        }
+    }
+
+    fn lock_raw(&self) {
+        match &self.inner {
+            Inner::Sleep(m) => m.lock(),
+            Inner::Spin(s) => s.lock(),
+        }
+    }
+
+    /// Take the lock if it is free.
+    pub fn try_lock(&self) -> bool {
+        let taken = self.try_raw();
+        if taken {
+            self.acquired(None);
+        }
+        taken
+    }
+
+    /// Whether some task holds it.
+    pub fn is_locked(&self) -> bool {
+        match &self.inner {
+            Inner::Sleep(m) => m.is_locked(),
+            Inner::Spin(s) => s.locked.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Take the lock, waiting (sleeping or spinning, by its kind) while another task holds it.
+    pub fn lock(&self) {
+        if !self.timed {
+            self.lock_raw();
+            return;
+        }
+        let wait = if self.try_raw() {
+            None
+        } else {
+            let asked = crate::sys::monotonic_ns();
+            self.lock_raw();
+            Some(asked)
+        };
+        self.acquired(wait);
+    }
+
+    /// Count an acquisition (the caller now holds the lock) that waited since `asked`, if set.
+    fn acquired(&self, asked: Option<u64>) {
+        if !self.timed {
+            return;
+        }
+        let now = crate::sys::monotonic_ns();
+        let c = &self.counters;
+        add(&c.acquisitions, 1);
+        if let Some(asked) = asked {
+            let wait = now.saturating_sub(asked);
+            add(&c.waited, 1);
+            add(&c.wait_ns, wait);
+            raise(&c.wait_max_ns, wait);
+        }
+        c.held_since.store(now, Ordering::Relaxed);
+    }
+
+    /// Count the end of the caller's hold (it is about to release the lock).
+    fn releasing(&self) {
+        if !self.timed {
+            return;
+        }
+        let c = &self.counters;
+        let hold = crate::sys::monotonic_ns().saturating_sub(c.held_since.load(Ordering::Relaxed));
+        add(&c.hold_ns, hold);
+        raise(&c.hold_max_ns, hold);
+    }
+
+    /// Release the lock.
+    ///
+    /// # Safety
+    /// The caller holds it.
+    pub unsafe fn unlock(&self) {
+        self.releasing();
+        match &self.inner {
+            // SAFETY: the caller holds it.
+            Inner::Sleep(m) => unsafe { m.unlock() },
+            Inner::Spin(s) => s.unlock(),
+        }
+    }
+
+    /// Its statistics over a repetition that lasted `elapsed_ns` on `cpus` CPUs (`None` when
+    /// untimed). Call once every task is done.
+    pub fn stats(&self, elapsed_ns: u64, cpus: usize) -> Option<LockStats> {
+        if !self.timed {
+            return None;
+        }
+        let c = &self.counters;
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let wait_ns = get(&c.wait_ns);
+        Some(LockStats {
+            name: self.name.clone(),
+            kind: self.kind().name().to_string(),
+            kernel: false,
+            acquisitions: get(&c.acquisitions),
+            waited: get(&c.waited),
+            hold_ns: get(&c.hold_ns),
+            hold_max_ns: get(&c.hold_max_ns),
+            wait_ns,
+            wait_max_ns: get(&c.wait_max_ns),
+            spin_ns: if self.kind() == LockKind::Spin {
+                wait_ns
+            } else {
+                0
+            },
+            elapsed_ns,
+            cpu_ns: elapsed_ns.saturating_mul(cpus as u64),
+        })
+    }
+}
+
+/// Whether lock statistics are kept: `SCHEDLAB_LOCK_STATS` unset or `1`; `0` turns them off.
+/// Any other value is an error naming it.
+pub fn stats_enabled() -> Result<bool, String> {
+    match std::env::var("SCHEDLAB_LOCK_STATS") {
+        Err(std::env::VarError::NotPresent) => Ok(true),
+        Ok(v) if v == "1" => Ok(true),
+        Ok(v) if v == "0" => Ok(false),
+        Ok(v) => Err(format!(
+            "SCHEDLAB_LOCK_STATS='{v}' is not accepted; use 1 (keep lock statistics, the default) or 0 (do not)"
+        )),
+        Err(e) => Err(format!("SCHEDLAB_LOCK_STATS: {e}; use 1 or 0")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn an_uncontended_lock_counts_acquisitions_and_holds_without_waits() {
+        for kind in [LockKind::Sleep, LockKind::Spin] {
+            let l = RealLock::new(kind, "l".into(), true);
+            for _ in 0..3 {
+                l.lock();
+                std::thread::sleep(Duration::from_millis(2));
+                // SAFETY: held.
+                unsafe { l.unlock() };
+            }
+            let s = l.stats(1_000_000_000, 2).unwrap();
+            assert_eq!((s.acquisitions, s.waited, s.wait_ns), (3, 0, 0));
+            assert!(
+                s.hold_ns >= 6_000_000 && s.hold_max_ns >= 2_000_000,
+                "{s:?}"
+            );
+            assert_eq!(s.kind, kind.name());
+        }
+    }
+
+    #[test]
+    fn a_contended_lock_counts_the_wait_and_a_spin_lock_its_spinning() {
+        for kind in [LockKind::Sleep, LockKind::Spin] {
+            let l = Arc::new(RealLock::new(kind, "l".into(), true));
+            l.lock();
+            let l2 = l.clone();
+            let waiter = std::thread::spawn(move || {
+                l2.lock();
+                // SAFETY: held.
+                unsafe { l2.unlock() };
+            });
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: held.
+            unsafe { l.unlock() };
+            waiter.join().unwrap();
+            let s = l.stats(1, 1).unwrap();
+            assert_eq!((s.acquisitions, s.waited), (2, 1), "{s:?}");
+            // The waiter asked at most 20 ms before the release (it started after the lock).
+            assert!(s.wait_ns > 1_000_000 && s.wait_ns <= s.hold_max_ns, "{s:?}");
+            assert_eq!(
+                s.spin_ns,
+                if kind == LockKind::Spin { s.wait_ns } else { 0 }
+            );
+        }
+    }
+
+    #[test]
+    fn untimed_locks_keep_no_statistics() {
+        let l = RealLock::new(LockKind::Spin, "l".into(), false);
+        l.lock();
+        // SAFETY: held.
+        unsafe { l.unlock() };
+        assert_eq!(l.stats(1, 1), None);
+    }
+}
