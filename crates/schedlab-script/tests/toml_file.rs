@@ -865,5 +865,9 @@ fn a_lock_kind_other_than_spin_or_sleep_is_refused_naming_it() {
         "w.toml:2:8: ",
         &["kind", "sleep", "spin"],
     );
-    fails("[locks.l]\nkynd = \"spin\"\n", "w.toml:2:", &["kynd", "kind"]);
+    fails(
+        "[locks.l]\nkynd = \"spin\"\n",
+        "w.toml:2:",
+        &["kynd", "kind"],
+    );
 }
