@@ -517,7 +517,7 @@ fn a_wrong_type_names_the_value_and_what_is_accepted() {
     fails(
         "[locks]\nbuffer = 4\n[groups.g]\nsteps = [\"yield\"]\n",
         "w.toml:2:10: ",
-        &["[locks]", "`buffer` must be a table ([locks.buffer], or buffer = { count = ... }), not an integer (4)"],
+        &["[locks]", "`buffer` must be a table ([locks.buffer], or buffer = { count = ..., kind = ... }), not an integer (4)"],
     );
 }
 

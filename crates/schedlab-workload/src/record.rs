@@ -481,6 +481,44 @@ mod tests {
     }
 
     #[test]
+    fn lock_statistics_round_trip_and_records_without_them_still_load() {
+        let rep = Repetition {
+            locks: vec![LockStats {
+                name: "rq[1]".into(),
+                kind: "spin".into(),
+                kernel: true,
+                acquisitions: 10,
+                waited: 4,
+                hold_ns: 500,
+                hold_max_ns: 80,
+                wait_ns: 400,
+                wait_max_ns: 200,
+                spin_ns: 400,
+                elapsed_ns: 1000,
+                cpu_ns: 2000,
+            }],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&rep).unwrap();
+        assert_eq!(serde_json::from_str::<Repetition>(&text).unwrap(), rep);
+        let l = &rep.locks[0];
+        assert_eq!(
+            (
+                l.utilisation(),
+                l.contention(),
+                l.hold_mean_ns(),
+                l.wait_mean_ns()
+            ),
+            (0.5, 0.4, 50.0, 100.0)
+        );
+        assert_eq!(l.spin_share(), 0.2);
+        // A repetition written before lock statistics existed.
+        let old: Repetition = serde_json::from_str(r#"{"metrics":{},"counters":{}}"#).unwrap();
+        assert!(old.locks.is_empty());
+        assert!(!serde_json::to_string(&old).unwrap().contains("locks"));
+    }
+
+    #[test]
     fn preemption_share() {
         let c = Counters {
             wakeups: Some(200),
