@@ -495,8 +495,10 @@ pub fn run_repetition<W: Workload>(
     let ended = hosts.finish(result.is_ok());
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
-        (Ok(mut r), Ok(())) => {
-            // Every task is done: the locks' counters are final.
+        // Every task is done: the locks' counters are final. Tasks hosted as group processes
+        // used their process's copy of the locks, which this process cannot read: their
+        // statistics are left out rather than reported as zero.
+        (Ok(mut r), Ok(())) if plan.mode == TaskMode::Threads => {
             let elapsed = r.outcome.wall.as_nanos() as u64;
             let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
             r.locks = (env.shared.locks.iter())

@@ -358,9 +358,14 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
 /// pooled over the repetitions (counts and times add, maxima are the largest). Spin locks —
 /// the workload's and, on the simulator, the kernel's — come under `SPINLOCKS`, sleeping locks
 /// under `SLEEPING LOCKS` with the same columns (their `SPIN` is the share that slept, and they
-/// spend no CPU waiting). Empty when no repetition measured a lock.
+/// spend no CPU waiting). With no lock measured, one line says so.
 pub fn lock_tables(record: &RunRecord) -> String {
     let mut out = String::new();
+    let measured =
+        (record.configs.iter()).any(|c| c.repetitions.iter().any(|r| !r.locks.is_empty()));
+    if !measured {
+        return "locks: none measured (the workload has no locks of its own, and only the simulator models the kernel's)\n".into();
+    }
     for config in &record.configs {
         let locks = pooled_locks(config);
         if locks.is_empty() {

@@ -2084,6 +2084,22 @@ fn locks_prints_lockmeters_table_linux24s_runqueue_lock_contended_and_mqs_not() 
         "--quiet",
     ]);
     assert!(!String::from_utf8(out.stdout).unwrap().contains("SPINLOCKS"));
+    // A real run of a workload without locks says there is nothing to show.
+    let _guard = serial();
+    let out = run_ok(&[
+        "run",
+        "yield",
+        "--threads",
+        "1",
+        "--duration",
+        "20ms",
+        "--runs",
+        "1",
+        "--quiet",
+        "--locks",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("locks: none measured"), "{text}");
 }
 
 #[test]
