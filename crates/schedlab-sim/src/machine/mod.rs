@@ -23,6 +23,16 @@
 //!   a message on a channel last used on another CPU pays `bounce` (its lines change caches);
 //! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
 //!   ticks; each costs `tick` to the interrupted task.
+//! - a workload's sleeping lock is a futex mutex (a system call; a waiter blocks and the release
+//!   wakes the first waiter, which tries again); its spin lock is taken in user space at no cost,
+//!   and a waiter spins on its CPU in [`SPIN_CHUNK`] bursts (preemptible, its CPU time) until a
+//!   release hands the lock to the first waiter that is on a CPU, or, if none is, a spinner
+//!   finds it free when it next runs.
+//!
+//! Lock statistics are exact, as lockmeter kept them (seeds/003): per lock the acquisitions,
+//! those that waited, hold and wait times (total and max) and the CPU time spent spinning — for
+//! the workload's locks, each runqueue lock (named by [`Policy::lock_name`]) and the loopback
+//! transmit lock.
 //!
 //! Counters are exact: voluntary switches (the task blocked), involuntary ones (preempted or
 //! yielded, and another task ran — Linux counts a yield as involuntary too), migrations (a task's
