@@ -8,7 +8,7 @@ use crate::vary::MachineKey;
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::presets::Outcome;
-use schedlab_workload::record::{BackendInfo, CounterSources, Counters, CpuCounters};
+use schedlab_workload::record::{BackendInfo, CounterSources, Counters, CpuCounters, LockStats};
 use schedlab_workload::Workload;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -105,6 +105,8 @@ pub struct RepOutput {
     pub sources: CounterSources,
     /// What only one kind of backend measures.
     pub detail: RepDetail,
+    /// Per lock, its statistics (the workload's locks; on the simulator also the kernel's).
+    pub locks: Vec<LockStats>,
 }
 
 /// What only one kind of backend measures.

@@ -246,6 +246,7 @@ fn add_repetition(
         cpus,
         sim_events,
         index,
+        locks: output.locks,
     });
     update_summary(config, level);
 }

@@ -172,6 +172,7 @@ impl Backend for MockBackend {
                 counters: BTreeMap::new(),
                 sources: Default::default(),
                 detail: RepDetail::None,
+                locks: Vec::new(),
             }),
             Step::Interrupt => Err(RepError::Interrupted),
             Step::Fail(m) => Err(RepError::Failed(m.into())),

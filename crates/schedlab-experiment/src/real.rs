@@ -271,6 +271,7 @@ impl Backend for RealBackend {
                 lost_events: r.lost_events,
                 observed: r.observed,
             },
+            locks: r.locks,
         })
     }
 }
@@ -363,6 +364,7 @@ mod tests {
                     semaphores: Vec::new(),
                     conds: 1,
                     queues: 0,
+                    ..Default::default()
                 },
                 ..MockWorkload::default().plan()
             }

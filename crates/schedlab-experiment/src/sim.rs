@@ -215,6 +215,7 @@ impl Backend for SimBackend {
                 events: r.events,
                 wall: started.elapsed(),
             },
+            locks: r.locks,
         })
     }
 }

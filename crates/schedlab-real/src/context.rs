@@ -1,9 +1,9 @@
 //! [`RealContext`]: the context calls of a task body as real, blocking system calls.
 
+use crate::locks::RealLock;
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
-use lock_api::RawMutex as _;
 use schedlab_workload::{
     BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
 };
@@ -22,8 +22,8 @@ pub struct Shared {
     pub channels: Channels,
     /// Per-channel write locks, for transports whose writes may be split (TCP).
     pub write_locks: Option<Vec<parking_lot::Mutex<()>>>,
-    /// The plan's locks (threads only).
-    pub locks: Vec<parking_lot::RawMutex>,
+    /// The plan's locks (threads only), timed.
+    pub locks: Vec<RealLock>,
     /// The plan's barriers, semaphores and condition variables (threads only).
     pub sync: SyncObjects,
     /// Set when the run must stop early.

@@ -18,6 +18,7 @@ pub mod context;
 pub mod executor;
 pub mod host;
 pub mod knobs;
+pub mod locks;
 pub mod machine;
 pub mod procfs;
 pub mod runner;

@@ -21,6 +21,7 @@
 use crate::context::{RealContext, Shared};
 use crate::executor::block_on;
 use crate::knobs::{apply_to_current_thread, demote_thread};
+use crate::locks::RealLock;
 use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
 use crate::sync::SyncObjects;
 use crate::sys;
@@ -190,6 +191,8 @@ pub struct RepetitionResult {
     pub lost_events: u64,
     /// Settings of the first task of each group, read back from /proc after the run.
     pub observed: Vec<BTreeMap<String, String>>,
+    /// Per lock of the workload, its statistics in this repetition.
+    pub locks: Vec<schedlab_workload::record::LockStats>,
 }
 
 /// What each task sends back to the parent.
@@ -401,6 +404,7 @@ pub fn run_repetition<W: Workload>(
             message: e.to_string(),
         })?;
     }
+    let lock_stats = crate::locks::stats_enabled().map_err(RunError::Setup)?;
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
     let channels = Channels::create(plan.transport, plan.channels, plan.duplex, &scratch)
@@ -427,7 +431,7 @@ pub fn run_repetition<W: Workload>(
                 .collect()
         }),
         locks: (0..plan.locks)
-            .map(|_| <parking_lot::RawMutex as lock_api::RawMutex>::INIT)
+            .map(|l| RealLock::new(plan.lock_kind(l), plan.lock_name(l), lock_stats))
             .collect(),
         sync: SyncObjects::new(&plan.sync, setup.stop.clone()),
         stop: setup.stop.clone(),
@@ -491,6 +495,17 @@ pub fn run_repetition<W: Workload>(
     let ended = hosts.finish(result.is_ok());
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
+        // Every task is done: the locks' counters are final. Tasks hosted as group processes
+        // used their process's copy of the locks, which this process cannot read: their
+        // statistics are left out rather than reported as zero.
+        (Ok(mut r), Ok(())) if plan.mode == TaskMode::Threads => {
+            let elapsed = r.outcome.wall.as_nanos() as u64;
+            let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+            r.locks = (env.shared.locks.iter())
+                .filter_map(|l| l.stats(elapsed, cpus))
+                .collect();
+            Ok(r)
+        }
         (result, _) => result,
     }
 }
@@ -1146,6 +1161,7 @@ fn supervise(
         },
         lost_events: lost,
         observed,
+        locks: Vec::new(),
     })
 }
 
@@ -1572,6 +1588,7 @@ mod hosting_tests {
             semaphores: vec![0],
             conds: 1,
             queues: 0,
+            ..SyncPlan::default()
         };
         for mode in [
             TaskMode::Threads,

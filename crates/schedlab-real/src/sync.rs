@@ -21,7 +21,7 @@
 //! The objects live in the schedlab process: tasks that are forked processes cannot share them
 //! (the runner refuses such plans, see [`crate::runner::check_hosting`]).
 
-use lock_api::RawMutex as _;
+use crate::locks::RealLock;
 use parking_lot_core::{FilterOp, ParkResult, ParkToken, UnparkToken, DEFAULT_PARK_TOKEN};
 use schedlab_workload::{SyncPlan, WorkloadError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -229,7 +229,7 @@ impl SyncObjects {
 
     /// Release `lock` (held by the caller), wait on condition `id` until signalled, and take
     /// `lock` again. On [`WorkloadError::Stopped`] the lock is left released.
-    pub fn cond_wait(&self, id: usize, lock: &parking_lot::RawMutex) -> Result<(), WorkloadError> {
+    pub fn cond_wait(&self, id: usize, lock: &RealLock) -> Result<(), WorkloadError> {
         let c = (self.conds.get(id))
             .ok_or_else(|| missing("condition variable", id, self.conds.len()))?;
         let validate = || !self.stopping();
@@ -299,8 +299,13 @@ mod tests {
             semaphores: vec![0],
             conds: 1,
             queues: 0,
+            ..SyncPlan::default()
         });
-        let lock = Arc::new(<parking_lot::RawMutex as lock_api::RawMutex>::INIT);
+        let lock = Arc::new(RealLock::new(
+            schedlab_workload::plan::LockKind::Sleep,
+            "l".into(),
+            true,
+        ));
         let waiters: Vec<_> = (0..3)
             .map(|kind| {
                 let s = s.clone();

@@ -1,8 +1,17 @@
 //! The summary printed after a run: per configuration, each metric's N, mean, SD, min, median
 //! and max, then the scheduler counters per task group (means per repetition).
+//!
+//! With `--locks`, each lock's statistics follow ([`lock_tables`]) in the layout of lockmeter's
+//! output as Sarma quoted it for the dcache_lock (LKML 2002-07-12, seeds/003): `UTIL` held time
+//! over elapsed, `CON` the share of acquisitions that waited, `HOLD MEAN(MAX)` over all
+//! acquisitions, `WAIT MEAN(MAX)` over those that waited, `(% CPU)` spinning time over the
+//! machine's CPU time (elapsed × CPUs: the dcache_lock's 23 µs × 20.8 % × 5215460 is 4.4 % of 8
+//! CPUs × the 70 s its 15.7 % utilisation implies), `TOTAL`, `NOWAIT`/`SPIN` and `RJECT`.
 
 use crate::table::{num, Table};
-use schedlab_workload::record::{Better, ConfigResult, Counters, RunRecord, KERNEL_GROUP};
+use schedlab_workload::record::{
+    Better, ConfigResult, Counters, LockStats, RunRecord, KERNEL_GROUP,
+};
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
@@ -343,6 +352,134 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     t.render()
 }
 
+/// The lock tables of a record (`schedlab run --locks`), per configuration, in the layout of
+/// lockmeter's output (Sarma's dcache measurements, seeds/003: `SPINLOCKS HOLD WAIT / UTIL CON
+/// MEAN( MAX ) MEAN( MAX )(% CPU) TOTAL NOWAIT SPIN RJECT NAME`). Each lock's statistics are
+/// pooled over the repetitions (counts and times add, maxima are the largest). Spin locks —
+/// the workload's and, on the simulator, the kernel's — come under `SPINLOCKS`, sleeping locks
+/// under `SLEEPING LOCKS` with the same columns (their `SPIN` is the share that slept, and they
+/// spend no CPU waiting). With no lock measured, one line says so.
+pub fn lock_tables(record: &RunRecord) -> String {
+    let mut out = String::new();
+    let measured =
+        (record.configs.iter()).any(|c| c.repetitions.iter().any(|r| !r.locks.is_empty()));
+    if !measured {
+        return "locks: none measured (the workload has no locks of its own, and only the simulator models the kernel's)\n".into();
+    }
+    for config in &record.configs {
+        let locks = pooled_locks(config);
+        if locks.is_empty() {
+            continue;
+        }
+        if record.configs.len() > 1 {
+            out.push_str(&format!("== {} ==\n", config.label));
+        }
+        let (spin, sleep): (Vec<&LockStats>, Vec<&LockStats>) =
+            locks.iter().partition(|l| l.kind == "spin");
+        for (title, group) in [("SPINLOCKS", spin), ("SLEEPING LOCKS", sleep)] {
+            if group.is_empty() {
+                continue;
+            }
+            out.push_str(&lockmeter_table(title, &group));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Each lock of a configuration pooled over its repetitions, in the order they first appear.
+fn pooled_locks(config: &ConfigResult) -> Vec<LockStats> {
+    let mut pooled: Vec<LockStats> = Vec::new();
+    for rep in &config.repetitions {
+        for l in &rep.locks {
+            match pooled
+                .iter_mut()
+                .find(|p| p.name == l.name && p.kernel == l.kernel)
+            {
+                Some(p) => p.add(l),
+                None => pooled.push(l.clone()),
+            }
+        }
+    }
+    pooled
+}
+
+/// One lockmeter table: its two header lines and a line per lock.
+pub fn lockmeter_table(title: &str, locks: &[&LockStats]) -> String {
+    let mut out = format!("{title:<14}{:^15}{:^22}", "HOLD", "WAIT")
+        .trim_end()
+        .to_string();
+    out.push('\n');
+    out.push_str(&format!(
+        "{:>7}{:>7}{:>7}({:>5} ){:>7}({:>5} )({:>5}){:>10}{:>7}{:>7}{:>6}  NAME\n",
+        "UTIL", "CON", "MEAN", "MAX", "MEAN", "MAX", "% CPU", "TOTAL", "NOWAIT", "SPIN", "RJECT"
+    ));
+    for l in locks {
+        out.push_str(&lockmeter_line(l));
+        out.push('\n');
+    }
+    out
+}
+
+/// One lock's line: utilisation, contention, hold mean (max), wait mean (max) of the
+/// acquisitions that waited, the CPU share spent spinning, acquisitions, the shares that did
+/// not and did wait, rejections (always 0: there is no trylock), the name.
+pub fn lockmeter_line(l: &LockStats) -> String {
+    let con = l.contention() * 100.0;
+    format!(
+        "{:>7}{:>7}{:>7}({:>6}){:>7}({:>6})({:>5}){:>10}{:>7}{:>7}{:>6}  {}",
+        lock_percent(l.utilisation() * 100.0),
+        lock_percent(con),
+        lock_time(l.hold_mean_ns()),
+        lock_time(l.hold_max_ns as f64),
+        lock_time(l.wait_mean_ns()),
+        lock_time(l.wait_max_ns as f64),
+        lock_percent(l.spin_share() * 100.0),
+        l.acquisitions,
+        lock_percent(if l.acquisitions == 0 {
+            0.0
+        } else {
+            100.0 - con
+        }),
+        lock_percent(con),
+        "0%",
+        l.name
+    )
+}
+
+/// A percentage as lockmeter prints it: `0%` and `100%` bare, two decimals below 1 (`0.20%`),
+/// one above (`4.4%`, `20.8%`).
+pub fn lock_percent(p: f64) -> String {
+    if p <= 0.0 {
+        return "0%".into();
+    }
+    let text = if p < 0.995 {
+        format!("{p:.2}%")
+    } else {
+        format!("{p:.1}%")
+    };
+    if text == "100.0%" {
+        "100%".into()
+    } else {
+        text
+    }
+}
+
+/// A time as lockmeter prints it: one decimal below 10 µs (`2.1us`), whole microseconds below
+/// 10 ms (`6668us`), whole milliseconds below 10 s (`14ms`), whole seconds beyond.
+pub fn lock_time(ns: f64) -> String {
+    let us = ns / 1e3;
+    if us < 9.95 {
+        format!("{us:.1}us")
+    } else if us < 9999.5 {
+        format!("{us:.0}us")
+    } else if us < 9_999_500.0 {
+        format!("{:.0}ms", us / 1e3)
+    } else {
+        format!("{:.0}s", us / 1e6)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -367,5 +504,80 @@ mod tests {
         };
         assert!(counters_table(&config)
             .contains("counters: switches from sim; migrations from sim; wakeups from sim\n"));
+    }
+
+    #[test]
+    fn lock_tables_reproduce_lockmeters_columns_and_numbers() {
+        // Sarma's dcache_lock line (seeds/003), rebuilt from its own numbers: 5215460
+        // acquisitions, 20.8 % of them waited, 2.1 µs mean hold (max 6668 µs), 23 µs mean wait
+        // (max 14 ms; 22.6 µs before rounding), 15.7 % utilisation and 4.4 % of 8 CPUs spinning.
+        let elapsed = 69_764_000_000u64;
+        let waited = 1_084_816u64;
+        let l = schedlab_workload::record::LockStats {
+            name: "dcache_lock".into(),
+            kind: "spin".into(),
+            kernel: true,
+            acquisitions: 5_215_460,
+            waited,
+            hold_ns: 5_215_460 * 2_100,
+            hold_max_ns: 6_668_000,
+            wait_ns: waited * 22_600,
+            wait_max_ns: 14_000_000,
+            spin_ns: waited * 22_600,
+            elapsed_ns: elapsed,
+            cpu_ns: elapsed * 8,
+        };
+        let table = lockmeter_table("SPINLOCKS", &[&l]);
+        let lines: Vec<&str> = table.lines().collect();
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        // Lockmeter's words, in its order (the seed's text has lost its spacing).
+        assert_eq!(words(lines[0]), "SPINLOCKS HOLD WAIT");
+        assert_eq!(
+            words(lines[1]),
+            "UTIL CON MEAN( MAX ) MEAN( MAX )(% CPU) TOTAL NOWAIT SPIN RJECT NAME"
+        );
+        assert_eq!(
+            words(lines[2]),
+            "15.7% 20.8% 2.1us(6668us) 23us( 14ms)( 4.4%) 5215460 79.2% 20.8% 0% dcache_lock"
+        );
+        // The columns line up: each header word ends where its values end.
+        let end_of = |line: &str, w: &str| line.find(w).map(|i| i + w.len());
+        assert_eq!(end_of(lines[1], "TOTAL"), end_of(lines[2], "5215460"));
+        assert_eq!(end_of(lines[1], "UTIL"), end_of(lines[2], "15.7%"));
+        assert_eq!(lines[1].find("NAME"), lines[2].find("dcache_lock"));
+        assert_eq!(lock_percent(0.2), "0.20%");
+        assert_eq!(lock_time(3_343_000.0), "3343us");
+        assert_eq!(lock_time(30_000_000.0), "30ms");
+        assert_eq!(lock_time(7_000.0), "7.0us");
+    }
+
+    #[test]
+    fn lock_tables_pool_repetitions_and_split_spin_from_sleep() {
+        use schedlab_workload::record::{LockStats, Repetition};
+        let l = |name: &str, kind: &str, acq: u64, hold: u64| LockStats {
+            name: name.into(),
+            kind: kind.into(),
+            acquisitions: acq,
+            hold_ns: hold,
+            hold_max_ns: hold,
+            elapsed_ns: 1_000_000,
+            cpu_ns: 2_000_000,
+            ..LockStats::default()
+        };
+        let rep = |h: u64| Repetition {
+            locks: vec![l("m", "sleep", 1, h), l("rq[0]", "spin", 2, h)],
+            ..Repetition::default()
+        };
+        let config = ConfigResult {
+            repetitions: vec![rep(100_000), rep(300_000)],
+            ..ConfigResult::default()
+        };
+        let pooled = pooled_locks(&config);
+        assert_eq!(pooled.len(), 2);
+        assert_eq!(pooled[0].acquisitions, 2);
+        assert_eq!(pooled[0].hold_ns, 400_000);
+        assert_eq!(pooled[0].hold_max_ns, 300_000);
+        assert_eq!(pooled[0].elapsed_ns, 2_000_000);
+        assert_eq!(pooled[0].utilisation(), 0.2);
     }
 }

@@ -280,7 +280,7 @@ impl<'a> Compiler<'a> {
             declare(self, Kind::Channel, &ch.object.name, &ch.object.count)?;
         }
         for l in &def.locks {
-            declare(self, Kind::Lock, &l.name, &l.count)?;
+            declare(self, Kind::Lock, &l.object.name, &l.object.count)?;
         }
         for b in &def.barriers {
             declare(self, Kind::Barrier, &b.object.name, &b.object.count)?;
@@ -292,6 +292,21 @@ impl<'a> Compiler<'a> {
             declare(self, Kind::Cond, &cv.name, &cv.count)?;
         }
         let [channels, locks, barriers_n, user_semaphores, conds] = next;
+        // Each lock's kind and name (`name`, or `name[i]` in an array), in id order.
+        let mut lock_kinds = Vec::with_capacity(locks);
+        let mut lock_names = Vec::with_capacity(locks);
+        for l in &def.locks {
+            let name = &l.object.name.value;
+            let o = &self.objects[&(Kind::Lock as usize, name.clone())];
+            for i in 0..o.len {
+                lock_kinds.push(l.kind);
+                lock_names.push(if o.array {
+                    format!("{name}[{i}]")
+                } else {
+                    name.clone()
+                });
+            }
+        }
 
         // Groups and their sizes.
         let mut sizes = Vec::new();
@@ -550,6 +565,8 @@ impl<'a> Compiler<'a> {
                 semaphores: initial,
                 conds,
                 queues: 0,
+                lock_kinds,
+                lock_names,
             },
             mode,
             transport,

@@ -6,6 +6,7 @@
 
 use crate::expr::{Expr, Quantity};
 use crate::span::{Span, Spanned};
+use schedlab_workload::plan::LockKind;
 use schedlab_workload::IoKind;
 use std::path::PathBuf;
 
@@ -28,8 +29,8 @@ pub struct ScriptDef {
     pub groups: Vec<GroupSpec>,
     /// Message channels (each an array of `count` channels).
     pub channels: Vec<ChannelSpec>,
-    /// Locks (each an array).
-    pub locks: Vec<ObjectSpec>,
+    /// Locks (each an array), with their kinds.
+    pub locks: Vec<LockSpec>,
     /// Barriers (each an array), with their parties.
     pub barriers: Vec<BarrierSpec>,
     /// Semaphores (each an array), with their initial counts.
@@ -107,6 +108,15 @@ pub struct ObjectSpec {
     pub name: Spanned<String>,
     /// How many (an array; `name[i]` refers to one); `None`: one, referred to as `name`.
     pub count: Option<Expr>,
+}
+
+/// A lock array and how its waiters wait (`kind = "spin"` or the default `"sleep"`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LockSpec {
+    /// Name and count.
+    pub object: ObjectSpec,
+    /// Sleeping (a futex mutex) or spinning.
+    pub kind: LockKind,
 }
 
 /// A message channel array: many writers, one reader per channel.

@@ -596,7 +596,12 @@ impl Reader<'_> {
             params: Vec::new(),
             groups,
             channels: Vec::new(),
-            locks: objects.locks,
+            locks: (objects.locks.into_iter())
+                .map(|object| crate::model::LockSpec {
+                    object,
+                    kind: schedlab_workload::plan::LockKind::Sleep,
+                })
+                .collect(),
             barriers: objects
                 .barriers
                 .into_iter()

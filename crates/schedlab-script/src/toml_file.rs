@@ -62,11 +62,12 @@
 use crate::error::{did_you_mean, Diagnostic, FileError};
 use crate::expr::{self, Expr, Node, Quantity};
 use crate::model::{
-    Amount, BarrierSpec, ChannelSpec, Grammar, GroupSpec, MetricsSpec, ObjectRef, ObjectSpec,
-    ParamSpec, ParamValue, ScriptDef, SemaphoreSpec, StartOrder, Step, StepKind,
+    Amount, BarrierSpec, ChannelSpec, Grammar, GroupSpec, LockSpec, MetricsSpec, ObjectRef,
+    ObjectSpec, ParamSpec, ParamValue, ScriptDef, SemaphoreSpec, StartOrder, Step, StepKind,
 };
 use crate::span::{LineCol, Span, Spanned};
 use schedlab_workload::knobs::parse_knob;
+use schedlab_workload::plan::LockKind;
 use schedlab_workload::IoKind;
 use std::path::Path;
 use toml::de::{DeTable, DeValue};
@@ -752,8 +753,12 @@ impl<'t> Reader<'t> {
                     }
                 }
                 "locks" => {
-                    for (object, _) in self.objects(key, v, "lock", &["count"])? {
-                        def.locks.push(object);
+                    for (object, t) in self.objects(key, v, "lock", &["count", "kind"])? {
+                        let kind = match t.get("kind") {
+                            Some(v) => self.lock_kind(&t.ctx, v)?,
+                            None => LockKind::Sleep,
+                        };
+                        def.locks.push(LockSpec { object, kind });
                     }
                 }
                 "conds" => {
@@ -811,6 +816,21 @@ impl<'t> Reader<'t> {
             ));
         }
         Ok(Spanned::new(s.value.to_string(), s.span))
+    }
+
+    /// A lock's `kind`: `sleep` (a futex mutex, the default) or `spin` (waiters spin).
+    fn lock_kind(&self, ctx: &str, v: &Value<'_>) -> Result<LockKind, Diagnostic> {
+        let accepted = "sleep (a waiter sleeps) or spin (a waiter spins on its CPU)";
+        let s = self.string(ctx, "kind", v, &format!("a string: {accepted}"))?;
+        s.value.parse::<LockKind>().map_err(|_| {
+            Diagnostic::new(
+                s.span,
+                within(
+                    ctx,
+                    format!("`kind` '{}' is not accepted; use {accepted}", s.value),
+                ),
+            )
+        })
     }
 
     /// `start = { order = [...], chunk = EXPR }`.

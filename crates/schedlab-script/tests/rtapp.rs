@@ -185,7 +185,7 @@ fn every_synchronisation_event_maps_to_its_steps_and_declares_its_objects() {
     );
     let names = |v: Vec<&String>| v.into_iter().cloned().collect::<Vec<_>>();
     assert_eq!(
-        names(d.locks.iter().map(|o| &o.name.value).collect()),
+        names(d.locks.iter().map(|o| &o.object.name.value).collect()),
         ["buf_lock", "sleeper", "waker", "pair"]
     );
     assert_eq!(
@@ -279,7 +279,7 @@ fn policies_deadline_parameters_slices_and_resources() {
     // A single phase's policy is the task's; RT priority defaults to 10.
     assert_eq!(knobs(group(&d, "rr")), ["policy=rr:10"]);
     // Declared resources come first, then those created by use.
-    assert_eq!(d.locks[0].name.value, "journal");
+    assert_eq!(d.locks[0].object.name.value, "journal");
     assert_eq!(d.conds[0].name.value, "ready");
     assert_eq!(d.locks.len(), 1);
     // A timer declared in 'resources' is only a name: the server's timer.

@@ -326,7 +326,7 @@ fn a_complete_file_reads_into_the_model() {
     let locks: Vec<(&str, bool)> = def
         .locks
         .iter()
-        .map(|l| (l.name.value.as_str(), l.count.is_some()))
+        .map(|l| (l.object.name.value.as_str(), l.object.count.is_some()))
         .collect();
     assert_eq!(locks, [("buffer", false), ("guard", true)]);
     assert_eq!(
@@ -517,7 +517,7 @@ fn a_wrong_type_names_the_value_and_what_is_accepted() {
     fails(
         "[locks]\nbuffer = 4\n[groups.g]\nsteps = [\"yield\"]\n",
         "w.toml:2:10: ",
-        &["[locks]", "`buffer` must be a table ([locks.buffer], or buffer = { count = ... }), not an integer (4)"],
+        &["[locks]", "`buffer` must be a table ([locks.buffer], or buffer = { count = ..., kind = ... }), not an integer (4)"],
     );
 }
 
@@ -814,5 +814,60 @@ fn a_loop_variable_is_a_name_that_is_not_reserved() {
         &with_steps("{ loop = 3, var = \"2nd\", steps = [\"yield\"] }"),
         "w.toml:2:29: ",
         &["`var`: '2nd' is not a name"],
+    );
+}
+
+#[test]
+fn a_lock_has_a_kind_spin_or_sleep_and_the_plan_carries_kinds_and_names() {
+    use schedlab_workload::plan::LockKind;
+    use schedlab_workload::Workload;
+    let text = r#"
+[locks.spinning]
+kind = "spin"
+count = 2
+[locks.plain]
+[locks.sleeping]
+kind = "sleep"
+
+[groups.g]
+steps = [ { lock = "spinning[1]" }, { unlock = "spinning[1]" } ]
+"#;
+    let def = toml_file::read(Path::new("w.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<LockKind> = def.locks.iter().map(|l| l.kind).collect();
+    assert_eq!(kinds, [LockKind::Spin, LockKind::Sleep, LockKind::Sleep]);
+    let script = schedlab_script::Script::new(def).unwrap_or_else(|e| panic!("{e}"));
+    let plan = script.plan();
+    assert_eq!(plan.locks, 4);
+    assert_eq!(
+        plan.sync.lock_kinds,
+        [
+            LockKind::Spin,
+            LockKind::Spin,
+            LockKind::Sleep,
+            LockKind::Sleep
+        ]
+    );
+    assert_eq!(
+        plan.sync.lock_names,
+        ["spinning[0]", "spinning[1]", "plain", "sleeping"]
+    );
+}
+
+#[test]
+fn a_lock_kind_other_than_spin_or_sleep_is_refused_naming_it() {
+    fails(
+        "[locks.l]\nkind = \"mutex\"\n",
+        "w.toml:2:8: ",
+        &["'mutex'", "sleep", "spin"],
+    );
+    fails(
+        "[locks.l]\nkind = 1\n",
+        "w.toml:2:8: ",
+        &["kind", "sleep", "spin"],
+    );
+    fails(
+        "[locks.l]\nkynd = \"spin\"\n",
+        "w.toml:2:",
+        &["kynd", "kind"],
     );
 }

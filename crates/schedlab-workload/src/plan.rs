@@ -143,6 +143,46 @@ pub struct SyncPlan {
     /// appends, as on a condition variable). Pipes work between processes too, so queues need
     /// no particular hosting.
     pub queues: usize,
+    /// Per lock ([`crate::LockId`] 0..), its kind; a lock past the end of this list sleeps
+    /// (every plan before spin locks existed).
+    pub lock_kinds: Vec<LockKind>,
+    /// Per lock, its name for the lock table (`schedlab run --locks`); a lock past the end is
+    /// called `lock[N]`.
+    pub lock_names: Vec<String>,
+}
+
+/// How a task waits for a lock another task holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LockKind {
+    /// The waiter sleeps until the holder releases the lock (a futex mutex).
+    #[default]
+    Sleep,
+    /// The waiter stays on its CPU and spins, burning CPU time, until it gets the lock.
+    Spin,
+}
+
+impl LockKind {
+    /// The name used in workload files and records: `sleep` or `spin`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Sleep => "sleep",
+            LockKind::Spin => "spin",
+        }
+    }
+}
+
+impl FromStr for LockKind {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sleep" => Ok(LockKind::Sleep),
+            "spin" => Ok(LockKind::Spin),
+            _ => Err(ValueError::new(format!(
+                "lock kind '{s}' is not known; use sleep or spin"
+            ))),
+        }
+    }
 }
 
 impl SyncPlan {
@@ -153,6 +193,19 @@ impl SyncPlan {
 }
 
 impl Plan {
+    /// The kind of lock `id` ([`LockKind::Sleep`] unless the plan says otherwise).
+    pub fn lock_kind(&self, id: usize) -> LockKind {
+        self.sync.lock_kinds.get(id).copied().unwrap_or_default()
+    }
+
+    /// The name of lock `id` for the lock table: the plan's, or `lock[id]`.
+    pub fn lock_name(&self, id: usize) -> String {
+        match self.sync.lock_names.get(id) {
+            Some(n) => n.clone(),
+            None => format!("lock[{id}]"),
+        }
+    }
+
     /// Channels and in-process queues together: the [`crate::ChannelId`]s a body may use.
     pub fn all_channels(&self) -> usize {
         self.channels + self.sync.queues

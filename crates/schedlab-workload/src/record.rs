@@ -192,6 +192,93 @@ pub struct Repetition {
     /// configuration's repetitions; elsewhere a repetition's place in the list is its index.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<u64>,
+    /// Per lock, its statistics in this repetition: the workload's own locks, and on the
+    /// simulator the kernel locks the machine and its policy model (absent from older records).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locks: Vec<LockStats>,
+}
+
+/// One lock's statistics over one repetition, as lockmeter keeps them per spin lock (Sarma's
+/// lockmeter output in seeds/003: hold and wait time mean and max, utilisation, contention, the
+/// CPU share spent spinning). Times are nanoseconds; the report derives the percentages.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LockStats {
+    /// The lock's name: the workload's (`lock[0]`, a workload file's name) or the kernel's
+    /// (`runqueue_lock`, `rq[3]`, `sched_lock`, `net_lock`).
+    pub name: String,
+    /// How a waiter waits: `spin` or `sleep`.
+    pub kind: String,
+    /// A kernel lock the simulated machine or its policy models, not the workload's.
+    #[serde(default)]
+    pub kernel: bool,
+    /// Times the lock was taken.
+    pub acquisitions: u64,
+    /// Of those, the ones that found it held and had to wait.
+    pub waited: u64,
+    /// Total time it was held, from each acquisition to its release.
+    pub hold_ns: u64,
+    /// Longest single hold.
+    pub hold_max_ns: u64,
+    /// Total time takers waited, from asking for it to getting it.
+    pub wait_ns: u64,
+    /// Longest single wait.
+    pub wait_max_ns: u64,
+    /// CPU time waiters spent spinning for it (0 for a sleeping lock).
+    pub spin_ns: u64,
+    /// The repetition's elapsed time (the denominator of utilisation).
+    pub elapsed_ns: u64,
+    /// CPU time available in the repetition: elapsed time × CPUs (the denominator of the CPU
+    /// share spent spinning, as lockmeter's `% CPU`).
+    pub cpu_ns: u64,
+}
+
+impl LockStats {
+    /// Add `other`'s counts and times (the same lock in another repetition): totals add, maxima
+    /// take the larger.
+    pub fn add(&mut self, other: &LockStats) {
+        self.acquisitions += other.acquisitions;
+        self.waited += other.waited;
+        self.hold_ns += other.hold_ns;
+        self.hold_max_ns = self.hold_max_ns.max(other.hold_max_ns);
+        self.wait_ns += other.wait_ns;
+        self.wait_max_ns = self.wait_max_ns.max(other.wait_max_ns);
+        self.spin_ns += other.spin_ns;
+        self.elapsed_ns += other.elapsed_ns;
+        self.cpu_ns += other.cpu_ns;
+    }
+
+    /// Held time over elapsed time, 0..=1 (0 with no elapsed time).
+    pub fn utilisation(&self) -> f64 {
+        ratio(self.hold_ns, self.elapsed_ns)
+    }
+
+    /// Share of acquisitions that had to wait, 0..=1.
+    pub fn contention(&self) -> f64 {
+        ratio(self.waited, self.acquisitions)
+    }
+
+    /// Mean hold time, ns.
+    pub fn hold_mean_ns(&self) -> f64 {
+        ratio(self.hold_ns, self.acquisitions)
+    }
+
+    /// Mean wait of the acquisitions that waited, ns (lockmeter's WAIT MEAN).
+    pub fn wait_mean_ns(&self) -> f64 {
+        ratio(self.wait_ns, self.waited)
+    }
+
+    /// Share of the machine's CPU time spent spinning for the lock, 0..=1.
+    pub fn spin_share(&self) -> f64 {
+        ratio(self.spin_ns, self.cpu_ns)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
 }
 
 /// One CPU's accounting over a simulated repetition.
@@ -412,6 +499,44 @@ mod tests {
             .to_string()
             .contains("schema 99"));
         assert!(RunRecord::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn lock_statistics_round_trip_and_records_without_them_still_load() {
+        let rep = Repetition {
+            locks: vec![LockStats {
+                name: "rq[1]".into(),
+                kind: "spin".into(),
+                kernel: true,
+                acquisitions: 10,
+                waited: 4,
+                hold_ns: 500,
+                hold_max_ns: 80,
+                wait_ns: 400,
+                wait_max_ns: 200,
+                spin_ns: 400,
+                elapsed_ns: 1000,
+                cpu_ns: 2000,
+            }],
+            ..Default::default()
+        };
+        let text = serde_json::to_string(&rep).unwrap();
+        assert_eq!(serde_json::from_str::<Repetition>(&text).unwrap(), rep);
+        let l = &rep.locks[0];
+        assert_eq!(
+            (
+                l.utilisation(),
+                l.contention(),
+                l.hold_mean_ns(),
+                l.wait_mean_ns()
+            ),
+            (0.5, 0.4, 50.0, 100.0)
+        );
+        assert_eq!(l.spin_share(), 0.2);
+        // A repetition written before lock statistics existed.
+        let old: Repetition = serde_json::from_str(r#"{"metrics":{},"counters":{}}"#).unwrap();
+        assert!(old.locks.is_empty());
+        assert!(!serde_json::to_string(&old).unwrap().contains("locks"));
     }
 
     #[test]

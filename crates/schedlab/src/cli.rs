@@ -465,6 +465,11 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
+    /// After the summary, print each lock's statistics as lockmeter's table: the workload's
+    /// locks and, on the simulator, the kernel's (runqueue locks, the loopback transmit lock).
+    /// The record keeps them either way.
+    #[arg(long)]
+    pub locks: bool,
     /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4, server.nice=0,19 or (simulator) policy=o1,bsd4:preemption=0,ipiwakeup=0 (repeatable; the cross product runs).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,

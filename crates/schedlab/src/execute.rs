@@ -378,6 +378,9 @@ impl Execute<'_> {
         } else {
             print!("{}", schedlab_report::sweep::table(record, keys));
         }
+        if self.common.locks {
+            print!("{}", schedlab_report::text::lock_tables(record));
+        }
     }
 }
 

@@ -1981,3 +1981,172 @@ fn validate_measures_and_simulates_every_suite_entry() {
     assert!(text.contains("rows within ±20 %"), "{text}");
     std::fs::remove_file(&json).ok();
 }
+
+/// A number of the lock table's line for `name`: `Util`, `Con`, `Cpu` (the `(% CPU)` column)
+/// or `Total` (percent signs dropped).
+fn lock_column(table: &str, name: &str, col: LockCol) -> f64 {
+    let line = table
+        .lines()
+        .find(|l| l.split_whitespace().last() == Some(name))
+        .unwrap_or_else(|| panic!("no line for {name} in:\n{table}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let word = match col {
+        LockCol::Util => words[0],
+        LockCol::Con => words[1],
+        // The MAX columns may hold spaces: count TOTAL from the end, and take the last
+        // parenthesised value for % CPU.
+        LockCol::Total => words[words.len() - 5],
+        LockCol::Cpu => {
+            let open = line.rfind('(').unwrap();
+            let close = open + line[open..].find(')').unwrap();
+            line[open + 1..close].trim()
+        }
+    };
+    word.trim_end_matches('%')
+        .parse()
+        .unwrap_or_else(|e| panic!("{word} in {line}: {e}"))
+}
+
+/// A column of [`lock_column`].
+#[derive(Clone, Copy)]
+enum LockCol {
+    Util,
+    Con,
+    Cpu,
+    Total,
+}
+
+#[test]
+fn locks_prints_lockmeters_table_linux24s_runqueue_lock_contended_and_mqs_not() {
+    let run = |policy: &str| {
+        let out = run_ok(&[
+            "run",
+            "yield",
+            "--backend",
+            "sim",
+            "--policy",
+            policy,
+            "--cpus",
+            "8",
+            "--threads",
+            "256",
+            "--duration",
+            "50ms",
+            "--runs",
+            "1",
+            "--locks",
+            "--quiet",
+        ]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let l24 = run("linux24");
+    let header = "UTIL CON MEAN( MAX ) MEAN( MAX )(% CPU) TOTAL NOWAIT SPIN RJECT NAME";
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        l24.lines().any(|l| words(l) == "SPINLOCKS HOLD WAIT"),
+        "{l24}"
+    );
+    assert!(l24.lines().any(|l| words(l) == header), "{l24}");
+    let con = lock_column(&l24, "runqueue_lock", LockCol::Con);
+    assert!(
+        con > 50.0,
+        "linux24's runqueue_lock contention {con} %:\n{l24}"
+    );
+    assert_eq!(
+        lock_column(&l24, "runqueue_lock", LockCol::Util),
+        100.0,
+        "{l24}"
+    );
+    assert!(
+        lock_column(&l24, "runqueue_lock", LockCol::Cpu) > 10.0,
+        "% CPU spinning:\n{l24}"
+    );
+    let mq = run("linux24-mq");
+    assert!(!mq.contains("runqueue_lock"), "{mq}");
+    for cpu in 0..8 {
+        let con = lock_column(&mq, &format!("rq[{cpu}]"), LockCol::Con);
+        assert!(con < 5.0, "linux24-mq rq[{cpu}] contention {con} %:\n{mq}");
+    }
+    // Without --locks, no table.
+    let out = run_ok(&[
+        "run",
+        "yield",
+        "--backend",
+        "sim",
+        "--cpus",
+        "2",
+        "--threads",
+        "4",
+        "--duration",
+        "10ms",
+        "--runs",
+        "1",
+        "--quiet",
+    ]);
+    assert!(!String::from_utf8(out.stdout).unwrap().contains("SPINLOCKS"));
+    // A real run of a workload without locks says there is nothing to show.
+    let _guard = serial();
+    let out = run_ok(&[
+        "run",
+        "yield",
+        "--threads",
+        "1",
+        "--duration",
+        "20ms",
+        "--runs",
+        "1",
+        "--quiet",
+        "--locks",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("locks: none measured"), "{text}");
+}
+
+#[test]
+fn a_real_run_keeps_both_kinds_of_lock_in_the_record_and_prints_them() {
+    let _guard = serial();
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/locks.toml");
+    let args = [
+        "run",
+        file,
+        "--runs",
+        "1",
+        "--iterations",
+        "2000",
+        "--spinners",
+        "2",
+        "--sleepers",
+        "2",
+        "--locks",
+    ];
+    let out = run_ok(&args);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("SPINLOCKS") && text.contains("SLEEPING LOCKS"),
+        "{text}"
+    );
+    assert_eq!(
+        lock_column(&text, "spinlock", LockCol::Total),
+        4000.0,
+        "{text}"
+    );
+    assert_eq!(
+        lock_column(&text, "mutex", LockCol::Total),
+        4000.0,
+        "{text}"
+    );
+    let rec = run_json(&args[..args.len() - 1], "real-locks");
+    let locks = &rec.configs[0].repetitions[0].locks;
+    let names: Vec<(&str, &str)> = locks
+        .iter()
+        .map(|l| (l.name.as_str(), l.kind.as_str()))
+        .collect();
+    assert_eq!(names, [("spinlock", "spin"), ("mutex", "sleep")]);
+    for l in locks {
+        assert_eq!(l.acquisitions, 4000, "{l:?}");
+        // Each holds it for its 1 µs critical section at least.
+        assert!(l.hold_ns >= 4000 * 1000, "{l:?}");
+        assert!(l.waited <= l.acquisitions && l.elapsed_ns > 0, "{l:?}");
+    }
+    assert_eq!(locks[1].spin_ns, 0);
+}

@@ -4,11 +4,12 @@
 //! `add_nr_running`/`sub_nr_running`, `raw_spin_rq_lock`, and the per-task counts
 //! (`nvcsw`/`nivcsw`, `se.nr_migrations`, schedstats) that `/proc/PID/sched` shows.
 
-use super::{Machine, SimResult};
+use super::{Effect, LockAcc, Machine, SimResult};
 use crate::policy::{CpuId, MachineView};
 use rand_core::RngCore;
+use schedlab_workload::plan::LockKind;
 use schedlab_workload::presets::{Outcome, TaskOutcome};
-use schedlab_workload::record::{Counters, CpuCounters, KERNEL_GROUP};
+use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -56,6 +57,9 @@ impl Machine<'_> {
         if let Some(t) = self.curr[cpu] {
             if delta > 0 {
                 let task = &mut self.tasks[t];
+                if let Effect::Spin(l) = task.then {
+                    self.locks[l].stats.spin_ns += delta;
+                }
                 task.cpu_ns += delta;
                 task.remaining = task.remaining.saturating_sub(delta);
                 self.policy.update_curr(&view!(self), cpu, t, delta);
@@ -77,7 +81,12 @@ impl Machine<'_> {
 
     /// Take runqueue lock `domain` for `hold` ns from now; returns wait + hold.
     pub(super) fn rq_lock(&mut self, domain: usize, hold: u64) -> u64 {
-        spin_lock(&mut self.rq_lock_free[domain], self.now, hold)
+        spin_lock(
+            &mut self.rq_lock_free[domain],
+            &mut self.rq_lock_stats[domain],
+            self.now,
+            hold,
+        )
     }
 
     /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
@@ -87,7 +96,12 @@ impl Machine<'_> {
             return 0;
         }
         let hold = self.c(self.cost.net_lock);
-        spin_lock(&mut self.net_lock_free, self.now, hold)
+        spin_lock(
+            &mut self.net_lock_free,
+            &mut self.net_lock_stats,
+            self.now,
+            hold,
+        )
     }
 
     pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
@@ -158,7 +172,37 @@ impl Machine<'_> {
                 finished_at: Duration::from_nanos(t.finished_at),
             })
             .collect();
+        let ncpus = self.cpus.len();
+        let mut locks: Vec<LockStats> = (self.locks.iter().enumerate())
+            .map(|(l, lock)| {
+                let kind = if lock.spin {
+                    LockKind::Spin
+                } else {
+                    LockKind::Sleep
+                };
+                let name = std::mem::take(&mut self.lock_names[l]);
+                lock_stats(name, kind, false, &lock.stats, end, ncpus)
+            })
+            .collect();
+        for (domain, acc) in self.rq_lock_stats.iter().enumerate() {
+            if acc.acquisitions > 0 {
+                let name = self.policy.lock_name(domain);
+                locks.push(lock_stats(name, LockKind::Spin, true, acc, end, ncpus));
+            }
+        }
+        if self.net_lock_stats.acquisitions > 0 {
+            let acc = &self.net_lock_stats;
+            locks.push(lock_stats(
+                "net_lock".into(),
+                LockKind::Spin,
+                true,
+                acc,
+                end,
+                ncpus,
+            ));
+        }
         SimResult {
+            locks,
             outcome: Outcome {
                 wall: Duration::from_nanos(end),
                 tasks,
@@ -172,9 +216,39 @@ impl Machine<'_> {
 }
 
 /// A spin lock that is next free at `*free`, taken at `now` for `hold` ns: the taker spins
-/// until it is free, then holds it. Returns the CPU time spent (wait + hold).
-fn spin_lock(free: &mut u64, now: u64, hold: u64) -> u64 {
+/// until it is free, then holds it; `stats` counts the acquisition, its wait (all of it spent
+/// spinning) and its hold. Returns the CPU time spent (wait + hold).
+fn spin_lock(free: &mut u64, stats: &mut LockAcc, now: u64, hold: u64) -> u64 {
     let start = (*free).max(now);
     *free = start + hold;
-    start + hold - now
+    let wait = start - now;
+    stats.acquired(wait);
+    stats.spin_ns += wait;
+    stats.released(hold);
+    wait + hold
+}
+
+/// The record's form of one lock's statistics.
+fn lock_stats(
+    name: String,
+    kind: LockKind,
+    kernel: bool,
+    acc: &LockAcc,
+    elapsed_ns: u64,
+    cpus: usize,
+) -> LockStats {
+    LockStats {
+        name,
+        kind: kind.name().to_string(),
+        kernel,
+        acquisitions: acc.acquisitions,
+        waited: acc.waited,
+        hold_ns: acc.hold_ns,
+        hold_max_ns: acc.hold_max_ns,
+        wait_ns: acc.wait_ns,
+        wait_max_ns: acc.wait_max_ns,
+        spin_ns: acc.spin_ns,
+        elapsed_ns,
+        cpu_ns: elapsed_ns.saturating_mul(cpus as u64),
+    }
 }

@@ -23,6 +23,16 @@
 //!   a message on a channel last used on another CPU pays `bounce` (its lines change caches);
 //! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
 //!   ticks; each costs `tick` to the interrupted task.
+//! - a workload's sleeping lock is a futex mutex (a system call; a waiter blocks and the release
+//!   wakes the first waiter, which tries again); its spin lock is taken in user space at no cost,
+//!   and a waiter spins on its CPU in [`SPIN_CHUNK`] bursts (preemptible, its CPU time) until a
+//!   release hands the lock to the first waiter that is on a CPU, or, if none is, a spinner
+//!   finds it free when it next runs.
+//!
+//! Lock statistics are exact, as lockmeter kept them (seeds/003): per lock the acquisitions,
+//! those that waited, hold and wait times (total and max) and the CPU time spent spinning — for
+//! the workload's locks, each runqueue lock (named by [`Policy::lock_name`]) and the loopback
+//! transmit lock.
 //!
 //! Counters are exact: voluntary switches (the task blocked), involuntary ones (preempted or
 //! yielded, and another task ran — Linux counts a yield as involuntary too), migrations (a task's
@@ -54,8 +64,9 @@ use crate::policy::{
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
+use schedlab_workload::plan::LockKind;
 use schedlab_workload::presets::Outcome;
-use schedlab_workload::record::{Counters, CpuCounters};
+use schedlab_workload::record::{Counters, CpuCounters, LockStats};
 use schedlab_workload::{Transport, Workload, WorkloadError};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -92,6 +103,9 @@ pub struct SimResult {
     pub events: u64,
     /// Simulated time from the start to the last body's end, ns.
     pub elapsed_ns: u64,
+    /// Per lock, its statistics: the workload's locks, then the kernel locks that were taken
+    /// (runqueue locks, the loopback transmit lock).
+    pub locks: Vec<LockStats>,
 }
 
 /// Why a simulated repetition failed.
@@ -241,8 +255,11 @@ enum Effect {
     Sleep(u64),
     /// sched_yield.
     Yield,
-    /// Take a lock (or block while it is held).
+    /// Take a lock (or block while it is held; spin, for a spin lock).
     Lock(usize),
+    /// Spinning for a spin lock: the burst is a stretch of spinning ([`SPIN_CHUNK`]); at its
+    /// end, take the lock if it is free or spin on.
+    Spin(usize),
     /// Arrive at a barrier: the last of its parties wakes the others, anyone else blocks.
     Barrier(usize),
     /// Blocked at a barrier until its last party arrives; then the call is complete.
@@ -309,6 +326,9 @@ struct Task {
     cond_signalled: bool,
     /// Its pages (`memory.rs`).
     mem: TaskMemory,
+    /// When it first asked for the lock it is waiting for (a wait's start, for the lock's
+    /// statistics).
+    lock_wait_since: Option<u64>,
 }
 
 impl Task {
@@ -333,6 +353,7 @@ impl Task {
             preemptions_at_once: 0,
             cond_signalled: false,
             mem: TaskMemory::default(),
+            lock_wait_since: None,
         }
     }
 }
@@ -377,6 +398,46 @@ struct Channel {
 struct SimLock {
     holder: Option<TaskId>,
     waiters: VecDeque<TaskId>,
+    /// A spin lock: waiters stay on their CPUs ([`Effect::Spin`]).
+    spin: bool,
+    /// When the holder took it.
+    held_since: u64,
+    /// Its statistics.
+    stats: LockAcc,
+}
+
+/// How long a spinning task's burst is before it looks at the lock again, ns. A release hands
+/// the lock to a spinner on a CPU at once (ending its burst); this only bounds a burst.
+pub const SPIN_CHUNK: u64 = 1_000_000;
+
+/// One lock's running statistics (the fields of [`LockStats`] that a repetition accumulates).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct LockAcc {
+    acquisitions: u64,
+    waited: u64,
+    hold_ns: u64,
+    hold_max_ns: u64,
+    wait_ns: u64,
+    wait_max_ns: u64,
+    spin_ns: u64,
+}
+
+impl LockAcc {
+    /// An acquisition after waiting `wait` ns (0: it was free).
+    fn acquired(&mut self, wait: u64) {
+        self.acquisitions += 1;
+        if wait > 0 {
+            self.waited += 1;
+            self.wait_ns += wait;
+            self.wait_max_ns = self.wait_max_ns.max(wait);
+        }
+    }
+
+    /// A release after holding it `hold` ns.
+    fn released(&mut self, hold: u64) {
+        self.hold_ns += hold;
+        self.hold_max_ns = self.hold_max_ns.max(hold);
+    }
 }
 
 /// A cyclic barrier: `parties` arrivals release the waiters, and the next round starts empty.
@@ -447,8 +508,14 @@ struct Machine<'a> {
     conds: Vec<SimCond>,
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
+    /// Each runqueue lock's statistics.
+    rq_lock_stats: Vec<LockAcc>,
     /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
     net_lock_free: u64,
+    /// The loopback transmit lock's statistics.
+    net_lock_stats: LockAcc,
+    /// Per plan lock, its name for the statistics.
+    lock_names: Vec<String>,
     /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
     net: bool,
     /// Whether they go over TCP (segments are ACKed).
@@ -506,7 +573,12 @@ impl<'a> Machine<'a> {
             channels: (0..plan.all_channels())
                 .map(|_| Channel::default())
                 .collect(),
-            locks: (0..plan.locks).map(|_| SimLock::default()).collect(),
+            locks: (0..plan.locks)
+                .map(|l| SimLock {
+                    spin: plan.lock_kind(l) == LockKind::Spin,
+                    ..SimLock::default()
+                })
+                .collect(),
             barriers: (plan.sync.barriers.iter())
                 .map(|&parties| SimBarrier {
                     parties,
@@ -521,7 +593,10 @@ impl<'a> Machine<'a> {
                 .collect(),
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
             rq_lock_free: vec![0; setup.cpus],
+            rq_lock_stats: vec![LockAcc::default(); setup.cpus],
             net_lock_free: 0,
+            net_lock_stats: LockAcc::default(),
+            lock_names: (0..plan.locks).map(|l| plan.lock_name(l)).collect(),
             net,
             tcp: plan.transport == Transport::Tcp,
             msg_cost: match plan.transport {

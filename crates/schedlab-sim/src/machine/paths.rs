@@ -5,7 +5,7 @@
 //! `resched_curr` and `wake_up_idle_cpu`, `__schedule` (`pick_next_task`, `context_switch`),
 //! `sched_balance_newidle`/`sched_balance_trigger`, and `sched_tick`.
 
-use super::{Event, Machine, State};
+use super::{Effect, Event, Machine, State};
 use crate::policy::{BalanceKind, CpuId, EnqueueKind, MachineView, Move, PutPrevKind, TaskId};
 
 impl Machine<'_> {
@@ -70,6 +70,12 @@ impl Machine<'_> {
             }
         }
         let task = &mut self.tasks[n];
+        if let Effect::Spin(l) = task.then {
+            // A preempted spinner back on a CPU looks at the lock at once.
+            if self.locks[l].holder.is_none() {
+                task.remaining = 0;
+            }
+        }
         task.state = State::Running(cpu);
         task.last_ran = Some(cpu);
         task.remaining += cost;

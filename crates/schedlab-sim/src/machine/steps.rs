@@ -12,7 +12,7 @@
 //! the condition's waiters and releases the lock in one step, as `pthread_cond_wait` does, so a
 //! signal that comes before it sleeps is not lost; once signalled it takes the lock again.
 
-use super::{Effect, Event, Machine, SimError, State};
+use super::{Effect, Event, Machine, SimError, State, SPIN_CHUNK};
 use crate::context::Op;
 use crate::policy::{CpuId, DequeueKind, MachineView, PutPrevKind, TaskId};
 use schedlab_workload::{IoKind, WorkloadError};
@@ -134,14 +134,39 @@ impl Machine<'_> {
                     }
                 }
                 Effect::Lock(l) | Effect::OnCond(_, l) => {
+                    let now = self.now;
                     let lock = &mut self.locks[l];
                     if lock.holder.is_some() {
                         lock.waiters.push_back(t);
-                        self.block_to_retry(cpu, t, Effect::Lock(l));
+                        self.tasks[t].lock_wait_since.get_or_insert(now);
+                        if lock.spin {
+                            // A spin lock's waiter stays on its CPU, burning it.
+                            self.tasks[t].remaining = SPIN_CHUNK;
+                            self.tasks[t].then = Effect::Spin(l);
+                        } else {
+                            self.block_to_retry(cpu, t, Effect::Lock(l));
+                            return;
+                        }
+                    } else {
+                        self.take_lock(t, l);
+                    }
+                }
+                Effect::Spin(l) => match self.locks[l].holder {
+                    None => {
+                        self.locks[l].waiters.retain(|&w| w != t);
+                        self.take_lock(t, l);
+                    }
+                    Some(h) if self.tasks[h].state == State::Done => {
+                        self.failure = Some(SimError::Deadlock(format!(
+                            "task {t} spins on lock {l}, held by task {h}, which has finished"
+                        )));
                         return;
                     }
-                    lock.holder = Some(t);
-                }
+                    Some(_) => {
+                        self.tasks[t].remaining = SPIN_CHUNK;
+                        self.tasks[t].then = Effect::Spin(l);
+                    }
+                },
                 Effect::Barrier(b) => {
                     let bar = &mut self.barriers[b];
                     if bar.waiters.len() + 1 < bar.parties {
@@ -275,6 +300,9 @@ impl Machine<'_> {
             }
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
+            // A spin lock is taken in user space (an atomic exchange), a futex mutex by a
+            // system call.
+            Op::Lock(l) if self.locks[l].spin => (0, Effect::Lock(l)),
             Op::Lock(l) => (syscall, Effect::Lock(l)),
             Op::Barrier(b) => (syscall, Effect::Barrier(b)),
             Op::SemPost(s) => (syscall, Effect::SemPost(s)),
@@ -307,7 +335,7 @@ impl Machine<'_> {
             Op::CondWait(c, _) if c >= self.conds.len() => {
                 ("condition variable", c, self.conds.len())
             }
-            Op::CondWait(_, l) => ("lock", l, self.locks.len()),
+            Op::CondWait(_, l) | Op::Lock(l) => ("lock", l, self.locks.len()),
             _ => return None,
         };
         (id >= have).then(|| {
@@ -330,15 +358,57 @@ impl Machine<'_> {
         }
     }
 
-    pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
+    /// Task `t` takes free lock `l`, ending its wait if it had one.
+    fn take_lock(&mut self, t: TaskId, l: usize) {
+        let now = self.now;
+        let wait = self.tasks[t].lock_wait_since.take().map_or(0, |s| now - s);
         let lock = &mut self.locks[l];
-        if lock.holder == Some(t) {
-            lock.holder = None;
+        debug_assert!(lock.holder.is_none());
+        lock.holder = Some(t);
+        lock.held_since = now;
+        lock.stats.acquired(wait);
+    }
+
+    /// The running task `t` of `cpu` releases lock `l` (if it holds it). A sleeping lock wakes
+    /// its first waiter, which tries again; a spin lock goes at once to its first waiter that
+    /// is spinning on a CPU (a preempted spinner takes it when it runs again, if still free).
+    pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
+        let now = self.now;
+        let lock = &mut self.locks[l];
+        if lock.holder != Some(t) {
+            return;
+        }
+        lock.holder = None;
+        let held = now - lock.held_since;
+        lock.stats.released(held);
+        if !lock.spin {
             if let Some(w) = lock.waiters.pop_front() {
                 let cost = self.wake(w, Some(cpu), false);
                 self.tasks[t].remaining += cost;
             }
+            return;
         }
+        let tasks = &self.tasks;
+        let spinning = lock
+            .waiters
+            .iter()
+            .position(|&w| matches!(tasks[w].state, State::Running(_)));
+        let Some(pos) = spinning else { return };
+        let w = lock
+            .waiters
+            .remove(pos)
+            .expect("a waiter at a found position");
+        let State::Running(c) = self.tasks[w].state else {
+            unreachable!("the waiter was found running")
+        };
+        // Its spinning ends now: charge it, hand it the lock, and end its burst.
+        self.account(c);
+        self.take_lock(w, l);
+        self.tasks[w].remaining = 0;
+        self.tasks[w].then = Effect::Resume;
+        self.cpus[c].gen += 1;
+        let gen = self.cpus[c].gen;
+        self.events.push(now, Event::BurstDone { cpu: c, gen });
     }
 
     /// The running task `t` of `cpu` blocks until `effect` can complete (room in a channel,

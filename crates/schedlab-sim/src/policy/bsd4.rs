@@ -717,6 +717,10 @@ impl Policy for Bsd4 {
         0
     }
 
+    fn lock_name(&self, _domain: usize) -> String {
+        "sched_lock".into()
+    }
+
     fn wakeup_kicks_idle(&self, _cpu: CpuId) -> bool {
         self.ipiwakeup || self.kick_once.replace(false)
     }

@@ -666,6 +666,10 @@ impl<L: RunList> Policy for Sched24<L> {
         0 // one runqueue_lock for all CPUs
     }
 
+    fn lock_name(&self, _domain: usize) -> String {
+        "runqueue_lock".into()
+    }
+
     fn idle_ticks(&self) -> bool {
         true
     }

@@ -271,6 +271,13 @@ pub trait Policy {
         cpu
     }
 
+    /// The name of runqueue lock `domain` in the lock table (`schedlab run --locks`), as the
+    /// kernel calls it: per-CPU queues `rq[N]`; one global lock its own name
+    /// (`runqueue_lock`, `sched_lock`).
+    fn lock_name(&self, domain: usize) -> String {
+        format!("rq[{domain}]")
+    }
+
     /// Whether a wakeup that queues a task for idle `cpu` wakes that CPU at once (an IPI or
     /// the idle loop's poll). False models 4BSD without `kern.sched.ipiwakeup`: the task waits
     /// for the CPU's next clock tick, so a policy returning false must also keep
