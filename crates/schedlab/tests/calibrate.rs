@@ -1,0 +1,118 @@
+//! `schedlab calibrate` through the built binary. Its probes time this machine, so this test
+//! has a test binary of its own: cargo runs test binaries one after another, and no other test
+//! then competes with the probes for the CPUs (beside the other CLI tests, on a loaded two-CPU
+//! machine, a derived cost could come out at 0).
+
+mod common;
+
+use schedlab_workload::record::RunRecord;
+use std::process::Command;
+
+fn run_ok(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
+        .args(args)
+        .output()
+        .expect("run schedlab");
+    common::succeeded(args, out)
+}
+
+/// The record of `schedlab ARGS --json FILE --quiet`.
+fn run_json(args: &[&str], name: &str) -> RunRecord {
+    let path =
+        std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()));
+    let mut all: Vec<&str> = args.to_vec();
+    let p = path.to_str().unwrap().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    run_ok(&all);
+    let text = std::fs::read_to_string(&path).expect("the record");
+    std::fs::remove_file(&path).ok();
+    RunRecord::from_json(&text).expect("a record")
+}
+
+fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
+    *rec.configs[config].repetitions[rep]
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+/// `calibrate --quick` measures every key it can on this machine (a positive value and a CI),
+/// says why for the others, and its file is a profile the simulator takes — one that reproduces
+/// the probe it was derived from: a same-CPU pipe ping-pong, simulated on one CPU with the
+/// calibrated costs, takes what the probe measured (within 25 %: the simulator adds the copies
+/// and its jitter, and the probe's noise is a VM's).
+#[test]
+fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
+    let out = std::env::temp_dir().join(format!("schedlab-test-{}-cal.toml", std::process::id()));
+    let o = run_ok(&["calibrate", "--quick", "--out", out.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let file = std::fs::read_to_string(&out).unwrap();
+    let table: toml::Table = file.parse().unwrap();
+    let costs = table["costs"].as_table().unwrap();
+    let measured = table["measured"].as_table().unwrap();
+    let ns = |k: &str| -> f64 {
+        let v = costs[k].as_str().unwrap();
+        v.trim_end_matches("ns")
+            .parse()
+            .unwrap_or_else(|_| panic!("{k} = {v}"))
+    };
+    for key in [
+        "syscall",
+        "msg",
+        "copy_per_kib",
+        "net_msg",
+        "wakeup",
+        "switch",
+        "page_touch",
+    ] {
+        assert!(ns(key) > 0.0, "{key}: {file}");
+        assert!(measured.contains_key(key), "{key} has no CI: {file}");
+    }
+    assert!(
+        costs.contains_key("hz") && costs.contains_key("memory"),
+        "{file}"
+    );
+    let not = table
+        .get("not_measured")
+        .and_then(|t| t.as_table())
+        .cloned()
+        .unwrap_or_default();
+    for key in ["ipi", "idle_exit", "io_latency", "io_per_kib"] {
+        assert!(
+            costs.contains_key(key) || not.contains_key(key),
+            "{key}: {file}"
+        );
+    }
+    // The probe: the same-CPU round trip, in the printed table.
+    let probe_ns: f64 = text
+        .lines()
+        .find(|l| {
+            l.starts_with("1-byte ping-pong round trip over two pipes, both threads on one CPU")
+        })
+        .and_then(|l| l.split_whitespace().rev().nth(3))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no same-CPU probe in\n{text}"));
+    let rec = run_json(
+        &[
+            "run",
+            "pingpong",
+            "--loops",
+            "2000",
+            "--runs",
+            "1",
+            "--backend",
+            "sim",
+            "--cpus",
+            "1",
+            "--profile",
+            out.to_str().unwrap(),
+        ],
+        "cal-pp",
+    );
+    let sim_ns = metric(&rec, 0, 0, "us_per_rt") * 1000.0;
+    assert!(
+        (sim_ns - probe_ns).abs() <= 0.25 * probe_ns,
+        "simulated {sim_ns} ns per round trip, measured {probe_ns} ns\n{file}"
+    );
+    std::fs::remove_file(&out).ok();
+}
