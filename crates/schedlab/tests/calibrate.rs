@@ -43,7 +43,13 @@ fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
 /// and its jitter, and the probe's noise is a VM's).
 #[test]
 fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
-    let out = std::env::temp_dir().join(format!("schedlab-test-{}-cal.toml", std::process::id()));
+    // Removed when dropped, also when an assertion fails.
+    let guard = tempfile::Builder::new()
+        .prefix("schedlab-test-cal-")
+        .suffix(".toml")
+        .tempfile()
+        .unwrap();
+    let out = guard.path().to_path_buf();
     let o = run_ok(&["calibrate", "--quick", "--out", out.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let file = std::fs::read_to_string(&out).unwrap();
@@ -114,5 +120,5 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         (sim_ns - probe_ns).abs() <= 0.25 * probe_ns,
         "simulated {sim_ns} ns per round trip, measured {probe_ns} ns\n{file}"
     );
-    std::fs::remove_file(&out).ok();
+    drop(guard);
 }
