@@ -259,12 +259,12 @@ pub struct TextTable {
     pub text: String,
 }
 
-/// The workload's own tables in the seed documents' forms, over all configurations of the
-/// record: chat's seed 000 table, interbench's tables. A workload whose record gains data for
-/// another seed table (lockmeter's, when the record carries lock statistics) adds its arm here.
+/// The record's tables in the seed documents' forms, over all configurations: the workload's
+/// own (chat's seed 000 table, interbench's tables) and, for any workload whose repetitions
+/// carry lock statistics, lockmeter's (seed 003), as `--locks` prints it.
 pub fn seed_tables(record: &RunRecord) -> Vec<TextTable> {
     let keys = varied_keys(record);
-    match record.workload.as_str() {
+    let mut tables = match record.workload.as_str() {
         "chat" => {
             let rows: Vec<&ConfigResult> = record.configs.iter().collect();
             vec![TextTable {
@@ -277,7 +277,16 @@ pub fn seed_tables(record: &RunRecord) -> Vec<TextTable> {
             text: crate::interbench::tables(record, None),
         }],
         _ => Vec::new(),
+    };
+    let has_locks =
+        (record.configs.iter()).any(|c| c.repetitions.iter().any(|r| !r.locks.is_empty()));
+    if has_locks {
+        tables.push(TextTable {
+            title: "Lock statistics (lockmeter, seed 003)".into(),
+            text: crate::text::lock_tables(record),
+        });
     }
+    tables
 }
 
 /// The page's styles (inline: the file needs nothing else), including the strip plots' and the
@@ -1047,6 +1056,51 @@ mod tests {
             record: r,
         }]);
         assert!(html.contains("<h3>interbench tables (seed 004)</h3>\n<pre class=\"seed\">"));
+    }
+
+    #[test]
+    fn lock_statistics_get_lockmeters_table() {
+        let mut r = record("");
+        r.configs[0].repetitions[0].locks = vec![schedlab_workload::record::LockStats {
+            name: "runqueue_<lock>".into(),
+            kind: "spin".into(),
+            kernel: true,
+            acquisitions: 4,
+            waited: 1,
+            hold_ns: 4_000,
+            hold_max_ns: 2_000,
+            wait_ns: 500,
+            wait_max_ns: 500,
+            spin_ns: 500,
+            elapsed_ns: 8_000,
+            cpu_ns: 16_000,
+        }];
+        let tables = seed_tables(&r);
+        assert_eq!(tables.len(), 1);
+        assert_eq!(tables[0].title, "Lock statistics (lockmeter, seed 003)");
+        assert!(tables[0].text.contains("SPINLOCKS"), "{}", tables[0].text);
+        assert!(
+            tables[0]
+                .text
+                .contains(" 50.0%  25.0%  1.0us( 2.0us)  0.5us( 0.5us)( 3.1%)"),
+            "{}",
+            tables[0].text
+        );
+        assert!(
+            tables[0].text.contains("runqueue_<lock>"),
+            "{}",
+            tables[0].text
+        );
+        let html = render(&[Input {
+            path: PathBuf::from("locks.json"),
+            record: r,
+        }]);
+        assert!(html.contains("<h3>Lock statistics (lockmeter, seed 003)</h3>"));
+        assert!(
+            html.contains("runqueue_&lt;lock&gt;"),
+            "the lock's name is escaped"
+        );
+        assert!(!html.contains("runqueue_<lock>"));
     }
 
     #[test]
