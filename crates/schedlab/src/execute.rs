@@ -460,7 +460,7 @@ fn key_values<W, M>(experiment: &Experiment<W, M>, keys: &[String]) -> Vec<(Stri
 
 /// An interbench sweep prints seed 004's form for each combination of the varied values
 /// ([`schedlab_report::interbench::side_by_side`]).
-fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
+pub fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
     let part = |what: &String| {
         let mut r = record.clone();
         r.configs

@@ -1,5 +1,6 @@
 //! `schedlab merge DIR... -o OUT`: the experiment layer checks and joins the shards
-//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would, and its plot.
+//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (seed 004's
+//! side-by-side tables for interbench), and its plot.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,7 +21,14 @@ pub fn run(dirs: &[PathBuf], out: &Path, plot: Option<&Path>) -> Result<ExitCode
             }
         }
     }
-    print!("{}", schedlab_report::sweep::table(record, &keys));
+    if record.workload == "interbench" {
+        print!(
+            "{}",
+            crate::execute::interbench_tables(record, &interbench_combinations(record))
+        );
+    } else {
+        print!("{}", schedlab_report::sweep::table(record, &keys));
+    }
     eprintln!(
         "wrote {}: {} configurations, {} repetitions, from {} shards",
         out.display(),
@@ -39,4 +47,21 @@ pub fn run(dirs: &[PathBuf], out: &Path, plot: Option<&Path>) -> Result<ExitCode
         eprintln!("wrote {}", p.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The combinations of an interbench sweep's varied values, in order: each configuration's
+/// label without the `bench=` and `load=` the workload itself splits into (`sweep` gets them
+/// from the experiment; a merged record has only its labels).
+fn interbench_combinations(record: &schedlab_workload::record::RunRecord) -> Vec<String> {
+    let mut combinations: Vec<String> = Vec::new();
+    for c in &record.configs {
+        let what: Vec<&str> = (c.label.split(' '))
+            .filter(|t| !t.starts_with("bench=") && !t.starts_with("load="))
+            .collect();
+        let what = what.join(" ");
+        if !combinations.contains(&what) {
+            combinations.push(what);
+        }
+    }
+    combinations
 }

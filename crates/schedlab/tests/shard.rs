@@ -39,21 +39,15 @@ fn refused(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A fresh directory for one test, removed when dropped.
-struct TempDir(PathBuf);
+struct TempDir(PathBuf, #[allow(dead_code)] tempfile::TempDir);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("schedlab-shard-test-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("schedlab-shard-test-{name}-"))
+            .tempdir()
+            .unwrap();
+        TempDir(dir.path().to_path_buf(), dir)
     }
 }
 
@@ -336,4 +330,52 @@ fn check_lists_a_shard_s_repetitions() {
         "{text}"
     );
     assert!(files(&tmp.0).is_empty());
+}
+
+#[test]
+fn a_merged_interbench_sweep_prints_seed_004_s_tables_as_the_sweep_does() {
+    let tmp = TempDir::new("interbench");
+    let dir = &tmp.0;
+    let sweep = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "sweep",
+            "interbench",
+            "--bench",
+            "audio",
+            "--loads",
+            "none,burn",
+            "--duration",
+            "1s",
+            "--backend",
+            "sim",
+            "--vary",
+            "bench.nice=0,19",
+            "--runs",
+            "2",
+            "-q",
+        ]
+        .map(String::from)
+        .to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    for k in ["1", "2"] {
+        let a = sweep(&["--out", &format!("ib-{k}"), "--shard", &format!("{k}/2")]);
+        run_ok(dir, &as_str(&a), &[]);
+    }
+    let merged = run_ok(dir, &["merge", "ib-1", "ib-2", "-o", "ib"], &[]);
+    let whole = run_ok(dir, &as_str(&sweep(&["--out", "ib-whole"])), &[]);
+    let merged = String::from_utf8_lossy(&merged.stdout);
+    assert!(
+        merged.contains(
+            "--- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated ---"
+        ),
+        "{merged}"
+    );
+    assert_eq!(merged, String::from_utf8_lossy(&whole.stdout));
+}
+
+/// The arguments as the `&str`s `run_ok` takes.
+fn as_str(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
