@@ -123,9 +123,7 @@ pub fn summary_rows(record: &RunRecord, keys: &[String]) -> Vec<SummaryRow> {
 
 /// Write `record` as JSON to `path`.
 pub fn write_json(record: &RunRecord, path: &Path) -> io::Result<()> {
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, record.to_json())?;
-    std::fs::rename(&tmp, path)
+    write_atomically(path, record.to_json().as_bytes())
 }
 
 /// Why a record file cannot be read; each names the file.

@@ -13,7 +13,7 @@ use schedlab_workload::record::RunRecord;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,26 +37,12 @@ const SHORT: [&str; 11] = [
     "--seed=1",
 ];
 
-/// A fresh directory for one test's files, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("schedlab-progress-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn file(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// A fresh directory for one test, removed when dropped.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("schedlab-progress-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// The terminal's width in columns.
@@ -304,8 +290,8 @@ fn a_pipe_gets_the_plain_lines_and_no_bar() {
 
 #[test]
 fn ctrl_c_clears_the_bar_before_saying_what_was_kept() {
-    let dir = TempDir::new("interrupt");
-    let (csv, json) = (dir.file("r.csv"), dir.file("r.json"));
+    let dir = temp_dir("interrupt");
+    let (csv, json) = (dir.path().join("r.csv"), dir.path().join("r.json"));
     let args = [
         "sweep",
         "yield",
@@ -428,8 +414,12 @@ fn summary_rows(stdout: &str) -> Vec<(String, Vec<String>)> {
 
 #[test]
 fn csv_and_markdown_hold_the_summarys_numbers() {
-    let dir = TempDir::new("exports");
-    let (csv, md, json) = (dir.file("out.csv"), dir.file("out.md"), dir.file("r.json"));
+    let dir = temp_dir("exports");
+    let (csv, md, json) = (
+        dir.path().join("out.csv"),
+        dir.path().join("out.md"),
+        dir.path().join("r.json"),
+    );
     let args = [
         "run",
         "yield",
@@ -529,8 +519,8 @@ fn csv_and_markdown_hold_the_summarys_numbers() {
 
 #[test]
 fn a_sweep_exports_one_row_per_configuration_and_metric_with_the_varied_keys() {
-    let dir = TempDir::new("sweep");
-    let (csv, md) = (dir.file("s.csv"), dir.file("s.md"));
+    let dir = temp_dir("sweep");
+    let (csv, md) = (dir.path().join("s.csv"), dir.path().join("s.md"));
     let args = [
         "sweep",
         "yield",

@@ -5,7 +5,7 @@
 mod common;
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn schedlab() -> Command {
@@ -39,16 +39,11 @@ fn refused(dir: &Path, args: &[&str]) -> String {
 }
 
 /// A fresh directory for one test, removed when dropped.
-struct TempDir(PathBuf, #[allow(dead_code)] tempfile::TempDir);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("schedlab-shard-test-{name}-"))
-            .tempdir()
-            .unwrap();
-        TempDir(dir.path().to_path_buf(), dir)
-    }
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("schedlab-shard-test-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 /// A small simulated sweep: 2 policies × 2 CPU counts × 2 runs = 8 repetitions.
@@ -104,8 +99,8 @@ fn files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn merged_shards_give_the_unsharded_sweep_s_records() {
-    let tmp = TempDir::new("equal");
-    let dir = &tmp.0;
+    let tmp = temp_dir("equal");
+    let dir = tmp.path();
     // Shard 1 by number, 2 through Slurm (an array numbered from 0), 3 through Kubernetes.
     run_ok(dir, &sweep_args("sw-shard-1", &["--shard", "1/3"]), &[]);
     let slurm = [
@@ -202,8 +197,8 @@ fn merged_shards_give_the_unsharded_sweep_s_records() {
 
 #[test]
 fn merge_refuses_shards_of_another_sweep_twice_the_same_or_missing() {
-    let tmp = TempDir::new("refuse");
-    let dir = &tmp.0;
+    let tmp = temp_dir("refuse");
+    let dir = tmp.path();
     run_ok(dir, &sweep_args("s1", &["--shard", "1/2"]), &[]);
     run_ok(dir, &sweep_args("s2", &["--shard", "2/2"]), &[]);
     run_ok(
@@ -237,9 +232,9 @@ fn merge_refuses_shards_of_another_sweep_twice_the_same_or_missing() {
 
 #[test]
 fn completions_for_every_shell_name_commands_and_workload_flags() {
-    let tmp = TempDir::new("completions");
+    let tmp = temp_dir("completions");
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
-        let out = run_ok(&tmp.0, &["completions", shell], &[]);
+        let out = run_ok(tmp.path(), &["completions", shell], &[]);
         let script = String::from_utf8_lossy(&out.stdout);
         assert!(script.len() > 1000, "{shell}: {} bytes", script.len());
         // A command, its new flag, and a flag only a workload declares (chat's --rooms).
@@ -251,15 +246,15 @@ fn completions_for_every_shell_name_commands_and_workload_flags() {
 
 #[test]
 fn man_prints_roff_pages() {
-    let tmp = TempDir::new("man");
-    let out = run_ok(&tmp.0, &["man"], &[]);
+    let tmp = temp_dir("man");
+    let out = run_ok(tmp.path(), &["man"], &[]);
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.contains(".TH schedlab 1"), "{page}");
     assert!(
         page.contains(".SH SUBCOMMANDS") && page.contains("merge"),
         "{page}"
     );
-    let out = run_ok(&tmp.0, &["man", "sweep", "chat"], &[]);
+    let out = run_ok(tmp.path(), &["man", "sweep", "chat"], &[]);
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.contains(".TH schedlab-sweep-chat 1"), "{page}");
     assert!(page.contains("rooms") && page.contains("shard"), "{page}");
@@ -270,7 +265,7 @@ fn man_prints_roff_pages() {
 /// `schedlab` on PATH the one just built.
 #[test]
 fn the_slurm_scripts_run_a_job_array_and_merge_it() {
-    let tmp = TempDir::new("slurm");
+    let tmp = temp_dir("slurm");
     let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scale-out");
     let bin = Path::new(env!("CARGO_BIN_EXE_schedlab")).parent().unwrap();
     let path = format!(
@@ -281,7 +276,7 @@ fn the_slurm_scripts_run_a_job_array_and_merge_it() {
     let script = |name: &str, env: &[(&str, String)]| {
         let out = Command::new("bash")
             .arg(scripts.join(name))
-            .current_dir(&tmp.0)
+            .current_dir(tmp.path())
             .env("PATH", &path)
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env_remove("JOB_COMPLETION_INDEX")
@@ -302,7 +297,7 @@ fn the_slurm_scripts_run_a_job_array_and_merge_it() {
     }
     script("merge.sbatch", &[]);
     let sweep: Value =
-        serde_json::from_str(&std::fs::read_to_string(tmp.0.join("sw/sweep.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("sw/sweep.json")).unwrap())
             .unwrap();
     let configs = sweep["configs"].as_array().unwrap();
     assert_eq!(configs.len(), 12);
@@ -310,18 +305,18 @@ fn the_slurm_scripts_run_a_job_array_and_merge_it() {
         .iter()
         .all(|c| c["repetitions"].as_array().unwrap().len() == 3));
     assert!(sweep.get("shard").is_none());
-    let svg = std::fs::read_to_string(tmp.0.join("sw.svg")).unwrap();
+    let svg = std::fs::read_to_string(tmp.path().join("sw.svg")).unwrap();
     assert!(svg.starts_with("<svg") || svg.contains("<svg"), "{svg}");
 }
 
 /// `check --shard` lists the repetitions the shard would run, runs nothing and writes nothing.
 #[test]
 fn check_lists_a_shard_s_repetitions() {
-    let tmp = TempDir::new("check");
+    let tmp = temp_dir("check");
     let mut args = SWEEP.to_vec();
     args[0] = "check";
     args.extend(["--shard", "2/3"]);
-    let out = run_ok(&tmp.0, &args, &[]);
+    let out = run_ok(tmp.path(), &args, &[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
@@ -329,13 +324,13 @@ fn check_lists_a_shard_s_repetitions() {
         ),
         "{text}"
     );
-    assert!(files(&tmp.0).is_empty());
+    assert!(files(tmp.path()).is_empty());
 }
 
 #[test]
 fn a_merged_interbench_sweep_prints_seed_004_s_tables_as_the_sweep_does() {
-    let tmp = TempDir::new("interbench");
-    let dir = &tmp.0;
+    let tmp = temp_dir("interbench");
+    let dir = tmp.path();
     let sweep = |extra: &[&str]| -> Vec<String> {
         let mut a: Vec<String> = [
             "sweep",
