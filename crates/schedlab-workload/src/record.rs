@@ -233,6 +233,33 @@ pub struct LockStats {
 }
 
 impl LockStats {
+    /// A lock named `name` of `kind` (`spin` or `sleep`), the kernel's or the workload's, with
+    /// nothing counted yet.
+    pub fn new(name: String, kind: &str, kernel: bool) -> LockStats {
+        LockStats {
+            name,
+            kind: kind.to_string(),
+            kernel,
+            ..LockStats::default()
+        }
+    }
+
+    /// Count an acquisition after waiting `wait` ns (0: it was free).
+    pub fn acquired(&mut self, wait: u64) {
+        self.acquisitions += 1;
+        if wait > 0 {
+            self.waited += 1;
+            self.wait_ns += wait;
+            self.wait_max_ns = self.wait_max_ns.max(wait);
+        }
+    }
+
+    /// Count a release after holding the lock `hold` ns.
+    pub fn released(&mut self, hold: u64) {
+        self.hold_ns += hold;
+        self.hold_max_ns = self.hold_max_ns.max(hold);
+    }
+
     /// Add `other`'s counts and times (the same lock in another repetition): totals add, maxima
     /// take the larger.
     pub fn add(&mut self, other: &LockStats) {

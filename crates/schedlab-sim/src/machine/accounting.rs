@@ -4,10 +4,9 @@
 //! `add_nr_running`/`sub_nr_running`, `raw_spin_rq_lock`, and the per-task counts
 //! (`nvcsw`/`nivcsw`, `se.nr_migrations`, schedstats) that `/proc/PID/sched` shows.
 
-use super::{Effect, LockAcc, Machine, SimResult};
+use super::{Effect, Machine, SimResult};
 use crate::policy::{CpuId, MachineView};
 use rand_core::RngCore;
-use schedlab_workload::plan::LockKind;
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
 use std::collections::BTreeMap;
@@ -172,35 +171,20 @@ impl Machine<'_> {
                 finished_at: Duration::from_nanos(t.finished_at),
             })
             .collect();
-        let ncpus = self.cpus.len();
-        let mut locks: Vec<LockStats> = (self.locks.iter().enumerate())
-            .map(|(l, lock)| {
-                let kind = if lock.spin {
-                    LockKind::Spin
-                } else {
-                    LockKind::Sleep
-                };
-                let name = std::mem::take(&mut self.lock_names[l]);
-                lock_stats(name, kind, false, &lock.stats, end, ncpus)
+        // The workload's locks, then the kernel locks that were taken; each with the elapsed
+        // and machine CPU time its shares are of.
+        let cpu_ns = end.saturating_mul(self.cpus.len() as u64);
+        let kernel = (self.rq_lock_stats.into_iter())
+            .chain([self.net_lock_stats])
+            .filter(|l| l.acquisitions > 0);
+        let locks: Vec<LockStats> = (self.locks.into_iter().map(|l| l.stats))
+            .chain(kernel)
+            .map(|l| LockStats {
+                elapsed_ns: end,
+                cpu_ns,
+                ..l
             })
             .collect();
-        for (domain, acc) in self.rq_lock_stats.iter().enumerate() {
-            if acc.acquisitions > 0 {
-                let name = self.policy.lock_name(domain);
-                locks.push(lock_stats(name, LockKind::Spin, true, acc, end, ncpus));
-            }
-        }
-        if self.net_lock_stats.acquisitions > 0 {
-            let acc = &self.net_lock_stats;
-            locks.push(lock_stats(
-                "net_lock".into(),
-                LockKind::Spin,
-                true,
-                acc,
-                end,
-                ncpus,
-            ));
-        }
         SimResult {
             locks,
             outcome: Outcome {
@@ -218,7 +202,7 @@ impl Machine<'_> {
 /// A spin lock that is next free at `*free`, taken at `now` for `hold` ns: the taker spins
 /// until it is free, then holds it; `stats` counts the acquisition, its wait (all of it spent
 /// spinning) and its hold. Returns the CPU time spent (wait + hold).
-fn spin_lock(free: &mut u64, stats: &mut LockAcc, now: u64, hold: u64) -> u64 {
+fn spin_lock(free: &mut u64, stats: &mut LockStats, now: u64, hold: u64) -> u64 {
     let start = (*free).max(now);
     *free = start + hold;
     let wait = start - now;
@@ -226,29 +210,4 @@ fn spin_lock(free: &mut u64, stats: &mut LockAcc, now: u64, hold: u64) -> u64 {
     stats.spin_ns += wait;
     stats.released(hold);
     wait + hold
-}
-
-/// The record's form of one lock's statistics.
-fn lock_stats(
-    name: String,
-    kind: LockKind,
-    kernel: bool,
-    acc: &LockAcc,
-    elapsed_ns: u64,
-    cpus: usize,
-) -> LockStats {
-    LockStats {
-        name,
-        kind: kind.name().to_string(),
-        kernel,
-        acquisitions: acc.acquisitions,
-        waited: acc.waited,
-        hold_ns: acc.hold_ns,
-        hold_max_ns: acc.hold_max_ns,
-        wait_ns: acc.wait_ns,
-        wait_max_ns: acc.wait_max_ns,
-        spin_ns: acc.spin_ns,
-        elapsed_ns,
-        cpu_ns: elapsed_ns.saturating_mul(cpus as u64),
-    }
 }

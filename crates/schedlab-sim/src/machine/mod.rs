@@ -402,43 +402,14 @@ struct SimLock {
     spin: bool,
     /// When the holder took it.
     held_since: u64,
-    /// Its statistics.
-    stats: LockAcc,
+    /// Its statistics (named and kinded at the start; elapsed and CPU time filled in at the
+    /// end).
+    stats: LockStats,
 }
 
 /// How long a spinning task's burst is before it looks at the lock again, ns. A release hands
 /// the lock to a spinner on a CPU at once (ending its burst); this only bounds a burst.
 pub const SPIN_CHUNK: u64 = 1_000_000;
-
-/// One lock's running statistics (the fields of [`LockStats`] that a repetition accumulates).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct LockAcc {
-    acquisitions: u64,
-    waited: u64,
-    hold_ns: u64,
-    hold_max_ns: u64,
-    wait_ns: u64,
-    wait_max_ns: u64,
-    spin_ns: u64,
-}
-
-impl LockAcc {
-    /// An acquisition after waiting `wait` ns (0: it was free).
-    fn acquired(&mut self, wait: u64) {
-        self.acquisitions += 1;
-        if wait > 0 {
-            self.waited += 1;
-            self.wait_ns += wait;
-            self.wait_max_ns = self.wait_max_ns.max(wait);
-        }
-    }
-
-    /// A release after holding it `hold` ns.
-    fn released(&mut self, hold: u64) {
-        self.hold_ns += hold;
-        self.hold_max_ns = self.hold_max_ns.max(hold);
-    }
-}
 
 /// A cyclic barrier: `parties` arrivals release the waiters, and the next round starts empty.
 struct SimBarrier {
@@ -509,13 +480,11 @@ struct Machine<'a> {
     /// When each runqueue lock is next free.
     rq_lock_free: Vec<u64>,
     /// Each runqueue lock's statistics.
-    rq_lock_stats: Vec<LockAcc>,
+    rq_lock_stats: Vec<LockStats>,
     /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
     net_lock_free: u64,
     /// The loopback transmit lock's statistics.
-    net_lock_stats: LockAcc,
-    /// Per plan lock, its name for the statistics.
-    lock_names: Vec<String>,
+    net_lock_stats: LockStats,
     /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
     net: bool,
     /// Whether they go over TCP (segments are ACKed).
@@ -552,6 +521,9 @@ impl<'a> Machine<'a> {
     ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
         let tick = setup.cost.tick_ns();
+        let rq_lock_stats = (0..setup.cpus)
+            .map(|d| LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true))
+            .collect();
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
                 tick_phase: rng.next_u64() % tick,
@@ -574,9 +546,13 @@ impl<'a> Machine<'a> {
                 .map(|_| Channel::default())
                 .collect(),
             locks: (0..plan.locks)
-                .map(|l| SimLock {
-                    spin: plan.lock_kind(l) == LockKind::Spin,
-                    ..SimLock::default()
+                .map(|l| {
+                    let kind = plan.lock_kind(l);
+                    SimLock {
+                        spin: kind == LockKind::Spin,
+                        stats: LockStats::new(plan.lock_name(l), kind.name(), false),
+                        ..SimLock::default()
+                    }
                 })
                 .collect(),
             barriers: (plan.sync.barriers.iter())
@@ -593,10 +569,9 @@ impl<'a> Machine<'a> {
                 .collect(),
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
             rq_lock_free: vec![0; setup.cpus],
-            rq_lock_stats: vec![LockAcc::default(); setup.cpus],
+            rq_lock_stats,
             net_lock_free: 0,
-            net_lock_stats: LockAcc::default(),
-            lock_names: (0..plan.locks).map(|l| plan.lock_name(l)).collect(),
+            net_lock_stats: LockStats::new("net_lock".into(), LockKind::Spin.name(), true),
             net,
             tcp: plan.transport == Transport::Tcp,
             msg_cost: match plan.transport {
