@@ -491,7 +491,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             warmup: false,
             number: done + 1,
             of: self.most_runs(i),
-            at_most: matches!(self.settings.budget, crate::settings::Budget::Until(_)),
+            at_most: matches!(self.settings.budget, Budget::Until(_)),
         };
         progress(self.started(i, count));
         let ran = self.run_one(backend, i, index);

@@ -18,6 +18,7 @@
 use crate::export::{read_json, ReadError};
 use crate::plot::{is_numeric_key, metric_chart_svg};
 use crate::table::num;
+use schedlab_stats::metric_values;
 use schedlab_workload::record::{ConfigResult, MetricDef, RunRecord};
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -685,12 +686,8 @@ const DOTS_PAD: f64 = 5.0;
 /// own scale (its min at the left, its max at the right) and a bar at the `mean`; empty when no
 /// repetition has the metric.
 pub fn repetition_dots(c: &ConfigResult, metric: &str, mean: f64) -> String {
-    let values: Vec<f64> = c
-        .repetitions
-        .iter()
-        .filter_map(|rep| rep.metrics.get(metric).copied())
-        .filter(|v| v.is_finite())
-        .collect();
+    let mut values = metric_values(c, metric);
+    values.retain(|v| v.is_finite());
     let (lo, hi) = values
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
@@ -740,12 +737,8 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         .configs
         .iter()
         .map(|c| {
-            let values = c
-                .repetitions
-                .iter()
-                .filter_map(|rep| rep.metrics.get(&metric.name).copied())
-                .filter(|v| v.is_finite())
-                .collect();
+            let mut values = metric_values(c, &metric.name);
+            values.retain(|v| v.is_finite());
             (c, values)
         })
         .collect();
