@@ -273,16 +273,23 @@ mod tests {
         assert_eq!(rec.warmup, 1);
     }
 
-    #[test]
-    fn until_stops_a_tight_configuration_early_and_a_noisy_one_at_the_maximum() {
+    /// `--until 95:2%` (at most 6 runs) over `tight`, whose value never varies, and `noisy`,
+    /// which never converges.
+    fn tight_and_noisy() -> (schedlab_stats::StoppingRule, MockBackend) {
         let rule = schedlab_stats::StoppingRule::parse("95:2%", 6).unwrap();
         let noisy: Vec<Step> = [1.0, 5.0, 2.0, 9.0, 1.0, 7.0, 3.0]
             .into_iter()
             .map(Step::Value)
             .collect();
-        let mut b = MockBackend::default()
+        let b = MockBackend::default()
             .script("tight", &[Step::Value(1.0)])
             .script("noisy", &noisy);
+        (rule, b)
+    }
+
+    #[test]
+    fn until_stops_a_tight_configuration_early_and_a_noisy_one_at_the_maximum() {
+        let (rule, mut b) = tight_and_noisy();
         let (_, rec) = run(
             &mut b,
             &["tight", "noisy"],
@@ -378,14 +385,7 @@ mod tests {
         );
         // Under --until, the plan is the maximum, and shrinks when a configuration converges
         // (`tight` after its third run, the fifth in all).
-        let rule = schedlab_stats::StoppingRule::parse("95:2%", 6).unwrap();
-        let noisy: Vec<Step> = [1.0, 5.0, 2.0, 9.0, 1.0, 7.0, 3.0]
-            .into_iter()
-            .map(Step::Value)
-            .collect();
-        let mut b = MockBackend::default()
-            .script("tight", &[Step::Value(1.0)])
-            .script("noisy", &noisy);
+        let (rule, mut b) = tight_and_noisy();
         let seen = started(
             &mut b,
             &["tight", "noisy"],
