@@ -77,8 +77,9 @@ pub struct Written {
     pub bytes: usize,
 }
 
-/// The record files `paths` name: files as given, directories replaced by their `*.json` files
-/// (not recursively) in name order.
+/// The record files `paths` name: files as given; a sweep's `--out` directory by its
+/// `sweep.json` alone (its per-configuration records hold the same repetitions, and would show
+/// the sweep twice); any other directory by its `*.json` files (not recursively) in name order.
 pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReportError> {
     if paths.is_empty() {
         return Err(ReportError::NoInputs);
@@ -93,6 +94,11 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReportError> {
             path: p.clone(),
             source,
         };
+        let sweep = p.join("sweep.json");
+        if sweep.is_file() {
+            files.push(sweep);
+            continue;
+        }
         let mut found: Vec<PathBuf> = Vec::new();
         for entry in std::fs::read_dir(p).map_err(dir_err)? {
             let path = entry.map_err(dir_err)?.path();
@@ -1049,6 +1055,28 @@ mod tests {
             record: r,
         }]);
         assert!(html.contains("<h3>interbench tables (seed 004)</h3>\n<pre class=\"seed\">"));
+    }
+
+    #[test]
+    fn a_sweep_directory_stands_for_its_sweep_record_other_directories_for_every_record() {
+        let sweep = tempfile::tempdir().unwrap();
+        for f in ["sweep.json", "threads=1.json", "threads=2.json"] {
+            std::fs::write(sweep.path().join(f), "{}").unwrap();
+        }
+        let other = tempfile::tempdir().unwrap();
+        for f in ["b.json", "a.json", "notes.txt"] {
+            std::fs::write(other.path().join(f), "{}").unwrap();
+        }
+        let files =
+            expand_inputs(&[sweep.path().to_path_buf(), other.path().to_path_buf()]).unwrap();
+        assert_eq!(
+            files,
+            [
+                sweep.path().join("sweep.json"),
+                other.path().join("a.json"),
+                other.path().join("b.json")
+            ]
+        );
     }
 
     #[test]
