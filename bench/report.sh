@@ -8,8 +8,8 @@
 # six metrics, the counters and seed 000's table) over policy=o1,cfs,eevdf × cpus=1,2,4 with
 # 3 repetitions each, a few seconds of simulation. Its nine per-configuration records are
 # copied to 1,000 files (record i is a copy of configuration i mod 9), beside the sweep's
-# sweep.json (all nine configurations, with the sweep's charts): the report is made of the
-# directory, 1,001 records. Copies cost the report as much as distinct records do: each is read,
+# sweep.json (all nine configurations, with the sweep's charts): the report is made of those
+# 1,001 files, named one by one (the directory alone would stand for its sweep.json). Copies cost the report as much as distinct records do: each is read,
 # parsed and rendered on its own. Exits 1 when a goal is missed.
 #
 # SCHEDLAB=path/to/schedlab uses that binary instead of building this tree's.
@@ -38,7 +38,7 @@ have=$(find "$dir" -maxdepth 1 -name '*.json' | wc -l)
 
 out=$work/report.html
 start=$(date +%s%N)
-"$SCHEDLAB" report "$dir" -o "$out"
+"$SCHEDLAB" report "$dir"/*.json -o "$out"
 end=$(date +%s%N)
 ms=$(( (end - start) / 1000000 ))
 bytes=$(stat -c %s "$out")
