@@ -29,6 +29,7 @@ pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod web;
 
 pub use context::{
     BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
