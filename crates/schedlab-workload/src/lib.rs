@@ -32,7 +32,7 @@ pub mod record;
 pub mod web;
 
 pub use context::{
-    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

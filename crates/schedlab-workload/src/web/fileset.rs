@@ -98,7 +98,7 @@ impl fmt::Display for FileSetError {
 impl std::error::Error for FileSetError {}
 
 /// A file set: how many directories, and the seed of its contents.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct FileSet {
     dirs: usize,
     seed: u64,
@@ -115,6 +115,15 @@ pub fn specweb_dirs(connections: usize) -> usize {
 pub fn dir_bytes() -> u64 {
     let per_step: usize = (1..=FILES_PER_CLASS).sum();
     CLASS_STEP.iter().map(|s| (s * per_step) as u64).sum()
+}
+
+impl fmt::Debug for FileSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileSet")
+            .field("dirs", &self.dirs)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FileSet {
