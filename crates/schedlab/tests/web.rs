@@ -1,0 +1,173 @@
+//! The `web` workload run as a user runs it (issue 17): each built-in server serves SPECweb99's
+//! mix with byte-exact responses over real TCP, a throttled server gives the conforming count
+//! it must, the simulator runs the same bodies on several policies, and bad input is refused
+//! before anything starts.
+
+mod common;
+
+use schedlab_workload::record::RunRecord;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// The real runs take turns: they pace connections in real time on a machine that may have
+/// two CPUs.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+fn temp_json(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "schedlab-test-{}-web-{name}.json",
+        std::process::id()
+    ))
+}
+
+/// Run `schedlab run web ARGS --runs 1`, and read its record.
+fn run_web(args: &[&str], name: &str) -> RunRecord {
+    let path = temp_json(name);
+    let mut all = vec!["run", "web", "--runs", "1", "--quiet", "--json"];
+    let p = path.to_str().unwrap().to_string();
+    all.push(&p);
+    all.extend_from_slice(args);
+    common::succeeded(&all, schedlab().args(&all).output().expect("run schedlab"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).ok();
+    RunRecord::from_json(&text).unwrap()
+}
+
+fn metric(rec: &RunRecord, name: &str) -> f64 {
+    *rec.configs[0].repetitions[0]
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+fn fails(args: &[&str]) -> String {
+    let out: Output = schedlab().args(args).output().expect("run schedlab");
+    assert!(!out.status.success(), "schedlab {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Every built-in server serves four connections at the rated 400 kbit/s: each response was
+/// checked byte for byte by its client (a wrong one fails the run), and all four conform.
+#[test]
+fn each_builtin_server_serves_the_mix_byte_exact() {
+    let _s = serial();
+    for server in ["prefork", "threads:4", "event:2"] {
+        let rec = run_web(
+            &[
+                "--connections",
+                "4",
+                "--dirs",
+                "2",
+                "--duration",
+                "3s",
+                "--server",
+                server,
+            ],
+            server,
+        );
+        assert_eq!(metric(&rec, "conforming"), 4.0, "{server}");
+        assert!(metric(&rec, "req_per_s") > 4.0, "{server}");
+        let kbps = metric(&rec, "kbps_mean");
+        assert!(kbps > 320.0 && kbps <= 400.5, "{server}: {kbps} kbit/s");
+    }
+}
+
+/// One prefork process for four connections serves one paced connection's keep-alive batch at
+/// a time while the others wait: at most one connection conforms, and the median does not.
+#[test]
+fn a_throttled_server_gives_the_known_conforming_count() {
+    let _s = serial();
+    let rec = run_web(
+        &[
+            "--connections",
+            "4",
+            "--dirs",
+            "2",
+            "--duration",
+            "4s",
+            "--server",
+            "prefork:1",
+        ],
+        "throttled",
+    );
+    assert!(
+        metric(&rec, "conforming") <= 1.0,
+        "{}",
+        metric(&rec, "conforming")
+    );
+    let p50 = metric(&rec, "kbps_p50");
+    assert!(
+        p50 < 320.0,
+        "median {p50} kbit/s for 4 connections sharing one server"
+    );
+    let mean = metric(&rec, "kbps_mean");
+    assert!(
+        mean > 20.0,
+        "mean {mean} kbit/s: the one server hardly served"
+    );
+}
+
+/// The simulator runs the same bodies: every policy serves the mix, and a seed gives the same
+/// numbers twice.
+#[test]
+fn the_simulator_runs_web_on_several_policies() {
+    for policy in ["o1", "cfs", "ule", "linux24"] {
+        let args = [
+            "--backend",
+            "sim",
+            "--policy",
+            policy,
+            "--cpus",
+            "2",
+            "--connections",
+            "8",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--server",
+            "prefork:4",
+        ];
+        let a = run_web(&args, policy);
+        let b = run_web(&args, policy);
+        assert_eq!(
+            a.configs[0].repetitions[0].metrics, b.configs[0].repetitions[0].metrics,
+            "{policy}"
+        );
+        // Four processes for eight paced connections: each serves one of its two connections
+        // at a time, so not all conform, and the mean is well under the rated 400 kbit/s.
+        let mean = metric(&a, "kbps_mean");
+        assert!(mean > 150.0 && mean < 300.0, "{policy}: {mean}");
+        let conforming = metric(&a, "conforming");
+        assert!((1.0..8.0).contains(&conforming), "{policy}: {conforming}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_naming_the_value() {
+    let e = fails(&["run", "web", "--server", "iis"]);
+    assert!(e.contains("'iis'") && e.contains("prefork"), "{e}");
+    let e = fails(&["run", "web", "--server", "threads:0"]);
+    assert!(e.contains("threads:0"), "{e}");
+    let e = fails(&[
+        "run",
+        "web",
+        "--connections",
+        "200",
+        "--disk-budget",
+        "100MiB",
+    ]);
+    assert!(e.contains("disk-budget") && e.contains("798.6 MB"), "{e}");
+    let e = fails(&["run", "web", "--connections", "4", "--server", "prefork:5"]);
+    assert!(e.contains("prefork:5"), "{e}");
+    let e = fails(&["run", "web", "--duration", "0s"]);
+    assert!(e.contains("duration"), "{e}");
+}
