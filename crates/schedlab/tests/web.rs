@@ -171,3 +171,83 @@ fn bad_input_is_refused_naming_the_value() {
     let e = fails(&["run", "web", "--duration", "0s"]);
     assert!(e.contains("duration"), "{e}");
 }
+
+/// The open loop (`--rate`) sends on schedule and times from the scheduled send: on the
+/// simulator, one prefork process for four connections makes every connection's requests wait
+/// while it serves another's keep-alive batch (about a second at 10 requests/s each), and that
+/// wait shows in the latency; four processes serve each at once.
+#[test]
+fn the_open_loop_counts_latency_from_the_scheduled_send() {
+    let run = |server: &str| {
+        run_web(
+            &[
+                "--backend",
+                "sim",
+                "--connections",
+                "4",
+                "--dirs",
+                "2",
+                "--duration",
+                "5s",
+                "--rate",
+                "40",
+                "--server",
+                server,
+            ],
+            &format!("open-{server}"),
+        )
+    };
+    let (one, four) = (run("prefork:1"), run("prefork:4"));
+    for rec in [&one, &four] {
+        assert!(
+            (metric(rec, "req_per_s") - 40.0).abs() < 1.0,
+            "{}",
+            metric(rec, "req_per_s")
+        );
+    }
+    assert!(
+        metric(&one, "lat_p90") > 300.0,
+        "{}",
+        metric(&one, "lat_p90")
+    );
+    assert!(
+        metric(&four, "lat_p90") < 5.0,
+        "{}",
+        metric(&four, "lat_p90")
+    );
+    let e = fails(&["run", "web", "--rate", "-5"]);
+    assert!(e.contains("rate") && e.contains("'-5'"), "{e}");
+}
+
+/// A web sweep prints seed 000's SPECweb99 table after its own.
+#[test]
+fn a_web_sweep_prints_seed_000s_table() {
+    let args = [
+        "sweep",
+        "web",
+        "--backend",
+        "sim",
+        "--cpus",
+        "2",
+        "--connections",
+        "4",
+        "--dirs",
+        "2",
+        "--duration",
+        "2s",
+        "--runs",
+        "1",
+        "--vary",
+        "policy=o1:threshold=0,o1:threshold=40",
+    ];
+    let out = common::succeeded(&args, schedlab().args(args).output().unwrap());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("conforming connections") && text.contains("percent improvement"),
+        "{text}"
+    );
+    assert!(
+        text.contains("o1:threshold=40") && text.contains("baseline"),
+        "{text}"
+    );
+}

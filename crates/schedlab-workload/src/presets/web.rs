@@ -23,6 +23,11 @@
 //!   posts its connection's number to after sending a request (epoll's ready list, one pipe
 //!   write per request on the real backend).
 //!
+//! With `--rate R` the loop is open: the connections share R requests/s, each request sent at
+//! its scheduled time whether or not the previous response has come (a connection whose
+//! response is late sends the next at once), and latency counts from the scheduled time, as
+//! wrk2 corrects for coordinated omission.
+//!
 //! On the real backend each connection is a TCP connection over 127.0.0.1 carrying real HTTP
 //! bytes, and a server reads each file from the file set written in the run's temporary
 //! directory (open, read, close per request). On the simulator the read costs the profile's I/O
@@ -131,6 +136,9 @@ pub struct Web {
     pub disk_budget: usize,
     /// Seed of the file contents and of every connection's requests.
     pub mix_seed: u64,
+    /// Open loop: requests per second over all connections, each sent at its scheduled time
+    /// (0: closed loop, each connection paced to 400 kbit/s).
+    pub rate: f64,
     /// CPUs of the machine, for `event`'s default of one loop per CPU.
     pub host_cpus: usize,
     /// The file set, made once and shared by every task of the run.
@@ -146,6 +154,7 @@ impl Default for Web {
             dirs: 0,
             disk_budget: 2 << 30,
             mix_seed: 1,
+            rate: 0.0,
             host_cpus: 1,
             fileset: Arc::default(),
         }
@@ -196,7 +205,16 @@ const PARAMS: &[ParamDef] = &[
         "1",
         "Seed of the file contents and of each connection's requests.",
     ),
+    ParamDef::value(
+        "rate",
+        "0",
+        "0",
+        "Open loop: requests/s over all connections, sent at their scheduled times, latency from the scheduled time (wrk2's correction); 0 is the closed loop paced to 400 kbit/s.",
+    ),
 ];
+
+/// The highest open-loop rate, requests/s.
+const MAX_RATE: f64 = 1e7;
 
 impl Web {
     /// Directories of the file set.
@@ -327,10 +345,31 @@ impl Web {
         // When the rated time of the last counted response ends: a response that arrives just
         // before the end of the run still counts at no more than the rated bit rate.
         let mut rated_end = self.duration;
+        // Open loop: connection `conn` sends its i-th request at `offset + i × interval`, the
+        // connections staggered evenly over one interval, as wrk2 schedules its requests.
+        let interval =
+            (self.rate > 0.0).then(|| Duration::from_secs_f64(self.connections as f64 / self.rate));
+        let offset = Duration::from_secs_f64(if self.rate > 0.0 {
+            conn as f64 / self.rate
+        } else {
+            0.0
+        });
+        let mut sent = 0u32;
         'run: loop {
             for _ in 0..RequestMix::batch(&mut batches) {
-                let start = ctx.now();
-                let close = start >= self.duration || ctx.stop_requested();
+                let scheduled = interval.map(|i| offset + i * sent);
+                if let Some(t) = scheduled.filter(|&t| t < self.duration) {
+                    ctx.sleep_until(t).await;
+                }
+                sent = sent.saturating_add(1);
+                let now = ctx.now();
+                // Latency counts from the scheduled time in the open loop: a request that had
+                // to wait for an earlier one's response waited on the server's account
+                // (coordinated omission corrected).
+                let start = scheduled.map_or(now, |t| t.min(now));
+                let close = scheduled.unwrap_or(now) >= self.duration
+                    || now >= self.duration
+                    || ctx.stop_requested();
                 let id = mix.draw(&mut files);
                 ctx.send(ChannelId(2 * conn), &request(id, close)).await?;
                 if self.is_event() {
@@ -357,16 +396,22 @@ impl Web {
                 if close {
                     break 'run;
                 }
-                // SPECweb99's rated receive: no request faster than 400 kbit/s.
-                let paced =
-                    start + Duration::from_secs_f64(resp.len() as f64 * 8.0 / RATED_BITS_PER_S);
+                // SPECweb99's rated receive: no request faster than 400 kbit/s (the closed
+                // loop; in the open loop the schedule alone sets the pace).
+                let paced = if interval.is_some() {
+                    end
+                } else {
+                    start + Duration::from_secs_f64(resp.len() as f64 * 8.0 / RATED_BITS_PER_S)
+                };
                 if end <= self.duration {
                     bytes += resp.len() as u64;
                     requests += 1;
                     rated_end = rated_end.max(paced);
                     ctx.record("latency_ns", (end - start).as_nanos() as f64);
                 }
-                ctx.sleep_until(paced.min(self.duration)).await;
+                if interval.is_none() {
+                    ctx.sleep_until(paced.min(self.duration)).await;
+                }
             }
         }
         ctx.record("bytes", bytes as f64);
@@ -383,6 +428,16 @@ impl Web {
                 "duration",
                 format_duration(self.duration),
                 "is not accepted; use more than 0s and at most 24h",
+            ));
+        }
+        if self.rate * self.duration.as_secs_f64() > 1e9 {
+            return Err(ParamError::params(
+                NAME,
+                &["rate", "duration"],
+                format!(
+                    "ask for {:.0} requests; accepted: at most 1e9 per repetition",
+                    self.rate * self.duration.as_secs_f64()
+                ),
             ));
         }
         let servers = self.server_tasks();
@@ -438,6 +493,17 @@ impl Preset for Web {
             "mix-seed" => {
                 self.mix_seed = parse_count(NAME, "mix-seed", value, 0..=u32::MAX as usize)? as u64
             }
+            "rate" => self.rate = match value.trim().parse::<f64>() {
+                Ok(r) if (0.0..=MAX_RATE).contains(&r) => r,
+                _ => return Err(ParamError::value(
+                    NAME,
+                    "rate",
+                    format!("'{value}'"),
+                    format!(
+                        "is not accepted; use 0 (closed loop) or requests/s up to {MAX_RATE:.0}"
+                    ),
+                )),
+            },
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         self.fileset = Arc::default();
@@ -477,11 +543,16 @@ impl Workload for Web {
             ("dirs".into(), self.file_dirs().to_string()),
             ("mix".into(), "static".into()),
             ("mix-seed".into(), self.mix_seed.to_string()),
+            ("rate".into(), self.rate.to_string()),
         ])
     }
 
     fn label(&self) -> String {
-        format!("connections={} server={}", self.connections, self.server)
+        let mut l = format!("connections={} server={}", self.connections, self.server);
+        if self.rate > 0.0 {
+            l.push_str(&format!(" rate={}", self.rate));
+        }
+        l
     }
 
     fn plan(&self) -> Plan {
