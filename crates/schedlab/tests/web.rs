@@ -251,3 +251,97 @@ fn a_web_sweep_prints_seed_000s_table() {
         "{text}"
     );
 }
+
+/// The processes whose parent is `pid`, from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{child}/status")).unwrap_or_default();
+        let ppid = status
+            .lines()
+            .find_map(|l| l.strip_prefix("PPid:"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        if ppid == Some(pid) {
+            out.push(child);
+        }
+    }
+    out
+}
+
+/// The temporary directories of process `pid` (`$TMPDIR/schedlab-<pid>-…`).
+fn temp_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("schedlab-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// A run interrupted while its servers and clients run (and its file set is on disk) leaves no
+/// process and no temporary file behind.
+#[test]
+fn an_interrupted_run_leaves_nothing_behind() {
+    let _s = serial();
+    let mut child = schedlab()
+        .args([
+            "run",
+            "web",
+            "--connections",
+            "4",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--runs",
+            "3",
+            "--server",
+            "prefork",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let tasks: Vec<(u32, u64)> = children(pid)
+        .into_iter()
+        .filter_map(|t| Some((t, start_time(t)?)))
+        .collect();
+    assert!(
+        !tasks.is_empty(),
+        "no server or client processes while running"
+    );
+    assert_eq!(
+        temp_dirs_of(pid).len(),
+        1,
+        "the file set's directory while running"
+    );
+    let status = Command::new("kill")
+        .args(["-INT", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait().unwrap();
+    assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
+    for (t, started) in tasks {
+        // The same pid with the same start time is the same process (not a reused pid).
+        assert_ne!(
+            start_time(t),
+            Some(started),
+            "task {t} of the interrupted run is still there"
+        );
+    }
+}
+
+/// When process `pid` started (field 22 of /proc/PID/stat, in clock ticks since boot).
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count after it.
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}

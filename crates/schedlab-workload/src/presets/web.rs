@@ -493,17 +493,21 @@ impl Preset for Web {
             "mix-seed" => {
                 self.mix_seed = parse_count(NAME, "mix-seed", value, 0..=u32::MAX as usize)? as u64
             }
-            "rate" => self.rate = match value.trim().parse::<f64>() {
-                Ok(r) if (0.0..=MAX_RATE).contains(&r) => r,
-                _ => return Err(ParamError::value(
-                    NAME,
-                    "rate",
-                    format!("'{value}'"),
-                    format!(
+            "rate" => {
+                self.rate = match value.trim().parse::<f64>() {
+                    Ok(r) if (0.0..=MAX_RATE).contains(&r) => r,
+                    _ => {
+                        return Err(ParamError::value(
+                            NAME,
+                            "rate",
+                            format!("'{value}'"),
+                            format!(
                         "is not accepted; use 0 (closed loop) or requests/s up to {MAX_RATE:.0}"
                     ),
-                )),
-            },
+                        ))
+                    }
+                }
+            }
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         self.fileset = Arc::default();
