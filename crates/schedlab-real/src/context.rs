@@ -5,7 +5,7 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -127,6 +127,21 @@ impl Context for RealContext {
     async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         sys::read_exact(self.shared.channels.read_fd(channel.0), buf)
             .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn read_file(
+        &self,
+        path: &str,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> Result<FileRead, WorkloadError> {
+        let full = self.shared.scratch.join(path);
+        buf.clear();
+        buf.reserve(len);
+        File::open(&full)
+            .and_then(|mut f| f.read_to_end(buf))
+            .map_err(|e| WorkloadError::Backend(format!("reading {}: {e}", full.display())))?;
+        Ok(FileRead::Read)
     }
 
     async fn sleep(&self, d: Duration) {

@@ -407,6 +407,12 @@ pub fn run_repetition<W: Workload>(
     let lock_stats = crate::locks::stats_enabled().map_err(RunError::Setup)?;
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
+    workload.write_files(scratch.path()).map_err(|e| {
+        RunError::Setup(format!(
+            "writing the workload's files in {}: {e}",
+            scratch.path().display()
+        ))
+    })?;
     let channels = Channels::create(plan.transport, plan.channels, plan.duplex, &scratch)
         .and_then(|mut c| c.add_pipes(plan.sync.queues).map(|()| c))
         .map_err(|e| {

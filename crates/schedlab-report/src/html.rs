@@ -279,6 +279,13 @@ pub fn seed_tables(record: &RunRecord) -> Vec<TextTable> {
                 text: crate::text::chat_seed_table(&rows, &keys),
             }]
         }
+        "web" => {
+            let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+            vec![TextTable {
+                title: "Seed 000 table (SPECweb99 runs)".into(),
+                text: crate::text::web_seed_table(&rows, &keys),
+            }]
+        }
         "interbench" => vec![TextTable {
             title: "interbench tables (seed 004)".into(),
             text: crate::interbench::tables(record, None),

@@ -4,7 +4,7 @@
 //! as interbench's and mmtests' tables mark theirs. Chat sweeps also get seed 000's table.
 
 use crate::table::{num, Table};
-use crate::text::chat_seed_table;
+use crate::text::{chat_seed_table, web_seed_table};
 use schedlab_stats::{compare, metric_values};
 use schedlab_workload::duration::format_duration;
 use schedlab_workload::record::{ConfigResult, RunRecord};
@@ -78,13 +78,18 @@ pub fn versus_first(record: &RunRecord, metric: &str, keys: &[String]) -> Vec<St
         .collect()
 }
 
-/// The sweep's table, followed by chat's seed table for chat sweeps.
+/// The sweep's table, followed by seed 000's table for chat and web sweeps.
 pub fn table(record: &RunRecord, keys: &[String]) -> String {
     let mut out = primary_table(record, keys);
     if record.workload == "chat" {
         out.push('\n');
         let rows: Vec<&ConfigResult> = record.configs.iter().collect();
         out.push_str(&chat_seed_table(&rows, keys));
+    }
+    if record.workload == "web" {
+        out.push('\n');
+        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+        out.push_str(&web_seed_table(&rows, keys));
     }
     if record.interrupted {
         out.push_str("(interrupted: only the repetitions that finished are shown)\n");

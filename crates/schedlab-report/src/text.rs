@@ -42,6 +42,11 @@ pub fn summary(record: &RunRecord) -> String {
         out.push_str(&chat_seed_table(&rows, &[]));
         out.push('\n');
     }
+    if record.workload == "web" {
+        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
+        out.push_str(&web_seed_table(&rows, &[]));
+        out.push('\n');
+    }
     if record.interrupted {
         out.push_str("(interrupted: only the repetitions that finished are shown)\n");
     }
@@ -302,20 +307,6 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
                 .and_then(|g| g.knobs.nice)
                 .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
         };
-        let mut other = Vec::new();
-        // On the simulator the policy (with its preemption threshold) is the seed's column.
-        if let Some(policy) = c.machine.as_deref().and_then(|m| m.split(", ").next()) {
-            other.push(policy.to_string());
-        }
-        for name in ["server", "client"] {
-            if let Some(g) = group(name) {
-                let mut k = g.knobs.clone();
-                k.nice = None;
-                if !k.is_default() {
-                    other.push(format!("{name}:{k}"));
-                }
-            }
-        }
         let mut total = Counters::default();
         for r in &c.repetitions {
             if let Some(tc) = r.counters.get("total") {
@@ -323,15 +314,7 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
             }
         }
         let reps = c.repetitions.len().max(1) as f64;
-        let mut row = vec![
-            nice("server"),
-            nice("client"),
-            if other.is_empty() {
-                "default".to_string()
-            } else {
-                other.join(" ")
-            },
-        ];
+        let mut row = vec![nice("server"), nice("client"), policy_and_knobs(c)];
         row.extend(extra.iter().map(|k| crate::sweep::key_value(c, k)));
         row.extend([
             c.summary
@@ -347,6 +330,82 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
         let split = total.preemption_split_percent();
         row.push(split.map_or("-".into(), |(now, _)| format!("{now:.1} %")));
         row.push(split.map_or("-".into(), |(_, ret)| format!("{ret:.1} %")));
+        t.row(row);
+    }
+    t.render()
+}
+
+/// The seeds' `policy/knobs` column: on the simulator the policy (with its preemption threshold,
+/// the seed's column), then the `server` and `client` groups' knobs other than nice; `default`
+/// when there is none of these.
+fn policy_and_knobs(c: &ConfigResult) -> String {
+    let mut other = Vec::new();
+    if let Some(policy) = c.machine.as_deref().and_then(|m| m.split(", ").next()) {
+        other.push(policy.to_string());
+    }
+    for name in ["server", "client"] {
+        if let Some(g) = c.groups.iter().find(|g| g.name == name) {
+            let mut k = g.knobs.clone();
+            k.nice = None;
+            if !k.is_default() {
+                other.push(format!("{name}:{k}"));
+            }
+        }
+    }
+    if other.is_empty() {
+        "default".to_string()
+    } else {
+        other.join(" ")
+    }
+}
+
+/// Seed 000's SPECweb99 table (Table 3, Troy Wilson's runs: `kernel | preemption threshold |
+/// conforming connections | percent improvement`), one row per web configuration: the server's
+/// and client's nice, `policy/knobs` (on the simulator the policy with its threshold), the
+/// sweep's other varied keys, the connections driven, the mean conforming connections and
+/// share, and the improvement over the first row (`baseline`).
+pub fn web_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let extra: Vec<&String> = varied
+        .iter()
+        .filter(|k| !matches!(k.as_str(), "policy" | "server.nice" | "client.nice"))
+        .collect();
+    let mut header: Vec<String> = ["Srvr Nice", "Clnt Nice", "policy/knobs"]
+        .map(String::from)
+        .to_vec();
+    header.extend(extra.iter().map(|k| k.to_string()));
+    header.extend(
+        [
+            "connections",
+            "conforming connections",
+            "% conforming",
+            "percent improvement",
+        ]
+        .map(String::from),
+    );
+    let mut t = Table::new(header);
+    let mean = |c: &ConfigResult, m: &str| c.summary.get(m).map(|s| s.mean);
+    let base = rows.first().and_then(|c| mean(c, "conforming"));
+    for (i, c) in rows.iter().enumerate() {
+        let nice = |name: &str| {
+            c.groups
+                .iter()
+                .find(|g| g.name == name)
+                .and_then(|g| g.knobs.nice)
+                .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
+        };
+        let mut row = vec![nice("server"), nice("client"), policy_and_knobs(c)];
+        row.extend(extra.iter().map(|k| crate::sweep::key_value(c, k)));
+        let conforming = mean(c, "conforming");
+        row.extend([
+            c.params.get("connections").cloned().unwrap_or("-".into()),
+            conforming.map_or("-".into(), |v| format!("{v:.0}")),
+            mean(c, "conforming_share").map_or("-".into(), |v| format!("{v:.1} %")),
+            match (i, base, conforming) {
+                (0, _, _) => "baseline".into(),
+                (_, Some(b), Some(v)) if b > 0.0 => format!("{:+.1} %", 100.0 * (v - b) / b),
+                _ => "-".into(),
+            },
+        ]);
         t.row(row);
     }
     t.render()

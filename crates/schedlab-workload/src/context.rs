@@ -36,6 +36,16 @@ pub enum IoKind {
     Truncate,
 }
 
+/// What [`Context::read_file`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileRead {
+    /// The file's bytes are in the buffer (the real backend read the file).
+    Read,
+    /// The backend charged the cost of reading it and left the buffer alone: the body supplies
+    /// the bytes itself (the simulator, which has no files).
+    Modelled,
+}
+
 /// Why a task body failed. A failed body fails the repetition: a lost or corrupted message is an
 /// error, never a lower number.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +134,15 @@ pub trait Context {
     fn cond_broadcast(&self, cond: CondId) -> impl Future<Output = Result<(), WorkloadError>>;
     /// Read or write `bytes` of the task's scratch file.
     fn io(&self, kind: IoKind, bytes: usize) -> impl Future<Output = Result<(), WorkloadError>>;
+    /// Read the whole of the file at `path` (relative to the run's temporary directory, where
+    /// [`crate::Workload::write_files`] put it; `len` bytes long) into `buf`, replacing its
+    /// contents: open, read, close, as a web server without a file cache does.
+    fn read_file(
+        &self,
+        path: &str,
+        len: usize,
+        buf: &mut Vec<u8>,
+    ) -> impl Future<Output = Result<FileRead, WorkloadError>>;
     /// Write to `bytes` of memory, page by page.
     fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()>;
     /// Record one sample of a workload metric (latency, count, …).

@@ -29,9 +29,10 @@ pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod web;
 
 pub use context::{
-    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

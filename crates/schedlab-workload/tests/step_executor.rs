@@ -61,6 +61,14 @@ impl Context for FakeCtx {
         self.tick(Duration::from_micros(1));
         Ok(())
     }
+    async fn read_file(
+        &self,
+        _path: &str,
+        _len: usize,
+        _buf: &mut Vec<u8>,
+    ) -> Result<schedlab_workload::FileRead, WorkloadError> {
+        Ok(schedlab_workload::FileRead::Modelled)
+    }
     async fn recv(&self, ch: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         self.log.borrow_mut().push(Call::Recv(ch.0));
         SuspendOnce(false).await;

@@ -7,6 +7,7 @@ mod messaging;
 pub mod params;
 mod pingpong;
 mod sched_yield;
+mod web;
 
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
@@ -17,6 +18,7 @@ pub use params::{
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
+pub use web::{ServerKind, Web};
 
 use crate::context::{Context, WorkloadError};
 use crate::plan::{Plan, TaskRef};
@@ -101,6 +103,12 @@ pub trait Workload: Send + Sync + 'static {
     fn describe(&self) -> Option<String> {
         None
     }
+    /// Write the files the task bodies read ([`Context::read_file`]) into `dir`, the run's
+    /// temporary directory, before the tasks start (the web workload's file set). The real
+    /// backend calls it once per repetition; the simulator has no files.
+    fn write_files(&self, _dir: &std::path::Path) -> std::io::Result<()> {
+        Ok(())
+    }
     /// A generous upper bound on one repetition's wall time, for the supervisor's budget.
     fn expected_time(&self) -> Option<Duration> {
         None
@@ -118,7 +126,14 @@ pub trait PresetVisitor {
 }
 
 /// The names of the shipped workloads, in the order `schedlab list` shows them.
-pub const PRESET_NAMES: &[&str] = &["messaging", "chat", "pingpong", "yield", "interbench"];
+pub const PRESET_NAMES: &[&str] = &[
+    "messaging",
+    "chat",
+    "pingpong",
+    "yield",
+    "interbench",
+    "web",
+];
 
 /// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
 /// shipped workloads: a new preset adds one line here and one to [`PRESET_NAMES`].
@@ -129,6 +144,7 @@ pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
         "pingpong" => visitor.visit::<PingPong>(),
         "yield" => visitor.visit::<Yield>(),
         "interbench" => visitor.visit::<Interbench>(),
+        "web" => visitor.visit::<Web>(),
         _ => return None,
     })
 }

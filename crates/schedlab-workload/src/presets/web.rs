@@ -1,0 +1,782 @@
+//! `web` — web serving as SPECweb99 measured it (SPECweb99 whitepaper §4.2–§6 and run rules
+//! §2.2; seed 000's Table 3 and seed 003's "simultaneous connections"; docs/web.md says what is
+//! followed and what not).
+//!
+//! `--connections N` clients (group `client`) each hold one keep-alive HTTP/1.1 connection to a
+//! built-in server (group `server`) and issue SPECweb99's static mix over it one request at a
+//! time, each paced to SPECweb99's rated 400 000 bit/s: after a response of `b` bytes that
+//! took less than `8 b / 400 000` s, the client sleeps the rest. A connection *conforms* when
+//! its bit rate over the run is at least 320 000 bit/s: 8 × the bytes of the responses that
+//! completed within the duration, over the duration — or over the time until the last one's
+//! rated time ends, if that is later (a 900 kB response just before the end counts at no more
+//! than 400 kbit/s). Every
+//! response is checked byte for byte against the seeded file set; a wrong byte fails the run.
+//!
+//! Servers, written once as task bodies:
+//! - `prefork[:N]` — N processes (default: one per connection, Apache's MaxClients ≥
+//!   connections), each serving its connections one keep-alive batch (5–15 requests,
+//!   SPECweb99's range) at a time, in turn: a connection waits while its process serves
+//!   another's batch, as one in Apache prefork's accept queue does.
+//! - `threads:N` — the same with a pool of N threads in one server process.
+//! - `event[:N]` — N event loops (default: one per CPU) in one process, each serving whichever
+//!   of its connections has a request ready. The ready list is a queue per loop that a client
+//!   posts its connection's number to after sending a request (epoll's ready list, one pipe
+//!   write per request on the real backend).
+//!
+//! With `--rate R` the loop is open: the connections share R requests/s, each request sent at
+//! its scheduled time whether or not the previous response has come (a connection whose
+//! response is late sends the next at once), and latency counts from the scheduled time, as
+//! wrk2 corrects for coordinated omission.
+//!
+//! On the real backend each connection is a TCP connection over 127.0.0.1 carrying real HTTP
+//! bytes, and a server reads each file from the file set written in the run's temporary
+//! directory (open, read, close per request). On the simulator the read costs the profile's I/O
+//! and copy costs and the network is the loopback message cost.
+
+use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
+use super::{metric, HostNeeds, Outcome, Workload};
+use crate::context::{ChannelId, Context, FileRead, WorkloadError};
+use crate::duration::{format_duration, parse_duration};
+use crate::error::{ParamError, ValueError};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use crate::web::fileset::{specweb_dirs, FileSet, MAX_DIRS};
+use crate::web::http::{parse_request, request, response_header, REQUEST_LEN};
+use crate::web::mix::{MixRng, RequestMix};
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+const NAME: &str = "web";
+
+/// SPECweb99's rated bit rate per connection: the client paces each request to it.
+pub const RATED_BITS_PER_S: f64 = 400_000.0;
+/// SPECweb99's conforming bit rate: a connection at or above it conforms.
+pub const CONFORMING_BITS_PER_S: f64 = 320_000.0;
+/// The most connections of one run.
+pub const MAX_CONNECTIONS: usize = 10_000;
+/// The longest run.
+const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// Salt that separates a connection's batch-length stream from its file stream.
+const BATCH_STREAM: u64 = 0xba7c_4e5a_17c0_0001;
+
+/// Which built-in server serves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerKind {
+    /// Processes each serving one connection's keep-alive batch at a time (`None`: one per
+    /// connection).
+    Prefork(Option<usize>),
+    /// A pool of threads in one process, each serving one batch at a time.
+    Threads(usize),
+    /// Event loops serving whichever connection is ready (`None`: one per CPU).
+    Event(Option<usize>),
+}
+
+impl fmt::Display for ServerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ServerKind::Prefork(None) => f.write_str("prefork"),
+            ServerKind::Prefork(Some(n)) => write!(f, "prefork:{n}"),
+            ServerKind::Threads(n) => write!(f, "threads:{n}"),
+            ServerKind::Event(None) => f.write_str("event"),
+            ServerKind::Event(Some(n)) => write!(f, "event:{n}"),
+        }
+    }
+}
+
+const SERVER_ACCEPTED: &str = "prefork, prefork:N, threads:N, event or event:N (N in 1..10000)";
+
+impl FromStr for ServerKind {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        let (kind, count) = match s.split_once(':') {
+            Some((k, n)) => (k, Some(n)),
+            None => (s, None),
+        };
+        let n = match count {
+            None => None,
+            Some(n) => match n.parse::<usize>() {
+                Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => Some(n),
+                _ => {
+                    return Err(ValueError(format!(
+                        "server '{s}': '{n}' is not a count; use {SERVER_ACCEPTED}"
+                    )))
+                }
+            },
+        };
+        match (kind, n) {
+            ("prefork", n) => Ok(ServerKind::Prefork(n)),
+            ("threads", Some(n)) => Ok(ServerKind::Threads(n)),
+            ("event", n) => Ok(ServerKind::Event(n)),
+            ("nginx" | "apache2", _) => Err(ValueError(format!(
+                "server '{s}' (a real server) is not available in this build yet; use {SERVER_ACCEPTED}"
+            ))),
+            _ => Err(ValueError(format!(
+                "server '{s}' is not known; use {SERVER_ACCEPTED}"
+            ))),
+        }
+    }
+}
+
+/// Web serving: SPECweb99's static mix over keep-alive connections paced to 400 kbit/s.
+#[derive(Clone, Debug)]
+pub struct Web {
+    /// Simultaneous connections (clients).
+    pub connections: usize,
+    /// The server.
+    pub server: ServerKind,
+    /// How long the clients issue requests.
+    pub duration: Duration,
+    /// Directories of the file set; 0: SPECweb99's scaling with the connections.
+    pub dirs: usize,
+    /// The most bytes the file set may take.
+    pub disk_budget: usize,
+    /// Seed of the file contents and of every connection's requests.
+    pub mix_seed: u64,
+    /// Open loop: requests per second over all connections, each sent at its scheduled time
+    /// (0: closed loop, each connection paced to 400 kbit/s).
+    pub rate: f64,
+    /// CPUs of the machine, for `event`'s default of one loop per CPU.
+    pub host_cpus: usize,
+    /// The file set, made once and shared by every task of the run.
+    fileset: Arc<OnceLock<FileSet>>,
+}
+
+impl Default for Web {
+    fn default() -> Self {
+        Web {
+            connections: 100,
+            server: ServerKind::Prefork(None),
+            duration: Duration::from_secs(30),
+            dirs: 0,
+            disk_budget: 2 << 30,
+            mix_seed: 1,
+            rate: 0.0,
+            host_cpus: 1,
+            fileset: Arc::default(),
+        }
+    }
+}
+
+impl PartialEq for Web {
+    fn eq(&self, o: &Self) -> bool {
+        self.params() == o.params()
+    }
+}
+
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value(
+        "connections",
+        "100",
+        "100",
+        "Simultaneous connections (clients), each paced to SPECweb99's 400 kbit/s.",
+    ),
+    ParamDef::value(
+        "server",
+        "prefork",
+        "prefork[:N]|threads:N|event[:N]",
+        "The built-in server: prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N).",
+    ),
+    ParamDef::value(
+        "duration",
+        "30s",
+        "30s",
+        "How long the clients issue requests.",
+    )
+    .hyphen_values(),
+    ParamDef::value(
+        "dirs",
+        "0",
+        "0",
+        "Directories of the file set (4.88 MiB each); 0 scales them with the connections as SPECweb99 does.",
+    ),
+    ParamDef::value(
+        "disk-budget",
+        "2GiB",
+        "2GiB",
+        "The most the file set may take in the temporary directory; a larger one is refused before the run.",
+    ),
+    ParamDef::value(
+        "mix-seed",
+        "1",
+        "1",
+        "Seed of the file contents and of each connection's requests.",
+    ),
+    ParamDef::value(
+        "rate",
+        "0",
+        "0",
+        "Open loop: requests/s over all connections, sent at their scheduled times, latency from the scheduled time (wrk2's correction); 0 is the closed loop paced to 400 kbit/s.",
+    ),
+];
+
+/// The highest open-loop rate, requests/s.
+const MAX_RATE: f64 = 1e7;
+
+impl Web {
+    /// Directories of the file set.
+    pub fn file_dirs(&self) -> usize {
+        if self.dirs == 0 {
+            specweb_dirs(self.connections)
+        } else {
+            self.dirs
+        }
+    }
+
+    /// Server tasks.
+    pub fn server_tasks(&self) -> usize {
+        match self.server {
+            ServerKind::Prefork(n) => n.unwrap_or(self.connections),
+            ServerKind::Threads(n) => n,
+            ServerKind::Event(n) => n.unwrap_or(self.host_cpus.max(1)),
+        }
+    }
+
+    fn fileset(&self) -> &FileSet {
+        self.fileset.get_or_init(|| {
+            FileSet::new(self.file_dirs(), self.mix_seed).expect("directories checked")
+        })
+    }
+
+    fn is_event(&self) -> bool {
+        matches!(self.server, ServerKind::Event(_))
+    }
+
+    /// The connections server task `s` serves, in its order.
+    fn served_by(&self, s: usize) -> Vec<usize> {
+        (s..self.connections).step_by(self.server_tasks()).collect()
+    }
+
+    /// Serve one request on connection `conn`; returns whether the client closed it.
+    async fn serve_one<C: Context>(
+        &self,
+        ctx: &C,
+        conn: usize,
+        req: &mut [u8],
+        body: &mut Vec<u8>,
+        out: &mut Vec<u8>,
+    ) -> Result<bool, WorkloadError> {
+        ctx.recv(ChannelId(2 * conn), req).await?;
+        let r = parse_request(req).ok_or_else(|| {
+            WorkloadError::Integrity(format!(
+                "connection {conn}: the server read a request it does not know: {:?}",
+                String::from_utf8_lossy(req)
+            ))
+        })?;
+        let size = r.file.size();
+        if ctx.read_file(&r.file.rel_path(), size, body).await? == FileRead::Modelled {
+            body.clear();
+            self.fileset()
+                .for_each_piece(r.file, |p| body.extend_from_slice(p));
+        }
+        out.clear();
+        out.extend_from_slice(response_header(body.len()).as_bytes());
+        out.extend_from_slice(body);
+        ctx.send(ChannelId(2 * conn + 1), out).await?;
+        Ok(r.close)
+    }
+
+    async fn server<C: Context>(&self, s: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let mut req = vec![0u8; REQUEST_LEN];
+        let (mut body, mut out) = (Vec::new(), Vec::new());
+        if self.is_event() {
+            // The loop's ready list: connection numbers its clients post.
+            let ready = ChannelId(2 * self.connections + s);
+            let mut open = self.served_by(s).len();
+            let mut note = [0u8; 4];
+            while open > 0 {
+                ctx.recv(ready, &mut note).await?;
+                let conn = u32::from_le_bytes(note) as usize;
+                if conn >= self.connections || conn % self.server_tasks() != s {
+                    return Err(WorkloadError::Integrity(format!(
+                        "event loop {s} was told of connection {conn}, not one of its own"
+                    )));
+                }
+                if self
+                    .serve_one(ctx, conn, &mut req, &mut body, &mut out)
+                    .await?
+                {
+                    open -= 1;
+                }
+            }
+            return Ok(());
+        }
+        let mut conns: Vec<(usize, MixRng)> = self
+            .served_by(s)
+            .into_iter()
+            .map(|c| (c, RequestMix::rng(self.mix_seed ^ BATCH_STREAM, c)))
+            .collect();
+        while !conns.is_empty() {
+            let mut i = 0;
+            while i < conns.len() {
+                let (conn, rng) = &mut conns[i];
+                let batch = RequestMix::batch(rng);
+                let mut closed = false;
+                for _ in 0..batch {
+                    if self
+                        .serve_one(ctx, *conn, &mut req, &mut body, &mut out)
+                        .await?
+                    {
+                        closed = true;
+                        break;
+                    }
+                }
+                if closed {
+                    conns.swap_remove(i);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn client<C: Context>(&self, conn: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let set = self.fileset();
+        let mix = RequestMix::new(set.dirs());
+        let mut files = RequestMix::rng(self.mix_seed, conn);
+        let mut batches = RequestMix::rng(self.mix_seed ^ BATCH_STREAM, conn);
+        let loops = self.server_tasks();
+        let mut resp = Vec::new();
+        let (mut bytes, mut requests) = (0u64, 0u64);
+        // When the rated time of the last counted response ends: a response that arrives just
+        // before the end of the run still counts at no more than the rated bit rate.
+        let mut rated_end = self.duration;
+        // Open loop: connection `conn` sends its i-th request at `offset + i × interval`, the
+        // connections staggered evenly over one interval, as wrk2 schedules its requests.
+        let interval =
+            (self.rate > 0.0).then(|| Duration::from_secs_f64(self.connections as f64 / self.rate));
+        let offset = Duration::from_secs_f64(if self.rate > 0.0 {
+            conn as f64 / self.rate
+        } else {
+            0.0
+        });
+        let mut sent = 0u32;
+        'run: loop {
+            for _ in 0..RequestMix::batch(&mut batches) {
+                let scheduled = interval.map(|i| offset + i * sent);
+                if let Some(t) = scheduled.filter(|&t| t < self.duration) {
+                    ctx.sleep_until(t).await;
+                }
+                sent = sent.saturating_add(1);
+                let now = ctx.now();
+                // Latency counts from the scheduled time in the open loop: a request that had
+                // to wait for an earlier one's response waited on the server's account
+                // (coordinated omission corrected).
+                let start = scheduled.map_or(now, |t| t.min(now));
+                let close = scheduled.unwrap_or(now) >= self.duration
+                    || now >= self.duration
+                    || ctx.stop_requested();
+                let id = mix.draw(&mut files);
+                ctx.send(ChannelId(2 * conn), &request(id, close)).await?;
+                if self.is_event() {
+                    let ready = ChannelId(2 * self.connections + conn % loops);
+                    ctx.send(ready, &(conn as u32).to_le_bytes()).await?;
+                }
+                let header = response_header(id.size());
+                resp.resize(header.len() + id.size(), 0);
+                ctx.recv(ChannelId(2 * conn + 1), &mut resp).await?;
+                let end = ctx.now();
+                if !resp.starts_with(header.as_bytes()) {
+                    return Err(WorkloadError::Integrity(format!(
+                        "connection {conn}: {} answered with header {:?}",
+                        id.url(),
+                        String::from_utf8_lossy(&resp[..header.len()])
+                    )));
+                }
+                if let Err(at) = set.verify(id, &resp[header.len()..]) {
+                    return Err(WorkloadError::Integrity(format!(
+                        "connection {conn}: the response to {} differs from the file at byte {at}",
+                        id.url()
+                    )));
+                }
+                if close {
+                    break 'run;
+                }
+                // SPECweb99's rated receive: no request faster than 400 kbit/s (the closed
+                // loop; in the open loop the schedule alone sets the pace).
+                let paced = if interval.is_some() {
+                    end
+                } else {
+                    start + Duration::from_secs_f64(resp.len() as f64 * 8.0 / RATED_BITS_PER_S)
+                };
+                if end <= self.duration {
+                    bytes += resp.len() as u64;
+                    requests += 1;
+                    rated_end = rated_end.max(paced);
+                    ctx.record("latency_ns", (end - start).as_nanos() as f64);
+                }
+                if interval.is_none() {
+                    ctx.sleep_until(paced.min(self.duration)).await;
+                }
+            }
+        }
+        ctx.record("bytes", bytes as f64);
+        ctx.record("requests", requests as f64);
+        ctx.record("seconds", rated_end.as_secs_f64());
+        Ok(())
+    }
+
+    /// Check the configuration; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.duration.is_zero() || self.duration > MAX_DURATION {
+            return Err(ParamError::value(
+                NAME,
+                "duration",
+                format_duration(self.duration),
+                "is not accepted; use more than 0s and at most 24h",
+            ));
+        }
+        if self.rate * self.duration.as_secs_f64() > 1e9 {
+            return Err(ParamError::params(
+                NAME,
+                &["rate", "duration"],
+                format!(
+                    "ask for {:.0} requests; accepted: at most 1e9 per repetition",
+                    self.rate * self.duration.as_secs_f64()
+                ),
+            ));
+        }
+        let servers = self.server_tasks();
+        if servers > self.connections {
+            return Err(ParamError::value(
+                NAME,
+                "server",
+                self.server,
+                format!(
+                    "has {servers} server tasks for {} connections; use at most one per connection",
+                    self.connections
+                ),
+            ));
+        }
+        let set = FileSet::new(self.file_dirs(), self.mix_seed)
+            .map_err(|e| ParamError::value(NAME, "dirs", self.file_dirs(), e.to_string()))?;
+        set.check_budget(self.disk_budget as u64).map_err(|e| {
+            ParamError::value(
+                NAME,
+                "disk-budget",
+                super::interbench::format_size(self.disk_budget),
+                format!("is too small: {e}"),
+            )
+        })
+    }
+}
+
+impl Preset for Web {
+    const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
+    const ABOUT: &'static str = "SPECweb99-style web serving: conforming connections at 400 kbit/s each (groups: server, client).";
+    const SUMMARY: &'static str =
+        "SPECweb99: keep-alive connections at 400 kbit/s against a built-in server; conforming connections";
+
+    fn with_defaults(host_cpus: usize) -> Self {
+        Web {
+            host_cpus,
+            ..Web::default()
+        }
+    }
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        match name {
+            "connections" => {
+                self.connections = parse_count(NAME, "connections", value, 1..=MAX_CONNECTIONS)?
+            }
+            "server" => self.server = parse_with(NAME, value, str::parse)?,
+            "duration" => self.duration = parse_with(NAME, value, parse_duration)?,
+            "dirs" => self.dirs = parse_count(NAME, "dirs", value, 0..=MAX_DIRS)?,
+            "disk-budget" => {
+                self.disk_budget = parse_with(NAME, value, super::interbench::parse_size)?
+            }
+            "mix-seed" => {
+                self.mix_seed = parse_count(NAME, "mix-seed", value, 0..=u32::MAX as usize)? as u64
+            }
+            "rate" => {
+                self.rate = match value.trim().parse::<f64>() {
+                    Ok(r) if (0.0..=MAX_RATE).contains(&r) => r,
+                    _ => {
+                        return Err(ParamError::value(
+                            NAME,
+                            "rate",
+                            format!("'{value}'"),
+                            format!(
+                        "is not accepted; use 0 (closed loop) or requests/s up to {MAX_RATE:.0}"
+                    ),
+                        ))
+                    }
+                }
+            }
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        self.fileset = Arc::default();
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
+    }
+
+    fn host_needs(&self) -> HostNeeds {
+        HostNeeds {
+            memory: None,
+            files: Some((
+                if self.dirs == 0 {
+                    "connections"
+                } else {
+                    "dirs"
+                },
+                FileSet::new(self.file_dirs(), 0).map_or(0, |s| s.bytes() as usize),
+            )),
+        }
+    }
+}
+
+impl Workload for Web {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("connections".into(), self.connections.to_string()),
+            ("server".into(), self.server.to_string()),
+            ("server-tasks".into(), self.server_tasks().to_string()),
+            ("duration".into(), format_duration(self.duration)),
+            ("dirs".into(), self.file_dirs().to_string()),
+            ("mix".into(), "static".into()),
+            ("mix-seed".into(), self.mix_seed.to_string()),
+            ("rate".into(), self.rate.to_string()),
+        ])
+    }
+
+    fn label(&self) -> String {
+        let mut l = format!("connections={} server={}", self.connections, self.server);
+        if self.rate > 0.0 {
+            l.push_str(&format!(" rate={}", self.rate));
+        }
+        l
+    }
+
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan {
+                    name: "server",
+                    tasks: self.server_tasks(),
+                },
+                GroupPlan {
+                    name: "client",
+                    tasks: self.connections,
+                },
+            ],
+            channels: 2 * self.connections,
+            duplex: true,
+            locks: 0,
+            sync: SyncPlan {
+                queues: if self.is_event() {
+                    self.server_tasks()
+                } else {
+                    0
+                },
+                ..SyncPlan::default()
+            },
+            mode: match self.server {
+                ServerKind::Prefork(_) => TaskMode::Processes,
+                _ => TaskMode::GroupProcesses,
+            },
+            transport: Transport::Tcp,
+        }
+    }
+
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        if task.group == 0 {
+            self.server(task.index, ctx).await
+        } else {
+            self.client(task.index, ctx).await
+        }
+    }
+
+    fn write_files(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        self.fileset().write(dir)
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        let mut defs = vec![
+            metric(
+                "conforming",
+                "conns",
+                Better::Higher,
+                "connections whose bit rate was at least 320 kbit/s (SPECweb99's conforming connections)",
+            ),
+            metric(
+                "conforming_share",
+                "%",
+                Better::Higher,
+                "conforming connections / connections (SPECweb99 asks for at least 95 %)",
+            ),
+            metric(
+                "req_per_s",
+                "req/s",
+                Better::Higher,
+                "responses completed within the duration, per second",
+            ),
+            metric(
+                "kbps_min",
+                "kbit/s",
+                Better::Higher,
+                "the slowest connection's bit rate",
+            ),
+            metric(
+                "kbps_p10",
+                "kbit/s",
+                Better::Higher,
+                "10th percentile of the connections' bit rates",
+            ),
+            metric(
+                "kbps_p50",
+                "kbit/s",
+                Better::Higher,
+                "median of the connections' bit rates",
+            ),
+            metric(
+                "kbps_mean",
+                "kbit/s",
+                Better::Higher,
+                "mean of the connections' bit rates",
+            ),
+        ];
+        for (name, _) in LATENCY_PERCENTILES {
+            defs.push(metric(
+                name,
+                "ms",
+                Better::Lower,
+                "response latency percentile (request sent to response checked)",
+            ));
+        }
+        defs.push(metric(
+            "lat_max",
+            "ms",
+            Better::Lower,
+            "longest response latency",
+        ));
+        defs
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let secs = self.duration.as_secs_f64();
+        let mut rates = Vec::with_capacity(self.connections);
+        let mut requests = 0.0;
+        let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        for t in plan.tasks().iter().filter(|t| t.group == 1) {
+            let samples = &outcome.tasks.get(t.id).map(|o| &o.samples);
+            let one = |m: &str| {
+                samples
+                    .and_then(|s| s.get(m))
+                    .and_then(|v| v.first().copied())
+            };
+            let (Some(bytes), Some(reqs), Some(conn_secs)) =
+                (one("bytes"), one("requests"), one("seconds"))
+            else {
+                return Err(WorkloadError::Integrity(format!(
+                    "connection {} did not report its bytes and requests",
+                    t.index
+                )));
+            };
+            rates.push(bytes * 8.0 / conn_secs.max(secs) / 1e3);
+            requests += reqs;
+            for &ns in samples
+                .and_then(|s| s.get("latency_ns"))
+                .into_iter()
+                .flatten()
+            {
+                hist.record(ns.max(1.0) as u64)
+                    .expect("auto-resizing histogram");
+            }
+        }
+        rates.sort_by(f64::total_cmp);
+        let conforming = rates
+            .iter()
+            .filter(|&&r| r >= CONFORMING_BITS_PER_S / 1e3)
+            .count() as f64;
+        let at = |q: f64| rates[((rates.len() - 1) as f64 * q).round() as usize];
+        let mut m = BTreeMap::from([
+            ("conforming".to_string(), conforming),
+            (
+                "conforming_share".to_string(),
+                100.0 * conforming / self.connections as f64,
+            ),
+            ("req_per_s".to_string(), requests / secs),
+            ("kbps_min".to_string(), rates[0]),
+            ("kbps_p10".to_string(), at(0.1)),
+            ("kbps_p50".to_string(), at(0.5)),
+            (
+                "kbps_mean".to_string(),
+                rates.iter().sum::<f64>() / rates.len() as f64,
+            ),
+            ("lat_max".to_string(), hist.max() as f64 / 1e6),
+        ]);
+        for (name, q) in LATENCY_PERCENTILES {
+            m.insert(name.to_string(), hist.value_at_percentile(q) as f64 / 1e6);
+        }
+        Ok(m)
+    }
+
+    fn classic_line(&self, m: &BTreeMap<String, f64>) -> Option<String> {
+        Some(format!(
+            "conforming connections: {:.0} of {} ({:.1} %), {:.0} requests/s",
+            m.get("conforming")?,
+            self.connections,
+            m.get("conforming_share")?,
+            m.get("req_per_s")?
+        ))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        Some(self.duration * 2 + Duration::from_secs(120))
+    }
+}
+
+/// Response latency percentiles reported: (metric name, percentile).
+const LATENCY_PERCENTILES: [(&str, f64); 4] = [
+    ("lat_p50", 50.0),
+    ("lat_p90", 90.0),
+    ("lat_p99", 99.0),
+    ("lat_p99.9", 99.9),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_parse_and_bad_ones_are_refused_by_name() {
+        assert_eq!("prefork".parse(), Ok(ServerKind::Prefork(None)));
+        assert_eq!("threads:64".parse(), Ok(ServerKind::Threads(64)));
+        assert_eq!("event:2".parse(), Ok(ServerKind::Event(Some(2))));
+        for bad in ["threads", "threads:0", "iis", "event:x"] {
+            let e = bad.parse::<ServerKind>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("prefork"), "{e}");
+        }
+    }
+
+    #[test]
+    fn configurations_are_checked_before_anything_runs() {
+        let mut w = Web::with_defaults(2);
+        w.set_param("connections", "200").unwrap();
+        assert_eq!(w.file_dirs(), 156);
+        assert_eq!(w.server_tasks(), 200);
+        w.set_param("disk-budget", "100MiB").unwrap();
+        let e = w.check().unwrap_err().to_string();
+        assert!(e.contains("disk-budget") && e.contains("798.6 MB"), "{e}");
+        w.set_param("dirs", "2").unwrap();
+        w.check().unwrap();
+        w.set_param("server", "threads:300").unwrap();
+        assert!(w.check().unwrap_err().to_string().contains("300"));
+        w.set_param("server", "event").unwrap();
+        assert_eq!(w.server_tasks(), 2);
+        assert_eq!(w.plan().sync.queues, 2);
+    }
+}
