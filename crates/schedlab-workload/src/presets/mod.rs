@@ -3,6 +3,7 @@
 
 mod chat;
 pub mod interbench;
+pub mod lookup;
 mod messaging;
 pub mod params;
 mod pingpong;
@@ -10,6 +11,7 @@ mod sched_yield;
 
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
+pub use lookup::Lookup;
 pub use messaging::Messaging;
 pub use params::{
     Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset,
@@ -118,7 +120,14 @@ pub trait PresetVisitor {
 }
 
 /// The names of the shipped workloads, in the order `schedlab list` shows them.
-pub const PRESET_NAMES: &[&str] = &["messaging", "chat", "pingpong", "yield", "interbench"];
+pub const PRESET_NAMES: &[&str] = &[
+    "messaging",
+    "chat",
+    "pingpong",
+    "yield",
+    "interbench",
+    "lookup",
+];
 
 /// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
 /// shipped workloads: a new preset adds one line here and one to [`PRESET_NAMES`].
@@ -129,6 +138,7 @@ pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
         "pingpong" => visitor.visit::<PingPong>(),
         "yield" => visitor.visit::<Yield>(),
         "interbench" => visitor.visit::<Interbench>(),
+        "lookup" => visitor.visit::<Lookup>(),
         _ => return None,
     })
 }
