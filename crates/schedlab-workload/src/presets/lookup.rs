@@ -283,8 +283,8 @@ impl Lookup {
                 NAME,
                 &["files", "depth"],
                 format!(
-                    "files {} is fewer than depth {}: a path of {} components needs at least {} entries; use files >= depth",
-                    self.files, self.depth, self.depth, self.depth
+                    "ask for paths of {} components in a tree of {} entries; accepted: at least as many entries as components",
+                    self.depth, self.files
                 ),
             ));
         }
@@ -298,10 +298,17 @@ impl Lookup {
         )
     }
 
-    /// The tree of this configuration (built on first use).
+    /// The tree of this configuration (built on first use; a configuration that fails
+    /// [`Lookup::validate`] is never run, and gets a tree of `depth` entries at least).
     fn tree(&self) -> &Tree {
-        self.tree
-            .get_or_init(|| Tree::new(self.files, self.depth, self.skew, self.cached))
+        self.tree.get_or_init(|| {
+            Tree::new(
+                self.files.max(self.depth),
+                self.depth,
+                self.skew,
+                self.cached,
+            )
+        })
     }
 
     /// The lock per lookup component, `dcache_lock`.
@@ -544,8 +551,11 @@ impl Workload for Lookup {
     }
 
     fn plan(&self) -> Plan {
-        // Built here, before the backend releases any task.
-        self.tree();
+        // Built here, before the backend releases any task (a plan may be asked of a
+        // configuration before it is checked: no tree then).
+        if self.validate().is_ok() {
+            self.tree();
+        }
         let kernel = self.dcache == Dcache::Kernel;
         Plan {
             groups: vec![GroupPlan {
@@ -957,6 +967,9 @@ mod tests {
         l.set_param("depth", "8").unwrap();
         l.set_param("files", "5").unwrap();
         let e = l.validate().unwrap_err().to_string();
-        assert!(e.contains("files 5 is fewer than depth 8"), "{e}");
+        assert!(
+            e.contains("paths of 8 components in a tree of 5 entries"),
+            "{e}"
+        );
     }
 }
