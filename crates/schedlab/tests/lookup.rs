@@ -125,3 +125,73 @@ fn the_simulator_refuses_the_kernels_walk_before_anything_runs() {
     assert!(err.contains("needs the real kernel"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn a_thread_sweep_writes_will_it_scales_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wis.csv");
+    let args = [
+        "sweep",
+        "lookup",
+        "--backend",
+        "sim",
+        "--cpus",
+        "4",
+        "--seed",
+        "1",
+        "--lookups",
+        "300",
+        "--vary",
+        "threads=4,1,2",
+        "--runs",
+        "1",
+        "-q",
+        "--wis-csv",
+        csv.to_str().unwrap(),
+    ];
+    common::succeeded(&args, schedlab().args(args).output().unwrap());
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "tasks,processes,processes_idle,threads,threads_idle,linear"
+    );
+    assert_eq!(lines[1], "0,0,100,0,100,0");
+    assert_eq!(lines.len(), 5, "{text}");
+    let cells: Vec<Vec<&str>> = lines[2..].iter().map(|l| l.split(',').collect()).collect();
+    // Sorted by task count; processes columns empty; linear is the one-task rate × tasks.
+    let one: f64 = cells[0][3].parse().unwrap();
+    for (row, tasks) in cells.iter().zip([1.0, 2.0, 4.0]) {
+        assert_eq!(row[0].parse::<f64>().unwrap(), tasks, "{text}");
+        assert_eq!((row[1], row[2]), ("", ""), "{text}");
+        let idle: f64 = row[4].parse().unwrap();
+        assert!((0.0..=100.0).contains(&idle), "{text}");
+        assert_eq!(row[5].parse::<f64>().unwrap(), one * tasks, "{text}");
+    }
+    // One CPU of four busy with one task: about 75 % idle.
+    let idle1: f64 = cells[0][4].parse().unwrap();
+    assert!((70.0..80.0).contains(&idle1), "{text}");
+
+    // A sweep with two configurations per task count is refused before anything runs.
+    let out = schedlab()
+        .args([
+            "sweep",
+            "lookup",
+            "--backend",
+            "sim",
+            "--vary",
+            "threads=1,2",
+            "--vary",
+            "dcache=lock,rcu",
+            "--wis-csv",
+            csv.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("one row per task count") && err.contains("vary only --threads"),
+        "{err}"
+    );
+}
