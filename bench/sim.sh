@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Simulator speed and memory (issues: simulator core, historic policies). Prints simulated
-# scheduling events per wall-clock second for the two cases, per policy, and peak RSS against
+# scheduling events per wall-clock second for three cases (chat, a yield storm, seed 003's
+# lookup walk under dcache_lock), per policy, and peak RSS against
 # task count.
 #
 #   bench/sim.sh [REPS]      (default 3 repetitions per case; the median events/s is printed)
@@ -26,7 +27,8 @@ rate() {
 printf '%-58s %14s %8s\n' "case" "events/s" "vs goal"
 all=$("$sl" list | sed -n '/^SIMULATED POLICIES/,/^$/p' | awk '/^  [a-z]/ { print $1 }')
 for policy in ${POLICIES:-$all}; do
-  for case in "chat --rooms 10 --messages 100 --cpus 8" "yield --threads 2048 --duration 1s --cpus 8"; do
+  for case in "chat --rooms 10 --messages 100 --cpus 8" "yield --threads 2048 --duration 1s --cpus 8" \
+    "lookup --threads 8 --lookups 20000 --cpus 8"; do
     if [ "$policy" = linux24 ] && [ "${case%% *}" = yield ]; then
       # shellcheck disable=SC2086
       s=$( { /usr/bin/time -f '%e' "$sl" run $case --backend sim --policy linux24 --runs 1 --quiet >/dev/null; } 2>&1 | tail -1)

@@ -190,8 +190,19 @@ impl Backend for SimBackend {
         false
     }
 
-    fn check_needs(&self, _: &'static str, _: &HostNeeds) -> Result<(), ExperimentError> {
-        Ok(()) // memory and I/O are modelled, not used
+    /// Memory and I/O are modelled, not used; the kernel's own code (a real path walk) is not
+    /// modelled at all, so a configuration that needs it is refused.
+    fn check_needs(
+        &self,
+        workload: &'static str,
+        needs: &HostNeeds,
+    ) -> Result<(), ExperimentError> {
+        match needs.real_kernel {
+            Some(what) => Err(ExperimentError::Backend(format!(
+                "{workload}: {what} needs the real kernel; the simulator has no file system to walk — run it with --backend real, or choose a modelled strategy"
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn check_knobs(

@@ -5,7 +5,8 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, PathOp, SemaphoreId,
+    WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -242,6 +243,28 @@ impl Context for RealContext {
                     left -= got;
                 }
             }
+        }
+        Ok(())
+    }
+
+    async fn path(&self, op: PathOp, path: &str) -> Result<(), WorkloadError> {
+        // The run's private directory is removed with everything in it when the run ends.
+        let full = self.shared.scratch.join(path);
+        let err = |e: std::io::Error| {
+            WorkloadError::Backend(format!("{op:?} of {}: {e}", full.display()))
+        };
+        match op {
+            PathOp::Create => {
+                if let Some(dir) = full.parent() {
+                    std::fs::create_dir_all(dir).map_err(err)?;
+                }
+                File::create(&full).map_err(err)?;
+            }
+            // std's metadata() is statx(2) on Linux: the same path walk as stat(2).
+            PathOp::Stat => {
+                std::fs::metadata(&full).map_err(err)?;
+            }
+            PathOp::OpenClose => drop(File::open(&full).map_err(err)?),
         }
         Ok(())
     }

@@ -6,6 +6,7 @@
 
 pub mod export;
 pub mod export_csv;
+pub mod export_wis;
 pub mod html;
 pub mod interbench;
 pub mod markdown;

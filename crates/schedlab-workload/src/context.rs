@@ -46,6 +46,18 @@ pub enum FileRead {
     Modelled,
 }
 
+/// What a task asks of the kernel's own path walk ([`Context::path`]), on a path relative to the
+/// run's private directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PathOp {
+    /// Create the file (empty), with any directories above it that do not exist yet.
+    Create,
+    /// `stat(2)` it: one walk of the path.
+    Stat,
+    /// `open(2)` it read-only and `close(2)` it at once (will-it-scale's open1 and open2).
+    OpenClose,
+}
+
 /// Why a task body failed. A failed body fails the repetition: a lost or corrupted message is an
 /// error, never a lower number.
 #[derive(Debug, Clone, PartialEq)]
@@ -145,6 +157,17 @@ pub trait Context {
     ) -> impl Future<Output = Result<FileRead, WorkloadError>>;
     /// Write to `bytes` of memory, page by page.
     fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()>;
+    /// Do `op` on `path` (relative to the run's private directory, `/`-separated) through the
+    /// kernel's own path lookup. Only a real kernel has one: the simulator models no file
+    /// system, and a workload that needs this says so in its host needs
+    /// ([`crate::presets::HostNeeds::real_kernel`]) so that the simulator refuses it before
+    /// anything runs. By default the backend has none.
+    fn path(&self, op: PathOp, path: &str) -> impl Future<Output = Result<(), WorkloadError>> {
+        let _ = path;
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "{op:?} of a path needs the real kernel's path lookup, which this backend does not have"
+        ))))
+    }
     /// Record one sample of a workload metric (latency, count, …).
     fn record(&self, metric: &'static str, value: f64);
     /// Whether the run has been asked to stop early; long loops check it.

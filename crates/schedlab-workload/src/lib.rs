@@ -32,7 +32,8 @@ pub mod record;
 pub mod web;
 
 pub use context::{
-    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, PathOp, SemaphoreId,
+    WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

@@ -138,13 +138,14 @@ pub struct WorkloadArgs {
 }
 
 /// The order of the workload subcommands in help texts.
-const HELP_ORDER: [&str; 6] = [
+const HELP_ORDER: [&str; 7] = [
     "messaging",
     "chat",
     "pingpong",
     "interbench",
     "yield",
     "web",
+    "lookup",
 ];
 
 /// Builds one workload's subcommand from its declared parameters.
@@ -443,6 +444,11 @@ pub struct CommonArgs {
     /// repetition.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// Write a thread sweep as will-it-scale's CSV (tasks,processes,processes_idle,threads,
+    /// threads_idle,linear: one row per --threads value, the primary metric as `threads`); it is
+    /// rewritten after every repetition.
+    #[arg(long, value_name = "FILE")]
+    pub wis_csv: Option<PathBuf>,
     /// Where to run: the real kernel, or a simulated machine (--policy, --cpus, --profile).
     #[arg(long, value_enum, default_value_t = BackendArg::Real)]
     pub backend: BackendArg,

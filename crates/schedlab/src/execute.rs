@@ -155,6 +155,7 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         ("--plot", &common.plot),
         ("--csv", &common.csv),
         ("--markdown", &common.markdown),
+        ("--wis-csv", &common.wis_csv),
     ];
     for (i, (flag, path)) in files.iter().enumerate() {
         if let Some(p) = path {
@@ -217,7 +218,44 @@ fn exports(common: &CommonArgs, keys: &[String]) -> schedlab_report::export::Exp
         let keys = keys.to_vec();
         exports.add(path.clone(), Box::new(MarkdownExporter { keys }));
     }
+    if let Some(path) = &common.wis_csv {
+        exports.add(
+            path.clone(),
+            Box::new(schedlab_report::export_wis::WisExporter),
+        );
+    }
     exports
+}
+
+/// will-it-scale's CSV has one row per task count: every configuration needs a `threads`
+/// parameter of its own value, and the primary metric must be a rate (higher is better).
+fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    for c in &experiment.configs {
+        let Some(t) = c.workload.params().get("threads").cloned() else {
+            return Err(format!(
+                "will-it-scale's CSV has a row per task count, and workload '{}' has no threads parameter",
+                c.workload.name()
+            ));
+        };
+        if !seen.insert(t.clone()) {
+            return Err(format!(
+                "will-it-scale's CSV has one row per task count, and this sweep has several configurations with threads={t}; vary only --threads"
+            ));
+        }
+    }
+    let primary = experiment
+        .configs
+        .first()
+        .and_then(|c| c.workload.metric_defs().into_iter().next());
+    match primary {
+        Some(m) if m.better == schedlab_workload::record::Better::Higher => Ok(()),
+        Some(m) => Err(format!(
+            "its threads column is an operation rate, and this workload's primary metric {} is not one",
+            m.name
+        )),
+        None => Err("the workload has no metric".into()),
+    }
 }
 
 /// Whether a file can be created in `dir` (records are written to a temporary name and renamed
@@ -308,6 +346,9 @@ impl Execute<'_> {
             return Ok(RunEnd::Complete);
         }
         let keys = table_keys(&experiment);
+        if let Some(path) = &self.common.wis_csv {
+            check_wis_csv(&experiment).map_err(|e| format!("--wis-csv {}: {e}", path.display()))?;
+        }
         if let Some(path) = &self.common.plot {
             let values = key_values(&experiment, &keys);
             schedlab_report::plot::check_keys(&values)

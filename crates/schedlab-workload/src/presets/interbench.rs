@@ -864,6 +864,7 @@ impl Preset for Interbench {
                 LoadKind::Compile => Some(("io-size", 2 * self.io_size)),
                 _ => None,
             },
+            real_kernel: None,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 mod chat;
 pub mod interbench;
+pub mod lookup;
 mod messaging;
 pub mod params;
 mod pingpong;
@@ -11,6 +12,7 @@ mod web;
 
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
+pub use lookup::Lookup;
 pub use messaging::Messaging;
 pub use params::{
     Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset,
@@ -133,6 +135,7 @@ pub const PRESET_NAMES: &[&str] = &[
     "yield",
     "interbench",
     "web",
+    "lookup",
 ];
 
 /// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
@@ -145,6 +148,7 @@ pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
         "yield" => visitor.visit::<Yield>(),
         "interbench" => visitor.visit::<Interbench>(),
         "web" => visitor.visit::<Web>(),
+        "lookup" => visitor.visit::<Lookup>(),
         _ => return None,
     })
 }

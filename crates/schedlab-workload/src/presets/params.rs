@@ -353,4 +353,7 @@ pub struct HostNeeds {
     pub memory: Option<(&'static str, usize)>,
     /// Bytes of files it writes in the temporary directory, and the parameter that sizes them.
     pub files: Option<(&'static str, usize)>,
+    /// The parameter setting that needs the real kernel's own code ([`crate::Context::path`]:
+    /// `dcache=kernel`), so that the simulator refuses the configuration before anything runs.
+    pub real_kernel: Option<&'static str>,
 }

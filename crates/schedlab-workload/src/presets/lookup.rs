@@ -1,0 +1,975 @@
+//! `lookup` — path lookup under a contended lock: seed 003's comparison of the 2.4 dcache
+//! (`dcache_lock` taken for every component), Al Viro's fastwalk (the lock held across the whole
+//! cached walk) and the RCU walk (no lock on the walk; the lock only for misses and for LRU
+//! updates batched lazily), after Dipankar Sarma's "specweb99: dcache scalability results"
+//! (LKML, July 2002; /work/shared/seeds/003) and the 2.4 `fs/namei.c` / `fs/dcache.c` it measured
+//! (`d_lookup` under `spin_lock(&dcache_lock)`, `dput` through `atomic_dec_and_lock`).
+//!
+//! `threads` tasks each resolve `lookups` paths, then do `request` of CPU work (the web server's
+//! work per request). A path has `depth` components and ends at a file of a deterministic tree
+//! of `files` entries (directories and files; every file at depth `depth`); which file is drawn
+//! from a Zipf-like popularity (`skew`: rank r is drawn with weight 1/(r+1)^skew, ranks
+//! scattered over the tree by a fixed permutation) by a per-task seeded generator. Every
+//! component is one real hash-table lookup keyed by (parent, name) and one reference count
+//! taken on it (the previous component's dropped), plus `component` of CPU work standing for
+//! `d_lookup` and `dget` on seed 003's machine. The dcache holds the `cached` % most popular
+//! entries (a warm LRU's steady state under a fixed popularity); a component outside them misses
+//! every time: the file system's lookup (`MISS_FACTOR` × `component`, outside the lock) and an
+//! insertion under the lock (`component`). Dropping the final reference puts the file's dentry
+//! on the LRU list (`component` / `LRU_FACTOR` per entry).
+//!
+//! The strategies, with `m` the misses of one lookup (exact acquisitions of `dcache_lock`):
+//!
+//! - `lock`: lock, look up + reference, unlock — per component; a miss unlocks, does the file
+//!   system's lookup, and locks again to insert; the final `dput` takes the lock for the LRU:
+//!   `depth + m + 1` acquisitions per lookup;
+//! - `fastwalk`: lock once and hold it over the cached walk; a miss drops it for the file
+//!   system's lookup and takes it again to insert and go on; then unlock, and the final `dput`
+//!   takes it for the LRU: `2 + m`;
+//! - `rcu`: no lock on the walk; a miss takes it to insert; the final dentry joins the task's
+//!   LRU batch, and every `LRU_BATCH` of them (and the rest at the end) move to the LRU under one
+//!   acquisition: `m` + ⌈lookups / `LRU_BATCH`⌉ per task;
+//! - `kernel` (real kernel only): the kernel's own path walk — `stat(2)` or `open(2)`+`close(2)`
+//!   of the drawn path in a tree generated in the run's temporary directory (`syscall=stat|open`),
+//!   or will-it-scale's `open1` (each task opens and closes its own file in one shared
+//!   directory) and `open2` (each in its own directory); the tree or files are made before a
+//!   barrier, and the lookups are timed after it.
+//!
+//! `dcache_lock` is a spin lock of the plan, so `--locks` prints lockmeter's table of it. Metrics:
+//! lookups per second (all lookups over the span from the first task's start to the last one's
+//! end, after the barrier in `kernel`), each lookup's latency (the walk, without the request's
+//! work) as percentiles, acquisitions and misses per lookup.
+
+use super::params::{
+    check_product, parse_count, parse_param, parse_with, unknown_param, HostNeeds, ParamDef,
+    ParamKind, Preset,
+};
+use super::{metric, Outcome, Workload};
+use crate::context::{BarrierId, Context, LockId, PathOp, WorkloadError};
+use crate::duration::{format_duration, parse_duration};
+use crate::error::{ParamError, ValueError};
+use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use hdrhistogram::Histogram;
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+const NAME: &str = "lookup";
+
+/// The global lock's name in the lock table, as in seed 003.
+pub const DCACHE_LOCK: &str = "dcache_lock";
+
+/// Dentries moved to the LRU list under one acquisition in `rcu`.
+pub const LRU_BATCH: u64 = 8;
+
+/// An LRU move costs `component` / `LRU_FACTOR` (a list splice against a hash-chain walk and a
+/// reference count), so that `rcu`'s batch holds the lock about as long as one component.
+pub const LRU_FACTOR: u32 = 8;
+
+/// A miss's file-system lookup costs `MISS_FACTOR` × `component` (a directory search in the
+/// page cache), outside the lock.
+pub const MISS_FACTOR: u32 = 20;
+
+/// The largest tree.
+const MAX_FILES: usize = 1_000_000;
+
+/// The deepest path.
+const MAX_DEPTH: usize = 32;
+
+/// The most lookups of one repetition (all tasks): each keeps a latency sample.
+const MAX_LOOKUPS: u128 = 50_000_000;
+
+/// Percentiles reported for a lookup's latency: (metric name, quantile).
+const PERCENTILES: [(&str, f64); 4] = [
+    ("lookup_p50", 50.0),
+    ("lookup_p90", 90.0),
+    ("lookup_p99", 99.0),
+    ("lookup_p99.9", 99.9),
+];
+
+/// How a lookup walks the cached path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dcache {
+    /// 2.4's dcache: the global lock around each component.
+    Lock,
+    /// Al Viro's fastwalk: the lock held across the cached walk, dropped on a miss.
+    Fastwalk,
+    /// dcache_rcu: no lock on the walk; the lock for misses and lazily batched LRU updates.
+    Rcu,
+    /// The running kernel's own path walk (real backend only).
+    Kernel,
+}
+
+impl fmt::Display for Dcache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dcache::Lock => "lock",
+            Dcache::Fastwalk => "fastwalk",
+            Dcache::Rcu => "rcu",
+            Dcache::Kernel => "kernel",
+        })
+    }
+}
+
+impl FromStr for Dcache {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "lock" => Ok(Dcache::Lock),
+            "fastwalk" => Ok(Dcache::Fastwalk),
+            "rcu" => Ok(Dcache::Rcu),
+            "kernel" => Ok(Dcache::Kernel),
+            _ => Err(ValueError::new(format!(
+                "dcache '{s}' is not accepted; use lock, fastwalk, rcu or kernel"
+            ))),
+        }
+    }
+}
+
+/// What `dcache=kernel` asks of the kernel per lookup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Syscall {
+    /// `stat(2)` of the drawn path.
+    Stat,
+    /// `open(2)` + `close(2)` of the drawn path.
+    Open,
+    /// will-it-scale's open1: each task opens and closes its own file in one shared directory.
+    Open1,
+    /// will-it-scale's open2: each task opens and closes its own file in its own directory.
+    Open2,
+}
+
+impl fmt::Display for Syscall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Syscall::Stat => "stat",
+            Syscall::Open => "open",
+            Syscall::Open1 => "open1",
+            Syscall::Open2 => "open2",
+        })
+    }
+}
+
+impl FromStr for Syscall {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "stat" => Ok(Syscall::Stat),
+            "open" => Ok(Syscall::Open),
+            "open1" => Ok(Syscall::Open1),
+            "open2" => Ok(Syscall::Open2),
+            _ => Err(ValueError::new(format!(
+                "syscall '{s}' is not accepted; use stat, open, open1 or open2"
+            ))),
+        }
+    }
+}
+
+/// Tasks resolving paths under a dcache strategy.
+#[derive(Clone, Debug)]
+pub struct Lookup {
+    /// Number of tasks.
+    pub threads: usize,
+    /// Lookups per task.
+    pub lookups: usize,
+    /// Components per path.
+    pub depth: usize,
+    /// Entries of the tree (directories and files).
+    pub files: usize,
+    /// Zipf exponent of the files' popularity (0: uniform).
+    pub skew: f64,
+    /// Percent of the entries the dcache holds, the most popular first.
+    pub cached: u32,
+    /// The walk's strategy.
+    pub dcache: Dcache,
+    /// What `dcache=kernel` does per lookup.
+    pub syscall: Syscall,
+    /// CPU work per component (hash lookup and reference count).
+    pub component: Duration,
+    /// CPU work per request, after its lookup, outside any lock.
+    pub request: Duration,
+    /// The tree, built once per configuration (by [`Workload::plan`], before any task starts).
+    tree: Arc<OnceLock<Tree>>,
+}
+
+impl Default for Lookup {
+    fn default() -> Self {
+        Lookup {
+            threads: 2,
+            lookups: 2000,
+            depth: 6,
+            files: 10_000,
+            skew: 1.0,
+            cached: 90,
+            dcache: Dcache::Lock,
+            syscall: Syscall::Stat,
+            component: Duration::from_micros(2),
+            request: Duration::from_micros(600),
+            tree: Arc::default(),
+        }
+    }
+}
+
+impl PartialEq for Lookup {
+    fn eq(&self, other: &Self) -> bool {
+        self.params() == other.params()
+    }
+}
+
+/// The parameters of [`Lookup`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value(
+        "threads",
+        "2",
+        "2",
+        "Task counts to run, comma-separated (1..4096 each); one configuration per count.",
+    )
+    .kind(ParamKind::List),
+    ParamDef::value("lookups", "2000", "2000", "Path lookups per task."),
+    ParamDef::value("depth", "6", "6", "Components per path (1..32)."),
+    ParamDef::value(
+        "files",
+        "10000",
+        "10000",
+        "Entries of the tree, directories and files (depth..1000000).",
+    ),
+    ParamDef::value(
+        "skew",
+        "1.0",
+        "1.0",
+        "Zipf exponent of the files' popularity: rank r is drawn with weight 1/(r+1)^skew (0..4; 0 is uniform).",
+    ),
+    ParamDef::value(
+        "cached",
+        "90",
+        "90",
+        "Percent of the tree's entries the dcache holds, the most popular first; the others miss (0..100).",
+    ),
+    ParamDef::value(
+        "dcache",
+        "lock",
+        "lock|fastwalk|rcu|kernel",
+        "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and batched LRU updates), kernel (the real kernel's own walk).",
+    ),
+    ParamDef::value(
+        "syscall",
+        "stat",
+        "stat|open|open1|open2",
+        "With dcache=kernel: stat or open+close the drawn path, or will-it-scale's open1 (own file, one shared directory) or open2 (own directory).",
+    ),
+    ParamDef::value(
+        "component",
+        "2us",
+        "2us",
+        "CPU work per component (hash lookup and reference count).",
+    ),
+    ParamDef::value(
+        "request",
+        "600us",
+        "600us",
+        "CPU work per request after its lookup, outside the lock.",
+    ),
+];
+
+impl Lookup {
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.files < self.depth {
+            return Err(ParamError::params(
+                NAME,
+                &["files", "depth"],
+                format!(
+                    "ask for paths of {} components in a tree of {} entries; accepted: at least as many entries as components",
+                    self.depth, self.files
+                ),
+            ));
+        }
+        check_product(
+            NAME,
+            &["threads", "lookups"],
+            "lookups",
+            "threads × lookups",
+            &[self.threads, self.lookups],
+            MAX_LOOKUPS,
+        )
+    }
+
+    /// The tree of this configuration (built on first use; a configuration that fails
+    /// [`Lookup::validate`] is never run, and gets a tree of `depth` entries at least).
+    fn tree(&self) -> &Tree {
+        self.tree.get_or_init(|| {
+            Tree::new(
+                self.files.max(self.depth),
+                self.depth,
+                self.skew,
+                self.cached,
+            )
+        })
+    }
+
+    /// The lock per lookup component, `dcache_lock`.
+    const LOCK: LockId = LockId(0);
+}
+
+fn parse_work(name: &'static str, value: &str) -> Result<Duration, ParamError> {
+    let d = parse_with(NAME, value, parse_duration)?;
+    if d > Duration::from_secs(1) {
+        return Err(ParamError::value(
+            NAME,
+            name,
+            value,
+            "is not accepted; use 0..1s",
+        ));
+    }
+    Ok(d)
+}
+
+impl Preset for Lookup {
+    const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
+    const ABOUT: &'static str =
+        "Seed 003's path lookup under dcache_lock: per-component lock, fastwalk, RCU, or the kernel's own walk (group: lookup).";
+    const SUMMARY: &'static str = "seed 003's dcache: tasks resolve paths under dcache_lock per component, fastwalk or RCU (or the real kernel's walk)";
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        match name {
+            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=4096)?,
+            "lookups" => self.lookups = parse_count(NAME, "lookups", value, 1..=10_000_000)?,
+            "depth" => self.depth = parse_count(NAME, "depth", value, 1..=MAX_DEPTH)?,
+            "files" => self.files = parse_count(NAME, "files", value, 1..=MAX_FILES)?,
+            "skew" => {
+                let s: f64 = parse_param(NAME, "skew", value, "a number 0..4")?;
+                if !(0.0..=4.0).contains(&s) {
+                    return Err(ParamError::value(
+                        NAME,
+                        "skew",
+                        value,
+                        "is not accepted; use a number 0..4",
+                    ));
+                }
+                self.skew = s;
+            }
+            "cached" => self.cached = parse_count(NAME, "cached", value, 0..=100)? as u32,
+            "dcache" => self.dcache = parse_with(NAME, value, str::parse)?,
+            "syscall" => self.syscall = parse_with(NAME, value, str::parse)?,
+            "component" => self.component = parse_work("component", value)?,
+            "request" => self.request = parse_work("request", value)?,
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        // The tree follows the parameters: a changed copy builds its own.
+        self.tree = Arc::default();
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
+    }
+
+    fn host_needs(&self) -> HostNeeds {
+        if self.dcache != Dcache::Kernel {
+            return HostNeeds::default();
+        }
+        // An empty file or a directory takes an inode and, for directories, a block.
+        let entries = match self.syscall {
+            Syscall::Stat | Syscall::Open => self.files,
+            Syscall::Open1 | Syscall::Open2 => 2 * self.threads,
+        };
+        HostNeeds {
+            files: Some(("files", entries * 4096)),
+            real_kernel: Some("dcache=kernel (the running kernel's own path walk)"),
+            ..HostNeeds::default()
+        }
+    }
+}
+
+/// The counts one task keeps of its lookups.
+#[derive(Default)]
+struct Tally {
+    acquisitions: u64,
+    misses: u64,
+}
+
+impl Lookup {
+    /// Take `dcache_lock`, counting it.
+    async fn lock<C: Context>(&self, ctx: &C, tally: &mut Tally) {
+        ctx.lock(Self::LOCK).await;
+        tally.acquisitions += 1;
+    }
+
+    /// One lookup of file `leaf` under a simulated-or-emulated strategy (not `kernel`).
+    async fn walk<C: Context>(
+        &self,
+        ctx: &C,
+        tree: &Tree,
+        leaf: u32,
+        tally: &mut Tally,
+        lru_batch: &mut u64,
+    ) -> Result<(), WorkloadError> {
+        let path = tree.path(leaf);
+        let miss_work = self.component * MISS_FACTOR;
+        let held_over_walk = self.dcache == Dcache::Fastwalk;
+        if held_over_walk {
+            self.lock(ctx, tally).await;
+        }
+        let mut parent = ROOT;
+        for &want in &path {
+            let per_component = self.dcache == Dcache::Lock;
+            if per_component {
+                self.lock(ctx, tally).await;
+            }
+            let found = tree.lookup(parent, want);
+            if found.is_none() {
+                // A miss: the file system's lookup outside the lock, then an insertion under it.
+                tally.misses += 1;
+                if per_component || held_over_walk {
+                    ctx.unlock(Self::LOCK);
+                }
+                ctx.compute(miss_work).await;
+                self.lock(ctx, tally).await;
+                ctx.compute(self.component).await;
+                if !held_over_walk {
+                    ctx.unlock(Self::LOCK);
+                }
+            } else {
+                ctx.compute(self.component).await;
+                if per_component {
+                    ctx.unlock(Self::LOCK);
+                }
+            }
+            tree.get_ref(want, parent);
+            parent = want;
+        }
+        if held_over_walk {
+            ctx.unlock(Self::LOCK);
+        }
+        // The final dput: its dentry goes on the LRU list.
+        tree.put_ref(parent);
+        let lru_move = self.component / LRU_FACTOR;
+        if self.dcache == Dcache::Rcu {
+            *lru_batch += 1;
+            if *lru_batch == LRU_BATCH {
+                self.flush_lru(ctx, tally, lru_batch).await;
+            }
+        } else {
+            self.lock(ctx, tally).await;
+            ctx.compute(lru_move).await;
+            ctx.unlock(Self::LOCK);
+        }
+        Ok(())
+    }
+
+    /// `rcu`: move the task's batched dentries to the LRU list under one acquisition.
+    async fn flush_lru<C: Context>(&self, ctx: &C, tally: &mut Tally, batch: &mut u64) {
+        if *batch == 0 {
+            return;
+        }
+        self.lock(ctx, tally).await;
+        ctx.compute(self.component / LRU_FACTOR * *batch as u32)
+            .await;
+        ctx.unlock(Self::LOCK);
+        *batch = 0;
+    }
+
+    /// The path the kernel walks for one lookup of task `task` in `kernel` mode.
+    fn kernel_path(&self, tree: &Tree, task: TaskRef, rng: &mut SplitMix) -> String {
+        match self.syscall {
+            Syscall::Stat | Syscall::Open => tree.path_text(tree.draw(rng)),
+            Syscall::Open1 => format!("open1/task{}", task.index),
+            Syscall::Open2 => format!("open2/task{}/file", task.index),
+        }
+    }
+
+    /// `kernel`: make this task's share of the files, wait for the others, and time the
+    /// kernel's walks.
+    async fn kernel_lookups<C: Context>(
+        &self,
+        ctx: &C,
+        tree: &Tree,
+        task: TaskRef,
+        rng: &mut SplitMix,
+    ) -> Result<(), WorkloadError> {
+        match self.syscall {
+            Syscall::Stat | Syscall::Open => {
+                for leaf in (task.index..tree.leaves()).step_by(self.threads) {
+                    ctx.path(PathOp::Create, &tree.path_text(leaf as u32))
+                        .await?;
+                }
+            }
+            Syscall::Open1 | Syscall::Open2 => {
+                ctx.path(PathOp::Create, &self.kernel_path(tree, task, rng))
+                    .await?
+            }
+        }
+        ctx.barrier(BarrierId(0)).await?;
+        let op = match self.syscall {
+            Syscall::Stat => PathOp::Stat,
+            _ => PathOp::OpenClose,
+        };
+        ctx.record("start_ns", ctx.now().as_nanos() as f64);
+        for _ in 0..self.lookups {
+            let path = self.kernel_path(tree, task, rng);
+            let t0 = ctx.now();
+            ctx.path(op, &path).await?;
+            ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
+            ctx.compute(self.request).await;
+            if ctx.stop_requested() {
+                return Err(WorkloadError::Stopped);
+            }
+        }
+        ctx.record("end_ns", ctx.now().as_nanos() as f64);
+        ctx.record("lookups", self.lookups as f64);
+        Ok(())
+    }
+}
+
+impl Workload for Lookup {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("threads".into(), self.threads.to_string()),
+            ("lookups".into(), self.lookups.to_string()),
+            ("depth".into(), self.depth.to_string()),
+            ("files".into(), self.files.to_string()),
+            ("skew".into(), self.skew.to_string()),
+            ("cached".into(), self.cached.to_string()),
+            ("dcache".into(), self.dcache.to_string()),
+            ("syscall".into(), self.syscall.to_string()),
+            ("component".into(), format_duration(self.component)),
+            ("request".into(), format_duration(self.request)),
+        ])
+    }
+
+    fn label(&self) -> String {
+        format!("threads={} dcache={}", self.threads, self.dcache)
+    }
+
+    fn plan(&self) -> Plan {
+        // Built here, before the backend releases any task (a plan may be asked of a
+        // configuration before it is checked: no tree then).
+        if self.validate().is_ok() {
+            self.tree();
+        }
+        let kernel = self.dcache == Dcache::Kernel;
+        Plan {
+            groups: vec![GroupPlan {
+                name: "lookup",
+                tasks: self.threads,
+            }],
+            channels: 0,
+            duplex: false,
+            locks: usize::from(!kernel),
+            sync: SyncPlan {
+                barriers: if kernel { vec![self.threads] } else { vec![] },
+                lock_kinds: vec![LockKind::Spin],
+                lock_names: vec![DCACHE_LOCK.into()],
+                ..SyncPlan::default()
+            },
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let tree = self.tree();
+        let mut rng = SplitMix::new(0x5eed_0003 ^ (task.index as u64) << 32);
+        if self.dcache == Dcache::Kernel {
+            return self.kernel_lookups(ctx, tree, task, &mut rng).await;
+        }
+        let mut tally = Tally::default();
+        let mut lru_batch = 0;
+        ctx.record("start_ns", ctx.now().as_nanos() as f64);
+        for _ in 0..self.lookups {
+            let leaf = tree.draw(&mut rng);
+            let t0 = ctx.now();
+            self.walk(ctx, tree, leaf, &mut tally, &mut lru_batch)
+                .await?;
+            ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
+            ctx.compute(self.request).await;
+            if ctx.stop_requested() {
+                return Err(WorkloadError::Stopped);
+            }
+        }
+        self.flush_lru(ctx, &mut tally, &mut lru_batch).await;
+        ctx.record("end_ns", ctx.now().as_nanos() as f64);
+        ctx.record("lookups", self.lookups as f64);
+        ctx.record("acquisitions", tally.acquisitions as f64);
+        ctx.record("misses", tally.misses as f64);
+        Ok(())
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        let mut defs = vec![metric(
+            "lookups_per_s",
+            "lookups/s",
+            Better::Higher,
+            "lookups of all tasks / (last task's end − first task's start)",
+        )];
+        for (name, _) in PERCENTILES {
+            defs.push(metric(
+                name,
+                "us",
+                Better::Lower,
+                "one lookup's latency (the walk, without the request's work), percentile",
+            ));
+        }
+        defs.push(metric("lookup_max", "us", Better::Lower, "longest lookup"));
+        defs.push(metric(
+            "acq_per_lookup",
+            "acq",
+            Better::Lower,
+            "dcache_lock acquisitions per lookup (0 for dcache=kernel)",
+        ));
+        defs.push(metric(
+            "misses_per_lookup",
+            "misses",
+            Better::Lower,
+            "components not in the dcache per lookup (0 for dcache=kernel)",
+        ));
+        defs.push(metric(
+            "lookups",
+            "lookups",
+            Better::Higher,
+            "lookups completed by all tasks",
+        ));
+        defs
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let lookups = outcome.sum(&plan, None, "lookups");
+        let expected = (self.threads * self.lookups) as f64;
+        if lookups != expected {
+            return Err(WorkloadError::Integrity(format!(
+                "{lookups} lookups completed, expected {expected}"
+            )));
+        }
+        let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
+        let mut start = f64::INFINITY;
+        let mut end: f64 = 0.0;
+        for t in &outcome.tasks {
+            for &ns in t.samples.get("lookup_ns").into_iter().flatten() {
+                hist.record(ns.max(1.0) as u64)
+                    .expect("auto-resizing histogram");
+            }
+            for &s in t.samples.get("start_ns").into_iter().flatten() {
+                start = start.min(s);
+            }
+            for &e in t.samples.get("end_ns").into_iter().flatten() {
+                end = end.max(e);
+            }
+        }
+        if hist.len() as f64 != expected || end <= start {
+            return Err(WorkloadError::Integrity(format!(
+                "{} lookups timed over [{start}, {end}] ns, expected {expected}",
+                hist.len()
+            )));
+        }
+        let span = (end - start) / 1e9;
+        let mut m = BTreeMap::from([
+            ("lookups_per_s".to_string(), lookups / span),
+            ("lookup_max".to_string(), hist.max() as f64 / 1e3),
+            (
+                "acq_per_lookup".to_string(),
+                outcome.sum(&plan, None, "acquisitions") / lookups,
+            ),
+            (
+                "misses_per_lookup".to_string(),
+                outcome.sum(&plan, None, "misses") / lookups,
+            ),
+            ("lookups".to_string(), lookups),
+        ]);
+        for (name, q) in PERCENTILES {
+            m.insert(name.to_string(), hist.value_at_percentile(q) as f64 / 1e3);
+        }
+        Ok(m)
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        // Every lookup's work, as if on one CPU, with a generous margin for a contended lock.
+        let per = self.component * (self.depth as u32 * 2 + MISS_FACTOR) + self.request;
+        let total = per.as_secs_f64() * (self.threads * self.lookups) as f64;
+        Some(Duration::from_secs_f64(total * 4.0 + 60.0))
+    }
+}
+
+/// The parent of the tree's first level.
+const ROOT: u32 = u32::MAX;
+
+/// The dcache's tree: `files` entries over `depth` levels, every file (leaf) at the last level,
+/// with a real hash table keyed by (parent, name) and a real reference count per entry.
+///
+/// Level `k` holds `sizes[k]` entries, growing geometrically (at least as many as the level
+/// above, so that every directory has a child); entry `j` of level `k` has parent
+/// `j · sizes[k-1] / sizes[k]` of level `k-1`. A name is an entry's index in its level.
+#[derive(Debug)]
+struct Tree {
+    /// The first global id of each level.
+    level_start: Vec<u32>,
+    /// Per entry (global id), its parent's global id ([`ROOT`] on the first level).
+    parent: Vec<u32>,
+    /// (parent, name) → entry, for the entries the dcache holds.
+    table: HashMap<u64, u32>,
+    /// Per entry, its reference count (dget/dput).
+    refcount: Vec<AtomicU32>,
+    /// Cumulative popularity of the files by rank (the last is 1).
+    cdf: Vec<f64>,
+    /// The file (index among leaves) of each popularity rank.
+    leaf_of_rank: Vec<u32>,
+}
+
+/// The hash key of entry `name` under `parent`.
+fn key(parent: u32, name: u32) -> u64 {
+    (u64::from(parent) << 32) | u64::from(name)
+}
+
+impl Tree {
+    fn new(files: usize, depth: usize, skew: f64, cached_percent: u32) -> Tree {
+        let sizes = level_sizes(files, depth);
+        let mut level_start = Vec::with_capacity(depth);
+        let mut parent = Vec::with_capacity(files);
+        for (k, &n) in sizes.iter().enumerate() {
+            level_start.push(parent.len() as u32);
+            for j in 0..n {
+                parent.push(if k == 0 {
+                    ROOT
+                } else {
+                    let above = sizes[k - 1];
+                    level_start[k - 1] + (j * above / n) as u32
+                });
+            }
+        }
+        let leaves = *sizes.last().expect("depth >= 1");
+        let first_leaf = *level_start.last().expect("depth >= 1") as usize;
+        // Popularity by rank, and ranks scattered over the files by a fixed permutation.
+        let weights: Vec<f64> = (0..leaves).map(|r| (r as f64 + 1.0).powf(-skew)).collect();
+        let total: f64 = weights.iter().sum();
+        let mut acc = 0.0;
+        let cdf: Vec<f64> = weights
+            .iter()
+            .map(|w| {
+                acc += w / total;
+                acc
+            })
+            .collect();
+        let mut leaf_of_rank: Vec<u32> = (0..leaves as u32).collect();
+        let mut rng = SplitMix::new(0xdcac_4e00);
+        for i in (1..leaf_of_rank.len()).rev() {
+            let j = (rng.next() % (i as u64 + 1)) as usize;
+            leaf_of_rank.swap(i, j);
+        }
+        // Each entry's popularity: its files' summed weights.
+        let mut popularity = vec![0.0; parent.len()];
+        for (rank, &leaf) in leaf_of_rank.iter().enumerate() {
+            let mut e = first_leaf as u32 + leaf;
+            loop {
+                popularity[e as usize] += weights[rank];
+                e = parent[e as usize];
+                if e == ROOT {
+                    break;
+                }
+            }
+        }
+        // The dcache holds the most popular entries (a directory before its files on a tie).
+        let mut order: Vec<u32> = (0..parent.len() as u32).collect();
+        order.sort_by(|&a, &b| {
+            popularity[b as usize]
+                .total_cmp(&popularity[a as usize])
+                .then(a.cmp(&b))
+        });
+        let held = parent.len() * cached_percent as usize / 100;
+        let mut table = HashMap::with_capacity(held);
+        for &e in &order[..held] {
+            let level = level_start.partition_point(|&s| s <= e) - 1;
+            table.insert(key(parent[e as usize], e - level_start[level]), e);
+        }
+        Tree {
+            refcount: (0..parent.len()).map(|_| AtomicU32::new(0)).collect(),
+            level_start,
+            parent,
+            table,
+            cdf,
+            leaf_of_rank,
+        }
+    }
+
+    /// Number of files.
+    fn leaves(&self) -> usize {
+        self.leaf_of_rank.len()
+    }
+
+    /// Draw a file (index among leaves) by popularity.
+    fn draw(&self, rng: &mut SplitMix) -> u32 {
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let rank = self
+            .cdf
+            .partition_point(|&c| c <= u)
+            .min(self.cdf.len() - 1);
+        self.leaf_of_rank[rank]
+    }
+
+    /// The global ids of the components of file `leaf`'s path, from the top.
+    fn path(&self, leaf: u32) -> Vec<u32> {
+        let mut e = *self.level_start.last().expect("depth >= 1") + leaf;
+        let mut out = Vec::with_capacity(self.level_start.len());
+        while e != ROOT {
+            out.push(e);
+            e = self.parent[e as usize];
+        }
+        out.reverse();
+        out
+    }
+
+    /// File `leaf`'s path as text, relative to the tree's top (`d3/d17/…/f912`).
+    fn path_text(&self, leaf: u32) -> String {
+        let ids = self.path(leaf);
+        let mut s = String::from("tree");
+        for (k, &e) in ids.iter().enumerate() {
+            let prefix = if k + 1 == ids.len() { 'f' } else { 'd' };
+            s.push_str(&format!("/{prefix}{}", e - self.level_start[k]));
+        }
+        s
+    }
+
+    /// Look up entry `want` under `parent` in the hash table: `Some` if the dcache holds it.
+    fn lookup(&self, parent: u32, want: u32) -> Option<u32> {
+        let level = self.level_start.partition_point(|&s| s <= want) - 1;
+        let found = self.table.get(&key(parent, want - self.level_start[level]));
+        debug_assert!(found.is_none_or(|&f| f == want));
+        found.copied()
+    }
+
+    /// dget on `e`, dput on its parent (the walk moves down).
+    fn get_ref(&self, e: u32, parent: u32) {
+        self.refcount[e as usize].fetch_add(1, Ordering::Relaxed);
+        if parent != ROOT {
+            self.put_ref(parent);
+        }
+    }
+
+    /// dput on `e`.
+    fn put_ref(&self, e: u32) {
+        self.refcount[e as usize].fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Entries per level for `files` entries over `depth` levels: growing geometrically, each level
+/// at least as large as the one above, summing to `files` exactly (`files >= depth`).
+fn level_sizes(files: usize, depth: usize) -> Vec<usize> {
+    // The ratio r with r + r² + … + r^depth ≈ files, found by bisection.
+    let sum = |r: f64| (1..=depth).map(|k| r.powi(k as i32)).sum::<f64>();
+    let (mut lo, mut hi) = (1.0_f64, files as f64);
+    for _ in 0..100 {
+        let mid = (lo + hi) / 2.0;
+        if sum(mid) > files as f64 {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    let mut sizes = Vec::with_capacity(depth);
+    let mut used = 0;
+    for k in 1..depth {
+        let above = sizes.last().copied().unwrap_or(1);
+        // Leave room for the levels below, each at least this large.
+        let room = (files - used) / (depth - k + 1);
+        let n = (lo.powi(k as i32).round() as usize).clamp(above, room.max(above));
+        sizes.push(n);
+        used += n;
+    }
+    sizes.push(files - used);
+    sizes
+}
+
+/// A small seeded generator (SplitMix64, Steele, Lea and Flood 2014): draws that depend on the
+/// task alone, the same on both backends.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_sizes_sum_to_files_and_never_shrink() {
+        for (files, depth) in [
+            (6, 6),
+            (7, 6),
+            (10_000, 6),
+            (100, 1),
+            (1_000_000, 32),
+            (50, 3),
+        ] {
+            let s = level_sizes(files, depth);
+            assert_eq!(s.len(), depth);
+            assert_eq!(s.iter().sum::<usize>(), files, "{files} {depth}: {s:?}");
+            assert!(s[0] >= 1 && s.windows(2).all(|w| w[0] <= w[1]), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn every_path_has_depth_components_and_resolves_when_all_is_cached() {
+        let t = Tree::new(1000, 5, 1.0, 100);
+        for leaf in 0..t.leaves() as u32 {
+            let p = t.path(leaf);
+            assert_eq!(p.len(), 5);
+            let mut parent = ROOT;
+            for &e in &p {
+                assert_eq!(t.lookup(parent, e), Some(e));
+                parent = e;
+            }
+        }
+        assert!(t.path_text(0).starts_with("tree/d"));
+    }
+
+    #[test]
+    fn the_dcache_holds_the_popular_entries() {
+        let t = Tree::new(10_000, 6, 1.0, 90);
+        assert_eq!(t.table.len(), 9000);
+        // The most popular file and its directories are cached; misses are the tail's.
+        let top = t.leaf_of_rank[0];
+        let mut parent = ROOT;
+        for e in t.path(top) {
+            assert!(t.lookup(parent, e).is_some());
+            parent = e;
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_the_value() {
+        let mut l = Lookup::default();
+        let e = l.set_param("depth", "0").unwrap_err().to_string();
+        assert!(e.contains("depth") && e.contains("1..32"), "{e}");
+        let e = l.set_param("dcache", "seqlock").unwrap_err().to_string();
+        assert!(
+            e.contains("'seqlock'") && e.contains("lock, fastwalk, rcu or kernel"),
+            "{e}"
+        );
+        l.set_param("depth", "8").unwrap();
+        l.set_param("files", "5").unwrap();
+        let e = l.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("paths of 8 components in a tree of 5 entries"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,197 @@
+//! The `lookup` workload run as a user would: each emulated strategy on the real kernel (with its
+//! acquisitions per lookup as defined, and `dcache_lock` in lockmeter's table), the kernel's own
+//! walk in each of its modes, and the simulator's refusal of it.
+
+mod common;
+
+use schedlab_workload::record::RunRecord;
+use std::process::Command;
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+/// Run with `--json` and read the record back.
+fn run_json(args: &[&str], name: &str) -> RunRecord {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(format!("{name}.json"));
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--json", path.to_str().unwrap(), "--quiet"]);
+    common::succeeded(&all, schedlab().args(&all).output().expect("run schedlab"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+fn metric(rec: &RunRecord, name: &str) -> f64 {
+    *rec.configs[0].repetitions[0]
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
+}
+
+#[test]
+fn each_strategy_runs_on_the_real_kernel_with_its_acquisitions() {
+    // Everything cached: acquisitions per lookup are exact (depth 4).
+    for (dcache, per_lookup) in [("lock", 5.0), ("fastwalk", 2.0), ("rcu", 0.125)] {
+        let rec = run_json(
+            &[
+                "run",
+                "lookup",
+                "--threads",
+                "2",
+                "--lookups",
+                "400",
+                "--depth",
+                "4",
+                "--files",
+                "2000",
+                "--cached",
+                "100",
+                "--request",
+                "20us",
+                "--dcache",
+                dcache,
+                "--runs",
+                "1",
+            ],
+            dcache,
+        );
+        assert_eq!(metric(&rec, "lookups"), 800.0);
+        assert_eq!(metric(&rec, "misses_per_lookup"), 0.0);
+        assert_eq!(metric(&rec, "acq_per_lookup"), per_lookup, "{dcache}");
+        assert!(metric(&rec, "lookups_per_s") > 0.0);
+        // Each lookup computes 4 × 2 µs at least.
+        assert!(metric(&rec, "lookup_p50") >= 8.0, "{dcache}");
+        let locks = &rec.configs[0].repetitions[0].locks;
+        let dl = locks.iter().find(|l| l.name == "dcache_lock").unwrap();
+        assert_eq!(dl.kind, "spin");
+        assert_eq!(dl.acquisitions as f64, 800.0 * per_lookup, "{dcache}");
+    }
+}
+
+#[test]
+fn the_kernels_own_walk_runs_in_each_mode_and_leaves_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    for syscall in ["stat", "open", "open1", "open2"] {
+        let dir = tmp.path().join(syscall);
+        std::fs::create_dir(&dir).unwrap();
+        let json = dir.join("r.json");
+        let args = [
+            "run",
+            "lookup",
+            "--threads",
+            "2",
+            "--lookups",
+            "2000",
+            "--files",
+            "500",
+            "--request",
+            "0s",
+            "--dcache",
+            "kernel",
+            "--syscall",
+            syscall,
+            "--runs",
+            "1",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let out = schedlab().args(args).env("TMPDIR", &dir).output().unwrap();
+        common::succeeded(&args, out);
+        let rec: RunRecord =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(metric(&rec, "lookups"), 4000.0, "{syscall}");
+        assert_eq!(metric(&rec, "acq_per_lookup"), 0.0, "{syscall}");
+        assert!(metric(&rec, "lookup_p50") > 0.0, "{syscall}");
+        // The tree was made in the run's temporary directory and removed with it.
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "r.json")
+            .collect();
+        assert!(left.is_empty(), "{syscall}: left {left:?}");
+    }
+}
+
+#[test]
+fn the_simulator_refuses_the_kernels_walk_before_anything_runs() {
+    let out = schedlab()
+        .args(["run", "lookup", "--backend", "sim", "--dcache", "kernel"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs the real kernel"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn a_thread_sweep_writes_will_it_scales_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("wis.csv");
+    let args = [
+        "sweep",
+        "lookup",
+        "--backend",
+        "sim",
+        "--cpus",
+        "4",
+        "--seed",
+        "1",
+        "--lookups",
+        "300",
+        "--vary",
+        "threads=4,1,2",
+        "--runs",
+        "1",
+        "-q",
+        "--wis-csv",
+        csv.to_str().unwrap(),
+    ];
+    common::succeeded(&args, schedlab().args(args).output().unwrap());
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "tasks,processes,processes_idle,threads,threads_idle,linear"
+    );
+    assert_eq!(lines[1], "0,0,100,0,100,0");
+    assert_eq!(lines.len(), 5, "{text}");
+    let cells: Vec<Vec<&str>> = lines[2..].iter().map(|l| l.split(',').collect()).collect();
+    // Sorted by task count; processes columns empty; linear is the one-task rate × tasks.
+    let one: f64 = cells[0][3].parse().unwrap();
+    for (row, tasks) in cells.iter().zip([1.0, 2.0, 4.0]) {
+        assert_eq!(row[0].parse::<f64>().unwrap(), tasks, "{text}");
+        assert_eq!((row[1], row[2]), ("", ""), "{text}");
+        let idle: f64 = row[4].parse().unwrap();
+        assert!((0.0..=100.0).contains(&idle), "{text}");
+        assert_eq!(row[5].parse::<f64>().unwrap(), one * tasks, "{text}");
+    }
+    // One CPU of four busy with one task: about 75 % idle.
+    let idle1: f64 = cells[0][4].parse().unwrap();
+    assert!((70.0..80.0).contains(&idle1), "{text}");
+
+    // A sweep with two configurations per task count is refused before anything runs.
+    let out = schedlab()
+        .args([
+            "sweep",
+            "lookup",
+            "--backend",
+            "sim",
+            "--vary",
+            "threads=1,2",
+            "--vary",
+            "dcache=lock,rcu",
+            "--wis-csv",
+            csv.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("one row per task count") && err.contains("vary only --threads"),
+        "{err}"
+    );
+}
