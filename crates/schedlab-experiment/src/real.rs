@@ -272,6 +272,7 @@ impl Backend for RealBackend {
                 observed: r.observed,
             },
             locks: r.locks,
+            timeline: None,
         })
     }
 }

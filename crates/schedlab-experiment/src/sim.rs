@@ -194,6 +194,7 @@ impl Backend for SimBackend {
                 knobs: input.knobs,
                 stop: Some(input.stop),
                 wall_budget: Some(input.budget),
+                timeline: input.timeline,
             },
         )
         .map_err(|e| match e {
@@ -216,6 +217,7 @@ impl Backend for SimBackend {
                 wall: started.elapsed(),
             },
             locks: r.locks,
+            timeline: r.timeline,
         })
     }
 }

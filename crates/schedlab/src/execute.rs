@@ -123,6 +123,8 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
         json: common.json.clone(),
         command: std::env::args().collect(),
         shard: None,
+        timeline: false,
+        timeline_events: None,
     })
 }
 

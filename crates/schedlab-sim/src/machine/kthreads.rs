@@ -104,6 +104,7 @@ impl Machine<'_> {
         };
         self.policy.task_new(&view!(self), &setup);
         self.tasks.push(Task::new(usize::MAX, Some(kthread), 0));
+        self.timeline_task(usize::MAX, setup.allowed);
         id
     }
 

@@ -969,6 +969,7 @@ mod tests {
                     knobs: &k,
                     stop: None,
                     wall_budget: None,
+                    timeline: false,
                 },
             )
             .unwrap()

@@ -965,6 +965,7 @@ mod tests {
                 knobs: &knobs,
                 stop: None,
                 wall_budget: None,
+                timeline: false,
             };
             let r = run_repetition(&ib, setup).unwrap();
             ib.metrics(&r.outcome).unwrap()["deadlines_met"]
