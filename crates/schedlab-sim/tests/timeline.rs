@@ -204,7 +204,7 @@ fn the_timeline_changes_nothing_else() {
         // The replayed lengths agree with the machine's own per-CPU accounting.
         let s = analyse(tl, 1);
         for (cpu, c) in on.cpus.iter().enumerate() {
-            let mean = f64::from(s.series("all").unwrap().lengths[cpu][0]);
+            let mean = f64::from(s.series("workload").unwrap().lengths[cpu][0]);
             assert!(
                 (mean - c.mean_runnable).abs() < 2e-3,
                 "{policy} cpu {cpu}: {mean} vs {}",

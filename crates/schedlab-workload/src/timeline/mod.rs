@@ -182,7 +182,8 @@ pub struct TimelineSummary {
     pub events: u64,
     /// Trace events the kernel dropped; when non-zero the figures may be wrong.
     pub lost_events: u64,
-    /// The series: `workload` first, then `all` when the timeline covers all tasks.
+    /// The series: `workload` first, then `all` when the timeline covers all tasks and some are
+    /// not the workload's (a real machine's other tasks, the simulator's kernel threads).
     pub series: Vec<SeriesSummary>,
     /// CPU time (seconds, summed over CPUs) a CPU was idle while another CPU was running a task
     /// and had a task waiting that may run on the idle one (wasted-cores invariant 1; over all

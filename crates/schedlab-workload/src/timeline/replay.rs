@@ -216,7 +216,8 @@ pub fn analyse(tl: &Timeline, bins: usize) -> TimelineSummary {
     let end = tl.end_ns.max(tl.events.last().map_or(0, |e| e.t_ns)).max(1);
     let bin = end.div_ceil(bins.max(1) as u64).max(1);
     let mut series = vec![Series::new("workload", true, cpus, bin)];
-    if tl.covers == "all" {
+    // `all` only when it counts more than `workload` does (other tasks are in the timeline).
+    if tl.covers == "all" && tl.tasks.iter().any(|t| !t.workload) {
         series.push(Series::new("all", false, cpus, bin));
     }
     let allowed = allowed_sets(tl);
