@@ -292,7 +292,8 @@ impl Execute<'_> {
                     CountersArg::Auto => CounterMode::Auto,
                     CountersArg::Trace => CounterMode::Trace,
                     CountersArg::Proc => CounterMode::Proc,
-                });
+                })
+                .with_timeline(self.common.timeline.is_some());
                 self.on(base, &mut backend, ())
             }
             BackendRequest::Sim(req) => {
