@@ -307,3 +307,97 @@ pub fn timeline_text(record: &RunRecord) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::record::{ConfigResult, Repetition};
+    use schedlab_workload::timeline::replay::{analyse, DEFAULT_BINS};
+    use schedlab_workload::timeline::{TaskState, Timeline, TimelineTask};
+    use std::time::Instant;
+
+    /// A synthetic timeline: `tasks` tasks on `cpus` CPUs over `secs` seconds, `events` state
+    /// changes at even intervals, each task cycling waiting → running → off on a CPU of its own
+    /// choosing (a fixed pseudo-random walk, so that lengths move).
+    fn synthetic(cpus: usize, tasks: u32, secs: u64, events: u64) -> Timeline {
+        let mut tl = Timeline::new(cpus, "synthetic", "all");
+        for i in 0..tasks {
+            tl.add_task(TimelineTask {
+                group: "g".into(),
+                workload: i % 10 != 0,
+                allowed: None,
+            });
+        }
+        let end = secs * 1_000_000_000;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut state = vec![(TaskState::Off, 0u32); tasks as usize];
+        for k in 0..events {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let t = (x % u64::from(tasks)) as u32;
+            let (s, cpu) = state[t as usize];
+            let next = match s {
+                TaskState::Off => (TaskState::Waiting, ((x >> 32) % cpus as u64) as u32),
+                TaskState::Waiting => (TaskState::Running, cpu),
+                TaskState::Running => (TaskState::Off, cpu),
+            };
+            state[t as usize] = next;
+            tl.push(k * end / events, t, next.1, next.0);
+        }
+        tl.end_ns = end;
+        tl
+    }
+
+    fn record_of(summary: TimelineSummary) -> RunRecord {
+        RunRecord {
+            workload: "synthetic".into(),
+            configs: vec![ConfigResult {
+                label: "threads=1".into(),
+                repetitions: vec![Repetition {
+                    timeline: Some(summary),
+                    ..Repetition::default()
+                }],
+                ..ConfigResult::default()
+            }],
+            ..RunRecord::default()
+        }
+    }
+
+    #[test]
+    fn draws_three_panels_per_row_and_the_text_names_every_figure() {
+        let tl = synthetic(4, 40, 2, 20_000);
+        let rec = record_of(analyse(&tl, DEFAULT_BINS));
+        let svg = timeline_svg(&rec).unwrap();
+        for caption in ["run-queue length", "divergence from the mean", "length per CPU"] {
+            assert_eq!(svg.matches(caption).count(), 2, "{caption}: workload and all rows");
+        }
+        let text = timeline_text(&rec);
+        assert!(text.contains("synthetic threads=1: 1 repetitions, 4 CPUs, source synthetic"));
+        assert!(text.contains("workload tasks: divergence mean |d|"), "{text}");
+        assert!(text.contains("all      tasks"), "{text}");
+        assert!(text.contains("invariant 1") && text.contains("invariant 3"), "{text}");
+        assert!(matches!(
+            timeline_svg(&RunRecord::default()),
+            Err(PlotError::NothingToPlot)
+        ));
+    }
+
+    /// bench/timeline.sh: replay and draw a 60 s timeline of 5 million events on 8 CPUs.
+    #[test]
+    #[ignore = "benchmark: cargo test --release -p schedlab-report timeline_render_bench -- --ignored --nocapture"]
+    fn timeline_render_bench() {
+        let tl = synthetic(8, 400, 60, 5_000_000);
+        let t0 = Instant::now();
+        let summary = analyse(&tl, DEFAULT_BINS);
+        let replay = t0.elapsed().as_secs_f64();
+        let rec = record_of(summary);
+        let t1 = Instant::now();
+        let svg = timeline_svg(&rec).unwrap();
+        let render = t1.elapsed().as_secs_f64();
+        println!("replay of 5000000 events (60 s, 8 CPUs, 400 tasks): {replay:.3} s");
+        println!("render of the SVG (2 rows x 3 panels): {render:.3} s (goal < 1 s)");
+        println!("svg size: {:.2} MB (goal < 2 MB)", svg.len() as f64 / 1e6);
+        assert!(render < 1.0 && svg.len() < 2_000_000);
+    }
+}
