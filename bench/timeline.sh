@@ -2,7 +2,7 @@
 # What the run-queue timeline costs and how fast it draws (issue #19, part 1).
 #
 #   bench/timeline.sh [PAIRS]        (default 5; needs root for the real runs)
-#   GROUPS=8 LOOPS=400 bench/timeline.sh 10
+#   SENDER_GROUPS=8 LOOPS=400 bench/timeline.sh 10
 #
 # 1. Tracing cost on the real kernel: the same `run messaging` with and without --timeline,
 #    alternately, PAIRS times. Per pair: hackbench's own time (the workload's metric, measured
@@ -19,7 +19,7 @@ cargo build --release -q
 sl=$PWD/target/release/schedlab
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-args=(messaging --groups "${GROUPS:-8}" --loops "${LOOPS:-200}" --runs 1 --quiet)
+args=(messaging --groups "${SENDER_GROUPS:-8}" --loops "${LOOPS:-200}" --runs 1 --quiet)
 
 # The metric "time" (s) and the command's wall time (s) of one run; $1 = on/off.
 one() {
@@ -45,8 +45,10 @@ if [ "$(id -u)" = 0 ]; then
   printf '%-6s %12s %12s %12s %12s\n' pair "time off" "time on" "wall off" "wall on"
   : >"$tmp/pairs"
   for i in $(seq 1 "$pairs"); do
-    read -r moff woff <<<"$(one off)"
-    read -r mon won <<<"$(one on)"
+    one off >"$tmp/off" || exit 1
+    one on >"$tmp/on" || exit 1
+    read -r moff woff <"$tmp/off"
+    read -r mon won <"$tmp/on"
     printf '%-6s %12.4f %12.4f %12.3f %12.3f\n' "$i" "$moff" "$mon" "$woff" "$won"
     echo "$moff $mon $woff $won" >>"$tmp/pairs"
   done
