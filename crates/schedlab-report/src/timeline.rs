@@ -369,14 +369,28 @@ mod tests {
         let tl = synthetic(4, 40, 2, 20_000);
         let rec = record_of(analyse(&tl, DEFAULT_BINS));
         let svg = timeline_svg(&rec).unwrap();
-        for caption in ["run-queue length", "divergence from the mean", "length per CPU"] {
-            assert_eq!(svg.matches(caption).count(), 2, "{caption}: workload and all rows");
+        for caption in [
+            "run-queue length",
+            "divergence from the mean",
+            "length per CPU",
+        ] {
+            assert_eq!(
+                svg.matches(caption).count(),
+                2,
+                "{caption}: workload and all rows"
+            );
         }
         let text = timeline_text(&rec);
         assert!(text.contains("synthetic threads=1: 1 repetitions, 4 CPUs, source synthetic"));
-        assert!(text.contains("workload tasks: divergence mean |d|"), "{text}");
+        assert!(
+            text.contains("workload tasks: divergence mean |d|"),
+            "{text}"
+        );
         assert!(text.contains("all      tasks"), "{text}");
-        assert!(text.contains("invariant 1") && text.contains("invariant 3"), "{text}");
+        assert!(
+            text.contains("invariant 1") && text.contains("invariant 3"),
+            "{text}"
+        );
         assert!(matches!(
             timeline_svg(&RunRecord::default()),
             Err(PlotError::NothingToPlot)
