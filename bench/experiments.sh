@@ -20,7 +20,9 @@
 #   <!-- end generated -->
 #
 # The sh block is what the reader sees and what runs: `bash -eo pipefail` in an empty temporary
-# directory, with this tree's release binary first on PATH as `schedlab`. The text block is
+# directory (but for `examples/`, a link to the repository's, so a block can run a workload file
+# as a reader at the repository's root would), with this tree's release binary first on PATH as
+# `schedlab`. The text block is
 # replaced by the commands' stdout, trailing whitespace and trailing blank lines removed.
 # Simulated runs are exact for a seed, so --check compares exactly; it exits 1 naming each block
 # that differs and its first differing line. Real-kernel tables are not generated: they stay
@@ -154,6 +156,7 @@ start_all=$SECONDS
 for n in "${selected[@]}"; do
   work=$tmp/work-$n
   mkdir -p "$work"
+  ln -s "$PWD/examples" "$work/examples"
   start=$SECONDS
   if ! (cd "$work" && PATH="$bin:$PATH" bash -eo pipefail "$tmp/$n.sh" >"$tmp/$n.raw" 2>"$tmp/$n.err"); then
     echo "experiments: block $n: its commands failed:" >&2

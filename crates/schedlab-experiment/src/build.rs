@@ -45,6 +45,8 @@ pub struct SimRequest {
     pub cost: Vec<String>,
     /// Seed of the first repetition [default: 1].
     pub seed: Option<u64>,
+    /// CPUs the machine's kernel threads may run on, as a CPU list [default: all].
+    pub kernel_cpus: Option<String>,
 }
 
 /// One configuration to measure.

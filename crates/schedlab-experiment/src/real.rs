@@ -194,6 +194,11 @@ impl Backend for RealBackend {
     /// The kernel checks the knobs when they are applied (a refusal names the knob); a FIFO or
     /// RR priority the supervisor could not preempt is refused here, before anything runs.
     fn check_knobs(&self, _: &(), group: &str, knobs: &Knobs) -> Result<(), ExperimentError> {
+        if knobs.kernel_mode() {
+            return Err(ExperimentError::Backend(format!(
+                "group '{group}': mode=kernel is for the simulator (--backend sim): a real task cannot be made to run in kernel mode"
+            )));
+        }
         check_outranked(knobs, Some(SUPERVISOR_PRIORITY))
             .map_err(|e| ExperimentError::Backend(format!("group '{group}': {e}")))
     }

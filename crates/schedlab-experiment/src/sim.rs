@@ -13,7 +13,7 @@ use schedlab_sim::{run_repetition, SimError, SimSetup};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::record::{BackendInfo, CounterSources};
-use schedlab_workload::Workload;
+use schedlab_workload::{CpuSet, Workload};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,6 +31,8 @@ pub struct SimMachine {
     pub seed: u64,
     /// The cost overrides asked for, kept when a sweep changes the profile.
     pub cost_overrides: Vec<String>,
+    /// CPUs the machine's kernel threads may run on (`--kernel-cpus`; all when unset).
+    pub kernel_cpus: Option<CpuSet>,
 }
 
 impl SimMachine {
@@ -42,13 +44,38 @@ impl SimMachine {
             .map_err(ExperimentError::Profile)?
             .with_overrides(&req.cost)
             .map_err(ExperimentError::Cost)?;
-        Ok(SimMachine {
+        let kernel_cpus =
+            match &req.kernel_cpus {
+                Some(text) => Some(text.parse::<CpuSet>().map_err(|e| {
+                    ExperimentError::Machine(format!("--kernel-cpus '{text}': {e}"))
+                })?),
+                None => None,
+            };
+        let m = SimMachine {
             spec,
             cpus,
             cost,
             seed: req.seed.unwrap_or(1),
             cost_overrides: req.cost.clone(),
-        })
+            kernel_cpus,
+        };
+        m.check_kernel_cpus()?;
+        Ok(m)
+    }
+
+    /// Refuse kernel-thread CPUs the machine does not have.
+    fn check_kernel_cpus(&self) -> Result<(), ExperimentError> {
+        match self
+            .kernel_cpus
+            .as_ref()
+            .and_then(|k| k.iter().find(|&&c| c >= self.cpus))
+        {
+            Some(bad) => Err(ExperimentError::Machine(format!(
+                "--kernel-cpus names CPU {bad}, but the simulated machine has CPUs 0-{}",
+                self.cpus - 1
+            ))),
+            None => Ok(()),
+        }
     }
 
     /// `eevdf` with the policy's defaults spelled out (`eevdf:run_to_parity=1,...`).
@@ -89,13 +116,25 @@ impl Backend for SimBackend {
                 ("cpus".to_string(), first.cpus.to_string()),
                 ("cost".to_string(), first.cost.to_string()),
                 ("counters".to_string(), "exact (simulator)".to_string()),
-            ]),
+            ])
+            .into_iter()
+            .chain(
+                first
+                    .kernel_cpus
+                    .as_ref()
+                    .map(|k| ("kernel_cpus".to_string(), k.to_string())),
+            )
+            .collect(),
         }
     }
 
     fn machine_label(&self, m: &SimMachine) -> Option<String> {
+        let kernel = match &m.kernel_cpus {
+            Some(k) => format!(", kernel threads on CPU {k}"),
+            None => String::new(),
+        };
         Some(format!(
-            "{}, {} CPU{}, {}",
+            "{}, {} CPU{}, {}{kernel}",
             m.policy_name(),
             m.cpus,
             if m.cpus == 1 { "" } else { "s" },
@@ -132,6 +171,7 @@ impl Backend for SimBackend {
                     ))
                 })?;
                 m.cpus = check_cpus(n)?;
+                m.check_kernel_cpus()?;
             }
             MachineKey::Profile => {
                 // Overrides given with the profile stay in force on the new profile.
@@ -192,6 +232,7 @@ impl Backend for SimBackend {
                 cost: &m.cost,
                 seed: m.seed.wrapping_add(input.index),
                 knobs: input.knobs,
+                kernel_cpus: m.kernel_cpus.as_ref(),
                 stop: Some(input.stop),
                 wall_budget: Some(input.budget),
                 timeline: input.timeline,

@@ -226,6 +226,7 @@ pub fn validate(
         profile: Some(profile.into()),
         cost: Vec::new(),
         seed: Some(1),
+        kernel_cpus: None,
     };
     // Refuse a bad profile before anything runs.
     SimMachine::from_request(&sim, cpus)?;

@@ -18,15 +18,18 @@ pub enum KnobKey {
     Slice,
     /// `cpus=`.
     Cpus,
+    /// `mode=` (simulator only).
+    Mode,
 }
 
 impl KnobKey {
     /// Every knob, in the order messages list them.
-    pub const ALL: [KnobKey; 4] = [
+    pub const ALL: [KnobKey; 5] = [
         KnobKey::Nice,
         KnobKey::Policy,
         KnobKey::Slice,
         KnobKey::Cpus,
+        KnobKey::Mode,
     ];
 
     /// The knob's name.
@@ -36,6 +39,7 @@ impl KnobKey {
             KnobKey::Policy => "policy",
             KnobKey::Slice => "slice",
             KnobKey::Cpus => "cpus",
+            KnobKey::Mode => "mode",
         }
     }
 }

@@ -25,6 +25,7 @@ pub fn key_value(config: &ConfigResult, key: &str) -> String {
             "policy" => k.policy.map_or("other".into(), |p| p.to_string()),
             "slice" => k.slice().map_or("default".into(), format_duration),
             "cpus" => k.cpus.as_ref().map_or("all".into(), |c| c.to_string()),
+            "mode" => k.mode.map_or("user".into(), |m| m.to_string()),
             _ => "-".into(),
         };
     }

@@ -94,11 +94,11 @@ const TOP_KEYS: &[&str] = &[
 
 /// The keys of a group.
 const GROUP_KEYS: &[&str] = &[
-    "count", "nice", "policy", "slice", "cpus", "spawned", "steps",
+    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "steps",
 ];
 
 /// The group keys that are knobs, as `--group` takes them.
-const KNOB_KEYS: &[&str] = &["nice", "policy", "slice", "cpus"];
+const KNOB_KEYS: &[&str] = &["nice", "policy", "slice", "cpus", "mode"];
 
 /// The transports a file may name.
 const TRANSPORTS: &[&str] = &["pipe", "socketpair", "unix", "tcp", "udp"];
@@ -1202,6 +1202,7 @@ impl<'t> Reader<'t> {
                         "a string (other, batch, idle, fifo:P, rr:P or deadline:R/D/P)",
                     ))
                 }
+                ("mode", _) => return Err(self.wrong(&t.ctx, key, v, "a string (user or kernel)")),
                 _ => {
                     return Err(self.wrong(
                         &t.ctx,

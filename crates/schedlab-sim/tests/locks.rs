@@ -109,6 +109,7 @@ fn sim<W: Workload>(
             stop: None,
             wall_budget: Some(Duration::from_secs(60)),
             timeline: false,
+            kernel_cpus: None,
         },
     )
 }

@@ -76,6 +76,7 @@ fn sim_costed<W: Workload>(
             stop,
             wall_budget,
             timeline: false,
+            kernel_cpus: None,
         },
     )
 }

@@ -32,6 +32,7 @@ fn sim<W: Workload>(w: &W, policy: &str, cpus: usize, seed: u64) -> Result<SimRe
             stop: None,
             wall_budget: None,
             timeline: false,
+            kernel_cpus: None,
         },
     )
 }

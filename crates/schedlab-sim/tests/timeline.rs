@@ -116,6 +116,7 @@ fn run<W: Workload>(w: &W, policy: &str, cpus: usize, k: &[Knobs], timeline: boo
             cost: &cost,
             seed: 1,
             knobs: k,
+            kernel_cpus: None,
             stop: None,
             wall_budget: None,
             timeline,

@@ -13,7 +13,58 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// What `--group` accepts, quoted in every knob error.
-pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6)";
+pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only)";
+
+/// Where a task's work runs: in user mode, returning to it after every system call, or in
+/// kernel mode, as a kernel thread or a process inside a system call that never returns (an NFS
+/// server's nfsd). The difference is when a reschedule takes effect: a request to reschedule
+/// (NEEDRESCHED, Linux's `need_resched`) is acted on at the next return to user mode, which a
+/// kernel-mode task reaches only by blocking — unless the kernel preempts at once (FreeBSD's
+/// `maybe_preempt` under `options PREEMPTION` for an interrupt thread, kern_switch.c; Linux
+/// with CONFIG_PREEMPT, which the simulated Linux policies do not model). Simulator only: a real
+/// task cannot be put in kernel mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuMode {
+    /// An ordinary process or thread (the default).
+    User,
+    /// A task whose work is all inside the kernel.
+    Kernel,
+}
+
+impl fmt::Display for CpuMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CpuMode::User => "user",
+            CpuMode::Kernel => "kernel",
+        })
+    }
+}
+
+impl FromStr for CpuMode {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s {
+            "user" => Ok(CpuMode::User),
+            "kernel" => Ok(CpuMode::Kernel),
+            _ => Err(ValueError::new(format!(
+                "mode '{s}' is not accepted; use user or kernel (kernel: the simulator only)"
+            ))),
+        }
+    }
+}
+
+impl Serialize for CpuMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CpuMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
 
 /// A Linux scheduling policy with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +211,9 @@ pub struct Knobs {
     /// CPUs the group's tasks may run on.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cpus: Option<CpuSet>,
+    /// User or kernel mode (simulator only; unset is user).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mode: Option<CpuMode>,
 }
 
 impl Knobs {
@@ -171,6 +225,11 @@ impl Knobs {
     /// The slice as a duration.
     pub fn slice(&self) -> Option<Duration> {
         self.slice_ns.map(Duration::from_nanos)
+    }
+
+    /// Whether the group's tasks run in kernel mode (`mode=kernel`).
+    pub fn kernel_mode(&self) -> bool {
+        self.mode == Some(CpuMode::Kernel)
     }
 
     /// Check the knobs against each other and against a machine with `online_cpus` CPUs.
@@ -235,6 +294,7 @@ impl Knobs {
             policy: over.policy.or(self.policy),
             slice_ns: over.slice_ns.or(self.slice_ns),
             cpus: over.cpus.clone().or_else(|| self.cpus.clone()),
+            mode: over.mode.or(self.mode),
         }
     }
 }
@@ -253,6 +313,9 @@ impl fmt::Display for Knobs {
         }
         if let Some(c) = &self.cpus {
             parts.push(format!("cpus={c}"));
+        }
+        if let Some(m) = self.mode {
+            parts.push(format!("mode={m}"));
         }
         if parts.is_empty() {
             write!(f, "default")
@@ -375,6 +438,7 @@ fn set_knob(knobs: &mut Knobs, key: &str, value: &str) -> Result<(), KnobFault> 
             knobs.slice_ns = Some(slice.as_nanos() as u64);
         }
         "cpus" => knobs.cpus = Some(parse_cpu_list(value).map_err(KnobFault::Value)?),
+        "mode" => knobs.mode = Some(value.parse().map_err(KnobFault::Value)?),
         _ => return Err(KnobFault::Unknown),
     }
     Ok(())
@@ -397,6 +461,16 @@ mod tests {
         assert_eq!(k.policy, Some(SchedPolicy::Fifo(50)));
         let (_, k) = parse_group_arg("x:policy=deadline:1ms/5ms/10ms").unwrap();
         assert!(matches!(k.policy, Some(SchedPolicy::Deadline { .. })));
+        let (_, k) = parse_group_arg("nfsd:mode=kernel,nice=0").unwrap();
+        assert!(k.kernel_mode());
+        assert_eq!(k.to_string(), "nice=0,mode=kernel");
+        let e = parse_group_arg("g:mode=supervisor")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("'supervisor'") && e.contains("user or kernel"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -341,17 +341,17 @@ impl FromArgMatches for WorkloadArgs {
         };
         let mut params = Vec::new();
         for d in defs {
-            if sub.try_contains_id(d.name).is_err() {
-                continue; // a file's parameter named like a common option: --set only
-            }
+            // A file's parameter named like a common option (a seeded file's `seed` beside
+            // `--seed`) is not its own flag: --set only. The common option has another type, so
+            // asking for the parameter's type fails rather than panicking.
             match d.kind {
                 ParamKind::Flag => {
-                    if sub.get_flag(d.name) {
+                    if let Ok(Some(true)) = sub.try_get_one::<bool>(d.name) {
                         params.push((d.name.to_string(), "true".to_string()));
                     }
                 }
                 ParamKind::Value | ParamKind::List => {
-                    if let Some(v) = sub.get_one::<String>(d.name) {
+                    if let Ok(Some(v)) = sub.try_get_one::<String>(d.name) {
                         params.push((d.name.to_string(), v.clone()));
                     }
                 }
@@ -456,6 +456,10 @@ pub struct CommonArgs {
     /// gives the same numbers [default: 1].
     #[arg(long, allow_negative_numbers = true, value_parser = seed_number)]
     pub seed: Option<u64>,
+    /// (sim) CPUs the simulated machine's kernel threads — the netisr and disk interrupt
+    /// threads, kswapd — may run on, e.g. 0, as interrupts routed to one CPU [default: all].
+    #[arg(long, value_name = "LIST")]
+    pub kernel_cpus: Option<String>,
     /// Wakeup and preemption counters: auto (tracefs if available), trace (required), proc (switches and migrations only).
     #[arg(long, value_enum, default_value_t = CountersArg::Auto)]
     pub counters: CountersArg,

@@ -86,6 +86,7 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
                 ("--profile", common.profile.is_some()),
                 ("--cost", !common.cost.is_empty()),
                 ("--seed", common.seed.is_some()),
+                ("--kernel-cpus", common.kernel_cpus.is_some()),
             ];
             if let Some((flag, _)) = sim_only.iter().find(|(_, given)| *given) {
                 return Err(format!(
@@ -104,6 +105,7 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
                 profile: common.profile.clone(),
                 cost: common.cost.clone(),
                 seed: common.seed,
+                kernel_cpus: common.kernel_cpus.clone(),
             }))
         }
     }

@@ -295,6 +295,7 @@ fn every_example_checks_and_runs_briefly_on_the_simulator() {
         run_ok(&["check", p]);
     }
     for (file, sets) in [
+        ("examples/nfs.toml", &["rpcs=40"][..]),
         ("examples/request-response.toml", &["requests=20"][..]),
         ("examples/pipeline.toml", &["items=200"][..]),
         ("examples/desktop.toml", &["duration=500ms"][..]),
@@ -344,6 +345,105 @@ fn every_step_runs_on_both_backends_with_the_predicted_effects() {
                 "{backend:?}: {m:?}"
             );
             assert!(m["time"] >= 0.008, "five 2 ms periods: {backend:?}: {m:?}");
+        }
+    }
+}
+
+/// A seeded file has a `seed` parameter beside the simulator's `--seed`; giving `--seed`
+/// panicked in the argument parser (clap's type mismatch) until the parameter was read with
+/// `try_get_one`.
+#[test]
+fn a_seeded_file_takes_the_simulators_seed_option() {
+    let out = run_ok(&[
+        "sweep",
+        "examples/request-response.toml",
+        "--backend",
+        "sim",
+        "--cpus",
+        "2",
+        "--seed",
+        "3",
+        "--runs",
+        "1",
+        "-q",
+        "--set",
+        "requests=10",
+        "--vary",
+        "policy=cfs,eevdf",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("cfs") && text.contains("eevdf"), "{text}");
+}
+
+/// `mode=kernel` is the simulator's: the real backend refuses it by name before anything runs.
+#[test]
+fn kernel_mode_is_refused_on_the_real_kernel() {
+    let out = run(&[
+        "run",
+        "examples/nfs.toml",
+        "--group",
+        "nfsd:mode=kernel",
+        "--set",
+        "rpcs=4",
+        "--runs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("mode=kernel") && err.contains("--backend sim"),
+        "{err}"
+    );
+}
+
+/// Seed 001's interrupt-thread mechanism on its own: a task's disk read completes while a hog
+/// computes for 20 ms. In user mode the hog is switched at once (the interrupt returns to user
+/// mode, where NEEDRESCHED is acted on); in kernel mode (`mode=kernel`) only if the kernel
+/// preempts at once — FreeBSD's `maybe_preempt` for the disk interrupt thread under PREEMPTION,
+/// after which the reader, better than the hog, runs — and otherwise when the hog is done. The
+/// Linux policies are not preemptible kernels: a kernel-mode hog keeps the CPU.
+#[test]
+fn an_interrupt_thread_preempts_a_kernel_mode_task_only_under_preemption() {
+    let file = "crates/schedlab/tests/files/kernel-mode.toml";
+    let io = |policy: &str, mode: &str| -> f64 {
+        let group = format!("hog:mode={mode}");
+        let rec = record(
+            &[
+                "run",
+                file,
+                "--backend",
+                "sim",
+                "--cpus",
+                "1",
+                "--policy",
+                policy,
+                "--group",
+                &group,
+                "--runs",
+                "1",
+            ],
+            "kernel-mode",
+        );
+        rec.configs[0].repetitions[0].metrics["io"]
+    };
+    for (policy, prompt_in_kernel_mode) in [
+        ("bsd4", true),
+        ("bsd4:preemption=0", false),
+        ("bsd4:full=1", true),
+        ("ule", true),
+        ("ule:preemption=0", false),
+        ("eevdf", false),
+    ] {
+        let user = io(policy, "user");
+        assert!(
+            user < 1.0,
+            "{policy}, user-mode hog: the read took {user} ms"
+        );
+        let kernel = io(policy, "kernel");
+        if prompt_in_kernel_mode {
+            assert!(kernel < 1.0, "{policy}, kernel-mode hog: {kernel} ms");
+        } else {
+            assert!(kernel >= 20.0, "{policy}, kernel-mode hog: {kernel} ms");
         }
     }
 }

@@ -33,13 +33,27 @@
 //! at the sender's `local_bh_enable` (net/core/dev.c), with no thread switch — ksoftirqd only
 //! takes over under softirq overload, which the simulator does not model.
 //!
+//! **The disk interrupt thread** (FreeBSD 6/7). A device request (a read or write of the
+//! task's file, a swap-in) completes with the disk controller's interrupt, whose handler
+//! schedules the driver's interrupt thread (`swi_sched`/`intr_event_schedule_thread`,
+//! sys/kern/kern_intr.c); that thread runs `biodone` (sys/kern/vfs_bio.c), which wakes the
+//! thread sleeping on the buffer. Its priority is PI_DISK = PRI_MIN_ITHD + 20 = 20 (FreeBSD 6/7
+//! sys/sys/priority.h), so under PREEMPTION `maybe_preempt` runs it at once over anything but a
+//! better interrupt thread, and without it NEEDRESCHED waits for the running thread's return to
+//! user mode — which a kernel-mode thread (`mode=kernel`, an nfsd) reaches only by blocking: Bruce
+//! Evans's point in seed 001 that "PREEMPTION is needed even to give correct scheduling of
+//! interrupt threads". The interrupt is taken on the CPU the thread last ran on (the simulator
+//! does not route interrupts); the thread's own work is the wakeup's cost (`wakeup` and the
+//! run-queue lock), the driver's completion code is not modelled. Linux policies keep the
+//! wakeup in the interrupt handler (`end_request` → `wake_up`), which is the timer's wakeup.
+//!
 //! Simplifications: one netisr thread (FreeBSD 6/7 had one swi "net"); only the plan's own TCP
 //! and UDP channels go through it (UDP has no ACK and no connection lock wait); the ACK's lock
 //! is the data channel's own (one lock per direction of a connection); a thread waiting for the
 //! connection lock blocks at once (FreeBSD's adaptive mutexes spin while the owner runs on
 //! another CPU — the wait here is a switch either way).
 
-use super::{Effect, Machine, State, Task};
+use super::{Effect, Event, Machine, State, Task};
 use crate::policy::{CpuId, MachineView, TaskId, TaskKind, TaskSetup};
 use schedlab_workload::knobs::Knobs;
 use std::collections::VecDeque;
@@ -51,10 +65,25 @@ pub(super) enum KernelThread {
     Netisr,
     /// Linux's kswapd: reclaims memory below the low watermark (`memory.rs`).
     Kswapd,
+    /// FreeBSD's disk interrupt thread: wakes the tasks whose device requests completed.
+    DiskIthread,
 }
 
 /// FreeBSD 6/7's netisr thread priority: PI_SOFT (36) + SWI_NET (1) × RQ_PPQ (4).
 pub const NETISR_PRIORITY: u8 = 40;
+
+/// FreeBSD 6/7's disk interrupt thread priority: PI_DISK, PRI_MIN_ITHD + 20.
+pub const DISK_ITHREAD_PRIORITY: u8 = 20;
+
+/// The disk interrupt thread's state: the tasks whose requests completed, oldest first.
+pub(super) struct DiskIthread {
+    /// Its task.
+    task: TaskId,
+    /// Tasks to wake (`biodone`).
+    done: VecDeque<TaskId>,
+    /// Waiting for an interrupt.
+    idle: bool,
+}
 
 /// The netisr thread's state: its packet queue and what it is doing.
 pub(super) struct Netisr {
@@ -91,7 +120,8 @@ impl Machine<'_> {
         }
     }
 
-    /// Create kernel thread `kthread`, asleep, allowed on every CPU. May be called during the
+    /// Create kernel thread `kthread`, asleep, allowed on the kernel threads' CPUs
+    /// (`--kernel-cpus`, every CPU by default). May be called during the
     /// run (kswapd is created the first time memory runs low).
     pub(super) fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
         let id = self.tasks.len();
@@ -99,13 +129,53 @@ impl Machine<'_> {
             id,
             group: usize::MAX,
             knobs: Knobs::default(),
-            allowed: crate::policy::CpuMask::first(self.cpus.len()),
+            allowed: self.kernel_allowed,
             kind,
         };
         self.policy.task_new(&view!(self), &setup);
-        self.tasks.push(Task::new(usize::MAX, Some(kthread), 0));
+        let rq_cpu = self.kernel_allowed.lowest().unwrap_or(0);
+        self.tasks
+            .push(Task::new(usize::MAX, Some(kthread), rq_cpu));
         self.timeline_task(usize::MAX, setup.allowed);
         id
+    }
+
+    /// Start a device request of task `t` (about to block) that takes `ns`: its completion
+    /// wakes it through the disk interrupt thread where the policy has one, else directly.
+    pub(super) fn device_request(&mut self, t: TaskId, ns: u64) {
+        let event = if self.policy.device_interrupt_threads() {
+            Event::DeviceDone { task: t }
+        } else {
+            Event::Timer { task: t }
+        };
+        self.events.push(self.now + ns, event);
+        self.timers += 1;
+    }
+
+    /// The device finished `t`'s request: queue it for the disk interrupt thread (created the
+    /// first time) and schedule the thread from the interrupt.
+    pub(super) fn device_interrupt(&mut self, t: TaskId) {
+        let d = match self.disk_ithread.as_mut() {
+            Some(d) => d,
+            None => {
+                let task = self.spawn_kernel_thread(
+                    KernelThread::DiskIthread,
+                    TaskKind::Interrupt {
+                        priority: DISK_ITHREAD_PRIORITY,
+                    },
+                );
+                self.disk_ithread.insert(DiskIthread {
+                    task,
+                    done: VecDeque::new(),
+                    idle: true,
+                })
+            }
+        };
+        d.done.push_back(t);
+        if std::mem::take(&mut d.idle) {
+            let task = d.task;
+            self.wake(task, None, false);
+        }
     }
 
     /// Whether the plan's channel `ch` goes through the netisr thread.
@@ -123,6 +193,24 @@ impl Machine<'_> {
     pub(super) fn kernel_thread_resume(&mut self, cpu: CpuId, t: TaskId, k: KernelThread) -> bool {
         match k {
             KernelThread::Kswapd => self.kswapd_resume(cpu, t),
+            KernelThread::DiskIthread => {
+                let d = self
+                    .disk_ithread
+                    .as_mut()
+                    .expect("the disk ithread has its state");
+                match d.done.pop_front() {
+                    None => {
+                        d.idle = true;
+                        self.block(cpu, t);
+                        false
+                    }
+                    Some(w) => {
+                        let cost = self.wake(w, Some(cpu), false);
+                        self.tasks[t].remaining += cost;
+                        true
+                    }
+                }
+            }
             KernelThread::Netisr => {
                 let n = self
                     .netisr

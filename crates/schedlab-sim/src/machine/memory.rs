@@ -158,9 +158,7 @@ impl Machine<'_> {
     /// the page after the one that faulted.
     pub(super) fn swap_in(&mut self, cpu: CpuId, t: TaskId, pos: u64, pages: u64, k: u64) {
         let device = self.c(self.cost.io_latency + (k * PAGE / 1024) * self.cost.io_per_kib);
-        self.events
-            .push(self.now + device, super::Event::Timer { task: t });
-        self.timers += 1;
+        self.device_request(t, device);
         self.block_to_retry(cpu, t, Effect::Touch(pos + 1, pages));
     }
 

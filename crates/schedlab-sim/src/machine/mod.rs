@@ -85,6 +85,8 @@ pub struct SimSetup<'a> {
     pub seed: u64,
     /// Knobs per plan group (validated, and checked by the policy).
     pub knobs: &'a [Knobs],
+    /// CPUs the machine's kernel threads may run on (all when `None`).
+    pub kernel_cpus: Option<&'a schedlab_workload::CpuSet>,
     /// Set from outside (Ctrl-C) to stop early.
     pub stop: Option<&'a AtomicBool>,
     /// Wall-clock budget for the repetition.
@@ -336,6 +338,9 @@ struct Task {
     /// When it first asked for the lock it is waiting for (a wait's start, for the lock's
     /// statistics).
     lock_wait_since: Option<u64>,
+    /// Runs in kernel mode (`mode=kernel`): a reschedule that is not at once waits until it
+    /// blocks ([`Machine::resched_due`]).
+    kernel_mode: bool,
 }
 
 impl Task {
@@ -361,6 +366,7 @@ impl Task {
             cond_signalled: false,
             mem: TaskMemory::default(),
             lock_wait_since: None,
+            kernel_mode: false,
         }
     }
 }
@@ -373,6 +379,9 @@ struct Cpu {
     /// A reschedule deferred to the running task's return to user mode (NEEDRESCHED set inside
     /// a system call that goes on, [`Policy::wakeup_preempt_at_once`] false).
     ast_pending: bool,
+    /// The pending reschedule switches at once, even a kernel-mode task (`maybe_preempt`, an
+    /// IPI_PREEMPT): [`Policy::wakeup_preempt_at_once`] said so when it was asked.
+    resched_at_once: bool,
     kick_pending: bool,
     tick_armed: bool,
     tick_phase: u64,
@@ -438,10 +447,24 @@ struct SimCond {
 
 #[derive(Clone, Copy, Debug)]
 enum Event {
-    BurstDone { cpu: CpuId, gen: u64 },
-    Tick { cpu: CpuId },
-    Resched { cpu: CpuId },
-    Timer { task: TaskId },
+    BurstDone {
+        cpu: CpuId,
+        gen: u64,
+    },
+    Tick {
+        cpu: CpuId,
+    },
+    Resched {
+        cpu: CpuId,
+    },
+    Timer {
+        task: TaskId,
+    },
+    /// A device finished task `task`'s request: its interrupt wakes the disk ithread
+    /// (`kthreads.rs`), which wakes the task.
+    DeviceDone {
+        task: TaskId,
+    },
 }
 
 /// Builds a [`MachineView`] from the machine's fields without borrowing the policy.
@@ -465,7 +488,7 @@ mod steps;
 mod timeline;
 
 pub use kthreads::NETISR_PRIORITY;
-use kthreads::{KernelThread, Netisr};
+use kthreads::{DiskIthread, KernelThread, Netisr};
 use memory::{Memory, TaskMemory};
 pub use schedlab_workload::record::KERNEL_GROUP;
 
@@ -510,6 +533,11 @@ struct Machine<'a> {
     /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
     /// channels are loopback TCP/UDP.
     netisr: Option<Netisr>,
+    /// FreeBSD's disk interrupt thread, created at the first device request on a policy that
+    /// completes I/O through one.
+    disk_ithread: Option<DiskIthread>,
+    /// The CPUs kernel threads may run on (`--kernel-cpus`).
+    kernel_allowed: CpuMask,
     /// RAM and paging.
     mem: Memory,
     /// Workload tasks not yet finished (the run ends at 0; kernel threads never finish).
@@ -595,6 +623,11 @@ impl<'a> Machine<'a> {
             exec,
             workload_tasks: 0,
             netisr: None,
+            disk_ithread: None,
+            kernel_allowed: match setup.kernel_cpus {
+                Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
+                None => CpuMask::first(setup.cpus),
+            },
             mem: Memory::new(setup.cost.memory),
             live: 0,
             timers: 0,
@@ -610,6 +643,7 @@ impl<'a> Machine<'a> {
         let ncpus = self.cpus.len();
         for r in refs {
             let k = knobs.get(r.group).cloned().unwrap_or_default();
+            let kernel_mode = k.kernel_mode();
             let allowed = match &k.cpus {
                 Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
                 None => CpuMask::first(ncpus),
@@ -625,6 +659,7 @@ impl<'a> Machine<'a> {
             let rq_cpu = allowed.lowest().unwrap_or(0);
             self.tasks.push(Task::new(r.group, None, rq_cpu));
             self.timeline_task(r.group, allowed);
+            self.tasks[r.id].kernel_mode = kernel_mode;
         }
         self.live = refs.len();
         self.workload_tasks = refs.len();
@@ -685,7 +720,7 @@ impl<'a> Machine<'a> {
                     self.cpus[cpu].kick_pending = false;
                     match self.curr[cpu] {
                         None => self.schedule(cpu, None),
-                        Some(_) if self.cpus[cpu].need_resched => self.preempt(cpu),
+                        Some(_) if self.resched_due(cpu) => self.preempt(cpu),
                         Some(_) => {}
                     }
                 }
@@ -693,6 +728,11 @@ impl<'a> Machine<'a> {
                     self.timers -= 1;
                     progress_at = n;
                     self.wake(task, None, false);
+                }
+                Event::DeviceDone { task } => {
+                    self.timers -= 1;
+                    progress_at = n;
+                    self.device_interrupt(task);
                 }
             }
             if let Some(e) = self.failure.take() {

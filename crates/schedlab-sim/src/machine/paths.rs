@@ -38,6 +38,7 @@ impl Machine<'_> {
     pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         self.cpus[cpu].need_resched = false;
         self.cpus[cpu].ast_pending = false;
+        self.cpus[cpu].resched_at_once = false;
         self.cpus[cpu].gen += 1;
         let mut next = self.policy.pick_next_task(&view!(self), cpu);
         if next.is_none() {
@@ -136,9 +137,16 @@ impl Machine<'_> {
                     self.account(cpu);
                 }
                 if self.policy.wakeup_preempt(&view!(self), cpu, c, t) {
+                    let at_once = self.policy.wakeup_preempt_at_once(cpu);
+                    if at_once {
+                        self.cpus[cpu].resched_at_once = true;
+                    }
                     if !start {
                         self.tasks[t].wakeup_preemptions += 1;
-                        if waker != Some(cpu) || self.policy.wakeup_preempt_at_once(cpu) {
+                        // A remote wakeup's IPI returns to user mode at once; a kernel-mode
+                        // task switches only when the kernel preempts at once.
+                        let remote = waker != Some(cpu) && !self.tasks[c].kernel_mode;
+                        if remote || at_once {
                             self.tasks[t].preemptions_at_once += 1;
                         }
                     }
@@ -198,6 +206,17 @@ impl Machine<'_> {
         send
     }
 
+    /// Whether `cpu`'s pending reschedule switches its running task now. A kernel-mode task
+    /// (`mode=kernel`) never returns to user mode, where NEEDRESCHED is acted on: it is switched
+    /// when it blocks, unless the kernel preempts at once (FreeBSD's `maybe_preempt` under
+    /// PREEMPTION, sys/kern/kern_switch.c; an IPI_PREEMPT) — the simulated Linux kernels are
+    /// not preemptible (no CONFIG_PREEMPT), so there it waits for the block.
+    pub(super) fn resched_due(&self, cpu: CpuId) -> bool {
+        let c = &self.cpus[cpu];
+        c.need_resched
+            && (c.resched_at_once || !self.curr[cpu].is_some_and(|t| self.tasks[t].kernel_mode))
+    }
+
     /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
     /// out the moves.
     pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) {
@@ -224,6 +243,9 @@ impl Machine<'_> {
                 Some(c) => {
                     self.account(mv.to);
                     if self.policy.wakeup_preempt(&view!(self), mv.to, c, mv.task) {
+                        if self.policy.wakeup_preempt_at_once(mv.to) {
+                            self.cpus[mv.to].resched_at_once = true;
+                        }
                         self.resched(mv.to, Some(here));
                         // The balancer's IPI: its cost is inside the balancing pass.
                     }
@@ -240,7 +262,12 @@ impl Machine<'_> {
                 self.tasks[t].remaining += self.c(self.cost.tick);
                 let expired = self.policy.task_tick(&view!(self), cpu, t);
                 self.balance(cpu, BalanceKind::Periodic);
-                if expired || self.cpus[cpu].need_resched {
+                if expired && self.tasks[t].kernel_mode {
+                    // scheduler_tick's need_resched: a kernel-mode task is switched when it
+                    // blocks.
+                    self.cpus[cpu].need_resched = true;
+                }
+                if (expired && !self.tasks[t].kernel_mode) || self.resched_due(cpu) {
                     self.preempt(cpu);
                 } else {
                     self.run_burst(cpu);

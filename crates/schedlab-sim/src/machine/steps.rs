@@ -231,13 +231,12 @@ impl Machine<'_> {
                     }
                 }
                 Effect::IoWait(ns) => {
-                    self.events.push(self.now + ns, Event::Timer { task: t });
-                    self.timers += 1;
+                    self.device_request(t, ns);
                     self.block(cpu, t);
                     return;
                 }
             }
-            if self.cpus[cpu].need_resched {
+            if self.resched_due(cpu) {
                 self.preempt(cpu);
                 return;
             }

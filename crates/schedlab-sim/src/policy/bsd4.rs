@@ -737,6 +737,10 @@ impl Policy for Bsd4 {
         true // if_simloop → netisr_queue (sys/net/if_loop.c)
     }
 
+    fn device_interrupt_threads(&self) -> bool {
+        true // ithread_execute_handlers → biodone → wakeup (sys/kern/kern_intr.c, vfs_bio.c)
+    }
+
     fn lend_priority(&mut self, _m: &MachineView, holder: TaskId, from: TaskId) {
         // sched_lend_prio → sched_priority: a queued thread moves to its new list.
         let pri = self.t(from).pri;
@@ -970,6 +974,7 @@ mod tests {
                     stop: None,
                     wall_budget: None,
                     timeline: false,
+                    kernel_cpus: None,
                 },
             )
             .unwrap()

@@ -870,7 +870,7 @@ mod tests {
             nice: Some(nice),
             policy: Some(policy),
             slice_ns,
-            cpus: None,
+            ..Knobs::default()
         }
     }
 

@@ -1083,6 +1083,7 @@ mod tests {
                     stop: None,
                     wall_budget: None,
                     timeline: false,
+                    kernel_cpus: None,
                 },
             )
             .unwrap();

@@ -310,6 +310,16 @@ pub trait Policy {
         false
     }
 
+    /// Whether a device's completion (a disk read or write, a swap-in) wakes the waiting task
+    /// through the device's interrupt thread (FreeBSD: the driver's interrupt handler schedules
+    /// the ithread, which runs `biodone` → `wakeup`, sys/kern/kern_intr.c and vfs_bio.c) rather
+    /// than from the interrupt handler itself (Linux: `end_request` → `wake_up` in hard-interrupt
+    /// context). True makes the machine run a disk interrupt thread of kind
+    /// [`TaskKind::Interrupt`], so the policy must know that kind. Default: from the handler.
+    fn device_interrupt_threads(&self) -> bool {
+        false
+    }
+
     /// `from` blocks on a lock that `holder` (queued or running) holds: lend `from`'s priority
     /// to `holder` if it is better (FreeBSD's turnstile priority propagation, `sched_lend_prio`).
     /// The holder keeps it until it next runs to user mode. Default: no priority propagation.

@@ -966,6 +966,7 @@ mod tests {
                 stop: None,
                 wall_budget: None,
                 timeline: false,
+                kernel_cpus: None,
             };
             let r = run_repetition(&ib, setup).unwrap();
             ib.metrics(&r.outcome).unwrap()["deadlines_met"]

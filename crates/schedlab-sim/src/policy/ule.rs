@@ -952,6 +952,10 @@ impl Policy for Ule {
         true // if_simloop → netisr_queue (sys/net/if_loop.c)
     }
 
+    fn device_interrupt_threads(&self) -> bool {
+        true // ithread_execute_handlers → biodone → wakeup (sys/kern/kern_intr.c, vfs_bio.c)
+    }
+
     fn lend_priority(&mut self, m: &MachineView, holder: TaskId, from: TaskId) {
         // sched_lend_prio → sched_thread_priority: a queued thread is requeued at the new one.
         let pri = self.t(from).pri;
