@@ -9,6 +9,7 @@ use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::presets::Outcome;
 use schedlab_workload::record::{BackendInfo, CounterSources, Counters, CpuCounters, LockStats};
+use schedlab_workload::timeline::Timeline;
 use schedlab_workload::Workload;
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -88,6 +89,8 @@ pub struct RepInput<'a> {
     /// Which repetition of its configuration this is (seeds the simulator); warm-ups are
     /// numbered from [`RepInput::WARMUP_BASE`].
     pub index: u64,
+    /// Record the run-queue timeline ([`RepOutput::timeline`]).
+    pub timeline: bool,
 }
 
 impl RepInput<'_> {
@@ -107,6 +110,8 @@ pub struct RepOutput {
     pub detail: RepDetail,
     /// Per lock, its statistics (the workload's locks; on the simulator also the kernel's).
     pub locks: Vec<LockStats>,
+    /// The run-queue timeline, when [`RepInput::timeline`] asked for it.
+    pub timeline: Option<Timeline>,
 }
 
 /// What only one kind of backend measures.

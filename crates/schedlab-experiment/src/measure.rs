@@ -15,6 +15,7 @@ use schedlab_stats::{describe, metric_values};
 use schedlab_workload::record::{
     ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ShardInfo, ToolInfo, SCHEMA_VERSION,
 };
+use schedlab_workload::timeline::replay::DEFAULT_BINS;
 use schedlab_workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicBool;
@@ -214,6 +215,24 @@ impl Sinks<'_> {
     }
 }
 
+/// Write the exact events of repetition `index` of configuration `config` into `dir` (made if
+/// missing) as `C<config>-R<index>.txt`.
+fn write_timeline_events(
+    dir: &std::path::Path,
+    config: usize,
+    index: u64,
+    tl: &schedlab_workload::timeline::Timeline,
+) -> Result<(), ExperimentError> {
+    let path = dir.join(format!("C{config}-R{index}.txt"));
+    let write = || -> std::io::Result<()> {
+        std::fs::create_dir_all(dir)?;
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        tl.write_events(&mut out)?;
+        std::io::Write::flush(&mut out)
+    };
+    write().map_err(|source| ExperimentError::Write { path, source })
+}
+
 /// Fold one repetition's output into its configuration's result; `index` is recorded for a
 /// shard's repetitions.
 fn add_repetition(
@@ -239,6 +258,8 @@ fn add_repetition(
         RepDetail::None => (0, Vec::new(), None),
     };
     config.counter_sources = output.sources;
+    let timeline = (output.timeline.as_ref())
+        .map(|tl| schedlab_workload::timeline::replay::analyse(tl, DEFAULT_BINS));
     config.repetitions.push(Repetition {
         metrics,
         counters: output.counters,
@@ -247,6 +268,7 @@ fn add_repetition(
         sim_events,
         index,
         locks: output.locks,
+        timeline,
     });
     update_summary(config, level);
 }
@@ -295,6 +317,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 stop: self.stop,
                 budget,
                 index,
+                timeline: self.settings.timeline,
             },
         )
     }
@@ -522,6 +545,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             ));
         }
         progress(self.progress(i, what, &metrics));
+        if let (Some(dir), Some(tl)) = (&self.settings.timeline_events, &output.timeline) {
+            write_timeline_events(dir, i, index, tl)?;
+        }
         let sharded = self.plan.is_some().then_some(index);
         let config = &mut self.record.configs[i];
         add_repetition(config, metrics, output, sharded, self.settings.level);

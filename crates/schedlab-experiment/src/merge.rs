@@ -533,6 +533,8 @@ mod tests {
             json: None,
             command: vec!["schedlab".into(), "sweep".into(), "mock".into()],
             shard,
+            timeline: false,
+            timeline_events: None,
         }
     }
 

@@ -173,6 +173,7 @@ impl Backend for MockBackend {
                 sources: Default::default(),
                 detail: RepDetail::None,
                 locks: Vec::new(),
+                timeline: None,
             }),
             Step::Interrupt => Err(RepError::Interrupted),
             Step::Fail(m) => Err(RepError::Failed(m.into())),
@@ -215,6 +216,8 @@ mod tests {
             json: None,
             command: vec!["test".into()],
             shard: None,
+            timeline: false,
+            timeline_events: None,
         }
     }
 

@@ -417,6 +417,8 @@ mod tests {
             json: None,
             command: vec!["test".into()],
             shard: None,
+            timeline: false,
+            timeline_events: None,
         }
     }
 

@@ -17,6 +17,7 @@ use schedlab_real::runner::{
     check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
 };
 use schedlab_real::tempdir::{self, StaleDir};
+use schedlab_real::trace::timeline::RqTrace;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
 use schedlab_workload::knobs::Knobs;
@@ -57,6 +58,9 @@ pub fn supervisor_budget<W: Workload>(workload: &W, budget: Duration) -> (Durati
 pub struct RealBackend {
     counters: CounterMode,
     trace: Option<SchedTrace>,
+    /// Whether the run-queue timeline is recorded (`--timeline`); opened in `prepare`.
+    timeline: bool,
+    rq_trace: Option<RqTrace>,
     /// Why wakeup counters are unavailable (empty when they are).
     unavailable: String,
     realtime: bool,
@@ -68,9 +72,18 @@ impl RealBackend {
         RealBackend {
             counters,
             trace: None,
+            timeline: false,
+            rq_trace: None,
             unavailable: String::new(),
             realtime: host::realtime_allowed(),
         }
+    }
+
+    /// Record each repetition's run-queue timeline from an unfiltered tracefs instance (it
+    /// needs tracefs and root; `prepare` fails, before anything runs, without them).
+    pub fn with_timeline(mut self, on: bool) -> RealBackend {
+        self.timeline = on;
+        self
     }
 }
 
@@ -229,6 +242,15 @@ impl Backend for RealBackend {
                 }
             }
         }
+        if self.timeline && self.rq_trace.is_none() {
+            let t = RqTrace::open(TRACE_BUFFER_KB).map_err(|e| {
+                ExperimentError::TraceRequired(format!(
+                    "--timeline needs the kernel's tracepoints: {e}"
+                ))
+            })?;
+            info.details.insert("timeline".into(), t.source());
+            self.rq_trace = Some(t);
+        }
         info.details.insert(
             "wakeup_counters".into(),
             self.trace.as_ref().map_or_else(
@@ -253,6 +275,11 @@ impl Backend for RealBackend {
                 stop: input.stop.clone(),
                 budget,
                 trace: self.trace.as_mut(),
+                rq_trace: if input.timeline {
+                    self.rq_trace.as_mut()
+                } else {
+                    None
+                },
             },
         )
         .map_err(|e| match e {
@@ -277,6 +304,7 @@ impl Backend for RealBackend {
                 observed: r.observed,
             },
             locks: r.locks,
+            timeline: r.timeline,
         })
     }
 }

@@ -116,6 +116,12 @@ pub struct Settings {
     pub command: Vec<String>,
     /// The slice of the sweep to run (`--shard K/N`); every repetition when `None`.
     pub shard: Option<crate::shard::Shard>,
+    /// Record each repetition's run-queue timeline (`--timeline`): its figures and a
+    /// downsampled drawing go in the record's repetitions.
+    pub timeline: bool,
+    /// A directory for each repetition's exact timeline events, as text
+    /// (`Timeline::write_events`), one file `C<config>-R<repetition>.txt` per repetition.
+    pub timeline_events: Option<PathBuf>,
 }
 
 impl Settings {

@@ -246,6 +246,7 @@ impl Backend for SimBackend {
                 kernel_cpus: m.kernel_cpus.as_ref(),
                 stop: Some(input.stop),
                 wall_budget: Some(input.budget),
+                timeline: input.timeline,
             },
         )
         .map_err(|e| match e {
@@ -268,6 +269,7 @@ impl Backend for SimBackend {
                 wall: started.elapsed(),
             },
             locks: r.locks,
+            timeline: r.timeline,
         })
     }
 }

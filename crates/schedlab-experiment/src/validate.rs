@@ -327,6 +327,8 @@ fn run_entry(
         json: None,
         command: vec![entry.command()],
         shard: None,
+        timeline: false,
+        timeline_events: None,
     };
     let one = MeasureOne {
         request: &request,

@@ -26,14 +26,16 @@ use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::tempdir::TempDir;
+use crate::trace::timeline::{RqTrace, WorkloadTid};
 use crate::trace::SchedTrace;
 use crate::transport::Channels;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{CounterSources, Counters};
+use schedlab_workload::timeline::Timeline;
 use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -176,6 +178,8 @@ pub struct RepetitionSetup<'a> {
     pub budget: Duration,
     /// Wakeup/preemption tracing, if available.
     pub trace: Option<&'a mut SchedTrace>,
+    /// Run-queue timeline tracing (`--timeline`), if asked for.
+    pub rq_trace: Option<&'a mut RqTrace>,
 }
 
 /// The measured result of one repetition.
@@ -193,6 +197,8 @@ pub struct RepetitionResult {
     pub observed: Vec<BTreeMap<String, String>>,
     /// Per lock of the workload, its statistics in this repetition.
     pub locks: Vec<schedlab_workload::record::LockStats>,
+    /// The run-queue timeline, when [`RepetitionSetup::rq_trace`] recorded one.
+    pub timeline: Option<Timeline>,
 }
 
 /// What each task sends back to the parent.
@@ -1033,6 +1039,13 @@ fn supervise(
         Some(Err(e)) => Some(e),
         _ => None,
     };
+    let mut rq_trace = setup.rq_trace;
+    if let Some(t) = rq_trace.as_mut() {
+        if let Err(e) = t.start() {
+            gate.release(0);
+            return Err(RunError::Setup(format!("--timeline: {e}")));
+        }
+    }
     let epoch = sys::monotonic_ns();
     gate.release(epoch);
     let started = Instant::now();
@@ -1079,6 +1092,9 @@ fn supervise(
         }
     }
     if let Some(t) = trace.as_mut() {
+        let _ = t.stop();
+    }
+    if let Some(t) = rq_trace.as_mut() {
         let _ = t.stop();
     }
     reports.sort_by_key(|r| r.id);
@@ -1149,6 +1165,24 @@ fn supervise(
         outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
     }
     counters.insert("total".into(), total);
+    let timeline = match rq_trace {
+        None => None,
+        Some(t) => {
+            let workload: HashMap<i32, WorkloadTid> = (reports.iter())
+                .map(|r| {
+                    let g = tasks[r.id].group;
+                    let allowed = (setup.knobs.get(g).and_then(|k| k.cpus.as_ref()))
+                        .map(|set| set.iter().map(|&c| c as u32).collect());
+                    let group = plan.groups[g].name.to_string();
+                    (r.tid, WorkloadTid { group, allowed })
+                })
+                .collect();
+            let tl = t
+                .collect(&workload, crate::host::online_cpus())
+                .map_err(|e| RunError::Setup(format!("--timeline: {e}")))?;
+            Some(tl)
+        }
+    };
     let (wakeups_source, lost) = match &traced {
         Ok((tc, src)) => (src.clone(), tc.lost),
         Err(e) => (format!("unavailable: {e}"), 0),
@@ -1168,6 +1202,7 @@ fn supervise(
         lost_events: lost,
         observed,
         locks: Vec::new(),
+        timeline,
     })
 }
 
@@ -1235,6 +1270,7 @@ mod tests {
                 stop: Arc::new(AtomicBool::new(false)),
                 budget,
                 trace: None,
+                rq_trace: None,
             },
         );
         (r, started.elapsed())
@@ -1485,6 +1521,7 @@ mod eagain_tests {
                 stop: Arc::new(AtomicBool::new(false)),
                 budget: Duration::from_secs(60),
                 trace: None,
+                rq_trace: None,
             },
         );
         let took = started.elapsed();

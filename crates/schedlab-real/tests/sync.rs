@@ -29,6 +29,7 @@ fn run_with<W: Workload>(
             stop,
             budget,
             trace: None,
+            rq_trace: None,
         },
     )
 }

@@ -15,3 +15,4 @@ pub mod plot;
 pub mod sweep;
 pub mod table;
 pub mod text;
+pub mod timeline;

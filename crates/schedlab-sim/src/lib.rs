@@ -18,7 +18,8 @@
 //! let cost = CostModel::profile("modern").unwrap();
 //! let knobs = vec![Knobs::default(); 2];
 //! let setup = SimSetup { policy: &spec, cpus: 2, cost: &cost, seed: 1, knobs: &knobs,
-//!                        stop: None, wall_budget: None, kernel_cpus: None };
+//!                        stop: None, wall_budget: None, kernel_cpus: None,
+//!                        timeline: false };
 //! let r = run_repetition(&w, setup).unwrap();
 //! assert_eq!(w.metrics(&r.outcome).unwrap()["round_trips"], 100.0);
 //! ```

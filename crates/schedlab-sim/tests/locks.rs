@@ -108,6 +108,7 @@ fn sim<W: Workload>(
             knobs: k,
             stop: None,
             wall_budget: Some(Duration::from_secs(60)),
+            timeline: false,
             kernel_cpus: None,
         },
     )

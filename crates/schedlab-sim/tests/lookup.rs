@@ -40,6 +40,7 @@ fn sim(w: &Lookup, cpus: usize) -> SimResult {
             stop: None,
             wall_budget: Some(Duration::from_secs(60)),
             kernel_cpus: None,
+            timeline: false,
         },
     )
     .unwrap()

@@ -75,6 +75,7 @@ fn sim_costed<W: Workload>(
             knobs: k,
             stop,
             wall_budget,
+            timeline: false,
             kernel_cpus: None,
         },
     )

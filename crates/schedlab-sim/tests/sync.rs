@@ -31,6 +31,7 @@ fn sim<W: Workload>(w: &W, policy: &str, cpus: usize, seed: u64) -> Result<SimRe
             knobs: &knobs,
             stop: None,
             wall_budget: None,
+            timeline: false,
             kernel_cpus: None,
         },
     )

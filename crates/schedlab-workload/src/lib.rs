@@ -29,6 +29,7 @@ pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod timeline;
 pub mod web;
 
 pub use context::{

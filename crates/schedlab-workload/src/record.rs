@@ -196,6 +196,9 @@ pub struct Repetition {
     /// simulator the kernel locks the machine and its policy model (absent from older records).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locks: Vec<LockStats>,
+    /// The run-queue timeline's figures and a downsampled drawing (`--timeline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::timeline::TimelineSummary>,
 }
 
 /// One lock's statistics over one repetition, as lockmeter keeps them per spin lock (Sarma's

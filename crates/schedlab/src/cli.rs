@@ -487,6 +487,13 @@ pub struct CommonArgs {
     /// The record keeps them either way.
     #[arg(long)]
     pub locks: bool,
+    /// Record each CPU's run-queue length over time and draw it as SVG: per configuration, its
+    /// first repetition's lengths, their divergence from the mean, and a CPU × time heatmap. The
+    /// summary and the record give every repetition's figures (divergence, idle-while-waiting,
+    /// migrations to a busier CPU); FILE.events/ beside it keeps the exact events. Real kernel:
+    /// needs tracefs (root).
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<PathBuf>,
     /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4, server.nice=0,19 or (simulator) policy=o1,bsd4:preemption=0,ipiwakeup=0 (repeatable; the cross product runs).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,

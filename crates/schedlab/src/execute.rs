@@ -125,6 +125,8 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
         json: common.json.clone(),
         command: std::env::args().collect(),
         shard: None,
+        timeline: common.timeline.is_some(),
+        timeline_events: common.timeline.as_deref().map(timeline_events_dir),
     })
 }
 
@@ -156,6 +158,7 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         ("--csv", &common.csv),
         ("--markdown", &common.markdown),
         ("--wis-csv", &common.wis_csv),
+        ("--timeline", &common.timeline),
     ];
     for (i, (flag, path)) in files.iter().enumerate() {
         if let Some(p) = path {
@@ -166,6 +169,22 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
                     p.display()
                 ));
             }
+        }
+    }
+    if let Some(p) = &common.timeline {
+        if p.extension().is_none_or(|e| e != "svg") {
+            return Err(format!(
+                "--timeline {}: accepted: a file name ending in .svg (the chart is SVG)",
+                p.display()
+            ));
+        }
+        let events = timeline_events_dir(p);
+        if events.exists() && !events.is_dir() {
+            return Err(format!(
+                "--timeline {}: {} (where the exact events go) exists and is not a directory",
+                p.display(),
+                events.display()
+            ));
         }
     }
     if let Some(d) = &common.out {
@@ -180,6 +199,11 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The directory beside `--timeline FILE.svg` for the exact events: `FILE.events`.
+pub(crate) fn timeline_events_dir(svg: &std::path::Path) -> std::path::PathBuf {
+    svg.with_extension("events")
 }
 
 /// Refuse an output file (`flag`'s) that cannot be written: not a file in an existing,
@@ -308,7 +332,8 @@ impl Execute<'_> {
                     CountersArg::Auto => CounterMode::Auto,
                     CountersArg::Trace => CounterMode::Trace,
                     CountersArg::Proc => CounterMode::Proc,
-                });
+                })
+                .with_timeline(self.common.timeline.is_some());
                 self.on(base, &mut backend, ())
             }
             BackendRequest::Sim(req) => {
@@ -397,6 +422,19 @@ impl Execute<'_> {
             return Ok(end);
         }
         self.print(&record, &keys, &combinations);
+        if let Some(path) = &self.common.timeline {
+            schedlab_report::timeline::write_timeline(&record, path).map_err(|e| {
+                format!(
+                    "--timeline {}: {e}; the chart was not written (the figures above are complete)",
+                    path.display()
+                )
+            })?;
+            eprintln!(
+                "wrote {} (exact events in {})",
+                path.display(),
+                timeline_events_dir(path).display()
+            );
+        }
         if !self.sweep {
             return Ok(end);
         }
@@ -424,6 +462,7 @@ impl Execute<'_> {
         if self.common.locks {
             print!("{}", schedlab_report::text::lock_tables(record));
         }
+        print!("{}", schedlab_report::timeline::timeline_text(record));
     }
 }
 

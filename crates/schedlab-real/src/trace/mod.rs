@@ -58,6 +58,7 @@
 
 mod count;
 mod parse;
+pub mod timeline;
 mod tracefs;
 
 pub use tracefs::cleanup_stale_instances;

@@ -49,18 +49,18 @@ pub(super) fn parse_int(s: &[u8]) -> Option<(i64, usize)> {
 }
 
 /// A cursor over a line for fixed-format parsing.
-struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     s: &'a [u8],
     i: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn new(s: &'a [u8], i: usize) -> Self {
+    pub(super) fn new(s: &'a [u8], i: usize) -> Self {
         Cursor { s, i }
     }
 
     /// Consume the literal `lit`.
-    fn lit(&mut self, lit: &[u8]) -> Option<()> {
+    pub(super) fn lit(&mut self, lit: &[u8]) -> Option<()> {
         if self.s.get(self.i..)?.starts_with(lit) {
             self.i += lit.len();
             Some(())
@@ -70,7 +70,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Consume an integer.
-    fn int(&mut self) -> Option<i64> {
+    pub(super) fn int(&mut self) -> Option<i64> {
         let (v, n) = parse_int(self.s.get(self.i..)?)?;
         self.i += n;
         Some(v)
@@ -84,13 +84,13 @@ impl<'a> Cursor<'a> {
         &rest[..n]
     }
 
-    fn at_end(&self) -> bool {
+    pub(super) fn at_end(&self) -> bool {
         self.i >= self.s.len()
     }
 }
 
 /// Position of the first `needle` in `hay` at or after `from`.
-fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
+pub(super) fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
     let first = *needle.first()?;
     let mut i = from;
     while i + needle.len() <= hay.len() {
@@ -107,7 +107,7 @@ fn find(hay: &[u8], needle: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Position of the last `needle` in `hay`.
-fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
+pub(super) fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.len() > hay.len() {
         return None;
     }
@@ -117,7 +117,7 @@ fn rfind(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// Longest task name the kernel prints (`TASK_COMM_LEN - 1`).
-const COMM_MAX: usize = 15;
+pub(super) const COMM_MAX: usize = 15;
 
 /// Parse one line of the text `trace` output; `None` for comments, other events and anything
 /// malformed.
@@ -160,7 +160,7 @@ pub(super) fn parse_line(line: &[u8]) -> Option<Event> {
 }
 
 /// The CPU column: the rightmost `[digits]` of the line's header.
-fn parse_cpu(header: &[u8]) -> Option<u32> {
+pub(super) fn parse_cpu(header: &[u8]) -> Option<u32> {
     let close = header.iter().rposition(|&b| b == b']')?;
     let open = header[..close].iter().rposition(|&b| b == b'[')?;
     let digits = &header[open + 1..close];
@@ -172,7 +172,7 @@ fn parse_cpu(header: &[u8]) -> Option<u32> {
 }
 
 /// `comm=<comm> pid=N prio=N target_cpu=NNN`
-fn parse_wakeup(body: &[u8]) -> Option<Event> {
+pub(super) fn parse_wakeup(body: &[u8]) -> Option<Event> {
     if !body.starts_with(b"comm=") {
         return None;
     }
@@ -198,7 +198,7 @@ fn parse_wakeup(body: &[u8]) -> Option<Event> {
 }
 
 /// `prev_comm=<c> prev_pid=N prev_prio=N prev_state=S ==> next_comm=<c> next_pid=N next_prio=N`
-fn parse_switch(body: &[u8], cpu: u32) -> Option<Event> {
+pub(super) fn parse_switch(body: &[u8], cpu: u32) -> Option<Event> {
     const PREV: &[u8] = b"prev_comm=";
     const ARROW: &[u8] = b" ==> next_comm=";
     if !body.starts_with(PREV) {

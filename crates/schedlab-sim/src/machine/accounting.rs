@@ -105,6 +105,7 @@ impl Machine<'_> {
 
     pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
         let end = self.now;
+        let timeline = self.timeline_finish(plan);
         for cpu in 0..self.cpus.len() {
             let nr = self.nr_running[cpu] as u128;
             let c = &mut self.cpus[cpu];
@@ -186,6 +187,7 @@ impl Machine<'_> {
             })
             .collect();
         SimResult {
+            timeline,
             locks,
             outcome: Outcome {
                 wall: Duration::from_nanos(end),

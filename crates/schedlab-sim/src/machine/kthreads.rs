@@ -136,6 +136,7 @@ impl Machine<'_> {
         let rq_cpu = self.kernel_allowed.lowest().unwrap_or(0);
         self.tasks
             .push(Task::new(usize::MAX, Some(kthread), rq_cpu));
+        self.timeline_task(usize::MAX, setup.allowed);
         id
     }
 

@@ -67,6 +67,7 @@ use schedlab_workload::knobs::Knobs;
 use schedlab_workload::plan::LockKind;
 use schedlab_workload::presets::Outcome;
 use schedlab_workload::record::{Counters, CpuCounters, LockStats};
+use schedlab_workload::timeline::Timeline;
 use schedlab_workload::{Transport, Workload, WorkloadError};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -90,6 +91,9 @@ pub struct SimSetup<'a> {
     pub stop: Option<&'a AtomicBool>,
     /// Wall-clock budget for the repetition.
     pub wall_budget: Option<Duration>,
+    /// Record the run-queue timeline ([`SimResult::timeline`]); off, the machine does nothing
+    /// more than before.
+    pub timeline: bool,
 }
 
 /// What one simulated repetition measured.
@@ -108,6 +112,9 @@ pub struct SimResult {
     /// Per lock, its statistics: the workload's locks, then the kernel locks that were taken
     /// (runqueue locks, the loopback transmit lock).
     pub locks: Vec<LockStats>,
+    /// Every task's place over time (when [`SimSetup::timeline`] asked for it): exact, all
+    /// tasks of the machine (the workload's and its kernel threads).
+    pub timeline: Option<Timeline>,
 }
 
 /// Why a simulated repetition failed.
@@ -478,6 +485,7 @@ mod kthreads;
 mod memory;
 mod paths;
 mod steps;
+mod timeline;
 
 pub use kthreads::NETISR_PRIORITY;
 use kthreads::{DiskIthread, KernelThread, Netisr};
@@ -537,6 +545,8 @@ struct Machine<'a> {
     /// Timer events waiting (sleeps and device waits).
     timers: usize,
     failure: Option<SimError>,
+    /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
+    timeline: Option<Timeline>,
 }
 
 impl<'a> Machine<'a> {
@@ -622,6 +632,9 @@ impl<'a> Machine<'a> {
             live: 0,
             timers: 0,
             failure: None,
+            timeline: setup
+                .timeline
+                .then(|| Timeline::new(setup.cpus, "simulator (exact)", "all")),
         }
     }
 
@@ -645,6 +658,7 @@ impl<'a> Machine<'a> {
             self.policy.task_new(&view!(self), &setup);
             let rq_cpu = allowed.lowest().unwrap_or(0);
             self.tasks.push(Task::new(r.group, None, rq_cpu));
+            self.timeline_task(r.group, allowed);
             self.tasks[r.id].kernel_mode = kernel_mode;
         }
         self.live = refs.len();

@@ -7,6 +7,7 @@
 
 use super::{Effect, Event, Machine, State};
 use crate::policy::{BalanceKind, CpuId, EnqueueKind, MachineView, Move, PutPrevKind, TaskId};
+use schedlab_workload::timeline::TaskState;
 
 impl Machine<'_> {
     /// The running task `t` stays runnable but leaves the CPU (preempted or yielding).
@@ -14,6 +15,7 @@ impl Machine<'_> {
         self.policy.put_prev_task(&view!(self), cpu, t, kind);
         self.tasks[t].state = State::Queued;
         self.curr[cpu] = None;
+        self.timeline_event(t, cpu, TaskState::Waiting);
         self.schedule(cpu, Some(t));
         if self.curr[cpu] != Some(t) {
             self.tasks[t].nivcsw += 1;
@@ -81,6 +83,7 @@ impl Machine<'_> {
         task.last_ran = Some(cpu);
         task.remaining += cost;
         self.curr[cpu] = Some(n);
+        self.timeline_event(n, cpu, TaskState::Running);
         let c = &mut self.cpus[cpu];
         c.last_account = self.now;
         if let Some(since) = c.idle_since.take() {
@@ -109,6 +112,7 @@ impl Machine<'_> {
         self.tasks[t].rq_cpu = cpu;
         self.tasks[t].state = State::Queued;
         self.rq_change(cpu, true);
+        self.timeline_event(t, cpu, TaskState::Waiting);
         let kind = if start {
             EnqueueKind::New
         } else {
@@ -228,6 +232,7 @@ impl Machine<'_> {
             self.rq_change(mv.to, true);
             self.tasks[mv.task].rq_cpu = mv.to;
             self.tasks[mv.task].migrations += 1;
+            self.timeline_event(mv.task, mv.to, TaskState::Waiting);
             if mv.to == here {
                 continue;
             }

@@ -15,6 +15,7 @@
 use super::{Effect, Event, Machine, SimError, State, SPIN_CHUNK};
 use crate::context::Op;
 use crate::policy::{CpuId, DequeueKind, MachineView, PutPrevKind, TaskId};
+use schedlab_workload::timeline::TaskState;
 use schedlab_workload::{IoKind, WorkloadError};
 
 impl Machine<'_> {
@@ -425,6 +426,7 @@ impl Machine<'_> {
             .dequeue_task(&view!(self), cpu, t, DequeueKind::Sleep);
         self.curr[cpu] = None;
         self.rq_change(cpu, false);
+        self.timeline_event(t, cpu, TaskState::Off);
         self.tasks[t].nvcsw += 1;
         self.schedule(cpu, Some(t));
     }
@@ -437,6 +439,7 @@ impl Machine<'_> {
             .dequeue_task(&view!(self), cpu, t, DequeueKind::Exit);
         self.curr[cpu] = None;
         self.rq_change(cpu, false);
+        self.timeline_event(t, cpu, TaskState::Off);
         self.schedule(cpu, Some(t));
     }
 }

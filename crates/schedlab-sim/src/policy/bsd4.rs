@@ -973,6 +973,7 @@ mod tests {
                     knobs: &k,
                     stop: None,
                     wall_budget: None,
+                    timeline: false,
                     kernel_cpus: None,
                 },
             )

@@ -1082,6 +1082,7 @@ mod tests {
                     knobs: &[Knobs::default()],
                     stop: None,
                     wall_budget: None,
+                    timeline: false,
                     kernel_cpus: None,
                 },
             )

@@ -965,6 +965,7 @@ mod tests {
                 knobs: &knobs,
                 stop: None,
                 wall_budget: None,
+                timeline: false,
                 kernel_cpus: None,
             };
             let r = run_repetition(&ib, setup).unwrap();
