@@ -31,7 +31,7 @@ pub mod presets;
 pub mod record;
 
 pub use context::{
-    BarrierId, ChannelId, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, IoKind, LockId, SemaphoreId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

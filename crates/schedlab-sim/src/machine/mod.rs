@@ -49,6 +49,7 @@
 //!   `sched_tick`);
 //! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
 //!   and the counters a repetition reports;
+//! - `spawn.rs`: tasks that come and go — fork (`spawn`), waiting for a child, and exit;
 //! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
 //!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
 //!   (counted as the group `kernel`, outside `total`);
@@ -219,16 +220,18 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .collect();
     let policy = checked_policy(setup.policy, setup.cpus, &groups)?;
     let refs = plan.tasks();
-    let shared = Shared::new(refs.len());
-    let contexts: Vec<SimContext> = (0..refs.len())
+    // The places of the tasks the groups may spawn follow the starting tasks (ids
+    // `refs.len()..`): their bodies are made now and first polled when spawned.
+    let slots = plan.spawn_slots();
+    let shared = Shared::new(refs.len() + slots.len());
+    let contexts: Vec<SimContext> = (0..refs.len() + slots.len())
         .map(|i| SimContext::new(&shared, i))
         .collect();
-    let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = refs
-        .iter()
+    let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = (refs.iter().chain(&slots))
         .map(|t| Box::pin(workload.body(*t, &contexts[t.id])) as Body<'_, _>)
         .collect();
     let mut m = Machine::new(&setup, policy, &shared, Executor::new(bodies), &plan);
-    m.start(&workload.start_order(), &refs, setup.knobs);
+    m.start(&workload.start_order(), &refs, &slots, setup.knobs);
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
 }
@@ -299,6 +302,12 @@ enum Effect {
     Touch(u64, u64),
     /// A major fault at page `.0` of a walk of `.1`: sleep on the swap-in read of `.2` pages.
     SwapIn(u64, u64, u64),
+    /// `fork` is done: start a task in group `.0` with argument `.1` (`spawn.rs`).
+    Spawn(usize, u64),
+    /// Wait for child `.0` (any child: `None`) to end, or block until it does (`spawn.rs`).
+    Wait(Option<usize>),
+    /// The body of a spawned task returned and `exit` is paid: the task is dead.
+    Exit,
 }
 
 struct Task {
@@ -329,6 +338,13 @@ struct Task {
     /// When it first asked for the lock it is waiting for (a wait's start, for the lock's
     /// statistics).
     lock_wait_since: Option<u64>,
+    /// The task that spawned it (`None`: it started with the run, or is a place not yet
+    /// spawned into).
+    parent: Option<TaskId>,
+    /// Whether it exists: false for a spawn place until a task is spawned into it.
+    born: bool,
+    /// Whether its parent has waited for it (reaped it) since it ended.
+    reaped: bool,
 }
 
 impl Task {
@@ -354,6 +370,9 @@ impl Task {
             cond_signalled: false,
             mem: TaskMemory::default(),
             lock_wait_since: None,
+            parent: None,
+            born: true,
+            reaped: false,
         }
     }
 }
@@ -454,6 +473,7 @@ mod accounting;
 mod kthreads;
 mod memory;
 mod paths;
+mod spawn;
 mod steps;
 
 pub use kthreads::NETISR_PRIORITY;
@@ -508,6 +528,10 @@ struct Machine<'a> {
     live: usize,
     /// Timer events waiting (sleeps and device waits).
     timers: usize,
+    /// Per plan group, the spawn places not yet used (task ids).
+    spawn_places: Vec<std::ops::Range<usize>>,
+    /// Per plan group, its knobs (a spawned task's).
+    knobs: Vec<Knobs>,
     failure: Option<SimError>,
 }
 
@@ -588,32 +612,43 @@ impl<'a> Machine<'a> {
             mem: Memory::new(setup.cost.memory),
             live: 0,
             timers: 0,
+            spawn_places: Vec::new(),
+            knobs: setup.knobs.to_vec(),
             failure: None,
         }
     }
 
-    /// Create the tasks and release them all at time 0 in `order`.
-    fn start(&mut self, order: &[usize], refs: &[schedlab_workload::TaskRef], knobs: &[Knobs]) {
+    /// Create the tasks and release them all at time 0 in `order`; make room for the tasks
+    /// the groups may spawn into `slots` (not yet born).
+    fn start(
+        &mut self,
+        order: &[usize],
+        refs: &[schedlab_workload::TaskRef],
+        slots: &[schedlab_workload::TaskRef],
+        knobs: &[Knobs],
+    ) {
         let ncpus = self.cpus.len();
         for r in refs {
-            let k = knobs.get(r.group).cloned().unwrap_or_default();
-            let allowed = match &k.cpus {
-                Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
-                None => CpuMask::first(ncpus),
-            };
-            let setup = TaskSetup {
-                id: r.id,
-                group: r.group,
-                knobs: k,
-                allowed,
-                kind: TaskKind::Workload,
-            };
+            let setup = self.workload_task_setup(r.id, r.group);
             self.policy.task_new(&view!(self), &setup);
-            let rq_cpu = allowed.lowest().unwrap_or(0);
+            let rq_cpu = setup.allowed.lowest().unwrap_or(0);
             self.tasks.push(Task::new(r.group, None, rq_cpu));
         }
+        self.spawn_places = vec![0..0; knobs.len().max(1)];
+        for s in slots {
+            let mut t = Task::new(s.group, None, 0);
+            t.state = State::Done;
+            t.born = false;
+            self.tasks.push(t);
+            if let Some(places) = self.spawn_places.get_mut(s.group) {
+                if places.start == places.end {
+                    *places = s.id..s.id;
+                }
+                places.end = s.id + 1;
+            }
+        }
         self.live = refs.len();
-        self.workload_tasks = refs.len();
+        self.workload_tasks = refs.len() + slots.len();
         self.start_kernel_threads();
         if self.policy.idle_ticks() {
             let tick = self.cost.tick_ns();
@@ -625,6 +660,22 @@ impl<'a> Machine<'a> {
         }
         for &t in order {
             self.wake(t, None, true);
+        }
+    }
+
+    /// What the policy learns of workload task `id` of group `group` when it is created.
+    fn workload_task_setup(&self, id: TaskId, group: usize) -> TaskSetup {
+        let k = self.knobs.get(group).cloned().unwrap_or_default();
+        let allowed = match &k.cpus {
+            Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
+            None => CpuMask::first(self.cpus.len()),
+        };
+        TaskSetup {
+            id,
+            group,
+            knobs: k,
+            allowed,
+            kind: TaskKind::Workload,
         }
     }
 

@@ -214,6 +214,21 @@ pub trait Policy {
         waker: Option<CpuId>,
     ) -> CpuId;
 
+    /// The CPU whose runqueue `child`, just forked by `parent` on `parent_cpu` (and already
+    /// told to [`Policy::task_new`]), joins (`sched_fork` / `wake_up_new_task`). `None`, the
+    /// default, places it as a wakeup from `parent_cpu` ([`Policy::select_task_rq`] with that
+    /// CPU as waker, as 2.4's `do_fork` → `wake_up_process` → `reschedule_idle` does). The child
+    /// is then enqueued with [`EnqueueKind::New`].
+    fn task_fork(
+        &mut self,
+        _m: &MachineView,
+        _child: TaskId,
+        _parent: TaskId,
+        _parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        None
+    }
+
     /// Put a runnable task on `cpu`'s runqueue.
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind);
 
