@@ -138,7 +138,14 @@ pub struct WorkloadArgs {
 }
 
 /// The order of the workload subcommands in help texts.
-const HELP_ORDER: [&str; 5] = ["messaging", "chat", "pingpong", "interbench", "yield"];
+const HELP_ORDER: [&str; 6] = [
+    "messaging",
+    "chat",
+    "pingpong",
+    "interbench",
+    "yield",
+    "build",
+];
 
 /// Builds one workload's subcommand from its declared parameters.
 struct WorkloadCommand;

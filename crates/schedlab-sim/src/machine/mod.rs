@@ -199,6 +199,8 @@ fn checked_policy(
         });
     }
     let p = spec.build();
+    p.check_cpus(cpus)
+        .map_err(|e| SimError::Setup(format!("{}: {e}", spec.describe())))?;
     for (name, knobs) in groups {
         knobs
             .validate(name, cpus)

@@ -201,6 +201,12 @@ pub trait Policy {
     /// on CFS), with a message naming the group, the value and what the policy accepts.
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError>;
 
+    /// Refuse a machine of `cpus` CPUs this configuration cannot run on (linux24-mq's pools
+    /// must divide the CPUs), naming the value and what is accepted. Default: any.
+    fn check_cpus(&self, _cpus: usize) -> Result<(), PolicyError> {
+        Ok(())
+    }
+
     /// Called once per task before the run (`sched_fork`).
     fn task_new(&mut self, m: &MachineView, task: &TaskSetup);
 

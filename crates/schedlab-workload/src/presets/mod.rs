@@ -1,6 +1,7 @@
 //! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait, with its
 //! parameters declared through [`Preset`]. [`visit`] is the one list of them.
 
+pub mod build;
 mod chat;
 pub mod interbench;
 mod messaging;
@@ -8,6 +9,7 @@ pub mod params;
 mod pingpong;
 mod sched_yield;
 
+pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use messaging::Messaging;
@@ -118,7 +120,14 @@ pub trait PresetVisitor {
 }
 
 /// The names of the shipped workloads, in the order `schedlab list` shows them.
-pub const PRESET_NAMES: &[&str] = &["messaging", "chat", "pingpong", "yield", "interbench"];
+pub const PRESET_NAMES: &[&str] = &[
+    "messaging",
+    "chat",
+    "pingpong",
+    "yield",
+    "interbench",
+    "build",
+];
 
 /// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
 /// shipped workloads: a new preset adds one line here and one to [`PRESET_NAMES`].
@@ -129,6 +138,7 @@ pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
         "pingpong" => visitor.visit::<PingPong>(),
         "yield" => visitor.visit::<Yield>(),
         "interbench" => visitor.visit::<Interbench>(),
+        "build" => visitor.visit::<Build>(),
         _ => return None,
     })
 }
