@@ -17,8 +17,8 @@
 //! `cpu` times a log-normal factor of σ = 0.8 (mean 1; a few units — the big drivers — take
 //! several times the median); 20 % of it preprocessing; a `.i` file of 256 KiB and an object of
 //! 16 KiB per unit of factor; a directory's link costs 5 ms plus 1 % of its units' CPU; the
-//! final link `link`. The factors come from `seed`, so every backend and repetition builds the
-//! same tree.
+//! final link `link`. The factors come from `tree` (a seed), so every backend and repetition
+//! builds the same tree.
 //!
 //! Metrics: the makespan (the server's start to the final link's end), the CPU the jobs used
 //! (what `wait` reported for each) over the makespan (`busy_cpus`: how many CPUs the build kept
@@ -60,7 +60,7 @@ pub struct Build {
     pub cpu: Duration,
     /// CPU of the final link.
     pub link: Duration,
-    /// Seed of the units' sizes.
+    /// Seed of the units' sizes (the `tree` parameter).
     pub seed: u64,
     /// How the real backend hosts the server (its jobs are always new processes or threads).
     pub mode: TaskMode,
@@ -232,7 +232,12 @@ const PARAMS: &[ParamDef] = &[
         "Mean CPU of one compile unit (sizes are log-normal, sigma 0.8).",
     ),
     ParamDef::value("link", "200ms", "200ms", "CPU of the final link."),
-    ParamDef::value("seed", "1", "1", "Seed of the units' sizes (the same tree on every backend)."),
+    ParamDef::value(
+        "tree",
+        "1",
+        "1",
+        "Seed of the units' sizes: the same number gives the same tree on every backend (0..2^32-1).",
+    ),
     ParamDef::tasks(
         "processes",
         "processes|threads",
@@ -254,7 +259,7 @@ impl Preset for Build {
             "dirs" => self.dirs = parse_count(NAME, "dirs", value, 1..=MAX_UNITS)?,
             "cpu" => self.cpu = dur(value)?,
             "link" => self.link = dur(value)?,
-            "seed" => self.seed = parse_count(NAME, "seed", value, 0..=u32::MAX as usize)? as u64,
+            "tree" => self.seed = parse_count(NAME, "tree", value, 0..=u32::MAX as usize)? as u64,
             "tasks" => {
                 self.mode = match parse_with(NAME, value, str::parse)? {
                     m @ (TaskMode::Processes | TaskMode::Threads) => m,
@@ -394,7 +399,7 @@ impl Workload for Build {
             ("dirs".into(), self.dirs.to_string()),
             ("cpu".into(), d(self.cpu)),
             ("link".into(), d(self.link)),
-            ("seed".into(), self.seed.to_string()),
+            ("tree".into(), self.seed.to_string()),
             ("tasks".into(), self.mode.to_string()),
         ])
     }
