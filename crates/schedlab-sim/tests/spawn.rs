@@ -269,3 +269,26 @@ fn pools_that_do_not_divide_the_cpus_are_refused_before_the_run() {
         "linux24-mq"
     );
 }
+
+#[test]
+fn o1_forks_onto_the_idlest_cpu_and_linux24_mq_onto_the_parents_queue() {
+    let family = Family {
+        children: 1,
+        extra: false,
+    };
+    let cost = costs("fork=0,exit=0");
+    // 2.6's sched_balance_self(SD_BALANCE_FORK): the parent runs on CPU 0, CPU 1 is idle.
+    let r = sim(&family, "o1", 2, &cost).unwrap();
+    assert!(
+        r.cpus[1].busy_s >= 0.001 && r.cpus[0].busy_s < 0.001,
+        "{:?}",
+        r.cpus
+    );
+    // 2.4 with one pool per CPU and reschedule_idle inside the pool: the parent's queue.
+    let r = sim(&family, "linux24-mq:pools=2", 2, &cost).unwrap();
+    assert!(
+        r.cpus[0].busy_s >= 0.001 && r.cpus[1].busy_s == 0.0,
+        "{:?}",
+        r.cpus
+    );
+}
