@@ -34,6 +34,7 @@ impl Workload for MockWorkload {
             groups: vec![schedlab_workload::plan::GroupPlan {
                 name: "task",
                 tasks: 1,
+                spawn: 0,
             }],
             channels: 0,
             duplex: false,

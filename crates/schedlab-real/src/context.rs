@@ -1,12 +1,13 @@
 //! [`RealContext`]: the context calls of a task body as real, blocking system calls.
 
 use crate::locks::RealLock;
+use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, PathOp, SemaphoreId,
-    WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp,
+    SemaphoreId, TaskRef, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -41,11 +42,18 @@ pub struct RealContext {
     samples: RefCell<BTreeMap<&'static str, Vec<f64>>>,
     file: RefCell<Option<File>>,
     memory: RefCell<Vec<u8>>,
+    /// How to start tasks, when the plan spawns any.
+    spawner: Option<Arc<Spawner>>,
+    /// The argument this task was spawned with.
+    arg: u64,
+    /// The tasks it spawned and has not waited for (reaped when the context is dropped).
+    children: RefCell<Children>,
 }
 
 impl RealContext {
     /// A context for task `task_id` whose clock starts at `epoch_ns` (CLOCK_MONOTONIC).
     pub fn new(shared: Arc<Shared>, task_id: usize, epoch_ns: u64) -> RealContext {
+        let stop = shared.stop.clone();
         RealContext {
             shared,
             task_id,
@@ -53,7 +61,33 @@ impl RealContext {
             samples: RefCell::default(),
             file: RefCell::default(),
             memory: RefCell::default(),
+            spawner: None,
+            arg: 0,
+            children: RefCell::new(Children::new(stop)),
         }
+    }
+
+    /// This context, able to spawn with `spawner`, for a task spawned with `arg`.
+    pub fn with_spawner(mut self, spawner: Arc<Spawner>, arg: u64) -> RealContext {
+        self.spawner = Some(spawner);
+        self.arg = arg;
+        self
+    }
+
+    pub(crate) fn spawner(&self) -> Option<&Arc<Spawner>> {
+        self.spawner.as_ref()
+    }
+
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        self.shared.clone()
+    }
+
+    pub(crate) fn epoch_ns(&self) -> u64 {
+        self.epoch_ns
+    }
+
+    pub(crate) fn children(&self) -> std::cell::RefMut<'_, Children> {
+        self.children.borrow_mut()
     }
 
     /// The samples recorded so far, by metric.
@@ -291,5 +325,17 @@ impl Context for RealContext {
 
     fn stop_requested(&self) -> bool {
         self.shared.stop.load(Ordering::Relaxed)
+    }
+
+    async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
+        self.spawn_task(group, arg)
+    }
+
+    async fn wait(&self, child: Option<TaskRef>) -> Result<ChildExit, WorkloadError> {
+        self.wait_task(child)
+    }
+
+    fn spawn_arg(&self) -> u64 {
+        self.arg
     }
 }

@@ -22,6 +22,7 @@ pub mod locks;
 pub mod machine;
 pub mod procfs;
 pub mod runner;
+pub mod spawn;
 pub mod sync;
 pub mod sys;
 pub mod tempdir;

@@ -23,6 +23,7 @@ use crate::executor::block_on;
 use crate::knobs::{apply_to_current_thread, demote_thread};
 use crate::locks::RealLock;
 use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
+use crate::spawn::Spawner;
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::tempdir::TempDir;
@@ -344,6 +345,8 @@ struct TaskEnv<W> {
     group_names: Vec<&'static str>,
     /// Tasks in the repetition, for messages.
     total: usize,
+    /// How tasks start others, when the plan spawns any.
+    spawner: Option<Arc<Spawner>>,
 }
 
 /// The body of one task from knob application to report. The report is handed to `deliver`;
@@ -379,7 +382,10 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
         return;
     };
     let cpu0 = sys::thread_cpu_ns();
-    let ctx = RealContext::new(ctx_shared, task.id, epoch);
+    let mut ctx = RealContext::new(ctx_shared, task.id, epoch);
+    if let Some(spawner) = &env.spawner {
+        ctx = ctx.with_spawner(spawner.clone(), 0);
+    }
     let result = block_on(env.workload.body(task, &ctx));
     report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
     report.cpu_ns = sys::thread_cpu_ns() - cpu0;
@@ -387,6 +393,8 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
     report.voluntary = vol1.saturating_sub(vol0);
     report.involuntary = invol1.saturating_sub(invol0);
     report.samples = ctx.take_samples();
+    // Reap the children the body did not wait for before reporting.
+    drop(ctx);
     report.error = result.err().map(|e| e.to_string());
     deliver(report);
     env.gate.wait_end();
@@ -450,7 +458,16 @@ pub fn run_repetition<W: Workload>(
         scratch: scratch.path().to_path_buf(),
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
+    let body_workload = workload.clone();
+    let spawner = Spawner::new(
+        &plan,
+        setup.knobs,
+        Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
+    )
+    .map_err(|e| RunError::Setup(format!("spawn counters: {e}")))?
+    .map(Arc::new);
     let env = Arc::new(TaskEnv {
+        spawner,
         workload: workload.clone(),
         shared,
         gate: gate.clone(),
@@ -1233,7 +1250,11 @@ mod tests {
                 groups: self
                     .groups
                     .iter()
-                    .map(|&(name, tasks, ..)| GroupPlan { name, tasks })
+                    .map(|&(name, tasks, ..)| GroupPlan {
+                        name,
+                        tasks,
+                        spawn: 0,
+                    })
                     .collect(),
                 channels: 0,
                 duplex: false,
@@ -1476,6 +1497,7 @@ mod eagain_tests {
                 groups: vec![schedlab_workload::plan::GroupPlan {
                     name: "crowd",
                     tasks: 200,
+                    spawn: 0,
                 }],
                 channels: 0,
                 duplex: false,
@@ -1614,6 +1636,7 @@ mod hosting_tests {
             groups: vec![GroupPlan {
                 name: "a",
                 tasks: 2,
+                spawn: 0,
             }],
             channels: 0,
             duplex: false,

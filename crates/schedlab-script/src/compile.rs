@@ -555,6 +555,7 @@ impl<'a> Compiler<'a> {
                 .map(|g| GroupPlan {
                     name: g.name,
                     tasks: g.tasks,
+                    spawn: 0,
                 })
                 .collect(),
             channels,

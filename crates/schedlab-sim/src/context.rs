@@ -3,7 +3,8 @@
 //! until the machine marks the request done and polls the body again.
 
 use schedlab_workload::{
-    BarrierId, ChannelId, CondId, Context, FileRead, IoKind, LockId, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, SemaphoreId,
+    TaskRef, WorkloadError,
 };
 use std::cell::{Cell, RefCell};
 use std::future::Future;
@@ -42,6 +43,10 @@ pub enum Op {
     Io(IoKind, usize),
     /// Write to this many bytes of memory.
     Touch(usize),
+    /// Start a task in this group with this argument (fork).
+    Spawn(usize, u64),
+    /// Wait for this task (a child of the caller), or any child, to end.
+    Wait(Option<usize>),
 }
 
 /// What a body and the machine share about one task.
@@ -59,6 +64,12 @@ pub struct Slot {
     pub samples: Vec<(&'static str, Vec<f64>)>,
     /// Locks released since the machine last looked.
     pub unlocks: Vec<usize>,
+    /// The task the last spawn started, or why it could not.
+    pub spawned: Option<Result<TaskRef, WorkloadError>>,
+    /// The child the last wait reaped, or why it could not.
+    pub reaped: Option<Result<ChildExit, WorkloadError>>,
+    /// The argument this task was spawned with.
+    pub arg: u64,
 }
 
 /// State shared by all bodies of a run and the machine.
@@ -246,5 +257,27 @@ impl Context for SimContext<'_> {
 
     fn stop_requested(&self) -> bool {
         self.shared.stop.get()
+    }
+
+    async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
+        self.issue(Op::Spawn(group, arg)).await;
+        self.slot().spawned.take().unwrap_or_else(|| {
+            Err(WorkloadError::Backend(
+                "the machine did not answer a spawn".into(),
+            ))
+        })
+    }
+
+    async fn wait(&self, child: Option<TaskRef>) -> Result<ChildExit, WorkloadError> {
+        self.issue(Op::Wait(child.map(|c| c.id))).await;
+        self.slot().reaped.take().unwrap_or_else(|| {
+            Err(WorkloadError::Backend(
+                "the machine did not answer a wait".into(),
+            ))
+        })
+    }
+
+    fn spawn_arg(&self) -> u64 {
+        self.slot().arg
     }
 }

@@ -148,6 +148,14 @@ pub struct CostModel {
     pub io_per_kib: u64,
     /// Device latency per I/O request.
     pub io_latency: u64,
+    /// Starting a task (`spawn`): fork and, for a job, the exec of its program, charged to the
+    /// parent before the child exists. Estimates: `modern` 500 µs (a shared 2-core VM measured
+    /// fork+exit+wait at 375 µs and fork+exec(/bin/true)+exit+wait at 1.4–1.6 ms; bare metal is
+    /// several times faster), `piii-700` 700 µs (lmbench's fork and exec figures of the era).
+    pub fork: u64,
+    /// A spawned task's exit (`do_exit`, unmapping, notifying the parent), charged to it after
+    /// its body returns. Estimates: `modern` 50 µs, `piii-700` 100 µs.
+    pub exit: u64,
     /// Relative uniform jitter applied to every cost (0.05 = ±5 %).
     pub jitter: f64,
 }
@@ -156,7 +164,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -187,6 +195,8 @@ impl CostModel {
                 reclaim: 1_000,
                 io_per_kib: 1_000,
                 io_latency: 50_000,
+                fork: 500_000,
+                exit: 50_000,
                 jitter: 0.05,
             }),
             "piii-700" => Ok(CostModel {
@@ -214,6 +224,8 @@ impl CostModel {
                 reclaim: 5_000,
                 io_per_kib: 40_000,
                 io_latency: 8_000_000,
+                fork: 700_000,
+                exit: 100_000,
                 jitter: 0.05,
             }),
             other => Err(CostError::UnknownProfile(other.into())),
@@ -300,6 +312,8 @@ impl CostModel {
                 "page_touch" => self.page_touch = dur()?,
                 "io_per_kib" => self.io_per_kib = dur()?,
                 "io_latency" => self.io_latency = dur()?,
+                "fork" => self.fork = dur()?,
+                "exit" => self.exit = dur()?,
                 _ => return Err(CostError::UnknownKey(key.into())),
             }
         }
@@ -335,12 +349,12 @@ impl fmt::Display for CostModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} (hz={} syscall={} switch={} msg={} sock_msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} ipi_send={} idle_exit={} migration={} rq_lock={} bounce={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} memory={} reclaim={} io_per_kib={} io_latency={} jitter={})",
+            "{} (hz={} syscall={} switch={} msg={} sock_msg={} net_msg={} copy_per_kib={} wakeup={} ipi={} ipi_send={} idle_exit={} migration={} rq_lock={} bounce={} net_lock={} scan={} tick={} channel_bytes={} page_touch={} memory={} reclaim={} io_per_kib={} io_latency={} fork={} exit={} jitter={})",
             self.profile, self.hz, self.syscall, self.switch, self.msg, self.sock_msg, self.net_msg,
             self.copy_per_kib, self.wakeup, self.ipi, self.ipi_send, self.idle_exit, self.migration,
             self.rq_lock, self.bounce, self.net_lock, self.scan, self.tick, self.channel_bytes, self.page_touch,
             schedlab_workload::presets::interbench::format_size(self.memory as usize),
-            self.reclaim, self.io_per_kib, self.io_latency, self.jitter
+            self.reclaim, self.io_per_kib, self.io_latency, self.fork, self.exit, self.jitter
         )
     }
 }

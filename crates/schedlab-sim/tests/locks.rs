@@ -34,10 +34,12 @@ impl Workload for TwoTasks {
                 GroupPlan {
                     name: "a",
                     tasks: 1,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "b",
                     tasks: 1,
+                    spawn: 0,
                 },
             ],
             channels: 0,

@@ -86,7 +86,11 @@ fn one_task_per_group(names: &[&'static str]) -> Plan {
     Plan {
         groups: names
             .iter()
-            .map(|&name| GroupPlan { name, tasks: 1 })
+            .map(|&name| GroupPlan {
+                name,
+                tasks: 1,
+                spawn: 0,
+            })
             .collect(),
         channels: 1,
         duplex: false,

@@ -35,7 +35,11 @@ impl Workload for Hogs {
         Plan {
             groups: NAMES[..self.0]
                 .iter()
-                .map(|&name| GroupPlan { name, tasks: 1 })
+                .map(|&name| GroupPlan {
+                    name,
+                    tasks: 1,
+                    spawn: 0,
+                })
                 .collect(),
             channels: 0,
             duplex: false,

@@ -1,6 +1,7 @@
 //! The context a task body runs against: the only way a body touches time, CPUs, channels, locks,
 //! I/O and memory. Each backend implements it once.
 
+use crate::plan::TaskRef;
 use std::future::Future;
 use std::time::Duration;
 
@@ -23,6 +24,15 @@ pub struct SemaphoreId(pub usize);
 /// A condition variable of the workload's plan, always used with one of the plan's locks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CondId(pub usize);
+
+/// A spawned task that ended, as [`Context::wait`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChildExit {
+    /// Which task it was.
+    pub task: TaskRef,
+    /// The CPU time it used (with its own waited-for children's, on the real kernel).
+    pub cpu: Duration,
+}
 
 /// Direction of a modelled or real I/O operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,6 +180,23 @@ pub trait Context {
     }
     /// Record one sample of a workload metric (latency, count, …).
     fn record(&self, metric: &'static str, value: f64);
+    /// Start a new task in group `group` of the plan (fork): it runs the workload's body as the
+    /// group's next spawn place ([`crate::plan::Plan::spawn_slots`]) and reads `arg` with
+    /// [`Context::spawn_arg`]. Fails when the group has used all its places
+    /// ([`crate::plan::GroupPlan::spawn`]). The spawning task may [`Context::wait`] for it; a
+    /// task that ends without waiting for its children leaves them to the backend, which waits
+    /// for them before the run ends.
+    fn spawn(&self, group: usize, arg: u64)
+        -> impl Future<Output = Result<TaskRef, WorkloadError>>;
+    /// Wait until `child`, which this task spawned, has ended — or, with `None`, any of its
+    /// children (waitpid(-1), as make waits for whichever job ends first) — and reap it. Fails
+    /// if the child failed, or if there is no such child left to wait for.
+    fn wait(
+        &self,
+        child: Option<TaskRef>,
+    ) -> impl Future<Output = Result<ChildExit, WorkloadError>>;
+    /// The argument this task was spawned with (0 for the tasks the run starts with).
+    fn spawn_arg(&self) -> u64;
     /// Whether the run has been asked to stop early; long loops check it.
     fn stop_requested(&self) -> bool {
         false

@@ -101,8 +101,23 @@ impl FromStr for Transport {
 pub struct GroupPlan {
     /// The group's name, used in `--group NAME:...`.
     pub name: &'static str,
-    /// How many tasks the group has.
+    /// How many tasks the group has when the run starts.
     pub tasks: usize,
+    /// How many more tasks may be started into the group during the run
+    /// ([`crate::Context::spawn`]); a bound, so that every count is. 0 for a group of fixed
+    /// size.
+    pub spawn: usize,
+}
+
+impl GroupPlan {
+    /// A group of `tasks` tasks that spawns none.
+    pub fn fixed(name: &'static str, tasks: usize) -> GroupPlan {
+        GroupPlan {
+            name,
+            tasks,
+            spawn: 0,
+        }
+    }
 }
 
 /// Everything a backend must build before releasing the tasks.
@@ -216,7 +231,31 @@ impl Plan {
         self.groups.iter().map(|g| g.tasks).sum()
     }
 
-    /// Every task of the plan, group by group.
+    /// How many tasks all groups may spawn during the run.
+    pub fn total_spawn(&self) -> usize {
+        self.groups.iter().map(|g| g.spawn).sum()
+    }
+
+    /// The places of the tasks the groups may spawn, group by group: ids after every starting
+    /// task's ([`Plan::total_tasks`]..), and in its group, indices after its starting tasks'.
+    /// A backend gives the `k`-th task a group spawns its `k`-th place.
+    pub fn spawn_slots(&self) -> Vec<TaskRef> {
+        let mut id = self.total_tasks();
+        let mut out = Vec::with_capacity(self.total_spawn());
+        for (g, group) in self.groups.iter().enumerate() {
+            for k in 0..group.spawn {
+                out.push(TaskRef {
+                    id,
+                    group: g,
+                    index: group.tasks + k,
+                });
+                id += 1;
+            }
+        }
+        out
+    }
+
+    /// Every task of the plan that starts with the run, group by group.
     pub fn tasks(&self) -> Vec<TaskRef> {
         let mut out = Vec::with_capacity(self.total_tasks());
         for (g, group) in self.groups.iter().enumerate() {

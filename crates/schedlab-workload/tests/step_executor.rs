@@ -155,6 +155,23 @@ impl Context for FakeCtx {
     fn record(&self, metric: &'static str, value: f64) {
         self.samples.borrow_mut().push((metric, value));
     }
+    // The presets these tests drive start no tasks: the fake refuses, naming the call.
+    async fn spawn(&self, group: usize, _arg: u64) -> Result<TaskRef, WorkloadError> {
+        Err(WorkloadError::Backend(format!(
+            "the fake context starts no tasks (spawn into group {group})"
+        )))
+    }
+    async fn wait(
+        &self,
+        child: Option<TaskRef>,
+    ) -> Result<schedlab_workload::ChildExit, WorkloadError> {
+        Err(WorkloadError::Backend(format!(
+            "the fake context has no child {child:?}"
+        )))
+    }
+    fn spawn_arg(&self) -> u64 {
+        0
+    }
 }
 
 /// Poll `fut` until it finishes; returns its output and the number of suspensions.

@@ -138,7 +138,7 @@ pub struct WorkloadArgs {
 }
 
 /// The order of the workload subcommands in help texts.
-const HELP_ORDER: [&str; 7] = [
+const HELP_ORDER: [&str; 8] = [
     "messaging",
     "chat",
     "pingpong",
@@ -146,6 +146,7 @@ const HELP_ORDER: [&str; 7] = [
     "yield",
     "web",
     "lookup",
+    "build",
 ];
 
 /// Builds one workload's subcommand from its declared parameters.

@@ -49,6 +49,7 @@
 //!   `sched_tick`);
 //! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
 //!   and the counters a repetition reports;
+//! - `spawn.rs`: tasks that come and go — fork (`spawn`), waiting for a child, and exit;
 //! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
 //!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
 //!   (counted as the group `kernel`, outside `total`);
@@ -207,6 +208,8 @@ fn checked_policy(
         });
     }
     let p = spec.build();
+    p.check_cpus(cpus)
+        .map_err(|e| SimError::Setup(format!("{}: {e}", spec.describe())))?;
     for (name, knobs) in groups {
         knobs
             .validate(name, cpus)
@@ -228,16 +231,18 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .collect();
     let policy = checked_policy(setup.policy, setup.cpus, &groups)?;
     let refs = plan.tasks();
-    let shared = Shared::new(refs.len());
-    let contexts: Vec<SimContext> = (0..refs.len())
+    // The places of the tasks the groups may spawn follow the starting tasks (ids
+    // `refs.len()..`): their bodies are made now and first polled when spawned.
+    let slots = plan.spawn_slots();
+    let shared = Shared::new(refs.len() + slots.len());
+    let contexts: Vec<SimContext> = (0..refs.len() + slots.len())
         .map(|i| SimContext::new(&shared, i))
         .collect();
-    let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = refs
-        .iter()
+    let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = (refs.iter().chain(&slots))
         .map(|t| Box::pin(workload.body(*t, &contexts[t.id])) as Body<'_, _>)
         .collect();
     let mut m = Machine::new(&setup, policy, &shared, Executor::new(bodies), &plan);
-    m.start(&workload.start_order(), &refs, setup.knobs);
+    m.start(&workload.start_order(), &refs, &slots, setup.knobs);
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
 }
@@ -308,6 +313,12 @@ enum Effect {
     Touch(u64, u64),
     /// A major fault at page `.0` of a walk of `.1`: sleep on the swap-in read of `.2` pages.
     SwapIn(u64, u64, u64),
+    /// `fork` is done: start a task in group `.0` with argument `.1` (`spawn.rs`).
+    Spawn(usize, u64),
+    /// Wait for child `.0` (any child: `None`) to end, or block until it does (`spawn.rs`).
+    Wait(Option<usize>),
+    /// The body of a spawned task returned and `exit` is paid: the task is dead.
+    Exit,
 }
 
 struct Task {
@@ -341,6 +352,13 @@ struct Task {
     /// Runs in kernel mode (`mode=kernel`): a reschedule that is not at once waits until it
     /// blocks ([`Machine::resched_due`]).
     kernel_mode: bool,
+    /// The task that spawned it (`None`: it started with the run, or is a place not yet
+    /// spawned into).
+    parent: Option<TaskId>,
+    /// Whether it exists: false for a spawn place until a task is spawned into it.
+    born: bool,
+    /// Whether its parent has waited for it (reaped it) since it ended.
+    reaped: bool,
 }
 
 impl Task {
@@ -367,6 +385,9 @@ impl Task {
             mem: TaskMemory::default(),
             lock_wait_since: None,
             kernel_mode: false,
+            parent: None,
+            born: true,
+            reaped: false,
         }
     }
 }
@@ -484,6 +505,7 @@ mod accounting;
 mod kthreads;
 mod memory;
 mod paths;
+mod spawn;
 mod steps;
 mod timeline;
 
@@ -544,6 +566,10 @@ struct Machine<'a> {
     live: usize,
     /// Timer events waiting (sleeps and device waits).
     timers: usize,
+    /// Per plan group, the spawn places not yet used (task ids).
+    spawn_places: Vec<std::ops::Range<usize>>,
+    /// Per plan group, its knobs (a spawned task's).
+    knobs: Vec<Knobs>,
     failure: Option<SimError>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
     timeline: Option<Timeline>,
@@ -631,6 +657,8 @@ impl<'a> Machine<'a> {
             mem: Memory::new(setup.cost.memory),
             live: 0,
             timers: 0,
+            spawn_places: Vec::new(),
+            knobs: setup.knobs.to_vec(),
             failure: None,
             timeline: setup
                 .timeline
@@ -638,31 +666,43 @@ impl<'a> Machine<'a> {
         }
     }
 
-    /// Create the tasks and release them all at time 0 in `order`.
-    fn start(&mut self, order: &[usize], refs: &[schedlab_workload::TaskRef], knobs: &[Knobs]) {
+    /// Create the tasks and release them all at time 0 in `order`; make room for the tasks
+    /// the groups may spawn into `slots` (not yet born).
+    fn start(
+        &mut self,
+        order: &[usize],
+        refs: &[schedlab_workload::TaskRef],
+        slots: &[schedlab_workload::TaskRef],
+        knobs: &[Knobs],
+    ) {
         let ncpus = self.cpus.len();
         for r in refs {
-            let k = knobs.get(r.group).cloned().unwrap_or_default();
-            let kernel_mode = k.kernel_mode();
-            let allowed = match &k.cpus {
-                Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
-                None => CpuMask::first(ncpus),
-            };
-            let setup = TaskSetup {
-                id: r.id,
-                group: r.group,
-                knobs: k,
-                allowed,
-                kind: TaskKind::Workload,
-            };
+            let setup = self.workload_task_setup(r.id, r.group);
             self.policy.task_new(&view!(self), &setup);
-            let rq_cpu = allowed.lowest().unwrap_or(0);
+            let rq_cpu = setup.allowed.lowest().unwrap_or(0);
             self.tasks.push(Task::new(r.group, None, rq_cpu));
-            self.timeline_task(r.group, allowed);
-            self.tasks[r.id].kernel_mode = kernel_mode;
+            self.timeline_task(r.group, setup.allowed);
+            self.tasks[r.id].kernel_mode = setup.knobs.kernel_mode();
+        }
+        self.spawn_places = vec![0..0; knobs.len().max(1)];
+        for s in slots {
+            let mut t = Task::new(s.group, None, 0);
+            t.state = State::Done;
+            t.born = false;
+            self.tasks.push(t);
+            // The timeline's rows are indexed by TaskId: a spawn place has its row from the
+            // start, empty until a task is spawned into it.
+            let allowed = self.workload_task_setup(s.id, s.group).allowed;
+            self.timeline_task(s.group, allowed);
+            if let Some(places) = self.spawn_places.get_mut(s.group) {
+                if places.start == places.end {
+                    *places = s.id..s.id;
+                }
+                places.end = s.id + 1;
+            }
         }
         self.live = refs.len();
-        self.workload_tasks = refs.len();
+        self.workload_tasks = refs.len() + slots.len();
         self.start_kernel_threads();
         if self.policy.idle_ticks() {
             let tick = self.cost.tick_ns();
@@ -674,6 +714,22 @@ impl<'a> Machine<'a> {
         }
         for &t in order {
             self.wake(t, None, true);
+        }
+    }
+
+    /// What the policy learns of workload task `id` of group `group` when it is created.
+    fn workload_task_setup(&self, id: TaskId, group: usize) -> TaskSetup {
+        let k = self.knobs.get(group).cloned().unwrap_or_default();
+        let allowed = match &k.cpus {
+            Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
+            None => CpuMask::first(self.cpus.len()),
+        };
+        TaskSetup {
+            id,
+            group,
+            knobs: k,
+            allowed,
+            kind: TaskKind::Workload,
         }
     }
 

@@ -102,10 +102,23 @@ impl Machine<'_> {
     /// Wake `t` (blocked). `waker` is the CPU of the task that woke it, if any. Returns the CPU
     /// time the waker spends on it.
     pub(super) fn wake(&mut self, t: TaskId, waker: Option<CpuId>, start: bool) -> u64 {
+        let prev = self.tasks[t].rq_cpu;
+        let cpu = self.policy.select_task_rq(&view!(self), t, prev, waker);
+        self.wake_on(t, cpu, waker, start)
+    }
+
+    /// The wakeup path once the runqueue is chosen: `t` joins `cpu`'s runqueue (see
+    /// [`Machine::wake`]).
+    pub(super) fn wake_on(
+        &mut self,
+        t: TaskId,
+        cpu: CpuId,
+        waker: Option<CpuId>,
+        start: bool,
+    ) -> u64 {
         debug_assert_eq!(self.tasks[t].state, State::Blocked);
         let slept = self.now - self.tasks[t].slept_at;
         let prev = self.tasks[t].rq_cpu;
-        let cpu = self.policy.select_task_rq(&view!(self), t, prev, waker);
         if cpu != prev && !start {
             self.tasks[t].migrations += 1;
         }

@@ -61,6 +61,16 @@ impl Machine<'_> {
                         return;
                     }
                 }
+                Effect::Spawn(group, arg) => self.spawn(cpu, t, group, arg),
+                Effect::Wait(child) => {
+                    if !self.wait_child(cpu, t, child) {
+                        return;
+                    }
+                }
+                Effect::Exit => {
+                    self.exit(cpu, t);
+                    return;
+                }
                 Effect::SwapIn(pos, pages, k) => {
                     self.swap_in(cpu, t, pos, pages, k);
                     return;
@@ -257,8 +267,18 @@ impl Machine<'_> {
             self.unlock(cpu, t, l);
         }
         if let Some(result) = finished {
-            if let Err(error) = result {
-                self.failure = Some(SimError::Task { task: t, error });
+            match result {
+                Err(error) => self.failure = Some(SimError::Task { task: t, error }),
+                // A spawned task's body returned: it pays `exit` (do_exit, the parent's
+                // notification) before it is dead.
+                Ok(()) if self.tasks[t].parent.is_some() => {
+                    let cost = self.c(self.cost.exit);
+                    let task = &mut self.tasks[t];
+                    task.remaining += cost;
+                    task.then = Effect::Exit;
+                    return true;
+                }
+                Ok(()) => {}
             }
             self.exit(cpu, t);
             return false;
@@ -319,6 +339,8 @@ impl Machine<'_> {
                 (syscall + self.copy_cost(bytes), Effect::IoWait(device))
             }
             Op::Touch(bytes) => self.touch(t, bytes),
+            Op::Spawn(group, arg) => (self.c(self.cost.fork), Effect::Spawn(group, arg)),
+            Op::Wait(child) => (syscall, Effect::Wait(child)),
         };
         let task = &mut self.tasks[t];
         task.remaining += cost;
@@ -441,5 +463,6 @@ impl Machine<'_> {
         self.rq_change(cpu, false);
         self.timeline_event(t, cpu, TaskState::Off);
         self.schedule(cpu, Some(t));
+        self.notify_parent(t);
     }
 }

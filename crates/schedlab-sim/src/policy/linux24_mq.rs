@@ -34,6 +34,26 @@
 //! - sched_yield (2.4): if any task is runnable and not running, a SCHED_OTHER caller gets
 //!   SCHED_YIELD (goodness −1 for the next schedule only) and goes to the tail of its queue.
 //!
+//! CPU pools and occasional load balancing (seed 002, "Load Balancing": "we extended the MQ
+//! scheduler to restrict scheduling within a defined set of cpus. Frequently, rather than on
+//! every schedule and reschedule_idle() call we try to rebalance the load in all the queues
+//! based on some load function … '1' as the load function for each thread … whether in
+//! reschedule_idle() we search for all cpus or not [i1/0] … occasional load balancing is turned
+//! off or on [b0/1]"):
+//! - `pools=K` splits the CPUs into K pools of consecutive CPUs (K divides the CPU count). A
+//!   task belongs to the pool of the CPU whose queue it is on; schedule() steals only from the
+//!   queues of its own pool, and reschedule_idle ranks only the pool's CPUs.
+//! - `idle=all` (i1): reschedule_idle also takes an idle CPU outside the pool when none inside
+//!   qualifies, and a CPU that would otherwise go idle steals from any pool; `idle=pool` (i0)
+//!   keeps both inside the pool.
+//! - `balance=1` (b1): every `interval` ms (the seed says only "frequently"; 100 ms is assumed),
+//!   the first CPU to tick moves queued, not running, tasks from pools whose load (one per
+//!   runnable thread) is above the mean to pools below it, onto the pool's least loaded queue.
+//! - `pools=1` (the default) is the patch as posted: every rule above is then the unpooled one.
+//! - A forked task starts on its parent's queue (2.4's do_fork: `p->processor =
+//!   current->processor`, then `wake_up_process` → reschedule_idle), so with pools a build's
+//!   jobs start in make's pool.
+//!
 //! Quirks of the patch kept as they are: prev competes with its full goodness against queued
 //! tasks' `local_goodness`, so a task woken onto a busy CPU takes it only if it beats the running
 //! task by more than PROC_CHANGE_PENALTY (reschedule_idle's own test asks for more than 1); a
@@ -210,26 +230,85 @@ pub struct Linux24Mq {
     rt: ListHead,
     /// The CPU reschedule_idle asked to reschedule for a task (answered by `wakeup_preempt`).
     resched: Option<(TaskId, CpuId)>,
+    /// CPU pools (seed 002); 1: the patch as posted.
+    pools: usize,
+    /// Occasional load balancing between pools (b1).
+    balance: bool,
+    /// Its interval, ns.
+    interval_ns: u64,
+    /// Whether reschedule_idle and an idle CPU look beyond the pool (i1).
+    idle_all: bool,
+    /// When the next balancing pass is due.
+    next_balance: u64,
 }
+
+/// `idle=`'s values, by index.
+const IDLE_VALUES: &[&str] = &["pool", "all"];
 
 /// The `linux24-mq` policy: its name, summary, parameters and constructor.
 pub const DEF: PolicyDef = PolicyDef {
     name: "linux24-mq",
     summary: "IBM multi-queue scheduler for 2.4: per-CPU run lists, cached na_goodness maxima, stealing (Kravetz, LKML 2001-08-08; seed 002)",
-    params: &[],
-    describe_defaults: true,
-    check: no_check,
+    params: &[
+        ParamDef {
+            name: "pools",
+            default: 1,
+            values: Values::UpTo(MAX_CPUS as u32),
+            meaning: "CPU pools of consecutive CPUs, 1..CPUs dividing them; scheduling stays within a pool (seed 002)",
+        },
+        ParamDef {
+            name: "balance",
+            default: 0,
+            values: Values::Flag,
+            meaning: "occasional load balancing between pools, one load unit per thread (seed 002's b1)",
+        },
+        ParamDef {
+            name: "interval",
+            default: 100,
+            values: Values::UpTo(60_000),
+            meaning: "ms between two balancing passes (1..60000; the seed says 'frequently')",
+        },
+        ParamDef {
+            name: "idle",
+            default: 0,
+            values: Values::Choice(IDLE_VALUES),
+            meaning: "whether reschedule_idle and an idle CPU look beyond the pool (seed 002's i0/i1)",
+        },
+    ],
+    // Only changed parameters are named, so that plain `linux24-mq` stays the patch as posted.
+    describe_defaults: false,
+    check: check_params,
     build: boxed::<Linux24Mq>,
 };
 
+/// `pools` and `interval` must be at least 1.
+fn check_params(p: &Params) -> Result<(), PolicyError> {
+    for (name, max) in [("pools", MAX_CPUS), ("interval", 60_000)] {
+        if p.get(name) == 0 {
+            return Err(PolicyError::NotAccepted {
+                param: name,
+                value: "0".into(),
+                accepted: format!("{name}=1..{max}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl FromParams for Linux24Mq {
-    fn from_params(_: &Params) -> Linux24Mq {
-        // No parameters: PROC_CHANGE_PENALTY (15) and NICE_TO_TICKS at the machine's HZ are fixed.
+    fn from_params(p: &Params) -> Linux24Mq {
+        // PROC_CHANGE_PENALTY (15) and NICE_TO_TICKS at the machine's HZ are fixed.
+        let interval_ns = u64::from(p.get("interval")) * 1_000_000;
         Linux24Mq {
             tasks: Vec::new(),
             rqs: Vec::new(),
             rt: ListHead::EMPTY,
             resched: None,
+            pools: p.get("pools") as usize,
+            balance: p.flag("balance"),
+            interval_ns,
+            idle_all: p.get("idle") == 1,
+            next_balance: interval_ns,
         }
     }
 }
@@ -239,6 +318,76 @@ impl Linux24Mq {
         if self.rqs.len() < ncpus {
             self.rqs.resize_with(ncpus, Rq::new);
         }
+    }
+
+    /// The CPUs of `cpu`'s pool.
+    fn pool_mask(&self, ncpus: usize, cpu: CpuId) -> CpuMask {
+        let size = (ncpus / self.pools.max(1)).max(1);
+        let first = cpu / size * size;
+        CpuMask(CpuMask::first(size).0 << first)
+    }
+
+    /// Seed 002's occasional rebalance: move queued tasks from pools above the mean load (one
+    /// per runnable thread) to pools below it, each onto the target pool's least loaded queue.
+    fn rebalance(&mut self, m: &MachineView) -> Vec<Move> {
+        let size = (m.ncpus / self.pools).max(1);
+        let mut load = vec![0usize; m.ncpus];
+        for t in &self.tasks {
+            if t.on_rq && !t.is_rt() {
+                load[t.processor] += 1;
+            }
+        }
+        let pool_load = |load: &[usize], p: usize| load[p * size..(p + 1) * size].iter().sum();
+        let total: usize = load.iter().sum();
+        let mut moves = Vec::new();
+        for _ in 0..total {
+            let loads: Vec<usize> = (0..self.pools).map(|p| pool_load(&load, p)).collect();
+            let (src, &hi) = loads
+                .iter()
+                .enumerate()
+                .max_by_key(|&(p, l)| (*l, usize::MAX - p))
+                .expect("a pool");
+            let (dst, &lo) = loads
+                .iter()
+                .enumerate()
+                .min_by_key(|&(p, l)| (*l, p))
+                .expect("a pool");
+            // Balanced when no move would bring the two closer to the mean.
+            if hi <= lo + 1 {
+                break;
+            }
+            let to = (dst * size..(dst + 1) * size)
+                .min_by_key(|&c| (load[c], c))
+                .expect("a CPU in the pool");
+            // The queued task nearest the tail of the source pool's busiest queue that may run
+            // on `to` (the head holds the most recently woken).
+            let candidate = (src * size..(src + 1) * size)
+                .filter(|&c| load[c] > 0)
+                .max_by_key(|&c| (load[c], usize::MAX - c))
+                .and_then(|from| {
+                    let mut found = None;
+                    let mut i = self.rqs[from].list.head;
+                    while i != NIL {
+                        let t = &self.tasks[i as usize];
+                        if !t.running
+                            && t.allowed.contains(to)
+                            && self.rqs[from].prev.map(|(p, _)| p) != Some(i as usize)
+                        {
+                            found = Some((i as usize, from));
+                        }
+                        i = t.next;
+                    }
+                    found
+                });
+            let Some((task, from)) = candidate else { break };
+            self.del_from_runqueue(task);
+            self.tasks[task].processor = to;
+            self.add_to_runqueue(task);
+            load[from] -= 1;
+            load[to] += 1;
+            moves.push(Move { task, from, to });
+        }
+        moves
     }
 
     fn queue_of(&self, t: TaskId) -> Queue {
@@ -352,8 +501,12 @@ impl Linux24Mq {
         }
         let saved = task.na_goodness() - 1;
         let mut list = [saved; MAX_CPUS];
+        let pool = self.pool_mask(m.ncpus, tsk_cpu);
         for (cpu, v) in list.iter_mut().enumerate().take(m.ncpus) {
             if !task.allowed.contains(cpu) {
+                continue;
+            }
+            if !pool.contains(cpu) {
                 continue;
             }
             if Self::cpu_idle(m, cpu) {
@@ -379,7 +532,11 @@ impl Linux24Mq {
                 }
             }
             let Some(cpu) = target else {
-                return (tsk_cpu, false);
+                // i1: no CPU of the pool will take it; the longest idle CPU outside does.
+                return match self.idle_elsewhere(m, p, pool) {
+                    Some(c) => (c, true),
+                    None => (tsk_cpu, false),
+                };
             };
             let ok = match m.curr[cpu] {
                 None => cpu != tsk_cpu,
@@ -391,6 +548,17 @@ impl Linux24Mq {
             }
             list[cpu] = saved;
         }
+    }
+
+    /// With `idle=all`, the allowed idle CPU outside `pool` idle the longest, for `p`.
+    fn idle_elsewhere(&self, m: &MachineView, p: TaskId, pool: CpuMask) -> Option<CpuId> {
+        if !self.idle_all {
+            return None;
+        }
+        (0..m.ncpus)
+            .filter(|&c| !pool.contains(c) && self.tasks[p].allowed.contains(c))
+            .filter(|&c| Self::cpu_idle(m, c))
+            .min_by_key(|&c| (self.rqs[c].last_schedule, c))
     }
 
     /// `sys_sched_yield`'s nr_pending: runnable tasks not running anywhere.
@@ -487,8 +655,15 @@ impl Linux24Mq {
         }
         let mut best = None;
         let mut best_na = c;
+        let ncpus = self.rqs.len();
+        // Within the pool; a CPU about to go idle looks at every pool with idle=all.
+        let pool = if self.idle_all && next.is_none() {
+            CpuMask::first(ncpus)
+        } else {
+            self.pool_mask(ncpus, cpu)
+        };
         for (r, rq) in self.rqs.iter().enumerate() {
-            if r == cpu {
+            if r == cpu || !pool.contains(r) {
                 continue;
             }
             *scan += 1;
@@ -524,6 +699,53 @@ impl Policy for Linux24Mq {
             |p| missing_linux_class((2, 4, 7), p),
             "2.4 timeslices come from nice: NICE_TO_TICKS",
         )
+    }
+
+    fn check_cpus(&self, cpus: usize) -> Result<(), PolicyError> {
+        if self.pools > cpus || !cpus.is_multiple_of(self.pools) {
+            return Err(PolicyError::NotAccepted {
+                param: "pools",
+                value: self.pools.to_string(),
+                accepted: format!(
+                    "a number of pools that divides the {cpus} CPUs ({})",
+                    (1..=cpus)
+                        .filter(|k| cpus.is_multiple_of(*k))
+                        .map(|k| k.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn task_fork(
+        &mut self,
+        m: &MachineView,
+        child: TaskId,
+        parent: TaskId,
+        _parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        // do_fork: p->processor = current->processor; wake_up_process(p) → reschedule_idle.
+        let from = self.tasks[parent].processor;
+        if self.tasks[child].allowed.contains(from) {
+            self.tasks[child].processor = from;
+        }
+        let (cpu, resched) = self.reschedule_idle(m, child);
+        self.resched = resched.then_some((child, cpu));
+        Some(cpu)
+    }
+
+    fn balance(&mut self, m: &MachineView, _cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
+        if !self.balance
+            || self.pools < 2
+            || kind != BalanceKind::Periodic
+            || m.now < self.next_balance
+        {
+            return Vec::new();
+        }
+        self.next_balance = m.now + self.interval_ns;
+        self.rebalance(m)
     }
 
     fn task_new(&mut self, m: &MachineView, setup: &TaskSetup) {

@@ -201,6 +201,12 @@ pub trait Policy {
     /// on CFS), with a message naming the group, the value and what the policy accepts.
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError>;
 
+    /// Refuse a machine of `cpus` CPUs this configuration cannot run on (linux24-mq's pools
+    /// must divide the CPUs), naming the value and what is accepted. Default: any.
+    fn check_cpus(&self, _cpus: usize) -> Result<(), PolicyError> {
+        Ok(())
+    }
+
     /// Called once per task before the run (`sched_fork`).
     fn task_new(&mut self, m: &MachineView, task: &TaskSetup);
 
@@ -213,6 +219,21 @@ pub trait Policy {
         prev: CpuId,
         waker: Option<CpuId>,
     ) -> CpuId;
+
+    /// The CPU whose runqueue `child`, just forked by `parent` on `parent_cpu` (and already
+    /// told to [`Policy::task_new`]), joins (`sched_fork` / `wake_up_new_task`). `None`, the
+    /// default, places it as a wakeup from `parent_cpu` ([`Policy::select_task_rq`] with that
+    /// CPU as waker, as 2.4's `do_fork` → `wake_up_process` → `reschedule_idle` does). The child
+    /// is then enqueued with [`EnqueueKind::New`].
+    fn task_fork(
+        &mut self,
+        _m: &MachineView,
+        _child: TaskId,
+        _parent: TaskId,
+        _parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        None
+    }
 
     /// Put a runnable task on `cpu`'s runqueue.
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind);

@@ -419,6 +419,25 @@ impl Policy for O1 {
         self.tasks[setup.id] = Some(t);
     }
 
+    /// 2.6.20's `sched_fork`: `cpu = sched_balance_self(cpu, SD_BALANCE_FORK)` — the idlest
+    /// allowed CPU (`find_idlest_cpu`: fewest runnable tasks, the forking CPU on a tie, then the
+    /// lowest number), without scheduling domains' group step. The timeslice split with the
+    /// parent is not modelled (a task starts with its full slice, as at the start of a run).
+    fn task_fork(
+        &mut self,
+        m: &MachineView,
+        child: TaskId,
+        _parent: TaskId,
+        parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        self.ensure_rqs(m.ncpus);
+        let allowed = self.task_mut(child).allowed;
+        allowed
+            .iter()
+            .filter(|&c| c < m.ncpus)
+            .min_by_key(|&c| (m.nr_running[c], c != parent_cpu, c))
+    }
+
     fn select_task_rq(
         &mut self,
         m: &MachineView,

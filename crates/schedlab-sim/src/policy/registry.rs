@@ -60,7 +60,13 @@ pub struct ParamDef {
 
 impl fmt::Display for ParamDef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={} ({})", self.name, self.default, self.meaning)
+        write!(
+            f,
+            "{}={} ({})",
+            self.name,
+            self.show(self.default),
+            self.meaning
+        )
     }
 }
 
@@ -74,6 +80,8 @@ pub enum Values {
     Switch,
     /// `0..=max`, read as a `u32`; a larger number "is out of range; use KEY=0..MAX".
     UpTo(u32),
+    /// One of these names, held as its index (`idle=pool|all`).
+    Choice(&'static [&'static str]),
 }
 
 impl ParamDef {
@@ -84,6 +92,21 @@ impl ParamDef {
             Values::Flag => "0 or 1".to_string(),
             Values::Switch => format!("{k}=0 or {k}=1"),
             Values::UpTo(max) => format!("{k}=0..{max}"),
+            Values::Choice(names) => names
+                .iter()
+                .map(|n| format!("{k}={n}"))
+                .collect::<Vec<_>>()
+                .join(" or "),
+        }
+    }
+
+    /// Value `v` as the user writes it (a [`Values::Choice`]'s name, else the number).
+    pub fn show(&self, v: u32) -> String {
+        match self.values {
+            Values::Choice(names) => names
+                .get(v as usize)
+                .map_or_else(|| v.to_string(), |n| n.to_string()),
+            _ => v.to_string(),
         }
     }
 
@@ -110,6 +133,11 @@ impl ParamDef {
                     _ => Err(out_of_range(u32::from(v))),
                 }
             }
+            Values::Choice(names) => names
+                .iter()
+                .position(|n| *n == value)
+                .map(|i| i as u32)
+                .ok_or_else(|| not_accepted(value.to_string())),
             Values::UpTo(max) => {
                 let v = value
                     .parse::<u32>()
@@ -236,7 +264,7 @@ impl PolicySpec {
             .params
             .iter()
             .filter(|(p, v)| self.def.describe_defaults || *v != p.default)
-            .map(|(p, v)| format!("{}={v}", p.name))
+            .map(|(p, v)| format!("{}={}", p.name, p.show(v)))
             .collect();
         if shown.is_empty() {
             self.def.name.to_string()

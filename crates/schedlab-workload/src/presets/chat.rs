@@ -550,10 +550,12 @@ impl Workload for Chat {
                 GroupPlan {
                     name: "server",
                     tasks: servers,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "client",
                     tasks: clients,
+                    spawn: 0,
                 },
             ],
             channels: 2 * n,

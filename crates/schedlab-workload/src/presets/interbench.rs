@@ -914,14 +914,17 @@ impl Workload for Interbench {
                 GroupPlan {
                     name: "bench",
                     tasks: 1,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "timer",
                     tasks: 1,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "load",
                     tasks: self.load_tasks(),
+                    spawn: 0,
                 },
             ],
             channels: RING_BASE

@@ -561,6 +561,7 @@ impl Workload for Lookup {
             groups: vec![GroupPlan {
                 name: "lookup",
                 tasks: self.threads,
+                spawn: 0,
             }],
             channels: 0,
             duplex: false,

@@ -201,10 +201,12 @@ impl Workload for Messaging {
                 GroupPlan {
                     name: "sender",
                     tasks: n,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "receiver",
                     tasks: n,
+                    spawn: 0,
                 },
             ],
             channels: n,

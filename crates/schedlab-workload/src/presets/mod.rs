@@ -1,6 +1,7 @@
 //! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait, with its
 //! parameters declared through [`Preset`]. [`visit`] is the one list of them.
 
+pub mod build;
 mod chat;
 pub mod interbench;
 pub mod lookup;
@@ -10,6 +11,7 @@ mod pingpong;
 mod sched_yield;
 mod web;
 
+pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;
@@ -136,6 +138,7 @@ pub const PRESET_NAMES: &[&str] = &[
     "interbench",
     "web",
     "lookup",
+    "build",
 ];
 
 /// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
@@ -149,6 +152,7 @@ pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
         "interbench" => visitor.visit::<Interbench>(),
         "web" => visitor.visit::<Web>(),
         "lookup" => visitor.visit::<Lookup>(),
+        "build" => visitor.visit::<Build>(),
         _ => return None,
     })
 }

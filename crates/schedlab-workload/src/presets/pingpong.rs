@@ -124,10 +124,12 @@ impl Workload for PingPong {
                 GroupPlan {
                     name: "ping",
                     tasks: 1,
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "pong",
                     tasks: 1,
+                    spawn: 0,
                 },
             ],
             channels: 2,

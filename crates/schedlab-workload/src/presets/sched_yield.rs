@@ -116,6 +116,7 @@ impl Workload for Yield {
             groups: vec![GroupPlan {
                 name: "yield",
                 tasks: self.threads,
+                spawn: 0,
             }],
             channels: 0,
             duplex: false,

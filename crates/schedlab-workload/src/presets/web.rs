@@ -566,10 +566,12 @@ impl Workload for Web {
                 GroupPlan {
                     name: "server",
                     tasks: self.server_tasks(),
+                    spawn: 0,
                 },
                 GroupPlan {
                     name: "client",
                     tasks: self.connections,
+                    spawn: 0,
                 },
             ],
             channels: 2 * self.connections,

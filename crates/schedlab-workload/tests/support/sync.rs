@@ -16,7 +16,11 @@ pub fn plan(groups: &[(&'static str, usize)], locks: usize, sync: SyncPlan) -> P
     Plan {
         groups: groups
             .iter()
-            .map(|&(name, tasks)| GroupPlan { name, tasks })
+            .map(|&(name, tasks)| GroupPlan {
+                name,
+                tasks,
+                spawn: 0,
+            })
             .collect(),
         channels: 0,
         duplex: false,

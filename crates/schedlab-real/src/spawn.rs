@@ -1,0 +1,448 @@
+//! Tasks that come and go on the real kernel: [`Context::spawn`](schedlab_workload::Context::spawn)
+//! starts a new process (fork, then the group's knobs and the workload's body in the child, which
+//! ends with `_exit`), or a new thread where the plan's shared objects live in one process
+//! ([`Spawner::threads`]); [`Context::wait`](schedlab_workload::Context::wait) reaps it (wait4,
+//! whose rusage gives the child's CPU time) or joins it.
+//!
+//! Nothing is left behind: a forked child dies with its parent (PR_SET_PDEATHSIG), and a task
+//! whose body ends — returned, failed or stopped — waits for the children it did not wait for
+//! (killing them first when the run is stopping) before its own end ([`Children`]'s drop).
+//! Spawn places are counted in a shared anonymous mapping, so that tasks in different processes
+//! never take the same place.
+
+use crate::context::RealContext;
+use crate::knobs::apply_to_current_thread;
+use crate::sys;
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::{ChildExit, Plan, TaskRef, WorkloadError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs the workload's body for a spawned task on the given context.
+pub type BodyRunner = dyn Fn(TaskRef, &RealContext) -> Result<(), WorkloadError> + Send + Sync;
+
+/// What a task needs to start others: the body, each group's knobs, names and places.
+pub struct Spawner {
+    body: Box<BodyRunner>,
+    knobs: Vec<Knobs>,
+    names: Vec<&'static str>,
+    /// Per group, (first spawn id, group's starting tasks, places).
+    places: Vec<(usize, usize, usize)>,
+    /// Per group, places used so far (in a MAP_SHARED page, seen by every process).
+    used: SharedCounters,
+    /// Host spawned tasks as threads (the plan's locks, barriers, semaphores, conditions or
+    /// TCP write locks live in this process and a forked child could not share them).
+    pub threads: bool,
+}
+
+impl Spawner {
+    /// A spawner for `plan`'s spawn places, or `None` if the plan spawns nothing.
+    pub fn new(
+        plan: &Plan,
+        knobs: &[Knobs],
+        body: Box<BodyRunner>,
+    ) -> std::io::Result<Option<Spawner>> {
+        if plan.total_spawn() == 0 {
+            return Ok(None);
+        }
+        let mut places = Vec::with_capacity(plan.groups.len());
+        let mut id = plan.total_tasks();
+        for g in &plan.groups {
+            places.push((id, g.tasks, g.spawn));
+            id += g.spawn;
+        }
+        let threads = plan.mode == schedlab_workload::TaskMode::Threads
+            && (plan.locks > 0
+                || !plan.sync.is_empty()
+                || plan.transport == schedlab_workload::Transport::Tcp);
+        Ok(Some(Spawner {
+            body,
+            knobs: knobs.to_vec(),
+            names: plan.groups.iter().map(|g| g.name).collect(),
+            used: SharedCounters::new(plan.groups.len())?,
+            places,
+            threads,
+        }))
+    }
+
+    /// Take group `group`'s next spawn place.
+    fn take_place(&self, group: usize) -> Result<TaskRef, WorkloadError> {
+        let Some(&(first, tasks, places)) = self.places.get(group) else {
+            return Err(WorkloadError::Backend(format!(
+                "spawn into group {group}: the plan has {} groups",
+                self.places.len()
+            )));
+        };
+        let k = self.used.take(group);
+        if k >= places {
+            return Err(WorkloadError::Backend(format!(
+                "group '{}' cannot spawn another task: the plan gives it {places} spawn places and they are used",
+                self.names[group]
+            )));
+        }
+        Ok(TaskRef {
+            id: first + k,
+            group,
+            index: tasks + k,
+        })
+    }
+}
+
+/// Counters in a shared anonymous mapping (inherited by forked processes).
+struct SharedCounters {
+    ptr: *mut AtomicUsize,
+    len: usize,
+}
+
+// SAFETY: the mapping holds atomics only and lives as long as the value.
+unsafe impl Send for SharedCounters {}
+// SAFETY: as above.
+unsafe impl Sync for SharedCounters {}
+
+impl SharedCounters {
+    fn new(len: usize) -> std::io::Result<SharedCounters> {
+        let bytes = (len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
+        // SAFETY: a fresh anonymous shared mapping, zeroed by the kernel.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(SharedCounters {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    fn take(&self, i: usize) -> usize {
+        assert!(i < self.len);
+        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
+        unsafe { &*self.ptr.add(i) }.fetch_add(1, Ordering::SeqCst)
+    }
+}
+
+impl Drop for SharedCounters {
+    fn drop(&mut self) {
+        let bytes = (self.len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
+        // SAFETY: unmapping the mapping made in `new`.
+        unsafe { libc::munmap(self.ptr.cast(), bytes) };
+    }
+}
+
+/// A task a task spawned and has not waited for yet.
+enum Child {
+    Process {
+        task: TaskRef,
+        pid: i32,
+        /// A pidfd of it (readable once it has ended), for waiting for any child.
+        pidfd: i32,
+    },
+    Thread {
+        task: TaskRef,
+        handle: std::thread::JoinHandle<Result<Duration, String>>,
+    },
+}
+
+impl Child {
+    fn task(&self) -> TaskRef {
+        match self {
+            Child::Process { task, .. } | Child::Thread { task, .. } => *task,
+        }
+    }
+}
+
+/// What a thread child sends when it ends: its task id and result.
+type ThreadEnd = (usize, Result<Duration, String>);
+
+/// The children of one task; dropping it reaps them all.
+pub struct Children {
+    list: Vec<Child>,
+    /// Whether the run is stopping: children are killed before they are reaped.
+    stopping: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// Thread children report their end here (for waiting for any of them).
+    ended_tx: std::sync::mpsc::Sender<ThreadEnd>,
+    ended_rx: std::sync::mpsc::Receiver<ThreadEnd>,
+}
+
+impl Children {
+    /// Children reaped on drop; killed first once `stop` is set.
+    pub fn new(stop: Arc<std::sync::atomic::AtomicBool>) -> Children {
+        let (ended_tx, ended_rx) = std::sync::mpsc::channel();
+        Children {
+            list: Vec::new(),
+            stopping: Some(stop),
+            ended_tx,
+            ended_rx,
+        }
+    }
+
+    /// Take the child of task `id` off the list.
+    fn remove(&mut self, id: usize) -> Option<Child> {
+        let pos = self.list.iter().position(|c| c.task().id == id)?;
+        Some(self.list.remove(pos))
+    }
+
+    /// The task id of a child that has ended, blocking until one has: a thread's report, or
+    /// a process whose pidfd became readable.
+    fn next_ended(&mut self) -> Result<usize, String> {
+        let threads = self.list.iter().any(|c| matches!(c, Child::Thread { .. }));
+        if threads {
+            loop {
+                let (id, _) = self
+                    .ended_rx
+                    .recv()
+                    .map_err(|e| format!("waiting for a thread child: {e}"))?;
+                // A child waited for by name reported too: skip it.
+                if self.list.iter().any(|c| c.task().id == id) {
+                    return Ok(id);
+                }
+            }
+        }
+        let mut fds: Vec<libc::pollfd> = (self.list.iter())
+            .map(|c| match c {
+                Child::Process { pidfd, .. } => libc::pollfd {
+                    fd: *pidfd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+                Child::Thread { .. } => unreachable!("no thread children here"),
+            })
+            .collect();
+        loop {
+            // SAFETY: polling our own descriptors.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if r < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(format!("waiting for a child process: {e}"));
+            }
+            let i = fds
+                .iter()
+                .position(|f| f.revents != 0)
+                .ok_or("poll returned without a ready child")?;
+            return Ok(self.list[i].task().id);
+        }
+    }
+
+    fn stopping(&self) -> bool {
+        self.stopping
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        let kill = self.stopping() || std::thread::panicking();
+        for child in self.list.drain(..) {
+            match child {
+                Child::Process { pid, pidfd, .. } => {
+                    if kill {
+                        // SAFETY: signalling our own unreaped child.
+                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                    }
+                    let _ = reap(pid, pidfd);
+                }
+                Child::Thread { handle, .. } => {
+                    let _ = handle.join();
+                }
+            }
+        }
+    }
+}
+
+/// Wait for process `pid` (and close its pidfd): its CPU time, or how it ended if not with
+/// status 0.
+fn reap(pid: i32, pidfd: i32) -> Result<Duration, String> {
+    sys::close(pidfd);
+    let mut status = 0;
+    // SAFETY: zeroed rusage is valid; wait4 fills it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: plain wait4 on our child.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(format!("waiting for process {pid}: {e}"));
+        }
+    }
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Ok(cpu)
+    } else if libc::WIFEXITED(status) {
+        Err(format!(
+            "process {pid} exited with status {}",
+            libc::WEXITSTATUS(status)
+        ))
+    } else {
+        Err(format!(
+            "process {pid} was killed by signal {}",
+            libc::WTERMSIG(status)
+        ))
+    }
+}
+
+impl RealContext {
+    /// `spawn` on the real kernel (see the module comment).
+    pub(crate) fn spawn_task(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
+        let Some(spawner) = self.spawner() else {
+            return Err(WorkloadError::Backend(
+                "the workload's plan gives no group spawn places".into(),
+            ));
+        };
+        let task = spawner.take_place(group)?;
+        let name = format!(
+            "{}{}{}",
+            crate::runner::COMM_PREFIX,
+            spawner.names[group],
+            task.index
+        );
+        if spawner.threads {
+            let spawner = spawner.clone();
+            let ended = self.children().ended_tx.clone();
+            let shared = self.shared();
+            let epoch = self.epoch_ns();
+            let thread_name = name.clone();
+            let handle = std::thread::Builder::new()
+                .name(name.clone())
+                .spawn(move || {
+                    sys::set_thread_name(&thread_name);
+                    if let Err(e) = apply_to_current_thread(&spawner.knobs[group]) {
+                        let _ = ended.send((task.id, Err(e.to_string())));
+                        return Err(e.to_string());
+                    }
+                    let cpu0 = sys::thread_cpu_ns();
+                    let ctx =
+                        RealContext::new(shared, task.id, epoch).with_spawner(spawner.clone(), arg);
+                    let result = (spawner.body)(task, &ctx);
+                    let cpu = Duration::from_nanos(sys::thread_cpu_ns() - cpu0);
+                    drop(ctx);
+                    let result = result.map(|()| cpu).map_err(|e| e.to_string());
+                    let _ = ended.send((task.id, result.clone()));
+                    result
+                })
+                .map_err(|e| WorkloadError::Backend(format!("spawning {name}: {e}")))?;
+            self.children().list.push(Child::Thread { task, handle });
+            return Ok(task);
+        }
+        let parent = std::process::id() as i32;
+        // SAFETY: the child runs only the body and leaves with _exit. When this process has
+        // other threads, no lock the body needs can be held by them (the spawner hosts children
+        // as threads when the plan has locks or shared objects), and glibc keeps malloc usable
+        // after fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(WorkloadError::Backend(format!(
+                "cannot fork {name}: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        if pid == 0 {
+            // SAFETY: prctl and getppid on ourselves.
+            unsafe {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+            }
+            let code = run_child(spawner, self, task, arg, &name);
+            // SAFETY: leave without running this process's destructors or atexit handlers.
+            unsafe { libc::_exit(code) };
+        }
+        // SAFETY: pidfd_open on our own child, which cannot be reaped before we wait for it.
+        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+        if pidfd < 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: ending and reaping the child just forked.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = reap(pid, -1);
+            return Err(WorkloadError::Backend(format!(
+                "pidfd_open for {name}: {e} (Linux 5.3 or later is needed to spawn processes)"
+            )));
+        }
+        self.children()
+            .list
+            .push(Child::Process { task, pid, pidfd });
+        Ok(task)
+    }
+
+    /// `wait` on the real kernel.
+    pub(crate) fn wait_task(&self, child: Option<TaskRef>) -> Result<ChildExit, WorkloadError> {
+        let found = {
+            let mut children = self.children();
+            let id = match child {
+                Some(c) => Some(c.id),
+                None if children.list.is_empty() => None,
+                None => Some(children.next_ended().map_err(WorkloadError::Backend)?),
+            };
+            id.and_then(|id| children.remove(id))
+        };
+        let Some(found) = found else {
+            return Err(WorkloadError::Backend(match child {
+                Some(c) => format!("task {} is not a child of this task left to wait for", c.id),
+                None => "this task has no child left to wait for".into(),
+            }));
+        };
+        let task = found.task();
+        let what = |e: String| {
+            WorkloadError::Backend(format!("spawned task {} ({}): {e}", task.index, task.group))
+        };
+        let cpu = match found {
+            Child::Process { pid, pidfd, .. } => reap(pid, pidfd).map_err(what)?,
+            Child::Thread { handle, .. } => match handle.join() {
+                Ok(r) => r.map_err(what)?,
+                Err(_) => return Err(what("its thread panicked".into())),
+            },
+        };
+        Ok(ChildExit { task, cpu })
+    }
+}
+
+/// The life of a forked child: its name and knobs, the body, its own children; the exit code.
+fn run_child(
+    spawner: &Arc<Spawner>,
+    parent: &RealContext,
+    task: TaskRef,
+    arg: u64,
+    name: &str,
+) -> i32 {
+    sys::set_thread_name(name);
+    if let Err(e) = apply_to_current_thread(&spawner.knobs[task.group]) {
+        write_stderr(&format!("schedlab: {name}: {e}\n"));
+        return 2;
+    }
+    let ctx = RealContext::new(parent.shared(), task.id, parent.epoch_ns())
+        .with_spawner(spawner.clone(), arg);
+    let result = (spawner.body)(task, &ctx);
+    drop(ctx);
+    match result {
+        Ok(()) => 0,
+        Err(WorkloadError::Stopped) => 3,
+        Err(e) => {
+            write_stderr(&format!("schedlab: {name}: {e}\n"));
+            1
+        }
+    }
+}
+
+/// Write to stderr without Rust's stderr lock (another thread of the parent may have held it
+/// at the fork).
+fn write_stderr(s: &str) {
+    // SAFETY: writing our own buffer to fd 2.
+    unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
+}

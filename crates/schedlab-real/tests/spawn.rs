@@ -1,0 +1,179 @@
+//! Tasks that come and go on the real kernel: spawned tasks are new processes (or threads), run
+//! once, are reaped, and nothing is left behind — after a normal end, and after the supervisor
+//! ends a repetition whose child would sleep for a minute. The `build` workload's job graph runs
+//! to completion with every job once.
+
+use schedlab_real::runner::{run_repetition, RepetitionSetup, RunError};
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
+use schedlab_workload::presets::{Build, Outcome};
+use schedlab_workload::record::MetricDef;
+use schedlab_workload::{Context, TaskRef, Workload, WorkloadError};
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A parent that spawns `kids` children into group `name` — each computes 2 ms, or sleeps
+/// `nap` — and waits for them in any order, recording how many it reaped.
+struct Family {
+    name: &'static str,
+    kids: usize,
+    nap: Duration,
+    mode: TaskMode,
+}
+
+impl Workload for Family {
+    fn name(&self) -> &'static str {
+        "family"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan::fixed("parent", 1),
+                GroupPlan {
+                    name: self.name,
+                    tasks: 0,
+                    spawn: self.kids,
+                },
+            ],
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: self.mode,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        if task.group == 1 {
+            if self.nap.is_zero() {
+                ctx.compute(Duration::from_millis(2)).await;
+            } else {
+                ctx.sleep(self.nap).await;
+            }
+            return Ok(());
+        }
+        let mut ids = Vec::new();
+        for k in 0..self.kids {
+            ids.push(ctx.spawn(1, k as u64).await?.id);
+        }
+        let mut reaped = Vec::new();
+        let mut cpu = Duration::ZERO;
+        for _ in 0..self.kids {
+            let e = ctx.wait(None).await?;
+            reaped.push(e.task.id);
+            cpu += e.cpu;
+        }
+        reaped.sort();
+        ctx.record("reaped_all_once", f64::from(u8::from(reaped == ids)));
+        ctx.record("child_cpu_s", cpu.as_secs_f64());
+        ctx.record(
+            "none_left",
+            f64::from(u8::from(ctx.wait(None).await.is_err())),
+        );
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+fn run<W: Workload>(w: W, budget: Duration) -> Result<Outcome, RunError> {
+    let knobs = vec![Knobs::default(); w.plan().groups.len()];
+    run_repetition(
+        &Arc::new(w),
+        RepetitionSetup {
+            knobs: &knobs,
+            stop: Arc::new(AtomicBool::new(false)),
+            budget,
+            trace: None,
+            rq_trace: None,
+        },
+    )
+    .map(|r| r.outcome)
+}
+
+/// Processes on the machine whose name (comm) starts with `prefix`.
+fn named(prefix: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(comm) = std::fs::read_to_string(e.path().join("comm")) {
+            if comm.starts_with(prefix) {
+                out.push(format!(
+                    "{} {}",
+                    e.file_name().to_string_lossy(),
+                    comm.trim()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn spawned_processes_and_threads_run_once_and_are_reaped() {
+    for (mode, name) in [(TaskMode::Processes, "kidp"), (TaskMode::Threads, "kidt")] {
+        let o = run(
+            Family {
+                name,
+                kids: 5,
+                nap: Duration::ZERO,
+                mode,
+            },
+            Duration::from_secs(30),
+        )
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let s = &o.tasks[0].samples;
+        assert_eq!(s["reaped_all_once"], vec![1.0], "{mode:?}");
+        assert_eq!(s["none_left"], vec![1.0], "{mode:?}");
+        // Five children of 2 ms each: wait4's rusage counts them (at tick granularity at worst).
+        assert!(s["child_cpu_s"][0] > 0.005, "{mode:?}: {s:?}");
+        let left = named(&format!("sl-{name}"));
+        assert!(left.is_empty(), "{mode:?}: left behind: {left:?}");
+    }
+}
+
+#[test]
+fn a_stopped_run_leaves_no_spawned_process_behind() {
+    let started = Instant::now();
+    let r = run(
+        Family {
+            name: "napper",
+            kids: 3,
+            nap: Duration::from_secs(60),
+            mode: TaskMode::Processes,
+        },
+        Duration::from_millis(500),
+    );
+    assert!(matches!(r, Err(RunError::Timeout(_))), "{r:?}");
+    assert!(started.elapsed() < Duration::from_secs(20));
+    // PR_SET_PDEATHSIG: the parent task's process was killed, its children follow.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !named("sl-napper").is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(named("sl-napper"), Vec::<String>::new());
+}
+
+#[test]
+fn builds_job_graph_runs_every_job_once_on_the_real_kernel() {
+    let b = Build {
+        jobs: 3,
+        units: 10,
+        dirs: 2,
+        cpu: Duration::from_millis(2),
+        link: Duration::from_millis(5),
+        ..Build::default()
+    };
+    let o = run(b.clone(), Duration::from_secs(60)).unwrap();
+    let m = b.metrics(&o).unwrap();
+    assert_eq!(m["jobs"], 13.0);
+    assert!(m["makespan_s"] > 0.0 && m["busy_cpus"] > 0.0, "{m:?}");
+}

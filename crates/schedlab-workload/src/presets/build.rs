@@ -1,0 +1,529 @@
+//! `build` — a kernel build as seed 002's load-balancing study ran it (`make -j12 bzImage` on a
+//! 4-way machine): a job server with `jobs` slots (group `make`) runs a dependency graph of
+//! compile jobs (group `cc`) and link steps (group `ld`), each a new process.
+//!
+//! The graph, in makefile order, is kbuild's of 2.5 (Documentation/kbuild/makefiles.txt): the
+//! tree has `dirs` directories; each directory's compile units are compiled, then linked into
+//! the directory's `built-in.o` (`ld -r`, which needs every object of its directory); the final
+//! link (`vmlinux` and the bzImage around it) needs every `built-in.o`. The server starts, each
+//! time a slot is free, the first job in makefile order whose inputs are built, and waits for
+//! whichever job ends first (make's `reap_children`), paying `MAKE_CPU_PER_JOB` of its own CPU
+//! per job started.
+//!
+//! A compile job is gcc without `-pipe`: the preprocessor writes the `.i` file, `cc1` reads it
+//! back and compiles, `as` writes the object. What is assumed, not measured: a 2.5-era
+//! `bzImage` of a default configuration compiles about 600 units in a few dozen directories
+//! (the defaults are a fifth of that, so that a real run takes seconds); each unit's CPU is
+//! `cpu` times a log-normal factor of σ = 0.8 (mean 1; a few units — the big drivers — take
+//! several times the median); 20 % of it preprocessing; a `.i` file of 256 KiB and an object of
+//! 16 KiB per unit of factor; a directory's link costs 5 ms plus 1 % of its units' CPU; the
+//! final link `link`. The factors come from `tree` (a seed), so every backend and repetition
+//! builds the same tree.
+//!
+//! Metrics: the makespan (the server's start to the final link's end), the CPU the jobs used
+//! (what `wait` reported for each) over the makespan (`busy_cpus`: how many CPUs the build kept
+//! busy on average), jobs per second, and the job count, checked: every job of the graph was
+//! started once and reaped once, successfully.
+
+use super::params::{parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset};
+use super::{metric, Outcome, Workload};
+use crate::context::{Context, IoKind, WorkloadError};
+use crate::error::ParamError;
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, MetricDef};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+const NAME: &str = "build";
+
+/// The job server's own CPU per job it starts (reading the makefile's rules, stat-ing inputs).
+pub const MAKE_CPU_PER_JOB: Duration = Duration::from_micros(500);
+
+/// Group indices of the plan.
+const MAKE: usize = 0;
+const CC: usize = 1;
+const LD: usize = 2;
+
+/// The most compile units a build may have.
+pub const MAX_UNITS: usize = 20_000;
+
+/// A kernel build run by a job server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Build {
+    /// Job slots (`make -jN`).
+    pub jobs: usize,
+    /// Compile units.
+    pub units: usize,
+    /// Directories the units are spread over (each linked into its `built-in.o`).
+    pub dirs: usize,
+    /// Mean CPU of one compile unit.
+    pub cpu: Duration,
+    /// CPU of the final link.
+    pub link: Duration,
+    /// Seed of the units' sizes (the `tree` parameter).
+    pub seed: u64,
+    /// How the real backend hosts the server (its jobs are always new processes or threads).
+    pub mode: TaskMode,
+}
+
+impl Default for Build {
+    fn default() -> Self {
+        Build {
+            jobs: 4,
+            units: 120,
+            dirs: 12,
+            cpu: Duration::from_millis(40),
+            link: Duration::from_millis(200),
+            seed: 1,
+            mode: TaskMode::Processes,
+        }
+    }
+}
+
+/// One job of the graph.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Job {
+    /// `cc` or `ld`'s group index.
+    pub group: usize,
+    /// Its directory (the final link: `dirs`).
+    pub dir: usize,
+    /// Its CPU.
+    pub cpu: Duration,
+    /// Bytes of the file it writes and reads back (a compile's `.i`; 0 for a link).
+    pub temp_bytes: usize,
+    /// Bytes of its output.
+    pub out_bytes: usize,
+}
+
+impl Build {
+    /// The size factor of compile unit `u`: log-normal, σ = 0.8, mean 1, from `seed`.
+    fn factor(&self, u: usize) -> f64 {
+        const SIGMA: f64 = 0.8;
+        // Two uniforms from splitmix64 of (seed, u), Box–Muller to a normal.
+        let mut x = self.seed ^ (u as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let (a, b) = (next().max(1e-12), next());
+        let normal = (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos();
+        (SIGMA * normal - SIGMA * SIGMA / 2.0).exp()
+    }
+
+    /// The directory of compile unit `u`: units are spread evenly, in order.
+    fn dir_of(&self, u: usize) -> usize {
+        u * self.dirs / self.units
+    }
+
+    /// Every job in makefile order: per directory its compile units then its link; the final
+    /// link last. Job `i` is spawned with argument `i`.
+    pub fn graph(&self) -> Vec<Job> {
+        let mut jobs = Vec::with_capacity(self.units + self.dirs + 1);
+        let mut u = 0;
+        for d in 0..self.dirs {
+            let mut dir_cpu = Duration::ZERO;
+            let mut dir_bytes = 0;
+            while u < self.units && self.dir_of(u) == d {
+                let f = self.factor(u);
+                let cpu = self.cpu.mul_f64(f);
+                let out = (16_384.0 * f) as usize + 1;
+                dir_cpu += cpu;
+                dir_bytes += out;
+                jobs.push(Job {
+                    group: CC,
+                    dir: d,
+                    cpu,
+                    temp_bytes: (262_144.0 * f) as usize + 1,
+                    out_bytes: out,
+                });
+                u += 1;
+            }
+            jobs.push(Job {
+                group: LD,
+                dir: d,
+                cpu: Duration::from_millis(5) + dir_cpu / 100,
+                temp_bytes: 0,
+                out_bytes: dir_bytes,
+            });
+        }
+        let total: usize = jobs
+            .iter()
+            .filter(|j| j.group == LD)
+            .map(|j| j.out_bytes)
+            .sum();
+        jobs.push(Job {
+            group: LD,
+            dir: self.dirs,
+            cpu: self.link,
+            temp_bytes: 0,
+            out_bytes: total,
+        });
+        jobs
+    }
+
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if !(1..=1024).contains(&self.jobs) {
+            return Err(ParamError::value(
+                NAME,
+                "jobs",
+                self.jobs,
+                "is not accepted; use 1..1024 job slots",
+            ));
+        }
+        if !(1..=MAX_UNITS).contains(&self.units) {
+            return Err(ParamError::value(
+                NAME,
+                "units",
+                self.units,
+                format!("is not accepted; use 1..{MAX_UNITS}"),
+            ));
+        }
+        if !(1..=self.units).contains(&self.dirs) {
+            return Err(ParamError::params(
+                NAME,
+                &["dirs", "units"],
+                format!(
+                    "dirs {} is not accepted with units {}: use 1..units directories",
+                    self.dirs, self.units
+                ),
+            ));
+        }
+        let hour = Duration::from_secs(3600);
+        if self.cpu.is_zero() || self.cpu > hour || self.link > hour {
+            return Err(ParamError::params(
+                NAME,
+                &["cpu", "link"],
+                "cpu must be between 1ns and 1h, link at most 1h",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The parameters of [`Build`].
+const PARAMS: &[ParamDef] = &[
+    ParamDef::value(
+        "jobs",
+        "4",
+        "4",
+        "Job slots (make -jN, 1..1024), comma-separated for one configuration each.",
+    )
+    .kind(ParamKind::List),
+    ParamDef::value(
+        "units",
+        "120",
+        "120",
+        "Compile units of the tree (1..20000; a 2.5-era bzImage has about 600).",
+    ),
+    ParamDef::value(
+        "dirs",
+        "12",
+        "12",
+        "Directories the units are spread over, each linked into its built-in.o (1..units).",
+    ),
+    ParamDef::value(
+        "cpu",
+        "40ms",
+        "40ms",
+        "Mean CPU of one compile unit (sizes are log-normal, sigma 0.8).",
+    ),
+    ParamDef::value("link", "200ms", "200ms", "CPU of the final link."),
+    ParamDef::value(
+        "tree",
+        "1",
+        "1",
+        "Seed of the units' sizes: the same number gives the same tree on every backend (0..2^32-1).",
+    ),
+    ParamDef::tasks(
+        "processes",
+        "processes|threads",
+        "How the real backend hosts the job server; its jobs are new processes, or threads with tasks=threads.",
+    ),
+];
+
+impl Preset for Build {
+    const NAME: &'static str = NAME;
+    const PARAMS: &'static [ParamDef] = PARAMS;
+    const ABOUT: &'static str = "A kernel build: a job server with --jobs slots runs compile jobs and links, each a new process (groups: make, cc, ld).";
+    const SUMMARY: &'static str = "seed 002's make -jN bzImage: a job server runs a kernel-shaped graph of compile and link jobs, each a new process; makespan, busy CPUs, jobs/s";
+
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        let dur = |v: &str| parse_with(NAME, v, crate::duration::parse_duration);
+        match name {
+            "jobs" => self.jobs = parse_count(NAME, "jobs", value, 1..=1024)?,
+            "units" => self.units = parse_count(NAME, "units", value, 1..=MAX_UNITS)?,
+            "dirs" => self.dirs = parse_count(NAME, "dirs", value, 1..=MAX_UNITS)?,
+            "cpu" => self.cpu = dur(value)?,
+            "link" => self.link = dur(value)?,
+            "tree" => self.seed = parse_count(NAME, "tree", value, 0..=u32::MAX as usize)? as u64,
+            "tasks" => {
+                self.mode = match parse_with(NAME, value, str::parse)? {
+                    m @ (TaskMode::Processes | TaskMode::Threads) => m,
+                    other => {
+                        return Err(ParamError::value(
+                            NAME,
+                            "tasks",
+                            other,
+                            "is not accepted; use processes or threads",
+                        ))
+                    }
+                }
+            }
+            _ => return Err(unknown_param(NAME, PARAMS, name)),
+        }
+        Ok(())
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
+    }
+}
+
+impl Build {
+    /// The job server: start ready jobs in makefile order while slots are free, reap whichever
+    /// ends first, until the final link has ended.
+    async fn serve<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        let graph = self.graph();
+        let start = ctx.now();
+        // Per directory, compile jobs not yet reaped; links not yet reaped.
+        let mut dir_left = vec![0usize; self.dirs];
+        for j in &graph {
+            if j.group == CC {
+                dir_left[j.dir] += 1;
+            }
+        }
+        let mut links_left = self.dirs;
+        let mut started = vec![false; graph.len()];
+        let mut reaped = vec![false; graph.len()];
+        let mut running: Vec<(TaskRef, usize)> = Vec::with_capacity(self.jobs);
+        let mut job_cpu = Duration::ZERO;
+        let mut next = 0; // every job before it has started
+        loop {
+            while running.len() < self.jobs {
+                let ready = (next..graph.len()).find(|&i| {
+                    !started[i]
+                        && match (graph[i].group, graph[i].dir) {
+                            (CC, _) => true,
+                            (_, d) if d < self.dirs => dir_left[d] == 0,
+                            _ => links_left == 0,
+                        }
+                });
+                let Some(i) = ready else { break };
+                ctx.compute(MAKE_CPU_PER_JOB).await;
+                let child = ctx.spawn(graph[i].group, i as u64).await?;
+                started[i] = true;
+                running.push((child, i));
+                while next < graph.len() && started[next] {
+                    next += 1;
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            if ctx.stop_requested() {
+                return Err(WorkloadError::Stopped);
+            }
+            let exit = ctx.wait(None).await?;
+            let Some(pos) = running.iter().position(|(t, _)| *t == exit.task) else {
+                return Err(WorkloadError::Integrity(format!(
+                    "reaped task {} that no running job is",
+                    exit.task.id
+                )));
+            };
+            let (_, i) = running.swap_remove(pos);
+            if reaped[i] {
+                return Err(WorkloadError::Integrity(format!(
+                    "job {i} was reaped twice"
+                )));
+            }
+            reaped[i] = true;
+            job_cpu += exit.cpu;
+            match (graph[i].group, graph[i].dir) {
+                (CC, d) => dir_left[d] -= 1,
+                (_, d) if d < self.dirs => links_left -= 1,
+                _ => {}
+            }
+        }
+        let makespan = ctx.now().saturating_sub(start);
+        let done = reaped.iter().filter(|&&r| r).count();
+        if done != graph.len() {
+            return Err(WorkloadError::Integrity(format!(
+                "{done} of the graph's {} jobs ran",
+                graph.len()
+            )));
+        }
+        ctx.record("makespan_s", makespan.as_secs_f64());
+        ctx.record("job_cpu_s", job_cpu.as_secs_f64());
+        ctx.record("jobs", done as f64);
+        Ok(())
+    }
+
+    /// One job: a compile (gcc without -pipe: preprocess, write the `.i`, read it back,
+    /// compile, write the object) or a link (link, write the output).
+    async fn job<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        let graph = self.graph();
+        let i = ctx.spawn_arg() as usize;
+        let Some(job) = graph.get(i) else {
+            return Err(WorkloadError::Integrity(format!(
+                "job {i} is not in the graph of {} jobs",
+                graph.len()
+            )));
+        };
+        if job.group == CC {
+            ctx.compute(job.cpu.mul_f64(0.2)).await;
+            ctx.io(IoKind::Write, job.temp_bytes).await?;
+            ctx.io(IoKind::Read, job.temp_bytes).await?;
+            ctx.compute(job.cpu.mul_f64(0.8)).await;
+            ctx.io(IoKind::Truncate, 0).await?;
+        } else {
+            ctx.compute(job.cpu).await;
+        }
+        ctx.io(IoKind::Write, job.out_bytes).await
+    }
+}
+
+impl Workload for Build {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        let d = crate::duration::format_duration;
+        BTreeMap::from([
+            ("jobs".into(), self.jobs.to_string()),
+            ("units".into(), self.units.to_string()),
+            ("dirs".into(), self.dirs.to_string()),
+            ("cpu".into(), d(self.cpu)),
+            ("link".into(), d(self.link)),
+            ("tree".into(), self.seed.to_string()),
+            ("tasks".into(), self.mode.to_string()),
+        ])
+    }
+
+    fn label(&self) -> String {
+        format!("jobs={}", self.jobs)
+    }
+
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan::fixed("make", 1),
+                GroupPlan {
+                    name: "cc",
+                    tasks: 0,
+                    spawn: self.units,
+                },
+                GroupPlan {
+                    name: "ld",
+                    tasks: 0,
+                    spawn: self.dirs + 1,
+                },
+            ],
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: self.mode,
+            transport: Transport::Pipe,
+        }
+    }
+
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        match task.group {
+            MAKE => self.serve(ctx).await,
+            _ => self.job(ctx).await,
+        }
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        vec![
+            metric(
+                "makespan_s",
+                "s",
+                Better::Lower,
+                "from the job server's start to the final link's end",
+            ),
+            metric(
+                "busy_cpus",
+                "CPUs",
+                Better::Higher,
+                "CPU time of all jobs / makespan: CPUs kept busy on average (utilisation × CPUs)",
+            ),
+            metric("jobs_per_s", "jobs/s", Better::Higher, "jobs / makespan"),
+            metric(
+                "jobs",
+                "jobs",
+                Better::Higher,
+                "jobs started and reaped, each once (checked against the graph)",
+            ),
+        ]
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let plan = self.plan();
+        let makespan = outcome.sum(&plan, Some(MAKE), "makespan_s");
+        let jobs = outcome.sum(&plan, Some(MAKE), "jobs");
+        let expected = (self.units + self.dirs + 1) as f64;
+        if jobs != expected || makespan <= 0.0 {
+            return Err(WorkloadError::Integrity(format!(
+                "{jobs} jobs ran in {makespan} s; the graph has {expected}"
+            )));
+        }
+        let cpu = outcome.sum(&plan, Some(MAKE), "job_cpu_s");
+        Ok(BTreeMap::from([
+            ("makespan_s".into(), makespan),
+            ("busy_cpus".into(), cpu / makespan),
+            ("jobs_per_s".into(), jobs / makespan),
+            ("jobs".into(), jobs),
+        ]))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        let cpu = self.cpu * self.units as u32 + self.link;
+        Some(cpu * 3 + Duration::from_secs(60))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_graph_has_every_unit_a_link_per_directory_and_the_final_link() {
+        let b = Build::default();
+        let g = b.graph();
+        assert_eq!(g.len(), 120 + 12 + 1);
+        assert_eq!(g.iter().filter(|j| j.group == CC).count(), 120);
+        // Every directory's link follows its compile units in makefile order.
+        for d in 0..12 {
+            let link = g.iter().position(|j| j.group == LD && j.dir == d).unwrap();
+            let last_cc = g.iter().rposition(|j| j.group == CC && j.dir == d).unwrap();
+            assert!(last_cc < link);
+        }
+        assert_eq!(g.last().unwrap().dir, 12);
+        // The sizes have mean about 1 and a spread.
+        let mean: f64 = (0..10_000).map(|u| b.factor(u)).sum::<f64>() / 10_000.0;
+        assert!((mean - 1.0).abs() < 0.05, "mean factor {mean}");
+        assert!((0..120).map(|u| b.factor(u)).any(|f| f > 2.0));
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_what_is_accepted() {
+        let mut b = Build::default();
+        let e = b.set_param("jobs", "0").unwrap_err().to_string();
+        assert!(e.contains("jobs") && e.contains("1..1024"), "{e}");
+        b.set_param("dirs", "200").unwrap();
+        let e = b.check().unwrap_err().to_string();
+        assert!(e.contains("dirs 200") && e.contains("units 120"), "{e}");
+        let e = b
+            .set_param("tasks", "group-processes")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("processes or threads"), "{e}");
+        assert!(b.set_param("bogus", "1").is_err());
+    }
+}
