@@ -285,7 +285,7 @@ pub fn run(
                             return Err(Diagnostic::new(
                                 span,
                                 format!(
-                                    "{who} spawns a task of group {} beyond its bound: the group may spawn {} task{} (its `spawn`), and the tasks before this one have spawned them all; raise the bound or spawn fewer",
+                                    "{who} spawns a task of group {} beyond its bound: the group may spawn {} task{} (its `spawn`), and the spawn steps before this one have forked them all; raise the bound or spawn fewer",
                                     target.name,
                                     target.spawn,
                                     if target.spawn == 1 { "" } else { "s" }
