@@ -81,6 +81,12 @@ struct Compiler<'a> {
     metric_kinds: BTreeMap<String, (&'static str, Span)>,
     /// Spawned groups: name → start semaphore.
     spawn_semaphores: BTreeMap<String, usize>,
+    /// Spawnable groups (a `spawn` bound): name → group index.
+    spawnable: BTreeMap<String, usize>,
+    /// How deep in loops and timers the step being compiled is (0: the task's own steps).
+    nesting: usize,
+    /// Whether the group being compiled is spawnable (its tasks may be forked).
+    forked: bool,
     /// Per instruction of the group being compiled, where it came from.
     spans: Vec<Span>,
     receives: bool,
@@ -185,6 +191,9 @@ pub fn compile(
         periods: Vec::new(),
         metric_kinds: BTreeMap::new(),
         spawn_semaphores: BTreeMap::new(),
+        spawnable: BTreeMap::new(),
+        nesting: 0,
+        forked: false,
         spans: Vec::new(),
         receives: false,
         uses_from: std::cell::Cell::new(false),
@@ -310,24 +319,41 @@ impl<'a> Compiler<'a> {
 
         // Groups and their sizes.
         let mut sizes = Vec::new();
+        let mut bounds = Vec::new();
         let mut total: u64 = 0;
         for (i, g) in def.groups.iter().enumerate() {
+            // A spawnable group may start empty: its spawn steps fork its tasks.
+            let least = if g.spawn.is_some() { 0 } else { 1 };
             let n = match counts.get(i).copied().flatten() {
                 Some(n) => n,
                 None => self.count(
                     &g.count,
                     &format!("group {} count", g.name.value),
-                    1,
+                    least,
                     MAX_TASKS as u64,
                 )?,
             };
-            total += n;
+            let bound = match &g.spawn {
+                Some(e) => {
+                    self.spawnable.insert(g.name.value.clone(), i);
+                    self.count(
+                        e,
+                        &format!("group {} spawn", g.name.value),
+                        1,
+                        MAX_TASKS as u64,
+                    )?
+                }
+                None => 0,
+            };
+            bounds.push(bound as usize);
+            total += n + bound;
             if total > MAX_TASKS as u64 {
                 return Err(Diagnostic::new(
                     g.count.span,
                     format!(
-                        "the groups ask for {total} tasks so far (group {} has {n}); accepted: at most {MAX_TASKS} per repetition",
-                        g.name.value
+                        "the groups ask for {total} tasks so far, counting those spawn steps may fork (group {} has {n}{}); accepted: at most {MAX_TASKS} per repetition",
+                        g.name.value,
+                        if bound > 0 { format!(" and may spawn {bound}") } else { String::new() }
                     ),
                 ));
             }
@@ -353,16 +379,26 @@ impl<'a> Compiler<'a> {
         let mut uses = Vec::new();
         let mut spans = Vec::new();
         let mut first = 0;
-        for (g, &n) in def.groups.iter().zip(&sizes) {
+        for ((g, &n), &bound) in def.groups.iter().zip(&sizes).zip(&bounds) {
             let mut u = Uses::default();
             let mut body = Vec::new();
             let mut slots = FROM_SLOT + 1; // slot 0: index; 1: from
             self.spans.clear();
             let mut scope: Vec<(String, usize)> = Vec::new();
-            self.body(&g.body, n, &mut scope, &mut slots, &mut body, &mut u)?;
+            self.forked = bound > 0;
+            // `count` in a spawnable group's expressions is every place it has.
+            self.body(
+                &g.body,
+                n + bound,
+                &mut scope,
+                &mut slots,
+                &mut body,
+                &mut u,
+            )?;
             groups.push(CGroup {
                 name: intern(&g.name.value),
                 tasks: n,
+                spawn: bound,
                 first,
                 body,
                 slots,
@@ -555,7 +591,7 @@ impl<'a> Compiler<'a> {
                 .map(|g| GroupPlan {
                     name: g.name,
                     tasks: g.tasks,
-                    spawn: 0,
+                    spawn: g.spawn,
                 })
                 .collect(),
             channels,
@@ -837,6 +873,23 @@ impl<'a> Compiler<'a> {
             let dynamic = |s: &Self, e: &Expr, what: &str, units: &[Unit]| {
                 s.dynamic(e, count, scope, what, units)
             };
+            if self.forked {
+                let verb = match &step.kind {
+                    StepKind::Recv { .. } => Some("recv"),
+                    StepKind::Count { .. } => Some("count"),
+                    StepKind::Timed { .. } => Some("timer"),
+                    StepKind::Period { .. } => Some("period"),
+                    _ => None,
+                };
+                if let Some(verb) = verb {
+                    // The real backend does not carry a forked process's samples back to the
+                    // run, so a metric recorded there would be counted on the simulator only.
+                    return Err(Diagnostic::new(
+                        span,
+                        format!("a `{verb}` step records a metric, and the tasks of a spawnable group (`spawn = N`) report none on the real kernel (a forked process's samples stay in it); record it in the task that spawns and waits, e.g. a count after each \"wait\""),
+                    ));
+                }
+            }
             match &step.kind {
                 StepKind::Compute(a) => {
                     let a = self.amount(a, count, scope, "compute")?;
@@ -976,17 +1029,25 @@ impl<'a> Compiler<'a> {
                     self.push(out, Instr::Touch(c), span);
                 }
                 StepKind::Spawn(group) => {
+                    if let Some(&g) = self.spawnable.get(&group.value) {
+                        self.push(out, Instr::Fork { group: g }, span);
+                        continue;
+                    }
                     let Some(&semaphore) = self.spawn_semaphores.get(&group.value) else {
-                        let spawned: Vec<&str> =
-                            self.spawn_semaphores.keys().map(String::as_str).collect();
+                        let spawned: Vec<&str> = self
+                            .spawn_semaphores
+                            .keys()
+                            .chain(self.spawnable.keys())
+                            .map(String::as_str)
+                            .collect();
                         let exists = self.def.groups.iter().any(|g| g.name.value == group.value);
                         return Err(Diagnostic::new(
                             group.span,
                             if exists {
-                                format!("group '{}' starts with the run; mark it `spawned = true` to start its tasks with spawn", group.value)
+                                format!("group '{}' is not spawnable: it starts with the run; give it `spawn = N` (how many tasks spawn steps may fork into it) or mark it `spawned = true` (its tasks parked until a spawn step starts each)", group.value)
                             } else {
                                 format!(
-                                    "'{}' is not a group; spawned groups: {}{}",
+                                    "'{}' is not a group; spawnable groups: {}{}",
                                     group.value,
                                     if spawned.is_empty() {
                                         "none".to_string()
@@ -999,6 +1060,20 @@ impl<'a> Compiler<'a> {
                         ));
                     };
                     self.push(out, Instr::Spawn { semaphore }, span);
+                }
+                StepKind::WaitChild => self.push(out, Instr::WaitChild, span),
+                StepKind::Exit => {
+                    if self.nesting > 0 || !std::ptr::eq(step, steps.last().expect("a step")) {
+                        return Err(Diagnostic::new(
+                            span,
+                            if self.nesting > 0 {
+                                "\"exit\" inside a loop or a timer would end the task on its first pass; put it last among the group's own steps"
+                            } else {
+                                "steps after \"exit\" would never run; put it last among the group's steps"
+                            },
+                        ));
+                    }
+                    self.push(out, Instr::Exit, span);
                 }
                 StepKind::Loop { repeat, var, body } => {
                     let (c, unit) = dynamic(self, repeat, "loop", &[Unit::None, Unit::Seconds])?;
@@ -1041,7 +1116,9 @@ impl<'a> Compiler<'a> {
                         },
                         span,
                     );
+                    self.nesting += 1;
                     self.body(body, count, scope, slots, out, uses)?;
+                    self.nesting -= 1;
                     if var_slot.is_some() {
                         scope.pop();
                     }
@@ -1072,7 +1149,9 @@ impl<'a> Compiler<'a> {
                     let slot = *slots;
                     *slots += 1;
                     self.push(out, Instr::TimedBegin { slot }, span);
+                    self.nesting += 1;
                     self.body(body, count, scope, slots, out, uses)?;
+                    self.nesting -= 1;
                     self.push(out, Instr::TimedEnd { timer, slot }, span);
                 }
                 StepKind::Count { name, by } => {

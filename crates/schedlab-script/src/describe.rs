@@ -68,6 +68,8 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
             } => format!("write {bytes}"),
             StepKind::Touch(e) => format!("touch {e}"),
             StepKind::Spawn(g) => format!("spawn a task of {}", g.value),
+            StepKind::WaitChild => "wait for a child and reap it".into(),
+            StepKind::Exit => "exit".into(),
             StepKind::Loop { repeat, var, .. } => format!(
                 "loop {repeat}{}:",
                 var.as_ref()
@@ -106,13 +108,15 @@ pub fn steps(script: &Script) -> String {
         }
         _ => {}
     }
-    for g in &def.groups {
-        let _ = writeln!(
-            out,
-            "steps of {}{}:",
-            g.name.value,
-            if g.spawned { " (started by spawn)" } else { "" }
-        );
+    for (g, cg) in def.groups.iter().zip(&p.groups) {
+        let started = if g.spawned {
+            " (started by spawn)".to_string()
+        } else if cg.spawn > 0 {
+            format!(" (forked by spawn, at most {})", cg.spawn)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "steps of {}{started}:", g.name.value);
         steps_into(&mut out, &g.body, 1);
     }
     out

@@ -2,8 +2,11 @@
 //! loop counts and channel indices evaluated, no time passing. When no timed loop surrounds a
 //! send, receive or spawn (and the walk fits its budget), it proves that every channel gets
 //! exactly as many messages as are read from it, of one size, by one reader; that each spawned
-//! group is spawned once per task; that no task takes a lock twice, releases one it does not
-//! hold, or ends holding one. It also bounds the run's time, memory and scratch files.
+//! group is spawned once per task; that no spawnable group is forked more often than its bound
+//! and no task waits for a child it does not have; that no task takes a lock twice, releases one
+//! it does not hold, or ends holding one. It also bounds the run's time, memory and scratch
+//! files. A task a spawn step forks is walked after the tasks the run starts with, at the place
+//! (index) it takes in its group.
 
 use crate::compile::{whole, DRY_RUN_BUDGET, MAX_MESSAGE};
 use crate::error::Diagnostic;
@@ -11,6 +14,7 @@ use crate::model::ScriptDef;
 use crate::program::{CAmount, CRef, Instr, Program};
 use crate::span::Span;
 use schedlab_workload::IoKind;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Where one channel element was first used.
@@ -27,7 +31,8 @@ struct Channel {
     sent: u64,
     received: u64,
     size: Option<(u64, Use)>,
-    reader: Option<usize>,
+    /// The reading task: its group and index.
+    reader: Option<(usize, usize)>,
     first_send: Option<Use>,
     first_recv: Option<Use>,
     label: Option<(&'static str, usize)>,
@@ -71,6 +76,8 @@ fn contains_messages(body: &[Instr]) -> bool {
             Instr::Send { .. }
                 | Instr::Recv { .. }
                 | Instr::Spawn { .. }
+                | Instr::Fork { .. }
+                | Instr::WaitChild
                 | Instr::SemPost(_)
                 | Instr::SemWait(_)
                 | Instr::Barrier(_)
@@ -108,11 +115,25 @@ pub fn run(
     let mut arrivals: Vec<(u64, Option<FirstUse>)> =
         vec![(0, None); program.plan.sync.barriers.len()];
     let mut longest = 0f64;
+    // CPU and sleep time of the forked tasks, as if they ran one after another.
+    let mut forked_time = 0f64;
     let mut memory = 0u64;
     let mut files = 0u64;
-    'groups: for (g, group) in program.groups.iter().enumerate() {
-        for index in 0..group.tasks {
+    // Tasks forked so far per group; whether the counts of forks and waits are exact (no timed
+    // loop around them).
+    let mut forked = vec![0usize; program.groups.len()];
+    let mut forks_exact = true;
+    let mut queue: VecDeque<(usize, usize)> = program
+        .groups
+        .iter()
+        .enumerate()
+        .flat_map(|(g, group)| (0..group.tasks).map(move |i| (g, i)))
+        .collect();
+    'groups: while let Some((g, index)) = queue.pop_front() {
+        let group = &program.groups[g];
+        {
             let who = format!("task {}#{index}", group.name);
+            let mut children = 0u64;
             let mut frame = vec![0f64; group.slots];
             frame[0] = index as f64;
             let mut held: Vec<usize> = Vec::new();
@@ -173,12 +194,12 @@ pub fn run(
                         } else {
                             ch.received += 1;
                             ch.first_recv.get_or_insert(here);
-                            let id = group.first + index;
+                            let id = (g, index);
                             match ch.reader {
                                 None => ch.reader = Some(id),
                                 Some(r) if r != id && provable => {
                                     let (n, i) = ch.label.unwrap();
-                                    let (rg, ri) = program.locate(r);
+                                    let (rg, ri) = r;
                                     return Err(Diagnostic::new(
                                         span,
                                         format!("{who} receives from {n}[{i}], which task {}#{ri} also receives from; a channel has one reader (give each reader its own channel)", program.groups[rg].name),
@@ -254,6 +275,35 @@ pub fn run(
                             spawns[t] += 1;
                         }
                     }
+                    Instr::Fork { group: t } => {
+                        let target = &program.groups[*t];
+                        if forked[*t] < target.spawn {
+                            queue.push_back((*t, target.tasks + forked[*t]));
+                            forked[*t] += 1;
+                            children += 1;
+                        } else if forks_exact {
+                            return Err(Diagnostic::new(
+                                span,
+                                format!(
+                                    "{who} spawns a task of group {} beyond its bound: the group may spawn {} task{} (its `spawn`), and the spawn steps before this one have forked them all; raise the bound or spawn fewer",
+                                    target.name,
+                                    target.spawn,
+                                    if target.spawn == 1 { "" } else { "s" }
+                                ),
+                            ));
+                        }
+                    }
+                    Instr::WaitChild => {
+                        if children > 0 {
+                            children -= 1;
+                        } else if forks_exact {
+                            return Err(Diagnostic::new(
+                                span,
+                                format!("{who} waits for a child, but every task it forked with spawn has been waited for already (or it forked none): the wait would fail; wait once per spawn of a spawnable group"),
+                            ));
+                        }
+                    }
+                    Instr::Exit => {}
                     Instr::LoopBegin {
                         repeat,
                         timed,
@@ -266,6 +316,7 @@ pub fn run(
                             time += r.max(0.0);
                             if contains_messages(&body[pc + 1..*end]) {
                                 exact = false;
+                                forks_exact = false;
                             }
                             // Walk the body once for its references; the passes are unknown.
                             frame[*counter] = 1.0;
@@ -311,7 +362,11 @@ pub fn run(
                     format!("{who} ends holding a lock (lock id {e}); release every lock it takes"),
                 ));
             }
-            longest = longest.max(time);
+            if index >= group.tasks {
+                forked_time += time;
+            } else {
+                longest = longest.max(time);
+            }
             memory = memory.saturating_add(touch);
             files = files.saturating_add(file_max);
         }
@@ -352,11 +407,11 @@ pub fn run(
         program.expected_messages = Some(channels.iter().map(|c| c.received).sum());
     }
     let messages = channels.iter().map(|c| c.received).sum::<u64>() as f64;
-    let tasks = program.plan.total_tasks() as f64;
+    let tasks = (program.plan.total_tasks() + program.plan.total_spawn()) as f64;
     let secs = if budget == 0 {
         6.0 * 3600.0
     } else {
-        (3.0 * longest + messages * 20e-6 + tasks * 1e-3).max(60.0)
+        (3.0 * (longest + forked_time) + messages * 20e-6 + tasks * 1e-3).max(60.0)
     };
     program.expected_time = Duration::from_secs_f64(secs.min(6.0 * 3600.0));
     program.memory = memory;

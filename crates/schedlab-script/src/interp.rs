@@ -228,15 +228,16 @@ pub async fn run<C: Context>(
     // Buffers live in the body's own frame, as the messaging preset's do.
     let mut buf = [0u8; 4096];
     let mut next_send = SeqTable::for_sender(program.plan.channels);
-    let mut next_recv = SeqTable::for_receiver(program.plan.total_tasks());
+    // Senders are the tasks the run starts with and every one spawn steps may fork.
+    let tasks = (program.plan.total_tasks() + program.plan.total_spawn()) as u32;
+    let mut next_recv = SeqTable::for_receiver(tasks as usize);
     let mut received = 0u64;
     let mut counts = vec![0f64; program.counts.len()];
     let mut periods = vec![PeriodState::default(); program.periods.len()];
-    let tasks = program.plan.total_tasks() as u32;
     // The task's index is fixed for its whole body: fold it into the expressions once (within a
     // memory bound), so that `inbox[index]` costs nothing per message.
     let specialized: Vec<Instr>;
-    let body: &[Instr] = if group.body.len() * group.tasks <= SPECIALIZE_LIMIT {
+    let body: &[Instr] = if group.body.len() * (group.tasks + group.spawn) <= SPECIALIZE_LIMIT {
         specialized = group
             .body
             .iter()
@@ -367,6 +368,14 @@ pub async fn run<C: Context>(
             Instr::Io { kind, bytes } => ctx.io(*kind, byte_count(bytes.eval(&frame))?).await?,
             Instr::Touch(bytes) => ctx.touch_memory(byte_count(bytes.eval(&frame))?).await,
             Instr::Spawn { semaphore } => ctx.sem_post(SemaphoreId(*semaphore)).await?,
+            Instr::Fork { group } => {
+                ctx.spawn(*group, 0).await?;
+            }
+            Instr::WaitChild => {
+                ctx.wait(None).await?;
+            }
+            // The task's end: what follows the loop below (its metrics) is its exit.
+            Instr::Exit => break,
             Instr::LoopBegin {
                 repeat,
                 timed,

@@ -95,6 +95,10 @@ pub struct GroupSpec {
     /// Whether its tasks wait, parked, until another task's `spawn` step starts each of them
     /// (rt-app's `fork`); otherwise they start with the run.
     pub spawned: bool,
+    /// How many tasks `spawn` steps may fork into the group during the run, beyond its `count`
+    /// (an expression of the parameters; a bound, checked before anything runs). `None`: the
+    /// group is not spawnable.
+    pub spawn: Option<Expr>,
     /// The steps each task runs, once.
     pub body: Vec<Step>,
     /// The whole group's span.
@@ -308,8 +312,13 @@ pub enum StepKind {
     },
     /// Write to this much memory, page by page.
     Touch(Expr),
-    /// Start the next parked task of a `spawned` group.
+    /// Fork a new task of a spawnable group (one with a `spawn` bound), or start the next
+    /// parked task of a `spawned` group.
     Spawn(Spanned<String>),
+    /// Wait until one of the task's spawned children has ended, and reap it (wait(2)).
+    WaitChild,
+    /// End the task here (exit(2)); its children not waited for are left to the backend.
+    Exit,
     /// Repeat `body`.
     Loop {
         /// How often: a plain number is a count of passes; a duration runs passes until that

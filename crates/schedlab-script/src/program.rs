@@ -178,6 +178,15 @@ pub enum Instr {
     },
     /// Dirty memory.
     Touch(Compiled),
+    /// Fork a new task of a spawnable group ([`schedlab_workload::Context::spawn`]).
+    Fork {
+        /// The group's index.
+        group: usize,
+    },
+    /// Reap one ended child ([`schedlab_workload::Context::wait`] for any).
+    WaitChild,
+    /// End the task.
+    Exit,
     /// Post the start semaphore of a spawned group.
     Spawn {
         /// The group's start semaphore.
@@ -305,8 +314,10 @@ impl Instr {
 pub struct CGroup {
     /// Its name.
     pub name: &'static str,
-    /// Its tasks.
+    /// Its tasks when the run starts.
     pub tasks: usize,
+    /// How many more tasks `spawn` steps may fork into it (a bound; 0: not spawnable).
+    pub spawn: usize,
     /// Task id of its first task.
     pub first: usize,
     /// Its body.
@@ -384,8 +395,18 @@ pub struct Program {
 }
 
 impl Program {
-    /// The group a task id belongs to, and its index there.
+    /// The group a task id belongs to, and its index there: a task the run starts with, or
+    /// one a spawn step forked ([`schedlab_workload::Plan::spawn_slots`]'s places).
     pub fn locate(&self, id: usize) -> (usize, usize) {
+        let mut slot = id.checked_sub(self.plan.total_tasks());
+        if let Some(k) = slot.as_mut() {
+            for (g, group) in self.groups.iter().enumerate() {
+                if *k < group.spawn {
+                    return (g, group.tasks + *k);
+                }
+                *k -= group.spawn;
+            }
+        }
         let g = self
             .groups
             .partition_point(|g| g.first + g.tasks <= id)

@@ -1393,6 +1393,7 @@ fn build_groups(tasks: &[Task], global: &Global, objects: &mut Objects) -> R<Vec
             count: lit(count.value as f64, Unit::None, count.span),
             knobs: knobs(t, global)?,
             spawned: *spawned,
+            spawn: None,
             body: body(t, global, objects),
             span: t.span,
         });

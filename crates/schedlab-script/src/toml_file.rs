@@ -94,7 +94,7 @@ const TOP_KEYS: &[&str] = &[
 
 /// The keys of a group.
 const GROUP_KEYS: &[&str] = &[
-    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "steps",
+    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "spawn", "steps",
 ];
 
 /// The group keys that are knobs, as `--group` takes them.
@@ -131,6 +131,7 @@ const VERBS: &[(&str, &[&str])] = &[
     ("truncate", &[]),
     ("touch", &[]),
     ("spawn", &[]),
+    ("exit", &[]),
     ("loop", &["steps", "var"]),
     ("timer", &["steps"]),
     ("count", &["by"]),
@@ -1169,8 +1170,14 @@ impl<'t> Reader<'t> {
             format!("group '{}'", name.value),
         )?;
         t.only(GROUP_KEYS)?;
+        let spawn = t
+            .get("spawn")
+            .map(|c| self.expr(&t.ctx, "spawn", c, true))
+            .transpose()?;
+        // A spawnable group's tasks are, by default, only those its spawn steps fork.
         let count = match t.get("count") {
             Some(c) => self.expr(&t.ctx, "count", c, true)?,
+            None if spawn.is_some() => Expr::literal(Quantity::plain(0.0), name.span),
             None => Expr::literal(Quantity::plain(1.0), name.span),
         };
         let mut knobs = Vec::new();
@@ -1232,6 +1239,15 @@ impl<'t> Reader<'t> {
             .map(|s| self.boolean(&t.ctx, "spawned", s))
             .transpose()?
             .unwrap_or(false);
+        if let (true, Some(bound)) = (spawned, &spawn) {
+            return Err(Diagnostic::new(
+                bound.span,
+                within(
+                    &t.ctx,
+                    "`spawn` (a bound on the tasks spawn steps fork) and `spawned = true` (tasks parked until a spawn step starts them) are two ways of starting tasks; give one".to_string(),
+                ),
+            ));
+        }
         let steps = t.need("steps", "steps = [...], the steps each task runs")?;
         let body = self.steps(&t.ctx, "steps", steps)?;
         Ok(GroupSpec {
@@ -1239,6 +1255,7 @@ impl<'t> Reader<'t> {
             count,
             knobs,
             spawned,
+            spawn,
             body,
             span: t.extent(),
         })
@@ -1277,6 +1294,8 @@ impl<'t> Reader<'t> {
             DeValue::String(s) => {
                 let kind = match s.as_ref() {
                     "yield" => StepKind::Yield,
+                    "wait" => StepKind::WaitChild,
+                    "exit" => StepKind::Exit,
                     "truncate" => StepKind::Io {
                         kind: IoKind::Truncate,
                         bytes: Expr::literal(Quantity::plain(0.0), span),
@@ -1296,7 +1315,7 @@ impl<'t> Reader<'t> {
                             within(
                                 ctx,
                                 format!(
-                                    "step \"{other}\" is not accepted; a step written as a string is \"yield\" or \"truncate\", others are tables such as {{ compute = \"1ms\" }}{}",
+                                    "step \"{other}\" is not accepted; a step written as a string is \"yield\", \"truncate\", \"wait\" or \"exit\", others are tables such as {{ compute = \"1ms\" }}{}",
                                     did_you_mean(other, verbs())
                                 ),
                             ),
@@ -1453,7 +1472,7 @@ impl<'t> Reader<'t> {
                     t.need("lock", "lock = \"LOCK\", the lock held while waiting")?,
                 )?,
             },
-            "yield" | "truncate" => {
+            "yield" | "truncate" | "exit" => {
                 return Err(Diagnostic::new(
                     span,
                     within(

@@ -454,7 +454,7 @@ fn bare_steps_are_yield_and_truncate_only() {
         "w.toml:2:10: ",
         &[
             "step \"yeild\" is not accepted",
-            "\"yield\" or \"truncate\"",
+            "\"yield\", \"truncate\", \"wait\" or \"exit\"",
             "(did you mean 'yield'?)",
         ],
     );
@@ -869,5 +869,33 @@ fn a_lock_kind_other_than_spin_or_sleep_is_refused_naming_it() {
         "[locks.l]\nkynd = \"spin\"\n",
         "w.toml:2:",
         &["kynd", "kind"],
+    );
+}
+
+/// Issue 19: a spawnable group reads its `spawn` bound and starts empty unless it says
+/// otherwise; `"wait"` and `"exit"` are bare steps; `{ wait = "S" }` stays a semaphore's.
+#[test]
+fn a_spawnable_group_has_a_bound_and_wait_and_exit_are_bare_steps() {
+    let text = "[groups.make]\nsteps = [ { spawn = \"cc\" }, \"wait\", \"exit\" ]\n[groups.cc]\nspawn = \"2 * 3\"\nsteps = [ { compute = \"1ms\" } ]\n[semaphores.s]\n";
+    let def = toml_file::read(Path::new("w.toml"), text).unwrap();
+    let cc = &def.groups[1];
+    assert_eq!(cc.spawn.as_ref().map(|e| e.text.as_str()), Some("2 * 3"));
+    assert_eq!(num(&cc.count), Quantity::plain(0.0));
+    assert!(def.groups[0].spawn.is_none());
+    assert_eq!(num(&def.groups[0].count), Quantity::plain(1.0));
+    let kinds: Vec<&StepKind> = def.groups[0].body.iter().map(|s| &s.kind).collect();
+    assert!(matches!(kinds[0], StepKind::Spawn(g) if g.value == "cc"));
+    assert!(matches!(kinds[1], StepKind::WaitChild));
+    assert!(matches!(kinds[2], StepKind::Exit));
+    let def = toml_file::read(
+        Path::new("w.toml"),
+        "[groups.g]\nsteps = [ { wait = \"s\" } ]\n[semaphores.s]\n",
+    )
+    .unwrap();
+    assert!(matches!(def.groups[0].body[0].kind, StepKind::SemWait(_)));
+    fails(
+        &with_steps("{ exit = 1 }"),
+        "w.toml:2:10: ",
+        &["`exit` takes no value", "the string \"exit\""],
     );
 }
