@@ -24,6 +24,7 @@ pub mod merge;
 pub mod mock;
 pub mod outdir;
 pub mod real;
+pub mod search;
 pub mod settings;
 pub mod shard;
 pub mod sim;

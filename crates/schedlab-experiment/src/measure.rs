@@ -155,6 +155,7 @@ fn new_record<W: Workload, B: Backend>(
         until: settings.until_text.clone(),
         configs: Vec::new(),
         shard: None,
+        search: None,
     }
 }
 
@@ -514,7 +515,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             warmup: false,
             number: done + 1,
             of: self.most_runs(i),
-            at_most: matches!(self.settings.budget, Budget::Until(_)),
+            at_most: !matches!(self.settings.budget, Budget::Fixed(_)),
         };
         progress(self.started(i, count));
         let ran = self.run_one(backend, i, index);
@@ -612,10 +613,10 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         match &self.plan {
             Some(plan) if config.repetitions.len() >= plan.indices[i].len() => Done::Counted,
             Some(_) => Done::No,
-            None => self
-                .settings
-                .budget
-                .done(&metric_values(config, &self.primary)),
+            None => {
+                let metric = self.settings.budget.metric().unwrap_or(&self.primary);
+                self.settings.budget.done(&metric_values(config, metric))
+            }
         }
     }
 
@@ -689,7 +690,7 @@ pub fn measure<W: Workload, B: Backend>(
     let plan = match (settings.shard, &settings.budget) {
         (None, _) => None,
         (Some(shard), Budget::Fixed(runs)) => Some(shard.plan(experiment.configs.len(), *runs)?),
-        (Some(_), Budget::Until(_)) => return Err(ShardError::Until.into()),
+        (Some(_), _) => return Err(ShardError::Until.into()),
     };
     let mut record = new_record(&experiment, backend, settings);
     record.shard = plan.as_ref().map(|p| ShardInfo {

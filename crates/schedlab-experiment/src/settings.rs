@@ -2,7 +2,7 @@
 //! metric's confidence interval is tight), warm-up, confidence level, time budget, counters.
 
 use crate::error::ExperimentError;
-use schedlab_stats::{Decision, StoppingRule};
+use schedlab_stats::{Decision, StoppingRule, ThresholdRule, Verdict};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -13,6 +13,14 @@ pub enum Budget {
     Fixed(usize),
     /// Until the stopping rule converges or gives up.
     Until(StoppingRule),
+    /// Until the interval of `metric` is clear of the rule's threshold, or its maximum of runs
+    /// (a candidate of [`crate::search`]).
+    Threshold {
+        /// The metric judged (not necessarily the primary one).
+        metric: String,
+        /// The threshold and the bounds of runs.
+        rule: ThresholdRule,
+    },
 }
 
 /// Whether a configuration is done after some repetitions.
@@ -65,6 +73,19 @@ impl Budget {
                 Decision::Converged => Done::Converged,
                 Decision::GaveUp => Done::GaveUp,
             },
+            Budget::Threshold { rule, .. } if rule.verdict(values) != Verdict::Undecided => {
+                Done::Converged
+            }
+            Budget::Threshold { rule, .. } if values.len() >= rule.max_runs => Done::GaveUp,
+            Budget::Threshold { .. } => Done::No,
+        }
+    }
+
+    /// The metric the budget judges, when it is not the primary one.
+    pub fn metric(&self) -> Option<&str> {
+        match self {
+            Budget::Threshold { metric, .. } => Some(metric),
+            _ => None,
         }
     }
 
@@ -74,6 +95,7 @@ impl Budget {
         match self {
             Budget::Fixed(n) => *n,
             Budget::Until(rule) => rule.max_runs,
+            Budget::Threshold { rule, .. } => rule.max_runs,
         }
     }
 
@@ -82,6 +104,10 @@ impl Budget {
         match self {
             Budget::Fixed(n) => format!("run {done}/{n}"),
             Budget::Until(rule) => format!("run {done} (until {rule}, at most {})", rule.max_runs),
+            Budget::Threshold { metric, rule } => format!(
+                "run {done} (until {metric}'s {}% interval is clear of {}, at most {})",
+                rule.level, rule.threshold, rule.max_runs
+            ),
         }
     }
 }

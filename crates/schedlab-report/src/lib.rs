@@ -12,6 +12,7 @@ pub mod interbench;
 pub mod markdown;
 pub mod ministat;
 pub mod plot;
+pub mod search;
 pub mod sweep;
 pub mod table;
 pub mod text;

@@ -26,6 +26,7 @@ pub mod mean;
 pub mod outlier;
 pub mod stopping;
 pub mod summary;
+pub mod threshold;
 
 pub use ci::{
     ci_half_width, parse_level, relative_ci_half_width, t_quantile, LevelError, MINISTAT_LEVELS,
@@ -35,3 +36,4 @@ pub use mean::{harmonic_mean, mean_kind_for, MeanKind};
 pub use outlier::{modified_z_scores, outliers, outliers_above, OUTLIER_THRESHOLD};
 pub use stopping::{Decision, ParseRuleError, RuleError, StoppingRule};
 pub use summary::{describe, median, metric_values, summarize, summarize_config, Described};
+pub use threshold::{ThresholdRule, Verdict};

@@ -426,6 +426,60 @@ pub struct RunRecord {
     /// run or sweep, and for the record `schedlab merge` makes of the shards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// A search for the largest value of a parameter that still passes (`run web --find-max`):
+    /// every candidate tried and the answer; each candidate's repetitions are a configuration
+    /// of `configs`. Absent for an ordinary run or sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search: Option<SearchInfo>,
+}
+
+/// A search for the largest value of a parameter whose metric's interval is at or above a
+/// threshold (schedlab_experiment::search).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchInfo {
+    /// The parameter searched (`connections`).
+    pub param: String,
+    /// The metric judged (`conforming_share`).
+    pub metric: String,
+    /// The value the metric's interval must be at or above to pass (95).
+    pub threshold: f64,
+    /// Confidence level of the intervals, percent.
+    pub level: f64,
+    /// The first candidate.
+    pub start: u64,
+    /// The largest candidate the search may try.
+    pub limit: u64,
+    /// The most repetitions one candidate may take.
+    pub max_runs: usize,
+    /// The most repetitions the whole search may take.
+    pub total_runs: usize,
+    /// The rule, in words.
+    pub rule: String,
+    /// Every candidate, in the order tried.
+    pub candidates: Vec<SearchCandidate>,
+    /// The largest candidate that passed, if any.
+    pub maximum: Option<u64>,
+    /// The smallest candidate that did not pass, if any.
+    pub first_failing: Option<u64>,
+    /// Why the search ended: `converged` (the maximum passes and the next value does not),
+    /// `limit` (the largest candidate allowed passes), `no-pass` (even the smallest fails),
+    /// `budget` (the total repetitions ran out) or `interrupted`.
+    pub ended: String,
+}
+
+/// One candidate of a search.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchCandidate {
+    /// The parameter's value.
+    pub value: u64,
+    /// Repetitions run.
+    pub runs: usize,
+    /// Mean of the metric.
+    pub mean: f64,
+    /// Half-width of its confidence interval (absent with fewer than 2 runs).
+    pub half_width: Option<f64>,
+    /// `pass`, `fail` or `undecided` (counted as not passing).
+    pub verdict: String,
 }
 
 /// Which slice of a sharded sweep a record holds: the sweep's configurations × repetitions,

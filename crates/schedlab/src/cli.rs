@@ -483,6 +483,18 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
+    /// (web) Search for the most --connections of which at least 95 % conform (SPECweb99's
+    /// simultaneous connections), starting from --connections: double while it conforms, then
+    /// bisect; each candidate repeated until the interval of its conforming share is clear of
+    /// 95 % (at least 3 runs, at most --max-runs).
+    #[arg(long, conflicts_with_all = ["until", "runs"])]
+    pub find_max: bool,
+    /// (web, --find-max) The most connections the search may try.
+    #[arg(long, default_value_t = 10_000, requires = "find_max", allow_negative_numbers = true, value_parser = limit_count)]
+    pub find_max_limit: u64,
+    /// (web, --find-max) The most repetitions the whole search may run.
+    #[arg(long, default_value_t = 100, requires = "find_max", allow_negative_numbers = true, value_parser = runs_count)]
+    pub find_max_runs: usize,
     /// After the summary, print each lock's statistics as lockmeter's table: the workload's
     /// locks and, on the simulator, the kernel's (runqueue locks, the loopback transmit lock).
     /// The record keeps them either way.
@@ -536,6 +548,15 @@ fn count(text: &str, lo: usize, hi: usize) -> Result<usize, String> {
 /// `--runs` and `--max-runs`.
 fn runs_count(text: &str) -> Result<usize, String> {
     count(text, 1, MAX_RUNS)
+}
+
+/// `--find-max-limit`.
+fn limit_count(text: &str) -> Result<u64, String> {
+    let most = schedlab_workload::presets::MAX_CONNECTIONS;
+    match count(text, 1, most) {
+        Ok(0) => Err(format!("accepted: a whole number 1..{most}")),
+        n => n.map(|n| n as u64),
+    }
 }
 
 /// `--warmup`.

@@ -5,6 +5,7 @@ use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
 use crate::messages::render;
 use crate::progress::ProgressDisplay;
 use schedlab_experiment::measure::Sinks;
+use schedlab_experiment::search::{search, SearchSpec};
 use schedlab_experiment::shard::{Shard, ShardError, ShardPlan};
 use schedlab_experiment::{
     build_from, measure, Backend, BackendRequest, Budget, CounterMode, Experiment, ExperimentError,
@@ -42,6 +43,9 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     if sweep && common.vary.is_empty() {
         return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
     }
+    if common.find_max {
+        check_find_max(&args, sweep)?;
+    }
     let backend = backend_request(common)?;
     let mut settings = settings(common)?;
     settings.shard = shard(common, check)?;
@@ -74,6 +78,39 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
             ExitCode::from(130)
         }
     })
+}
+
+/// `--find-max` searches web's conforming connections: refuse what it cannot go with before
+/// anything runs.
+fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
+    let common = &args.common;
+    if sweep {
+        return Err("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run web --find-max`".into());
+    }
+    if args.is_file || args.workload != "web" {
+        return Err(format!(
+            "--find-max searches SPECweb99's conforming connections and applies to the web workload only, not '{}'",
+            args.workload
+        ));
+    }
+    let outputs = [
+        ("--csv", common.csv.is_some()),
+        ("--markdown", common.markdown.is_some()),
+        ("--wis-csv", common.wis_csv.is_some()),
+        ("--timeline", common.timeline.is_some()),
+    ];
+    if let Some((flag, _)) = outputs.iter().find(|(_, given)| *given) {
+        return Err(format!(
+            "{flag} does not go with --find-max; its record (--json FILE) holds every candidate and the answer"
+        ));
+    }
+    let rate = args.params.iter().rev().find(|(k, _)| k == "rate");
+    if let Some((_, v)) = rate.filter(|(_, v)| v.trim().parse::<f64>() != Ok(0.0)) {
+        return Err(format!(
+            "--rate {v} does not go with --find-max: conformance is the closed loop's (SPECweb99's connections paced to 400 kbit/s); drop --rate"
+        ));
+    }
+    Ok(())
 }
 
 /// The backend options, checked against each other.
@@ -350,6 +387,9 @@ impl Execute<'_> {
         backend: &mut B,
         machine: B::Machine,
     ) -> Result<RunEnd, String> {
+        if self.common.find_max && !self.check {
+            return self.find_max(base, backend, &machine);
+        }
         let experiment: Experiment<W, B::Machine> =
             build_from(base, self.request, backend, &machine).map_err(|e| render(&e))?;
         let plan = match (self.settings.shard, &self.settings.budget) {
@@ -447,6 +487,49 @@ impl Execute<'_> {
             })?;
             eprintln!("wrote {}", path.display());
         }
+        Ok(end)
+    }
+
+    /// `run web --find-max`: the search from `--connections` (schedlab_experiment::search), its
+    /// table and answer.
+    fn find_max<W: Configurable, B: Backend>(
+        &self,
+        base: W,
+        backend: &mut B,
+        machine: &B::Machine,
+    ) -> Result<RunEnd, String> {
+        const PARAM: &str = "connections";
+        let given = self.request.params.iter().rev().find(|(k, _)| k == PARAM);
+        let start_text = given
+            .map(|(_, v)| v.clone())
+            .or_else(|| base.params().get(PARAM).cloned())
+            .unwrap_or_default();
+        let start = start_text.trim().parse::<u64>().map_err(|_| {
+            format!("--{PARAM} {start_text}: accepted: a whole number, where --find-max starts")
+        })?;
+        let spec = SearchSpec {
+            param: PARAM.into(),
+            metric: "conforming_share".into(),
+            threshold: presets::CONFORMING_SHARE_PERCENT,
+            start,
+            limit: self.common.find_max_limit,
+            max_runs: self.common.max_runs,
+            total_runs: self.common.find_max_runs,
+        };
+        let mut display = ProgressDisplay::new(self.common.quiet);
+        let searched = search(
+            base,
+            self.request,
+            backend,
+            machine,
+            self.settings,
+            &spec,
+            &self.stop,
+            &mut |p| display.report(p),
+        );
+        display.clear();
+        let (end, record) = searched.map_err(|e| render(&e))?;
+        print!("{}", schedlab_report::search::search_table(&record));
         Ok(end)
     }
 

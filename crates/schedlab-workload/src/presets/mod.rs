@@ -22,7 +22,7 @@ pub use params::{
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
-pub use web::{ServerKind, Web};
+pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
 use crate::context::{Context, WorkloadError};
 use crate::plan::{Plan, TaskRef};

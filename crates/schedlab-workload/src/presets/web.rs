@@ -56,6 +56,9 @@ const NAME: &str = "web";
 pub const RATED_BITS_PER_S: f64 = 400_000.0;
 /// SPECweb99's conforming bit rate: a connection at or above it conforms.
 pub const CONFORMING_BITS_PER_S: f64 = 320_000.0;
+/// SPECweb99's validity rule: the share of connections (percent) that must conform, the
+/// threshold of `run web --find-max`.
+pub const CONFORMING_SHARE_PERCENT: f64 = 95.0;
 /// The most connections of one run.
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// The longest run.
