@@ -64,7 +64,7 @@ mod tracefs;
 pub use tracefs::cleanup_stale_instances;
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, BufReader};
 use std::path::PathBuf;
 use thiserror::Error;
@@ -272,16 +272,7 @@ impl SchedTrace {
     pub fn start(&mut self) -> Result<(), TraceError> {
         self.instance.write("tracing_on", "0")?;
         self.recording = false;
-        let trace = self.instance.path("trace");
-        OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&trace)
-            .map_err(|source| TraceError::Io {
-                doing: "cannot clear",
-                path: trace.clone(),
-                source,
-            })?;
+        self.instance.clear_buffer()?;
         self.lost_baseline = self.instance.read_lost()?;
         self.instance.write("tracing_on", "1")?;
         self.recording = true;

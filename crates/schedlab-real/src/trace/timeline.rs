@@ -32,7 +32,7 @@ use super::tracefs::{cleanup_stale_in, cleanup_stale_mounts, Instance, Tracefs};
 use super::{parse, TraceError};
 use schedlab_workload::timeline::{TaskState, Timeline, TimelineTask};
 use std::collections::HashMap;
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, BufRead, BufReader};
 
 /// The events this instance enables.
@@ -123,16 +123,7 @@ impl RqTrace {
     /// Clear the buffer and start recording.
     pub fn start(&mut self) -> Result<(), TraceError> {
         self.instance.write("tracing_on", "0")?;
-        let trace = self.instance.path("trace");
-        OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&trace)
-            .map_err(|source| TraceError::Io {
-                doing: "cannot clear",
-                path: trace.clone(),
-                source,
-            })?;
+        self.instance.clear_buffer()?;
         self.lost_baseline = self.instance.read_lost()?;
         self.start_ns = crate::sys::monotonic_ns();
         self.instance.write("tracing_on", "1")?;

@@ -129,6 +129,21 @@ impl Instance {
         })
     }
 
+    /// Empty the instance's ring buffer (open `trace` with O_TRUNC).
+    pub(super) fn clear_buffer(&self) -> Result<(), TraceError> {
+        let trace = self.path("trace");
+        fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(&trace)
+            .map(drop)
+            .map_err(|source| TraceError::Io {
+                doing: "cannot clear",
+                path: trace,
+                source,
+            })
+    }
+
     /// Sum of the lost-event counters over the instance's CPUs.
     pub(super) fn read_lost(&self) -> Result<u64, TraceError> {
         let dir = self.path("per_cpu");
