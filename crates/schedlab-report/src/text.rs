@@ -273,14 +273,10 @@ pub fn count_suffix(v: f64) -> String {
     }
 }
 
-/// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
-/// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
-/// with the means over repetitions, and the preemptions split into those that switched at once
-/// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
-/// where the counters tell them apart (`-` where they do not: a real kernel without
-/// `sched_waking`). A sweep's other varied keys (`server-work`, `cpus`) come
-/// after `policy/knobs`, so that every row names its whole configuration.
-pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+/// Seed 000's table layout: `Srvr Nice | Clnt Nice | policy/knobs`, then the sweep's other varied
+/// keys (so every row names its whole configuration), then `tail`. Returns those other keys and
+/// the header.
+fn seed_header<'a>(varied: &'a [String], tail: &[&str]) -> (Vec<&'a String>, Vec<String>) {
     let extra: Vec<&String> = varied
         .iter()
         .filter(|k| !matches!(k.as_str(), "policy" | "server.nice" | "client.nice"))
@@ -289,15 +285,26 @@ pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
         .map(String::from)
         .to_vec();
     header.extend(extra.iter().map(|k| k.to_string()));
-    header.extend(
-        [
+    header.extend(tail.iter().map(|h| h.to_string()));
+    (extra, header)
+}
+/// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
+/// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
+/// with the means over repetitions, and the preemptions split into those that switched at once
+/// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
+/// where the counters tell them apart (`-` where they do not: a real kernel without
+/// `sched_waking`). A sweep's other varied keys (`server-work`, `cpus`) come
+/// after `policy/knobs`, so that every row names its whole configuration.
+pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let (extra, header) = seed_header(
+        varied,
+        &[
             "msg/sec",
             "calls to wake_up",
             "% priority preemptions",
             "at once",
             "at return",
-        ]
-        .map(String::from),
+        ],
     );
     let mut t = Table::new(header);
     for c in rows {
@@ -365,22 +372,14 @@ fn policy_and_knobs(c: &ConfigResult) -> String {
 /// sweep's other varied keys, the connections driven, the mean conforming connections and
 /// share, and the improvement over the first row (`baseline`).
 pub fn web_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
-    let extra: Vec<&String> = varied
-        .iter()
-        .filter(|k| !matches!(k.as_str(), "policy" | "server.nice" | "client.nice"))
-        .collect();
-    let mut header: Vec<String> = ["Srvr Nice", "Clnt Nice", "policy/knobs"]
-        .map(String::from)
-        .to_vec();
-    header.extend(extra.iter().map(|k| k.to_string()));
-    header.extend(
-        [
+    let (extra, header) = seed_header(
+        varied,
+        &[
             "connections",
             "conforming connections",
             "% conforming",
             "percent improvement",
-        ]
-        .map(String::from),
+        ],
     );
     let mut t = Table::new(header);
     let mean = |c: &ConfigResult, m: &str| c.summary.get(m).map(|s| s.mean);
