@@ -650,10 +650,7 @@ impl<'a> Machine<'a> {
             workload_tasks: 0,
             netisr: None,
             disk_ithread: None,
-            kernel_allowed: match setup.kernel_cpus {
-                Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
-                None => CpuMask::first(setup.cpus),
-            },
+            kernel_allowed: CpuMask::of_list(setup.kernel_cpus, setup.cpus),
             mem: Memory::new(setup.cost.memory),
             live: 0,
             timers: 0,
@@ -720,10 +717,7 @@ impl<'a> Machine<'a> {
     /// What the policy learns of workload task `id` of group `group` when it is created.
     fn workload_task_setup(&self, id: TaskId, group: usize) -> TaskSetup {
         let k = self.knobs.get(group).cloned().unwrap_or_default();
-        let allowed = match &k.cpus {
-            Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
-            None => CpuMask::first(self.cpus.len()),
-        };
+        let allowed = CpuMask::of_list(k.cpus.as_ref(), self.cpus.len());
         TaskSetup {
             id,
             group,

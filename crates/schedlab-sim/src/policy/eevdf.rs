@@ -855,11 +855,7 @@ mod tests {
         TaskSetup {
             id,
             group: 0,
-            allowed: knobs
-                .cpus
-                .as_ref()
-                .map(|c| CpuMask(c.iter().fold(0, |m, &c| m | 1 << c)))
-                .unwrap_or(CpuMask::first(ncpus)),
+            allowed: CpuMask::of_list(knobs.cpus.as_ref(), ncpus),
             knobs,
             kind: TaskKind::Workload,
         }

@@ -55,6 +55,13 @@ impl CpuMask {
     pub fn first(n: usize) -> CpuMask {
         CpuMask(if n >= 64 { u64::MAX } else { (1u64 << n) - 1 })
     }
+    /// The CPUs of a `cpus=` list, or all `n` CPUs when there is none.
+    pub fn of_list(list: Option<&schedlab_workload::CpuSet>, n: usize) -> CpuMask {
+        match list {
+            Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
+            None => CpuMask::first(n),
+        }
+    }
     /// Whether `cpu` is in the set.
     pub fn contains(self, cpu: CpuId) -> bool {
         cpu < 64 && self.0 & (1 << cpu) != 0
