@@ -34,7 +34,7 @@ pub mod web;
 
 pub use context::{
     BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp,
-    SemaphoreId, WorkloadError,
+    Program, ProgramExit, SemaphoreId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};
