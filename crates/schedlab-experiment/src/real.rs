@@ -179,7 +179,7 @@ impl Backend for RealBackend {
                 .collect();
             if !missing.is_empty() {
                 return Err(ExperimentError::Host(format!(
-                    "{workload}: {} needs {} in PATH, which is not installed here; install it with `{install}`",
+                    "{workload}: {} needs {} in PATH, not found here; install with `{install}`",
                     needs.real_kernel.unwrap_or("this configuration"),
                     missing.join(" and ")
                 )));

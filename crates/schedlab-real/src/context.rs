@@ -6,8 +6,8 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp,
-    Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp, Program,
+    ProgramExit, SemaphoreId, TaskRef, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;

@@ -97,7 +97,9 @@ impl RealContext {
         program: &Program,
     ) -> Result<ProgramExit, WorkloadError> {
         let Some(name) = program.argv.first() else {
-            return Err(WorkloadError::Backend("run_program: no program given".into()));
+            return Err(WorkloadError::Backend(
+                "run_program: no program given".into(),
+            ));
         };
         let scratch = self.shared().scratch.clone();
         let dir = scratch.join(&program.dir);

@@ -211,7 +211,11 @@ pub trait Context {
     ) -> impl Future<Output = Result<ProgramExit, WorkloadError>> {
         std::future::ready(Err(WorkloadError::Backend(format!(
             "running {} needs the real kernel, which this backend does not have",
-            program.argv.first().map(String::as_str).unwrap_or("a program")
+            program
+                .argv
+                .first()
+                .map(String::as_str)
+                .unwrap_or("a program")
         ))))
     }
     /// Record one sample of a workload metric (latency, count, …).
