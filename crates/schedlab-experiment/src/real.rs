@@ -146,7 +146,8 @@ impl Backend for RealBackend {
     }
 
     /// Memory at most half of what is available now (so memload never invokes the OOM killer,
-    /// swap or not); files twice over in the temporary directory's free space.
+    /// swap or not); the programs it runs in PATH; files twice over in the temporary
+    /// directory's free space.
     fn check_needs(
         &self,
         workload: &'static str,
@@ -168,6 +169,20 @@ impl Backend for RealBackend {
                     ),
                 )
                 .into());
+            }
+        }
+        if let Some((programs, install)) = needs.programs {
+            let missing: Vec<&str> = programs
+                .iter()
+                .copied()
+                .filter(|p| schedlab_real::program::find_in_path(p).is_none())
+                .collect();
+            if !missing.is_empty() {
+                return Err(ExperimentError::Host(format!(
+                    "{workload}: {} needs {} in PATH, not found here; install with `{install}`",
+                    needs.real_kernel.unwrap_or("this configuration"),
+                    missing.join(" and ")
+                )));
             }
         }
         if let Some((param, bytes)) = needs.files {

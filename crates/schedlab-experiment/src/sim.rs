@@ -199,7 +199,7 @@ impl Backend for SimBackend {
     ) -> Result<(), ExperimentError> {
         match needs.real_kernel {
             Some(what) => Err(ExperimentError::Backend(format!(
-                "{workload}: {what} needs the real kernel; the simulator has no file system to walk — run it with --backend real, or choose a modelled strategy"
+                "{workload}: {what} needs the real kernel; the simulator has no file system and runs no programs — run it with --backend real, or choose a modelled setting"
             ))),
             None => Ok(()),
         }

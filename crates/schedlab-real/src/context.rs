@@ -6,8 +6,8 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp,
-    SemaphoreId, TaskRef, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp, Program,
+    ProgramExit, SemaphoreId, TaskRef, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -313,6 +313,10 @@ impl Context for RealContext {
             // SAFETY: i < bytes <= mem.len().
             unsafe { std::ptr::write_volatile(mem.as_mut_ptr().add(i), (i as u8).wrapping_add(1)) };
         }
+    }
+
+    async fn run_program(&self, program: &Program) -> Result<ProgramExit, WorkloadError> {
+        self.run_program_blocking(program)
     }
 
     fn record(&self, metric: &'static str, value: f64) {

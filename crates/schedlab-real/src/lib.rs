@@ -21,6 +21,7 @@ pub mod knobs;
 pub mod locks;
 pub mod machine;
 pub mod procfs;
+pub mod program;
 pub mod runner;
 pub mod spawn;
 pub mod sync;

@@ -44,6 +44,25 @@ impl TempDir {
     }
 }
 
+/// How long dropping a [`TempDir`] keeps trying to remove it while something still writes in it.
+const REMOVE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(4);
+
+impl Drop for TempDir {
+    /// Remove the directory, trying again while its removal fails: a program a task ran may
+    /// still be writing in it for a moment after an interrupted run (make, after its SIGTERM,
+    /// ends its compilers, which may be creating files there), and one try would leave the
+    /// directory behind. (The inner `tempfile::TempDir` then finds nothing left to remove.)
+    fn drop(&mut self) {
+        let start = std::time::Instant::now();
+        while let Err(e) = std::fs::remove_dir_all(self.inner.path()) {
+            if e.kind() == io::ErrorKind::NotFound || start.elapsed() > REMOVE_PATIENCE {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 /// A temporary directory of a schedlab process that no longer exists, and what became of it.
 #[derive(Debug)]
 pub struct StaleDir {

@@ -34,6 +34,27 @@ pub struct ChildExit {
     pub cpu: Duration,
 }
 
+/// A program to run to its end as this task's own child ([`Context::run_program`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Program {
+    /// The program (looked up in `PATH`) and its arguments.
+    pub argv: Vec<String>,
+    /// Its working directory, relative to the run's temporary directory.
+    pub dir: String,
+    /// The file its standard output and error go to, relative to the run's temporary directory.
+    pub output: String,
+}
+
+/// How a [`Program`] ended: it exited with status 0 (any other end is an error).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProgramExit {
+    /// From its start to its end.
+    pub wall: Duration,
+    /// The CPU time (user + system) of the program and of every descendant it waited for
+    /// (wait4's rusage, which is the child's own plus its `RUSAGE_CHILDREN`).
+    pub cpu: Duration,
+}
+
 /// Direction of a modelled or real I/O operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
@@ -176,6 +197,25 @@ pub trait Context {
         let _ = path;
         std::future::ready(Err(WorkloadError::Backend(format!(
             "{op:?} of a path needs the real kernel's path lookup, which this backend does not have"
+        ))))
+    }
+    /// Run `program` to its end as a child of this task, which it inherits its knobs from (CPU
+    /// affinity, nice and scheduling policy pass through fork and exec to the program and its
+    /// own children); when the run is asked to stop, the program and everything it started are
+    /// ended before this returns. Only a real kernel can run programs: a workload that needs
+    /// this says so in its host needs ([`crate::presets::HostNeeds::real_kernel`]). By default
+    /// the backend cannot.
+    fn run_program(
+        &self,
+        program: &Program,
+    ) -> impl Future<Output = Result<ProgramExit, WorkloadError>> {
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "running {} needs the real kernel, which this backend does not have",
+            program
+                .argv
+                .first()
+                .map(String::as_str)
+                .unwrap_or("a program")
         ))))
     }
     /// Record one sample of a workload metric (latency, count, …).

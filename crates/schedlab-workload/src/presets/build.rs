@@ -24,10 +24,20 @@
 //! (what `wait` reported for each) over the makespan (`busy_cpus`: how many CPUs the build kept
 //! busy on average), jobs per second, and the job count, checked: every job of the graph was
 //! started once and reaped once, successfully.
+//!
+//! With `real-make` (real kernel only) the same graph is a real C tree built by the real
+//! `make -jN` and the system compiler ([`super::build_tree`]): the `make` group's one task runs
+//! make as its child, which inherits the group's knobs (affinity, nice and policy pass through
+//! fork and exec to every compiler make starts). The makespan is make's start to its end; the
+//! CPU is make's own and everything it waited for (wait4's rusage); the jobs are the compile and
+//! link lines make printed, checked against the graph's.
 
-use super::params::{parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset};
+use super::build_tree;
+use super::params::{
+    parse_count, parse_param, parse_with, unknown_param, HostNeeds, ParamDef, ParamKind, Preset,
+};
 use super::{metric, Outcome, Workload};
-use crate::context::{Context, IoKind, WorkloadError};
+use crate::context::{Context, IoKind, Program, WorkloadError};
 use crate::error::ParamError;
 use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
@@ -64,6 +74,8 @@ pub struct Build {
     pub seed: u64,
     /// How the real backend hosts the server (its jobs are always new processes or threads).
     pub mode: TaskMode,
+    /// Build a real C tree with the real `make` and compiler instead (real kernel only).
+    pub real_make: bool,
 }
 
 impl Default for Build {
@@ -76,6 +88,7 @@ impl Default for Build {
             link: Duration::from_millis(200),
             seed: 1,
             mode: TaskMode::Processes,
+            real_make: false,
         }
     }
 }
@@ -97,7 +110,7 @@ pub struct Job {
 
 impl Build {
     /// The size factor of compile unit `u`: log-normal, σ = 0.8, mean 1, from `seed`.
-    fn factor(&self, u: usize) -> f64 {
+    pub(crate) fn factor(&self, u: usize) -> f64 {
         const SIGMA: f64 = 0.8;
         // Two uniforms from splitmix64 of (seed, u), Box–Muller to a normal.
         let mut x = self.seed ^ (u as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -114,7 +127,7 @@ impl Build {
     }
 
     /// The directory of compile unit `u`: units are spread evenly, in order.
-    fn dir_of(&self, u: usize) -> usize {
+    pub(crate) fn dir_of(&self, u: usize) -> usize {
         u * self.dirs / self.units
     }
 
@@ -238,6 +251,14 @@ const PARAMS: &[ParamDef] = &[
         "1",
         "Seed of the units' sizes: the same number gives the same tree on every backend (0..2^32-1).",
     ),
+    ParamDef::value(
+        "real-make",
+        "",
+        "",
+        "Build a real C tree of the same shape with the real make -jN and the system compiler (real kernel only; needs gcc and make).",
+    )
+    .kind(ParamKind::Flag)
+    .no_default(),
     ParamDef::tasks(
         "processes",
         "processes|threads",
@@ -260,6 +281,7 @@ impl Preset for Build {
             "cpu" => self.cpu = dur(value)?,
             "link" => self.link = dur(value)?,
             "tree" => self.seed = parse_count(NAME, "tree", value, 0..=u32::MAX as usize)? as u64,
+            "real-make" => self.real_make = parse_param(NAME, "real-make", value, "true or false")?,
             "tasks" => {
                 self.mode = match parse_with(NAME, value, str::parse)? {
                     m @ (TaskMode::Processes | TaskMode::Threads) => m,
@@ -280,6 +302,18 @@ impl Preset for Build {
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
+    }
+
+    fn host_needs(&self) -> HostNeeds {
+        if !self.real_make {
+            return HostNeeds::default();
+        }
+        HostNeeds {
+            files: Some(("units", build_tree::tree_bytes(self) * 3)),
+            real_kernel: Some("real-make (the real make and C compiler)"),
+            programs: Some((&["make", "cc"], "apt-get install -y gcc make")),
+            ..HostNeeds::default()
+        }
     }
 }
 
@@ -362,6 +396,32 @@ impl Build {
         Ok(())
     }
 
+    /// `real-make`: run the real `make -jN` on the tree [`Workload::write_files`] wrote, and
+    /// check that it ran every compile and link of the graph.
+    async fn real_make<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        const LOG: &str = "make.log";
+        let program = Program {
+            argv: vec!["make".into(), format!("-j{}", self.jobs)],
+            dir: build_tree::TREE_DIR.into(),
+            output: LOG.into(),
+        };
+        let exit = ctx.run_program(&program).await?;
+        let mut log = Vec::new();
+        ctx.read_file(LOG, 0, &mut log).await?;
+        let (cc, ld) = build_tree::count_jobs(&String::from_utf8_lossy(&log));
+        if cc != self.units || ld != self.dirs + 1 {
+            return Err(WorkloadError::Integrity(format!(
+                "make ran {cc} compiles and {ld} links; the Makefile has {} and {}",
+                self.units,
+                self.dirs + 1
+            )));
+        }
+        ctx.record("makespan_s", exit.wall.as_secs_f64());
+        ctx.record("job_cpu_s", exit.cpu.as_secs_f64());
+        ctx.record("jobs", (cc + ld) as f64);
+        Ok(())
+    }
+
     /// One job: a compile (gcc without -pipe: preprocess, write the `.i`, read it back,
     /// compile, write the object) or a link (link, write the output).
     async fn job<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
@@ -393,7 +453,7 @@ impl Workload for Build {
 
     fn params(&self) -> BTreeMap<String, String> {
         let d = crate::duration::format_duration;
-        BTreeMap::from([
+        let mut params = BTreeMap::from([
             ("jobs".into(), self.jobs.to_string()),
             ("units".into(), self.units.to_string()),
             ("dirs".into(), self.dirs.to_string()),
@@ -401,26 +461,37 @@ impl Workload for Build {
             ("link".into(), d(self.link)),
             ("tree".into(), self.seed.to_string()),
             ("tasks".into(), self.mode.to_string()),
-        ])
+        ]);
+        // Only when given, so that the records of the modelled build stay as they were.
+        if self.real_make {
+            params.insert("real-make".into(), "true".into());
+        }
+        params
     }
 
     fn label(&self) -> String {
-        format!("jobs={}", self.jobs)
+        if self.real_make {
+            format!("jobs={} real-make", self.jobs)
+        } else {
+            format!("jobs={}", self.jobs)
+        }
     }
 
     fn plan(&self) -> Plan {
+        // With real-make, make starts the jobs: they are its children, not the plan's tasks.
+        let spawned = |n| if self.real_make { 0 } else { n };
         Plan {
             groups: vec![
                 GroupPlan::fixed("make", 1),
                 GroupPlan {
                     name: "cc",
                     tasks: 0,
-                    spawn: self.units,
+                    spawn: spawned(self.units),
                 },
                 GroupPlan {
                     name: "ld",
                     tasks: 0,
-                    spawn: self.dirs + 1,
+                    spawn: spawned(self.dirs + 1),
                 },
             ],
             channels: 0,
@@ -434,6 +505,7 @@ impl Workload for Build {
 
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         match task.group {
+            MAKE if self.real_make => self.real_make(ctx).await,
             MAKE => self.serve(ctx).await,
             _ => self.job(ctx).await,
         }
@@ -482,8 +554,21 @@ impl Workload for Build {
         ]))
     }
 
+    fn write_files(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        if self.real_make {
+            build_tree::write(self, dir)?;
+        }
+        Ok(())
+    }
+
     fn expected_time(&self) -> Option<Duration> {
-        let cpu = self.cpu * self.units as u32 + self.link;
+        // A real compile also pays the compiler's start (about 20 ms).
+        let start = if self.real_make {
+            Duration::from_millis(50)
+        } else {
+            Duration::ZERO
+        };
+        let cpu = (self.cpu + start) * self.units as u32 + self.link;
         Some(cpu * 3 + Duration::from_secs(60))
     }
 }

@@ -2,6 +2,7 @@
 //! parameters declared through [`Preset`]. [`visit`] is the one list of them.
 
 pub mod build;
+pub mod build_tree;
 mod chat;
 pub mod interbench;
 pub mod lookup;

@@ -356,4 +356,7 @@ pub struct HostNeeds {
     /// The parameter setting that needs the real kernel's own code ([`crate::Context::path`]:
     /// `dcache=kernel`), so that the simulator refuses the configuration before anything runs.
     pub real_kernel: Option<&'static str>,
+    /// Programs it runs ([`crate::Context::run_program`]), each looked up in `PATH` before
+    /// anything runs, and the Debian line that installs them.
+    pub programs: Option<(&'static [&'static str], &'static str)>,
 }

@@ -533,6 +533,7 @@ impl Preset for Web {
                 FileSet::new(self.file_dirs(), 0).map_or(0, |s| s.bytes() as usize),
             )),
             real_kernel: None,
+            programs: None,
         }
     }
 }
