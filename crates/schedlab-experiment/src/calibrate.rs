@@ -1,6 +1,7 @@
 //! `schedlab calibrate`: measure this machine's costs with the real backend's probes
 //! (`schedlab_real::calibrate`), each repeated until its 95 % confidence interval is within the
-//! stopping rule's precision, and turn them into the simulator's cost keys — a profile file
+//! stopping rule's precision — interleaved, one batch of every undecided probe per round, so that
+//! background load falls on all of them alike — and turn them into the simulator's cost keys — a profile file
 //! (`schedlab_sim::profile_file`) that `--profile FILE` loads.
 //!
 //! Each key is the difference of probes that the simulator's own accounting says it is (the
@@ -72,8 +73,9 @@ pub struct ProbeResult {
     pub converged: bool,
 }
 
-/// Run every probe (those that cannot run here are reported, not fatal) and build the profile
-/// file. `progress` is told each probe's name as it starts; `stop` ends the run early
+/// Run every probe (those that cannot run here are reported, not fatal) in interleaved rounds
+/// until each one's interval is narrow or its sample budget is spent, and build the profile
+/// file. `progress` is told each probe's name in the first round, then each round's number; `stop` ends the run early
 /// (`Interrupted`), keeping nothing.
 pub fn calibrate(
     opts: CalibrateOptions,
@@ -95,38 +97,65 @@ pub fn calibrate(
             Duration::from_millis(20),
         )
     };
-    let mut results = BTreeMap::new();
+    // The probes run interleaved, one batch of each still-undecided probe per round, so that a
+    // stretch of background load falls on all of them alike: a derived key is a difference of
+    // probes (e.g. `wakeup` = half a ping-pong less a pipe write + read), and probes timed
+    // minutes apart under different load could give it any sign.
+    let mut values: BTreeMap<Probe, Vec<f64>> = BTreeMap::new();
+    let mut decided: BTreeMap<Probe, bool> = BTreeMap::new();
     let mut failed: BTreeMap<Probe, String> = BTreeMap::new();
-    for probe in Probe::ALL {
-        progress(probe.describe());
-        let mut values = Vec::new();
-        let converged = loop {
+    for round in 1.. {
+        let pending: Vec<Probe> = Probe::ALL
+            .into_iter()
+            .filter(|p| !decided.contains_key(p) && !failed.contains_key(p))
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        if round == 1 {
+            for probe in &pending {
+                progress(probe.describe());
+            }
+        } else {
+            progress(&format!(
+                "round {round}: {} probe(s) still narrowing their interval",
+                pending.len()
+            ));
+        }
+        for probe in pending {
             if stop.load(Ordering::Relaxed) {
                 return Err(ExperimentError::Interrupted);
             }
             match sample(probe, &site, dir, batch) {
-                Ok(ns) => values.push(ns),
+                Ok(ns) => {
+                    let v = values.entry(probe).or_default();
+                    v.push(ns);
+                    match rule.decide(v) {
+                        Decision::Continue => {}
+                        Decision::Converged => {
+                            decided.insert(probe, true);
+                        }
+                        Decision::GaveUp => {
+                            decided.insert(probe, false);
+                        }
+                    }
+                }
                 Err(e) => {
                     failed.insert(probe, e.to_string());
-                    break false;
                 }
             }
-            match rule.decide(&values) {
-                Decision::Continue => {}
-                Decision::Converged => break true,
-                Decision::GaveUp => break false,
-            }
-        };
-        if failed.contains_key(&probe) {
-            continue;
         }
-        let d = schedlab_stats::summary::describe(&values, 95.0);
+    }
+    let mut results = BTreeMap::new();
+    for (probe, converged) in decided {
+        let v = &values[&probe];
+        let d = schedlab_stats::summary::describe(v, 95.0);
         results.insert(
             probe,
             ProbeResult {
                 mean: d.summary.mean,
                 ci95: d.ci_half_width,
-                samples: values.len(),
+                samples: v.len(),
                 converged,
             },
         );

@@ -310,6 +310,33 @@ fn parse_loadavg_tasks(loadavg: &str) -> Option<u64> {
         .ok()
 }
 
+/// How many tasks are runnable now: `procs_running` of `/proc/stat` (this thread included).
+pub fn runnable_tasks() -> Option<u64> {
+    parse_procs_running(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn parse_procs_running(stat: &str) -> Option<u64> {
+    stat.lines()
+        .find_map(|l| l.strip_prefix("procs_running "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// Other tasks competing for the CPUs: the median over 21 looks, 5 ms apart, of the runnable
+/// tasks less the caller. A probe timed beside them is inflated by whatever they take.
+pub fn competing_runnable() -> Option<u64> {
+    let mut seen = Vec::with_capacity(21);
+    for i in 0..21 {
+        if i > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        seen.push(runnable_tasks()?.saturating_sub(1));
+    }
+    seen.sort_unstable();
+    Some(seen[seen.len() / 2])
+}
+
 /// A number in `/proc/sys/kernel/<name>` (`threads-max`: the most tasks the kernel lets exist
 /// at once; `pid_max`: one more than the highest pid).
 pub fn kernel_limit(name: &str) -> Option<u64> {
@@ -463,6 +490,10 @@ se.slice                                     :              1400000
             Some(106)
         );
         assert_eq!(parse_loadavg_tasks("garbage"), None);
+        let stat = "cpu  1 2 3\nctxt 99\nprocs_running 3\nprocs_blocked 0\n";
+        assert_eq!(parse_procs_running(stat), Some(3));
+        assert_eq!(parse_procs_running("cpu 1\n"), None);
+        assert!(runnable_tasks().is_some_and(|n| n >= 1), "this thread runs");
         let status = "Name:\tx\nUid:\t65534\t0\t0\t0\nThreads:\t7\n";
         assert_eq!(threads_of_uid_in_status(status, 65534), 7);
         assert_eq!(threads_of_uid_in_status(status, 0), 0);

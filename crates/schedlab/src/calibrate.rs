@@ -24,6 +24,9 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String
     let stop = crate::execute::interrupt_flag()?;
     let dir = schedlab_real::tempdir::TempDir::new()
         .map_err(|e| format!("calibrate: temporary directory: {e}"))?;
+    // Other runnable tasks inflate every probe (a null system call preempted by a compiler costs
+    // its time slice): look before and after, and say so in the output and the file.
+    let competing_before = schedlab_real::procfs::competing_runnable();
     let started = std::time::Instant::now();
     let (mut file, probes) = calibrate(CalibrateOptions { quick, base }, dir.path(), &stop, |p| {
         eprintln!("calibrate: {p}");
@@ -42,6 +45,11 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String
         m.cpu_model.map(|c| format!(" ({c})")).unwrap_or_default(),
     );
     let mut text = String::new();
+    if let Some(warning) = competing_warning("the probes", competing_before) {
+        let _ = writeln!(text, "warning: {warning}");
+        file.note.push_str("; warning: ");
+        file.note.push_str(&warning);
+    }
     let mut t = Table::new(["probe", "ns/op", "±CI95", "samples", "converged"]);
     for (p, r) in &probes {
         t.row([
@@ -86,6 +94,21 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String
         }
     );
     Ok(text)
+}
+
+/// Other runnable tasks seen before (`before`, from [`competing_runnable`]) or now, said as a
+/// warning: whatever they take inflates the real side's times.
+///
+/// [`competing_runnable`]: schedlab_real::procfs::competing_runnable
+pub(crate) fn competing_warning(what: &str, before: Option<u64>) -> Option<String> {
+    let n = before
+        .max(schedlab_real::procfs::competing_runnable())
+        .filter(|&n| n > 0)?;
+    Some(format!(
+        "{n} other runnable task(s) competed with {what} (the median of /proc/stat's \
+         procs_running, before or after): the times are inflated by their time slices; \
+         measure on an idle machine"
+    ))
 }
 
 /// The output file's directory must exist and the file be creatable.

@@ -18,6 +18,7 @@ pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, 
         crate::execute::check_file_output("--json", p)?;
     }
     let stop = crate::execute::interrupt_flag()?;
+    let competing_before = schedlab_real::procfs::competing_runnable();
     let (end, v) = validate(profile, quick, &stop, |row| {
         eprintln!("validate: {}: {}", row.name, error_text(row));
     })
@@ -53,6 +54,9 @@ pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, 
         "{within} of {} rows within ±{GOAL_PCT} % (times, rates) or ±{GOAL_POINTS} points (deadlines met)",
         judged.len()
     );
+    if let Some(w) = crate::calibrate::competing_warning("the real runs", competing_before) {
+        println!("warning: {w}");
+    }
     for row in v.rows.iter().filter(|r| r.note.is_some()) {
         println!("{}: {}", row.name, row.note.as_deref().unwrap_or_default());
     }

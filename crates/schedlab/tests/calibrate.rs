@@ -62,6 +62,21 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
             .parse()
             .unwrap_or_else(|_| panic!("{k} = {v}"))
     };
+    // Other runnable tasks (a parallel build) inflate the probes unevenly, and a derived key — a
+    // difference of probes — can then come out at 0: calibrate says so, and the values are not
+    // checked then (the keys and the file's shape still are).
+    let loaded = text
+        .lines()
+        .find(|l| l.starts_with("warning:") && l.contains("other runnable task"));
+    if loaded.is_some() {
+        assert!(
+            table["note"]
+                .as_str()
+                .unwrap()
+                .contains("other runnable task"),
+            "the file records the warning: {file}"
+        );
+    }
     for key in [
         "syscall",
         "msg",
@@ -71,7 +86,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "switch",
         "page_touch",
     ] {
-        assert!(ns(key) > 0.0, "{key}: {file}");
+        assert!(loaded.is_some() || ns(key) > 0.0, "{key}: {file}");
         assert!(measured.contains_key(key), "{key} has no CI: {file}");
     }
     assert!(
@@ -88,6 +103,12 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
             costs.contains_key(key) || not.contains_key(key),
             "{key}: {file}"
         );
+    }
+    if let Some(w) = loaded {
+        eprintln!(
+            "skipped: the calibrated values and the probe's reproduction (the machine is loaded: {w})"
+        );
+        return;
     }
     // The probe: the same-CPU round trip, in the printed table.
     let probe_ns: f64 = text
