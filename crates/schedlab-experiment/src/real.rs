@@ -145,14 +145,19 @@ impl Backend for RealBackend {
         self.realtime
     }
 
-    /// Memory at most half of what is available now (so memload never invokes the OOM killer,
-    /// swap or not); the programs it runs in PATH; files twice over in the temporary
-    /// directory's free space.
+    /// Nothing only the simulator models (web's `dcache=lock`); memory at most half of what is
+    /// available now (so memload never invokes the OOM killer, swap or not); the programs it
+    /// runs in PATH; files twice over in the temporary directory's free space.
     fn check_needs(
         &self,
         workload: &'static str,
         needs: &HostNeeds,
     ) -> Result<(), ExperimentError> {
+        if let Some(what) = needs.simulated {
+            return Err(ExperimentError::Backend(format!(
+                "{workload}: {what} is modelled on the simulator only — run it with --backend sim"
+            )));
+        }
         if let Some((param, bytes)) = needs.memory {
             let available = host::available_memory()
                 .map_err(|e| ExperimentError::Host(format!("{workload}: {e} to size memload")))?

@@ -325,6 +325,7 @@ impl Configurable for Script {
             memory: (self.program().memory > 0).then(|| ("touch", clamp(self.program().memory))),
             files: (self.program().files > 0).then(|| ("write", clamp(self.program().files))),
             real_kernel: None,
+            simulated: None,
             programs: None,
         }
     }

@@ -23,6 +23,7 @@
 
 pub mod context;
 pub mod cpuset;
+pub mod dcache;
 pub mod duration;
 pub mod error;
 pub mod knobs;

@@ -352,6 +352,11 @@ struct Task {
     /// Runs in kernel mode (`mode=kernel`): a reschedule that is not at once waits until it
     /// blocks ([`Machine::resched_due`]).
     kernel_mode: bool,
+    /// Spin locks of the plan it holds: while it holds one it is not preempted (a kernel spin
+    /// lock disables preemption — 2.4 never preempts kernel code, CONFIG_PREEMPT's
+    /// `spin_lock` does `preempt_disable`), and a reschedule waits for its last `spin_unlock`
+    /// ([`Machine::resched_due`]).
+    spin_held: u32,
     /// The task that spawned it (`None`: it started with the run, or is a place not yet
     /// spawned into).
     parent: Option<TaskId>,
@@ -385,6 +390,7 @@ impl Task {
             mem: TaskMemory::default(),
             lock_wait_since: None,
             kernel_mode: false,
+            spin_held: 0,
             parent: None,
             born: true,
             reaped: false,

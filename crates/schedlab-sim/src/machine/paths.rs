@@ -223,11 +223,22 @@ impl Machine<'_> {
     /// (`mode=kernel`) never returns to user mode, where NEEDRESCHED is acted on: it is switched
     /// when it blocks, unless the kernel preempts at once (FreeBSD's `maybe_preempt` under
     /// PREEMPTION, sys/kern/kern_switch.c; an IPI_PREEMPT) — the simulated Linux kernels are
-    /// not preemptible (no CONFIG_PREEMPT), so there it waits for the block.
+    /// not preemptible (no CONFIG_PREEMPT), so there it waits for the block. A task holding a
+    /// spin lock of the plan is not preempted either, by any kernel: the reschedule waits for
+    /// its last unlock (which the task's step loop follows with this check, as `spin_unlock`'s
+    /// `preempt_enable` does).
     pub(super) fn resched_due(&self, cpu: CpuId) -> bool {
         let c = &self.cpus[cpu];
+        let holds_spin = self.curr[cpu].is_some_and(|t| self.tasks[t].spin_held > 0);
         c.need_resched
+            && !holds_spin
             && (c.resched_at_once || !self.curr[cpu].is_some_and(|t| self.tasks[t].kernel_mode))
+    }
+
+    /// Whether task `t`'s expired slice switches it at the tick: not in kernel mode (it is
+    /// switched when it blocks) and not while it holds a spin lock (when it releases it).
+    fn slice_preempts(&self, t: TaskId) -> bool {
+        !self.tasks[t].kernel_mode && self.tasks[t].spin_held == 0
     }
 
     /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
@@ -275,12 +286,12 @@ impl Machine<'_> {
                 self.tasks[t].remaining += self.c(self.cost.tick);
                 let expired = self.policy.task_tick(&view!(self), cpu, t);
                 self.balance(cpu, BalanceKind::Periodic);
-                if expired && self.tasks[t].kernel_mode {
+                if expired && !self.slice_preempts(t) {
                     // scheduler_tick's need_resched: a kernel-mode task is switched when it
-                    // blocks.
+                    // blocks, a spin lock's holder when it releases it.
                     self.cpus[cpu].need_resched = true;
                 }
-                if (expired && !self.tasks[t].kernel_mode) || self.resched_due(cpu) {
+                if (expired && self.slice_preempts(t)) || self.resched_due(cpu) {
                     self.preempt(cpu);
                 } else {
                     self.run_burst(cpu);

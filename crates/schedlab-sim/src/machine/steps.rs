@@ -389,6 +389,9 @@ impl Machine<'_> {
         lock.holder = Some(t);
         lock.held_since = now;
         lock.stats.acquired(wait);
+        if lock.spin {
+            self.tasks[t].spin_held += 1;
+        }
     }
 
     /// The running task `t` of `cpu` releases lock `l` (if it holds it). A sleeping lock wakes
@@ -403,6 +406,9 @@ impl Machine<'_> {
         lock.holder = None;
         let held = now - lock.held_since;
         lock.stats.released(held);
+        if lock.spin {
+            self.tasks[t].spin_held -= 1;
+        }
         if !lock.spin {
             if let Some(w) = lock.waiters.pop_front() {
                 let cost = self.wake(w, Some(cpu), false);

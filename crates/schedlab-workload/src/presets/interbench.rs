@@ -865,6 +865,7 @@ impl Preset for Interbench {
                 _ => None,
             },
             real_kernel: None,
+            simulated: None,
             programs: None,
         }
     }

@@ -9,27 +9,15 @@
 //! work per request). A path has `depth` components and ends at a file of a deterministic tree
 //! of `files` entries (directories and files; every file at depth `depth`); which file is drawn
 //! from a Zipf-like popularity (`skew`: rank r is drawn with weight 1/(r+1)^skew, ranks
-//! scattered over the tree by a fixed permutation) by a per-task seeded generator. Every
-//! component is one real hash-table lookup keyed by (parent, name) and one reference count
-//! taken on it (the previous component's dropped), plus `component` of CPU work standing for
-//! `d_lookup` and `dget` on seed 003's machine. The dcache holds the `cached` % most popular
-//! entries (a warm LRU's steady state under a fixed popularity); a component outside them misses
-//! every time: the file system's lookup (`MISS_FACTOR` × `component`, outside the lock) and an
-//! insertion under the lock (`component`). Dropping the final reference puts the file's dentry
-//! on the LRU list (`component` / `LRU_FACTOR` per entry).
+//! scattered over the tree by a fixed permutation) by a per-task seeded generator. The dcache
+//! holds the `cached` % most popular entries (a warm LRU's steady state under a fixed
+//! popularity); a component outside them misses every time.
 //!
-//! The strategies, with `m` the misses of one lookup (exact acquisitions of `dcache_lock`):
-//!
-//! - `lock`: lock, look up + reference, unlock — per component; a miss unlocks, does the file
-//!   system's lookup, and locks again to insert; the final `dput` takes the lock for the LRU:
-//!   `depth + m + 1` acquisitions per lookup;
-//! - `fastwalk`: lock once and hold it over the cached walk; a miss drops it for the file
-//!   system's lookup and takes it again to insert and go on; then unlock, and the final `dput`
-//!   takes it for the LRU: `2 + m`;
-//! - `rcu`: no lock on the walk; a miss takes it to insert; the final dentry joins the task's
-//!   LRU batch, and every `LRU_BATCH` of them (and the rest at the end) move to the LRU under one
-//!   acquisition: `m` + ⌈lookups / `LRU_BATCH`⌉ per task;
-//! - `kernel` (real kernel only): the kernel's own path walk — `stat(2)` or `open(2)`+`close(2)`
+//! The walk, its costs and the strategies' exact acquisitions are the shared model of
+//! [`crate::dcache`] (the `web` workload's file opens go through it too): `lock` takes
+//! `dcache_lock` `depth + m + 1` times per lookup (`m` its misses), `fastwalk` `2 + m`, `rcu`
+//! `m` plus ⌈lookups / `LRU_BATCH`⌉ per task, and
+//! `kernel` (real kernel only) is the kernel's own path walk — `stat(2)` or `open(2)`+`close(2)`
 //!   of the drawn path in a tree generated in the run's temporary directory (`syscall=stat|open`),
 //!   or will-it-scale's `open1` (each task opens and closes its own file in one shared
 //!   directory) and `open2` (each in its own directory); the tree or files are made before a
@@ -46,33 +34,21 @@ use super::params::{
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{BarrierId, Context, LockId, PathOp, WorkloadError};
+use crate::dcache::{Dentries, WalkTally, Walker, ROOT};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 const NAME: &str = "lookup";
 
-/// The global lock's name in the lock table, as in seed 003.
-pub const DCACHE_LOCK: &str = "dcache_lock";
-
-/// Dentries moved to the LRU list under one acquisition in `rcu`.
-pub const LRU_BATCH: u64 = 8;
-
-/// An LRU move costs `component` / `LRU_FACTOR` (a list splice against a hash-chain walk and a
-/// reference count), so that `rcu`'s batch holds the lock about as long as one component.
-pub const LRU_FACTOR: u32 = 8;
-
-/// A miss's file-system lookup costs `MISS_FACTOR` × `component` (a directory search in the
-/// page cache), outside the lock.
-pub const MISS_FACTOR: u32 = 20;
+pub use crate::dcache::{Dcache, DCACHE_LOCK, LRU_BATCH, LRU_FACTOR, MISS_FACTOR};
 
 /// The largest tree.
 const MAX_FILES: usize = 1_000_000;
@@ -90,45 +66,6 @@ const PERCENTILES: [(&str, f64); 4] = [
     ("lookup_p99", 99.0),
     ("lookup_p99.9", 99.9),
 ];
-
-/// How a lookup walks the cached path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dcache {
-    /// 2.4's dcache: the global lock around each component.
-    Lock,
-    /// Al Viro's fastwalk: the lock held across the cached walk, dropped on a miss.
-    Fastwalk,
-    /// dcache_rcu: no lock on the walk; the lock for misses and lazily batched LRU updates.
-    Rcu,
-    /// The running kernel's own path walk (real backend only).
-    Kernel,
-}
-
-impl fmt::Display for Dcache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Dcache::Lock => "lock",
-            Dcache::Fastwalk => "fastwalk",
-            Dcache::Rcu => "rcu",
-            Dcache::Kernel => "kernel",
-        })
-    }
-}
-
-impl FromStr for Dcache {
-    type Err = ValueError;
-    fn from_str(s: &str) -> Result<Self, ValueError> {
-        match s.trim() {
-            "lock" => Ok(Dcache::Lock),
-            "fastwalk" => Ok(Dcache::Fastwalk),
-            "rcu" => Ok(Dcache::Rcu),
-            "kernel" => Ok(Dcache::Kernel),
-            _ => Err(ValueError::new(format!(
-                "dcache '{s}' is not accepted; use lock, fastwalk, rcu or kernel"
-            ))),
-        }
-    }
-}
 
 /// What `dcache=kernel` asks of the kernel per lookup.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -386,92 +323,10 @@ impl Preset for Lookup {
     }
 }
 
-/// The counts one task keeps of its lookups.
-#[derive(Default)]
-struct Tally {
-    acquisitions: u64,
-    misses: u64,
-}
-
 impl Lookup {
-    /// Take `dcache_lock`, counting it.
-    async fn lock<C: Context>(&self, ctx: &C, tally: &mut Tally) {
-        ctx.lock(Self::LOCK).await;
-        tally.acquisitions += 1;
-    }
-
-    /// One lookup of file `leaf` under a simulated-or-emulated strategy (not `kernel`).
-    async fn walk<C: Context>(
-        &self,
-        ctx: &C,
-        tree: &Tree,
-        leaf: u32,
-        tally: &mut Tally,
-        lru_batch: &mut u64,
-    ) -> Result<(), WorkloadError> {
-        let path = tree.path(leaf);
-        let miss_work = self.component * MISS_FACTOR;
-        let held_over_walk = self.dcache == Dcache::Fastwalk;
-        if held_over_walk {
-            self.lock(ctx, tally).await;
-        }
-        let mut parent = ROOT;
-        for &want in &path {
-            let per_component = self.dcache == Dcache::Lock;
-            if per_component {
-                self.lock(ctx, tally).await;
-            }
-            let found = tree.lookup(parent, want);
-            if found.is_none() {
-                // A miss: the file system's lookup outside the lock, then an insertion under it.
-                tally.misses += 1;
-                if per_component || held_over_walk {
-                    ctx.unlock(Self::LOCK);
-                }
-                ctx.compute(miss_work).await;
-                self.lock(ctx, tally).await;
-                ctx.compute(self.component).await;
-                if !held_over_walk {
-                    ctx.unlock(Self::LOCK);
-                }
-            } else {
-                ctx.compute(self.component).await;
-                if per_component {
-                    ctx.unlock(Self::LOCK);
-                }
-            }
-            tree.get_ref(want, parent);
-            parent = want;
-        }
-        if held_over_walk {
-            ctx.unlock(Self::LOCK);
-        }
-        // The final dput: its dentry goes on the LRU list.
-        tree.put_ref(parent);
-        let lru_move = self.component / LRU_FACTOR;
-        if self.dcache == Dcache::Rcu {
-            *lru_batch += 1;
-            if *lru_batch == LRU_BATCH {
-                self.flush_lru(ctx, tally, lru_batch).await;
-            }
-        } else {
-            self.lock(ctx, tally).await;
-            ctx.compute(lru_move).await;
-            ctx.unlock(Self::LOCK);
-        }
-        Ok(())
-    }
-
-    /// `rcu`: move the task's batched dentries to the LRU list under one acquisition.
-    async fn flush_lru<C: Context>(&self, ctx: &C, tally: &mut Tally, batch: &mut u64) {
-        if *batch == 0 {
-            return;
-        }
-        self.lock(ctx, tally).await;
-        ctx.compute(self.component / LRU_FACTOR * *batch as u32)
-            .await;
-        ctx.unlock(Self::LOCK);
-        *batch = 0;
+    /// The walker of this configuration's strategy (`None` for `kernel`).
+    fn walker(&self) -> Option<Walker> {
+        Walker::new(self.dcache, self.component, Self::LOCK)
     }
 
     /// The path the kernel walks for one lookup of task `task` in `kernel` mode.
@@ -580,24 +435,24 @@ impl Workload for Lookup {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let tree = self.tree();
         let mut rng = SplitMix::new(0x5eed_0003 ^ (task.index as u64) << 32);
-        if self.dcache == Dcache::Kernel {
+        let Some(walker) = self.walker() else {
             return self.kernel_lookups(ctx, tree, task, &mut rng).await;
-        }
-        let mut tally = Tally::default();
-        let mut lru_batch = 0;
+        };
+        let mut tally = WalkTally::default();
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
         for _ in 0..self.lookups {
             let leaf = tree.draw(&mut rng);
             let t0 = ctx.now();
-            self.walk(ctx, tree, leaf, &mut tally, &mut lru_batch)
-                .await?;
+            walker
+                .walk(ctx, &tree.dentries, &tree.path(leaf), &mut tally)
+                .await;
             ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
             ctx.compute(self.request).await;
             if ctx.stop_requested() {
                 return Err(WorkloadError::Stopped);
             }
         }
-        self.flush_lru(ctx, &mut tally, &mut lru_batch).await;
+        walker.flush_lru(ctx, &mut tally).await;
         ctx.record("end_ns", ctx.now().as_nanos() as f64);
         ctx.record("lookups", self.lookups as f64);
         ctx.record("acquisitions", tally.acquisitions as f64);
@@ -700,11 +555,9 @@ impl Workload for Lookup {
     }
 }
 
-/// The parent of the tree's first level.
-const ROOT: u32 = u32::MAX;
-
 /// The dcache's tree: `files` entries over `depth` levels, every file (leaf) at the last level,
-/// with a real hash table keyed by (parent, name) and a real reference count per entry.
+/// in a [`Dentries`] cache (a real hash table keyed by (parent, name), a real reference count
+/// per entry).
 ///
 /// Level `k` holds `sizes[k]` entries, growing geometrically (at least as many as the level
 /// above, so that every directory has a child); entry `j` of level `k` has parent
@@ -713,21 +566,12 @@ const ROOT: u32 = u32::MAX;
 struct Tree {
     /// The first global id of each level.
     level_start: Vec<u32>,
-    /// Per entry (global id), its parent's global id ([`ROOT`] on the first level).
-    parent: Vec<u32>,
-    /// (parent, name) → entry, for the entries the dcache holds.
-    table: HashMap<u64, u32>,
-    /// Per entry, its reference count (dget/dput).
-    refcount: Vec<AtomicU32>,
+    /// The entries (global ids), the cached ones in its hash table.
+    dentries: Dentries,
     /// Cumulative popularity of the files by rank (the last is 1).
     cdf: Vec<f64>,
     /// The file (index among leaves) of each popularity rank.
     leaf_of_rank: Vec<u32>,
-}
-
-/// The hash key of entry `name` under `parent`.
-fn key(parent: u32, name: u32) -> u64 {
-    (u64::from(parent) << 32) | u64::from(name)
 }
 
 impl Tree {
@@ -785,16 +629,13 @@ impl Tree {
                 .then(a.cmp(&b))
         });
         let held = parent.len() * cached_percent as usize / 100;
-        let mut table = HashMap::with_capacity(held);
-        for &e in &order[..held] {
-            let level = level_start.partition_point(|&s| s <= e) - 1;
-            table.insert(key(parent[e as usize], e - level_start[level]), e);
-        }
+        // A name is an entry's index in its level.
+        let name = (0..parent.len() as u32)
+            .map(|e| e - level_start[level_start.partition_point(|&s| s <= e) - 1])
+            .collect();
         Tree {
-            refcount: (0..parent.len()).map(|_| AtomicU32::new(0)).collect(),
+            dentries: Dentries::new(parent, name, order[..held].iter().copied()),
             level_start,
-            parent,
-            table,
             cdf,
             leaf_of_rank,
         }
@@ -821,7 +662,7 @@ impl Tree {
         let mut out = Vec::with_capacity(self.level_start.len());
         while e != ROOT {
             out.push(e);
-            e = self.parent[e as usize];
+            e = self.dentries.parent(e);
         }
         out.reverse();
         out
@@ -836,27 +677,6 @@ impl Tree {
             s.push_str(&format!("/{prefix}{}", e - self.level_start[k]));
         }
         s
-    }
-
-    /// Look up entry `want` under `parent` in the hash table: `Some` if the dcache holds it.
-    fn lookup(&self, parent: u32, want: u32) -> Option<u32> {
-        let level = self.level_start.partition_point(|&s| s <= want) - 1;
-        let found = self.table.get(&key(parent, want - self.level_start[level]));
-        debug_assert!(found.is_none_or(|&f| f == want));
-        found.copied()
-    }
-
-    /// dget on `e`, dput on its parent (the walk moves down).
-    fn get_ref(&self, e: u32, parent: u32) {
-        self.refcount[e as usize].fetch_add(1, Ordering::Relaxed);
-        if parent != ROOT {
-            self.put_ref(parent);
-        }
-    }
-
-    /// dput on `e`.
-    fn put_ref(&self, e: u32) {
-        self.refcount[e as usize].fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -935,7 +755,7 @@ mod tests {
             assert_eq!(p.len(), 5);
             let mut parent = ROOT;
             for &e in &p {
-                assert_eq!(t.lookup(parent, e), Some(e));
+                assert_eq!(t.dentries.lookup(parent, e), Some(e));
                 parent = e;
             }
         }
@@ -945,12 +765,12 @@ mod tests {
     #[test]
     fn the_dcache_holds_the_popular_entries() {
         let t = Tree::new(10_000, 6, 1.0, 90);
-        assert_eq!(t.table.len(), 9000);
+        assert_eq!(t.dentries.cached(), 9000);
         // The most popular file and its directories are cached; misses are the tail's.
         let top = t.leaf_of_rank[0];
         let mut parent = ROOT;
         for e in t.path(top) {
-            assert!(t.lookup(parent, e).is_some());
+            assert!(t.dentries.lookup(parent, e).is_some());
             parent = e;
         }
     }

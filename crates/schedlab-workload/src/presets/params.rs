@@ -356,6 +356,10 @@ pub struct HostNeeds {
     /// The parameter setting that needs the real kernel's own code ([`crate::Context::path`]:
     /// `dcache=kernel`), so that the simulator refuses the configuration before anything runs.
     pub real_kernel: Option<&'static str>,
+    /// The parameter setting only the simulator models (web's `dcache=lock`: a dcache walked
+    /// under a modelled `dcache_lock`), so that the real backend refuses the configuration
+    /// before anything runs.
+    pub simulated: Option<&'static str>,
     /// Programs it runs ([`crate::Context::run_program`]), each looked up in `PATH` before
     /// anything runs, and the Debian line that installs them.
     pub programs: Option<(&'static [&'static str], &'static str)>,

@@ -32,14 +32,23 @@
 //! bytes, and a server reads each file from the file set written in the run's temporary
 //! directory (open, read, close per request). On the simulator the read costs the profile's I/O
 //! and copy costs and the network is the loopback message cost.
+//!
+//! With `--dcache lock|fastwalk|rcu` (simulator only) the server resolves each request's
+//! absolute path (`/usr/local/apache2/htdocs/file_set/dirNNNNN/classC_F`, seven components)
+//! through seed 003's dcache model before it reads the file
+//! ([`crate::dcache`], the file set as a cache: [`crate::web::dentries`]), under the spin lock
+//! `dcache_lock`, so that `--locks` prints its lockmeter table beside the conforming
+//! connections of the same run.
 
 use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
 use super::{metric, HostNeeds, Outcome, Workload};
-use crate::context::{ChannelId, Context, FileRead, WorkloadError};
+use crate::context::{ChannelId, Context, FileRead, LockId, WorkloadError};
+use crate::dcache::{Dcache, Dentries, WalkTally, Walker, DCACHE_LOCK};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{ParamError, ValueError};
-use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
+use crate::web::dentries::{dentry_path, fileset_dentries, parse_web_dcache};
 use crate::web::fileset::{specweb_dirs, FileSet, MAX_DIRS};
 use crate::web::http::{parse_request, request, response_header, REQUEST_LEN};
 use crate::web::mix::{MixRng, RequestMix};
@@ -144,8 +153,13 @@ pub struct Web {
     pub rate: f64,
     /// CPUs of the machine, for `event`'s default of one loop per CPU.
     pub host_cpus: usize,
+    /// The dcache strategy the server's file opens are walked with (simulator only; `None`:
+    /// not modelled).
+    pub dcache: Option<Dcache>,
     /// The file set, made once and shared by every task of the run.
     fileset: Arc<OnceLock<FileSet>>,
+    /// The file set as a dcache, made once when `dcache` is set.
+    dentries: Arc<OnceLock<Dentries>>,
 }
 
 impl Default for Web {
@@ -159,7 +173,9 @@ impl Default for Web {
             mix_seed: 1,
             rate: 0.0,
             host_cpus: 1,
+            dcache: None,
             fileset: Arc::default(),
+            dentries: Arc::default(),
         }
     }
 }
@@ -214,7 +230,20 @@ const PARAMS: &[ParamDef] = &[
         "0",
         "Open loop: requests/s over all connections, sent at their scheduled times, latency from the scheduled time (wrk2's correction); 0 is the closed loop paced to 400 kbit/s.",
     ),
+    ParamDef::value(
+        "dcache",
+        "none",
+        "none|lock|fastwalk|rcu",
+        "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
+    ),
 ];
+
+/// CPU work per path component of the dcache walk: `lookup`'s default, the seed's 2.1 µs
+/// mean hold of `dcache_lock`.
+const DCACHE_COMPONENT: Duration = Duration::from_micros(2);
+
+/// The plan's lock standing for `dcache_lock`.
+const DCACHE_LOCK_ID: LockId = LockId(0);
 
 /// The highest open-loop rate, requests/s.
 const MAX_RATE: f64 = 1e7;
@@ -244,6 +273,18 @@ impl Web {
         })
     }
 
+    /// The file set as a dcache (made on first use).
+    fn dentries(&self) -> &Dentries {
+        self.dentries
+            .get_or_init(|| fileset_dentries(self.file_dirs()))
+    }
+
+    /// The walker of the server's file opens, when a strategy is modelled.
+    fn walker(&self) -> Option<Walker> {
+        self.dcache
+            .and_then(|d| Walker::new(d, DCACHE_COMPONENT, DCACHE_LOCK_ID))
+    }
+
     fn is_event(&self) -> bool {
         matches!(self.server, ServerKind::Event(_))
     }
@@ -261,6 +302,7 @@ impl Web {
         req: &mut [u8],
         body: &mut Vec<u8>,
         out: &mut Vec<u8>,
+        walk: &mut Option<(Walker, WalkTally)>,
     ) -> Result<bool, WorkloadError> {
         ctx.recv(ChannelId(2 * conn), req).await?;
         let r = parse_request(req).ok_or_else(|| {
@@ -270,6 +312,10 @@ impl Web {
             ))
         })?;
         let size = r.file.size();
+        if let Some((walker, tally)) = walk {
+            let path = dentry_path(self.file_dirs(), r.file);
+            walker.walk(ctx, self.dentries(), &path, tally).await;
+        }
         if ctx.read_file(&r.file.rel_path(), size, body).await? == FileRead::Modelled {
             body.clear();
             self.fileset()
@@ -283,8 +329,27 @@ impl Web {
     }
 
     async fn server<C: Context>(&self, s: usize, ctx: &C) -> Result<(), WorkloadError> {
+        let mut walk = self.walker().map(|w| (w, WalkTally::default()));
+        let served = self.serve(s, ctx, &mut walk).await?;
+        if let Some((walker, mut tally)) = walk {
+            walker.flush_lru(ctx, &mut tally).await;
+            ctx.record("served", served as f64);
+            ctx.record("acquisitions", tally.acquisitions as f64);
+        }
+        Ok(())
+    }
+
+    /// Serve server task `s`'s connections until every one is closed; returns the requests
+    /// served.
+    async fn serve<C: Context>(
+        &self,
+        s: usize,
+        ctx: &C,
+        walk: &mut Option<(Walker, WalkTally)>,
+    ) -> Result<u64, WorkloadError> {
         let mut req = vec![0u8; REQUEST_LEN];
         let (mut body, mut out) = (Vec::new(), Vec::new());
+        let mut served = 0;
         if self.is_event() {
             // The loop's ready list: connection numbers its clients post.
             let ready = ChannelId(2 * self.connections + s);
@@ -298,14 +363,15 @@ impl Web {
                         "event loop {s} was told of connection {conn}, not one of its own"
                     )));
                 }
+                served += 1;
                 if self
-                    .serve_one(ctx, conn, &mut req, &mut body, &mut out)
+                    .serve_one(ctx, conn, &mut req, &mut body, &mut out, walk)
                     .await?
                 {
                     open -= 1;
                 }
             }
-            return Ok(());
+            return Ok(served);
         }
         let mut conns: Vec<(usize, MixRng)> = self
             .served_by(s)
@@ -319,8 +385,9 @@ impl Web {
                 let batch = RequestMix::batch(rng);
                 let mut closed = false;
                 for _ in 0..batch {
+                    served += 1;
                     if self
-                        .serve_one(ctx, *conn, &mut req, &mut body, &mut out)
+                        .serve_one(ctx, *conn, &mut req, &mut body, &mut out, walk)
                         .await?
                     {
                         closed = true;
@@ -334,7 +401,7 @@ impl Web {
                 }
             }
         }
-        Ok(())
+        Ok(served)
     }
 
     async fn client<C: Context>(&self, conn: usize, ctx: &C) -> Result<(), WorkloadError> {
@@ -511,9 +578,11 @@ impl Preset for Web {
                     }
                 }
             }
+            "dcache" => self.dcache = parse_with(NAME, value, parse_web_dcache)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         self.fileset = Arc::default();
+        self.dentries = Arc::default();
         Ok(())
     }
 
@@ -533,6 +602,9 @@ impl Preset for Web {
                 FileSet::new(self.file_dirs(), 0).map_or(0, |s| s.bytes() as usize),
             )),
             real_kernel: None,
+            simulated: self
+                .dcache
+                .map(|_| "dcache=lock|fastwalk|rcu (the server's walk under a modelled dcache_lock; the real server's open(2) walks the running kernel's dcache: use dcache=none)"),
             programs: None,
         }
     }
@@ -553,6 +625,10 @@ impl Workload for Web {
             ("mix".into(), "static".into()),
             ("mix-seed".into(), self.mix_seed.to_string()),
             ("rate".into(), self.rate.to_string()),
+            (
+                "dcache".into(),
+                self.dcache.map_or("none".into(), |d| d.to_string()),
+            ),
         ])
     }
 
@@ -560,6 +636,9 @@ impl Workload for Web {
         let mut l = format!("connections={} server={}", self.connections, self.server);
         if self.rate > 0.0 {
             l.push_str(&format!(" rate={}", self.rate));
+        }
+        if let Some(d) = self.dcache {
+            l.push_str(&format!(" dcache={d}"));
         }
         l
     }
@@ -580,13 +659,19 @@ impl Workload for Web {
             ],
             channels: 2 * self.connections,
             duplex: true,
-            locks: 0,
+            locks: usize::from(self.dcache.is_some()),
             sync: SyncPlan {
                 queues: if self.is_event() {
                     self.server_tasks()
                 } else {
                     0
                 },
+                lock_kinds: self.dcache.map(|_| LockKind::Spin).into_iter().collect(),
+                lock_names: self
+                    .dcache
+                    .map(|_| DCACHE_LOCK.into())
+                    .into_iter()
+                    .collect(),
                 ..SyncPlan::default()
             },
             mode: match self.server {
@@ -668,6 +753,14 @@ impl Workload for Web {
             Better::Lower,
             "longest response latency",
         ));
+        if self.dcache.is_some() {
+            defs.push(metric(
+                "acq_per_request",
+                "acq",
+                Better::Lower,
+                "dcache_lock acquisitions per request served (every request, those after the duration too)",
+            ));
+        }
         defs
     }
 
@@ -727,6 +820,18 @@ impl Workload for Web {
         ]);
         for (name, q) in LATENCY_PERCENTILES {
             m.insert(name.to_string(), hist.value_at_percentile(q) as f64 / 1e6);
+        }
+        if self.dcache.is_some() {
+            let served = outcome.sum(&plan, None, "served");
+            if served == 0.0 {
+                return Err(WorkloadError::Integrity(
+                    "the servers served no request".into(),
+                ));
+            }
+            m.insert(
+                "acq_per_request".to_string(),
+                outcome.sum(&plan, None, "acquisitions") / served,
+            );
         }
         Ok(m)
     }
