@@ -326,6 +326,7 @@ impl Configurable for Script {
             files: (self.program().files > 0).then(|| ("write", clamp(self.program().files))),
             real_kernel: None,
             programs: None,
+            port: None,
         }
     }
 }

@@ -866,6 +866,7 @@ impl Preset for Interbench {
             },
             real_kernel: None,
             programs: None,
+            port: None,
         }
     }
 }
