@@ -296,3 +296,93 @@ fn wait_ready(d: &RunningDaemon, port: u16, stop: impl Fn() -> bool) -> Result<(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::runner::{run_repetition, RepetitionSetup, RunError};
+    use schedlab_workload::knobs::Knobs;
+    use schedlab_workload::plan::GroupPlan;
+    use schedlab_workload::presets::Outcome;
+    use schedlab_workload::record::MetricDef;
+    use schedlab_workload::{
+        Context, Daemon, Plan, SyncPlan, TaskMode, TaskRef, Transport, Workload, WorkloadError,
+    };
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// One task that starts `daemon` and stops it.
+    struct Starts(Daemon);
+
+    impl Workload for Starts {
+        fn name(&self) -> &'static str {
+            "starts"
+        }
+        fn params(&self) -> BTreeMap<String, String> {
+            BTreeMap::new()
+        }
+        fn plan(&self) -> Plan {
+            Plan {
+                groups: vec![GroupPlan {
+                    name: "server",
+                    tasks: 1,
+                    spawn: 0,
+                }],
+                channels: 0,
+                duplex: false,
+                locks: 0,
+                sync: SyncPlan::default(),
+                mode: TaskMode::Threads,
+                transport: Transport::Pipe,
+            }
+        }
+        async fn body<C: Context>(&self, _: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+            ctx.start_daemon(&self.0).await?;
+            ctx.stop_daemon().await
+        }
+        fn metric_defs(&self) -> Vec<MetricDef> {
+            Vec::new()
+        }
+        fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+            Ok(BTreeMap::new())
+        }
+    }
+
+    /// A server that exits instead of listening is an error that quotes its log, with the
+    /// placeholders of its configuration filled in.
+    #[test]
+    fn a_server_that_does_not_start_is_an_error_with_its_log() {
+        let daemon = Daemon {
+            argv: [
+                "sh",
+                "-c",
+                "cat @DIR@/x.conf >> @DIR@/x.log; echo 'bind() failed' >> @DIR@/x.log; exit 3",
+            ]
+            .map(String::from)
+            .to_vec(),
+            config: vec![("x.conf".into(), "listen 127.0.0.1:@PORT@".into())],
+            port: 9,
+            log: "x.log".into(),
+        };
+        let r = run_repetition(
+            &Arc::new(Starts(daemon)),
+            RepetitionSetup {
+                knobs: &[Knobs::default()],
+                stop: Arc::new(AtomicBool::new(false)),
+                budget: Duration::from_secs(30),
+                trace: None,
+                rq_trace: None,
+            },
+        );
+        let Err(RunError::Task { message, .. }) = r else {
+            panic!("{r:?}");
+        };
+        assert!(
+            message.contains("sh did not start (port 9)")
+                && message.contains("listen 127.0.0.1:9")
+                && message.contains("bind() failed"),
+            "{message}"
+        );
+    }
+}
