@@ -25,9 +25,8 @@ fn schedlab() -> Command {
 /// Whether `program` is installed (Debian puts the servers in /usr/sbin, which a user's PATH
 /// may lack: schedlab looks in PATH, so the test does too).
 fn installed(program: &str) -> bool {
-    let found = std::env::var_os("PATH").is_some_and(|p| {
-        std::env::split_paths(&p).any(|d| d.join(program).is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
     if !found {
         println!("skipped: {program} is not installed; apt-get install -y {program}");
     }
@@ -77,7 +76,11 @@ fn start_time(pid: u32) -> Option<u64> {
 /// Nice (field 19 of /proc/PID/stat) and allowed CPUs of process `pid`.
 fn nice_and_cpus(pid: u32) -> Option<(i64, String)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let nice = stat[stat.rfind(')')? + 2..].split(' ').nth(16)?.parse().ok()?;
+    let nice = stat[stat.rfind(')')? + 2..]
+        .split(' ')
+        .nth(16)?
+        .parse()
+        .ok()?;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let cpus = status
         .lines()
@@ -244,9 +247,19 @@ fn a_port_in_use_and_the_simulator_are_refused() {
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
     let e = fails(&[
-        "run", "web", "--server", "nginx", "--backend", "sim", "--dirs", "1",
+        "run",
+        "web",
+        "--server",
+        "nginx",
+        "--backend",
+        "sim",
+        "--dirs",
+        "1",
     ]);
-    assert!(e.contains("server=nginx") && e.contains("real kernel"), "{e}");
+    assert!(
+        e.contains("server=nginx") && e.contains("real kernel"),
+        "{e}"
+    );
     let e = fails(&["run", "web", "--port", "8080"]);
     assert!(e.contains("8080") && e.contains("real server"), "{e}");
     if !installed("nginx") {
