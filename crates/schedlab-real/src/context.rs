@@ -179,7 +179,7 @@ impl Context for RealContext {
 
     async fn connect_channel(&self, channel: ChannelId, port: u16) -> Result<(), WorkloadError> {
         let fd = self.shared.channels.write_fd(channel.0);
-        let paired = channel.0 % 2 == 0
+        let paired = channel.0.is_multiple_of(2)
             && channel.0 + 1 < self.shared.channels.len()
             && self.shared.channels.read_fd(channel.0 + 1) == fd;
         if !paired {

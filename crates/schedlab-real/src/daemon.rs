@@ -244,7 +244,7 @@ impl RealContext {
         for pid in members {
             let theirs = observed_settings_of_process(pid);
             for key in ["nice", "policy", "cpus"] {
-                if theirs.get(key).is_some() && theirs.get(key) != mine.get(key) {
+                if theirs.contains_key(key) && theirs.get(key) != mine.get(key) {
                     return Err(WorkloadError::Backend(format!(
                         "{} process {pid} runs with {key} {}, not the server group's {}",
                         d.name,

@@ -306,7 +306,7 @@ impl Web {
     }
 
     /// Read the response to the request for `id` on connection `conn` into `resp`; returns
-    /// where its body starts. A built-in server's header is known byte for byte; a real
+    /// where its body starts and its length (`resp` may be longer). A built-in server's header is known byte for byte; a real
     /// server's is read until its end and must say `200` with the file's `Content-Length`.
     async fn read_response<C: Context>(
         &self,
@@ -314,7 +314,7 @@ impl Web {
         conn: usize,
         id: FileId,
         resp: &mut Vec<u8>,
-    ) -> Result<usize, WorkloadError> {
+    ) -> Result<(usize, usize), WorkloadError> {
         let channel = ChannelId(2 * conn + 1);
         if self.real().is_none() {
             let header = response_header(id.size());
@@ -327,9 +327,12 @@ impl Web {
                     String::from_utf8_lossy(&resp[..header.len()])
                 )));
             }
-            return Ok(header.len());
+            return Ok((header.len(), resp.len()));
         }
-        resp.resize(MAX_HEADER + id.size(), 0);
+        // Grown only: zeroing the buffer for every response would cost as much as reading it.
+        if resp.len() < MAX_HEADER + id.size() {
+            resp.resize(MAX_HEADER + id.size(), 0);
+        }
         let mut have = 0;
         let head = loop {
             if have >= MAX_HEADER {
@@ -357,8 +360,7 @@ impl Web {
             }
         }
         ctx.recv(channel, &mut resp[have..total]).await?;
-        resp.truncate(total);
-        Ok(head)
+        Ok((head, total))
     }
 
     fn fileset(&self) -> &FileSet {
@@ -517,9 +519,9 @@ impl Web {
                     let ready = ChannelId(2 * self.connections + conn % loops);
                     ctx.send(ready, &(conn as u32).to_le_bytes()).await?;
                 }
-                let body_at = self.read_response(ctx, conn, id, &mut resp).await?;
+                let (body_at, len) = self.read_response(ctx, conn, id, &mut resp).await?;
                 let end = ctx.now();
-                if let Err(at) = set.verify(id, &resp[body_at..]) {
+                if let Err(at) = set.verify(id, &resp[body_at..len]) {
                     return Err(WorkloadError::Integrity(format!(
                         "connection {conn}: the response to {} differs from the file at byte {at}",
                         id.url()
@@ -533,10 +535,10 @@ impl Web {
                 let paced = if interval.is_some() || !self.pace {
                     end
                 } else {
-                    start + Duration::from_secs_f64(resp.len() as f64 * 8.0 / RATED_BITS_PER_S)
+                    start + Duration::from_secs_f64(len as f64 * 8.0 / RATED_BITS_PER_S)
                 };
                 if end <= until {
-                    bytes += resp.len() as u64;
+                    bytes += len as u64;
                     requests += 1;
                     rated_end = rated_end.max(paced);
                     ctx.record("latency_ns", (end - start).as_nanos() as f64);
