@@ -190,6 +190,16 @@ impl Backend for RealBackend {
                 )));
             }
         }
+        if let Some((param, port)) = needs.port {
+            host::check_port_free(port).map_err(|e| {
+                ParamError::value(
+                    workload,
+                    param,
+                    port,
+                    format!("is not free: {e}; stop that process or choose another port (0: a free one)"),
+                )
+            })?;
+        }
         if let Some((param, bytes)) = needs.files {
             let dir = std::env::temp_dir();
             if let Ok(free) = host::free_disk_space(&dir) {

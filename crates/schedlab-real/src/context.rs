@@ -1,13 +1,14 @@
 //! [`RealContext`]: the context calls of a task body as real, blocking system calls.
 
+use crate::daemon::RunningDaemon;
 use crate::locks::RealLock;
 use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::transport::Channels;
 use schedlab_workload::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, PathOp, Program,
-    ProgramExit, SemaphoreId, TaskRef, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
+    Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -48,6 +49,8 @@ pub struct RealContext {
     arg: u64,
     /// The tasks it spawned and has not waited for (reaped when the context is dropped).
     children: RefCell<Children>,
+    /// The daemon it started and has not stopped (stopped when the context is dropped).
+    daemon: RefCell<Option<RunningDaemon>>,
 }
 
 impl RealContext {
@@ -64,6 +67,7 @@ impl RealContext {
             spawner: None,
             arg: 0,
             children: RefCell::new(Children::new(stop)),
+            daemon: RefCell::default(),
         }
     }
 
@@ -84,6 +88,10 @@ impl RealContext {
 
     pub(crate) fn epoch_ns(&self) -> u64 {
         self.epoch_ns
+    }
+
+    pub(crate) fn daemon(&self) -> std::cell::RefMut<'_, Option<RunningDaemon>> {
+        self.daemon.borrow_mut()
     }
 
     pub(crate) fn children(&self) -> std::cell::RefMut<'_, Children> {
@@ -162,6 +170,37 @@ impl Context for RealContext {
     async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         sys::read_exact(self.shared.channels.read_fd(channel.0), buf)
             .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn recv_some(&self, channel: ChannelId, buf: &mut [u8]) -> Result<usize, WorkloadError> {
+        sys::read_some(self.shared.channels.read_fd(channel.0), buf)
+            .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn connect_channel(&self, channel: ChannelId, port: u16) -> Result<(), WorkloadError> {
+        let fd = self.shared.channels.write_fd(channel.0);
+        let paired = channel.0.is_multiple_of(2)
+            && channel.0 + 1 < self.shared.channels.len()
+            && self.shared.channels.read_fd(channel.0 + 1) == fd;
+        if !paired {
+            return Err(WorkloadError::Backend(format!(
+                "channel {} is not the client end of a duplex connection",
+                channel.0
+            )));
+        }
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port))
+            .and_then(|s| s.set_nodelay(true).map(|()| s))
+            .map_err(|e| channel_error(channel, e))?;
+        sys::replace_fd(std::os::fd::IntoRawFd::into_raw_fd(stream), fd)
+            .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn start_daemon(&self, daemon: &Daemon) -> Result<u16, WorkloadError> {
+        self.start_daemon_blocking(daemon)
+    }
+
+    async fn stop_daemon(&self) -> Result<(), WorkloadError> {
+        self.stop_daemon_blocking()
     }
 
     async fn read_file(

@@ -318,3 +318,81 @@ mod tests {
         }
     }
 }
+
+/// Check that a server can listen on 127.0.0.1:`port` now; the error names the port and,
+/// when /proc shows it, the process that listens on it.
+pub fn check_port_free(port: u16) -> Result<(), String> {
+    match std::net::TcpListener::bind(("127.0.0.1", port)) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
+            "port {port} on 127.0.0.1 is in use{}",
+            port_holder(port).map_or(String::new(), |h| format!(" by {h}"))
+        )),
+        Err(e) => Err(format!(
+            "port {port} on 127.0.0.1 cannot be listened on: {e}"
+        )),
+    }
+}
+
+/// The process listening on TCP `port` (`process 123 (nginx)`), from /proc/net/tcp{,6} and
+/// the sockets in /proc/<pid>/fd.
+pub fn port_holder(port: u16) -> Option<String> {
+    let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| {
+            text.lines()
+                .skip(1)
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split_whitespace().collect();
+                    let local_port = f.get(1)?.rsplit_once(':')?.1;
+                    // State 0A is LISTEN; field 9 the socket's inode.
+                    (u16::from_str_radix(local_port, 16).ok()? == port && *f.get(3)? == "0A")
+                        .then(|| f.get(9).map(|s| format!("socket:[{s}]")))?
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    if inodes.is_empty() {
+        return None;
+    }
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(link) = std::fs::read_link(fd.path()) {
+                if inodes.iter().any(|i| link.as_os_str() == i.as_str()) {
+                    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .map(|c| c.trim().to_string())
+                        .unwrap_or_default();
+                    return Some(format!("process {pid} ({comm})"));
+                }
+            }
+        }
+    }
+    Some("a socket of a process this user cannot see".into())
+}
+
+#[cfg(test)]
+mod port_tests {
+    use super::*;
+
+    #[test]
+    fn a_port_in_use_is_named_with_its_process() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let e = check_port_free(port).unwrap_err();
+        let me = format!("process {}", std::process::id());
+        assert!(e.contains(&port.to_string()) && e.contains(&me), "{e}");
+        drop(l);
+        check_port_free(port).unwrap();
+    }
+}

@@ -15,6 +15,7 @@
 
 pub mod calibrate;
 pub mod context;
+pub mod daemon;
 pub mod executor;
 pub mod host;
 pub mod knobs;

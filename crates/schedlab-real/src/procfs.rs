@@ -109,6 +109,30 @@ pub fn observed_settings_of(pid: i32, tid: i32) -> BTreeMap<String, String> {
     observed_settings_in(&format!("/proc/{pid}/task/{tid}"))
 }
 
+/// The scheduling settings of process `pid` (its main thread), read back from /proc.
+pub fn observed_settings_of_process(pid: i32) -> BTreeMap<String, String> {
+    observed_settings_in(&format!("/proc/{pid}"))
+}
+
+/// The processes whose process group is `pgrp`, from each `/proc/<pid>/stat`.
+pub fn process_group_members(pgrp: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // After the comm: state, ppid, pgrp.
+                    let rest = s.rsplit_once(')')?.1.to_string();
+                    rest.split_whitespace().nth(2)?.parse::<i32>().ok()
+                })
+                == Some(pgrp)
+        })
+        .collect()
+}
+
 fn observed_settings_in(dir: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     if let Ok(stat) = std::fs::read_to_string(format!("{dir}/stat")) {

@@ -146,6 +146,41 @@ pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
     Ok(())
 }
 
+/// Read what has arrived on `fd` (at least one byte, at most `buf.len()`), retrying on EINTR;
+/// `UnexpectedEof` if the peer closed first.
+pub fn read_some(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: buf is valid writable memory.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 && !buf.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "peer closed the channel",
+            ));
+        }
+        return Ok(n as usize);
+    }
+}
+
+/// Make descriptor `target` refer to what `new` does (close-on-exec), then close `new`.
+pub fn replace_fd(new: i32, target: i32) -> io::Result<()> {
+    // SAFETY: both are descriptors this process owns; dup3 replaces target atomically.
+    let r = unsafe { libc::dup3(new, target, libc::O_CLOEXEC) };
+    let e = io::Error::last_os_error();
+    close(new);
+    if r < 0 {
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// Wait until `fd` is readable (or hung up), at most `timeout_ms` (-1: forever), resuming after
 /// signals. Returns whether it became ready.
 pub fn wait_readable(fd: i32, timeout_ms: i32) -> bool {

@@ -327,6 +327,7 @@ impl Configurable for Script {
             real_kernel: None,
             simulated: None,
             programs: None,
+            port: None,
         }
     }
 }

@@ -55,6 +55,21 @@ pub struct ProgramExit {
     pub cpu: Duration,
 }
 
+/// A server program a task starts and later stops ([`Context::start_daemon`]): nginx or
+/// Apache serving the run's files on 127.0.0.1. In `argv` and in every configuration file's
+/// text, `@DIR@` stands for the run's temporary directory (absolute) and `@PORT@` for the port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Daemon {
+    /// The program (looked up in `PATH`) and its arguments.
+    pub argv: Vec<String>,
+    /// Files written before it starts: (path relative to the run's temporary directory, text).
+    pub config: Vec<(String, String)>,
+    /// The TCP port on 127.0.0.1 it listens on; 0: a free one the backend picks.
+    pub port: u16,
+    /// Its error log (relative to the run's temporary directory), whose tail an error quotes.
+    pub log: String,
+}
+
 /// Direction of a modelled or real I/O operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoKind {
@@ -216,6 +231,55 @@ pub trait Context {
                 .first()
                 .map(String::as_str)
                 .unwrap_or("a program")
+        ))))
+    }
+    /// Start `daemon` as a child of this task, which it inherits its knobs from (as
+    /// [`Context::run_program`]'s programs do), and return once it accepts connections on its
+    /// port, which this returns. It is stopped by [`Context::stop_daemon`], and by the backend
+    /// on every other way the task or the run ends. Only a real kernel runs programs (a
+    /// workload that needs this says so in [`crate::presets::HostNeeds::real_kernel`]).
+    fn start_daemon(&self, daemon: &Daemon) -> impl Future<Output = Result<u16, WorkloadError>> {
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "starting {} needs the real kernel, which this backend does not have",
+            daemon
+                .argv
+                .first()
+                .map(String::as_str)
+                .unwrap_or("a server")
+        ))))
+    }
+    /// Stop the daemon this task started (SIGTERM to everything it started, SIGKILL after a
+    /// grace period) and wait for it; an error if it had died before.
+    fn stop_daemon(&self) -> impl Future<Output = Result<(), WorkloadError>> {
+        std::future::ready(Err(WorkloadError::Backend(
+            "this backend runs no daemons".into(),
+        )))
+    }
+    /// Connect the client end of duplex connection `channel` (an even channel: this task
+    /// sends on `channel` and receives on `channel + 1`) to the TCP server listening on
+    /// 127.0.0.1:`port` instead of the plan's own server task. Only a real kernel has one.
+    fn connect_channel(
+        &self,
+        channel: ChannelId,
+        port: u16,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "connecting channel {} to port {port} needs the real kernel",
+            channel.0
+        ))))
+    }
+    /// Read what has arrived on `channel`, at least one byte and at most `buf.len()`, blocking
+    /// until something has; returns how many bytes. For a peer whose messages' lengths are not
+    /// known in advance (a real server's HTTP headers). Only a real kernel has one.
+    fn recv_some(
+        &self,
+        channel: ChannelId,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<usize, WorkloadError>> {
+        let _ = buf;
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "a partial read of channel {} needs the real kernel",
+            channel.0
         ))))
     }
     /// Record one sample of a workload metric (latency, count, …).

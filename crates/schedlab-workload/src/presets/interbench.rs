@@ -867,6 +867,7 @@ impl Preset for Interbench {
             real_kernel: None,
             simulated: None,
             programs: None,
+            port: None,
         }
     }
 }

@@ -363,4 +363,7 @@ pub struct HostNeeds {
     /// Programs it runs ([`crate::Context::run_program`]), each looked up in `PATH` before
     /// anything runs, and the Debian line that installs them.
     pub programs: Option<(&'static [&'static str], &'static str)>,
+    /// A TCP port on 127.0.0.1 it listens on, and the parameter that names it, checked free
+    /// before anything runs (a real web server's `--port`).
+    pub port: Option<(&'static str, u16)>,
 }

@@ -49,9 +49,13 @@ use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use crate::web::dentries::{dentry_path, fileset_dentries, parse_web_dcache};
+use crate::web::fileset::FileId;
 use crate::web::fileset::{specweb_dirs, FileSet, MAX_DIRS};
-use crate::web::http::{parse_request, request, response_header, REQUEST_LEN};
+use crate::web::http::{
+    find_header_end, parse_request, parse_response_head, request, response_header, REQUEST_LEN,
+};
 use crate::web::mix::{MixRng, RequestMix};
+use crate::web::servers::{RealServer, INSTALL};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -72,6 +76,8 @@ pub const CONFORMING_SHARE_PERCENT: f64 = 95.0;
 pub const MAX_CONNECTIONS: usize = 10_000;
 /// The longest run.
 const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The longest response header accepted from a real server.
+const MAX_HEADER: usize = 8192;
 /// Salt that separates a connection's batch-length stream from its file stream.
 const BATCH_STREAM: u64 = 0xba7c_4e5a_17c0_0001;
 
@@ -85,6 +91,8 @@ pub enum ServerKind {
     Threads(usize),
     /// Event loops serving whichever connection is ready (`None`: one per CPU).
     Event(Option<usize>),
+    /// A real server (nginx, Apache prefork) that one task of the `server` group starts.
+    Real(RealServer),
 }
 
 impl fmt::Display for ServerKind {
@@ -95,11 +103,13 @@ impl fmt::Display for ServerKind {
             ServerKind::Threads(n) => write!(f, "threads:{n}"),
             ServerKind::Event(None) => f.write_str("event"),
             ServerKind::Event(Some(n)) => write!(f, "event:{n}"),
+            ServerKind::Real(r) => write!(f, "{r}"),
         }
     }
 }
 
-const SERVER_ACCEPTED: &str = "prefork, prefork:N, threads:N, event or event:N (N in 1..10000)";
+const SERVER_ACCEPTED: &str =
+    "prefork, prefork:N, threads:N, event or event:N (N in 1..10000), nginx or apache2";
 
 impl FromStr for ServerKind {
     type Err = ValueError;
@@ -123,9 +133,8 @@ impl FromStr for ServerKind {
             ("prefork", n) => Ok(ServerKind::Prefork(n)),
             ("threads", Some(n)) => Ok(ServerKind::Threads(n)),
             ("event", n) => Ok(ServerKind::Event(n)),
-            ("nginx" | "apache2", _) => Err(ValueError(format!(
-                "server '{s}' (a real server) is not available in this build yet; use {SERVER_ACCEPTED}"
-            ))),
+            ("nginx", None) => Ok(ServerKind::Real(RealServer::Nginx)),
+            ("apache2", None) => Ok(ServerKind::Real(RealServer::Apache2)),
             _ => Err(ValueError(format!(
                 "server '{s}' is not known; use {SERVER_ACCEPTED}"
             ))),
@@ -151,7 +160,13 @@ pub struct Web {
     /// Open loop: requests per second over all connections, each sent at its scheduled time
     /// (0: closed loop, each connection paced to 400 kbit/s).
     pub rate: f64,
-    /// CPUs of the machine, for `event`'s default of one loop per CPU.
+    /// Whether the closed loop paces each connection to SPECweb99's 400 kbit/s (`false`: each
+    /// connection sends its next request as soon as its response is checked — a throughput
+    /// client, as wrk is).
+    pub pace: bool,
+    /// The port a real server listens on (0: a free one, picked when it starts).
+    pub port: u16,
+    /// CPUs of the machine, for `event`'s default of one loop per CPU (and nginx's workers).
     pub host_cpus: usize,
     /// The dcache strategy the server's file opens are walked with (simulator only; `None`:
     /// not modelled).
@@ -172,6 +187,8 @@ impl Default for Web {
             disk_budget: 2 << 30,
             mix_seed: 1,
             rate: 0.0,
+            pace: true,
+            port: 0,
             host_cpus: 1,
             dcache: None,
             fileset: Arc::default(),
@@ -196,8 +213,8 @@ const PARAMS: &[ParamDef] = &[
     ParamDef::value(
         "server",
         "prefork",
-        "prefork[:N]|threads:N|event[:N]",
-        "The built-in server: prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N).",
+        "prefork[:N]|threads:N|event[:N]|nginx|apache2",
+        "The server: built in, prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N); or real, nginx or apache2 (prefork MPM), from Debian's packages.",
     ),
     ParamDef::value(
         "duration",
@@ -236,6 +253,18 @@ const PARAMS: &[ParamDef] = &[
         "none|lock|fastwalk|rcu",
         "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
     ),
+    ParamDef::value(
+        "pace",
+        "on",
+        "on|off",
+        "Closed loop: on paces each connection to SPECweb99's 400 kbit/s; off sends each request as soon as the last response is checked (maximum throughput, as wrk measures it).",
+    ),
+    ParamDef::value(
+        "port",
+        "0",
+        "0",
+        "The port on 127.0.0.1 a real server (nginx, apache2) listens on; 0 picks a free one.",
+    ),
 ];
 
 /// CPU work per path component of the dcache walk: `lookup`'s default, the seed's 2.1 µs
@@ -264,7 +293,103 @@ impl Web {
             ServerKind::Prefork(n) => n.unwrap_or(self.connections),
             ServerKind::Threads(n) => n,
             ServerKind::Event(n) => n.unwrap_or(self.host_cpus.max(1)),
+            ServerKind::Real(_) => 1,
         }
+    }
+
+    /// The real server, if the server is one.
+    fn real(&self) -> Option<RealServer> {
+        match self.server {
+            ServerKind::Real(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// With a real server: the queue its task posts the port to, once per connection.
+    fn port_queue(&self) -> ChannelId {
+        ChannelId(2 * self.connections)
+    }
+
+    /// With a real server: the queue each connection posts to when it has ended.
+    fn done_queue(&self) -> ChannelId {
+        ChannelId(2 * self.connections + 1)
+    }
+
+    /// The real server's task: start it (it inherits the task's knobs: the `server` group's),
+    /// tell every connection its port, wait until every connection has ended, stop it.
+    async fn real_server<C: Context>(
+        &self,
+        server: RealServer,
+        ctx: &C,
+    ) -> Result<(), WorkloadError> {
+        let daemon = server.daemon(self.connections, self.host_cpus, self.port);
+        let port = ctx.start_daemon(&daemon).await?;
+        for _ in 0..self.connections {
+            ctx.send(self.port_queue(), &port.to_le_bytes()).await?;
+        }
+        let mut note = [0u8; 4];
+        for _ in 0..self.connections {
+            ctx.recv(self.done_queue(), &mut note).await?;
+        }
+        ctx.stop_daemon().await
+    }
+
+    /// Read the response to the request for `id` on connection `conn` into `resp`; returns
+    /// where its body starts and its length (`resp` may be longer). A built-in server's header is known byte for byte; a real
+    /// server's is read until its end and must say `200` with the file's `Content-Length`.
+    async fn read_response<C: Context>(
+        &self,
+        ctx: &C,
+        conn: usize,
+        id: FileId,
+        resp: &mut Vec<u8>,
+    ) -> Result<(usize, usize), WorkloadError> {
+        let channel = ChannelId(2 * conn + 1);
+        if self.real().is_none() {
+            let header = response_header(id.size());
+            resp.resize(header.len() + id.size(), 0);
+            ctx.recv(channel, resp).await?;
+            if !resp.starts_with(header.as_bytes()) {
+                return Err(WorkloadError::Integrity(format!(
+                    "connection {conn}: {} answered with header {:?}",
+                    id.url(),
+                    String::from_utf8_lossy(&resp[..header.len()])
+                )));
+            }
+            return Ok((header.len(), resp.len()));
+        }
+        // Grown only: zeroing the buffer for every response would cost as much as reading it.
+        if resp.len() < MAX_HEADER + id.size() {
+            resp.resize(MAX_HEADER + id.size(), 0);
+        }
+        let mut have = 0;
+        let head = loop {
+            if have >= MAX_HEADER {
+                return Err(WorkloadError::Integrity(format!(
+                    "connection {conn}: the response to {} has no end of header within {MAX_HEADER} bytes",
+                    id.url()
+                )));
+            }
+            have += ctx.recv_some(channel, &mut resp[have..]).await?;
+            if let Some(at) = find_header_end(&resp[..have]) {
+                break at;
+            }
+        };
+        let total = head + id.size();
+        match parse_response_head(&resp[..head]) {
+            Some(len) if len == id.size() && have <= total => {}
+            _ => {
+                return Err(WorkloadError::Integrity(format!(
+                    "connection {conn}: {} ({} bytes) answered with {} bytes and header {:?}",
+                    id.url(),
+                    id.size(),
+                    have,
+                    String::from_utf8_lossy(&resp[..head])
+                )))
+            }
+        }
+        ctx.recv(channel, &mut resp[have..total]).await?;
+        Ok((head, total))
     }
 
     fn fileset(&self) -> &FileSet {
@@ -329,6 +454,9 @@ impl Web {
     }
 
     async fn server<C: Context>(&self, s: usize, ctx: &C) -> Result<(), WorkloadError> {
+        if let Some(real) = self.real() {
+            return self.real_server(real, ctx).await;
+        }
         let mut walk = self.walker().map(|w| (w, WalkTally::default()));
         let served = self.serve(s, ctx, &mut walk).await?;
         if let Some((walker, mut tally)) = walk {
@@ -412,23 +540,36 @@ impl Web {
         let loops = self.server_tasks();
         let mut resp = Vec::new();
         let (mut bytes, mut requests) = (0u64, 0u64);
+        // A real server's connection starts when the server is up: its run is `duration` from
+        // then (a built-in server's from the common start, 0).
+        let start_at = if self.real().is_some() {
+            let mut port = [0u8; 2];
+            ctx.recv(self.port_queue(), &mut port).await?;
+            ctx.connect_channel(ChannelId(2 * conn), u16::from_le_bytes(port))
+                .await?;
+            ctx.now()
+        } else {
+            Duration::ZERO
+        };
+        let until = start_at + self.duration;
         // When the rated time of the last counted response ends: a response that arrives just
         // before the end of the run still counts at no more than the rated bit rate.
-        let mut rated_end = self.duration;
+        let mut rated_end = until;
         // Open loop: connection `conn` sends its i-th request at `offset + i × interval`, the
         // connections staggered evenly over one interval, as wrk2 schedules its requests.
         let interval =
             (self.rate > 0.0).then(|| Duration::from_secs_f64(self.connections as f64 / self.rate));
-        let offset = Duration::from_secs_f64(if self.rate > 0.0 {
-            conn as f64 / self.rate
-        } else {
-            0.0
-        });
+        let offset = start_at
+            + Duration::from_secs_f64(if self.rate > 0.0 {
+                conn as f64 / self.rate
+            } else {
+                0.0
+            });
         let mut sent = 0u32;
         'run: loop {
             for _ in 0..RequestMix::batch(&mut batches) {
                 let scheduled = interval.map(|i| offset + i * sent);
-                if let Some(t) = scheduled.filter(|&t| t < self.duration) {
+                if let Some(t) = scheduled.filter(|&t| t < until) {
                     ctx.sleep_until(t).await;
                 }
                 sent = sent.saturating_add(1);
@@ -437,27 +578,17 @@ impl Web {
                 // to wait for an earlier one's response waited on the server's account
                 // (coordinated omission corrected).
                 let start = scheduled.map_or(now, |t| t.min(now));
-                let close = scheduled.unwrap_or(now) >= self.duration
-                    || now >= self.duration
-                    || ctx.stop_requested();
+                let close =
+                    scheduled.unwrap_or(now) >= until || now >= until || ctx.stop_requested();
                 let id = mix.draw(&mut files);
                 ctx.send(ChannelId(2 * conn), &request(id, close)).await?;
                 if self.is_event() {
                     let ready = ChannelId(2 * self.connections + conn % loops);
                     ctx.send(ready, &(conn as u32).to_le_bytes()).await?;
                 }
-                let header = response_header(id.size());
-                resp.resize(header.len() + id.size(), 0);
-                ctx.recv(ChannelId(2 * conn + 1), &mut resp).await?;
+                let (body_at, len) = self.read_response(ctx, conn, id, &mut resp).await?;
                 let end = ctx.now();
-                if !resp.starts_with(header.as_bytes()) {
-                    return Err(WorkloadError::Integrity(format!(
-                        "connection {conn}: {} answered with header {:?}",
-                        id.url(),
-                        String::from_utf8_lossy(&resp[..header.len()])
-                    )));
-                }
-                if let Err(at) = set.verify(id, &resp[header.len()..]) {
+                if let Err(at) = set.verify(id, &resp[body_at..len]) {
                     return Err(WorkloadError::Integrity(format!(
                         "connection {conn}: the response to {} differs from the file at byte {at}",
                         id.url()
@@ -468,25 +599,29 @@ impl Web {
                 }
                 // SPECweb99's rated receive: no request faster than 400 kbit/s (the closed
                 // loop; in the open loop the schedule alone sets the pace).
-                let paced = if interval.is_some() {
+                let paced = if interval.is_some() || !self.pace {
                     end
                 } else {
-                    start + Duration::from_secs_f64(resp.len() as f64 * 8.0 / RATED_BITS_PER_S)
+                    start + Duration::from_secs_f64(len as f64 * 8.0 / RATED_BITS_PER_S)
                 };
-                if end <= self.duration {
-                    bytes += resp.len() as u64;
+                if end <= until {
+                    bytes += len as u64;
                     requests += 1;
                     rated_end = rated_end.max(paced);
                     ctx.record("latency_ns", (end - start).as_nanos() as f64);
                 }
-                if interval.is_none() {
-                    ctx.sleep_until(paced.min(self.duration)).await;
+                if interval.is_none() && self.pace {
+                    ctx.sleep_until(paced.min(until)).await;
                 }
             }
         }
         ctx.record("bytes", bytes as f64);
         ctx.record("requests", requests as f64);
-        ctx.record("seconds", rated_end.as_secs_f64());
+        ctx.record("seconds", (rated_end - start_at).as_secs_f64());
+        if self.real().is_some() {
+            ctx.send(self.done_queue(), &(conn as u32).to_le_bytes())
+                .await?;
+        }
         Ok(())
     }
 
@@ -507,6 +642,17 @@ impl Web {
                 format!(
                     "ask for {:.0} requests; accepted: at most 1e9 per repetition",
                     self.rate * self.duration.as_secs_f64()
+                ),
+            ));
+        }
+        if self.port != 0 && self.real().is_none() {
+            return Err(ParamError::value(
+                NAME,
+                "port",
+                self.port,
+                format!(
+                    "is for a real server; use --server nginx or apache2 with it, or no --port with server={}",
+                    self.server
                 ),
             ));
         }
@@ -579,6 +725,21 @@ impl Preset for Web {
                 }
             }
             "dcache" => self.dcache = parse_with(NAME, value, parse_web_dcache)?,
+            "pace" => {
+                self.pace = match value.trim() {
+                    "on" => true,
+                    "off" => false,
+                    _ => {
+                        return Err(ParamError::value(
+                            NAME,
+                            "pace",
+                            format!("'{value}'"),
+                            "is not accepted; use on (400 kbit/s per connection) or off",
+                        ))
+                    }
+                }
+            }
+            "port" => self.port = parse_count(NAME, "port", value, 0..=u16::MAX as usize)? as u16,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
         self.fileset = Arc::default();
@@ -601,11 +762,21 @@ impl Preset for Web {
                 },
                 FileSet::new(self.file_dirs(), 0).map_or(0, |s| s.bytes() as usize),
             )),
-            real_kernel: None,
+            real_kernel: self.real().map(|r| match r {
+                RealServer::Nginx => "server=nginx",
+                RealServer::Apache2 => "server=apache2",
+            }),
             simulated: self
                 .dcache
                 .map(|_| "dcache=lock|fastwalk|rcu (the server's walk under a modelled dcache_lock; the real server's open(2) walks the running kernel's dcache: use dcache=none)"),
-            programs: None,
+            programs: self.real().map(|r| {
+                let program: &'static [&'static str] = match r {
+                    RealServer::Nginx => &["nginx"],
+                    RealServer::Apache2 => &["apache2"],
+                };
+                (program, INSTALL)
+            }),
+            port: (self.real().is_some() && self.port != 0).then_some(("port", self.port)),
         }
     }
 }
@@ -629,6 +800,7 @@ impl Workload for Web {
                 "dcache".into(),
                 self.dcache.map_or("none".into(), |d| d.to_string()),
             ),
+            ("pace".into(), if self.pace { "on" } else { "off" }.into()),
         ])
     }
 
@@ -639,6 +811,9 @@ impl Workload for Web {
         }
         if let Some(d) = self.dcache {
             l.push_str(&format!(" dcache={d}"));
+        }
+        if !self.pace {
+            l.push_str(" pace=off");
         }
         l
     }
@@ -661,10 +836,11 @@ impl Workload for Web {
             duplex: true,
             locks: usize::from(self.dcache.is_some()),
             sync: SyncPlan {
-                queues: if self.is_event() {
-                    self.server_tasks()
-                } else {
-                    0
+                queues: match self.server {
+                    ServerKind::Event(_) => self.server_tasks(),
+                    // The port announcements and the ends of the connections.
+                    ServerKind::Real(_) => 2,
+                    _ => 0,
                 },
                 lock_kinds: self.dcache.map(|_| LockKind::Spin).into_iter().collect(),
                 lock_names: self

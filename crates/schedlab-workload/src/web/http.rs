@@ -64,6 +64,38 @@ pub fn response_header(len: usize) -> String {
     format!("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {len}\r\n\r\n")
 }
 
+/// Where the body starts in `data`, if it holds the end of a response header (`\r\n\r\n`).
+pub fn find_header_end(data: &[u8]) -> Option<usize> {
+    data.windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .map(|p| p + 4)
+}
+
+/// The `Content-Length` of a `200` response's header (a real server's: any other fields, in
+/// any order and case); `None` if it is not a `200` with one length.
+pub fn parse_response_head(head: &[u8]) -> Option<usize> {
+    let text = std::str::from_utf8(head).ok()?;
+    let mut lines = text.split("\r\n");
+    let status = lines.next()?;
+    if !(status.starts_with("HTTP/1.1 200 ") || status == "HTTP/1.1 200") {
+        return None;
+    }
+    let mut length = None;
+    for line in lines {
+        if let Some((name, value)) = line.split_once(':') {
+            if name.trim().eq_ignore_ascii_case("content-length") {
+                if length.is_some() {
+                    return None;
+                }
+                length = Some(value.trim().parse().ok()?);
+            } else if name.trim().eq_ignore_ascii_case("transfer-encoding") {
+                return None;
+            }
+        }
+    }
+    length
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,5 +120,24 @@ mod tests {
         assert_eq!(parse_request(&bad), None);
         assert_eq!(parse_request(b"GET /file_set/dir00001/class4_1"), None);
         assert!(response_header(921_600).ends_with("Content-Length: 921600\r\n\r\n"));
+    }
+
+    #[test]
+    fn real_servers_headers_are_read_for_their_length() {
+        let nginx =
+            b"HTTP/1.1 200 OK\r\nServer: nginx\r\ncontent-length: 5000\r\nETag: \"x\"\r\n\r\nbody";
+        let end = find_header_end(nginx).unwrap();
+        assert_eq!(&nginx[end..], b"body");
+        assert_eq!(parse_response_head(&nginx[..end]), Some(5000));
+        assert_eq!(parse_response_head(response_header(7).as_bytes()), Some(7));
+        for bad in [
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 5\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
+            "HTTP/1.1 200 OK\r\n\r\n",
+        ] {
+            assert_eq!(parse_response_head(bad.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(find_header_end(b"HTTP/1.1 200 OK\r\n"), None);
     }
 }

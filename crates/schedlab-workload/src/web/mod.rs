@@ -7,6 +7,8 @@ pub mod dentries;
 pub mod fileset;
 pub mod http;
 pub mod mix;
+pub mod servers;
 
 pub use fileset::{FileId, FileSet, FileSetError, CLASSES, FILES_PER_CLASS};
 pub use mix::RequestMix;
+pub use servers::RealServer;

@@ -1,0 +1,275 @@
+//! `web --server nginx|apache2` (issue 17): each real server is started with the `server`
+//! group's knobs (read back from /proc while it serves), used by schedlab's client with
+//! byte-exact checks, and stopped with nothing left behind — after a normal end and after an
+//! interrupt; a port in use and the simulator are refused before anything runs. Skipped, with
+//! the install line, where the package is absent.
+
+mod common;
+
+use schedlab_workload::record::RunRecord;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The real runs take turns (the machine may have two CPUs).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn schedlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+/// Whether `program` is installed (Debian puts the servers in /usr/sbin, which a user's PATH
+/// may lack: schedlab looks in PATH, so the test does too).
+fn installed(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()));
+    if !found {
+        println!("skipped: {program} is not installed; apt-get install -y {program}");
+    }
+    found
+}
+
+/// The processes descended from `pid` (children, grandchildren, …), with their names.
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut parent_of = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        let field = |k: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(k))
+                .map(|v| v.trim().to_string())
+        };
+        if let (Some(ppid), Some(name)) = (field("PPid:"), field("Name:")) {
+            if let Ok(ppid) = ppid.parse::<u32>() {
+                parent_of.push((p, ppid, name));
+            }
+        }
+    }
+    let mut out: Vec<(u32, String)> = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(q) = frontier.pop() {
+        for (p, ppid, name) in &parent_of {
+            if *ppid == q {
+                out.push((*p, name.clone()));
+                frontier.push(*p);
+            }
+        }
+    }
+    out
+}
+
+/// When process `pid` started (field 22 of /proc/PID/stat), to tell it from a reused pid.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+/// Nice (field 19 of /proc/PID/stat) and allowed CPUs of process `pid`.
+fn nice_and_cpus(pid: u32) -> Option<(i64, String)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let nice = stat[stat.rfind(')')? + 2..]
+        .split(' ')
+        .nth(16)?
+        .parse()
+        .ok()?;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let cpus = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?
+        .trim()
+        .to_string();
+    Some((nice, cpus))
+}
+
+/// The temporary directories of process `pid` (`$TMPDIR/schedlab-<pid>-…`).
+fn temp_dirs_of(pid: u32) -> Vec<PathBuf> {
+    let prefix = format!("schedlab-{pid}-");
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Wait up to 10 s until none of `procs` (pid, start time) exists; the ones left.
+fn left_after(procs: &[(u32, u64)]) -> Vec<u32> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left: Vec<u32> = procs
+            .iter()
+            .filter(|(p, t)| start_time(*p) == Some(*t))
+            .map(|(p, _)| *p)
+            .collect();
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Wait up to 10 s for processes named `program` below `pid`, with their start times.
+fn servers_below(pid: u32, program: &str) -> Vec<(u32, u64)> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found: Vec<(u32, u64)> = descendants(pid)
+            .into_iter()
+            .filter(|(_, name)| name == program)
+            .filter_map(|(p, _)| Some((p, start_time(p)?)))
+            .collect();
+        if found.len() >= 2 || Instant::now() > until {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Each real server serves four connections of SPECweb99's mix (every response checked byte
+/// for byte by its client), runs with the server group's nice and CPUs in every process (its
+/// master and its workers, read from /proc while it serves), and leaves no process and no
+/// temporary file when the run ends.
+#[test]
+fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
+    let _s = serial();
+    for program in ["nginx", "apache2"] {
+        if !installed(program) {
+            continue;
+        }
+        let json = std::env::temp_dir().join(format!(
+            "schedlab-test-{}-web-real-{program}.json",
+            std::process::id()
+        ));
+        let args = [
+            "run",
+            "web",
+            "--server",
+            program,
+            "--connections",
+            "4",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--runs",
+            "1",
+            "--quiet",
+            "--group",
+            "server:nice=3,cpus=0",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let child = schedlab()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let servers = servers_below(pid, program);
+        // The master and at least one worker (nginx: one per CPU; Apache: one per connection).
+        assert!(servers.len() >= 2, "{program}: {servers:?} while running");
+        for &(p, _) in &servers {
+            if let Some((nice, cpus)) = nice_and_cpus(p) {
+                assert_eq!((nice, cpus.as_str()), (3, "0"), "{program} process {p}");
+            }
+        }
+        assert_eq!(temp_dirs_of(pid).len(), 1, "{program}: the run's directory");
+        common::succeeded(&args, child.wait_with_output().unwrap());
+        let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::remove_file(&json).ok();
+        let m = &rec.configs[0].repetitions[0].metrics;
+        assert_eq!(m["conforming"], 4.0, "{program}: {m:?}");
+        assert!(m["req_per_s"] > 4.0, "{program}: {m:?}");
+        assert_eq!(left_after(&servers), Vec::<u32>::new(), "{program} left");
+        assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
+    }
+}
+
+/// A run interrupted while nginx serves leaves neither nginx's master nor its workers, nor the
+/// run's directory.
+#[test]
+fn an_interrupted_real_server_run_leaves_no_server_process() {
+    let _s = serial();
+    for program in ["nginx", "apache2"] {
+        if !installed(program) {
+            continue;
+        }
+        let mut child = schedlab()
+            .args([
+                "run",
+                "web",
+                "--server",
+                program,
+                "--connections",
+                "4",
+                "--dirs",
+                "2",
+                "--duration",
+                "5s",
+                "--runs",
+                "3",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let servers = servers_below(pid, program);
+        assert!(servers.len() >= 2, "{program}: {servers:?} while running");
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid as i32, libc::SIGINT) };
+        child.wait().unwrap();
+        assert_eq!(
+            left_after(&servers),
+            Vec::<u32>::new(),
+            "{program} left after the interrupt"
+        );
+        assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
+    }
+}
+
+/// A port in use is refused before anything runs, naming the port and the process holding it;
+/// the simulator refuses a real server.
+#[test]
+fn a_port_in_use_and_the_simulator_are_refused() {
+    let fails = |args: &[&str]| {
+        let out = schedlab().args(args).output().unwrap();
+        assert!(!out.status.success(), "schedlab {args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = fails(&[
+        "run",
+        "web",
+        "--server",
+        "nginx",
+        "--backend",
+        "sim",
+        "--dirs",
+        "1",
+    ]);
+    assert!(
+        e.contains("server=nginx") && e.contains("real kernel"),
+        "{e}"
+    );
+    let e = fails(&["run", "web", "--port", "8080"]);
+    assert!(e.contains("8080") && e.contains("real server"), "{e}");
+    if !installed("nginx") {
+        return;
+    }
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port().to_string();
+    let e = fails(&[
+        "run", "web", "--server", "nginx", "--port", &port, "--dirs", "1",
+    ]);
+    let me = format!("process {}", std::process::id());
+    assert!(e.contains(&port) && e.contains(&me), "{e}");
+}
