@@ -22,6 +22,7 @@ pub mod locks;
 pub mod machine;
 pub mod procfs;
 pub mod program;
+pub mod run_group;
 pub mod runner;
 pub mod spawn;
 pub mod sync;
