@@ -475,7 +475,7 @@ pub fn run_repetition<W: Workload>(
         Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
         &scratch.path().join(SPAWN_REPORTS),
     )
-    .map_err(|e| RunError::Setup(format!("spawn counters: {e}")))?
+    .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
     .map(Arc::new);
     // Declared before the hosts: whatever way this function returns, the forked tasks' group
     // is ended and reaped after the hosts are.
