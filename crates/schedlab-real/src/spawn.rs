@@ -204,9 +204,12 @@ struct SpawnReports {
     slots: SharedCounters,
     /// The first spawn place's task id.
     first: usize,
-    threads: parking_lot::Mutex<Vec<(usize, BTreeMap<String, Vec<f64>>)>>,
+    threads: parking_lot::Mutex<Vec<(usize, Samples)>>,
     dir: PathBuf,
 }
+
+/// A task's recorded samples, by metric.
+type Samples = BTreeMap<String, Vec<f64>>;
 
 /// Words per report slot.
 const SLOT: usize = 8;
@@ -265,10 +268,9 @@ impl SpawnReports {
 
     /// Take every report left so far, by task id.
     fn take(&self) -> Result<Vec<TaskReport>, String> {
-        let mut samples: BTreeMap<usize, BTreeMap<String, Vec<f64>>> =
-            std::mem::take(&mut *self.threads.lock())
-                .into_iter()
-                .collect();
+        let mut samples: BTreeMap<usize, Samples> = std::mem::take(&mut *self.threads.lock())
+            .into_iter()
+            .collect();
         let entries = std::fs::read_dir(&self.dir)
             .map_err(|e| format!("reading {}: {e}", self.dir.display()))?;
         for entry in entries {
