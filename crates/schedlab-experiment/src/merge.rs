@@ -240,6 +240,28 @@ pub fn sweep_command(command: &[String], out: Option<&str>) -> Vec<String> {
     result
 }
 
+/// Options that name a file a shard writes beside its `--out` directory (each shard may name
+/// its own): the file's name says nothing about what was measured.
+const OUTPUT_FILES: [&str; 5] = ["--json", "--csv", "--markdown", "--wis-csv", "--timeline"];
+
+/// `command` with the values of [`OUTPUT_FILES`] replaced by `FILE` (whether an option was
+/// given still counts: `--timeline` records the run-queue timeline).
+fn output_names_left_out(command: &[String]) -> Vec<String> {
+    let mut result = Vec::new();
+    let mut args = command.iter();
+    while let Some(a) = args.next() {
+        if OUTPUT_FILES.contains(&a.as_str()) {
+            result.extend([a.clone(), "FILE".into()]);
+            args.next();
+        } else if let Some(flag) = (OUTPUT_FILES.iter()).find(|f| a.starts_with(&format!("{f}="))) {
+            result.push(format!("{flag}=FILE"));
+        } else {
+            result.push(a.clone());
+        }
+    }
+    result
+}
+
 /// How shard `r`'s sweep differs from the reference shard's: the whole run, the command line,
 /// the measuring settings, the configurations.
 fn sweep_differences(reference: &RunRecord, r: &RunRecord) -> Vec<String> {
@@ -251,12 +273,15 @@ fn sweep_differences(reference: &RunRecord, r: &RunRecord) -> Vec<String> {
     }
     d.extend(run_differences(reference, &same_number));
     let (a, b) = (
-        sweep_command(&reference.command[1.min(reference.command.len())..], None),
-        sweep_command(&r.command[1.min(r.command.len())..], None),
+        output_names_left_out(&sweep_command(
+            &reference.command[1.min(reference.command.len())..],
+            None,
+        )),
+        output_names_left_out(&sweep_command(&r.command[1.min(r.command.len())..], None)),
     );
     if a != b {
         d.push(format!(
-            "command `{}` there, `{}` here (besides --shard and --out)",
+            "command `{}` there, `{}` here (besides --shard, --out and the names of output files)",
             a.join(" "),
             b.join(" ")
         ));
@@ -844,5 +869,24 @@ mod tests {
             "schedlab sweep chat --runs 3"
         );
         assert_eq!(list(&[1, 3, 4, 5, 8, 9]), "1, 3..5, 8, 9");
+    }
+
+    /// Issue 19: shards that name their own `--timeline` (or other output) files are one sweep;
+    /// a shard that records no timeline is not the same sweep as one that does.
+    #[test]
+    fn output_file_names_do_not_make_another_sweep() {
+        let words = |s: &str| -> Vec<String> { s.split(' ').map(String::from).collect() };
+        assert_eq!(
+            output_names_left_out(&words(
+                "sweep build --timeline a.svg --json=a.json --runs 2"
+            )),
+            output_names_left_out(&words(
+                "sweep build --timeline b/b.svg --json=b.json --runs 2"
+            ))
+        );
+        assert_ne!(
+            output_names_left_out(&words("sweep build --timeline a.svg --runs 2")),
+            output_names_left_out(&words("sweep build --runs 2"))
+        );
     }
 }

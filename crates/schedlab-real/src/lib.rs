@@ -23,6 +23,7 @@ pub mod locks;
 pub mod machine;
 pub mod procfs;
 pub mod program;
+pub mod run_group;
 pub mod runner;
 pub mod spawn;
 pub mod sync;

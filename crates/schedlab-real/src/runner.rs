@@ -23,12 +23,13 @@ use crate::executor::block_on;
 use crate::knobs::{apply_to_current_thread, demote_thread};
 use crate::locks::RealLock;
 use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
+use crate::run_group::EndOnDrop;
 use crate::spawn::Spawner;
 use crate::sync::SyncObjects;
 use crate::sys;
 use crate::tempdir::TempDir;
 use crate::trace::timeline::{RqTrace, WorkloadTid};
-use crate::trace::SchedTrace;
+use crate::trace::{SchedTrace, TraceCounts};
 use crate::transport::Channels;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
@@ -202,19 +203,25 @@ pub struct RepetitionResult {
     pub timeline: Option<Timeline>,
 }
 
-/// What each task sends back to the parent.
+/// What each task sends back to the parent (a starting task through its pipe or channel, a
+/// spawned one through [`crate::spawn`]'s reports).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct TaskReport {
-    id: usize,
-    pid: i32,
-    tid: i32,
-    error: Option<String>,
-    samples: BTreeMap<String, Vec<f64>>,
-    cpu_ns: u64,
-    finished_ns: u64,
-    /// Voluntary and involuntary switches from just before the start gate to the body's end.
-    voluntary: u64,
-    involuntary: u64,
+pub(crate) struct TaskReport {
+    pub id: usize,
+    pub pid: i32,
+    pub tid: i32,
+    pub error: Option<String>,
+    pub samples: BTreeMap<String, Vec<f64>>,
+    pub cpu_ns: u64,
+    pub finished_ns: u64,
+    /// Voluntary and involuntary switches from just before the start gate (a spawned task:
+    /// its start) to the body's end.
+    pub voluntary: u64,
+    pub involuntary: u64,
+    /// Migrations, read by a spawned task itself at its end (a starting task's are read by
+    /// the parent at the end gate).
+    #[serde(default)]
+    pub migrations: Option<u64>,
 }
 
 /// The start gate, as hackbench builds it: tasks write "ready" messages into one pipe and then
@@ -331,6 +338,9 @@ impl Drop for Gate {
         unsafe { libc::munmap(self.epoch.cast(), 4096) };
     }
 }
+
+/// The directory of the run's scratch directory where forked spawned tasks leave their reports.
+const SPAWN_REPORTS: &str = ".spawned";
 
 /// The flag of a ready message saying that the task could not be created (in the length field;
 /// messages are far shorter).
@@ -463,9 +473,13 @@ pub fn run_repetition<W: Workload>(
         &plan,
         setup.knobs,
         Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
+        &scratch.path().join(SPAWN_REPORTS),
     )
-    .map_err(|e| RunError::Setup(format!("spawn counters: {e}")))?
+    .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
     .map(Arc::new);
+    // Declared before the hosts: whatever way this function returns, the forked tasks' group
+    // is ended and reaped after the hosts are.
+    let _group = EndOnDrop(spawner.as_ref().and_then(|s| s.group()));
     let env = Arc::new(TaskEnv {
         spawner,
         workload: workload.clone(),
@@ -514,7 +528,15 @@ pub fn run_repetition<W: Workload>(
             return Err(e);
         }
     };
-    let result = supervise(&plan, &tasks, &gate, &mut hosts, setup, realtime);
+    let result = supervise(
+        &plan,
+        &tasks,
+        &gate,
+        &mut hosts,
+        env.spawner.as_deref(),
+        setup,
+        realtime,
+    );
     if result.is_err() {
         // Tasks waiting at a barrier, on a semaphore or on a condition return Stopped (as
         // threads; processes are killed), report and leave through the end gate.
@@ -968,6 +990,32 @@ fn task_waits(pid: i32, tid: i32) -> bool {
         && crate::procfs::pid_alive(pid)
 }
 
+/// One task's counters: its report's switches and CPU time, `migrations`, and the wakeups the
+/// trace counted for its thread id.
+fn task_counters(
+    r: &TaskReport,
+    migrations: Option<u64>,
+    traced: &Result<(TraceCounts, String), String>,
+) -> Counters {
+    let mut c = Counters {
+        voluntary_switches: Some(r.voluntary),
+        involuntary_switches: Some(r.involuntary),
+        migrations,
+        cpu_time_s: r.cpu_ns as f64 / 1e9,
+        ..Counters::default()
+    };
+    if let Ok((tc, _)) = traced {
+        let t = tc.per_tid.get(&r.tid).copied().unwrap_or_default();
+        c.wakeups = Some(t.wakeups);
+        c.wakeup_preemptions = Some(t.wakeup_preemptions);
+        if tc.waker_cpus {
+            c.preemptions_at_return = Some(t.preemptions_on_waker_cpu);
+            c.preemptions_at_once = Some(t.wakeup_preemptions - t.preemptions_on_waker_cpu);
+        }
+    }
+    c
+}
+
 fn task_name(plan: &Plan, tasks: &[TaskRef], id: usize) -> String {
     tasks.get(id).map_or_else(
         || format!("#{id}"),
@@ -980,6 +1028,7 @@ fn supervise(
     tasks: &[TaskRef],
     gate: &Gate,
     hosts: &mut Hosts,
+    spawner: Option<&Spawner>,
     setup: RepetitionSetup<'_>,
     realtime: bool,
 ) -> Result<RepetitionResult, RunError> {
@@ -1115,8 +1164,16 @@ fn supervise(
         let _ = t.stop();
     }
     reports.sort_by_key(|r| r.id);
+    // Every task the starting ones spawned has ended (a task reaps its children before it
+    // reports) and left its report.
+    let spawned = match spawner {
+        Some(s) => s
+            .take_reports()
+            .map_err(|e| RunError::Setup(format!("the spawned tasks' reports: {e}")))?,
+        None => Vec::new(),
+    };
     // Counters per group.
-    let tids: HashSet<i32> = reports.iter().map(|r| r.tid).collect();
+    let tids: HashSet<i32> = (reports.iter().chain(&spawned)).map(|r| r.tid).collect();
     let traced = match (trace, trace_error) {
         (Some(t), None) => match t.collect(&tids) {
             Ok(c) => Ok((c, t.source())),
@@ -1150,22 +1207,7 @@ fn supervise(
             });
         }
         all_proc &= migrations.is_some();
-        let mut c = Counters {
-            voluntary_switches: Some(r.voluntary),
-            involuntary_switches: Some(r.involuntary),
-            migrations,
-            cpu_time_s: r.cpu_ns as f64 / 1e9,
-            ..Counters::default()
-        };
-        if let Ok((tc, _)) = &traced {
-            let t = tc.per_tid.get(&r.tid).copied().unwrap_or_default();
-            c.wakeups = Some(t.wakeups);
-            c.wakeup_preemptions = Some(t.wakeup_preemptions);
-            if tc.waker_cpus {
-                c.preemptions_at_return = Some(t.preemptions_on_waker_cpu);
-                c.preemptions_at_once = Some(t.wakeup_preemptions - t.preemptions_on_waker_cpu);
-            }
-        }
+        let c = task_counters(r, migrations, &traced);
         counters
             .entry(plan.groups[task.group].name.to_string())
             .or_default()
@@ -1181,13 +1223,42 @@ fn supervise(
         });
         outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
     }
+    // The spawned tasks: their own counters, in their groups; their samples at their places
+    // (TaskRef::id), as the simulator gives them.
+    let mut spawned_group = HashMap::new();
+    if !spawned.is_empty() {
+        let places = plan.total_tasks() + plan.total_spawn();
+        outcome.tasks.resize_with(places, TaskOutcome::default);
+    }
+    for r in &spawned {
+        let Some(g) = spawner.and_then(|s| s.group_of(r.id)) else {
+            return Err(RunError::Setup(format!(
+                "a spawned task reported as task {}, which is no spawn place of the plan",
+                r.id
+            )));
+        };
+        all_proc &= r.migrations.is_some();
+        let c = task_counters(r, r.migrations, &traced);
+        let group = plan.groups[g].name;
+        counters.entry(group.to_string()).or_default().add(&c);
+        total.add(&c);
+        spawned_group.insert(r.tid, g);
+        outcome.tasks[r.id] = TaskOutcome {
+            samples: r.samples.clone(),
+            cpu_time: Duration::from_nanos(r.cpu_ns),
+            finished_at: Duration::from_nanos(r.finished_ns),
+        };
+        outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
+    }
     counters.insert("total".into(), total);
     let timeline = match rq_trace {
         None => None,
         Some(t) => {
-            let workload: HashMap<i32, WorkloadTid> = (reports.iter())
+            let workload: HashMap<i32, WorkloadTid> = (reports.iter().chain(&spawned))
                 .map(|r| {
-                    let g = tasks[r.id].group;
+                    let g = (tasks.get(r.id).map(|t| t.group))
+                        .or_else(|| spawned_group.get(&r.tid).copied())
+                        .unwrap_or_default();
                     let allowed = (setup.knobs.get(g).and_then(|k| k.cpus.as_ref()))
                         .map(|set| set.iter().map(|&c| c as u32).collect());
                     let group = plan.groups[g].name.to_string();
@@ -1209,7 +1280,9 @@ fn supervise(
         counters,
         sources: CounterSources {
             switches: "getrusage(RUSAGE_THREAD) around the body".into(),
-            migrations: if all_proc {
+            migrations: if all_proc && !spawned.is_empty() {
+                "/proc/<pid>/task/<tid>/sched after the run (since the task started); a spawned task's own /proc/thread-self/sched at its end".into()
+            } else if all_proc {
                 "/proc/<pid>/task/<tid>/sched after the run (since the task started)".into()
             } else {
                 "unavailable".into()

@@ -9,12 +9,26 @@
 //! (killing them first when the run is stopping) before its own end ([`Children`]'s drop).
 //! Spawn places are counted in a shared anonymous mapping, so that tasks in different processes
 //! never take the same place.
+//!
+//! A spawned task measures itself as a starting task is measured (the runner's `task_main`):
+//! getrusage(RUSAGE_THREAD) switches and the thread's CPU clock around its body, and — since it
+//! is gone by the time the supervisor reads /proc — its own `/proc/thread-self/sched` migrations
+//! (counted from its fork or thread creation) once its body has ended. It leaves the report with
+//! its samples in [`SpawnReports`] before it ends, so that its parent's wait returns only once
+//! the report is there; the supervisor collects them after the run and counts them in their
+//! groups, with the wakeups the trace saw for their thread ids.
 
 use crate::context::RealContext;
 use crate::knobs::apply_to_current_thread;
+use crate::procfs::{rusage_switches, snapshot_self, SnapshotSource};
+use crate::run_group::RunGroup;
+use crate::runner::TaskReport;
 use crate::sys;
 use schedlab_workload::knobs::Knobs;
+use schedlab_workload::Context as _;
 use schedlab_workload::{ChildExit, Plan, TaskRef, WorkloadError};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,14 +48,20 @@ pub struct Spawner {
     /// Host spawned tasks as threads (the plan's locks, barriers, semaphores, conditions or
     /// TCP write locks live in this process and a forked child could not share them).
     pub threads: bool,
+    /// Where spawned tasks leave their reports.
+    reports: SpawnReports,
+    /// The process group forked tasks join (none when they are threads).
+    group: Option<Arc<RunGroup>>,
 }
 
 impl Spawner {
-    /// A spawner for `plan`'s spawn places, or `None` if the plan spawns nothing.
+    /// A spawner for `plan`'s spawn places, or `None` if the plan spawns nothing. Forked tasks
+    /// leave their reports in `report_dir` (made here).
     pub fn new(
         plan: &Plan,
         knobs: &[Knobs],
         body: Box<BodyRunner>,
+        report_dir: &Path,
     ) -> std::io::Result<Option<Spawner>> {
         if plan.total_spawn() == 0 {
             return Ok(None);
@@ -63,7 +83,28 @@ impl Spawner {
             used: SharedCounters::new(plan.groups.len())?,
             places,
             threads,
+            reports: SpawnReports::new(plan.total_tasks(), plan.total_spawn(), report_dir)?,
+            group: if threads {
+                None
+            } else {
+                Some(Arc::new(RunGroup::new()?))
+            },
         }))
+    }
+
+    /// The process group of the forked tasks, which the run ends before it returns.
+    pub(crate) fn group(&self) -> Option<Arc<RunGroup>> {
+        self.group.clone()
+    }
+
+    /// The plan group of spawn place `id`, if it is one.
+    pub(crate) fn group_of(&self, id: usize) -> Option<usize> {
+        (self.places.iter()).position(|&(first, _, places)| (first..first + places).contains(&id))
+    }
+
+    /// Every report spawned tasks left so far (each once), by task id.
+    pub(crate) fn take_reports(&self) -> Result<Vec<TaskReport>, String> {
+        self.reports.take()
     }
 
     /// Take group `group`'s next spawn place.
@@ -123,6 +164,18 @@ impl SharedCounters {
         })
     }
 
+    fn get(&self, i: usize) -> usize {
+        assert!(i < self.len);
+        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
+        unsafe { &*self.ptr.add(i) }.load(Ordering::SeqCst)
+    }
+
+    fn set(&self, i: usize, v: usize) {
+        assert!(i < self.len);
+        // SAFETY: as in `get`.
+        unsafe { &*self.ptr.add(i) }.store(v, Ordering::SeqCst)
+    }
+
     fn take(&self, i: usize) -> usize {
         assert!(i < self.len);
         // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
@@ -136,6 +189,164 @@ impl Drop for SharedCounters {
         // SAFETY: unmapping the mapping made in `new`.
         unsafe { libc::munmap(self.ptr.cast(), bytes) };
     }
+}
+
+/// The reports of spawned tasks, one per spawn place (bounded). The counters go into a slot of
+/// a shared anonymous mapping (seen by every process; the slot's `done` word is written last).
+/// Samples, which few spawned bodies record, go to memory from a thread child and to
+/// `<task id>.json` in a directory of the run's own from a forked one (written under another name
+/// and renamed, so that a file is whole or absent). Creating a file per job cost about 1 ms of
+/// kernel time each on this VM's ext4 /tmp (the inode allocator's `recently_deleted` scan), so
+/// a job that recorded nothing creates none.
+struct SpawnReports {
+    /// `SLOT` words per place: done, pid, tid, cpu_ns, finished_ns, voluntary, involuntary,
+    /// migrations + 1 (0: unknown).
+    slots: SharedCounters,
+    /// The first spawn place's task id.
+    first: usize,
+    threads: parking_lot::Mutex<Vec<(usize, Samples)>>,
+    dir: PathBuf,
+}
+
+/// A task's recorded samples, by metric.
+type Samples = BTreeMap<String, Vec<f64>>;
+
+/// Words per report slot.
+const SLOT: usize = 8;
+
+impl SpawnReports {
+    fn new(first: usize, places: usize, dir: &Path) -> std::io::Result<SpawnReports> {
+        std::fs::create_dir_all(dir)?;
+        Ok(SpawnReports {
+            slots: SharedCounters::new(places * SLOT)?,
+            first,
+            threads: parking_lot::Mutex::new(Vec::new()),
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Leave a spawned task's report: its counters in its slot, its samples (if any) in
+    /// memory (`thread`) or in a file.
+    fn leave(&self, report: TaskReport, thread: bool) -> std::io::Result<()> {
+        let Some(place) = report.id.checked_sub(self.first) else {
+            return Err(std::io::Error::other(format!(
+                "task {} is no spawn place",
+                report.id
+            )));
+        };
+        if (place + 1) * SLOT > self.slots.len {
+            return Err(std::io::Error::other(format!(
+                "task {} is no spawn place",
+                report.id
+            )));
+        }
+        let words = [
+            report.pid as u32 as usize,
+            report.tid as u32 as usize,
+            report.cpu_ns as usize,
+            report.finished_ns as usize,
+            report.voluntary as usize,
+            report.involuntary as usize,
+            report.migrations.map_or(0, |m| m as usize + 1),
+        ];
+        for (k, w) in words.into_iter().enumerate() {
+            self.slots.set(place * SLOT + 1 + k, w);
+        }
+        self.slots.set(place * SLOT, 1);
+        if report.samples.is_empty() {
+            return Ok(());
+        }
+        if thread {
+            self.threads.lock().push((report.id, report.samples));
+            return Ok(());
+        }
+        let json = serde_json::to_vec(&report.samples).map_err(std::io::Error::other)?;
+        let part = self.dir.join(format!("{}.part", report.id));
+        std::fs::write(&part, json)?;
+        std::fs::rename(&part, self.dir.join(format!("{}.json", report.id)))
+    }
+
+    /// Take every report left so far, by task id.
+    fn take(&self) -> Result<Vec<TaskReport>, String> {
+        let mut samples: BTreeMap<usize, Samples> = std::mem::take(&mut *self.threads.lock())
+            .into_iter()
+            .collect();
+        let entries = std::fs::read_dir(&self.dir)
+            .map_err(|e| format!("reading {}: {e}", self.dir.display()))?;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| format!("reading {}: {e}", self.dir.display()))?
+                .path();
+            if path.extension().is_none_or(|e| e != "json") {
+                continue;
+            }
+            let id = (path.file_stem().and_then(|s| s.to_str()))
+                .and_then(|s| s.parse::<usize>().ok())
+                .ok_or_else(|| format!("{}: not a spawned task's samples", path.display()))?;
+            let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let recorded = serde_json::from_slice(&text)
+                .map_err(|e| format!("{}: not a spawned task's samples: {e}", path.display()))?;
+            let _ = std::fs::remove_file(&path);
+            samples.insert(id, recorded);
+        }
+        let mut out = Vec::new();
+        for place in 0..self.slots.len / SLOT {
+            let word = |k: usize| self.slots.get(place * SLOT + k);
+            if word(0) == 0 {
+                continue;
+            }
+            self.slots.set(place * SLOT, 0);
+            let id = self.first + place;
+            out.push(TaskReport {
+                id,
+                pid: word(1) as u32 as i32,
+                tid: word(2) as u32 as i32,
+                error: None,
+                samples: samples.remove(&id).unwrap_or_default(),
+                cpu_ns: word(3) as u64,
+                finished_ns: word(4) as u64,
+                voluntary: word(5) as u64,
+                involuntary: word(6) as u64,
+                migrations: word(7).checked_sub(1).map(|m| m as u64),
+            });
+        }
+        if let Some(id) = samples.keys().next() {
+            return Err(format!("samples of task {id}, which left no counters"));
+        }
+        Ok(out)
+    }
+}
+
+/// Run a spawned task's body on `ctx`, measured as the runner measures a starting task; the
+/// result and the report (without the error, which the parent learns from its wait).
+fn run_measured(
+    spawner: &Spawner,
+    task: TaskRef,
+    ctx: &RealContext,
+) -> (Result<(), WorkloadError>, TaskReport) {
+    let (vol0, invol0) = rusage_switches();
+    let cpu0 = sys::thread_cpu_ns();
+    let result = (spawner.body)(task, ctx);
+    let cpu_ns = sys::thread_cpu_ns() - cpu0;
+    let (vol1, invol1) = rusage_switches();
+    let finished_ns = sys::monotonic_ns().saturating_sub(ctx.epoch_ns());
+    let migrations = match snapshot_self() {
+        (s, SnapshotSource::ProcSched) => s.migrations,
+        (_, SnapshotSource::Rusage) => None,
+    };
+    let report = TaskReport {
+        id: task.id,
+        pid: std::process::id() as i32,
+        tid: sys::gettid(),
+        error: None,
+        samples: ctx.take_samples(),
+        cpu_ns,
+        finished_ns,
+        voluntary: vol1.saturating_sub(vol0),
+        involuntary: invol1.saturating_sub(invol0),
+        migrations,
+    };
+    (result, report)
 }
 
 /// A task a task spawned and has not waited for yet.
@@ -249,8 +460,18 @@ impl Drop for Children {
             match child {
                 Child::Process { pid, pidfd, .. } => {
                     if kill {
-                        // SAFETY: signalling our own unreaped child.
-                        unsafe { libc::kill(pid, libc::SIGKILL) };
+                        // Through its pidfd: if the run's end already reaped it, its pid may
+                        // name another process by now.
+                        // SAFETY: signalling our own child through its pidfd.
+                        unsafe {
+                            libc::syscall(
+                                libc::SYS_pidfd_send_signal,
+                                pidfd,
+                                libc::SIGKILL,
+                                std::ptr::null::<libc::siginfo_t>(),
+                                0,
+                            )
+                        };
                     }
                     let _ = reap(pid, pidfd);
                 }
@@ -305,6 +526,9 @@ impl RealContext {
                 "the workload's plan gives no group spawn places".into(),
             ));
         };
+        if self.stop_requested() {
+            return Err(WorkloadError::Stopped);
+        }
         let task = spawner.take_place(group)?;
         let name = format!(
             "{}{}{}",
@@ -326,12 +550,16 @@ impl RealContext {
                         let _ = ended.send((task.id, Err(e.to_string())));
                         return Err(e.to_string());
                     }
-                    let cpu0 = sys::thread_cpu_ns();
                     let ctx =
                         RealContext::new(shared, task.id, epoch).with_spawner(spawner.clone(), arg);
-                    let result = (spawner.body)(task, &ctx);
-                    let cpu = Duration::from_nanos(sys::thread_cpu_ns() - cpu0);
+                    let (result, report) = run_measured(&spawner, task, &ctx);
+                    let cpu = Duration::from_nanos(report.cpu_ns);
                     drop(ctx);
+                    if let Err(e) = spawner.reports.leave(report, true) {
+                        let e = format!("leaving its report: {e}");
+                        let _ = ended.send((task.id, Err(e.clone())));
+                        return Err(e);
+                    }
                     let result = result.map(|()| cpu).map_err(|e| e.to_string());
                     let _ = ended.send((task.id, result.clone()));
                     result
@@ -360,9 +588,17 @@ impl RealContext {
                     libc::_exit(1);
                 }
             }
+            if spawner.group.as_ref().is_some_and(|g| !g.join_self()) {
+                // The run is ending: this task would outlive it.
+                // SAFETY: leaving at once.
+                unsafe { libc::_exit(3) };
+            }
             let code = run_child(spawner, self, task, arg, &name);
             // SAFETY: leave without running this process's destructors or atexit handlers.
             unsafe { libc::_exit(code) };
+        }
+        if let Some(g) = &spawner.group {
+            g.join_child(pid);
         }
         // SAFETY: pidfd_open on our own child, which cannot be reaped before we wait for it.
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
@@ -428,8 +664,12 @@ fn run_child(
     }
     let ctx = RealContext::new(parent.shared(), task.id, parent.epoch_ns())
         .with_spawner(spawner.clone(), arg);
-    let result = (spawner.body)(task, &ctx);
+    let (result, report) = run_measured(spawner, task, &ctx);
     drop(ctx);
+    if let Err(e) = spawner.reports.leave(report, false) {
+        write_stderr(&format!("schedlab: {name}: leaving its report: {e}\n"));
+        return 1;
+    }
     match result {
         Ok(()) => 0,
         Err(WorkloadError::Stopped) => 3,

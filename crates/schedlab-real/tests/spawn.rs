@@ -177,3 +177,131 @@ fn builds_job_graph_runs_every_job_once_on_the_real_kernel() {
     assert_eq!(m["jobs"], 13.0);
     assert!(m["makespan_s"] > 0.0 && m["busy_cpus"] > 0.0, "{m:?}");
 }
+
+/// Children that each sleep `naps` times and compute `burn`, recording their argument: a known
+/// case for the counters a spawned task reports.
+struct Nappers {
+    kids: usize,
+    naps: usize,
+    burn: Duration,
+    mode: TaskMode,
+}
+
+impl Workload for Nappers {
+    fn name(&self) -> &'static str {
+        "nappers"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan::fixed("parent", 1),
+                GroupPlan {
+                    name: "nap",
+                    tasks: 0,
+                    spawn: self.kids,
+                },
+            ],
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: self.mode,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        if task.group == 1 {
+            for _ in 0..self.naps {
+                ctx.sleep(Duration::from_millis(2)).await;
+            }
+            ctx.compute(self.burn).await;
+            ctx.record("arg", ctx.spawn_arg() as f64);
+            return Ok(());
+        }
+        for k in 0..self.kids {
+            ctx.spawn(1, k as u64).await?;
+        }
+        for _ in 0..self.kids {
+            ctx.wait(None).await?;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// Issue 19: a spawned task's counters (switches, CPU, migrations, and wakeups when tracefs is
+/// there) and samples are measured, not `-`: 5 children that each sleep 4 times and burn 20 ms
+/// make at least 20 voluntary switches (and 20 wakeups) and about 100 ms of CPU in their group.
+#[test]
+fn spawned_tasks_report_their_counters_and_samples() {
+    for mode in [TaskMode::Processes, TaskMode::Threads] {
+        let w = Nappers {
+            kids: 5,
+            naps: 4,
+            burn: Duration::from_millis(20),
+            mode,
+        };
+        let mut trace = match schedlab_real::trace::SchedTrace::open(
+            schedlab_real::runner::COMM_PREFIX,
+            1024,
+        ) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                eprintln!(
+                    "skipped: the wakeup counts (tracefs: {e}; run as root with tracefs mounted)"
+                );
+                None
+            }
+        };
+        let knobs = vec![Knobs::default(); 2];
+        let r = run_repetition(
+            &Arc::new(w),
+            RepetitionSetup {
+                knobs: &knobs,
+                stop: Arc::new(AtomicBool::new(false)),
+                budget: Duration::from_secs(60),
+                trace: trace.as_mut(),
+                rq_trace: None,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let nap = &r.counters["nap"];
+        let vol = nap.voluntary_switches.unwrap();
+        // Each sleep is one voluntary switch; a few more may come from page faults or I/O.
+        assert!((20..=40).contains(&vol), "{mode:?}: {nap:?}");
+        assert!(nap.involuntary_switches.is_some(), "{mode:?}: {nap:?}");
+        assert!(
+            (0.095..0.5).contains(&nap.cpu_time_s),
+            "{mode:?}: 5 × 20 ms of CPU: {nap:?}"
+        );
+        assert!(nap.migrations.is_some(), "{mode:?}: {nap:?}");
+        if trace.is_some() {
+            let w = nap.wakeups.unwrap();
+            assert!((20..=40).contains(&w), "{mode:?}: wakeups: {nap:?}");
+        }
+        // The total counts them too.
+        let total = &r.counters["total"];
+        assert!(total.voluntary_switches.unwrap() >= vol, "{mode:?}");
+        // Samples at their places: the plan's one task, then the five spawn places.
+        assert_eq!(r.outcome.tasks.len(), 6, "{mode:?}");
+        let mut args: Vec<f64> = (r.outcome.tasks[1..].iter())
+            .flat_map(|t| t.samples["arg"].clone())
+            .collect();
+        args.sort_by(f64::total_cmp);
+        assert_eq!(args, vec![0.0, 1.0, 2.0, 3.0, 4.0], "{mode:?}");
+        assert!(
+            r.outcome.tasks[1..]
+                .iter()
+                .all(|t| t.cpu_time >= Duration::from_millis(19)),
+            "{mode:?}"
+        );
+    }
+}

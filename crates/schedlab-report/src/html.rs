@@ -499,6 +499,7 @@ fn record_section(h: &mut String, inputs: &[Input], i: usize) {
             escape(&t.text)
         );
     }
+    timeline_section(h, r);
     // Across configurations; each configuration's own repetitions are in its summary table.
     if r.configs.len() > 1 && r.configs.iter().any(|c| !c.repetitions.is_empty()) {
         h.push_str("<h3>Repetitions</h3>\n<div class=\"charts\">\n");
@@ -527,6 +528,29 @@ fn record_section(h: &mut String, inputs: &[Input], i: usize) {
         config_block(h, r, c, i, ci);
     }
     h.push_str("</section>\n");
+}
+
+/// The run-queue timeline (`--timeline`), when the record has one: its figures and its chart,
+/// embedded (the same SVG `--timeline FILE.svg` writes).
+fn timeline_section(h: &mut String, r: &RunRecord) {
+    let text = crate::timeline::timeline_text(r);
+    if text.is_empty() {
+        return;
+    }
+    h.push_str("<h3>Run-queue timeline</h3>\n");
+    let _ = writeln!(h, "<pre class=\"seed\">{}</pre>", escape(text.trim_start()));
+    match crate::timeline::timeline_svg(r) {
+        Ok(svg) => {
+            let _ = writeln!(h, "<figure class=\"timeline\">{svg}</figure>");
+        }
+        Err(e) => {
+            let _ = writeln!(
+                h,
+                "<p class=\"warn\">The timeline chart could not be drawn: {}</p>",
+                escape(&e.to_string())
+            );
+        }
+    }
 }
 
 /// Rows of two columns: a name and its value.
@@ -949,6 +973,42 @@ mod tests {
             configs,
             ..Default::default()
         }
+    }
+
+    /// Issue 19: a record with a run-queue timeline gets its figures and its chart; one
+    /// without gets neither.
+    #[test]
+    fn a_record_with_a_timeline_shows_its_figures_and_chart() {
+        use schedlab_workload::timeline::replay::{analyse, DEFAULT_BINS};
+        use schedlab_workload::timeline::{TaskState, Timeline, TimelineTask};
+        let plain = render(&[Input {
+            path: "plain.json".into(),
+            record: record(""),
+        }]);
+        assert!(!plain.contains("Run-queue timeline"));
+        // Two tasks waiting on CPU 0 for a second while CPU 1 is idle.
+        let mut tl = Timeline::new(2, "synthetic", "all");
+        for _ in 0..2 {
+            tl.add_task(TimelineTask {
+                group: "g".into(),
+                workload: true,
+                allowed: None,
+            });
+        }
+        tl.push(0, 0, 0, TaskState::Running);
+        tl.push(0, 1, 0, TaskState::Waiting);
+        tl.end_ns = 1_000_000_000;
+        let mut r = record("");
+        r.configs[0].repetitions[0].timeline = Some(analyse(&tl, DEFAULT_BINS));
+        let html = render(&[Input {
+            path: "tl.json".into(),
+            record: r,
+        }]);
+        assert!(html.contains("<h3>Run-queue timeline</h3>"), "{html}");
+        assert!(html.contains("RUN-QUEUE TIMELINE"));
+        assert!(html.contains("idle while a task waited"), "{html}");
+        assert_eq!(html.matches("<figure class=\"timeline\"><svg").count(), 1);
+        assert!(html.contains("divergence from the mean"));
     }
 
     #[test]

@@ -95,6 +95,10 @@ pub enum Command {
         /// Also draw the primary metric against the numeric varied key, as `sweep --plot` does.
         #[arg(long, value_name = "FILE.svg")]
         plot: Option<PathBuf>,
+        /// Also draw the run-queue timelines the shards recorded (`sweep --shard K/N
+        /// --timeline ...`), as `sweep --timeline` does.
+        #[arg(long, value_name = "FILE.svg")]
+        timeline: Option<PathBuf>,
     },
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) to stdout.
     Completions {

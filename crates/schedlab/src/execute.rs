@@ -556,8 +556,16 @@ fn shard_done(record: &RunRecord, plan: &ShardPlan, common: &CommonArgs) -> Stri
         .out
         .as_deref()
         .map_or_else(String::new, |d| d.display().to_string());
+    let timeline = match &common.timeline {
+        Some(svg) => format!(
+            "; its run-queue timelines are in the records (exact events in {}); the chart of the whole sweep: merge ... --timeline {}",
+            timeline_events_dir(svg).display(),
+            svg.display()
+        ),
+        None => String::new(),
+    };
     format!(
-        "shard {}: {held} of the sweep's {} repetitions ({} configurations × {} runs) are in {dir}; when all {} shards are done: schedlab merge DIR... -o OUT",
+        "shard {}: {held} of the sweep's {} repetitions ({} configurations × {} runs) are in {dir}{timeline}; when all {} shards are done: schedlab merge DIR... -o OUT",
         plan.shard,
         record.configs.len() * plan.runs,
         record.configs.len(),

@@ -89,7 +89,12 @@ fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Merge { dirs, out, plot } => merge::run(&dirs, &out, plot.as_deref()),
+        Command::Merge {
+            dirs,
+            out,
+            plot,
+            timeline,
+        } => merge::run(&dirs, &out, plot.as_deref(), timeline.as_deref()),
         Command::Completions { shell } => generate::completions(shell, command),
         Command::Man { command: path } => generate::man(command, &path),
         Command::Run(args) => execute::execute(args, false),

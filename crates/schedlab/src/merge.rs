@@ -1,17 +1,47 @@
 //! `schedlab merge DIR... -o OUT`: the experiment layer checks and joins the shards
 //! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (seed 004's
-//! side-by-side tables for interbench), and its plot.
+//! side-by-side tables for interbench), its plot, and the run-queue timelines the shards
+//! recorded (their figures, and the chart with `--timeline`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// Merge the shards in `dirs` into `out`, print the table, and draw `plot` if asked.
-pub fn run(dirs: &[PathBuf], out: &Path, plot: Option<&Path>) -> Result<ExitCode, String> {
+/// Merge the shards in `dirs` into `out`, print the table, and draw `plot` and `timeline` if
+/// asked.
+pub fn run(
+    dirs: &[PathBuf],
+    out: &Path,
+    plot: Option<&Path>,
+    timeline: Option<&Path>,
+) -> Result<ExitCode, String> {
     if let Some(p) = plot {
         crate::execute::check_file_output("--plot", p)?;
     }
+    if let Some(p) = timeline {
+        crate::execute::check_file_output("--timeline", p)?;
+        if p.extension().is_none_or(|e| e != "svg") {
+            return Err(format!(
+                "--timeline {}: accepted: a file name ending in .svg (the chart is SVG)",
+                p.display()
+            ));
+        }
+        if plot == Some(p) {
+            return Err(format!(
+                "--timeline {}: --plot writes that file too; give each output its own file",
+                p.display()
+            ));
+        }
+    }
     let merged = schedlab_experiment::merge::merge(dirs, out).map_err(|e| e.to_string())?;
     let record = &merged.record;
+    let timeline_text = schedlab_report::timeline::timeline_text(record);
+    if let Some(p) = timeline.filter(|_| timeline_text.is_empty()) {
+        return Err(format!(
+            "--timeline {}: the shards recorded no run-queue timeline; run them with --timeline FILE.svg (the merged records in {} are written)",
+            p.display(),
+            out.display()
+        ));
+    }
     // The varied keys, in the order the labels name them (the order of --vary).
     let mut keys: Vec<String> = Vec::new();
     for c in &record.configs {
@@ -36,6 +66,20 @@ pub fn run(dirs: &[PathBuf], out: &Path, plot: Option<&Path>) -> Result<ExitCode
         merged.repetitions,
         merged.shards
     );
+    print!("{timeline_text}");
+    if let Some(p) = timeline {
+        schedlab_report::timeline::write_timeline(record, p).map_err(|e| {
+            format!(
+                "--timeline {}: {e}; the chart was not written (the records in {} are complete)",
+                p.display(),
+                out.display()
+            )
+        })?;
+        eprintln!(
+            "wrote {} (the exact events are in each shard's FILE.events directory)",
+            p.display()
+        );
+    }
     if let Some(p) = plot {
         schedlab_report::plot::sweep_chart(record, &keys, p).map_err(|e| {
             format!(

@@ -374,3 +374,75 @@ fn a_merged_interbench_sweep_prints_seed_004_s_tables_as_the_sweep_does() {
 fn as_str(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
+
+/// Issue 19: `--timeline` with `--shard`. Each shard records its repetitions' timelines (and
+/// writes their exact events) under a chart name of its own and says the chart is drawn at the
+/// merge; the shards are one sweep; `merge --timeline` draws the chart the unsharded sweep
+/// draws, byte for byte, and prints its figures; `report` shows them; merging shards without
+/// timelines with `--timeline` is refused.
+#[test]
+fn sharded_timelines_merge_into_the_unsharded_sweep_s_chart() {
+    let tmp = temp_dir("timeline");
+    let d = tmp.path();
+    let whole = run_ok(d, &sweep_args("whole", &["--timeline", "whole.svg"]), &[]);
+    let whole_text = String::from_utf8_lossy(&whole.stdout).into_owned();
+    assert!(whole_text.contains("RUN-QUEUE TIMELINE"), "{whole_text}");
+    for k in 1..=2 {
+        let (out, svg) = (format!("s{k}"), format!("s{k}.svg"));
+        let shard = format!("{k}/2");
+        let o = run_ok(
+            d,
+            &sweep_args(&out, &["--timeline", &svg, "--shard", &shard]),
+            &[],
+        );
+        let said = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            said.contains(&format!("exact events in s{k}.events")) && said.contains("--timeline"),
+            "{said}"
+        );
+        assert!(!d.join(&svg).exists(), "a shard draws no partial chart");
+        assert!(!files(&d.join(format!("s{k}.events"))).is_empty());
+    }
+    let merged = run_ok(
+        d,
+        &[
+            "merge",
+            "s1",
+            "s2",
+            "-o",
+            "merged",
+            "--timeline",
+            "merged.svg",
+        ],
+        &[],
+    );
+    let text = String::from_utf8_lossy(&merged.stdout).into_owned();
+    let figures = |t: &str| t[t.find("RUN-QUEUE TIMELINE").expect("figures")..].to_string();
+    assert_eq!(figures(&text), figures(&whole_text));
+    assert_eq!(
+        std::fs::read(d.join("merged.svg")).unwrap(),
+        std::fs::read(d.join("whole.svg")).unwrap(),
+        "the merged chart is the unsharded sweep's"
+    );
+    let mut events: Vec<String> = files(&d.join("s1.events"));
+    events.extend(files(&d.join("s2.events")));
+    events.sort();
+    assert_eq!(events, files(&d.join("whole.events")));
+    run_ok(d, &["report", "merged", "-o", "merged.html"], &[]);
+    let html = std::fs::read_to_string(d.join("merged.html")).unwrap();
+    assert!(html.contains("<h3>Run-queue timeline</h3>"));
+    assert!(html.contains("<figure class=\"timeline\"><svg"));
+    // Shards that recorded no timeline: the chart cannot be drawn.
+    for k in 1..=2 {
+        let (out, shard) = (format!("n{k}"), format!("{k}/2"));
+        run_ok(d, &sweep_args(&out, &["--shard", &shard]), &[]);
+    }
+    let err = refused(
+        d,
+        &["merge", "n1", "n2", "-o", "m2", "--timeline", "m2.svg"],
+    );
+    assert!(err.contains("recorded no run-queue timeline"), "{err}");
+    // A shard with a timeline and one without are not one sweep.
+    let err = refused(d, &["merge", "s1", "n2", "-o", "m3"]);
+    assert!(err.contains("not a shard of the same sweep"), "{err}");
+}

@@ -1,0 +1,243 @@
+//! The process group of a repetition's spawned processes ([`RunGroup`]), so that the run ends and
+//! reaps every process its tasks forked before it returns — also when it is interrupted or fails.
+//!
+//! A task that forks a job is the job's parent, and the supervisor cannot wait for another
+//! process's children; when a job's parent was a host process the supervisor killed (its
+//! emergency stop after SIGINT), the job used to die of PR_SET_PDEATHSIG re-parented to init and
+//! stay a zombie until init reaped it (0.5–2 s observed in a container). Now:
+//! - the schedlab process is a child subreaper (PR_SET_CHILD_SUBREAPER, `prctl(2)`) while the
+//!   group lives, so that orphaned descendants are re-parented to it rather than to init;
+//! - every spawned process joins one process group, led by a keeper process that only sleeps
+//!   (a group needs a live member to be joined, and the keeper's pid — the group's id — cannot
+//!   be reused while the supervisor has not reaped it);
+//! - at the end the supervisor marks the group ending, kills it (`kill(-group, SIGKILL)`) and
+//!   waits for its members (`waitpid(-group)`) until none is left. A process forked after the
+//!   kill reads the mark once it has joined and leaves at once, so none outlives the end.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The spawned processes' group of one repetition (see the module comment). Dropping it ends
+/// and reaps them.
+pub struct RunGroup {
+    /// The keeper's pid: the group's id.
+    keeper: i32,
+    /// A shared page whose first byte says the group is ending (seen by every process).
+    ending: *mut AtomicBool,
+    /// Whether this process was a subreaper before (then it stays one).
+    was_subreaper: bool,
+    /// Set once the group has been ended (ending twice must not signal a reused id).
+    ended: AtomicBool,
+}
+
+// SAFETY: `ending` points to a shared mapping that lives as long as the value and is only
+// accessed atomically.
+unsafe impl Send for RunGroup {}
+// SAFETY: as above.
+unsafe impl Sync for RunGroup {}
+
+impl RunGroup {
+    /// Make this process a subreaper and start the group's keeper.
+    pub fn new() -> std::io::Result<RunGroup> {
+        // SAFETY: a fresh anonymous shared mapping of one page, zeroed by the kernel.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        let unmap = || {
+            // SAFETY: unmapping the page just mapped.
+            unsafe { libc::munmap(page, 4096) };
+        };
+        let mut was: libc::c_int = 0;
+        // SAFETY: plain prctl calls on this process; `was` is a valid out-pointer.
+        let set = unsafe {
+            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong)
+        };
+        if set != 0 {
+            let e = std::io::Error::last_os_error();
+            unmap();
+            return Err(e);
+        }
+        let parent = std::process::id() as i32;
+        // SAFETY: the child only makes its group and sleeps (async-signal-safe calls), until
+        // it is killed.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            let e = std::io::Error::last_os_error();
+            unmap();
+            return Err(e);
+        }
+        if pid == 0 {
+            // SAFETY: plain calls on our own process.
+            unsafe {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+                if libc::getppid() != parent {
+                    libc::_exit(0);
+                }
+                loop {
+                    libc::pause();
+                }
+            }
+        }
+        // Also from this side, so that the group exists when `new` returns.
+        // SAFETY: setting our own child's group.
+        unsafe { libc::setpgid(pid, pid) };
+        Ok(RunGroup {
+            keeper: pid,
+            ending: page.cast(),
+            was_subreaper: was != 0,
+            ended: AtomicBool::new(false),
+        })
+    }
+
+    /// The group's id.
+    pub fn id(&self) -> i32 {
+        self.keeper
+    }
+
+    fn ending(&self) -> &AtomicBool {
+        // SAFETY: the mapping is valid and zero-initialised for the value's lifetime.
+        unsafe { &*self.ending }
+    }
+
+    /// In a child just forked: join the group. False when the group is ending (or gone): the
+    /// child must leave at once. Only async-signal-safe calls.
+    pub fn join_self(&self) -> bool {
+        // SAFETY: setting our own process group.
+        let joined = unsafe { libc::setpgid(0, self.keeper) } == 0;
+        joined && !self.ending().load(Ordering::SeqCst)
+    }
+
+    /// In the parent, right after forking `pid`: put it in the group too (whichever of parent
+    /// and child comes first does it; the other's call is harmless).
+    pub fn join_child(&self, pid: i32) {
+        // SAFETY: setting our own child's group; failure (it already left) is harmless.
+        unsafe { libc::setpgid(pid, self.keeper) };
+    }
+
+    /// Kill every process of the group and reap them all (they are this process's children,
+    /// directly or re-parented to it). Once; later calls do nothing.
+    pub fn end(&self) {
+        if self.ended.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.ending().store(true, Ordering::SeqCst);
+        // SAFETY: the keeper is not reaped yet, so its pid still names our group.
+        unsafe { libc::kill(-self.keeper, libc::SIGKILL) };
+        loop {
+            let mut status = 0;
+            // SAFETY: waiting for our own children of the group.
+            let r = unsafe { libc::waitpid(-self.keeper, &mut status, libc::__WALL) };
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break; // ECHILD: none is left
+            }
+        }
+        if !self.was_subreaper {
+            // SAFETY: plain prctl on this process.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong) };
+        }
+    }
+}
+
+/// Ends a group when dropped (the repetition's way out, on every path).
+pub struct EndOnDrop(pub Option<std::sync::Arc<RunGroup>>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        if let Some(g) = &self.0 {
+            g.end();
+        }
+    }
+}
+
+impl Drop for RunGroup {
+    fn drop(&mut self) {
+        self.end();
+        // SAFETY: unmapping the page mapped in `new`; no process of the group is left to use it.
+        unsafe { libc::munmap(self.ending.cast(), 4096) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `pid` exists at all (a zombie counts: it has not been reaped).
+    fn exists(pid: i32) -> bool {
+        std::path::Path::new(&format!("/proc/{pid}")).exists()
+    }
+
+    #[test]
+    fn an_orphaned_member_is_killed_and_reaped_when_the_group_ends() {
+        let group = RunGroup::new().unwrap();
+        // A child that forks a grandchild into the group and dies at once, orphaning it.
+        let (r, w) = crate::sys::pipe().unwrap();
+        // SAFETY: the child only forks, writes and exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0);
+        if child == 0 {
+            // SAFETY: async-signal-safe calls only.
+            unsafe {
+                let grandchild = libc::fork();
+                if grandchild == 0 {
+                    if !group.join_self() {
+                        libc::_exit(1);
+                    }
+                    loop {
+                        libc::pause();
+                    }
+                }
+                group.join_child(grandchild);
+                libc::write(w, (&grandchild as *const i32).cast(), 4);
+                libc::_exit(0);
+            }
+        }
+        crate::sys::close(w);
+        let mut buf = [0u8; 4];
+        crate::sys::read_exact(r, &mut buf).unwrap();
+        crate::sys::close(r);
+        let grandchild = i32::from_ne_bytes(buf);
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        // The grandchild is orphaned: re-parented to this process (the subreaper), not init.
+        let ppid = std::fs::read_to_string(format!("/proc/{grandchild}/stat"))
+            .unwrap()
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+        assert_eq!(ppid, Some(std::process::id()));
+        assert!(exists(grandchild));
+        let keeper = group.id();
+        drop(group);
+        assert!(!exists(grandchild), "the orphan was killed and reaped");
+        assert!(!exists(keeper), "the keeper was killed and reaped");
+    }
+
+    #[test]
+    fn a_process_forked_after_the_end_leaves_at_once() {
+        let group = RunGroup::new().unwrap();
+        group.ending().store(true, Ordering::SeqCst);
+        // SAFETY: the child only tries to join and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            // SAFETY: async-signal-safe calls only.
+            unsafe { libc::_exit(i32::from(group.join_self())) };
+        }
+        let mut status = 0;
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(child, &mut status, 0) };
+        assert_eq!(libc::WEXITSTATUS(status), 0, "join_self said false");
+        group.end();
+        // Ending again (drop) does nothing.
+    }
+}
