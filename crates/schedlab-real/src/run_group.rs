@@ -23,8 +23,6 @@ pub struct RunGroup {
     keeper: i32,
     /// A shared page whose first byte says the group is ending (seen by every process).
     ending: *mut AtomicBool,
-    /// Whether this process was a subreaper before (then it stays one).
-    was_subreaper: bool,
     /// Set once the group has been ended (ending twice must not signal a reused id).
     ended: AtomicBool,
 }
@@ -56,14 +54,7 @@ impl RunGroup {
             // SAFETY: unmapping the page just mapped.
             unsafe { libc::munmap(page, 4096) };
         };
-        let mut was: libc::c_int = 0;
-        // SAFETY: plain prctl calls on this process; `was` is a valid out-pointer.
-        let set = unsafe {
-            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong)
-        };
-        if set != 0 {
-            let e = std::io::Error::last_os_error();
+        if let Err(e) = subreaper_hold() {
             unmap();
             return Err(e);
         }
@@ -73,6 +64,7 @@ impl RunGroup {
         let pid = unsafe { libc::fork() };
         if pid < 0 {
             let e = std::io::Error::last_os_error();
+            subreaper_release();
             unmap();
             return Err(e);
         }
@@ -95,7 +87,6 @@ impl RunGroup {
         Ok(RunGroup {
             keeper: pid,
             ending: page.cast(),
-            was_subreaper: was != 0,
             ended: AtomicBool::new(false),
         })
     }
@@ -142,10 +133,41 @@ impl RunGroup {
                 break; // ECHILD: none is left
             }
         }
-        if !self.was_subreaper {
-            // SAFETY: plain prctl on this process.
-            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong) };
+        subreaper_release();
+    }
+}
+
+/// The groups alive in this process, and whether the process was a subreaper before the first:
+/// the flag is the process's, so groups that overlap (tests in threads, a sweep's shards) share
+/// it, and only the last to end restores it.
+static SUBREAPER: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, false));
+
+/// Make this process a child subreaper for one more group.
+fn subreaper_hold() -> std::io::Result<()> {
+    let mut held = SUBREAPER.lock().unwrap_or_else(|e| e.into_inner());
+    if held.0 == 0 {
+        let mut was: libc::c_int = 0;
+        // SAFETY: plain prctl calls on this process; `was` is a valid out-pointer.
+        let set = unsafe {
+            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong)
+        };
+        if set != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        held.1 = was != 0;
+    }
+    held.0 += 1;
+    Ok(())
+}
+
+/// One group fewer; the last restores the flag as it was.
+fn subreaper_release() {
+    let mut held = SUBREAPER.lock().unwrap_or_else(|e| e.into_inner());
+    held.0 = held.0.saturating_sub(1);
+    if held.0 == 0 && !held.1 {
+        // SAFETY: plain prctl on this process.
+        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong) };
     }
 }
 
