@@ -630,7 +630,7 @@ mod tests {
                 "run messaging --loops 99999999999999999999999",
                 &["--loops", "1..1000000000"],
             ),
-            ("run yield --threads -1", &["--threads", "1..4096"]),
+            ("run yield --threads -1", &["--threads", "1..131072"]),
             ("run yield --runs -1", &["--runs", "1..1000000"]),
             (
                 "run yield --runs 99999999999999999999999",
