@@ -6,6 +6,7 @@
 #
 #   bench/sim.sh [REPS]      (default 3 repetitions per case; the median events/s is printed)
 #   POLICIES="o1 ule" bench/sim.sh 1
+#   SCALE_ONLY=1 bench/sim.sh      (only the scale table: CPUs 8..1024 x tasks 1k..100k)
 #
 # Goals: >= 5 million events/s on one core; memory linear in tasks, 2048 tasks < 64 MiB.
 # linux24 scans every runnable task at each schedule (O(n) by design): its goal for yield with
@@ -24,6 +25,7 @@ rate() {
     awk '{ print $1 / $2 }' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
 }
 
+if [ -z "${SCALE_ONLY:-}" ]; then
 printf '%-58s %14s %8s\n' "case" "events/s" "vs goal"
 all=$("$sl" list | sed -n '/^SIMULATED POLICIES/,/^$/p' | awk '/^  [a-z]/ { print $1 }')
 for policy in ${POLICIES:-$all}; do
@@ -47,4 +49,26 @@ for threads in 256 1024 2048 4096; do
   kb=$( { /usr/bin/time -f '%M' "$sl" run yield --backend sim --policy cfs --cpus 8 \
           --threads "$threads" --duration 200ms --runs 1 --quiet >/dev/null; } 2>&1 | tail -1)
   printf '%-58s %14.1f\n' "yield $threads threads" "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')"
+done
+fi
+
+# Scale (issue 21): a yield storm of 1k … 100k threads on 8 … 1024 CPUs, events/s (one
+# repetition) and peak RSS. Every run simulates SCALE_CPU_S CPU-seconds in all (default 2:
+# 250 ms on 8 CPUs, about 2 ms on 1024), so the rows handle comparable numbers of events.
+# Goal: 100k tasks on 1024 CPUs under 1 GiB and >= 5 M events/s.
+#   SCALE_POLICY=cfs SCALE_CPUS="8 1024" SCALE_TASKS="100000" bench/sim.sh 1
+# SCALE_ONLY=1 prints this table alone.
+echo
+scale_policy=${SCALE_POLICY:-eevdf}
+printf '%-58s %14s %12s\n' "scale case ($scale_policy, yield, 1 repetition)" "events/s" "peak RSS MiB"
+for cpus in ${SCALE_CPUS:-8 64 256 1024}; do
+  for tasks in ${SCALE_TASKS:-1000 10000 100000}; do
+    us=$(awk -v c="$cpus" -v s="${SCALE_CPU_S:-2}" 'BEGIN { printf "%d", s * 1e6 / c }')
+    out=$( { /usr/bin/time -f 'rss %M' "$sl" run yield --backend sim --policy "$scale_policy" \
+             --cpus "$cpus" --threads "$tasks" --duration "${us}us" --runs 1 >/dev/null; } 2>&1)
+    r=$(sed -n 's/.*\[simulated \([0-9]*\) events in \([0-9.]*\) s\].*/\1 \2/p' <<<"$out" | awk '{ print $1 / $2 }')
+    kb=$(sed -n 's/^rss //p' <<<"$out")
+    printf '%-58s %14.0f %12.1f\n' "$cpus CPUs, $tasks threads, ${us}us" "${r:-0}" \
+      "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')"
+  done
 done

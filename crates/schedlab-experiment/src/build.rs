@@ -383,7 +383,7 @@ mod tests {
         let e = build::<Yield, _>(&request(&[("threads", "0")], &[], &[]), &b, &"m1").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "yield: threads 0 is not accepted; use 1..4096"
+            "yield: threads 0 is not accepted; use 1..131072"
         );
         let e = build::<Yield, _>(&request(&[], &["yield:nice=40"], &[]), &b, &"m1").unwrap_err();
         assert!(e.to_string().contains("nice=40 is out of range"), "{e}");

@@ -234,7 +234,12 @@ pub fn counters_table(config: &ConfigResult) -> String {
     out
 }
 
-/// Simulated CPUs: busy share and mean runnable tasks per CPU, averaged over repetitions.
+/// Past this many simulated CPUs the CPU line gives the lowest, mean and highest CPU instead of
+/// one cell per CPU (the record keeps every CPU).
+const CPU_CELLS_MAX: usize = 64;
+
+/// Simulated CPUs: busy share and mean runnable tasks per CPU, averaged over repetitions; on a
+/// machine of more than [`CPU_CELLS_MAX`] CPUs, the lowest, mean and highest of each.
 fn cpu_line(config: &ConfigResult) -> String {
     let reps: Vec<_> = config
         .repetitions
@@ -245,7 +250,7 @@ fn cpu_line(config: &ConfigResult) -> String {
         return String::new();
     };
     let n = reps.len() as f64;
-    let cells: Vec<String> = (0..first.cpus.len())
+    let per_cpu: Vec<(f64, f64)> = (0..first.cpus.len())
         .map(|cpu| {
             let (mut busy, mut runnable) = (0.0, 0.0);
             for r in &reps {
@@ -253,9 +258,30 @@ fn cpu_line(config: &ConfigResult) -> String {
                 busy += c.busy_s / (c.busy_s + c.idle_s).max(f64::MIN_POSITIVE);
                 runnable += c.mean_runnable;
             }
-            format!("{:.0}%/{:.1}", 100.0 * busy / n, runnable / n)
+            (100.0 * busy / n, runnable / n)
         })
         .collect();
+    let cell = |(busy, runnable): (f64, f64)| format!("{busy:.0}%/{runnable:.1}");
+    if per_cpu.len() > CPU_CELLS_MAX {
+        let pick = |f: fn(f64, f64) -> f64, init: f64| {
+            let busy = per_cpu.iter().map(|c| c.0).fold(init, f);
+            let runnable = per_cpu.iter().map(|c| c.1).fold(init, f);
+            (busy, runnable)
+        };
+        let len = per_cpu.len() as f64;
+        let mean = (
+            per_cpu.iter().map(|c| c.0).sum::<f64>() / len,
+            per_cpu.iter().map(|c| c.1).sum::<f64>() / len,
+        );
+        return format!(
+            "simulated CPUs (busy / mean runnable), {} CPUs: lowest {}  mean {}  highest {}\n",
+            per_cpu.len(),
+            cell(pick(f64::min, f64::INFINITY)),
+            cell(mean),
+            cell(pick(f64::max, f64::NEG_INFINITY))
+        );
+    }
+    let cells: Vec<String> = per_cpu.into_iter().map(cell).collect();
     format!(
         "simulated CPUs (busy / mean runnable): {}\n",
         cells.join("  ")
@@ -562,6 +588,37 @@ mod tests {
         };
         assert!(counters_table(&config)
             .contains("counters: switches from sim; migrations from sim; wakeups from sim\n"));
+    }
+
+    /// Up to 64 CPUs one cell each; past that the lowest, mean and highest (each column apart).
+    #[test]
+    fn the_cpu_line_summarises_machines_past_64_cpus() {
+        let config = |cpus: usize| {
+            let cpus = (0..cpus)
+                .map(|c| schedlab_workload::record::CpuCounters {
+                    busy_s: if c == 0 { 0.25 } else { 1.0 },
+                    idle_s: if c == 0 { 0.75 } else { 0.0 },
+                    mean_runnable: c as f64,
+                    max_runnable: c,
+                })
+                .collect();
+            ConfigResult {
+                repetitions: vec![schedlab_workload::record::Repetition {
+                    cpus,
+                    ..Default::default()
+                }],
+                ..ConfigResult::default()
+            }
+        };
+        assert_eq!(
+            cpu_line(&config(2)),
+            "simulated CPUs (busy / mean runnable): 25%/0.0  100%/1.0\n"
+        );
+        assert_eq!(cpu_line(&config(64)).matches('%').count(), 64);
+        assert_eq!(
+            cpu_line(&config(100)),
+            "simulated CPUs (busy / mean runnable), 100 CPUs: lowest 25%/0.0  mean 99%/49.5  highest 100%/99.0\n"
+        );
     }
 
     #[test]

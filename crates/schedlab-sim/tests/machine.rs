@@ -395,8 +395,66 @@ fn a_knob_the_policy_has_no_notion_of_fails_before_the_run() {
     // The library's messages name no command-line flag; the binary adds it.
     assert!(e.to_string().starts_with("0 CPUs are not accepted"), "{e}");
     assert!(!e.to_string().contains("--"), "{e}");
-    let e = schedlab_sim::check_setup(&"cfs".parse().unwrap(), 65, &[]).unwrap_err();
-    assert!(matches!(e, SimError::Cpus { cpus: 65, .. }), "{e:?}");
+    let max = schedlab_sim::policy::MAX_CPUS;
+    assert_eq!(max, 1024, "issue 21 asks for machines of up to 1024 CPUs");
+    let e = schedlab_sim::check_setup(&"cfs".parse().unwrap(), max + 1, &[]).unwrap_err();
+    assert!(matches!(e, SimError::Cpus { cpus: 1025, .. }), "{e:?}");
+    assert!(e.to_string().contains("use 1..1024"), "{e}");
+    schedlab_sim::check_setup(&"cfs".parse().unwrap(), max, &[]).unwrap();
+}
+
+/// Issue 21's scale: 100,000 tasks on 1024 CPUs run to the end with every CPU's time accounted
+/// for, on the two policies with per-CPU trees of today's kernels.
+#[test]
+fn a_machine_of_1024_cpus_runs_100k_tasks_with_cpu_time_conserved() {
+    let y = Yield {
+        threads: 100_000,
+        duration: Duration::from_millis(2),
+    };
+    for policy in ["eevdf", "cfs"] {
+        let r = sim(&y, policy, 1024, 1, &knobs(&[""])).unwrap();
+        assert_eq!(r.outcome.tasks.len(), 100_000, "{policy}");
+        assert!(
+            r.outcome.tasks.iter().all(|t| t.cpu_time > Duration::ZERO),
+            "{policy}: every task ran"
+        );
+        assert_eq!(r.cpus.len(), 1024);
+        assert_conserved(&r, 1024);
+    }
+}
+
+/// Every policy runs on a machine past 64 CPUs (masks and per-CPU arrays past one word) and
+/// keeps CPU time, with a task pinned past CPU 64 staying there.
+#[test]
+fn every_policy_runs_past_64_cpus() {
+    for def in schedlab_sim::policy::POLICIES {
+        let cpus = 200;
+        let y = Yield {
+            threads: 600,
+            duration: Duration::from_millis(5),
+        };
+        let r = sim(&y, def.name, cpus, 3, &knobs(&[""])).unwrap();
+        assert_conserved(&r, cpus);
+        let m = Messaging {
+            groups: 4,
+            fds: 5,
+            loops: 10,
+            ..Messaging::default()
+        };
+        let r = sim(&m, def.name, cpus, 3, &knobs(&["cpus=130", ""])).unwrap();
+        assert_eq!(
+            m.metrics(&r.outcome).unwrap()["messages"],
+            1000.0,
+            "{}",
+            def.name
+        );
+        let pinned = &r.counters["sender"];
+        assert!(
+            pinned.cpu_time_s > 0.0 && pinned.migrations == Some(0),
+            "{}: {pinned:?}",
+            def.name
+        );
+    }
 }
 
 #[test]

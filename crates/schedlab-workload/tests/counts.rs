@@ -40,11 +40,11 @@ fn huge_or_negative_counts_are_refused_with_the_range() {
         ),
         (
             refusal::<Messaging>(&[("groups", "0")]),
-            &["groups", "1..32768"],
+            &["groups", "1..65536"],
         ),
         (
             refusal::<Messaging>(&[("groups", "1000"), ("fds", "1000")]),
-            &["groups and fds", "2000000 tasks", "65536"],
+            &["groups and fds", "2000000 tasks", "131072"],
         ),
         (
             refusal::<Messaging>(&[("groups", "10"), ("fds", "100"), ("loops", "1000000000")]),
@@ -60,7 +60,7 @@ fn huge_or_negative_counts_are_refused_with_the_range() {
         ),
         (
             refusal::<Chat>(&[("rooms", "99999999999999")]),
-            &["rooms", "1..10922"],
+            &["rooms", "1..21845"],
         ),
         (refusal::<Chat>(&[("users", "-1")]), &["users", "2..1000"]),
         (
@@ -69,7 +69,7 @@ fn huge_or_negative_counts_are_refused_with_the_range() {
         ),
         (
             refusal::<Chat>(&[("rooms", "10000"), ("users", "1000")]),
-            &["rooms and users", "tasks", "65536"],
+            &["rooms and users", "tasks", "131072"],
         ),
         (
             refusal::<Chat>(&[("rooms", "10"), ("users", "1000"), ("messages", "1000000")]),
@@ -77,11 +77,11 @@ fn huge_or_negative_counts_are_refused_with_the_range() {
         ),
         (
             refusal::<Yield>(&[("threads", "-1")]),
-            &["threads", "1..4096"],
+            &["threads", "1..131072"],
         ),
         (
             refusal::<Yield>(&[("threads", "99999999999999999999")]),
-            &["threads", "1..4096"],
+            &["threads", "1..131072"],
         ),
         (
             refusal::<Interbench>(&[("load-threads", "-3")]),
@@ -110,5 +110,5 @@ fn counts_within_bounds_are_accepted() {
     );
     assert_eq!(refusal::<PingPong>(&[("loops", "1000000000")]), None);
     assert_eq!(refusal::<Chat>(&[("rooms", "30"), ("messages", "2")]), None);
-    assert_eq!(refusal::<Yield>(&[("threads", "4096")]), None);
+    assert_eq!(refusal::<Yield>(&[("threads", "131072")]), None);
 }

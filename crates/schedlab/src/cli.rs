@@ -461,7 +461,7 @@ pub struct CommonArgs {
     /// (`schedlab list` shows them all) [default: eevdf].
     #[arg(long, value_name = "POLICY[:KEY=V,...]")]
     pub policy: Option<String>,
-    /// (sim) Number of simulated CPUs, 1..64 [default: this machine's].
+    /// (sim) Number of simulated CPUs, 1..1024 [default: this machine's].
     #[arg(long, allow_negative_numbers = true, value_parser = cpu_count)]
     pub cpus: Option<usize>,
     /// (sim) Cost profile of the simulated machine: modern or piii-700 [default: modern].
@@ -570,7 +570,8 @@ fn warmup_count(text: &str) -> Result<usize, String> {
 
 /// `--cpus` (the simulator checks the range itself; only what is no count is refused here).
 fn cpu_count(text: &str) -> Result<usize, String> {
-    count(text, 1, 64).or_else(|e| text.trim().parse::<usize>().map_err(|_| e))
+    count(text, 1, schedlab_sim::policy::MAX_CPUS)
+        .or_else(|e| text.trim().parse::<usize>().map_err(|_| e))
 }
 
 /// `--seed`.
@@ -633,7 +634,7 @@ mod tests {
                 "run messaging --loops 99999999999999999999999",
                 &["--loops", "1..1000000000"],
             ),
-            ("run yield --threads -1", &["--threads", "1..4096"]),
+            ("run yield --threads -1", &["--threads", "1..131072"]),
             ("run yield --runs -1", &["--runs", "1..1000000"]),
             (
                 "run yield --runs 99999999999999999999999",
@@ -641,7 +642,7 @@ mod tests {
             ),
             ("run yield --max-runs -1", &["--max-runs", "1..1000000"]),
             ("run yield --warmup -2", &["--warmup", "0..1000"]),
-            ("run yield --cpus -1", &["--cpus", "1..64"]),
+            ("run yield --cpus -1", &["--cpus", "1..1024"]),
             ("run yield --seed -1", &["--seed", "0.."]),
         ] {
             let e = refusal(args);

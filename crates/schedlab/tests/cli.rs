@@ -366,7 +366,7 @@ fn bad_input_is_rejected_before_anything_starts() {
             &["run", "pingpong", "--transport", "carrier-pigeon"],
             "pipe, socketpair, unix, tcp or udp",
         ),
-        (&["run", "yield", "--threads", "0"], "1..4096"),
+        (&["run", "yield", "--threads", "0"], "1..131072"),
         (&["run", "yield", "--duration=-1s"], "positive"),
         (&["run", "pingpong", "--runs", "0"], "at least one"),
         (
@@ -1186,7 +1186,7 @@ fn the_simulator_rejects_bad_input_before_anything_starts() {
             "no parameter 'x'",
         ),
         (&["--backend", "sim", "--cpus", "0"], "--cpus 0"),
-        (&["--backend", "sim", "--cpus", "65"], "1..64"),
+        (&["--backend", "sim", "--cpus", "1025"], "1..1024"),
         (
             &["--backend", "sim", "--profile", "vax"],
             "modern, piii-700",

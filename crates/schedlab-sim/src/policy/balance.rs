@@ -15,7 +15,7 @@
 //! SMT or power-savings domains; the adaptive 1–4 ms / 64–256 ms intervals are fixed at 1 ms and
 //! 200 ms.
 
-use super::{CpuId, CpuMask, MachineView, Move, MAX_CPUS};
+use super::{CpuId, CpuMask, MachineView, Move};
 use std::cmp::Reverse;
 
 /// SD_CPU_INIT.imbalance_pct.
@@ -109,7 +109,7 @@ pub(super) fn select_task_rq(
     prev: CpuId,
     waker: Option<CpuId>,
 ) -> CpuId {
-    let allowed = CpuMask(allowed.0 & CpuMask::first(ncpus).0);
+    let allowed = allowed.below(ncpus);
     let Some(lowest) = allowed.lowest() else {
         return prev;
     };
@@ -139,24 +139,32 @@ pub(super) fn select_task_rq(
 /// busiest runqueues (find_busiest_group with one CPU per group, loads in [`LOAD_SCALE`] units),
 /// pull the imbalance from the first that yields tasks, and count failures for the cache-hot
 /// escape. The caller has already decided that a balance is due (see
-/// [`BalanceState::periodic_due`]). Allocation-free unless tasks move.
+/// [`BalanceState::periodic_due`]). Allocation-free on up to 64 CPUs unless tasks move.
 pub(super) fn load_balance<D: Domain>(
     d: &mut D,
     m: &MachineView,
     cpu: CpuId,
     ncpus: usize,
 ) -> Vec<Move> {
-    let n = ncpus.min(MAX_CPUS);
-    let mut loads = [0usize; MAX_CPUS];
-    for (c, l) in loads.iter_mut().enumerate().take(n) {
+    let n = ncpus;
+    // Each CPU's load and the busier CPUs: on the stack for the machines of the seeds, on the
+    // heap past 64 CPUs.
+    let (mut stack, mut heap) = (([0usize; 64], [0 as CpuId; 64]), (Vec::new(), Vec::new()));
+    let (loads, busiest): (&mut [usize], &mut [CpuId]) = if n <= 64 {
+        (&mut stack.0[..n], &mut stack.1[..n])
+    } else {
+        heap.0.resize(n, 0);
+        heap.1.resize(n, 0);
+        (&mut heap.0, &mut heap.1)
+    };
+    for (c, l) in loads.iter_mut().enumerate() {
         *l = d.nr_running(c);
     }
     let this_nr = loads[cpu];
     let this = this_nr * LOAD_SCALE;
-    let avg = loads[..n].iter().sum::<usize>() * LOAD_SCALE / n.max(1);
-    let mut busiest = [0 as CpuId; MAX_CPUS];
+    let avg = loads.iter().sum::<usize>() * LOAD_SCALE / n.max(1);
     let mut nb = 0;
-    for (c, &load) in loads[..n].iter().enumerate() {
+    for (c, &load) in loads.iter().enumerate() {
         if c != cpu && load > 1 && load > this_nr {
             busiest[nb] = c;
             nb += 1;

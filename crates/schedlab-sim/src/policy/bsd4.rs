@@ -468,7 +468,7 @@ impl Bsd4 {
     /// sched_pickcpu for affinity threads: the last CPU, else the allowed CPU with the shortest
     /// per-CPU queue.
     fn pickcpu(&self, th: &Thread, n: usize) -> CpuId {
-        let allowed = CpuMask(th.allowed.0 & CpuMask::first(n).0);
+        let allowed = th.allowed.below(n);
         let mut best = if allowed.contains(th.last_cpu) {
             Some(th.last_cpu)
         } else {
@@ -519,7 +519,7 @@ impl Policy for Bsd4 {
             pri: 0,
             slptime: 0,
             didrun: false,
-            affinity: setup.allowed.0 & all.0 != all.0,
+            affinity: setup.allowed.and(&all) != all,
             allowed: setup.allowed,
             last_cpu: setup.allowed.lowest().unwrap_or(0),
             at: Where::Sleeping,

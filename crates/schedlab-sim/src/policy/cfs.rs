@@ -56,7 +56,6 @@ const VRUNTIME_ORIGIN: u64 = 1 << 50;
 struct Entity {
     weight: u64,
     class: FairClass,
-    allowed: CpuMask,
     vruntime: u64,
     sum_exec: u64,
     prev_sum_exec: u64,
@@ -80,6 +79,9 @@ struct RunQueue {
 /// The CFS policy.
 pub struct Cfs {
     tasks: Vec<Entity>,
+    /// Each task's allowed CPUs, apart from [`Entity`] so that the entities the pick walks stay
+    /// small.
+    allowed: Vec<CpuMask>,
     rqs: Vec<RunQueue>,
     scale: u64,
 }
@@ -99,6 +101,7 @@ impl FromParams for Cfs {
     fn from_params(_: &Params) -> Cfs {
         Cfs {
             tasks: Vec::new(),
+            allowed: Vec::new(),
             rqs: Vec::new(),
             scale: 1,
         }
@@ -211,7 +214,7 @@ impl Cfs {
             .iter()
             .rev()
             .map(|&(_, t)| t)
-            .find(|&t| self.tasks[t].allowed.contains(to))?;
+            .find(|&t| self.allowed[t].contains(to))?;
         self.remove(from, t);
         self.rqs[from].load -= self.tasks[t].weight;
         if self.rqs[from].skip == Some(t) {
@@ -256,7 +259,6 @@ impl Policy for Cfs {
                 Entity {
                     weight: 1024,
                     class: FairClass::Normal,
-                    allowed: CpuMask(1),
                     vruntime: VRUNTIME_ORIGIN,
                     sum_exec: 0,
                     prev_sum_exec: 0,
@@ -269,8 +271,11 @@ impl Policy for Cfs {
         let e = &mut self.tasks[task.id];
         e.weight = weight;
         e.class = class;
-        e.allowed = task.allowed;
         e.cpu = task.allowed.lowest().unwrap_or(0);
+        if self.allowed.len() <= task.id {
+            self.allowed.resize(task.id + 1, CpuMask::EMPTY);
+        }
+        self.allowed[task.id] = task.allowed;
     }
 
     fn select_task_rq(
@@ -280,7 +285,7 @@ impl Policy for Cfs {
         prev: CpuId,
         waker: Option<CpuId>,
     ) -> CpuId {
-        let allowed = self.tasks[task].allowed;
+        let allowed = &self.allowed[task];
         if !self.tasks[task].started {
             // find_idlest_cpu: fewest runnable tasks, lowest number first.
             return allowed

@@ -100,7 +100,6 @@ struct Se {
     state: State,
     cpu: CpuId,
     class: FairClass,
-    allowed: CpuMask,
     /// When it last stopped running (None: never ran).
     last_ran: Option<u64>,
     /// Enqueued at least once (later wakeups are not forks).
@@ -151,6 +150,9 @@ pub struct Eevdf {
     run_to_parity: bool,
     preempt_short: bool,
     se: Vec<Se>,
+    /// Each task's allowed CPUs, apart from [`Se`] so that the entities the pick walks stay
+    /// small.
+    allowed: Vec<CpuMask>,
     /// Every runqueue's tree nodes.
     forest: Forest,
     rqs: Vec<Rq>,
@@ -187,6 +189,7 @@ impl FromParams for Eevdf {
             run_to_parity: params.flag("run_to_parity"),
             preempt_short: params.flag("preempt_short"),
             se: Vec::new(),
+            allowed: Vec::new(),
             forest: Forest::default(),
             rqs: Vec::new(),
         }
@@ -468,7 +471,7 @@ impl Eevdf {
                 continue;
             }
             seen += 1;
-            if se.allowed.contains(to) && se.weight <= max_weight {
+            if self.allowed[t].contains(to) && se.weight <= max_weight {
                 if se
                     .last_ran
                     .is_none_or(|r| m.now.saturating_sub(r) >= MIGRATION_COST_NS)
@@ -531,7 +534,6 @@ impl Policy for Eevdf {
                 state: State::Sleeping,
                 cpu: 0,
                 class: FairClass::Normal,
-                allowed: CpuMask(0),
                 last_ran: None,
                 started: false,
             });
@@ -542,8 +544,11 @@ impl Policy for Eevdf {
         se.slice = slice;
         se.custom_slice = custom_slice;
         se.class = class;
-        se.allowed = task.allowed;
         se.cpu = task.allowed.lowest().unwrap_or(0);
+        if self.allowed.len() <= task.id {
+            self.allowed.resize(task.id + 1, CpuMask::EMPTY);
+        }
+        self.allowed[task.id] = task.allowed;
     }
 
     fn select_task_rq(
@@ -558,7 +563,7 @@ impl Policy for Eevdf {
         if se.state == State::Delayed {
             return se.cpu; // ttwu_runnable: still on its runqueue
         }
-        let allowed = se.allowed;
+        let allowed = &self.allowed[task];
         let ok = |c: CpuId| c < m.ncpus && allowed.contains(c);
         let prev = if ok(prev) {
             prev

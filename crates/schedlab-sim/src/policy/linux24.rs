@@ -418,7 +418,7 @@ impl<L: RunList> Sched24<L> {
 /// The CPU a new task counts as having last run on: the allowed CPUs in turn by task id, as if
 /// each task had been forked on a different CPU (the simulator has no parent task).
 fn first_cpu(allowed: CpuMask, ncpus: usize, id: TaskId) -> CpuId {
-    let allowed = CpuMask(allowed.0 & CpuMask::first(ncpus).0);
+    let allowed = allowed.below(ncpus);
     match allowed.count() {
         0 => 0,
         n => allowed.iter().nth(id % n).unwrap_or(0),
@@ -482,7 +482,7 @@ impl<L: RunList> Policy for Sched24<L> {
         self.ensure_cpus(m.ncpus);
         let n = m.ncpus.min(self.cpus.len());
         self.tasks[task].preempt = false;
-        let allowed = CpuMask(self.tasks[task].allowed.0 & CpuMask::first(n).0);
+        let allowed = self.tasks[task].allowed.below(n);
         let Some(lowest) = allowed.lowest() else {
             return prev;
         };
@@ -874,7 +874,7 @@ pub(super) mod tests {
         assert_eq!(h.pick(0), Some(4));
         h.sleep(0);
         for c in 0..4 {
-            h.spawn(c, 0, nice(nices[c]), CpuMask(1 << c));
+            h.spawn(c, 0, nice(nices[c]), CpuMask::from_bits(1 << c));
             h.now += 1000;
             assert_eq!(h.pick(c), Some(c));
             *h.counter(c) = counters[c];
@@ -911,7 +911,7 @@ pub(super) mod tests {
         // An idle CPU that a woken task was already sent to counts as running that task.
         let mut h = smp([6; 4], [0; 4]);
         h.sleep(1);
-        h.spawn(5, 0, Knobs::default(), CpuMask(0b10));
+        h.spawn(5, 0, Knobs::default(), CpuMask::from_bits(0b10));
         assert_eq!(h.wake(4), (0, false), "CPU 1 is taken by task 5");
     }
 
@@ -920,7 +920,7 @@ pub(super) mod tests {
         let mut h = h24::<GlobalList>(2);
         h.spawn(0, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
-        h.spawn(1, 0, Knobs::default(), CpuMask(1));
+        h.spawn(1, 0, Knobs::default(), CpuMask::from_bits(1));
         *h.counter(0) = 0; // task 1 is better now
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(1));
@@ -936,7 +936,7 @@ pub(super) mod tests {
         );
         assert_eq!(h.pick(1), Some(0));
         // No CPU idle and nothing worse running anywhere: it stays where it is.
-        h.spawn(2, 0, Knobs::default(), CpuMask(0b10));
+        h.spawn(2, 0, Knobs::default(), CpuMask::from_bits(0b10));
         *h.counter(0) = 0; // (its pick alone on CPU 1 recalculated the counters)
         h.put_prev(1, PutPrevKind::Preempted);
         assert_eq!(h.pick(1), Some(2));
@@ -959,7 +959,7 @@ pub(super) mod tests {
         assert_eq!(h.pick(2), Some(0));
         // A task not allowed on a CPU is walked but not taken.
         let mut h = h24::<GlobalList>(2);
-        h.spawn(0, 0, Knobs::default(), CpuMask(0b10));
+        h.spawn(0, 0, Knobs::default(), CpuMask::from_bits(0b10));
         assert_eq!((h.pick(0), h.scanned(0)), (None, 1));
         assert_eq!(h.pick(1), Some(0));
     }
@@ -968,7 +968,7 @@ pub(super) mod tests {
     fn new_tasks_count_as_last_run_on_their_allowed_cpus_in_turn() {
         let mut h = h24::<GlobalList>(4);
         for id in 0..6 {
-            h.spawn(id, 0, Knobs::default(), CpuMask(0b1010));
+            h.spawn(id, 0, Knobs::default(), CpuMask::from_bits(0b1010));
         }
         let last: Vec<CpuId> = (0..6).map(|id| h.p.tasks[id].processor).collect();
         assert_eq!(last, [1, 3, 1, 3, 1, 3]);

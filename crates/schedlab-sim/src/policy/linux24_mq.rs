@@ -203,7 +203,7 @@ impl Rq {
             list: ListHead::EMPTY,
             max_na_goodness: NA_GOODNESS_INIT,
             max_na_ptr: None,
-            max_na_allowed: CpuMask(0),
+            max_na_allowed: CpuMask::EMPTY,
             curr: None,
             curr_na_goodness: NA_GOODNESS_INIT,
             last_schedule: 0,
@@ -324,7 +324,7 @@ impl Linux24Mq {
     fn pool_mask(&self, ncpus: usize, cpu: CpuId) -> CpuMask {
         let size = (ncpus / self.pools.max(1)).max(1);
         let first = cpu / size * size;
-        CpuMask(CpuMask::first(size).0 << first)
+        CpuMask::range(first..first + size)
     }
 
     /// Seed 002's occasional rebalance: move queued tasks from pools above the mean load (one
@@ -472,7 +472,7 @@ impl Linux24Mq {
     fn set_max_na(&mut self, cpu: CpuId, t: Option<TaskId>) {
         let (na, allowed) = match t {
             Some(t) => (self.tasks[t].na_goodness(), self.tasks[t].allowed),
-            None => (NA_GOODNESS_INIT, CpuMask(0)),
+            None => (NA_GOODNESS_INIT, CpuMask::EMPTY),
         };
         let rq = &mut self.rqs[cpu];
         rq.max_na_goodness = na;
@@ -500,9 +500,16 @@ impl Linux24Mq {
             return (tsk_cpu, true);
         }
         let saved = task.na_goodness() - 1;
-        let mut list = [saved; MAX_CPUS];
+        // One value per CPU: on the stack for the machines of the seeds, on the heap past 64.
+        let (mut stack, mut heap) = ([saved; 64], Vec::new());
+        let list: &mut [i64] = if m.ncpus <= stack.len() {
+            &mut stack[..m.ncpus]
+        } else {
+            heap.resize(m.ncpus, saved);
+            &mut heap
+        };
         let pool = self.pool_mask(m.ncpus, tsk_cpu);
-        for (cpu, v) in list.iter_mut().enumerate().take(m.ncpus) {
+        for (cpu, v) in list.iter_mut().enumerate() {
             if !task.allowed.contains(cpu) {
                 continue;
             }
@@ -525,7 +532,7 @@ impl Linux24Mq {
         loop {
             let mut target = None;
             let mut min = saved;
-            for (cpu, &v) in list.iter().enumerate().take(m.ncpus) {
+            for (cpu, &v) in list.iter().enumerate() {
                 if v < min {
                     min = v;
                     target = Some(cpu);
@@ -1065,7 +1072,7 @@ mod tests {
         assert_eq!(h.pick(0), Some(0));
         let mut h = mqh(2);
         h.task_new(0, 0, Knobs::default(), ALL);
-        h.task(0).allowed = CpuMask(0b10);
+        h.task(0).allowed = CpuMask::from_bits(0b10);
         h.with(|p, m| p.enqueue_task(m, 1, 0, EnqueueKind::New));
         assert_eq!(h.pick(0), None);
     }
@@ -1214,7 +1221,7 @@ mod tests {
         assert_eq!(h.p.rqs[1].curr_na_goodness, 1005);
         // A running realtime task is not preempted by a SCHED_OTHER wakeup.
         h.task_new(10, 0, nice(-20), ALL);
-        h.task(10).allowed = CpuMask(0b10);
+        h.task(10).allowed = CpuMask::from_bits(0b10);
         h.task(10).processor = 1;
         assert_eq!(h.wake(10), (1, false));
     }

@@ -72,7 +72,9 @@ struct Entry {
     mm: u32,
     /// `static_goodness`: counter + 20 − nice (0 when counter is 0), 1000 + rt_priority.
     q: i32,
-    allowed: u64,
+    /// CPUs 0..64 of its allowed set, kept in the entry so the scan stays in cache; a CPU
+    /// past 63 looks the task's whole mask up.
+    allowed_low: u64,
 }
 
 impl Entry {
@@ -82,7 +84,7 @@ impl Entry {
             processor: t.processor as u32,
             mm: t.mm as u32,
             q: t.static_goodness() as i32,
-            allowed: t.allowed.0,
+            allowed_low: t.allowed.word(0),
         }
     }
     /// goodness(): the same value as [`Scan::weight`] of the task.
@@ -212,7 +214,11 @@ impl RunList for PrioLists {
             };
             for e in self.lists[l].values() {
                 examined += 1;
-                if e.allowed & (1 << scan.cpu) == 0 {
+                let allowed = match scan.cpu {
+                    c @ 0..64 => e.allowed_low & (1 << c) != 0,
+                    c => tasks[e.id as TaskId].allowed.contains(c),
+                };
+                if !allowed {
                     continue;
                 }
                 let w = e.weight(scan, cpu_bonus);
@@ -321,7 +327,7 @@ mod tests {
         );
         // The lists below are searched when the top ones hold nothing for this CPU.
         let mut h = h24::<PrioLists>(2);
-        h.spawn(0, 0, nice(-20), CpuMask(0b10));
+        h.spawn(0, 0, nice(-20), CpuMask::from_bits(0b10));
         h.spawn(1, 0, nice(19), ALL);
         assert_eq!(h.pick(0), Some(1));
         assert_eq!(h.scanned(0), 2);

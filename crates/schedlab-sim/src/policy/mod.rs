@@ -17,6 +17,7 @@
 mod balance;
 pub mod bsd4;
 pub mod cfs;
+mod cpumask;
 mod ds;
 pub mod eevdf;
 mod error;
@@ -31,6 +32,7 @@ pub mod staircase;
 mod testing;
 pub mod ule;
 
+pub use cpumask::{CpuMask, MAX_CPUS};
 pub use error::PolicyError;
 pub use registry::{
     boxed, lookup, names, no_check, FromParams, ParamDef, Params, PolicyDef, PolicySpec, SpecError,
@@ -42,43 +44,6 @@ use schedlab_workload::knobs::{Knobs, SchedPolicy};
 pub type TaskId = usize;
 /// A simulated CPU's index.
 pub type CpuId = usize;
-
-/// The most CPUs a simulated machine may have (a CPU set is one `u64`).
-pub const MAX_CPUS: usize = 64;
-
-/// A set of CPUs, as a bit mask.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CpuMask(pub u64);
-
-impl CpuMask {
-    /// CPUs `0..n`.
-    pub fn first(n: usize) -> CpuMask {
-        CpuMask(if n >= 64 { u64::MAX } else { (1u64 << n) - 1 })
-    }
-    /// The CPUs of a `cpus=` list, or all `n` CPUs when there is none.
-    pub fn of_list(list: Option<&schedlab_workload::CpuSet>, n: usize) -> CpuMask {
-        match list {
-            Some(list) => CpuMask(list.iter().fold(0, |m, &c| m | (1u64 << c))),
-            None => CpuMask::first(n),
-        }
-    }
-    /// Whether `cpu` is in the set.
-    pub fn contains(self, cpu: CpuId) -> bool {
-        cpu < 64 && self.0 & (1 << cpu) != 0
-    }
-    /// The CPUs in the set, lowest first.
-    pub fn iter(self) -> impl Iterator<Item = CpuId> {
-        (0..64).filter(move |&c| self.0 & (1 << c) != 0)
-    }
-    /// The lowest CPU in the set.
-    pub fn lowest(self) -> Option<CpuId> {
-        (self.0 != 0).then(|| self.0.trailing_zeros() as CpuId)
-    }
-    /// Number of CPUs in the set.
-    pub fn count(self) -> usize {
-        self.0.count_ones() as usize
-    }
-}
 
 /// What a policy learns about a task when the machine creates it.
 #[derive(Clone, Debug)]

@@ -863,7 +863,7 @@ mod tests {
         assert_eq!(h.balance(1, BalanceKind::Periodic).len(), 1);
 
         // Queued tasks pinned to CPU 0 stay; the current one (allowed on 1) is never taken.
-        let mut h = setup(CpuMask(1));
+        let mut h = setup(CpuMask::from_bits(1));
         assert!(h.balance(1, BalanceKind::NewIdle).is_empty());
         assert_eq!(h.nr, [3, 0]);
 

@@ -8,7 +8,7 @@ use schedlab_workload::knobs::Knobs;
 /// One millisecond in ns.
 pub(super) const MS: u64 = 1_000_000;
 /// Every CPU.
-pub(super) const ALL: CpuMask = CpuMask(u64::MAX);
+pub(super) const ALL: CpuMask = CpuMask::ALL;
 
 /// A policy the harness can drive.
 pub(super) trait Harnessed: FromParams + Sized {
@@ -152,7 +152,7 @@ impl<P: Harnessed> H<P> {
     /// on all).
     pub(super) fn spawn_on(&mut self, id: TaskId, cpu: CpuId, knobs: Knobs) {
         let allowed = match &knobs.cpus {
-            Some(c) => CpuMask(c.iter().map(|&c| 1u64 << c).sum()),
+            Some(c) => CpuMask::of_list(Some(c), 0),
             None => ALL,
         };
         self.task_new(id, 0, knobs, allowed);

@@ -229,7 +229,7 @@ pub struct Ule {
     tasks: Vec<Option<Thread>>,
     tdq: Vec<Tdq>,
     /// tdq_idle: CPUs whose last choice was the idle thread.
-    idle_mask: u64,
+    idle_mask: CpuMask,
     /// TDF_NEEDRESCHED on each CPU's current thread.
     needresched: Vec<bool>,
     /// td_owepreempt (or a pending IPI_PREEMPT): the next switch is SW_PREEMPT.
@@ -275,7 +275,7 @@ impl FromParams for Ule {
             preempt_thresh,
             tasks: Vec::new(),
             tdq: Vec::new(),
-            idle_mask: 0,
+            idle_mask: CpuMask::EMPTY,
             needresched: Vec::new(),
             owepreempt: Vec::new(),
             balance_ticks: 0,
@@ -292,7 +292,7 @@ impl Ule {
             self.tdq.resize_with(m.ncpus, Tdq::new);
             self.needresched.resize(m.ncpus, false);
             self.owepreempt.resize(m.ncpus, false);
-            self.idle_mask = CpuMask::first(m.ncpus).0;
+            self.idle_mask = CpuMask::first(m.ncpus);
         }
         self.ncpus = m.ncpus.max(1);
         self.hz = m.hz.max(1);
@@ -385,7 +385,7 @@ impl Ule {
             (Q::Idle, pri / 4)
         };
         if !matches!(class, Class::Idle(_)) {
-            self.idle_mask &= !(1u64 << cpu);
+            self.idle_mask.remove(cpu);
         }
         tdq.lowpri = tdq.lowpri.min(pri);
         tdq.runq(q).add_idx(usize::from(idx), id, preempted);
@@ -442,7 +442,7 @@ impl Ule {
             return 0;
         }
         let th = self.t(id);
-        let allowed = CpuMask(th.allowed.0 & CpuMask::first(n).0);
+        let allowed = th.allowed.below(n);
         let pri = th.pri;
         let cpu = th.cpu;
         if allowed.contains(cpu) {
@@ -456,7 +456,7 @@ impl Ule {
                 return cpu;
             }
         }
-        if let Some(c) = CpuMask(self.idle_mask & allowed.0).lowest() {
+        if let Some(c) = self.idle_mask.and(&allowed).lowest() {
             return c;
         }
         if allowed.contains(me) && pri < self.cur_pri(m, me) {
@@ -850,7 +850,7 @@ impl Policy for Ule {
         self.owepreempt[cpu] = false;
         let Some(id) = self.tdq_choose(cpu) else {
             // sched_choose → the idle thread.
-            self.idle_mask |= 1u64 << cpu;
+            self.idle_mask.insert(cpu);
             self.tdq[cpu].lowpri = PRI_MAX_IDLE;
             return None;
         };
@@ -1282,7 +1282,7 @@ mod tests {
         h.p.t_mut(5).cpu = 3;
         h.sleep(1);
         assert_eq!(h.pick(1), None);
-        assert_eq!(h.p.idle_mask, 0b0010);
+        assert_eq!(h.p.idle_mask, CpuMask::from_bits(0b0010));
         h.pick(3);
         h.sleep(3);
         assert_eq!(h.pick(3), None);

@@ -240,7 +240,7 @@ pub fn parse_param<T: std::str::FromStr>(
 
 /// The most tasks one repetition of any preset may create (a simulated machine holds each; a
 /// real one forks or spawns each).
-pub const MAX_TASKS: usize = 65_536;
+pub const MAX_TASKS: usize = 131_072;
 
 /// The most messages one repetition of a message-passing preset may deliver: at a million a
 /// second, about three hours.

@@ -5,7 +5,9 @@
 //! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
 //! trip through `schedule()`, independent of how many CPUs ran in parallel.
 
-use super::params::{parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset};
+use super::params::{
+    parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset, MAX_TASKS,
+};
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, WorkloadError};
 use crate::error::ParamError;
@@ -38,12 +40,12 @@ impl Default for Yield {
 impl Yield {
     /// Check parameters; the error names the value and what is accepted.
     pub fn validate(&self) -> Result<(), ParamError> {
-        if !(1..=4096).contains(&self.threads) {
+        if !(1..=MAX_TASKS).contains(&self.threads) {
             return Err(ParamError::value(
                 NAME,
                 "threads",
                 self.threads,
-                "is not accepted; use 1..4096",
+                format!("is not accepted; use 1..{MAX_TASKS}"),
             ));
         }
         if self.duration.is_zero() || self.duration > Duration::from_secs(3600) {
@@ -65,7 +67,7 @@ const PARAMS: &[ParamDef] = &[
         "threads",
         "1,2,4,16",
         "1,2,4,16",
-        "Thread counts to run, comma-separated (1..4096 each); one configuration per count.",
+        "Thread counts to run, comma-separated (1..131072 each); one configuration per count.",
     )
     .kind(ParamKind::List),
     ParamDef::value("duration", "2s", "2s", "How long each repetition yields.").hyphen_values(),
@@ -80,7 +82,7 @@ impl Preset for Yield {
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         match name {
-            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=4096)?,
+            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=MAX_TASKS)?,
             "duration" => self.duration = parse_with(NAME, value, crate::duration::parse_duration)?,
             _ => return Err(unknown_param(NAME, PARAMS, name)),
         }
