@@ -1,6 +1,7 @@
 //! SVG charts of sweeps (plotters): the primary metric against the one numeric varied key, with
 //! confidence-interval error bars, one line per value of the other varied key — the shape of
-//! seed 002's µs-per-yield charts — as files (`--plot`) or as SVG text for the HTML report.
+//! seed 002's µs-per-yield charts — or against the values of a sweep's only key (a policy, a
+//! strategy), as files (`--plot`) or as SVG text for the HTML report.
 
 use crate::sweep::key_value;
 use plotters::prelude::*;
@@ -21,8 +22,11 @@ const PALETTE: [RGBColor; 6] = [
 /// Why a sweep cannot be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
-    /// No varied key has numbers for values.
-    #[error("needs a numeric key among the varied ones (e.g. threads=1,2,4)")]
+    /// Two varied keys and neither has numbers for values.
+    #[error(
+        "needs a numeric key among the varied ones (e.g. threads=1,2,4), or one varied key alone \
+         (a point per value)"
+    )]
     NoNumericKey,
     /// More than two keys, found before the sweep runs.
     #[error(
@@ -54,11 +58,13 @@ pub enum PlotError {
 }
 
 /// Check, before a sweep runs, that its keys can be drawn: `values` holds each key's value in
-/// every configuration. Returns the index of the x key (the first numeric one).
+/// every configuration. Returns the index of the x key: the first numeric one, or the only key
+/// (then one point per value, in the order they come, e.g. `--vary policy=o1,cfs,eevdf`).
 pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, PlotError> {
     let x = values
         .iter()
         .position(|(_, v)| !v.is_empty() && v.iter().all(|x| x.parse::<f64>().is_ok()))
+        .or((values.len() == 1).then_some(0))
         .ok_or(PlotError::NoNumericKey)?;
     if values.len() > 2 {
         return Err(PlotError::TooManyKeys {
@@ -69,13 +75,14 @@ pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, PlotError> 
 }
 
 /// Draw the sweep in `record` (varied `keys`) to `path` as SVG. The x key is the first numeric
-/// key; a second key, if any, makes one line per value. Points with no interval (N < 2) get no
+/// key, or the only key (a point per value); a second key, if any, makes one line per value. Points with no interval (N < 2) get no
 /// error bar. A logarithmic x axis is used when x spans more than two decades.
 pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), PlotError> {
     let primary = record.primary_metric().ok_or(PlotError::NoMetric)?;
     let x_key = keys
         .iter()
         .find(|k| is_numeric_key(record, k))
+        .or(if keys.len() == 1 { keys.first() } else { None })
         .ok_or(PlotError::NoNumericKey)?;
     let others: Vec<String> = keys.iter().filter(|k| *k != x_key).cloned().collect();
     if others.len() > 1 {
@@ -279,11 +286,18 @@ mod tests {
             .unwrap(),
             1
         );
-        let e = check_keys(&keys(&[("policy", &["o1", "cfs"])])).unwrap_err();
+        // One key alone is drawn whatever its values: a point per value.
+        assert_eq!(check_keys(&keys(&[("policy", &["o1", "cfs"])])).unwrap(), 0);
+        let e = check_keys(&keys(&[
+            ("policy", &["o1", "cfs"]),
+            ("transport", &["tcp", "unix"]),
+        ]))
+        .unwrap_err();
         assert!(matches!(e, PlotError::NoNumericKey), "{e:?}");
         assert_eq!(
             e.to_string(),
-            "needs a numeric key among the varied ones (e.g. threads=1,2,4)"
+            "needs a numeric key among the varied ones (e.g. threads=1,2,4), or one varied key \
+             alone (a point per value)"
         );
         let e = check_keys(&keys(&[
             ("policy", &["o1"]),

@@ -2068,3 +2068,42 @@ fn a_real_run_keeps_both_kinds_of_lock_in_the_record_and_prints_them() {
     }
     assert_eq!(locks[1].spin_ns, 0);
 }
+
+/// A sweep of one key that is not a number (`--vary policy=...`, issue #19's pools sweep) is
+/// drawn with a point per value, labelled with the values.
+#[test]
+fn a_sweep_of_one_non_numeric_key_is_plotted_a_point_per_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("pools.svg");
+    let out = schedlab()
+        .args([
+            "sweep",
+            "build",
+            "--backend",
+            "sim",
+            "--cpus",
+            "4",
+            "--jobs",
+            "4",
+            "--vary",
+            "policy=linux24-mq:pools=4,balance=0,idle=pool,linux24-mq:pools=4,balance=1,idle=all",
+            "--runs",
+            "1",
+            "-q",
+            "--plot",
+            svg.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"), "not an SVG");
+    assert!(
+        text.contains("balance=0,idle=pool") && text.contains("balance=1,idle=all"),
+        "each value labels its point"
+    );
+}
