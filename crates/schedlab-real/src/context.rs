@@ -33,6 +33,9 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     /// Directory for scratch files.
     pub scratch: PathBuf,
+    /// Directory of the workload's files ([`schedlab_workload::Workload::shared_files`]'s, or
+    /// `scratch` where [`schedlab_workload::Workload::write_files`] wrote them).
+    pub files: PathBuf,
 }
 
 /// The real backend's context for one task.
@@ -209,7 +212,7 @@ impl Context for RealContext {
         len: usize,
         buf: &mut Vec<u8>,
     ) -> Result<FileRead, WorkloadError> {
-        let full = self.shared.scratch.join(path);
+        let full = self.shared.files.join(path);
         buf.clear();
         buf.reserve(len);
         File::open(&full)

@@ -167,8 +167,10 @@ impl RealContext {
             p => p,
         };
         let dir = scratch.to_string_lossy().into_owned();
+        let files = self.shared().files.to_string_lossy().into_owned();
         let fill = |t: &str| {
             t.replace("@DIR@", &dir)
+                .replace("@FILES@", &files)
                 .replace("@PORT@", &port.to_string())
         };
         for (rel, text) in &daemon.config {
@@ -373,6 +375,7 @@ mod tests {
                 budget: Duration::from_secs(30),
                 trace: None,
                 rq_trace: None,
+                files: None,
             },
         );
         let Err(RunError::Task { message, .. }) = r else {
