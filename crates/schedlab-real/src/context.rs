@@ -2,6 +2,7 @@
 
 use crate::daemon::RunningDaemon;
 use crate::locks::RealLock;
+use crate::procfs::GroupUsage;
 use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
@@ -54,6 +55,8 @@ pub struct RealContext {
     children: RefCell<Children>,
     /// The daemon it started and has not stopped (stopped when the context is dropped).
     daemon: RefCell<Option<RunningDaemon>>,
+    /// What the daemons it stopped used (their processes', not this thread's).
+    daemon_used: std::cell::Cell<GroupUsage>,
 }
 
 impl RealContext {
@@ -71,6 +74,7 @@ impl RealContext {
             arg: 0,
             children: RefCell::new(Children::new(stop)),
             daemon: RefCell::default(),
+            daemon_used: Default::default(),
         }
     }
 
@@ -91,6 +95,20 @@ impl RealContext {
 
     pub(crate) fn epoch_ns(&self) -> u64 {
         self.epoch_ns
+    }
+
+    /// Count `used` as the use of a daemon this task stopped.
+    pub(crate) fn add_daemon_usage(&self, used: GroupUsage) {
+        let mut u = self.daemon_used.get();
+        u.cpu_ns += used.cpu_ns;
+        u.voluntary += used.voluntary;
+        u.involuntary += used.involuntary;
+        self.daemon_used.set(u);
+    }
+
+    /// What the daemons this task stopped used.
+    pub(crate) fn daemon_usage(&self) -> GroupUsage {
+        self.daemon_used.get()
     }
 
     pub(crate) fn daemon(&self) -> std::cell::RefMut<'_, Option<RunningDaemon>> {

@@ -407,6 +407,11 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
     report.voluntary = vol1.saturating_sub(vol0);
     report.involuntary = invol1.saturating_sub(invol0);
     report.samples = ctx.take_samples();
+    // A server it started and stopped (nginx, Apache) is its work too: its processes' use.
+    let daemon = ctx.daemon_usage();
+    report.cpu_ns += daemon.cpu_ns;
+    report.voluntary += daemon.voluntary;
+    report.involuntary += daemon.involuntary;
     // Reap the children the body did not wait for before reporting.
     drop(ctx);
     report.error = result.err().map(|e| e.to_string());
