@@ -16,7 +16,7 @@ use crate::vary::MachineKey;
 use schedlab_real::runner::{
     check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
 };
-use schedlab_real::tempdir::{self, StaleDir};
+use schedlab_real::tempdir::{self, StaleDir, TempDir};
 use schedlab_real::trace::timeline::RqTrace;
 use schedlab_real::trace::SchedTrace;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
@@ -25,6 +25,7 @@ use schedlab_workload::presets::interbench::format_size;
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::record::BackendInfo;
 use schedlab_workload::{ParamError, Workload};
+use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,6 +65,65 @@ pub struct RealBackend {
     /// Why wakeup counters are unavailable (empty when they are).
     unavailable: String,
     realtime: bool,
+    /// The workload's shared files, written once for the run's repetitions and configurations
+    /// (removed when the backend is dropped: at the end of the run, interrupted or not).
+    files: Option<FilesDir>,
+}
+
+/// A directory of a workload's shared files ([`Workload::shared_files`]).
+struct FilesDir {
+    key: String,
+    /// The extent written so far.
+    extent: usize,
+    dir: TempDir,
+}
+
+impl RealBackend {
+    /// The directory of `workload`'s shared files, written (or extended) now if the last one
+    /// written does not hold them; `None` when it has none to share.
+    fn shared_files<W: Workload>(
+        &mut self,
+        workload: &W,
+    ) -> Result<Option<&std::path::Path>, String> {
+        let Some(want) = workload.shared_files() else {
+            return Ok(None);
+        };
+        let from = match &self.files {
+            Some(f) if f.key == want.key && f.extent >= want.extent => None,
+            Some(f) if f.key == want.key => Some(f.extent),
+            _ => {
+                // Another key: its files replace the last one's (dropped first, so that two
+                // file sets are never on disk at once).
+                self.files = None;
+                let dir = TempDir::new()
+                    .map_err(|e| format!("temporary directory for the workload's files: {e}"))?;
+                // Servers whose workers run as another user (Apache's www-data) enter it.
+                std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
+                    .map_err(|e| format!("opening {}: {e}", dir.path().display()))?;
+                self.files = Some(FilesDir {
+                    key: want.key.clone(),
+                    extent: 0,
+                    dir,
+                });
+                Some(0)
+            }
+        };
+        let f = self.files.as_mut().expect("set above");
+        if let Some(from) = from {
+            // Marked empty until written: a failed write leaves nothing taken for written.
+            f.extent = 0;
+            workload
+                .write_shared_files(f.dir.path(), from)
+                .map_err(|e| {
+                    format!(
+                        "writing the workload's files in {}: {e}",
+                        f.dir.path().display()
+                    )
+                })?;
+            f.extent = want.extent;
+        }
+        Ok(Some(f.dir.path()))
+    }
 }
 
 impl RealBackend {
@@ -76,6 +136,7 @@ impl RealBackend {
             rq_trace: None,
             unavailable: String::new(),
             realtime: host::realtime_allowed(),
+            files: None,
         }
     }
 
@@ -298,6 +359,10 @@ impl Backend for RealBackend {
         input: RepInput,
     ) -> Result<RepOutput, RepError> {
         let (budget, capped) = supervisor_budget(&**workload, input.budget);
+        let files = self
+            .shared_files(&**workload)
+            .map_err(RepError::Failed)?
+            .map(std::path::Path::to_path_buf);
         let r = run_repetition(
             workload,
             RepetitionSetup {
@@ -310,6 +375,7 @@ impl Backend for RealBackend {
                 } else {
                     None
                 },
+                files: files.as_deref(),
             },
         )
         .map_err(|e| match e {

@@ -2,6 +2,7 @@
 
 use crate::daemon::RunningDaemon;
 use crate::locks::RealLock;
+use crate::procfs::GroupUsage;
 use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
@@ -33,6 +34,9 @@ pub struct Shared {
     pub stop: Arc<AtomicBool>,
     /// Directory for scratch files.
     pub scratch: PathBuf,
+    /// Directory of the workload's files ([`schedlab_workload::Workload::shared_files`]'s, or
+    /// `scratch` where [`schedlab_workload::Workload::write_files`] wrote them).
+    pub files: PathBuf,
 }
 
 /// The real backend's context for one task.
@@ -51,6 +55,8 @@ pub struct RealContext {
     children: RefCell<Children>,
     /// The daemon it started and has not stopped (stopped when the context is dropped).
     daemon: RefCell<Option<RunningDaemon>>,
+    /// What the daemons it stopped used (their processes', not this thread's).
+    daemon_used: std::cell::Cell<GroupUsage>,
 }
 
 impl RealContext {
@@ -68,6 +74,7 @@ impl RealContext {
             arg: 0,
             children: RefCell::new(Children::new(stop)),
             daemon: RefCell::default(),
+            daemon_used: Default::default(),
         }
     }
 
@@ -88,6 +95,20 @@ impl RealContext {
 
     pub(crate) fn epoch_ns(&self) -> u64 {
         self.epoch_ns
+    }
+
+    /// Count `used` as the use of a daemon this task stopped.
+    pub(crate) fn add_daemon_usage(&self, used: GroupUsage) {
+        let mut u = self.daemon_used.get();
+        u.cpu_ns += used.cpu_ns;
+        u.voluntary += used.voluntary;
+        u.involuntary += used.involuntary;
+        self.daemon_used.set(u);
+    }
+
+    /// What the daemons this task stopped used.
+    pub(crate) fn daemon_usage(&self) -> GroupUsage {
+        self.daemon_used.get()
     }
 
     pub(crate) fn daemon(&self) -> std::cell::RefMut<'_, Option<RunningDaemon>> {
@@ -209,7 +230,7 @@ impl Context for RealContext {
         len: usize,
         buf: &mut Vec<u8>,
     ) -> Result<FileRead, WorkloadError> {
-        let full = self.shared.scratch.join(path);
+        let full = self.shared.files.join(path);
         buf.clear();
         buf.reserve(len);
         File::open(&full)

@@ -18,7 +18,10 @@
 //! [`Context::stop_daemon`]: schedlab_workload::Context::stop_daemon
 
 use crate::context::RealContext;
-use crate::procfs::{observed_settings_of, observed_settings_of_process, process_group_members};
+use crate::procfs::{
+    group_usage, observed_settings_of, observed_settings_of_process, process_group_members,
+    GroupUsage,
+};
 use crate::sys;
 use schedlab_workload::{Context, Daemon, WorkloadError};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -45,6 +48,8 @@ pub struct RunningDaemon {
     pidfd: i32,
     /// Its error log and its output file.
     logs: [PathBuf; 2],
+    /// What its processes used, read just before it was told to stop.
+    used: GroupUsage,
 }
 
 /// The last lines of the daemon's error log and output, for an error.
@@ -112,6 +117,8 @@ impl RunningDaemon {
         }
         let early = ended_within(self.pidfd, Duration::ZERO);
         if !early {
+            // Its workers' and its own threads' use, while they are all still there.
+            self.used = group_usage(self.pid);
             // SAFETY: signalling our own child's process group (its pid is not reaped yet, so
             // it cannot have been reused).
             unsafe { libc::kill(-self.pid, libc::SIGTERM) };
@@ -167,8 +174,10 @@ impl RealContext {
             p => p,
         };
         let dir = scratch.to_string_lossy().into_owned();
+        let files = self.shared().files.to_string_lossy().into_owned();
         let fill = |t: &str| {
             t.replace("@DIR@", &dir)
+                .replace("@FILES@", &files)
                 .replace("@PORT@", &port.to_string())
         };
         for (rel, text) in &daemon.config {
@@ -223,6 +232,7 @@ impl RealContext {
             pid,
             pidfd,
             logs,
+            used: GroupUsage::default(),
         };
         wait_ready(&running, port, || self.stop_requested())?;
         self.check_inherited(&running)?;
@@ -263,7 +273,9 @@ impl RealContext {
             WorkloadError::Backend("stop_daemon: this task runs no daemon".into())
         })?;
         let mut d = d;
-        d.stop().map_err(WorkloadError::Backend)
+        let stopped = d.stop().map_err(WorkloadError::Backend);
+        self.add_daemon_usage(d.used);
+        stopped
     }
 }
 
@@ -373,6 +385,7 @@ mod tests {
                 budget: Duration::from_secs(30),
                 trace: None,
                 rq_trace: None,
+                files: None,
             },
         );
         let Err(RunError::Task { message, .. }) = r else {

@@ -182,6 +182,10 @@ pub struct RepetitionSetup<'a> {
     pub trace: Option<&'a mut SchedTrace>,
     /// Run-queue timeline tracing (`--timeline`), if asked for.
     pub rq_trace: Option<&'a mut RqTrace>,
+    /// Where the caller wrote the workload's shared files
+    /// ([`schedlab_workload::Workload::shared_files`]), if it did; `None`: the repetition
+    /// writes [`Workload::write_files`] into its own temporary directory.
+    pub files: Option<&'a std::path::Path>,
 }
 
 /// The measured result of one repetition.
@@ -403,6 +407,11 @@ fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(
     report.voluntary = vol1.saturating_sub(vol0);
     report.involuntary = invol1.saturating_sub(invol0);
     report.samples = ctx.take_samples();
+    // A server it started and stopped (nginx, Apache) is its work too: its processes' use.
+    let daemon = ctx.daemon_usage();
+    report.cpu_ns += daemon.cpu_ns;
+    report.voluntary += daemon.voluntary;
+    report.involuntary += daemon.involuntary;
     // Reap the children the body did not wait for before reporting.
     drop(ctx);
     report.error = result.err().map(|e| e.to_string());
@@ -431,12 +440,18 @@ pub fn run_repetition<W: Workload>(
     let lock_stats = crate::locks::stats_enabled().map_err(RunError::Setup)?;
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
-    workload.write_files(scratch.path()).map_err(|e| {
-        RunError::Setup(format!(
-            "writing the workload's files in {}: {e}",
-            scratch.path().display()
-        ))
-    })?;
+    let files = match setup.files {
+        Some(dir) => dir.to_path_buf(),
+        None => {
+            workload.write_files(scratch.path()).map_err(|e| {
+                RunError::Setup(format!(
+                    "writing the workload's files in {}: {e}",
+                    scratch.path().display()
+                ))
+            })?;
+            scratch.path().to_path_buf()
+        }
+    };
     let channels = Channels::create(plan.transport, plan.channels, plan.duplex, &scratch)
         .and_then(|mut c| c.add_pipes(plan.sync.queues).map(|()| c))
         .map_err(|e| {
@@ -466,6 +481,7 @@ pub fn run_repetition<W: Workload>(
         sync: SyncObjects::new(&plan.sync, setup.stop.clone()),
         stop: setup.stop.clone(),
         scratch: scratch.path().to_path_buf(),
+        files,
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
     let body_workload = workload.clone();
@@ -1365,6 +1381,7 @@ mod tests {
                 budget,
                 trace: None,
                 rq_trace: None,
+                files: None,
             },
         );
         (r, started.elapsed())
@@ -1617,6 +1634,7 @@ mod eagain_tests {
                 budget: Duration::from_secs(60),
                 trace: None,
                 rq_trace: None,
+                files: None,
             },
         );
         let took = started.elapsed();

@@ -95,6 +95,7 @@ fn run<W: Workload>(w: W, budget: Duration) -> Result<Outcome, RunError> {
             budget,
             trace: None,
             rq_trace: None,
+            files: None,
         },
     )
     .map(|r| r.outcome)
@@ -270,6 +271,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
                 budget: Duration::from_secs(60),
                 trace: trace.as_mut(),
                 rq_trace: None,
+                files: None,
             },
         )
         .unwrap_or_else(|e| panic!("{mode:?}: {e}"));

@@ -30,6 +30,7 @@ fn run_with<W: Workload>(
             budget,
             trace: None,
             rq_trace: None,
+            files: None,
         },
     )
 }

@@ -57,7 +57,9 @@ pub struct ProgramExit {
 
 /// A server program a task starts and later stops ([`Context::start_daemon`]): nginx or
 /// Apache serving the run's files on 127.0.0.1. In `argv` and in every configuration file's
-/// text, `@DIR@` stands for the run's temporary directory (absolute) and `@PORT@` for the port.
+/// text, `@DIR@` stands for the run's temporary directory (absolute), `@FILES@` for the directory
+/// of the workload's files ([`crate::Workload::shared_files`]; `@DIR@` when they are written
+/// every repetition) and `@PORT@` for the port.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Daemon {
     /// The program (looked up in `PATH`) and its arguments.

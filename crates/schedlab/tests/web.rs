@@ -316,10 +316,11 @@ fn an_interrupted_run_leaves_nothing_behind() {
         !tasks.is_empty(),
         "no server or client processes while running"
     );
+    // The run's file set (written once for every repetition) and the repetition's directory.
     assert_eq!(
         temp_dirs_of(pid).len(),
-        1,
-        "the file set's directory while running"
+        2,
+        "the file set's and the repetition's directories while running"
     );
     let status = Command::new("kill")
         .args(["-INT", &pid.to_string()])

@@ -1,8 +1,9 @@
 //! `web --server nginx|apache2` (issue 17): each real server is started with the `server`
 //! group's knobs (read back from /proc while it serves), used by schedlab's client with
 //! byte-exact checks, and stopped with nothing left behind — after a normal end and after an
-//! interrupt; a port in use and the simulator are refused before anything runs. Skipped, with
-//! the install line, where the package is absent.
+//! interrupt; its processes' CPU time and switches are in the `server` row; a port in use and
+//! the simulator are refused before anything runs. Skipped, with the install line, where the
+//! package is absent.
 
 mod common;
 
@@ -182,13 +183,28 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
                 assert_eq!((nice, cpus.as_str()), (3, "0"), "{program} process {p}");
             }
         }
-        assert_eq!(temp_dirs_of(pid).len(), 1, "{program}: the run's directory");
+        // The repetition's directory and the run's file set.
+        assert_eq!(
+            temp_dirs_of(pid).len(),
+            2,
+            "{program}: the run's directories"
+        );
         common::succeeded(&args, child.wait_with_output().unwrap());
         let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
         std::fs::remove_file(&json).ok();
         let m = &rec.configs[0].repetitions[0].metrics;
         assert_eq!(m["conforming"], 4.0, "{program}: {m:?}");
         assert!(m["req_per_s"] > 4.0, "{program}: {m:?}");
+        // The server row counts the server's processes: CPU time, and a voluntary switch for
+        // at least every other request (a worker waits for each paced request) — the task that
+        // only started and stopped it has a dozen or so.
+        let server = &rec.configs[0].repetitions[0].counters["server"];
+        let requests = m["req_per_s"] * 3.0;
+        assert!(server.cpu_time_s > 0.0, "{program}: {server:?}");
+        assert!(
+            server.voluntary_switches.unwrap() as f64 >= requests / 2.0,
+            "{program}: {requests} requests, {server:?}"
+        );
         assert_eq!(left_after(&servers), Vec::<u32>::new(), "{program} left");
         assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
     }

@@ -109,15 +109,39 @@ pub trait Workload: Send + Sync + 'static {
         None
     }
     /// Write the files the task bodies read ([`Context::read_file`]) into `dir`, the run's
-    /// temporary directory, before the tasks start (the web workload's file set). The real
-    /// backend calls it once per repetition; the simulator has no files.
+    /// temporary directory, before the tasks start (a build's tree). The real backend calls it
+    /// once per repetition unless [`Workload::shared_files`] says repetitions may share them;
+    /// the simulator has no files.
     fn write_files(&self, _dir: &std::path::Path) -> std::io::Result<()> {
+        Ok(())
+    }
+    /// Files the tasks only read, which repetitions and configurations may share (the web
+    /// workload's file set): the real backend then writes them once per run, in a directory of
+    /// their own ([`Context::read_file`] and a daemon's `@FILES@` name it), with
+    /// [`Workload::write_shared_files`] instead of [`Workload::write_files`]. `None` (the
+    /// default): [`Workload::write_files`] every repetition.
+    fn shared_files(&self) -> Option<SharedFiles> {
+        None
+    }
+    /// Write the shared files of extents `from..` of [`Workload::shared_files`] into `dir`
+    /// (those below `from`, written for another configuration of the same key, are there).
+    fn write_shared_files(&self, _dir: &std::path::Path, _from: usize) -> std::io::Result<()> {
         Ok(())
     }
     /// A generous upper bound on one repetition's wall time, for the supervisor's budget.
     fn expected_time(&self) -> Option<Duration> {
         None
     }
+}
+
+/// What identifies the read-only files of a configuration ([`Workload::shared_files`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedFiles {
+    /// Configurations of the same key write the same files for the same extent.
+    pub key: String,
+    /// How much of them this configuration needs (the web workload's directories); the files
+    /// of a larger extent include those of a smaller one, so one directory serves both.
+    pub extent: usize,
 }
 
 /// Something done with a preset's type: the way to reach every shipped workload through one

@@ -866,8 +866,15 @@ impl Workload for Web {
         }
     }
 
-    fn write_files(&self, dir: &std::path::Path) -> std::io::Result<()> {
-        self.fileset().write(dir)
+    fn shared_files(&self) -> Option<super::SharedFiles> {
+        Some(super::SharedFiles {
+            key: format!("web file set, mix-seed {}", self.mix_seed),
+            extent: self.file_dirs(),
+        })
+    }
+
+    fn write_shared_files(&self, dir: &std::path::Path, from: usize) -> std::io::Result<()> {
+        self.fileset().write_from(dir, from)
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {

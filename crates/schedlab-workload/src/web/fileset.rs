@@ -232,7 +232,14 @@ impl FileSet {
 
     /// Write every file under `root` (`root/file_set/dirNNNNN/classC_F`).
     pub fn write(&self, root: &Path) -> io::Result<()> {
-        for dir in 0..self.dirs as u32 {
+        self.write_from(root, 0)
+    }
+
+    /// Write the files of directories `from..` under `root`: a file's contents follow from the
+    /// seed and its path alone, so a smaller set of the same seed is there already and a
+    /// larger set's directory serves a smaller set too.
+    pub fn write_from(&self, root: &Path, from: usize) -> io::Result<()> {
+        for dir in from.min(self.dirs) as u32..self.dirs as u32 {
             let d: PathBuf = root.join(format!("file_set/dir{dir:05}"));
             std::fs::create_dir_all(&d)?;
             for class in 0..CLASSES as u8 {
@@ -345,6 +352,30 @@ mod tests {
             let got = std::fs::read(dir.join(id.rel_path())).unwrap();
             assert_eq!(set.verify(id, &got), Ok(()), "{id:?}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A smaller set written first, then extended to a larger one of the same seed (as the real
+    /// backend shares one directory between repetitions and find-max candidates): every file of
+    /// both sets is byte-exact, and no directory beyond the larger set's is written.
+    #[test]
+    fn an_extended_set_serves_the_smaller_and_the_larger() {
+        let dir = std::env::temp_dir().join(format!(
+            "schedlab-fileset-extend-test-{}",
+            std::process::id()
+        ));
+        let small = FileSet::new(1, 5).unwrap();
+        let large = FileSet::new(3, 5).unwrap();
+        small.write(&dir).unwrap();
+        large.write_from(&dir, small.dirs()).unwrap();
+        for set in [&small, &large] {
+            for id in set.files() {
+                let got = std::fs::read(dir.join(id.rel_path())).unwrap();
+                assert_eq!(set.verify(id, &got), Ok(()), "{id:?}");
+            }
+        }
+        let dirs = std::fs::read_dir(dir.join("file_set")).unwrap().count();
+        assert_eq!(dirs, 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

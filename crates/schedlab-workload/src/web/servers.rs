@@ -123,7 +123,7 @@ http {{
     scgi_temp_path @DIR@/nginx-scgi;
     server {{
         listen 127.0.0.1:@PORT@;
-        root @DIR@;
+        root @FILES@;
     }}
 }}
 ",
@@ -147,8 +147,8 @@ User www-data
 Group www-data
 ServerName 127.0.0.1
 Listen 127.0.0.1:@PORT@
-DocumentRoot @DIR@
-<Directory @DIR@>
+DocumentRoot @FILES@
+<Directory @FILES@>
     Require all granted
 </Directory>
 KeepAlive On
