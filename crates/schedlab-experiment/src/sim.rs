@@ -138,10 +138,19 @@ impl Backend for SimBackend {
                 ("counters".to_string(), "exact (simulator)".to_string()),
             ])
             .into_iter()
+            .chain(first.topology.map(|t| {
+                (
+                    "topology".to_string(),
+                    format!("{t} ({})", first.cost.distance_costs()),
+                )
+            }))
             .chain(
-                first
-                    .topology
-                    .map(|t| ("topology".to_string(), t.to_string())),
+                (first.topology.is_none() && first.cost.llc_pct != 100).then(|| {
+                    (
+                        "topology".to_string(),
+                        format!("flat ({})", first.cost.distance_costs()),
+                    )
+                }),
             )
             .chain(
                 first
