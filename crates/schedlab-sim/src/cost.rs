@@ -420,6 +420,18 @@ mod tests {
             "'vax' is not known; profiles: modern, piii-700"
         );
         let modern = || CostModel::profile("modern").unwrap();
+        let m = modern()
+            .with_overrides(&["smt_pct=10,llc_pct=100,socket_pct=350".into()])
+            .unwrap();
+        assert_eq!(m.distance_costs(), "smt_pct=10 llc_pct=100 socket_pct=350");
+        let e = modern()
+            .with_overrides(&["socket_pct=1001".into()])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "socket_pct=1001: accepted: 0..1000 (percent)"
+        );
+        assert!(modern().with_overrides(&["smt_pct=-1".into()]).is_err());
         let e = modern().with_overrides(&["hz=5".into()]).unwrap_err();
         assert_eq!(e.to_string(), "hz=5: accepted: 10..10000");
         let e = modern().with_overrides(&["switch=abc".into()]).unwrap_err();
