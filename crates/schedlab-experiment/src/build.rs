@@ -39,6 +39,8 @@ pub struct SimRequest {
     pub policy: Option<String>,
     /// CPUs [default: this machine's].
     pub cpus: Option<usize>,
+    /// Sockets, cores and threads, `SOCKETSs:CORESc:THREADSt` [default: flat].
+    pub topology: Option<String>,
     /// Cost profile [default: modern].
     pub profile: Option<String>,
     /// Cost overrides, `key=value`.

@@ -9,6 +9,7 @@ use crate::vary::MachineKey;
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::profile_file::load_profile;
+use schedlab_sim::topology::Topology;
 use schedlab_sim::{run_repetition, SimError, SimSetup};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::HostNeeds;
@@ -25,6 +26,8 @@ pub struct SimMachine {
     pub spec: PolicySpec,
     /// Simulated CPUs.
     pub cpus: usize,
+    /// Their sockets, cores and threads (`--topology`); `None` is a flat machine.
+    pub topology: Option<Topology>,
     /// Cost model.
     pub cost: CostModel,
     /// Seed of the first measured repetition.
@@ -39,7 +42,23 @@ impl SimMachine {
     /// The machine a request asks for; `host_cpus` is the default CPU count.
     pub fn from_request(req: &SimRequest, host_cpus: usize) -> Result<SimMachine, ExperimentError> {
         let spec = parse_policy(req.policy.as_deref().unwrap_or("eevdf"))?;
-        let cpus = check_cpus(req.cpus.unwrap_or(host_cpus))?;
+        let topology = match &req.topology {
+            Some(text) => Some(
+                text.parse::<Topology>()
+                    .map_err(|e| ExperimentError::Machine(format!("--topology: {e}")))?,
+            ),
+            None => None,
+        };
+        let cpus = match (topology, req.cpus) {
+            (Some(t), Some(n)) if t.cpus() != n => {
+                return Err(ExperimentError::Machine(format!(
+                    "--topology {t} makes {} logical CPUs but --cpus is {n}; give one of them, or both agreeing",
+                    t.cpus()
+                )))
+            }
+            (Some(t), _) => t.cpus(),
+            (None, n) => check_cpus(n.unwrap_or(host_cpus))?,
+        };
         let cost = load_profile(req.profile.as_deref().unwrap_or("modern"))
             .map_err(ExperimentError::Profile)?
             .with_overrides(&req.cost)
@@ -54,6 +73,7 @@ impl SimMachine {
         let m = SimMachine {
             spec,
             cpus,
+            topology,
             cost,
             seed: req.seed.unwrap_or(1),
             cost_overrides: req.cost.clone(),
@@ -118,6 +138,20 @@ impl Backend for SimBackend {
                 ("counters".to_string(), "exact (simulator)".to_string()),
             ])
             .into_iter()
+            .chain(first.topology.map(|t| {
+                (
+                    "topology".to_string(),
+                    format!("{t} ({})", first.cost.distance_costs()),
+                )
+            }))
+            .chain(
+                (first.topology.is_none() && first.cost.llc_pct != 100).then(|| {
+                    (
+                        "topology".to_string(),
+                        format!("flat ({})", first.cost.distance_costs()),
+                    )
+                }),
+            )
             .chain(
                 first
                     .kernel_cpus
@@ -133,8 +167,12 @@ impl Backend for SimBackend {
             Some(k) => format!(", kernel threads on CPU {k}"),
             None => String::new(),
         };
+        let topology = match &m.topology {
+            Some(t) => format!(" ({t})"),
+            None => String::new(),
+        };
         Some(format!(
-            "{}, {} CPU{}, {}{kernel}",
+            "{}, {} CPU{}{topology}, {}{kernel}",
             m.policy_name(),
             m.cpus,
             if m.cpus == 1 { "" } else { "s" },
@@ -163,6 +201,12 @@ impl Backend for SimBackend {
         let mut m = m.clone();
         match key {
             MachineKey::Policy => m.spec = parse_policy(value)?,
+            MachineKey::Cpus if m.topology.is_some() => {
+                return Err(ExperimentError::Machine(format!(
+                    "cpus does not go with --topology {}: the topology fixes the CPU count; vary one or the other",
+                    m.topology.map(|t| t.to_string()).unwrap_or_default()
+                )))
+            }
             MachineKey::Cpus => {
                 let n = value.parse::<usize>().map_err(|_| {
                     ExperimentError::Machine(format!(
@@ -240,6 +284,7 @@ impl Backend for SimBackend {
             SimSetup {
                 policy: &m.spec,
                 cpus: m.cpus,
+                topology: m.topology.as_ref(),
                 cost: &m.cost,
                 seed: m.seed.wrapping_add(input.index),
                 knobs: input.knobs,

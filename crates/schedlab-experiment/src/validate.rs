@@ -223,6 +223,7 @@ pub fn validate(
     let sim = SimRequest {
         policy: Some(policy.into()),
         cpus: Some(cpus),
+        topology: None,
         profile: Some(profile.into()),
         cost: Vec::new(),
         seed: Some(1),

@@ -156,6 +156,20 @@ pub struct CostModel {
     /// A spawned task's exit (`do_exit`, unmapping, notifying the parent), charged to it after
     /// its body returns. Estimates: `modern` 50 µs, `piii-700` 100 µs.
     pub exit: u64,
+    /// `ipi`, `bounce` and `migration` between SMT siblings of one core, in percent of their
+    /// value (which is for two cores sharing a last-level cache). Siblings share L1 and L2, so
+    /// a migrated task's cache is mostly warm and a bounced line stays in the core; the IPI
+    /// still goes through the APIC. Estimate: 50 in both profiles.
+    pub smt_pct: u64,
+    /// The same between two cores of one socket (one LLC): 100, the profiles' own figures. A
+    /// flat machine (no topology) is all such pairs, so it pays exactly `ipi`, `bounce`,
+    /// `migration` by default.
+    pub llc_pct: u64,
+    /// The same between CPUs of different sockets: a cache line or a refill from the other
+    /// socket's LLC or memory over the interconnect, roughly twice an on-socket transfer on
+    /// current two-socket x86 servers (cross-socket cache-to-cache latency ≈ 100–130 ns
+    /// against ≈ 40–50 ns within a socket). Estimate: 200 in both profiles.
+    pub socket_pct: u64,
     /// Relative uniform jitter applied to every cost (0.05 = ±5 %).
     pub jitter: f64,
 }
@@ -164,7 +178,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -197,6 +211,9 @@ impl CostModel {
                 io_latency: 50_000,
                 fork: 500_000,
                 exit: 50_000,
+                smt_pct: 50,
+                llc_pct: 100,
+                socket_pct: 200,
                 jitter: 0.05,
             }),
             "piii-700" => Ok(CostModel {
@@ -226,6 +243,9 @@ impl CostModel {
                 io_latency: 8_000_000,
                 fork: 700_000,
                 exit: 100_000,
+                smt_pct: 50,
+                llc_pct: 100,
+                socket_pct: 200,
                 jitter: 0.05,
             }),
             other => Err(CostError::UnknownProfile(other.into())),
@@ -292,6 +312,18 @@ impl CostModel {
                         .filter(|b| (64 << 20..=1 << 40).contains(b))
                         .ok_or_else(|| bad("accepted: a size from 64MiB to 1TiB, such as 1GiB"))?
                 }
+                "smt_pct" | "llc_pct" | "socket_pct" => {
+                    let pct = value
+                        .parse()
+                        .ok()
+                        .filter(|p| (0..=1000).contains(p))
+                        .ok_or_else(|| bad("accepted: 0..1000 (percent)"))?;
+                    match key {
+                        "smt_pct" => self.smt_pct = pct,
+                        "llc_pct" => self.llc_pct = pct,
+                        _ => self.socket_pct = pct,
+                    }
+                }
                 "reclaim" => self.reclaim = dur()?,
                 "syscall" => self.syscall = dur()?,
                 "switch" => self.switch = dur()?,
@@ -339,6 +371,16 @@ impl CostModel {
         Ok(self)
     }
 
+    /// The distance scales (`smt_pct=50 llc_pct=100 socket_pct=200`), for a record of a
+    /// machine with a topology (the [`Display`](fmt::Display) form leaves them out, so that
+    /// records of flat machines stay as they were).
+    pub fn distance_costs(&self) -> String {
+        format!(
+            "smt_pct={} llc_pct={} socket_pct={}",
+            self.smt_pct, self.llc_pct, self.socket_pct
+        )
+    }
+
     /// Length of a timer tick.
     pub fn tick_ns(&self) -> u64 {
         1_000_000_000 / self.hz as u64
@@ -378,6 +420,18 @@ mod tests {
             "'vax' is not known; profiles: modern, piii-700"
         );
         let modern = || CostModel::profile("modern").unwrap();
+        let m = modern()
+            .with_overrides(&["smt_pct=10,llc_pct=100,socket_pct=350".into()])
+            .unwrap();
+        assert_eq!(m.distance_costs(), "smt_pct=10 llc_pct=100 socket_pct=350");
+        let e = modern()
+            .with_overrides(&["socket_pct=1001".into()])
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "socket_pct=1001: accepted: 0..1000 (percent)"
+        );
+        assert!(modern().with_overrides(&["smt_pct=-1".into()]).is_err());
         let e = modern().with_overrides(&["hz=5".into()]).unwrap_err();
         assert_eq!(e.to_string(), "hz=5: accepted: 10..10000");
         let e = modern().with_overrides(&["switch=abc".into()]).unwrap_err();

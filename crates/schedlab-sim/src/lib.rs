@@ -5,6 +5,7 @@
 //! - [`context`]: the [`schedlab_workload::Context`] a body runs against on the simulator;
 //! - [`machine`]: CPUs, clock, accounting, the wakeup and switch paths (the mechanism);
 //! - [`cost`]: what things cost, in named profiles;
+//! - [`topology`]: sockets, cores and SMT threads, and how far apart two CPUs are;
 //! - [`policy`]: the policy trait (like the kernel's `struct sched_class`) and one file per
 //!   policy.
 //!
@@ -18,7 +19,7 @@
 //! let cost = CostModel::profile("modern").unwrap();
 //! let knobs = vec![Knobs::default(); 2];
 //! let setup = SimSetup { policy: &spec, cpus: 2, cost: &cost, seed: 1, knobs: &knobs,
-//!                        stop: None, wall_budget: None, kernel_cpus: None,
+//!                        stop: None, wall_budget: None, kernel_cpus: None, topology: None,
 //!                        timeline: false };
 //! let r = run_repetition(&w, setup).unwrap();
 //! assert_eq!(w.metrics(&r.outcome).unwrap()["round_trips"], 100.0);
@@ -32,6 +33,7 @@ pub mod engine;
 pub mod machine;
 pub mod policy;
 pub mod profile_file;
+pub mod topology;
 
 pub use machine::{
     check_setup, run_repetition, SimError, SimResult, SimSetup, KERNEL_GROUP, NETISR_PRIORITY,

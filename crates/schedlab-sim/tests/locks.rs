@@ -105,6 +105,7 @@ fn sim<W: Workload>(
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost,
             seed: 1,
             knobs: k,

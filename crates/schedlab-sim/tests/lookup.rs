@@ -34,6 +34,7 @@ fn sim(w: &Lookup, cpus: usize) -> SimResult {
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost: &CostModel::profile("piii-700").unwrap(),
             seed: 1,
             knobs: &knobs,

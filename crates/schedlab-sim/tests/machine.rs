@@ -70,6 +70,7 @@ fn sim_costed<W: Workload>(
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost,
             seed,
             knobs: k,

@@ -119,6 +119,7 @@ fn sim<W: Workload>(
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost,
             seed: 1,
             knobs: &knobs,

@@ -26,6 +26,7 @@ fn sim<W: Workload>(w: &W, policy: &str, cpus: usize, seed: u64) -> Result<SimRe
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost: &cost,
             seed,
             knobs: &knobs,

@@ -117,6 +117,7 @@ fn run<W: Workload>(w: &W, policy: &str, cpus: usize, k: &[Knobs], timeline: boo
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost: &cost,
             seed: 1,
             knobs: k,

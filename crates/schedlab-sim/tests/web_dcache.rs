@@ -38,6 +38,7 @@ fn sim(w: &Web, cpus: usize) -> SimResult {
         SimSetup {
             policy: &spec,
             cpus,
+            topology: None,
             cost: &CostModel::profile("piii-700").unwrap(),
             seed: 1,
             knobs: &knobs,

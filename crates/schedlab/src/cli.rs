@@ -464,6 +464,11 @@ pub struct CommonArgs {
     /// (sim) Number of simulated CPUs, 1..1024 [default: this machine's].
     #[arg(long, allow_negative_numbers = true, value_parser = cpu_count)]
     pub cpus: Option<usize>,
+    /// (sim) CPU topology SOCKETSs:CORESc:THREADSt, e.g. 2s:32c:2t (128 logical CPUs, numbered as
+    /// Linux does on x86 servers: first threads of all cores, then their SMT siblings)
+    /// [default: flat, --cpus single-thread cores sharing one LLC].
+    #[arg(long, value_name = "SOCKETSs:CORESc:THREADSt")]
+    pub topology: Option<String>,
     /// (sim) Cost profile of the simulated machine: modern or piii-700 [default: modern].
     #[arg(long)]
     pub profile: Option<String>,

@@ -120,6 +120,7 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
             let sim_only = [
                 ("--policy", common.policy.is_some()),
                 ("--cpus", common.cpus.is_some()),
+                ("--topology", common.topology.is_some()),
                 ("--profile", common.profile.is_some()),
                 ("--cost", !common.cost.is_empty()),
                 ("--seed", common.seed.is_some()),
@@ -139,6 +140,7 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
             Ok(BackendRequest::Sim(SimRequest {
                 policy: common.policy.clone(),
                 cpus: common.cpus,
+                topology: common.topology.clone(),
                 profile: common.profile.clone(),
                 cost: common.cost.clone(),
                 seed: common.seed,

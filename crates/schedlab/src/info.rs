@@ -72,6 +72,11 @@ pub fn list(profile_file: Option<&str>) -> Result<String, String> {
     for name in schedlab_sim::cost::PROFILES {
         let c = schedlab_sim::cost::CostModel::profile(name).expect("known profile");
         let _ = writeln!(out, "  {c}");
+        let _ = writeln!(
+            out,
+            "    by distance (--topology SOCKETSs:CORESc:THREADSt): {}",
+            c.distance_costs()
+        );
     }
     let _ = writeln!(out, "  keys: {}", schedlab_sim::cost::COST_KEYS);
     let _ = writeln!(

@@ -6,6 +6,7 @@
 
 use super::{Effect, Machine, SimResult};
 use crate::policy::{CpuId, MachineView};
+use crate::topology::Distance;
 use rand_core::RngCore;
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
@@ -38,10 +39,28 @@ impl Machine<'_> {
     /// `bounce` if channel `ch` was last used on another CPU than `cpu`, which uses it now.
     pub(super) fn bounce(&mut self, cpu: CpuId, ch: usize) -> u64 {
         let last = self.channels[ch].last_cpu.replace(cpu);
-        if self.cost.bounce == 0 || last.is_none_or(|l| l == cpu) {
+        let Some(last) = last.filter(|&l| l != cpu && self.cost.bounce != 0) else {
             return 0;
+        };
+        let bounce = self.by_distance(self.cost.bounce, last, cpu);
+        self.c(bounce)
+    }
+
+    /// `base` (a cost between two CPUs sharing a last-level cache: `ipi`, `bounce`,
+    /// `migration`) scaled to how far apart `a` and `b` are in the topology by the profile's
+    /// `smt_pct`, `llc_pct` and `socket_pct`. On a flat machine every pair shares the LLC, so the cost is
+    /// `base` unchanged.
+    pub(super) fn by_distance(&self, base: u64, a: CpuId, b: CpuId) -> u64 {
+        let pct = match self.topology.distance(a, b) {
+            Distance::Same => return base,
+            Distance::Smt => self.cost.smt_pct,
+            Distance::Llc => self.cost.llc_pct,
+            Distance::Socket => self.cost.socket_pct,
+        };
+        if pct == 100 {
+            return base;
         }
-        self.c(self.cost.bounce)
+        (base * pct).div_ceil(100).min(crate::cost::MAX_COST_NS)
     }
 
     pub(super) fn copy_cost(&mut self, bytes: usize) -> u64 {

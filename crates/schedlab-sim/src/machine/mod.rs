@@ -62,6 +62,7 @@ use crate::engine::{Body, EventQueue, Executor};
 use crate::policy::{
     self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
 };
+use crate::topology::Topology;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
@@ -80,6 +81,9 @@ pub struct SimSetup<'a> {
     pub policy: &'a PolicySpec,
     /// Number of simulated CPUs.
     pub cpus: usize,
+    /// How the CPUs are arranged in sockets, cores and SMT threads; `None` is a flat machine
+    /// (one socket of single-thread cores). Its logical CPUs must number `cpus`.
+    pub topology: Option<&'a Topology>,
     /// The cost model.
     pub cost: &'a CostModel,
     /// The seed of this repetition.
@@ -128,6 +132,16 @@ pub enum SimError {
         cpus: usize,
         /// The most CPUs the simulator models ([`policy::MAX_CPUS`]).
         max: usize,
+    },
+    /// The topology's logical CPUs are not the CPU count.
+    #[error("the topology {topology} has {logical} logical CPUs, not {cpus}")]
+    TopologyCpus {
+        /// The topology.
+        topology: Topology,
+        /// Its logical CPUs.
+        logical: usize,
+        /// The CPU count asked for.
+        cpus: usize,
     },
     /// Bad setup: an unknown policy, bad knobs, or a knob the policy has no notion of (the
     /// message of the policy or of the knobs).
@@ -230,6 +244,13 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .map(|(g, k)| (g.name, k))
         .collect();
     let policy = checked_policy(setup.policy, setup.cpus, &groups)?;
+    if let Some(t) = setup.topology.filter(|t| t.cpus() != setup.cpus) {
+        return Err(SimError::TopologyCpus {
+            topology: *t,
+            logical: t.cpus(),
+            cpus: setup.cpus,
+        });
+    }
     let refs = plan.tasks();
     // The places of the tasks the groups may spawn follow the starting tasks (ids
     // `refs.len()..`): their bodies are made now and first polled when spawned.
@@ -524,6 +545,9 @@ pub use schedlab_workload::record::KERNEL_GROUP;
 struct Machine<'a> {
     now: u64,
     cost: CostModel,
+    /// The CPUs' arrangement (flat when the setup gave none): distance scales `ipi`, `bounce`
+    /// and `migration` (`paths.rs`, `accounting.rs`).
+    topology: Topology,
     rng: Xoshiro256PlusPlus,
     policy: Box<dyn Policy>,
     events: EventQueue<Event>,
@@ -605,6 +629,10 @@ impl<'a> Machine<'a> {
         Machine {
             now: 0,
             cost: setup.cost.clone(),
+            topology: setup
+                .topology
+                .copied()
+                .unwrap_or_else(|| Topology::flat(setup.cpus)),
             rng,
             policy,
             events: EventQueue::default(),

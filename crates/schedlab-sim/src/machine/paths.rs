@@ -68,8 +68,9 @@ impl Machine<'_> {
         let mut cost = self.rq_lock(domain, hold);
         if prev != Some(n) {
             cost += self.c(self.cost.switch);
-            if self.tasks[n].last_ran.is_some_and(|c| c != cpu) {
-                cost += self.c(self.cost.migration);
+            if let Some(last) = self.tasks[n].last_ran.filter(|&c| c != cpu) {
+                let refill = self.by_distance(self.cost.migration, last, cpu);
+                cost += self.c(refill);
             }
         }
         let task = &mut self.tasks[n];
@@ -189,9 +190,10 @@ impl Machine<'_> {
         let delay = if start {
             0
         } else {
-            let ipi = if from.is_some_and(|f| f != cpu) {
+            let ipi = if let Some(f) = from.filter(|&f| f != cpu) {
                 send = self.ipi_send();
-                send + self.c(self.cost.ipi)
+                let ipi = self.by_distance(self.cost.ipi, f, cpu);
+                send + self.c(ipi)
             } else {
                 0
             };
@@ -209,9 +211,10 @@ impl Machine<'_> {
             return 0;
         }
         self.cpus[cpu].kick_pending = true;
-        let (send, delay) = if from.is_some() {
+        let (send, delay) = if let Some(f) = from {
             let send = self.ipi_send();
-            (send, send + self.c(self.cost.ipi))
+            let ipi = self.by_distance(self.cost.ipi, f, cpu);
+            (send, send + self.c(ipi))
         } else {
             (0, 0)
         };

@@ -968,6 +968,7 @@ mod tests {
                 crate::SimSetup {
                     policy: &spec,
                     cpus: 4,
+                    topology: None,
                     cost: &cost,
                     seed: 1,
                     knobs: &k,

@@ -1306,6 +1306,7 @@ mod tests {
                 crate::SimSetup {
                     policy: &spec,
                     cpus: 8,
+                    topology: None,
                     cost: &cost,
                     seed: 1,
                     knobs: &[Knobs::default()],

@@ -960,6 +960,7 @@ mod tests {
             let setup = SimSetup {
                 policy: &spec,
                 cpus: 1,
+                topology: None,
                 cost: &cost,
                 seed: 1,
                 knobs: &knobs,

@@ -1,0 +1,112 @@
+//! Distance-dependent costs (issue 21 part 1): on a machine with a topology, `ipi`, `bounce`
+//! and `migration` between two CPUs scale with how far apart they are (`smt_pct`, `llc_pct`,
+//! `socket_pct`); on a flat machine, and between cores of one socket, they are the profile's.
+
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::topology::Topology;
+use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
+use schedlab_workload::knobs::parse_knob;
+use schedlab_workload::presets::PingPong;
+use schedlab_workload::Workload;
+
+/// Pingpong with ping on CPU `ping` and pong on CPU `pong`, on `topology` (flat when `None`)
+/// of `cpus` CPUs, without jitter.
+fn pingpong(
+    topology: Option<&Topology>,
+    cpus: usize,
+    ping: usize,
+    pong: usize,
+    cost: &[&str],
+) -> Result<SimResult, SimError> {
+    let w = PingPong {
+        loops: 2_000,
+        ..PingPong::default()
+    };
+    let spec: PolicySpec = "cfs".parse().unwrap();
+    let overrides: Vec<String> = ["jitter=0"]
+        .iter()
+        .chain(cost)
+        .map(|s| s.to_string())
+        .collect();
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&overrides)
+        .unwrap();
+    let knobs = vec![
+        parse_knob("cpus", &ping.to_string()).unwrap(),
+        parse_knob("cpus", &pong.to_string()).unwrap(),
+    ];
+    assert_eq!(w.plan().groups.len(), 2);
+    run_repetition(
+        &w,
+        SimSetup {
+            policy: &spec,
+            cpus,
+            topology,
+            cost: &cost,
+            seed: 1,
+            knobs: &knobs,
+            kernel_cpus: None,
+            stop: None,
+            wall_budget: None,
+            timeline: false,
+        },
+    )
+}
+
+#[test]
+fn a_cross_socket_wakeup_costs_more_than_a_sibling_wakeup() {
+    // 2s:2c:2t: CPUs 0-1 socket 0, 2-3 socket 1, 4-7 their siblings (4 is 0's).
+    let t: Topology = "2s:2c:2t".parse().unwrap();
+    let sibling = pingpong(Some(&t), 8, 0, 4, &[]).unwrap().elapsed_ns;
+    let same_llc = pingpong(Some(&t), 8, 0, 1, &[]).unwrap().elapsed_ns;
+    let remote = pingpong(Some(&t), 8, 0, 2, &[]).unwrap().elapsed_ns;
+    assert!(
+        sibling < same_llc && same_llc < remote,
+        "sibling {sibling} ns, same LLC {same_llc} ns, other socket {remote} ns"
+    );
+    // Each round trip is two remote wakeups: the IPI (1.5 us) at 50 % and at 200 %.
+    let per_rt = |ns: u64| ns as f64 / 2_000.0;
+    let gap = per_rt(remote) - per_rt(sibling);
+    assert!(
+        (4_000.0..5_000.0).contains(&gap),
+        "remote - sibling = {gap} ns per round trip; two IPIs of 1.5 us at 200 % vs 50 % make 4.5 us"
+    );
+    // With the scales at 100 % the distance costs nothing: what is left is the CPUs' tick
+    // phases, well under the 4.5 us.
+    let flat_scales = ["smt_pct=100", "socket_pct=100"];
+    let a = pingpong(Some(&t), 8, 0, 4, &flat_scales)
+        .unwrap()
+        .elapsed_ns;
+    let b = pingpong(Some(&t), 8, 0, 2, &flat_scales)
+        .unwrap()
+        .elapsed_ns;
+    let left = (per_rt(a) - per_rt(b)).abs();
+    assert!(
+        left < 500.0,
+        "{left} ns per round trip with the scales at 100 %"
+    );
+}
+
+#[test]
+fn a_flat_machine_pays_what_one_llc_pays() {
+    let t: Topology = "2s:2c:2t".parse().unwrap();
+    let flat = pingpong(None, 8, 0, 1, &[]).unwrap();
+    let topo = pingpong(Some(&t), 8, 0, 1, &[]).unwrap();
+    assert_eq!(flat.elapsed_ns, topo.elapsed_ns);
+    assert_eq!(flat.events, topo.events);
+    // llc_pct scales a flat machine too.
+    let dearer = pingpong(None, 8, 0, 1, &["llc_pct=300"]).unwrap();
+    assert!(dearer.elapsed_ns > flat.elapsed_ns);
+}
+
+#[test]
+fn a_topology_that_is_not_the_cpu_count_is_refused() {
+    let t: Topology = "2s:2c:2t".parse().unwrap();
+    let e = pingpong(Some(&t), 4, 0, 1, &[]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "the topology 2s:2c:2t has 8 logical CPUs, not 4"
+    );
+}
