@@ -36,20 +36,7 @@ unsafe impl Sync for RunGroup {}
 impl RunGroup {
     /// Make this process a subreaper and start the group's keeper.
     pub fn new() -> std::io::Result<RunGroup> {
-        // SAFETY: a fresh anonymous shared mapping of one page, zeroed by the kernel.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if page == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let page = crate::sys::shared_zeroed(4096)?;
         let unmap = || {
             // SAFETY: unmapping the page just mapped.
             unsafe { libc::munmap(page, 4096) };

@@ -249,20 +249,7 @@ unsafe impl Sync for Gate {}
 
 impl Gate {
     fn new() -> std::io::Result<Gate> {
-        // SAFETY: a fresh anonymous shared mapping of one page; checked for failure below.
-        let page = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if page == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let page = sys::shared_zeroed(4096)?;
         Ok(Gate {
             ready: sys::pipe()?,
             start: sys::pipe()?,

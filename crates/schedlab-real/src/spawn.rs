@@ -144,20 +144,7 @@ unsafe impl Sync for SharedCounters {}
 impl SharedCounters {
     fn new(len: usize) -> std::io::Result<SharedCounters> {
         let bytes = (len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
-        // SAFETY: a fresh anonymous shared mapping, zeroed by the kernel.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
+        let ptr = crate::sys::shared_zeroed(bytes)?;
         Ok(SharedCounters {
             ptr: ptr.cast(),
             len,

@@ -200,6 +200,27 @@ pub fn wait_readable(fd: i32, timeout_ms: i32) -> bool {
     }
 }
 
+/// A fresh anonymous shared mapping of `bytes` (rounded up to pages by the kernel), zeroed,
+/// readable and writable: memory a process shares with the children it forks. Unmap with
+/// `libc::munmap(ptr, bytes)`.
+pub fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
+    // SAFETY: a new mapping at an address the kernel picks; no existing memory is touched.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ptr)
+}
+
 /// A pipe as (read end, write end), close-on-exec.
 pub fn pipe() -> io::Result<(i32, i32)> {
     let mut fds = [0i32; 2];
