@@ -26,7 +26,6 @@ use crate::sys;
 use schedlab_workload::{Context, Daemon, WorkloadError};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -191,7 +190,6 @@ impl RealContext {
         let output2 = output
             .try_clone()
             .map_err(|e| err(format!("its output: {e}")))?;
-        let parent = std::process::id() as i32;
         let mut command = Command::new(&name);
         command
             .args(daemon.argv[1..].iter().map(|a| fill(a)))
@@ -199,17 +197,7 @@ impl RealContext {
             .stdin(Stdio::null())
             .stdout(output)
             .stderr(output2);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                libc::setpgid(0, 0);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        crate::program::own_group_ending_with_us(&mut command);
         let child = command
             .spawn()
             .map_err(|e| err(format!("starting {name}: {e}")))?;

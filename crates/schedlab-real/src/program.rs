@@ -52,6 +52,24 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
+/// Start `command` in a process group of its own (so that it and everything it starts can be
+/// signalled together) that gets SIGTERM when this process dies (PR_SET_PDEATHSIG; and exits at
+/// once if we already died between fork and exec).
+pub(crate) fn own_group_ending_with_us(command: &mut Command) {
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Whether process `pid` can be waited for now (its pidfd is readable), waiting at most `wait`.
 fn ended_within(pidfd: i32, wait: Duration) -> bool {
     let mut fd = libc::pollfd {
@@ -110,7 +128,6 @@ impl RealContext {
         let output = File::create(&output_path)
             .map_err(|e| err(&format!("creating {}", output_path.display()), e))?;
         let output2 = output.try_clone().map_err(|e| err("its output", e))?;
-        let parent = std::process::id() as i32;
         let mut command = Command::new(name);
         command
             .args(&program.argv[1..])
@@ -119,17 +136,7 @@ impl RealContext {
             .stdin(Stdio::null())
             .stdout(output)
             .stderr(output2);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(move || {
-                libc::setpgid(0, 0);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        own_group_ending_with_us(&mut command);
         let start = sys::monotonic_ns();
         let child = command
             .spawn()
