@@ -263,34 +263,39 @@ pub fn analyse(tl: &Timeline, bins: usize) -> TimelineSummary {
             .count() as u128;
         *idle_waiting_ns += wasted * u128::from(to - from);
     };
+    // Hold the current lengths from `from` to `to`, window boundary by window boundary.
+    let hold_until = |from: u64,
+                      to: u64,
+                      series: &mut [Series],
+                      running: &[u32],
+                      waiting: &[Vec<u32>],
+                      idle_waiting_ns: &mut u128| {
+        let mut at = from;
+        while at < to {
+            let next = series
+                .iter()
+                .map(|s| s.bins.next.min(s.seconds.next))
+                .min()
+                .unwrap_or(to);
+            let stop = next.min(to);
+            hold(at, stop, series, running, waiting, idle_waiting_ns);
+            for s in series.iter_mut() {
+                s.advance(stop);
+            }
+            at = stop;
+        }
+    };
     for e in &tl.events {
         let t = e.t_ns.min(end);
         if t > now {
-            // Window boundaries between now and t, holding the current lengths.
-            let mut at = now;
-            loop {
-                let next = series
-                    .iter()
-                    .map(|s| s.bins.next.min(s.seconds.next))
-                    .min()
-                    .unwrap_or(t);
-                let stop = next.min(t);
-                hold(
-                    at,
-                    stop,
-                    &mut series,
-                    &running,
-                    &waiting,
-                    &mut idle_waiting_ns,
-                );
-                for s in series.iter_mut() {
-                    s.advance(stop);
-                }
-                at = stop;
-                if stop >= t {
-                    break;
-                }
-            }
+            hold_until(
+                now,
+                t,
+                &mut series,
+                &running,
+                &waiting,
+                &mut idle_waiting_ns,
+            );
             now = t;
         }
         let (Some(task), cpu) = (tl.tasks.get(e.task as usize), e.cpu as usize) else {
@@ -344,32 +349,14 @@ pub fn analyse(tl: &Timeline, bins: usize) -> TimelineSummary {
         }
         place[e.task as usize] = (e.state, cpu);
     }
-    if end > now {
-        let mut at = now;
-        loop {
-            let next = series
-                .iter()
-                .map(|s| s.bins.next.min(s.seconds.next))
-                .min()
-                .unwrap_or(end);
-            let stop = next.min(end);
-            hold(
-                at,
-                stop,
-                &mut series,
-                &running,
-                &waiting,
-                &mut idle_waiting_ns,
-            );
-            for s in series.iter_mut() {
-                s.advance(stop);
-            }
-            at = stop;
-            if stop >= end {
-                break;
-            }
-        }
-    }
+    hold_until(
+        now,
+        end,
+        &mut series,
+        &running,
+        &waiting,
+        &mut idle_waiting_ns,
+    );
     let idle_while_waiting_s = idle_waiting_ns as f64 / 1e9;
     TimelineSummary {
         source: tl.source.clone(),
