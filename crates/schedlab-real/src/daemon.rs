@@ -68,18 +68,6 @@ fn logs_tail(logs: &[PathBuf; 2]) -> String {
     out
 }
 
-/// Whether the process behind `pidfd` has ended, waiting at most `wait`.
-fn ended_within(pidfd: i32, wait: Duration) -> bool {
-    let mut fd = libc::pollfd {
-        fd: pidfd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; an interrupted poll only returns early.
-    let r = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
-    r > 0 && fd.revents != 0
-}
-
 /// Reap our child `pid`: its wait status.
 fn reap(pid: i32) -> i32 {
     let mut status = 0;
@@ -114,17 +102,17 @@ impl RunningDaemon {
         if self.pid == 0 {
             return Ok(());
         }
-        let early = ended_within(self.pidfd, Duration::ZERO);
+        let early = sys::ended_within(self.pidfd, Duration::ZERO);
         if !early {
             // Its workers' and its own threads' use, while they are all still there.
             self.used = group_usage(self.pid);
             // SAFETY: signalling our own child's process group (its pid is not reaped yet, so
             // it cannot have been reused).
             unsafe { libc::kill(-self.pid, libc::SIGTERM) };
-            if !ended_within(self.pidfd, STOP_GRACE) {
+            if !sys::ended_within(self.pidfd, STOP_GRACE) {
                 // SAFETY: as above.
                 unsafe { libc::kill(-self.pid, libc::SIGKILL) };
-                ended_within(self.pidfd, STOP_GRACE);
+                sys::ended_within(self.pidfd, STOP_GRACE);
             }
         }
         // The leader has ended but is not reaped: end whatever of its group is left.
@@ -273,7 +261,7 @@ fn wait_ready(d: &RunningDaemon, port: u16, stop: impl Fn() -> bool) -> Result<(
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let start = Instant::now();
     loop {
-        if ended_within(d.pidfd, Duration::from_millis(20)) {
+        if sys::ended_within(d.pidfd, Duration::from_millis(20)) {
             return Err(WorkloadError::Backend(format!(
                 "{} did not start (port {port}){}",
                 d.name,

@@ -70,18 +70,6 @@ pub(crate) fn own_group_ending_with_us(command: &mut Command) {
     }
 }
 
-/// Whether process `pid` can be waited for now (its pidfd is readable), waiting at most `wait`.
-fn ended_within(pidfd: i32, wait: Duration) -> bool {
-    let mut fd = libc::pollfd {
-        fd: pidfd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd; an interrupted poll only returns early.
-    let r = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
-    r > 0 && fd.revents != 0
-}
-
 /// Reap process `pid`: its wait status and CPU time (its own and its waited-for descendants').
 fn reap(pid: i32) -> std::io::Result<(i32, Duration)> {
     let mut status = 0;
@@ -155,7 +143,7 @@ impl RealContext {
         }
         let mut stopped = false;
         let mut term_at = None;
-        while !ended_within(pidfd, STOP_CHECK) {
+        while !sys::ended_within(pidfd, STOP_CHECK) {
             if !stopped && self.stop_requested() {
                 stopped = true;
                 term_at = Some(sys::monotonic_ns());

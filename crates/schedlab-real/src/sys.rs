@@ -200,6 +200,20 @@ pub fn wait_readable(fd: i32, timeout_ms: i32) -> bool {
     }
 }
 
+/// Whether the process behind `pidfd` has ended (the pidfd is readable), waiting at most `wait`.
+/// Unlike [`wait_readable`], a signal ends the wait early (false): the caller's loop or grace
+/// period decides what then.
+pub fn ended_within(pidfd: i32, wait: std::time::Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: pidfd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; an interrupted poll only returns early.
+    let r = unsafe { libc::poll(&mut fd, 1, wait.as_millis() as libc::c_int) };
+    r > 0 && fd.revents != 0
+}
+
 /// A fresh anonymous shared mapping of `bytes` (rounded up to pages by the kernel), zeroed,
 /// readable and writable: memory a process shares with the children it forks. Unmap with
 /// `libc::munmap(ptr, bytes)`.
