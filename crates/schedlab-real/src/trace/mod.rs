@@ -233,17 +233,7 @@ impl SchedTrace {
             has_waking: false,
         };
         let inst = &t.instance;
-        // A new instance starts with tracing_on=1 (but no event enabled).
-        inst.write("tracing_on", "0")?;
-        inst.write("buffer_size_kb", &buffer_kb_per_cpu.to_string())
-            .map_err(|e| TraceError::BufferSize {
-                kb: buffer_kb_per_cpu,
-                source: Box::new(e),
-            })?;
-        // Keep the oldest events when the buffer fills: the counting state is built from the start.
-        inst.write("options/overwrite", "0")?;
-        // The irq/preempt flags column is of no use to us; fewer bytes to format and parse.
-        let _ = inst.write("options/irq-info", "0");
+        inst.prepare_buffer(buffer_kb_per_cpu)?;
         t.has_waking = inst.path("events/sched/sched_waking/enable").exists();
         let filters = [
             ("sched_waking", format!("comm ~ \"{comm_prefix}*\"")),

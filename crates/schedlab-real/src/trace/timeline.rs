@@ -105,14 +105,7 @@ impl RqTrace {
             stop_ns: 0,
         };
         let inst = &t.instance;
-        inst.write("tracing_on", "0")?;
-        inst.write("buffer_size_kb", &buffer_kb_per_cpu.to_string())
-            .map_err(|e| TraceError::BufferSize {
-                kb: buffer_kb_per_cpu,
-                source: Box::new(e),
-            })?;
-        inst.write("options/overwrite", "0")?;
-        let _ = inst.write("options/irq-info", "0");
+        inst.prepare_buffer(buffer_kb_per_cpu)?;
         inst.write("trace_clock", "mono")?;
         for event in RQ_EVENTS {
             inst.write(&format!("events/sched/{event}/enable"), "1")?;

@@ -129,6 +129,22 @@ impl Instance {
         })
     }
 
+    /// Set a new instance up for recording: tracing off (a new instance starts with it on, but
+    /// no event enabled), `kb` of buffer per CPU, the oldest events kept when it fills (the
+    /// reader's state is built from the start), and no irq/preempt flags column (fewer bytes to
+    /// format and parse; optional, older kernels lack it).
+    pub(super) fn prepare_buffer(&self, kb: usize) -> Result<(), TraceError> {
+        self.write("tracing_on", "0")?;
+        self.write("buffer_size_kb", &kb.to_string())
+            .map_err(|e| TraceError::BufferSize {
+                kb,
+                source: Box::new(e),
+            })?;
+        self.write("options/overwrite", "0")?;
+        let _ = self.write("options/irq-info", "0");
+        Ok(())
+    }
+
     /// Empty the instance's ring buffer (open `trace` with O_TRUNC).
     pub(super) fn clear_buffer(&self) -> Result<(), TraceError> {
         let trace = self.path("trace");
