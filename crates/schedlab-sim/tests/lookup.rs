@@ -2,10 +2,9 @@
 //! its definition says (presets/lookup.rs), counted by the machine's lock statistics and by the
 //! body alike.
 
-use schedlab_sim::cost::CostModel;
-use schedlab_sim::policy::PolicySpec;
-use schedlab_sim::{run_repetition, SimResult, SimSetup};
-use schedlab_workload::knobs::Knobs;
+mod common;
+
+use schedlab_sim::SimResult;
 use schedlab_workload::presets::lookup::{DCACHE_LOCK, LRU_BATCH};
 use schedlab_workload::presets::{Lookup, Preset};
 use schedlab_workload::Workload;
@@ -27,24 +26,7 @@ fn lookup(dcache: &str, threads: usize, lookups: usize, cached: &str) -> Lookup 
 }
 
 fn sim(w: &Lookup, cpus: usize) -> SimResult {
-    let spec: PolicySpec = "linux24".parse().unwrap();
-    let knobs = vec![Knobs::default(); w.plan().groups.len()];
-    run_repetition(
-        w,
-        SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost: &CostModel::profile("piii-700").unwrap(),
-            seed: 1,
-            knobs: &knobs,
-            stop: None,
-            wall_budget: Some(Duration::from_secs(60)),
-            kernel_cpus: None,
-            timeline: false,
-        },
-    )
-    .unwrap()
+    common::linux24_piii(w, cpus, Duration::from_secs(60))
 }
 
 /// Acquisitions of `dcache_lock` in the lock statistics, those the body counted, and the misses

@@ -4,11 +4,10 @@
 //! as the strategy's definition says (crates/schedlab-workload/src/dcache.rs), counted by the
 //! machine's lock statistics and by the server bodies alike.
 
-use schedlab_sim::cost::CostModel;
-use schedlab_sim::policy::PolicySpec;
-use schedlab_sim::{run_repetition, SimResult, SimSetup};
+mod common;
+
+use schedlab_sim::SimResult;
 use schedlab_workload::dcache::{DCACHE_LOCK, LRU_BATCH};
-use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::{Preset, Web};
 use schedlab_workload::record::LockStats;
 use schedlab_workload::web::dentries::PATH_COMPONENTS;
@@ -31,24 +30,7 @@ fn web(dcache: &str, connections: usize, server: &str) -> Web {
 }
 
 fn sim(w: &Web, cpus: usize) -> SimResult {
-    let spec: PolicySpec = "linux24".parse().unwrap();
-    let knobs = vec![Knobs::default(); w.plan().groups.len()];
-    run_repetition(
-        w,
-        SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost: &CostModel::profile("piii-700").unwrap(),
-            seed: 1,
-            knobs: &knobs,
-            stop: None,
-            wall_budget: Some(Duration::from_secs(120)),
-            kernel_cpus: None,
-            timeline: false,
-        },
-    )
-    .unwrap()
+    common::linux24_piii(w, cpus, Duration::from_secs(120))
 }
 
 fn dcache_lock(r: &SimResult) -> LockStats {

@@ -1,0 +1,31 @@
+//! What the simulator's integration tests share.
+
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::{run_repetition, SimResult, SimSetup};
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::Workload;
+use std::time::Duration;
+
+/// One repetition of `w` under seed 003's machine — linux24 on `cpus` simulated piii-700 CPUs —
+/// with seed 1, default knobs and at most `wall_budget` of wall time.
+pub fn linux24_piii<W: Workload>(w: &W, cpus: usize, wall_budget: Duration) -> SimResult {
+    let spec: PolicySpec = "linux24".parse().unwrap();
+    let knobs = vec![Knobs::default(); w.plan().groups.len()];
+    run_repetition(
+        w,
+        SimSetup {
+            policy: &spec,
+            cpus,
+            topology: None,
+            cost: &CostModel::profile("piii-700").unwrap(),
+            seed: 1,
+            knobs: &knobs,
+            stop: None,
+            wall_budget: Some(wall_budget),
+            kernel_cpus: None,
+            timeline: false,
+        },
+    )
+    .unwrap()
+}
