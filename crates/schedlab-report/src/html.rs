@@ -852,7 +852,7 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         if values.is_empty() {
             continue;
         }
-        let color = STRIP_COLORS[i % STRIP_COLORS.len()];
+        let color = crate::palette::hex(i);
         if let Some(sum) = c.summary.get(&metric.name) {
             if let Some(ci) = c.intervals.get(&metric.name).and_then(|i| i.half_width) {
                 let _ = write!(
@@ -886,11 +886,6 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     s.push_str("</svg>");
     Some(s)
 }
-
-/// Colours of the strip plot's rows.
-const STRIP_COLORS: [&str; 6] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf",
-];
 
 /// An axis range holding `lo..=hi` with a little room on both sides (never empty).
 fn nice_range(lo: f64, hi: f64) -> (f64, f64) {

@@ -9,16 +9,6 @@ use schedlab_workload::record::RunRecord;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Colours for successive lines.
-const PALETTE: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-];
-
 /// Why a sweep cannot be drawn.
 #[derive(Debug, thiserror::Error)]
 pub enum PlotError {
@@ -222,7 +212,7 @@ pub fn metric_chart_svg(
                 }
                 mesh.draw().map_err(|e| err(&e))?;
                 for (i, name) in order.iter().enumerate() {
-                    let color = PALETTE[i % PALETTE.len()];
+                    let color = crate::palette::rgb(i);
                     let mut pts = series[name].clone();
                     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                     chart

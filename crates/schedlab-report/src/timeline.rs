@@ -16,18 +16,6 @@ use schedlab_workload::timeline::{SeriesSummary, TimelineSummary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Colours of successive CPUs' lines.
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(23, 190, 207),
-    RGBColor(140, 86, 75),
-    RGBColor(127, 127, 127),
-];
-
 /// Most heatmap cells per row; bins are merged beyond it (SVG size stays bounded).
 const MAX_CELLS: usize = 12_000;
 
@@ -133,17 +121,17 @@ where
         .y_desc("tasks")
         .draw()?;
     for c in 0..cpus {
-        let color = PALETTE[c % PALETTE.len()];
+        let color = crate::palette::rgb(c);
         let line = chart.draw_series(LineSeries::new(
             (0..bins).map(|b| (t(b), f64::from(s.lengths[c][b]))),
             color.stroke_width(1),
         ))?;
-        if cpus <= PALETTE.len() {
+        if cpus <= crate::palette::LEN {
             line.label(format!("CPU {c}"))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
         }
     }
-    if cpus <= PALETTE.len() {
+    if cpus <= crate::palette::LEN {
         chart
             .configure_series_labels()
             .border_style(BLACK)
@@ -174,7 +162,7 @@ where
         .y_desc("length − mean")
         .draw()?;
     for c in 0..cpus {
-        let color = PALETTE[c % PALETTE.len()];
+        let color = crate::palette::rgb(c);
         chart.draw_series(LineSeries::new(
             (0..bins).map(|b| (t(b), f64::from(s.lengths[c][b]) - means[b])),
             color.stroke_width(1),
