@@ -50,6 +50,12 @@ impl Machine<'_> {
                         return; // finished or waiting; the CPU has moved on
                     }
                 }
+                Effect::ComputeStart(ns) => {
+                    self.clock_read(cpu);
+                    self.tasks[t].remaining += ns;
+                    self.tasks[t].then = Effect::ClockRead;
+                }
+                Effect::ClockRead => self.clock_read(cpu),
                 Effect::NetOutput(ch) => {
                     if !self.net_output(cpu, t, ch) {
                         return;
@@ -257,6 +263,15 @@ impl Machine<'_> {
         }
     }
 
+    /// The running task of `cpu` reads its own CPU clock: the system call accounts it on the
+    /// spot (`task_sched_runtime` → `update_curr`; the machine has just charged it), and a
+    /// reschedule that accounting asked for is pending at the call's return to user mode.
+    fn clock_read(&mut self, cpu: CpuId) {
+        if self.policy.update_curr_resched(cpu) {
+            self.cpus[cpu].need_resched = true;
+        }
+    }
+
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
@@ -300,7 +315,7 @@ impl Machine<'_> {
         }
         let syscall = self.c(self.cost.syscall);
         let (cost, then) = match op {
-            Op::Compute(ns) => (ns, Effect::Resume),
+            Op::Compute(ns) => (0, Effect::ComputeStart(ns)),
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
                 let (base, then) = if self.via_netisr(ch) {
