@@ -55,7 +55,14 @@ impl Machine<'_> {
                     self.tasks[t].remaining += ns;
                     self.tasks[t].then = Effect::ClockRead;
                 }
-                Effect::ClockRead => self.clock_read(cpu),
+                Effect::ClockRead => {
+                    if !self.clock_read(cpu) {
+                        // Nothing asked: go on into the body at once, as if the read were not
+                        // there (no extra reschedule check point for the other policies).
+                        self.tasks[t].then = Effect::Resume;
+                        continue;
+                    }
+                }
                 Effect::NetOutput(ch) => {
                     if !self.net_output(cpu, t, ch) {
                         return;
@@ -266,10 +273,13 @@ impl Machine<'_> {
     /// The running task of `cpu` reads its own CPU clock: the system call accounts it on the
     /// spot (`task_sched_runtime` → `update_curr`; the machine has just charged it), and a
     /// reschedule that accounting asked for is pending at the call's return to user mode.
-    fn clock_read(&mut self, cpu: CpuId) {
-        if self.policy.update_curr_resched(cpu) {
+    /// Returns whether the policy asked.
+    fn clock_read(&mut self, cpu: CpuId) -> bool {
+        let asked = self.policy.update_curr_resched(cpu);
+        if asked {
             self.cpus[cpu].need_resched = true;
         }
+        asked
     }
 
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
