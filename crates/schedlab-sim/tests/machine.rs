@@ -965,6 +965,36 @@ fn an_interbench_task_starved_for_the_whole_run_reports_zero_rather_than_failing
     );
 }
 
+/// Issue 16: on Linux 6.18 (2 CPUs, HZ=250) interbench's nice-19 audio task meets no deadline
+/// against two nice-0 burners: its 2.5 ms burst outlasts its request (1.5 ms × 1024/15 of
+/// virtual time), and the read of its CPU clock that ends the burst accounts it on the spot
+/// (`task_sched_runtime` → `update_curr` → `update_deadline` → resched) — it is switched out
+/// before it can report the period done, and waits runnable until the burner has paid its debt
+/// (~170 ms). Without that clock read the simulated burst ended between two ticks, the task
+/// finished its period in time and slept off its debt instead: one deadline in three was met.
+#[test]
+fn eevdf_switches_a_nice_19_burst_out_at_the_clock_read_that_ends_it() {
+    let ib = |nice: &str| {
+        let ib = Interbench {
+            bench: BenchKind::Audio,
+            load: LoadKind::Burn,
+            duration: Duration::from_secs(3),
+            ..Interbench::default()
+        };
+        let r = sim(&ib, "eevdf", 2, 1, &knobs(&[nice, "", ""])).unwrap();
+        ib.metrics(&r.outcome).unwrap()
+    };
+    let m = ib("nice=19");
+    assert_eq!(m["deadlines_met"], 0.0, "{m:?}");
+    // Each period runs on time, is switched out at its end and finishes ~150 ms late: the
+    // burst is achieved and three periods are missed, so 25 % of the desired CPU.
+    assert_eq!(m["desired_cpu"], 25.0, "{m:?}");
+    assert!(m["latency_max"] < 200.0, "never starved for long: {m:?}");
+    // At nice 0 the burst fits in what it is owed: every deadline is met.
+    let m = ib("");
+    assert_eq!(m["deadlines_met"], 100.0, "{m:?}");
+}
+
 /// Issue 13: a context switch longer than a tick (now refused by the cost model, built here by
 /// hand) preempted every burst before it finished; the run never progressed and its queue of
 /// stale burst ends grew to gigabytes. The simulator's budget ends it with a clear message.

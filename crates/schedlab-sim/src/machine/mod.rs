@@ -23,6 +23,13 @@
 //!   a message on a channel last used on another CPU pays `bounce` (its lines change caches);
 //! - ticks run at `hz` on busy CPUs (NO_HZ idle), or on every CPU for policies that want idle
 //!   ticks; each costs `tick` to the interrupted task.
+//! - a compute begins and ends with a read of the task's CPU clock, as the real backend's
+//!   does (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)`: `task_sched_runtime` runs the class's
+//!   `update_curr`, kernel/sched/core.c); a reschedule that accounting asks for
+//!   ([`Policy::update_curr_resched`], EEVDF's used-up request) switches the task as the read
+//!   returns, not at the next tick. The reads cost nothing apart from the compute: the real
+//!   compute counts them in its CPU budget. (The real loop reads the clock once more after each
+//!   preemption; the simulation does not.)
 //! - a workload's sleeping lock is a futex mutex (a system call; a waiter blocks and the release
 //!   wakes the first waiter, which tries again); its spin lock is taken in user space at no cost,
 //!   and a waiter spins on its CPU in [`SPIN_CHUNK`] bursts (preemptible, its CPU time) until a
@@ -282,6 +289,13 @@ enum State {
 enum Effect {
     /// The operation is complete: poll the body.
     Resume,
+    /// A compute of this many ns begins with a read of the task's CPU clock (the real
+    /// backend's `Context::compute`): a system call that accounts the task on the spot, after
+    /// which a reschedule the policy's `update_curr` asked for switches it
+    /// ([`Policy::update_curr_resched`](crate::policy::Policy::update_curr_resched)).
+    ComputeStart(u64),
+    /// The compute's closing read of the task's CPU clock: the same check, then poll the body.
+    ClockRead,
     /// Deposit the pending message into a channel (or block while it is full).
     Send(usize),
     /// Take `len` bytes from a channel (or block until they are there).

@@ -50,6 +50,19 @@ impl Machine<'_> {
                         return; // finished or waiting; the CPU has moved on
                     }
                 }
+                Effect::ComputeStart(ns) => {
+                    self.clock_read(cpu);
+                    self.tasks[t].remaining += ns;
+                    self.tasks[t].then = Effect::ClockRead;
+                }
+                Effect::ClockRead => {
+                    if !self.clock_read(cpu) {
+                        // Nothing asked: go on into the body at once, as if the read were not
+                        // there (no extra reschedule check point for the other policies).
+                        self.tasks[t].then = Effect::Resume;
+                        continue;
+                    }
+                }
                 Effect::NetOutput(ch) => {
                     if !self.net_output(cpu, t, ch) {
                         return;
@@ -257,6 +270,18 @@ impl Machine<'_> {
         }
     }
 
+    /// The running task of `cpu` reads its own CPU clock: the system call accounts it on the
+    /// spot (`task_sched_runtime` → `update_curr`; the machine has just charged it), and a
+    /// reschedule that accounting asked for is pending at the call's return to user mode.
+    /// Returns whether the policy asked.
+    fn clock_read(&mut self, cpu: CpuId) -> bool {
+        let asked = self.policy.update_curr_resched(cpu);
+        if asked {
+            self.cpus[cpu].need_resched = true;
+        }
+        asked
+    }
+
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
@@ -300,7 +325,7 @@ impl Machine<'_> {
         }
         let syscall = self.c(self.cost.syscall);
         let (cost, then) = match op {
-            Op::Compute(ns) => (ns, Effect::Resume),
+            Op::Compute(ns) => (0, Effect::ComputeStart(ns)),
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
                 let (base, then) = if self.via_netisr(ch) {

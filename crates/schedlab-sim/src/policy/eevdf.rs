@@ -39,7 +39,9 @@
 //!   deadline, or when `update_curr` runs for another reason and the machine asks us.
 //! - A reschedule `update_curr` asks for is remembered and reported by the next `task_tick` or
 //!   `wakeup_preempt` (the machine calls one of them, or puts the task away, after each
-//!   `update_curr`).
+//!   `update_curr`), or by `update_curr_resched` when the task reads its CPU clock (at both
+//!   ends of a compute: `task_sched_runtime` → `update_curr`, whose `resched_curr_lazy` is
+//!   acted on as the system call returns to user mode).
 //! - At `enqueue_task` the current task's vruntime is as of the machine's last `update_curr`
 //!   (the kernel updates curr first); V can lag by the time since then.
 //! - No NEXT_BUDDY / yield_to buddies (NEXT_BUDDY is off by default).
@@ -738,6 +740,12 @@ impl Policy for Eevdf {
         }
     }
 
+    fn update_curr_resched(&self, cpu: CpuId) -> bool {
+        // update_curr's resched_curr_lazy: the request is used up (update_deadline), or a
+        // PREEMPT_SHORT wakee cancelled curr's protection and curr is no longer eligible.
+        self.rqs.get(cpu).is_some_and(|rq| rq.resched)
+    }
+
     fn task_tick(&mut self, _m: &MachineView, cpu: CpuId, _task: TaskId) -> bool {
         // entity_tick: update_curr (already done by the machine) is the whole tick check.
         self.rqs[cpu].resched
@@ -1108,6 +1116,79 @@ mod tests {
         assert_eq!(p.se[a].state, State::Queued);
         assert_eq!(p.se[a].vruntime, v, "woke where it was: negative lag kept");
         assert_eq!(pick(&mut p, &mut b), 1);
+    }
+
+    /// Issue 16 (interbench audio at nice 19 against a nice-0 burner): a weight-15 task that
+    /// runs 2.5 ms owes 2.5 ms × 1024/15 of virtual time. Its slice ends inside the burst, so
+    /// the accounting at the burst's end asks for a reschedule; when it then sleeps, its
+    /// negative lag is kept (DELAY_DEQUEUE, then the in-place requeue of ENQUEUE_DELAYED), and
+    /// it does not run again until the busy CPU's V has caught up with it.
+    #[test]
+    fn nice_19_negative_lag_survives_a_sleep_on_a_busy_cpu() {
+        let mut b = Bench::new(2, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(19), other(0)]);
+        let (audio, hog) = (0, 1);
+        assert_eq!(p.se[audio].weight, 15);
+        assert_eq!(pick(&mut p, &mut b), hog, "the earlier deadline");
+        run(&mut p, &mut b, hog, 10 * MS);
+        put(&mut p, &mut b, hog);
+        assert_eq!(
+            pick(&mut p, &mut b),
+            audio,
+            "owed time, the only eligible one"
+        );
+        run(&mut p, &mut b, audio, 2_500 * US);
+        assert!(
+            p.update_curr_resched(0),
+            "the burst used up its request: a clock read at its end switches it"
+        );
+        let owed = lag(&p, 0, audio);
+        // V − v ≈ −2.5 ms · 1024/15 · 1024/1039 (the hog holds all but 15/1039 of the load),
+        // less the little it was owed when picked.
+        assert!(owed < -150 * MS as i64, "lag {owed}");
+        let v = p.se[audio].vruntime;
+        b.curr[0] = None;
+        p.dequeue_task(&b.view(), 0, audio, DequeueKind::Sleep);
+        assert_eq!(p.se[audio].state, State::Delayed);
+        assert_eq!(
+            p.se[audio].vlag, owed,
+            "update_entity_lag: within the clamp"
+        );
+        assert_eq!(pick(&mut p, &mut b), hog);
+        run(&mut p, &mut b, hog, 47_500 * US);
+        // The timer wakes it on another CPU's behalf: ttwu_runnable keeps it where it is.
+        assert_eq!(p.select_task_rq(&b.view(), audio, 0, Some(1)), 0);
+        p.enqueue_task(
+            &b.view(),
+            0,
+            audio,
+            EnqueueKind::Wakeup {
+                slept_ns: 47_500 * US,
+            },
+        );
+        assert_eq!(p.se[audio].state, State::Queued);
+        assert_eq!(
+            p.se[audio].vruntime, v,
+            "requeued in place: nothing forgiven"
+        );
+        // It waits, from its sleep on, until the hog's running has moved V (at 1024/1039 of
+        // the hog's pace) past it: all of its debt is paid in real time.
+        let mut waited = 47_500 * US;
+        loop {
+            put(&mut p, &mut b, hog);
+            if pick(&mut p, &mut b) == audio {
+                break;
+            }
+            run(&mut p, &mut b, hog, MS);
+            waited += MS;
+            assert!(waited < 400 * MS, "never picked");
+        }
+        let want = (-owed) as u64 * 1039 / 1024;
+        assert!(
+            waited.abs_diff(want) < 2 * MS,
+            "waited {waited} ns after its burst, owed {want}"
+        );
     }
 
     #[test]

@@ -246,6 +246,18 @@ pub trait Policy {
     /// Timer tick on `cpu` while `task` runs (`task_tick`); true asks for a reschedule.
     fn task_tick(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool;
 
+    /// Whether an `update_curr` since `cpu`'s current task was picked asked to reschedule it
+    /// (the kernel's `resched_curr` inside `update_curr`: EEVDF's `update_deadline` when a
+    /// request is used up). The machine asks when a system call accounts the running task on
+    /// the spot — a read of its own CPU clock (`clock_gettime(CLOCK_THREAD_CPUTIME_ID)` →
+    /// `task_sched_runtime` → `update_curr`, kernel/sched/core.c), which a compute does at its
+    /// start and its end, as the real backend's does — and switches at the call's return to
+    /// user mode. Default: never (the policy reschedules only from [`Policy::task_tick`] and
+    /// [`Policy::wakeup_preempt`], as CFS's `update_curr` and the older kernels' accounting do).
+    fn update_curr_resched(&self, _cpu: CpuId) -> bool {
+        false
+    }
+
     /// `task`, current on `cpu`, calls `sched_yield` (`yield_task`). True: the yield goes
     /// through schedule(), so `put_prev_task(Yielded)` and `pick_next_task` follow (every
     /// kernel since 2.5). False: the system call returns at once without taking a runqueue lock
