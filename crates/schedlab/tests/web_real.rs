@@ -210,6 +210,59 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
     }
 }
 
+/// The event client against each real server: two loops for six connections, every
+/// response's header parsed and its body checked byte for byte, all six conforming at the
+/// rated 400 kbit/s, nothing left behind.
+#[test]
+fn the_event_client_reads_each_real_servers_responses() {
+    let _s = serial();
+    for program in ["nginx", "apache2"] {
+        if !installed(program) {
+            continue;
+        }
+        let json = std::env::temp_dir().join(format!(
+            "schedlab-test-{}-web-real-evc-{program}.json",
+            std::process::id()
+        ));
+        let args = [
+            "run",
+            "web",
+            "--server",
+            program,
+            "--client",
+            "event:2",
+            "--connections",
+            "6",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--runs",
+            "1",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let child = schedlab()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let servers = servers_below(pid, program);
+        common::succeeded(&args, child.wait_with_output().unwrap());
+        let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::remove_file(&json).ok();
+        let m = &rec.configs[0].repetitions[0].metrics;
+        assert_eq!(m["conforming"], 6.0, "{program}: {m:?}");
+        assert!(m["req_per_s"] > 6.0, "{program}: {m:?}");
+        assert_eq!(rec.configs[0].params["client-tasks"], "2");
+        assert_eq!(left_after(&servers), Vec::<u32>::new(), "{program} left");
+        assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
+    }
+}
+
 /// A run interrupted while nginx serves leaves neither nginx's master nor its workers, nor the
 /// run's directory.
 #[test]

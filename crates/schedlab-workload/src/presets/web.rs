@@ -1132,6 +1132,28 @@ mod tests {
     }
 
     #[test]
+    fn clients_parse_and_the_event_client_has_at_most_a_loop_per_connection() {
+        assert_eq!("connections".parse(), Ok(ClientKind::Connections));
+        assert_eq!("event".parse(), Ok(ClientKind::Event(None)));
+        assert_eq!("event:3".parse(), Ok(ClientKind::Event(Some(3))));
+        for bad in ["event:0", "epoll", "connections:2", "event:x"] {
+            let e = bad.parse::<ClientKind>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("connections, event"), "{e}");
+        }
+        let mut w = Web::with_defaults(4);
+        w.set_param("connections", "10").unwrap();
+        assert_eq!(w.client_tasks(), 10);
+        w.set_param("client", "event").unwrap();
+        assert_eq!(w.client_tasks(), 4);
+        assert_eq!(w.plan().groups[1].tasks, 4);
+        // Loop 1 of 4 drives connections 1, 5, 9.
+        assert_eq!(w.driven_by(1).collect::<Vec<_>>(), [1, 5, 9]);
+        w.set_param("connections", "2").unwrap();
+        assert_eq!(w.client_tasks(), 2);
+        assert!(w.label().contains("client=event"));
+    }
+
+    #[test]
     fn configurations_are_checked_before_anything_runs() {
         let mut w = Web::with_defaults(2);
         w.set_param("connections", "200").unwrap();

@@ -256,13 +256,15 @@ impl Web {
                 let total = at + id.size();
                 match parse_response_head(&c.resp[..at]) {
                     Some(len) if len == id.size() && f.have <= total => {}
-                    _ => return Err(WorkloadError::Integrity(format!(
+                    _ => {
+                        return Err(WorkloadError::Integrity(format!(
                         "connection {conn}: {} ({} bytes) answered with {} bytes and header {:?}",
                         id.url(),
                         id.size(),
                         f.have,
                         String::from_utf8_lossy(&c.resp[..at])
-                    ))),
+                    )))
+                    }
                 }
                 f.head = Some((at, total));
             }
