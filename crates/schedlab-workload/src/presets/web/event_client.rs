@@ -34,6 +34,9 @@ struct InFlight {
     close: bool,
     /// Bytes of the response read so far.
     have: usize,
+    /// The most bytes the response may have: a built-in server's exact length, a real
+    /// server's file plus the longest header accepted.
+    limit: usize,
     /// Where the body starts and the response's whole length, once its header is read.
     head: Option<(usize, usize)>,
 }
@@ -193,19 +196,20 @@ impl Web {
         }
         // A built-in server's response is known to the byte: read exactly it. A real
         // server's header is read until its end.
-        let room = match self.real() {
+        let limit = match self.real() {
             None => response_header(id.size()).len() + id.size(),
             Some(_) => MAX_HEADER + id.size(),
         };
         // Grown only while it is small: zeroing it per response would cost as much as reading.
-        if c.resp.len() < room {
-            c.resp.resize(room, 0);
+        if c.resp.len() < limit {
+            c.resp.resize(limit, 0);
         }
         c.inflight = Some(InFlight {
             id,
             start,
             close,
             have: 0,
+            limit,
             head: None,
         });
         Ok(())
@@ -221,20 +225,17 @@ impl Web {
             )));
         };
         let id = f.id;
-        let limit = match (self.real(), f.head) {
-            (None, _) => response_header(id.size()).len() + id.size(),
-            (Some(_), Some((_, total))) => total,
-            (Some(_), None) => MAX_HEADER + id.size(),
-        };
+        let limit = f.head.map_or(f.limit, |(_, total)| total);
         f.have += ctx
             .recv_some(ChannelId(2 * conn + 1), &mut c.resp[f.have..limit])
             .await?;
         if f.head.is_none() {
             if self.real().is_none() {
-                let header = response_header(id.size());
-                if f.have < header.len() {
+                // The header's length is the response's less the file's.
+                if f.have < f.limit - id.size() {
                     return Ok(false);
                 }
+                let header = response_header(id.size());
                 if !c.resp.starts_with(header.as_bytes()) {
                     return Err(WorkloadError::Integrity(format!(
                         "connection {conn}: {} answered with header {:?}",
