@@ -1106,6 +1106,20 @@ impl Workload for Web {
     fn expected_time(&self) -> Option<Duration> {
         Some(self.duration * 2 + Duration::from_secs(120))
     }
+
+    /// The real server's master and its workers (nginx: one per CPU) or children (Apache
+    /// prefork: one per connection, a static pool).
+    fn program_tasks(&self) -> Option<(&'static str, usize)> {
+        self.real().map(|r| {
+            let what = match r {
+                RealServer::Nginx => "nginx's master and its worker per CPU",
+                RealServer::Apache2 => {
+                    "apache2's master and its prefork child per connection (--connections)"
+                }
+            };
+            (what, 1 + r.processes(self.connections, self.host_cpus))
+        })
+    }
 }
 
 /// Response latency percentiles reported: (metric name, percentile).
@@ -1151,6 +1165,19 @@ mod tests {
         w.set_param("connections", "2").unwrap();
         assert_eq!(w.client_tasks(), 2);
         assert!(w.label().contains("client=event"));
+    }
+
+    #[test]
+    fn a_real_servers_processes_are_in_its_host_needs() {
+        let mut w = Web::with_defaults(4);
+        w.set_param("connections", "300").unwrap();
+        assert_eq!(w.program_tasks(), None);
+        w.set_param("server", "apache2").unwrap();
+        let (what, n) = w.program_tasks().unwrap();
+        assert_eq!(n, 301);
+        assert!(what.contains("--connections"), "{what}");
+        w.set_param("server", "nginx").unwrap();
+        assert_eq!(w.program_tasks().unwrap().1, 5);
     }
 
     #[test]
