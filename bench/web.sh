@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The web workload's performance goals (issue 17), on this machine, alternating runs:
 #
-#   1. schedlab's closed-loop client against wrk (apt package wrk), both against nginx started
+#   1. schedlab's closed-loop clients — the event client (`--client event`: a loop per CPU,
+#      as wrk's threads) and the per-connection client (`--client connections`: a thread per
+#      connection) — against wrk (apt package wrk), all against nginx started
 #      by schedlab with its generated configuration, C connections, the same file set and
 #      SPECweb99's static mix, D seconds each, un-paced (`--pace off`: each connection sends its
 #      next request as soon as its response is checked, as wrk does). wrk's turn runs while
@@ -9,13 +11,15 @@
 #      up; interrupted when wrk is done) and replays a list of 20000 paths drawn by the mix.
 #      CPU per request: wrk's process CPU (user + system, from its rusage) and the schedlab
 #      client group's CPU (the record's counters: its threads' CPU during the run), each over
-#      the requests it completed. Goal: schedlab >= 90 % of wrk's requests/s, <= 1.2x its CPU
-#      per request.
-#   2. the built-in `event` server against nginx, the same client (schedlab's, un-paced), the
+#      the requests it completed. Goal: schedlab (the event client) >= 90 % of wrk's
+#      requests/s, <= 1.2x its CPU per request; the per-connection client is shown beside them.
+#   2. the built-in `event` server against nginx, the same client (schedlab's event client,
+#      un-paced), the
 #      same connections and mix. Goal: event >= 80 % of nginx's requests/s.
 #
 # Usage: bench/web.sh [ROUNDS]  (default 3); CONNS (50), DURATION (10, seconds), DIRS (10:
-# 49 MB of files) from the environment. Prints each run and the medians and ratios.
+# 49 MB of files) from the environment. Prints each run, the load average before each round,
+# and the medians and ratios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -74,12 +78,15 @@ common=(run web --connections "$conns" --dirs "$dirs" --duration "${dur}s" --pac
 echo "bench/web.sh: $conns connections, ${dur}s per run, $dirs directories, $rounds rounds, $(nproc) CPUs"
 printf '%-6s %-34s %12s %14s\n' round run "requests/s" "CPU us/req"
 for r in $(seq "$rounds"); do
-  # schedlab's client against nginx.
-  "$sl" "${common[@]}" --server nginx --json "$tmp/sl.json" > /dev/null
-  read -r rps cpu < <(record "$tmp/sl.json")
-  us=$(python3 -c "print($cpu * 1e6 / ($rps * $dur))")
-  echo "$rps" >> "$tmp/sl.rps"; echo "$us" >> "$tmp/sl.us"
-  printf '%-6s %-34s %12.0f %14.1f\n' "$r" "schedlab client -> nginx" "$rps" "$us"
+  echo "round $r: load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  # schedlab's clients against nginx: the event client, then the per-connection one.
+  for client in event connections; do
+    "$sl" "${common[@]}" --server nginx --client "$client" --json "$tmp/sl.json" > /dev/null
+    read -r rps cpu < <(record "$tmp/sl.json")
+    us=$(python3 -c "print($cpu * 1e6 / ($rps * $dur))")
+    echo "$rps" >> "$tmp/sl-$client.rps"; echo "$us" >> "$tmp/sl-$client.us"
+    printf '%-6s %-34s %12.0f %14.1f\n' "$r" "schedlab --client $client -> nginx" "$rps" "$us"
+  done
 
   # wrk against nginx, hosted by a schedlab run.
   port=$(free_port)
@@ -110,22 +117,25 @@ PY
   printf '%-6s %-34s %12.0f %14.1f\n' "$r" "wrk -> nginx" "$rps" "$us"
 
   # schedlab's client against the built-in event server.
-  "$sl" "${common[@]}" --server event --json "$tmp/ev.json" > /dev/null
+  "$sl" "${common[@]}" --server event --client event --json "$tmp/ev.json" > /dev/null
   read -r rps cpu < <(record "$tmp/ev.json")
   echo "$rps" >> "$tmp/ev.rps"
-  printf '%-6s %-34s %12.0f %14s\n' "$r" "schedlab client -> event" "$rps" "-"
+  printf '%-6s %-34s %12.0f %14s\n' "$r" "schedlab --client event -> event" "$rps" "-"
 done
 m() { median < "$tmp/$1"; }
 echo
 echo "medians of $rounds rounds:"
-printf '  schedlab client: %8.0f req/s, %6.1f us CPU/req\n' "$(m sl.rps)" "$(m sl.us)"
-printf '  wrk:             %8.0f req/s, %6.1f us CPU/req\n' "$(m wrk.rps)" "$(m wrk.us)"
-printf '  event server:    %8.0f req/s (schedlab client)\n' "$(m ev.rps)"
-python3 - "$(m sl.rps)" "$(m wrk.rps)" "$(m sl.us)" "$(m wrk.us)" "$(m ev.rps)" <<'PY'
+printf '  schedlab --client event:       %8.0f req/s, %6.1f us CPU/req\n' "$(m sl-event.rps)" "$(m sl-event.us)"
+printf '  schedlab --client connections: %8.0f req/s, %6.1f us CPU/req\n' "$(m sl-connections.rps)" "$(m sl-connections.us)"
+printf '  wrk:                           %8.0f req/s, %6.1f us CPU/req\n' "$(m wrk.rps)" "$(m wrk.us)"
+printf '  event server:                  %8.0f req/s (schedlab --client event)\n' "$(m ev.rps)"
+python3 - "$(m sl-event.rps)" "$(m wrk.rps)" "$(m sl-event.us)" "$(m wrk.us)" "$(m ev.rps)" \
+  "$(m sl-connections.rps)" "$(m sl-connections.us)" <<'PY'
 import sys
-sl, wrk, slu, wrku, ev = map(float, sys.argv[1:])
+sl, wrk, slu, wrku, ev, cn, cnu = map(float, sys.argv[1:])
 def goal(ok): return "meets the goal" if ok else "MISSES the goal"
-print(f"client req/s, schedlab / wrk:    {100 * sl / wrk:6.1f} %  (goal >= 90 %: {goal(sl >= 0.9 * wrk)})")
-print(f"CPU per request, schedlab / wrk: {slu / wrku:6.2f} x  (goal <= 1.2 x: {goal(slu <= 1.2 * wrku)})")
-print(f"server req/s, event / nginx:     {100 * ev / sl:6.1f} %  (goal >= 80 %: {goal(ev >= 0.8 * sl)})")
+print(f"client req/s, schedlab event / wrk:    {100 * sl / wrk:6.1f} %  (goal >= 90 %: {goal(sl >= 0.9 * wrk)})")
+print(f"CPU per request, schedlab event / wrk: {slu / wrku:6.2f} x  (goal <= 1.2 x: {goal(slu <= 1.2 * wrku)})")
+print(f"  (per-connection client: {100 * cn / wrk:.1f} % of wrk's req/s, {cnu / wrku:.2f} x its CPU per request)")
+print(f"server req/s, event / nginx:            {100 * ev / sl:6.1f} %  (goal >= 80 %: {goal(ev >= 0.8 * sl)})")
 PY

@@ -305,12 +305,26 @@ impl Backend for RealBackend {
             })?;
         }
         report_stale_cleanup(&tempdir::cleanup_stale());
-        let most_tasks = configs
+        // schedlab's own tasks and those of the programs a configuration starts (a real web
+        // server's processes), for the configuration that needs the most.
+        let (most_tasks, programs) = configs
             .iter()
-            .map(|c| tasks_needed(&c.workload.plan()))
-            .max()
-            .unwrap_or(0);
-        host::check_task_room(most_tasks).map_err(|e| ExperimentError::Host(e.to_string()))?;
+            .map(|c| {
+                let programs = c.workload.program_tasks();
+                let own = tasks_needed(&c.workload.plan());
+                (own + programs.map_or(0, |(_, n)| n as u64), programs)
+            })
+            .max_by_key(|&(n, _)| n)
+            .unwrap_or((0, None));
+        host::check_task_room(most_tasks).map_err(|e| {
+            let of_them = programs.map_or(String::new(), |(what, n)| {
+                format!(
+                    " — of the {most_tasks}, {n} are {what} and {} schedlab's",
+                    most_tasks - n as u64
+                )
+            });
+            ExperimentError::Host(format!("{e}{of_them}"))
+        })?;
         for c in configs {
             let plan = c.workload.plan();
             host::raise_fd_limit((plan.all_channels() * 2 + plan.total_tasks() * 2 + 64) as u64)

@@ -57,6 +57,8 @@ pub struct RealContext {
     daemon: RefCell<Option<RunningDaemon>>,
     /// What the daemons it stopped used (their processes', not this thread's).
     daemon_used: std::cell::Cell<GroupUsage>,
+    /// The descriptors of the last readiness wait, kept to reuse their memory.
+    pollfds: RefCell<Vec<libc::pollfd>>,
 }
 
 impl RealContext {
@@ -75,6 +77,7 @@ impl RealContext {
             children: RefCell::new(Children::new(stop)),
             daemon: RefCell::default(),
             daemon_used: Default::default(),
+            pollfds: RefCell::default(),
         }
     }
 
@@ -196,6 +199,33 @@ impl Context for RealContext {
     async fn recv_some(&self, channel: ChannelId, buf: &mut [u8]) -> Result<usize, WorkloadError> {
         sys::read_some(self.shared.channels.read_fd(channel.0), buf)
             .map_err(|e| channel_error(channel, e))
+    }
+
+    async fn wait_readable(
+        &self,
+        channels: &[ChannelId],
+        deadline: Option<Duration>,
+        ready: &mut Vec<usize>,
+    ) -> Result<(), WorkloadError> {
+        let mut fds = self.pollfds.borrow_mut();
+        fds.clear();
+        fds.extend(channels.iter().map(|c| libc::pollfd {
+            fd: self.shared.channels.read_fd(c.0),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let until = deadline.map(|d| self.epoch_ns + d.as_nanos() as u64);
+        sys::poll_readable(&mut fds, until).map_err(|e| {
+            WorkloadError::Backend(format!("waiting for {} channels: {e}", channels.len()))
+        })?;
+        ready.clear();
+        ready.extend(
+            fds.iter()
+                .enumerate()
+                .filter(|(_, f)| f.revents != 0)
+                .map(|(i, _)| i),
+        );
+        Ok(())
     }
 
     async fn connect_channel(&self, channel: ChannelId, port: u16) -> Result<(), WorkloadError> {

@@ -200,6 +200,41 @@ pub fn wait_readable(fd: i32, timeout_ms: i32) -> bool {
     }
 }
 
+/// Wait until at least one of `fds` is readable (or hung up, or in error: the read that
+/// follows says which), or until CLOCK_MONOTONIC reaches `until_ns` (`None`: no time limit),
+/// with ppoll(2)'s nanosecond timeout, resuming after signals; each `revents` says which.
+pub fn poll_readable(fds: &mut [libc::pollfd], until_ns: Option<u64>) -> io::Result<()> {
+    loop {
+        let timeout = until_ns.map(|until| {
+            let left = until.saturating_sub(monotonic_ns());
+            libc::timespec {
+                tv_sec: (left / 1_000_000_000) as libc::time_t,
+                tv_nsec: (left % 1_000_000_000) as libc::c_long,
+            }
+        });
+        let tp = timeout
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `fds` is a valid array of pollfds of its length; `tp` is null or points at
+        // a timespec that outlives the call; no signal mask is changed.
+        let r = unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                tp,
+                std::ptr::null(),
+            )
+        };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
 /// Whether the process behind `pidfd` has ended (the pidfd is readable), waiting at most `wait`.
 /// Unlike [`wait_readable`], a signal ends the wait early (false): the caller's loop or grace
 /// period decides what then.

@@ -21,6 +21,12 @@ pub enum Op {
     Send(usize),
     /// Read `len` bytes from a channel into the slot's `inbuf`.
     Recv(usize, usize),
+    /// Read what a channel holds, at least one byte and at most this many, into the slot's
+    /// `inbuf`.
+    RecvSome(usize, usize),
+    /// Wait until one of the slot's `pollset` channels has bytes, or until this epoch-relative
+    /// time (ns) if one is given; the slot's `ready` says which.
+    Poll(Option<u64>),
     /// Sleep until this epoch-relative time (ns).
     SleepUntil(u64),
     /// sched_yield.
@@ -60,6 +66,10 @@ pub struct Slot {
     pub outbuf: Vec<u8>,
     /// Bytes delivered by the last recv.
     pub inbuf: Vec<u8>,
+    /// The channels of the pending readiness wait.
+    pub pollset: Vec<usize>,
+    /// The positions in `pollset` of the channels the last readiness wait found readable.
+    pub ready: Vec<usize>,
     /// Samples recorded by the body, by metric.
     pub samples: Vec<(&'static str, Vec<f64>)>,
     /// Locks released since the machine last looked.
@@ -165,6 +175,30 @@ impl Context for SimContext<'_> {
     async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         self.issue(Op::Recv(channel.0, buf.len())).await;
         buf.copy_from_slice(&self.slot().inbuf);
+        Ok(())
+    }
+
+    async fn recv_some(&self, channel: ChannelId, buf: &mut [u8]) -> Result<usize, WorkloadError> {
+        self.issue(Op::RecvSome(channel.0, buf.len())).await;
+        let slot = self.slot();
+        buf[..slot.inbuf.len()].copy_from_slice(&slot.inbuf);
+        Ok(slot.inbuf.len())
+    }
+
+    async fn wait_readable(
+        &self,
+        channels: &[ChannelId],
+        deadline: Option<Duration>,
+        ready: &mut Vec<usize>,
+    ) -> Result<(), WorkloadError> {
+        {
+            let mut slot = self.slot();
+            slot.pollset.clear();
+            slot.pollset.extend(channels.iter().map(|c| c.0));
+        }
+        self.issue(Op::Poll(deadline.map(ns))).await;
+        ready.clear();
+        ready.extend_from_slice(&self.slot().ready);
         Ok(())
     }
 

@@ -270,9 +270,26 @@ pub trait Context {
             channel.0
         ))))
     }
+    /// Wait until at least one of `channels` has bytes to read, or until the epoch-relative
+    /// time `deadline` (if one is given) has come, and fill `ready` with the positions in
+    /// `channels` of those that have (empty: the deadline came first) — poll(2), the readiness
+    /// wait of an event loop that multiplexes many connections in one task. By default the
+    /// backend has none.
+    fn wait_readable(
+        &self,
+        channels: &[ChannelId],
+        deadline: Option<Duration>,
+        ready: &mut Vec<usize>,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        let _ = (channels, deadline, ready);
+        std::future::ready(Err(WorkloadError::Backend(
+            "this backend has no readiness wait".into(),
+        )))
+    }
     /// Read what has arrived on `channel`, at least one byte and at most `buf.len()`, blocking
     /// until something has; returns how many bytes. For a peer whose messages' lengths are not
-    /// known in advance (a real server's HTTP headers). Only a real kernel has one.
+    /// known in advance (a real server's HTTP headers), and for an event loop, which reads
+    /// what a readable channel holds without waiting for the rest.
     fn recv_some(
         &self,
         channel: ChannelId,

@@ -151,8 +151,140 @@ fn the_simulator_runs_web_on_several_policies() {
     }
 }
 
+/// The event client (`--client event:2`: two loops for four connections) keeps the
+/// per-connection client's measurements: against each built-in server at the rated 400 kbit/s
+/// every response is checked byte for byte and all four conform; one prefork process for the
+/// four throttles them as it does the per-connection client's.
+#[test]
+fn the_event_client_serves_and_throttles_as_the_per_connection_client() {
+    let _s = serial();
+    for server in ["prefork", "threads:4", "event:2"] {
+        let rec = run_web(
+            &[
+                "--connections",
+                "4",
+                "--dirs",
+                "2",
+                "--duration",
+                "3s",
+                "--server",
+                server,
+                "--client",
+                "event:2",
+            ],
+            &format!("evc-{server}"),
+        );
+        let params = &rec.configs[0].params;
+        assert_eq!(params["client"], "event:2", "{params:?}");
+        assert_eq!(params["client-tasks"], "2", "{params:?}");
+        assert_eq!(metric(&rec, "conforming"), 4.0, "{server}");
+        let kbps = metric(&rec, "kbps_mean");
+        assert!(kbps > 320.0 && kbps <= 400.5, "{server}: {kbps} kbit/s");
+    }
+    let rec = run_web(
+        &[
+            "--connections",
+            "4",
+            "--dirs",
+            "2",
+            "--duration",
+            "4s",
+            "--server",
+            "prefork:1",
+            "--client",
+            "event",
+        ],
+        "evc-throttled",
+    );
+    assert!(metric(&rec, "conforming") <= 1.0);
+    let p50 = metric(&rec, "kbps_p50");
+    assert!(
+        p50 < 320.0,
+        "median {p50} kbit/s for 4 connections sharing one server"
+    );
+    assert!(metric(&rec, "kbps_mean") > 20.0);
+}
+
+/// On the simulator the event client is the same body: deterministic per seed, on several
+/// policies; and its open loop times from the scheduled send — one prefork process for four
+/// connections makes the latency show the batches they wait behind, four serve each at once.
+#[test]
+fn the_simulated_event_client_keeps_the_schedule_and_its_latency() {
+    for policy in ["o1", "cfs", "ule"] {
+        let args = [
+            "--backend",
+            "sim",
+            "--policy",
+            policy,
+            "--cpus",
+            "2",
+            "--connections",
+            "8",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--server",
+            "prefork:4",
+            "--client",
+            "event",
+        ];
+        let a = run_web(&args, &format!("evc-sim-{policy}"));
+        let b = run_web(&args, &format!("evc-sim-{policy}"));
+        assert_eq!(
+            a.configs[0].repetitions[0].metrics, b.configs[0].repetitions[0].metrics,
+            "{policy}"
+        );
+        let mean = metric(&a, "kbps_mean");
+        assert!(mean > 150.0 && mean < 300.0, "{policy}: {mean}");
+    }
+    let run = |server: &str| {
+        run_web(
+            &[
+                "--backend",
+                "sim",
+                "--connections",
+                "4",
+                "--dirs",
+                "2",
+                "--duration",
+                "5s",
+                "--rate",
+                "40",
+                "--server",
+                server,
+                "--client",
+                "event:2",
+            ],
+            &format!("evc-open-{server}"),
+        )
+    };
+    let (one, four) = (run("prefork:1"), run("prefork:4"));
+    for rec in [&one, &four] {
+        let r = metric(rec, "req_per_s");
+        assert!((r - 40.0).abs() < 1.0, "{r}");
+    }
+    assert!(
+        metric(&one, "lat_p90") > 300.0,
+        "{}",
+        metric(&one, "lat_p90")
+    );
+    assert!(
+        metric(&four, "lat_p90") < 5.0,
+        "{}",
+        metric(&four, "lat_p90")
+    );
+}
+
 #[test]
 fn bad_input_is_refused_naming_the_value() {
+    let e = fails(&["run", "web", "--client", "epoll"]);
+    assert!(
+        e.contains("'epoll'") && e.contains("connections, event"),
+        "{e}"
+    );
+    let e = fails(&["run", "web", "--client", "event:0"]);
+    assert!(e.contains("event:0") && e.contains("not a count"), "{e}");
     let e = fails(&["run", "web", "--server", "iis"]);
     assert!(e.contains("'iis'") && e.contains("prefork"), "{e}");
     let e = fails(&["run", "web", "--server", "threads:0"]);

@@ -210,6 +210,126 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
     }
 }
 
+/// The event client against each real server: two loops for six connections, every
+/// response's header parsed and its body checked byte for byte, all six conforming at the
+/// rated 400 kbit/s, nothing left behind.
+#[test]
+fn the_event_client_reads_each_real_servers_responses() {
+    let _s = serial();
+    for program in ["nginx", "apache2"] {
+        if !installed(program) {
+            continue;
+        }
+        let json = std::env::temp_dir().join(format!(
+            "schedlab-test-{}-web-real-evc-{program}.json",
+            std::process::id()
+        ));
+        let args = [
+            "run",
+            "web",
+            "--server",
+            program,
+            "--client",
+            "event:2",
+            "--connections",
+            "6",
+            "--dirs",
+            "2",
+            "--duration",
+            "3s",
+            "--runs",
+            "1",
+            "--quiet",
+            "--json",
+            json.to_str().unwrap(),
+        ];
+        let child = schedlab()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let servers = servers_below(pid, program);
+        common::succeeded(&args, child.wait_with_output().unwrap());
+        let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        std::fs::remove_file(&json).ok();
+        let m = &rec.configs[0].repetitions[0].metrics;
+        assert_eq!(m["conforming"], 6.0, "{program}: {m:?}");
+        assert!(m["req_per_s"] > 6.0, "{program}: {m:?}");
+        assert_eq!(rec.configs[0].params["client-tasks"], "2");
+        assert_eq!(left_after(&servers), Vec::<u32>::new(), "{program} left");
+        assert_eq!(temp_dirs_of(pid), Vec::<PathBuf>::new());
+    }
+}
+
+/// Apache prefork's children are counted in the check of the room for tasks: as an
+/// unprivileged user under `RLIMIT_NPROC` 40 (`prlimit`; the kernel does not enforce it for
+/// root), 100 connections with the event client need 5 tasks of schedlab's but 101 of
+/// Apache's, and the run is refused before anything starts, naming both.
+#[test]
+fn apaches_children_count_in_the_room_for_tasks() {
+    if !installed("apache2") {
+        return;
+    }
+    if !rustix::process::getuid().is_root() {
+        println!(
+            "skipped: needs root to run schedlab as another user under a lowered RLIMIT_NPROC"
+        );
+        return;
+    }
+    for tool in ["prlimit", "setpriv"] {
+        if !std::env::var_os("PATH")
+            .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        {
+            println!("skipped: {tool} is not installed; apt-get install -y util-linux");
+            return;
+        }
+    }
+    let out = Command::new("prlimit")
+        .args([
+            "--nproc=40:40",
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+        ])
+        .arg(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "web",
+            "--server",
+            "apache2",
+            "--client",
+            "event:2",
+            "--connections",
+            "100",
+            "--dirs",
+            "2",
+            "--duration",
+            "2s",
+            "--runs",
+            "1",
+        ])
+        .env("TMPDIR", "/tmp")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("RLIMIT_NPROC")
+            && err.contains("allows 40 tasks")
+            && err.contains("106 tasks")
+            && err.contains(
+                "101 are apache2's master and its prefork child per connection (--connections)"
+            )
+            && err.contains("5 schedlab's"),
+        "{err}"
+    );
+    // Refused before anything started: no server, and nothing written.
+    assert!(!err.contains("server-error.log"), "{err}");
+}
+
 /// A run interrupted while nginx serves leaves neither nginx's master nor its workers, nor the
 /// run's directory.
 #[test]

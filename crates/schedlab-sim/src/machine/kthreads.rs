@@ -314,7 +314,8 @@ impl Machine<'_> {
         };
         chan.segments += 1;
         let ack = self.tcp && chan.segments.is_multiple_of(2);
-        if let Some(r) = wake {
+        // A task whose readiness wait another channel ended is already awake.
+        if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
             self.tasks[t].remaining += self.wake(r, Some(cpu), false);
         }
         if ack {

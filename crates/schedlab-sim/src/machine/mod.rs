@@ -300,6 +300,11 @@ enum Effect {
     Send(usize),
     /// Take `len` bytes from a channel (or block until they are there).
     Recv(usize, usize),
+    /// Take what a channel holds, at most `.1` bytes (or block until it holds any).
+    RecvSome(usize, usize),
+    /// Find which of the slot's `pollset` channels hold bytes, or block until one does or the
+    /// deadline (ns) comes (`poll.rs`).
+    Poll(Option<u64>),
     /// Sleep until a time.
     Sleep(u64),
     /// sched_yield.
@@ -399,6 +404,9 @@ struct Task {
     born: bool,
     /// Whether its parent has waited for it (reaped it) since it ended.
     reaped: bool,
+    /// Counts its completed readiness waits: a wait's timeout event carries the count it was
+    /// armed at, and is stale once it differs (`poll.rs`).
+    poll_gen: u64,
 }
 
 impl Task {
@@ -429,6 +437,7 @@ impl Task {
             parent: None,
             born: true,
             reaped: false,
+            poll_gen: 0,
         }
     }
 }
@@ -522,6 +531,11 @@ enum Event {
     Timer {
         task: TaskId,
     },
+    /// The deadline of task `task`'s readiness wait number `gen` (`poll.rs`).
+    PollTimeout {
+        task: TaskId,
+        gen: u64,
+    },
     /// A device finished task `task`'s request: its interrupt wakes the disk ithread
     /// (`kthreads.rs`), which wakes the task.
     DeviceDone {
@@ -546,6 +560,7 @@ mod accounting;
 mod kthreads;
 mod memory;
 mod paths;
+mod poll;
 mod spawn;
 mod steps;
 mod timeline;
@@ -827,6 +842,11 @@ impl<'a> Machine<'a> {
                     progress_at = n;
                     self.wake(task, None, false);
                 }
+                Event::PollTimeout { task, gen } => {
+                    self.timers -= 1;
+                    progress_at = n;
+                    self.poll_timeout(task, gen);
+                }
                 Event::DeviceDone { task } => {
                     self.timers -= 1;
                     progress_at = n;
@@ -882,7 +902,10 @@ impl<'a> Machine<'a> {
             .take(5)
             .map(|(i, t)| match t.then {
                 Effect::Send(ch) => format!("task {i} waits to send on full channel {ch}"),
-                Effect::Recv(ch, _) => format!("task {i} waits for bytes on channel {ch}"),
+                Effect::Recv(ch, _) | Effect::RecvSome(ch, _) => {
+                    format!("task {i} waits for bytes on channel {ch}")
+                }
+                Effect::Poll(_) => format!("task {i} waits for bytes on any of its channels"),
                 Effect::Lock(l) => format!("task {i} waits for lock {l}"),
                 Effect::AtBarrier(b) => {
                     let bar = &self.barriers[b];

@@ -116,8 +116,19 @@ impl Machine<'_> {
                         _ => None,
                     };
                     drop(slot);
-                    if let Some(r) = wake {
+                    // A task whose readiness wait another channel ended is already awake.
+                    if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
                         self.tasks[t].remaining += self.wake(r, Some(cpu), false);
+                    }
+                }
+                Effect::RecvSome(ch, max) => {
+                    if !self.recv_some(cpu, t, ch, max) {
+                        return;
+                    }
+                }
+                Effect::Poll(deadline) => {
+                    if !self.poll_channels(cpu, t, deadline) {
+                        return;
                     }
                 }
                 Effect::Recv(ch, len) => {
@@ -343,6 +354,14 @@ impl Machine<'_> {
                 let m = self.c(self.channel_msg_cost(ch));
                 (syscall + m + self.bounce(cpu, ch), Effect::Recv(ch, len))
             }
+            Op::RecvSome(ch, max) => {
+                let m = self.c(self.channel_msg_cost(ch));
+                (
+                    syscall + m + self.bounce(cpu, ch),
+                    Effect::RecvSome(ch, max),
+                )
+            }
+            Op::Poll(deadline) => (syscall, Effect::Poll(deadline)),
             Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
             Op::Yield => (syscall, Effect::Yield),
             // A spin lock is taken in user space (an atomic exchange), a futex mutex by a

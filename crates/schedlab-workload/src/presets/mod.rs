@@ -132,6 +132,13 @@ pub trait Workload: Send + Sync + 'static {
     fn expected_time(&self) -> Option<Duration> {
         None
     }
+    /// Tasks (processes and threads) that the programs a repetition starts hold at once,
+    /// beyond the plan's own (a real web server's master and workers), with what they are in
+    /// words naming the parameters that size them; the real backend counts them in its check
+    /// of the room for tasks before anything runs.
+    fn program_tasks(&self) -> Option<(&'static str, usize)> {
+        None
+    }
 }
 
 /// What identifies the read-only files of a configuration ([`Workload::shared_files`]).

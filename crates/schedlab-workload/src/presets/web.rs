@@ -63,6 +63,8 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+mod event_client;
+
 const NAME: &str = "web";
 
 /// SPECweb99's rated bit rate per connection: the client paces each request to it.
@@ -142,6 +144,47 @@ impl FromStr for ServerKind {
     }
 }
 
+/// Which client drives the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientKind {
+    /// A task per connection, blocking on each response (SPECweb99's client processes).
+    Connections,
+    /// Event loops (`None`: one per CPU), each multiplexing its share of the connections
+    /// through the readiness wait, as wrk's do.
+    Event(Option<usize>),
+}
+
+impl fmt::Display for ClientKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClientKind::Connections => f.write_str("connections"),
+            ClientKind::Event(None) => f.write_str("event"),
+            ClientKind::Event(Some(n)) => write!(f, "event:{n}"),
+        }
+    }
+}
+
+const CLIENT_ACCEPTED: &str = "connections, event or event:N (N in 1..10000)";
+
+impl FromStr for ClientKind {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.split_once(':') {
+            None if s == "connections" => Ok(ClientKind::Connections),
+            None if s == "event" => Ok(ClientKind::Event(None)),
+            Some(("event", n)) => match n.parse::<usize>() {
+                Ok(n) if (1..=MAX_CONNECTIONS).contains(&n) => Ok(ClientKind::Event(Some(n))),
+                _ => Err(ValueError(format!(
+                    "client '{s}': '{n}' is not a count; use {CLIENT_ACCEPTED}"
+                ))),
+            },
+            _ => Err(ValueError(format!(
+                "client '{s}' is not known; use {CLIENT_ACCEPTED}"
+            ))),
+        }
+    }
+}
+
 /// Web serving: SPECweb99's static mix over keep-alive connections paced to 400 kbit/s.
 #[derive(Clone, Debug)]
 pub struct Web {
@@ -149,6 +192,8 @@ pub struct Web {
     pub connections: usize,
     /// The server.
     pub server: ServerKind,
+    /// The client.
+    pub client: ClientKind,
     /// How long the clients issue requests.
     pub duration: Duration,
     /// Directories of the file set; 0: SPECweb99's scaling with the connections.
@@ -182,6 +227,7 @@ impl Default for Web {
         Web {
             connections: 100,
             server: ServerKind::Prefork(None),
+            client: ClientKind::Connections,
             duration: Duration::from_secs(30),
             dirs: 0,
             disk_budget: 2 << 30,
@@ -215,6 +261,12 @@ const PARAMS: &[ParamDef] = &[
         "prefork",
         "prefork[:N]|threads:N|event[:N]|nginx|apache2",
         "The server: built in, prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N); or real, nginx or apache2 (prefork MPM), from Debian's packages.",
+    ),
+    ParamDef::value(
+        "client",
+        "connections",
+        "connections|event[:N]",
+        "The client: connections (a task per connection, blocking on each response, as SPECweb99's client processes) or event (an event loop per CPU, or N, each multiplexing its share of the connections, as wrk does); the same requests, pacing and checks.",
     ),
     ParamDef::value(
         "duration",
@@ -294,6 +346,15 @@ impl Web {
             ServerKind::Threads(n) => n,
             ServerKind::Event(n) => n.unwrap_or(self.host_cpus.max(1)),
             ServerKind::Real(_) => 1,
+        }
+    }
+
+    /// Client tasks: one per connection, or the event client's loops (at most one per
+    /// connection).
+    pub fn client_tasks(&self) -> usize {
+        match self.client {
+            ClientKind::Connections => self.connections,
+            ClientKind::Event(n) => n.unwrap_or(self.host_cpus.max(1)).min(self.connections),
         }
     }
 
@@ -701,6 +762,7 @@ impl Preset for Web {
                 self.connections = parse_count(NAME, "connections", value, 1..=MAX_CONNECTIONS)?
             }
             "server" => self.server = parse_with(NAME, value, str::parse)?,
+            "client" => self.client = parse_with(NAME, value, str::parse)?,
             "duration" => self.duration = parse_with(NAME, value, parse_duration)?,
             "dirs" => self.dirs = parse_count(NAME, "dirs", value, 0..=MAX_DIRS)?,
             "disk-budget" => {
@@ -791,6 +853,8 @@ impl Workload for Web {
             ("connections".into(), self.connections.to_string()),
             ("server".into(), self.server.to_string()),
             ("server-tasks".into(), self.server_tasks().to_string()),
+            ("client".into(), self.client.to_string()),
+            ("client-tasks".into(), self.client_tasks().to_string()),
             ("duration".into(), format_duration(self.duration)),
             ("dirs".into(), self.file_dirs().to_string()),
             ("mix".into(), "static".into()),
@@ -815,6 +879,9 @@ impl Workload for Web {
         if !self.pace {
             l.push_str(" pace=off");
         }
+        if self.client != ClientKind::Connections {
+            l.push_str(&format!(" client={}", self.client));
+        }
         l
     }
 
@@ -828,7 +895,7 @@ impl Workload for Web {
                 },
                 GroupPlan {
                     name: "client",
-                    tasks: self.connections,
+                    tasks: self.client_tasks(),
                     spawn: 0,
                 },
             ],
@@ -862,7 +929,10 @@ impl Workload for Web {
         if task.group == 0 {
             self.server(task.index, ctx).await
         } else {
-            self.client(task.index, ctx).await
+            match self.client {
+                ClientKind::Connections => self.client(task.index, ctx).await,
+                ClientKind::Event(_) => self.event_client(task.index, ctx).await,
+            }
         }
     }
 
@@ -955,21 +1025,25 @@ impl Workload for Web {
         let mut hist = Histogram::<u64>::new(3).expect("3 significant digits is valid");
         for t in plan.tasks().iter().filter(|t| t.group == 1) {
             let samples = &outcome.tasks.get(t.id).map(|o| &o.samples);
-            let one = |m: &str| {
-                samples
-                    .and_then(|s| s.get(m))
-                    .and_then(|v| v.first().copied())
+            // One sample per connection the task drove: one for a connection's own task, its
+            // share for an event loop.
+            let drove = match self.client {
+                ClientKind::Connections => 1,
+                ClientKind::Event(_) => self.driven_by(t.index).count(),
             };
+            let each = |m: &str| samples.and_then(|s| s.get(m)).filter(|v| v.len() == drove);
             let (Some(bytes), Some(reqs), Some(conn_secs)) =
-                (one("bytes"), one("requests"), one("seconds"))
+                (each("bytes"), each("requests"), each("seconds"))
             else {
                 return Err(WorkloadError::Integrity(format!(
-                    "connection {} did not report its bytes and requests",
+                    "client task {} did not report the bytes and requests of its {drove} connections",
                     t.index
                 )));
             };
-            rates.push(bytes * 8.0 / conn_secs.max(secs) / 1e3);
-            requests += reqs;
+            for ((bytes, reqs), conn_secs) in bytes.iter().zip(reqs).zip(conn_secs) {
+                rates.push(bytes * 8.0 / conn_secs.max(secs) / 1e3);
+                requests += reqs;
+            }
             for &ns in samples
                 .and_then(|s| s.get("latency_ns"))
                 .into_iter()
@@ -1032,6 +1106,20 @@ impl Workload for Web {
     fn expected_time(&self) -> Option<Duration> {
         Some(self.duration * 2 + Duration::from_secs(120))
     }
+
+    /// The real server's master and its workers (nginx: one per CPU) or children (Apache
+    /// prefork: one per connection, a static pool).
+    fn program_tasks(&self) -> Option<(&'static str, usize)> {
+        self.real().map(|r| {
+            let what = match r {
+                RealServer::Nginx => "nginx's master and its worker per CPU",
+                RealServer::Apache2 => {
+                    "apache2's master and its prefork child per connection (--connections)"
+                }
+            };
+            (what, 1 + r.processes(self.connections, self.host_cpus))
+        })
+    }
 }
 
 /// Response latency percentiles reported: (metric name, percentile).
@@ -1055,6 +1143,41 @@ mod tests {
             let e = bad.parse::<ServerKind>().unwrap_err().to_string();
             assert!(e.contains(bad) && e.contains("prefork"), "{e}");
         }
+    }
+
+    #[test]
+    fn clients_parse_and_the_event_client_has_at_most_a_loop_per_connection() {
+        assert_eq!("connections".parse(), Ok(ClientKind::Connections));
+        assert_eq!("event".parse(), Ok(ClientKind::Event(None)));
+        assert_eq!("event:3".parse(), Ok(ClientKind::Event(Some(3))));
+        for bad in ["event:0", "epoll", "connections:2", "event:x"] {
+            let e = bad.parse::<ClientKind>().unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("connections, event"), "{e}");
+        }
+        let mut w = Web::with_defaults(4);
+        w.set_param("connections", "10").unwrap();
+        assert_eq!(w.client_tasks(), 10);
+        w.set_param("client", "event").unwrap();
+        assert_eq!(w.client_tasks(), 4);
+        assert_eq!(w.plan().groups[1].tasks, 4);
+        // Loop 1 of 4 drives connections 1, 5, 9.
+        assert_eq!(w.driven_by(1).collect::<Vec<_>>(), [1, 5, 9]);
+        w.set_param("connections", "2").unwrap();
+        assert_eq!(w.client_tasks(), 2);
+        assert!(w.label().contains("client=event"));
+    }
+
+    #[test]
+    fn a_real_servers_processes_are_in_its_host_needs() {
+        let mut w = Web::with_defaults(4);
+        w.set_param("connections", "300").unwrap();
+        assert_eq!(w.program_tasks(), None);
+        w.set_param("server", "apache2").unwrap();
+        let (what, n) = w.program_tasks().unwrap();
+        assert_eq!(n, 301);
+        assert!(what.contains("--connections"), "{what}");
+        w.set_param("server", "nginx").unwrap();
+        assert_eq!(w.program_tasks().unwrap().1, 5);
     }
 
     #[test]
