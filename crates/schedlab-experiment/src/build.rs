@@ -32,6 +32,27 @@ pub enum BackendRequest {
     Sim(SimRequest),
 }
 
+impl BackendRequest {
+    /// The CPU count of the machine the workload runs on, for parameters whose default follows
+    /// it (interbench's load threads, the web `event` server's and client's loops): the host's on
+    /// the real kernel; on the simulator the simulated machine's (`--topology`'s logical CPUs,
+    /// else `--cpus`, else the host's, as [`crate::SimMachine::from_request`] decides). A
+    /// `--topology` that does not parse falls back to the host's count here; building the
+    /// machine reports it.
+    pub fn machine_cpus(&self, host_cpus: usize) -> usize {
+        match self {
+            BackendRequest::Real => host_cpus,
+            BackendRequest::Sim(req) => req
+                .topology
+                .as_deref()
+                .and_then(|t| t.parse::<schedlab_sim::topology::Topology>().ok())
+                .map(|t| t.cpus())
+                .or(req.cpus)
+                .unwrap_or(host_cpus),
+        }
+    }
+}
+
 /// The simulated machine as asked for.
 #[derive(Clone, Debug, Default)]
 pub struct SimRequest {

@@ -352,7 +352,7 @@ struct MeasureOne<'a> {
 impl PresetVisitor for MeasureOne<'_> {
     type Output = Result<RunRecord, ExperimentError>;
     fn visit<P: Preset>(self) -> Self::Output {
-        let base = P::with_defaults(self.request.host_cpus);
+        let base = P::with_defaults(self.backend.machine_cpus(self.request.host_cpus));
         match self.backend {
             BackendRequest::Real => {
                 let mut b = RealBackend::new(CounterMode::Proc);

@@ -357,7 +357,7 @@ struct Execute<'a> {
 impl PresetVisitor for Execute<'_> {
     type Output = Result<RunEnd, String>;
     fn visit<P: Preset>(self) -> Self::Output {
-        let base = P::with_defaults(self.request.host_cpus);
+        let base = P::with_defaults(self.backend.machine_cpus(self.request.host_cpus));
         self.with(base)
     }
 }

@@ -2107,3 +2107,24 @@ fn a_sweep_of_one_non_numeric_key_is_plotted_a_point_per_value() {
         "each value labels its point"
     );
 }
+
+/// A default that follows the CPU count (interbench's load threads: one per CPU, as the
+/// original) follows the simulated machine's `--cpus` or `--topology`, not the host's: the same
+/// command simulates the same thing on every host.
+#[test]
+fn cpu_count_defaults_follow_the_simulated_machine() {
+    for (machine, want) in [
+        (&["--cpus", "8"][..], "load_threads=8"),
+        (&["--topology", "2s:3c:1t"][..], "load_threads=6"),
+        (
+            &["--cpus", "8", "--load-threads", "3"][..],
+            "load_threads=3",
+        ),
+    ] {
+        let mut args = vec!["check", "interbench", "--backend", "sim", "--loads", "burn"];
+        args.extend_from_slice(machine);
+        let out = run_ok(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains(want), "{machine:?}: want {want} in\n{text}");
+    }
+}

@@ -706,7 +706,7 @@ const PARAMS: &[ParamDef] = &[
         "load-threads",
         "",
         "CPUs",
-        "Threads of the burn, ring and compile loads [default: this machine's CPUs].",
+        "Threads of the burn, ring and compile loads [default: the machine's CPUs: the host's, or the simulated --cpus].",
     )
     .no_default(),
     ParamDef::value(

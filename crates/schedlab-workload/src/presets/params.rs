@@ -190,8 +190,8 @@ pub trait Preset: Workload + Clone + Default + Sized {
         Self::PARAMS
     }
 
-    /// A configuration with every parameter at its default; `host_cpus` is this machine's CPU
-    /// count, for defaults that depend on it.
+    /// A configuration with every parameter at its default; `host_cpus` is the CPU count of the
+    /// machine it runs on (the host, or the simulated machine), for defaults that depend on it.
     fn with_defaults(_host_cpus: usize) -> Self {
         Self::default()
     }
