@@ -44,9 +44,9 @@
 //! # Left out
 //!
 //! PELT: loads are the static weights of runnable tasks (`cpu_load` ≈ the runqueue's weight),
-//! "utilization" is the count of busy CPUs (so migrate_util moves tasks, SIS_UTIL's scan depth
-//! follows the LLC's busy fraction at the wakeup instead of the last periodic balance's
-//! util_avg). No capacity (every CPU 1024), misfit, asymmetric packing, EAS, group_imbalanced
+//! "utilization" is the count of busy CPUs (so migrate_util moves tasks; SIS_UTIL's scan depth
+//! follows the LLC's busy fraction averaged with a 32 ms half-life over the wakeups that search
+//! it, instead of the util_avg sum the last periodic balance stored). No capacity (every CPU 1024), misfit, asymmetric packing, EAS, group_imbalanced
 //! (no affinity-constrained group detection), active balancing (a running task never moves; the
 //! busiest CPU must have a queued task), `adjust_numa_imbalance` / `imb_numa_nr`, NUMA
 //! balancing of memory, SD_BALANCE_FORK's slow path (a new task goes where the policy's flat
@@ -217,6 +217,9 @@ pub struct Domains {
     idle: CpuMask,
     /// Per LLC domain (index into the LLC level's spans): `sd_llc_shared->has_idle_cores`.
     has_idle_cores: Vec<bool>,
+    /// Per LLC domain: its busy fraction averaged with PELT's 32 ms half-life, in
+    /// [`CAPACITY`] units, and when it was last brought up to date (SIS_UTIL's `sum_util`).
+    llc_util: Vec<(f64, u64)>,
     /// `nohz.next_balance`.
     nohz_next_balance: u64,
     tasks: Vec<WakeState>,
@@ -329,6 +332,7 @@ impl Domains {
             state,
             idle: CpuMask::first(n),
             has_idle_cores: vec![true; has_idle_cores],
+            llc_util: vec![(0.0, 0); has_idle_cores],
             nohz_next_balance: 0,
             tasks: Vec::new(),
         }
@@ -571,8 +575,15 @@ impl Domains {
                 .and(&self.levels[self.llc_level?].spans[llc])
                 .count() as u64;
         let pct = self.levels[self.llc_level?].imbalance_pct;
-        // x = busy / llc_weight in CAPACITY units; y = CAPACITY − x²·pct²/10000.
-        let x = busy * CAPACITY / llc_weight.max(1);
+        // The LLC's utilization: its busy fraction as a PELT-like average (32 ms half-life),
+        // sampled at each wakeup that searches it.
+        let (avg, since) = self.llc_util[llc];
+        let decay = (-(m.now.saturating_sub(since) as f64) / 32e6).exp2();
+        let now_frac = (busy * CAPACITY / llc_weight.max(1)) as f64;
+        let util = avg * decay + now_frac * (1.0 - decay);
+        self.llc_util[llc] = (util, m.now);
+        // x = util in CAPACITY units; y = CAPACITY − x²·pct²/10000.
+        let x = util.round() as u64;
         let tmp = (x * x * pct * pct / (10_000 * CAPACITY)).min(CAPACITY);
         let nr_scan = llc_weight * (CAPACITY - tmp) / CAPACITY;
         let nr = nr_scan + 1;
