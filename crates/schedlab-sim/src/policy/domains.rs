@@ -27,7 +27,9 @@
 //!   SD_PREFER_SIBLING; evening idle CPUs otherwise), `sched_balance_find_src_rq` (most load,
 //!   or most tasks), `detach_tasks` (at most `sysctl_sched_nr_migrate` 32; a task heavier than
 //!   the imbalance ≫ nr_balance_failed stays; newly idle stops after one),
-//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures, and the balance
+//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot` as
+//!   the policy knows it: eevdf's last run within 0.5 ms; cfs here keeps no `exec_start`, so
+//!   none of its tasks is hot), and the balance
 //!   interval doubling when balanced and reset when tasks moved.
 //! - `select_task_rq_fair` for a wakeup: `record_wakee` / `wake_wide`, `wake_affine`
 //!   (`wake_affine_idle`, then `wake_affine_weight` with WA_BIAS) between the waker's CPU and the
@@ -43,15 +45,19 @@
 //!
 //! # Left out
 //!
-//! PELT: loads are the static weights of runnable tasks (`cpu_load` ≈ the runqueue's weight),
-//! "utilization" is the count of busy CPUs (so migrate_util moves tasks; SIS_UTIL's scan depth
-//! follows the LLC's busy fraction averaged with a 32 ms half-life over the wakeups that search
-//! it, instead of the util_avg sum the last periodic balance stored). No capacity (every CPU 1024), misfit, asymmetric packing, EAS, group_imbalanced
-//! (no affinity-constrained group detection), active balancing (a running task never moves; the
-//! busiest CPU must have a queued task), `adjust_numa_imbalance` / `imb_numa_nr`, NUMA
-//! balancing of memory, SD_BALANCE_FORK's slow path (a new task goes where the policy's flat
-//! `find_idlest_cpu` puts it), WF_SYNC wakeups, `avg_idle` and `max_newidle_lb_cost` limits on
-//! newly-idle balancing, and SD_SERIALIZE.
+//! - PELT: loads are the static weights of runnable tasks (`cpu_load` ≈ the runqueue's
+//!   weight); "utilization" is the count of busy CPUs, so migrate_util moves tasks, and
+//!   SIS_UTIL's scan depth follows the LLC's busy fraction averaged with a 32 ms half-life over
+//!   the wakeups that search it, instead of the util_avg sum the last periodic balance stored.
+//! - Capacity (every CPU 1024), group_misfit_task, group_asym_packing, group_smt_balance,
+//!   group_imbalanced (no detection of affinity-constrained groups), EAS; `sibling_imbalance`
+//!   counts CPUs, not cores (the groups of one level are the same size here, so the result is
+//!   the same).
+//! - Active balancing: a running task never moves, so the busiest CPU must have a queued task.
+//! - `adjust_numa_imbalance` / `imb_numa_nr`, NUMA balancing of memory, SD_SERIALIZE.
+//! - SD_BALANCE_FORK's slow path: a new task goes where the policy's flat `find_idlest_cpu`
+//!   puts it. WF_SYNC wakeups. The `avg_idle` and `max_newidle_lb_cost` limits on newly-idle
+//!   balancing.
 
 use super::{CpuId, CpuMask, MachineView, Move, TaskId};
 use crate::topology::Topology;
@@ -936,7 +942,11 @@ fn find_src_group(
             (Migration::Task, imb >> 1)
         }
     } else {
-        if local.kind < GroupType::Overloaded && local.avg_load >= busiest.avg_load {
+        // A fully busy local group pulls only while it is below both the busiest group and
+        // the domain's average.
+        if local.kind < GroupType::Overloaded
+            && (local.avg_load >= busiest.avg_load || local.avg_load >= sds_avg)
+        {
             return None;
         }
         let imb = (busiest.avg_load.saturating_sub(sds_avg) * busiest.weight as u64)
