@@ -110,3 +110,104 @@ fn a_topology_that_is_not_the_cpu_count_is_refused() {
         "the topology 2s:2c:2t has 8 logical CPUs, not 4"
     );
 }
+
+/// `workers` tasks that compute 1 ms and sleep 1 ms, for `ms` milliseconds: about 0.75 of an
+/// 8-CPU machine's worth, woken by timers on the CPU they last ran on.
+struct Bursty {
+    workers: usize,
+    ms: u64,
+}
+
+impl Workload for Bursty {
+    fn name(&self) -> &'static str {
+        "bursty"
+    }
+    fn params(&self) -> std::collections::BTreeMap<String, String> {
+        Default::default()
+    }
+    fn plan(&self) -> schedlab_workload::Plan {
+        use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
+        Plan {
+            groups: vec![GroupPlan {
+                name: "worker",
+                tasks: self.workers,
+                spawn: 0,
+            }],
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: schedlab_workload::SyncPlan::default(),
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: schedlab_workload::Context>(
+        &self,
+        _task: schedlab_workload::TaskRef,
+        ctx: &C,
+    ) -> Result<(), schedlab_workload::WorkloadError> {
+        use std::time::Duration;
+        while ctx.now() < Duration::from_millis(self.ms) {
+            ctx.compute(Duration::from_millis(1)).await;
+            ctx.sleep(Duration::from_millis(1)).await;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<schedlab_workload::record::MetricDef> {
+        Vec::new()
+    }
+    fn metrics(
+        &self,
+        _o: &schedlab_workload::presets::Outcome,
+    ) -> Result<std::collections::BTreeMap<String, f64>, schedlab_workload::WorkloadError> {
+        Ok(Default::default())
+    }
+}
+
+/// Idle-while-waiting (the timeline's invariant 1), s of CPU time.
+fn idle_while_waiting(policy: &str, topology: Option<&Topology>) -> f64 {
+    let spec: PolicySpec = policy.parse().unwrap();
+    let cost = CostModel::profile("modern").unwrap();
+    let w = Bursty {
+        workers: 12,
+        ms: 300,
+    };
+    let r = run_repetition(
+        &w,
+        SimSetup {
+            policy: &spec,
+            cpus: 8,
+            topology,
+            cost: &cost,
+            seed: 1,
+            knobs: &[schedlab_workload::knobs::Knobs::default()],
+            kernel_cpus: None,
+            stop: None,
+            wall_budget: None,
+            timeline: true,
+        },
+    )
+    .unwrap();
+    let tl = r.timeline.as_ref().expect("a timeline was asked for");
+    schedlab_workload::timeline::replay::analyse(tl, 100).idle_while_waiting_s
+}
+
+/// Lozi et al.'s wasted cores, qualitatively: with scheduling domains a waking task searches only
+/// its LLC for an idle CPU, and across the socket boundary only balancing (which leaves cache-hot
+/// tasks alone) moves it, so CPUs sit idle while tasks wait far more than on the flat machine of
+/// the same size, whose wakeups search every CPU.
+#[test]
+fn domains_leave_cpus_idle_while_tasks_wait_more_than_the_flat_machine() {
+    let t: Topology = "2s:4c:1t".parse().unwrap();
+    for policy in ["eevdf", "cfs"] {
+        let flat = idle_while_waiting(policy, None);
+        let domains = idle_while_waiting(policy, Some(&t));
+        assert!(
+            domains > flat && domains > 1e-3,
+            "{policy}: idle while waiting {domains} s on 2s:4c:1t, {flat} s flat"
+        );
+        if policy == "eevdf" {
+            assert!(domains > 10.0 * flat.max(1e-4), "{domains} vs {flat}");
+        }
+    }
+}

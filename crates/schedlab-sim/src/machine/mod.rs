@@ -250,13 +250,16 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         .zip(setup.knobs)
         .map(|(g, k)| (g.name, k))
         .collect();
-    let policy = checked_policy(setup.policy, setup.cpus, &groups)?;
+    let mut policy = checked_policy(setup.policy, setup.cpus, &groups)?;
     if let Some(t) = setup.topology.filter(|t| t.cpus() != setup.cpus) {
         return Err(SimError::TopologyCpus {
             topology: *t,
             logical: t.cpus(),
             cpus: setup.cpus,
         });
+    }
+    if let Some(t) = setup.topology {
+        policy.set_topology(t);
     }
     let refs = plan.tasks();
     // The places of the tasks the groups may spawn follow the starting tasks (ids

@@ -23,6 +23,10 @@
 //! - a task moving between CPUs keeps its vruntime relative to `min_vruntime`
 //!   (`migrate_task_rq_fair` / `enqueue_entity`).
 //!
+//! On a machine with a topology (`--topology`), wakeup placement and balancing go through the
+//! scheduling domains of [`super::domains`] (SMT → MC → NUMA, `select_idle_sibling`, balancing
+//! per domain); what follows describes the flat machine, which keeps one level.
+//!
 //! Simplifications, all of them in the SMP parts: no scheduling domains or group scheduling; a
 //! waking task goes to its previous CPU if idle, else the waker's CPU if idle, else any idle allowed
 //! CPU, else its previous CPU (`select_idle_sibling` without wake_affine's pull to a busy waker
@@ -32,6 +36,7 @@
 //! pulls from a CPU whose load exceeds its own by more than `imbalance_pct` 117 %
 //! (`load_balance`). No next/last buddies, no `sched_child_runs_first`.
 
+use super::domains::{Domains, FairRunqueues};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass};
 use super::*;
 use schedlab_workload::knobs::Knobs;
@@ -84,6 +89,8 @@ pub struct Cfs {
     allowed: Vec<CpuMask>,
     rqs: Vec<RunQueue>,
     scale: u64,
+    /// The scheduling domains of a machine with a topology (`None`: flat, one level).
+    domains: Option<Box<Domains>>,
 }
 
 /// The `cfs` policy: its name, summary, parameters and constructor.
@@ -104,6 +111,7 @@ impl FromParams for Cfs {
             allowed: Vec::new(),
             rqs: Vec::new(),
             scale: 1,
+            domains: None,
         }
     }
 }
@@ -207,6 +215,20 @@ impl Cfs {
 
     /// Move one queued task from `from` to `to`, if one may run there.
     fn steal(&mut self, from: CpuId, to: CpuId) -> Option<Move> {
+        self.steal_within(from, to, u64::MAX)
+    }
+
+    /// Tell the domains whether `cpu`'s runqueue is empty now.
+    fn note_idle(&mut self, cpu: CpuId) {
+        if let Some(d) = &mut self.domains {
+            let rq = &self.rqs[cpu];
+            d.note_idle(cpu, rq.curr.is_none() && rq.tree.is_empty());
+        }
+    }
+
+    /// Move one queued task of weight at most `max_weight` from `from` to `to`, if one may run
+    /// there.
+    fn steal_within(&mut self, from: CpuId, to: CpuId, max_weight: u64) -> Option<Move> {
         // The kernel detaches from the tail of the runqueue's task list; the rightmost task (the
         // one that would wait longest) is the closest stand-in.
         let t = self.rqs[from]
@@ -214,7 +236,7 @@ impl Cfs {
             .iter()
             .rev()
             .map(|&(_, t)| t)
-            .find(|&t| self.allowed[t].contains(to))?;
+            .find(|&t| self.allowed[t].contains(to) && self.tasks[t].weight <= max_weight)?;
         self.remove(from, t);
         self.rqs[from].load -= self.tasks[t].weight;
         if self.rqs[from].skip == Some(t) {
@@ -223,7 +245,35 @@ impl Cfs {
         self.rebase(t, to);
         self.insert(to, t);
         self.rqs[to].load += self.tasks[t].weight;
+        self.note_idle(from);
+        self.note_idle(to);
         Some(Move { task: t, from, to })
+    }
+}
+
+impl FairRunqueues for Cfs {
+    fn nr_running(&self, cpu: CpuId) -> usize {
+        Cfs::nr_running(self, cpu) as usize
+    }
+    fn load(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu].load
+    }
+    fn task_weight(&self, task: TaskId) -> u64 {
+        self.tasks[task].weight
+    }
+    fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
+        m.is_idle(cpu) && self.rqs[cpu].curr.is_none() && self.rqs[cpu].tree.is_empty()
+    }
+    /// CFS here keeps no `exec_start`, so no task is cache hot (as in the flat balancing).
+    fn pull_one(
+        &mut self,
+        _m: &MachineView,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+        _hot_ok: bool,
+    ) -> Option<Move> {
+        self.steal_within(from, to, max_weight)
     }
 }
 
@@ -294,6 +344,13 @@ impl Policy for Cfs {
                 .min_by_key(|&c| m.nr_running[c])
                 .unwrap_or(prev);
         }
+        if let Some(mut d) = self.domains.take() {
+            let waker = waker.map(|w| (w, m.curr[w]));
+            let allowed = self.allowed[task];
+            let cpu = d.select_wake_cpu(self, m, task, prev, waker, &allowed);
+            self.domains = Some(d);
+            return cpu;
+        }
         if allowed.contains(prev) && m.is_idle(prev) {
             return prev;
         }
@@ -336,6 +393,7 @@ impl Policy for Cfs {
         }
         self.rqs[cpu].load += self.tasks[task].weight;
         self.insert(cpu, task);
+        self.note_idle(cpu);
     }
 
     fn dequeue_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, _kind: DequeueKind) {
@@ -347,6 +405,7 @@ impl Policy for Cfs {
             rq.skip = None;
         }
         self.update_min_vruntime(cpu);
+        self.note_idle(cpu);
     }
 
     fn wakeup_preempt(
@@ -434,7 +493,17 @@ impl Policy for Cfs {
         true
     }
 
+    fn set_topology(&mut self, topology: &crate::topology::Topology) {
+        self.ensure_cpus(topology.cpus());
+        self.domains = Some(Box::new(Domains::new(topology)));
+    }
+
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
+        if let Some(mut d) = self.domains.take() {
+            let moves = d.balance(self, m, cpu, kind == BalanceKind::NewIdle);
+            self.domains = Some(d);
+            return moves;
+        }
         let n = m.ncpus;
         match kind {
             BalanceKind::NewIdle => {

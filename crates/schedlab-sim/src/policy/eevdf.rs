@@ -53,6 +53,11 @@
 //!   CPU with the fewest runnable tasks, then the least load (`sched_balance_find_dst_cpu`);
 //!   a waking task goes to `prev` if idle, else the waker's CPU if idle, else the first idle
 //!   allowed CPU after `prev`, else `prev` (no `wake_affine` load comparison, no SMT/LLC levels).
+//! - On a machine with a topology (`--topology`), wakeup placement of a started task and all
+//!   balancing go through the scheduling domains of [`super::domains`] (SMT → MC → NUMA,
+//!   `select_task_rq_fair`'s `wake_affine` and `select_idle_sibling`, `sched_balance_rq` per
+//!   domain; cache-hot tasks move only after `cache_nice_tries` failures). The two items above
+//!   and below describe the flat machine (`--cpus N`), which keeps one level.
 //! - Balancing has one flat domain and uses the static load weight of runnable tasks:
 //!   NewIdle pulls one queued task from the busiest CPU; Periodic, at most every 4 ms × ncpus,
 //!   pulls from the busiest CPU when its load exceeds this CPU's by more than 17 %
@@ -62,6 +67,7 @@
 //!   that ran in the last 0.5 ms are cache hot and moved only when nothing else can be.
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
+use super::domains::{Domains, FairRunqueues};
 use super::ds::deadline_tree::{vdiff, DeadlineTree, Forest, Id};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
@@ -158,6 +164,8 @@ pub struct Eevdf {
     /// Every runqueue's tree nodes.
     forest: Forest,
     rqs: Vec<Rq>,
+    /// The scheduling domains of a machine with a topology (`None`: flat, one level).
+    domains: Option<Box<Domains>>,
 }
 
 /// The `eevdf` policy: its name, summary, parameters and constructor.
@@ -194,6 +202,7 @@ impl FromParams for Eevdf {
             allowed: Vec::new(),
             forest: Forest::default(),
             rqs: Vec::new(),
+            domains: None,
         }
     }
 }
@@ -453,7 +462,22 @@ impl Eevdf {
     fn migrate(&mut self, m: &MachineView, t: TaskId, from: CpuId, to: CpuId) -> Move {
         self.detach(m, from, t, true);
         self.attach(m, to, t, false);
+        self.note_idle(from);
+        self.note_idle(to);
         Move { task: t, from, to }
+    }
+
+    /// The CPUs the domains believe idle (tests).
+    #[cfg(test)]
+    pub(super) fn domains_idle(&self) -> CpuMask {
+        *self.domains.as_ref().expect("a topology").idle_cpus()
+    }
+
+    /// Tell the domains whether `cpu`'s runqueue has no runnable task now.
+    fn note_idle(&mut self, cpu: CpuId) {
+        if let Some(d) = &mut self.domains {
+            d.note_idle(cpu, self.rqs[cpu].nr_running() == 0);
+        }
     }
 
     /// A queued task of `from` that may run on `to`: latest deadline first, at most
@@ -500,6 +524,36 @@ impl Eevdf {
             let left = self.pick(m, cpu);
             debug_assert!(left.is_none());
         }
+    }
+}
+
+impl FairRunqueues for Eevdf {
+    fn nr_running(&self, cpu: CpuId) -> usize {
+        self.rqs[cpu].nr_running()
+    }
+    fn load(&self, cpu: CpuId) -> u64 {
+        self.rqs[cpu].load
+    }
+    fn task_weight(&self, task: TaskId) -> u64 {
+        self.se[task].weight
+    }
+    fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
+        Eevdf::cpu_idle(self, m, cpu)
+    }
+    fn pull_one(
+        &mut self,
+        m: &MachineView,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+        hot_ok: bool,
+    ) -> Option<Move> {
+        // migration_candidate prefers a cold task and falls back to a hot one.
+        let t = self.migration_candidate(m, from, to, max_weight)?;
+        let hot = self.se[t]
+            .last_ran
+            .is_some_and(|r| m.now.saturating_sub(r) < MIGRATION_COST_NS);
+        (!hot || hot_ok).then(|| self.migrate(m, t, from, to))
     }
 }
 
@@ -579,6 +633,13 @@ impl Policy for Eevdf {
                 .min_by_key(|&c| (self.rqs[c].nr_running(), self.rqs[c].load))
                 .unwrap_or(prev);
         }
+        if let Some(mut d) = self.domains.take() {
+            let waker = waker.map(|w| (w, m.curr[w]));
+            let allowed = self.allowed[task];
+            let cpu = d.select_wake_cpu(self, m, task, prev, waker, &allowed);
+            self.domains = Some(d);
+            return cpu;
+        }
         if self.cpu_idle(m, prev) {
             return prev;
         }
@@ -610,6 +671,7 @@ impl Policy for Eevdf {
                 rq.nr_delayed -= 1;
                 rq.load += self.se[task].weight;
                 self.se[task].state = State::Queued;
+                self.note_idle(cpu);
                 return;
             }
             self.finish_delayed(m, old, task);
@@ -626,6 +688,7 @@ impl Policy for Eevdf {
         }
         self.se[task].started = true;
         self.attach(m, cpu, task, initial);
+        self.note_idle(cpu);
     }
 
     fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: DequeueKind) {
@@ -648,6 +711,7 @@ impl Policy for Eevdf {
             self.update_min_vruntime(cpu);
         }
         self.flush_if_only_delayed(m, cpu);
+        self.note_idle(cpu);
     }
 
     fn wakeup_preempt(
@@ -761,8 +825,18 @@ impl Policy for Eevdf {
         true // do_sched_yield always calls schedule()
     }
 
+    fn set_topology(&mut self, topology: &crate::topology::Topology) {
+        self.rqs_for(topology.cpus());
+        self.domains = Some(Box::new(Domains::new(topology)));
+    }
+
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
         self.rqs_for(m.ncpus);
+        if let Some(mut d) = self.domains.take() {
+            let moves = d.balance(self, m, cpu, kind == BalanceKind::NewIdle);
+            self.domains = Some(d);
+            return moves;
+        }
         let mut moves = Vec::new();
         let ms = 1_000_000u64;
         let busiest_first = |s: &Self| {

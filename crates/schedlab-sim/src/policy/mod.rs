@@ -18,6 +18,7 @@ mod balance;
 pub mod bsd4;
 pub mod cfs;
 mod cpumask;
+pub mod domains;
 mod ds;
 pub mod eevdf;
 mod error;
@@ -329,6 +330,11 @@ pub trait Policy {
     /// to `holder` if it is better (FreeBSD's turnstile priority propagation, `sched_lend_prio`).
     /// The holder keeps it until it next runs to user mode. Default: no priority propagation.
     fn lend_priority(&mut self, _m: &MachineView, _holder: TaskId, _from: TaskId) {}
+
+    /// The machine has this CPU topology (`--topology`; never called on a flat machine), told
+    /// once before the first task is made, as the kernel builds its scheduling domains at boot.
+    /// Default: the policy ignores it.
+    fn set_topology(&mut self, _topology: &crate::topology::Topology) {}
 }
 
 /// The policies the simulator knows: one line per policy, each defined in its own file.

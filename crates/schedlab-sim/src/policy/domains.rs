@@ -1,0 +1,1168 @@
+//! Scheduling domains for `cfs` and `eevdf` on a machine with a topology (`--topology`): the
+//! per-CPU domain hierarchy, periodic / newly-idle / NOHZ-idle balancing per domain, and the
+//! wakeup path's `select_idle_sibling`. A flat machine (`--cpus N` without a topology) never
+//! builds one: its policies keep their one-level rules.
+//!
+//! # Sources followed
+//!
+//! kernel/sched/topology.c and kernel/sched/fair.c of the tree `eevdf` cites (a 6.12–6.14
+//! mainline; the same code as 6.6 in the parts used here):
+//! - `sd_init` and the default topology levels SMT → MC → PKG, with each socket a NUMA node
+//!   (as on x86 servers, where the top level becomes the NUMA domain and PKG degenerates into
+//!   it): `min_interval` = span weight ms, `max_interval` = 2 × weight, `busy_factor` 16,
+//!   `imbalance_pct` 110 for SMT (SD_SHARE_CPUCAPACITY), 117 for MC (SD_SHARE_LLC) and NUMA,
+//!   `cache_nice_tries` 0 / 1 / 2, SD_PREFER_SIBLING on SMT and MC but not NUMA; a level whose
+//!   span equals its child's is left out (`sd_degenerate`). The groups of a domain are its
+//!   child's spans (single CPUs at the lowest level). The LLC is the highest SD_SHARE_LLC level.
+//! - `sched_balance_domains` (each level on its own interval, `get_sd_balance_interval`: the
+//!   interval × `busy_factor` when the CPU is busy, in jiffies, at most HZ × CPUs / 10),
+//!   `sched_balance_newidle` (bottom-up, until one level pulls), `nohz_balancer_kick` (a busy
+//!   CPU's tick with two runnable tasks or two busy CPUs in its LLC) and `_nohz_idle_balance`
+//!   (each idle CPU's own `sched_balance_domains`, as CPU_IDLE).
+//! - `sched_balance_rq`: `should_we_balance` (the first idle CPU of the local group, else its
+//!   first CPU), `update_sd_lb_stats` / `update_sd_pick_busiest` (group types has_spare,
+//!   fully_busy, overloaded; busiest by type, then average load or idle CPUs),
+//!   `sched_balance_find_src_group` and `calculate_imbalance` (migrate_load between overloaded
+//!   groups behind `imbalance_pct`; filling spare capacity; `sibling_imbalance` under
+//!   SD_PREFER_SIBLING; evening idle CPUs otherwise), `sched_balance_find_src_rq` (most load,
+//!   or most tasks), `detach_tasks` (at most `sysctl_sched_nr_migrate` 32; a task heavier than
+//!   the imbalance ≫ nr_balance_failed stays; newly idle stops after one),
+//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot` as
+//!   the policy knows it: eevdf's last run within 0.5 ms; cfs here keeps no `exec_start`, so
+//!   none of its tasks is hot), and the balance
+//!   interval doubling when balanced and reset when tasks moved.
+//! - `select_task_rq_fair` for a wakeup: `record_wakee` / `wake_wide`, `wake_affine`
+//!   (`wake_affine_idle`, then `wake_affine_weight` with WA_BIAS) between the waker's CPU and the
+//!   previous one, then `select_idle_sibling`: the target if idle, the previous CPU if it shares
+//!   the LLC and is idle, `recent_used_cpu`, `select_idle_smt` on the previous core when the LLC
+//!   has no idle core, `select_idle_cpu` (an idle core while `has_idle_cores`, else an idle CPU
+//!   within SIS_UTIL's scan limit), else the target.
+//!
+//! Idle CPUs are kept in one [`CpuMask`] maintained as runqueues empty and fill (the policies
+//! call [`Domains::note_idle`]), and each LLC's `has_idle_cores` flag is set when a CPU's whole
+//! core goes idle and cleared by a failed core search, as `update_idle_core` and
+//! `select_idle_cpu` do: finding an idle CPU in the LLC costs a few mask words, not a scan.
+//!
+//! # Left out
+//!
+//! - PELT: loads are the static weights of runnable tasks (`cpu_load` ≈ the runqueue's
+//!   weight); "utilization" is the count of busy CPUs, so migrate_util moves tasks, and
+//!   SIS_UTIL's scan depth follows the LLC's busy fraction averaged with a 32 ms half-life over
+//!   the wakeups that search it, instead of the util_avg sum the last periodic balance stored.
+//! - Capacity (every CPU 1024), group_misfit_task, group_asym_packing, group_smt_balance,
+//!   group_imbalanced (no detection of affinity-constrained groups), EAS; `sibling_imbalance`
+//!   counts CPUs, not cores (the groups of one level are the same size here, so the result is
+//!   the same).
+//! - Active balancing: a running task never moves, so the busiest CPU must have a queued task.
+//! - `adjust_numa_imbalance` / `imb_numa_nr`, NUMA balancing of memory, SD_SERIALIZE.
+//! - SD_BALANCE_FORK's slow path: a new task goes where the policy's flat `find_idlest_cpu`
+//!   puts it. WF_SYNC wakeups. The `avg_idle` and `max_newidle_lb_cost` limits on newly-idle
+//!   balancing.
+
+use super::{CpuId, CpuMask, MachineView, Move, TaskId};
+use crate::topology::Topology;
+
+/// `sysctl_sched_nr_migrate`: tasks examined per balancing pass.
+const NR_MIGRATE: usize = 32;
+/// `SCHED_CAPACITY_SCALE`.
+const CAPACITY: u64 = 1024;
+
+/// Which topology level a domain is (`sched_domain_topology_level`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelKind {
+    /// SMT siblings of one core (SD_SHARE_CPUCAPACITY | SD_SHARE_LLC).
+    Smt,
+    /// The cores of one socket: the last-level cache (SD_SHARE_LLC).
+    Mc,
+    /// The whole machine, each socket a node (SD_NUMA, SD_SERIALIZE).
+    Numa,
+}
+
+impl LevelKind {
+    /// The kernel's name of the level (`/proc/sys/kernel/sched_domain/cpuN/domainM/name`).
+    pub fn name(self) -> &'static str {
+        match self {
+            LevelKind::Smt => "SMT",
+            LevelKind::Mc => "MC",
+            LevelKind::Numa => "NUMA",
+        }
+    }
+}
+
+/// One level of every CPU's domain hierarchy: its spans, their groups and `sd_init`'s tunables.
+#[derive(Clone, Debug)]
+pub struct Level {
+    /// Which level.
+    pub kind: LevelKind,
+    /// CPUs in each domain of this level (`sched_domain_span`).
+    pub spans: Vec<CpuMask>,
+    /// Each CPU's domain at this level: an index into `spans`.
+    span_of: Vec<usize>,
+    /// Each domain's groups (its child's spans, or single CPUs at the lowest level).
+    pub groups: Vec<Vec<CpuMask>>,
+    /// CPUs per domain (`span_weight`).
+    pub weight: usize,
+    /// `imbalance_pct`.
+    pub imbalance_pct: u64,
+    /// `cache_nice_tries`.
+    pub cache_nice_tries: u32,
+    /// `min_interval`, ms.
+    pub min_interval_ms: u64,
+    /// `max_interval`, ms.
+    pub max_interval_ms: u64,
+    /// `busy_factor`.
+    pub busy_factor: u64,
+    /// SD_PREFER_SIBLING of this level (consulted by its parent: `sds->prefer_sibling`).
+    pub prefer_sibling: bool,
+    /// SD_SHARE_LLC.
+    pub share_llc: bool,
+    /// SD_SHARE_CPUCAPACITY.
+    pub share_capacity: bool,
+}
+
+impl Level {
+    /// The domain of `cpu` at this level.
+    pub fn span(&self, cpu: CpuId) -> &CpuMask {
+        &self.spans[self.span_of[cpu]]
+    }
+    fn groups_of(&self, cpu: CpuId) -> &[CpuMask] {
+        &self.groups[self.span_of[cpu]]
+    }
+}
+
+/// A CPU's bookkeeping at one level (the per-CPU `struct sched_domain`'s variable fields).
+#[derive(Clone, Copy, Debug, Default)]
+struct LevelState {
+    last_balance: u64,
+    /// `balance_interval`, ms.
+    balance_interval_ms: u64,
+    nr_balance_failed: u32,
+}
+
+/// A task's wakeup history (`wakee_flips`, `last_wakee`, `recent_used_cpu`).
+#[derive(Clone, Copy, Debug, Default)]
+struct WakeState {
+    wakee_flips: u32,
+    wakee_flip_decay_ts: u64,
+    last_wakee: Option<TaskId>,
+    recent_used_cpu: Option<CpuId>,
+}
+
+/// What the domain code needs of a fair-class policy's runqueues.
+pub(super) trait FairRunqueues {
+    /// Runnable tasks on `cpu` (queued + current), as the machine sees them.
+    fn nr_running(&self, cpu: CpuId) -> usize;
+    /// Σ load weight of `cpu`'s runnable tasks (`cpu_load`).
+    fn load(&self, cpu: CpuId) -> u64;
+    /// `task`'s load weight.
+    fn task_weight(&self, task: TaskId) -> u64;
+    /// Whether `cpu` has nothing to run (`available_idle_cpu`).
+    fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool;
+    /// Detach one queued (not running) task of `from` allowed on `to`, weighing at most
+    /// `max_weight`, cache-hot only if `hot_ok`, and attach it to `to`.
+    fn pull_one(
+        &mut self,
+        m: &MachineView,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+        hot_ok: bool,
+    ) -> Option<Move>;
+}
+
+/// How a balance pass sees the CPU doing it (`enum cpu_idle_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum IdleType {
+    /// A busy CPU's tick.
+    NotIdle,
+    /// An idle CPU balanced by the NOHZ idle balancer.
+    Idle,
+    /// A CPU that just found nothing to run.
+    NewlyIdle,
+}
+
+/// `enum group_type`, the cases modelled, in increasing order of trouble.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum GroupType {
+    HasSpare,
+    FullyBusy,
+    Overloaded,
+}
+
+/// `struct sg_lb_stats`, the fields modelled.
+#[derive(Clone, Copy, Debug)]
+struct GroupStats {
+    index: usize,
+    nr_running: usize,
+    load: u64,
+    weight: usize,
+    idle_cpus: usize,
+    avg_load: u64,
+    kind: GroupType,
+}
+
+/// `enum migration_type`, the cases modelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Migration {
+    Load,
+    Task,
+}
+
+/// Every CPU's scheduling domains, built once from the topology (`build_sched_domains`), and the
+/// balancing and wakeup state that goes with them.
+#[derive(Clone, Debug)]
+pub struct Domains {
+    topology: Topology,
+    /// The levels present, lowest first.
+    pub levels: Vec<Level>,
+    /// The index in `levels` of the LLC domain (`sd_llc`), if any.
+    llc_level: Option<usize>,
+    /// Per CPU × level.
+    state: Vec<LevelState>,
+    /// CPUs whose runqueue is empty.
+    idle: CpuMask,
+    /// Per LLC domain (index into the LLC level's spans): `sd_llc_shared->has_idle_cores`.
+    has_idle_cores: Vec<bool>,
+    /// Per LLC domain: its busy fraction averaged with PELT's 32 ms half-life, in
+    /// [`CAPACITY`] units, and when it was last brought up to date (SIS_UTIL's `sum_util`).
+    llc_util: Vec<(f64, u64)>,
+    /// `nohz.next_balance`.
+    nohz_next_balance: u64,
+    tasks: Vec<WakeState>,
+}
+
+impl Domains {
+    /// The domains of a machine with `topology`, every CPU idle.
+    pub fn new(topology: &Topology) -> Domains {
+        let t = *topology;
+        let n = t.cpus();
+        let socket_mask = |s: usize| {
+            let mut m = CpuMask::EMPTY;
+            for c in 0..n {
+                if t.socket_of(c) == s {
+                    m.insert(c);
+                }
+            }
+            m
+        };
+        let core_mask = |c: CpuId| {
+            let mut m = CpuMask::EMPTY;
+            for s in t.siblings(c) {
+                m.insert(s);
+            }
+            m
+        };
+        // (kind, span index of each CPU, spans)
+        let mut candidates: Vec<(LevelKind, Vec<usize>, Vec<CpuMask>)> = Vec::new();
+        if t.threads > 1 {
+            let spans = (0..t.sockets * t.cores).map(core_mask).collect();
+            candidates.push((
+                LevelKind::Smt,
+                (0..n).map(|c| t.core_of(c)).collect(),
+                spans,
+            ));
+        }
+        {
+            let spans = (0..t.sockets).map(socket_mask).collect();
+            candidates.push((
+                LevelKind::Mc,
+                (0..n).map(|c| t.socket_of(c)).collect(),
+                spans,
+            ));
+        }
+        if t.sockets > 1 {
+            candidates.push((LevelKind::Numa, vec![0; n], vec![CpuMask::first(n)]));
+        }
+        let mut levels: Vec<Level> = Vec::new();
+        for (kind, span_of, spans) in candidates {
+            let weight = spans[0].count();
+            // sd_degenerate: a level that spans no more than its child (or one CPU) adds nothing.
+            let child_weight = levels.last().map_or(1, |l| l.weight);
+            if weight <= child_weight {
+                continue;
+            }
+            let groups = spans
+                .iter()
+                .map(|span| match levels.last() {
+                    None => span
+                        .iter()
+                        .map(|c| CpuMask::range(c..c + 1))
+                        .collect::<Vec<_>>(),
+                    Some(child) => {
+                        let mut seen = Vec::new();
+                        for c in span.iter() {
+                            let s = child.span_of[c];
+                            if !seen.contains(&s) {
+                                seen.push(s);
+                            }
+                        }
+                        seen.into_iter().map(|s| child.spans[s]).collect()
+                    }
+                })
+                .collect();
+            let (imbalance_pct, cache_nice_tries, prefer_sibling) = match kind {
+                LevelKind::Smt => (110, 0, true),
+                LevelKind::Mc => (117, 1, true),
+                LevelKind::Numa => (117, 2, false),
+            };
+            levels.push(Level {
+                kind,
+                spans,
+                span_of,
+                groups,
+                weight,
+                imbalance_pct,
+                cache_nice_tries,
+                min_interval_ms: weight as u64,
+                max_interval_ms: 2 * weight as u64,
+                busy_factor: 16,
+                prefer_sibling,
+                share_llc: kind != LevelKind::Numa,
+                share_capacity: kind == LevelKind::Smt,
+            });
+        }
+        let llc_level = levels.iter().rposition(|l| l.share_llc);
+        let state = (0..n)
+            .flat_map(|_| levels.iter())
+            .map(|l| LevelState {
+                last_balance: 0,
+                balance_interval_ms: l.min_interval_ms,
+                nr_balance_failed: 0,
+            })
+            .collect();
+        let has_idle_cores = llc_level.map_or(0, |l| levels[l].spans.len());
+        Domains {
+            topology: t,
+            levels,
+            llc_level,
+            state,
+            idle: CpuMask::first(n),
+            has_idle_cores: vec![true; has_idle_cores],
+            llc_util: vec![(0.0, 0); has_idle_cores],
+            nohz_next_balance: 0,
+            tasks: Vec::new(),
+        }
+    }
+
+    fn st(&mut self, cpu: CpuId, level: usize) -> &mut LevelState {
+        let nl = self.levels.len();
+        &mut self.state[cpu * nl + level]
+    }
+
+    /// The LLC domain of `cpu` (`sd_llc`'s span) and its index, if the machine has one.
+    fn llc(&self, cpu: CpuId) -> Option<(usize, &CpuMask)> {
+        let l = &self.levels[self.llc_level?];
+        let i = l.span_of[cpu];
+        Some((i, &l.spans[i]))
+    }
+
+    /// `cpus_share_cache`.
+    pub fn share_cache(&self, a: CpuId, b: CpuId) -> bool {
+        a == b
+            || self
+                .llc_level
+                .is_some_and(|l| self.levels[l].span_of[a] == self.levels[l].span_of[b])
+    }
+
+    /// `cpu`'s runqueue became empty (`idle`) or got a task: keep the idle mask and its LLC's
+    /// `has_idle_cores` (`update_idle_core`) up to date.
+    pub fn note_idle(&mut self, cpu: CpuId, idle: bool) {
+        if idle == self.idle.contains(cpu) {
+            return;
+        }
+        if !idle {
+            self.idle.remove(cpu);
+            return;
+        }
+        self.idle.insert(cpu);
+        if self.topology.threads > 1 && self.topology.siblings(cpu).all(|s| self.idle.contains(s)) {
+            if let Some((i, _)) = self.llc(cpu) {
+                self.has_idle_cores[i] = true;
+            }
+        }
+    }
+
+    /// The CPUs the domain code believes idle.
+    pub fn idle_cpus(&self) -> &CpuMask {
+        &self.idle
+    }
+
+    fn wake_state(&mut self, t: TaskId) -> &mut WakeState {
+        if self.tasks.len() <= t {
+            self.tasks.resize(t + 1, WakeState::default());
+        }
+        &mut self.tasks[t]
+    }
+
+    // ----- wakeup placement -----
+
+    /// `select_task_rq_fair` for the wakeup of `task` (not its first enqueue), last on `prev`,
+    /// woken from `waker` (`None`: a timer, taken as `prev`'s CPU) by `waker_task`.
+    pub(super) fn select_wake_cpu<R: FairRunqueues>(
+        &mut self,
+        r: &R,
+        m: &MachineView,
+        task: TaskId,
+        prev: CpuId,
+        waker: Option<(CpuId, Option<TaskId>)>,
+        allowed: &CpuMask,
+    ) -> CpuId {
+        let allowed = allowed.below(m.ncpus);
+        let prev = if allowed.contains(prev) {
+            prev
+        } else {
+            allowed.lowest().unwrap_or(prev)
+        };
+        let (cpu, waker_task) = waker.unwrap_or((prev, None));
+        let mut new_cpu = prev;
+        let mut want_affine = allowed.contains(cpu);
+        if let Some(w) = waker_task {
+            self.record_wakee(m.now, w, task);
+            want_affine &= !self.wake_wide(w, task);
+        }
+        if want_affine && cpu != prev {
+            // The lowest domain of `cpu` that spans `prev` (all levels have SD_WAKE_AFFINE).
+            if let Some(level) = self.levels.iter().position(|l| l.span(cpu).contains(prev)) {
+                new_cpu = self.wake_affine(r, m, level, task, cpu, prev);
+            }
+        }
+        let target = self.select_idle_sibling(r, m, task, prev, new_cpu, &allowed);
+        if allowed.contains(target) {
+            target
+        } else {
+            prev
+        }
+    }
+
+    /// `record_wakee`: a waker that keeps switching wakees has many flips (decayed each second).
+    fn record_wakee(&mut self, now: u64, waker: TaskId, wakee: TaskId) {
+        let w = self.wake_state(waker);
+        if now > w.wakee_flip_decay_ts + 1_000_000_000 {
+            w.wakee_flips >>= 1;
+            w.wakee_flip_decay_ts = now;
+        }
+        if w.last_wakee != Some(wakee) {
+            w.last_wakee = Some(wakee);
+            w.wakee_flips += 1;
+        }
+    }
+
+    /// `wake_wide`: a 1:N waker pattern wider than the LLC leaves the wakee where it was.
+    fn wake_wide(&mut self, waker: TaskId, wakee: TaskId) -> bool {
+        let factor = self.llc_level.map_or(1, |l| self.levels[l].weight as u32);
+        let (a, b) = (
+            self.wake_state(waker).wakee_flips,
+            self.wake_state(wakee).wakee_flips,
+        );
+        let (master, slave) = (a.max(b), a.min(b));
+        !(slave < factor || master < slave.saturating_mul(factor))
+    }
+
+    /// `wake_affine`: the waker's CPU `this` or the task's previous CPU.
+    fn wake_affine<R: FairRunqueues>(
+        &self,
+        r: &R,
+        m: &MachineView,
+        level: usize,
+        task: TaskId,
+        this: CpuId,
+        prev: CpuId,
+    ) -> CpuId {
+        // wake_affine_idle (no WF_SYNC)
+        if r.cpu_idle(m, this) && self.share_cache(this, prev) {
+            return if r.cpu_idle(m, prev) { prev } else { this };
+        }
+        if r.cpu_idle(m, prev) {
+            return prev;
+        }
+        // wake_affine_weight with WA_BIAS; our loads are instantaneous, so the sleeping task's
+        // weight is not on `prev` to be taken off.
+        let imb = self.levels[level].imbalance_pct;
+        let this_eff = (r.load(this) + r.task_weight(task)) * 100;
+        let prev_eff = r.load(prev) * (100 + (imb - 100) / 2);
+        if this_eff < prev_eff {
+            this
+        } else {
+            prev
+        }
+    }
+
+    /// `select_idle_sibling`.
+    fn select_idle_sibling<R: FairRunqueues>(
+        &mut self,
+        r: &R,
+        m: &MachineView,
+        task: TaskId,
+        prev: CpuId,
+        target: CpuId,
+        allowed: &CpuMask,
+    ) -> CpuId {
+        if r.cpu_idle(m, target) {
+            return target;
+        }
+        if prev != target && self.share_cache(prev, target) && r.cpu_idle(m, prev) {
+            return prev;
+        }
+        let recent = self.wake_state(task).recent_used_cpu.replace(prev);
+        if let Some(c) = recent {
+            if c != prev
+                && c != target
+                && self.share_cache(c, target)
+                && allowed.contains(c)
+                && r.cpu_idle(m, c)
+            {
+                return c;
+            }
+        }
+        let Some((llc, span)) = self.llc(target) else {
+            return target;
+        };
+        let cpus = span.and(allowed);
+        let mut has_idle_core = false;
+        if self.topology.threads > 1 {
+            has_idle_core = self.has_idle_cores[llc];
+            if !has_idle_core && self.share_cache(prev, target) {
+                // select_idle_smt: an idle sibling of the previous CPU.
+                if let Some(c) = self
+                    .topology
+                    .siblings(prev)
+                    .find(|&c| c != prev && cpus.contains(c) && r.cpu_idle(m, c))
+                {
+                    return c;
+                }
+            }
+        }
+        self.select_idle_cpu(r, m, llc, &cpus, has_idle_core, target)
+            .unwrap_or(target)
+    }
+
+    /// `select_idle_cpu` over `cpus` (the LLC's allowed CPUs), from `target + 1` round.
+    fn select_idle_cpu<R: FairRunqueues>(
+        &mut self,
+        r: &R,
+        m: &MachineView,
+        llc: usize,
+        cpus: &CpuMask,
+        has_idle_core: bool,
+        target: CpuId,
+    ) -> Option<CpuId> {
+        let candidates = self.idle.and(cpus);
+        let n = m.ncpus;
+        let start = (target + 1) % n.max(1);
+        // Idle CPUs in for_each_cpu_wrap order: from `start` up, then from 0.
+        let wrap = candidates
+            .iter()
+            .filter(move |&c| c >= start)
+            .chain(candidates.iter().filter(move |&c| c < start));
+        if has_idle_core {
+            let mut idle_cpu = None;
+            for c in wrap {
+                if !r.cpu_idle(m, c) {
+                    continue;
+                }
+                if self
+                    .topology
+                    .siblings(c)
+                    .all(|s| self.idle.contains(s) && r.cpu_idle(m, s))
+                {
+                    return Some(c);
+                }
+                idle_cpu = idle_cpu.or(Some(c));
+            }
+            self.has_idle_cores[llc] = false;
+            return idle_cpu;
+        }
+        // SIS_UTIL: scan fewer CPUs the busier the LLC; none from 85 % busy (pct 117).
+        let weight = cpus.count() as u64;
+        let llc_weight = self.levels[self.llc_level?].weight as u64;
+        let busy = llc_weight
+            - self
+                .idle
+                .and(&self.levels[self.llc_level?].spans[llc])
+                .count() as u64;
+        let pct = self.levels[self.llc_level?].imbalance_pct;
+        // The LLC's utilization: its busy fraction as a PELT-like average (32 ms half-life),
+        // sampled at each wakeup that searches it.
+        let (avg, since) = self.llc_util[llc];
+        let decay = (-(m.now.saturating_sub(since) as f64) / 32e6).exp2();
+        let now_frac = (busy * CAPACITY / llc_weight.max(1)) as f64;
+        let util = avg * decay + now_frac * (1.0 - decay);
+        self.llc_util[llc] = (util, m.now);
+        // x = util in CAPACITY units; y = CAPACITY − x²·pct²/10000.
+        let x = util.round() as u64;
+        let tmp = (x * x * pct * pct / (10_000 * CAPACITY)).min(CAPACITY);
+        let nr_scan = llc_weight * (CAPACITY - tmp) / CAPACITY;
+        let nr = nr_scan + 1;
+        if nr == 1 || weight == 0 {
+            return None;
+        }
+        for c in wrap {
+            // CPUs visited before reaching c, c included (the kernel stops when --nr hits 0).
+            let visited = if c >= start {
+                cpus.and(&CpuMask::range(start..c + 1)).count()
+            } else {
+                cpus.and(&CpuMask::range(start..n)).count()
+                    + cpus.and(&CpuMask::range(0..c + 1)).count()
+            } as u64;
+            if visited >= nr {
+                return None;
+            }
+            if r.cpu_idle(m, c) {
+                return Some(c);
+            }
+        }
+        None
+    }
+
+    // ----- balancing -----
+
+    /// The interval of `level` for a CPU that is busy or not, ns (`get_sd_balance_interval`).
+    fn interval_ns(&self, m: &MachineView, interval_ms: u64, busy: bool) -> u64 {
+        let level_ms = if busy {
+            interval_ms * self.levels[0].busy_factor
+        } else {
+            interval_ms
+        };
+        let hz = m.hz as u64;
+        let jiffies = (level_ms * hz).div_ceil(1000);
+        let max = (hz * m.ncpus as u64 / 10).max(1);
+        jiffies.clamp(1, max) * m.tick_ns()
+    }
+
+    /// The balancing the machine asks for on `cpu`: a busy CPU's tick runs its own
+    /// `sched_balance_domains` and may kick the NOHZ idle balance for the idle CPUs; a newly
+    /// idle CPU runs `sched_balance_newidle`.
+    pub(super) fn balance<R: FairRunqueues>(
+        &mut self,
+        r: &mut R,
+        m: &MachineView,
+        cpu: CpuId,
+        newly_idle: bool,
+    ) -> Vec<Move> {
+        let mut moves = Vec::new();
+        if newly_idle {
+            for level in 0..self.levels.len() {
+                if r.nr_running(cpu) > 0 {
+                    break;
+                }
+                if self.balance_rq(r, m, cpu, level, IdleType::NewlyIdle, &mut moves) > 0 {
+                    break;
+                }
+            }
+            return moves;
+        }
+        let busy = !r.cpu_idle(m, cpu);
+        self.balance_domains(r, m, cpu, busy, &mut moves);
+        // nohz_balancer_kick
+        if m.now >= self.nohz_next_balance && !self.idle.and(&CpuMask::first(m.ncpus)).is_empty() {
+            let llc_busy = self
+                .llc(cpu)
+                .map_or(0, |(_, span)| span.count() - self.idle.and(span).count());
+            if r.nr_running(cpu) >= 2 || llc_busy > 1 {
+                let mut next = u64::MAX;
+                let idle = self.idle.and(&CpuMask::first(m.ncpus));
+                for c in idle.iter() {
+                    if r.cpu_idle(m, c) {
+                        next = next.min(self.balance_domains(r, m, c, false, &mut moves));
+                    }
+                }
+                self.nohz_next_balance = if next == u64::MAX {
+                    m.now + m.tick_ns()
+                } else {
+                    next.max(m.now + m.tick_ns())
+                };
+            }
+        }
+        moves
+    }
+
+    /// `sched_balance_domains`: each level of `cpu` whose interval has passed; returns when the
+    /// next level is due.
+    fn balance_domains<R: FairRunqueues>(
+        &mut self,
+        r: &mut R,
+        m: &MachineView,
+        cpu: CpuId,
+        mut busy: bool,
+        moves: &mut Vec<Move>,
+    ) -> u64 {
+        let mut next = u64::MAX;
+        for level in 0..self.levels.len() {
+            let st = *self.st(cpu, level);
+            let mut interval = self.interval_ns(m, st.balance_interval_ms, busy);
+            if m.now >= st.last_balance + interval {
+                let idle = if busy {
+                    IdleType::NotIdle
+                } else {
+                    IdleType::Idle
+                };
+                if self.balance_rq(r, m, cpu, level, idle, moves) > 0 {
+                    busy = !r.cpu_idle(m, cpu);
+                }
+                self.st(cpu, level).last_balance = m.now;
+                let ms = self.st(cpu, level).balance_interval_ms;
+                interval = self.interval_ns(m, ms, busy);
+            }
+            next = next.min(self.st(cpu, level).last_balance + interval);
+        }
+        next
+    }
+
+    /// `sched_balance_rq` of `cpu` at `level`: tasks moved.
+    fn balance_rq<R: FairRunqueues>(
+        &mut self,
+        r: &mut R,
+        m: &MachineView,
+        cpu: CpuId,
+        level: usize,
+        idle: IdleType,
+        moves: &mut Vec<Move>,
+    ) -> usize {
+        let lv = &self.levels[level];
+        let groups = lv.groups_of(cpu);
+        let Some(local_i) = groups.iter().position(|g| g.contains(cpu)) else {
+            return 0;
+        };
+        // should_we_balance
+        if idle == IdleType::NewlyIdle {
+            if r.nr_running(cpu) > 0 {
+                return 0;
+            }
+        } else {
+            let local = &groups[local_i];
+            let first_idle = local.and(&self.idle).iter().find(|&c| r.cpu_idle(m, c));
+            if first_idle.unwrap_or_else(|| local.lowest().unwrap_or(cpu)) != cpu {
+                return 0;
+            }
+        }
+        let stats: Vec<GroupStats> = groups
+            .iter()
+            .enumerate()
+            .map(|(index, g)| group_stats(r, m, index, g))
+            .collect();
+        let local = stats[local_i];
+        let prefer_sibling = level > 0 && self.levels[level - 1].prefer_sibling;
+        // update_sd_pick_busiest
+        let busiest = stats
+            .iter()
+            .filter(|s| s.index != local_i && s.nr_running > 0)
+            .fold(None::<GroupStats>, |best, s| match best {
+                None => Some(*s),
+                Some(b) if busier(s, &b) => Some(*s),
+                b => b,
+            });
+        let total_load: u64 = stats.iter().map(|s| s.load).sum();
+        let total_weight: usize = stats.iter().map(|s| s.weight).sum();
+        let sds_avg = total_load * CAPACITY / total_weight.max(1) as u64;
+        let lv = &self.levels[level];
+        let verdict = busiest.and_then(|b| {
+            find_src_group(
+                &local,
+                &b,
+                sds_avg,
+                lv.imbalance_pct,
+                prefer_sibling,
+                idle,
+                lv.share_capacity,
+            )
+            .map(|(kind, imb)| (b, kind, imb))
+        });
+        let nl = self.levels.len();
+        let si = cpu * nl + level;
+        let Some((busiest, kind, mut imbalance)) = verdict else {
+            // out_balanced
+            self.state[si].nr_balance_failed = 0;
+            if idle != IdleType::NewlyIdle {
+                let st = &mut self.state[si];
+                if st.balance_interval_ms < self.levels[level].max_interval_ms {
+                    st.balance_interval_ms *= 2;
+                }
+            }
+            return 0;
+        };
+        // sched_balance_find_src_rq: a CPU of the busiest group with a queued task.
+        let group = self.levels[level].groups_of(cpu)[busiest.index];
+        let src = group
+            .iter()
+            .filter(|&c| c != cpu && r.nr_running(c) >= 2)
+            .max_by_key(|&c| match kind {
+                Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
+                Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
+            });
+        let failed = self.state[si].nr_balance_failed;
+        let hot_ok = failed > self.levels[level].cache_nice_tries;
+        let mut moved = 0;
+        if let Some(src) = src {
+            // detach_tasks
+            for _ in 0..NR_MIGRATE {
+                if imbalance == 0 || r.nr_running(src) <= 1 {
+                    break;
+                }
+                let max_weight = match kind {
+                    Migration::Load => imbalance
+                        .checked_shl(failed)
+                        .unwrap_or(u64::MAX)
+                        .max(imbalance),
+                    Migration::Task => u64::MAX,
+                };
+                let Some(mv) = r.pull_one(m, src, cpu, max_weight, hot_ok) else {
+                    break;
+                };
+                imbalance = match kind {
+                    Migration::Load => imbalance.saturating_sub(r.task_weight(mv.task)),
+                    Migration::Task => imbalance - 1,
+                };
+                moves.push(mv);
+                moved += 1;
+                if idle == IdleType::NewlyIdle {
+                    break;
+                }
+            }
+        }
+        let lvl_min = self.levels[level].min_interval_ms;
+        let st = &mut self.state[si];
+        if moved > 0 {
+            st.nr_balance_failed = 0;
+            st.balance_interval_ms = lvl_min;
+        } else if idle != IdleType::NewlyIdle {
+            st.nr_balance_failed += 1;
+        }
+        moved
+    }
+}
+
+/// `update_sg_lb_stats` for one group.
+fn group_stats<R: FairRunqueues>(r: &R, m: &MachineView, index: usize, g: &CpuMask) -> GroupStats {
+    let (mut nr_running, mut load, mut weight, mut idle_cpus) = (0, 0, 0, 0);
+    for c in g.iter().filter(|&c| c < m.ncpus) {
+        nr_running += r.nr_running(c);
+        load += r.load(c);
+        weight += 1;
+        idle_cpus += usize::from(r.cpu_idle(m, c));
+    }
+    // group_classify without utilization: more tasks than CPUs is overloaded.
+    let kind = if nr_running > weight {
+        GroupType::Overloaded
+    } else if nr_running < weight {
+        GroupType::HasSpare
+    } else {
+        GroupType::FullyBusy
+    };
+    GroupStats {
+        index,
+        nr_running,
+        load,
+        weight,
+        idle_cpus,
+        avg_load: load * CAPACITY / weight.max(1) as u64,
+        kind,
+    }
+}
+
+/// `update_sd_pick_busiest`: whether `s` is busier than the busiest so far.
+fn busier(s: &GroupStats, b: &GroupStats) -> bool {
+    if s.kind != b.kind {
+        return s.kind > b.kind;
+    }
+    match s.kind {
+        GroupType::Overloaded | GroupType::FullyBusy => s.avg_load > b.avg_load,
+        GroupType::HasSpare => {
+            s.idle_cpus < b.idle_cpus || (s.idle_cpus == b.idle_cpus && s.nr_running > b.nr_running)
+        }
+    }
+}
+
+/// `sibling_imbalance`: tasks to move so that both groups run the same number per CPU.
+fn sibling_imbalance(idle: IdleType, busiest: &GroupStats, local: &GroupStats) -> u64 {
+    if idle == IdleType::NotIdle || busiest.nr_running == 0 {
+        return 0;
+    }
+    let (nb, nl) = (busiest.weight as i64, local.weight as i64);
+    let (b, l) = (busiest.nr_running as i64, local.nr_running as i64);
+    if nb == nl {
+        return (b - l).max(0) as u64;
+    }
+    let mut imb = (nl * b - nb * l).max(0);
+    imb = (2 * imb + nl + nb) / (nl + nb);
+    if imb <= 1 && l == 0 && b > 1 {
+        imb = 2;
+    }
+    imb as u64
+}
+
+/// `sched_balance_find_src_group`'s verdict and `calculate_imbalance`: what to migrate and how
+/// much (a load in weight units, or a task count), or `None` when balanced.
+fn find_src_group(
+    local: &GroupStats,
+    busiest: &GroupStats,
+    sds_avg: u64,
+    imbalance_pct: u64,
+    prefer_sibling: bool,
+    idle: IdleType,
+    share_capacity: bool,
+) -> Option<(Migration, u64)> {
+    if local.kind > busiest.kind {
+        return None;
+    }
+    if local.kind == GroupType::Overloaded
+        && (local.avg_load >= busiest.avg_load
+            || local.avg_load >= sds_avg
+            || 100 * busiest.avg_load <= imbalance_pct * local.avg_load)
+    {
+        return None;
+    }
+    let force = prefer_sibling
+        && local.kind == GroupType::HasSpare
+        && sibling_imbalance(idle, busiest, local) > 1;
+    if !force && busiest.kind != GroupType::Overloaded {
+        if idle == IdleType::NotIdle {
+            return None;
+        }
+        if busiest.weight > 1 && local.idle_cpus <= busiest.idle_cpus + 1 {
+            return None;
+        }
+        if busiest.nr_running == 1 {
+            return None;
+        }
+    }
+    // calculate_imbalance
+    let found = if local.kind == GroupType::HasSpare {
+        if busiest.kind > GroupType::FullyBusy && !share_capacity {
+            // migrate_util standing in: fill the local group's idle CPUs.
+            (
+                Migration::Task,
+                (local.idle_cpus as u64).max(u64::from(idle != IdleType::NotIdle)),
+            )
+        } else {
+            let imb = if busiest.weight == 1 || prefer_sibling {
+                sibling_imbalance(idle, busiest, local)
+            } else {
+                local.idle_cpus.saturating_sub(busiest.idle_cpus) as u64
+            };
+            (Migration::Task, imb >> 1)
+        }
+    } else {
+        // A fully busy local group pulls only while it is below both the busiest group and
+        // the domain's average.
+        if local.kind < GroupType::Overloaded
+            && (local.avg_load >= busiest.avg_load || local.avg_load >= sds_avg)
+        {
+            return None;
+        }
+        let imb = (busiest.avg_load.saturating_sub(sds_avg) * busiest.weight as u64)
+            .min(sds_avg.saturating_sub(local.avg_load) * local.weight as u64)
+            / CAPACITY;
+        (Migration::Load, imb)
+    };
+    (found.1 > 0).then_some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::cfs::Cfs;
+    use crate::policy::eevdf::Eevdf;
+    use crate::policy::testing::{knobs, Harnessed, H};
+    use crate::policy::{BalanceKind, Policy, PutPrevKind};
+
+    impl Harnessed for Cfs {}
+    impl Harnessed for Eevdf {}
+
+    fn topo(s: &str) -> Topology {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn levels_follow_sd_init() {
+        let d = Domains::new(&topo("2s:4c:2t"));
+        let kinds: Vec<_> = d.levels.iter().map(|l| l.kind.name()).collect();
+        assert_eq!(kinds, ["SMT", "MC", "NUMA"]);
+        let l: Vec<_> = d
+            .levels
+            .iter()
+            .map(|l| {
+                (
+                    l.weight,
+                    l.imbalance_pct,
+                    l.cache_nice_tries,
+                    l.min_interval_ms,
+                    l.max_interval_ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            l,
+            [(2, 110, 0, 2, 4), (8, 117, 1, 8, 16), (16, 117, 2, 16, 32)]
+        );
+        assert!(d.levels.iter().all(|l| l.busy_factor == 16));
+        assert_eq!(
+            d.levels
+                .iter()
+                .map(|l| l.prefer_sibling)
+                .collect::<Vec<_>>(),
+            [true, true, false]
+        );
+        // CPU 9 is core 1's second thread on socket 0: its SMT span {1, 9}; MC: socket 0 (0-3,
+        // 8-11) whose groups are its 4 cores; NUMA: everything, in 2 socket groups.
+        let span = |lv: usize| d.levels[lv].span(9).iter().collect::<Vec<_>>();
+        assert_eq!(span(0), [1, 9]);
+        assert_eq!(span(1), [0, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(span(2).len(), 16);
+        let groups = |lv: usize| {
+            d.levels[lv]
+                .groups_of(9)
+                .iter()
+                .map(|g| g.iter().collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(groups(0), [vec![1], vec![9]]);
+        assert_eq!(
+            groups(1),
+            [vec![0, 8], vec![1, 9], vec![2, 10], vec![3, 11]]
+        );
+        assert_eq!(groups(2)[1], [4, 5, 6, 7, 12, 13, 14, 15]);
+        assert!(d.share_cache(9, 3) && !d.share_cache(9, 4));
+    }
+
+    #[test]
+    fn degenerate_levels_are_left_out() {
+        let names = |s: &str| {
+            Domains::new(&topo(s))
+                .levels
+                .iter()
+                .map(|l| l.kind.name())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names("1s:8c:1t"), ["MC"]);
+        assert_eq!(names("2s:1c:1t"), ["NUMA"]);
+        assert_eq!(names("1s:1c:2t"), ["SMT"]);
+        assert_eq!(names("2s:1c:2t"), ["SMT", "NUMA"]);
+        assert!(names("1s:1c:1t").is_empty());
+        let d = Domains::new(&topo("2s:1c:1t"));
+        assert!(d.llc(0).is_none(), "no level shares a cache");
+    }
+
+    /// `h` on topology `t` with task `w` started on `prev` and now asleep, and one task running
+    /// on each of `busy` (ids from 100).
+    fn wake_case<P: Harnessed + Policy>(spec: &str, t: &str, prev: CpuId, busy: &[CpuId]) -> H<P> {
+        let t = topo(t);
+        let mut h = H::<P>::new(spec, 1000, t.cpus());
+        h.p.set_topology(&t);
+        h.spawn_on(0, prev, knobs(""));
+        assert_eq!(h.pick(prev), Some(0));
+        h.now += 10 * crate::policy::testing::MS;
+        h.sleep(prev);
+        for (i, &c) in busy.iter().enumerate() {
+            h.spawn_on(100 + i, c, knobs(""));
+            h.pick(c);
+        }
+        h
+    }
+
+    fn select_idle_sibling_prefers_the_llc<P: Harnessed + Policy>(spec: &str) {
+        // Socket 0 = CPUs 0-3 and their siblings 8-11. Cores 0-2 busy on both threads, core 3
+        // idle: an idle core of the LLC before any CPU of idle socket 1.
+        let mut h = wake_case::<P>(spec, "2s:4c:2t", 0, &[0, 1, 2, 8, 9, 10]);
+        let cpu = h.wake_to(0, 0, None, 1_000_000);
+        assert!([3, 11].contains(&cpu), "{spec}: woke on {cpu}");
+        // Only CPU 0's SMT sibling idle in socket 0: select_idle_smt finds it.
+        let mut h = wake_case::<P>(spec, "2s:4c:2t", 0, &[0, 1, 2, 3, 9, 10, 11]);
+        assert_eq!(h.wake_to(0, 0, None, 1_000_000), 8, "{spec}");
+        // The waker's CPU busy, the previous CPU idle on the waker's LLC: the previous CPU.
+        let mut h = wake_case::<P>(spec, "2s:4c:2t", 2, &[1]);
+        assert_eq!(h.wake_to(0, 2, Some(1), 1_000_000), 2, "{spec}");
+        // Socket 0 fully busy: the wakee stays in the LLC (SIS_UTIL stops the scan) rather
+        // than going to idle socket 1 — the Overload-on-Wakeup pattern.
+        let mut h = wake_case::<P>(spec, "2s:4c:2t", 0, &[0, 1, 2, 3, 8, 9, 10, 11]);
+        let cpu = h.wake_to(0, 0, Some(1), 1_000_000);
+        assert!(d_socket(cpu) == 0, "{spec}: woke on {cpu}");
+    }
+
+    fn d_socket(cpu: CpuId) -> usize {
+        topo("2s:4c:2t").socket_of(cpu)
+    }
+
+    #[test]
+    fn select_idle_sibling_finds_an_idle_sibling_or_llc_cpu_before_a_remote_one() {
+        select_idle_sibling_prefers_the_llc::<Cfs>("cfs");
+        select_idle_sibling_prefers_the_llc::<Eevdf>("eevdf");
+    }
+
+    /// A hand-run machine at HZ 1000: every CPU ticks each ms; idle CPUs balance newly idle and
+    /// pick, busy ones tick, balance periodically and switch when asked. Returns each CPU's
+    /// runnable count after `ms`.
+    fn run_hogs<P: Harnessed + Policy + FairRunqueues>(
+        spec: &str,
+        t: &str,
+        hogs: usize,
+        ms: u64,
+    ) -> Vec<usize> {
+        let t = topo(t);
+        let n = t.cpus();
+        let mut h = H::<P>::new(spec, 1000, n);
+        h.p.set_topology(&t);
+        for id in 0..hogs {
+            h.spawn_on(id, 0, knobs(""));
+        }
+        let tick = h.tick_ns();
+        let apply = |h: &mut H<P>, moves: Vec<Move>| {
+            for mv in moves {
+                h.nr[mv.from] -= 1;
+                h.nr[mv.to] += 1;
+            }
+        };
+        for _ in 0..ms {
+            h.now += tick;
+            for c in 0..n {
+                let Some(task) = h.curr[c] else {
+                    let moves = h.balance(c, BalanceKind::NewIdle);
+                    apply(&mut h, moves);
+                    h.pick(c);
+                    continue;
+                };
+                let resched = h.with(|p, m| {
+                    p.update_curr(m, c, task, tick);
+                    p.task_tick(m, c, task)
+                });
+                let moves = h.balance(c, BalanceKind::Periodic);
+                apply(&mut h, moves);
+                if resched {
+                    h.put_prev(c, PutPrevKind::Preempted);
+                    h.pick(c);
+                }
+            }
+        }
+        (0..n).map(|c| h.p.nr_running(c)).collect()
+    }
+
+    #[test]
+    fn hogs_spread_evenly_across_domains() {
+        for spec in ["cfs", "eevdf"] {
+            let per_cpu = if spec == "cfs" {
+                run_hogs::<Cfs>(spec, "2s:4c:2t", 32, 3000)
+            } else {
+                run_hogs::<Eevdf>(spec, "2s:4c:2t", 32, 3000)
+            };
+            assert_eq!(per_cpu.iter().sum::<usize>(), 32, "{spec}: {per_cpu:?}");
+            assert!(
+                per_cpu.iter().all(|&k| (1..=3).contains(&k)),
+                "{spec}: 32 hogs on 16 CPUs should be 2 ± 1 each: {per_cpu:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn enqueue_kinds_keep_the_idle_mask() {
+        let t = topo("1s:2c:2t");
+        let mut h = H::<Eevdf>::new("eevdf", 1000, 4);
+        h.p.set_topology(&t);
+        h.spawn_on(0, 1, knobs(""));
+        let idle = |h: &H<Eevdf>| h.p.domains_idle().iter().collect::<Vec<_>>();
+        assert_eq!(idle(&h), [0, 2, 3]);
+        h.pick(1);
+        h.sleep(1);
+        assert_eq!(idle(&h), [0, 1, 2, 3]);
+        h.wake_to(0, 1, None, 1_000);
+        assert_eq!(idle(&h).len(), 3);
+    }
+}
