@@ -65,8 +65,7 @@ impl Policy for Fifo {
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: EnqueueKind) {
         self.queue(m.ncpus, cpu).push_back(task);
     }
-    fn dequeue_task(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _kind: DequeueKind) {
-    }
+    fn dequeue_task(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _kind: DequeueKind) {}
     fn wakeup_preempt(&mut self, _m: &MachineView, _cpu: CpuId, _curr: TaskId, _w: TaskId) -> bool {
         false
     }
