@@ -1,47 +1,124 @@
 #!/usr/bin/env bash
-# Simulator speed and memory (issues: simulator core, historic policies). Prints simulated
-# scheduling events per wall-clock second for three cases (chat, a yield storm, seed 003's
-# lookup walk under dcache_lock), per policy, and peak RSS against
-# task count.
+# Simulator speed and memory (issues: simulator core, historic policies, 21). Prints simulated
+# scheduling events per second of the process's user CPU time for three cases (chat, a yield
+# storm, seed 003's lookup walk under dcache_lock), per policy, the engine alone under a trivial
+# FIFO policy (crates/schedlab-sim/examples/engine_speed.rs), and peak RSS against task count.
 #
 #   bench/sim.sh [REPS]      (default 3 repetitions per case; the median events/s is printed)
 #   POLICIES="o1 ule" bench/sim.sh 1
 #   SCALE_ONLY=1 bench/sim.sh      (only the scale table: CPUs 8..1024 x tasks 1k..100k)
+#   OLD=/tmp/old/schedlab OLD_ENGINE=/tmp/old/engine_speed bench/sim.sh 5
+#                            (comparison: old and new binaries alternating, REPS times each)
 #
-# Goals: >= 5 million events/s on one core; memory linear in tasks, 2048 tasks < 64 MiB.
+# Events/s are events / user CPU seconds of the whole process (setup included), from
+# /usr/bin/time: on a machine shared with other jobs, wall time counts their share too. User
+# time still varies with the load (SMT siblings, caches), which is why the comparison runs the
+# old and the new binary alternately and prints the medians and their ratio, not figures from
+# different runs. OLD_ENGINE is engine_speed built from the old tree (same example source).
+#
+# Goals (issue 21): >= 10 million events/s on one core for every case, EEVDF's yield included;
+# the engine with the trivial policy >= 30 M/s; memory linear in tasks, 2048 tasks < 64 MiB.
 # linux24 scans every runnable task at each schedule (O(n) by design): its goal for yield with
-# 2048 threads on 8 CPUs is a wall time under 30 s for 1 simulated second, printed instead.
+# 2048 threads on 8 CPUs is a user time under 30 s for 1 simulated second, printed instead.
 # Events are the simulator's queue pops (burst ends, ticks, IPIs, timers): what it schedules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 reps=${1:-3}
 cargo build --release -q
+cargo build --release -q -p schedlab-sim --example engine_speed
 sl=target/release/schedlab
+engine=target/release/examples/engine_speed
 
-# Median of "events / seconds" over the progress lines a run prints.
-rate() {
-  "$sl" "$@" --runs "$reps" 2>&1 >/dev/null |
-    sed -n 's/.*\[simulated \([0-9]*\) events in \([0-9.]*\) s\].*/\1 \2/p' |
-    awk '{ print $1 / $2 }' | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
+# One run of BINARY ARGS...: prints "EVENTS USER_SECONDS" (the events of its progress line).
+one() {
+  local out
+  out=$( { /usr/bin/time -f 'user %U' "$@" >/dev/null; } 2>&1)
+  local ev us
+  ev=$(sed -n 's/.*\[simulated \([0-9]*\) events in .*/\1/p' <<<"$out" | tail -1)
+  us=$(sed -n 's/^user //p' <<<"$out" | tail -1)
+  echo "${ev:-0} ${us:-0}"
+}
+
+# The median of the numbers on stdin.
+median() {
+  sort -g | awk 'NF { a[++n] = $1 } END { if (n == 0) print 0; else print a[int((n + 1) / 2)] }'
+}
+
+# measure NEW_CMD... [-- OLD_CMD...]: REPS runs of each, alternating (old first); prints the
+# median events per user second of new and of old (0 when there is no old), and the median user
+# seconds of each.
+measure() {
+  local new=() old=() seen=0
+  for a in "$@"; do
+    if [ "$a" = "--" ] && [ $seen = 0 ]; then seen=1; continue; fi
+    if [ $seen = 0 ]; then new+=("$a"); else old+=("$a"); fi
+  done
+  local nr="" or="" nu="" ou=""
+  for _ in $(seq "$reps"); do
+    if [ ${#old[@]} -gt 0 ]; then
+      read -r e u < <(one "${old[@]}")
+      or+="$(awk -v e="$e" -v u="$u" 'BEGIN { print (u > 0 ? e / u : 0) }')"$'\n'
+      ou+="$u"$'\n'
+    fi
+    read -r e u < <(one "${new[@]}")
+    nr+="$(awk -v e="$e" -v u="$u" 'BEGIN { print (u > 0 ? e / u : 0) }')"$'\n'
+    nu+="$u"$'\n'
+  done
+  echo "$(median <<<"$nr") $(median <<<"${or:-0}") $(median <<<"$nu") $(median <<<"${ou:-0}")"
+}
+
+# row LABEL GOAL NEW_CMD... [-- OLD_CMD...]: one printed row.
+row() {
+  local label=$1 goal=$2
+  shift 2
+  read -r n o nu ou < <(measure "$@")
+  if [ -n "${OLD:-}" ]; then
+    printf '%-58s %12.0f %12.0f %7.2fx %7.2fx\n' "$label" "$o" "$n" \
+      "$(awk -v n="$n" -v o="$o" 'BEGIN { print (o > 0 ? n / o : 0) }')" \
+      "$(awk -v n="$n" -v g="$goal" 'BEGIN { print n / g }')"
+  else
+    printf '%-58s %14.0f %7.2fx\n' "$label" "$n" "$(awk -v n="$n" -v g="$goal" 'BEGIN { print n / g }')"
+  fi
 }
 
 if [ -z "${SCALE_ONLY:-}" ]; then
-printf '%-58s %14s %8s\n' "case" "events/s" "vs goal"
+if [ -n "${OLD:-}" ]; then
+  echo "old: $OLD; new: $sl; $reps runs each, alternating; events per user CPU second, medians"
+  printf '%-58s %12s %12s %8s %8s\n' "case" "old ev/s" "new ev/s" "new/old" "vs goal"
+else
+  printf '%-58s %14s %8s\n' "case" "events/s" "vs goal"
+fi
 all=$("$sl" list | sed -n '/^SIMULATED POLICIES/,/^$/p' | awk '/^  [a-z]/ { print $1 }')
 for policy in ${POLICIES:-$all}; do
   for case in "chat --rooms 10 --messages 100 --cpus 8" "yield --threads 2048 --duration 1s --cpus 8" \
     "lookup --threads 8 --lookups 20000 --cpus 8"; do
+    # shellcheck disable=SC2206
+    args=(run $case --backend sim --policy "$policy" --runs 1)
     if [ "$policy" = linux24 ] && [ "${case%% *}" = yield ]; then
-      # shellcheck disable=SC2086
-      s=$( { /usr/bin/time -f '%e' "$sl" run $case --backend sim --policy linux24 --runs 1 --quiet >/dev/null; } 2>&1 | tail -1)
-      printf '%-58s %12s s %7.2fx\n' "$policy: $case (wall)" "$s" "$(awk -v s="$s" 'BEGIN { print 30 / s }')"
+      old=()
+      [ -n "${OLD:-}" ] && old=(-- "$OLD" "${args[@]}")
+      read -r _ _ nu ou < <(measure "$sl" "${args[@]}" "${old[@]}")
+      if [ -n "${OLD:-}" ]; then
+        printf '%-58s %10s s %10s s %7.2fx %7.2fx\n' "$policy: $case (user s)" "$ou" "$nu" \
+          "$(awk -v n="$nu" -v o="$ou" 'BEGIN { print (n > 0 ? o / n : 0) }')" \
+          "$(awk -v s="$nu" 'BEGIN { print (s > 0 ? 30 / s : 0) }')"
+      else
+        printf '%-58s %12s s %7.2fx\n' "$policy: $case (user s)" "$nu" "$(awk -v s="$nu" 'BEGIN { print (s > 0 ? 30 / s : 0) }')"
+      fi
       continue
     fi
-    # shellcheck disable=SC2086
-    r=$(rate run $case --backend sim --policy $policy)
-    printf '%-58s %14.0f %7.2fx\n' "$policy: $case" "$r" "$(awk -v r="$r" 'BEGIN { print r / 5e6 }')"
+    old=()
+    [ -n "${OLD:-}" ] && old=(-- "$OLD" "${args[@]}")
+    row "$policy: $case" 10e6 "$sl" "${args[@]}" "${old[@]}"
   done
 done
+# The engine alone: the yield storm under the example's FIFO policy.
+old=()
+[ -n "${OLD_ENGINE:-}" ] && old=(-- "$OLD_ENGINE" fifo 2048 8 1000)
+if [ -n "${OLD:-}" ] && [ -z "${OLD_ENGINE:-}" ]; then
+  echo "(engine row: no OLD_ENGINE given, new only)"
+fi
+row "engine (fifo): yield --threads 2048 --duration 1s --cpus 8" 30e6 "$engine" fifo 2048 8 1000 "${old[@]}"
 
 echo
 printf '%-58s %14s\n' "case (cfs, 8 CPUs, 1 repetition)" "peak RSS MiB"

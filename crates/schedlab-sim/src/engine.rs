@@ -6,40 +6,39 @@
 //! (FIFO for ties, so runs are deterministic); task bodies are futures polled with a no-op waker
 //! only when the machine says their operation has completed — a body never wakes itself.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as PollCx, Poll, Waker};
 
 /// One queued event: ordered by time, then by insertion sequence.
+#[derive(Clone, Copy)]
 struct Entry<E> {
     at: u64,
     seq: u64,
     event: E,
 }
 
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, other: &Self) -> bool {
-        (self.at, self.seq) == (other.at, other.seq)
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl<E> Ord for Entry<E> {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(other.at, other.seq))
+impl<E> Entry<E> {
+    /// The order key: time, then sequence, as one number (one branch-free comparison).
+    #[inline]
+    fn key(&self) -> u128 {
+        (u128::from(self.at) << 64) | u128::from(self.seq)
     }
 }
 
+/// Children per node of the heap: a 4-ary heap is half as deep as a binary one, and a node's
+/// children are adjacent, so a pop touches fewer cache lines and takes fewer unpredictable
+/// branches (std's `BinaryHeap` was a fifth of the engine's time).
+const ARITY: usize = 4;
+
 /// A time-ordered queue of events of type `E`, ties broken by insertion order. Events are kept
 /// inline in the heap (no side table): the heap is most of an event's cost, as simcore found.
+/// Every key (time, sequence) is distinct, so the order events come out in is fixed by the keys
+/// alone, whatever the heap's shape.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Reverse<Entry<E>>>,
+    /// A min-heap of [`ARITY`] children per node: entry `i`'s children are
+    /// `ARITY·i + 1 ..= ARITY·i + ARITY`.
+    heap: Vec<Entry<E>>,
     seq: u64,
     popped: u64,
 }
@@ -47,31 +46,77 @@ pub struct EventQueue<E> {
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
+            heap: Vec::new(),
             seq: 0,
             popped: 0,
         }
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     /// Schedule `event` at time `at` (ns).
+    #[inline]
     pub fn push(&mut self, at: u64, event: E) {
-        self.heap.push(Reverse(Entry {
+        let e = Entry {
             at,
             seq: self.seq,
             event,
-        }));
+        };
         self.seq += 1;
+        // Sift up: move parents down into the hole until `e` fits.
+        let key = e.key();
+        let mut i = self.heap.len();
+        self.heap.push(e);
+        while i > 0 {
+            let parent = (i - 1) / ARITY;
+            if self.heap[parent].key() <= key {
+                break;
+            }
+            self.heap[i] = self.heap[parent];
+            i = parent;
+        }
+        self.heap[i] = e;
     }
 
     /// The earliest event and its time.
+    #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
-        let Reverse(e) = self.heap.pop()?;
+        let last = self.heap.pop()?;
         self.popped += 1;
-        Some((e.at, e.event))
+        let Some(&top) = self.heap.first() else {
+            return Some((last.at, last.event));
+        };
+        // Sift `last` down from the root: move the smallest child up into the hole until
+        // `last` is no larger than every child.
+        let n = self.heap.len();
+        let key = last.key();
+        let mut i = 0;
+        loop {
+            let first = ARITY * i + 1;
+            if first >= n {
+                break;
+            }
+            let mut min = first;
+            let mut min_key = self.heap[first].key();
+            for c in first + 1..(first + ARITY).min(n) {
+                let k = self.heap[c].key();
+                if k < min_key {
+                    min = c;
+                    min_key = k;
+                }
+            }
+            if key <= min_key {
+                break;
+            }
+            self.heap[i] = self.heap[min];
+            i = min;
+        }
+        self.heap[i] = last;
+        Some((top.at, top.event))
     }
+}
 
+impl<E> EventQueue<E> {
     /// Events popped so far.
     pub fn popped(&self) -> u64 {
         self.popped
@@ -84,7 +129,7 @@ impl<E> EventQueue<E> {
 
     /// The memory one waiting event takes in the queue, bytes.
     pub fn entry_size(&self) -> usize {
-        std::mem::size_of::<Reverse<Entry<E>>>()
+        std::mem::size_of::<Entry<E>>()
     }
 
     /// Whether no event is waiting.
@@ -143,6 +188,34 @@ mod tests {
         assert_eq!(order, vec![(10, "a1"), (10, "a2"), (20, "b"), (30, "c")]);
         assert_eq!(q.popped(), 4);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn many_events_come_out_in_key_order_with_ties_in_insertion_order() {
+        // Interleaved pushes and pops with many equal times, against a sort of the same keys.
+        let mut q = EventQueue::default();
+        let mut expected = Vec::new();
+        let mut got = Vec::new();
+        let mut x = 12345u64;
+        let mut now = 0;
+        for i in 0..20_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = now + (x >> 60); // 16 distinct offsets: many ties
+            q.push(at, i);
+            expected.push((at, i));
+            if x & (1 << 20) != 0 {
+                let (t, e) = q.pop().unwrap();
+                assert!(t >= now, "time goes forward");
+                now = t;
+                got.push((t, e));
+            }
+        }
+        got.extend(std::iter::from_fn(|| q.pop()));
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(q.popped(), 20_000);
     }
 
     #[test]

@@ -296,11 +296,14 @@ impl Machine<'_> {
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
-        self.shared.slots[t].borrow_mut().done = true;
+        let call = &self.shared.calls[t];
+        call.done.set(true);
         let finished = self.exec.poll(t);
-        let unlocks = std::mem::take(&mut self.shared.slots[t].borrow_mut().unlocks);
-        for l in unlocks {
-            self.unlock(cpu, t, l);
+        if self.shared.calls[t].unlocked.replace(false) {
+            let unlocks = std::mem::take(&mut self.shared.slots[t].borrow_mut().unlocks);
+            for l in unlocks {
+                self.unlock(cpu, t, l);
+            }
         }
         if let Some(result) = finished {
             match result {
@@ -319,7 +322,7 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let Some(op) = self.shared.slots[t].borrow_mut().request.take() else {
+        let Some(op) = self.shared.calls[t].request.take() else {
             self.failure = Some(SimError::Task {
                 task: t,
                 error: WorkloadError::Backend(
