@@ -7,9 +7,9 @@
 //!
 //! # Sources followed
 //!
-//! Linux 2.6.10–2.6.15 (the generic code `balance` follows; the values below are unchanged
-//! through those releases):
-//! - include/linux/topology.h: SD_SIBLING_INIT for the SMT level (intervals 1–2 ms,
+//! Linux 2.6.9–2.6.11, as kept in the BitKeeper-era history mirror (dmgerman/history-token;
+//! SD_LOAD_BALANCE from 2.6.10 on; later 2.6 releases retuned some values, not followed here):
+//! - include/linux/sched.h (topology.h from 2.6.10): SD_SIBLING_INIT for the SMT level (intervals 1–2 ms,
 //!   busy_factor 8, imbalance_pct 110, cache_hot_time 0, cache_nice_tries 0; SD_LOAD_BALANCE,
 //!   SD_BALANCE_NEWIDLE, SD_BALANCE_EXEC, SD_WAKE_AFFINE, SD_WAKE_IDLE, SD_SHARE_CPUPOWER) and
 //!   SD_CPU_INIT for the physical package, which is the LLC here (1–4 ms, 64, 125, 2.5 ms, 1;
