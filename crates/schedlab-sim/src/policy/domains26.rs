@@ -46,7 +46,8 @@
 //!   level (the 10 ms of SD_NODE_INIT is not used); `task_hot` at wakeup uses each level's.
 //! - Active balancing (`active_load_balance`), SD_BALANCE_EXEC / fork placement (a new task goes
 //!   where the policy's flat `task_fork` puts it), WF_SYNC wakeups, power-savings levels.
-//! - Intervals are rounded to whole ticks (`msecs_to_jiffies`, at least one tick).
+//! - Intervals are rounded to whole ticks (`msecs_to_jiffies`, at least one tick), and a level's
+//!   `last_balance` restarts at the balance's tick rather than advancing by one interval.
 
 use super::balance::{Domain, LOAD_SCALE};
 use super::domains::{Domains, Level, LevelKind};
