@@ -10,7 +10,8 @@
 //! and when a busy CPU calls `rebalance_tick`, so each policy supplies its runqueue lengths and
 //! its own `move_tasks` through [`Domain`] and decides itself when a periodic balance is due.
 //!
-//! Simplifications (shared by its users): one flat domain, one CPU per group; load = runnable
+//! Simplifications (shared by its users): one flat domain, one CPU per group (on a machine
+//! with `--topology` they use 2.6's domain hierarchy of [`super::domains26`] instead); load = runnable
 //! count (not raw_weighted_load), in units of [`LOAD_SCALE`] per task; no active balancing, no
 //! SMT or power-savings domains; the adaptive 1–4 ms / 64–256 ms intervals are fixed at 1 ms and
 //! 200 ms.

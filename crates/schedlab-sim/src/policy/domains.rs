@@ -125,7 +125,8 @@ impl Level {
     pub fn span(&self, cpu: CpuId) -> &CpuMask {
         &self.spans[self.span_of[cpu]]
     }
-    fn groups_of(&self, cpu: CpuId) -> &[CpuMask] {
+    /// The groups of `cpu`'s domain at this level.
+    pub(super) fn groups_of(&self, cpu: CpuId) -> &[CpuMask] {
         &self.groups[self.span_of[cpu]]
     }
 }

@@ -19,6 +19,7 @@ pub mod bsd4;
 pub mod cfs;
 mod cpumask;
 pub mod domains;
+pub mod domains26;
 mod ds;
 pub mod eevdf;
 mod error;

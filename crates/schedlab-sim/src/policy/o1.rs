@@ -34,8 +34,11 @@
 //!   CPU; find_busiest_group / move_tasks with imbalance_pct and cache-hot tasks left behind;
 //!   idle CPUs balance every 1 ms, busy ones every 200 ms, newly idle CPUs always. New tasks use
 //!   the same wakeup rule. move_tasks walks the expired array first.
+//!   With `--topology`, 2.6's domain hierarchy ([`super::domains26`]: SD_SIBLING_INIT,
+//!   SD_CPU_INIT, SD_NODE_INIT) replaces the flat domain for wakeups and balancing.
 
 use super::balance::{self, BalanceState, Domain};
+use super::domains26::Domains26;
 use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
@@ -240,6 +243,8 @@ pub struct O1 {
     threshold: u32,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
+    /// 2.6's domain hierarchy on a machine with a topology; `None`: one flat domain.
+    sd: Option<Box<Domains26>>,
 }
 
 /// The `o1` policy: its name, summary, parameters and constructor.
@@ -265,6 +270,7 @@ impl FromParams for O1 {
             threshold: params.get("threshold"),
             tasks: Vec::new(),
             rqs: Vec::new(),
+            sd: None,
         }
     }
 }
@@ -449,7 +455,10 @@ impl Policy for O1 {
         let n = m.ncpus.min(self.rqs.len());
         let t = self.task_mut(task);
         t.timer_wakeup = waker.is_none();
-        let allowed = t.allowed;
+        let (allowed, last_ran) = (t.allowed, t.last_ran);
+        if let Some(sd) = &self.sd {
+            return sd.select_task_rq(self, m, allowed, last_ran, prev, waker);
+        }
         balance::select_task_rq(|c| self.nr(c), n, allowed, prev, waker)
     }
 
@@ -634,11 +643,24 @@ impl Policy for O1 {
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
         self.ensure_rqs(m.ncpus);
         let n = m.ncpus.min(self.rqs.len());
+        if let Some(mut sd) = self.sd.take() {
+            let moves = match kind {
+                BalanceKind::NewIdle => sd.idle_balance(self, m, cpu),
+                BalanceKind::Periodic => sd.rebalance_tick(self, m, cpu, false),
+            };
+            self.sd = Some(sd);
+            return moves;
+        }
         let idle = self.nr(cpu) == 0;
         if kind == BalanceKind::Periodic && !self.rqs[cpu].balance.periodic_due(m.now, idle) {
             return Vec::new();
         }
         balance::load_balance(self, m, cpu, n)
+    }
+
+    fn set_topology(&mut self, topology: &crate::topology::Topology) {
+        self.ensure_rqs(topology.cpus());
+        self.sd = Some(Box::new(Domains26::new(topology)));
     }
 
     fn idle_ticks(&self) -> bool {

@@ -27,6 +27,8 @@
 //!   move_tasks walks its single array, best priority first; a busy CPU calls rebalance_tick
 //!   only from ticks that expired an rr interval or found less than a jiffy of new CPU time
 //!   (while others are runnable), and then without its interval; idle CPUs every 1 ms.
+//!   With `--topology`, 2.6's domain hierarchy ([`super::domains26`]) replaces the flat
+//!   domain: the same triggers, then every level of the walk (idle CPUs on each level's interval).
 //!
 //! Simplifications:
 //! - Time is charged by the simulator's exact CPU time, not sched_clock deltas: a tick counts
@@ -43,6 +45,7 @@
 //!   has no SCHED_ISO or SCHED_IDLEPRIO (later -ck patches). No SMT dependent-sleeper logic.
 
 use super::balance::{self, BalanceState, Domain};
+use super::domains26::Domains26;
 use super::ds::prio_array::{PrioArray, MAX_PRIO};
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
@@ -264,6 +267,8 @@ pub struct Staircase {
     compute: bool,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
+    /// 2.6's domain hierarchy on a machine with a topology; `None`: one flat domain.
+    sd: Option<Box<Domains26>>,
 }
 
 /// The `staircase` policy: its name, summary, parameters and constructor.
@@ -296,6 +301,7 @@ impl FromParams for Staircase {
             compute: params.flag("compute"),
             tasks: Vec::new(),
             rqs: Vec::new(),
+            sd: None,
         }
     }
 }
@@ -440,7 +446,11 @@ impl Policy for Staircase {
     ) -> CpuId {
         self.ensure_rqs(m.ncpus);
         let n = m.ncpus.min(self.rqs.len());
-        let allowed = self.task(task).allowed;
+        let t = self.task(task);
+        let (allowed, last_ran) = (t.allowed, Some(t.timestamp));
+        if let Some(sd) = &self.sd {
+            return sd.select_task_rq(self, m, allowed, last_ran, prev, waker);
+        }
         balance::select_task_rq(|c| self.nr(c), n, allowed, prev, waker)
     }
 
@@ -595,6 +605,23 @@ impl Policy for Staircase {
     fn balance(&mut self, m: &MachineView, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
         self.ensure_rqs(m.ncpus);
         let n = m.ncpus.min(self.rqs.len());
+        if let Some(mut sd) = self.sd.take() {
+            let moves = match kind {
+                BalanceKind::NewIdle => sd.idle_balance(self, m, cpu),
+                // A busy CPU calls rebalance_tick only when its expired flag says so, and then
+                // without the interval (v13).
+                BalanceKind::Periodic if self.rqs[cpu].nr_running() > 0 => {
+                    if std::mem::take(&mut self.rqs[cpu].expired_balance) {
+                        sd.rebalance_tick(self, m, cpu, true)
+                    } else {
+                        Vec::new()
+                    }
+                }
+                BalanceKind::Periodic => sd.rebalance_tick(self, m, cpu, false),
+            };
+            self.sd = Some(sd);
+            return moves;
+        }
         if kind == BalanceKind::Periodic {
             let rq = &mut self.rqs[cpu];
             let due = if rq.nr_running() == 0 {
@@ -607,6 +634,11 @@ impl Policy for Staircase {
             }
         }
         balance::load_balance(self, m, cpu, n)
+    }
+
+    fn set_topology(&mut self, topology: &crate::topology::Topology) {
+        self.ensure_rqs(topology.cpus());
+        self.sd = Some(Box::new(Domains26::new(topology)));
     }
 
     fn idle_ticks(&self) -> bool {
