@@ -26,7 +26,11 @@ pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
 /// `schedlab check`: build every configuration as `run` (or `sweep`, with `--vary`) would, with
 /// every check, and print the plan instead of running it.
 pub fn check(args: WorkloadArgs) -> Result<ExitCode, String> {
-    let sweep = !args.common.vary.is_empty();
+    let several_policies = args.common.policy.as_deref().is_some_and(|p| {
+        schedlab_experiment::vary::split_vary(&format!("policy={p}"))
+            .is_ok_and(|(_, v)| v.len() > 1)
+    });
+    let sweep = !args.common.vary.is_empty() || several_policies;
     go(args, sweep, true)
 }
 
@@ -40,20 +44,24 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     {
         return Err("--vary, --out, --plot and --shard belong to `schedlab sweep`".into());
     }
-    if sweep && common.vary.is_empty() {
+    let mut vary = common.vary.clone();
+    let mut backend = backend_request(common)?;
+    if let BackendRequest::Sim(req) = &mut backend {
+        policy_list_as_variation(req, &mut vary, sweep)?;
+    }
+    if sweep && vary.is_empty() {
         return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
     }
     if common.find_max {
         check_find_max(&args, sweep)?;
     }
-    let backend = backend_request(common)?;
     let mut settings = settings(common)?;
     settings.shard = shard(common, check)?;
     check_outputs(common)?;
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
-        vary: common.vary.clone(),
+        vary,
         host_cpus: host::online_cpus(),
     };
     let stop = interrupt_flag()?;
@@ -114,6 +122,40 @@ fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
 }
 
 /// The backend options, checked against each other.
+/// `sweep --policy A,B` (several policies, each with its own `:parameters`) is the variation
+/// `policy=A,B`, split as `--vary policy=` splits it; `run` takes one policy.
+fn policy_list_as_variation(
+    req: &mut SimRequest,
+    vary: &mut Vec<String>,
+    sweep: bool,
+) -> Result<(), String> {
+    let Some(text) = req.policy.clone() else {
+        return Ok(());
+    };
+    let (_, policies) = schedlab_experiment::vary::split_vary(&format!("policy={text}"))
+        .map_err(|e| format!("--policy {text}: {e}"))?;
+    if policies.len() < 2 {
+        return Ok(());
+    }
+    if !sweep {
+        return Err(format!(
+            "--policy {text} names {} policies; `run` takes one (compare them with `schedlab sweep ... --policy {text}`)",
+            policies.len()
+        ));
+    }
+    if vary
+        .iter()
+        .any(|v| v.split_once('=').is_some_and(|(k, _)| k.trim() == "policy"))
+    {
+        return Err(format!(
+            "--policy {text} and --vary policy=... both vary the policy; give one of them"
+        ));
+    }
+    vary.insert(0, format!("policy={text}"));
+    req.policy = None;
+    Ok(())
+}
+
 fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
     match common.backend {
         BackendArg::Real => {

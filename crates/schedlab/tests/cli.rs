@@ -2128,3 +2128,52 @@ fn cpu_count_defaults_follow_the_simulated_machine() {
         assert!(text.contains(want), "{machine:?}: want {want} in\n{text}");
     }
 }
+
+/// `sweep --policy A,B` (each policy with its own parameters) varies the policy, as
+/// `--vary policy=A,B` does; `run` takes one policy and says so; both forms at once are refused.
+#[test]
+fn a_policy_list_is_a_sweep_over_policies() {
+    let out = run_ok(&[
+        "check",
+        "yield",
+        "--backend",
+        "sim",
+        "--policy",
+        "o1:threshold=0,o1:threshold=40,bsd4:preemption=0,ipiwakeup=0",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "configurations 12",
+        "policy=o1:threshold=0",
+        "policy=o1:threshold=40",
+        "policy=bsd4:preemption=0,ipiwakeup=0",
+    ] {
+        assert!(text.contains(want), "want {want} in\n{text}");
+    }
+    for (args, want) in [
+        (
+            &["run", "yield", "--backend", "sim", "--policy", "o1,cfs"][..],
+            "`run` takes one",
+        ),
+        (
+            &[
+                "sweep",
+                "yield",
+                "--backend",
+                "sim",
+                "--policy",
+                "o1,cfs",
+                "--vary",
+                "policy=ule",
+            ][..],
+            "give one of them",
+        ),
+    ] {
+        let out = schedlab().args(args).output().expect("run schedlab");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+}

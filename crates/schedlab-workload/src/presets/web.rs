@@ -18,6 +18,8 @@
 //!   SPECweb99's range) at a time, in turn: a connection waits while its process serves
 //!   another's batch, as one in Apache prefork's accept queue does.
 //! - `threads:N` — the same with a pool of N threads in one server process.
+//! - A pool larger than the connections runs one task per connection (`server-tasks` in the
+//!   record); the rest would only wait in accept(2).
 //! - `event[:N]` — N event loops (default: one per CPU) in one process, each serving whichever
 //!   of its connections has a request ready. The ready list is a queue per loop that a client
 //!   posts its connection's number to after sending a request (epoll's ready list, one pipe
@@ -339,14 +341,17 @@ impl Web {
         }
     }
 
-    /// Server tasks.
+    /// Server tasks: at most one per connection — a pool larger than the connections (e.g.
+    /// `threads:64` with 50, as `--find-max` tries) runs one task per connection, the rest of
+    /// a real pool would sit idle in accept(2); the record's `server-tasks` says how many ran.
     pub fn server_tasks(&self) -> usize {
-        match self.server {
+        let n = match self.server {
             ServerKind::Prefork(n) => n.unwrap_or(self.connections),
             ServerKind::Threads(n) => n,
             ServerKind::Event(n) => n.unwrap_or(self.host_cpus.max(1)),
-            ServerKind::Real(_) => 1,
-        }
+            ServerKind::Real(_) => return 1,
+        };
+        n.min(self.connections)
     }
 
     /// Client tasks: one per connection, or the event client's loops (at most one per
@@ -714,18 +719,6 @@ impl Web {
                 format!(
                     "is for a real server; use --server nginx or apache2 with it, or no --port with server={}",
                     self.server
-                ),
-            ));
-        }
-        let servers = self.server_tasks();
-        if servers > self.connections {
-            return Err(ParamError::value(
-                NAME,
-                "server",
-                self.server,
-                format!(
-                    "has {servers} server tasks for {} connections; use at most one per connection",
-                    self.connections
                 ),
             ));
         }
@@ -1191,8 +1184,12 @@ mod tests {
         assert!(e.contains("disk-budget") && e.contains("798.6 MB"), "{e}");
         w.set_param("dirs", "2").unwrap();
         w.check().unwrap();
+        // A pool larger than the connections runs one task per connection (find-max lowers
+        // the connections below a pool's size).
         w.set_param("server", "threads:300").unwrap();
-        assert!(w.check().unwrap_err().to_string().contains("300"));
+        w.check().unwrap();
+        assert_eq!(w.server_tasks(), 200);
+        assert_eq!(w.params()["server-tasks"], "200");
         w.set_param("server", "event").unwrap();
         assert_eq!(w.server_tasks(), 2);
         assert_eq!(w.plan().sync.queues, 2);
