@@ -964,7 +964,7 @@ mod tests {
     use crate::policy::cfs::Cfs;
     use crate::policy::eevdf::Eevdf;
     use crate::policy::testing::{knobs, Harnessed, H};
-    use crate::policy::{BalanceKind, Policy, PutPrevKind};
+    use crate::policy::Policy;
 
     impl Harnessed for Cfs {}
     impl Harnessed for Eevdf {}
@@ -1089,8 +1089,7 @@ mod tests {
         select_idle_sibling_prefers_the_llc::<Eevdf>("eevdf");
     }
 
-    /// A hand-run machine at HZ 1000: every CPU ticks each ms; idle CPUs balance newly idle and
-    /// pick, busy ones tick, balance periodically and switch when asked. Returns each CPU's
+    /// [`H::run_hogs_from_cpu0`] at HZ 1000 (idle CPUs balance newly idle only): each CPU's
     /// runnable count after `ms`.
     fn run_hogs<P: Harnessed + Policy + FairRunqueues>(
         spec: &str,
@@ -1099,41 +1098,8 @@ mod tests {
         ms: u64,
     ) -> Vec<usize> {
         let t = topo(t);
-        let n = t.cpus();
-        let mut h = H::<P>::new(spec, 1000, n);
-        h.p.set_topology(&t);
-        for id in 0..hogs {
-            h.spawn_on(id, 0, knobs(""));
-        }
-        let tick = h.tick_ns();
-        let apply = |h: &mut H<P>, moves: Vec<Move>| {
-            for mv in moves {
-                h.nr[mv.from] -= 1;
-                h.nr[mv.to] += 1;
-            }
-        };
-        for _ in 0..ms {
-            h.now += tick;
-            for c in 0..n {
-                let Some(task) = h.curr[c] else {
-                    let moves = h.balance(c, BalanceKind::NewIdle);
-                    apply(&mut h, moves);
-                    h.pick(c);
-                    continue;
-                };
-                let resched = h.with(|p, m| {
-                    p.update_curr(m, c, task, tick);
-                    p.task_tick(m, c, task)
-                });
-                let moves = h.balance(c, BalanceKind::Periodic);
-                apply(&mut h, moves);
-                if resched {
-                    h.put_prev(c, PutPrevKind::Preempted);
-                    h.pick(c);
-                }
-            }
-        }
-        (0..n).map(|c| h.p.nr_running(c)).collect()
+        let h = H::<P>::run_hogs_from_cpu0(spec, 1000, &t, hogs, ms, false);
+        (0..t.cpus()).map(|c| h.p.nr_running(c)).collect()
     }
 
     #[test]

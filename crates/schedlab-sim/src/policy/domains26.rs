@@ -432,7 +432,7 @@ mod tests {
     use crate::policy::o1::O1;
     use crate::policy::staircase::Staircase;
     use crate::policy::testing::{knobs, Harnessed, H, MS};
-    use crate::policy::{BalanceKind, Policy, PutPrevKind};
+    use crate::policy::Policy;
 
     fn topo(s: &str) -> Topology {
         s.parse().unwrap()
@@ -486,9 +486,8 @@ mod tests {
         assert_eq!(d.inits[0].name, "SD_CPU_INIT");
     }
 
-    /// A hand-run machine at HZ 1000 with `hogs` CPU hogs all started on CPU 0: every CPU
-    /// ticks each ms; idle CPUs balance newly idle and pick, busy ones tick, balance
-    /// periodically and switch when asked. Returns each CPU's runnable count after `ms`.
+    /// [`H::run_hogs_from_cpu0`] at HZ 1000 (idle CPUs balance newly idle, then periodically):
+    /// each CPU's runnable count after `ms`.
     fn run_hogs<P: Harnessed + Policy + Domain>(
         spec: &str,
         t: &str,
@@ -496,34 +495,8 @@ mod tests {
         ms: u64,
     ) -> Vec<usize> {
         let t = topo(t);
-        let n = t.cpus();
-        let mut h = H::<P>::new(spec, 1000, n);
-        h.p.set_topology(&t);
-        for id in 0..hogs {
-            h.spawn_on(id, 0, knobs(""));
-        }
-        let tick = h.tick_ns();
-        for _ in 0..ms {
-            h.now += tick;
-            for c in 0..n {
-                let Some(task) = h.curr[c] else {
-                    h.balance(c, BalanceKind::NewIdle);
-                    h.balance(c, BalanceKind::Periodic);
-                    h.pick(c);
-                    continue;
-                };
-                let resched = h.with(|p, m| {
-                    p.update_curr(m, c, task, tick);
-                    p.task_tick(m, c, task)
-                });
-                h.balance(c, BalanceKind::Periodic);
-                if resched {
-                    h.put_prev(c, PutPrevKind::Preempted);
-                    h.pick(c);
-                }
-            }
-        }
-        let per_cpu = (0..n).map(|c| h.p.nr_running(c)).collect();
+        let h = H::<P>::run_hogs_from_cpu0(spec, 1000, &t, hogs, ms, true);
+        let per_cpu = (0..t.cpus()).map(|c| h.p.nr_running(c)).collect();
         println!("{spec} on {t}: {per_cpu:?}");
         per_cpu
     }

@@ -275,9 +275,61 @@ impl<P: Harnessed> H<P> {
         self.with(|p, m| p.wakeup_preempt(m, cpu, curr, woken))
     }
 
-    /// Ask `cpu` to balance (the moves are not applied to `nr`).
+    /// Ask `cpu` to balance; the moves are applied to `nr` for a policy that does not report
+    /// its runqueue lengths (one that does is read back after the call, as after every hook).
     pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
-        self.with(|p, m| p.balance(m, cpu, kind))
+        let moves = self.with(|p, m| p.balance(m, cpu, kind));
+        self.track(|h| {
+            for mv in &moves {
+                h.nr[mv.from] -= 1;
+                h.nr[mv.to] += 1;
+            }
+        });
+        moves
+    }
+
+    /// A hand-run machine on `topology` (set with [`Policy::set_topology`]) with `hogs` CPU
+    /// hogs all started on CPU 0, for `ticks` ticks: each tick every CPU in turn — an idle one
+    /// balances newly idle (and periodically too, with `idle_periodic`) and picks; a busy one
+    /// runs `update_curr` and `task_tick`, balances periodically and switches when asked.
+    pub(super) fn run_hogs_from_cpu0(
+        spec: &str,
+        hz: u32,
+        topology: &crate::topology::Topology,
+        hogs: usize,
+        ticks: u64,
+        idle_periodic: bool,
+    ) -> H<P> {
+        let n = topology.cpus();
+        let mut h = H::<P>::new(spec, hz, n);
+        h.p.set_topology(topology);
+        for id in 0..hogs {
+            h.spawn_on(id, 0, knobs(""));
+        }
+        let tick = h.tick_ns();
+        for _ in 0..ticks {
+            h.now += tick;
+            for c in 0..n {
+                let Some(task) = h.curr[c] else {
+                    h.balance(c, BalanceKind::NewIdle);
+                    if idle_periodic {
+                        h.balance(c, BalanceKind::Periodic);
+                    }
+                    h.pick(c);
+                    continue;
+                };
+                let resched = h.with(|p, m| {
+                    p.update_curr(m, c, task, tick);
+                    p.task_tick(m, c, task)
+                });
+                h.balance(c, BalanceKind::Periodic);
+                if resched {
+                    h.put_prev(c, PutPrevKind::Preempted);
+                    h.pick(c);
+                }
+            }
+        }
+        h
     }
 }
 
