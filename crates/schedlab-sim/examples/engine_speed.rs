@@ -131,18 +131,7 @@ fn main() {
     };
     let cost = CostModel::profile("modern").expect("the modern profile exists");
     let knobs = vec![Knobs::default(); workload.plan().groups.len()];
-    let setup = SimSetup {
-        policy: &spec,
-        cpus,
-        topology: None,
-        cost: &cost,
-        seed: 1,
-        knobs: &knobs,
-        kernel_cpus: None,
-        stop: None,
-        wall_budget: None,
-        timeline: false,
-    };
+    let setup = SimSetup::new(&spec, cpus, &cost, &knobs);
     let started = Instant::now();
     match run_repetition(&workload, setup) {
         Ok(r) => {

@@ -18,9 +18,7 @@
 //! let spec: PolicySpec = "cfs".parse().unwrap();
 //! let cost = CostModel::profile("modern").unwrap();
 //! let knobs = vec![Knobs::default(); 2];
-//! let setup = SimSetup { policy: &spec, cpus: 2, cost: &cost, seed: 1, knobs: &knobs,
-//!                        stop: None, wall_budget: None, kernel_cpus: None, topology: None,
-//!                        timeline: false };
+//! let setup = SimSetup::new(&spec, 2, &cost, &knobs);
 //! let r = run_repetition(&w, setup).unwrap();
 //! assert_eq!(w.metrics(&r.outcome).unwrap()["round_trips"], 100.0);
 //! ```

@@ -103,16 +103,8 @@ fn sim<W: Workload>(
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost,
-            seed: 1,
-            knobs: k,
-            stop: None,
             wall_budget: Some(Duration::from_secs(60)),
-            timeline: false,
-            kernel_cpus: None,
+            ..SimSetup::new(&spec, cpus, cost, k)
         },
     )
 }

@@ -68,16 +68,10 @@ fn sim_costed<W: Workload>(
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost,
             seed,
-            knobs: k,
             stop,
             wall_budget,
-            timeline: false,
-            kernel_cpus: None,
+            ..SimSetup::new(&spec, cpus, cost, k)
         },
     )
 }

@@ -117,16 +117,8 @@ fn sim<W: Workload>(
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost,
-            seed: 1,
-            knobs: &knobs,
-            stop: None,
             wall_budget: Some(Duration::from_secs(60)),
-            kernel_cpus: None,
-            timeline: false,
+            ..SimSetup::new(&spec, cpus, cost, &knobs)
         },
     )
 }

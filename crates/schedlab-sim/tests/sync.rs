@@ -24,16 +24,8 @@ fn sim<W: Workload>(w: &W, policy: &str, cpus: usize, seed: u64) -> Result<SimRe
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost: &cost,
             seed,
-            knobs: &knobs,
-            stop: None,
-            wall_budget: None,
-            timeline: false,
-            kernel_cpus: None,
+            ..SimSetup::new(&spec, cpus, &cost, &knobs)
         },
     )
 }

@@ -115,16 +115,8 @@ fn run<W: Workload>(w: &W, policy: &str, cpus: usize, k: &[Knobs], timeline: boo
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost: &cost,
-            seed: 1,
-            knobs: k,
-            kernel_cpus: None,
-            stop: None,
-            wall_budget: None,
             timeline,
+            ..SimSetup::new(&spec, cpus, &cost, k)
         },
     )
     .unwrap()

@@ -41,16 +41,8 @@ fn pingpong(
     run_repetition(
         &w,
         SimSetup {
-            policy: &spec,
-            cpus,
             topology,
-            cost: &cost,
-            seed: 1,
-            knobs: &knobs,
-            kernel_cpus: None,
-            stop: None,
-            wall_budget: None,
-            timeline: false,
+            ..SimSetup::new(&spec, cpus, &cost, &knobs)
         },
     )
 }
@@ -175,16 +167,14 @@ fn idle_while_waiting(policy: &str, topology: Option<&Topology>) -> f64 {
     let r = run_repetition(
         &w,
         SimSetup {
-            policy: &spec,
-            cpus: 8,
             topology,
-            cost: &cost,
-            seed: 1,
-            knobs: &[schedlab_workload::knobs::Knobs::default()],
-            kernel_cpus: None,
-            stop: None,
-            wall_budget: None,
             timeline: true,
+            ..SimSetup::new(
+                &spec,
+                8,
+                &cost,
+                &[schedlab_workload::knobs::Knobs::default()],
+            )
         },
     )
     .unwrap();

@@ -108,6 +108,31 @@ pub struct SimSetup<'a> {
     pub timeline: bool,
 }
 
+impl<'a> SimSetup<'a> {
+    /// `policy` on a flat machine of `cpus` CPUs with `cost`, `knobs` per plan group, seed 1,
+    /// kernel threads on every CPU, no stop flag, no wall-clock budget and no timeline; set the
+    /// other fields with struct update syntax (`SimSetup { seed, ..SimSetup::new(...) }`).
+    pub fn new(
+        policy: &'a PolicySpec,
+        cpus: usize,
+        cost: &'a CostModel,
+        knobs: &'a [Knobs],
+    ) -> SimSetup<'a> {
+        SimSetup {
+            policy,
+            cpus,
+            topology: None,
+            cost,
+            seed: 1,
+            knobs,
+            kernel_cpus: None,
+            stop: None,
+            wall_budget: None,
+            timeline: false,
+        }
+    }
+}
+
 /// What one simulated repetition measured.
 #[derive(Clone, Debug)]
 pub struct SimResult {

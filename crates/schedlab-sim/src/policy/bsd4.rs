@@ -963,22 +963,7 @@ mod tests {
                 ..Messaging::default()
             };
             let k = vec![Knobs::default(), Knobs::default()];
-            crate::run_repetition(
-                &w,
-                crate::SimSetup {
-                    policy: &spec,
-                    cpus: 4,
-                    topology: None,
-                    cost: &cost,
-                    seed: 1,
-                    knobs: &k,
-                    stop: None,
-                    wall_budget: None,
-                    timeline: false,
-                    kernel_cpus: None,
-                },
-            )
-            .unwrap()
+            crate::run_repetition(&w, crate::SimSetup::new(&spec, 4, &cost, &k)).unwrap()
         };
         let ipi = run("bsd4:ipiwakeup=1");
         let tick = run("bsd4:ipiwakeup=0");

@@ -1303,18 +1303,7 @@ mod tests {
             };
             let r = crate::run_repetition(
                 &w,
-                crate::SimSetup {
-                    policy: &spec,
-                    cpus: 8,
-                    topology: None,
-                    cost: &cost,
-                    seed: 1,
-                    knobs: &[Knobs::default()],
-                    stop: None,
-                    wall_budget: None,
-                    timeline: false,
-                    kernel_cpus: None,
-                },
+                crate::SimSetup::new(&spec, 8, &cost, &[Knobs::default()]),
             )
             .unwrap();
             w.metrics(&r.outcome).unwrap()["us_per_yield"]

@@ -989,18 +989,7 @@ mod tests {
         let knobs = [nice(19), Knobs::default(), Knobs::default()];
         let met = |policy: &str| {
             let spec = spec(policy);
-            let setup = SimSetup {
-                policy: &spec,
-                cpus: 1,
-                topology: None,
-                cost: &cost,
-                seed: 1,
-                knobs: &knobs,
-                stop: None,
-                wall_budget: None,
-                timeline: false,
-                kernel_cpus: None,
-            };
+            let setup = SimSetup::new(&spec, 1, &cost, &knobs);
             let r = run_repetition(&ib, setup).unwrap();
             ib.metrics(&r.outcome).unwrap()["deadlines_met"]
         };

@@ -15,16 +15,13 @@ pub fn linux24_piii<W: Workload>(w: &W, cpus: usize, wall_budget: Duration) -> S
     run_repetition(
         w,
         SimSetup {
-            policy: &spec,
-            cpus,
-            topology: None,
-            cost: &CostModel::profile("piii-700").unwrap(),
-            seed: 1,
-            knobs: &knobs,
-            stop: None,
             wall_budget: Some(wall_budget),
-            kernel_cpus: None,
-            timeline: false,
+            ..SimSetup::new(
+                &spec,
+                cpus,
+                &CostModel::profile("piii-700").unwrap(),
+                &knobs,
+            )
         },
     )
     .unwrap()
