@@ -134,6 +134,33 @@ fn servers_below(pid: u32, program: &str) -> Vec<(u32, u64)> {
     }
 }
 
+/// This test process's record file for `name` (removed by [`finish`]).
+fn record_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()))
+}
+
+/// `schedlab ARGS` started with its output captured, and the real server processes of
+/// `program` it started (once they are up).
+fn start(args: &[&str], program: &str) -> (std::process::Child, Vec<(u32, u64)>) {
+    let child = schedlab()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let servers = servers_below(child.id(), program);
+    (child, servers)
+}
+
+/// Wait for a run [`start`]ed with `args`, require that it succeeded, and read (then remove)
+/// its record at `json`.
+fn finish(args: &[&str], child: std::process::Child, json: &std::path::Path) -> RunRecord {
+    common::succeeded(args, child.wait_with_output().unwrap());
+    let rec = RunRecord::from_json(&std::fs::read_to_string(json).unwrap()).unwrap();
+    std::fs::remove_file(json).ok();
+    rec
+}
+
 /// Each real server serves four connections of SPECweb99's mix (every response checked byte
 /// for byte by its client), runs with the server group's nice and CPUs in every process (its
 /// master and its workers, read from /proc while it serves), and leaves no process and no
@@ -145,10 +172,7 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
         if !installed(program) {
             continue;
         }
-        let json = std::env::temp_dir().join(format!(
-            "schedlab-test-{}-web-real-{program}.json",
-            std::process::id()
-        ));
+        let json = record_path(&format!("web-real-{program}"));
         let args = [
             "run",
             "web",
@@ -168,14 +192,8 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
             "--json",
             json.to_str().unwrap(),
         ];
-        let child = schedlab()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (child, servers) = start(&args, program);
         let pid = child.id();
-        let servers = servers_below(pid, program);
         // The master and at least one worker (nginx: one per CPU; Apache: one per connection).
         assert!(servers.len() >= 2, "{program}: {servers:?} while running");
         for &(p, _) in &servers {
@@ -189,9 +207,7 @@ fn each_real_server_is_started_used_and_stopped_with_nothing_left() {
             2,
             "{program}: the run's directories"
         );
-        common::succeeded(&args, child.wait_with_output().unwrap());
-        let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        std::fs::remove_file(&json).ok();
+        let rec = finish(&args, child, &json);
         let m = &rec.configs[0].repetitions[0].metrics;
         assert_eq!(m["conforming"], 4.0, "{program}: {m:?}");
         assert!(m["req_per_s"] > 4.0, "{program}: {m:?}");
@@ -220,10 +236,7 @@ fn the_event_client_reads_each_real_servers_responses() {
         if !installed(program) {
             continue;
         }
-        let json = std::env::temp_dir().join(format!(
-            "schedlab-test-{}-web-real-evc-{program}.json",
-            std::process::id()
-        ));
+        let json = record_path(&format!("web-real-evc-{program}"));
         let args = [
             "run",
             "web",
@@ -243,17 +256,9 @@ fn the_event_client_reads_each_real_servers_responses() {
             "--json",
             json.to_str().unwrap(),
         ];
-        let child = schedlab()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (child, servers) = start(&args, program);
         let pid = child.id();
-        let servers = servers_below(pid, program);
-        common::succeeded(&args, child.wait_with_output().unwrap());
-        let rec = RunRecord::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        std::fs::remove_file(&json).ok();
+        let rec = finish(&args, child, &json);
         let m = &rec.configs[0].repetitions[0].metrics;
         assert_eq!(m["conforming"], 6.0, "{program}: {m:?}");
         assert!(m["req_per_s"] > 6.0, "{program}: {m:?}");
