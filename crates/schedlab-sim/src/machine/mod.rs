@@ -317,12 +317,11 @@ enum State {
 enum Effect {
     /// The operation is complete: poll the body.
     Resume,
-    /// A compute of this many ns begins with a read of the task's CPU clock (the real
-    /// backend's `Context::compute`): a system call that accounts the task on the spot, after
-    /// which a reschedule the policy's `update_curr` asked for switches it
-    /// ([`Policy::update_curr_resched`](crate::policy::Policy::update_curr_resched)).
-    ComputeStart(u64),
-    /// The compute's closing read of the task's CPU clock: the same check, then poll the body.
+    /// The compute's closing read of the task's CPU clock (its opening read is made when the
+    /// body asks for the compute, the real backend's `Context::compute`): a system call that
+    /// accounts the task on the spot, after which a reschedule the policy's `update_curr` asked
+    /// for switches it ([`Policy::update_curr_resched`](crate::policy::Policy::update_curr_resched));
+    /// then poll the body.
     ClockRead,
     /// Deposit the pending message into a channel (or block while it is full).
     Send(usize),

@@ -50,11 +50,6 @@ impl Machine<'_> {
                         return; // finished or waiting; the CPU has moved on
                     }
                 }
-                Effect::ComputeStart(ns) => {
-                    self.clock_read(cpu);
-                    self.tasks[t].remaining += ns;
-                    self.tasks[t].then = Effect::ClockRead;
-                }
                 Effect::ClockRead => {
                     if !self.clock_read(cpu) {
                         // Nothing asked: go on into the body at once, as if the read were not
@@ -339,7 +334,11 @@ impl Machine<'_> {
         }
         let syscall = self.c(self.cost.syscall);
         let (cost, then) = match op {
-            Op::Compute(ns) => (0, Effect::ComputeStart(ns)),
+            Op::Compute(ns) => {
+                // The compute begins with a read of the task's CPU clock (see clock_read).
+                self.clock_read(cpu);
+                (ns, Effect::ClockRead)
+            }
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
                 let (base, then) = if self.via_netisr(ch) {
