@@ -47,6 +47,8 @@ for p in $policies; do
   case_ "chat-turns-$p" run chat --rooms 2 --users 4 --messages 5 --mode turns "${sim[@]}" --policy "$p" --cpus 1 --profile piii-700 --group server:nice=5
   case_ "ping-$p" run pingpong --loops 500 "${sim[@]}" --policy "$p" --cpus 2
   case_ "yield-$p" run yield --threads 1,8 --duration 20ms "${sim[@]}" --policy "$p" --cpus 2
+  # Computes in the bodies (server and client work): a compute's clock reads and reschedule points.
+  case_ "chat-work-$p" run chat --rooms 2 --users 4 --messages 8 --server-work 40us --client-work 25us "${sim[@]}" --policy "$p" --cpus 2
   case_ "ib-$p" run interbench --bench audio,video --loads none,burn --duration 300ms "${sim[@]}" --policy "$p" --cpus 2 --group bench:nice=5
 done
 case_ o1-threshold run chat --rooms 2 --users 5 --messages 10 "${sim[@]}" --policy o1:threshold=40 --cpus 2 --group client:nice=-19
