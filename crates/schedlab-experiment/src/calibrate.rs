@@ -18,6 +18,10 @@
 //!   `rq_lock` holds (one-way: write, wakeup, read, block, switch); a write that wakes a thread
 //!   on its own CPU may switch to it before returning, so the two cannot be told apart from user
 //!   space and the sum is split in the base profile's proportion;
+//! - `net_wait` = half a same-CPU ping-pong round trip over two loopback TCP connections less a
+//!   TCP write + read, less the same for pipes (half the pipe ping-pong less a pipe write +
+//!   read): what a TCP receive that sleeps and is woken costs beyond a pipe read's sleep and
+//!   wakeup, which the simulator charges alike for every transport (`machine/tcp_wait.rs`);
 //! - `bounce` = a turn of two threads on two CPUs handing one pipe back and forth (each turn a
 //!   write + read) less the bare handoff through a flag and a hot write + read: what a message
 //!   pays when its channel was last used on the other CPU;
@@ -365,6 +369,7 @@ fn build_file(
             [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
         )
         .map_or(base.wakeup as f64, |[w, _]| w);
+    derive_net_wait(&mut b);
     // A message on a channel last used on the other CPU: a pipe handed between two CPUs each
     // turn, less the bare handoff and a hot write + read (one bounce per turn).
     let bounce = b
@@ -495,6 +500,22 @@ fn build_file(
         b.keep(key, why);
     }
     b.file
+}
+
+/// `net_wait`: one-way in a same-CPU TCP ping-pong = TcpByte + wakeup + 2 rq_lock + switch +
+/// net_wait, and in the pipe ping-pong PipeByte + wakeup + 2 rq_lock + switch, so net_wait is
+/// the difference of the two less the difference of the one-thread write + reads.
+fn derive_net_wait(b: &mut Builder<'_>) {
+    use Probe::*;
+    b.derive(
+        "net_wait",
+        Derived::of(vec![
+            (0.5, TcpPingPongSameCpu),
+            (-1.0, TcpByte),
+            (-0.5, PingPongSameCpu),
+            (1.0, PipeByte),
+        ]),
+    );
 }
 
 fn trim(x: f64) -> String {

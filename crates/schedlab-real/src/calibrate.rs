@@ -43,6 +43,10 @@ pub enum Probe {
     PingPongSameCpu,
     /// A ping-pong round trip between threads pinned to two CPUs (the other idle meanwhile).
     PingPongCrossCpu,
+    /// A ping-pong round trip over two loopback TCP connections (one each way, TCP_NODELAY)
+    /// between two threads pinned to the same CPU: each receive blocks in `tcp_recvmsg`
+    /// (`sk_wait_data`) and is woken by the other's send (`tcp_v4_rcv` → `sk_data_ready`).
+    TcpPingPongSameCpu,
     /// In that cross-CPU ping-pong, the `write` that wakes the blocked reader, as its caller
     /// sees it.
     WakingWrite,
@@ -62,7 +66,7 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe, in the order calibrate runs them.
-    pub const ALL: [Probe; 16] = [
+    pub const ALL: [Probe; 17] = [
         Probe::Syscall,
         Probe::YieldAlone,
         Probe::PipeByte,
@@ -74,6 +78,7 @@ impl Probe {
         Probe::PingPongSameCpu,
         Probe::PingPongCrossCpu,
         Probe::WakingWrite,
+        Probe::TcpPingPongSameCpu,
         Probe::PageWrite,
         Probe::TickGap,
         Probe::MigrationRefill,
@@ -100,6 +105,9 @@ impl Probe {
                 "1-byte ping-pong round trip over two pipes, threads on two CPUs"
             }
             Probe::WakingWrite => "the write(2) that wakes a reader blocked on another CPU",
+            Probe::TcpPingPongSameCpu => {
+                "1-byte ping-pong round trip over two loopback TCP connections (TCP_NODELAY), both threads on one CPU"
+            }
             Probe::PageWrite => "memset of a resident 4 KiB page",
             Probe::TickGap => "the median gap in the tick's phase, in a pinned spin on the clock",
             Probe::MigrationRefill => "a 256 KiB walk just after moving to the other CPU, less one on the same CPU",
@@ -162,6 +170,7 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
 
         Probe::TcpByte => tcp_roundtrip(budget),
         Probe::PingPongSameCpu => ping_pong(budget, site.cpu0, site.cpu0, false),
+        Probe::TcpPingPongSameCpu => tcp_ping_pong(budget, site.cpu0),
         Probe::PingPongCrossCpu | Probe::WakingWrite => {
             let cpu1 = site
                 .cpu1
@@ -258,8 +267,40 @@ fn tcp_roundtrip(budget: u64) -> io::Result<f64> {
 /// Ping-pong between this thread on `cpu_a` and a helper on `cpu_b`: ns per round trip, or, if
 /// `waking_write`, ns per `write` that wakes the blocked helper.
 fn ping_pong(budget: u64, cpu_a: usize, cpu_b: usize, waking_write: bool) -> io::Result<f64> {
-    let (to_r, to_w) = owned_pipe()?;
-    let (back_r, back_w) = owned_pipe()?;
+    let to = owned_pipe()?;
+    let back = owned_pipe()?;
+    ping_pong_over(budget, cpu_a, cpu_b, waking_write, to, back)
+}
+
+/// A loopback TCP connection with TCP_NODELAY: its receiving end and its sending end.
+fn tcp_link() -> io::Result<(OwnedFd, OwnedFd)> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let send = TcpStream::connect(listener.local_addr()?)?;
+    let (recv, _) = listener.accept()?;
+    send.set_nodelay(true)?;
+    recv.set_nodelay(true)?;
+    Ok((OwnedFd::from(recv), OwnedFd::from(send)))
+}
+
+/// The same-CPU ping-pong over two loopback TCP connections (one each way): ns per round trip.
+/// Beside the pipe ping-pong and the one-thread write + reads, it gives what a blocking TCP
+/// receive's sleep and wakeup cost beyond a pipe's (`net_wait`).
+fn tcp_ping_pong(budget: u64, cpu: usize) -> io::Result<f64> {
+    let to = tcp_link()?;
+    let back = tcp_link()?;
+    ping_pong_over(budget, cpu, cpu, false, to, back)
+}
+
+/// [`ping_pong`] over the given links (each a receiving and a sending end): `to` carries this
+/// thread's bytes to the helper, `back` the helper's answers.
+fn ping_pong_over(
+    budget: u64,
+    cpu_a: usize,
+    cpu_b: usize,
+    waking_write: bool,
+    (to_r, to_w): (OwnedFd, OwnedFd),
+    (back_r, back_w): (OwnedFd, OwnedFd),
+) -> io::Result<f64> {
     let old_mask = current_affinity()?;
     let helper = std::thread::spawn(move || -> io::Result<()> {
         pin_to(cpu_b)?;

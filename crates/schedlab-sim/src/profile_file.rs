@@ -18,7 +18,9 @@
 //! method = "getppid(2) in batches of 100000"
 //! ```
 //!
-//! Unknown fields and unknown cost keys are refused, with the file named.
+//! Unknown fields and unknown cost keys are refused, with the file named. A key the file does
+//! not set keeps its base profile's value — also a key added after the file was written (a
+//! file from before `net_wait` loads with the built-in profiles' 0).
 
 use crate::cost::{CostError, CostModel, PROFILES};
 use serde::{Deserialize, Serialize};
@@ -216,5 +218,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a profile (modern, piii-700)"), "{e}");
+    }
+
+    /// A file written before `net_wait` existed loads with the base profile's 0; one that sets
+    /// it sets it.
+    #[test]
+    fn a_file_without_net_wait_keeps_zero_and_one_with_it_sets_it() {
+        let p = Path::new("old.toml");
+        let old =
+            ProfileFile::parse("base = \"modern\"\n[costs]\nnet_msg = \"3222ns\"\n", p).unwrap();
+        assert_eq!(old.cost_model(p).unwrap().net_wait, 0);
+        let new =
+            ProfileFile::parse("base = \"modern\"\n[costs]\nnet_wait = \"4100ns\"\n", p).unwrap();
+        assert_eq!(new.cost_model(p).unwrap().net_wait, 4_100);
     }
 }

@@ -40,7 +40,8 @@ fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
 /// says why for the others, and its file is a profile the simulator takes — one that reproduces
 /// the probe it was derived from: a same-CPU pipe ping-pong, simulated on one CPU with the
 /// calibrated costs, takes what the probe measured (within 25 %: the simulator adds the copies
-/// and its jitter, and the probe's noise is a VM's).
+/// and its jitter, and the probe's noise is a VM's); and so does the same-CPU ping-pong over two
+/// loopback TCP connections, simulated over TCP (`net_msg`, `net_wait`).
 #[test]
 fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
     // Removed when dropped, also when an assertion fails.
@@ -82,6 +83,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "msg",
         "copy_per_kib",
         "net_msg",
+        "net_wait",
         "wakeup",
         "switch",
         "page_touch",
@@ -110,36 +112,47 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         );
         return;
     }
-    // The probe: the same-CPU round trip, in the printed table.
-    let probe_ns: f64 = text
-        .lines()
-        .find(|l| {
-            l.starts_with("1-byte ping-pong round trip over two pipes, both threads on one CPU")
-        })
-        .and_then(|l| l.split_whitespace().rev().nth(3))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no same-CPU probe in\n{text}"));
-    let rec = run_json(
-        &[
-            "run",
-            "pingpong",
-            "--loops",
-            "2000",
-            "--runs",
-            "1",
-            "--backend",
-            "sim",
-            "--cpus",
-            "1",
-            "--profile",
-            out.to_str().unwrap(),
-        ],
-        "cal-pp",
-    );
-    let sim_ns = metric(&rec, 0, 0, "us_per_rt") * 1000.0;
-    assert!(
-        (sim_ns - probe_ns).abs() <= 0.25 * probe_ns,
-        "simulated {sim_ns} ns per round trip, measured {probe_ns} ns\n{file}"
-    );
+    for (probe, transport) in [
+        (
+            "1-byte ping-pong round trip over two pipes, both threads on one CPU",
+            "pipe",
+        ),
+        (
+            "1-byte ping-pong round trip over two loopback TCP connections (TCP_NODELAY), both threads on one CPU",
+            "tcp",
+        ),
+    ] {
+        // The probe's round trip, in the printed table.
+        let probe_ns: f64 = text
+            .lines()
+            .find(|l| l.starts_with(probe))
+            .and_then(|l| l.split_whitespace().rev().nth(3))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no probe '{probe}' in\n{text}"));
+        let rec = run_json(
+            &[
+                "run",
+                "pingpong",
+                "--loops",
+                "2000",
+                "--transport",
+                transport,
+                "--runs",
+                "1",
+                "--backend",
+                "sim",
+                "--cpus",
+                "1",
+                "--profile",
+                out.to_str().unwrap(),
+            ],
+            &format!("cal-pp-{transport}"),
+        );
+        let sim_ns = metric(&rec, 0, 0, "us_per_rt") * 1000.0;
+        assert!(
+            (sim_ns - probe_ns).abs() <= 0.25 * probe_ns,
+            "{transport}: simulated {sim_ns} ns per round trip, measured {probe_ns} ns\n{file}"
+        );
+    }
     drop(guard);
 }

@@ -57,6 +57,7 @@
 //! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
 //!   and the counters a repetition reports;
 //! - `spawn.rs`: tasks that come and go — fork (`spawn`), waiting for a child, and exit;
+//! - `tcp_wait.rs`: what a loopback TCP receive that sleeps costs beyond a pipe read's sleep;
 //! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
 //!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
 //!   (counted as the group `kernel`, outside `total`);
@@ -442,6 +443,9 @@ struct Task {
     /// Counts its completed readiness waits: a wait's timeout event carries the count it was
     /// armed at, and is stale once it differs (`poll.rs`).
     poll_gen: u64,
+    /// It slept in a receive on a loopback TCP channel that has not completed yet: that
+    /// receive pays `net_wait` (`tcp_wait.rs`).
+    tcp_slept: bool,
 }
 
 impl Task {
@@ -473,6 +477,7 @@ impl Task {
             born: true,
             reaped: false,
             poll_gen: 0,
+            tcp_slept: false,
         }
     }
 }
@@ -598,6 +603,7 @@ mod paths;
 mod poll;
 mod spawn;
 mod steps;
+mod tcp_wait;
 mod timeline;
 
 pub use kthreads::NETISR_PRIORITY;

@@ -91,6 +91,7 @@ impl Machine<'_> {
         let chan = &mut self.channels[ch];
         if chan.bytes.is_empty() && max > 0 {
             chan.reader = Some((t, 1));
+            self.tcp_recv_sleeps(t, ch);
             self.block_to_retry(cpu, t, Effect::RecvSome(ch, max));
             return false;
         }
@@ -101,7 +102,7 @@ impl Machine<'_> {
             slot.inbuf.extend(chan.bytes.drain(..len));
         }
         let writers = std::mem::take(&mut chan.writers);
-        let mut cost = self.copy_cost(len);
+        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
         for w in writers {
             cost += self.wake(w, Some(cpu), false);
         }

@@ -130,6 +130,7 @@ impl Machine<'_> {
                     let chan = &mut self.channels[ch];
                     if chan.bytes.len() < len {
                         chan.reader = Some((t, len));
+                        self.tcp_recv_sleeps(t, ch);
                         self.block_to_retry(cpu, t, Effect::Recv(ch, len));
                         return;
                     }
@@ -143,7 +144,7 @@ impl Machine<'_> {
                         chan.bytes.drain(..len);
                     }
                     let writers = std::mem::take(&mut chan.writers);
-                    let mut cost = self.copy_cost(len);
+                    let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
                     for w in writers {
                         cost += self.wake(w, Some(cpu), false);
                     }

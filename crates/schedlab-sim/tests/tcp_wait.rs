@@ -1,0 +1,117 @@
+//! `net_wait`: a loopback TCP receive that sleeps pays it when it completes
+//! (`machine/tcp_wait.rs`); receives that find their data, other transports and readiness
+//! waits do not, and at 0 (the built-in profiles) nothing changes.
+
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::{run_repetition, SimResult, SimSetup};
+use schedlab_workload::knobs::Knobs;
+use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
+use schedlab_workload::presets::{Outcome, PingPong};
+use schedlab_workload::record::MetricDef;
+use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
+use std::collections::BTreeMap;
+
+/// One repetition on `cpus` CPUs under cfs, the `modern` profile without jitter and with
+/// `net_wait`.
+fn run<W: Workload>(w: &W, cpus: usize, net_wait: &str) -> SimResult {
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&[format!("jitter=0,net_wait={net_wait}")])
+        .unwrap();
+    let spec: PolicySpec = "cfs".parse().unwrap();
+    let knobs = vec![Knobs::default(); w.plan().groups.len()];
+    run_repetition(w, SimSetup::new(&spec, cpus, &cost, &knobs)).unwrap()
+}
+
+fn ping_pong(transport: Transport) -> PingPong {
+    PingPong {
+        loops: 500,
+        transport,
+        ..PingPong::default()
+    }
+}
+
+/// A same-CPU ping-pong over TCP sleeps in every receive but the last's partner: each round trip
+/// has two receives that slept, so it takes exactly 2 × `net_wait` longer (what calibrate's
+/// derivation assumes); over pipes and UNIX sockets `net_wait` changes nothing.
+#[test]
+fn each_tcp_receive_that_slept_pays_net_wait_once() {
+    let tcp = ping_pong(Transport::Tcp);
+    let without = run(&tcp, 1, "0");
+    let with = run(&tcp, 1, "3us");
+    let per_rt = (with.elapsed_ns as i64 - without.elapsed_ns as i64) / 500;
+    assert!(
+        (5_980..=6_020).contains(&per_rt),
+        "{per_rt} ns more per round trip"
+    );
+    // The same sleeps, the same switches: only the cost moved.
+    assert_eq!(
+        with.counters["total"].voluntary_switches,
+        without.counters["total"].voluntary_switches
+    );
+    for transport in [Transport::Pipe, Transport::Socketpair] {
+        let w = ping_pong(transport);
+        assert_eq!(
+            run(&w, 1, "0").elapsed_ns,
+            run(&w, 1, "3us").elapsed_ns,
+            "{transport}"
+        );
+    }
+}
+
+/// One task that writes `messages` messages of 100 bytes to a loopback TCP connection and then
+/// reads them back: every receive finds its data.
+struct SelfSend {
+    messages: usize,
+}
+
+impl Workload for SelfSend {
+    fn name(&self) -> &'static str {
+        "self-send"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![GroupPlan {
+                name: "a",
+                tasks: 1,
+                spawn: 0,
+            }],
+            channels: 1,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: TaskMode::Threads,
+            transport: Transport::Tcp,
+        }
+    }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = [7u8; 100];
+        for _ in 0..self.messages {
+            ctx.send(ChannelId(0), &buf).await?;
+        }
+        for _ in 0..self.messages {
+            ctx.recv(ChannelId(0), &mut buf).await?;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// A receive that finds its data does not pay `net_wait`.
+#[test]
+fn a_tcp_receive_that_finds_its_data_does_not_pay_net_wait() {
+    let w = SelfSend { messages: 10 };
+    let without = run(&w, 1, "0");
+    let with = run(&w, 1, "50us");
+    assert_eq!(with.counters["total"].voluntary_switches, Some(0));
+    assert_eq!(with.elapsed_ns, without.elapsed_ns);
+}
