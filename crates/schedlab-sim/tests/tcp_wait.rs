@@ -12,14 +12,14 @@ use schedlab_workload::record::MetricDef;
 use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
 use std::collections::BTreeMap;
 
-/// One repetition on `cpus` CPUs under cfs, the `modern` profile without jitter and with
+/// One repetition on `cpus` CPUs under `policy`, the `modern` profile without jitter and with
 /// `net_wait`.
-fn run<W: Workload>(w: &W, cpus: usize, net_wait: &str) -> SimResult {
+fn run<W: Workload>(w: &W, policy: &str, cpus: usize, net_wait: &str) -> SimResult {
     let cost = CostModel::profile("modern")
         .unwrap()
         .with_overrides(&[format!("jitter=0,net_wait={net_wait}")])
         .unwrap();
-    let spec: PolicySpec = "cfs".parse().unwrap();
+    let spec: PolicySpec = policy.parse().unwrap();
     let knobs = vec![Knobs::default(); w.plan().groups.len()];
     run_repetition(w, SimSetup::new(&spec, cpus, &cost, &knobs)).unwrap()
 }
@@ -32,29 +32,38 @@ fn ping_pong(transport: Transport) -> PingPong {
     }
 }
 
-/// A same-CPU ping-pong over TCP sleeps in every receive but the last's partner: each round trip
-/// has two receives that slept, so it takes exactly 2 × `net_wait` longer (what calibrate's
-/// derivation assumes); over pipes and UNIX sockets `net_wait` changes nothing.
+/// On one CPU every receive that sleeps adds `net_wait` to the run (the CPU is never idle),
+/// whichever task sleeps: eevdf's ping-pong sleeps in both receives of a round trip, cfs's
+/// preempts the waker and sleeps in one. Over pipes and UNIX sockets `net_wait` changes
+/// nothing.
 #[test]
 fn each_tcp_receive_that_slept_pays_net_wait_once() {
     let tcp = ping_pong(Transport::Tcp);
-    let without = run(&tcp, 1, "0");
-    let with = run(&tcp, 1, "3us");
-    let per_rt = (with.elapsed_ns as i64 - without.elapsed_ns as i64) / 500;
-    assert!(
-        (5_980..=6_020).contains(&per_rt),
-        "{per_rt} ns more per round trip"
-    );
-    // The same sleeps, the same switches: only the cost moved.
-    assert_eq!(
-        with.counters["total"].voluntary_switches,
-        without.counters["total"].voluntary_switches
-    );
+    for (policy, sleeps_per_rt) in [("eevdf", 2), ("cfs", 1)] {
+        let without = run(&tcp, policy, 1, "0");
+        let with = run(&tcp, policy, 1, "3us");
+        let sleeps = with.counters["total"].voluntary_switches.unwrap() as i64;
+        // The same sleeps as without: only the cost moved.
+        assert_eq!(
+            Some(sleeps as u64),
+            without.counters["total"].voluntary_switches
+        );
+        assert!(
+            (sleeps - sleeps_per_rt * 500).abs() <= 2,
+            "{policy}: {sleeps} sleeps"
+        );
+        // Plus the ticks (1 µs each) that fall into the longer run: 3 ms more is one at HZ=250.
+        let extra = with.elapsed_ns as i64 - without.elapsed_ns as i64;
+        assert!(
+            (0..=2_000).contains(&(extra - 3_000 * sleeps)),
+            "{policy}: {extra} ns more for {sleeps} sleeps"
+        );
+    }
     for transport in [Transport::Pipe, Transport::Socketpair] {
         let w = ping_pong(transport);
         assert_eq!(
-            run(&w, 1, "0").elapsed_ns,
-            run(&w, 1, "3us").elapsed_ns,
+            run(&w, "eevdf", 1, "0").elapsed_ns,
+            run(&w, "eevdf", 1, "3us").elapsed_ns,
             "{transport}"
         );
     }
@@ -110,8 +119,8 @@ impl Workload for SelfSend {
 #[test]
 fn a_tcp_receive_that_finds_its_data_does_not_pay_net_wait() {
     let w = SelfSend { messages: 10 };
-    let without = run(&w, 1, "0");
-    let with = run(&w, 1, "50us");
+    let without = run(&w, "eevdf", 1, "0");
+    let with = run(&w, "eevdf", 1, "50us");
     assert_eq!(with.counters["total"].voluntary_switches, Some(0));
     assert_eq!(with.elapsed_ns, without.elapsed_ns);
 }
