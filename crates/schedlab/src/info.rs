@@ -77,6 +77,13 @@ pub fn list(profile_file: Option<&str>) -> Result<String, String> {
             "    by distance (--topology SOCKETSs:CORESc:THREADSt): {}",
             c.distance_costs()
         );
+        // Left out of the description above when 0, so that records stay as they were.
+        if c.net_wait == 0 {
+            let _ = writeln!(
+                out,
+                "    net_wait=0 (a loopback TCP receive that sleeps: no published figure; calibrate measures it)"
+            );
+        }
     }
     let _ = writeln!(out, "  keys: {}", schedlab_sim::cost::COST_KEYS);
     let _ = writeln!(
