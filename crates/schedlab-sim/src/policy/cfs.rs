@@ -23,9 +23,11 @@
 //! - a task moving between CPUs keeps its vruntime relative to `min_vruntime`
 //!   (`migrate_task_rq_fair` / `enqueue_entity`).
 //!
-//! On a machine with a topology (`--topology`), wakeup placement and balancing go through the
+//! On a machine with a topology (`--topology`), placement of new tasks (at the start and at
+//! fork: `sched_balance_find_dst_cpu` per level), wakeup placement and balancing go through the
 //! scheduling domains of [`super::domains`] (SMT → MC → NUMA, `select_idle_sibling`, balancing
-//! per domain); what follows describes the flat machine, which keeps one level.
+//! per domain with active balancing); what follows describes the flat machine, which keeps one
+//! level.
 //!
 //! Simplifications, all of them in the SMP parts: no scheduling domains or group scheduling; a
 //! waking task goes to its previous CPU if idle, else the waker's CPU if idle, else any idle allowed
@@ -261,6 +263,9 @@ impl FairRunqueues for Cfs {
     fn task_weight(&self, task: TaskId) -> u64 {
         self.tasks[task].weight
     }
+    fn allowed_on(&self, task: TaskId, cpu: CpuId) -> bool {
+        self.allowed[task].contains(cpu)
+    }
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
         m.is_idle(cpu) && self.rqs[cpu].curr.is_none() && self.rqs[cpu].tree.is_empty()
     }
@@ -337,6 +342,10 @@ impl Policy for Cfs {
     ) -> CpuId {
         let allowed = &self.allowed[task];
         if !self.tasks[task].started {
+            if let Some(d) = &self.domains {
+                // SD_BALANCE_FORK from the CPU it starts beside.
+                return d.find_dst_cpu(self, m, prev, allowed);
+            }
             // find_idlest_cpu: fewest runnable tasks, lowest number first.
             return allowed
                 .iter()
@@ -369,6 +378,19 @@ impl Policy for Cfs {
         } else {
             allowed.lowest().unwrap_or(prev)
         }
+    }
+
+    /// With scheduling domains, `sched_balance_find_dst_cpu` from the parent's CPU (WF_FORK);
+    /// on a flat machine, the default (the flat `find_idlest_cpu` of `select_task_rq`).
+    fn task_fork(
+        &mut self,
+        m: &MachineView,
+        child: TaskId,
+        _parent: TaskId,
+        parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        let d = self.domains.as_ref()?;
+        Some(d.find_dst_cpu(self, m, parent_cpu, &self.allowed[child]))
     }
 
     fn enqueue_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
@@ -426,6 +448,9 @@ impl Policy for Cfs {
     }
 
     fn pick_next_task(&mut self, _m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+        if let Some(d) = &mut self.domains {
+            d.clear_stop(cpu);
+        }
         let rq = &self.rqs[cpu];
         let mut it = rq.tree.iter();
         let &(_, left) = it.next()?;
@@ -491,6 +516,19 @@ impl Policy for Cfs {
             self.rqs[cpu].skip = Some(task);
         }
         true
+    }
+
+    fn take_active_balance(&mut self) -> Vec<CpuId> {
+        self.domains
+            .as_mut()
+            .map_or_else(Vec::new, |d| d.take_stop_requests())
+    }
+
+    fn active_balance(&mut self, m: &MachineView, cpu: CpuId) -> Option<Move> {
+        let mut d = self.domains.take()?;
+        let mv = d.active_stop(self, m, cpu);
+        self.domains = Some(d);
+        mv
     }
 
     fn set_topology(&mut self, topology: &crate::topology::Topology) {
