@@ -36,7 +36,9 @@
 //! an idle CPU pulls one task from the busiest CPU (`newidle_balance`); a busy CPU's tick every
 //! 4 ms hands a queued task to an idle CPU (standing in for the NOHZ idle balancer's kick) and
 //! pulls from a CPU whose load exceeds its own by more than `imbalance_pct` 117 %
-//! (`load_balance`). No next/last buddies, no `sched_child_runs_first`.
+//! (`load_balance`). No next/last buddies, no `sched_child_runs_first`. Each task keeps when it
+//! last stopped running (`exec_start`), for the domains' `task_hot` (0.5 ms,
+//! `sysctl_sched_migration_cost`); the flat balancing does not consult it.
 
 use super::domains::{Domains, FairRunqueues};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass};
@@ -56,6 +58,8 @@ const NR_LATENCY: u64 = 8;
 const BALANCE_INTERVAL_NS: u64 = 4_000_000;
 /// `imbalance_pct` of the MC domain.
 const IMBALANCE_PCT: u64 = 117;
+/// `sysctl_sched_migration_cost`: a task that ran this recently is cache hot (`task_hot`).
+const MIGRATION_COST_NS: u64 = 500_000;
 /// Where vruntimes start, so that placement below min_vruntime never underflows.
 const VRUNTIME_ORIGIN: u64 = 1 << 50;
 
@@ -70,6 +74,9 @@ struct Entity {
     cpu: CpuId,
     queued: bool,
     started: bool,
+    /// When it last stopped running (`se.exec_start` as `task_hot` reads it for a queued
+    /// task), `None` before it first ran.
+    last_ran: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -217,7 +224,16 @@ impl Cfs {
 
     /// Move one queued task from `from` to `to`, if one may run there.
     fn steal(&mut self, from: CpuId, to: CpuId) -> Option<Move> {
-        self.steal_within(from, to, u64::MAX)
+        self.steal_within(from, to, u64::MAX, None)
+    }
+
+    /// `task_hot`: it ran less than `sysctl_sched_migration_cost` ago (a SCHED_IDLE task never
+    /// is).
+    fn task_hot(&self, t: TaskId, now: u64) -> bool {
+        let e = &self.tasks[t];
+        e.class != FairClass::Idle
+            && e.last_ran
+                .is_some_and(|r| now.saturating_sub(r) < MIGRATION_COST_NS)
     }
 
     /// Tell the domains whether `cpu`'s runqueue is empty now.
@@ -229,8 +245,14 @@ impl Cfs {
     }
 
     /// Move one queued task of weight at most `max_weight` from `from` to `to`, if one may run
-    /// there.
-    fn steal_within(&mut self, from: CpuId, to: CpuId, max_weight: u64) -> Option<Move> {
+    /// there; with `cold_at`, only one that is not cache hot at that time (`task_hot`).
+    fn steal_within(
+        &mut self,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+        cold_at: Option<u64>,
+    ) -> Option<Move> {
         // The kernel detaches from the tail of the runqueue's task list; the rightmost task (the
         // one that would wait longest) is the closest stand-in.
         let t = self.rqs[from]
@@ -238,7 +260,11 @@ impl Cfs {
             .iter()
             .rev()
             .map(|&(_, t)| t)
-            .find(|&t| self.allowed[t].contains(to) && self.tasks[t].weight <= max_weight)?;
+            .find(|&t| {
+                self.allowed[t].contains(to)
+                    && self.tasks[t].weight <= max_weight
+                    && cold_at.is_none_or(|now| !self.task_hot(t, now))
+            })?;
         self.remove(from, t);
         self.rqs[from].load -= self.tasks[t].weight;
         if self.rqs[from].skip == Some(t) {
@@ -269,16 +295,17 @@ impl FairRunqueues for Cfs {
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
         m.is_idle(cpu) && self.rqs[cpu].curr.is_none() && self.rqs[cpu].tree.is_empty()
     }
-    /// CFS here keeps no `exec_start`, so no task is cache hot (as in the flat balancing).
+    /// `can_migrate_task`: a cache-hot task only when `hot_ok` (the flat balancing of the
+    /// policy ignores hotness, as it did before the domains).
     fn pull_one(
         &mut self,
-        _m: &MachineView,
+        m: &MachineView,
         from: CpuId,
         to: CpuId,
         max_weight: u64,
-        _hot_ok: bool,
+        hot_ok: bool,
     ) -> Option<Move> {
-        self.steal_within(from, to, max_weight)
+        self.steal_within(from, to, max_weight, (!hot_ok).then_some(m.now))
     }
 }
 
@@ -320,6 +347,7 @@ impl Policy for Cfs {
                     cpu: 0,
                     queued: false,
                     started: false,
+                    last_ran: None,
                 },
             );
         }
@@ -418,7 +446,8 @@ impl Policy for Cfs {
         self.note_idle(cpu);
     }
 
-    fn dequeue_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, _kind: DequeueKind) {
+    fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: DequeueKind) {
+        self.tasks[task].last_ran = Some(m.now);
         let rq = &mut self.rqs[cpu];
         debug_assert_eq!(rq.curr, Some(task));
         rq.curr = None;
@@ -474,8 +503,9 @@ impl Policy for Cfs {
         Some(pick)
     }
 
-    fn put_prev_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
+    fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
+        self.tasks[task].last_ran = Some(m.now);
         self.rqs[cpu].curr = None;
         self.insert(cpu, task);
         self.update_min_vruntime(cpu);

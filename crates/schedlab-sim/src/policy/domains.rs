@@ -27,9 +27,9 @@
 //!   SD_PREFER_SIBLING; evening idle CPUs otherwise), `sched_balance_find_src_rq` (most load,
 //!   or most tasks), `detach_tasks` (at most `sysctl_sched_nr_migrate` 32; a task heavier than
 //!   the imbalance ≫ nr_balance_failed stays; newly idle stops after one),
-//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot` as
-//!   the policy knows it: eevdf's last run within 0.5 ms; cfs here keeps no `exec_start`, so
-//!   none of its tasks is hot), and the balance
+//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot`: the
+//!   task last ran within `sysctl_sched_migration_cost`, 0.5 ms; never between SMT siblings,
+//!   SD_SHARE_CPUCAPACITY; cfs also never for a SCHED_IDLE task), and the balance
 //!   interval doubling when balanced and reset when tasks moved.
 //! - `select_task_rq_fair` for a new task (WF_FORK; at the run's start, from the CPU the task
 //!   would start on): `sched_balance_find_dst_cpu` from the top level down — at each level
@@ -956,7 +956,9 @@ impl Domains {
                 Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
             });
         let failed = self.state[si].nr_balance_failed;
-        let hot_ok = failed > self.levels[level].cache_nice_tries;
+        // task_hot: SMT siblings share their caches, so nothing is hot between them.
+        let hot_ok =
+            failed > self.levels[level].cache_nice_tries || self.levels[level].share_capacity;
         let mut moved = 0;
         // Tasks are detached only from a CPU with more than its running one.
         if let Some(src) = src.filter(|&c| r.nr_running(c) >= 2) {
@@ -1484,6 +1486,46 @@ mod tests {
                 "{spec}: one hog per core: {per_cpu:?}"
             );
         }
+    }
+
+    /// On topology `t`, CPU 0 runs one task while another, which ran until `since_ns` ago,
+    /// waits; idle CPU 1 balances newly idle: whether it pulled.
+    fn pulls_task_that_ran<P: Harnessed + Policy>(spec: &str, t: &str, since_ns: u64) -> bool {
+        let t = topo(t);
+        let mut h = H::<P>::new(spec, 1000, t.cpus());
+        h.p.set_topology(&t);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs(""));
+        let first = h.pick(0);
+        assert!(h.ticks_until_resched(0, 100) > 0, "{spec}: its slice ends");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_ne!(h.pick(0), first, "{spec}: the other task runs");
+        h.now += since_ns;
+        !h.balance(1, BalanceKind::NewIdle).is_empty()
+    }
+
+    fn cache_hot_tasks_stay<P: Harnessed + Policy>(spec: &str) {
+        // 1s:2c:1t: one MC level (cache_nice_tries 1). A task that ran 0.1 ms ago is hot
+        // (sysctl_sched_migration_cost 0.5 ms) and stays; after 1 ms it is cold and moves.
+        assert!(
+            !pulls_task_that_ran::<P>(spec, "1s:2c:1t", 100_000),
+            "{spec}"
+        );
+        assert!(
+            pulls_task_that_ran::<P>(spec, "1s:2c:1t", 1_000_000),
+            "{spec}"
+        );
+        // Between SMT siblings nothing is hot.
+        assert!(
+            pulls_task_that_ran::<P>(spec, "1s:1c:2t", 100_000),
+            "{spec}"
+        );
+    }
+
+    #[test]
+    fn a_cache_hot_task_is_not_pulled_except_between_smt_siblings() {
+        cache_hot_tasks_stay::<Cfs>("cfs");
+        cache_hot_tasks_stay::<Eevdf>("eevdf");
     }
 
     #[test]
