@@ -76,7 +76,9 @@
 //!   capacity here); the stopper runs at the IPI's arrival, not as a task of the stop class.
 //! - `sched_balance_find_dst_group_cpu`'s idle-state exit latency and `idle_stamp` (the
 //!   lowest-numbered idle CPU is taken); the child's own utilization.
-//! - `adjust_numa_imbalance` in `calculate_imbalance`, NUMA balancing of memory, SD_SERIALIZE.
+//! - NUMA balancing (`task_numa_fault`'s page-fault scanning, the preferred node and
+//!   `numa_migrate_preferred`, `fbq_type`, `migrate_degrades_locality`, memory migration);
+//!   SD_SERIALIZE.
 //! - WF_SYNC wakeups. The `avg_idle` and `max_newidle_lb_cost` limits on newly-idle
 //!   balancing.
 
@@ -926,6 +928,7 @@ impl Domains {
                 prefer_sibling,
                 idle,
                 lv.share_capacity,
+                lv.numa.then_some(lv.imb_numa_nr),
             )
             .map(|(kind, imb)| (b, kind, imb))
         });
@@ -1171,7 +1174,9 @@ fn sibling_imbalance(idle: IdleType, busiest: &GroupStats, local: &GroupStats) -
 }
 
 /// `sched_balance_find_src_group`'s verdict and `calculate_imbalance`: what to migrate and how
-/// much (a load in weight units, or a task count), or `None` when balanced.
+/// much (a load in weight units, or a task count), or `None` when balanced. `numa`: the
+/// domain's `imb_numa_nr` if it is a NUMA domain.
+#[allow(clippy::too_many_arguments)]
 fn find_src_group(
     local: &GroupStats,
     busiest: &GroupStats,
@@ -1180,6 +1185,7 @@ fn find_src_group(
     prefer_sibling: bool,
     idle: IdleType,
     share_capacity: bool,
+    numa: Option<usize>,
 ) -> Option<(Migration, u64)> {
     if local.kind > busiest.kind {
         return None;
@@ -1214,11 +1220,16 @@ fn find_src_group(
                 (local.idle_cpus as u64).max(u64::from(idle != IdleType::NotIdle)),
             )
         } else {
-            let imb = if busiest.weight == 1 || prefer_sibling {
+            let mut imb = if busiest.weight == 1 || prefer_sibling {
                 sibling_imbalance(idle, busiest, local)
             } else {
                 local.idle_cpus.saturating_sub(busiest.idle_cpus) as u64
             };
+            if let Some(imb_numa_nr) = numa {
+                // A small imbalance between nodes stays, so that a communicating pair keeps
+                // to one node while the local node is lightly loaded.
+                imb = adjust_numa_imbalance(imb as usize, local.nr_running + 1, imb_numa_nr) as u64;
+            }
             (Migration::Task, imb >> 1)
         }
     } else {
@@ -1437,21 +1448,26 @@ mod tests {
         );
     }
 
-    /// Two hogs running on the SMT siblings of core 0 of `1s:2c:2t` (CPUs 0 and 2) while
-    /// core 1 (CPUs 1 and 3) idles; `ms` ticks of the hand-run machine. Each CPU's runnable
-    /// count after.
-    fn hogs_on_one_core<P: Harnessed + Policy + FairRunqueues>(spec: &str, ms: u64) -> Vec<usize> {
-        let t = topo("1s:2c:2t");
-        let mut h = H::<P>::new(spec, 1000, 4);
+    /// On topology `t`, one hog started running on each CPU of `on`; `ms` ticks of the
+    /// hand-run machine. Each CPU's runnable count after.
+    fn hogs_on<P: Harnessed + Policy + FairRunqueues>(
+        spec: &str,
+        t: &str,
+        on: &[CpuId],
+        ms: u64,
+    ) -> Vec<usize> {
+        let t = topo(t);
+        let n = t.cpus();
+        let mut h = H::<P>::new(spec, 1000, n);
         h.p.set_topology(&t);
-        h.spawn_on(0, 0, knobs(""));
-        h.spawn_on(1, 2, knobs(""));
-        h.pick(0);
-        h.pick(2);
+        for (id, &c) in on.iter().enumerate() {
+            h.spawn_on(id, c, knobs(""));
+            h.pick(c);
+        }
         let tick = h.tick_ns();
         for _ in 0..ms {
             h.now += tick;
-            for c in 0..4 {
+            for c in 0..n {
                 let Some(task) = h.curr[c] else {
                     h.balance(c, BalanceKind::NewIdle);
                     h.pick(c);
@@ -1468,7 +1484,32 @@ mod tests {
                 }
             }
         }
-        (0..4).map(|c| h.p.nr_running(c)).collect()
+        (0..n).map(|c| h.p.nr_running(c)).collect()
+    }
+
+    /// Two hogs on the SMT siblings of core 0 of `1s:2c:2t` (CPUs 0 and 2) while core 1
+    /// (CPUs 1 and 3) idles.
+    fn hogs_on_one_core<P: Harnessed + Policy + FairRunqueues>(spec: &str, ms: u64) -> Vec<usize> {
+        hogs_on::<P>(spec, "1s:2c:2t", &[0, 2], ms)
+    }
+
+    fn numa_allowance<P: Harnessed + Policy + FairRunqueues>(spec: &str) {
+        // 2s:4c:1t: node 0 = CPUs 0-3, node 1 = CPUs 4-7, imb_numa_nr 2. A pair on node 0
+        // stays there (adjust_numa_imbalance: a difference of 2 while node 1 would run at
+        // most 2). Four hogs on node 0 are a difference of 4: one is pushed to node 1 (each
+        // runs alone, so by active balance); then 3 against 1 is a difference of 2 with node
+        // 1 running 1 + 1, within the allowance, and it stays.
+        let node = |per_cpu: &[usize]| (per_cpu[..4].iter().sum(), per_cpu[4..].iter().sum());
+        let pair = hogs_on::<P>(spec, "2s:4c:1t", &[0, 1], 300);
+        assert_eq!(node(&pair), (2, 0), "{spec}: {pair:?}");
+        let four = hogs_on::<P>(spec, "2s:4c:1t", &[0, 1, 2, 3], 300);
+        assert_eq!(node(&four), (3, 1), "{spec}: {four:?}");
+    }
+
+    #[test]
+    fn a_pair_of_tasks_keeps_to_its_node_and_more_spread() {
+        numa_allowance::<Cfs>("cfs");
+        numa_allowance::<Eevdf>("eevdf");
     }
 
     #[test]
