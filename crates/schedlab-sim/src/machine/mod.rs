@@ -70,6 +70,7 @@ use crate::policy::{
     self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
 };
 use crate::topology::Topology;
+use numa::TaskNuma;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
@@ -442,6 +443,8 @@ struct Task {
     /// Counts its completed readiness waits: a wait's timeout event carries the count it was
     /// armed at, and is stale once it differs (`poll.rs`).
     poll_gen: u64,
+    /// Its memory's node and its computes' time, on a machine with sockets (`numa.rs`).
+    numa: TaskNuma,
 }
 
 impl Task {
@@ -473,6 +476,7 @@ impl Task {
             born: true,
             reaped: false,
             poll_gen: 0,
+            numa: TaskNuma::default(),
         }
     }
 }
@@ -594,6 +598,7 @@ macro_rules! view {
 mod accounting;
 mod kthreads;
 mod memory;
+mod numa;
 mod paths;
 mod poll;
 mod spawn;
