@@ -141,7 +141,11 @@ impl Backend for SimBackend {
             .chain(first.topology.map(|t| {
                 (
                     "topology".to_string(),
-                    format!("{t} ({})", first.cost.distance_costs()),
+                    format!(
+                        "{t} ({} {})",
+                        first.cost.distance_costs(),
+                        first.cost.numa_costs()
+                    ),
                 )
             }))
             .chain(

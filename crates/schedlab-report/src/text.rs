@@ -149,6 +149,25 @@ pub fn metrics_table(record: &RunRecord, config: &ConfigResult) -> String {
     out
 }
 
+/// The share of the workload's compute time run off its tasks' memory nodes (a simulated
+/// machine with sockets), or nothing.
+fn remote_line(config: &ConfigResult) -> String {
+    let mut total = Counters::default();
+    for r in &config.repetitions {
+        if let Some(c) = r.counters.get("total") {
+            total.add(c);
+        }
+    }
+    match (total.remote_compute_percent(), total.compute_s) {
+        (Some(p), Some(c)) => format!(
+            "remote memory: {p:.1} % of the workload's compute time ({:.3} of {:.3} s per repetition) ran off its task's memory node (first touch)\n",
+            total.remote_compute_s.unwrap_or(0.0) / config.repetitions.len().max(1) as f64,
+            c / config.repetitions.len().max(1) as f64,
+        ),
+        _ => String::new(),
+    }
+}
+
 /// Counters per group: mean per repetition of switches, migrations, wakeups, and the share of
 /// wakeups that preempted the running task.
 pub fn counters_table(config: &ConfigResult) -> String {
@@ -230,6 +249,7 @@ pub fn counters_table(config: &ConfigResult) -> String {
             "warning: the kernel dropped {lost} trace events; wakeup counts are lower bounds\n"
         ));
     }
+    out.push_str(&remote_line(config));
     out.push_str(&cpu_line(config));
     out
 }

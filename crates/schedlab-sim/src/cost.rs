@@ -179,6 +179,13 @@ pub struct CostModel {
     /// current two-socket x86 servers (cross-socket cache-to-cache latency ≈ 100–130 ns
     /// against ≈ 40–50 ns within a socket). Estimate: 200 in both profiles.
     pub socket_pct: u64,
+    /// A compute run on a socket other than its task's memory node (the socket of the CPU of
+    /// its first compute: Linux's default first-touch placement), in percent of its length on
+    /// that node — a distance-dependent factor that only machines with sockets use. Two-socket
+    /// x86 firmware reports the remote node at SLIT distance 21 against 10 (remote DRAM
+    /// latency about twice local); a compute that spends a third of its time waiting on DRAM
+    /// runs about 30 % longer off its node. Estimate: 130 in both profiles (100: no cost).
+    pub remote_pct: u64,
     /// Relative uniform jitter applied to every cost (0.05 = ±5 %).
     pub jitter: f64,
 }
@@ -187,7 +194,7 @@ pub struct CostModel {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, net_wait, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, net_wait, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -224,6 +231,7 @@ impl CostModel {
                 smt_pct: 50,
                 llc_pct: 100,
                 socket_pct: 200,
+                remote_pct: 130,
                 jitter: 0.05,
             }),
             "piii-700" => Ok(CostModel {
@@ -257,6 +265,7 @@ impl CostModel {
                 smt_pct: 50,
                 llc_pct: 100,
                 socket_pct: 200,
+                remote_pct: 130,
                 jitter: 0.05,
             }),
             other => Err(CostError::UnknownProfile(other.into())),
@@ -335,6 +344,13 @@ impl CostModel {
                         _ => self.socket_pct = pct,
                     }
                 }
+                "remote_pct" => {
+                    self.remote_pct = value
+                        .parse()
+                        .ok()
+                        .filter(|p| (100..=1000).contains(p))
+                        .ok_or_else(|| bad("accepted: 100..1000 (percent)"))?
+                }
                 "reclaim" => self.reclaim = dur()?,
                 "syscall" => self.syscall = dur()?,
                 "switch" => self.switch = dur()?,
@@ -391,6 +407,12 @@ impl CostModel {
             "smt_pct={} llc_pct={} socket_pct={}",
             self.smt_pct, self.llc_pct, self.socket_pct
         )
+    }
+
+    /// The memory-placement scale (`remote_pct=130`), for a record of a machine with a
+    /// topology.
+    pub fn numa_costs(&self) -> String {
+        format!("remote_pct={}", self.remote_pct)
     }
 
     /// Length of a timer tick.

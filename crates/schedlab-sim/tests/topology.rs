@@ -201,3 +201,72 @@ fn domains_leave_cpus_idle_while_tasks_wait_more_than_the_flat_machine() {
         }
     }
 }
+
+/// The bursty workers' total counters on `topology` under eevdf, with cost overrides.
+fn bursty_totals(
+    topology: Option<&Topology>,
+    cost: &[&str],
+) -> schedlab_workload::record::Counters {
+    let spec: PolicySpec = "eevdf".parse().unwrap();
+    let overrides: Vec<String> = ["jitter=0"]
+        .iter()
+        .chain(cost)
+        .map(|s| s.to_string())
+        .collect();
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&overrides)
+        .unwrap();
+    let w = Bursty {
+        workers: 12,
+        ms: 300,
+    };
+    let r = run_repetition(
+        &w,
+        SimSetup {
+            topology,
+            ..SimSetup::new(
+                &spec,
+                8,
+                &cost,
+                &[schedlab_workload::knobs::Knobs::default()],
+            )
+        },
+    )
+    .unwrap();
+    r.counters["total"].clone()
+}
+
+/// Memory placement (machine/numa.rs): a task's memory is on the node of its first compute,
+/// and a compute started on the other socket takes `remote_pct` of its length. The workers
+/// compute 1 ms at a time, so each local compute counts 1 ms and each remote one
+/// `remote_pct` % of it.
+#[test]
+fn computes_off_their_memory_node_take_remote_pct_longer() {
+    // No nodes to be off: nothing is counted, and the record keeps its old fields.
+    assert_eq!(bursty_totals(None, &[]).compute_s, None);
+    let one_socket: Topology = "1s:8c:1t".parse().unwrap();
+    assert_eq!(bursty_totals(Some(&one_socket), &[]).remote_compute_s, None);
+    let t: Topology = "2s:4c:1t".parse().unwrap();
+    let ms = |s: Option<f64>| s.expect("counted on two sockets") * 1e3;
+    let whole = |x: f64, step: f64| ((x / step) - (x / step).round()).abs() < 1e-6;
+    let at_cost = bursty_totals(Some(&t), &["remote_pct=200"]);
+    let remote = ms(at_cost.remote_compute_s);
+    assert!(remote > 0.0, "balancing moves some workers off their node");
+    assert!(
+        whole(remote, 2.0),
+        "remote computes of 2 ms each: {remote} ms"
+    );
+    assert!(whole(ms(at_cost.compute_s) - remote, 1.0));
+    let tenfold = ms(bursty_totals(Some(&t), &["remote_pct=1000"]).remote_compute_s);
+    assert!(
+        tenfold > 0.0 && whole(tenfold, 10.0),
+        "10 ms each: {tenfold} ms"
+    );
+    let free = bursty_totals(Some(&t), &["remote_pct=100"]);
+    assert!(whole(ms(free.remote_compute_s), 1.0) && whole(ms(free.compute_s), 1.0));
+    assert!(
+        at_cost.remote_compute_percent().unwrap() > 0.0
+            && at_cost.remote_compute_percent().unwrap() < 100.0
+    );
+}

@@ -115,6 +115,14 @@ pub struct Counters {
     pub preemptions_at_return: Option<u64>,
     /// CPU time consumed, in seconds.
     pub cpu_time_s: f64,
+    /// Simulated machines with sockets: CPU time of the tasks' computes, in seconds (with the
+    /// remote-memory cost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_s: Option<f64>,
+    /// Of [`Counters::compute_s`], the computes run on a node other than their task's memory's
+    /// (first touch), in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_compute_s: Option<f64>,
 }
 
 /// `part` as a percentage of `wakeups`, when both are known and there were wakeups.
@@ -143,6 +151,24 @@ impl Counters {
         add(&mut self.preemptions_at_once, other.preemptions_at_once);
         add(&mut self.preemptions_at_return, other.preemptions_at_return);
         self.cpu_time_s += other.cpu_time_s;
+        fn add_f(a: &mut Option<f64>, b: Option<f64>) {
+            *a = match (*a, b) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, None) => x,
+                (None, y) => y,
+            };
+        }
+        add_f(&mut self.compute_s, other.compute_s);
+        add_f(&mut self.remote_compute_s, other.remote_compute_s);
+    }
+
+    /// Share of the compute time run off the tasks' memory nodes, in percent (simulated
+    /// machines with sockets).
+    pub fn remote_compute_percent(&self) -> Option<f64> {
+        match (self.compute_s, self.remote_compute_s) {
+            (Some(c), Some(r)) if c > 0.0 => Some(100.0 * r / c),
+            _ => None,
+        }
     }
 
     /// Share of wakeups that preempted the running task, in percent.

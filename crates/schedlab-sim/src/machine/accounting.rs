@@ -154,6 +154,7 @@ impl Machine<'_> {
         let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
         let mut total = Counters::default();
         let mut kernel: Option<Counters> = None;
+        let numa = self.topology.sockets > 1;
         for t in &self.tasks {
             let c = Counters {
                 voluntary_switches: Some(t.nvcsw),
@@ -164,6 +165,8 @@ impl Machine<'_> {
                 preemptions_at_once: Some(t.preemptions_at_once),
                 preemptions_at_return: Some(t.wakeup_preemptions - t.preemptions_at_once),
                 cpu_time_s: secs(t.cpu_ns),
+                compute_s: numa.then(|| secs(t.numa.compute_ns)),
+                remote_compute_s: numa.then(|| secs(t.numa.remote_ns)),
             };
             if t.kthread.is_some() {
                 kernel.get_or_insert_with(Counters::default).add(&c);

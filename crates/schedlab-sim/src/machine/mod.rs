@@ -71,6 +71,7 @@ use crate::policy::{
     self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
 };
 use crate::topology::Topology;
+use numa::TaskNuma;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
@@ -446,6 +447,8 @@ struct Task {
     /// It slept in a receive on a loopback TCP channel that has not completed yet: that
     /// receive pays `net_wait` (`tcp_wait.rs`).
     tcp_slept: bool,
+    /// Its memory's node and its computes' time, on a machine with sockets (`numa.rs`).
+    numa: TaskNuma,
 }
 
 impl Task {
@@ -478,6 +481,7 @@ impl Task {
             reaped: false,
             poll_gen: 0,
             tcp_slept: false,
+            numa: TaskNuma::default(),
         }
     }
 }
@@ -599,6 +603,7 @@ macro_rules! view {
 mod accounting;
 mod kthreads;
 mod memory;
+mod numa;
 mod paths;
 mod poll;
 mod spawn;

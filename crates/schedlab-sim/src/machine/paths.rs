@@ -16,6 +16,12 @@ impl Machine<'_> {
         self.tasks[t].state = State::Queued;
         self.curr[cpu] = None;
         self.timeline_event(t, cpu, TaskState::Waiting);
+        if kind == PutPrevKind::Preempted {
+            // A pending active balance: the stopper runs before the next pick.
+            if let Some(mv) = self.policy.active_balance(&view!(self), cpu) {
+                self.apply_moves(cpu, &[mv]);
+            }
+        }
         self.schedule(cpu, Some(t));
         if self.curr[cpu] != Some(t) {
             self.tasks[t].nivcsw += 1;
@@ -249,6 +255,13 @@ impl Machine<'_> {
     pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) {
         let moves = self.policy.balance(&view!(self), cpu, kind);
         self.apply_moves(cpu, &moves);
+        for busiest in self.policy.take_active_balance() {
+            // stop_one_cpu_nowait: the stopper's wakeup preempts `busiest`'s task (by IPI from
+            // here), where [`Machine::reschedule`] lets it push.
+            if self.curr[busiest].is_some() {
+                self.resched(busiest, Some(cpu));
+            }
+        }
     }
 
     /// Bookkeeping for tasks a policy moved between runqueues. `here` is the CPU that balanced.

@@ -338,7 +338,7 @@ impl Machine<'_> {
             Op::Compute(ns) => {
                 // The compute begins with a read of the task's CPU clock (see clock_read).
                 self.clock_read(cpu);
-                (ns, Effect::ClockRead)
+                (self.numa_compute(t, cpu, ns), Effect::ClockRead)
             }
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();

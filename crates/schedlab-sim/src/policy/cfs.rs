@@ -23,9 +23,11 @@
 //! - a task moving between CPUs keeps its vruntime relative to `min_vruntime`
 //!   (`migrate_task_rq_fair` / `enqueue_entity`).
 //!
-//! On a machine with a topology (`--topology`), wakeup placement and balancing go through the
+//! On a machine with a topology (`--topology`), placement of new tasks (at the start and at
+//! fork: `sched_balance_find_dst_cpu` per level), wakeup placement and balancing go through the
 //! scheduling domains of [`super::domains`] (SMT → MC → NUMA, `select_idle_sibling`, balancing
-//! per domain); what follows describes the flat machine, which keeps one level.
+//! per domain with active balancing); what follows describes the flat machine, which keeps one
+//! level.
 //!
 //! Simplifications, all of them in the SMP parts: no scheduling domains or group scheduling; a
 //! waking task goes to its previous CPU if idle, else the waker's CPU if idle, else any idle allowed
@@ -34,7 +36,9 @@
 //! an idle CPU pulls one task from the busiest CPU (`newidle_balance`); a busy CPU's tick every
 //! 4 ms hands a queued task to an idle CPU (standing in for the NOHZ idle balancer's kick) and
 //! pulls from a CPU whose load exceeds its own by more than `imbalance_pct` 117 %
-//! (`load_balance`). No next/last buddies, no `sched_child_runs_first`.
+//! (`load_balance`). No next/last buddies, no `sched_child_runs_first`. Each task keeps when it
+//! last stopped running (`exec_start`), for the domains' `task_hot` (0.5 ms,
+//! `sysctl_sched_migration_cost`); the flat balancing does not consult it.
 
 use super::domains::{Domains, FairRunqueues};
 use super::fair::{calc_delta_fair, tunable_scale, FairClass};
@@ -54,6 +58,8 @@ const NR_LATENCY: u64 = 8;
 const BALANCE_INTERVAL_NS: u64 = 4_000_000;
 /// `imbalance_pct` of the MC domain.
 const IMBALANCE_PCT: u64 = 117;
+/// `sysctl_sched_migration_cost`: a task that ran this recently is cache hot (`task_hot`).
+const MIGRATION_COST_NS: u64 = 500_000;
 /// Where vruntimes start, so that placement below min_vruntime never underflows.
 const VRUNTIME_ORIGIN: u64 = 1 << 50;
 
@@ -68,6 +74,9 @@ struct Entity {
     cpu: CpuId,
     queued: bool,
     started: bool,
+    /// When it last stopped running (`se.exec_start` as `task_hot` reads it for a queued
+    /// task), `None` before it first ran.
+    last_ran: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -215,7 +224,16 @@ impl Cfs {
 
     /// Move one queued task from `from` to `to`, if one may run there.
     fn steal(&mut self, from: CpuId, to: CpuId) -> Option<Move> {
-        self.steal_within(from, to, u64::MAX)
+        self.steal_within(from, to, u64::MAX, None)
+    }
+
+    /// `task_hot`: it ran less than `sysctl_sched_migration_cost` ago (a SCHED_IDLE task never
+    /// is).
+    fn task_hot(&self, t: TaskId, now: u64) -> bool {
+        let e = &self.tasks[t];
+        e.class != FairClass::Idle
+            && e.last_ran
+                .is_some_and(|r| now.saturating_sub(r) < MIGRATION_COST_NS)
     }
 
     /// Tell the domains whether `cpu`'s runqueue is empty now.
@@ -227,8 +245,14 @@ impl Cfs {
     }
 
     /// Move one queued task of weight at most `max_weight` from `from` to `to`, if one may run
-    /// there.
-    fn steal_within(&mut self, from: CpuId, to: CpuId, max_weight: u64) -> Option<Move> {
+    /// there; with `cold_at`, only one that is not cache hot at that time (`task_hot`).
+    fn steal_within(
+        &mut self,
+        from: CpuId,
+        to: CpuId,
+        max_weight: u64,
+        cold_at: Option<u64>,
+    ) -> Option<Move> {
         // The kernel detaches from the tail of the runqueue's task list; the rightmost task (the
         // one that would wait longest) is the closest stand-in.
         let t = self.rqs[from]
@@ -236,7 +260,11 @@ impl Cfs {
             .iter()
             .rev()
             .map(|&(_, t)| t)
-            .find(|&t| self.allowed[t].contains(to) && self.tasks[t].weight <= max_weight)?;
+            .find(|&t| {
+                self.allowed[t].contains(to)
+                    && self.tasks[t].weight <= max_weight
+                    && cold_at.is_none_or(|now| !self.task_hot(t, now))
+            })?;
         self.remove(from, t);
         self.rqs[from].load -= self.tasks[t].weight;
         if self.rqs[from].skip == Some(t) {
@@ -261,19 +289,23 @@ impl FairRunqueues for Cfs {
     fn task_weight(&self, task: TaskId) -> u64 {
         self.tasks[task].weight
     }
+    fn allowed_on(&self, task: TaskId, cpu: CpuId) -> bool {
+        self.allowed[task].contains(cpu)
+    }
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
         m.is_idle(cpu) && self.rqs[cpu].curr.is_none() && self.rqs[cpu].tree.is_empty()
     }
-    /// CFS here keeps no `exec_start`, so no task is cache hot (as in the flat balancing).
+    /// `can_migrate_task`: a cache-hot task only when `hot_ok` (the flat balancing of the
+    /// policy ignores hotness, as it did before the domains).
     fn pull_one(
         &mut self,
-        _m: &MachineView,
+        m: &MachineView,
         from: CpuId,
         to: CpuId,
         max_weight: u64,
-        _hot_ok: bool,
+        hot_ok: bool,
     ) -> Option<Move> {
-        self.steal_within(from, to, max_weight)
+        self.steal_within(from, to, max_weight, (!hot_ok).then_some(m.now))
     }
 }
 
@@ -315,6 +347,7 @@ impl Policy for Cfs {
                     cpu: 0,
                     queued: false,
                     started: false,
+                    last_ran: None,
                 },
             );
         }
@@ -337,6 +370,10 @@ impl Policy for Cfs {
     ) -> CpuId {
         let allowed = &self.allowed[task];
         if !self.tasks[task].started {
+            if let Some(d) = &self.domains {
+                // SD_BALANCE_FORK from the CPU it starts beside.
+                return d.find_dst_cpu(self, m, prev, allowed);
+            }
             // find_idlest_cpu: fewest runnable tasks, lowest number first.
             return allowed
                 .iter()
@@ -371,6 +408,19 @@ impl Policy for Cfs {
         }
     }
 
+    /// With scheduling domains, `sched_balance_find_dst_cpu` from the parent's CPU (WF_FORK);
+    /// on a flat machine, the default (the flat `find_idlest_cpu` of `select_task_rq`).
+    fn task_fork(
+        &mut self,
+        m: &MachineView,
+        child: TaskId,
+        _parent: TaskId,
+        parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        let d = self.domains.as_ref()?;
+        Some(d.find_dst_cpu(self, m, parent_cpu, &self.allowed[child]))
+    }
+
     fn enqueue_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
         self.update_min_vruntime(cpu);
         self.rebase(task, cpu);
@@ -396,7 +446,8 @@ impl Policy for Cfs {
         self.note_idle(cpu);
     }
 
-    fn dequeue_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, _kind: DequeueKind) {
+    fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: DequeueKind) {
+        self.tasks[task].last_ran = Some(m.now);
         let rq = &mut self.rqs[cpu];
         debug_assert_eq!(rq.curr, Some(task));
         rq.curr = None;
@@ -426,6 +477,9 @@ impl Policy for Cfs {
     }
 
     fn pick_next_task(&mut self, _m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+        if let Some(d) = &mut self.domains {
+            d.clear_stop(cpu);
+        }
         let rq = &self.rqs[cpu];
         let mut it = rq.tree.iter();
         let &(_, left) = it.next()?;
@@ -449,8 +503,9 @@ impl Policy for Cfs {
         Some(pick)
     }
 
-    fn put_prev_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
+    fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
+        self.tasks[task].last_ran = Some(m.now);
         self.rqs[cpu].curr = None;
         self.insert(cpu, task);
         self.update_min_vruntime(cpu);
@@ -491,6 +546,19 @@ impl Policy for Cfs {
             self.rqs[cpu].skip = Some(task);
         }
         true
+    }
+
+    fn take_active_balance(&mut self) -> Vec<CpuId> {
+        self.domains
+            .as_mut()
+            .map_or_else(Vec::new, |d| d.take_stop_requests())
+    }
+
+    fn active_balance(&mut self, m: &MachineView, cpu: CpuId) -> Option<Move> {
+        let mut d = self.domains.take()?;
+        let mv = d.active_stop(self, m, cpu);
+        self.domains = Some(d);
+        mv
     }
 
     fn set_topology(&mut self, topology: &crate::topology::Topology) {

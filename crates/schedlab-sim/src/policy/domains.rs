@@ -27,10 +27,29 @@
 //!   SD_PREFER_SIBLING; evening idle CPUs otherwise), `sched_balance_find_src_rq` (most load,
 //!   or most tasks), `detach_tasks` (at most `sysctl_sched_nr_migrate` 32; a task heavier than
 //!   the imbalance ≫ nr_balance_failed stays; newly idle stops after one),
-//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot` as
-//!   the policy knows it: eevdf's last run within 0.5 ms; cfs here keeps no `exec_start`, so
-//!   none of its tasks is hot), and the balance
+//!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot`: the
+//!   task last ran within `sysctl_sched_migration_cost`, 0.5 ms; never between SMT siblings,
+//!   SD_SHARE_CPUCAPACITY; cfs also never for a SCHED_IDLE task), and the balance
 //!   interval doubling when balanced and reset when tasks moved.
+//! - `select_task_rq_fair` for a new task (WF_FORK; at the run's start, from the CPU the task
+//!   would start on): `sched_balance_find_dst_cpu` from the top level down — at each level
+//!   `sched_balance_find_dst_group` (`update_sg_wakeup_stats` without the child's load,
+//!   `update_pick_idlest`, the local group kept unless the idlest is of a lower group type,
+//!   lighter by `imbalance_pct` when busy (with the margin added to a remote node's load), or
+//!   has more idle CPUs; across nodes `adjust_numa_imbalance` with `imb_numa_nr` keeps the
+//!   child on the parent's node while that node would run at most `imb_numa_nr` tasks and the
+//!   idle CPUs differ by at most 2), then `sched_balance_find_dst_group_cpu` (an idle CPU,
+//!   else the least loaded), continuing at the levels below on the CPU found. SD_BALANCE_FORK
+//!   and SD_BALANCE_EXEC are on every level: a 2-socket node distance (21) is below
+//!   `node_reclaim_distance` (30), where `sd_init` would clear them.
+//! - Active balancing: `sched_balance_find_src_rq` may pick a CPU that runs a single task (by
+//!   runnable count for migrate_task); when nothing could be detached and
+//!   `imbalanced_active_balance` holds (migrate_task, more than `cache_nice_tries` + 2
+//!   failures) and the busiest CPU's running task may run here, `rq->active_balance` /
+//!   `push_cpu` are set and its stopper woken (`stop_one_cpu_nowait`): the machine preempts
+//!   that task (an IPI away) and `active_load_balance_cpu_stop` pushes one task — the
+//!   preempted one, if it is alone — to the CPU that asked (LBF_ACTIVE_LB: cache-hot or not).
+//!   A pick on that CPU before the stopper ran drops the request, as `active_balance = 0`.
 //! - `select_task_rq_fair` for a wakeup: `record_wakee` / `wake_wide`, `wake_affine`
 //!   (`wake_affine_idle`, then `wake_affine_weight` with WA_BIAS) between the waker's CPU and the
 //!   previous one, then `select_idle_sibling`: the target if idle, the previous CPU if it shares
@@ -53,10 +72,14 @@
 //!   group_imbalanced (no detection of affinity-constrained groups), EAS; `sibling_imbalance`
 //!   counts CPUs, not cores (the groups of one level are the same size here, so the result is
 //!   the same).
-//! - Active balancing: a running task never moves, so the busiest CPU must have a queued task.
-//! - `adjust_numa_imbalance` / `imb_numa_nr`, NUMA balancing of memory, SD_SERIALIZE.
-//! - SD_BALANCE_FORK's slow path: a new task goes where the policy's flat `find_idlest_cpu`
-//!   puts it. WF_SYNC wakeups. The `avg_idle` and `max_newidle_lb_cost` limits on newly-idle
+//! - need_active_balance's capacity, misfit and asym-packing cases (every CPU has the same
+//!   capacity here); the stopper runs at the IPI's arrival, not as a task of the stop class.
+//! - `sched_balance_find_dst_group_cpu`'s idle-state exit latency and `idle_stamp` (the
+//!   lowest-numbered idle CPU is taken); the child's own utilization.
+//! - NUMA balancing (`task_numa_fault`'s page-fault scanning, the preferred node and
+//!   `numa_migrate_preferred`, `fbq_type`, `migrate_degrades_locality`, memory migration);
+//!   SD_SERIALIZE.
+//! - WF_SYNC wakeups. The `avg_idle` and `max_newidle_lb_cost` limits on newly-idle
 //!   balancing.
 
 use super::{CpuId, CpuMask, MachineView, Move, TaskId};
@@ -118,6 +141,11 @@ pub struct Level {
     pub share_llc: bool,
     /// SD_SHARE_CPUCAPACITY.
     pub share_capacity: bool,
+    /// SD_NUMA.
+    pub numa: bool,
+    /// `imb_numa_nr`: how many tasks a NUMA domain's local group may run before an imbalance
+    /// between its nodes counts (`build_sched_domains`: the LLCs per node span; 0 elsewhere).
+    pub imb_numa_nr: usize,
 }
 
 impl Level {
@@ -157,6 +185,8 @@ pub(super) trait FairRunqueues {
     fn load(&self, cpu: CpuId) -> u64;
     /// `task`'s load weight.
     fn task_weight(&self, task: TaskId) -> u64;
+    /// Whether `task` may run on `cpu` (its `cpus_ptr`).
+    fn allowed_on(&self, task: TaskId, cpu: CpuId) -> bool;
     /// Whether `cpu` has nothing to run (`available_idle_cpu`).
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool;
     /// Detach one queued (not running) task of `from` allowed on `to`, weighing at most
@@ -229,6 +259,11 @@ pub struct Domains {
     llc_util: Vec<(f64, u64)>,
     /// `nohz.next_balance`.
     nohz_next_balance: u64,
+    /// Per CPU: the CPU an active balance pending on it pushes to (`rq->active_balance`,
+    /// `rq->push_cpu`).
+    push_cpu: Vec<Option<CpuId>>,
+    /// CPUs whose stopper the last balancing pass woke, for the machine to preempt.
+    stop_requests: Vec<CpuId>,
     tasks: Vec<WakeState>,
 }
 
@@ -301,6 +336,16 @@ impl Domains {
                     }
                 })
                 .collect();
+            // build_sched_domains: the first level above an LLC gets one task per LLC it spans
+            // (an eighth of its span if it spans one), as imb_numa_nr; 0 without an LLC child.
+            let imb_numa_nr = match levels.last() {
+                Some(child) if kind == LevelKind::Numa && child.share_llc => {
+                    let nr_llcs = weight / child.weight;
+                    let imb = if nr_llcs == 1 { weight >> 3 } else { nr_llcs };
+                    imb.max(1)
+                }
+                _ => 0,
+            };
             let (imbalance_pct, cache_nice_tries, prefer_sibling) = match kind {
                 LevelKind::Smt => (110, 0, true),
                 LevelKind::Mc => (117, 1, true),
@@ -320,6 +365,8 @@ impl Domains {
                 prefer_sibling,
                 share_llc: kind != LevelKind::Numa,
                 share_capacity: kind == LevelKind::Smt,
+                numa: kind == LevelKind::Numa,
+                imb_numa_nr,
             });
         }
         let llc_level = levels.iter().rposition(|l| l.share_llc);
@@ -341,6 +388,8 @@ impl Domains {
             has_idle_cores: vec![true; has_idle_cores],
             llc_util: vec![(0.0, 0); has_idle_cores],
             nohz_next_balance: 0,
+            push_cpu: vec![None; n],
+            stop_requests: Vec::new(),
             tasks: Vec::new(),
         }
     }
@@ -615,6 +664,120 @@ impl Domains {
         None
     }
 
+    // ----- fork placement -----
+
+    /// `select_task_rq_fair` for a new task (WF_FORK; SD_BALANCE_FORK is set on every level,
+    /// the NUMA level included, as `sd_init` keeps it for nodes within `node_reclaim_distance`):
+    /// `sched_balance_find_dst_cpu` from `cpu`, the parent's CPU, over the CPUs in `allowed`.
+    pub(super) fn find_dst_cpu<R: FairRunqueues>(
+        &self,
+        r: &R,
+        m: &MachineView,
+        cpu: CpuId,
+        allowed: &CpuMask,
+    ) -> CpuId {
+        let allowed = allowed.below(m.ncpus);
+        let Some(top) = self.levels.len().checked_sub(1) else {
+            return if allowed.contains(cpu) {
+                cpu
+            } else {
+                allowed.lowest().unwrap_or(cpu)
+            };
+        };
+        if self.levels[top].span(cpu).and(&allowed).is_empty() {
+            return cpu;
+        }
+        let (mut cpu, mut new_cpu) = (cpu, cpu);
+        let mut level = Some(top);
+        while let Some(lv) = level {
+            let Some(group) = self.find_dst_group(r, m, lv, cpu, &allowed) else {
+                level = lv.checked_sub(1);
+                continue;
+            };
+            new_cpu = find_dst_group_cpu(r, m, &group, cpu, &allowed);
+            if new_cpu == cpu {
+                level = lv.checked_sub(1);
+                continue;
+            }
+            // Now balance at the levels of `new_cpu` below this one.
+            cpu = new_cpu;
+            level = lv.checked_sub(1);
+        }
+        if allowed.contains(new_cpu) {
+            new_cpu
+        } else {
+            allowed.lowest().unwrap_or(new_cpu)
+        }
+    }
+
+    /// `sched_balance_find_dst_group`: the idlest group of `cpu`'s domain at `level` that
+    /// `allowed` reaches, or `None` to stay in the local group.
+    fn find_dst_group<R: FairRunqueues>(
+        &self,
+        r: &R,
+        m: &MachineView,
+        level: usize,
+        cpu: CpuId,
+        allowed: &CpuMask,
+    ) -> Option<CpuMask> {
+        let lv = &self.levels[level];
+        let mut local = None;
+        let mut idlest: Option<(CpuMask, GroupStats)> = None;
+        for (index, g) in lv.groups_of(cpu).iter().enumerate() {
+            if g.and(allowed).is_empty() {
+                continue;
+            }
+            let stats = group_stats(r, m, index, g);
+            if g.contains(cpu) {
+                local = Some(stats);
+            } else if idlest.as_ref().is_none_or(|(_, i)| pick_idlest(&stats, i)) {
+                idlest = Some((*g, stats));
+            }
+        }
+        let (group, idlest) = idlest?;
+        let Some(local) = local else {
+            return Some(group);
+        };
+        if local.kind < idlest.kind {
+            return None;
+        }
+        if local.kind > idlest.kind {
+            return Some(group);
+        }
+        match local.kind {
+            GroupType::Overloaded | GroupType::FullyBusy => {
+                let imbalance = CAPACITY * (lv.imbalance_pct - 100) / 100;
+                // Across nodes, the remote group must be lighter even with the margin added.
+                if lv.numa && idlest.avg_load + imbalance >= local.avg_load {
+                    return None;
+                }
+                if idlest.avg_load >= local.avg_load + imbalance {
+                    return None;
+                }
+                if 100 * local.avg_load <= lv.imbalance_pct * idlest.avg_load {
+                    return None;
+                }
+            }
+            GroupType::HasSpare => {
+                if lv.numa {
+                    // Keep the child near its parent while the local node stays lightly
+                    // loaded (adjust_numa_imbalance); a pinned task's allowance is at most
+                    // the CPUs it may use there.
+                    let local_span = lv.groups_of(cpu)[local.index];
+                    let imb_numa_nr = lv.imb_numa_nr.min(local_span.and(allowed).count());
+                    let imbalance = local.idle_cpus.abs_diff(idlest.idle_cpus);
+                    if adjust_numa_imbalance(imbalance, local.nr_running + 1, imb_numa_nr) == 0 {
+                        return None;
+                    }
+                }
+                if local.idle_cpus >= idlest.idle_cpus {
+                    return None;
+                }
+            }
+        }
+        Some(group)
+    }
+
     // ----- balancing -----
 
     /// The interval of `level` for a CPU that is busy or not, ns (`get_sd_balance_interval`).
@@ -765,6 +928,7 @@ impl Domains {
                 prefer_sibling,
                 idle,
                 lv.share_capacity,
+                lv.numa.then_some(lv.imb_numa_nr),
             )
             .map(|(kind, imb)| (b, kind, imb))
         });
@@ -781,19 +945,26 @@ impl Domains {
             }
             return 0;
         };
-        // sched_balance_find_src_rq: a CPU of the busiest group with a queued task.
+        // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
+        // one task heavier than the imbalance is passed over), or by runnable tasks.
         let group = self.levels[level].groups_of(cpu)[busiest.index];
         let src = group
             .iter()
-            .filter(|&c| c != cpu && r.nr_running(c) >= 2)
+            .filter(|&c| {
+                let n = r.nr_running(c);
+                c != cpu && n > 0 && !(kind == Migration::Load && n == 1 && r.load(c) > imbalance)
+            })
             .max_by_key(|&c| match kind {
                 Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
                 Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
             });
         let failed = self.state[si].nr_balance_failed;
-        let hot_ok = failed > self.levels[level].cache_nice_tries;
+        // task_hot: SMT siblings share their caches, so nothing is hot between them.
+        let hot_ok =
+            failed > self.levels[level].cache_nice_tries || self.levels[level].share_capacity;
         let mut moved = 0;
-        if let Some(src) = src {
+        // Tasks are detached only from a CPU with more than its running one.
+        if let Some(src) = src.filter(|&c| r.nr_running(c) >= 2) {
             // detach_tasks
             for _ in 0..NR_MIGRATE {
                 if imbalance == 0 || r.nr_running(src) <= 1 {
@@ -809,6 +980,7 @@ impl Domains {
                 let Some(mv) = r.pull_one(m, src, cpu, max_weight, hot_ok) else {
                     break;
                 };
+                self.note_move(r, &mv);
                 imbalance = match kind {
                     Migration::Load => imbalance.saturating_sub(r.task_weight(mv.task)),
                     Migration::Task => imbalance - 1,
@@ -825,10 +997,66 @@ impl Domains {
         if moved > 0 {
             st.nr_balance_failed = 0;
             st.balance_interval_ms = lvl_min;
-        } else if idle != IdleType::NewlyIdle {
+            return moved;
+        }
+        if idle != IdleType::NewlyIdle {
             st.nr_balance_failed += 1;
         }
-        moved
+        // need_active_balance (imbalanced_active_balance: tasks to move and more than
+        // cache_nice_tries + 2 failures), for a busiest CPU whose running task may come here.
+        let failed = st.nr_balance_failed;
+        if let Some(src) = src {
+            let pushable = m.curr[src].is_some_and(|t| r.allowed_on(t, cpu));
+            if kind == Migration::Task
+                && failed > self.levels[level].cache_nice_tries + 2
+                && pushable
+                && self.push_cpu[src].is_none()
+            {
+                self.push_cpu[src] = Some(cpu);
+                self.stop_requests.push(src);
+                self.state[si].balance_interval_ms = lvl_min;
+            }
+        }
+        0
+    }
+
+    /// The CPUs whose stopper the balancing since the last call woke (see
+    /// [`super::Policy::take_active_balance`]).
+    pub(super) fn take_stop_requests(&mut self) -> Vec<CpuId> {
+        std::mem::take(&mut self.stop_requests)
+    }
+
+    /// `cpu` picks its next task: a stopper that did not run before it (its task blocked, or
+    /// left) has nothing left to do (`busiest_rq->active_balance = 0`).
+    pub(super) fn clear_stop(&mut self, cpu: CpuId) {
+        if let Some(p) = self.push_cpu.get_mut(cpu) {
+            *p = None;
+        }
+    }
+
+    /// `active_load_balance_cpu_stop` on `cpu`, its running task just put back: detach one
+    /// queued task for the CPU that asked (`detach_one_task` with LBF_ACTIVE_LB, so a
+    /// cache-hot task may go) and attach it there.
+    pub(super) fn active_stop<R: FairRunqueues>(
+        &mut self,
+        r: &mut R,
+        m: &MachineView,
+        cpu: CpuId,
+    ) -> Option<Move> {
+        let to = self.push_cpu.get_mut(cpu)?.take()?;
+        if r.nr_running(cpu) == 0 {
+            return None;
+        }
+        let mv = r.pull_one(m, cpu, to, u64::MAX, true)?;
+        self.note_move(r, &mv);
+        Some(mv)
+    }
+
+    /// Keep the idle mask current across a move (the policy's own `note_idle` cannot reach
+    /// the domains while they balance).
+    fn note_move<R: FairRunqueues>(&mut self, r: &R, mv: &Move) {
+        self.note_idle(mv.from, r.nr_running(mv.from) == 0);
+        self.note_idle(mv.to, r.nr_running(mv.to) == 0);
     }
 }
 
@@ -857,6 +1085,60 @@ fn group_stats<R: FairRunqueues>(r: &R, m: &MachineView, index: usize, g: &CpuMa
         idle_cpus,
         avg_load: load * CAPACITY / weight.max(1) as u64,
         kind,
+    }
+}
+
+/// `update_pick_idlest`: whether `s` is idler than the idlest group so far.
+fn pick_idlest(s: &GroupStats, idlest: &GroupStats) -> bool {
+    if s.kind != idlest.kind {
+        return s.kind < idlest.kind;
+    }
+    match s.kind {
+        GroupType::Overloaded | GroupType::FullyBusy => s.avg_load < idlest.avg_load,
+        // Most idle CPUs, then the lowest utilization (here: fewest runnable tasks).
+        GroupType::HasSpare => {
+            s.idle_cpus > idlest.idle_cpus
+                || (s.idle_cpus == idlest.idle_cpus && s.nr_running < idlest.nr_running)
+        }
+    }
+}
+
+/// `sched_balance_find_dst_group_cpu`: an idle allowed CPU of `group` (the lowest-numbered: no
+/// idle states or idle timestamps are modelled), else the least loaded one (`this_cpu` if
+/// none is lighter than the first examined).
+fn find_dst_group_cpu<R: FairRunqueues>(
+    r: &R,
+    m: &MachineView,
+    group: &CpuMask,
+    this_cpu: CpuId,
+    allowed: &CpuMask,
+) -> CpuId {
+    if group.count() == 1 {
+        return group.lowest().unwrap_or(this_cpu);
+    }
+    let mut least = (u64::MAX, this_cpu);
+    for c in group.and(allowed).iter() {
+        if r.cpu_idle(m, c) {
+            return c;
+        }
+        let load = r.load(c);
+        if load < least.0 {
+            least = (load, c);
+        }
+    }
+    least.1
+}
+
+/// `NUMA_IMBALANCE_MIN`: the imbalance of a pair of communicating tasks.
+const NUMA_IMBALANCE_MIN: usize = 2;
+
+/// `adjust_numa_imbalance`: no imbalance while the destination would run at most
+/// `imb_numa_nr` tasks and the imbalance is at most a communicating pair.
+fn adjust_numa_imbalance(imbalance: usize, dst_running: usize, imb_numa_nr: usize) -> usize {
+    if dst_running > imb_numa_nr || imbalance > NUMA_IMBALANCE_MIN {
+        imbalance
+    } else {
+        0
     }
 }
 
@@ -892,7 +1174,9 @@ fn sibling_imbalance(idle: IdleType, busiest: &GroupStats, local: &GroupStats) -
 }
 
 /// `sched_balance_find_src_group`'s verdict and `calculate_imbalance`: what to migrate and how
-/// much (a load in weight units, or a task count), or `None` when balanced.
+/// much (a load in weight units, or a task count), or `None` when balanced. `numa`: the
+/// domain's `imb_numa_nr` if it is a NUMA domain.
+#[allow(clippy::too_many_arguments)]
 fn find_src_group(
     local: &GroupStats,
     busiest: &GroupStats,
@@ -901,6 +1185,7 @@ fn find_src_group(
     prefer_sibling: bool,
     idle: IdleType,
     share_capacity: bool,
+    numa: Option<usize>,
 ) -> Option<(Migration, u64)> {
     if local.kind > busiest.kind {
         return None;
@@ -935,11 +1220,16 @@ fn find_src_group(
                 (local.idle_cpus as u64).max(u64::from(idle != IdleType::NotIdle)),
             )
         } else {
-            let imb = if busiest.weight == 1 || prefer_sibling {
+            let mut imb = if busiest.weight == 1 || prefer_sibling {
                 sibling_imbalance(idle, busiest, local)
             } else {
                 local.idle_cpus.saturating_sub(busiest.idle_cpus) as u64
             };
+            if let Some(imb_numa_nr) = numa {
+                // A small imbalance between nodes stays, so that a communicating pair keeps
+                // to one node while the local node is lightly loaded.
+                imb = adjust_numa_imbalance(imb as usize, local.nr_running + 1, imb_numa_nr) as u64;
+            }
             (Migration::Task, imb >> 1)
         }
     } else {
@@ -964,7 +1254,7 @@ mod tests {
     use crate::policy::cfs::Cfs;
     use crate::policy::eevdf::Eevdf;
     use crate::policy::testing::{knobs, Harnessed, H};
-    use crate::policy::Policy;
+    use crate::policy::{BalanceKind, EnqueueKind, Policy, PutPrevKind};
 
     impl Harnessed for Cfs {}
     impl Harnessed for Eevdf {}
@@ -1116,6 +1406,167 @@ mod tests {
                 "{spec}: 32 hogs on 16 CPUs should be 2 ± 1 each: {per_cpu:?}"
             );
         }
+    }
+
+    /// Where `task_fork` from CPU 0 puts each of `n` children on topology `t`, each queued
+    /// (not run) before the next fork.
+    fn fork_places<P: Harnessed + Policy>(spec: &str, t: &str, n: usize) -> Vec<CpuId> {
+        let t = topo(t);
+        let mut h = H::<P>::new(spec, 1000, t.cpus());
+        h.p.set_topology(&t);
+        (0..n)
+            .map(|id| {
+                h.task_new(id, 0, knobs(""), crate::policy::testing::ALL);
+                let cpu = h.with(|p, m| p.task_fork(m, id, 0, 0)).expect("a topology");
+                h.enqueue(cpu, id, EnqueueKind::New);
+                cpu
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fork_balancing_spreads_over_cores_and_nodes_past_the_numa_allowance() {
+        // 2s:4c:2t: socket 0 = cores 0-3 (siblings 8-11), socket 1 = cores 4-7 (12-15).
+        // The second child stays on the parent's node (2 running ≤ imb_numa_nr 2, an
+        // imbalance of 2 idle CPUs: a communicating pair), on another core; the third goes
+        // to node 1, the fourth to another core there, the fifth back to node 0's third
+        // core; no two share a core until every core has one.
+        for places in [
+            fork_places::<Cfs>("cfs", "2s:4c:2t", 8),
+            fork_places::<Eevdf>("eevdf", "2s:4c:2t", 8),
+        ] {
+            assert_eq!(places[..5], [0, 1, 4, 5, 2], "{places:?}");
+            let mut cores: Vec<_> = places.iter().map(|&c| c % 8).collect();
+            cores.sort_unstable();
+            assert_eq!(cores, (0..8).collect::<Vec<_>>(), "{places:?}");
+        }
+        // imb_numa_nr: one per LLC the NUMA domain spans.
+        let d = Domains::new(&topo("2s:4c:2t"));
+        assert_eq!(
+            d.levels.iter().map(|l| l.imb_numa_nr).collect::<Vec<_>>(),
+            [0, 0, 2]
+        );
+    }
+
+    /// On topology `t`, one hog started running on each CPU of `on`; `ms` ticks of the
+    /// hand-run machine. Each CPU's runnable count after.
+    fn hogs_on<P: Harnessed + Policy + FairRunqueues>(
+        spec: &str,
+        t: &str,
+        on: &[CpuId],
+        ms: u64,
+    ) -> Vec<usize> {
+        let t = topo(t);
+        let n = t.cpus();
+        let mut h = H::<P>::new(spec, 1000, n);
+        h.p.set_topology(&t);
+        for (id, &c) in on.iter().enumerate() {
+            h.spawn_on(id, c, knobs(""));
+            h.pick(c);
+        }
+        let tick = h.tick_ns();
+        for _ in 0..ms {
+            h.now += tick;
+            for c in 0..n {
+                let Some(task) = h.curr[c] else {
+                    h.balance(c, BalanceKind::NewIdle);
+                    h.pick(c);
+                    continue;
+                };
+                let resched = h.with(|p, m| {
+                    p.update_curr(m, c, task, tick);
+                    p.task_tick(m, c, task)
+                });
+                h.balance(c, BalanceKind::Periodic);
+                if resched && h.curr[c].is_some() {
+                    h.put_prev(c, PutPrevKind::Preempted);
+                    h.pick(c);
+                }
+            }
+        }
+        (0..n).map(|c| h.p.nr_running(c)).collect()
+    }
+
+    /// Two hogs on the SMT siblings of core 0 of `1s:2c:2t` (CPUs 0 and 2) while core 1
+    /// (CPUs 1 and 3) idles.
+    fn hogs_on_one_core<P: Harnessed + Policy + FairRunqueues>(spec: &str, ms: u64) -> Vec<usize> {
+        hogs_on::<P>(spec, "1s:2c:2t", &[0, 2], ms)
+    }
+
+    fn numa_allowance<P: Harnessed + Policy + FairRunqueues>(spec: &str) {
+        // 2s:4c:1t: node 0 = CPUs 0-3, node 1 = CPUs 4-7, imb_numa_nr 2. A pair on node 0
+        // stays there (adjust_numa_imbalance: a difference of 2 while node 1 would run at
+        // most 2). Four hogs on node 0 are a difference of 4: one is pushed to node 1 (each
+        // runs alone, so by active balance); then 3 against 1 is a difference of 2 with node
+        // 1 running 1 + 1, within the allowance, and it stays.
+        let node = |per_cpu: &[usize]| (per_cpu[..4].iter().sum(), per_cpu[4..].iter().sum());
+        let pair = hogs_on::<P>(spec, "2s:4c:1t", &[0, 1], 300);
+        assert_eq!(node(&pair), (2, 0), "{spec}: {pair:?}");
+        let four = hogs_on::<P>(spec, "2s:4c:1t", &[0, 1, 2, 3], 300);
+        assert_eq!(node(&four), (3, 1), "{spec}: {four:?}");
+    }
+
+    #[test]
+    fn a_pair_of_tasks_keeps_to_its_node_and_more_spread() {
+        numa_allowance::<Cfs>("cfs");
+        numa_allowance::<Eevdf>("eevdf");
+    }
+
+    #[test]
+    fn active_balance_pushes_a_running_hog_to_the_idle_core() {
+        // Each CPU of core 0 runs one task, so no task is queued to pull: only the stopper
+        // (after cache_nice_tries + 2 failed MC balances) moves one to core 1.
+        for (spec, per_cpu) in [
+            ("cfs", hogs_on_one_core::<Cfs>("cfs", 200)),
+            ("eevdf", hogs_on_one_core::<Eevdf>("eevdf", 200)),
+        ] {
+            assert_eq!(per_cpu.iter().sum::<usize>(), 2, "{spec}: {per_cpu:?}");
+            assert_eq!(
+                (per_cpu[0] + per_cpu[2], per_cpu[1] + per_cpu[3]),
+                (1, 1),
+                "{spec}: one hog per core: {per_cpu:?}"
+            );
+        }
+    }
+
+    /// On topology `t`, CPU 0 runs one task while another, which ran until `since_ns` ago,
+    /// waits; idle CPU 1 balances newly idle: whether it pulled.
+    fn pulls_task_that_ran<P: Harnessed + Policy>(spec: &str, t: &str, since_ns: u64) -> bool {
+        let t = topo(t);
+        let mut h = H::<P>::new(spec, 1000, t.cpus());
+        h.p.set_topology(&t);
+        h.spawn_on(0, 0, knobs(""));
+        h.spawn_on(1, 0, knobs(""));
+        let first = h.pick(0);
+        assert!(h.ticks_until_resched(0, 100) > 0, "{spec}: its slice ends");
+        h.put_prev(0, PutPrevKind::Preempted);
+        assert_ne!(h.pick(0), first, "{spec}: the other task runs");
+        h.now += since_ns;
+        !h.balance(1, BalanceKind::NewIdle).is_empty()
+    }
+
+    fn cache_hot_tasks_stay<P: Harnessed + Policy>(spec: &str) {
+        // 1s:2c:1t: one MC level (cache_nice_tries 1). A task that ran 0.1 ms ago is hot
+        // (sysctl_sched_migration_cost 0.5 ms) and stays; after 1 ms it is cold and moves.
+        assert!(
+            !pulls_task_that_ran::<P>(spec, "1s:2c:1t", 100_000),
+            "{spec}"
+        );
+        assert!(
+            pulls_task_that_ran::<P>(spec, "1s:2c:1t", 1_000_000),
+            "{spec}"
+        );
+        // Between SMT siblings nothing is hot.
+        assert!(
+            pulls_task_that_ran::<P>(spec, "1s:1c:2t", 100_000),
+            "{spec}"
+        );
+    }
+
+    #[test]
+    fn a_cache_hot_task_is_not_pulled_except_between_smt_siblings() {
+        cache_hot_tasks_stay::<Cfs>("cfs");
+        cache_hot_tasks_stay::<Eevdf>("eevdf");
     }
 
     #[test]

@@ -53,10 +53,12 @@
 //!   CPU with the fewest runnable tasks, then the least load (`sched_balance_find_dst_cpu`);
 //!   a waking task goes to `prev` if idle, else the waker's CPU if idle, else the first idle
 //!   allowed CPU after `prev`, else `prev` (no `wake_affine` load comparison, no SMT/LLC levels).
-//! - On a machine with a topology (`--topology`), wakeup placement of a started task and all
+//! - On a machine with a topology (`--topology`), placement of new tasks (at the start and at
+//!   fork: `sched_balance_find_dst_cpu` per level), wakeup placement of a started task and all
 //!   balancing go through the scheduling domains of [`super::domains`] (SMT → MC → NUMA,
 //!   `select_task_rq_fair`'s `wake_affine` and `select_idle_sibling`, `sched_balance_rq` per
-//!   domain; cache-hot tasks move only after `cache_nice_tries` failures). The two items above
+//!   domain with active balancing; cache-hot tasks move only after `cache_nice_tries`
+//!   failures). The two items above
 //!   and below describe the flat machine (`--cpus N`), which keeps one level.
 //! - Balancing has one flat domain and uses the static load weight of runnable tasks:
 //!   NewIdle pulls one queued task from the busiest CPU; Periodic, at most every 4 ms × ncpus,
@@ -537,6 +539,9 @@ impl FairRunqueues for Eevdf {
     fn task_weight(&self, task: TaskId) -> u64 {
         self.se[task].weight
     }
+    fn allowed_on(&self, task: TaskId, cpu: CpuId) -> bool {
+        self.allowed[task].contains(cpu)
+    }
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
         Eevdf::cpu_idle(self, m, cpu)
     }
@@ -607,6 +612,20 @@ impl Policy for Eevdf {
         self.allowed[task.id] = task.allowed;
     }
 
+    /// With scheduling domains, `sched_balance_find_dst_cpu` from the parent's CPU (WF_FORK);
+    /// on a flat machine, the default (the flat placement of `select_task_rq`).
+    fn task_fork(
+        &mut self,
+        m: &MachineView,
+        child: TaskId,
+        _parent: TaskId,
+        parent_cpu: CpuId,
+    ) -> Option<CpuId> {
+        self.rqs_for(m.ncpus);
+        let d = self.domains.as_ref()?;
+        Some(d.find_dst_cpu(self, m, parent_cpu, &self.allowed[child]))
+    }
+
     fn select_task_rq(
         &mut self,
         m: &MachineView,
@@ -627,6 +646,10 @@ impl Policy for Eevdf {
             allowed.lowest().unwrap_or(0)
         };
         if !se.started {
+            if let Some(d) = &self.domains {
+                // SD_BALANCE_FORK from the CPU it starts beside.
+                return d.find_dst_cpu(self, m, prev, allowed);
+            }
             return (0..m.ncpus)
                 .map(|i| (prev + i) % m.ncpus)
                 .filter(|&c| ok(c))
@@ -750,6 +773,9 @@ impl Policy for Eevdf {
 
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
         self.rqs_for(m.ncpus);
+        if let Some(d) = &mut self.domains {
+            d.clear_stop(cpu);
+        }
         debug_assert!(
             self.rqs[cpu].curr.is_none(),
             "pick on CPU {cpu} with a current task"
@@ -823,6 +849,19 @@ impl Policy for Eevdf {
                 .wrapping_add(calc_delta_fair(se.slice, se.weight));
         }
         true // do_sched_yield always calls schedule()
+    }
+
+    fn take_active_balance(&mut self) -> Vec<CpuId> {
+        self.domains
+            .as_mut()
+            .map_or_else(Vec::new, |d| d.take_stop_requests())
+    }
+
+    fn active_balance(&mut self, m: &MachineView, cpu: CpuId) -> Option<Move> {
+        let mut d = self.domains.take()?;
+        let mv = d.active_stop(self, m, cpu);
+        self.domains = Some(d);
+        mv
     }
 
     fn set_topology(&mut self, topology: &crate::topology::Topology) {

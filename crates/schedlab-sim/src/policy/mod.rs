@@ -272,6 +272,23 @@ pub trait Policy {
         Vec::new()
     }
 
+    /// CPUs whose running task the last [`Policy::balance`] asked to push away (the kernel's
+    /// `stop_one_cpu_nowait(active_load_balance_cpu_stop)`, when balancing failed because the
+    /// only movable task was running): the machine reschedules each as a wakeup of its
+    /// highest-priority stopper would, and calls [`Policy::active_balance`] once the task is
+    /// back on the runqueue. Default: none.
+    fn take_active_balance(&mut self) -> Vec<CpuId> {
+        Vec::new()
+    }
+
+    /// The stopper on `cpu`, whose current task has just been put back on its runqueue by a
+    /// preemption: move one queued task to the CPU that asked for it
+    /// (`active_load_balance_cpu_stop`), if an active balance is pending for `cpu`. Default:
+    /// none ever is.
+    fn active_balance(&mut self, _m: &MachineView, _cpu: CpuId) -> Option<Move> {
+        None
+    }
+
     /// Which runqueue lock an operation on `cpu`'s runqueue takes. Per-CPU queues: `cpu`; one
     /// global run list (Linux 2.4): 0 for all. The cost model makes CPUs wait for a held lock.
     fn lock_domain(&self, cpu: CpuId) -> usize {

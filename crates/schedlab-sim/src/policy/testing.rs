@@ -277,14 +277,32 @@ impl<P: Harnessed> H<P> {
 
     /// Ask `cpu` to balance; the moves are applied to `nr` for a policy that does not report
     /// its runqueue lengths (one that does is read back after the call, as after every hook).
+    ///
+    /// An active balance the pass asks for runs at once, as the machine's stopper would: the
+    /// busiest CPU's task is preempted, the policy pushes a task, and that CPU picks again.
+    /// Its move is in the moves returned.
     pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) -> Vec<Move> {
-        let moves = self.with(|p, m| p.balance(m, cpu, kind));
+        let mut moves = self.with(|p, m| p.balance(m, cpu, kind));
         self.track(|h| {
             for mv in &moves {
                 h.nr[mv.from] -= 1;
                 h.nr[mv.to] += 1;
             }
         });
+        for busiest in self.with(|p, _| p.take_active_balance()) {
+            if self.curr[busiest].is_none() {
+                continue;
+            }
+            self.put_prev(busiest, PutPrevKind::Preempted);
+            if let Some(mv) = self.with(|p, m| p.active_balance(m, busiest)) {
+                self.track(|h| {
+                    h.nr[mv.from] -= 1;
+                    h.nr[mv.to] += 1;
+                });
+                moves.push(mv);
+            }
+            self.pick(busiest);
+        }
         moves
     }
 
