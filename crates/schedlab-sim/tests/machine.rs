@@ -835,6 +835,43 @@ fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {
     assert_eq!(d, 0);
 }
 
+/// `sock_queue` charges a socket message for the messages queued on all the machine's
+/// sockets: nothing while at most 64 are (a ping-pong has one), more when a messaging run queues
+/// hundreds; pipes never pay it.
+#[test]
+fn socket_messages_pay_sock_queue_only_when_many_are_queued() {
+    fn cpu<W: Workload>(w: &W, sock_queue: &str) -> i64 {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,sock_queue={sock_queue}")])
+            .unwrap();
+        let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        (r.counters["total"].cpu_time_s * 1e9).round() as i64
+    }
+    let pp = PingPong {
+        loops: 100,
+        transport: Transport::Socketpair,
+        ..PingPong::default()
+    };
+    assert_eq!(cpu(&pp, "0"), cpu(&pp, "1us"));
+    let m = Messaging {
+        groups: 2,
+        fds: 10,
+        loops: 50,
+        transport: Transport::Socketpair,
+        ..Messaging::default()
+    };
+    let extra = cpu(&m, "1us") - cpu(&m, "0");
+    // 10,000 messages, each sent and received, with at most all of them queued: less than
+    // log2(10,000 / 64) ≈ 7.3 µs each side.
+    assert!(extra > 0 && extra < 20_000 * 7_300, "{extra} ns more");
+    let pipe = Messaging {
+        transport: Transport::Pipe,
+        ..m
+    };
+    assert_eq!(cpu(&pipe, "0"), cpu(&pipe, "1us"));
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

@@ -82,6 +82,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "msg",
         "copy_per_kib",
         "net_msg",
+        "sock_queue",
         "wakeup",
         "switch",
         "page_touch",

@@ -514,6 +514,9 @@ struct Channel {
     segments: u64,
     /// The CPU that last sent or received on it (for `bounce`).
     last_cpu: Option<CpuId>,
+    /// The lengths of the messages queued on it, oldest first, on a socket channel whose
+    /// queue the profile charges for (`sock_queue.rs`).
+    msg_lens: VecDeque<usize>,
 }
 
 #[derive(Default)]
@@ -596,6 +599,7 @@ mod kthreads;
 mod memory;
 mod paths;
 mod poll;
+mod sock_queue;
 mod spawn;
 mod steps;
 mod timeline;
@@ -637,6 +641,11 @@ struct Machine<'a> {
     /// Whether they go over TCP (segments are ACKed).
     tcp: bool,
     msg_cost: u64,
+    /// Whether the plan's own channels are UNIX-domain sockets and the profile charges their
+    /// messages for the queue (`sock_queue` > 0; `sock_queue.rs`).
+    sock_queue_on: bool,
+    /// Messages queued on all those channels.
+    sock_queued: u64,
     /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
     /// in-process queues, charged as pipe messages.
     plan_channels: usize,
@@ -741,6 +750,9 @@ impl<'a> Machine<'a> {
                 Transport::Socketpair | Transport::Unix => setup.cost.sock_msg,
                 Transport::Pipe => setup.cost.msg,
             },
+            sock_queue_on: setup.cost.sock_queue > 0
+                && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
+            sock_queued: 0,
             plan_channels: plan.channels,
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,

@@ -101,6 +101,7 @@ impl Machine<'_> {
             slot.inbuf.extend(chan.bytes.drain(..len));
         }
         let writers = std::mem::take(&mut chan.writers);
+        self.sock_queue_take(ch, len);
         let mut cost = self.copy_cost(len);
         for w in writers {
             cost += self.wake(w, Some(cpu), false);
