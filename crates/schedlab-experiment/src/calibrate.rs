@@ -37,8 +37,9 @@
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
-//! - `hz` from the kernel's configuration, `memory` from /proc/meminfo's MemTotal (facts, not
-//!   measurements).
+//! - `hz` from the kernel's configuration, `memory` from /proc/meminfo's MemTotal,
+//!   `sock_slots` from the number of non-blocking 1-byte writes a socketpair takes before
+//!   EAGAIN (facts, not measurements).
 //!
 //! A difference that comes out negative (noise, or a machine the model does not describe) is
 //! clamped to 0 and the file says so. Keys no probe reaches keep the base profile's value and
@@ -469,6 +470,22 @@ fn build_file(
         }
         None => {
             b.keep("hz", "CLOCK_MONOTONIC_COARSE has no resolution to read");
+        }
+    }
+    match schedlab_real::calibrate::unix_socket_slots() {
+        Ok(n) => {
+            b.file.costs.insert("sock_slots".into(), n.to_string());
+            b.file.measured.insert(
+                "sock_slots".into(),
+                Measurement {
+                    ci95: "0".into(),
+                    samples: 1,
+                    method: "non-blocking 1-byte writes to a UNIX socketpair until EAGAIN (a count, not a time)".into(),
+                },
+            );
+        }
+        Err(e) => {
+            b.keep("sock_slots", format!("counting a socketpair's writes: {e}"));
         }
     }
     match schedlab_real::procfs::mem_total_bytes() {

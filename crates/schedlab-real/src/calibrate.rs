@@ -277,6 +277,25 @@ fn unix_deep(budget: u64) -> io::Result<f64> {
     }
 }
 
+/// The writes of 1 byte a UNIX-domain socketpair holds before a writer would block (the
+/// kernel charges each write's skb to the sender's `sk_sndbuf`): non-blocking writes until
+/// EAGAIN, at most 1,000,000.
+pub fn unix_socket_slots() -> io::Result<u64> {
+    let (mut a, _b) = std::os::unix::net::UnixStream::pair()?;
+    a.set_nonblocking(true)?;
+    for n in 0..1_000_000u64 {
+        match a.write(&[1]) {
+            Ok(1) => {}
+            Ok(_) => return Err(io::Error::other("a 1-byte write wrote nothing")),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(n),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "a socketpair took 1,000,000 writes without blocking",
+    ))
+}
+
 fn yield_alone(budget: u64, cpu: usize) -> io::Result<f64> {
     let old = current_affinity()?;
     pin_to(cpu)?;
@@ -625,6 +644,12 @@ mod tests {
                 Err(e) => panic!("{p:?}: {e}"),
             }
         }
+    }
+
+    #[test]
+    fn a_socketpair_holds_a_bounded_number_of_small_writes() {
+        let n = unix_socket_slots().unwrap();
+        assert!((16..1_000_000).contains(&n), "{n}");
     }
 
     #[test]

@@ -104,6 +104,13 @@ pub struct CostModel {
     /// published figure); `calibrate` measures it (a write + read with 5,040 queued on 80
     /// sockets against one on one socket). A profile file without it keeps its base's 0.
     pub sock_queue: u64,
+    /// Messages a UNIX-domain stream socket holds before its writer blocks, whatever their
+    /// size up to `channel_bytes`: the kernel charges each write's skb (~770 bytes for a small
+    /// message) against the sender's `sk_sndbuf` (212,992 bytes by default), so a socketpair
+    /// holds 278 writes of 1 or of 100 bytes — where a `channel_bytes` of 64 KiB alone would let
+    /// 655 of 100 bytes queue. 0 = no such limit (the built-in profiles, as before it);
+    /// `calibrate` counts it (non-blocking 1-byte writes until EAGAIN).
+    pub sock_slots: u64,
     /// Kernel work per message sent or received over loopback TCP/UDP, besides the copy.
     pub net_msg: u64,
     /// Copying one KiB between user and kernel.
@@ -201,7 +208,7 @@ pub fn sock_queue_doublings(queued: u64) -> f64 {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -215,6 +222,7 @@ impl CostModel {
                 msg: 300,
                 sock_msg: 300,
                 sock_queue: 0,
+                sock_slots: 0,
                 net_msg: 2_500,
                 copy_per_kib: 100,
                 wakeup: 400,
@@ -248,6 +256,7 @@ impl CostModel {
                 msg: 3_000,
                 sock_msg: 3_000,
                 sock_queue: 0,
+                sock_slots: 0,
                 net_msg: 12_000,
                 copy_per_kib: 3_300,
                 wakeup: 1_500,
@@ -355,6 +364,16 @@ impl CostModel {
                 "msg" => self.msg = dur()?,
                 "sock_msg" => self.sock_msg = dur()?,
                 "sock_queue" => self.sock_queue = dur()?,
+                "sock_slots" => {
+                    self.sock_slots =
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|&n| n <= 1_000_000)
+                            .ok_or_else(|| {
+                                bad("accepted: a count of messages, 0 (no limit) to 1000000")
+                            })?
+                }
                 "ipi_send" => self.ipi_send = dur()?,
                 "net_msg" => self.net_msg = dur()?,
                 "copy_per_kib" => self.copy_per_kib = dur()?,
@@ -437,6 +456,9 @@ impl fmt::Display for CostModel {
         // Shown only when set, so that records made without it stay as they were.
         if self.sock_queue != 0 {
             write!(f, " sock_queue={}", self.sock_queue)?;
+        }
+        if self.sock_slots != 0 {
+            write!(f, " sock_slots={}", self.sock_slots)?;
         }
         write!(f, ")")
     }

@@ -872,6 +872,39 @@ fn socket_messages_pay_sock_queue_only_when_many_are_queued() {
     assert_eq!(cpu(&pipe, "0"), cpu(&pipe, "1us"));
 }
 
+/// `sock_slots` bounds a socket's queue in messages: a bound no queue reaches changes nothing,
+/// a small one makes the senders wait (sleep) more often; pipes never have it.
+#[test]
+fn sock_slots_bounds_a_socket_queue_in_messages() {
+    fn sender_sleeps<W: Workload>(w: &W, slots: &str) -> (u64, u64) {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,sock_slots={slots}")])
+            .unwrap();
+        let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        (
+            r.counters["sender"].voluntary_switches.unwrap(),
+            r.elapsed_ns,
+        )
+    }
+    let m = Messaging {
+        groups: 2,
+        fds: 10,
+        loops: 50,
+        transport: Transport::Socketpair,
+        ..Messaging::default()
+    };
+    let free = sender_sleeps(&m, "0");
+    assert_eq!(free, sender_sleeps(&m, "1000000"));
+    let small = sender_sleeps(&m, "4");
+    assert!(small.0 > free.0, "{small:?} vs {free:?}");
+    let pipe = Messaging {
+        transport: Transport::Pipe,
+        ..m
+    };
+    assert_eq!(sender_sleeps(&pipe, "0"), sender_sleeps(&pipe, "4"));
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

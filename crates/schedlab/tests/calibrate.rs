@@ -91,7 +91,9 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         assert!(measured.contains_key(key), "{key} has no CI: {file}");
     }
     assert!(
-        costs.contains_key("hz") && costs.contains_key("memory"),
+        costs.contains_key("hz")
+            && costs.contains_key("memory")
+            && costs.contains_key("sock_slots"),
         "{file}"
     );
     let not = table

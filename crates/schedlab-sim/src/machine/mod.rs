@@ -642,7 +642,8 @@ struct Machine<'a> {
     tcp: bool,
     msg_cost: u64,
     /// Whether the plan's own channels are UNIX-domain sockets and the profile charges their
-    /// messages for the queue (`sock_queue` > 0; `sock_queue.rs`).
+    /// messages for the queue or bounds it in messages (`sock_queue` or `sock_slots` > 0;
+    /// `sock_queue.rs`).
     sock_queue_on: bool,
     /// Messages queued on all those channels.
     sock_queued: u64,
@@ -750,7 +751,7 @@ impl<'a> Machine<'a> {
                 Transport::Socketpair | Transport::Unix => setup.cost.sock_msg,
                 Transport::Pipe => setup.cost.msg,
             },
-            sock_queue_on: setup.cost.sock_queue > 0
+            sock_queue_on: (setup.cost.sock_queue > 0 || setup.cost.sock_slots > 0)
                 && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
             sock_queued: 0,
             plan_channels: plan.channels,

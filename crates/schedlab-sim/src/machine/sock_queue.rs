@@ -9,13 +9,18 @@
 //! `sock_queue × log2(queued / 64)` on top of `sock_msg`; what counts is the total, not one
 //! socket's depth (200 queued on one socket cost what one does).
 //!
+//! The same count bounds a socket's queue in messages ([`CostModel::sock_slots`]): the kernel
+//! charges each skb's true size, ~770 bytes for a small write, to the sender's `sk_sndbuf`, so a
+//! socketpair holds 278 small messages, not `channel_bytes` of them.
+//!
 //! [`CostModel::sock_queue`]: crate::cost::CostModel::sock_queue
+//! [`CostModel::sock_slots`]: crate::cost::CostModel::sock_slots
 
 use super::Machine;
 
 impl Machine<'_> {
     /// Whether channel `ch` is one of the plan's UNIX-domain socket channels and the profile
-    /// charges for their queue (`sock_queue` > 0).
+    /// charges for their queue or bounds it (`sock_queue` or `sock_slots` > 0).
     fn sock_queue_counted(&self, ch: usize) -> bool {
         self.sock_queue_on && ch < self.plan_channels
     }
@@ -26,6 +31,14 @@ impl Machine<'_> {
             return 0;
         }
         self.cost.sock_queue_cost(self.sock_queued)
+    }
+
+    /// Whether channel `ch` holds as many messages as a socket may (`sock_slots`), so that a
+    /// writer must wait.
+    pub(super) fn sock_slots_full(&self, ch: usize) -> bool {
+        self.sock_queue_counted(ch)
+            && self.cost.sock_slots > 0
+            && self.channels[ch].msg_lens.len() as u64 >= self.cost.sock_slots
     }
 
     /// A message of `len` bytes was queued on channel `ch`.
