@@ -6,7 +6,8 @@
 # messages per wakeup, so each socket holds dozens of queued skbs. This times write + read of a
 # 100-byte message on one CPU (taskset), first one message on one socket, then DEPTH messages
 # written to each of SOCKETS sockets before they are all read back, and prints ns per message
-# (best of 5 rounds) and the ratio. A C program, built here with cc, since the point is the
+# (best of 5 rounds) and the ratio; and, to tell one socket's depth from the total queued, the
+# same number (up to 256) queued on a single socket. A C program, built here with cc, since the point is the
 # kernel's cost with nothing of schedlab's around it.
 #
 # Usage: bench/sock-depth.sh [DEPTH [SOCKETS]]   (default 63 80; each 1..256)
@@ -61,9 +62,15 @@ int main(int argc, char **argv) {
 EOF
 cc -O2 -o "$tmp/sk" "$tmp/sk.c"
 one=$(taskset -c 0 "$tmp/sk" 1 1)
+# As many on one socket as it takes (256 at most: an AF_UNIX stream socket holds 278 writes of
+# 100 bytes before the writer blocks), to tell one socket's depth from the machine's total.
+single=$((depth * sockets > 256 ? 256 : depth * sockets))
+deep1=$(taskset -c 0 "$tmp/sk" "$single" 1)
 deep=$(taskset -c 0 "$tmp/sk" "$depth" "$sockets")
 printf 'AF_UNIX stream, 100-byte write + read on CPU 0, ns per message (best of 5 rounds)\n'
 printf '%-44s %8s\n' "1 message queued, 1 socket" "$one"
+printf '%-44s %8s\n' "$single messages queued on 1 socket" "$deep1"
 printf '%-44s %8s\n' "$depth messages queued on each of $sockets sockets" "$deep"
-awk -v a="$one" -v b="$deep" 'BEGIN {printf "%-44s %8.2f\n", "ratio", b / a}'
+awk -v a="$one" -v b="$deep1" 'BEGIN {printf "%-44s %8.2f\n", "ratio, one deep socket", b / a}'
+awk -v a="$one" -v b="$deep" 'BEGIN {printf "%-44s %8.2f\n", "ratio, many sockets", b / a}'
 printf 'load average (1 min): %s\n' "$(cut -d' ' -f1 /proc/loadavg)"

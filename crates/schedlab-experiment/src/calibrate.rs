@@ -13,6 +13,9 @@
 //! - `msg` = half a pipe write + read of 1 byte, less a system call (the simulator charges
 //!   `syscall + msg` to each side of a message); `sock_msg` the same on a UNIX socketpair,
 //!   `net_msg` over loopback TCP;
+//! - `sock_queue` = a socketpair write + read of 1 byte with 5,040 queued on 80 sockets less
+//!   the one with nothing queued, over the mean of `log2(queued / 64)` the simulator charges
+//!   the probe's writes (0 … 5,039 queued before each) and reads (5,040 … 1);
 //! - `copy_per_kib` = the 64 KiB pipe write + read less the 1-byte one, over two copies of 64 KiB;
 //! - `wakeup` + `switch` = half a same-CPU ping-pong round trip less a pipe write + read and two
 //!   `rq_lock` holds (one-way: write, wakeup, read, block, switch); a write that wakes a thread
@@ -38,8 +41,9 @@
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
-//! - `hz` from the kernel's configuration, `memory` from /proc/meminfo's MemTotal (facts, not
-//!   measurements).
+//! - `hz` from the kernel's configuration, `memory` from /proc/meminfo's MemTotal,
+//!   `sock_slots` from the number of non-blocking 1-byte writes a socketpair takes before
+//!   EAGAIN (facts, not measurements).
 //!
 //! A difference that comes out negative (noise, or a machine the model does not describe) is
 //! clamped to 0 and the file says so. Keys no probe reaches keep the base profile's value and
@@ -349,6 +353,7 @@ fn build_file(
         "sock_msg",
         Derived::of(vec![(0.5, UnixByte), (-1.0, Syscall)]),
     );
+    sock_queue(&mut b);
     // schedule()'s runqueue work: a yield that finds nothing else to run is a system call and
     // one pick under the runqueue lock, nothing more (the simulator's accounting of it).
     let rq = b
@@ -472,6 +477,22 @@ fn build_file(
             b.keep("hz", "CLOCK_MONOTONIC_COARSE has no resolution to read");
         }
     }
+    match schedlab_real::calibrate::unix_socket_slots() {
+        Ok(n) => {
+            b.file.costs.insert("sock_slots".into(), n.to_string());
+            b.file.measured.insert(
+                "sock_slots".into(),
+                Measurement {
+                    ci95: "0".into(),
+                    samples: 1,
+                    method: "non-blocking 1-byte writes to a UNIX socketpair until EAGAIN (a count, not a time)".into(),
+                },
+            );
+        }
+        Err(e) => {
+            b.keep("sock_slots", format!("counting a socketpair's writes: {e}"));
+        }
+    }
     match schedlab_real::procfs::mem_total_bytes() {
         Some(bytes) => {
             let mib = (bytes >> 20).max(64);
@@ -516,6 +537,32 @@ fn derive_net_wait(b: &mut Builder<'_>) {
             (1.0, PipeByte),
         ]),
     );
+}
+
+/// `sock_queue`: what a message with thousands queued costs beyond one with none, per doubling
+/// of the queue as the simulator charges it (`schedlab_sim::cost::sock_queue_doublings` of the
+/// messages queued before each write and each read of the deep probe, averaged per message).
+fn sock_queue(b: &mut Builder) {
+    use schedlab_real::calibrate::{DEEP_DEPTH, DEEP_SOCKETS};
+    let total = (DEEP_SOCKETS * DEEP_DEPTH) as u64;
+    let per_message = deep_probe_doublings(total);
+    b.derive(
+        "sock_queue",
+        Derived::of(vec![
+            (1.0 / per_message, Probe::UnixDeep),
+            (-1.0 / per_message, Probe::UnixByte),
+        ]),
+    );
+}
+
+/// The doublings the simulator charges one message (its write and its read) of a probe that
+/// queues `total` messages and then reads them all: the writes find 0 … total − 1 queued, the
+/// reads total … 1.
+fn deep_probe_doublings(total: u64) -> f64 {
+    use schedlab_sim::cost::sock_queue_doublings;
+    let writes: f64 = (0..total).map(sock_queue_doublings).sum();
+    let reads: f64 = (1..=total).map(sock_queue_doublings).sum();
+    (writes + reads) / total as f64
 }
 
 fn trim(x: f64) -> String {

@@ -28,6 +28,10 @@ pub enum Probe {
     Pipe64k,
     /// Writing 1 byte to a UNIX-domain socketpair and reading it back, in one thread.
     UnixByte,
+    /// Writing 1 byte to each of [`DEEP_SOCKETS`] UNIX-domain socketpairs [`DEEP_DEPTH`] times
+    /// and reading them all back, in one thread: a message while thousands are queued (as in
+    /// hackbench), per message.
+    UnixDeep,
     /// Two threads on two CPUs taking turns through a shared flag, spinning (no system call):
     /// the handoff of a cache line between the CPUs.
     HandoffFlag,
@@ -66,12 +70,13 @@ pub enum Probe {
 
 impl Probe {
     /// Every probe, in the order calibrate runs them.
-    pub const ALL: [Probe; 17] = [
+    pub const ALL: [Probe; 18] = [
         Probe::Syscall,
         Probe::YieldAlone,
         Probe::PipeByte,
         Probe::Pipe64k,
         Probe::UnixByte,
+        Probe::UnixDeep,
         Probe::HandoffFlag,
         Probe::HandoffPipe,
         Probe::TcpByte,
@@ -93,6 +98,9 @@ impl Probe {
             Probe::PipeByte => "write + read of 1 byte on a pipe, one thread",
             Probe::Pipe64k => "write + read of 64 KiB on a pipe, one thread",
             Probe::UnixByte => "write + read of 1 byte on a UNIX socketpair, one thread",
+            Probe::UnixDeep => {
+                "write + read of 1 byte with 63 queued on each of 80 UNIX socketpairs, one thread"
+            }
             Probe::YieldAlone => "sched_yield(2) alone on a CPU",
             Probe::HandoffFlag => "a turn handed between two CPUs through a spun-on flag",
             Probe::HandoffPipe => "a turn handed between two CPUs, each turn a write + read of 1 byte on one shared pipe",
@@ -166,6 +174,7 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
         Probe::PipeByte => pipe_roundtrip(budget, 1),
         Probe::Pipe64k => pipe_roundtrip(budget, 64 << 10),
         Probe::UnixByte => unix_roundtrip(budget),
+        Probe::UnixDeep => unix_deep(budget),
         Probe::YieldAlone => yield_alone(budget, site.cpu0),
 
         Probe::TcpByte => tcp_roundtrip(budget),
@@ -237,6 +246,63 @@ fn unix_roundtrip(budget: u64) -> io::Result<f64> {
         a.write_all(&[1])?;
         b.read_exact(&mut byte)
     })
+}
+
+/// Socketpairs of the [`Probe::UnixDeep`] probe.
+pub const DEEP_SOCKETS: usize = 80;
+/// Messages queued on each before they are read back.
+pub const DEEP_DEPTH: usize = 63;
+
+/// Rounds of: one byte written [`DEEP_DEPTH`] times to each of [`DEEP_SOCKETS`] socketpairs,
+/// then all of them read back (5,040 queued at the top), until `budget` has passed (at least
+/// one round, about 10 ms here); ns per message (its write + read). The messages queued rise
+/// from 0 to 5,040 over the writes and fall back over the reads, which the derivation of
+/// `sock_queue` accounts for.
+fn unix_deep(budget: u64) -> io::Result<f64> {
+    let pairs = (0..DEEP_SOCKETS)
+        .map(|_| std::os::unix::net::UnixStream::pair())
+        .collect::<io::Result<Vec<_>>>()?;
+    let mut byte = [0u8; 1];
+    let start = monotonic_ns();
+    let mut n = 0u64;
+    loop {
+        for (a, _) in &pairs {
+            let mut a = a;
+            for _ in 0..DEEP_DEPTH {
+                a.write_all(&[1])?;
+            }
+        }
+        for (_, b) in &pairs {
+            let mut b = b;
+            for _ in 0..DEEP_DEPTH {
+                b.read_exact(&mut byte)?;
+            }
+        }
+        n += (DEEP_SOCKETS * DEEP_DEPTH) as u64;
+        let elapsed = monotonic_ns() - start;
+        if elapsed >= budget {
+            return Ok(elapsed as f64 / n as f64);
+        }
+    }
+}
+
+/// The writes of 1 byte a UNIX-domain socketpair holds before a writer would block (the
+/// kernel charges each write's skb to the sender's `sk_sndbuf`): non-blocking writes until
+/// EAGAIN, at most 1,000,000.
+pub fn unix_socket_slots() -> io::Result<u64> {
+    let (mut a, _b) = std::os::unix::net::UnixStream::pair()?;
+    a.set_nonblocking(true)?;
+    for n in 0..1_000_000u64 {
+        match a.write(&[1]) {
+            Ok(1) => {}
+            Ok(_) => return Err(io::Error::other("a 1-byte write wrote nothing")),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(n),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(
+        "a socketpair took 1,000,000 writes without blocking",
+    ))
 }
 
 fn yield_alone(budget: u64, cpu: usize) -> io::Result<f64> {
@@ -619,6 +685,12 @@ mod tests {
                 Err(e) => panic!("{p:?}: {e}"),
             }
         }
+    }
+
+    #[test]
+    fn a_socketpair_holds_a_bounded_number_of_small_writes() {
+        let n = unix_socket_slots().unwrap();
+        assert!((16..1_000_000).contains(&n), "{n}");
     }
 
     #[test]

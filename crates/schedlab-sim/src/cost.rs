@@ -96,6 +96,21 @@ pub struct CostModel {
     /// profiles charge it as a pipe's (`msg`); `calibrate` measures it (on current kernels an
     /// AF_UNIX message costs more than a pipe's).
     pub sock_msg: u64,
+    /// The extra kernel work of a UNIX-domain socket message per doubling of the messages
+    /// queued on all the machine's sockets beyond [`SOCK_QUEUE_FREE`]: each queued message is an
+    /// skb, and when thousands are queued (hackbench's 80 sockets with dozens each) the ones a
+    /// send or receive touches are cache-cold. Charged to each side of a message as
+    /// `sock_queue × log2(queued / 64)` on top of `sock_msg`. 0 in the built-in profiles (no
+    /// published figure); `calibrate` measures it (a write + read with 5,040 queued on 80
+    /// sockets against one on one socket). A profile file without it keeps its base's 0.
+    pub sock_queue: u64,
+    /// Messages a UNIX-domain stream socket holds before its writer blocks, whatever their
+    /// size up to `channel_bytes`: the kernel charges each write's skb (~770 bytes for a small
+    /// message) against the sender's `sk_sndbuf` (212,992 bytes by default), so a socketpair
+    /// holds 278 writes of 1 or of 100 bytes — where a `channel_bytes` of 64 KiB alone would let
+    /// 655 of 100 bytes queue. 0 = no such limit (the built-in profiles, as before it);
+    /// `calibrate` counts it (non-blocking 1-byte writes until EAGAIN).
+    pub sock_slots: u64,
     /// Kernel work per message sent or received over loopback TCP/UDP, besides the copy.
     pub net_msg: u64,
     /// What a loopback TCP receive that sleeps for its data costs beyond a pipe read's sleep
@@ -190,11 +205,26 @@ pub struct CostModel {
     pub jitter: f64,
 }
 
+/// Messages queued on all sockets at or below which [`CostModel::sock_queue`] adds nothing: on
+/// the development VM, write + read of 1 byte costs the same (within 7 %) with 1 or 80 queued,
+/// and grows by roughly equal steps per doubling from 640 to 5,040 (`bench/sock-depth.sh`).
+pub const SOCK_QUEUE_FREE: u64 = 64;
+
+/// How many times `queued` doubles [`SOCK_QUEUE_FREE`] (0 at or below it): the factor of
+/// [`CostModel::sock_queue`] in a socket message's cost.
+pub fn sock_queue_doublings(queued: u64) -> f64 {
+    if queued <= SOCK_QUEUE_FREE {
+        0.0
+    } else {
+        (queued as f64 / SOCK_QUEUE_FREE as f64).log2()
+    }
+}
+
 /// The named profiles.
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, net_msg, net_wait, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -207,6 +237,8 @@ impl CostModel {
                 switch: 1_200,
                 msg: 300,
                 sock_msg: 300,
+                sock_queue: 0,
+                sock_slots: 0,
                 net_msg: 2_500,
                 net_wait: 0,
                 copy_per_kib: 100,
@@ -241,6 +273,8 @@ impl CostModel {
                 switch: 2_000,
                 msg: 3_000,
                 sock_msg: 3_000,
+                sock_queue: 0,
+                sock_slots: 0,
                 net_msg: 12_000,
                 net_wait: 0,
                 copy_per_kib: 3_300,
@@ -356,6 +390,17 @@ impl CostModel {
                 "switch" => self.switch = dur()?,
                 "msg" => self.msg = dur()?,
                 "sock_msg" => self.sock_msg = dur()?,
+                "sock_queue" => self.sock_queue = dur()?,
+                "sock_slots" => {
+                    self.sock_slots =
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|&n| n <= 1_000_000)
+                            .ok_or_else(|| {
+                                bad("accepted: a count of messages, 0 (no limit) to 1000000")
+                            })?
+                }
                 "ipi_send" => self.ipi_send = dur()?,
                 "net_msg" => self.net_msg = dur()?,
                 "net_wait" => self.net_wait = dur()?,
@@ -415,6 +460,16 @@ impl CostModel {
         format!("remote_pct={}", self.remote_pct)
     }
 
+    /// The extra work of one UNIX-domain socket message sent or received while `queued`
+    /// messages wait on all the machine's sockets: `sock_queue × log2(queued / 64)`, 0 at 64 or
+    /// fewer (ns, rounded).
+    pub fn sock_queue_cost(&self, queued: u64) -> u64 {
+        if self.sock_queue == 0 || queued <= SOCK_QUEUE_FREE {
+            return 0;
+        }
+        (self.sock_queue as f64 * sock_queue_doublings(queued)).round() as u64
+    }
+
     /// Length of a timer tick.
     pub fn tick_ns(&self) -> u64 {
         1_000_000_000 / self.hz as u64
@@ -432,11 +487,17 @@ impl fmt::Display for CostModel {
             schedlab_workload::presets::interbench::format_size(self.memory as usize),
             self.reclaim, self.io_per_kib, self.io_latency, self.fork, self.exit, self.jitter
         )?;
-        // Shown only when set, so that records of the profiles without it stay as they were.
+        // Each shown only when set, so that records of profiles without them stay as they were.
         if self.net_wait != 0 {
             write!(f, " net_wait={}", self.net_wait)?;
         }
-        f.write_str(")")
+        if self.sock_queue != 0 {
+            write!(f, " sock_queue={}", self.sock_queue)?;
+        }
+        if self.sock_slots != 0 {
+            write!(f, " sock_slots={}", self.sock_slots)?;
+        }
+        write!(f, ")")
     }
 }
 

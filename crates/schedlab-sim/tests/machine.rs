@@ -835,6 +835,76 @@ fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {
     assert_eq!(d, 0);
 }
 
+/// `sock_queue` charges a socket message for the messages queued on all the machine's
+/// sockets: nothing while at most 64 are (a ping-pong has one), more when a messaging run queues
+/// hundreds; pipes never pay it.
+#[test]
+fn socket_messages_pay_sock_queue_only_when_many_are_queued() {
+    fn cpu<W: Workload>(w: &W, sock_queue: &str) -> i64 {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,sock_queue={sock_queue}")])
+            .unwrap();
+        let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        (r.counters["total"].cpu_time_s * 1e9).round() as i64
+    }
+    let pp = PingPong {
+        loops: 100,
+        transport: Transport::Socketpair,
+        ..PingPong::default()
+    };
+    assert_eq!(cpu(&pp, "0"), cpu(&pp, "1us"));
+    let m = Messaging {
+        groups: 2,
+        fds: 10,
+        loops: 50,
+        transport: Transport::Socketpair,
+        ..Messaging::default()
+    };
+    let extra = cpu(&m, "1us") - cpu(&m, "0");
+    // 10,000 messages, each sent and received, with at most all of them queued: less than
+    // log2(10,000 / 64) ≈ 7.3 µs each side.
+    assert!(extra > 0 && extra < 20_000 * 7_300, "{extra} ns more");
+    let pipe = Messaging {
+        transport: Transport::Pipe,
+        ..m
+    };
+    assert_eq!(cpu(&pipe, "0"), cpu(&pipe, "1us"));
+}
+
+/// `sock_slots` bounds a socket's queue in messages: a bound no queue reaches changes nothing,
+/// a small one makes the senders wait (sleep) more often; pipes never have it.
+#[test]
+fn sock_slots_bounds_a_socket_queue_in_messages() {
+    fn sender_sleeps<W: Workload>(w: &W, slots: &str) -> (u64, u64) {
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,sock_slots={slots}")])
+            .unwrap();
+        let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        (
+            r.counters["sender"].voluntary_switches.unwrap(),
+            r.elapsed_ns,
+        )
+    }
+    let m = Messaging {
+        groups: 2,
+        fds: 10,
+        loops: 50,
+        transport: Transport::Socketpair,
+        ..Messaging::default()
+    };
+    let free = sender_sleeps(&m, "0");
+    assert_eq!(free, sender_sleeps(&m, "1000000"));
+    let small = sender_sleeps(&m, "4");
+    assert!(small.0 > free.0, "{small:?} vs {free:?}");
+    let pipe = Messaging {
+        transport: Transport::Pipe,
+        ..m
+    };
+    assert_eq!(sender_sleeps(&pipe, "0"), sender_sleeps(&pipe, "4"));
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

@@ -83,6 +83,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "msg",
         "copy_per_kib",
         "net_msg",
+        "sock_queue",
         "wakeup",
         "switch",
         "page_touch",
@@ -97,7 +98,9 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "net_wait has no CI: {file}"
     );
     assert!(
-        costs.contains_key("hz") && costs.contains_key("memory"),
+        costs.contains_key("hz")
+            && costs.contains_key("memory")
+            && costs.contains_key("sock_slots"),
         "{file}"
     );
     let not = table

@@ -523,6 +523,9 @@ struct Channel {
     segments: u64,
     /// The CPU that last sent or received on it (for `bounce`).
     last_cpu: Option<CpuId>,
+    /// The lengths of the messages queued on it, oldest first, on a socket channel whose
+    /// queue the profile charges for (`sock_queue.rs`).
+    msg_lens: VecDeque<usize>,
 }
 
 #[derive(Default)]
@@ -606,6 +609,7 @@ mod memory;
 mod numa;
 mod paths;
 mod poll;
+mod sock_queue;
 mod spawn;
 mod steps;
 mod tcp_wait;
@@ -648,6 +652,12 @@ struct Machine<'a> {
     /// Whether they go over TCP (segments are ACKed).
     tcp: bool,
     msg_cost: u64,
+    /// Whether the plan's own channels are UNIX-domain sockets and the profile charges their
+    /// messages for the queue or bounds it in messages (`sock_queue` or `sock_slots` > 0;
+    /// `sock_queue.rs`).
+    sock_queue_on: bool,
+    /// Messages queued on all those channels.
+    sock_queued: u64,
     /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
     /// in-process queues, charged as pipe messages.
     plan_channels: usize,
@@ -752,6 +762,9 @@ impl<'a> Machine<'a> {
                 Transport::Socketpair | Transport::Unix => setup.cost.sock_msg,
                 Transport::Pipe => setup.cost.msg,
             },
+            sock_queue_on: (setup.cost.sock_queue > 0 || setup.cost.sock_slots > 0)
+                && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
+            sock_queued: 0,
             plan_channels: plan.channels,
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,

@@ -102,6 +102,7 @@ impl Machine<'_> {
             slot.inbuf.extend(chan.bytes.drain(..len));
         }
         let writers = std::mem::take(&mut chan.writers);
+        self.sock_queue_take(ch, len);
         let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
         for w in writers {
             cost += self.wake(w, Some(cpu), false);

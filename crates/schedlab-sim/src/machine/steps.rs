@@ -90,11 +90,13 @@ impl Machine<'_> {
                     }
                 }
                 Effect::Send(ch) => {
+                    let full = self.sock_slots_full(ch);
                     let mut slot = self.shared.slots[t].borrow_mut();
                     let chan = &mut self.channels[ch];
                     let len = slot.outbuf.len();
-                    let room = chan.bytes.is_empty()
-                        || (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes;
+                    let room = !full
+                        && (chan.bytes.is_empty()
+                            || (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes);
                     if !room {
                         drop(slot);
                         chan.writers.push(t);
@@ -111,6 +113,7 @@ impl Machine<'_> {
                         _ => None,
                     };
                     drop(slot);
+                    self.sock_queue_push(ch, len);
                     // A task whose readiness wait another channel ended is already awake.
                     if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
                         self.tasks[t].remaining += self.wake(r, Some(cpu), false);
@@ -144,6 +147,7 @@ impl Machine<'_> {
                         chan.bytes.drain(..len);
                     }
                     let writers = std::mem::take(&mut chan.writers);
+                    self.sock_queue_take(ch, len);
                     let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
                     for w in writers {
                         cost += self.wake(w, Some(cpu), false);
@@ -346,7 +350,10 @@ impl Machine<'_> {
                     // The send half; the netisr thread does the rest (kthreads.rs).
                     (self.msg_cost - self.netisr_half(), Effect::NetOutput(ch))
                 } else {
-                    (self.channel_msg_cost(ch), Effect::Send(ch))
+                    (
+                        self.channel_msg_cost(ch) + self.sock_queue_extra(ch),
+                        Effect::Send(ch),
+                    )
                 };
                 let m = self.c(base);
                 let lock = self.net_lock(ch);
@@ -354,11 +361,11 @@ impl Machine<'_> {
                 (syscall + m + lock + bounce + self.copy_cost(len), then)
             }
             Op::Recv(ch, len) => {
-                let m = self.c(self.channel_msg_cost(ch));
+                let m = self.c(self.channel_msg_cost(ch) + self.sock_queue_extra(ch));
                 (syscall + m + self.bounce(cpu, ch), Effect::Recv(ch, len))
             }
             Op::RecvSome(ch, max) => {
-                let m = self.c(self.channel_msg_cost(ch));
+                let m = self.c(self.channel_msg_cost(ch) + self.sock_queue_extra(ch));
                 (
                     syscall + m + self.bounce(cpu, ch),
                     Effect::RecvSome(ch, max),
