@@ -154,6 +154,15 @@ impl<'a, T> Executor<'a, T> {
         }
     }
 
+    /// Ask the processor to bring body `i`'s future (its first lines) into the cache ahead of
+    /// its next poll (nothing if it finished).
+    #[inline]
+    pub fn prefetch(&self, i: usize) {
+        if let Some(Some(body)) = self.bodies.get(i) {
+            crate::prefetch::value(body.as_ref().get_ref(), 4);
+        }
+    }
+
     /// Poll body `i` once: `Some(output)` if it finished, `None` if it suspended.
     ///
     /// # Panics
