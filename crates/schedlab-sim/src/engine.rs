@@ -230,6 +230,16 @@ mod tests {
     #[test]
     fn executor_polls_until_ready() {
         let mut ex = Executor::new(vec![Box::pin(async { 7 }) as Body<'_, i32>]);
+        ex.prefetch(0);
         assert_eq!(ex.poll(0), Some(7));
+    }
+
+    #[test]
+    fn prefetch_of_a_finished_or_unknown_body_does_nothing() {
+        let mut ex = Executor::new(vec![Box::pin(async { 7 }) as Body<'_, i32>]);
+        assert_eq!(ex.poll(0), Some(7));
+        ex.prefetch(0); // finished: dropped, nothing to fetch
+        ex.prefetch(1); // a kernel thread's id, past the bodies
+        assert!(ex.bodies[0].is_none());
     }
 }

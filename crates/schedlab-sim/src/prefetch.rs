@@ -40,3 +40,20 @@ pub fn lines<T: ?Sized>(p: *const T, bytes: usize, max_lines: usize) {
 pub fn value<T: ?Sized>(v: &T, max_lines: usize) {
     lines(v as *const T, std::mem::size_of_val(v), max_lines);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefetch_of_any_address_is_harmless_and_changes_nothing() {
+        // No address faults: null, the top of the address space, one past a value's end.
+        line(std::ptr::null::<u8>());
+        line(usize::MAX as *const u8);
+        let v: Vec<u64> = (0..100).collect();
+        value(v.as_slice(), 4);
+        lines(v.as_ptr(), 10_000, 1_000);
+        line(v.as_ptr().wrapping_add(100));
+        assert_eq!(v, (0..100).collect::<Vec<u64>>());
+    }
+}
