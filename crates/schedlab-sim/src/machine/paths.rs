@@ -103,6 +103,12 @@ impl Machine<'_> {
             let next_tick = (self.now / tick + 1) * tick + c.tick_phase;
             self.events.push(next_tick, Event::Tick { cpu });
         }
+        // The task's body is polled when this burst ends, after the events of the other CPUs
+        // in between: fetch its future and its call into the cache now (`prefetch.rs`).
+        self.exec.prefetch(n);
+        if let Some(call) = self.shared.calls.get(n) {
+            crate::prefetch::line(call);
+        }
         self.run_burst(cpu);
     }
 

@@ -125,14 +125,16 @@ pub enum Class24 {
 }
 
 /// The 2.4 fields of `struct task_struct` (kept compact: the pick reads one per runnable task).
+/// The fields goodness reads come first and the struct starts a cache line (`repr(C)` keeps the
+/// order), so that a scan touches one line per task — the first word of `allowed` (CPUs 0..64)
+/// included — instead of two with the 128-byte CPU mask in between.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 pub struct Task24 {
     /// Ticks left of its timeslice (`counter`).
     pub counter: i64,
     /// Its place in the run list's order: smaller is nearer the head.
     pub order: i64,
-    /// CPUs it may run on (`cpus_allowed`).
-    pub allowed: CpuMask,
     /// The CPU it last ran on (`processor`).
     pub processor: CpuId,
     /// Its mm: the workload group.
@@ -147,7 +149,12 @@ pub struct Task24 {
     pub live: bool,
     /// reschedule_idle chose to preempt the busy CPU it returned for this wakeup.
     pub preempt: bool,
+    /// CPUs it may run on (`cpus_allowed`).
+    pub allowed: CpuMask,
 }
+
+// Goodness's fields and the first word of `allowed` share the task's first cache line.
+const _: () = assert!(std::mem::offset_of!(Task24, allowed) + 8 <= 64);
 
 impl Task24 {
     /// `rt_priority` for a real-time task, `None` for SCHED_OTHER.

@@ -94,18 +94,21 @@ const IDLE_GOODNESS: i64 = -1000;
 const RT_GOODNESS_MIN: i64 = 1000;
 const NAME: &str = "IBM multi-queue scheduler for Linux 2.4";
 
-/// Per-task 2.4 state (`struct task_struct`'s scheduling fields).
+/// Per-task 2.4 state (`struct task_struct`'s scheduling fields). A run-list scan reads every
+/// queued task's fields: those come first and the struct starts a cache line (`repr(C)` keeps
+/// the order), so a scan step touches one line — the links, the flags and the first word of
+/// `allowed` (CPUs 0..64) included — instead of two with the 128-byte CPU mask in between.
 #[derive(Clone, Debug)]
+#[repr(C, align(64))]
 struct Task {
     counter: i64,
-    nice: i32,
     /// rt_priority and whether SCHED_RR; `None` for SCHED_OTHER.
     rt: Option<(i64, bool)>,
     /// Address space: the workload group.
     mm: usize,
-    allowed: CpuMask,
     /// `p->processor`: the CPU whose queue it is on (or last ran on).
     processor: CpuId,
+    nice: i32,
     /// SCHED_YIELD flag, set by sched_yield and cleared when the next schedule() is done.
     yielded: bool,
     /// `has_cpu`: running (still on its run list, skipped by scans).
@@ -116,7 +119,11 @@ struct Task {
     /// Run-list links.
     next: u32,
     prev: u32,
+    allowed: CpuMask,
 }
+
+// A scan's fields and the first word of `allowed` share the task's first cache line.
+const _: () = assert!(std::mem::offset_of!(Task, allowed) + 8 <= 64);
 
 impl Task {
     fn is_rt(&self) -> bool {
