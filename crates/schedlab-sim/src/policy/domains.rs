@@ -1449,7 +1449,7 @@ mod tests {
     }
 
     /// On topology `t`, one hog started running on each CPU of `on`; `ms` ticks of the
-    /// hand-run machine. Each CPU's runnable count after.
+    /// hand-run machine ([`H::run_ticks`]). Each CPU's runnable count after.
     fn hogs_on<P: Harnessed + Policy + FairRunqueues>(
         spec: &str,
         t: &str,
@@ -1464,26 +1464,7 @@ mod tests {
             h.spawn_on(id, c, knobs(""));
             h.pick(c);
         }
-        let tick = h.tick_ns();
-        for _ in 0..ms {
-            h.now += tick;
-            for c in 0..n {
-                let Some(task) = h.curr[c] else {
-                    h.balance(c, BalanceKind::NewIdle);
-                    h.pick(c);
-                    continue;
-                };
-                let resched = h.with(|p, m| {
-                    p.update_curr(m, c, task, tick);
-                    p.task_tick(m, c, task)
-                });
-                h.balance(c, BalanceKind::Periodic);
-                if resched && h.curr[c].is_some() {
-                    h.put_prev(c, PutPrevKind::Preempted);
-                    h.pick(c);
-                }
-            }
-        }
+        h.run_ticks(ms, false);
         (0..n).map(|c| h.p.nr_running(c)).collect()
     }
 

@@ -307,9 +307,7 @@ impl<P: Harnessed> H<P> {
     }
 
     /// A hand-run machine on `topology` (set with [`Policy::set_topology`]) with `hogs` CPU
-    /// hogs all started on CPU 0, for `ticks` ticks: each tick every CPU in turn — an idle one
-    /// balances newly idle (and periodically too, with `idle_periodic`) and picks; a busy one
-    /// runs `update_curr` and `task_tick`, balances periodically and switches when asked.
+    /// hogs all started on CPU 0, run for `ticks` ticks by [`H::run_ticks`].
     pub(super) fn run_hogs_from_cpu0(
         spec: &str,
         hz: u32,
@@ -318,36 +316,43 @@ impl<P: Harnessed> H<P> {
         ticks: u64,
         idle_periodic: bool,
     ) -> H<P> {
-        let n = topology.cpus();
-        let mut h = H::<P>::new(spec, hz, n);
+        let mut h = H::<P>::new(spec, hz, topology.cpus());
         h.p.set_topology(topology);
         for id in 0..hogs {
             h.spawn_on(id, 0, knobs(""));
         }
-        let tick = h.tick_ns();
+        h.run_ticks(ticks, idle_periodic);
+        h
+    }
+
+    /// `ticks` ticks of the hand-run machine: each tick every CPU in turn — an idle one
+    /// balances newly idle (and periodically too, with `idle_periodic`) and picks; a busy one
+    /// runs `update_curr` and `task_tick`, balances periodically and switches when asked (if
+    /// the balance, e.g. an active balance's push, left it a task to switch from).
+    pub(super) fn run_ticks(&mut self, ticks: u64, idle_periodic: bool) {
+        let tick = self.tick_ns();
         for _ in 0..ticks {
-            h.now += tick;
-            for c in 0..n {
-                let Some(task) = h.curr[c] else {
-                    h.balance(c, BalanceKind::NewIdle);
+            self.now += tick;
+            for c in 0..self.curr.len() {
+                let Some(task) = self.curr[c] else {
+                    self.balance(c, BalanceKind::NewIdle);
                     if idle_periodic {
-                        h.balance(c, BalanceKind::Periodic);
+                        self.balance(c, BalanceKind::Periodic);
                     }
-                    h.pick(c);
+                    self.pick(c);
                     continue;
                 };
-                let resched = h.with(|p, m| {
+                let resched = self.with(|p, m| {
                     p.update_curr(m, c, task, tick);
                     p.task_tick(m, c, task)
                 });
-                h.balance(c, BalanceKind::Periodic);
-                if resched {
-                    h.put_prev(c, PutPrevKind::Preempted);
-                    h.pick(c);
+                self.balance(c, BalanceKind::Periodic);
+                if resched && self.curr[c].is_some() {
+                    self.put_prev(c, PutPrevKind::Preempted);
+                    self.pick(c);
                 }
             }
         }
-        h
     }
 }
 
