@@ -126,6 +126,12 @@ impl FromParams for Cfs {
 }
 
 impl Cfs {
+    /// The domains (tests).
+    #[cfg(test)]
+    pub(super) fn domains(&self) -> &Domains {
+        self.domains.as_ref().expect("a topology")
+    }
+
     fn ensure_cpus(&mut self, ncpus: usize) {
         if self.rqs.len() < ncpus {
             self.rqs.resize(
@@ -297,6 +303,19 @@ impl FairRunqueues for Cfs {
     }
     /// `can_migrate_task`: a cache-hot task only when `hot_ok` (the flat balancing of the
     /// policy ignores hotness, as it did before the domains).
+    fn pinned_away(&self, m: &MachineView, from: CpuId, to: CpuId) -> bool {
+        let queued = self.rqs[from]
+            .tree
+            .iter()
+            .rev()
+            .map(|&(_, t)| t)
+            .take(super::domains::NR_MIGRATE);
+        !m.curr[from]
+            .into_iter()
+            .chain(queued)
+            .any(|t| self.allowed[t].contains(to))
+    }
+
     fn pull_one(
         &mut self,
         m: &MachineView,

@@ -86,9 +86,12 @@ use super::{CpuId, CpuMask, MachineView, Move, TaskId};
 use crate::topology::Topology;
 
 /// `sysctl_sched_nr_migrate`: tasks examined per balancing pass.
-const NR_MIGRATE: usize = 32;
+pub(super) const NR_MIGRATE: usize = 32;
 /// `SCHED_CAPACITY_SCALE`.
 const CAPACITY: u64 = 1024;
+/// `MAX_PINNED_INTERVAL`, ms: how far the interval of a level whose tasks are all pinned away
+/// may grow.
+const MAX_PINNED_INTERVAL_MS: u64 = 512;
 
 /// Which topology level a domain is (`sched_domain_topology_level`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -189,6 +192,9 @@ pub(super) trait FairRunqueues {
     fn allowed_on(&self, task: TaskId, cpu: CpuId) -> bool;
     /// Whether `cpu` has nothing to run (`available_idle_cpu`).
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool;
+    /// Whether no task of `from` — its running one and the first `sysctl_sched_nr_migrate`
+    /// queued ones, those `detach_tasks` examines — may run on `to` (LBF_ALL_PINNED).
+    fn pinned_away(&self, m: &MachineView, from: CpuId, to: CpuId) -> bool;
     /// Detach one queued (not running) task of `from` allowed on `to`, weighing at most
     /// `max_weight`, cache-hot only if `hot_ok`, and attach it to `to`.
     fn pull_one(
@@ -727,7 +733,7 @@ impl Domains {
             if g.and(allowed).is_empty() {
                 continue;
             }
-            let stats = group_stats(r, m, index, g);
+            let stats = group_stats(r, m, index, g, &CpuMask::default());
             if g.contains(cpu) {
                 local = Some(stats);
             } else if idlest.as_ref().is_none_or(|(_, i)| pick_idlest(&stats, i)) {
@@ -809,7 +815,7 @@ impl Domains {
                 if r.nr_running(cpu) > 0 {
                     break;
                 }
-                if self.balance_rq(r, m, cpu, level, IdleType::NewlyIdle, &mut moves) > 0 {
+                if self.balance_rq(r, m, cpu, level, IdleType::NewlyIdle, &mut moves) != Some(0) {
                     break;
                 }
             }
@@ -860,19 +866,29 @@ impl Domains {
                 } else {
                     IdleType::Idle
                 };
-                if self.balance_rq(r, m, cpu, level, idle, moves) > 0 {
+                let moved = self.balance_rq(r, m, cpu, level, idle, moves);
+                if moved.is_some_and(|n| n > 0) {
                     busy = !r.cpu_idle(m, cpu);
                 }
                 self.st(cpu, level).last_balance = m.now;
                 let ms = self.st(cpu, level).balance_interval_ms;
                 interval = self.interval_ns(m, ms, busy);
+                next = next.min(m.now + interval);
+                // `continue_balancing = 0`: another CPU of this level's local group balances
+                // for it, here and at the levels above.
+                if moved.is_none() {
+                    break;
+                }
+                continue;
             }
             next = next.min(self.st(cpu, level).last_balance + interval);
         }
         next
     }
 
-    /// `sched_balance_rq` of `cpu` at `level`: tasks moved.
+    /// `sched_balance_rq` of `cpu` at `level`: tasks moved, or `None` when
+    /// `should_we_balance` leaves the balancing of this level (and those above) to another CPU
+    /// of the local group (`*continue_balancing = 0`).
     fn balance_rq<R: FairRunqueues>(
         &mut self,
         r: &mut R,
@@ -881,143 +897,195 @@ impl Domains {
         level: usize,
         idle: IdleType,
         moves: &mut Vec<Move>,
-    ) -> usize {
+    ) -> Option<usize> {
         let lv = &self.levels[level];
         let groups = lv.groups_of(cpu);
         let Some(local_i) = groups.iter().position(|g| g.contains(cpu)) else {
-            return 0;
+            return Some(0);
         };
-        // should_we_balance
-        if idle == IdleType::NewlyIdle {
-            if r.nr_running(cpu) > 0 {
-                return 0;
-            }
+        // should_we_balance; when it says no: `goto out_balanced`, and stop.
+        let designated = if idle == IdleType::NewlyIdle {
+            r.nr_running(cpu) == 0
         } else {
             let local = &groups[local_i];
             let first_idle = local.and(&self.idle).iter().find(|&c| r.cpu_idle(m, c));
-            if first_idle.unwrap_or_else(|| local.lowest().unwrap_or(cpu)) != cpu {
-                return 0;
-            }
+            first_idle.unwrap_or_else(|| local.lowest().unwrap_or(cpu)) == cpu
+        };
+        if !designated {
+            self.out_balanced(cpu, level, idle);
+            return None;
         }
-        let stats: Vec<GroupStats> = groups
-            .iter()
-            .enumerate()
-            .map(|(index, g)| group_stats(r, m, index, g))
-            .collect();
-        let local = stats[local_i];
-        let prefer_sibling = level > 0 && self.levels[level - 1].prefer_sibling;
-        // update_sd_pick_busiest
-        let busiest = stats
-            .iter()
-            .filter(|s| s.index != local_i && s.nr_running > 0)
-            .fold(None::<GroupStats>, |best, s| match best {
-                None => Some(*s),
-                Some(b) if busier(s, &b) => Some(*s),
-                b => b,
-            });
-        let total_load: u64 = stats.iter().map(|s| s.load).sum();
-        let total_weight: usize = stats.iter().map(|s| s.weight).sum();
-        let sds_avg = total_load * CAPACITY / total_weight.max(1) as u64;
-        let lv = &self.levels[level];
-        let verdict = busiest.and_then(|b| {
-            find_src_group(
-                &local,
-                &b,
-                sds_avg,
-                lv.imbalance_pct,
-                prefer_sibling,
-                idle,
-                lv.share_capacity,
-                lv.numa.then_some(lv.imb_numa_nr),
-            )
-            .map(|(kind, imb)| (b, kind, imb))
-        });
         let nl = self.levels.len();
         let si = cpu * nl + level;
-        let Some((busiest, kind, mut imbalance)) = verdict else {
-            // out_balanced
-            self.state[si].nr_balance_failed = 0;
-            if idle != IdleType::NewlyIdle {
-                let st = &mut self.state[si];
-                if st.balance_interval_ms < self.levels[level].max_interval_ms {
-                    st.balance_interval_ms *= 2;
-                }
-            }
-            return 0;
-        };
-        // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
-        // one task heavier than the imbalance is passed over), or by runnable tasks.
-        let group = self.levels[level].groups_of(cpu)[busiest.index];
-        let src = group
-            .iter()
-            .filter(|&c| {
-                let n = r.nr_running(c);
-                c != cpu && n > 0 && !(kind == Migration::Load && n == 1 && r.load(c) > imbalance)
-            })
-            .max_by_key(|&c| match kind {
-                Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
-                Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
+        // The CPUs whose tasks turned out all pinned away from `cpu` (`env.cpus` cleared of them
+        // for the `redo`).
+        let mut pinned = CpuMask::default();
+        let (src, kind) = loop {
+            let groups = self.levels[level].groups_of(cpu);
+            let stats: Vec<GroupStats> = groups
+                .iter()
+                .enumerate()
+                .map(|(index, g)| group_stats(r, m, index, g, &pinned))
+                .collect();
+            let local = stats[local_i];
+            let prefer_sibling = level > 0 && self.levels[level - 1].prefer_sibling;
+            // update_sd_pick_busiest
+            let busiest = stats
+                .iter()
+                .filter(|s| s.index != local_i && s.nr_running > 0)
+                .fold(None::<GroupStats>, |best, s| match best {
+                    None => Some(*s),
+                    Some(b) if busier(s, &b) => Some(*s),
+                    b => b,
+                });
+            let total_load: u64 = stats.iter().map(|s| s.load).sum();
+            let total_weight: usize = stats.iter().map(|s| s.weight).sum();
+            let sds_avg = total_load * CAPACITY / total_weight.max(1) as u64;
+            let lv = &self.levels[level];
+            let verdict = busiest.and_then(|b| {
+                find_src_group(
+                    &local,
+                    &b,
+                    sds_avg,
+                    lv.imbalance_pct,
+                    prefer_sibling,
+                    idle,
+                    lv.share_capacity,
+                    lv.numa.then_some(lv.imb_numa_nr),
+                )
+                .map(|(kind, imb)| (b, kind, imb))
             });
-        let failed = self.state[si].nr_balance_failed;
-        // task_hot: SMT siblings share their caches, so nothing is hot between them.
-        let hot_ok =
-            failed > self.levels[level].cache_nice_tries || self.levels[level].share_capacity;
-        let mut moved = 0;
-        // Tasks are detached only from a CPU with more than its running one.
-        if let Some(src) = src.filter(|&c| r.nr_running(c) >= 2) {
-            // detach_tasks
-            for _ in 0..NR_MIGRATE {
-                if imbalance == 0 || r.nr_running(src) <= 1 {
-                    break;
+            let Some((busiest, kind, mut imbalance)) = verdict else {
+                self.out_balanced(cpu, level, idle);
+                return Some(0);
+            };
+            // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
+            // one task heavier than the imbalance is passed over), or by runnable tasks.
+            let group = self.levels[level].groups_of(cpu)[busiest.index];
+            let src = group
+                .iter()
+                .filter(|&c| {
+                    let n = r.nr_running(c);
+                    c != cpu
+                        && !pinned.contains(c)
+                        && n > 0
+                        && !(kind == Migration::Load && n == 1 && r.load(c) > imbalance)
+                })
+                .max_by_key(|&c| match kind {
+                    Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
+                    Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
+                });
+            let Some(src) = src else {
+                // No busiest runqueue.
+                self.out_balanced(cpu, level, idle);
+                return Some(0);
+            };
+            let failed = self.state[si].nr_balance_failed;
+            // task_hot: SMT siblings share their caches, so nothing is hot between them.
+            let hot_ok =
+                failed > self.levels[level].cache_nice_tries || self.levels[level].share_capacity;
+            let mut moved = 0;
+            // Tasks are detached only from a CPU with more than its running one.
+            if r.nr_running(src) >= 2 {
+                // detach_tasks
+                for _ in 0..NR_MIGRATE {
+                    if imbalance == 0 || r.nr_running(src) <= 1 {
+                        break;
+                    }
+                    let max_weight = match kind {
+                        Migration::Load => imbalance
+                            .checked_shl(failed)
+                            .unwrap_or(u64::MAX)
+                            .max(imbalance),
+                        Migration::Task => u64::MAX,
+                    };
+                    let Some(mv) = r.pull_one(m, src, cpu, max_weight, hot_ok) else {
+                        break;
+                    };
+                    self.note_move(r, &mv);
+                    imbalance = match kind {
+                        Migration::Load => imbalance.saturating_sub(r.task_weight(mv.task)),
+                        Migration::Task => imbalance - 1,
+                    };
+                    moves.push(mv);
+                    moved += 1;
+                    if idle == IdleType::NewlyIdle {
+                        break;
+                    }
                 }
-                let max_weight = match kind {
-                    Migration::Load => imbalance
-                        .checked_shl(failed)
-                        .unwrap_or(u64::MAX)
-                        .max(imbalance),
-                    Migration::Task => u64::MAX,
-                };
-                let Some(mv) = r.pull_one(m, src, cpu, max_weight, hot_ok) else {
-                    break;
-                };
-                self.note_move(r, &mv);
-                imbalance = match kind {
-                    Migration::Load => imbalance.saturating_sub(r.task_weight(mv.task)),
-                    Migration::Task => imbalance - 1,
-                };
-                moves.push(mv);
-                moved += 1;
-                if idle == IdleType::NewlyIdle {
-                    break;
+                // LBF_ALL_PINNED: no task of the busiest CPU may run here — balance again
+                // without it while CPUs outside the local group are left, else `out_all_pinned`.
+                if moved == 0 && r.pinned_away(m, src, cpu) {
+                    pinned.insert(src);
+                    let lv = &self.levels[level];
+                    let local_group = &lv.groups_of(cpu)[local_i];
+                    let left = lv
+                        .span(cpu)
+                        .iter()
+                        .any(|c| c < m.ncpus && !pinned.contains(c) && !local_group.contains(c));
+                    if left {
+                        continue;
+                    }
+                    self.state[si].nr_balance_failed = 0;
+                    let st = &mut self.state[si];
+                    let max = self.levels[level].max_interval_ms;
+                    if idle != IdleType::NewlyIdle
+                        && (st.balance_interval_ms < MAX_PINNED_INTERVAL_MS
+                            || st.balance_interval_ms < max)
+                    {
+                        st.balance_interval_ms *= 2;
+                    }
+                    return Some(0);
                 }
             }
-        }
+            if moved > 0 {
+                let lvl_min = self.levels[level].min_interval_ms;
+                let st = &mut self.state[si];
+                st.nr_balance_failed = 0;
+                st.balance_interval_ms = lvl_min;
+                return Some(moved);
+            }
+            break (src, kind);
+        };
         let lvl_min = self.levels[level].min_interval_ms;
         let st = &mut self.state[si];
-        if moved > 0 {
-            st.nr_balance_failed = 0;
-            st.balance_interval_ms = lvl_min;
-            return moved;
-        }
         if idle != IdleType::NewlyIdle {
             st.nr_balance_failed += 1;
         }
         // need_active_balance (imbalanced_active_balance: tasks to move and more than
-        // cache_nice_tries + 2 failures), for a busiest CPU whose running task may come here.
+        // cache_nice_tries + 2 failures), for a busiest CPU whose running task may come here;
+        // one that may not is `out_one_pinned`.
         let failed = st.nr_balance_failed;
-        if let Some(src) = src {
-            let pushable = m.curr[src].is_some_and(|t| r.allowed_on(t, cpu));
-            if kind == Migration::Task
-                && failed > self.levels[level].cache_nice_tries + 2
-                && pushable
-                && self.push_cpu[src].is_none()
-            {
+        if kind == Migration::Task && failed > self.levels[level].cache_nice_tries + 2 {
+            if !m.curr[src].is_some_and(|t| r.allowed_on(t, cpu)) {
+                self.grow_interval(cpu, level, idle);
+                return Some(0);
+            }
+            if self.push_cpu[src].is_none() {
                 self.push_cpu[src] = Some(cpu);
                 self.stop_requests.push(src);
-                self.state[si].balance_interval_ms = lvl_min;
             }
         }
-        0
+        // "We were unbalanced, so reset the balancing interval."
+        self.state[si].balance_interval_ms = lvl_min;
+        Some(0)
+    }
+
+    /// `out_balanced`: nothing to move at this level (or another CPU balances it), so the
+    /// failure count restarts and the interval grows.
+    fn out_balanced(&mut self, cpu: CpuId, level: usize, idle: IdleType) {
+        self.st(cpu, level).nr_balance_failed = 0;
+        self.grow_interval(cpu, level, idle);
+    }
+
+    /// `out_one_pinned`: the balance interval doubles up to `max_interval`, except on newly
+    /// idle balancing, which disregards intervals (and would make it skyrocket).
+    fn grow_interval(&mut self, cpu: CpuId, level: usize, idle: IdleType) {
+        let max = self.levels[level].max_interval_ms;
+        let st = self.st(cpu, level);
+        if idle != IdleType::NewlyIdle && st.balance_interval_ms < max {
+            st.balance_interval_ms *= 2;
+        }
     }
 
     /// The CPUs whose stopper the balancing since the last call woke (see
@@ -1049,6 +1117,11 @@ impl Domains {
         }
         let mv = r.pull_one(m, cpu, to, u64::MAX, true)?;
         self.note_move(r, &mv);
+        // "Active balancing done, reset the failure counter": at the lowest level of the
+        // pulling CPU that spans this one.
+        if let Some(level) = self.levels.iter().position(|l| l.span(to).contains(cpu)) {
+            self.st(to, level).nr_balance_failed = 0;
+        }
         Some(mv)
     }
 
@@ -1061,9 +1134,15 @@ impl Domains {
 }
 
 /// `update_sg_lb_stats` for one group.
-fn group_stats<R: FairRunqueues>(r: &R, m: &MachineView, index: usize, g: &CpuMask) -> GroupStats {
+fn group_stats<R: FairRunqueues>(
+    r: &R,
+    m: &MachineView,
+    index: usize,
+    g: &CpuMask,
+    left_out: &CpuMask,
+) -> GroupStats {
     let (mut nr_running, mut load, mut weight, mut idle_cpus) = (0, 0, 0, 0);
-    for c in g.iter().filter(|&c| c < m.ncpus) {
+    for c in g.iter().filter(|&c| c < m.ncpus && !left_out.contains(c)) {
         nr_running += r.nr_running(c);
         load += r.load(c);
         weight += 1;
@@ -1563,5 +1642,112 @@ mod tests {
         assert_eq!(idle(&h), [0, 1, 2, 3]);
         h.wake_to(0, 1, None, 1_000);
         assert_eq!(idle(&h).len(), 3);
+    }
+
+    /// Policies whose domains a test reads.
+    trait WithDomains: Harnessed + Policy + FairRunqueues {
+        fn doms(&self) -> &Domains;
+    }
+    impl WithDomains for Cfs {
+        fn doms(&self) -> &Domains {
+            self.domains()
+        }
+    }
+    impl WithDomains for Eevdf {
+        fn doms(&self) -> &Domains {
+            self.domains()
+        }
+    }
+
+    /// `cpu`'s `(balance_interval_ms, nr_balance_failed)` at `level`.
+    fn level_state(d: &Domains, cpu: CpuId, level: usize) -> (u64, u32) {
+        let st = d.state[cpu * d.levels.len() + level];
+        (st.balance_interval_ms, st.nr_balance_failed)
+    }
+
+    fn balanced_intervals_grow<P: WithDomains>(spec: &str) {
+        // 1s:2c:2t, a hog on every CPU: nothing to move anywhere. CPUs 2 and 3 are not the
+        // first of their core, so should_we_balance leaves the MC level to CPUs 0 and 1 —
+        // `out_balanced` for them too: every CPU's MC interval grows to max_interval.
+        let t = topo("1s:2c:2t");
+        let mut h = H::<P>::new(spec, 1000, 4);
+        h.p.set_topology(&t);
+        for c in 0..4 {
+            h.spawn_on(c, c, knobs(""));
+            h.pick(c);
+        }
+        h.run_ticks(500, false);
+        let d = h.p.doms();
+        assert_eq!(d.levels[1].kind, LevelKind::Mc);
+        let max = d.levels[1].max_interval_ms;
+        for c in 0..4 {
+            assert_eq!(level_state(d, c, 1), (max, 0), "{spec}: CPU {c}");
+        }
+    }
+
+    #[test]
+    fn balanced_and_undesignated_cpus_back_off_their_intervals() {
+        balanced_intervals_grow::<Cfs>("cfs");
+        balanced_intervals_grow::<Eevdf>("eevdf");
+    }
+
+    fn push_resets_failures<P: WithDomains>(spec: &str) {
+        // Two hogs on core 0's siblings (CPUs 0 and 2): core 1 fails to pull until the stopper
+        // pushes one; then the pulling CPU's MC failure count starts again from 0.
+        let t = topo("1s:2c:2t");
+        let mut h = H::<P>::new(spec, 1000, 4);
+        h.p.set_topology(&t);
+        for (id, c) in [0, 2].into_iter().enumerate() {
+            h.spawn_on(id, c, knobs(""));
+            h.pick(c);
+        }
+        let mut failed_before = 0;
+        for _ in 0..300 {
+            let puller = [1, 3].into_iter().find(|&c| h.p.nr_running(c) > 0);
+            if let Some(puller) = puller {
+                assert!(
+                    failed_before >= 3,
+                    "{spec}: pushed after {failed_before} failures"
+                );
+                assert_eq!(level_state(h.p.doms(), puller, 1).1, 0, "{spec}");
+                return;
+            }
+            failed_before = [1, 3]
+                .into_iter()
+                .map(|c| level_state(h.p.doms(), c, 1).1)
+                .max()
+                .unwrap();
+            h.run_ticks(1, false);
+        }
+        panic!("{spec}: no push in 300 ms");
+    }
+
+    #[test]
+    fn an_active_balance_push_resets_the_failure_count() {
+        push_resets_failures::<Cfs>("cfs");
+        push_resets_failures::<Eevdf>("eevdf");
+    }
+
+    fn pinned_tasks_back_off<P: WithDomains>(spec: &str) {
+        // 1s:2c:1t, two hogs pinned to CPU 0: idle CPU 1 finds them all pinned away
+        // (LBF_ALL_PINNED, no other CPU to try), so its MC interval doubles past max_interval
+        // up to MAX_PINNED_INTERVAL instead of restarting at min_interval, and nothing moves.
+        let t = topo("1s:2c:1t");
+        let mut h = H::<P>::new(spec, 1000, 2);
+        h.p.set_topology(&t);
+        h.spawn_on(0, 0, knobs("cpus=0"));
+        h.spawn_on(1, 0, knobs("cpus=0"));
+        h.pick(0);
+        h.run_ticks(3000, true);
+        assert_eq!(h.p.nr_running(1), 0, "{spec}");
+        let d = h.p.doms();
+        assert_eq!(d.levels.len(), 1, "{spec}: one MC level");
+        assert_eq!(level_state(d, 1, 0), (MAX_PINNED_INTERVAL_MS, 0), "{spec}");
+    }
+
+    #[test]
+    fn a_level_whose_tasks_are_all_pinned_away_backs_off_to_the_pinned_maximum() {
+        pinned_tasks_back_off::<Cfs>("cfs");
+        pinned_tasks_back_off::<Eevdf>("eevdf");
     }
 }

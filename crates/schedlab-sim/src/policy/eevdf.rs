@@ -469,6 +469,12 @@ impl Eevdf {
         Move { task: t, from, to }
     }
 
+    /// The domains (tests).
+    #[cfg(test)]
+    pub(super) fn domains(&self) -> &Domains {
+        self.domains.as_ref().expect("a topology")
+    }
+
     /// The CPUs the domains believe idle (tests).
     #[cfg(test)]
     pub(super) fn domains_idle(&self) -> CpuMask {
@@ -545,6 +551,19 @@ impl FairRunqueues for Eevdf {
     fn cpu_idle(&self, m: &MachineView, cpu: CpuId) -> bool {
         Eevdf::cpu_idle(self, m, cpu)
     }
+    fn pinned_away(&self, m: &MachineView, from: CpuId, to: CpuId) -> bool {
+        let queued = self
+            .forest
+            .iter_rev(&self.rqs[from].tree)
+            .map(|t| t as TaskId)
+            .filter(|&t| self.se[t].state == State::Queued)
+            .take(NR_MIGRATE);
+        !m.curr[from]
+            .into_iter()
+            .chain(queued)
+            .any(|t| self.allowed[t].contains(to))
+    }
+
     fn pull_one(
         &mut self,
         m: &MachineView,
