@@ -29,8 +29,16 @@
 //!   the imbalance ≫ nr_balance_failed stays; newly idle stops after one),
 //!   `can_migrate_task`'s cache-hot escape after `cache_nice_tries` failures (`task_hot`: the
 //!   task last ran within `sysctl_sched_migration_cost`, 0.5 ms; never between SMT siblings,
-//!   SD_SHARE_CPUCAPACITY; cfs also never for a SCHED_IDLE task), and the balance
-//!   interval doubling when balanced and reset when tasks moved.
+//!   SD_SHARE_CPUCAPACITY; cfs also never for a SCHED_IDLE task), and the pass's outcome:
+//!   `out_balanced` (nothing to move, no busiest runqueue, or `should_we_balance` leaving the
+//!   level to another CPU of the local group — which also stops the levels above,
+//!   `continue_balancing`) restarts `nr_balance_failed` and doubles `balance_interval` up to
+//!   `max_interval` (not when newly idle); a pass that moved tasks, or found an imbalance and
+//!   moved nothing, puts it back to `min_interval`; LBF_ALL_PINNED (no task of the busiest CPU,
+//!   running or among the first `sysctl_sched_nr_migrate` queued, may run here) redoes the pass
+//!   without that CPU while CPUs outside the local group are left, else `out_all_pinned` lets
+//!   the interval grow to MAX_PINNED_INTERVAL (512 ms); `out_one_pinned` (an active balance whose
+//!   running task may not come here) doubles it.
 //! - `select_task_rq_fair` for a new task (WF_FORK; at the run's start, from the CPU the task
 //!   would start on): `sched_balance_find_dst_cpu` from the top level down — at each level
 //!   `sched_balance_find_dst_group` (`update_sg_wakeup_stats` without the child's load,
@@ -49,7 +57,8 @@
 //!   `push_cpu` are set and its stopper woken (`stop_one_cpu_nowait`): the machine preempts
 //!   that task (an IPI away) and `active_load_balance_cpu_stop` pushes one task — the
 //!   preempted one, if it is alone — to the CPU that asked (LBF_ACTIVE_LB: cache-hot or not).
-//!   A pick on that CPU before the stopper ran drops the request, as `active_balance = 0`.
+//!   A pick on that CPU before the stopper ran drops the request, as `active_balance = 0`; a
+//!   push resets `nr_balance_failed` of the pulling CPU's lowest domain spanning the pushing one.
 //! - `select_task_rq_fair` for a wakeup: `record_wakee` / `wake_wide`, `wake_affine`
 //!   (`wake_affine_idle`, then `wake_affine_weight` with WA_BIAS) between the waker's CPU and the
 //!   previous one, then `select_idle_sibling`: the target if idle, the previous CPU if it shares
