@@ -45,7 +45,14 @@
 //! - Per-level cache_hot_time, except SMT's 0: a queued task is hot for 2.5 ms at every other
 //!   level (the 10 ms of SD_NODE_INIT is not used); `task_hot` at wakeup uses each level's.
 //! - Active balancing (`active_load_balance`), SD_BALANCE_EXEC / fork placement (a new task goes
-//!   where the policy's flat `task_fork` puts it), WF_SYNC wakeups, power-savings levels.
+//!   where the policy's flat `task_fork` puts it), WF_SYNC wakeups, power-savings levels. A
+//!   `spawn` step is a fork without an exec, so `sched_exec`'s balancing (2.6.9–2.6.11: the
+//!   idlest CPU of the highest SD_BALANCE_EXEC domain, when the exec'ing CPU runs more than the
+//!   task) has no event to act on; at fork these releases kept the child on its parent's CPU
+//!   (`wake_up_new_task`), and 2.6.12's `sched_balance_self` balanced it per SD_BALANCE_FORK
+//!   level, a flag the initializers set on different levels from release to release (2.6.20's
+//!   generic SMT, MC and package initializers have none; x86-64's node level has it), so the
+//!   flat rule each policy cites stands in for all of them.
 //! - Intervals are rounded to whole ticks (`msecs_to_jiffies`, at least one tick), and a level's
 //!   `last_balance` restarts at the balance's tick rather than advancing by one interval.
 
