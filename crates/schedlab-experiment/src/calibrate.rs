@@ -25,6 +25,9 @@
 //!   TCP write + read, less the same for pipes (half the pipe ping-pong less a pipe write +
 //!   read): what a TCP receive that sleeps and is woken costs beyond a pipe read's sleep and
 //!   wakeup, which the simulator charges alike for every transport (`machine/tcp_wait.rs`);
+//! - `net_ack` = half a TCP write + read of 1 byte less a TCP read of 1 byte that leaves data
+//!   queued (16 written, the first 15 read): the ACK a read sends when it empties the queue,
+//!   which the simulator charges apart (`machine/tcp_drain.rs`), at most `net_msg`;
 //! - `bounce` = a turn of two threads on two CPUs handing one pipe back and forth (each turn a
 //!   write + read) less the bare handoff through a flag and a hot write + read: what a message
 //!   pays when its channel was last used on the other CPU;
@@ -345,10 +348,11 @@ fn build_file(
         "copy_per_kib",
         Derived::of(vec![(1.0 / 128.0, Pipe64k), (-1.0 / 128.0, PipeByte)]),
     );
-    b.derive(
+    let net_msg = b.derive(
         "net_msg",
         Derived::of(vec![(0.5, TcpByte), (-1.0, Syscall)]),
     );
+    derive_net_ack(&mut b, net_msg);
     b.derive(
         "sock_msg",
         Derived::of(vec![(0.5, UnixByte), (-1.0, Syscall)]),
@@ -537,6 +541,30 @@ fn derive_net_wait(b: &mut Builder<'_>) {
             (1.0, PipeByte),
         ]),
     );
+}
+
+/// `net_ack`: the simulator charges a one-at-a-time TCP read `syscall + net_msg` (half the
+/// write + read, its ACK included) and a read that leaves data queued `syscall + net_msg −
+/// net_ack` (`machine/tcp_drain.rs`), so net_ack is half the write + read less the read that
+/// leaves data queued — at most `net_msg` (capped, saying so, if noise put it above).
+fn derive_net_ack(b: &mut Builder<'_>, net_msg: Option<f64>) {
+    use Probe::*;
+    let d = Derived::of(vec![(0.5, TcpByte), (-1.0, TcpDrain)]);
+    match (b.estimate(&d), net_msg) {
+        (Ok(mut e), Some(msg)) => {
+            if e.value > msg {
+                e.method
+                    .push_str(&format!("; measured {:.0} ns, capped at net_msg", e.value));
+                e.value = msg;
+            }
+            b.set("net_ack", e);
+        }
+        (Ok(_), None) => b.keep(
+            "net_ack",
+            "net_msg, of which it is a part, was not measured",
+        ),
+        (Err(why), _) => b.keep("net_ack", why),
+    }
 }
 
 /// `sock_queue`: what a message with thousands queued costs beyond one with none, per doubling

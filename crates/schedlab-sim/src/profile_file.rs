@@ -20,8 +20,8 @@
 //!
 //! Unknown fields and unknown cost keys are refused, with the file named. A key the file does
 //! not set keeps its base profile's value — so a file written before a key existed still loads
-//! (e.g. `sock_queue` or `net_wait`, added after the first calibrated files: 0, charged as
-//! before them).
+//! (e.g. `sock_queue`, `net_wait` or `net_ack`, added after the first calibrated files: 0,
+//! charged as before them — `net_ack` 0 charges every TCP receive the whole `net_msg`).
 
 use crate::cost::{CostError, CostModel, PROFILES};
 use serde::{Deserialize, Serialize};
@@ -259,5 +259,29 @@ mod tests {
         let new =
             ProfileFile::parse("base = \"modern\"\n[costs]\nnet_wait = \"4100ns\"\n", p).unwrap();
         assert_eq!(new.cost_model(p).unwrap().net_wait, 4_100);
+    }
+
+    /// A file written before `net_ack` existed loads with the base profile's 0 (every TCP
+    /// receive pays `net_msg`); one that sets it sets it, and one whose `net_ack` exceeds its
+    /// `net_msg` is refused with the file named.
+    #[test]
+    fn a_file_without_net_ack_keeps_zero_and_one_above_net_msg_is_refused() {
+        let p = Path::new("old.toml");
+        let old =
+            ProfileFile::parse("base = \"modern\"\n[costs]\nnet_msg = \"3222ns\"\n", p).unwrap();
+        assert_eq!(old.cost_model(p).unwrap().net_ack, 0);
+        let new = ProfileFile::parse(
+            "base = \"modern\"\n[costs]\nnet_msg = \"3222ns\"\nnet_ack = \"2400ns\"\n",
+            p,
+        )
+        .unwrap();
+        assert_eq!(new.cost_model(p).unwrap().net_ack, 2_400);
+        let bad = ProfileFile::parse(
+            "base = \"modern\"\n[costs]\nnet_msg = \"2us\"\nnet_ack = \"2400ns\"\n",
+            p,
+        )
+        .unwrap();
+        let e = bad.cost_model(p).unwrap_err().to_string();
+        assert!(e.contains("old.toml") && e.contains("net_ack=2400"), "{e}");
     }
 }

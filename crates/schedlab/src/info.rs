@@ -84,6 +84,12 @@ pub fn list(profile_file: Option<&str>) -> Result<String, String> {
                 "    net_wait=0 (a loopback TCP receive that sleeps: no published figure; calibrate measures it)"
             );
         }
+        if c.net_ack == 0 {
+            let _ = writeln!(
+                out,
+                "    net_ack=0 (the ACK a loopback TCP read sends when it drains the queue: no published figure, every receive pays net_msg; calibrate measures it)"
+            );
+        }
     }
     let _ = writeln!(out, "  keys: {}", schedlab_sim::cost::COST_KEYS);
     let _ = writeln!(

@@ -83,6 +83,8 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "msg",
         "copy_per_kib",
         "net_msg",
+        // A TCP read's ACK, half a write + read less a read that leaves data queued: ~2.5 µs.
+        "net_ack",
         "sock_queue",
         "wakeup",
         "switch",

@@ -526,6 +526,9 @@ struct Channel {
     /// The lengths of the messages queued on it, oldest first, on a socket channel whose
     /// queue the profile charges for (`sock_queue.rs`).
     msg_lens: VecDeque<usize>,
+    /// Bytes that arrived since the reader's last ACK, on a TCP channel whose ACKs the profile
+    /// charges (`tcp_drain.rs`).
+    tcp_unacked: usize,
 }
 
 #[derive(Default)]
@@ -612,6 +615,7 @@ mod poll;
 mod sock_queue;
 mod spawn;
 mod steps;
+mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 

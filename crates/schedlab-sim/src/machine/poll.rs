@@ -103,7 +103,7 @@ impl Machine<'_> {
         }
         let writers = std::mem::take(&mut chan.writers);
         self.sock_queue_take(ch, len);
-        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
+        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
         for w in writers {
             cost += self.wake(w, Some(cpu), false);
         }

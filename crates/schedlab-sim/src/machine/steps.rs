@@ -114,6 +114,7 @@ impl Machine<'_> {
                     };
                     drop(slot);
                     self.sock_queue_push(ch, len);
+                    self.tcp_arrived(ch, len);
                     // A task whose readiness wait another channel ended is already awake.
                     if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
                         self.tasks[t].remaining += self.wake(r, Some(cpu), false);
@@ -148,7 +149,8 @@ impl Machine<'_> {
                     }
                     let writers = std::mem::take(&mut chan.writers);
                     self.sock_queue_take(ch, len);
-                    let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t);
+                    let mut cost =
+                        self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
                     for w in writers {
                         cost += self.wake(w, Some(cpu), false);
                     }
@@ -361,11 +363,11 @@ impl Machine<'_> {
                 (syscall + m + lock + bounce + self.copy_cost(len), then)
             }
             Op::Recv(ch, len) => {
-                let m = self.c(self.channel_msg_cost(ch) + self.sock_queue_extra(ch));
+                let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
                 (syscall + m + self.bounce(cpu, ch), Effect::Recv(ch, len))
             }
             Op::RecvSome(ch, max) => {
-                let m = self.c(self.channel_msg_cost(ch) + self.sock_queue_extra(ch));
+                let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
                 (
                     syscall + m + self.bounce(cpu, ch),
                     Effect::RecvSome(ch, max),
