@@ -1430,6 +1430,53 @@ mod tests {
         assert!(p.balance(&b.view(), 1, BalanceKind::NewIdle).is_empty());
     }
 
+    /// Issue 21 (scale): on more than 64 CPUs a new task's CPU comes from the placement tree;
+    /// it must be the scan's CPU — fewest runnable, then least load, first from `prev` — while
+    /// runqueues gain tasks, lose them to sleep (some as delayed entities) and see mixed weights.
+    #[test]
+    fn placement_tree_gives_the_scans_cpu_on_big_machines() {
+        let n = 200;
+        let mut b = Bench::new(n, 250);
+        let mut p = policy("eevdf");
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut placed_by_tree = 0;
+        for id in 0..3000 {
+            let nice = [0, 0, 5, -3][(next() % 4) as usize];
+            p.task_new(&b.view(), &setup(id, n, other(nice)));
+            let prev = (next() % n as u64) as usize;
+            let want = (0..n)
+                .map(|i| (prev + i) % n)
+                .min_by_key(|&c| (p.rqs[c].nr_running(), p.rqs[c].load))
+                .unwrap();
+            let cpu = p.select_task_rq(&b.view(), id, prev, None);
+            assert_eq!(cpu, want, "task {id} placed from prev {prev}");
+            placed_by_tree += usize::from(p.placement.is_some());
+            p.enqueue_task(&b.view(), cpu, id, EnqueueKind::New);
+            b.nr[cpu] += 1;
+            // Now and then a CPU runs its pick and puts it to sleep: counts and loads drop.
+            if next() % 3 == 0 {
+                let c = (next() % n as u64) as usize;
+                if b.curr[c].is_none() {
+                    if let Some(t) = p.pick_next_task(&b.view(), c) {
+                        b.curr[c] = Some(t);
+                        b.now += 100 * US;
+                        p.update_curr(&b.view(), c, t, 100 * US);
+                        p.dequeue_task(&b.view(), c, t, DequeueKind::Sleep);
+                        b.curr[c] = None;
+                        b.nr[c] = p.rqs[c].nr_running();
+                    }
+                }
+            }
+        }
+        assert_eq!(placed_by_tree, 3000, "the tree placed every task");
+    }
+
     #[test]
     fn select_task_rq_prefers_idle_cpus() {
         let mut b = Bench::new(4, 250);

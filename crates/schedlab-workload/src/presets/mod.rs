@@ -65,6 +65,16 @@ impl Samples {
     }
 }
 
+impl std::ops::Index<&str> for Samples {
+    type Output = Vec<f64>;
+
+    /// The samples of `metric`; panics when the body recorded none (as a map's index does).
+    fn index(&self, metric: &str) -> &Vec<f64> {
+        self.get(metric)
+            .unwrap_or_else(|| panic!("no samples of metric {metric:?}"))
+    }
+}
+
 impl From<BTreeMap<String, Vec<f64>>> for Samples {
     fn from(map: BTreeMap<String, Vec<f64>>) -> Samples {
         Samples(map.into_iter().map(|(m, v)| (Cow::Owned(m), v)).collect())
