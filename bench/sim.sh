@@ -129,23 +129,76 @@ for threads in 256 1024 2048 4096; do
 done
 fi
 
-# Scale (issue 21): a yield storm of 1k … 100k threads on 8 … 1024 CPUs, events/s (one
-# repetition) and peak RSS. Every run simulates SCALE_CPU_S CPU-seconds in all (default 2:
-# 250 ms on 8 CPUs, about 2 ms on 1024), so the rows handle comparable numbers of events.
+# Scale (issue 21): a yield storm of 1k … 100k threads on 8 … 1024 CPUs, events per user CPU
+# second and peak RSS. Every run simulates SCALE_CPU_S CPU-seconds in all (default 2: 250 ms on
+# 8 CPUs, about 2 ms on 1024), so the rows handle comparable numbers of events. That short a run
+# is mostly the creation of the tasks when they are many, so each case also runs 4 times as long
+# (simulated) and the steady state is the difference of the two: (events of the long run −
+# events of the short) / (user time of the long − user time of the short), what a run pays per
+# event once its tasks exist. With OLD=, the old and the new binary run alternately, REPS times
+# each, and the row prints both medians and new/old.
 # Goal: 100k tasks on 1024 CPUs under 1 GiB and >= 5 M events/s.
 #   SCALE_POLICY=cfs SCALE_CPUS="8 1024" SCALE_TASKS="100000" bench/sim.sh 1
 # SCALE_ONLY=1 prints this table alone.
+
+# scale_one BINARY CPUS TASKS US: prints "EVENTS USER_SECONDS RSS_KIB" of one run.
+scale_one() {
+  local out
+  out=$( { /usr/bin/time -f 'user %U rss %M' "$1" run yield --backend sim --policy "$scale_policy" \
+           --cpus "$2" --threads "$3" --duration "${4}us" --runs 1 >/dev/null; } 2>&1)
+  local ev us kb
+  ev=$(sed -n 's/.*\[simulated \([0-9]*\) events in .*/\1/p' <<<"$out" | tail -1)
+  us=$(sed -n 's/^user \([0-9.]*\) rss.*/\1/p' <<<"$out" | tail -1)
+  kb=$(sed -n 's/.* rss //p' <<<"$out" | tail -1)
+  echo "${ev:-0} ${us:-0} ${kb:-0}"
+}
+
+# scale_case BINARY CPUS TASKS US: one short and one long run; prints "RATE STEADY RSS_KIB".
+scale_case() {
+  read -r e1 u1 kb < <(scale_one "$1" "$2" "$3" "$4")
+  read -r e4 u4 _ < <(scale_one "$1" "$2" "$3" $(($4 * 4)))
+  awk -v e1="$e1" -v u1="$u1" -v e4="$e4" -v u4="$u4" -v kb="$kb" \
+    'BEGIN { printf "%f %f %d\n", (u1 > 0 ? e1 / u1 : 0), (u4 > u1 ? (e4 - e1) / (u4 - u1) : 0), kb }'
+}
+
 echo
 scale_policy=${SCALE_POLICY:-eevdf}
-printf '%-58s %14s %12s\n' "scale case ($scale_policy, yield, 1 repetition)" "events/s" "peak RSS MiB"
+if [ -n "${OLD:-}" ]; then
+  echo "old: $OLD; new: $sl; $reps runs each, alternating; events per user CPU second, medians;"
+  echo "steady: the extra events per extra user second of a run 4x as long (simulated)"
+  printf '%-44s %10s %10s %6s %10s %10s %6s %8s\n' "scale case ($scale_policy, yield, 1 repetition)" \
+    "old ev/s" "new ev/s" "new/old" "old steady" "new steady" "new/old" "RSS MiB"
+else
+  echo "events per user CPU second (median of $reps); steady: the extra events per extra user second"
+  echo "of a run 4x as long (simulated)"
+  printf '%-44s %10s %10s %8s\n' "scale case ($scale_policy, yield, 1 repetition)" "events/s" "steady" "RSS MiB"
+fi
 for cpus in ${SCALE_CPUS:-8 64 256 1024}; do
   for tasks in ${SCALE_TASKS:-1000 10000 100000}; do
     us=$(awk -v c="$cpus" -v s="${SCALE_CPU_S:-2}" 'BEGIN { printf "%d", s * 1e6 / c }')
-    out=$( { /usr/bin/time -f 'rss %M' "$sl" run yield --backend sim --policy "$scale_policy" \
-             --cpus "$cpus" --threads "$tasks" --duration "${us}us" --runs 1 >/dev/null; } 2>&1)
-    r=$(sed -n 's/.*\[simulated \([0-9]*\) events in \([0-9.]*\) s\].*/\1 \2/p' <<<"$out" | awk '{ print $1 / $2 }')
-    kb=$(sed -n 's/^rss //p' <<<"$out")
-    printf '%-58s %14.0f %12.1f\n' "$cpus CPUs, $tasks threads, ${us}us" "${r:-0}" \
-      "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')"
+    nr="" ns="" or="" os="" kb=0
+    for _ in $(seq "$reps"); do
+      if [ -n "${OLD:-}" ]; then
+        read -r r st _ < <(scale_case "$OLD" "$cpus" "$tasks" "$us")
+        or+="$r"$'\n'
+        os+="$st"$'\n'
+      fi
+      read -r r st kb < <(scale_case "$sl" "$cpus" "$tasks" "$us")
+      nr+="$r"$'\n'
+      ns+="$st"$'\n'
+    done
+    label="$cpus CPUs, $tasks threads, ${us}us"
+    mib=$(awk -v k="$kb" 'BEGIN { print k / 1024 }')
+    n=$(median <<<"$nr")
+    s=$(median <<<"$ns")
+    if [ -n "${OLD:-}" ]; then
+      o=$(median <<<"$or")
+      so=$(median <<<"$os")
+      printf '%-44s %10.0f %10.0f %5.2fx %10.0f %10.0f %5.2fx %8.1f\n' "$label" "$o" "$n" \
+        "$(awk -v n="$n" -v o="$o" 'BEGIN { print (o > 0 ? n / o : 0) }')" "$so" "$s" \
+        "$(awk -v n="$s" -v o="$so" 'BEGIN { print (o > 0 ? n / o : 0) }')" "$mib"
+    else
+      printf '%-44s %10.0f %10.0f %8.1f\n' "$label" "$n" "$s" "$mib"
+    fi
   done
 done

@@ -1220,7 +1220,7 @@ fn supervise(
             observed[task.group] = observed_settings_of(r.pid, r.tid);
         }
         outcome.tasks.push(TaskOutcome {
-            samples: r.samples.clone(),
+            samples: r.samples.clone().into(),
             cpu_time: Duration::from_nanos(r.cpu_ns),
             finished_at: Duration::from_nanos(r.finished_ns),
         });
@@ -1247,7 +1247,7 @@ fn supervise(
         total.add(&c);
         spawned_group.insert(r.tid, g);
         outcome.tasks[r.id] = TaskOutcome {
-            samples: r.samples.clone(),
+            samples: r.samples.clone().into(),
             cpu_time: Duration::from_nanos(r.cpu_ns),
             finished_at: Duration::from_nanos(r.finished_ns),
         };

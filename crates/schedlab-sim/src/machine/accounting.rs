@@ -8,7 +8,7 @@ use super::{Effect, Machine, SimResult};
 use crate::policy::{CpuId, MachineView};
 use crate::topology::Distance;
 use rand_core::RngCore;
-use schedlab_workload::presets::{Outcome, TaskOutcome};
+use schedlab_workload::presets::{Outcome, Samples, TaskOutcome};
 use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -172,10 +172,14 @@ impl Machine<'_> {
                 kernel.get_or_insert_with(Counters::default).add(&c);
                 continue;
             }
-            counters
-                .entry(plan.groups[t.group].name.to_string())
-                .or_default()
-                .add(&c);
+            // One name per group, not one String per task (100,000 of them at scale).
+            let name = plan.groups[t.group].name;
+            match counters.get_mut(name) {
+                Some(g) => g.add(&c),
+                None => {
+                    counters.entry(name.to_string()).or_default().add(&c);
+                }
+            }
             total.add(&c);
         }
         counters.insert("total".into(), total);
@@ -186,10 +190,9 @@ impl Machine<'_> {
             .iter()
             .enumerate()
             .map(|(i, t)| TaskOutcome {
-                samples: std::mem::take(&mut self.shared.slots[i].borrow_mut().samples)
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v))
-                    .collect(),
+                samples: Samples::from_static(std::mem::take(
+                    &mut self.shared.slots[i].borrow_mut().samples,
+                )),
                 cpu_time: Duration::from_nanos(t.cpu_ns),
                 finished_at: Duration::from_nanos(t.finished_at),
             })

@@ -71,6 +71,7 @@
 
 use super::domains::{Domains, FairRunqueues};
 use super::ds::deadline_tree::{vdiff, DeadlineTree, Forest, Id};
+use super::ds::min_tree::MinTree;
 use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
@@ -81,6 +82,9 @@ const BASE_SLICE_NS: u64 = 750_000;
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
 const NR_MIGRATE: usize = 32;
+/// Above this many CPUs a new task's CPU comes from [`MinTree`] instead of a scan of every
+/// runqueue (the same CPU; on smaller machines the scan is as cheap and nothing is kept).
+const PLACEMENT_TREE_MIN_CPUS: usize = 64;
 
 /// Where a task is, as this policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +172,10 @@ pub struct Eevdf {
     rqs: Vec<Rq>,
     /// The scheduling domains of a machine with a topology (`None`: flat, one level).
     domains: Option<Box<Domains>>,
+    /// On a flat machine of more than [`PLACEMENT_TREE_MIN_CPUS`] CPUs, each runqueue's
+    /// (runnable tasks, load), the key of a new task's placement, kept in a tournament tree
+    /// from the first placement on (`None` before, and on smaller machines).
+    placement: Option<MinTree<(usize, u64)>>,
 }
 
 /// The `eevdf` policy: its name, summary, parameters and constructor.
@@ -205,6 +213,7 @@ impl FromParams for Eevdf {
             forest: Forest::default(),
             rqs: Vec::new(),
             domains: None,
+            placement: None,
         }
     }
 }
@@ -417,6 +426,7 @@ impl Eevdf {
         rq.load += self.se[t].weight;
         self.se[t].state = State::Queued;
         self.se[t].cpu = cpu;
+        self.touch_placement(cpu);
     }
 
     /// Take a queued (or delayed) task out of `cpu`'s tree with its lag (`dequeue_entity`).
@@ -440,6 +450,7 @@ impl Eevdf {
         }
         self.se[t].state = State::Sleeping;
         self.update_min_vruntime(cpu);
+        self.touch_placement(cpu);
     }
 
     /// A delayed entity finally leaves (picked, or its CPU went idle): DELAY_ZERO clips lag to ≤ 0.
@@ -479,6 +490,30 @@ impl Eevdf {
     #[cfg(test)]
     pub(super) fn domains_idle(&self) -> CpuMask {
         *self.domains.as_ref().expect("a topology").idle_cpus()
+    }
+
+    /// `cpu`'s runnable count or load changed: the placement tree reads it again.
+    #[inline]
+    fn touch_placement(&mut self, cpu: CpuId) {
+        if let Some(p) = &mut self.placement {
+            p.touch(cpu);
+        }
+    }
+
+    /// `find_idlest_cpu` on a flat machine for a new task allowed on every CPU: the CPU with
+    /// the fewest runnable tasks, then the least load, the first from `prev` on a tie — the
+    /// scan of `select_task_rq`, from the placement tree above [`PLACEMENT_TREE_MIN_CPUS`]
+    /// CPUs (`None`: scan).
+    fn idlest_from_tree(&mut self, ncpus: usize, prev: CpuId) -> Option<CpuId> {
+        if ncpus <= PLACEMENT_TREE_MIN_CPUS {
+            return None;
+        }
+        if self.placement.as_ref().is_none_or(|p| p.len() != ncpus) {
+            self.placement = Some(MinTree::new(ncpus));
+        }
+        let rqs = &self.rqs;
+        let tree = self.placement.as_mut()?;
+        tree.first_min_from(prev, |c| (rqs[c].nr_running(), rqs[c].load))
     }
 
     /// Tell the domains whether `cpu`'s runqueue has no runnable task now.
@@ -669,6 +704,14 @@ impl Policy for Eevdf {
                 // SD_BALANCE_FORK from the CPU it starts beside.
                 return d.find_dst_cpu(self, m, prev, allowed);
             }
+            let n = m.ncpus;
+            if allowed.and(&CpuMask::first(n)) == CpuMask::first(n) {
+                if let Some(c) = self.idlest_from_tree(n, prev) {
+                    return c;
+                }
+            }
+            let allowed = &self.allowed[task];
+            let ok = |c: CpuId| c < m.ncpus && allowed.contains(c);
             return (0..m.ncpus)
                 .map(|i| (prev + i) % m.ncpus)
                 .filter(|&c| ok(c))
@@ -713,6 +756,7 @@ impl Policy for Eevdf {
                 rq.nr_delayed -= 1;
                 rq.load += self.se[task].weight;
                 self.se[task].state = State::Queued;
+                self.touch_placement(cpu);
                 self.note_idle(cpu);
                 return;
             }
@@ -752,6 +796,7 @@ impl Policy for Eevdf {
             self.se[task].state = State::Sleeping;
             self.update_min_vruntime(cpu);
         }
+        self.touch_placement(cpu);
         self.flush_if_only_delayed(m, cpu);
         self.note_idle(cpu);
     }
@@ -1402,6 +1447,53 @@ mod tests {
         spawn(&mut p, &mut b, &[pinned.clone(), pinned]);
         pick(&mut p, &mut b);
         assert!(p.balance(&b.view(), 1, BalanceKind::NewIdle).is_empty());
+    }
+
+    /// Issue 21 (scale): on more than 64 CPUs a new task's CPU comes from the placement tree;
+    /// it must be the scan's CPU — fewest runnable, then least load, first from `prev` — while
+    /// runqueues gain tasks, lose them to sleep (some as delayed entities) and see mixed weights.
+    #[test]
+    fn placement_tree_gives_the_scans_cpu_on_big_machines() {
+        let n = 200;
+        let mut b = Bench::new(n, 250);
+        let mut p = policy("eevdf");
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut placed_by_tree = 0;
+        for id in 0..3000 {
+            let nice = [0, 0, 5, -3][(next() % 4) as usize];
+            p.task_new(&b.view(), &setup(id, n, other(nice)));
+            let prev = (next() % n as u64) as usize;
+            let want = (0..n)
+                .map(|i| (prev + i) % n)
+                .min_by_key(|&c| (p.rqs[c].nr_running(), p.rqs[c].load))
+                .unwrap();
+            let cpu = p.select_task_rq(&b.view(), id, prev, None);
+            assert_eq!(cpu, want, "task {id} placed from prev {prev}");
+            placed_by_tree += usize::from(p.placement.is_some());
+            p.enqueue_task(&b.view(), cpu, id, EnqueueKind::New);
+            b.nr[cpu] += 1;
+            // Now and then a CPU runs its pick and puts it to sleep: counts and loads drop.
+            if next() % 3 == 0 {
+                let c = (next() % n as u64) as usize;
+                if b.curr[c].is_none() {
+                    if let Some(t) = p.pick_next_task(&b.view(), c) {
+                        b.curr[c] = Some(t);
+                        b.now += 100 * US;
+                        p.update_curr(&b.view(), c, t, 100 * US);
+                        p.dequeue_task(&b.view(), c, t, DequeueKind::Sleep);
+                        b.curr[c] = None;
+                        b.nr[c] = p.rqs[c].nr_running();
+                    }
+                }
+            }
+        }
+        assert_eq!(placed_by_tree, 3000, "the tree placed every task");
     }
 
     #[test]

@@ -28,15 +28,64 @@ pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 use crate::context::{Context, WorkloadError};
 use crate::plan::{Plan, TaskRef};
 use crate::record::{Better, MetricDef};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::Duration;
+
+/// The samples one task's body recorded, by metric name: a short list (a body records one to
+/// three metrics), each name once. The simulator hands over its bodies' `&'static str` names
+/// without copying them, which matters when a repetition has 100,000 tasks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Samples(Vec<(Cow<'static, str>, Vec<f64>)>);
+
+impl Samples {
+    /// The samples of `metric`, if the body recorded any.
+    pub fn get(&self, metric: &str) -> Option<&Vec<f64>> {
+        self.0.iter().find(|(m, _)| m == metric).map(|(_, v)| v)
+    }
+
+    /// Metrics recorded.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the body recorded nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// From a list whose names are each there once (the simulator's per-task slot).
+    pub fn from_static(list: Vec<(&'static str, Vec<f64>)>) -> Samples {
+        Samples(
+            list.into_iter()
+                .map(|(m, v)| (Cow::Borrowed(m), v))
+                .collect(),
+        )
+    }
+}
+
+impl std::ops::Index<&str> for Samples {
+    type Output = Vec<f64>;
+
+    /// The samples of `metric`; panics when the body recorded none (as a map's index does).
+    fn index(&self, metric: &str) -> &Vec<f64> {
+        self.get(metric)
+            .unwrap_or_else(|| panic!("no samples of metric {metric:?}"))
+    }
+}
+
+impl From<BTreeMap<String, Vec<f64>>> for Samples {
+    fn from(map: BTreeMap<String, Vec<f64>>) -> Samples {
+        Samples(map.into_iter().map(|(m, v)| (Cow::Owned(m), v)).collect())
+    }
+}
 
 /// What one task left behind after a repetition, as the backend measured it.
 #[derive(Clone, Debug, Default)]
 pub struct TaskOutcome {
     /// Samples the body recorded, by metric name.
-    pub samples: BTreeMap<String, Vec<f64>>,
+    pub samples: Samples,
     /// CPU time the task consumed while its body ran.
     pub cpu_time: Duration,
     /// When the body finished, relative to the run's epoch.
