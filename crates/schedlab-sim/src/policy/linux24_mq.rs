@@ -329,9 +329,15 @@ impl Linux24Mq {
 
     /// The CPUs of `cpu`'s pool.
     fn pool_mask(&self, ncpus: usize, cpu: CpuId) -> CpuMask {
+        CpuMask::range(self.pool_range(ncpus, cpu))
+    }
+
+    /// The CPUs of `cpu`'s pool as a range of CPU numbers (those below `ncpus`): what the
+    /// pick's look at the other queues walks, without building a 1024-bit mask per pick.
+    fn pool_range(&self, ncpus: usize, cpu: CpuId) -> std::ops::Range<CpuId> {
         let size = (ncpus / self.pools.max(1)).max(1);
         let first = cpu / size * size;
-        CpuMask::range(first..first + size)
+        first.min(ncpus)..(first + size).min(ncpus)
     }
 
     /// Seed 002's occasional rebalance: move queued tasks from pools above the mean load (one
@@ -672,12 +678,13 @@ impl Linux24Mq {
         let ncpus = self.rqs.len();
         // Within the pool; a CPU about to go idle looks at every pool with idle=all.
         let pool = if self.idle_all && next.is_none() {
-            CpuMask::first(ncpus)
+            0..ncpus
         } else {
-            self.pool_mask(ncpus, cpu)
+            self.pool_range(ncpus, cpu)
         };
-        for (r, rq) in self.rqs.iter().enumerate() {
-            if r == cpu || !pool.contains(r) {
+        for r in pool {
+            let rq = &self.rqs[r];
+            if r == cpu {
                 continue;
             }
             *scan += 1;
