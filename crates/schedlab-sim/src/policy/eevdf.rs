@@ -154,6 +154,26 @@ impl Rq {
     }
 }
 
+/// `a / b` rounded towards zero (`b` ≠ 0), in 64-bit arithmetic when both fit: the weighted
+/// sums are 128-bit for the rare queue whose sum outgrows 64 bits, and a 128-bit division is a
+/// library call of tens of cycles on the pick's path (the same quotient either way).
+#[inline]
+fn div_trunc(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) if b != -1 => i128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `a.div_euclid(b)` (`b` > 0), in 64-bit arithmetic when both fit (see [`div_trunc`]).
+#[inline]
+fn div_euclid(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) if b != -1 => i128::from(a.div_euclid(b)),
+        _ => a.div_euclid(b),
+    }
+}
+
 /// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG).
 fn base_slice(ncpus: usize) -> u64 {
     BASE_SLICE_NS * tunable_scale(ncpus)
@@ -277,7 +297,7 @@ impl Eevdf {
             if avg < 0 {
                 avg -= load - 1;
             }
-            avg /= load;
+            avg = div_trunc(avg, load);
         }
         self.rqs[cpu].min_vruntime.wrapping_add(avg as i64 as u64)
     }
@@ -348,7 +368,7 @@ impl Eevdf {
         let mut lag: i128 = 0;
         if nr_queued > 0 && se.vlag != 0 {
             let load = load.max(1);
-            lag = se.vlag as i128 * (load + se.weight as i128) / load;
+            lag = div_trunc(se.vlag as i128 * (load + se.weight as i128), load);
         }
         se.vruntime = v_avg.wrapping_sub(lag as i64 as u64);
         if se.rel_deadline {
@@ -391,7 +411,7 @@ impl Eevdf {
             .filter(|&(_, v)| avg >= vdiff(v, min) as i128 * load)
             .map(|(l, _)| l as TaskId);
         if best.is_none() {
-            let limit = (load > 0).then(|| avg.div_euclid(load));
+            let limit = (load > 0).then(|| div_euclid(avg, load));
             best = self
                 .forest
                 .first_eligible(&rq.tree, |v| match limit {
@@ -1006,6 +1026,34 @@ mod tests {
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
+
+    #[test]
+    fn divisions_give_the_128_bit_quotient_inside_and_outside_64_bits() {
+        let big = i128::from(i64::MAX);
+        let values = [
+            0,
+            1,
+            -1,
+            7,
+            -7,
+            1024,
+            -88761,
+            big,
+            -big - 1,
+            big + 1,
+            -big - 2,
+            big * 3 + 5,
+            -(big * 3) - 5,
+        ];
+        for a in values {
+            for b in values.into_iter().filter(|&b| b != 0) {
+                assert_eq!(div_trunc(a, b), a / b, "{a} / {b}");
+                if b > 0 {
+                    assert_eq!(div_euclid(a, b), a.div_euclid(b), "{a} div_euclid {b}");
+                }
+            }
+        }
+    }
 
     /// A hand-built machine: enough state to make `MachineView`s.
     struct Bench {

@@ -31,9 +31,9 @@
 //!   running on a CPU are off the lists (2.4 kept them on its list, where `can_schedule` skipped
 //!   them); after a recalculation every waiting task is filed anew.
 
+use super::ds::key_deque::KeyDeque;
 use super::linux24::{RunList, Scan, Sched24, Task24, PROC_CHANGE_PENALTY};
 use super::*;
-use std::collections::BTreeMap;
 
 /// Number of lists.
 pub(super) const NR_LISTS: usize = 33;
@@ -105,9 +105,9 @@ impl Entry {
     }
 }
 
-/// The 33 priority lists, each in 2.4 list order (a `BTreeMap` keyed by the order key).
+/// The 33 priority lists, each in 2.4 list order (keyed by the order key).
 pub struct PrioLists {
-    lists: Vec<BTreeMap<i64, Entry>>,
+    lists: Vec<KeyDeque<Entry>>,
     /// The list each waiting task is in.
     at: Vec<usize>,
     /// Bit l set: list l is not empty.
@@ -158,7 +158,7 @@ impl RunList for PrioLists {
 
     fn new() -> Self {
         PrioLists {
-            lists: vec![BTreeMap::new(); NR_LISTS],
+            lists: vec![KeyDeque::default(); NR_LISTS],
             at: Vec::new(),
             nonempty: 0,
             len: 0,
@@ -178,7 +178,7 @@ impl RunList for PrioLists {
 
     fn remove(&mut self, tasks: &[Task24], id: TaskId) {
         let l = self.at[id];
-        let removed = self.lists[l].remove(&tasks[id].order);
+        let removed = self.lists[l].remove(tasks[id].order);
         debug_assert_eq!(
             removed.map(|e| e.id as TaskId),
             Some(id),
