@@ -544,8 +544,8 @@ fn derive_net_wait(b: &mut Builder<'_>) {
 /// of the bytes of skb queued as the simulator charges it (`schedlab_sim::cost::
 /// sock_queue_doublings` of the truesize queued before each write and each read of the deep
 /// probe, averaged per message). The probe writes 1 byte at a time, 768 bytes of skb each
-/// (`schedlab_sim::skb`); the rule follows bytes because a write + read of 1,000 bytes with 640
-/// queued costs what one of 1 byte does with 1,920 queued.
+/// (`schedlab_sim::skb`); the rule follows bytes because writes that copy the same but make
+/// larger skbs cost more with many queued (`bench/sock-bytes.sh`).
 fn sock_queue(b: &mut Builder) {
     use schedlab_real::calibrate::{DEEP_DEPTH, DEEP_SOCKETS};
     let total = (DEEP_SOCKETS * DEEP_DEPTH) as u64;

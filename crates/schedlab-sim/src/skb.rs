@@ -12,10 +12,11 @@
 //! over 768 and 2,304.
 //!
 //! What a deep queue costs follows these bytes, not the count of messages (the skbs a send or
-//! receive touches have left the cache; `machine/sock_queue.rs`): with 80 socketpairs on one
-//! CPU (C loop, thread CPU time, load 4.6), a write + read of 1,000 bytes with 640 queued cost
-//! 300 ns more than with one, as 1 byte does with 1,920 queued (the same 1.47 MB of skbs),
-//! against 140 ns more for 1 byte with 640 queued.
+//! receive touches have left the cache; `machine/sock_queue.rs`): with 1,280 queued on 80
+//! socketpairs (`bench/sock-bytes.sh`: CPU 0, thread CPU time, load 8), a write + read of 192
+//! bytes (768 of skb) cost 2,022 ns, of 193 (1,280) 2,083, of 704 (1,280) 2,071 and of 705
+//! (2,304) 2,381 — the same copy costing more with a larger skb, 3.6× the copy costing alike
+//! with the same one — while with one queued all four cost 1,787–1,804 ns.
 
 /// Bytes of one `sk_buff` (232) aligned to the cache line, in every skb's `truesize`.
 const SK_BUFF_BYTES: u64 = 256;

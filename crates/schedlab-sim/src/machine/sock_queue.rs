@@ -7,8 +7,9 @@
 //! send or receive touches have left the cache, and the message costs more — on the development
 //! VM 1.37× at 5,040 small writes queued against one (`bench/sock-depth.sh`), growing by roughly
 //! equal steps per doubling. What counts is the bytes of skb queued in total (`skb.rs`), not the
-//! count of messages nor one socket's depth (200 queued on one socket cost what one does): 640
-//! writes of 1,000 bytes (2,304 bytes of skb each) cost what 1,920 of 1 byte (768 each) do.
+//! count of messages nor one socket's depth (200 queued on one socket cost what one does): with
+//! 1,280 queued, writes of 705 bytes (2,304 bytes of skb each) cost 310 ns more a message than
+//! of 704 (1,280 each), which cost what 193 bytes (1,280) do (`bench/sock-bytes.sh`).
 //! The machine sums the truesize queued on the plan's socket channels and charges each side of
 //! a socket message `sock_queue × log2(queued bytes / 49,152)` on top of `sock_msg`.
 //!
