@@ -14,8 +14,9 @@
 //!   `syscall + msg` to each side of a message); `sock_msg` the same on a UNIX socketpair,
 //!   `net_msg` over loopback TCP;
 //! - `sock_queue` = a socketpair write + read of 1 byte with 5,040 queued on 80 sockets less
-//!   the one with nothing queued, over the mean of `log2(queued / 64)` the simulator charges
-//!   the probe's writes (0 … 5,039 queued before each) and reads (5,040 … 1);
+//!   the one with nothing queued, over the mean of `log2(queued bytes / 49,152)` the simulator
+//!   charges the probe's writes (0 … 5,039 queued before each, 768 bytes of skb each) and reads
+//!   (5,040 … 1);
 //! - `copy_per_kib` = the 64 KiB pipe write + read less the 1-byte one, over two copies of 64 KiB;
 //! - `wakeup` + `switch` = half a same-CPU ping-pong round trip less a pipe write + read and two
 //!   `rq_lock` holds (one-way: write, wakeup, read, block, switch); a write that wakes a thread
@@ -568,8 +569,11 @@ fn derive_net_ack(b: &mut Builder<'_>, net_msg: Option<f64>) {
 }
 
 /// `sock_queue`: what a message with thousands queued costs beyond one with none, per doubling
-/// of the queue as the simulator charges it (`schedlab_sim::cost::sock_queue_doublings` of the
-/// messages queued before each write and each read of the deep probe, averaged per message).
+/// of the bytes of skb queued as the simulator charges it (`schedlab_sim::cost::
+/// sock_queue_doublings` of the truesize queued before each write and each read of the deep
+/// probe, averaged per message). The probe writes 1 byte at a time, 768 bytes of skb each
+/// (`schedlab_sim::skb`); the rule follows bytes because writes that copy the same but make
+/// larger skbs cost more with many queued (`bench/sock-bytes.sh`).
 fn sock_queue(b: &mut Builder) {
     use schedlab_real::calibrate::{DEEP_DEPTH, DEEP_SOCKETS};
     let total = (DEEP_SOCKETS * DEEP_DEPTH) as u64;
@@ -584,12 +588,13 @@ fn sock_queue(b: &mut Builder) {
 }
 
 /// The doublings the simulator charges one message (its write and its read) of a probe that
-/// queues `total` messages and then reads them all: the writes find 0 … total − 1 queued, the
-/// reads total … 1.
+/// queues `total` one-byte messages and then reads them all: the writes find 0 … total − 1
+/// queued, the reads total … 1, each of [`schedlab_sim::skb::unix_write_truesize`]`(1)` bytes.
 fn deep_probe_doublings(total: u64) -> f64 {
     use schedlab_sim::cost::sock_queue_doublings;
-    let writes: f64 = (0..total).map(sock_queue_doublings).sum();
-    let reads: f64 = (1..=total).map(sock_queue_doublings).sum();
+    let each = schedlab_sim::skb::unix_write_truesize(1);
+    let writes: f64 = (0..total).map(|n| sock_queue_doublings(n * each)).sum();
+    let reads: f64 = (1..=total).map(|n| sock_queue_doublings(n * each)).sum();
     (writes + reads) / total as f64
 }
 

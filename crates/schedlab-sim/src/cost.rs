@@ -22,6 +22,8 @@
 
 use std::fmt;
 
+use crate::skb::SMALL_TRUESIZE;
+
 /// Why a cost profile or an override was refused.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CostError {
@@ -104,20 +106,25 @@ pub struct CostModel {
     /// profiles charge it as a pipe's (`msg`); `calibrate` measures it (on current kernels an
     /// AF_UNIX message costs more than a pipe's).
     pub sock_msg: u64,
-    /// The extra kernel work of a UNIX-domain socket message per doubling of the messages
-    /// queued on all the machine's sockets beyond [`SOCK_QUEUE_FREE`]: each queued message is an
-    /// skb, and when thousands are queued (hackbench's 80 sockets with dozens each) the ones a
-    /// send or receive touches are cache-cold. Charged to each side of a message as
-    /// `sock_queue × log2(queued / 64)` on top of `sock_msg`. 0 in the built-in profiles (no
-    /// published figure); `calibrate` measures it (a write + read with 5,040 queued on 80
-    /// sockets against one on one socket). A profile file without it keeps its base's 0.
+    /// The extra kernel work of a UNIX-domain socket message per doubling of the bytes of skb
+    /// queued on all the machine's sockets beyond [`SOCK_QUEUE_FREE`]: each queued write is
+    /// one or more skbs of [`crate::skb::unix_write_truesize`] bytes (768 for a small write,
+    /// 2,304 for 1,000 bytes), and when megabytes are queued (hackbench's 80 sockets with
+    /// dozens each) the ones a send or receive touches are cache-cold — what counts is their
+    /// bytes, not their number (`skb.rs`). Charged to each side of a message as
+    /// `sock_queue × log2(queued bytes / 49,152)` on top of `sock_msg`. 0 in the built-in
+    /// profiles (no published figure); `calibrate` measures it (a write + read of 1 byte with
+    /// 5,040 queued on 80 sockets against one on one socket). A profile file without it keeps
+    /// its base's 0.
     pub sock_queue: u64,
-    /// Messages a UNIX-domain stream socket holds before its writer blocks, whatever their
-    /// size up to `channel_bytes`: the kernel charges each write's skb (~770 bytes for a small
-    /// message) against the sender's `sk_sndbuf` (212,992 bytes by default), so a socketpair
-    /// holds 278 writes of 1 or of 100 bytes — where a `channel_bytes` of 64 KiB alone would let
-    /// 655 of 100 bytes queue. 0 = no such limit (the built-in profiles, as before it);
-    /// `calibrate` counts it (non-blocking 1-byte writes until EAGAIN).
+    /// Small writes (up to 192 bytes) a UNIX-domain stream socket holds before its writer
+    /// blocks: the kernel charges each write's skbs, [`crate::skb::unix_write_truesize`] bytes
+    /// (768 for a small write), against the sender's `sk_sndbuf` (212,992 bytes by default), so
+    /// a socketpair holds 278 writes of 1 or of 100 bytes and 93 of 1,000 — where a
+    /// `channel_bytes` of 64 KiB would let 655 of 100 bytes or 65 of 1,000 queue. The simulated
+    /// socket takes writes while the truesize queued on it is below `sock_slots × 768` bytes,
+    /// and `channel_bytes` does not bound it. 0 = no such limit (the built-in profiles, as
+    /// before it); `calibrate` counts it (non-blocking 1-byte writes until EAGAIN).
     pub sock_slots: u64,
     /// Kernel work per message sent or received over loopback TCP/UDP, besides the copy.
     pub net_msg: u64,
@@ -223,13 +230,14 @@ pub struct CostModel {
     pub jitter: f64,
 }
 
-/// Messages queued on all sockets at or below which [`CostModel::sock_queue`] adds nothing: on
-/// the development VM, write + read of 1 byte costs the same (within 7 %) with 1 or 80 queued,
-/// and grows by roughly equal steps per doubling from 640 to 5,040 (`bench/sock-depth.sh`).
-pub const SOCK_QUEUE_FREE: u64 = 64;
+/// Bytes of skb queued on all sockets at or below which [`CostModel::sock_queue`] adds
+/// nothing: 64 small writes of [`SMALL_TRUESIZE`] bytes. On the development VM, write + read of
+/// 1 byte costs the same (within 7 %) with 1 or 80 queued, and grows by roughly equal steps per
+/// doubling from 640 to 5,040 (`bench/sock-depth.sh`).
+pub const SOCK_QUEUE_FREE: u64 = 64 * SMALL_TRUESIZE;
 
-/// How many times `queued` doubles [`SOCK_QUEUE_FREE`] (0 at or below it): the factor of
-/// [`CostModel::sock_queue`] in a socket message's cost.
+/// How many times `queued` bytes of skb double [`SOCK_QUEUE_FREE`] (0 at or below it): the
+/// factor of [`CostModel::sock_queue`] in a socket message's cost.
 pub fn sock_queue_doublings(queued: u64) -> f64 {
     if queued <= SOCK_QUEUE_FREE {
         0.0
@@ -487,9 +495,9 @@ impl CostModel {
         format!("remote_pct={}", self.remote_pct)
     }
 
-    /// The extra work of one UNIX-domain socket message sent or received while `queued`
-    /// messages wait on all the machine's sockets: `sock_queue × log2(queued / 64)`, 0 at 64 or
-    /// fewer (ns, rounded).
+    /// The extra work of one UNIX-domain socket message sent or received while `queued` bytes
+    /// of skb wait on all the machine's sockets: `sock_queue × log2(queued / 49,152)`, 0 at
+    /// 49,152 (64 small writes) or fewer (ns, rounded).
     pub fn sock_queue_cost(&self, queued: u64) -> u64 {
         if self.sock_queue == 0 || queued <= SOCK_QUEUE_FREE {
             return 0;

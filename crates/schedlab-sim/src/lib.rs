@@ -34,6 +34,7 @@ pub mod policy;
 #[allow(unsafe_code)]
 pub mod prefetch;
 pub mod profile_file;
+pub mod skb;
 pub mod topology;
 
 pub use machine::{

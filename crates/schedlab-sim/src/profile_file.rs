@@ -164,6 +164,7 @@ pub fn load_profile(spec: &str) -> Result<CostModel, ProfileFileError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::skb::SMALL_TRUESIZE;
 
     fn sample() -> ProfileFile {
         ProfileFile {
@@ -208,14 +209,14 @@ mod tests {
             .cost_model(p)
             .unwrap();
         assert_eq!((old.sock_msg, old.sock_queue), (723, 0));
-        assert_eq!(old.sock_queue_cost(5_040), 0);
+        assert_eq!(old.sock_queue_cost(5_040 * SMALL_TRUESIZE), 0);
         let new = ProfileFile::parse("base = \"modern\"\n[costs]\nsock_queue = \"80ns\"\n", p)
             .unwrap()
             .cost_model(p)
             .unwrap();
         assert_eq!(new.sock_queue, 80);
-        assert_eq!(new.sock_queue_cost(64), 0);
-        assert_eq!(new.sock_queue_cost(256), 160);
+        assert_eq!(new.sock_queue_cost(64 * SMALL_TRUESIZE), 0);
+        assert_eq!(new.sock_queue_cost(256 * SMALL_TRUESIZE), 160);
         assert!(new.to_string().ends_with(" sock_queue=80)"), "{new}");
         let bad = ProfileFile::parse("base = \"modern\"\n[costs]\nsock_queue = \"fast\"\n", p)
             .unwrap()

@@ -905,6 +905,65 @@ fn sock_slots_bounds_a_socket_queue_in_messages() {
     assert_eq!(sender_sleeps(&pipe, "0"), sender_sleeps(&pipe, "4"));
 }
 
+/// `sock_queue` follows the bytes of skb queued, not the count of messages: the same run with
+/// 1,000-byte messages (2,304 bytes of skb each) pays more for its queue than with 8-byte ones
+/// (768 each). The copy is free here so that both runs queue alike.
+#[test]
+fn sock_queue_charges_the_bytes_of_skb_queued() {
+    fn queue_cost(datasize: usize) -> i64 {
+        let m = Messaging {
+            groups: 2,
+            fds: 10,
+            loops: 5,
+            datasize,
+            transport: Transport::Socketpair,
+            ..Messaging::default()
+        };
+        let cpu = |sock_queue: &str| {
+            let cost = CostModel::profile("modern")
+                .unwrap()
+                .with_overrides(&[format!("jitter=0,copy_per_kib=0,sock_queue={sock_queue}")])
+                .unwrap();
+            let r = sim_costed(&m, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+            (r.counters["total"].cpu_time_s * 1e9).round() as i64
+        };
+        cpu("1us") - cpu("0")
+    }
+    let (small, large) = (queue_cost(8), queue_cost(1_000));
+    assert!(
+        small > 0 && large > small,
+        "8 bytes {small} ns, 1,000 bytes {large} ns"
+    );
+}
+
+/// `sock_slots` bounds a socket's queue in bytes of skb, as `sk_sndbuf` does, and replaces
+/// `channel_bytes` on it: 278 slots hold 93 writes of 1,000 bytes, more than 64 KiB of
+/// `channel_bytes` (65), so senders sleep less than without `sock_slots`; they hold 278 of
+/// 100 bytes, fewer than 64 KiB (655), so senders sleep more.
+#[test]
+fn sock_slots_bounds_a_socket_queue_in_bytes_of_skb() {
+    fn sender_sleeps(datasize: usize, slots: &str) -> u64 {
+        let m = Messaging {
+            groups: 1,
+            fds: 4,
+            loops: 400,
+            datasize,
+            transport: Transport::Socketpair,
+            ..Messaging::default()
+        };
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&[format!("jitter=0,sock_slots={slots}")])
+            .unwrap();
+        let r = sim_costed(&m, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
+        r.counters["sender"].voluntary_switches.unwrap()
+    }
+    let (bytes_1000, slots_1000) = (sender_sleeps(1_000, "0"), sender_sleeps(1_000, "278"));
+    assert!(slots_1000 < bytes_1000, "{slots_1000} vs {bytes_1000}");
+    let (bytes_100, slots_100) = (sender_sleeps(100, "0"), sender_sleeps(100, "278"));
+    assert!(slots_100 > bytes_100, "{slots_100} vs {bytes_100}");
+}
+
 #[test]
 fn every_policy_runs_every_workload_on_several_cpus() {
     for policy in schedlab_sim::policy::POLICIES.iter().map(|p| p.name) {

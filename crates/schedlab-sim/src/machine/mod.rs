@@ -523,9 +523,11 @@ struct Channel {
     segments: u64,
     /// The CPU that last sent or received on it (for `bounce`).
     last_cpu: Option<CpuId>,
-    /// The lengths of the messages queued on it, oldest first, on a socket channel whose
-    /// queue the profile charges for (`sock_queue.rs`).
-    msg_lens: VecDeque<usize>,
+    /// The unread bytes and the skb truesize of the messages queued on it, oldest first, on a
+    /// socket channel whose queue the profile charges for or bounds (`sock_queue.rs`).
+    msg_lens: VecDeque<(usize, u64)>,
+    /// The truesize of those messages (`skb.rs`), which `sock_slots` bounds.
+    sock_bytes: u64,
     /// Bytes that arrived since the reader's last ACK, on a TCP channel whose ACKs the profile
     /// charges (`tcp_drain.rs`).
     tcp_unacked: usize,
@@ -660,7 +662,7 @@ struct Machine<'a> {
     /// messages for the queue or bounds it in messages (`sock_queue` or `sock_slots` > 0;
     /// `sock_queue.rs`).
     sock_queue_on: bool,
-    /// Messages queued on all those channels.
+    /// Bytes of skb (truesize) queued on all those channels.
     sock_queued: u64,
     /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
     /// in-process queues, charged as pipe messages.

@@ -1,22 +1,27 @@
 //! The cost of a UNIX-domain socket message when many are queued ([`CostModel::sock_queue`]):
-//! each `write` on an AF_UNIX stream socket queues one skb on the peer (`unix_stream_sendmsg`
-//! in net/unix/af_unix.c allocates one per write and links it on `sk_receive_queue`), and
-//! each `read` unlinks and frees them. With thousands queued across the machine's sockets
-//! (hackbench: 80 sockets, dozens each) the skbs a send or receive touches have left the cache,
-//! and the message costs more — on the development VM 1.37× at 5,040 queued against one
-//! (`bench/sock-depth.sh`), growing by roughly equal steps per doubling. The machine counts the
-//! messages queued on the plan's socket channels and charges each side of a socket message
-//! `sock_queue × log2(queued / 64)` on top of `sock_msg`; what counts is the total, not one
-//! socket's depth (200 queued on one socket cost what one does).
+//! each `write` on an AF_UNIX stream socket queues one skb (or, past 36 KiB, several) on the
+//! peer (`unix_stream_sendmsg` in net/unix/af_unix.c allocates them with
+//! `sock_alloc_send_pskb`, which charges their `truesize` to the sender's `sk_wmem_alloc`, and
+//! links them on `sk_receive_queue`), and each `read` unlinks and frees them. With megabytes of
+//! skbs queued across the machine's sockets (hackbench: 80 sockets, dozens each) the ones a
+//! send or receive touches have left the cache, and the message costs more — on the development
+//! VM 1.37× at 5,040 small writes queued against one (`bench/sock-depth.sh`), growing by roughly
+//! equal steps per doubling. What counts is the bytes of skb queued in total (`skb.rs`), not the
+//! count of messages nor one socket's depth (200 queued on one socket cost what one does): with
+//! 1,280 queued, writes of 705 bytes (2,304 bytes of skb each) cost 310 ns more a message than
+//! of 704 (1,280 each), which cost what 193 bytes (1,280) do (`bench/sock-bytes.sh`).
+//! The machine sums the truesize queued on the plan's socket channels and charges each side of
+//! a socket message `sock_queue × log2(queued bytes / 49,152)` on top of `sock_msg`.
 //!
-//! The same count bounds a socket's queue in messages ([`CostModel::sock_slots`]): the kernel
-//! charges each skb's true size, ~770 bytes for a small write, to the sender's `sk_sndbuf`, so a
-//! socketpair holds 278 small messages, not `channel_bytes` of them.
+//! The same bytes bound a socket's queue ([`CostModel::sock_slots`]): the kernel makes a writer
+//! wait while the truesize it has queued reaches `sk_sndbuf`, so a socketpair holds 278 writes
+//! of 1 or 100 bytes and 93 of 1,000, whatever `channel_bytes` says.
 //!
 //! [`CostModel::sock_queue`]: crate::cost::CostModel::sock_queue
 //! [`CostModel::sock_slots`]: crate::cost::CostModel::sock_slots
 
 use super::Machine;
+use crate::skb::{unix_write_truesize, SMALL_TRUESIZE};
 
 impl Machine<'_> {
     /// Whether channel `ch` is one of the plan's UNIX-domain socket channels and the profile
@@ -33,19 +38,24 @@ impl Machine<'_> {
         self.cost.sock_queue_cost(self.sock_queued)
     }
 
-    /// Whether channel `ch` holds as many messages as a socket may (`sock_slots`), so that a
-    /// writer must wait.
-    pub(super) fn sock_slots_full(&self, ch: usize) -> bool {
-        self.sock_queue_counted(ch)
-            && self.cost.sock_slots > 0
-            && self.channels[ch].msg_lens.len() as u64 >= self.cost.sock_slots
+    /// Whether a writer may queue more on channel `ch` now, if the socket's own bound applies
+    /// (`sock_slots` > 0 on a counted socket channel): while the truesize queued on it is below
+    /// `sock_slots` small writes' worth. `None` where the channel is bounded by `channel_bytes`
+    /// instead.
+    pub(super) fn sock_slots_room(&self, ch: usize) -> Option<bool> {
+        (self.sock_queue_counted(ch) && self.cost.sock_slots > 0).then(|| {
+            self.channels[ch].sock_bytes < self.cost.sock_slots.saturating_mul(SMALL_TRUESIZE)
+        })
     }
 
     /// A message of `len` bytes was queued on channel `ch`.
     pub(super) fn sock_queue_push(&mut self, ch: usize, len: usize) {
         if self.sock_queue_counted(ch) && len > 0 {
-            self.channels[ch].msg_lens.push_back(len);
-            self.sock_queued += 1;
+            let truesize = unix_write_truesize(len);
+            let chan = &mut self.channels[ch];
+            chan.msg_lens.push_back((len, truesize));
+            chan.sock_bytes += truesize;
+            self.sock_queued += truesize;
         }
     }
 
@@ -55,16 +65,20 @@ impl Machine<'_> {
         if !self.sock_queue_counted(ch) {
             return;
         }
-        let lens = &mut self.channels[ch].msg_lens;
+        let chan = &mut self.channels[ch];
         while len > 0 {
-            let Some(front) = lens.front_mut() else { break };
+            let Some((front, truesize)) = chan.msg_lens.front_mut() else {
+                break;
+            };
             if *front > len {
                 *front -= len;
                 break;
             }
             len -= *front;
-            lens.pop_front();
-            self.sock_queued -= 1;
+            let truesize = *truesize;
+            chan.msg_lens.pop_front();
+            chan.sock_bytes -= truesize;
+            self.sock_queued -= truesize;
         }
     }
 }

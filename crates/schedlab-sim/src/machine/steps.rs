@@ -90,13 +90,14 @@ impl Machine<'_> {
                     }
                 }
                 Effect::Send(ch) => {
-                    let full = self.sock_slots_full(ch);
+                    let sock_room = self.sock_slots_room(ch);
                     let mut slot = self.shared.slots[t].borrow_mut();
                     let chan = &mut self.channels[ch];
                     let len = slot.outbuf.len();
-                    let room = !full
-                        && (chan.bytes.is_empty()
-                            || (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes);
+                    let room = chan.bytes.is_empty()
+                        || sock_room.unwrap_or_else(|| {
+                            (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes
+                        });
                     if !room {
                         drop(slot);
                         chan.writers.push(t);
