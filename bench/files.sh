@@ -18,7 +18,7 @@ cargo build --release -q
 sl=target/release/schedlab
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. bench/lib.sh
 metric() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("\n".join(str(x["metrics"][sys.argv[2]]) for x in r["configs"][0]["repetitions"]))' "$1" "$2"; }
 
 echo "1. compute accuracy (real kernel, one task pinned to CPU 0, $reps repetitions)"

@@ -69,7 +69,7 @@ for i in $(seq "$pairs"); do
   printf '%4d %10.4f %10.4f %10.4f %10.4f %8s %8s\n' "$i" "$won" "$woff" "$con" "$coff" "$rw" "$rc"
   ratios+=("$rw $rc")
 done
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 mw=$(printf '%s\n' "${ratios[@]}" | awk '{ print $1 }' | median)
 mc=$(printf '%s\n' "${ratios[@]}" | awk '{ print $2 }' | median)
 echo "median on/off: wall $mw, cpu $mc (goal <= 1.05)"

@@ -17,7 +17,7 @@ cargo build --release -q
 sl=target/release/schedlab
 groups=4 loops=500 pploops=100000
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. bench/lib.sh
 
 # hackbench prints "Time: S.mmm"; schedlab prints the same line per repetition on stderr.
 hb_time() { hackbench "$@" | awk '/^Time:/ {print $2}'; }

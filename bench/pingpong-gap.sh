@@ -31,8 +31,7 @@ if [ -z "${SCHEDLAB:-}" ]; then
   SCHEDLAB=$PWD/target/release/schedlab
 fi
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
+. bench/lib.sh
 
 # calibrate prints the probe's row as: description, ns, ±CI, samples, converged.
 probe_us() {

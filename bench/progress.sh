@@ -19,7 +19,7 @@ if [ -z "${SCHEDLAB:-}" ]; then
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. bench/lib.sh
 spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.4g-%.4g", lo, hi}'; }
 # The record's primary metric: the mean of the first configuration.
 primary() {

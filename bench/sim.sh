@@ -40,9 +40,7 @@ one() {
 }
 
 # The median of the numbers on stdin.
-median() {
-  sort -g | awk 'NF { a[++n] = $1 } END { if (n == 0) print 0; else print a[int((n + 1) / 2)] }'
-}
+. bench/lib.sh
 
 # measure NEW_CMD... [-- OLD_CMD...]: REPS runs of each, alternating (old first); prints the
 # median events per user second of new and of old (0 when there is no old), and the median user

@@ -68,7 +68,7 @@ int main(int argc, char **argv) {
 }
 EOF
 cc -O2 -o "$tmp/sb" "$tmp/sb.c"
-median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+. "$(dirname "$0")/lib.sh"
 before=$(cut -d' ' -f1 /proc/loadavg)
 n=$((depth * 80))
 sizes="192 193 704 705"

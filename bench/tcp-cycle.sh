@@ -31,8 +31,7 @@ if [ -z "${SCHEDLAB:-}" ]; then
   SCHEDLAB=$PWD/target/release/schedlab
 fi
 
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-load1() { cut -d' ' -f1 /proc/loadavg; }
+. bench/lib.sh
 # The summary table's rtt_p50 row: name, unit, N, mean, ...
 p50_us() {
   "$SCHEDLAB" run pingpong --transport "$1" --loops 20000 --group ping:cpus=0 --group pong:cpus=0 \

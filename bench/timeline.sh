@@ -38,7 +38,7 @@ one() {
   echo "$m $(echo "$t1 - $t0" | bc -l)"
 }
 
-median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+. bench/lib.sh
 
 if [ "$(id -u)" = 0 ]; then
   echo "real kernel: schedlab run ${args[*]} [--timeline], $pairs pairs"

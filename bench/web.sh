@@ -41,7 +41,7 @@ cleanup() {
   rm -rf "$tmp"
 }
 trap cleanup EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+. bench/lib.sh
 # record FILE: "req_per_s client_cpu_s" of a one-run record.
 record() {
   python3 -c 'import json,sys
