@@ -300,7 +300,7 @@ impl Backend for SimBackend {
         )
         .map_err(|e| match e {
             SimError::Interrupted => RepError::Interrupted,
-            e @ SimError::Timeout(_) => RepError::TimedOut(e.to_string()),
+            e @ SimError::Timeout { .. } => RepError::TimedOut(e.to_string()),
             e => RepError::Failed(e.to_string()),
         })?;
         let exact = "simulator (exact)".to_string();

@@ -46,7 +46,9 @@ pub fn render(e: &ExperimentError) -> String {
         },
         ExperimentError::Repetition {
             timed_out: true, ..
-        } => format!("{e} (raise it with --timeout)"),
+        } => format!(
+            "{e} (raise it with --timeout, or ask for less: a shorter --duration, fewer --loops or --messages, fewer CPUs or tasks)"
+        ),
         ExperimentError::TraceRequired(m) => format!("--counters trace: {m}"),
         ExperimentError::OtherExperiment { path, .. } => format!(
             "--out: {e}; use a new --out directory (or remove {} to discard that record)",

@@ -197,10 +197,19 @@ pub enum SimError {
     Interrupted,
     /// The wall-clock budget ran out.
     #[error(
-        "the simulation exceeded its wall-clock budget of {}",
-        schedlab_workload::duration::format_duration(*.0)
+        "the simulation exceeded its wall-clock budget of {} after simulating {} in {:.1} M events",
+        schedlab_workload::duration::format_duration(*budget),
+        schedlab_workload::duration::format_duration(Duration::from_nanos(*simulated_ns)),
+        *events as f64 / 1e6
     )]
-    Timeout(Duration),
+    Timeout {
+        /// The budget.
+        budget: Duration,
+        /// How far the simulated clock had come.
+        simulated_ns: u64,
+        /// Events handled by then.
+        events: u64,
+    },
     /// The event queue outgrew the simulator's memory budget ([`MAX_PENDING_EVENTS`]): the run
     /// is not going anywhere a result could come from.
     #[error("the simulation stopped: {pending} events were pending (about {mib} MiB), more than the simulator's budget of {limit}; {state}")]
@@ -874,7 +883,11 @@ impl<'a> Machine<'a> {
                 }
                 if let Some(b) = budget {
                     if n.is_multiple_of(65536) && started.elapsed() > b {
-                        return Err(SimError::Timeout(b));
+                        return Err(SimError::Timeout {
+                            budget: b,
+                            simulated_ns: self.now,
+                            events: n,
+                        });
                     }
                 }
             }
