@@ -3,11 +3,13 @@
 //! arrived since the last ACK (`machine/tcp_drain.rs`); other transports, FreeBSD's netisr
 //! loopback, and `net_ack` 0 (the built-in profiles) charge every receive as before.
 
+mod common;
+
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimResult, SimSetup};
 use schedlab_workload::knobs::Knobs;
-use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
+use schedlab_workload::plan::{Plan, Transport};
 use schedlab_workload::presets::Outcome;
 use schedlab_workload::record::MetricDef;
 use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
@@ -31,19 +33,7 @@ impl Workload for Batches {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: vec![GroupPlan {
-                name: "a",
-                tasks: 1,
-                spawn: 0,
-            }],
-            channels: 1,
-            duplex: false,
-            locks: 0,
-            sync: SyncPlan::default(),
-            mode: TaskMode::Threads,
-            transport: self.transport,
-        }
+        common::one_task_plan(self.transport)
     }
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![7u8; self.size];

@@ -2,11 +2,13 @@
 //! (`machine/tcp_wait.rs`); receives that find their data, other transports and readiness
 //! waits do not, and at 0 (the built-in profiles) nothing changes.
 
+mod common;
+
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimResult, SimSetup};
 use schedlab_workload::knobs::Knobs;
-use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
+use schedlab_workload::plan::{Plan, Transport};
 use schedlab_workload::presets::{Outcome, PingPong};
 use schedlab_workload::record::MetricDef;
 use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
@@ -83,19 +85,7 @@ impl Workload for SelfSend {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: vec![GroupPlan {
-                name: "a",
-                tasks: 1,
-                spawn: 0,
-            }],
-            channels: 1,
-            duplex: false,
-            locks: 0,
-            sync: SyncPlan::default(),
-            mode: TaskMode::Threads,
-            transport: Transport::Tcp,
-        }
+        common::one_task_plan(Transport::Tcp)
     }
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = [7u8; 100];

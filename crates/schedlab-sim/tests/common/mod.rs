@@ -4,11 +4,13 @@ use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimResult, SimSetup};
 use schedlab_workload::knobs::Knobs;
+use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
 use schedlab_workload::Workload;
 use std::time::Duration;
 
 /// One repetition of `w` under seed 003's machine — linux24 on `cpus` simulated piii-700 CPUs —
 /// with seed 1, default knobs and at most `wall_budget` of wall time.
+#[allow(dead_code)] // not every test file that shares this module uses it
 pub fn linux24_piii<W: Workload>(w: &W, cpus: usize, wall_budget: Duration) -> SimResult {
     let spec: PolicySpec = "linux24".parse().unwrap();
     let knobs = vec![Knobs::default(); w.plan().groups.len()];
@@ -25,4 +27,22 @@ pub fn linux24_piii<W: Workload>(w: &W, cpus: usize, wall_budget: Duration) -> S
         },
     )
     .unwrap()
+}
+
+/// The plan of a workload of one task (group "a") on one simplex channel of `transport`.
+#[allow(dead_code)] // not every test file that shares this module uses it
+pub fn one_task_plan(transport: Transport) -> Plan {
+    Plan {
+        groups: vec![GroupPlan {
+            name: "a",
+            tasks: 1,
+            spawn: 0,
+        }],
+        channels: 1,
+        duplex: false,
+        locks: 0,
+        sync: SyncPlan::default(),
+        mode: TaskMode::Threads,
+        transport,
+    }
 }
