@@ -352,20 +352,19 @@ impl Domain for O1 {
         for expired in [true, false] {
             let prios: Vec<usize> = self.rqs[from].array(expired).prios().collect();
             for prio in prios {
-                let ids: Vec<TaskId> = self.rqs[from].array(expired).queue[prio]
-                    .iter()
-                    .rev()
-                    .copied()
-                    .collect();
-                for id in ids {
+                // From the tail by index: a removal shifts only the tasks already looked at.
+                let mut i = self.rqs[from].array(expired).queue[prio].len();
+                while i > 0 {
+                    i -= 1;
                     if moved.len() >= max {
                         return;
                     }
+                    let id = self.rqs[from].array(expired).queue[prio][i];
                     let t = self.task(id);
                     if !balance::can_migrate_task(t.allowed, t.last_ran, now, to, hot_ok) {
                         continue;
                     }
-                    self.rqs[from].array(expired).remove(prio, id);
+                    self.rqs[from].array(expired).remove_at(prio, i);
                     self.rqs[to].array(expired).enqueue(prio, id, false);
                     let t = self.task_mut(id);
                     t.via_wakeup = false;
