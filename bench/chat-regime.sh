@@ -25,10 +25,8 @@ if ! command -v perf >/dev/null; then
   echo "skipped: perf is not installed (apt-get install -y linux-perf)"
   exit 0
 fi
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"

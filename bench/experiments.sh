@@ -133,10 +133,8 @@ else
   done
 fi
 
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q || exit 2
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin || exit 2
 bin=$tmp/bin
 mkdir -p "$bin"
 ln -s "$(cd "$(dirname "$SCHEDLAB")" && pwd)/$(basename "$SCHEDLAB")" "$bin/schedlab"

@@ -12,10 +12,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: bench/golden.sh OUTDIR}
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q || exit 1
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin || exit 1
 rm -rf "$out"
 mkdir -p "$out"
 tmp=$(mktemp -d)

@@ -20,10 +20,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-100}
 RANDOM=${SEED:-$$}
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q -p schedlab || exit 1
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin || exit 1
 work=$(mktemp -d "${TMPDIR:-/tmp}/interrupt-suite.XXXXXX")
 # A copy no other schedlab runs from: its processes are the ones whose /proc/PID/exe is $bin.
 bin=$work/schedlab

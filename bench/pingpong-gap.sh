@@ -15,23 +15,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-7}
-case $rounds in
-  '' | *[!0-9]*) echo "pingpong-gap.sh: ROUNDS must be a whole number 1..100, not '$rounds'" >&2; exit 2 ;;
-esac
-if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 100 ]; then
-  echo "pingpong-gap.sh: ROUNDS must be 1..100, not $rounds" >&2
-  exit 2
-fi
+. bench/lib.sh
+whole_in_range pingpong-gap.sh ROUNDS "$rounds" 1 100
 if [ "$(nproc)" -lt 2 ]; then
   echo "skipped: needs 2 CPUs, this machine has $(nproc)"
   exit 0
 fi
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
-
-. bench/lib.sh
+schedlab_bin
 
 # calibrate prints the probe's row as: description, ns, ±CI, samples, converged.
 probe_us() {

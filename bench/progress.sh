@@ -13,13 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 trials=${1:-7}
 command -v script >/dev/null || { echo "bench/progress.sh needs script (util-linux)" >&2; exit 1; }
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q -p schedlab
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-. bench/lib.sh
 spread() { sort -g | awk 'NR==1 {lo=$1} {hi=$1} END {printf "%.4g-%.4g", lo, hi}'; }
 # The record's primary metric: the mean of the first configuration.
 primary() {

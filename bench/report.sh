@@ -16,10 +16,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release --quiet
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+. bench/lib.sh
+schedlab_bin
 
 records=1000
 work=$(mktemp -d)

@@ -16,15 +16,9 @@
 set -euo pipefail
 depth=${1:-16}
 rounds=${2:-3}
-for v in "$depth" "$rounds"; do
-  case $v in
-    '' | *[!0-9]*) echo "sock-bytes.sh: DEPTH and ROUNDS must be whole numbers, not '$v'" >&2; exit 2 ;;
-  esac
-done
-if [ "$depth" -lt 1 ] || [ "$depth" -gt 90 ] || [ "$rounds" -lt 1 ] || [ "$rounds" -gt 20 ]; then
-  echo "sock-bytes.sh: DEPTH must be 1..90 and ROUNDS 1..20, not $depth and $rounds" >&2
-  exit 2
-fi
+. "$(dirname "$0")/lib.sh"
+whole_in_range sock-bytes.sh DEPTH "$depth" 1 90
+whole_in_range sock-bytes.sh ROUNDS "$rounds" 1 20
 command -v cc >/dev/null || { echo "skipped: needs a C compiler; apt-get install -y gcc"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -68,7 +62,6 @@ int main(int argc, char **argv) {
 }
 EOF
 cc -O2 -o "$tmp/sb" "$tmp/sb.c"
-. "$(dirname "$0")/lib.sh"
 before=$(cut -d' ' -f1 /proc/loadavg)
 n=$((depth * 80))
 sizes="192 193 704 705"

@@ -14,15 +14,9 @@
 set -euo pipefail
 depth=${1:-63}
 sockets=${2:-80}
-for v in "$depth" "$sockets"; do
-  case $v in
-    '' | *[!0-9]*) echo "sock-depth.sh: DEPTH and SOCKETS must be whole numbers 1..256, not '$v'" >&2; exit 2 ;;
-  esac
-  if [ "$v" -lt 1 ] || [ "$v" -gt 256 ]; then
-    echo "sock-depth.sh: DEPTH and SOCKETS must be 1..256, not $v" >&2
-    exit 2
-  fi
-done
+. "$(dirname "$0")/lib.sh"
+whole_in_range sock-depth.sh DEPTH "$depth" 1 256
+whole_in_range sock-depth.sh SOCKETS "$sockets" 1 256
 command -v cc >/dev/null || { echo "skipped: needs a C compiler; apt-get install -y gcc"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

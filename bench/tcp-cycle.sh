@@ -15,23 +15,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-5}
 profile=${2:-}
-case $rounds in
-  '' | *[!0-9]*) echo "tcp-cycle.sh: ROUNDS must be a whole number 1..100, not '$rounds'" >&2; exit 2 ;;
-esac
-if [ "$rounds" -lt 1 ] || [ "$rounds" -gt 100 ]; then
-  echo "tcp-cycle.sh: ROUNDS must be 1..100, not $rounds" >&2
-  exit 2
-fi
+. bench/lib.sh
+whole_in_range tcp-cycle.sh ROUNDS "$rounds" 1 100
 if [ -n "$profile" ] && [ ! -r "$profile" ]; then
   echo "tcp-cycle.sh: PROFILE '$profile' is not a readable file (write one with schedlab calibrate --out FILE)" >&2
   exit 2
 fi
-if [ -z "${SCHEDLAB:-}" ]; then
-  cargo build --release -q
-  SCHEDLAB=$PWD/target/release/schedlab
-fi
+schedlab_bin
 
-. bench/lib.sh
 # The summary table's rtt_p50 row: name, unit, N, mean, ...
 p50_us() {
   "$SCHEDLAB" run pingpong --transport "$1" --loops 20000 --group ping:cpus=0 --group pong:cpus=0 \
