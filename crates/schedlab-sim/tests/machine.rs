@@ -1,6 +1,8 @@
 //! The machine's mechanisms, checked through whole simulated runs: determinism, conservation of
 //! CPU time, fair shares, exact counters, and failures that name their cause.
 
+mod common;
+
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
@@ -288,10 +290,7 @@ fn chat_per_message_work_is_cpu_time_of_each_side() {
         client_work: Duration::from_micros(3),
         ..base.clone()
     };
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&["jitter=0,tick=0,switch=0,wakeup=0,rq_lock=0,migration=0".into()])
-        .unwrap();
+    let cost = common::modern_without_jitter("tick=0,switch=0,wakeup=0,rq_lock=0,migration=0");
     let cpu = |w: &Chat| {
         let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         let ns = |g: &str| (r.counters[g].cpu_time_s * 1e9).round() as i64;
@@ -534,10 +533,7 @@ fn the_loopback_lock_serializes_tcp_messages_across_cpus() {
     let hold = 200_000u64; // 200 µs
     let packets = (4 * 3 * 10 + 4 * 3 * 10 * 2) as u64; // client sends + server copies
     let elapsed = |net_lock: &str| {
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,net_lock={net_lock}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("net_lock={net_lock}"));
         let r = sim_costed(&chat, "cfs", 4, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         chat.metrics(&r.outcome).unwrap();
         r.elapsed_ns
@@ -680,10 +676,8 @@ fn a_touch_within_free_memory_costs_only_page_touch() {
         walks: 10,
         rest: Duration::ZERO,
     };
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&["jitter=0,tick=0,switch=0,rq_lock=0,page_touch=100,memory=64MiB".into()])
-        .unwrap();
+    let cost =
+        common::modern_without_jitter("tick=0,switch=0,rq_lock=0,page_touch=100,memory=64MiB");
     let r = sim_costed(&w, "o1", 1, &cost, &knobs(&[""]), None, None, 1).unwrap();
     let ns = (r.counters["a"].cpu_time_s * 1e9).round() as u64;
     assert_eq!(ns, 10 * 2048 * 100);
@@ -698,13 +692,9 @@ fn a_touch_within_free_memory_costs_only_page_touch() {
 /// (300 → 396), 96 pages at `reclaim` each, then sleeps.
 #[test]
 fn kswapd_wakes_below_the_low_watermark_and_stops_at_the_high_one() {
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&[
-            "jitter=0,switch=0,rq_lock=0,tick=0,wakeup=0,migration=0,reclaim=1us,memory=64MiB"
-                .into(),
-        ])
-        .unwrap();
+    let cost = common::modern_without_jitter(
+        "switch=0,rq_lock=0,tick=0,wakeup=0,migration=0,reclaim=1us,memory=64MiB",
+    );
     let run = |free_left: usize| {
         let w = Toucher {
             bytes: (16_384 - free_left) * 4096,
@@ -774,10 +764,7 @@ fn the_waker_pays_ipi_send_before_the_target_hears_of_the_wakeup() {
     };
     let k = knobs(&["cpus=0", "cpus=1"]);
     let rt = |send: &str| {
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,ipi_send={send}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("ipi_send={send}"));
         let r = sim_costed(&w, "cfs", 2, &cost, &k, None, None, 1).unwrap();
         r.elapsed_ns as i64
     };
@@ -798,10 +785,7 @@ fn a_message_on_a_channel_last_used_on_another_cpu_pays_bounce() {
         ..PingPong::default()
     };
     let elapsed = |cpus: usize, k: &[Knobs], bounce: &str| {
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,bounce={bounce}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("bounce={bounce}"));
         sim_costed(&w, "cfs", cpus, &cost, k, None, None, 1)
             .unwrap()
             .elapsed_ns as i64
@@ -825,10 +809,7 @@ fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {
             transport,
             ..PingPong::default()
         };
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,{over}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(over);
         let r = sim_costed(&w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         (r.counters["total"].cpu_time_s * 1e9).round() as i64
     };
@@ -846,10 +827,7 @@ fn socket_messages_cost_sock_msg_and_pipe_messages_msg() {
 #[test]
 fn socket_messages_pay_sock_queue_only_when_many_are_queued() {
     fn cpu<W: Workload>(w: &W, sock_queue: &str) -> i64 {
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,sock_queue={sock_queue}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("sock_queue={sock_queue}"));
         let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         (r.counters["total"].cpu_time_s * 1e9).round() as i64
     }
@@ -882,10 +860,7 @@ fn socket_messages_pay_sock_queue_only_when_many_are_queued() {
 #[test]
 fn sock_slots_bounds_a_socket_queue_in_messages() {
     fn sender_sleeps<W: Workload>(w: &W, slots: &str) -> (u64, u64) {
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,sock_slots={slots}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("sock_slots={slots}"));
         let r = sim_costed(w, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         (
             r.counters["sender"].voluntary_switches.unwrap(),
@@ -925,10 +900,8 @@ fn sock_queue_charges_the_bytes_of_skb_queued() {
             ..Messaging::default()
         };
         let cpu = |sock_queue: &str| {
-            let cost = CostModel::profile("modern")
-                .unwrap()
-                .with_overrides(&[format!("jitter=0,copy_per_kib=0,sock_queue={sock_queue}")])
-                .unwrap();
+            let cost =
+                common::modern_without_jitter(&format!("copy_per_kib=0,sock_queue={sock_queue}"));
             let r = sim_costed(&m, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
             (r.counters["total"].cpu_time_s * 1e9).round() as i64
         };
@@ -956,10 +929,7 @@ fn sock_slots_bounds_a_socket_queue_in_bytes_of_skb() {
             transport: Transport::Socketpair,
             ..Messaging::default()
         };
-        let cost = CostModel::profile("modern")
-            .unwrap()
-            .with_overrides(&[format!("jitter=0,sock_slots={slots}")])
-            .unwrap();
+        let cost = common::modern_without_jitter(&format!("sock_slots={slots}"));
         let r = sim_costed(&m, "cfs", 1, &cost, &knobs(&["", ""]), None, None, 1).unwrap();
         r.counters["sender"].voluntary_switches.unwrap()
     }

@@ -5,7 +5,6 @@
 
 mod common;
 
-use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimResult, SimSetup};
 use schedlab_workload::knobs::Knobs;
@@ -58,10 +57,7 @@ impl Workload for Batches {
 /// One repetition on one CPU under `policy`, the `modern` profile (net_msg 2.5 µs) without
 /// jitter and with `net_ack`.
 fn run(w: &Batches, policy: &str, net_ack: &str) -> SimResult {
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&[format!("jitter=0,net_ack={net_ack}")])
-        .unwrap();
+    let cost = common::modern_without_jitter(&format!("net_ack={net_ack}"));
     let spec: PolicySpec = policy.parse().unwrap();
     let knobs = vec![Knobs::default(); 1];
     run_repetition(w, SimSetup::new(&spec, 1, &cost, &knobs)).unwrap()

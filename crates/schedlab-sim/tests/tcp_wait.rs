@@ -4,7 +4,6 @@
 
 mod common;
 
-use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimResult, SimSetup};
 use schedlab_workload::knobs::Knobs;
@@ -17,10 +16,7 @@ use std::collections::BTreeMap;
 /// One repetition on `cpus` CPUs under `policy`, the `modern` profile without jitter and with
 /// `net_wait`.
 fn run<W: Workload>(w: &W, policy: &str, cpus: usize, net_wait: &str) -> SimResult {
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&[format!("jitter=0,net_wait={net_wait}")])
-        .unwrap();
+    let cost = common::modern_without_jitter(&format!("net_wait={net_wait}"));
     let spec: PolicySpec = policy.parse().unwrap();
     let knobs = vec![Knobs::default(); w.plan().groups.len()];
     run_repetition(w, SimSetup::new(&spec, cpus, &cost, &knobs)).unwrap()

@@ -2,6 +2,8 @@
 //! and `migration` between two CPUs scale with how far apart they are (`smt_pct`, `llc_pct`,
 //! `socket_pct`); on a flat machine, and between cores of one socket, they are the profile's.
 
+mod common;
+
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::topology::Topology;
@@ -24,15 +26,7 @@ fn pingpong(
         ..PingPong::default()
     };
     let spec: PolicySpec = "cfs".parse().unwrap();
-    let overrides: Vec<String> = ["jitter=0"]
-        .iter()
-        .chain(cost)
-        .map(|s| s.to_string())
-        .collect();
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&overrides)
-        .unwrap();
+    let cost = common::modern_without_jitter(&cost.join(","));
     let knobs = vec![
         parse_knob("cpus", &ping.to_string()).unwrap(),
         parse_knob("cpus", &pong.to_string()).unwrap(),
@@ -208,15 +202,7 @@ fn bursty_totals(
     cost: &[&str],
 ) -> schedlab_workload::record::Counters {
     let spec: PolicySpec = "eevdf".parse().unwrap();
-    let overrides: Vec<String> = ["jitter=0"]
-        .iter()
-        .chain(cost)
-        .map(|s| s.to_string())
-        .collect();
-    let cost = CostModel::profile("modern")
-        .unwrap()
-        .with_overrides(&overrides)
-        .unwrap();
+    let cost = common::modern_without_jitter(&cost.join(","));
     let w = Bursty {
         workers: 12,
         ms: 300,

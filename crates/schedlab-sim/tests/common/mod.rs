@@ -46,3 +46,18 @@ pub fn one_task_plan(transport: Transport) -> Plan {
         transport,
     }
 }
+
+/// The `modern` profile without jitter, with `overrides` (`key=value,...`, may be empty) on top:
+/// the exact costs most mechanism tests reason about.
+#[allow(dead_code)] // not every test file that shares this module uses it
+pub fn modern_without_jitter(overrides: &str) -> CostModel {
+    let all = if overrides.is_empty() {
+        "jitter=0".to_string()
+    } else {
+        format!("jitter=0,{overrides}")
+    };
+    CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&[all])
+        .unwrap()
+}
