@@ -921,7 +921,7 @@ impl Domains {
             first_idle.unwrap_or_else(|| local.lowest().unwrap_or(cpu)) == cpu
         };
         if !designated {
-            self.out_balanced(cpu, level, idle);
+            self.out_balanced(cpu, level, idle, false);
             return None;
         }
         let nl = self.levels.len();
@@ -965,7 +965,7 @@ impl Domains {
                 .map(|(kind, imb)| (b, kind, imb))
             });
             let Some((busiest, kind, mut imbalance)) = verdict else {
-                self.out_balanced(cpu, level, idle);
+                self.out_balanced(cpu, level, idle, false);
                 return Some(0);
             };
             // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
@@ -986,7 +986,7 @@ impl Domains {
                 });
             let Some(src) = src else {
                 // No busiest runqueue.
-                self.out_balanced(cpu, level, idle);
+                self.out_balanced(cpu, level, idle, false);
                 return Some(0);
             };
             let failed = self.state[si].nr_balance_failed;
@@ -1035,15 +1035,7 @@ impl Domains {
                     if left {
                         continue;
                     }
-                    self.state[si].nr_balance_failed = 0;
-                    let st = &mut self.state[si];
-                    let max = self.levels[level].max_interval_ms;
-                    if idle != IdleType::NewlyIdle
-                        && (st.balance_interval_ms < MAX_PINNED_INTERVAL_MS
-                            || st.balance_interval_ms < max)
-                    {
-                        st.balance_interval_ms *= 2;
-                    }
+                    self.out_balanced(cpu, level, idle, true);
                     return Some(0);
                 }
             }
@@ -1067,7 +1059,7 @@ impl Domains {
         let failed = st.nr_balance_failed;
         if kind == Migration::Task && failed > self.levels[level].cache_nice_tries + 2 {
             if !m.curr[src].is_some_and(|t| r.allowed_on(t, cpu)) {
-                self.grow_interval(cpu, level, idle);
+                self.grow_interval(cpu, level, idle, false);
                 return Some(0);
             }
             if self.push_cpu[src].is_none() {
@@ -1080,19 +1072,26 @@ impl Domains {
         Some(0)
     }
 
-    /// `out_balanced`: nothing to move at this level (or another CPU balances it), so the
-    /// failure count restarts and the interval grows.
-    fn out_balanced(&mut self, cpu: CpuId, level: usize, idle: IdleType) {
+    /// `out_balanced` (and `out_all_pinned`, when every task of the busiest CPUs was pinned
+    /// away): nothing to move at this level (or another CPU balances it), so the failure count
+    /// restarts and the interval grows.
+    fn out_balanced(&mut self, cpu: CpuId, level: usize, idle: IdleType, all_pinned: bool) {
         self.st(cpu, level).nr_balance_failed = 0;
-        self.grow_interval(cpu, level, idle);
+        self.grow_interval(cpu, level, idle, all_pinned);
     }
 
-    /// `out_one_pinned`: the balance interval doubles up to `max_interval`, except on newly
-    /// idle balancing, which disregards intervals (and would make it skyrocket).
-    fn grow_interval(&mut self, cpu: CpuId, level: usize, idle: IdleType) {
+    /// `out_one_pinned`: the balance interval doubles up to `max_interval` (up to
+    /// MAX_PINNED_INTERVAL if that is more and every task was pinned away, LBF_ALL_PINNED),
+    /// except on newly idle balancing, which disregards intervals (and would make it skyrocket).
+    fn grow_interval(&mut self, cpu: CpuId, level: usize, idle: IdleType, all_pinned: bool) {
         let max = self.levels[level].max_interval_ms;
+        let cap = if all_pinned {
+            max.max(MAX_PINNED_INTERVAL_MS)
+        } else {
+            max
+        };
         let st = self.st(cpu, level);
-        if idle != IdleType::NewlyIdle && st.balance_interval_ms < max {
+        if idle != IdleType::NewlyIdle && st.balance_interval_ms < cap {
             st.balance_interval_ms *= 2;
         }
     }
