@@ -208,6 +208,21 @@ pub fn closest_policy(release: &str) -> &'static str {
     }
 }
 
+/// The simulated policy's spec for this kernel: [`closest_policy`], and for `eevdf` the running
+/// kernel's base slice when it differs from the model's 6.12 default — read from
+/// `/proc/thread-self/sched` (`se.slice`, scaled by `1 + ilog2(min(CPUs, 8))` as
+/// SCHED_TUNABLESCALING_LOG does) and turned back into the normalized `base_slice` parameter.
+pub fn closest_policy_spec(release: &str, own_slice_ns: Option<u64>, cpus: usize) -> String {
+    let policy = closest_policy(release);
+    let normalized_us = own_slice_ns
+        .map(|s| s / schedlab_sim::policy::fair::tunable_scale(cpus) / 1_000)
+        .filter(|us| (100..=100_000).contains(us));
+    match (policy, normalized_us) {
+        ("eevdf", Some(us)) if us != 750 => format!("eevdf:base_slice={us}"),
+        _ => policy.to_string(),
+    }
+}
+
 /// Run the suite. `progress` hears each row as it finishes; `stop` ends it early with the rows
 /// so far (`RunEnd::Interrupted`).
 pub fn validate(
@@ -218,10 +233,14 @@ pub fn validate(
 ) -> Result<(RunEnd, Validation), ExperimentError> {
     let m = schedlab_real::machine::machine_info();
     let cpus = schedlab_real::host::online_cpus();
-    let policy = closest_policy(&m.kernel_release);
+    let policy = closest_policy_spec(
+        &m.kernel_release,
+        schedlab_real::procfs::own_fair_slice_ns(),
+        cpus,
+    );
     let runs = if quick { 2 } else { 3 };
     let sim = SimRequest {
-        policy: Some(policy.into()),
+        policy: Some(policy.clone()),
         cpus: Some(cpus),
         topology: None,
         profile: Some(profile.into()),
@@ -234,7 +253,7 @@ pub fn validate(
     let mut v = Validation {
         kernel: m.kernel_release,
         cpus,
-        policy: policy.into(),
+        policy,
         profile: profile.into(),
         runs,
         rows: Vec::new(),
@@ -394,6 +413,28 @@ impl MeasureOne<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_simulated_eevdf_takes_the_kernels_base_slice() {
+        // 6.18 on two CPUs: /proc shows 1.4 ms = 0.70 ms × (1 + ilog2 2).
+        assert_eq!(
+            closest_policy_spec("6.18.44", Some(1_400_000), 2),
+            "eevdf:base_slice=700"
+        );
+        // 6.12's 0.75 ms is the model's default; 3 ms on 8 or more CPUs.
+        assert_eq!(closest_policy_spec("6.12.1", Some(3_000_000), 64), "eevdf");
+        // Unreadable, or out of the parameter's range: the model's default.
+        assert_eq!(closest_policy_spec("6.18.44", None, 2), "eevdf");
+        assert_eq!(closest_policy_spec("6.18.44", Some(50_000), 1), "eevdf");
+        // Before 6.6 the closest policy is cfs, whatever the file says.
+        assert_eq!(closest_policy_spec("6.5.0", Some(1_400_000), 2), "cfs");
+        // And the spec is one the simulator accepts.
+        let spec: schedlab_sim::policy::PolicySpec =
+            closest_policy_spec("6.18.44", Some(1_400_000), 2)
+                .parse()
+                .unwrap();
+        assert_eq!(spec.describe(), "eevdf:base_slice=700");
+    }
 
     #[test]
     fn the_closest_policy_follows_the_kernel_release() {

@@ -238,6 +238,14 @@ fn observed_settings_in(dir: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// The fair class's slice of the calling thread, ns: `se.slice` of `/proc/thread-self/sched`
+/// (Linux 6.6+; `None` before, or when the file is unreadable). For a thread without a custom
+/// slice this is the kernel's `sysctl_sched_base_slice`, already scaled for the CPU count.
+pub fn own_fair_slice_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/sched").ok()?;
+    parse_sched(&text).get("se.slice")?.parse().ok()
+}
+
 /// The state letter of process `pid` (`R`, `S`, `Z`, …: the field after the parenthesised comm
 /// of `/proc/<pid>/stat`), if the process exists.
 pub fn process_state(pid: i32) -> Option<u8> {

@@ -24,7 +24,8 @@
 //! order and augmentation, so the same picks, in fewer cache-line round trips). `avg_vruntime`/`avg_load` are kept relative to
 //! `min_vruntime` exactly as the kernel does; eligibility is tested without division
 //! (`vruntime_eligible`). Weights come from [`nice_weight`](super::fair::nice_weight), SCHED_IDLE has weight 3
-//! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
+//! (WEIGHT_IDLEPRIO). The base slice is 0.75 ms (6.12; the `base_slice` parameter sets another,
+//! e.g. the 0.70 ms of later kernels) × (1 + ilog2(min(ncpus, 8))); a `slice=` knob is
 //! the 6.12 custom slice. The features modelled, all on by default as in the kernel:
 //! PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE, RUN_TO_PARITY (parameter),
 //! PREEMPT_SHORT (parameter), DELAY_DEQUEUE + DELAY_ZERO, WAKEUP_PREEMPTION.
@@ -76,8 +77,12 @@ use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
 use schedlab_workload::knobs::Knobs;
 
-/// normalized_sysctl_sched_base_slice.
-const BASE_SLICE_NS: u64 = 750_000;
+/// normalized_sysctl_sched_base_slice of 6.12, the default of the `base_slice` parameter (later
+/// kernels have 0.70 ms: `validate` reads the running kernel's from `/proc/self/sched`).
+const BASE_SLICE_US: u32 = 750;
+
+/// The `base_slice` parameter's bounds, µs: the kernel's range for a custom slice (0.1–100 ms).
+const BASE_SLICE_RANGE_US: (u32, u32) = (100, 100_000);
 /// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
@@ -174,13 +179,16 @@ fn div_euclid(a: i128, b: i128) -> i128 {
     }
 }
 
-/// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG).
-fn base_slice(ncpus: usize) -> u64 {
-    BASE_SLICE_NS * tunable_scale(ncpus)
+/// `sysctl_sched_base_slice` after `get_update_sysctl_factor` (SCHED_TUNABLESCALING_LOG): the
+/// normalized base slice `normalized_ns` scaled for `ncpus`.
+fn base_slice(normalized_ns: u64, ncpus: usize) -> u64 {
+    normalized_ns * tunable_scale(ncpus)
 }
 
 /// The Linux EEVDF fair class on per-CPU runqueues.
 pub struct Eevdf {
+    /// normalized_sysctl_sched_base_slice, ns (the `base_slice` parameter).
+    base_slice_ns: u64,
     run_to_parity: bool,
     preempt_short: bool,
     se: Vec<Se>,
@@ -205,6 +213,12 @@ pub const DEF: PolicyDef = PolicyDef {
         "Linux EEVDF: eligibility, virtual deadlines, custom slices (6.6+ fair.c, sched-eevdf.rst)",
     params: &[
         ParamDef {
+            name: "base_slice",
+            default: BASE_SLICE_US,
+            values: Values::Range(BASE_SLICE_RANGE_US.0, BASE_SLICE_RANGE_US.1),
+            meaning: "normalized base slice, us (100..100000): 750 in 6.12, 700 in later fair.c; scaled by 1 + ilog2(min(CPUs, 8))",
+        },
+        ParamDef {
             name: "run_to_parity",
             default: 1,
             values: Values::Flag,
@@ -226,6 +240,7 @@ pub const DEF: PolicyDef = PolicyDef {
 impl FromParams for Eevdf {
     fn from_params(params: &Params) -> Eevdf {
         Eevdf {
+            base_slice_ns: u64::from(params.get("base_slice")) * 1_000,
             run_to_parity: params.flag("run_to_parity"),
             preempt_short: params.flag("preempt_short"),
             se: Vec::new(),
@@ -346,7 +361,7 @@ impl Eevdf {
             return false;
         }
         if !se.custom_slice {
-            se.slice = base_slice(m.ncpus);
+            se.slice = base_slice(self.base_slice_ns, m.ncpus);
         }
         se.deadline = se
             .vruntime
@@ -362,7 +377,7 @@ impl Eevdf {
         let nr_queued = self.rqs[cpu].nr_queued;
         let se = &mut self.se[t];
         if !se.custom_slice {
-            se.slice = base_slice(m.ncpus);
+            se.slice = base_slice(self.base_slice_ns, m.ncpus);
         }
         let mut vslice = calc_delta_fair(se.slice, se.weight);
         let mut lag: i128 = 0;
@@ -654,7 +669,7 @@ impl Policy for Eevdf {
         let (class, weight) = (task.fair_class(), task.fair_weight());
         let (slice, custom_slice) = match task.knobs.slice_ns {
             Some(s) => (s.clamp(100_000, 100_000_000), true),
-            None => (base_slice(m.ncpus), false),
+            None => (base_slice(self.base_slice_ns, m.ncpus), false),
         };
         if self.se.len() <= task.id {
             self.se.resize_with(task.id + 1, || Se {
@@ -1188,9 +1203,14 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("latency"), "{e}");
-        assert_eq!(base_slice(1), 750_000);
-        assert_eq!(base_slice(8), 3_000_000);
-        assert_eq!(base_slice(64), 3_000_000);
+        assert_eq!(base_slice(750_000, 1), 750_000);
+        assert_eq!(base_slice(750_000, 8), 3_000_000);
+        assert_eq!(base_slice(750_000, 64), 3_000_000);
+        assert_eq!(
+            base_slice(700_000, 2),
+            1_400_000,
+            "6.17+ on two CPUs, as /proc shows"
+        );
     }
 
     #[test]

@@ -304,7 +304,7 @@ pub const DEF: PolicyDef = PolicyDef {
         ParamDef {
             name: "pools",
             default: 1,
-            values: Values::UpTo(MAX_CPUS as u32),
+            values: Values::Range(0, MAX_CPUS as u32),
             meaning: "CPU pools of consecutive CPUs, 1..CPUs dividing them; scheduling stays within a pool (seed 002)",
         },
         ParamDef {
@@ -316,7 +316,7 @@ pub const DEF: PolicyDef = PolicyDef {
         ParamDef {
             name: "interval",
             default: 100,
-            values: Values::UpTo(60_000),
+            values: Values::Range(0, 60_000),
             meaning: "ms between two balancing passes (1..60000; the seed says 'frequently')",
         },
         ParamDef {

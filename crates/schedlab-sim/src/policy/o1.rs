@@ -255,7 +255,7 @@ pub const DEF: PolicyDef = PolicyDef {
         ParamDef {
             name: "threshold",
             default: 0,
-            values: Values::UpTo(MAX_THRESHOLD),
+            values: Values::Range(0, MAX_THRESHOLD),
             meaning: "Hartner's preemption threshold: 0 = stock, 40 = no priority preemption among SCHED_OTHER tasks",
         },
     ],

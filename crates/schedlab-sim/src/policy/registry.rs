@@ -78,8 +78,8 @@ pub enum Values {
     /// 0 or 1, read as a byte; a number other than 0 or 1 "is out of range; use KEY=0 or
     /// KEY=1" (sysctls written as the user writes them).
     Switch,
-    /// `0..=max`, read as a `u32`; a larger number "is out of range; use KEY=0..MAX".
-    UpTo(u32),
+    /// `min..=max`, read as a `u32`; a number outside "is out of range; use KEY=MIN..MAX".
+    Range(u32, u32),
     /// One of these names, held as its index (`idle=pool|all`).
     Choice(&'static [&'static str]),
 }
@@ -91,7 +91,7 @@ impl ParamDef {
         match self.values {
             Values::Flag => "0 or 1".to_string(),
             Values::Switch => format!("{k}=0 or {k}=1"),
-            Values::UpTo(max) => format!("{k}=0..{max}"),
+            Values::Range(min, max) => format!("{k}={min}..{max}"),
             Values::Choice(names) => names
                 .iter()
                 .map(|n| format!("{k}={n}"))
@@ -138,11 +138,11 @@ impl ParamDef {
                 .position(|n| *n == value)
                 .map(|i| i as u32)
                 .ok_or_else(|| not_accepted(value.to_string())),
-            Values::UpTo(max) => {
+            Values::Range(min, max) => {
                 let v = value
                     .parse::<u32>()
                     .map_err(|_| not_accepted(value.to_string()))?;
-                if v > max {
+                if !(min..=max).contains(&v) {
                     Err(out_of_range(v))
                 } else {
                     Ok(v)
