@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The chat row's regime, real against simulated (bench/chat-regime.sh): from the first message
 (the first receiver a server wakes), per time bucket, how often the receivers sleep and are woken,
-how long a woken receiver waits to run, and how long a server runs at a turn.
+how long a woken receiver waits to run, and how long a server runs at a turn; then, over the whole
+run, each kind's turns by how they ended and what ran after a preempted server turn.
 
     chat_regime.py real PERF_SCRIPT_TEXT USERS [BUCKET_MS]   # perf script -F tid,cpu,time,event,trace
     chat_regime.py sim TIMELINE_EVENTS USERS [BUCKET_MS]     # --timeline's FILE.events/C0-R0.txt
@@ -113,6 +114,29 @@ def main():
         r = rows[i]
         print(f"{i * bucket * 1e3:9.0f} {r['wake']:9d} {r['sleep']:10d} {len(r['run']):8d} "
               f"{r['pre']:9d} {med(r['run']):>10} {med(r['wait']):>11}")
+    turns_summary(events, origin)
+
+
+def turns_summary(events, origin):
+    """The whole run from the first message: each kind's turns by how they ended (preempted or
+    asleep), their count and median length, and who ran next after a preempted server turn."""
+    start, turns, after, preempted = {}, {}, {}, None
+    for t, k, task, what in events:
+        if what == 'in':
+            start[task] = t
+            if preempted is not None and t >= origin:
+                after[k] = after.get(k, 0) + 1
+            preempted = None
+        elif what in ('out-R', 'out-S') and task in start:
+            began = start.pop(task)
+            if began >= origin:
+                turns.setdefault((k, what), []).append(t - began)
+            preempted = True if (k, what) == ('server', 'out-R') and began >= origin else None
+    for (k, what), v in sorted(turns.items()):
+        end = 'preempted' if what == 'out-R' else 'asleep'
+        print(f"  {k:8s} turns ending {end:9s} {len(v):7d}, median {1e6 * statistics.median(v):8.1f} us")
+    print("  after a preempted server turn ran: "
+          + ", ".join(f"{k} {n}" for k, n in sorted(after.items())))
 
 
 if __name__ == '__main__':
