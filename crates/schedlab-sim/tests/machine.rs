@@ -417,6 +417,29 @@ fn a_machine_of_1024_cpus_runs_100k_tasks_with_cpu_time_conserved() {
     }
 }
 
+/// ULE places the threads released at time 0 by `sched_pickcpu`'s load rule, not all on CPU 0:
+/// with no waking thread there is no `tryself` (before the fix the idle CPU 0 took every
+/// thread after the first few, and the other CPUs ran one thread each that yielded to nobody:
+/// 1,626 runnable on CPU 0, 1.0 on CPUs 2..7, 0.24 µs a yield).
+#[test]
+fn ule_spreads_the_threads_released_at_the_start() {
+    let y = Yield {
+        threads: 2048,
+        duration: Duration::from_millis(20),
+    };
+    let r = sim(&y, "ule", 8, 1, &knobs(&[""])).unwrap();
+    for (cpu, c) in r.cpus.iter().enumerate() {
+        assert!(
+            (c.mean_runnable - 256.0).abs() < 8.0,
+            "cpu {cpu}: mean runnable {}",
+            c.mean_runnable
+        );
+    }
+    let per_yield = y.metrics(&r.outcome).unwrap()["us_per_yield"];
+    assert!(per_yield > 1.0, "every yield switches: {per_yield} us");
+    assert_conserved(&r, 8);
+}
+
 /// Every policy runs on a machine past 64 CPUs (masks and per-CPU arrays past one word) and
 /// keeps CPU time, with a task pinned past CPU 64 staying there.
 #[test]

@@ -93,6 +93,9 @@ const PRIO_MAX: i32 = 20;
 const TICK_SHIFT: u32 = 10;
 /// SCHED_TICK_SECS: the CPU-use window.
 const TICK_SECS: i64 = 10;
+/// `ts_rltick` of a thread that has not yet left a CPU: far enough in the past that the
+/// affinity test never holds.
+const NEVER_RAN: i64 = i64::MIN / 2;
 /// SCHED_PRI_NHALF: priorities reachable only with nice at each end of the timeshare range.
 const PRI_NHALF: i32 = (PRIO_MAX - PRIO_MIN) / 2;
 /// SCHED_PRI_MIN / SCHED_PRI_MAX / SCHED_PRI_RANGE.
@@ -435,8 +438,8 @@ impl Ule {
         }
     }
 
-    /// sched_pickcpu for a thread woken by `me`.
-    fn pickcpu(&self, m: &MachineView, id: TaskId, me: CpuId) -> CpuId {
+    /// sched_pickcpu for a thread woken by `me` (`None`: no waking CPU, so no `tryself`).
+    fn pickcpu(&self, m: &MachineView, id: TaskId, me: Option<CpuId>) -> CpuId {
         let n = self.ncpus;
         if n == 1 {
             return 0;
@@ -459,7 +462,7 @@ impl Ule {
         if let Some(c) = self.idle_mask.and(&allowed).lowest() {
             return c;
         }
-        if allowed.contains(me) && pri < self.cur_pri(m, me) {
+        if let Some(me) = me.filter(|&me| allowed.contains(me) && pri < self.cur_pri(m, me)) {
             return me; // tryself
         }
         // tdq_lowestpri: the worst best priority, ties to the lesser load.
@@ -730,7 +733,7 @@ impl Policy for Ule {
             ltick: now,
             ftick: now,
             incrtick: now,
-            rltick: i64::MIN / 2,
+            rltick: NEVER_RAN,
             slptick: None,
             cpu: setup.allowed.lowest().unwrap_or(0),
             at: Where::Sleeping,
@@ -767,10 +770,18 @@ impl Policy for Ule {
         }
         // sched_add recomputes the priority before choosing.
         Ule::sched_priority(th, hz);
-        // The CPU doing the wakeup: the waker's, or for a timer the thread's previous CPU.
-        let me = waker.unwrap_or(if prev < m.ncpus { prev } else { 0 });
+        // The CPU doing the wakeup: the waker's, or for a timer the thread's previous CPU. A
+        // thread released at the start of the run (no waker, never ran) has none: really its
+        // creator runs there at the same user priority, so `tryself` could not take it, while
+        // the simulated CPU is still idle at time 0 and would take every thread (all of them
+        // on CPU 0, the rest of the machine left to `tdq_idled`'s one-at-a-time steals).
+        let me = match waker {
+            Some(w) => Some(w),
+            None if self.t(task).rltick == NEVER_RAN => None,
+            None => Some(if prev < m.ncpus { prev } else { 0 }),
+        };
         let cpu = self.pickcpu(m, task, me);
-        self.t_mut(task).notify = if cpu == me {
+        self.t_mut(task).notify = if Some(cpu) == me {
             Notify::Local
         } else {
             Notify::Remote
