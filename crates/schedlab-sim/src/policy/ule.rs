@@ -39,7 +39,9 @@
 //!   `affinity` (max(1, hz/300)) ticks and is better than the best priority there
 //!   (`tdq_lowpri`); else the lowest idle CPU; else the waking CPU if better than its current
 //!   thread (`tryself`); else the CPU whose best priority is worst, ties to the lesser load
-//!   (`tdq_lowestpri`, `pick_pri` = 1).
+//!   (`tdq_lowestpri`, `pick_pri` = 1). A thread released at the start of the run has no
+//!   waking CPU, so no `tryself`: its creator would be running there at the same user priority
+//!   (the simulated CPUs are all idle at time 0, and `tryself` would take every thread).
 //! - Balancing: an idle CPU steals (`tdq_idled`) from the most loaded CPU with queued threads if
 //!   that load ≥ `steal_thresh` = min(log2(ncpus), 3); every hz/2 + random(hz) ticks CPU 0 runs
 //!   `sched_balance`, moving ⌈(high − low)/2⌉ queued threads from the most to the least loaded
@@ -770,14 +772,16 @@ impl Policy for Ule {
         }
         // sched_add recomputes the priority before choosing.
         Ule::sched_priority(th, hz);
-        // The CPU doing the wakeup: the waker's, or for a timer the thread's previous CPU. A
-        // thread released at the start of the run (no waker, never ran) has none: really its
-        // creator runs there at the same user priority, so `tryself` could not take it, while
-        // the simulated CPU is still idle at time 0 and would take every thread (all of them
-        // on CPU 0, the rest of the machine left to `tdq_idled`'s one-at-a-time steals).
+        // The CPU doing the wakeup: the waker's, or for a timer or an interrupt the thread's
+        // previous CPU. A thread released at the start of the run (time 0, no waker, never ran)
+        // has none: really its creator runs there at the same user priority, so `tryself`
+        // could not take it, while the simulated CPU is still idle at time 0 and would take
+        // every thread (all of them on CPU 0, the rest of the machine left to `tdq_idled`'s
+        // one-at-a-time steals). Later wakeups without a waker are timers and interrupts.
+        let released_at_start = m.now == 0 && self.t(task).rltick == NEVER_RAN;
         let me = match waker {
             Some(w) => Some(w),
-            None if self.t(task).rltick == NEVER_RAN => None,
+            None if released_at_start => None,
             None => Some(if prev < m.ncpus { prev } else { 0 }),
         };
         let cpu = self.pickcpu(m, task, me);
