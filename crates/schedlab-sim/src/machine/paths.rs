@@ -109,6 +109,12 @@ impl Machine<'_> {
         if let Some(call) = self.shared.calls.get(n) {
             crate::prefetch::line(call);
         }
+        // The task this CPU will switch to next, if the policy can tell: the first read of the
+        // task a switch picks was the switch's costliest miss, and this one is a burst or more
+        // away. Its first two lines hold what a switch reads (`Task`).
+        if let Some(task) = (self.policy.next_task_hint(cpu)).and_then(|a| self.tasks.get(a)) {
+            crate::prefetch::value(task, 2);
+        }
         self.run_burst(cpu);
     }
 
