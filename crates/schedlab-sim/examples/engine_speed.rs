@@ -72,6 +72,9 @@ impl Policy for Fifo {
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
         self.queue(m.ncpus, cpu).pop_front()
     }
+    fn next_task_hint(&self, cpu: CpuId) -> Option<TaskId> {
+        self.queues.get(cpu)?.front().copied()
+    }
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         self.queue(m.ncpus, cpu).push_back(task);
     }

@@ -308,7 +308,14 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
     let bodies: Vec<Body<'_, Result<(), WorkloadError>>> = (refs.iter().chain(&slots))
         .map(|t| Box::pin(workload.body(*t, &contexts[t.id])) as Body<'_, _>)
         .collect();
-    let mut m = Machine::new(&setup, policy, &shared, Executor::new(bodies), &plan);
+    let mut m = Machine::new(
+        &setup,
+        policy,
+        &shared,
+        Executor::new(bodies),
+        &contexts,
+        &plan,
+    );
     m.start(&workload.start_order(), &refs, &slots, setup.knobs);
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
@@ -680,6 +687,9 @@ struct Machine<'a> {
     jitter_ppm: u64,
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
+    /// Each workload task's context, which its body reads at every call: fetched into the cache
+    /// with the body's future when the task is switched in (`prefetch.rs`).
+    contexts: &'a [SimContext<'a>],
     /// Tasks below this index are the workload's; the machine's kernel threads follow.
     workload_tasks: usize,
     /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
@@ -711,6 +721,7 @@ impl<'a> Machine<'a> {
         policy: Box<dyn Policy>,
         shared: &'a Shared,
         exec: Executor<'a, Result<(), WorkloadError>>,
+        contexts: &'a [SimContext<'a>],
         plan: &schedlab_workload::Plan,
     ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
@@ -784,6 +795,7 @@ impl<'a> Machine<'a> {
             jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
             shared,
             exec,
+            contexts,
             workload_tasks: 0,
             netisr: None,
             disk_ithread: None,

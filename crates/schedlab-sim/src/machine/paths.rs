@@ -109,6 +109,19 @@ impl Machine<'_> {
         if let Some(call) = self.shared.calls.get(n) {
             crate::prefetch::line(call);
         }
+        if let Some(ctx) = self.contexts.get(n) {
+            crate::prefetch::line(ctx);
+        }
+        // The task this CPU will switch to next, if the policy can tell: the first read of the
+        // task a switch picks was the switch's costliest miss, and this one is a burst or more
+        // away. Its first two lines hold what a switch reads (`Task`); the executor's place of
+        // its body is read by the prefetch of its future above, at that switch.
+        if let Some(after) = self.policy.next_task_hint(cpu) {
+            if let Some(task) = self.tasks.get(after) {
+                crate::prefetch::value(task, 2);
+            }
+            self.exec.prefetch_place(after);
+        }
         self.run_burst(cpu);
     }
 

@@ -522,6 +522,11 @@ impl Policy for Cfs {
         Some(pick)
     }
 
+    fn next_task_hint(&self, cpu: CpuId) -> Option<TaskId> {
+        // The leftmost entity: the next pick unless it is the buddy to skip, or the tree changes.
+        self.rqs.get(cpu)?.tree.first().map(|&(_, t)| t)
+    }
+
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
         self.tasks[task].last_ran = Some(m.now);

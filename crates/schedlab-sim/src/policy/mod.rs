@@ -230,6 +230,14 @@ pub trait Policy {
         0
     }
 
+    /// The task `pick_next_task` would take on `cpu` next if nothing changed before it is
+    /// asked, if the policy can tell cheaply: a hint the machine uses only to bring that task's
+    /// memory into the cache ahead of its switch (`prefetch.rs`). Results never depend on it; a
+    /// wrong guess costs only time. Default: no guess.
+    fn next_task_hint(&self, _cpu: CpuId) -> Option<TaskId> {
+        None
+    }
+
     /// `prev`, put back runnable on `cpu` by a preemption, has just lost the CPU to another task
     /// (`__schedule_tail` in Linux 2.4 runs reschedule_idle for it): a policy may move it, still
     /// queued, to another CPU's runqueue; the machine then wakes or asks that CPU as after a
