@@ -408,10 +408,12 @@ impl Eevdf {
         let protected = |t: TaskId| self.se[t].prot == self.se[t].deadline;
         let curr = rq.curr.filter(|&c| self.eligible(cpu, c));
         if self.run_to_parity {
-            let prev = rq
-                .prev
-                .filter(|&p| self.se[p].state == State::Queued && self.se[p].cpu == cpu);
-            if let Some(c) = curr.or(prev.filter(|&p| self.eligible(cpu, p))) {
+            // With no eligible curr, the task put back keeps the CPU if it is protected and
+            // eligible: protection first, the cheap test (a yield's new deadline ends it).
+            let prev = rq.prev.filter(|&p| {
+                self.se[p].state == State::Queued && self.se[p].cpu == cpu && protected(p)
+            });
+            if let Some(c) = curr.or_else(|| prev.filter(|&p| self.eligible(cpu, p))) {
                 if protected(c) {
                     return Some(c);
                 }
@@ -426,14 +428,23 @@ impl Eevdf {
             .filter(|&(_, v)| avg >= vdiff(v, min) as i128 * load)
             .map(|(l, _)| l as TaskId);
         if best.is_none() {
-            let limit = (load > 0).then(|| div_euclid(avg, load));
-            best = self
-                .forest
-                .first_eligible(&rq.tree, |v| match limit {
-                    Some(q) => vdiff(v, min) as i128 <= q,
-                    None => avg >= 0,
-                })
-                .map(|t| t as TaskId);
+            // v − min is an i64, so comparing it with the quotient clamped to the i64 range
+            // gives the same answer as the 128-bit comparison, in one 64-bit compare per entry
+            // (no load: eligible when avg ≥ 0, that is every entry or none).
+            let limit = if load > 0 {
+                div_euclid(avg, load).clamp(i64::MIN.into(), i64::MAX.into()) as i64
+            } else if avg >= 0 {
+                i64::MAX
+            } else {
+                i64::MIN
+            };
+            best = if load == 0 && avg < 0 {
+                None
+            } else {
+                self.forest
+                    .first_eligible(&rq.tree, |v| vdiff(v, min) <= limit)
+                    .map(|t| t as TaskId)
+            };
         }
         match (best, curr) {
             (None, c) => c,
