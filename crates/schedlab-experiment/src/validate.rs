@@ -213,12 +213,14 @@ pub fn closest_policy(release: &str) -> &'static str {
 /// `/proc/thread-self/sched` (`se.slice`, scaled by `1 + ilog2(min(CPUs, 8))` as
 /// SCHED_TUNABLESCALING_LOG does) and turned back into the normalized `base_slice` parameter.
 pub fn closest_policy_spec(release: &str, own_slice_ns: Option<u64>, cpus: usize) -> String {
+    use schedlab_sim::policy::eevdf::{BASE_SLICE_RANGE_US, BASE_SLICE_US};
     let policy = closest_policy(release);
+    let (min, max) = BASE_SLICE_RANGE_US;
     let normalized_us = own_slice_ns
         .map(|s| s / schedlab_sim::policy::fair::tunable_scale(cpus) / 1_000)
-        .filter(|us| (100..=100_000).contains(us));
+        .filter(|&us| (u64::from(min)..=u64::from(max)).contains(&us));
     match (policy, normalized_us) {
-        ("eevdf", Some(us)) if us != 750 => format!("eevdf:base_slice={us}"),
+        ("eevdf", Some(us)) if us != u64::from(BASE_SLICE_US) => format!("eevdf:base_slice={us}"),
         _ => policy.to_string(),
     }
 }

@@ -78,11 +78,11 @@ use super::*;
 use schedlab_workload::knobs::Knobs;
 
 /// normalized_sysctl_sched_base_slice of 6.12, the default of the `base_slice` parameter (later
-/// kernels have 0.70 ms: `validate` reads the running kernel's from `/proc/self/sched`).
-const BASE_SLICE_US: u32 = 750;
+/// kernels have 0.70 ms: `validate` reads the running kernel's from `/proc/thread-self/sched`).
+pub const BASE_SLICE_US: u32 = 750;
 
 /// The `base_slice` parameter's bounds, µs: the kernel's range for a custom slice (0.1–100 ms).
-const BASE_SLICE_RANGE_US: (u32, u32) = (100, 100_000);
+pub const BASE_SLICE_RANGE_US: (u32, u32) = (100, 100_000);
 /// sysctl_sched_migration_cost: a task that ran this recently is cache hot.
 const MIGRATION_COST_NS: u64 = 500_000;
 /// sysctl_sched_nr_migrate: tasks examined per balancing pass.
