@@ -120,18 +120,18 @@ def main():
 def turns_summary(events, origin):
     """The whole run from the first message: each kind's turns by how they ended (preempted or
     asleep), their count and median length, and who ran next after a preempted server turn."""
-    start, turns, after, preempted = {}, {}, {}, None
+    start, turns, after, preempted = {}, {}, {}, False
     for t, k, task, what in events:
         if what == 'in':
             start[task] = t
-            if preempted is not None and t >= origin:
+            if preempted and t >= origin:
                 after[k] = after.get(k, 0) + 1
-            preempted = None
+            preempted = False
         elif what in ('out-R', 'out-S') and task in start:
             began = start.pop(task)
             if began >= origin:
                 turns.setdefault((k, what), []).append(t - began)
-            preempted = True if (k, what) == ('server', 'out-R') and began >= origin else None
+            preempted = (k, what) == ('server', 'out-R') and began >= origin
     for (k, what), v in sorted(turns.items()):
         end = 'preempted' if what == 'out-R' else 'asleep'
         print(f"  {k:8s} turns ending {end:9s} {len(v):7d}, median {1e6 * statistics.median(v):8.1f} us")
