@@ -105,6 +105,27 @@ pub fn sleep_until_ns(deadline_ns: u64) {
     {}
 }
 
+/// The socket's send buffer in bytes (`SO_SNDBUF`: what the kernel counts queued `sk_buff`s
+/// against).
+pub fn send_buffer(fd: i32) -> io::Result<usize> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: value and len are valid for writes of the sizes given.
+    let r = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&mut value as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(value.max(0) as usize)
+}
+
 /// Write all of `data` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {

@@ -39,5 +39,5 @@ pub use context::{
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};
-pub use plan::{Plan, SyncPlan, TaskMode, TaskRef, Transport};
+pub use plan::{ChannelVolume, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 pub use presets::Workload;

@@ -140,6 +140,16 @@ pub struct Plan {
     pub transport: Transport,
 }
 
+/// The most any one channel of a plan carries in a whole run: how many messages, and their bytes
+/// ([`crate::Workload::channel_volume`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelVolume {
+    /// Messages written to the channel, at most.
+    pub messages: u64,
+    /// Their bytes, at most.
+    pub bytes: u64,
+}
+
 /// The synchronisation objects of a plan besides its locks: barriers, semaphores, condition
 /// variables (workload files and rt-app's events use them) and in-process message queues (chat's
 /// VolanoChat server uses them).

@@ -112,3 +112,21 @@ fn counts_within_bounds_are_accepted() {
     assert_eq!(refusal::<Chat>(&[("rooms", "30"), ("messages", "2")]), None);
     assert_eq!(refusal::<Yield>(&[("threads", "131072")]), None);
 }
+
+/// A member's connection carries every other member's messages: the volume the real backend
+/// weighs against a TCP send buffer before it lets the relay's writers go without a lock.
+#[test]
+fn chat_channel_volume_is_every_other_members_messages() {
+    use schedlab_workload::{ChannelVolume, Workload};
+    let mut chat = Chat::with_defaults(4);
+    for (name, value) in [("users", "20"), ("messages", "50"), ("size", "116")] {
+        chat.set_param(name, value).unwrap();
+    }
+    assert_eq!(
+        chat.channel_volume(),
+        Some(ChannelVolume {
+            messages: 19 * 50,
+            bytes: 19 * 50 * 116,
+        })
+    );
+}

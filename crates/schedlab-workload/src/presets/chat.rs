@@ -43,6 +43,14 @@
 //! Channels: user `u` (global index) has channel `2u` (client → server) and `2u + 1`
 //! (server → client), the two directions of one connection ([`Plan::duplex`]); with the
 //! `volano` server, queue `2 × users + u` holds the messages waiting for `u`'s writer.
+//!
+//! With the `relay` server the `users − 1` relay tasks of a room write to a member's connection
+//! side by side, as chat_s's threads do, with nothing between them but the kernel's socket lock.
+//! Over TCP that keeps each message whole as long as no write has to wait for send-buffer space
+//! halfway; [`Workload::channel_volume`] tells the real backend the most one connection carries
+//! (`(users − 1) × messages` messages), and only when that could fill a socket's send buffer do
+//! the writers take turns under a lock there (see `tcp_write_locks` in the real backend's
+//! runner), which the simulator does not model.
 
 use super::params::{
     check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
@@ -52,7 +60,7 @@ use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::duration::format_duration;
 use crate::error::{ParamError, ValueError};
-use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::plan::{ChannelVolume, GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
@@ -568,6 +576,15 @@ impl Workload for Chat {
             mode: self.hosting,
             transport: self.transport,
         }
+    }
+
+    /// A member's connection carries the most: every other member's messages, server → client.
+    fn channel_volume(&self) -> Option<ChannelVolume> {
+        let messages = ((self.users - 1) * self.messages).max(self.messages) as u64;
+        Some(ChannelVolume {
+            messages,
+            bytes: messages * self.size as u64,
+        })
     }
 
     /// Server tasks first (the server listens before clients connect; VolanoChat's readers,

@@ -143,6 +143,14 @@ pub trait Workload: Send + Sync + 'static {
     fn start_order(&self) -> Vec<usize> {
         (0..self.plan().total_tasks()).collect()
     }
+    /// The most any one channel carries in a run, when the workload knows it (`None`: it
+    /// does not). The real backend uses it to tell whether a blocking TCP write could ever wait
+    /// for send-buffer space halfway through a message — the only way two writers' bytes can
+    /// interleave on a stream — and lets the writers of a TCP channel take turns under a lock
+    /// only then.
+    fn channel_volume(&self) -> Option<crate::plan::ChannelVolume> {
+        None
+    }
     /// The metrics this workload reports, primary first.
     fn metric_defs(&self) -> Vec<MetricDef>;
     /// This repetition's metrics, after checking its outcome (message counts and the like).
