@@ -753,13 +753,19 @@ mod tests {
 
     /// The asymmetry `net_ack` stands for: a TCP read that leaves data queued sends no ACK and
     /// costs well under half a write + read one at a time, whose read sends one (on the
-    /// development VM 0.9 against 3.5 µs).
+    /// development VM 0.9 against 3.5 µs). The least of five alternating samples each: another
+    /// job's burst on the machine inflates one sample (12.0 against 22.5 µs once), not all five.
     #[test]
     fn a_tcp_read_that_leaves_data_queued_costs_less_than_half_a_write_and_read() {
         let site = ProbeSite::of_this_process().unwrap();
         let dir = std::env::temp_dir();
-        let drain = sample(Probe::TcpDrain, &site, &dir, Duration::from_millis(20)).unwrap();
-        let both = sample(Probe::TcpByte, &site, &dir, Duration::from_millis(20)).unwrap();
+        let (mut drain, mut both) = (f64::INFINITY, f64::INFINITY);
+        for _ in 0..5 {
+            let d = sample(Probe::TcpDrain, &site, &dir, Duration::from_millis(20)).unwrap();
+            let b = sample(Probe::TcpByte, &site, &dir, Duration::from_millis(20)).unwrap();
+            drain = drain.min(d);
+            both = both.min(b);
+        }
         assert!(drain > 0.0 && drain < 0.5 * both, "{drain} vs {both}");
     }
 }
