@@ -276,6 +276,31 @@ impl Forest {
             };
             return;
         }
+        // An append to a last leaf with room (a yield pushes the deadline past every other):
+        // the descent would end there, at its end (no separator is above the tree's largest
+        // key), so take it directly; the minima above change only if the leaf's does.
+        let last = &mut self.leaves[tree.last as usize];
+        let len = last.len as usize;
+        if !key_before(deadline, id, last.deadlines[len - 1], last.ids[len - 1]) {
+            if len < LEAF_CAP {
+                last.ids[len] = id;
+                last.deadlines[len] = deadline;
+                last.vruntimes[len] = vruntime;
+                last.len += 1;
+                self.leaf_of[id as usize] = tree.last;
+                if vdiff(vruntime, last.min) < 0 {
+                    last.min = vruntime;
+                    let parent = last.parent;
+                    self.lower_last_min(parent, tree.last, vruntime);
+                }
+            } else {
+                // Full: the descent's lowering of the minima, then a new last leaf.
+                let parent = last.parent;
+                self.lower_last_min(parent, tree.last, vruntime);
+                self.append_leaf(tree, id, deadline, vruntime);
+            }
+            return;
+        }
         // Descend by key, lowering the children's minima on the way.
         let mut node = tree.root;
         for _ in 0..tree.height {
@@ -329,6 +354,31 @@ impl Forest {
             return;
         }
         self.split_leaf(tree, node, pos, id, deadline, vruntime);
+    }
+
+    /// Append entity `id` after the full last leaf in a new last leaf (the split of
+    /// [`Forest::split_leaf`] at the end, without its copies): the leaf stays full, as B-trees
+    /// do for ascending inserts, and the next 15 appends need no split.
+    fn append_leaf(&mut self, tree: &mut DeadlineTree, id: Id, deadline: u64, vruntime: u64) {
+        let l = tree.last;
+        let r = self.alloc_leaf();
+        let (l_min, parent) = {
+            let leaf = &mut self.leaves[l as usize];
+            debug_assert!(leaf.len as usize == LEAF_CAP && leaf.next == NONE);
+            leaf.next = r;
+            (leaf.min, leaf.parent)
+        };
+        let right = &mut self.leaves[r as usize];
+        right.len = 1;
+        right.ids[0] = id;
+        right.deadlines[0] = deadline;
+        right.vruntimes[0] = vruntime;
+        right.min = vruntime;
+        right.prev = l;
+        right.parent = parent;
+        tree.last = r;
+        self.leaf_of[id as usize] = r;
+        self.insert_child(tree, parent, l, l_min, r, vruntime, (deadline, id), 1);
     }
 
     /// Insert into the full leaf `l` at `pos` by splitting it in two halves (or, when appending
@@ -552,6 +602,25 @@ impl Forest {
         self.remove_child(tree, parent, l);
     }
 
+    /// The last child of `parent` (on the tree's rightmost path) now holds `vruntime`: lower
+    /// the minima upwards until one does not change.
+    fn lower_last_min(&mut self, mut parent: u32, mut child: u32, vruntime: u64) {
+        while parent != NONE {
+            let inner = &mut self.inners[parent as usize];
+            let i = inner.len as usize - 1;
+            debug_assert_eq!(
+                inner.children[i], child,
+                "deadline tree: not the last child"
+            );
+            inner.mins[i] = vmin(inner.mins[i], vruntime);
+            if vdiff(vruntime, inner.min) >= 0 {
+                return;
+            }
+            inner.min = vruntime;
+            (child, parent) = (parent, inner.parent);
+        }
+    }
+
     /// Child `child` of `parent` now has the smallest vruntime `min` (no smaller than before):
     /// update the minima upwards until one does not change.
     fn raise_min(&mut self, mut parent: u32, mut child: u32, mut min: u64) {
@@ -562,7 +631,11 @@ impl Forest {
                 return;
             }
             let old = inner.min;
-            inner.mins[i] = min;
+            let was = std::mem::replace(&mut inner.mins[i], min);
+            if was != old {
+                // Another child holds the smallest vruntime, and this one's only rose.
+                return;
+            }
             inner.update_min();
             if inner.min == old {
                 return;
