@@ -238,8 +238,10 @@ const TCP_SKB_OVERHEAD: u64 = 1024;
 /// for send-buffer space halfway (`tcp_sendmsg_locked` → `sk_stream_wait_memory`, which
 /// releases the socket lock): only then can another writer's bytes land inside a message. So
 /// when the workload says how much one channel carries at most ([`Workload::channel_volume`])
-/// and that fits every channel's send buffer (`SO_SNDBUF`, which TCP's autotuning only grows)
-/// with a `sk_buff` per message, the writers go without a lock, as the originals' threads do
+/// and that fits every channel's send buffer (`SO_SNDBUF`; autotuning grows it, only global TCP
+/// memory pressure shrinks it, and a message split then fails the run's check of every message
+/// instead of passing unseen) with a `sk_buff` per message, the writers go without a lock, as
+/// the originals' threads do
 /// (IBM chat_s's relay threads write to a member's socket side by side) and as the simulator
 /// models them. Otherwise they take turns under a user-space lock, which the simulator does
 /// not model: a writer preempted at its write's return still holds it (on one CPU, the chat row

@@ -580,7 +580,7 @@ impl Workload for Chat {
 
     /// A member's connection carries the most: every other member's messages, server → client.
     fn channel_volume(&self) -> Option<ChannelVolume> {
-        let messages = ((self.users - 1) * self.messages).max(self.messages) as u64;
+        let messages = ((self.users - 1) * self.messages) as u64;
         Some(ChannelVolume {
             messages,
             bytes: messages * self.size as u64,
