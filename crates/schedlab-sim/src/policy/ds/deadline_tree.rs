@@ -381,8 +381,7 @@ impl Forest {
         self.insert_child(tree, parent, l, l_min, r, vruntime, (deadline, id), 1);
     }
 
-    /// Insert into the full leaf `l` at `pos` by splitting it in two halves (or, when appending
-    /// to the last leaf, into a new last leaf).
+    /// Insert into the full leaf `l` at `pos` by splitting it in two halves.
     fn split_leaf(
         &mut self,
         tree: &mut DeadlineTree,
@@ -408,15 +407,13 @@ impl Forest {
         ids[pos] = id;
         deadlines[pos] = deadline;
         vruntimes[pos] = vruntime;
-        // Appending past the last leaf (a yield storm pushes every deadline to the end) keeps
-        // the leaf full and starts a new one, as B-trees do for ascending inserts: leaves stay
-        // full and the next 15 appends need no split.
-        let appending = pos == LEAF_CAP && self.leaves[l as usize].next == NONE;
-        let keep = if appending {
-            LEAF_CAP
-        } else {
-            LEAF_CAP.div_ceil(2)
-        };
+        // An insert after the tree's largest key never comes here: `insert` appends it
+        // (`Forest::append_leaf` when the last leaf is full).
+        debug_assert!(
+            !(pos == LEAF_CAP && self.leaves[l as usize].next == NONE),
+            "deadline tree: an append reached split_leaf"
+        );
+        let keep = LEAF_CAP.div_ceil(2);
         let r = self.alloc_leaf();
         let (next, parent) = {
             let leaf = &mut self.leaves[l as usize];
