@@ -10,19 +10,28 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as PollCx, Poll, Waker};
 
-/// One queued event: ordered by time, then by insertion sequence.
+/// Bits of an event's key below its sequence number: the slot of a slot event
+/// ([`EventQueue::push_slot`]), so that the winner tree's root names its slot. 11 bits hold
+/// [`MAX_SLOTS`]; the sequence keeps 53 bits, 9·10^15 events (14 years at 20 M events a second).
+const SLOT_BITS: u32 = 11;
+
+/// The most slots a queue can have.
+pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
+
+/// One queued event: ordered by its key.
 #[derive(Clone, Copy)]
 struct Entry<E> {
-    at: u64,
-    seq: u64,
+    /// Time (ns) in the high 64 bits, then the insertion sequence, then (for a slot event)
+    /// the slot: comparing keys compares times, then insertion order, in one branch-free step.
+    key: u128,
     event: E,
 }
 
 impl<E> Entry<E> {
-    /// The order key: time, then sequence, as one number (one branch-free comparison).
+    /// The event's time, ns.
     #[inline]
-    fn key(&self) -> u128 {
-        (u128::from(self.at) << 64) | u128::from(self.seq)
+    fn at(&self) -> u64 {
+        (self.key >> 64) as u64
     }
 }
 
@@ -32,24 +41,110 @@ impl<E> Entry<E> {
 const ARITY: usize = 4;
 
 /// A time-ordered queue of events of type `E`, ties broken by insertion order. Events are kept
-/// inline in the heap (no side table): the heap is most of an event's cost, as simcore found.
-/// Every key (time, sequence) is distinct, so the order events come out in is fixed by the keys
-/// alone, whatever the heap's shape.
+/// inline (no side table): the queue is most of an event's cost, as simcore found. Every key
+/// (time, sequence) is distinct, so the order events come out in is fixed by the keys alone,
+/// whatever the structures' shapes.
+///
+/// Events live in a heap or in one of the queue's numbered *slots*
+/// ([`EventQueue::push_slot`]), each of which holds the latest event pushed to it — the
+/// machine's burst ends, one pending per CPU at a time in practice. A winner tree over the
+/// slots (a tournament tree: each node holds the least key below it) gives the earliest of
+/// them in one read, and a push rewrites one leaf-to-root path of `log2(slots)` minimums: less
+/// work than a heap's push and pop, which compare up to four children a level and move whole
+/// entries. A push to a slot that still holds an event moves that event into the heap with its
+/// key, so no event is lost and the queue pops exactly what one heap of all events would.
 pub struct EventQueue<E> {
     /// A min-heap of [`ARITY`] children per node: entry `i`'s children are
     /// `ARITY·i + 1 ..= ARITY·i + ARITY`.
     heap: Vec<Entry<E>>,
+    /// Each slot's event, if it holds one; `leaves` of them (those past the slots asked for
+    /// stay empty).
+    slots: Vec<Option<Entry<E>>>,
+    /// The winner tree: node `i` (1-based, children `2i` and `2i + 1`) holds the least key in
+    /// its subtree, `u128::MAX` for none; node `leaves + s` is slot `s`'s key.
+    tree: Vec<u128>,
+    /// Leaves of the tree: the number of slots rounded up to a power of two.
+    leaves: usize,
+    /// A slot emptied by a pop whose key is still in the tree: the next push to it (usually
+    /// at once: the same CPU's next burst) rewrites its path once for both.
+    stale: Option<usize>,
+    /// Slots holding an event.
+    in_slots: usize,
     seq: u64,
     popped: u64,
 }
 
 impl<E> Default for EventQueue<E> {
     fn default() -> Self {
+        EventQueue::with_slots(0)
+    }
+}
+
+impl<E> EventQueue<E> {
+    /// A queue with `n` slots for [`EventQueue::push_slot`], numbered `0..n`.
+    ///
+    /// # Panics
+    /// If `n` is over [`MAX_SLOTS`].
+    pub fn with_slots(n: usize) -> Self {
+        assert!(n <= MAX_SLOTS, "{n} event slots, over {MAX_SLOTS}");
+        let leaves = n.max(1).next_power_of_two();
         EventQueue {
             heap: Vec::new(),
+            slots: (0..leaves).map(|_| None).collect(),
+            tree: vec![u128::MAX; 2 * leaves],
+            leaves,
+            stale: None,
+            in_slots: 0,
             seq: 0,
             popped: 0,
         }
+    }
+
+    /// The key of an event at `at` pushed now, with `low` in its lowest bits.
+    #[inline]
+    fn next_key(&mut self, at: u64, low: usize) -> u128 {
+        let seq = self.seq;
+        debug_assert!(
+            seq < 1 << (64 - SLOT_BITS),
+            "53-bit sequence numbers ran out"
+        );
+        self.seq += 1;
+        (u128::from(at) << 64) | u128::from(seq << SLOT_BITS) | low as u128
+    }
+
+    /// Set slot `s`'s key in the tree and rewrite the minimums on its path to the root: each
+    /// node on it is the lesser of the minimum from below and its other child's (whose
+    /// subtree did not change).
+    #[inline]
+    fn set_slot_key(&mut self, s: usize, key: u128) {
+        let mut i = self.leaves + s;
+        let mut min = key;
+        self.tree[i] = min;
+        while i > 1 {
+            min = min.min(self.tree[i ^ 1]);
+            i >>= 1;
+            self.tree[i] = min;
+        }
+    }
+
+    /// Events popped so far.
+    pub fn popped(&self) -> u64 {
+        self.popped
+    }
+
+    /// Events waiting.
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.in_slots
+    }
+
+    /// The memory one waiting event takes in the queue, bytes.
+    pub fn entry_size(&self) -> usize {
+        std::mem::size_of::<Entry<E>>()
+    }
+
+    /// Whether no event is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -57,19 +152,62 @@ impl<E: Copy> EventQueue<E> {
     /// Schedule `event` at time `at` (ns).
     #[inline]
     pub fn push(&mut self, at: u64, event: E) {
-        let e = Entry {
-            at,
-            seq: self.seq,
-            event,
-        };
-        self.seq += 1;
+        let key = self.next_key(at, 0);
+        self.heap_insert(Entry { key, event });
+    }
+
+    /// Schedule `event` at time `at` (ns) in slot `slot` (below the number the queue was made
+    /// with). An event the slot still holds moves to the heap: it comes out at its own time.
+    ///
+    /// Always inlined: called, it takes `event` through memory the caller has just written
+    /// field by field, and the wider load of it waits for those stores (a failed store
+    /// forwarding: half of this function's samples under `perf annotate`).
+    #[inline(always)]
+    pub fn push_slot(&mut self, slot: usize, at: u64, event: E) {
+        let key = self.next_key(at, slot);
+        if let Some(old) = self.slots[slot].replace(Entry { key, event }) {
+            self.heap_insert(old);
+        } else {
+            self.in_slots += 1;
+        }
+        if let Some(s) = self.stale.take() {
+            if s != slot {
+                self.set_slot_key(s, u128::MAX);
+            }
+        }
+        self.set_slot_key(slot, key);
+    }
+
+    /// The earliest event and its time.
+    #[inline]
+    pub fn pop(&mut self) -> Option<(u64, E)> {
+        if let Some(s) = self.stale.take() {
+            self.set_slot_key(s, u128::MAX);
+        }
+        let slot_key = self.tree[1];
+        let heap_key = self.heap.first().map_or(u128::MAX, |e| e.key);
+        if slot_key < heap_key {
+            let s = (slot_key as usize) & (MAX_SLOTS - 1);
+            let e = self.slots[s]
+                .take()
+                .expect("a slot with a key holds an event");
+            self.stale = Some(s);
+            self.in_slots -= 1;
+            self.popped += 1;
+            return Some((e.at(), e.event));
+        }
+        self.heap_pop()
+    }
+
+    /// Put `e` into the heap.
+    #[inline]
+    fn heap_insert(&mut self, e: Entry<E>) {
         // Sift up: move parents down into the hole until `e` fits.
-        let key = e.key();
         let mut i = self.heap.len();
         self.heap.push(e);
         while i > 0 {
             let parent = (i - 1) / ARITY;
-            if self.heap[parent].key() <= key {
+            if self.heap[parent].key <= e.key {
                 break;
             }
             self.heap[i] = self.heap[parent];
@@ -78,18 +216,18 @@ impl<E: Copy> EventQueue<E> {
         self.heap[i] = e;
     }
 
-    /// The earliest event and its time.
+    /// The heap's earliest event and its time.
     #[inline]
-    pub fn pop(&mut self) -> Option<(u64, E)> {
+    fn heap_pop(&mut self) -> Option<(u64, E)> {
         let last = self.heap.pop()?;
         self.popped += 1;
         let Some(&top) = self.heap.first() else {
-            return Some((last.at, last.event));
+            return Some((last.at(), last.event));
         };
         // Sift `last` down from the root: move the smallest child up into the hole until
         // `last` is no larger than every child.
         let n = self.heap.len();
-        let key = last.key();
+        let key = last.key;
         let mut i = 0;
         loop {
             let first = ARITY * i + 1;
@@ -97,9 +235,9 @@ impl<E: Copy> EventQueue<E> {
                 break;
             }
             let mut min = first;
-            let mut min_key = self.heap[first].key();
+            let mut min_key = self.heap[first].key;
             for c in first + 1..(first + ARITY).min(n) {
-                let k = self.heap[c].key();
+                let k = self.heap[c].key;
                 if k < min_key {
                     min = c;
                     min_key = k;
@@ -112,29 +250,7 @@ impl<E: Copy> EventQueue<E> {
             i = min;
         }
         self.heap[i] = last;
-        Some((top.at, top.event))
-    }
-}
-
-impl<E> EventQueue<E> {
-    /// Events popped so far.
-    pub fn popped(&self) -> u64 {
-        self.popped
-    }
-
-    /// Events waiting.
-    pub fn len(&self) -> usize {
-        self.heap.len()
-    }
-
-    /// The memory one waiting event takes in the queue, bytes.
-    pub fn entry_size(&self) -> usize {
-        std::mem::size_of::<Entry<E>>()
-    }
-
-    /// Whether no event is waiting.
-    pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        Some((top.at(), top.event))
     }
 }
 
@@ -234,6 +350,52 @@ mod tests {
         expected.sort();
         assert_eq!(got, expected);
         assert_eq!(q.popped(), 20_000);
+    }
+
+    #[test]
+    fn slot_and_heap_events_come_out_in_one_key_order() {
+        // Random pushes to the heap and to 5 slots (a tree of 8 leaves), interleaved with pops,
+        // against a sort of the same (time, push order) pairs: a slot pushed while it still
+        // holds an event keeps both, and ties come out in push order wherever they live.
+        let mut q = EventQueue::with_slots(5);
+        let mut expected = Vec::new();
+        let mut got = Vec::new();
+        let mut x = 987654321u64;
+        let mut now = 0;
+        for i in 0..30_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let at = now + (x >> 60);
+            match (x >> 40) % 7 {
+                slot @ 0..=4 => q.push_slot(slot as usize, at, i),
+                _ => q.push(at, i),
+            }
+            expected.push((at, i));
+            assert_eq!(q.len(), expected.len() - got.len());
+            if x & (1 << 20) != 0 {
+                let (t, e) = q.pop().unwrap();
+                assert!(t >= now, "time goes forward");
+                now = t;
+                got.push((t, e));
+            }
+        }
+        got.extend(std::iter::from_fn(|| q.pop()));
+        expected.sort();
+        assert_eq!(got, expected);
+        assert_eq!(q.popped(), 30_000);
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_slot_pushed_again_keeps_its_earlier_event() {
+        let mut q = EventQueue::with_slots(1);
+        q.push_slot(0, 50, "first");
+        q.push_slot(0, 20, "second");
+        q.push(30, "heap");
+        assert_eq!(q.len(), 3);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(20, "second"), (30, "heap"), (50, "first")]);
     }
 
     #[test]

@@ -746,7 +746,7 @@ impl<'a> Machine<'a> {
                 .unwrap_or_else(|| Topology::flat(setup.cpus)),
             rng,
             policy,
-            events: EventQueue::default(),
+            events: EventQueue::with_slots(setup.cpus),
             cpus,
             curr: vec![None; setup.cpus],
             nr_running: vec![0; setup.cpus],

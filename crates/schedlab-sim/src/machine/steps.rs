@@ -24,7 +24,8 @@ impl Machine<'_> {
         let t = self.curr[cpu].expect("running task");
         self.cpus[cpu].gen += 1;
         let at = self.now + self.tasks[t].remaining;
-        self.events.push(
+        self.events.push_slot(
+            cpu,
             at,
             Event::BurstDone {
                 cpu,
@@ -341,11 +342,15 @@ impl Machine<'_> {
             return false;
         }
         let syscall = self.c(self.cost.syscall);
-        let (cost, then) = match op {
+        // Each arm stores its effect into the task itself: a (cost, effect) pair returned
+        // from the match went through the stack, and reading it back whole waited on the
+        // arm's narrower stores (a failed store forwarding, a fifth of `step`'s samples).
+        let cost = match op {
             Op::Compute(ns) => {
                 // The compute begins with a read of the task's CPU clock (see clock_read).
                 self.clock_read(cpu);
-                (self.numa_compute(t, cpu, ns), Effect::ClockRead)
+                let cost = self.numa_compute(t, cpu, ns);
+                self.then(t, cost, Effect::ClockRead)
             }
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
@@ -361,48 +366,60 @@ impl Machine<'_> {
                 let m = self.c(base);
                 let lock = self.net_lock(ch);
                 let bounce = self.bounce(cpu, ch);
-                (syscall + m + lock + bounce + self.copy_cost(len), then)
+                let cost = syscall + m + lock + bounce + self.copy_cost(len);
+                self.then(t, cost, then)
             }
             Op::Recv(ch, len) => {
                 let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
-                (syscall + m + self.bounce(cpu, ch), Effect::Recv(ch, len))
+                let cost = syscall + m + self.bounce(cpu, ch);
+                self.then(t, cost, Effect::Recv(ch, len))
             }
             Op::RecvSome(ch, max) => {
                 let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
-                (
-                    syscall + m + self.bounce(cpu, ch),
-                    Effect::RecvSome(ch, max),
-                )
+                let cost = syscall + m + self.bounce(cpu, ch);
+                self.then(t, cost, Effect::RecvSome(ch, max))
             }
-            Op::Poll(deadline) => (syscall, Effect::Poll(deadline)),
-            Op::SleepUntil(until) => (syscall, Effect::Sleep(until)),
-            Op::Yield => (syscall, Effect::Yield),
+            Op::Poll(deadline) => self.then(t, syscall, Effect::Poll(deadline)),
+            Op::SleepUntil(until) => self.then(t, syscall, Effect::Sleep(until)),
+            Op::Yield => self.then(t, syscall, Effect::Yield),
             // A spin lock is taken in user space (an atomic exchange), a futex mutex by a
             // system call.
-            Op::Lock(l) if self.locks[l].spin => (0, Effect::Lock(l)),
-            Op::Lock(l) => (syscall, Effect::Lock(l)),
-            Op::Barrier(b) => (syscall, Effect::Barrier(b)),
-            Op::SemPost(s) => (syscall, Effect::SemPost(s)),
-            Op::SemWait(s) => (syscall, Effect::SemWait(s)),
-            Op::CondWait(c, l) => (syscall, Effect::CondWait(c, l)),
-            Op::CondSignal(c) => (syscall, Effect::CondSignal(c)),
-            Op::CondBroadcast(c) => (syscall, Effect::CondBroadcast(c)),
-            Op::Io(IoKind::Truncate, _) => (syscall, Effect::Resume),
+            Op::Lock(l) if self.locks[l].spin => self.then(t, 0, Effect::Lock(l)),
+            Op::Lock(l) => self.then(t, syscall, Effect::Lock(l)),
+            Op::Barrier(b) => self.then(t, syscall, Effect::Barrier(b)),
+            Op::SemPost(s) => self.then(t, syscall, Effect::SemPost(s)),
+            Op::SemWait(s) => self.then(t, syscall, Effect::SemWait(s)),
+            Op::CondWait(c, l) => self.then(t, syscall, Effect::CondWait(c, l)),
+            Op::CondSignal(c) => self.then(t, syscall, Effect::CondSignal(c)),
+            Op::CondBroadcast(c) => self.then(t, syscall, Effect::CondBroadcast(c)),
+            Op::Io(IoKind::Truncate, _) => self.then(t, syscall, Effect::Resume),
             Op::Io(kind, bytes) => {
                 let device = self.cost.io_latency
                     + (bytes as u64 * self.cost.io_per_kib).div_ceil(1024)
                         / if kind == IoKind::Read { 1 } else { 2 };
                 let device = self.c(device);
-                (syscall + self.copy_cost(bytes), Effect::IoWait(device))
+                let cost = syscall + self.copy_cost(bytes);
+                self.then(t, cost, Effect::IoWait(device))
             }
-            Op::Touch(bytes) => self.touch(t, bytes),
-            Op::Spawn(group, arg) => (self.c(self.cost.fork), Effect::Spawn(group, arg)),
-            Op::Wait(child) => (syscall, Effect::Wait(child)),
+            Op::Touch(bytes) => {
+                let (cost, then) = self.touch(t, bytes);
+                self.then(t, cost, then)
+            }
+            Op::Spawn(group, arg) => {
+                let cost = self.c(self.cost.fork);
+                self.then(t, cost, Effect::Spawn(group, arg))
+            }
+            Op::Wait(child) => self.then(t, syscall, Effect::Wait(child)),
         };
-        let task = &mut self.tasks[t];
-        task.remaining += cost;
-        task.then = then;
+        self.tasks[t].remaining += cost;
         true
+    }
+
+    /// Set what task `t` does when its coming burst ends; returns `cost`, the burst's length.
+    #[inline(always)]
+    fn then(&mut self, t: TaskId, cost: u64, then: Effect) -> u64 {
+        self.tasks[t].then = then;
+        cost
     }
 
     /// The error for a request naming a barrier, semaphore, condition or lock the plan lacks.
@@ -493,7 +510,8 @@ impl Machine<'_> {
         self.tasks[w].then = Effect::Resume;
         self.cpus[c].gen += 1;
         let gen = self.cpus[c].gen;
-        self.events.push(now, Event::BurstDone { cpu: c, gen });
+        self.events
+            .push_slot(c, now, Event::BurstDone { cpu: c, gen });
     }
 
     /// The running task `t` of `cpu` blocks until `effect` can complete (room in a channel,
