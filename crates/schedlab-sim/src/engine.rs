@@ -127,6 +127,26 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Check the winner tree against the slots (tests).
+    #[cfg(test)]
+    fn check_tree(&self) {
+        for i in (1..self.leaves).rev() {
+            assert_eq!(
+                self.tree[i],
+                self.tree[2 * i].min(self.tree[2 * i + 1]),
+                "node {i}"
+            );
+        }
+        for s in 0..self.leaves {
+            let in_tree = self.tree[self.leaves + s];
+            match &self.slots[s] {
+                _ if self.stale == Some(s) => {} // cleared at the next push or pop
+                Some(e) => assert_eq!(in_tree, e.key, "slot {s}"),
+                None => assert_eq!(in_tree, u128::MAX, "slot {s}"),
+            }
+        }
+    }
+
     /// Events popped so far.
     pub fn popped(&self) -> u64 {
         self.popped
@@ -354,9 +374,9 @@ mod tests {
 
     #[test]
     fn slot_and_heap_events_come_out_in_one_key_order() {
-        // Random pushes to the heap and to 5 slots (a tree of 8 leaves), interleaved with pops,
-        // against a sort of the same (time, push order) pairs: a slot pushed while it still
-        // holds an event keeps both, and ties come out in push order wherever they live.
+        // Random pushes to the heap and to 5 slots (a tree of 8 leaves), interleaved with runs
+        // of pops, against a sort of the same (time, push order) pairs: a slot pushed while it
+        // still holds an event keeps both, and ties come out in push order wherever they live.
         let mut q = EventQueue::with_slots(5);
         let mut expected = Vec::new();
         let mut got = Vec::new();
@@ -372,9 +392,17 @@ mod tests {
                 _ => q.push(at, i),
             }
             expected.push((at, i));
+            q.check_tree();
             assert_eq!(q.len(), expected.len() - got.len());
-            if x & (1 << 20) != 0 {
-                let (t, e) = q.pop().unwrap();
+            // Half the time, pop one to three events in a row.
+            let pops = if x & (1 << 20) != 0 {
+                1 + (x >> 21) % 3
+            } else {
+                0
+            };
+            for _ in 0..pops {
+                let Some((t, e)) = q.pop() else { break };
+                q.check_tree();
                 assert!(t >= now, "time goes forward");
                 now = t;
                 got.push((t, e));
