@@ -440,12 +440,12 @@ impl Workload for Lookup {
         };
         let mut tally = WalkTally::default();
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
+        let mut path = Vec::new();
         for _ in 0..self.lookups {
             let leaf = tree.draw(&mut rng);
             let t0 = ctx.now();
-            walker
-                .walk(ctx, &tree.dentries, &tree.path(leaf), &mut tally)
-                .await;
+            tree.path_into(leaf, &mut path);
+            walker.walk(ctx, &tree.dentries, &path, &mut tally).await;
             ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
             ctx.compute(self.request).await;
             if ctx.stop_requested() {
@@ -658,14 +658,21 @@ impl Tree {
 
     /// The global ids of the components of file `leaf`'s path, from the top.
     fn path(&self, leaf: u32) -> Vec<u32> {
-        let mut e = *self.level_start.last().expect("depth >= 1") + leaf;
         let mut out = Vec::with_capacity(self.level_start.len());
+        self.path_into(leaf, &mut out);
+        out
+    }
+
+    /// [`Tree::path`] into `out` (cleared first): a walk reuses one buffer, so that no
+    /// allocation falls inside the lookup it times.
+    fn path_into(&self, leaf: u32, out: &mut Vec<u32>) {
+        out.clear();
+        let mut e = *self.level_start.last().expect("depth >= 1") + leaf;
         while e != ROOT {
             out.push(e);
             e = self.dentries.parent(e);
         }
         out.reverse();
-        out
     }
 
     /// File `leaf`'s path as text, relative to the tree's top (`d3/d17/…/f912`).
