@@ -91,6 +91,11 @@ const NR_MIGRATE: usize = 32;
 /// runqueue (the same CPU; on smaller machines the scan is as cheap and nothing is kept).
 const PLACEMENT_TREE_MIN_CPUS: usize = 64;
 
+/// Below this many tasks `next_task_hint` gives no guess: the lines a switch touches per task
+/// (about ten, machine and policy) of every task fit in a 2 MB L2 cache, and the prefetches cost
+/// more than they save (2048 tasks on 8 CPUs: about 1.02x the user time with them).
+const HINT_MIN_TASKS: usize = 4096;
+
 /// Where a task is, as this policy sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -144,6 +149,8 @@ struct Rq {
     resched: bool,
     /// The task `put_prev_task` just put back (still `cfs_rq->curr` at the kernel's pick).
     prev: Option<TaskId>,
+    /// The entity after the last pick in deadline order (`next_task_hint`).
+    hint: Option<TaskId>,
     next_balance: u64,
     next_kick: u64,
 }
@@ -274,14 +281,14 @@ impl Eevdf {
             .insert(&mut rq.tree, t as Id, se.deadline, se.vruntime);
     }
 
-    /// `__dequeue_entity`.
-    fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) {
+    /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
+    fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) -> Option<TaskId> {
         debug_assert_eq!(
             self.forest.entry(t as Id),
             Some((self.se[t].deadline, self.se[t].vruntime)),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        self.forest.remove(&mut self.rqs[cpu].tree, t as Id);
+        let after = self.forest.remove(&mut self.rqs[cpu].tree, t as Id);
         let rq = &mut self.rqs[cpu];
         let (w, key) = (
             self.se[t].weight,
@@ -289,6 +296,7 @@ impl Eevdf {
         );
         rq.avg_vruntime -= key as i128 * w as i128;
         rq.avg_load -= w as i128;
+        after.map(|a| a as TaskId)
     }
 
     // ---- virtual time ----
@@ -897,13 +905,34 @@ impl Policy for Eevdf {
         let rq = &mut self.rqs[cpu];
         rq.prev = None;
         rq.resched = false;
+        rq.hint = None;
         let t = t?;
         // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
-        self.dequeue_tree(cpu, t);
-        self.rqs[cpu].curr = Some(t);
+        let after = self.dequeue_tree(cpu, t);
+        let rq = &mut self.rqs[cpu];
+        rq.curr = Some(t);
+        rq.hint = after;
         let se = &mut self.se[t];
         se.state = State::Current;
         se.prot = se.deadline;
+        Some(t)
+    }
+
+    /// The entity after the last pick in deadline order: the picked task goes back with a
+    /// later deadline, and those before it were not eligible and seldom become so while it
+    /// runs (V moves little), so in a long queue this is mostly the next pick (87 % of the
+    /// yield storm's picks at 100,000 tasks on 1024 CPUs, 90 % on 256; 36 % at 10,000 on
+    /// 1024). Its entity and the line saying where its leaf is are fetched here too: the pick
+    /// reads them first, and they are out of the cache as well. None below [`HINT_MIN_TASKS`].
+    fn next_task_hint(&self, cpu: CpuId) -> Option<TaskId> {
+        if self.se.len() < HINT_MIN_TASKS {
+            return None;
+        }
+        let t = self.rqs.get(cpu)?.hint?;
+        if let Some(se) = self.se.get(t) {
+            crate::prefetch::value(se, 2);
+        }
+        self.forest.prefetch_entry(t as Id);
         Some(t)
     }
 
@@ -1460,6 +1489,26 @@ mod tests {
         assert_eq!(p.se[a].deadline - d, calc_delta_fair(3 * MS, w));
         put(&mut p, &mut b, a);
         assert_ne!(pick(&mut p, &mut b), a, "the other task runs");
+    }
+
+    /// The guess kept for `next_task_hint` is the entity after the pick in deadline order: in a
+    /// round of equal tasks that yield, the next pick. With this few tasks none is given.
+    #[test]
+    fn hint_is_the_entity_after_the_pick() {
+        let mut b = Bench::new(8, 250);
+        let mut p = policy("eevdf");
+        spawn(&mut p, &mut b, &[other(0), other(0), other(0), other(0)]);
+        let mut t = pick(&mut p, &mut b);
+        for _ in 0..12 {
+            let hint = p.rqs[0].hint.expect("three others queued");
+            assert_ne!(hint, t);
+            assert_eq!(p.next_task_hint(0), None, "below HINT_MIN_TASKS");
+            run(&mut p, &mut b, t, 100 * US);
+            p.yield_task(&b.view(), 0, t);
+            put(&mut p, &mut b, t);
+            t = pick(&mut p, &mut b);
+            assert_eq!(t, hint, "the guess was the next pick");
+        }
     }
 
     #[test]

@@ -557,8 +557,9 @@ impl Forest {
         self.insert_child(tree, grand, parent, p_min, q, q_min, q_sep, level + 1);
     }
 
-    /// Remove entity `id` (it must be in `tree`).
-    pub(in crate::policy) fn remove(&mut self, tree: &mut DeadlineTree, id: Id) {
+    /// Remove entity `id` (it must be in `tree`). Returns the entity that followed it in
+    /// deadline order, which the removal has at hand (eevdf's guess at the pick after this one).
+    pub(in crate::policy) fn remove(&mut self, tree: &mut DeadlineTree, id: Id) -> Option<Id> {
         let l = self.leaf_of[id as usize];
         assert!(l != NONE, "eevdf: task {id} is not in its runqueue's tree");
         self.leaf_of[id as usize] = NONE;
@@ -569,22 +570,27 @@ impl Forest {
             .position(|&e| e == id)
             .expect("deadline tree: an entity is in its leaf");
         let v = leaf.vruntimes[pos];
+        // Its follower, in this leaf or (below) the first of the next.
+        let after = (pos + 1 < len).then(|| leaf.ids[pos + 1]);
         for j in pos + 1..len {
             leaf.ids[j - 1] = leaf.ids[j];
             leaf.deadlines[j - 1] = leaf.deadlines[j];
             leaf.vruntimes[j - 1] = leaf.vruntimes[j];
         }
         leaf.len -= 1;
+        let next = leaf.next;
         if leaf.len > 0 {
             if v == leaf.min {
                 leaf.min = vmin_of(&leaf.vruntimes[..len - 1]);
                 let (min, parent) = (leaf.min, leaf.parent);
                 self.raise_min(parent, l, min);
             }
-            return;
+            return after.or_else(|| self.first_of(next));
         }
+        let after = self.first_of(next);
         // The leaf is empty: unlink it and take it out of its parent.
-        let (prev, next, parent) = (leaf.prev, leaf.next, leaf.parent);
+        let leaf = &self.leaves[l as usize];
+        let (prev, parent) = (leaf.prev, leaf.parent);
         if prev == NONE {
             tree.first = next;
         } else {
@@ -597,6 +603,13 @@ impl Forest {
         }
         self.free_leaves.push(l);
         self.remove_child(tree, parent, l);
+        after
+    }
+
+    /// The first entity of leaf `l` (`None`: no leaf).
+    #[inline]
+    fn first_of(&self, l: u32) -> Option<Id> {
+        self.leaves.get(l as usize).map(|leaf| leaf.ids[0])
     }
 
     /// The last child of `parent` (on the tree's rightmost path) now holds `vruntime`: lower
@@ -725,6 +738,15 @@ impl Forest {
             .iter()
             .position(|&v| eligible(v))
             .map(|i| leaf.ids[i])
+    }
+
+    /// Bring the line saying where entity `id`'s leaf is (what its removal reads first) into
+    /// the cache (`prefetch.rs`; an id out of range is ignored).
+    #[inline]
+    pub(in crate::policy) fn prefetch_entry(&self, id: Id) {
+        if let Some(l) = self.leaf_of.get(id as usize) {
+            crate::prefetch::line(l);
+        }
     }
 
     /// The entities of `tree` from the latest deadline to the earliest.
@@ -865,7 +887,8 @@ mod tests {
                     inside[id as usize] = Some((d, v));
                 }
                 Some((d, _)) => {
-                    f.remove(&mut t, id);
+                    let after = model.map.range(model.key(d, id)..).nth(1).map(|e| e.0 .1);
+                    assert_eq!(f.remove(&mut t, id), after, "the follower of {id}");
                     model.map.remove(&model.key(d, id));
                     inside[id as usize] = None;
                 }
