@@ -57,9 +57,9 @@ pub struct EventQueue<E> {
     /// A min-heap of [`ARITY`] children per node: entry `i`'s children are
     /// `ARITY·i + 1 ..= ARITY·i + ARITY`.
     heap: Vec<Entry<E>>,
-    /// Each slot's event, if it holds one; `leaves` of them (those past the slots asked for
-    /// stay empty).
-    slots: Vec<Option<Entry<E>>>,
+    /// Each slot's event, if it holds one (its key is the slot's leaf of `tree`); `leaves` of
+    /// them (those past the slots asked for stay empty).
+    slots: Vec<Option<E>>,
     /// The winner tree: node `i` (1-based, children `2i` and `2i + 1`) holds the least key in
     /// its subtree, `u128::MAX` for none; node `leaves + s` is slot `s`'s key.
     tree: Vec<u128>,
@@ -131,18 +131,15 @@ impl<E> EventQueue<E> {
     #[cfg(test)]
     fn check_tree(&self) {
         for i in (1..self.leaves).rev() {
-            assert_eq!(
-                self.tree[i],
-                self.tree[2 * i].min(self.tree[2 * i + 1]),
-                "node {i}"
-            );
+            let below = self.tree[2 * i].min(self.tree[2 * i + 1]);
+            assert_eq!(self.tree[i], below, "node {i}");
         }
         for s in 0..self.leaves {
-            let in_tree = self.tree[self.leaves + s];
+            let leaf = self.tree[self.leaves + s];
             match &self.slots[s] {
                 _ if self.stale == Some(s) => {} // cleared at the next push or pop
-                Some(e) => assert_eq!(in_tree, e.key, "slot {s}"),
-                None => assert_eq!(in_tree, u128::MAX, "slot {s}"),
+                Some(_) => assert_eq!(leaf as usize & (MAX_SLOTS - 1), s, "slot {s}'s key"),
+                None => assert_eq!(leaf, u128::MAX, "slot {s}"),
             }
         }
     }
@@ -185,8 +182,13 @@ impl<E: Copy> EventQueue<E> {
     #[inline(always)]
     pub fn push_slot(&mut self, slot: usize, at: u64, event: E) {
         let key = self.next_key(at, slot);
-        if let Some(old) = self.slots[slot].replace(Entry { key, event }) {
-            self.heap_insert(old);
+        if let Some(old) = self.slots[slot].replace(event) {
+            // Still the slot's key: a slot whose key is stale holds no event.
+            let old_key = self.tree[self.leaves + slot];
+            self.heap_insert(Entry {
+                key: old_key,
+                event: old,
+            });
         } else {
             self.in_slots += 1;
         }
@@ -208,13 +210,13 @@ impl<E: Copy> EventQueue<E> {
         let heap_key = self.heap.first().map_or(u128::MAX, |e| e.key);
         if slot_key < heap_key {
             let s = (slot_key as usize) & (MAX_SLOTS - 1);
-            let e = self.slots[s]
+            let event = self.slots[s]
                 .take()
                 .expect("a slot with a key holds an event");
             self.stale = Some(s);
             self.in_slots -= 1;
             self.popped += 1;
-            return Some((e.at(), e.event));
+            return Some(((slot_key >> 64) as u64, event));
         }
         self.heap_pop()
     }
@@ -372,12 +374,11 @@ mod tests {
         assert_eq!(q.popped(), 20_000);
     }
 
-    #[test]
-    fn slot_and_heap_events_come_out_in_one_key_order() {
-        // Random pushes to the heap and to 5 slots (a tree of 8 leaves), interleaved with runs
-        // of pops, against a sort of the same (time, push order) pairs: a slot pushed while it
-        // still holds an event keeps both, and ties come out in push order wherever they live.
-        let mut q = EventQueue::with_slots(5);
+    /// Random pushes to the heap and to `slots` slots, interleaved with runs of pops, against
+    /// a sort of the same (time, push order) pairs: a slot pushed while it still holds an event
+    /// keeps both, and ties come out in push order wherever they live.
+    fn check_one_key_order(slots: usize) {
+        let mut q = EventQueue::with_slots(slots);
         let mut expected = Vec::new();
         let mut got = Vec::new();
         let mut x = 987654321u64;
@@ -387,9 +388,11 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let at = now + (x >> 60);
-            match (x >> 40) % 7 {
-                slot @ 0..=4 => q.push_slot(slot as usize, at, i),
-                _ => q.push(at, i),
+            let pick = (x >> 32) as usize % (slots + slots / 2 + 1);
+            if pick < slots {
+                q.push_slot(pick, at, i);
+            } else {
+                q.push(at, i);
             }
             expected.push((at, i));
             q.check_tree();
@@ -413,6 +416,13 @@ mod tests {
         assert_eq!(got, expected);
         assert_eq!(q.popped(), 30_000);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn slot_and_heap_events_come_out_in_one_key_order() {
+        // Trees of 8 and 128 leaves.
+        check_one_key_order(5);
+        check_one_key_order(100);
     }
 
     #[test]
