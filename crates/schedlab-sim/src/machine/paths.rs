@@ -42,10 +42,13 @@ impl Machine<'_> {
 
     /// Pick the next task for `cpu` (whose current task, `prev`, has just left it) and switch.
     pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
-        self.cpus[cpu].need_resched = false;
-        self.cpus[cpu].ast_pending = false;
-        self.cpus[cpu].resched_at_once = false;
-        self.cpus[cpu].gen += 1;
+        // One borrow of the CPU (and of the task below) per stretch between calls out: each
+        // index is a bounds check, paid again after every call that may change the vectors.
+        let c = &mut self.cpus[cpu];
+        c.need_resched = false;
+        c.ast_pending = false;
+        c.resched_at_once = false;
+        c.gen += 1;
         let mut next = self.policy.pick_next_task(&view!(self), cpu);
         if next.is_none() {
             self.balance(cpu, BalanceKind::NewIdle);
@@ -59,14 +62,16 @@ impl Machine<'_> {
             }
             return;
         };
-        let from = self.tasks[n].rq_cpu;
+        let task = &self.tasks[n];
+        let (from, last_ran) = (task.rq_cpu, task.last_ran);
         if from != cpu {
             // A shared run list (Linux 2.4, 4BSD) or a steal in schedule() (IBM MQ): the task
             // was queued for another CPU and this one took it.
             self.rq_change(from, false);
             self.rq_change(cpu, true);
-            self.tasks[n].rq_cpu = cpu;
-            self.tasks[n].migrations += 1;
+            let task = &mut self.tasks[n];
+            task.rq_cpu = cpu;
+            task.migrations += 1;
         }
         let scanned = self.policy.last_scan_len(cpu) as u64;
         let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
@@ -74,7 +79,7 @@ impl Machine<'_> {
         let mut cost = self.rq_lock(domain, hold);
         if prev != Some(n) {
             cost += self.c(self.cost.switch);
-            if let Some(last) = self.tasks[n].last_ran.filter(|&c| c != cpu) {
+            if let Some(last) = last_ran.filter(|&c| c != cpu) {
                 let refill = self.by_distance(self.cost.migration, last, cpu);
                 cost += self.c(refill);
             }
