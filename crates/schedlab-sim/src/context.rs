@@ -120,13 +120,23 @@ impl Shared {
 /// The context one task's body runs against on the simulator.
 pub struct SimContext<'s> {
     shared: &'s Shared,
+    /// The task's call, found once: every context call hands its request over and takes the
+    /// completion through it, and an index into [`Shared::calls`] there is a bounds check each.
+    call: &'s Call,
     task: usize,
 }
 
 impl<'s> SimContext<'s> {
     /// The context of task `task`.
+    ///
+    /// # Panics
+    /// If `shared` has no slot for `task`.
     pub fn new(shared: &'s Shared, task: usize) -> Self {
-        SimContext { shared, task }
+        SimContext {
+            shared,
+            call: &shared.calls[task],
+            task,
+        }
     }
 
     fn slot(&self) -> std::cell::RefMut<'_, Slot> {
@@ -134,7 +144,7 @@ impl<'s> SimContext<'s> {
     }
 
     fn call(&self) -> &Call {
-        &self.shared.calls[self.task]
+        self.call
     }
 
     fn issue(&self, op: Op) -> Issue<'_> {

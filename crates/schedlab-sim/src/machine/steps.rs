@@ -299,10 +299,12 @@ impl Machine<'_> {
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
-        let call = &self.shared.calls[t];
+        // `shared` outlives the machine's borrow: one bounds check for the whole hand-over.
+        let shared = self.shared;
+        let call = &shared.calls[t];
         call.done.set(true);
         let finished = self.exec.poll(t);
-        if self.shared.calls[t].unlocked.replace(false) {
+        if call.unlocked.replace(false) {
             let unlocks = std::mem::take(&mut self.shared.slots[t].borrow_mut().unlocks);
             for l in unlocks {
                 self.unlock(cpu, t, l);
@@ -325,7 +327,7 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let Some(op) = self.shared.calls[t].request.take() else {
+        let Some(op) = call.request.take() else {
             self.failure = Some(SimError::Task {
                 task: t,
                 error: WorkloadError::Backend(
