@@ -69,6 +69,10 @@ impl Machine<'_> {
     }
 
     /// Charge the running task of `cpu` for the time since it was last charged.
+    // Always inline: every burst's end charges, and the event loop has just indexed the same
+    // CPU (a call here was its own prologue, bounds checks and reloads; plain `inline` was
+    // not taken).
+    #[inline(always)]
     pub(super) fn account(&mut self, cpu: CpuId) {
         let delta = self.now - self.cpus[cpu].last_account;
         self.cpus[cpu].last_account = self.now;
