@@ -22,7 +22,7 @@ impl Machine<'_> {
                 self.apply_moves(cpu, &[mv]);
             }
         }
-        self.schedule(cpu, Some(t));
+        self.switch_next(cpu, Some(t));
         if self.curr[cpu] != Some(t) {
             self.tasks[t].nivcsw += 1;
             if kind == PutPrevKind::Preempted {
@@ -42,6 +42,14 @@ impl Machine<'_> {
 
     /// Pick the next task for `cpu` (whose current task, `prev`, has just left it) and switch.
     pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
+        self.switch_next(cpu, prev);
+    }
+
+    /// [`Machine::schedule`], inlined into [`Machine::reschedule`] (every yield and
+    /// preemption): a call there was a second prologue and the reload of everything the caller
+    /// had at hand.
+    #[inline(always)]
+    pub(super) fn switch_next(&mut self, cpu: CpuId, prev: Option<TaskId>) {
         // One borrow of the CPU (and of the task below) per stretch between calls out: each
         // index is a bounds check, paid again after every call that may change the vectors.
         let c = &mut self.cpus[cpu];
