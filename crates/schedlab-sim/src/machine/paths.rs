@@ -270,10 +270,13 @@ impl Machine<'_> {
     /// `preempt_enable` does).
     pub(super) fn resched_due(&self, cpu: CpuId) -> bool {
         let c = &self.cpus[cpu];
-        let holds_spin = self.curr[cpu].is_some_and(|t| self.tasks[t].spin_held > 0);
-        c.need_resched
-            && !holds_spin
-            && (c.resched_at_once || !self.curr[cpu].is_some_and(|t| self.tasks[t].kernel_mode))
+        // Asked after every effect: the common "no" looks at the CPU's flag alone.
+        if !c.need_resched {
+            return false;
+        }
+        let curr = self.curr[cpu].map(|t| &self.tasks[t]);
+        let holds_spin = curr.is_some_and(|t| t.spin_held > 0);
+        !holds_spin && (c.resched_at_once || !curr.is_some_and(|t| t.kernel_mode))
     }
 
     /// Whether task `t`'s expired slice switches it at the tick: not in kernel mode (it is

@@ -47,12 +47,15 @@ impl Machine<'_> {
     /// though an event takes one or two arms.
     #[inline(never)]
     fn step_effect(&mut self, cpu: CpuId, t: TaskId) -> bool {
-        debug_assert_eq!(self.tasks[t].remaining, 0);
-        let effect = self.tasks[t].then;
-        self.tasks[t].then = Effect::Resume;
+        let task = &mut self.tasks[t];
+        debug_assert_eq!(task.remaining, 0);
+        let effect = std::mem::replace(&mut task.then, Effect::Resume);
+        // Read with the effect (one bounds check): a resumed task's body is polled or its
+        // kernel thread run.
+        let kthread = task.kthread;
         match effect {
             Effect::Resume => {
-                let going_on = match self.tasks[t].kthread {
+                let going_on = match kthread {
                     Some(k) => self.kernel_thread_resume(cpu, t, k),
                     None => self.poll(cpu, t),
                 };
