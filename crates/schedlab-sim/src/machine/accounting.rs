@@ -101,8 +101,17 @@ impl Machine<'_> {
         }
     }
 
-    /// Take runqueue lock `domain` for `hold` ns from now; returns wait + hold.
-    pub(super) fn rq_lock(&mut self, domain: usize, hold: u64) -> u64 {
+    /// Take the runqueue lock of `cpu`'s runqueue ([`Policy::lock_domain`]) for `hold` ns
+    /// from now; returns wait + hold.
+    ///
+    /// [`Policy::lock_domain`]: crate::policy::Policy::lock_domain
+    pub(super) fn rq_lock(&mut self, cpu: CpuId, hold: u64) -> u64 {
+        // A lock per CPU (most policies) needs no call to the policy at every switch.
+        let domain = if self.rq_lock_per_cpu {
+            cpu
+        } else {
+            self.policy.lock_domain(cpu)
+        };
         spin_lock(
             &mut self.rq_lock_free[domain],
             &mut self.rq_lock_stats[domain],

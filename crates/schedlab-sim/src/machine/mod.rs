@@ -665,6 +665,11 @@ struct Machine<'a> {
     rq_lock_free: Vec<u64>,
     /// Each runqueue lock's statistics.
     rq_lock_stats: Vec<LockStats>,
+    /// Each CPU has its own runqueue lock ([`Policy::lock_domain`] is the CPU's own id).
+    rq_lock_per_cpu: bool,
+    /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
+    /// asked after a pick.
+    picks_scan: bool,
     /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
     net_lock_free: u64,
     /// The loopback transmit lock's statistics.
@@ -729,6 +734,8 @@ impl<'a> Machine<'a> {
         let rq_lock_stats = (0..setup.cpus)
             .map(|d| LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true))
             .collect();
+        let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
+        let picks_scan = policy.picks_scan();
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
                 tick_phase: rng.next_u64() % tick,
@@ -779,6 +786,8 @@ impl<'a> Machine<'a> {
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
             rq_lock_free: vec![0; setup.cpus],
             rq_lock_stats,
+            rq_lock_per_cpu,
+            picks_scan,
             net_lock_free: 0,
             net_lock_stats: LockStats::new("net_lock".into(), LockKind::Spin.name(), true),
             net,

@@ -81,10 +81,18 @@ impl Machine<'_> {
             task.rq_cpu = cpu;
             task.migrations += 1;
         }
-        let scanned = self.policy.last_scan_len(cpu) as u64;
+        let scanned = if self.picks_scan {
+            self.policy.last_scan_len(cpu) as u64
+        } else {
+            debug_assert_eq!(
+                self.policy.last_scan_len(cpu),
+                0,
+                "a scan without picks_scan"
+            );
+            0
+        };
         let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
-        let domain = self.policy.lock_domain(cpu);
-        let mut cost = self.rq_lock(domain, hold);
+        let mut cost = self.rq_lock(cpu, hold);
         if prev != Some(n) {
             cost += self.c(self.cost.switch);
             if let Some(last) = last_ran.filter(|&c| c != cpu) {
@@ -176,8 +184,7 @@ impl Machine<'_> {
         if waker.is_some() {
             cost += self.c(self.cost.wakeup);
             let hold = self.c(self.cost.rq_lock);
-            let domain = self.policy.lock_domain(cpu);
-            cost += self.rq_lock(domain, hold);
+            cost += self.rq_lock(cpu, hold);
         }
         match self.curr[cpu] {
             None if start || self.policy.wakeup_kicks_idle(cpu) => {
