@@ -13,11 +13,58 @@ use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A cost and the span of its jitter ([`Machine::c`]): worked out once for the costs of every
+/// switch and system call ([`HotCosts`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Jittered {
+    base: u64,
+    span: u64,
+}
+
+impl Jittered {
+    /// `base` with `jitter_ppm` parts per million of jitter.
+    fn new(base: u64, jitter_ppm: u64) -> Jittered {
+        Jittered {
+            base,
+            span: base * jitter_ppm / 1_000_000,
+        }
+    }
+}
+
+/// The profile's costs of every switch and system call, with their jitter's spans.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HotCosts {
+    pub(super) syscall: Jittered,
+    pub(super) switch: Jittered,
+    pub(super) rq_lock: Jittered,
+    pub(super) wakeup: Jittered,
+}
+
+impl HotCosts {
+    /// Those of `cost`, with `jitter_ppm` parts per million of jitter.
+    pub(super) fn new(cost: &crate::cost::CostModel, jitter_ppm: u64) -> HotCosts {
+        HotCosts {
+            syscall: Jittered::new(cost.syscall, jitter_ppm),
+            switch: Jittered::new(cost.switch, jitter_ppm),
+            rq_lock: Jittered::new(cost.rq_lock, jitter_ppm),
+            wakeup: Jittered::new(cost.wakeup, jitter_ppm),
+        }
+    }
+}
+
 impl Machine<'_> {
     /// A cost with this repetition's jitter.
+    #[inline]
     pub(super) fn c(&mut self, base: u64) -> u64 {
+        self.jittered(Jittered::new(base, self.jitter_ppm))
+    }
+
+    /// [`Machine::c`] of a cost whose span is worked out ([`HotCosts`]): the same draw, without
+    /// the span's multiplication and division at every switch.
+    #[inline]
+    pub(super) fn jittered(&mut self, cost: Jittered) -> u64 {
         // Uniform in base·(1 ± jitter), in integer arithmetic (this runs several times per event).
-        let span = base * self.jitter_ppm / 1_000_000;
+        let Jittered { base, span } = cost;
         if span == 0 {
             return base;
         }

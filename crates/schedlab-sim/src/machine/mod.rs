@@ -637,6 +637,7 @@ mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 
+use accounting::HotCosts;
 pub use kthreads::NETISR_PRIORITY;
 use kthreads::{DiskIthread, KernelThread, Netisr};
 use memory::{Memory, TaskMemory};
@@ -690,6 +691,8 @@ struct Machine<'a> {
     plan_channels: usize,
     /// The cost model's jitter in parts per million.
     jitter_ppm: u64,
+    /// The costs of every switch and system call, with their jitter's spans.
+    hot: HotCosts,
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
     /// Each workload task's context, which its body reads at every call: fetched into the cache
@@ -736,6 +739,7 @@ impl<'a> Machine<'a> {
             .collect();
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
         let picks_scan = policy.picks_scan();
+        let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
                 tick_phase: rng.next_u64() % tick,
@@ -801,7 +805,8 @@ impl<'a> Machine<'a> {
                 && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
             sock_queued: 0,
             plan_channels: plan.channels,
-            jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
+            jitter_ppm,
+            hot: HotCosts::new(setup.cost, jitter_ppm),
             shared,
             exec,
             contexts,

@@ -91,10 +91,10 @@ impl Machine<'_> {
             );
             0
         };
-        let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
+        let hold = self.jittered(self.hot.rq_lock) + scanned * self.cost.scan;
         let mut cost = self.rq_lock(cpu, hold);
         if prev != Some(n) {
-            cost += self.c(self.cost.switch);
+            cost += self.jittered(self.hot.switch);
             if let Some(last) = last_ran.filter(|&c| c != cpu) {
                 let refill = self.by_distance(self.cost.migration, last, cpu);
                 cost += self.c(refill);
@@ -182,8 +182,8 @@ impl Machine<'_> {
         self.policy.enqueue_task(&view!(self), cpu, t, kind);
         let mut cost = 0;
         if waker.is_some() {
-            cost += self.c(self.cost.wakeup);
-            let hold = self.c(self.cost.rq_lock);
+            cost += self.jittered(self.hot.wakeup);
+            let hold = self.jittered(self.hot.rq_lock);
             cost += self.rq_lock(cpu, hold);
         }
         match self.curr[cpu] {

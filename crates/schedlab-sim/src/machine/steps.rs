@@ -354,7 +354,7 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let syscall = self.c(self.cost.syscall);
+        let syscall = self.jittered(self.hot.syscall);
         let (cost, then) = match op {
             Op::Compute(ns) => {
                 // The compute begins with a read of the task's CPU clock (see clock_read).
