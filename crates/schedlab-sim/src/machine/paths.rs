@@ -22,8 +22,9 @@ impl Machine<'_> {
                 self.apply_moves(cpu, &[mv]);
             }
         }
-        self.switch_next(cpu, Some(t));
-        if self.curr[cpu] != Some(t) {
+        // The task switched to is the CPU's current one (none: it went idle).
+        let next = self.switch_next(cpu, Some(t));
+        if next != Some(t) {
             self.tasks[t].nivcsw += 1;
             if kind == PutPrevKind::Preempted {
                 if let Some(mv) = self.policy.schedule_tail(&view!(self), cpu, t) {
@@ -47,9 +48,9 @@ impl Machine<'_> {
 
     /// [`Machine::schedule`], inlined into [`Machine::reschedule`] (every yield and
     /// preemption): a call there was a second prologue and the reload of everything the caller
-    /// had at hand.
+    /// had at hand. Returns the task switched to, if any.
     #[inline(always)]
-    pub(super) fn switch_next(&mut self, cpu: CpuId, prev: Option<TaskId>) {
+    pub(super) fn switch_next(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
         // One borrow of the CPU (and of the task below) per stretch between calls out: each
         // index is a bounds check, paid again after every call that may change the vectors.
         let c = &mut self.cpus[cpu];
@@ -68,7 +69,7 @@ impl Machine<'_> {
                 c.busy_ns += self.now - since;
                 c.idle_since = Some(self.now);
             }
-            return;
+            return None;
         };
         let task = &self.tasks[n];
         let (from, last_ran) = (task.rq_cpu, task.last_ran);
@@ -144,6 +145,7 @@ impl Machine<'_> {
             self.exec.prefetch_place(after);
         }
         self.run_burst(cpu);
+        Some(n)
     }
 
     /// Wake `t` (blocked). `waker` is the CPU of the task that woke it, if any. Returns the CPU
