@@ -159,12 +159,8 @@ impl Machine<'_> {
         } else {
             self.policy.lock_domain(cpu)
         };
-        spin_lock(
-            &mut self.rq_lock_free[domain],
-            &mut self.rq_lock_stats[domain],
-            self.now,
-            hold,
-        )
+        let (free, stats) = &mut self.rq_locks[domain];
+        spin_lock(free, stats, self.now, hold)
     }
 
     /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
@@ -260,7 +256,7 @@ impl Machine<'_> {
         // The workload's locks, then the kernel locks that were taken; each with the elapsed
         // and machine CPU time its shares are of.
         let cpu_ns = end.saturating_mul(self.cpus.len() as u64);
-        let kernel = (self.rq_lock_stats.into_iter())
+        let kernel = (self.rq_locks.into_iter().map(|(_, stats)| stats))
             .chain([self.net_lock_stats])
             .filter(|l| l.acquisitions > 0);
         let locks: Vec<LockStats> = (self.locks.into_iter().map(|l| l.stats))

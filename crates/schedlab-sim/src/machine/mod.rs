@@ -662,10 +662,9 @@ struct Machine<'a> {
     barriers: Vec<SimBarrier>,
     semaphores: Vec<SimSemaphore>,
     conds: Vec<SimCond>,
-    /// When each runqueue lock is next free.
-    rq_lock_free: Vec<u64>,
-    /// Each runqueue lock's statistics.
-    rq_lock_stats: Vec<LockStats>,
+    /// Each runqueue lock: when it is next free, and its statistics (side by side, as a
+    /// switch takes one: one bounds check).
+    rq_locks: Vec<(u64, LockStats)>,
     /// Each CPU has its own runqueue lock ([`Policy::lock_domain`] is the CPU's own id).
     rq_lock_per_cpu: bool,
     /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
@@ -734,8 +733,13 @@ impl<'a> Machine<'a> {
     ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
         let tick = setup.cost.tick_ns();
-        let rq_lock_stats = (0..setup.cpus)
-            .map(|d| LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true))
+        let rq_locks = (0..setup.cpus)
+            .map(|d| {
+                (
+                    0,
+                    LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true),
+                )
+            })
             .collect();
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
         let picks_scan = policy.picks_scan();
@@ -788,8 +792,7 @@ impl<'a> Machine<'a> {
                 })
                 .collect(),
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
-            rq_lock_free: vec![0; setup.cpus],
-            rq_lock_stats,
+            rq_locks,
             rq_lock_per_cpu,
             picks_scan,
             net_lock_free: 0,
