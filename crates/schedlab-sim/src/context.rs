@@ -120,13 +120,23 @@ impl Shared {
 /// The context one task's body runs against on the simulator.
 pub struct SimContext<'s> {
     shared: &'s Shared,
+    /// The task's call, found once: every context call hands its request over and takes the
+    /// completion through it, and an index into [`Shared::calls`] there is a bounds check each.
+    call: &'s Call,
     task: usize,
 }
 
 impl<'s> SimContext<'s> {
     /// The context of task `task`.
+    ///
+    /// # Panics
+    /// If `shared` has no slot for `task`.
     pub fn new(shared: &'s Shared, task: usize) -> Self {
-        SimContext { shared, task }
+        SimContext {
+            shared,
+            call: &shared.calls[task],
+            task,
+        }
     }
 
     fn slot(&self) -> std::cell::RefMut<'_, Slot> {
@@ -134,7 +144,7 @@ impl<'s> SimContext<'s> {
     }
 
     fn call(&self) -> &Call {
-        &self.shared.calls[self.task]
+        self.call
     }
 
     fn issue(&self, op: Op) -> Issue<'_> {
@@ -172,8 +182,10 @@ fn ns(d: Duration) -> u64 {
 }
 
 impl Context for SimContext<'_> {
-    async fn compute(&self, cpu: Duration) {
-        self.issue(Op::Compute(ns(cpu))).await
+    // The calls with nothing to do after the machine's answer return the request's future
+    // itself: an `async fn` around it was one more state machine to step through at each poll.
+    fn compute(&self, cpu: Duration) -> impl Future<Output = ()> {
+        self.issue(Op::Compute(ns(cpu)))
     }
 
     async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {
@@ -223,8 +235,8 @@ impl Context for SimContext<'_> {
         self.issue(Op::SleepUntil(until)).await
     }
 
-    async fn sleep_until(&self, t: Duration) {
-        self.issue(Op::SleepUntil(ns(t))).await
+    fn sleep_until(&self, t: Duration) -> impl Future<Output = ()> {
+        self.issue(Op::SleepUntil(ns(t)))
     }
 
     fn now(&self) -> Duration {
@@ -263,12 +275,12 @@ impl Context for SimContext<'_> {
         Ok(())
     }
 
-    async fn yield_now(&self) {
-        self.issue(Op::Yield).await
+    fn yield_now(&self) -> impl Future<Output = ()> {
+        self.issue(Op::Yield)
     }
 
-    async fn lock(&self, id: LockId) {
-        self.issue(Op::Lock(id.0)).await
+    fn lock(&self, id: LockId) -> impl Future<Output = ()> {
+        self.issue(Op::Lock(id.0))
     }
 
     fn unlock(&self, id: LockId) {
@@ -294,8 +306,8 @@ impl Context for SimContext<'_> {
         Ok(FileRead::Modelled)
     }
 
-    async fn touch_memory(&self, bytes: usize) {
-        self.issue(Op::Touch(bytes)).await
+    fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()> {
+        self.issue(Op::Touch(bytes))
     }
 
     fn record(&self, metric: &'static str, value: f64) {

@@ -13,11 +13,58 @@ use schedlab_workload::record::{Counters, CpuCounters, LockStats, KERNEL_GROUP};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// A cost and the span of its jitter ([`Machine::c`]): worked out once for the costs of every
+/// switch and system call ([`HotCosts`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Jittered {
+    base: u64,
+    span: u64,
+}
+
+impl Jittered {
+    /// `base` with `jitter_ppm` parts per million of jitter.
+    fn new(base: u64, jitter_ppm: u64) -> Jittered {
+        Jittered {
+            base,
+            span: base * jitter_ppm / 1_000_000,
+        }
+    }
+}
+
+/// The profile's costs of every switch and system call, with their jitter's spans.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct HotCosts {
+    pub(super) syscall: Jittered,
+    pub(super) switch: Jittered,
+    pub(super) rq_lock: Jittered,
+    pub(super) wakeup: Jittered,
+}
+
+impl HotCosts {
+    /// Those of `cost`, with `jitter_ppm` parts per million of jitter.
+    pub(super) fn new(cost: &crate::cost::CostModel, jitter_ppm: u64) -> HotCosts {
+        HotCosts {
+            syscall: Jittered::new(cost.syscall, jitter_ppm),
+            switch: Jittered::new(cost.switch, jitter_ppm),
+            rq_lock: Jittered::new(cost.rq_lock, jitter_ppm),
+            wakeup: Jittered::new(cost.wakeup, jitter_ppm),
+        }
+    }
+}
+
 impl Machine<'_> {
     /// A cost with this repetition's jitter.
+    #[inline]
     pub(super) fn c(&mut self, base: u64) -> u64 {
+        self.jittered(Jittered::new(base, self.jitter_ppm))
+    }
+
+    /// [`Machine::c`] of a cost whose span is worked out ([`HotCosts`]): the same draw, without
+    /// the span's multiplication and division at every switch.
+    #[inline]
+    pub(super) fn jittered(&mut self, cost: Jittered) -> u64 {
         // Uniform in base·(1 ± jitter), in integer arithmetic (this runs several times per event).
-        let span = base * self.jitter_ppm / 1_000_000;
+        let Jittered { base, span } = cost;
         if span == 0 {
             return base;
         }
@@ -69,6 +116,10 @@ impl Machine<'_> {
     }
 
     /// Charge the running task of `cpu` for the time since it was last charged.
+    // Always inline: every burst's end charges, and the event loop has just indexed the same
+    // CPU (a call here was its own prologue, bounds checks and reloads; plain `inline` was
+    // not taken).
+    #[inline(always)]
     pub(super) fn account(&mut self, cpu: CpuId) {
         let delta = self.now - self.cpus[cpu].last_account;
         self.cpus[cpu].last_account = self.now;
@@ -97,14 +148,19 @@ impl Machine<'_> {
         }
     }
 
-    /// Take runqueue lock `domain` for `hold` ns from now; returns wait + hold.
-    pub(super) fn rq_lock(&mut self, domain: usize, hold: u64) -> u64 {
-        spin_lock(
-            &mut self.rq_lock_free[domain],
-            &mut self.rq_lock_stats[domain],
-            self.now,
-            hold,
-        )
+    /// Take the runqueue lock of `cpu`'s runqueue ([`Policy::lock_domain`]) for `hold` ns
+    /// from now; returns wait + hold.
+    ///
+    /// [`Policy::lock_domain`]: crate::policy::Policy::lock_domain
+    pub(super) fn rq_lock(&mut self, cpu: CpuId, hold: u64) -> u64 {
+        // A lock per CPU (most policies) needs no call to the policy at every switch.
+        let domain = if self.rq_lock_per_cpu {
+            cpu
+        } else {
+            self.policy.lock_domain(cpu)
+        };
+        let (free, stats) = &mut self.rq_locks[domain];
+        spin_lock(free, stats, self.now, hold)
     }
 
     /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
@@ -200,7 +256,7 @@ impl Machine<'_> {
         // The workload's locks, then the kernel locks that were taken; each with the elapsed
         // and machine CPU time its shares are of.
         let cpu_ns = end.saturating_mul(self.cpus.len() as u64);
-        let kernel = (self.rq_lock_stats.into_iter())
+        let kernel = (self.rq_locks.into_iter().map(|(_, stats)| stats))
             .chain([self.net_lock_stats])
             .filter(|l| l.acquisitions > 0);
         let locks: Vec<LockStats> = (self.locks.into_iter().map(|l| l.stats))

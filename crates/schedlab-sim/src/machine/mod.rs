@@ -637,6 +637,7 @@ mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 
+use accounting::HotCosts;
 pub use kthreads::NETISR_PRIORITY;
 use kthreads::{DiskIthread, KernelThread, Netisr};
 use memory::{Memory, TaskMemory};
@@ -661,10 +662,14 @@ struct Machine<'a> {
     barriers: Vec<SimBarrier>,
     semaphores: Vec<SimSemaphore>,
     conds: Vec<SimCond>,
-    /// When each runqueue lock is next free.
-    rq_lock_free: Vec<u64>,
-    /// Each runqueue lock's statistics.
-    rq_lock_stats: Vec<LockStats>,
+    /// Each runqueue lock: when it is next free, and its statistics (side by side, as a
+    /// switch takes one: one bounds check).
+    rq_locks: Vec<(u64, LockStats)>,
+    /// Each CPU has its own runqueue lock ([`Policy::lock_domain`] is the CPU's own id).
+    rq_lock_per_cpu: bool,
+    /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
+    /// asked after a pick.
+    picks_scan: bool,
     /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
     net_lock_free: u64,
     /// The loopback transmit lock's statistics.
@@ -685,6 +690,8 @@ struct Machine<'a> {
     plan_channels: usize,
     /// The cost model's jitter in parts per million.
     jitter_ppm: u64,
+    /// The costs of every switch and system call, with their jitter's spans.
+    hot: HotCosts,
     shared: &'a Shared,
     exec: Executor<'a, Result<(), WorkloadError>>,
     /// Each workload task's context, which its body reads at every call: fetched into the cache
@@ -726,9 +733,17 @@ impl<'a> Machine<'a> {
     ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
         let tick = setup.cost.tick_ns();
-        let rq_lock_stats = (0..setup.cpus)
-            .map(|d| LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true))
+        let rq_locks = (0..setup.cpus)
+            .map(|d| {
+                (
+                    0,
+                    LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true),
+                )
+            })
             .collect();
+        let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
+        let picks_scan = policy.picks_scan();
+        let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
                 tick_phase: rng.next_u64() % tick,
@@ -777,8 +792,9 @@ impl<'a> Machine<'a> {
                 })
                 .collect(),
             conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
-            rq_lock_free: vec![0; setup.cpus],
-            rq_lock_stats,
+            rq_locks,
+            rq_lock_per_cpu,
+            picks_scan,
             net_lock_free: 0,
             net_lock_stats: LockStats::new("net_lock".into(), LockKind::Spin.name(), true),
             net,
@@ -792,7 +808,8 @@ impl<'a> Machine<'a> {
                 && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
             sock_queued: 0,
             plan_channels: plan.channels,
-            jitter_ppm: (setup.cost.jitter * 1e6).round() as u64,
+            jitter_ppm,
+            hot: HotCosts::new(setup.cost, jitter_ppm),
             shared,
             exec,
             contexts,

@@ -22,8 +22,9 @@ impl Machine<'_> {
                 self.apply_moves(cpu, &[mv]);
             }
         }
-        self.schedule(cpu, Some(t));
-        if self.curr[cpu] != Some(t) {
+        // The task switched to is the CPU's current one (none: it went idle).
+        let next = self.switch_next(cpu, Some(t));
+        if next != Some(t) {
             self.tasks[t].nivcsw += 1;
             if kind == PutPrevKind::Preempted {
                 if let Some(mv) = self.policy.schedule_tail(&view!(self), cpu, t) {
@@ -42,10 +43,21 @@ impl Machine<'_> {
 
     /// Pick the next task for `cpu` (whose current task, `prev`, has just left it) and switch.
     pub(super) fn schedule(&mut self, cpu: CpuId, prev: Option<TaskId>) {
-        self.cpus[cpu].need_resched = false;
-        self.cpus[cpu].ast_pending = false;
-        self.cpus[cpu].resched_at_once = false;
-        self.cpus[cpu].gen += 1;
+        self.switch_next(cpu, prev);
+    }
+
+    /// [`Machine::schedule`], inlined into [`Machine::reschedule`] (every yield and
+    /// preemption): a call there was a second prologue and the reload of everything the caller
+    /// had at hand. Returns the task switched to, if any.
+    #[inline(always)]
+    pub(super) fn switch_next(&mut self, cpu: CpuId, prev: Option<TaskId>) -> Option<TaskId> {
+        // One borrow of the CPU (and of the task below) per stretch between calls out: each
+        // index is a bounds check, paid again after every call that may change the vectors.
+        let c = &mut self.cpus[cpu];
+        c.need_resched = false;
+        c.ast_pending = false;
+        c.resched_at_once = false;
+        c.gen += 1;
         let mut next = self.policy.pick_next_task(&view!(self), cpu);
         if next.is_none() {
             self.balance(cpu, BalanceKind::NewIdle);
@@ -57,24 +69,34 @@ impl Machine<'_> {
                 c.busy_ns += self.now - since;
                 c.idle_since = Some(self.now);
             }
-            return;
+            return None;
         };
-        let from = self.tasks[n].rq_cpu;
+        let task = &self.tasks[n];
+        let (from, last_ran) = (task.rq_cpu, task.last_ran);
         if from != cpu {
             // A shared run list (Linux 2.4, 4BSD) or a steal in schedule() (IBM MQ): the task
             // was queued for another CPU and this one took it.
             self.rq_change(from, false);
             self.rq_change(cpu, true);
-            self.tasks[n].rq_cpu = cpu;
-            self.tasks[n].migrations += 1;
+            let task = &mut self.tasks[n];
+            task.rq_cpu = cpu;
+            task.migrations += 1;
         }
-        let scanned = self.policy.last_scan_len(cpu) as u64;
-        let hold = self.c(self.cost.rq_lock) + scanned * self.cost.scan;
-        let domain = self.policy.lock_domain(cpu);
-        let mut cost = self.rq_lock(domain, hold);
+        let scanned = if self.picks_scan {
+            self.policy.last_scan_len(cpu) as u64
+        } else {
+            debug_assert_eq!(
+                self.policy.last_scan_len(cpu),
+                0,
+                "a scan without picks_scan"
+            );
+            0
+        };
+        let hold = self.jittered(self.hot.rq_lock) + scanned * self.cost.scan;
+        let mut cost = self.rq_lock(cpu, hold);
         if prev != Some(n) {
-            cost += self.c(self.cost.switch);
-            if let Some(last) = self.tasks[n].last_ran.filter(|&c| c != cpu) {
+            cost += self.jittered(self.hot.switch);
+            if let Some(last) = last_ran.filter(|&c| c != cpu) {
                 let refill = self.by_distance(self.cost.migration, last, cpu);
                 cost += self.c(refill);
             }
@@ -123,6 +145,7 @@ impl Machine<'_> {
             self.exec.prefetch_place(after);
         }
         self.run_burst(cpu);
+        Some(n)
     }
 
     /// Wake `t` (blocked). `waker` is the CPU of the task that woke it, if any. Returns the CPU
@@ -161,10 +184,9 @@ impl Machine<'_> {
         self.policy.enqueue_task(&view!(self), cpu, t, kind);
         let mut cost = 0;
         if waker.is_some() {
-            cost += self.c(self.cost.wakeup);
-            let hold = self.c(self.cost.rq_lock);
-            let domain = self.policy.lock_domain(cpu);
-            cost += self.rq_lock(domain, hold);
+            cost += self.jittered(self.hot.wakeup);
+            let hold = self.jittered(self.hot.rq_lock);
+            cost += self.rq_lock(cpu, hold);
         }
         match self.curr[cpu] {
             None if start || self.policy.wakeup_kicks_idle(cpu) => {
@@ -257,10 +279,13 @@ impl Machine<'_> {
     /// `preempt_enable` does).
     pub(super) fn resched_due(&self, cpu: CpuId) -> bool {
         let c = &self.cpus[cpu];
-        let holds_spin = self.curr[cpu].is_some_and(|t| self.tasks[t].spin_held > 0);
-        c.need_resched
-            && !holds_spin
-            && (c.resched_at_once || !self.curr[cpu].is_some_and(|t| self.tasks[t].kernel_mode))
+        // Asked after every effect: the common "no" looks at the CPU's flag alone.
+        if !c.need_resched {
+            return false;
+        }
+        let curr = self.curr[cpu].map(|t| &self.tasks[t]);
+        let holds_spin = curr.is_some_and(|t| t.spin_held > 0);
+        !holds_spin && (c.resched_at_once || !curr.is_some_and(|t| t.kernel_mode))
     }
 
     /// Whether task `t`'s expired slice switches it at the tick: not in kernel mode (it is

@@ -38,251 +38,282 @@ impl Machine<'_> {
     /// needed; stop when it has CPU work to do, or has left the CPU.
     pub(super) fn step(&mut self, cpu: CpuId, t: TaskId) {
         loop {
-            debug_assert_eq!(self.tasks[t].remaining, 0);
-            let effect = self.tasks[t].then;
-            self.tasks[t].then = Effect::Resume;
-            match effect {
-                Effect::Resume => {
-                    let going_on = match self.tasks[t].kthread {
-                        Some(k) => self.kernel_thread_resume(cpu, t, k),
-                        None => self.poll(cpu, t),
-                    };
-                    if !going_on {
-                        return; // finished or waiting; the CPU has moved on
-                    }
-                }
-                Effect::ClockRead => {
-                    if !self.clock_read(cpu) {
-                        // Nothing asked: go on into the body at once, as if the read were not
-                        // there (no extra reschedule check point for the other policies).
-                        self.tasks[t].then = Effect::Resume;
-                        continue;
-                    }
-                }
-                Effect::NetOutput(ch) => {
-                    if !self.net_output(cpu, t, ch) {
-                        return;
-                    }
-                }
-                Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
-                Effect::Touch(pos, pages) => {
-                    if !self.touch_step(cpu, t, pos, pages) {
-                        return;
-                    }
-                }
-                Effect::Spawn(group, arg) => self.spawn(cpu, t, group, arg),
-                Effect::Wait(child) => {
-                    if !self.wait_child(cpu, t, child) {
-                        return;
-                    }
-                }
-                Effect::Exit => {
-                    self.exit(cpu, t);
-                    return;
-                }
-                Effect::SwapIn(pos, pages, k) => {
-                    self.swap_in(cpu, t, pos, pages, k);
-                    return;
-                }
-                Effect::NetInput => self.net_input(cpu, t),
-                Effect::NetAck(ch) => {
-                    if !self.net_ack(cpu, t, ch) {
-                        return;
-                    }
-                }
-                Effect::Send(ch) => {
-                    let sock_room = self.sock_slots_room(ch);
-                    let mut slot = self.shared.slots[t].borrow_mut();
-                    let chan = &mut self.channels[ch];
-                    let len = slot.outbuf.len();
-                    let room = chan.bytes.is_empty()
-                        || sock_room.unwrap_or_else(|| {
-                            (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes
-                        });
-                    if !room {
-                        drop(slot);
-                        chan.writers.push(t);
-                        self.block_to_retry(cpu, t, Effect::Send(ch));
-                        return;
-                    }
-                    chan.bytes.extend(slot.outbuf.iter());
-                    slot.outbuf.clear();
-                    let wake = match chan.reader {
-                        Some((r, need)) if chan.bytes.len() >= need => {
-                            chan.reader = None;
-                            Some(r)
-                        }
-                        _ => None,
-                    };
-                    drop(slot);
-                    self.sock_queue_push(ch, len);
-                    self.tcp_arrived(ch, len);
-                    // A task whose readiness wait another channel ended is already awake.
-                    if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
-                        self.tasks[t].remaining += self.wake(r, Some(cpu), false);
-                    }
-                }
-                Effect::RecvSome(ch, max) => {
-                    if !self.recv_some(cpu, t, ch, max) {
-                        return;
-                    }
-                }
-                Effect::Poll(deadline) => {
-                    if !self.poll_channels(cpu, t, deadline) {
-                        return;
-                    }
-                }
-                Effect::Recv(ch, len) => {
-                    let chan = &mut self.channels[ch];
-                    if chan.bytes.len() < len {
-                        chan.reader = Some((t, len));
-                        self.tcp_recv_sleeps(t, ch);
-                        self.block_to_retry(cpu, t, Effect::Recv(ch, len));
-                        return;
-                    }
-                    {
-                        let mut slot = self.shared.slots[t].borrow_mut();
-                        slot.inbuf.clear();
-                        let (a, b) = chan.bytes.as_slices();
-                        let from_a = len.min(a.len());
-                        slot.inbuf.extend_from_slice(&a[..from_a]);
-                        slot.inbuf.extend_from_slice(&b[..len - from_a]);
-                        chan.bytes.drain(..len);
-                    }
-                    let writers = std::mem::take(&mut chan.writers);
-                    self.sock_queue_take(ch, len);
-                    let mut cost =
-                        self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
-                    for w in writers {
-                        cost += self.wake(w, Some(cpu), false);
-                    }
-                    self.tasks[t].remaining += cost;
-                }
-                Effect::Sleep(until) => {
-                    if until > self.now {
-                        self.events.push(until, Event::Timer { task: t });
-                        self.timers += 1;
-                        self.block(cpu, t);
-                        return;
-                    }
-                }
-                Effect::Yield => {
-                    if self.policy.yield_task(&view!(self), cpu, t) {
-                        self.reschedule(cpu, t, PutPrevKind::Yielded);
-                        return;
-                    }
-                }
-                Effect::Lock(l) | Effect::OnCond(_, l) => {
-                    let now = self.now;
-                    let lock = &mut self.locks[l];
-                    if lock.holder.is_some() {
-                        lock.waiters.push_back(t);
-                        self.tasks[t].lock_wait_since.get_or_insert(now);
-                        if lock.spin {
-                            // A spin lock's waiter stays on its CPU, burning it.
-                            self.tasks[t].remaining = SPIN_CHUNK;
-                            self.tasks[t].then = Effect::Spin(l);
-                        } else {
-                            self.block_to_retry(cpu, t, Effect::Lock(l));
-                            return;
-                        }
-                    } else {
-                        self.take_lock(t, l);
-                    }
-                }
-                Effect::Spin(l) => match self.locks[l].holder {
-                    None => {
-                        self.locks[l].waiters.retain(|&w| w != t);
-                        self.take_lock(t, l);
-                    }
-                    Some(h) if self.tasks[h].state == State::Done => {
-                        self.failure = Some(SimError::Deadlock(format!(
-                            "task {t} spins on lock {l}, held by task {h}, which has finished"
-                        )));
-                        return;
-                    }
-                    Some(_) => {
-                        self.tasks[t].remaining = SPIN_CHUNK;
-                        self.tasks[t].then = Effect::Spin(l);
-                    }
-                },
-                Effect::Barrier(b) => {
-                    let bar = &mut self.barriers[b];
-                    if bar.waiters.len() + 1 < bar.parties {
-                        bar.waiters.push_back(t);
-                        self.block_to_retry(cpu, t, Effect::AtBarrier(b));
-                        return;
-                    }
-                    // The last party: the others go on, in the order they arrived.
-                    let waiters = std::mem::take(&mut bar.waiters);
-                    let mut cost = 0;
-                    for w in waiters {
-                        cost += self.wake(w, Some(cpu), false);
-                    }
-                    self.tasks[t].remaining += cost;
-                }
-                // Woken by the last party or handed a post: the call is complete.
-                Effect::AtBarrier(_) | Effect::OnSemaphore(_) => {}
-                Effect::SemPost(s) => {
-                    let sem = &mut self.semaphores[s];
-                    match sem.waiters.pop_front() {
-                        Some(w) => {
-                            let cost = self.wake(w, Some(cpu), false);
-                            self.tasks[t].remaining += cost;
-                        }
-                        None => sem.count += 1,
-                    }
-                }
-                Effect::SemWait(s) => {
-                    let sem = &mut self.semaphores[s];
-                    if sem.count == 0 {
-                        sem.waiters.push_back(t);
-                        self.block_to_retry(cpu, t, Effect::OnSemaphore(s));
-                        return;
-                    }
-                    sem.count -= 1;
-                }
-                Effect::CondWait(c, l) => {
-                    // One step, as pthread_cond_wait: from now on a signal finds this task.
-                    self.conds[c].waiters.push_back(t);
-                    self.unlock(cpu, t, l);
-                    // Releasing the lock may have cost a wakeup: work it off before sleeping.
-                    self.tasks[t].then = Effect::CondSleep(c, l);
-                }
-                Effect::CondSleep(c, l) => {
-                    if std::mem::take(&mut self.tasks[t].cond_signalled) {
-                        self.tasks[t].then = Effect::Lock(l);
-                    } else {
-                        self.block_to_retry(cpu, t, Effect::OnCond(c, l));
-                        return;
-                    }
-                }
-                Effect::CondSignal(c) => {
-                    if let Some(w) = self.conds[c].waiters.pop_front() {
-                        self.cond_wake(cpu, t, w);
-                    }
-                }
-                Effect::CondBroadcast(c) => {
-                    let waiters = std::mem::take(&mut self.conds[c].waiters);
-                    for w in waiters {
-                        self.cond_wake(cpu, t, w);
-                    }
-                }
-                Effect::IoWait(ns) => {
-                    self.device_request(t, ns);
-                    self.block(cpu, t);
-                    return;
-                }
-            }
-            if self.resched_due(cpu) {
-                self.preempt(cpu);
-                return;
-            }
-            if self.tasks[t].remaining > 0 {
-                self.run_burst(cpu);
+            let task = &self.tasks[t];
+            // The commonest effect, the body's next call, without step_effect's frame (which
+            // all the other arms make large).
+            let going_on = if matches!(task.then, Effect::Resume) && task.kthread.is_none() {
+                self.poll(cpu, t) && self.effect_done(cpu, t)
+            } else {
+                self.step_effect(cpu, t)
+            };
+            if !going_on {
                 return;
             }
         }
+    }
+
+    /// Task `t`'s effect on `cpu` is applied: switch if a reschedule is due, or start its
+    /// burst if it has CPU work to do. Returns whether it has neither (apply its next effect).
+    #[inline(always)]
+    fn effect_done(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        if self.resched_due(cpu) {
+            self.preempt(cpu);
+            return false;
+        }
+        if self.tasks[t].remaining > 0 {
+            self.run_burst(cpu);
+            return false;
+        }
+        true
+    }
+
+    /// One turn of [`Machine::step`]: apply task `t`'s pending effect. Returns whether the
+    /// task is still on `cpu` with no CPU work to do (apply its next effect).
+    ///
+    /// A function of its own, called in a loop, rather than the loop's body: inside a loop
+    /// the compiler computed the addresses every arm may use once before it, for every event,
+    /// though an event takes one or two arms.
+    #[inline(never)]
+    fn step_effect(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        let task = &mut self.tasks[t];
+        debug_assert_eq!(task.remaining, 0);
+        let effect = std::mem::replace(&mut task.then, Effect::Resume);
+        // Read with the effect (one bounds check): a resumed task's body is polled or its
+        // kernel thread run.
+        let kthread = task.kthread;
+        match effect {
+            Effect::Resume => {
+                let going_on = match kthread {
+                    Some(k) => self.kernel_thread_resume(cpu, t, k),
+                    None => self.poll(cpu, t),
+                };
+                if !going_on {
+                    return false; // finished or waiting; the CPU has moved on
+                }
+            }
+            Effect::ClockRead => {
+                if !self.clock_read(cpu) {
+                    // Nothing asked: go on into the body at once, as if the read were not
+                    // there (no extra reschedule check point for the other policies).
+                    self.tasks[t].then = Effect::Resume;
+                    return true;
+                }
+            }
+            Effect::NetOutput(ch) => {
+                if !self.net_output(cpu, t, ch) {
+                    return false;
+                }
+            }
+            Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
+            Effect::Touch(pos, pages) => {
+                if !self.touch_step(cpu, t, pos, pages) {
+                    return false;
+                }
+            }
+            Effect::Spawn(group, arg) => self.spawn(cpu, t, group, arg),
+            Effect::Wait(child) => {
+                if !self.wait_child(cpu, t, child) {
+                    return false;
+                }
+            }
+            Effect::Exit => {
+                self.exit(cpu, t);
+                return false;
+            }
+            Effect::SwapIn(pos, pages, k) => {
+                self.swap_in(cpu, t, pos, pages, k);
+                return false;
+            }
+            Effect::NetInput => self.net_input(cpu, t),
+            Effect::NetAck(ch) => {
+                if !self.net_ack(cpu, t, ch) {
+                    return false;
+                }
+            }
+            Effect::Send(ch) => {
+                let sock_room = self.sock_slots_room(ch);
+                let mut slot = self.shared.slots[t].borrow_mut();
+                let chan = &mut self.channels[ch];
+                let len = slot.outbuf.len();
+                let room = chan.bytes.is_empty()
+                    || sock_room.unwrap_or_else(|| {
+                        (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes
+                    });
+                if !room {
+                    drop(slot);
+                    chan.writers.push(t);
+                    self.block_to_retry(cpu, t, Effect::Send(ch));
+                    return false;
+                }
+                chan.bytes.extend(slot.outbuf.iter());
+                slot.outbuf.clear();
+                let wake = match chan.reader {
+                    Some((r, need)) if chan.bytes.len() >= need => {
+                        chan.reader = None;
+                        Some(r)
+                    }
+                    _ => None,
+                };
+                drop(slot);
+                self.sock_queue_push(ch, len);
+                self.tcp_arrived(ch, len);
+                // A task whose readiness wait another channel ended is already awake.
+                if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
+                    self.tasks[t].remaining += self.wake(r, Some(cpu), false);
+                }
+            }
+            Effect::RecvSome(ch, max) => {
+                if !self.recv_some(cpu, t, ch, max) {
+                    return false;
+                }
+            }
+            Effect::Poll(deadline) => {
+                if !self.poll_channels(cpu, t, deadline) {
+                    return false;
+                }
+            }
+            Effect::Recv(ch, len) => {
+                let chan = &mut self.channels[ch];
+                if chan.bytes.len() < len {
+                    chan.reader = Some((t, len));
+                    self.tcp_recv_sleeps(t, ch);
+                    self.block_to_retry(cpu, t, Effect::Recv(ch, len));
+                    return false;
+                }
+                {
+                    let mut slot = self.shared.slots[t].borrow_mut();
+                    slot.inbuf.clear();
+                    let (a, b) = chan.bytes.as_slices();
+                    let from_a = len.min(a.len());
+                    slot.inbuf.extend_from_slice(&a[..from_a]);
+                    slot.inbuf.extend_from_slice(&b[..len - from_a]);
+                    chan.bytes.drain(..len);
+                }
+                let writers = std::mem::take(&mut chan.writers);
+                self.sock_queue_take(ch, len);
+                let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
+                for w in writers {
+                    cost += self.wake(w, Some(cpu), false);
+                }
+                self.tasks[t].remaining += cost;
+            }
+            Effect::Sleep(until) => {
+                if until > self.now {
+                    self.events.push(until, Event::Timer { task: t });
+                    self.timers += 1;
+                    self.block(cpu, t);
+                    return false;
+                }
+            }
+            Effect::Yield => {
+                if self.policy.yield_task(&view!(self), cpu, t) {
+                    self.reschedule(cpu, t, PutPrevKind::Yielded);
+                    return false;
+                }
+            }
+            Effect::Lock(l) | Effect::OnCond(_, l) => {
+                let now = self.now;
+                let lock = &mut self.locks[l];
+                if lock.holder.is_some() {
+                    lock.waiters.push_back(t);
+                    self.tasks[t].lock_wait_since.get_or_insert(now);
+                    if lock.spin {
+                        // A spin lock's waiter stays on its CPU, burning it.
+                        self.tasks[t].remaining = SPIN_CHUNK;
+                        self.tasks[t].then = Effect::Spin(l);
+                    } else {
+                        self.block_to_retry(cpu, t, Effect::Lock(l));
+                        return false;
+                    }
+                } else {
+                    self.take_lock(t, l);
+                }
+            }
+            Effect::Spin(l) => match self.locks[l].holder {
+                None => {
+                    self.locks[l].waiters.retain(|&w| w != t);
+                    self.take_lock(t, l);
+                }
+                Some(h) if self.tasks[h].state == State::Done => {
+                    self.failure = Some(SimError::Deadlock(format!(
+                        "task {t} spins on lock {l}, held by task {h}, which has finished"
+                    )));
+                    return false;
+                }
+                Some(_) => {
+                    self.tasks[t].remaining = SPIN_CHUNK;
+                    self.tasks[t].then = Effect::Spin(l);
+                }
+            },
+            Effect::Barrier(b) => {
+                let bar = &mut self.barriers[b];
+                if bar.waiters.len() + 1 < bar.parties {
+                    bar.waiters.push_back(t);
+                    self.block_to_retry(cpu, t, Effect::AtBarrier(b));
+                    return false;
+                }
+                // The last party: the others go on, in the order they arrived.
+                let waiters = std::mem::take(&mut bar.waiters);
+                let mut cost = 0;
+                for w in waiters {
+                    cost += self.wake(w, Some(cpu), false);
+                }
+                self.tasks[t].remaining += cost;
+            }
+            // Woken by the last party or handed a post: the call is complete.
+            Effect::AtBarrier(_) | Effect::OnSemaphore(_) => {}
+            Effect::SemPost(s) => {
+                let sem = &mut self.semaphores[s];
+                match sem.waiters.pop_front() {
+                    Some(w) => {
+                        let cost = self.wake(w, Some(cpu), false);
+                        self.tasks[t].remaining += cost;
+                    }
+                    None => sem.count += 1,
+                }
+            }
+            Effect::SemWait(s) => {
+                let sem = &mut self.semaphores[s];
+                if sem.count == 0 {
+                    sem.waiters.push_back(t);
+                    self.block_to_retry(cpu, t, Effect::OnSemaphore(s));
+                    return false;
+                }
+                sem.count -= 1;
+            }
+            Effect::CondWait(c, l) => {
+                // One step, as pthread_cond_wait: from now on a signal finds this task.
+                self.conds[c].waiters.push_back(t);
+                self.unlock(cpu, t, l);
+                // Releasing the lock may have cost a wakeup: work it off before sleeping.
+                self.tasks[t].then = Effect::CondSleep(c, l);
+            }
+            Effect::CondSleep(c, l) => {
+                if std::mem::take(&mut self.tasks[t].cond_signalled) {
+                    self.tasks[t].then = Effect::Lock(l);
+                } else {
+                    self.block_to_retry(cpu, t, Effect::OnCond(c, l));
+                    return false;
+                }
+            }
+            Effect::CondSignal(c) => {
+                if let Some(w) = self.conds[c].waiters.pop_front() {
+                    self.cond_wake(cpu, t, w);
+                }
+            }
+            Effect::CondBroadcast(c) => {
+                let waiters = std::mem::take(&mut self.conds[c].waiters);
+                for w in waiters {
+                    self.cond_wake(cpu, t, w);
+                }
+            }
+            Effect::IoWait(ns) => {
+                self.device_request(t, ns);
+                self.block(cpu, t);
+                return false;
+            }
+        }
+        self.effect_done(cpu, t)
     }
 
     /// The running task of `cpu` reads its own CPU clock: the system call accounts it on the
@@ -300,10 +331,12 @@ impl Machine<'_> {
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
-        let call = &self.shared.calls[t];
+        // `shared` outlives the machine's borrow: one bounds check for the whole hand-over.
+        let shared = self.shared;
+        let call = &shared.calls[t];
         call.done.set(true);
         let finished = self.exec.poll(t);
-        if self.shared.calls[t].unlocked.replace(false) {
+        if call.unlocked.replace(false) {
             let unlocks = std::mem::take(&mut self.shared.slots[t].borrow_mut().unlocks);
             for l in unlocks {
                 self.unlock(cpu, t, l);
@@ -326,7 +359,7 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let Some(op) = self.shared.calls[t].request.take() else {
+        let Some(op) = call.request.take() else {
             self.failure = Some(SimError::Task {
                 task: t,
                 error: WorkloadError::Backend(
@@ -341,7 +374,7 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let syscall = self.c(self.cost.syscall);
+        let syscall = self.jittered(self.hot.syscall);
         // Each arm stores its effect into the task itself: a (cost, effect) pair returned
         // from the match went through the stack, and reading it back whole waited on the
         // arm's narrower stores (a failed store forwarding, a fifth of `step`'s samples).

@@ -625,6 +625,10 @@ impl<L: RunList> Policy for Sched24<L> {
         self.cpus.get(cpu).map_or(0, |c| c.scanned)
     }
 
+    fn picks_scan(&self) -> bool {
+        true
+    }
+
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         let t = &self.tasks[task];
         if t.class == Class24::Rr && t.counter <= 0 {

@@ -989,6 +989,10 @@ impl Policy for Linux24Mq {
         self.rqs[cpu].scan
     }
 
+    fn picks_scan(&self) -> bool {
+        true
+    }
+
     fn put_prev_task(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId, kind: PutPrevKind) {
         // It stays on its run list with has_cpu set until schedule() has chosen.
         let rq = &mut self.rqs[cpu];

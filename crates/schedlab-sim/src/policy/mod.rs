@@ -226,8 +226,16 @@ pub trait Policy {
 
     /// How many tasks the last `pick_next_task` on `cpu` examined — for policies that scan a run
     /// list (Linux 2.4's goodness loop); the cost model charges each. Default 0 (O(1) picks).
+    /// Asked only if [`Policy::picks_scan`] says so.
     fn last_scan_len(&self, _cpu: CpuId) -> usize {
         0
+    }
+
+    /// Whether [`Policy::last_scan_len`] can be other than 0: a policy that overrides it says
+    /// so here. The machine asks once, at the start of a run, and then after every pick only
+    /// for a policy whose picks scan (a call per switch otherwise). Default false.
+    fn picks_scan(&self) -> bool {
+        false
     }
 
     /// The task `pick_next_task` would take on `cpu` next if nothing changed before it is
@@ -299,6 +307,8 @@ pub trait Policy {
 
     /// Which runqueue lock an operation on `cpu`'s runqueue takes. Per-CPU queues: `cpu`; one
     /// global run list (Linux 2.4): 0 for all. The cost model makes CPUs wait for a held lock.
+    /// Fixed for a CPU over a run: the machine asks for every CPU at the start, and if each
+    /// has its own lock (the default), does not ask again.
     fn lock_domain(&self, cpu: CpuId) -> usize {
         cpu
     }
