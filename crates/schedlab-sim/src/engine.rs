@@ -117,13 +117,20 @@ impl<E> EventQueue<E> {
     /// subtree did not change).
     #[inline]
     fn set_slot_key(&mut self, s: usize, key: u128) {
-        let mut i = self.leaves + s;
+        // The tree's length is a power of two (2 · leaves), so masking an index with
+        // `len − 1` keeps it in bounds, and the compiler drops the bounds checks of the walk.
+        let tree = self.tree.as_mut_slice();
+        let mask = tree.len() - 1;
+        let mut i = (self.leaves + s) & mask;
         let mut min = key;
-        self.tree[i] = min;
+        tree[i] = min;
         while i > 1 {
-            min = min.min(self.tree[i ^ 1]);
+            let other = tree[(i ^ 1) & mask];
+            if other < min {
+                min = other;
+            }
             i >>= 1;
-            self.tree[i] = min;
+            tree[i & mask] = min;
         }
     }
 

@@ -22,16 +22,12 @@ impl Machine<'_> {
     /// Start (or restart) the burst of the running task of `cpu`.
     pub(super) fn run_burst(&mut self, cpu: CpuId) {
         let t = self.curr[cpu].expect("running task");
-        self.cpus[cpu].gen += 1;
         let at = self.now + self.tasks[t].remaining;
-        self.events.push_slot(
-            cpu,
-            at,
-            Event::BurstDone {
-                cpu,
-                gen: self.cpus[cpu].gen,
-            },
-        );
+        let c = &mut self.cpus[cpu];
+        c.gen += 1;
+        let gen = c.gen;
+        self.events
+            .push_slot(cpu, at, Event::BurstDone { cpu, gen });
     }
 
     /// Apply the effects of task `t`, current on `cpu`, whose burst is done; poll its body as
