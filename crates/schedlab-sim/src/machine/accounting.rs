@@ -5,7 +5,7 @@
 //! (`nvcsw`/`nivcsw`, `se.nr_migrations`, schedstats) that `/proc/PID/sched` shows.
 
 use super::{Effect, Machine, SimResult};
-use crate::policy::{CpuId, MachineView};
+use crate::policy::CpuId;
 use crate::topology::Distance;
 use rand_core::RngCore;
 use schedlab_workload::presets::{Outcome, Samples, TaskOutcome};
@@ -121,9 +121,9 @@ impl Machine<'_> {
     // not taken).
     #[inline(always)]
     pub(super) fn account(&mut self, cpu: CpuId) {
-        let delta = self.now - self.cpus[cpu].last_account;
-        self.cpus[cpu].last_account = self.now;
-        if let Some(t) = self.curr[cpu] {
+        let delta = self.view.now - self.cpus[cpu].last_account;
+        self.cpus[cpu].last_account = self.view.now;
+        if let Some(t) = self.view.curr[cpu] {
             if delta > 0 {
                 let task = &mut self.tasks[t];
                 if let Effect::Spin(l) = task.then {
@@ -131,20 +131,20 @@ impl Machine<'_> {
                 }
                 task.cpu_ns += delta;
                 task.remaining = task.remaining.saturating_sub(delta);
-                self.policy.update_curr(&view!(self), cpu, t, delta);
+                self.policy.update_curr(&self.view, cpu, t, delta);
             }
         }
     }
 
     pub(super) fn rq_change(&mut self, cpu: CpuId, up: bool) {
         let c = &mut self.cpus[cpu];
-        c.rq_area += self.nr_running[cpu] as u128 * (self.now - c.rq_last) as u128;
-        c.rq_last = self.now;
+        c.rq_area += self.view.nr_running[cpu] as u128 * (self.view.now - c.rq_last) as u128;
+        c.rq_last = self.view.now;
         if up {
-            self.nr_running[cpu] += 1;
-            c.rq_max = c.rq_max.max(self.nr_running[cpu]);
+            self.view.nr_running[cpu] += 1;
+            c.rq_max = c.rq_max.max(self.view.nr_running[cpu]);
         } else {
-            self.nr_running[cpu] -= 1;
+            self.view.nr_running[cpu] -= 1;
         }
     }
 
@@ -160,7 +160,7 @@ impl Machine<'_> {
             self.policy.lock_domain(cpu)
         };
         let (free, stats) = &mut self.rq_locks[domain];
-        spin_lock(free, stats, self.now, hold)
+        spin_lock(free, stats, self.view.now, hold)
     }
 
     /// The loopback transmit lock for a message sent on channel `ch`, if it goes over loopback
@@ -173,16 +173,16 @@ impl Machine<'_> {
         spin_lock(
             &mut self.net_lock_free,
             &mut self.net_lock_stats,
-            self.now,
+            self.view.now,
             hold,
         )
     }
 
     pub(super) fn finish(mut self, plan: &schedlab_workload::Plan) -> SimResult {
-        let end = self.now;
+        let end = self.view.now;
         let timeline = self.timeline_finish(plan);
         for cpu in 0..self.cpus.len() {
-            let nr = self.nr_running[cpu] as u128;
+            let nr = self.view.nr_running[cpu] as u128;
             let c = &mut self.cpus[cpu];
             if let Some(s) = c.busy_since.take() {
                 c.busy_ns += end - s;

@@ -54,7 +54,7 @@
 //! another CPU — the wait here is a switch either way).
 
 use super::{Effect, Event, Machine, State, Task};
-use crate::policy::{CpuId, MachineView, TaskId, TaskKind, TaskSetup};
+use crate::policy::{CpuId, TaskId, TaskKind, TaskSetup};
 use schedlab_workload::knobs::Knobs;
 use std::collections::VecDeque;
 
@@ -132,7 +132,7 @@ impl Machine<'_> {
             allowed: self.kernel_allowed,
             kind,
         };
-        self.policy.task_new(&view!(self), &setup);
+        self.policy.task_new(&self.view, &setup);
         let rq_cpu = self.kernel_allowed.lowest().unwrap_or(0);
         self.tasks
             .push(Task::new(usize::MAX, Some(kthread), rq_cpu));
@@ -148,7 +148,7 @@ impl Machine<'_> {
         } else {
             Event::Timer { task: t }
         };
-        self.events.push(self.now + ns, event);
+        self.events.push(self.view.now + ns, event);
         self.timers += 1;
     }
 
@@ -249,7 +249,7 @@ impl Machine<'_> {
         }
         if let Some(h) = chan.conn.holder.filter(|&h| h != t) {
             chan.conn.waiters.push_back(t);
-            self.policy.lend_priority(&view!(self), h, t);
+            self.policy.lend_priority(&self.view, h, t);
             self.block_to_retry(cpu, t, Effect::NetOutput(ch));
             return false;
         }
@@ -331,7 +331,7 @@ impl Machine<'_> {
         if let Some(h) = conn.holder {
             conn.waiters.push_back(t);
             debug_assert!(self.tasks[h].state != State::Done);
-            self.policy.lend_priority(&view!(self), h, t);
+            self.policy.lend_priority(&self.view, h, t);
             self.block_to_retry(cpu, t, Effect::NetAck(ch));
             return false;
         }

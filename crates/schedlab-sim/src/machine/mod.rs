@@ -611,19 +611,6 @@ enum Event {
     },
 }
 
-/// Builds a [`MachineView`] from the machine's fields without borrowing the policy.
-macro_rules! view {
-    ($m:ident) => {
-        MachineView {
-            now: $m.now,
-            ncpus: $m.cpus.len(),
-            curr: &$m.curr,
-            nr_running: &$m.nr_running,
-            hz: $m.cost.hz,
-        }
-    };
-}
-
 mod accounting;
 mod kthreads;
 mod memory;
@@ -645,7 +632,9 @@ pub use schedlab_workload::record::KERNEL_GROUP;
 
 /// The simulated machine of one repetition.
 struct Machine<'a> {
-    now: u64,
+    /// The clock, each CPU's current task and runnable count, as every policy hook reads them
+    /// (`&self.view`, borrowed apart from `policy`): the machine's only copy of them.
+    view: MachineView,
     cost: CostModel,
     /// The CPUs' arrangement (flat when the setup gave none): distance scales `ipi`, `bounce`
     /// and `migration` (`paths.rs`, `accounting.rs`).
@@ -654,8 +643,6 @@ struct Machine<'a> {
     policy: Box<dyn Policy>,
     events: EventQueue<Event>,
     cpus: Vec<Cpu>,
-    curr: Vec<Option<TaskId>>,
-    nr_running: Vec<usize>,
     tasks: Vec<Task>,
     channels: Vec<Channel>,
     locks: Vec<SimLock>,
@@ -753,7 +740,13 @@ impl<'a> Machine<'a> {
             .collect();
         let net = matches!(plan.transport, Transport::Tcp | Transport::Udp);
         Machine {
-            now: 0,
+            view: MachineView {
+                now: 0,
+                ncpus: setup.cpus,
+                curr: vec![None; setup.cpus],
+                nr_running: vec![0; setup.cpus],
+                hz: setup.cost.hz,
+            },
             cost: setup.cost.clone(),
             topology: setup
                 .topology
@@ -763,8 +756,6 @@ impl<'a> Machine<'a> {
             policy,
             events: EventQueue::with_slots(setup.cpus),
             cpus,
-            curr: vec![None; setup.cpus],
-            nr_running: vec![0; setup.cpus],
             tasks: Vec::new(),
             channels: (0..plan.all_channels())
                 .map(|_| Channel::default())
@@ -841,7 +832,7 @@ impl<'a> Machine<'a> {
         let ncpus = self.cpus.len();
         for r in refs {
             let setup = self.workload_task_setup(r.id, r.group);
-            self.policy.task_new(&view!(self), &setup);
+            self.policy.task_new(&self.view, &setup);
             let rq_cpu = setup.allowed.lowest().unwrap_or(0);
             self.tasks.push(Task::new(r.group, None, rq_cpu));
             self.timeline_task(r.group, setup.allowed);
@@ -907,14 +898,14 @@ impl<'a> Machine<'a> {
                 // With no task runnable and no timer pending, nothing can wake anybody: a
                 // deadlock, even for a policy whose idle CPUs keep ticking (the queue never
                 // empties then).
-                if self.timers == 0 && self.nr_running.iter().all(|&r| r == 0) {
+                if self.timers == 0 && self.view.nr_running.iter().all(|&r| r == 0) {
                     return Err(SimError::Deadlock(self.describe_blocked()));
                 }
                 if let Some(b) = budget {
                     if n.is_multiple_of(65536) && started.elapsed() > b {
                         return Err(SimError::Timeout {
                             budget: b,
-                            simulated_ns: self.now,
+                            simulated_ns: self.view.now,
                             events: n,
                         });
                     }
@@ -923,22 +914,22 @@ impl<'a> Machine<'a> {
             let Some((at, event)) = self.events.pop() else {
                 return Err(SimError::Deadlock(self.describe_blocked()));
             };
-            debug_assert!(at >= self.now, "time goes forward");
-            self.now = at;
+            debug_assert!(at >= self.view.now, "time goes forward");
+            self.view.now = at;
             self.shared.now.set(at);
             match event {
                 Event::BurstDone { cpu, gen } => {
                     if gen == self.cpus[cpu].gen {
                         progress_at = n;
                         self.account(cpu);
-                        let t = self.curr[cpu].expect("a burst runs a task");
+                        let t = self.view.curr[cpu].expect("a burst runs a task");
                         self.step(cpu, t);
                     }
                 }
                 Event::Tick { cpu } => self.tick(cpu),
                 Event::Resched { cpu } => {
                     self.cpus[cpu].kick_pending = false;
-                    match self.curr[cpu] {
+                    match self.view.curr[cpu] {
                         None => self.schedule(cpu, None),
                         Some(_) if self.resched_due(cpu) => self.preempt(cpu),
                         Some(_) => {}
@@ -994,7 +985,7 @@ impl<'a> Machine<'a> {
             "{} of {} tasks still running at {} simulated; a run that only preempts usually has costs too long against the tick ({}, HZ={})",
             self.live,
             self.workload_tasks,
-            schedlab_workload::duration::format_duration(Duration::from_nanos(self.now)),
+            schedlab_workload::duration::format_duration(Duration::from_nanos(self.view.now)),
             self.cost.profile,
             self.cost.hz
         )

@@ -6,19 +6,19 @@
 //! `sched_balance_newidle`/`sched_balance_trigger`, and `sched_tick`.
 
 use super::{Effect, Event, Machine, State};
-use crate::policy::{BalanceKind, CpuId, EnqueueKind, MachineView, Move, PutPrevKind, TaskId};
+use crate::policy::{BalanceKind, CpuId, EnqueueKind, Move, PutPrevKind, TaskId};
 use schedlab_workload::timeline::TaskState;
 
 impl Machine<'_> {
     /// The running task `t` stays runnable but leaves the CPU (preempted or yielding).
     pub(super) fn reschedule(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
-        self.policy.put_prev_task(&view!(self), cpu, t, kind);
+        self.policy.put_prev_task(&self.view, cpu, t, kind);
         self.tasks[t].state = State::Queued;
-        self.curr[cpu] = None;
+        self.view.curr[cpu] = None;
         self.timeline_event(t, cpu, TaskState::Waiting);
         if kind == PutPrevKind::Preempted {
             // A pending active balance: the stopper runs before the next pick.
-            if let Some(mv) = self.policy.active_balance(&view!(self), cpu) {
+            if let Some(mv) = self.policy.active_balance(&self.view, cpu) {
                 self.apply_moves(cpu, &[mv]);
             }
         }
@@ -27,7 +27,7 @@ impl Machine<'_> {
         if next != Some(t) {
             self.tasks[t].nivcsw += 1;
             if kind == PutPrevKind::Preempted {
-                if let Some(mv) = self.policy.schedule_tail(&view!(self), cpu, t) {
+                if let Some(mv) = self.policy.schedule_tail(&self.view, cpu, t) {
                     self.apply_moves(cpu, &[mv]);
                 }
             }
@@ -37,7 +37,7 @@ impl Machine<'_> {
     /// Interrupt the running task of `cpu` and let the policy choose again.
     pub(super) fn preempt(&mut self, cpu: CpuId) {
         self.account(cpu);
-        let t = self.curr[cpu].expect("preempting a running task");
+        let t = self.view.curr[cpu].expect("preempting a running task");
         self.reschedule(cpu, t, PutPrevKind::Preempted);
     }
 
@@ -58,16 +58,16 @@ impl Machine<'_> {
         c.ast_pending = false;
         c.resched_at_once = false;
         c.gen += 1;
-        let mut next = self.policy.pick_next_task(&view!(self), cpu);
+        let mut next = self.policy.pick_next_task(&self.view, cpu);
         if next.is_none() {
             self.balance(cpu, BalanceKind::NewIdle);
-            next = self.policy.pick_next_task(&view!(self), cpu);
+            next = self.policy.pick_next_task(&self.view, cpu);
         }
         let Some(n) = next else {
             let c = &mut self.cpus[cpu];
             if let Some(since) = c.busy_since.take() {
-                c.busy_ns += self.now - since;
-                c.idle_since = Some(self.now);
+                c.busy_ns += self.view.now - since;
+                c.idle_since = Some(self.view.now);
             }
             return None;
         };
@@ -111,18 +111,18 @@ impl Machine<'_> {
         task.state = State::Running(cpu);
         task.last_ran = Some(cpu);
         task.remaining += cost;
-        self.curr[cpu] = Some(n);
+        self.view.curr[cpu] = Some(n);
         self.timeline_event(n, cpu, TaskState::Running);
         let c = &mut self.cpus[cpu];
-        c.last_account = self.now;
+        c.last_account = self.view.now;
         if let Some(since) = c.idle_since.take() {
-            c.idle_ns += self.now - since;
-            c.busy_since = Some(self.now);
+            c.idle_ns += self.view.now - since;
+            c.busy_since = Some(self.view.now);
         }
         if !c.tick_armed {
             c.tick_armed = true;
             let tick = self.cost.tick_ns();
-            let next_tick = (self.now / tick + 1) * tick + c.tick_phase;
+            let next_tick = (self.view.now / tick + 1) * tick + c.tick_phase;
             self.events.push(next_tick, Event::Tick { cpu });
         }
         // The task's body is polled when this burst ends, after the events of the other CPUs
@@ -152,7 +152,7 @@ impl Machine<'_> {
     /// time the waker spends on it.
     pub(super) fn wake(&mut self, t: TaskId, waker: Option<CpuId>, start: bool) -> u64 {
         let prev = self.tasks[t].rq_cpu;
-        let cpu = self.policy.select_task_rq(&view!(self), t, prev, waker);
+        let cpu = self.policy.select_task_rq(&self.view, t, prev, waker);
         self.wake_on(t, cpu, waker, start)
     }
 
@@ -166,7 +166,7 @@ impl Machine<'_> {
         start: bool,
     ) -> u64 {
         debug_assert_eq!(self.tasks[t].state, State::Blocked);
-        let slept = self.now - self.tasks[t].slept_at;
+        let slept = self.view.now - self.tasks[t].slept_at;
         let prev = self.tasks[t].rq_cpu;
         if cpu != prev && !start {
             self.tasks[t].migrations += 1;
@@ -181,14 +181,14 @@ impl Machine<'_> {
             self.tasks[t].wakeups += 1;
             EnqueueKind::Wakeup { slept_ns: slept }
         };
-        self.policy.enqueue_task(&view!(self), cpu, t, kind);
+        self.policy.enqueue_task(&self.view, cpu, t, kind);
         let mut cost = 0;
         if waker.is_some() {
             cost += self.jittered(self.hot.wakeup);
             let hold = self.jittered(self.hot.rq_lock);
             cost += self.rq_lock(cpu, hold);
         }
-        match self.curr[cpu] {
+        match self.view.curr[cpu] {
             None if start || self.policy.wakeup_kicks_idle(cpu) => {
                 cost += self.kick(cpu, waker, start);
             }
@@ -197,7 +197,7 @@ impl Machine<'_> {
                 if waker != Some(cpu) {
                     self.account(cpu);
                 }
-                if self.policy.wakeup_preempt(&view!(self), cpu, c, t) {
+                if self.policy.wakeup_preempt(&self.view, cpu, c, t) {
                     let at_once = self.policy.wakeup_preempt_at_once(cpu);
                     if at_once {
                         self.cpus[cpu].resched_at_once = true;
@@ -246,7 +246,8 @@ impl Machine<'_> {
             };
             ipi + self.c(self.cost.idle_exit)
         };
-        self.events.push(self.now + delay, Event::Resched { cpu });
+        self.events
+            .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
 
@@ -265,7 +266,8 @@ impl Machine<'_> {
         } else {
             (0, 0)
         };
-        self.events.push(self.now + delay, Event::Resched { cpu });
+        self.events
+            .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
 
@@ -283,7 +285,7 @@ impl Machine<'_> {
         if !c.need_resched {
             return false;
         }
-        let curr = self.curr[cpu].map(|t| &self.tasks[t]);
+        let curr = self.view.curr[cpu].map(|t| &self.tasks[t]);
         let holds_spin = curr.is_some_and(|t| t.spin_held > 0);
         !holds_spin && (c.resched_at_once || !curr.is_some_and(|t| t.kernel_mode))
     }
@@ -297,12 +299,12 @@ impl Machine<'_> {
     /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry
     /// out the moves.
     pub(super) fn balance(&mut self, cpu: CpuId, kind: BalanceKind) {
-        let moves = self.policy.balance(&view!(self), cpu, kind);
+        let moves = self.policy.balance(&self.view, cpu, kind);
         self.apply_moves(cpu, &moves);
         for busiest in self.policy.take_active_balance() {
             // stop_one_cpu_nowait: the stopper's wakeup preempts `busiest`'s task (by IPI from
             // here), where [`Machine::reschedule`] lets it push.
-            if self.curr[busiest].is_some() {
+            if self.view.curr[busiest].is_some() {
                 self.resched(busiest, Some(cpu));
             }
         }
@@ -320,13 +322,13 @@ impl Machine<'_> {
             if mv.to == here {
                 continue;
             }
-            match self.curr[mv.to] {
+            match self.view.curr[mv.to] {
                 None => {
                     self.kick(mv.to, Some(here), false);
                 }
                 Some(c) => {
                     self.account(mv.to);
-                    if self.policy.wakeup_preempt(&view!(self), mv.to, c, mv.task) {
+                    if self.policy.wakeup_preempt(&self.view, mv.to, c, mv.task) {
                         if self.policy.wakeup_preempt_at_once(mv.to) {
                             self.cpus[mv.to].resched_at_once = true;
                         }
@@ -340,11 +342,11 @@ impl Machine<'_> {
 
     pub(super) fn tick(&mut self, cpu: CpuId) {
         let tick = self.cost.tick_ns();
-        match self.curr[cpu] {
+        match self.view.curr[cpu] {
             Some(t) => {
                 self.account(cpu);
                 self.tasks[t].remaining += self.c(self.cost.tick);
-                let expired = self.policy.task_tick(&view!(self), cpu, t);
+                let expired = self.policy.task_tick(&self.view, cpu, t);
                 self.balance(cpu, BalanceKind::Periodic);
                 if expired && !self.slice_preempts(t) {
                     // scheduler_tick's need_resched: a kernel-mode task is switched when it
@@ -361,14 +363,14 @@ impl Machine<'_> {
                 self.balance(cpu, BalanceKind::Periodic);
                 // A policy that does not kick idle CPUs on wakeup (4BSD without ipiwakeup)
                 // relies on this tick to look at its run list, which may be shared.
-                if self.nr_running[cpu] > 0 || !self.policy.wakeup_kicks_idle(cpu) {
+                if self.view.nr_running[cpu] > 0 || !self.policy.wakeup_kicks_idle(cpu) {
                     self.schedule(cpu, None);
                 }
             }
             None => {}
         }
-        if self.curr[cpu].is_some() || self.policy.idle_ticks() {
-            self.events.push(self.now + tick, Event::Tick { cpu });
+        if self.view.curr[cpu].is_some() || self.policy.idle_ticks() {
+            self.events.push(self.view.now + tick, Event::Tick { cpu });
         } else {
             self.cpus[cpu].tick_armed = false;
         }

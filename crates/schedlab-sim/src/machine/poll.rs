@@ -39,7 +39,7 @@ impl Machine<'_> {
                 slot.ready.push(i);
             }
         }
-        let over = !slot.ready.is_empty() || deadline.is_some_and(|d| d <= self.now);
+        let over = !slot.ready.is_empty() || deadline.is_some_and(|d| d <= self.view.now);
         if over {
             for &ch in &slot.pollset {
                 let chan = &mut self.channels[ch];

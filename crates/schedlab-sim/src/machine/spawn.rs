@@ -9,7 +9,7 @@
 //! wakeup costs like any wakeup from the parent's CPU.
 
 use super::{Effect, Machine, State};
-use crate::policy::{CpuId, MachineView, TaskId};
+use crate::policy::{CpuId, TaskId};
 use schedlab_workload::{ChildExit, TaskRef, WorkloadError};
 use std::time::Duration;
 
@@ -53,13 +53,13 @@ impl Machine<'_> {
     /// chooses; the wakeup's costs are the parent's.
     fn start_child(&mut self, cpu: CpuId, parent: TaskId, child: TaskId, arg: u64) {
         let setup = self.workload_task_setup(child, self.tasks[child].group);
-        self.policy.task_new(&view!(self), &setup);
+        self.policy.task_new(&self.view, &setup);
         let task = &mut self.tasks[child];
         task.born = true;
         task.parent = Some(parent);
         task.kernel_mode = setup.knobs.kernel_mode();
         task.state = State::Blocked;
-        task.slept_at = self.now;
+        task.slept_at = self.view.now;
         // A forked task starts on its parent's CPU (copy_process copies task_cpu) when it may.
         task.rq_cpu = if setup.allowed.contains(cpu) {
             cpu
@@ -68,12 +68,12 @@ impl Machine<'_> {
         };
         self.shared.slots[child].borrow_mut().arg = arg;
         self.live += 1;
-        let target = match self.policy.task_fork(&view!(self), child, parent, cpu) {
+        let target = match self.policy.task_fork(&self.view, child, parent, cpu) {
             Some(c) => c,
             None => {
                 let prev = self.tasks[child].rq_cpu;
                 self.policy
-                    .select_task_rq(&view!(self), child, prev, Some(cpu))
+                    .select_task_rq(&self.view, child, prev, Some(cpu))
             }
         };
         let cost = self.wake_on(child, target, Some(cpu), true);

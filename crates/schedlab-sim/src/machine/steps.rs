@@ -14,20 +14,19 @@
 
 use super::{Effect, Event, Machine, SimError, State, SPIN_CHUNK};
 use crate::context::Op;
-use crate::policy::{CpuId, DequeueKind, MachineView, PutPrevKind, TaskId};
+use crate::policy::{CpuId, DequeueKind, PutPrevKind, TaskId};
 use schedlab_workload::timeline::TaskState;
 use schedlab_workload::{IoKind, WorkloadError};
 
 impl Machine<'_> {
     /// Start (or restart) the burst of the running task of `cpu`.
     pub(super) fn run_burst(&mut self, cpu: CpuId) {
-        let t = self.curr[cpu].expect("running task");
-        let at = self.now + self.tasks[t].remaining;
+        let t = self.view.curr[cpu].expect("running task");
+        let at = self.view.now + self.tasks[t].remaining;
         let c = &mut self.cpus[cpu];
         c.gen += 1;
         let gen = c.gen;
-        self.events
-            .push_slot(cpu, at, Event::BurstDone { cpu, gen });
+        self.events.push_slot(cpu, at, Event::BurstDone { cpu, gen });
     }
 
     /// Apply the effects of task `t`, current on `cpu`, whose burst is done; poll its body as
@@ -194,7 +193,7 @@ impl Machine<'_> {
                 self.tasks[t].remaining += cost;
             }
             Effect::Sleep(until) => {
-                if until > self.now {
+                if until > self.view.now {
                     self.events.push(until, Event::Timer { task: t });
                     self.timers += 1;
                     self.block(cpu, t);
@@ -202,13 +201,13 @@ impl Machine<'_> {
                 }
             }
             Effect::Yield => {
-                if self.policy.yield_task(&view!(self), cpu, t) {
+                if self.policy.yield_task(&self.view, cpu, t) {
                     self.reschedule(cpu, t, PutPrevKind::Yielded);
                     return false;
                 }
             }
             Effect::Lock(l) | Effect::OnCond(_, l) => {
-                let now = self.now;
+                let now = self.view.now;
                 let lock = &mut self.locks[l];
                 if lock.holder.is_some() {
                     lock.waiters.push_back(t);
@@ -485,7 +484,7 @@ impl Machine<'_> {
 
     /// Task `t` takes free lock `l`, ending its wait if it had one.
     fn take_lock(&mut self, t: TaskId, l: usize) {
-        let now = self.now;
+        let now = self.view.now;
         let wait = self.tasks[t].lock_wait_since.take().map_or(0, |s| now - s);
         let lock = &mut self.locks[l];
         debug_assert!(lock.holder.is_none());
@@ -501,7 +500,7 @@ impl Machine<'_> {
     /// its first waiter, which tries again; a spin lock goes at once to its first waiter that
     /// is spinning on a CPU (a preempted spinner takes it when it runs again, if still free).
     pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
-        let now = self.now;
+        let now = self.view.now;
         let lock = &mut self.locks[l];
         if lock.holder != Some(t) {
             return;
@@ -553,10 +552,10 @@ impl Machine<'_> {
     /// The running task `t` of `cpu` blocks.
     pub(super) fn block(&mut self, cpu: CpuId, t: TaskId) {
         self.tasks[t].state = State::Blocked;
-        self.tasks[t].slept_at = self.now;
+        self.tasks[t].slept_at = self.view.now;
         self.policy
-            .dequeue_task(&view!(self), cpu, t, DequeueKind::Sleep);
-        self.curr[cpu] = None;
+            .dequeue_task(&self.view, cpu, t, DequeueKind::Sleep);
+        self.view.curr[cpu] = None;
         self.rq_change(cpu, false);
         self.timeline_event(t, cpu, TaskState::Off);
         self.tasks[t].nvcsw += 1;
@@ -565,11 +564,11 @@ impl Machine<'_> {
 
     pub(super) fn exit(&mut self, cpu: CpuId, t: TaskId) {
         self.tasks[t].state = State::Done;
-        self.tasks[t].finished_at = self.now;
+        self.tasks[t].finished_at = self.view.now;
         self.live -= 1;
         self.policy
-            .dequeue_task(&view!(self), cpu, t, DequeueKind::Exit);
-        self.curr[cpu] = None;
+            .dequeue_task(&self.view, cpu, t, DequeueKind::Exit);
+        self.view.curr[cpu] = None;
         self.rq_change(cpu, false);
         self.timeline_event(t, cpu, TaskState::Off);
         self.schedule(cpu, Some(t));

@@ -35,14 +35,14 @@ impl Machine<'_> {
     #[inline]
     pub(super) fn timeline_event(&mut self, t: TaskId, cpu: CpuId, state: TaskState) {
         if let Some(tl) = self.timeline.as_mut() {
-            tl.push(self.now, t as u32, cpu as u32, state);
+            tl.push(self.view.now, t as u32, cpu as u32, state);
         }
     }
 
     /// Name the timeline's groups and close it at the end of the run.
     pub(super) fn timeline_finish(&mut self, plan: &schedlab_workload::Plan) -> Option<Timeline> {
         let mut tl = self.timeline.take()?;
-        tl.end_ns = self.now;
+        tl.end_ns = self.view.now;
         for t in &mut tl.tasks {
             t.group = match t.group.parse::<usize>() {
                 Ok(g) if t.workload => plan.groups[g].name.to_string(),

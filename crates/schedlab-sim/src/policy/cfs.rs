@@ -647,12 +647,12 @@ mod tests {
     use super::*;
     use crate::policy::testing::built;
 
-    fn view<'a>(curr: &'a [Option<TaskId>], nr: &'a [usize], now: u64) -> MachineView<'a> {
+    fn view(curr: &[Option<TaskId>], nr: &[usize], now: u64) -> MachineView {
         MachineView {
             now,
             ncpus: curr.len(),
-            curr,
-            nr_running: nr,
+            curr: curr.to_vec(),
+            nr_running: nr.to_vec(),
             hz: 250,
         }
     }

@@ -1130,12 +1130,12 @@ mod tests {
                 nr: vec![0; ncpus],
             }
         }
-        fn view(&self) -> MachineView<'_> {
+        fn view(&self) -> MachineView {
             MachineView {
                 now: self.now,
                 ncpus: self.ncpus,
-                curr: &self.curr,
-                nr_running: &self.nr,
+                curr: self.curr.clone(),
+                nr_running: self.nr.clone(),
                 hz: self.hz,
             }
         }

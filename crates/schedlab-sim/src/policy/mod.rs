@@ -94,21 +94,26 @@ impl TaskSetup {
 
 /// Read-only facts about the machine a policy may consult at a hook, like the fields of the
 /// kernel's `struct rq` that classes read.
-#[derive(Clone, Copy, Debug)]
-pub struct MachineView<'a> {
+///
+/// The simulator keeps one for the whole run as its own state (its clock, each CPU's current
+/// task and runnable count live here, nowhere else) and hands every hook a reference to it, so
+/// a hook call costs no copying. A policy sees it only through `&MachineView`; tests may build
+/// one by hand.
+#[derive(Clone, Debug, Default)]
+pub struct MachineView {
     /// Simulated time, ns since the run's epoch.
     pub now: u64,
     /// Number of CPUs.
     pub ncpus: usize,
-    /// The task running on each CPU (`None`: idle or switching).
-    pub curr: &'a [Option<TaskId>],
-    /// Runnable tasks (queued + current) on each CPU's runqueue.
-    pub nr_running: &'a [usize],
+    /// The task running on each CPU (`None`: idle or switching); `ncpus` long.
+    pub curr: Vec<Option<TaskId>>,
+    /// Runnable tasks (queued + current) on each CPU's runqueue; `ncpus` long.
+    pub nr_running: Vec<usize>,
     /// Timer interrupt frequency of the machine's cost profile.
     pub hz: u32,
 }
 
-impl MachineView<'_> {
+impl MachineView {
     /// Whether `cpu` has nothing at all to run.
     pub fn is_idle(&self, cpu: CpuId) -> bool {
         self.curr[cpu].is_none() && self.nr_running[cpu] == 0

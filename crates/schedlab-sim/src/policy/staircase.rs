@@ -702,8 +702,8 @@ mod tests {
             let tun = h.p.tun(&MachineView {
                 now: 0,
                 ncpus: 1,
-                curr: &[None],
-                nr_running: &[1],
+                curr: vec![None],
+                nr_running: vec![1],
                 hz,
             });
             assert_eq!(h.t(0).rr(tun), rr, "{pol} HZ {hz} nice {n}");

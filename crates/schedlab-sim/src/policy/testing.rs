@@ -87,12 +87,11 @@ impl<P: Harnessed> H<P> {
     /// Call hooks with a view of the machine, then refresh `curr`/`nr` from a policy that
     /// reports them.
     pub(super) fn with<R>(&mut self, f: impl FnOnce(&mut P, &MachineView) -> R) -> R {
-        let (curr, nr) = (self.curr.clone(), self.nr.clone());
         let m = MachineView {
             now: self.now,
-            ncpus: curr.len(),
-            curr: &curr,
-            nr_running: &nr,
+            ncpus: self.curr.len(),
+            curr: self.curr.clone(),
+            nr_running: self.nr.clone(),
             hz: self.hz,
         };
         let r = f(&mut self.p, &m);
