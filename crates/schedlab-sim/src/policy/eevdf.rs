@@ -363,21 +363,6 @@ impl Eevdf {
         self.se[t].vlag = vlag.clamp(-limit, limit);
     }
 
-    /// `update_deadline`: when v reaches vd, a new request: vd = v + slice/w. True: resched.
-    fn update_deadline(&mut self, m: &MachineView, t: TaskId) -> bool {
-        let se = &mut self.se[t];
-        if vdiff(se.vruntime, se.deadline) < 0 {
-            return false;
-        }
-        if !se.custom_slice {
-            se.slice = base_slice(self.base_slice_ns, m.ncpus);
-        }
-        se.deadline = se
-            .vruntime
-            .wrapping_add(calc_delta_fair(se.slice, se.weight));
-        true
-    }
-
     /// `place_entity`: v = V − vlag·(W + w)/W; vd = v + vslice (half for a new task), or the
     /// saved relative deadline after a migration.
     fn place_entity(&mut self, m: &MachineView, cpu: CpuId, t: TaskId, initial: bool) {
@@ -949,22 +934,42 @@ impl Policy for Eevdf {
     }
 
     fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
-        if self.rqs[cpu].curr != Some(task) || delta_ns == 0 {
+        // The runqueue and the entity borrowed once for the whole update (twice per yield):
+        // `update_deadline` and `update_min_vruntime` with curr's new vruntime at hand.
+        let rq = &mut self.rqs[cpu];
+        if rq.curr != Some(task) || delta_ns == 0 {
             return;
         }
         let se = &mut self.se[task];
-        se.vruntime = se
+        let v = se
             .vruntime
             .wrapping_add(calc_delta_fair(delta_ns, se.weight));
-        let resched = self.update_deadline(m, task);
-        self.update_min_vruntime(cpu);
-        if self.rqs[cpu].nr_queued == 1 {
+        se.vruntime = v;
+        // update_deadline: when v reaches vd, a new request: vd = v + slice/w; resched.
+        let resched = vdiff(v, se.deadline) >= 0;
+        if resched {
+            if !se.custom_slice {
+                se.slice = base_slice(self.base_slice_ns, m.ncpus);
+            }
+            se.deadline = v.wrapping_add(calc_delta_fair(se.slice, se.weight));
+        }
+        // update_min_vruntime with curr = task
+        let mut min = v;
+        if let Some(t) = self.forest.min_vruntime(&rq.tree) {
+            if vdiff(t, min) < 0 {
+                min = t;
+            }
+        }
+        let delta = vdiff(min, rq.min_vruntime);
+        if delta > 0 {
+            rq.avg_vruntime -= rq.avg_load * delta as i128;
+            rq.min_vruntime = min;
+        }
+        if rq.nr_queued == 1 {
             return;
         }
         // did_preempt_short: protection was cancelled and curr is no longer eligible.
-        let short = self.preempt_short
-            && self.se[task].prot != self.se[task].deadline
-            && !self.eligible(cpu, task);
+        let short = self.preempt_short && se.prot != se.deadline && !self.eligible(cpu, task);
         if resched || short {
             self.rqs[cpu].resched = true;
         }
