@@ -271,15 +271,12 @@ impl Eevdf {
     /// `__enqueue_entity`: into the tree and the weighted sums.
     fn enqueue_tree(&mut self, cpu: CpuId, t: TaskId) {
         let rq = &mut self.rqs[cpu];
-        let (w, key) = (
-            self.se[t].weight,
-            vdiff(self.se[t].vruntime, rq.min_vruntime),
-        );
+        let se = &self.se[t];
+        let (w, v) = (se.weight, se.vruntime);
+        let key = vdiff(v, rq.min_vruntime);
         rq.avg_vruntime += key as i128 * w as i128;
         rq.avg_load += w as i128;
-        let se = &self.se[t];
-        self.forest
-            .insert(&mut rq.tree, t as Id, se.deadline, se.vruntime);
+        self.forest.insert(&mut rq.tree, t as Id, se.deadline, v);
     }
 
     /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
@@ -289,12 +286,11 @@ impl Eevdf {
             Some((self.se[t].deadline, self.se[t].vruntime)),
             "eevdf: task {t}'s key changed while it was in the tree"
         );
-        let after = self.forest.remove(&mut self.rqs[cpu].tree, t as Id);
         let rq = &mut self.rqs[cpu];
-        let (w, key) = (
-            self.se[t].weight,
-            vdiff(self.se[t].vruntime, rq.min_vruntime),
-        );
+        let se = &self.se[t];
+        let (w, v) = (se.weight, se.vruntime);
+        let after = self.forest.remove(&mut rq.tree, t as Id);
+        let key = vdiff(v, rq.min_vruntime);
         rq.avg_vruntime -= key as i128 * w as i128;
         rq.avg_load -= w as i128;
         after.map(|a| a as TaskId)
@@ -924,13 +920,14 @@ impl Policy for Eevdf {
 
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
-        self.se[task].last_ran = Some(m.now);
-        self.se[task].state = State::Queued;
-        self.rqs[cpu].curr = None;
-        self.enqueue_tree(cpu, task);
+        let se = &mut self.se[task];
+        se.last_ran = Some(m.now);
+        se.state = State::Queued;
         let rq = &mut self.rqs[cpu];
+        rq.curr = None;
         rq.prev = Some(task);
         rq.resched = false;
+        self.enqueue_tree(cpu, task);
     }
 
     fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
