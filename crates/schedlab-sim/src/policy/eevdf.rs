@@ -193,6 +193,32 @@ fn base_slice(normalized_ns: u64, ncpus: usize) -> u64 {
     normalized_ns * tunable_scale(ncpus)
 }
 
+/// `__enqueue_entity` of `se` (task `t`) into `rq`, which the caller has at hand: into the
+/// tree and the weighted sums.
+fn enqueue_into(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) {
+    let (w, v) = (se.weight, se.vruntime);
+    let key = vdiff(v, rq.min_vruntime);
+    rq.avg_vruntime += key as i128 * w as i128;
+    rq.avg_load += w as i128;
+    forest.insert(&mut rq.tree, t as Id, se.deadline, v);
+}
+
+/// `__dequeue_entity` of `se` (task `t`) from `rq`, which the caller has at hand. Returns the
+/// entity after `t` in deadline order.
+fn dequeue_from(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) -> Option<TaskId> {
+    debug_assert_eq!(
+        forest.entry(t as Id),
+        Some((se.deadline, se.vruntime)),
+        "eevdf: task {t}'s key changed while it was in the tree"
+    );
+    let (w, v) = (se.weight, se.vruntime);
+    let after = forest.remove(&mut rq.tree, t as Id);
+    let key = vdiff(v, rq.min_vruntime);
+    rq.avg_vruntime -= key as i128 * w as i128;
+    rq.avg_load -= w as i128;
+    after.map(|a| a as TaskId)
+}
+
 /// The Linux EEVDF fair class on per-CPU runqueues.
 pub struct Eevdf {
     /// normalized_sysctl_sched_base_slice, ns (the `base_slice` parameter).
@@ -269,31 +295,15 @@ impl Eevdf {
     }
 
     /// `__enqueue_entity`: into the tree and the weighted sums.
+    #[inline]
     fn enqueue_tree(&mut self, cpu: CpuId, t: TaskId) {
-        let rq = &mut self.rqs[cpu];
-        let se = &self.se[t];
-        let (w, v) = (se.weight, se.vruntime);
-        let key = vdiff(v, rq.min_vruntime);
-        rq.avg_vruntime += key as i128 * w as i128;
-        rq.avg_load += w as i128;
-        self.forest.insert(&mut rq.tree, t as Id, se.deadline, v);
+        enqueue_into(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t);
     }
 
     /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
+    #[inline]
     fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) -> Option<TaskId> {
-        debug_assert_eq!(
-            self.forest.entry(t as Id),
-            Some((self.se[t].deadline, self.se[t].vruntime)),
-            "eevdf: task {t}'s key changed while it was in the tree"
-        );
-        let rq = &mut self.rqs[cpu];
-        let se = &self.se[t];
-        let (w, v) = (se.weight, se.vruntime);
-        let after = self.forest.remove(&mut rq.tree, t as Id);
-        let key = vdiff(v, rq.min_vruntime);
-        rq.avg_vruntime -= key as i128 * w as i128;
-        rq.avg_load -= w as i128;
-        after.map(|a| a as TaskId)
+        dequeue_from(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t)
     }
 
     // ---- virtual time ----
@@ -890,11 +900,9 @@ impl Policy for Eevdf {
         rq.hint = None;
         let t = t?;
         // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
-        let after = self.dequeue_tree(cpu, t);
-        let rq = &mut self.rqs[cpu];
-        rq.curr = Some(t);
-        rq.hint = after;
         let se = &mut self.se[t];
+        rq.hint = dequeue_from(&mut self.forest, rq, se, t);
+        rq.curr = Some(t);
         se.state = State::Current;
         se.prot = se.deadline;
         Some(t)
@@ -927,7 +935,7 @@ impl Policy for Eevdf {
         rq.curr = None;
         rq.prev = Some(task);
         rq.resched = false;
-        self.enqueue_tree(cpu, task);
+        enqueue_into(&mut self.forest, rq, se, task);
     }
 
     fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
