@@ -193,6 +193,32 @@ fn base_slice(normalized_ns: u64, ncpus: usize) -> u64 {
     normalized_ns * tunable_scale(ncpus)
 }
 
+/// `__enqueue_entity` of `se` (task `t`) into `rq`, which the caller has at hand: into the
+/// tree and the weighted sums.
+fn enqueue_into(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) {
+    let (w, v) = (se.weight, se.vruntime);
+    let key = vdiff(v, rq.min_vruntime);
+    rq.avg_vruntime += key as i128 * w as i128;
+    rq.avg_load += w as i128;
+    forest.insert(&mut rq.tree, t as Id, se.deadline, v);
+}
+
+/// `__dequeue_entity` of `se` (task `t`) from `rq`, which the caller has at hand. Returns the
+/// entity after `t` in deadline order.
+fn dequeue_from(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) -> Option<TaskId> {
+    debug_assert_eq!(
+        forest.entry(t as Id),
+        Some((se.deadline, se.vruntime)),
+        "eevdf: task {t}'s key changed while it was in the tree"
+    );
+    let (w, v) = (se.weight, se.vruntime);
+    let after = forest.remove(&mut rq.tree, t as Id);
+    let key = vdiff(v, rq.min_vruntime);
+    rq.avg_vruntime -= key as i128 * w as i128;
+    rq.avg_load -= w as i128;
+    after.map(|a| a as TaskId)
+}
+
 /// The Linux EEVDF fair class on per-CPU runqueues.
 pub struct Eevdf {
     /// normalized_sysctl_sched_base_slice, ns (the `base_slice` parameter).
@@ -269,35 +295,15 @@ impl Eevdf {
     }
 
     /// `__enqueue_entity`: into the tree and the weighted sums.
+    #[inline]
     fn enqueue_tree(&mut self, cpu: CpuId, t: TaskId) {
-        let rq = &mut self.rqs[cpu];
-        let (w, key) = (
-            self.se[t].weight,
-            vdiff(self.se[t].vruntime, rq.min_vruntime),
-        );
-        rq.avg_vruntime += key as i128 * w as i128;
-        rq.avg_load += w as i128;
-        let se = &self.se[t];
-        self.forest
-            .insert(&mut rq.tree, t as Id, se.deadline, se.vruntime);
+        enqueue_into(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t);
     }
 
     /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
+    #[inline]
     fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) -> Option<TaskId> {
-        debug_assert_eq!(
-            self.forest.entry(t as Id),
-            Some((self.se[t].deadline, self.se[t].vruntime)),
-            "eevdf: task {t}'s key changed while it was in the tree"
-        );
-        let after = self.forest.remove(&mut self.rqs[cpu].tree, t as Id);
-        let rq = &mut self.rqs[cpu];
-        let (w, key) = (
-            self.se[t].weight,
-            vdiff(self.se[t].vruntime, rq.min_vruntime),
-        );
-        rq.avg_vruntime -= key as i128 * w as i128;
-        rq.avg_load -= w as i128;
-        after.map(|a| a as TaskId)
+        dequeue_from(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t)
     }
 
     // ---- virtual time ----
@@ -361,21 +367,6 @@ impl Eevdf {
         let se = &self.se[t];
         let limit = calc_delta_fair((2 * se.slice).max(m.tick_ns()), se.weight) as i64;
         self.se[t].vlag = vlag.clamp(-limit, limit);
-    }
-
-    /// `update_deadline`: when v reaches vd, a new request: vd = v + slice/w. True: resched.
-    fn update_deadline(&mut self, m: &MachineView, t: TaskId) -> bool {
-        let se = &mut self.se[t];
-        if vdiff(se.vruntime, se.deadline) < 0 {
-            return false;
-        }
-        if !se.custom_slice {
-            se.slice = base_slice(self.base_slice_ns, m.ncpus);
-        }
-        se.deadline = se
-            .vruntime
-            .wrapping_add(calc_delta_fair(se.slice, se.weight));
-        true
     }
 
     /// `place_entity`: v = V − vlag·(W + w)/W; vd = v + vslice (half for a new task), or the
@@ -909,11 +900,9 @@ impl Policy for Eevdf {
         rq.hint = None;
         let t = t?;
         // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
-        let after = self.dequeue_tree(cpu, t);
-        let rq = &mut self.rqs[cpu];
-        rq.curr = Some(t);
-        rq.hint = after;
         let se = &mut self.se[t];
+        rq.hint = dequeue_from(&mut self.forest, rq, se, t);
+        rq.curr = Some(t);
         se.state = State::Current;
         se.prot = se.deadline;
         Some(t)
@@ -939,32 +928,53 @@ impl Policy for Eevdf {
 
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, _kind: PutPrevKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
-        self.se[task].last_ran = Some(m.now);
-        self.se[task].state = State::Queued;
-        self.rqs[cpu].curr = None;
-        self.enqueue_tree(cpu, task);
+        let se = &mut self.se[task];
+        se.last_ran = Some(m.now);
+        se.state = State::Queued;
         let rq = &mut self.rqs[cpu];
+        rq.curr = None;
         rq.prev = Some(task);
         rq.resched = false;
+        enqueue_into(&mut self.forest, rq, se, task);
     }
 
     fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64) {
-        if self.rqs[cpu].curr != Some(task) || delta_ns == 0 {
+        // The runqueue and the entity borrowed once for the whole update (twice per yield):
+        // `update_deadline` and `update_min_vruntime` with curr's new vruntime at hand.
+        let rq = &mut self.rqs[cpu];
+        if rq.curr != Some(task) || delta_ns == 0 {
             return;
         }
         let se = &mut self.se[task];
-        se.vruntime = se
+        let v = se
             .vruntime
             .wrapping_add(calc_delta_fair(delta_ns, se.weight));
-        let resched = self.update_deadline(m, task);
-        self.update_min_vruntime(cpu);
-        if self.rqs[cpu].nr_queued == 1 {
+        se.vruntime = v;
+        // update_deadline: when v reaches vd, a new request: vd = v + slice/w; resched.
+        let resched = vdiff(v, se.deadline) >= 0;
+        if resched {
+            if !se.custom_slice {
+                se.slice = base_slice(self.base_slice_ns, m.ncpus);
+            }
+            se.deadline = v.wrapping_add(calc_delta_fair(se.slice, se.weight));
+        }
+        // update_min_vruntime with curr = task
+        let mut min = v;
+        if let Some(t) = self.forest.min_vruntime(&rq.tree) {
+            if vdiff(t, min) < 0 {
+                min = t;
+            }
+        }
+        let delta = vdiff(min, rq.min_vruntime);
+        if delta > 0 {
+            rq.avg_vruntime -= rq.avg_load * delta as i128;
+            rq.min_vruntime = min;
+        }
+        if rq.nr_queued == 1 {
             return;
         }
         // did_preempt_short: protection was cancelled and curr is no longer eligible.
-        let short = self.preempt_short
-            && self.se[task].prot != self.se[task].deadline
-            && !self.eligible(cpu, task);
+        let short = self.preempt_short && se.prot != se.deadline && !self.eligible(cpu, task);
         if resched || short {
             self.rqs[cpu].resched = true;
         }
