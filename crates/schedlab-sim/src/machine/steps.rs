@@ -26,7 +26,8 @@ impl Machine<'_> {
         let c = &mut self.cpus[cpu];
         c.gen += 1;
         let gen = c.gen;
-        self.events.push_slot(cpu, at, Event::BurstDone { cpu, gen });
+        self.events
+            .push_slot(cpu, at, Event::BurstDone { cpu, gen });
     }
 
     /// Apply the effects of task `t`, current on `cpu`, whose burst is done; poll its body as

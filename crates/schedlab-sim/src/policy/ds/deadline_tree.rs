@@ -129,6 +129,16 @@ impl Inner {
             .expect("deadline tree: a child is listed by its parent")
     }
 
+    /// [`Inner::index_of`], searching from the last child: the same answer (a child is listed
+    /// once), found at once for a split of the last child, which appends make the common case.
+    #[inline]
+    fn index_of_from_end(&self, child: u32) -> usize {
+        self.children[..self.len as usize]
+            .iter()
+            .rposition(|&c| c == child)
+            .expect("deadline tree: a child is listed by its parent")
+    }
+
     /// Recompute `min` from the children's minima.
     #[inline]
     fn update_min(&mut self) {
@@ -494,15 +504,18 @@ impl Forest {
             return;
         }
         let inner = &mut self.inners[parent as usize];
-        let i = inner.index_of(left);
+        let i = inner.index_of_from_end(left);
         inner.mins[i] = left_min;
         let len = inner.len as usize;
         if len < FANOUT {
             let at = i + 1;
-            inner.children.copy_within(at..len, at + 1);
-            inner.mins.copy_within(at..len, at + 1);
-            inner.sep_deadlines.copy_within(at..len, at + 1);
-            inner.sep_ids.copy_within(at..len, at + 1);
+            // Nothing to shift after the last child (the common case): no four empty copies.
+            if at < len {
+                inner.children.copy_within(at..len, at + 1);
+                inner.mins.copy_within(at..len, at + 1);
+                inner.sep_deadlines.copy_within(at..len, at + 1);
+                inner.sep_ids.copy_within(at..len, at + 1);
+            }
             inner.children[at] = right;
             inner.mins[at] = right_min;
             inner.sep_deadlines[at] = sep.0;
