@@ -101,13 +101,7 @@ impl Machine<'_> {
             slot.inbuf.clear();
             slot.inbuf.extend(chan.bytes.drain(..len));
         }
-        let writers = std::mem::take(&mut chan.writers);
-        self.sock_queue_take(ch, len);
-        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
-        for w in writers {
-            cost += self.wake(w, Some(cpu), false);
-        }
-        self.tasks[t].remaining += cost;
+        self.took_bytes(cpu, t, ch, len);
         true
     }
 }

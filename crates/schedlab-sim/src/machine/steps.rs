@@ -185,13 +185,7 @@ impl Machine<'_> {
                     slot.inbuf.extend_from_slice(&b[..len - from_a]);
                     chan.bytes.drain(..len);
                 }
-                let writers = std::mem::take(&mut chan.writers);
-                self.sock_queue_take(ch, len);
-                let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
-                for w in writers {
-                    cost += self.wake(w, Some(cpu), false);
-                }
-                self.tasks[t].remaining += cost;
+                self.took_bytes(cpu, t, ch, len);
             }
             Effect::Sleep(until) => {
                 if until > self.view.now {
@@ -442,6 +436,19 @@ impl Machine<'_> {
         };
         self.tasks[t].remaining += cost;
         true
+    }
+
+    /// Task `t`, running on `cpu`, took `len` bytes from channel `ch` (a receive): the socket
+    /// queue gives them back, and `t` pays for the copy, a TCP wait and ACK where the profile
+    /// charges them, and the wakeups of the writers that waited for room.
+    pub(super) fn took_bytes(&mut self, cpu: CpuId, t: TaskId, ch: usize, len: usize) {
+        let writers = std::mem::take(&mut self.channels[ch].writers);
+        self.sock_queue_take(ch, len);
+        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
+        for w in writers {
+            cost += self.wake(w, Some(cpu), false);
+        }
+        self.tasks[t].remaining += cost;
     }
 
     /// Set what task `t` does when its coming burst ends; returns `cost`, the burst's length.
