@@ -376,30 +376,9 @@ mod tests {
 
     #[test]
     fn many_events_come_out_in_key_order_with_ties_in_insertion_order() {
-        // Interleaved pushes and pops with many equal times, against a sort of the same keys.
-        let mut q = EventQueue::default();
-        let mut expected = Vec::new();
-        let mut got = Vec::new();
-        let mut x = 12345u64;
-        let mut now = 0;
-        for i in 0..20_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let at = now + (x >> 60); // 16 distinct offsets: many ties
-            q.push(at, i);
-            expected.push((at, i));
-            if x & (1 << 20) != 0 {
-                let (t, e) = q.pop().unwrap();
-                assert!(t >= now, "time goes forward");
-                now = t;
-                got.push((t, e));
-            }
-        }
-        got.extend(std::iter::from_fn(|| q.pop()));
-        expected.sort();
-        assert_eq!(got, expected);
-        assert_eq!(q.popped(), 20_000);
+        // The heap alone: interleaved pushes and pops with many equal times (16 distinct
+        // offsets), against a sort of the same keys.
+        check_one_key_order(0);
     }
 
     /// Random pushes to the heap and to `slots` slots, interleaved with runs of pops, against
