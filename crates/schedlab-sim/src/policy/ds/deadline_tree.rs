@@ -15,8 +15,12 @@
 //!
 //! Layout: every runqueue's tree lives in one [`Forest`] (arenas of leaves and inner nodes with
 //! free lists, and each entity's leaf). Leaves hold the keys (deadline, id) and the vruntimes,
-//! sorted, and are linked in order (the cached leftmost of `rb_root_cached` is the first leaf's
-//! first entry). Inner nodes hold, per child, the child's smallest vruntime (the augmentation)
+//! sorted, in a window of slots `start..end` of their arrays, and are linked in order (the
+//! cached leftmost of `rb_root_cached` is the first leaf's first entry). The window is for the
+//! yield storm, a queue: most picks take the first entry of some leaf and the pick goes back
+//! at the end of the last one, so a removal moves the shorter side of its leaf (at the front,
+//! nothing) and an append uses the free slots at the end (the window slides back to slot 0
+//! when it reaches the end). The pick hands its [`Slot`] to the removal that follows it. Inner nodes hold, per child, the child's smallest vruntime (the augmentation)
 //! and a separator key (no key in child `i` is below separator `i`, nor at or above separator
 //! `i + 1`). A node is split when full; a node is freed when it becomes empty (no merging of
 //! half-empty nodes: depth only grows by splits, and memory stays bounded by the largest
@@ -1125,7 +1129,7 @@ mod tests {
         for step in 0..steps {
             let r = splitmix(seed ^ (step << 20));
             let limit = base + 50 + step / 10 + (r >> 50) % 40;
-            let found = if r % 5 == 0 {
+            let found = if r.is_multiple_of(5) {
                 f.first(&t).map(|(e, _, slot)| (e, slot))
             } else {
                 f.first_eligible(&t, |v| vdiff(v, limit) <= 0)
@@ -1137,7 +1141,11 @@ mod tests {
             let after = model.map.range(model.key(d, e)..).nth(1).map(|x| x.0 .1);
             assert_eq!(f.remove_at(&mut t, e, slot), after, "the follower of {e}");
             model.map.remove(&model.key(d, e));
-            let slice = if r % 3 == 0 { (r >> 8) % 3_000 } else { 5_000 };
+            let slice = if r.is_multiple_of(3) {
+                (r >> 8) % 3_000
+            } else {
+                5_000
+            };
             let (d, v) = (d + slice, v + 1 + (r >> 16) % 4);
             f.insert(&mut t, e, d, v);
             model.map.insert(model.key(d, e), v);
