@@ -71,7 +71,7 @@
 //!   Migration keeps vlag and the relative deadline (detach with lag, attach with placement).
 
 use super::domains::{Domains, FairRunqueues};
-use super::ds::deadline_tree::{vdiff, DeadlineTree, Forest, Id};
+use super::ds::deadline_tree::{vdiff, DeadlineTree, Forest, Id, Slot};
 use super::ds::min_tree::MinTree;
 use super::fair::{calc_delta_fair, tunable_scale, FairClass, NICE_0_WEIGHT};
 use super::*;
@@ -203,16 +203,25 @@ fn enqueue_into(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) {
     forest.insert(&mut rq.tree, t as Id, se.deadline, v);
 }
 
-/// `__dequeue_entity` of `se` (task `t`) from `rq`, which the caller has at hand. Returns the
-/// entity after `t` in deadline order.
-fn dequeue_from(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) -> Option<TaskId> {
+/// `__dequeue_entity` of `se` (task `t`) from `rq`, which the caller has at hand, at `slot` if
+/// the pick just found it there. Returns the entity after `t` in deadline order.
+fn dequeue_from(
+    forest: &mut Forest,
+    rq: &mut Rq,
+    se: &Se,
+    t: TaskId,
+    slot: Option<Slot>,
+) -> Option<TaskId> {
     debug_assert_eq!(
         forest.entry(t as Id),
         Some((se.deadline, se.vruntime)),
         "eevdf: task {t}'s key changed while it was in the tree"
     );
     let (w, v) = (se.weight, se.vruntime);
-    let after = forest.remove(&mut rq.tree, t as Id);
+    let after = match slot {
+        Some(slot) => forest.remove_at(&mut rq.tree, t as Id, slot),
+        None => forest.remove(&mut rq.tree, t as Id),
+    };
     let key = vdiff(v, rq.min_vruntime);
     rq.avg_vruntime -= key as i128 * w as i128;
     rq.avg_load -= w as i128;
@@ -303,7 +312,7 @@ impl Eevdf {
     /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
     #[inline]
     fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) -> Option<TaskId> {
-        dequeue_from(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t)
+        dequeue_from(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t, None)
     }
 
     // ---- virtual time ----
@@ -400,10 +409,19 @@ impl Eevdf {
     /// `pick_eevdf`: the eligible entity with the earliest virtual deadline; with RUN_TO_PARITY
     /// an eligible `curr` (or the task just put back) keeps the CPU while its slice is protected.
     fn pick_eevdf(&self, cpu: CpuId) -> Option<TaskId> {
+        self.pick_eevdf_slot(cpu).map(|(t, _)| t)
+    }
+
+    /// [`Eevdf::pick_eevdf`], with the pick's slot in the tree when the search found it there
+    /// (the removal that follows a pick need not look for it again).
+    fn pick_eevdf_slot(&self, cpu: CpuId) -> Option<(TaskId, Option<Slot>)> {
         let rq = &self.rqs[cpu];
         let leftmost = self.forest.first(&rq.tree);
         if rq.nr_queued == 1 {
-            return rq.curr.or(leftmost.map(|(l, _)| l as TaskId));
+            return match rq.curr {
+                Some(c) => Some((c, None)),
+                None => leftmost.map(|(l, _, slot)| (l as TaskId, Some(slot))),
+            };
         }
         let protected = |t: TaskId| self.se[t].prot == self.se[t].deadline;
         let curr = rq.curr.filter(|&c| self.eligible(cpu, c));
@@ -415,7 +433,7 @@ impl Eevdf {
             });
             if let Some(c) = curr.or_else(|| prev.filter(|&p| self.eligible(cpu, p))) {
                 if protected(c) {
-                    return Some(c);
+                    return Some((c, None));
                 }
             }
         }
@@ -425,8 +443,8 @@ impl Eevdf {
         let (avg, load) = self.sums(cpu);
         let min = rq.min_vruntime;
         let mut best = leftmost
-            .filter(|&(_, v)| avg >= vdiff(v, min) as i128 * load)
-            .map(|(l, _)| l as TaskId);
+            .filter(|&(_, v, _)| avg >= vdiff(v, min) as i128 * load)
+            .map(|(l, _, slot)| (l as TaskId, slot));
         if best.is_none() {
             // v − min is an i64, so comparing it with the quotient clamped to the i64 range
             // gives the same answer as the 128-bit comparison, in one 64-bit compare per entry
@@ -443,13 +461,15 @@ impl Eevdf {
             } else {
                 self.forest
                     .first_eligible(&rq.tree, |v| vdiff(v, min) <= limit)
-                    .map(|t| t as TaskId)
+                    .map(|(t, slot)| (t as TaskId, slot))
             };
         }
         match (best, curr) {
-            (None, c) => c,
-            (Some(b), Some(c)) if vdiff(self.se[c].deadline, self.se[b].deadline) < 0 => Some(c),
-            (b, _) => b,
+            (None, c) => c.map(|c| (c, None)),
+            (Some((b, _)), Some(c)) if vdiff(self.se[c].deadline, self.se[b].deadline) < 0 => {
+                Some((c, None))
+            }
+            (Some((b, slot)), _) => Some((b, Some(slot))),
         }
     }
 
@@ -506,14 +526,16 @@ impl Eevdf {
     }
 
     /// The pick loop of `pick_task_fair`: delayed picks are dequeued and the pick retried.
-    fn pick(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
+    /// Returns the pick with its slot in the tree, if the search found it there.
+    #[inline]
+    fn pick(&mut self, m: &MachineView, cpu: CpuId) -> Option<(TaskId, Option<Slot>)> {
         loop {
-            let t = self.pick_eevdf(cpu)?;
+            let (t, slot) = self.pick_eevdf_slot(cpu)?;
             if self.se[t].state == State::Delayed {
                 self.finish_delayed(m, cpu, t);
                 continue;
             }
-            return Some(t);
+            return Some((t, slot));
         }
     }
 
@@ -893,15 +915,15 @@ impl Policy for Eevdf {
         if let Some(c) = self.rqs[cpu].curr {
             self.put_prev_task(m, cpu, c, PutPrevKind::Preempted);
         }
-        let t = self.pick(m, cpu);
+        let picked = self.pick(m, cpu);
         let rq = &mut self.rqs[cpu];
         rq.prev = None;
         rq.resched = false;
         rq.hint = None;
-        let t = t?;
+        let (t, slot) = picked?;
         // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
         let se = &mut self.se[t];
-        rq.hint = dequeue_from(&mut self.forest, rq, se, t);
+        rq.hint = dequeue_from(&mut self.forest, rq, se, t, slot);
         rq.curr = Some(t);
         se.state = State::Current;
         se.prot = se.deadline;

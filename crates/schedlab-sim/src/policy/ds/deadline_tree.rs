@@ -15,8 +15,12 @@
 //!
 //! Layout: every runqueue's tree lives in one [`Forest`] (arenas of leaves and inner nodes with
 //! free lists, and each entity's leaf). Leaves hold the keys (deadline, id) and the vruntimes,
-//! sorted, and are linked in order (the cached leftmost of `rb_root_cached` is the first leaf's
-//! first entry). Inner nodes hold, per child, the child's smallest vruntime (the augmentation)
+//! sorted, in a window of slots `start..end` of their arrays, and are linked in order (the
+//! cached leftmost of `rb_root_cached` is the first leaf's first entry). The window is for the
+//! yield storm, a queue: most picks take the first entry of some leaf and the pick goes back
+//! at the end of the last one, so a removal moves the shorter side of its leaf (at the front,
+//! nothing) and an append uses the free slots at the end (the window slides back to slot 0
+//! when it reaches the end). The pick hands its [`Slot`] to the removal that follows it. Inner nodes hold, per child, the child's smallest vruntime (the augmentation)
 //! and a separator key (no key in child `i` is below separator `i`, nor at or above separator
 //! `i + 1`). A node is split when full; a node is freed when it becomes empty (no merging of
 //! half-empty nodes: depth only grows by splits, and memory stays bounded by the largest
@@ -64,11 +68,15 @@ fn vmin_of(values: &[u64]) -> u64 {
     values[1..].iter().fold(values[0], |m, &v| vmin(m, v))
 }
 
-/// A leaf: up to [`LEAF_CAP`] entities in (deadline, id) order.
+/// A leaf: up to [`LEAF_CAP`] entities in (deadline, id) order, in slots `start..end` of its
+/// arrays (a removal at the front, most of a yield storm's, moves no entry).
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 struct Leaf {
-    len: u32,
+    /// The first occupied slot.
+    start: u32,
+    /// After the last occupied slot.
+    end: u32,
     parent: u32,
     prev: u32,
     next: u32,
@@ -81,7 +89,8 @@ struct Leaf {
 
 impl Leaf {
     const EMPTY: Leaf = Leaf {
-        len: 0,
+        start: 0,
+        end: 0,
         parent: NONE,
         prev: NONE,
         next: NONE,
@@ -90,6 +99,85 @@ impl Leaf {
         deadlines: [0; LEAF_CAP],
         vruntimes: [0; LEAF_CAP],
     };
+
+    /// The occupied slots.
+    #[inline]
+    fn slots(&self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+
+    /// The number of entries.
+    #[inline]
+    fn len(&self) -> usize {
+        (self.end - self.start) as usize
+    }
+
+    /// Put an entity in slot `at`.
+    #[inline]
+    fn set(&mut self, at: usize, id: Id, deadline: u64, vruntime: u64) {
+        self.ids[at] = id;
+        self.deadlines[at] = deadline;
+        self.vruntimes[at] = vruntime;
+    }
+
+    /// Copy slot `from` to slot `to`.
+    #[inline]
+    fn copy_slot(&mut self, from: usize, to: usize) {
+        self.ids[to] = self.ids[from];
+        self.deadlines[to] = self.deadlines[from];
+        self.vruntimes[to] = self.vruntimes[from];
+    }
+
+    /// Make room (the leaf is not full) for an entry before the one in slot `at` (`at` = the
+    /// end: after the last) by moving the shorter side of the leaf that can move; returns the
+    /// slot opened. One loop over the three arrays: a few entries, not worth three memmoves.
+    #[inline]
+    fn open_slot(&mut self, at: usize) -> usize {
+        let slots = self.slots();
+        debug_assert!(slots.len() < LEAF_CAP && slots.start <= at && at <= slots.end);
+        if slots.start > 0 && (slots.end == LEAF_CAP || at - slots.start < slots.end - at) {
+            for j in slots.start..at {
+                self.copy_slot(j, j - 1);
+            }
+            self.start -= 1;
+            at - 1
+        } else {
+            for j in (at..slots.end).rev() {
+                self.copy_slot(j, j + 1);
+            }
+            self.end += 1;
+            at
+        }
+    }
+
+    /// Take out the entry in slot `at` by moving the shorter side of the leaf over it: the
+    /// first entry (most of a yield storm's removals) moves nothing.
+    #[inline]
+    fn close_slot(&mut self, at: usize) {
+        let slots = self.slots();
+        debug_assert!(slots.contains(&at));
+        if at - slots.start < slots.end - 1 - at {
+            for j in (slots.start..at).rev() {
+                self.copy_slot(j, j + 1);
+            }
+            self.start += 1;
+        } else {
+            for j in at + 1..slots.end {
+                self.copy_slot(j, j - 1);
+            }
+            self.end -= 1;
+        }
+    }
+
+    /// Move the entries to the first slots.
+    fn compact(&mut self) {
+        let slots = self.slots();
+        self.ids.copy_within(slots.clone(), 0);
+        self.deadlines.copy_within(slots.clone(), 0);
+        self.vruntimes.copy_within(slots, 0);
+        self.end -= self.start;
+        self.start = 0;
+    }
 }
 
 /// An inner node: up to [`FANOUT`] children, with their smallest vruntimes and separators.
@@ -175,6 +263,13 @@ impl Inner {
     }
 }
 
+/// Where an entity is: its leaf and its slot there. Valid until the tree next changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::policy) struct Slot {
+    leaf: u32,
+    index: u32,
+}
+
 /// One runqueue's tree: its root, its height (0: the root is a leaf) and its first and last
 /// leaves. Empty when `root` is `NONE`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -227,7 +322,10 @@ impl Forest {
     fn alloc_leaf(&mut self) -> u32 {
         match self.free_leaves.pop() {
             Some(l) => {
-                self.leaves[l as usize] = Leaf::EMPTY;
+                // The header only: no slot outside `start..end` is read.
+                let leaf = &mut self.leaves[l as usize];
+                (leaf.start, leaf.end) = (0, 0);
+                (leaf.parent, leaf.prev, leaf.next) = (NONE, NONE, NONE);
                 l
             }
             None => {
@@ -272,11 +370,9 @@ impl Forest {
         if tree.root == NONE {
             let l = self.alloc_leaf();
             let leaf = &mut self.leaves[l as usize];
-            leaf.len = 1;
+            leaf.end = 1;
             leaf.min = vruntime;
-            leaf.ids[0] = id;
-            leaf.deadlines[0] = deadline;
-            leaf.vruntimes[0] = vruntime;
+            leaf.set(0, id, deadline, vruntime);
             self.leaf_of[id as usize] = l;
             *tree = DeadlineTree {
                 root: l,
@@ -290,13 +386,15 @@ impl Forest {
         // the descent would end there, at its end (no separator is above the tree's largest
         // key), so take it directly; the minima above change only if the leaf's does.
         let last = &mut self.leaves[tree.last as usize];
-        let len = last.len as usize;
-        if !key_before(deadline, id, last.deadlines[len - 1], last.ids[len - 1]) {
-            if len < LEAF_CAP {
-                last.ids[len] = id;
-                last.deadlines[len] = deadline;
-                last.vruntimes[len] = vruntime;
-                last.len += 1;
+        let end = last.end as usize;
+        if !key_before(deadline, id, last.deadlines[end - 1], last.ids[end - 1]) {
+            if last.len() < LEAF_CAP {
+                if end == LEAF_CAP {
+                    last.compact();
+                }
+                let at = last.end as usize;
+                last.set(at, id, deadline, vruntime);
+                last.end += 1;
                 self.leaf_of[id as usize] = tree.last;
                 if vdiff(vruntime, last.min) < 0 {
                     last.min = vruntime;
@@ -321,11 +419,13 @@ impl Forest {
             node = inner.children[i];
         }
         let leaf = &mut self.leaves[node as usize];
-        let len = leaf.len as usize;
-        // The first entry after the key, by a binary search whose steps are conditional moves.
-        let (mut base, mut size) = (0, len);
-        if len > 0 && !key_before(deadline, id, leaf.deadlines[len - 1], leaf.ids[len - 1]) {
-            (base, size) = (len - 1, 1); // after the last entry: an append
+        // A leaf in a tree is never empty.
+        let slots = leaf.slots();
+        // The first slot after the key, by a binary search whose steps are conditional moves.
+        let (mut base, mut size) = (slots.start, slots.len());
+        let end = slots.end;
+        if !key_before(deadline, id, leaf.deadlines[end - 1], leaf.ids[end - 1]) {
+            (base, size) = (end - 1, 1); // after the last entry: an append
         }
         while size > 1 {
             let half = size / 2;
@@ -334,36 +434,22 @@ impl Forest {
             base = if after { mid } else { base };
             size -= half;
         }
-        let pos = if len > 0 {
-            base + usize::from(!key_before(
+        let at = base
+            + usize::from(!key_before(
                 deadline,
                 id,
                 leaf.deadlines[base],
                 leaf.ids[base],
-            ))
-        } else {
-            0
-        };
-        if len < LEAF_CAP {
-            // One loop over the three arrays: a few entries, not worth three memmove calls.
-            for j in (pos..len).rev() {
-                leaf.ids[j + 1] = leaf.ids[j];
-                leaf.deadlines[j + 1] = leaf.deadlines[j];
-                leaf.vruntimes[j + 1] = leaf.vruntimes[j];
-            }
-            leaf.ids[pos] = id;
-            leaf.deadlines[pos] = deadline;
-            leaf.vruntimes[pos] = vruntime;
-            leaf.min = if len == 0 {
-                vruntime
-            } else {
-                vmin(leaf.min, vruntime)
-            };
-            leaf.len += 1;
+            ));
+        if slots.len() < LEAF_CAP {
+            let at = leaf.open_slot(at);
+            leaf.set(at, id, deadline, vruntime);
+            leaf.min = vmin(leaf.min, vruntime);
             self.leaf_of[id as usize] = node;
             return;
         }
-        self.split_leaf(tree, node, pos, id, deadline, vruntime);
+        // A full leaf starts at slot 0: `at` is the position among its entries.
+        self.split_leaf(tree, node, at, id, deadline, vruntime);
     }
 
     /// Append entity `id` after the full last leaf in a new last leaf (the split of
@@ -374,15 +460,13 @@ impl Forest {
         let r = self.alloc_leaf();
         let (l_min, parent) = {
             let leaf = &mut self.leaves[l as usize];
-            debug_assert!(leaf.len as usize == LEAF_CAP && leaf.next == NONE);
+            debug_assert!(leaf.len() == LEAF_CAP && leaf.next == NONE);
             leaf.next = r;
             (leaf.min, leaf.parent)
         };
         let right = &mut self.leaves[r as usize];
-        right.len = 1;
-        right.ids[0] = id;
-        right.deadlines[0] = deadline;
-        right.vruntimes[0] = vruntime;
+        right.end = 1;
+        right.set(0, id, deadline, vruntime);
         right.min = vruntime;
         right.prev = l;
         right.parent = parent;
@@ -407,6 +491,7 @@ impl Forest {
         let mut vruntimes = [0; LEAF_CAP + 1];
         {
             let leaf = &self.leaves[l as usize];
+            debug_assert!(leaf.start == 0 && leaf.len() == LEAF_CAP);
             ids[..pos].copy_from_slice(&leaf.ids[..pos]);
             deadlines[..pos].copy_from_slice(&leaf.deadlines[..pos]);
             vruntimes[..pos].copy_from_slice(&leaf.vruntimes[..pos]);
@@ -427,7 +512,7 @@ impl Forest {
         let r = self.alloc_leaf();
         let (next, parent) = {
             let leaf = &mut self.leaves[l as usize];
-            leaf.len = keep as u32;
+            leaf.end = keep as u32;
             leaf.ids[..keep].copy_from_slice(&ids[..keep]);
             leaf.deadlines[..keep].copy_from_slice(&deadlines[..keep]);
             leaf.vruntimes[..keep].copy_from_slice(&vruntimes[..keep]);
@@ -439,7 +524,7 @@ impl Forest {
         let moved = LEAF_CAP + 1 - keep;
         {
             let right = &mut self.leaves[r as usize];
-            right.len = moved as u32;
+            right.end = moved as u32;
             right.ids[..moved].copy_from_slice(&ids[keep..]);
             right.deadlines[..moved].copy_from_slice(&deadlines[keep..]);
             right.vruntimes[..moved].copy_from_slice(&vruntimes[keep..]);
@@ -575,26 +660,44 @@ impl Forest {
     pub(in crate::policy) fn remove(&mut self, tree: &mut DeadlineTree, id: Id) -> Option<Id> {
         let l = self.leaf_of[id as usize];
         assert!(l != NONE, "eevdf: task {id} is not in its runqueue's tree");
+        let leaf = &self.leaves[l as usize];
+        let slots = leaf.slots();
+        let at = slots.start
+            + leaf.ids[slots]
+                .iter()
+                .position(|&e| e == id)
+                .expect("deadline tree: an entity is in its leaf");
+        self.remove_at(
+            tree,
+            id,
+            Slot {
+                leaf: l,
+                index: at as u32,
+            },
+        )
+    }
+
+    /// [`Forest::remove`] of entity `id` found at `slot` (by [`Forest::first`] or
+    /// [`Forest::first_eligible`], the tree unchanged since): no search for it.
+    pub(in crate::policy) fn remove_at(
+        &mut self,
+        tree: &mut DeadlineTree,
+        id: Id,
+        slot: Slot,
+    ) -> Option<Id> {
+        let (l, at) = (slot.leaf, slot.index as usize);
+        debug_assert_eq!(self.leaf_of[id as usize], l, "deadline tree: a stale slot");
         self.leaf_of[id as usize] = NONE;
         let leaf = &mut self.leaves[l as usize];
-        let len = leaf.len as usize;
-        let pos = leaf.ids[..len]
-            .iter()
-            .position(|&e| e == id)
-            .expect("deadline tree: an entity is in its leaf");
-        let v = leaf.vruntimes[pos];
+        debug_assert!(leaf.slots().contains(&at) && leaf.ids[at] == id);
+        let v = leaf.vruntimes[at];
         // Its follower, in this leaf or (below) the first of the next.
-        let after = (pos + 1 < len).then(|| leaf.ids[pos + 1]);
-        for j in pos + 1..len {
-            leaf.ids[j - 1] = leaf.ids[j];
-            leaf.deadlines[j - 1] = leaf.deadlines[j];
-            leaf.vruntimes[j - 1] = leaf.vruntimes[j];
-        }
-        leaf.len -= 1;
+        let after = (at + 1 < leaf.end as usize).then(|| leaf.ids[at + 1]);
+        leaf.close_slot(at);
         let next = leaf.next;
-        if leaf.len > 0 {
+        if leaf.len() > 0 {
             if v == leaf.min {
-                leaf.min = vmin_of(&leaf.vruntimes[..len - 1]);
+                leaf.min = vmin_of(&leaf.vruntimes[leaf.slots()]);
                 let (min, parent) = (leaf.min, leaf.parent);
                 self.raise_min(parent, l, min);
             }
@@ -622,7 +725,9 @@ impl Forest {
     /// The first entity of leaf `l` (`None`: no leaf).
     #[inline]
     fn first_of(&self, l: u32) -> Option<Id> {
-        self.leaves.get(l as usize).map(|leaf| leaf.ids[0])
+        self.leaves
+            .get(l as usize)
+            .map(|leaf| leaf.ids[leaf.start as usize])
     }
 
     /// The last child of `parent` (on the tree's rightmost path) now holds `vruntime`: lower
@@ -717,24 +822,29 @@ impl Forest {
         }
     }
 
-    /// The entity of earliest deadline and its vruntime (`rb_first_cached`).
+    /// The entity of earliest deadline, its vruntime and its slot (`rb_first_cached`).
     #[inline]
-    pub(in crate::policy) fn first(&self, tree: &DeadlineTree) -> Option<(Id, u64)> {
+    pub(in crate::policy) fn first(&self, tree: &DeadlineTree) -> Option<(Id, u64, Slot)> {
         (tree.first != NONE).then(|| {
             let leaf = &self.leaves[tree.first as usize];
-            (leaf.ids[0], leaf.vruntimes[0])
+            let at = leaf.start as usize;
+            let slot = Slot {
+                leaf: tree.first,
+                index: leaf.start,
+            };
+            (leaf.ids[at], leaf.vruntimes[at], slot)
         })
     }
 
     /// The first entity in deadline order whose vruntime satisfies `eligible`, which must hold
     /// for every vruntime at or below one that it holds for (it is "v ≤ V"): the pick's
-    /// descent, guided by the minima.
+    /// descent, guided by the minima. Returns it with its slot.
     #[inline]
     pub(in crate::policy) fn first_eligible(
         &self,
         tree: &DeadlineTree,
         eligible: impl Fn(u64) -> bool,
-    ) -> Option<Id> {
+    ) -> Option<(Id, Slot)> {
         if tree.root == NONE {
             return None;
         }
@@ -747,10 +857,18 @@ impl Forest {
             node = inner.children[i];
         }
         let leaf = &self.leaves[node as usize];
-        leaf.vruntimes[..leaf.len as usize]
+        let slots = leaf.slots();
+        leaf.vruntimes[slots.clone()]
             .iter()
             .position(|&v| eligible(v))
-            .map(|i| leaf.ids[i])
+            .map(|i| {
+                let at = slots.start + i;
+                let slot = Slot {
+                    leaf: node,
+                    index: at as u32,
+                };
+                (leaf.ids[at], slot)
+            })
     }
 
     /// Bring the line saying where entity `id`'s leaf is (what its removal reads first) into
@@ -767,22 +885,22 @@ impl Forest {
         &'a self,
         tree: &DeadlineTree,
     ) -> impl Iterator<Item = Id> + 'a {
-        let mut leaf = tree.last;
-        let mut pos = if leaf == NONE {
-            0
-        } else {
-            self.leaves[leaf as usize].len as usize
+        let end = |leaf: u32| {
+            self.leaves
+                .get(leaf as usize)
+                .map_or(0, |l: &Leaf| l.slots().end)
         };
+        let mut leaf = tree.last;
+        let mut pos = end(leaf);
         std::iter::from_fn(move || {
             while leaf != NONE {
-                if pos > 0 {
+                let l = &self.leaves[leaf as usize];
+                if pos > l.start as usize {
                     pos -= 1;
-                    return Some(self.leaves[leaf as usize].ids[pos]);
+                    return Some(l.ids[pos]);
                 }
-                leaf = self.leaves[leaf as usize].prev;
-                if leaf != NONE {
-                    pos = self.leaves[leaf as usize].len as usize;
-                }
+                leaf = l.prev;
+                pos = end(leaf);
             }
             None
         })
@@ -795,9 +913,8 @@ impl Forest {
             return None;
         }
         let leaf = &self.leaves[l as usize];
-        let i = leaf.ids[..leaf.len as usize]
-            .iter()
-            .position(|&e| e == id)?;
+        let slots = leaf.slots();
+        let i = slots.start + leaf.ids[slots].iter().position(|&e| e == id)?;
         Some((leaf.deadlines[i], leaf.vruntimes[i]))
     }
 }
@@ -834,7 +951,7 @@ mod tests {
             .reduce(|a, b| if vdiff(b, a) < 0 { b } else { a });
         assert_eq!(f.min_vruntime(t), min);
         assert_eq!(
-            f.first(t),
+            f.first(t).map(|(e, v, _)| (e, v)),
             model.map.iter().next().map(|(k, &v)| (k.1, v)),
             "leftmost"
         );
@@ -851,9 +968,9 @@ mod tests {
         if height == 0 {
             let leaf = &f.leaves[node as usize];
             assert_eq!(leaf.parent, parent);
-            assert!(leaf.len > 0, "no empty leaf in a tree");
-            assert_eq!(leaf.min, vmin_of(&leaf.vruntimes[..leaf.len as usize]));
-            for &e in &leaf.ids[..leaf.len as usize] {
+            assert!(leaf.len() > 0, "no empty leaf in a tree");
+            assert_eq!(leaf.min, vmin_of(&leaf.vruntimes[leaf.slots()]));
+            for &e in &leaf.ids[leaf.slots()] {
                 assert_eq!(f.leaf_of[e as usize], node);
             }
             return leaf.min;
@@ -916,7 +1033,21 @@ mod tests {
                 .iter()
                 .find(|(_, &v)| vdiff(v, base) <= limit)
                 .map(|(k, _)| k.1);
-            assert_eq!(f.first_eligible(&t, |v| vdiff(v, base) <= limit), want);
+            let got = f.first_eligible(&t, |v| vdiff(v, base) <= limit);
+            assert_eq!(got.map(|(e, _)| e), want);
+            // Sometimes take out the pick, or the leftmost, at the slot where it was found.
+            let take = match (r >> 60) & 7 {
+                0 => got,
+                1 => f.first(&t).map(|(e, _, slot)| (e, slot)),
+                _ => None,
+            };
+            if let Some((e, slot)) = take {
+                let (d, _) = inside[e as usize].unwrap();
+                let after = model.map.range(model.key(d, e)..).nth(1).map(|x| x.0 .1);
+                assert_eq!(f.remove_at(&mut t, e, slot), after, "the follower of {e}");
+                model.map.remove(&model.key(d, e));
+                inside[e as usize] = None;
+            }
         }
         // Empty it and check that every node went back to the free lists.
         for id in 0..ids {
@@ -957,8 +1088,8 @@ mod tests {
         }
         let mut d = 3000u64;
         for round in 0..100_000u64 {
-            let (id, _) = f.first(&t).unwrap();
-            f.remove(&mut t, id);
+            let (id, _, slot) = f.first(&t).unwrap();
+            f.remove_at(&mut t, id, slot);
             f.insert(&mut t, id, d, round);
             d += 10;
         }
@@ -972,5 +1103,67 @@ mod tests {
         let order: Vec<u64> = f.iter_rev(&t).map(|e| f.entry(e).unwrap().0).collect();
         assert_eq!(order.len(), 300);
         assert!(order.windows(2).all(|w| w[0] > w[1]), "deadline order");
+    }
+
+    /// A yield storm against the model: take out the first eligible entity (or the leftmost)
+    /// where the search found it and put it back with its deadline a slice later, mostly past
+    /// every other (leaves emptied at the front and filled at the back, the last leaf
+    /// compacted), sometimes into the middle.
+    fn storm(n: u32, steps: u64, seed: u64) {
+        let base = 1u64 << 40;
+        let mut f = Forest::default();
+        f.reserve_ids(n as usize);
+        let mut t = DeadlineTree::EMPTY;
+        let mut model = Model {
+            base,
+            map: BTreeMap::new(),
+        };
+        let mut at: Vec<(u64, u64)> = Vec::new();
+        for id in 0..n {
+            let r = splitmix(seed ^ u64::from(id));
+            let (d, v) = (base + r % 5_000, base + (r >> 32) % 100);
+            f.insert(&mut t, id, d, v);
+            model.map.insert(model.key(d, id), v);
+            at.push((d, v));
+        }
+        for step in 0..steps {
+            let r = splitmix(seed ^ (step << 20));
+            let limit = base + 50 + step / 10 + (r >> 50) % 40;
+            let found = if r.is_multiple_of(5) {
+                f.first(&t).map(|(e, _, slot)| (e, slot))
+            } else {
+                f.first_eligible(&t, |v| vdiff(v, limit) <= 0)
+            };
+            let Some((e, slot)) = found else {
+                continue;
+            };
+            let (d, v) = at[e as usize];
+            let after = model.map.range(model.key(d, e)..).nth(1).map(|x| x.0 .1);
+            assert_eq!(f.remove_at(&mut t, e, slot), after, "the follower of {e}");
+            model.map.remove(&model.key(d, e));
+            let slice = if r.is_multiple_of(3) {
+                (r >> 8) % 3_000
+            } else {
+                5_000
+            };
+            let (d, v) = (d + slice, v + 1 + (r >> 16) % 4);
+            f.insert(&mut t, e, d, v);
+            model.map.insert(model.key(d, e), v);
+            at[e as usize] = (d, v);
+            if step % 5 == 0 || n <= 40 {
+                check(&f, &t, &model);
+            }
+        }
+        check(&f, &t, &model);
+    }
+
+    #[test]
+    fn small_storms_match_the_model() {
+        storm(20, 20_000, 4);
+    }
+
+    #[test]
+    fn large_storms_match_the_model() {
+        storm(600, 100_000, 5);
     }
 }
