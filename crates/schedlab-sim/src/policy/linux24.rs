@@ -634,8 +634,10 @@ impl<L: RunList> Policy for Sched24<L> {
         self.ensure_cpus(m.ncpus);
         let n = m.ncpus.min(self.cpus.len());
         self.tasks[task].preempt = false;
-        let allowed = self.tasks[task].allowed.below(n);
-        let Some(lowest) = allowed.lowest() else {
+        // Only the allowed CPUs below n count (the bounded mask operations).
+        let allowed = self.tasks[task].allowed;
+        let ok = |c: CpuId| c < n && allowed.contains(c);
+        let Some(lowest) = allowed.lowest_below(n) else {
             return prev;
         };
         if n == 1 {
@@ -644,7 +646,7 @@ impl<L: RunList> Policy for Sched24<L> {
         let idle = |c: CpuId| self.busy_with(c).is_none();
         // The shortcut: p's last CPU is idle.
         let last = self.tasks[task].processor;
-        if allowed.contains(last) && idle(last) {
+        if ok(last) && idle(last) {
             self.cpus[last].incoming = Some(task);
             return last;
         }
@@ -652,7 +654,7 @@ impl<L: RunList> Policy for Sched24<L> {
         let mut oldest: Option<CpuId> = None;
         let mut target: Option<CpuId> = None;
         let mut max_prio = 0;
-        for c in allowed.iter() {
+        for c in allowed.iter_below(n) {
             match self.busy_with(c) {
                 None => {
                     if oldest
@@ -684,7 +686,7 @@ impl<L: RunList> Policy for Sched24<L> {
             return c;
         }
         // Nobody to preempt: p waits on the list for whichever CPU schedules next.
-        if allowed.contains(last) {
+        if ok(last) {
             last
         } else {
             lowest

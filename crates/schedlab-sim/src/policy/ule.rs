@@ -447,10 +447,11 @@ impl Ule {
             return 0;
         }
         let th = self.t(id);
-        let allowed = th.allowed.below(n);
+        // Its allowed CPUs, of which only those below n count (the bounded mask operations).
+        let allowed = &th.allowed;
         let pri = th.pri;
         let cpu = th.cpu;
-        if allowed.contains(cpu) {
+        if cpu < n && allowed.contains(cpu) {
             let lowpri = self.tdq[cpu].lowpri;
             // The last CPU if it idles, or if cache-affine and the thread beats all there.
             if lowpri > PRI_MIN_IDLE {
@@ -461,15 +462,17 @@ impl Ule {
                 return cpu;
             }
         }
-        if let Some(c) = self.idle_mask.and(&allowed).lowest() {
+        if let Some(c) = self.idle_mask.lowest_common_below(allowed, n) {
             return c;
         }
-        if let Some(me) = me.filter(|&me| allowed.contains(me) && pri < self.cur_pri(m, me)) {
+        if let Some(me) =
+            me.filter(|&me| me < n && allowed.contains(me) && pri < self.cur_pri(m, me))
+        {
             return me; // tryself
         }
         // tdq_lowestpri: the worst best priority, ties to the lesser load.
         let mut best: Option<(CpuId, u8, usize)> = None;
-        for c in allowed.iter() {
+        for c in allowed.iter_below(n) {
             let (p, load) = (self.tdq[c].lowpri, self.tdq[c].load);
             match best {
                 Some((_, bp, _)) if p < bp => continue,
@@ -477,7 +480,7 @@ impl Ule {
                 _ => best = Some((c, p, load)),
             }
         }
-        best.map_or(allowed.lowest().unwrap_or(0), |b| b.0)
+        best.map_or(allowed.lowest_below(n).unwrap_or(0), |b| b.0)
     }
 
     /// tdq_steal: a queued thread of `from` that may run on `to` — realtime in priority order,
