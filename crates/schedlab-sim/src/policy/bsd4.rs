@@ -762,6 +762,42 @@ mod tests {
 
     impl Harnessed for Bsd4 {}
 
+    #[test]
+    fn run_queue_random_operations_match_a_plain_list_per_index() {
+        let mut q = RunQ::new();
+        let mut reference: Vec<Vec<TaskId>> = vec![Vec::new(); RQ_NQS];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Few lists, so that they hold several threads and removals hit heads and middles.
+            let idx = [0, 1, 31, 63][(x % 4) as usize];
+            let t = ((x >> 8) % 6) as TaskId;
+            if (x >> 16) % 2 == 0 {
+                let head = (x >> 20) % 3 == 0;
+                q.add_idx(idx, t, head);
+                if head {
+                    reference[idx].insert(0, t);
+                } else {
+                    reference[idx].push(t);
+                }
+            } else {
+                let i = reference[idx].iter().position(|&u| u == t);
+                assert_eq!(q.remove_idx(idx, t), i.is_some(), "step {step}");
+                if let Some(i) = i {
+                    reference[idx].remove(i);
+                }
+            }
+            assert_eq!(*q.list(idx), reference[idx], "step {step}");
+            let status = (0..RQ_NQS)
+                .filter(|&i| !reference[i].is_empty())
+                .fold(0u64, |s, i| s | 1 << i);
+            assert_eq!(q.status(), status);
+            assert_eq!(q.len(), reference.iter().map(Vec::len).sum::<usize>());
+        }
+    }
+
     /// bsd4 with `params` on `ncpus` CPUs at HZ 1000.
     fn bsd4h(params: &str, ncpus: usize) -> H<Bsd4> {
         H::new(&format!("bsd4:{params}"), 1000, ncpus)
