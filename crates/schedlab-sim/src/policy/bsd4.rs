@@ -774,8 +774,8 @@ mod tests {
             // Few lists, so that they hold several threads and removals hit heads and middles.
             let idx = [0, 1, 31, 63][(x % 4) as usize];
             let t = ((x >> 8) % 6) as TaskId;
-            if (x >> 16) % 2 == 0 {
-                let head = (x >> 20) % 3 == 0;
+            if (x >> 16).is_multiple_of(2) {
+                let head = (x >> 20).is_multiple_of(3);
                 q.add_idx(idx, t, head);
                 if head {
                     reference[idx].insert(0, t);

@@ -278,7 +278,7 @@ mod tests {
             x ^= x << 17;
             x
         };
-        let mut random_mask = |next: &mut dyn FnMut() -> u64| {
+        let random_mask = |next: &mut dyn FnMut() -> u64| {
             let mut m = CpuMask::EMPTY;
             let density = next() % 4;
             for w in 0..WORDS {
@@ -287,7 +287,11 @@ mod tests {
                     1 => next() & next() & next(),
                     2 => next(),
                     _ => !(next() & next()),
-                } & if next() % 3 == 0 { 0 } else { u64::MAX };
+                } & if next().is_multiple_of(3) {
+                    0
+                } else {
+                    u64::MAX
+                };
             }
             m
         };

@@ -124,10 +124,11 @@ pub enum Class24 {
     Rr,
 }
 
-/// The 2.4 fields of `struct task_struct` (kept compact: the pick reads one per runnable task).
-/// The fields goodness reads come first and the struct starts a cache line (`repr(C)` keeps the
-/// order), so that a scan touches one line per task — the first word of `allowed` (CPUs 0..64)
-/// included — instead of two with the 128-byte CPU mask in between.
+/// The 2.4 fields of `struct task_struct`. The picks walk [`Entry`] copies instead; the fields
+/// goodness reads still come first and the struct starts a cache line (`repr(C)` keeps the
+/// order), so that reschedule_idle's goodness and the filing of an entry touch one line per
+/// task — the first word of `allowed` (CPUs 0..64) included — instead of two with the 128-byte
+/// CPU mask in between.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct Task24 {
@@ -883,6 +884,93 @@ pub(super) mod tests {
         pub(in crate::policy) fn set_counter(&mut self, id: TaskId, counter: i64) {
             self.p_task(id, |t| t.counter = counter);
             self.refile();
+        }
+    }
+
+    #[test]
+    fn the_global_list_picks_as_a_plain_walk_over_the_tasks() {
+        // Random tasks (real-time, counter 0, nices, CPUs, mms, pinned to CPU 70 or not),
+        // random inserts, removals and recalculations; each pick compared with the definition:
+        // the highest goodness among allowed waiting tasks, then the smallest order.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let ntasks = 40;
+        let mut tasks: Vec<Task24> = (0..ntasks)
+            .map(|_| Task24 {
+                counter: 0,
+                order: 0,
+                processor: 0,
+                mm: 0,
+                nice: 0,
+                rt_priority: 0,
+                class: Class24::Other,
+                live: true,
+                preempt: false,
+                allowed: CpuMask::ALL,
+            })
+            .collect();
+        let mut list = GlobalList::new();
+        let mut waiting: Vec<TaskId> = Vec::new();
+        let mut seq = 0;
+        for step in 0..20_000 {
+            let id = next(ntasks as u64) as TaskId;
+            match next(8) {
+                0..3 if !waiting.contains(&id) => {
+                    seq += 1;
+                    let t = &mut tasks[id];
+                    t.counter = next(8) as i64;
+                    t.order = if next(2) == 0 { -seq } else { seq };
+                    t.processor = next(4) as CpuId;
+                    t.mm = next(3) as usize;
+                    t.nice = next(40) as i32 - 20;
+                    (t.class, t.rt_priority) = match next(10) {
+                        0 => (Class24::Fifo, next(99) as u32 + 1),
+                        1 => (Class24::Rr, next(99) as u32 + 1),
+                        _ => (Class24::Other, 0),
+                    };
+                    t.allowed = match next(4) {
+                        0 => CpuMask::from_bits(0b0101),
+                        1 => CpuMask::range(64..128),
+                        _ => CpuMask::ALL,
+                    };
+                    list.insert(&tasks, id);
+                    waiting.push(id);
+                }
+                3 if !waiting.is_empty() => {
+                    let id = waiting.swap_remove(next(waiting.len() as u64) as usize);
+                    list.remove(&tasks, id);
+                }
+                4 => {
+                    for &w in &waiting {
+                        tasks[w].counter = next(12) as i64;
+                    }
+                    list.counters_changed(&tasks);
+                }
+                _ => {
+                    let scan = Scan {
+                        cpu: [0, 1, 2, 70][next(4) as usize],
+                        mm: [None, Some(0), Some(1)][next(3) as usize],
+                        yielding: (next(3) == 0).then(|| next(ntasks as u64) as TaskId),
+                        smp: next(4) != 0,
+                        max_static: 2 * nice_to_ticks(-20, 100) + 40,
+                    };
+                    let expected = waiting
+                        .iter()
+                        .filter(|&&w| tasks[w].allowed.contains(scan.cpu))
+                        .map(|&w| (w, scan.weight(w, &tasks[w])))
+                        .max_by_key(|&(w, g)| (g, std::cmp::Reverse(tasks[w].order)));
+                    assert_eq!(
+                        list.best(&tasks, &scan),
+                        (expected, waiting.len()),
+                        "step {step}"
+                    );
+                }
+            }
         }
     }
 

@@ -136,8 +136,8 @@ mod tests {
             // Few priorities, so that lists hold several tasks and removals hit heads and middles.
             let prio = [0, 63, 64, 99, 100, 120, 127, 128, 139][(x % 9) as usize];
             let t = ((x >> 8) % 6) as TaskId;
-            if (x >> 16) % 2 == 0 {
-                let head = (x >> 20) % 3 == 0;
+            if (x >> 16).is_multiple_of(2) {
+                let head = (x >> 20).is_multiple_of(3);
                 a.enqueue(prio, t, head);
                 if head {
                     reference[prio].insert(0, t);
