@@ -110,12 +110,13 @@ pub(super) fn select_task_rq(
     prev: CpuId,
     waker: Option<CpuId>,
 ) -> CpuId {
-    let allowed = allowed.below(ncpus);
-    let Some(lowest) = allowed.lowest() else {
+    // Only the allowed CPUs below ncpus count (the bounded mask operations).
+    let ok = |c: CpuId| c < ncpus && allowed.contains(c);
+    let Some(lowest) = allowed.lowest_below(ncpus) else {
         return prev;
     };
-    let mut cpu = if allowed.contains(prev) { prev } else { lowest };
-    if let Some(w) = waker.filter(|&w| w != cpu && allowed.contains(w)) {
+    let mut cpu = if ok(prev) { prev } else { lowest };
+    if let Some(w) = waker.filter(|&w| w != cpu && ok(w)) {
         let (load, this_load) = (nr(cpu), nr(w));
         let imbalance = 100 + (IMBALANCE_PCT - 100) / 2;
         let affine = 100 * (this_load + 1) <= imbalance * load;
@@ -127,8 +128,8 @@ pub(super) fn select_task_rq(
     if nr(cpu) > 0 {
         let idle = waker
             .into_iter()
-            .chain(allowed.iter())
-            .find(|&c| allowed.contains(c) && nr(c) == 0);
+            .chain(allowed.iter_below(ncpus))
+            .find(|&c| ok(c) && nr(c) == 0);
         if let Some(c) = idle {
             cpu = c;
         }

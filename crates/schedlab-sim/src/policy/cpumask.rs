@@ -129,8 +129,31 @@ impl CpuMask {
 
     /// The CPUs in the set, lowest first.
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words.iter().enumerate().flat_map(|(i, &w)| {
-            let mut bits = w;
+        self.iter_below(MAX_CPUS)
+    }
+
+    /// Word `i` of the set with only its CPUs below `n` (`i` holds a CPU below `n`).
+    #[inline]
+    fn word_below(&self, i: usize, n: usize) -> u64 {
+        match n - i * 64 {
+            left @ 0..64 => self.words[i] & ((1 << left) - 1),
+            _ => self.words[i],
+        }
+    }
+
+    /// The indices of the words that hold CPUs `0..n`.
+    #[inline]
+    fn words_below(n: usize) -> std::ops::Range<usize> {
+        0..n.min(MAX_CPUS).div_ceil(64)
+    }
+
+    /// The CPUs in the set below `n`, lowest first: `below(n).iter()` touching only the words
+    /// that hold CPUs `0..n` (one on a machine of up to 64 CPUs).
+    #[inline]
+    pub fn iter_below(&self, n: usize) -> impl Iterator<Item = CpuId> + '_ {
+        let n = n.min(MAX_CPUS);
+        Self::words_below(n).flat_map(move |i| {
+            let mut bits = self.word_below(i, n);
             std::iter::from_fn(move || {
                 (bits != 0).then(|| {
                     let b = bits.trailing_zeros() as usize;
@@ -138,6 +161,24 @@ impl CpuMask {
                     i * 64 + b
                 })
             })
+        })
+    }
+
+    /// The lowest CPU below `n` in the set: `below(n).lowest()`, touching only the words that
+    /// hold CPUs `0..n`.
+    #[inline]
+    pub fn lowest_below(&self, n: usize) -> Option<CpuId> {
+        self.lowest_common_below(&CpuMask::ALL, n)
+    }
+
+    /// The lowest CPU below `n` in both sets: `and(other).below(n).lowest()`, touching only the
+    /// words that hold CPUs `0..n`.
+    #[inline]
+    pub fn lowest_common_below(&self, other: &CpuMask, n: usize) -> Option<CpuId> {
+        let n = n.min(MAX_CPUS);
+        Self::words_below(n).find_map(|i| {
+            let w = self.word_below(i, n) & other.words[i];
+            (w != 0).then(|| i * 64 + w.trailing_zeros() as usize)
         })
     }
 
@@ -225,5 +266,60 @@ mod tests {
         assert_eq!(m.below(700).iter().collect::<Vec<_>>(), [64]);
         assert_eq!(m.below(1024), m);
         assert_eq!(format!("{m:?}"), "{64, 700, 1023}");
+    }
+
+    #[test]
+    fn bounded_operations_match_below_on_random_masks() {
+        // xorshift64: masks dense, sparse and empty, in the low word and across words.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let random_mask = |next: &mut dyn FnMut() -> u64| {
+            let mut m = CpuMask::EMPTY;
+            let density = next() % 4;
+            for w in 0..WORDS {
+                m.words[w] = match density {
+                    0 => 0,
+                    1 => next() & next() & next(),
+                    2 => next(),
+                    _ => !(next() & next()),
+                } & if next().is_multiple_of(3) {
+                    0
+                } else {
+                    u64::MAX
+                };
+            }
+            m
+        };
+        for _ in 0..2000 {
+            let (a, b) = (random_mask(&mut next), random_mask(&mut next));
+            let n = match next() % 4 {
+                0 => (next() % 130) as usize,
+                1 => (next() % (MAX_CPUS as u64 + 10)) as usize,
+                2 => 64 * (next() % 17) as usize,
+                _ => 8,
+            };
+            let below = a.below(n);
+            assert_eq!(
+                a.iter_below(n).collect::<Vec<_>>(),
+                below.iter().collect::<Vec<_>>(),
+                "iter_below({n})"
+            );
+            assert!(below.iter().all(|c| c < n && a.contains(c)));
+            assert_eq!(
+                below.iter().count(),
+                (0..n.min(MAX_CPUS)).filter(|&c| a.contains(c)).count()
+            );
+            assert_eq!(a.lowest_below(n), below.lowest(), "lowest_below({n})");
+            assert_eq!(
+                a.lowest_common_below(&b, n),
+                a.and(&b).below(n).lowest(),
+                "lowest_common_below({n})"
+            );
+        }
     }
 }

@@ -124,10 +124,11 @@ pub enum Class24 {
     Rr,
 }
 
-/// The 2.4 fields of `struct task_struct` (kept compact: the pick reads one per runnable task).
-/// The fields goodness reads come first and the struct starts a cache line (`repr(C)` keeps the
-/// order), so that a scan touches one line per task — the first word of `allowed` (CPUs 0..64)
-/// included — instead of two with the 128-byte CPU mask in between.
+/// The 2.4 fields of `struct task_struct`. The picks walk [`Entry`] copies instead; the fields
+/// goodness reads still come first and the struct starts a cache line (`repr(C)` keeps the
+/// order), so that reschedule_idle's goodness and the filing of an entry touch one line per
+/// task — the first word of `allowed` (CPUs 0..64) included — instead of two with the 128-byte
+/// CPU mask in between.
 #[derive(Clone, Debug)]
 #[repr(C, align(64))]
 pub struct Task24 {
@@ -203,6 +204,97 @@ impl Scan {
     }
 }
 
+/// A probe's "none" (UP: no CPU term; no mm; no task yielding): no entry field equals it.
+const PROBE_NONE: u32 = u32::MAX;
+/// An entry's CPU and mm when no bonus applies: no probe field equals it.
+const ENTRY_NONE: u32 = u32::MAX - 1;
+
+/// A [`Scan`] in the form an [`Entry`] compares with.
+pub(super) struct Probe {
+    /// The CPU that schedules ([`PROBE_NONE`] on UP: no PROC_CHANGE_PENALTY).
+    cpu: u32,
+    /// The mm of the task it ran last.
+    mm: u32,
+    /// The task that yielded.
+    yielding: u32,
+}
+
+impl Probe {
+    /// The probe of `scan`.
+    pub(super) fn of(scan: &Scan) -> Probe {
+        Probe {
+            cpu: if scan.smp {
+                scan.cpu as u32
+            } else {
+                PROBE_NONE
+            },
+            mm: scan.mm.map_or(PROBE_NONE, |mm| mm as u32),
+            yielding: scan.yielding.map_or(PROBE_NONE, |id| id as u32),
+        }
+    }
+}
+
+/// What a pick reads of a waiting task, copied into its run-list entry so that the walk reads one
+/// small contiguous record per task instead of visiting the task table (none of it changes while
+/// the task waits, except at a recalculation, which refiles every task).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Entry {
+    /// The task.
+    pub(super) id: u32,
+    /// The CPU it last ran on, or [`ENTRY_NONE`] when its goodness takes no CPU or mm term
+    /// (real-time, or counter 0).
+    bonus_cpu: u32,
+    /// Its mm, or [`ENTRY_NONE`] as for `bonus_cpu`.
+    bonus_mm: u32,
+    /// `static_goodness`: counter + 20 − nice (0 when counter is 0), 1000 + rt_priority.
+    q: i32,
+    /// CPUs 0..64 of its allowed set, kept in the entry so the scan stays in cache; a CPU
+    /// past 63 looks the task's whole mask up.
+    allowed_low: u64,
+}
+
+impl Entry {
+    /// The entry of waiting task `id`.
+    pub(super) fn of(t: &Task24, id: TaskId) -> Entry {
+        // The sentinels stay unique: a task table or a group count that large cannot exist.
+        debug_assert!(id < ENTRY_NONE as usize && t.mm < ENTRY_NONE as usize);
+        let q = t.static_goodness();
+        let bonus = q > 0 && t.rt().is_none();
+        Entry {
+            id: id as u32,
+            bonus_cpu: if bonus {
+                t.processor as u32
+            } else {
+                ENTRY_NONE
+            },
+            bonus_mm: if bonus { t.mm as u32 } else { ENTRY_NONE },
+            q: q as i32,
+            allowed_low: t.allowed.word(0),
+        }
+    }
+    /// goodness(): the same value as [`Scan::weight`] of the task, without branches (the walk
+    /// meets every outcome in no predictable pattern).
+    #[inline]
+    pub(super) fn weight(&self, probe: &Probe) -> i64 {
+        let w = i64::from(self.q)
+            + PROC_CHANGE_PENALTY * i64::from(self.bonus_cpu == probe.cpu)
+            + i64::from(self.bonus_mm == probe.mm);
+        if self.id == probe.yielding {
+            -1
+        } else {
+            w
+        }
+    }
+    /// Whether the task may run on `cpu` (`tasks` is read only for a CPU past 63).
+    #[inline]
+    pub(super) fn allowed_on(&self, tasks: &[Task24], cpu: CpuId) -> bool {
+        match cpu {
+            0..64 => self.allowed_low & (1 << cpu) != 0,
+            _ => tasks[self.id as TaskId].allowed.contains(cpu),
+        }
+    }
+}
+
 /// The run list(s) of a 2.4-style scheduler: which waiting tasks a pick examines. Tasks running on
 /// a CPU are not in it.
 pub trait RunList {
@@ -229,10 +321,67 @@ pub trait RunList {
     fn counters_changed(&mut self, tasks: &[Task24]);
 }
 
-/// The vanilla run list: every waiting task in one vector, all walked at each pick.
+/// The vanilla run list: every waiting task in one vector, all walked at each pick. Each slot
+/// holds the task's [`Entry`] and its list-order key, so that the walk reads one contiguous
+/// array of 32-byte records. The vector is not in list order (removal moves the last slot into
+/// the gap); the order key breaks goodness ties as the kernel's walk from the head would.
 pub struct GlobalList {
-    ids: Vec<TaskId>,
+    slots: Vec<Slot>,
+    /// Each waiting task's index in `slots` (`usize::MAX`: not waiting).
     pos: Vec<usize>,
+}
+
+/// A waiting task in [`GlobalList`].
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// The place in list order as a rank: larger is nearer the head ([`Task24::order`] reversed
+    /// into `u64`), so that (goodness, rank) compares as one `u128`.
+    rank: u64,
+    entry: Entry,
+}
+
+impl Slot {
+    fn of(tasks: &[Task24], id: TaskId) -> Slot {
+        Slot {
+            rank: !((tasks[id].order as u64) ^ (1 << 63)),
+            entry: Entry::of(&tasks[id], id),
+        }
+    }
+}
+
+impl GlobalList {
+    /// The slot of highest goodness, then highest rank, among those whose `allowed_low` has bit
+    /// `cpu`, and that goodness. Branch-free per slot: the key (goodness + 2, rank) has its
+    /// goodness part cleared for a slot not allowed, and at least 1 there for any other
+    /// (goodness is at least −1).
+    #[inline]
+    fn walk_low(&self, probe: &Probe, cpu: CpuId) -> Option<(usize, i64)> {
+        let (mut best_at, mut best_key) = (0, 0u128);
+        for (i, s) in self.slots.iter().enumerate() {
+            let allowed = ((s.entry.allowed_low >> cpu) & 1).wrapping_neg();
+            let w = (s.entry.weight(probe) + 2) as u64 & allowed;
+            let key = (u128::from(w) << 64) | u128::from(s.rank);
+            if key > best_key {
+                (best_at, best_key) = (i, key);
+            }
+        }
+        let w = (best_key >> 64) as i64;
+        (w != 0).then_some((best_at, w - 2))
+    }
+
+    /// [`Self::walk_low`] for a CPU past 63, which reads the tasks' masks.
+    fn walk_high(&self, tasks: &[Task24], probe: &Probe, cpu: CpuId) -> Option<(usize, i64)> {
+        let (mut best_at, mut best_key) = (0, 0u128);
+        for (i, s) in self.slots.iter().enumerate() {
+            let w = s.entry.weight(probe) + 2;
+            let key = (u128::from(w as u64) << 64) | u128::from(s.rank);
+            if key > best_key && s.entry.allowed_on(tasks, cpu) {
+                (best_at, best_key) = (i, key);
+            }
+        }
+        let w = (best_key >> 64) as i64;
+        (w != 0).then_some((best_at, w - 2))
+    }
 }
 
 impl RunList for GlobalList {
@@ -241,58 +390,55 @@ impl RunList for GlobalList {
 
     fn new() -> Self {
         GlobalList {
-            ids: Vec::new(),
+            slots: Vec::new(),
             pos: Vec::new(),
         }
     }
 
-    fn insert(&mut self, _tasks: &[Task24], id: TaskId) {
+    fn insert(&mut self, tasks: &[Task24], id: TaskId) {
         if self.pos.len() <= id {
             self.pos.resize(id + 1, usize::MAX);
         }
-        self.pos[id] = self.ids.len();
-        self.ids.push(id);
+        self.pos[id] = self.slots.len();
+        self.slots.push(Slot::of(tasks, id));
     }
 
     fn remove(&mut self, _tasks: &[Task24], id: TaskId) {
         let i = self.pos[id];
         debug_assert_eq!(
-            self.ids[i], id,
+            self.slots[i].entry.id as TaskId, id,
             "linux24: removing a task that is not queued"
         );
-        self.ids.swap_remove(i);
-        if let Some(&moved) = self.ids.get(i) {
-            self.pos[moved] = i;
+        self.slots.swap_remove(i);
+        if let Some(moved) = self.slots.get(i) {
+            self.pos[moved.entry.id as TaskId] = i;
         }
         self.pos[id] = usize::MAX;
     }
 
     fn len(&self) -> usize {
-        self.ids.len()
+        self.slots.len()
     }
 
     fn best(&mut self, tasks: &[Task24], scan: &Scan) -> (Option<(TaskId, i64)>, usize) {
-        let mut best: Option<(TaskId, i64)> = None;
-        let mut best_order = i64::MAX;
-        for &id in &self.ids {
-            let t = &tasks[id];
-            if !t.allowed.contains(scan.cpu) {
-                continue;
-            }
-            let w = scan.weight(id, t);
-            let better = match best {
-                None => true,
-                Some((_, bw)) => w > bw || (w == bw && t.order < best_order),
-            };
-            if better {
-                best = Some((id, w));
-                best_order = t.order;
-            }
-        }
-        (best, self.ids.len())
+        let probe = Probe::of(scan);
+        let best = match scan.cpu {
+            cpu @ 0..64 => self.walk_low(&probe, cpu),
+            cpu => self.walk_high(tasks, &probe, cpu),
+        };
+        let best = best.map(|(i, w)| {
+            let id = self.slots[i].entry.id as TaskId;
+            debug_assert_eq!(w, scan.weight(id, &tasks[id]));
+            (id, w)
+        });
+        (best, self.slots.len())
     }
 
-    fn counters_changed(&mut self, _tasks: &[Task24]) {}
+    fn counters_changed(&mut self, tasks: &[Task24]) {
+        for s in &mut self.slots {
+            *s = Slot::of(tasks, s.entry.id as TaskId);
+        }
+    }
 }
 
 /// Per-CPU state (`aligned_data[cpu].schedule_data` and what the CPU ran last).
@@ -489,8 +635,10 @@ impl<L: RunList> Policy for Sched24<L> {
         self.ensure_cpus(m.ncpus);
         let n = m.ncpus.min(self.cpus.len());
         self.tasks[task].preempt = false;
-        let allowed = self.tasks[task].allowed.below(n);
-        let Some(lowest) = allowed.lowest() else {
+        // Only the allowed CPUs below n count (the bounded mask operations).
+        let allowed = self.tasks[task].allowed;
+        let ok = |c: CpuId| c < n && allowed.contains(c);
+        let Some(lowest) = allowed.lowest_below(n) else {
             return prev;
         };
         if n == 1 {
@@ -499,7 +647,7 @@ impl<L: RunList> Policy for Sched24<L> {
         let idle = |c: CpuId| self.busy_with(c).is_none();
         // The shortcut: p's last CPU is idle.
         let last = self.tasks[task].processor;
-        if allowed.contains(last) && idle(last) {
+        if ok(last) && idle(last) {
             self.cpus[last].incoming = Some(task);
             return last;
         }
@@ -507,7 +655,7 @@ impl<L: RunList> Policy for Sched24<L> {
         let mut oldest: Option<CpuId> = None;
         let mut target: Option<CpuId> = None;
         let mut max_prio = 0;
-        for c in allowed.iter() {
+        for c in allowed.iter_below(n) {
             match self.busy_with(c) {
                 None => {
                     if oldest
@@ -539,7 +687,7 @@ impl<L: RunList> Policy for Sched24<L> {
             return c;
         }
         // Nobody to preempt: p waits on the list for whichever CPU schedules next.
-        if allowed.contains(last) {
+        if ok(last) {
             last
         } else {
             lowest
@@ -729,8 +877,100 @@ pub(super) mod tests {
         pub(in crate::policy) fn p_list(&self) -> &L {
             &self.p.list
         }
-        pub(in crate::policy) fn counter(&mut self, id: TaskId) -> &mut i64 {
-            &mut self.p.tasks[id].counter
+        pub(in crate::policy) fn counter(&self, id: TaskId) -> i64 {
+            self.p.tasks[id].counter
+        }
+        /// Set a task's counter (and refile the waiting tasks).
+        pub(in crate::policy) fn set_counter(&mut self, id: TaskId, counter: i64) {
+            self.p_task(id, |t| t.counter = counter);
+            self.refile();
+        }
+    }
+
+    #[test]
+    fn the_global_list_picks_as_a_plain_walk_over_the_tasks() {
+        // Random tasks (real-time, counter 0, nices, CPUs, mms, pinned to CPU 70 or not),
+        // random inserts, removals and recalculations; each pick compared with the definition:
+        // the highest goodness among allowed waiting tasks, then the smallest order.
+        let mut x = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let ntasks = 40;
+        let mut tasks: Vec<Task24> = (0..ntasks)
+            .map(|_| Task24 {
+                counter: 0,
+                order: 0,
+                processor: 0,
+                mm: 0,
+                nice: 0,
+                rt_priority: 0,
+                class: Class24::Other,
+                live: true,
+                preempt: false,
+                allowed: CpuMask::ALL,
+            })
+            .collect();
+        let mut list = GlobalList::new();
+        let mut waiting: Vec<TaskId> = Vec::new();
+        let mut seq = 0;
+        for step in 0..20_000 {
+            let id = next(ntasks as u64) as TaskId;
+            match next(8) {
+                0..3 if !waiting.contains(&id) => {
+                    seq += 1;
+                    let t = &mut tasks[id];
+                    t.counter = next(8) as i64;
+                    t.order = if next(2) == 0 { -seq } else { seq };
+                    t.processor = next(4) as CpuId;
+                    t.mm = next(3) as usize;
+                    t.nice = next(40) as i32 - 20;
+                    (t.class, t.rt_priority) = match next(10) {
+                        0 => (Class24::Fifo, next(99) as u32 + 1),
+                        1 => (Class24::Rr, next(99) as u32 + 1),
+                        _ => (Class24::Other, 0),
+                    };
+                    t.allowed = match next(4) {
+                        0 => CpuMask::from_bits(0b0101),
+                        1 => CpuMask::range(64..128),
+                        _ => CpuMask::ALL,
+                    };
+                    list.insert(&tasks, id);
+                    waiting.push(id);
+                }
+                3 if !waiting.is_empty() => {
+                    let id = waiting.swap_remove(next(waiting.len() as u64) as usize);
+                    list.remove(&tasks, id);
+                }
+                4 => {
+                    for &w in &waiting {
+                        tasks[w].counter = next(12) as i64;
+                    }
+                    list.counters_changed(&tasks);
+                }
+                _ => {
+                    let scan = Scan {
+                        cpu: [0, 1, 2, 70][next(4) as usize],
+                        mm: [None, Some(0), Some(1)][next(3) as usize],
+                        yielding: (next(3) == 0).then(|| next(ntasks as u64) as TaskId),
+                        smp: next(4) != 0,
+                        max_static: 2 * nice_to_ticks(-20, 100) + 40,
+                    };
+                    let expected = waiting
+                        .iter()
+                        .filter(|&&w| tasks[w].allowed.contains(scan.cpu))
+                        .map(|&w| (w, scan.weight(w, &tasks[w])))
+                        .max_by_key(|&(w, g)| (g, std::cmp::Reverse(tasks[w].order)));
+                    assert_eq!(
+                        list.best(&tasks, &scan),
+                        (expected, waiting.len()),
+                        "step {step}"
+                    );
+                }
+            }
         }
     }
 
@@ -760,7 +1000,7 @@ pub(super) mod tests {
         h.spawn(0, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         let ticks = (1..=20).find(|_| h.tick(0)).unwrap();
-        assert_eq!((ticks, *h.counter(0)), (6, 0));
+        assert_eq!((ticks, h.counter(0)), (6, 0));
     }
 
     #[test]
@@ -771,25 +1011,21 @@ pub(super) mod tests {
         }
         // Task 2 (picked first: the list's head) goes to sleep with 4 ticks left.
         assert_eq!(h.pick(0), Some(2));
-        *h.counter(2) = 4;
+        h.set_counter(2, 4);
         h.sleep(0);
-        *h.counter(0) = 0;
-        *h.counter(1) = 2;
+        h.set_counter(0, 0);
+        h.set_counter(1, 2);
         assert_eq!(h.pick(0), Some(1));
-        assert_eq!(
-            (*h.counter(0), *h.counter(2)),
-            (0, 4),
-            "no recalculation yet"
-        );
+        assert_eq!((h.counter(0), h.counter(2)), (0, 4), "no recalculation yet");
         assert_eq!(h.scanned(0), 2);
         assert!(!h.tick(0));
         assert!(h.tick(0), "counter ran out");
         h.put_prev(0, PutPrevKind::Preempted);
         // Every runnable counter is 0: all three tasks are recalculated, the sleeper too.
         let next = h.pick(0).unwrap();
-        assert_eq!((*h.counter(0), *h.counter(1)), (6, 6));
+        assert_eq!((h.counter(0), h.counter(1)), (6, 6));
         assert_eq!(
-            *h.counter(2),
+            h.counter(2),
             4 / 2 + 6,
             "sleeper: counter/2 + NICE_TO_TICKS"
         );
@@ -807,9 +1043,9 @@ pub(super) mod tests {
         h.spawn(0, 0, nice(-20), ALL);
         h.pick(0);
         h.put_prev(0, PutPrevKind::Preempted);
-        *h.counter(0) = 0;
+        h.set_counter(0, 0);
         h.pick(0);
-        assert_eq!(*h.counter(0), 11);
+        assert_eq!(h.counter(0), 11);
     }
 
     #[test]
@@ -826,11 +1062,11 @@ pub(super) mod tests {
         // Woken tasks join the head (2, 1, 0); each yield sends the current task to the end.
         assert_eq!(order, [2, 1, 0, 2, 1]);
         // Counter 0 everywhere but the yielder: its −1 loses to 0, which recalculates.
-        *h.counter(0) = 0;
-        *h.counter(2) = 0;
+        h.set_counter(0, 0);
+        h.set_counter(2, 0);
         h.put_prev(0, PutPrevKind::Yielded);
         assert_ne!(h.pick(0), Some(1));
-        assert_eq!(*h.counter(1), 6 / 2 + 6);
+        assert_eq!(h.counter(1), 6 / 2 + 6);
 
         let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, Knobs::default(), ALL);
@@ -850,7 +1086,7 @@ pub(super) mod tests {
             assert_eq!(h.pick(0), Some(1));
             h.sleep(0);
             assert_eq!(h.pick(0), Some(0)); // current: 6 + 20 + 1 (own mm) = 27
-            *h.counter(1) = woken_counter;
+            h.set_counter(1, woken_counter);
             h.wake(1)
         };
         assert_eq!(setup(7, 0, Knobs::default()), (0, true), "28 > 27");
@@ -888,7 +1124,7 @@ pub(super) mod tests {
             h.spawn(c, 0, nice(nices[c]), CpuMask::from_bits(1 << c));
             h.now += 1000;
             assert_eq!(h.pick(c), Some(c));
-            *h.counter(c) = counters[c];
+            h.set_counter(c, counters[c]);
         }
         h
     }
@@ -932,7 +1168,7 @@ pub(super) mod tests {
         h.spawn(0, 0, Knobs::default(), ALL);
         assert_eq!(h.pick(0), Some(0));
         h.spawn(1, 0, Knobs::default(), CpuMask::from_bits(1));
-        *h.counter(0) = 0; // task 1 is better now
+        h.set_counter(0, 0); // task 1 is better now
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(1));
         let mv = h.with(|p, m| p.schedule_tail(m, 0, 0));
@@ -948,7 +1184,7 @@ pub(super) mod tests {
         assert_eq!(h.pick(1), Some(0));
         // No CPU idle and nothing worse running anywhere: it stays where it is.
         h.spawn(2, 0, Knobs::default(), CpuMask::from_bits(0b10));
-        *h.counter(0) = 0; // (its pick alone on CPU 1 recalculated the counters)
+        h.set_counter(0, 0); // (its pick alone on CPU 1 recalculated the counters)
         h.put_prev(1, PutPrevKind::Preempted);
         assert_eq!(h.pick(1), Some(2));
         assert_eq!(h.with(|p, m| p.schedule_tail(m, 1, 0)), None);
@@ -961,12 +1197,14 @@ pub(super) mod tests {
             h.spawn(id, 0, Knobs::default(), ALL);
             h.p_task(id, |t| t.processor = 3);
         }
+        h.refile();
         assert_eq!(h.pick(0), Some(9), "no affinity here: the head of the list");
         assert_eq!(h.scanned(0), 10);
         assert_eq!(h.pick(1), Some(8));
         assert_eq!(h.scanned(1), 9 + 1, "queued + running elsewhere");
         // Task 0 last ran on CPU 2: its +15 beats the list's head there.
-        h.p.tasks[0].processor = 2;
+        h.p_task(0, |t| t.processor = 2);
+        h.refile();
         assert_eq!(h.pick(2), Some(0));
         // A task not allowed on a CPU is walked but not taken.
         let mut h = h24::<GlobalList>(2);
@@ -994,7 +1232,7 @@ pub(super) mod tests {
         assert_eq!((1..=20).find(|_| h.tick(0)), Some(6));
         h.put_prev(0, PutPrevKind::Preempted);
         assert_eq!(h.pick(0), Some(0));
-        assert_eq!(*h.counter(1), 6, "refilled");
+        assert_eq!(h.counter(1), 6, "refilled");
         let mut h = h24::<GlobalList>(1);
         h.spawn(0, 0, policy(SchedPolicy::Fifo(5)), ALL);
         h.spawn(1, 0, policy(SchedPolicy::Fifo(5)), ALL);

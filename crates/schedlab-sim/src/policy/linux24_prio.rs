@@ -32,7 +32,7 @@
 //!   them); after a recalculation every waiting task is filed anew.
 
 use super::ds::key_deque::KeyDeque;
-use super::linux24::{RunList, Scan, Sched24, Task24, PROC_CHANGE_PENALTY};
+use super::linux24::{Entry, Probe, RunList, Scan, Sched24, Task24, PROC_CHANGE_PENALTY};
 use super::*;
 
 /// Number of lists.
@@ -59,49 +59,6 @@ fn list_of(t: &Task24) -> usize {
         RT_LIST
     } else {
         qid(t.static_goodness())
-    }
-}
-
-/// What a pick reads of a waiting task, copied into its list entry so that the walk does not
-/// visit the task table (none of it changes while the task waits, except at a recalculation,
-/// which refiles every task).
-#[derive(Clone, Copy, Debug)]
-struct Entry {
-    id: u32,
-    processor: u32,
-    mm: u32,
-    /// `static_goodness`: counter + 20 − nice (0 when counter is 0), 1000 + rt_priority.
-    q: i32,
-    /// CPUs 0..64 of its allowed set, kept in the entry so the scan stays in cache; a CPU
-    /// past 63 looks the task's whole mask up.
-    allowed_low: u64,
-}
-
-impl Entry {
-    fn of(t: &Task24, id: TaskId) -> Entry {
-        Entry {
-            id: id as u32,
-            processor: t.processor as u32,
-            mm: t.mm as u32,
-            q: t.static_goodness() as i32,
-            allowed_low: t.allowed.word(0),
-        }
-    }
-    /// goodness(): the same value as [`Scan::weight`] of the task.
-    #[inline]
-    fn weight(&self, scan: &Scan, cpu_bonus: i64) -> i64 {
-        let q = i64::from(self.q);
-        if scan.yielding == Some(self.id as TaskId) {
-            -1
-        } else if q >= 1000 || q == 0 {
-            q
-        } else {
-            q + if self.processor as CpuId == scan.cpu {
-                cpu_bonus
-            } else {
-                0
-            } + i64::from(scan.mm == Some(self.mm as usize))
-        }
     }
 }
 
@@ -199,8 +156,8 @@ impl RunList for PrioLists {
         if self.top_for != scan.max_static {
             self.compute_tops(scan.max_static);
         }
-        let cpu_bonus = if scan.smp { PROC_CHANGE_PENALTY } else { 0 };
-        let bonus = cpu_bonus + 1;
+        let probe = Probe::of(scan);
+        let bonus = if scan.smp { PROC_CHANGE_PENALTY } else { 0 } + 1;
         let mut best: Option<(TaskId, i64)> = None;
         let mut examined = 0;
         let mut mask = self.nonempty;
@@ -214,14 +171,10 @@ impl RunList for PrioLists {
             };
             for e in self.lists[l].values() {
                 examined += 1;
-                let allowed = match scan.cpu {
-                    c @ 0..64 => e.allowed_low & (1 << c) != 0,
-                    c => tasks[e.id as TaskId].allowed.contains(c),
-                };
-                if !allowed {
+                if !e.allowed_on(tasks, scan.cpu) {
                     continue;
                 }
-                let w = e.weight(scan, cpu_bonus);
+                let w = e.weight(&probe);
                 debug_assert_eq!(w, scan.weight(e.id as TaskId, &tasks[e.id as TaskId]));
                 if best.is_none_or(|(_, bw)| w > bw) {
                     best = Some((e.id as TaskId, w));

@@ -350,7 +350,7 @@ impl Domain for O1 {
         moved: &mut Vec<Move>,
     ) {
         for expired in [true, false] {
-            let prios: Vec<usize> = self.rqs[from].array(expired).prios().collect();
+            let prios = self.rqs[from].array(expired).prios();
             for prio in prios {
                 // From the tail by index: a removal shifts only the tasks already looked at.
                 let mut i = self.rqs[from].array(expired).queue[prio].len();

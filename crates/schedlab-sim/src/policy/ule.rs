@@ -81,6 +81,7 @@ use super::bsd4::{
 };
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
+use std::cmp::Reverse;
 
 const NAME: &str = "FreeBSD ULE scheduler";
 const ACCEPTED: &str = "policy=other|fifo:1..99|rr:1..99|idle, nice=-20..19, cpus=LIST";
@@ -447,10 +448,11 @@ impl Ule {
             return 0;
         }
         let th = self.t(id);
-        let allowed = th.allowed.below(n);
+        // Its allowed CPUs, of which only those below n count (the bounded mask operations).
+        let allowed = &th.allowed;
         let pri = th.pri;
         let cpu = th.cpu;
-        if allowed.contains(cpu) {
+        if cpu < n && allowed.contains(cpu) {
             let lowpri = self.tdq[cpu].lowpri;
             // The last CPU if it idles, or if cache-affine and the thread beats all there.
             if lowpri > PRI_MIN_IDLE {
@@ -461,23 +463,24 @@ impl Ule {
                 return cpu;
             }
         }
-        if let Some(c) = self.idle_mask.and(&allowed).lowest() {
+        if let Some(c) = self.idle_mask.lowest_common_below(allowed, n) {
             return c;
         }
-        if let Some(me) = me.filter(|&me| allowed.contains(me) && pri < self.cur_pri(m, me)) {
+        if let Some(me) =
+            me.filter(|&me| me < n && allowed.contains(me) && pri < self.cur_pri(m, me))
+        {
             return me; // tryself
         }
-        // tdq_lowestpri: the worst best priority, ties to the lesser load.
-        let mut best: Option<(CpuId, u8, usize)> = None;
-        for c in allowed.iter() {
-            let (p, load) = (self.tdq[c].lowpri, self.tdq[c].load);
-            match best {
-                Some((_, bp, _)) if p < bp => continue,
-                Some((_, bp, bl)) if p == bp && load > bl => continue,
-                _ => best = Some((c, p, load)),
+        // tdq_lowestpri: the worst best priority, ties to the lesser load, then to the later CPU.
+        // (Priority, reversed load) starts below every CPU's key.
+        let (mut best, mut best_key) = (None, (0, Reverse(usize::MAX)));
+        for c in allowed.iter_below(n) {
+            let key = (self.tdq[c].lowpri, Reverse(self.tdq[c].load));
+            if key >= best_key {
+                (best, best_key) = (Some(c), key);
             }
         }
-        best.map_or(allowed.lowest().unwrap_or(0), |b| b.0)
+        best.unwrap_or_else(|| allowed.lowest_below(n).unwrap_or(0))
     }
 
     /// tdq_steal: a queued thread of `from` that may run on `to` — realtime in priority order,

@@ -35,10 +35,15 @@ impl PrioArray {
         self.nr_active += 1;
     }
     pub(in crate::policy) fn remove(&mut self, prio: usize, t: TaskId) -> bool {
-        let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
-            return false;
-        };
-        self.queue[prio].remove(i);
+        // A pick takes the head: that case needs no search and no shifting.
+        if self.queue[prio].front() == Some(&t) {
+            self.queue[prio].pop_front();
+        } else {
+            let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
+                return false;
+            };
+            self.queue[prio].remove(i);
+        }
         if self.queue[prio].is_empty() {
             self.bitmap[prio / 64] &= !(1 << (prio % 64));
         }
@@ -51,8 +56,19 @@ impl PrioArray {
         Some(w * 64 + self.bitmap[w].trailing_zeros() as usize)
     }
     /// Non-empty priorities, best first.
-    pub(in crate::policy) fn prios(&self) -> impl Iterator<Item = usize> + '_ {
-        (0..MAX_PRIO).filter(|&p| self.bitmap[p / 64] & (1 << (p % 64)) != 0)
+    /// The iterator reads a copy of the bitmap taken now, so the array may change meanwhile.
+    pub(in crate::policy) fn prios(&self) -> impl Iterator<Item = usize> + use<> {
+        let bitmap = self.bitmap;
+        (0..bitmap.len()).flat_map(move |w| {
+            let mut bits = bitmap[w];
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + b
+                })
+            })
+        })
     }
     pub(in crate::policy) fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
         let t = self.queue[prio]
@@ -106,5 +122,42 @@ mod tests {
         assert_eq!(a.remove_at(120, 0), 2);
         assert_eq!(a.first(), Some(139), "an emptied list leaves the bitmap");
         assert_eq!(a.nr_active, 1);
+    }
+
+    #[test]
+    fn random_operations_match_a_plain_list_per_priority() {
+        let mut a = PrioArray::new();
+        let mut reference: Vec<Vec<TaskId>> = vec![Vec::new(); MAX_PRIO];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Few priorities, so that lists hold several tasks and removals hit heads and middles.
+            let prio = [0, 63, 64, 99, 100, 120, 127, 128, 139][(x % 9) as usize];
+            let t = ((x >> 8) % 6) as TaskId;
+            if (x >> 16).is_multiple_of(2) {
+                let head = (x >> 20).is_multiple_of(3);
+                a.enqueue(prio, t, head);
+                if head {
+                    reference[prio].insert(0, t);
+                } else {
+                    reference[prio].push(t);
+                }
+            } else {
+                let i = reference[prio].iter().position(|&u| u == t);
+                assert_eq!(a.remove(prio, t), i.is_some(), "step {step}");
+                if let Some(i) = i {
+                    reference[prio].remove(i);
+                }
+            }
+            let nonempty: Vec<usize> = (0..MAX_PRIO)
+                .filter(|&p| !reference[p].is_empty())
+                .collect();
+            assert_eq!(a.prios().collect::<Vec<_>>(), nonempty, "step {step}");
+            assert_eq!(a.first(), nonempty.first().copied());
+            assert_eq!(a.queue[prio], reference[prio]);
+            assert_eq!(a.nr_active, reference.iter().map(Vec::len).sum::<usize>());
+        }
     }
 }
