@@ -304,47 +304,54 @@ impl Chat {
         buf[8..16].copy_from_slice(&(now.as_nanos() as u64).to_le_bytes());
     }
 
-    /// Check a message arriving at `user`; returns its send time, ns since the epoch.
+    /// Check a message arriving at user `me` of room `my_room`; returns its send time, ns since
+    /// the epoch.
     ///
     /// Inlined into the receiving loops, with what is wrong worked out apart ([`Chat::wrong`]):
     /// the check is a few comparisons per message, its error messages a page of code.
-    #[inline]
-    fn check(&self, buf: &[u8], user: usize, next: &mut [u32]) -> Result<u64, WorkloadError> {
+    #[inline(always)]
+    fn check(
+        &self,
+        buf: &[u8],
+        (my_room, me): (usize, usize),
+        next: &mut [u32],
+    ) -> Result<u64, WorkloadError> {
         let room = u16::from_le_bytes([buf[0], buf[1]]) as usize;
         let from = u16::from_le_bytes([buf[2], buf[3]]) as usize;
         let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
         let sent = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
-        let (my_room, me) = (user / self.users, user % self.users);
         if room != my_room || from >= self.users || from == me || seq != next[from] {
-            return Err(self.wrong(user, room, from, seq, next));
+            return Err(self.wrong((my_room, me), room, from, seq, next));
         }
         next[from] += 1;
         Ok(sent)
     }
 
     /// What is wrong with a message from user `from` of room `room`, number `seq`, arriving at
-    /// `user`, which [`Chat::check`] refused.
+    /// user `me` of room `my_room`, which [`Chat::check`] refused.
     #[cold]
     fn wrong(
         &self,
-        user: usize,
+        (my_room, me): (usize, usize),
         room: usize,
         from: usize,
         seq: u32,
         next: &[u32],
     ) -> WorkloadError {
-        let me = user % self.users;
-        if room != user / self.users || from >= self.users || from == me {
+        if room != my_room || from >= self.users || from == me {
             return WorkloadError::Integrity(format!(
-                "user {me} of room {} got a message from user {from} of room {room}",
-                user / self.users
+                "user {me} of room {my_room} got a message from user {from} of room {room}"
             ));
         }
         WorkloadError::Integrity(format!(
-            "user {me} of room {} expected message {} from user {from}, got {seq}",
-            user / self.users,
+            "user {me} of room {my_room} expected message {} from user {from}, got {seq}",
             next[from]
         ))
+    }
+
+    /// User `user`'s room and index in it, as [`Chat::check`] takes them.
+    fn place(&self, user: usize) -> (usize, usize) {
+        (user / self.users, user % self.users)
     }
 
     async fn server<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
@@ -404,10 +411,11 @@ impl Chat {
     async fn receiver<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; self.size];
         let mut next = vec![0u32; self.users];
+        let place = self.place(user);
         let expected = (self.users - 1) * self.messages;
         for _ in 0..expected {
             ctx.recv(Self::down(user), &mut buf).await?;
-            let sent = self.check(&buf, user, &mut next)?;
+            let sent = self.check(&buf, place, &mut next)?;
             work(ctx, self.client_work).await;
             ctx.record("latency_ns", latency_ns(ctx.now(), sent));
         }
@@ -430,7 +438,7 @@ impl Chat {
                 sent += 1;
             } else {
                 ctx.recv(Self::down(user), &mut buf).await?;
-                let at = self.check(&buf, user, &mut next)?;
+                let at = self.check(&buf, self.place(user), &mut next)?;
                 work(ctx, self.client_work).await;
                 ctx.record("latency_ns", latency_ns(ctx.now(), at));
                 received += 1;
