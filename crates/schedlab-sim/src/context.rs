@@ -196,6 +196,16 @@ impl Future for RecvInto<'_, '_> {
     }
 }
 
+/// Add `value` to the samples of `metric` in `samples`, which gains an entry for it if it had
+/// none.
+#[inline(never)]
+fn record_by_name(samples: &mut Vec<(&'static str, Vec<f64>)>, metric: &'static str, value: f64) {
+    match samples.iter_mut().find(|(m, _)| *m == metric) {
+        Some((_, v)) => v.push(value),
+        None => samples.push((metric, vec![value])),
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -344,10 +354,7 @@ impl Context for SimContext<'_> {
                 return;
             }
         }
-        match slot.samples.iter_mut().find(|(m, _)| *m == metric) {
-            Some((_, v)) => v.push(value),
-            None => slot.samples.push((metric, vec![value])),
-        }
+        record_by_name(&mut slot.samples, metric, value);
     }
 
     fn stop_requested(&self) -> bool {

@@ -79,7 +79,7 @@ impl ByteQueue {
     ///
     /// # Panics
     /// If fewer than `n` bytes are waiting.
-    #[inline]
+    #[inline(always)]
     pub(super) fn take(&mut self, n: usize, out: &mut Vec<u8>, spare: &mut Vec<Block>) {
         // The common case first: the bytes are in the first block, which keeps some.
         if n < self.len {
