@@ -9,7 +9,7 @@ use schedlab_workload::{
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context as PollCx, Poll};
+use std::task::{ready, Context as PollCx, Poll};
 use std::time::Duration;
 
 /// One request from a task body to the machine.
@@ -123,7 +123,8 @@ pub struct SimContext<'s> {
     /// The task's call, found once: every context call hands its request over and takes the
     /// completion through it, and an index into [`Shared::calls`] there is a bounds check each.
     call: &'s Call,
-    task: usize,
+    /// The task's slot, found once for the same reason.
+    slot: &'s RefCell<Slot>,
 }
 
 impl<'s> SimContext<'s> {
@@ -135,12 +136,12 @@ impl<'s> SimContext<'s> {
         SimContext {
             shared,
             call: &shared.calls[task],
-            task,
+            slot: &shared.slots[task],
         }
     }
 
     fn slot(&self) -> std::cell::RefMut<'_, Slot> {
-        self.shared.slots[self.task].borrow_mut()
+        self.slot.borrow_mut()
     }
 
     fn call(&self) -> &Call {
@@ -177,6 +178,34 @@ impl Future for Issue<'_> {
     }
 }
 
+/// The future of a receive: the request's, then the copy of the bytes the machine put in the
+/// slot's `inbuf` into the caller's buffer. Written out rather than an `async fn`, whose state
+/// machine around the request's future cost more than the rest of the call.
+struct RecvInto<'c, 'b> {
+    issue: Issue<'c>,
+    buf: &'b mut [u8],
+}
+
+impl Future for RecvInto<'_, '_> {
+    type Output = Result<(), WorkloadError>;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut PollCx<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        ready!(Pin::new(&mut this.issue).poll(cx));
+        this.buf.copy_from_slice(&this.issue.ctx.slot().inbuf);
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Add `value` to the samples of `metric` in `samples`, which gains an entry for it if it had
+/// none.
+#[inline(never)]
+fn record_by_name(samples: &mut Vec<(&'static str, Vec<f64>)>, metric: &'static str, value: f64) {
+    match samples.iter_mut().find(|(m, _)| *m == metric) {
+        Some((_, v)) => v.push(value),
+        None => samples.push((metric, vec![value])),
+    }
+}
+
 fn ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
@@ -200,10 +229,15 @@ impl Context for SimContext<'_> {
         Ok(())
     }
 
-    async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
-        self.issue(Op::Recv(channel.0, buf.len())).await;
-        buf.copy_from_slice(&self.slot().inbuf);
-        Ok(())
+    fn recv(
+        &self,
+        channel: ChannelId,
+        buf: &mut [u8],
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        RecvInto {
+            issue: self.issue(Op::Recv(channel.0, buf.len())),
+            buf,
+        }
     }
 
     async fn recv_some(&self, channel: ChannelId, buf: &mut [u8]) -> Result<usize, WorkloadError> {
@@ -312,10 +346,15 @@ impl Context for SimContext<'_> {
 
     fn record(&self, metric: &'static str, value: f64) {
         let mut slot = self.slot();
-        match slot.samples.iter_mut().find(|(m, _)| *m == metric) {
-            Some((_, v)) => v.push(value),
-            None => slot.samples.push((metric, vec![value])),
+        // A body records one metric many times in a row (a sample per message): the last one
+        // recorded, known by its address, is found before the names are compared.
+        if let Some((m, v)) = slot.samples.last_mut() {
+            if std::ptr::eq(*m, metric) {
+                v.push(value);
+                return;
+            }
         }
+        record_by_name(&mut slot.samples, metric, value);
     }
 
     fn stop_requested(&self) -> bool {

@@ -95,7 +95,8 @@ pub(super) struct Netisr {
     current: Option<(usize, Vec<u8>)>,
     /// Waiting for packets in `ithread_loop` (a send wakes it).
     idle: bool,
-    /// Emptied packet buffers, reused.
+    /// Emptied packet buffers, reused: a send takes one for its slot's `outbuf`, whose buffer
+    /// becomes the packet.
     spare: Vec<Vec<u8>>,
 }
 
@@ -256,9 +257,8 @@ impl Machine<'_> {
         chan.conn.holder = Some(t);
         chan.in_flight += len;
         let n = self.netisr.as_mut().expect("netisr");
-        let mut packet = n.spare.pop().unwrap_or_default();
-        packet.extend_from_slice(&self.shared.slots[t].borrow().outbuf);
-        self.shared.slots[t].borrow_mut().outbuf.clear();
+        let next = n.spare.pop().unwrap_or_default();
+        let packet = std::mem::replace(&mut self.shared.slots[t].borrow_mut().outbuf, next);
         n.queue.push_back((ch, packet));
         let woken = std::mem::take(&mut n.idle).then_some(n.task);
         if let Some(w) = woken {
@@ -301,7 +301,7 @@ impl Machine<'_> {
         let n = self.netisr.as_mut().expect("netisr");
         let (ch, mut packet) = n.current.take().expect("a packet being delivered");
         let chan = &mut self.channels[ch];
-        chan.bytes.extend(packet.iter());
+        chan.bytes.push(&packet, &mut self.spare_blocks);
         chan.in_flight -= packet.len();
         packet.clear();
         n.spare.push(packet);

@@ -528,7 +528,8 @@ struct Cpu {
 
 #[derive(Default)]
 struct Channel {
-    bytes: VecDeque<u8>,
+    /// The unread bytes (`byte_queue.rs`).
+    bytes: ByteQueue,
     reader: Option<(TaskId, usize)>,
     writers: Vec<TaskId>,
     /// Bytes sent and queued for the netisr thread, not yet deposited.
@@ -612,6 +613,7 @@ enum Event {
 }
 
 mod accounting;
+mod byte_queue;
 mod kthreads;
 mod memory;
 mod numa;
@@ -625,6 +627,7 @@ mod tcp_wait;
 mod timeline;
 
 use accounting::HotCosts;
+use byte_queue::{Block, ByteQueue};
 pub use kthreads::NETISR_PRIORITY;
 use kthreads::{DiskIthread, KernelThread, Netisr};
 use memory::{Memory, TaskMemory};
@@ -645,6 +648,8 @@ struct Machine<'a> {
     cpus: Vec<Cpu>,
     tasks: Vec<Task>,
     channels: Vec<Channel>,
+    /// The channels' emptied blocks, for the next writes.
+    spare_blocks: Vec<Block>,
     locks: Vec<SimLock>,
     barriers: Vec<SimBarrier>,
     semaphores: Vec<SimSemaphore>,
@@ -760,6 +765,7 @@ impl<'a> Machine<'a> {
             channels: (0..plan.all_channels())
                 .map(|_| Channel::default())
                 .collect(),
+            spare_blocks: Vec::new(),
             locks: (0..plan.locks)
                 .map(|l| {
                     let kind = plan.lock_kind(l);

@@ -96,11 +96,10 @@ impl Machine<'_> {
             return false;
         }
         let len = max.min(chan.bytes.len());
-        {
-            let mut slot = self.shared.slots[t].borrow_mut();
-            slot.inbuf.clear();
-            slot.inbuf.extend(chan.bytes.drain(..len));
-        }
+        let mut slot = self.shared.slots[t].borrow_mut();
+        chan.bytes
+            .take(len, &mut slot.inbuf, &mut self.spare_blocks);
+        drop(slot);
         self.took_bytes(cpu, t, ch, len);
         true
     }

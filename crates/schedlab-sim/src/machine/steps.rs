@@ -141,7 +141,7 @@ impl Machine<'_> {
                     self.block_to_retry(cpu, t, Effect::Send(ch));
                     return false;
                 }
-                chan.bytes.extend(slot.outbuf.iter());
+                chan.bytes.push(&slot.outbuf, &mut self.spare_blocks);
                 slot.outbuf.clear();
                 let wake = match chan.reader {
                     Some((r, need)) if chan.bytes.len() >= need => {
@@ -176,15 +176,10 @@ impl Machine<'_> {
                     self.block_to_retry(cpu, t, Effect::Recv(ch, len));
                     return false;
                 }
-                {
-                    let mut slot = self.shared.slots[t].borrow_mut();
-                    slot.inbuf.clear();
-                    let (a, b) = chan.bytes.as_slices();
-                    let from_a = len.min(a.len());
-                    slot.inbuf.extend_from_slice(&a[..from_a]);
-                    slot.inbuf.extend_from_slice(&b[..len - from_a]);
-                    chan.bytes.drain(..len);
-                }
+                let mut slot = self.shared.slots[t].borrow_mut();
+                chan.bytes
+                    .take(len, &mut slot.inbuf, &mut self.spare_blocks);
+                drop(slot);
                 self.took_bytes(cpu, t, ch, len);
             }
             Effect::Sleep(until) => {

@@ -304,28 +304,54 @@ impl Chat {
         buf[8..16].copy_from_slice(&(now.as_nanos() as u64).to_le_bytes());
     }
 
-    /// Check a message arriving at `user`; returns its sender's index in the room and send time.
-    fn check(&self, buf: &[u8], user: usize, next: &mut [u32]) -> Result<Duration, WorkloadError> {
+    /// Check a message arriving at user `me` of room `my_room`; returns its send time, ns since
+    /// the epoch.
+    ///
+    /// Inlined into the receiving loops, with what is wrong worked out apart ([`Chat::wrong`]):
+    /// the check is a few comparisons per message, its error messages a page of code.
+    #[inline(always)]
+    fn check(
+        &self,
+        buf: &[u8],
+        (my_room, me): (usize, usize),
+        next: &mut [u32],
+    ) -> Result<u64, WorkloadError> {
         let room = u16::from_le_bytes([buf[0], buf[1]]) as usize;
         let from = u16::from_le_bytes([buf[2], buf[3]]) as usize;
         let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
         let sent = u64::from_le_bytes(buf[8..16].try_into().expect("8 bytes"));
-        let me = user % self.users;
-        if room != user / self.users || from >= self.users || from == me {
-            return Err(WorkloadError::Integrity(format!(
-                "user {me} of room {} got a message from user {from} of room {room}",
-                user / self.users
-            )));
-        }
-        if seq != next[from] {
-            return Err(WorkloadError::Integrity(format!(
-                "user {me} of room {} expected message {} from user {from}, got {seq}",
-                user / self.users,
-                next[from]
-            )));
+        if room != my_room || from >= self.users || from == me || seq != next[from] {
+            return Err(self.wrong((my_room, me), room, from, seq, next));
         }
         next[from] += 1;
-        Ok(Duration::from_nanos(sent))
+        Ok(sent)
+    }
+
+    /// What is wrong with a message from user `from` of room `room`, number `seq`, arriving at
+    /// user `me` of room `my_room`, which [`Chat::check`] refused.
+    #[cold]
+    fn wrong(
+        &self,
+        (my_room, me): (usize, usize),
+        room: usize,
+        from: usize,
+        seq: u32,
+        next: &[u32],
+    ) -> WorkloadError {
+        if room != my_room || from >= self.users || from == me {
+            return WorkloadError::Integrity(format!(
+                "user {me} of room {my_room} got a message from user {from} of room {room}"
+            ));
+        }
+        WorkloadError::Integrity(format!(
+            "user {me} of room {my_room} expected message {} from user {from}, got {seq}",
+            next[from]
+        ))
+    }
+
+    /// User `user`'s room and index in it, as [`Chat::check`] takes them.
+    fn place(&self, user: usize) -> (usize, usize) {
+        (user / self.users, user % self.users)
     }
 
     async fn server<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
@@ -385,15 +411,13 @@ impl Chat {
     async fn receiver<C: Context>(&self, user: usize, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; self.size];
         let mut next = vec![0u32; self.users];
+        let place = self.place(user);
         let expected = (self.users - 1) * self.messages;
         for _ in 0..expected {
             ctx.recv(Self::down(user), &mut buf).await?;
-            let sent = self.check(&buf, user, &mut next)?;
+            let sent = self.check(&buf, place, &mut next)?;
             work(ctx, self.client_work).await;
-            ctx.record(
-                "latency_ns",
-                ctx.now().saturating_sub(sent).as_nanos() as f64,
-            );
+            ctx.record("latency_ns", latency_ns(ctx.now(), sent));
         }
         ctx.record("received", expected as f64);
         Ok(())
@@ -414,9 +438,9 @@ impl Chat {
                 sent += 1;
             } else {
                 ctx.recv(Self::down(user), &mut buf).await?;
-                let at = self.check(&buf, user, &mut next)?;
+                let at = self.check(&buf, self.place(user), &mut next)?;
                 work(ctx, self.client_work).await;
-                ctx.record("latency_ns", ctx.now().saturating_sub(at).as_nanos() as f64);
+                ctx.record("latency_ns", latency_ns(ctx.now(), at));
                 received += 1;
             }
         }
@@ -424,6 +448,29 @@ impl Chat {
         ctx.record("received", received as f64);
         Ok(())
     }
+}
+
+/// The delivery latency of a message sent at `sent` (ns since the epoch) and received at
+/// `now`, in ns, as a sample. In `u64` where `now` fits (always, below 584 years): the
+/// conversion of a `u128` to `f64` is a library call, of a `u64` one instruction, and both give
+/// the same value.
+fn latency_ns(now: Duration, sent: u64) -> f64 {
+    match now
+        .as_secs()
+        .checked_mul(1_000_000_000)
+        .and_then(|ns| ns.checked_add(u64::from(now.subsec_nanos())))
+    {
+        Some(now) => now.saturating_sub(sent) as f64,
+        None => nanos_f64(now.saturating_sub(Duration::from_nanos(sent))),
+    }
+}
+
+/// `d` in ns as `f64`, by way of `u128` (apart, so that it is not computed where a `u64` holds
+/// the value).
+#[cold]
+#[inline(never)]
+fn nanos_f64(d: Duration) -> f64 {
+    d.as_nanos() as f64
 }
 
 /// Burn `cpu` of CPU time for one message's user-space work; nothing when it is zero, so that
