@@ -26,8 +26,9 @@ pub const MAX_SLOTS: usize = 1 << SLOT_BITS;
 /// a third of a yield storm's mispredictions there). LLVM turns every safe spelling of this
 /// select — `if`, `min`, masks, `std::hint::select_unpredictable`, on the whole key or its
 /// halves — into that jump (its x86 cmov-conversion pass does, for a select on a loop-carried
-/// chain), so on x86-64 it is two conditional moves written out. With them: the engine 1.13x,
-/// the yield storm on 1,024 CPUs 1.30x (alternating timings, README).
+/// chain), so on x86-64 it is two conditional moves written out. With them: the engine
+/// 1.07–1.13x, the yield storm on 1,024 CPUs × 2,048 threads 1.30x (alternating timings,
+/// README).
 #[inline(always)]
 #[allow(unsafe_code)]
 fn lesser(a: u128, b: u128) -> u128 {
