@@ -758,44 +758,31 @@ impl Policy for Bsd4 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::testing::{built, knobs, spec, spec_err, Harnessed, H, MS};
+    use crate::policy::testing::{
+        built, knobs, random_list_operations, spec, spec_err, Harnessed, H, MS,
+    };
 
     impl Harnessed for Bsd4 {}
 
     #[test]
     fn run_queue_random_operations_match_a_plain_list_per_index() {
-        let mut q = RunQ::new();
-        let mut reference: Vec<Vec<TaskId>> = vec![Vec::new(); RQ_NQS];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        for step in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Few lists, so that they hold several threads and removals hit heads and middles.
-            let idx = [0, 1, 31, 63][(x % 4) as usize];
-            let t = ((x >> 8) % 6) as TaskId;
-            if (x >> 16).is_multiple_of(2) {
-                let head = (x >> 20).is_multiple_of(3);
-                q.add_idx(idx, t, head);
-                if head {
-                    reference[idx].insert(0, t);
-                } else {
-                    reference[idx].push(t);
-                }
-            } else {
-                let i = reference[idx].iter().position(|&u| u == t);
-                assert_eq!(q.remove_idx(idx, t), i.is_some(), "step {step}");
-                if let Some(i) = i {
-                    reference[idx].remove(i);
-                }
-            }
-            assert_eq!(*q.list(idx), reference[idx], "step {step}");
-            let status = (0..RQ_NQS)
-                .filter(|&i| !reference[i].is_empty())
-                .fold(0u64, |s, i| s | 1 << i);
-            assert_eq!(q.status(), status);
-            assert_eq!(q.len(), reference.iter().map(Vec::len).sum::<usize>());
-        }
+        random_list_operations(
+            &mut RunQ::new(),
+            RQ_NQS,
+            &[0, 1, 31, 63],
+            0x9e37_79b9_7f4a_7c15,
+            |q, idx, t, head| q.add_idx(idx, t, head),
+            RunQ::remove_idx,
+            |q, step, idx, reference| {
+                assert_eq!(*q.list(idx), reference[idx], "step {step}");
+                let status = (0..RQ_NQS)
+                    .filter(|&i| !reference[i].is_empty())
+                    .fold(0u64, |s, i| s | 1 << i);
+                assert_eq!(q.status(), status, "step {step}");
+                let len = reference.iter().map(Vec::len).sum::<usize>();
+                assert_eq!(q.len(), len, "step {step}");
+            },
+        );
     }
 
     /// bsd4 with `params` on `ncpus` CPUs at HZ 1000.

@@ -369,3 +369,45 @@ pub(super) fn spec_err(s: &str) -> String {
 pub(super) fn built<P: FromParams>(s: &str) -> P {
     P::from_params(spec(s).params())
 }
+
+/// Random adds (at the head or the tail) and removals by task, 20,000 of them, on a structure
+/// of numbered FIFO lists (a run queue by priority), mirrored on plain `Vec`s. `lists` are the
+/// list numbers used, below `n` (few, so that lists hold several tasks and removals hit heads
+/// and middles); `add(s, list, task, at_head)` and `remove(s, list, task)` (whether it was
+/// queued) act on the structure, and `check(s, step, list, reference)` compares it with the
+/// plain lists after step `step`, an operation on `list`.
+pub(super) fn random_list_operations<S>(
+    s: &mut S,
+    n: usize,
+    lists: &[usize],
+    seed: u64,
+    add: impl Fn(&mut S, usize, TaskId, bool),
+    remove: impl Fn(&mut S, usize, TaskId) -> bool,
+    check: impl Fn(&S, usize, usize, &[Vec<TaskId>]),
+) {
+    let mut reference: Vec<Vec<TaskId>> = vec![Vec::new(); n];
+    let mut x = seed;
+    for step in 0..20_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let list = lists[(x % lists.len() as u64) as usize];
+        let t = ((x >> 8) % 6) as TaskId;
+        if (x >> 16).is_multiple_of(2) {
+            let head = (x >> 20).is_multiple_of(3);
+            add(s, list, t, head);
+            if head {
+                reference[list].insert(0, t);
+            } else {
+                reference[list].push(t);
+            }
+        } else {
+            let i = reference[list].iter().position(|&u| u == t);
+            assert_eq!(remove(s, list, t), i.is_some(), "step {step}");
+            if let Some(i) = i {
+                reference[list].remove(i);
+            }
+        }
+        check(s, step, list, &reference);
+    }
+}

@@ -97,6 +97,7 @@ impl PrioArray {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::testing::random_list_operations;
 
     #[test]
     fn fifo_per_priority_and_the_bitmap_finds_the_best() {
@@ -126,38 +127,23 @@ mod tests {
 
     #[test]
     fn random_operations_match_a_plain_list_per_priority() {
-        let mut a = PrioArray::new();
-        let mut reference: Vec<Vec<TaskId>> = vec![Vec::new(); MAX_PRIO];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        for step in 0..20_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            // Few priorities, so that lists hold several tasks and removals hit heads and middles.
-            let prio = [0, 63, 64, 99, 100, 120, 127, 128, 139][(x % 9) as usize];
-            let t = ((x >> 8) % 6) as TaskId;
-            if (x >> 16).is_multiple_of(2) {
-                let head = (x >> 20).is_multiple_of(3);
-                a.enqueue(prio, t, head);
-                if head {
-                    reference[prio].insert(0, t);
-                } else {
-                    reference[prio].push(t);
-                }
-            } else {
-                let i = reference[prio].iter().position(|&u| u == t);
-                assert_eq!(a.remove(prio, t), i.is_some(), "step {step}");
-                if let Some(i) = i {
-                    reference[prio].remove(i);
-                }
-            }
-            let nonempty: Vec<usize> = (0..MAX_PRIO)
-                .filter(|&p| !reference[p].is_empty())
-                .collect();
-            assert_eq!(a.prios().collect::<Vec<_>>(), nonempty, "step {step}");
-            assert_eq!(a.first(), nonempty.first().copied());
-            assert_eq!(a.queue[prio], reference[prio]);
-            assert_eq!(a.nr_active, reference.iter().map(Vec::len).sum::<usize>());
-        }
+        random_list_operations(
+            &mut PrioArray::new(),
+            MAX_PRIO,
+            &[0, 63, 64, 99, 100, 120, 127, 128, 139],
+            0x2545_f491_4f6c_dd1d,
+            PrioArray::enqueue,
+            PrioArray::remove,
+            |a, step, prio, reference| {
+                let nonempty: Vec<usize> = (0..MAX_PRIO)
+                    .filter(|&p| !reference[p].is_empty())
+                    .collect();
+                assert_eq!(a.prios().collect::<Vec<_>>(), nonempty, "step {step}");
+                assert_eq!(a.first(), nonempty.first().copied(), "step {step}");
+                assert_eq!(a.queue[prio], reference[prio], "step {step}");
+                let len = reference.iter().map(Vec::len).sum::<usize>();
+                assert_eq!(a.nr_active, len, "step {step}");
+            },
+        );
     }
 }
