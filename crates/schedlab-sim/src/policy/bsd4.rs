@@ -123,14 +123,8 @@ impl RunQ {
     /// runq_remove from list `idx`; false if `t` was not there.
     pub(crate) fn remove_idx(&mut self, idx: usize, t: TaskId) -> bool {
         let q = &mut self.queues[idx];
-        // A pick takes the head: that case needs no search and no shifting.
-        if q.front() == Some(&t) {
-            q.pop_front();
-        } else {
-            let Some(i) = q.iter().position(|&x| x == t) else {
-                return false;
-            };
-            q.remove(i);
+        if !super::ds::remove_from_list(q, t) {
+            return false;
         }
         if q.is_empty() {
             self.status &= !(1 << idx);

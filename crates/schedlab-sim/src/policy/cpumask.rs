@@ -23,6 +23,19 @@ pub struct CpuMask {
     words: [u64; WORDS],
 }
 
+/// `base` plus the position of each set bit of `word`, lowest first: the walk over one word of
+/// a bitmap (CPU masks, priority bitmaps, run-queue status words).
+#[inline]
+pub(in crate::policy) fn set_bits(base: usize, mut word: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (word != 0).then(|| {
+            let b = word.trailing_zeros() as usize;
+            word &= word - 1;
+            base + b
+        })
+    })
+}
+
 impl CpuMask {
     /// No CPU.
     pub const EMPTY: CpuMask = CpuMask { words: [0; WORDS] };
@@ -152,16 +165,7 @@ impl CpuMask {
     #[inline]
     pub fn iter_below(&self, n: usize) -> impl Iterator<Item = CpuId> + '_ {
         let n = n.min(MAX_CPUS);
-        Self::words_below(n).flat_map(move |i| {
-            let mut bits = self.word_below(i, n);
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    i * 64 + b
-                })
-            })
-        })
+        Self::words_below(n).flat_map(move |i| set_bits(i * 64, self.word_below(i, n)))
     }
 
     /// The lowest CPU below `n` in the set: `below(n).lowest()`, touching only the words that

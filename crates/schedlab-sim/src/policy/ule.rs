@@ -79,6 +79,7 @@ use super::bsd4::{
     RunQ, PRI_MAX_ITHD, PRI_MAX_TIMESHARE, PRI_MIN_IDLE, PRI_MIN_KERN, PRI_MIN_REALTIME,
     PRI_MIN_TIMESHARE, PSOCK, RQ_NQS,
 };
+use super::cpumask::set_bits;
 use super::*;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use std::cmp::Reverse;
@@ -488,15 +489,7 @@ impl Ule {
     fn tdq_steal(&self, from: CpuId, to: CpuId) -> Option<TaskId> {
         let ok = |t: TaskId| self.t(t).allowed.contains(to);
         let linear = |rq: &RunQ| -> Option<TaskId> {
-            let mut bits = rq.status();
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
-                if let Some(&t) = rq.list(i).iter().find(|&&t| ok(t)) {
-                    return Some(t);
-                }
-            }
-            None
+            set_bits(0, rq.status()).find_map(|i| rq.list(i).iter().copied().find(|&t| ok(t)))
         };
         let tdq = &self.tdq[from];
         if let Some(t) = linear(&tdq.realtime) {
@@ -507,10 +500,7 @@ impl Ule {
         let mut first = true;
         let start = usize::from(tdq.ridx);
         for from_idx in [start, 0] {
-            let mut bits = tdq.timeshare.status() & (u64::MAX << from_idx);
-            while bits != 0 {
-                let i = bits.trailing_zeros() as usize;
-                bits &= bits - 1;
+            for i in set_bits(0, tdq.timeshare.status() & (u64::MAX << from_idx)) {
                 for &t in tdq.timeshare.list(i) {
                     if !first && ok(t) {
                         return Some(t);

@@ -1,6 +1,7 @@
 //! The 2.6 scheduler's `struct prio_array` (kernel/sched.c, 2.6.20; kept by staircase v13):
 //! MAX_PRIO FIFO lists with a bitmap of the non-empty ones, shared by `o1` and `staircase`.
 
+use crate::policy::cpumask::set_bits;
 use crate::policy::TaskId;
 use std::collections::VecDeque;
 
@@ -35,14 +36,8 @@ impl PrioArray {
         self.nr_active += 1;
     }
     pub(in crate::policy) fn remove(&mut self, prio: usize, t: TaskId) -> bool {
-        // A pick takes the head: that case needs no search and no shifting.
-        if self.queue[prio].front() == Some(&t) {
-            self.queue[prio].pop_front();
-        } else {
-            let Some(i) = self.queue[prio].iter().position(|&x| x == t) else {
-                return false;
-            };
-            self.queue[prio].remove(i);
+        if !super::remove_from_list(&mut self.queue[prio], t) {
+            return false;
         }
         if self.queue[prio].is_empty() {
             self.bitmap[prio / 64] &= !(1 << (prio % 64));
@@ -59,16 +54,7 @@ impl PrioArray {
     /// The iterator reads a copy of the bitmap taken now, so the array may change meanwhile.
     pub(in crate::policy) fn prios(&self) -> impl Iterator<Item = usize> + use<> {
         let bitmap = self.bitmap;
-        (0..bitmap.len()).flat_map(move |w| {
-            let mut bits = bitmap[w];
-            std::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let b = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + b
-                })
-            })
-        })
+        (0..bitmap.len()).flat_map(move |w| set_bits(w * 64, bitmap[w]))
     }
     pub(in crate::policy) fn remove_at(&mut self, prio: usize, i: usize) -> TaskId {
         let t = self.queue[prio]
