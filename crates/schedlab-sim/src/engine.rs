@@ -329,10 +329,10 @@ pub type Body<'a, T> = Pin<Box<dyn Future<Output = T> + 'a>>;
 /// Polls task bodies by index. A finished body is dropped at once.
 pub struct Executor<'a, T> {
     bodies: Vec<Option<Body<'a, T>>>,
-    /// The lines [`Executor::prefetch`] fetches of a future: those of the largest one, at most
-    /// [`PREFETCH_LINES`]. The bodies of a run are one workload's and of one type, so this is
-    /// each one's; found once rather than from the future's vtable at every prefetch.
-    future_lines: usize,
+    /// The bytes [`Executor::prefetch`] fetches of a future: the largest one's size. The bodies
+    /// of a run are one workload's and of one type, so this is each one's; found once rather
+    /// than from the future's vtable at every prefetch.
+    future_bytes: usize,
 }
 
 /// The most lines of a future [`Executor::prefetch`] fetches.
@@ -347,9 +347,7 @@ impl<'a, T> Executor<'a, T> {
             .unwrap_or(0);
         Executor {
             bodies: bodies.into_iter().map(Some).collect(),
-            future_lines: bytes
-                .div_ceil(crate::prefetch::LINE)
-                .clamp(1, PREFETCH_LINES),
+            future_bytes: bytes,
         }
     }
 
@@ -359,10 +357,7 @@ impl<'a, T> Executor<'a, T> {
     pub fn prefetch(&self, i: usize) {
         if let Some(Some(body)) = self.bodies.get(i) {
             let future = (body.as_ref().get_ref() as *const dyn Future<Output = T>).cast::<u8>();
-            // The bound lets the compiler unroll the loop into at most that many prefetches.
-            for k in 0..self.future_lines.min(PREFETCH_LINES) {
-                crate::prefetch::line(future.wrapping_add(k * crate::prefetch::LINE));
-            }
+            crate::prefetch::lines(future, self.future_bytes, PREFETCH_LINES);
         }
     }
 

@@ -25,14 +25,27 @@ pub fn line<T: ?Sized>(p: *const T) {
     let _ = p;
 }
 
-/// Prefetch the first `bytes` of the memory at `p`, at most `max_lines` lines.
+/// Prefetch the lines holding the first `bytes` of the memory at `p`, at most `max_lines` lines.
+///
+/// The lines are those the bytes fall in, counted from the line `p` is in: a value that starts
+/// partway into a line spans one line more than its size in lines (a 128-byte future 16 bytes
+/// into a line ends in its third; fetching two lines from `p` missed the end, where the
+/// future's state was).
 #[inline(always)]
 pub fn lines<T: ?Sized>(p: *const T, bytes: usize, max_lines: usize) {
-    let base = p.cast::<u8>();
-    let n = bytes.div_ceil(LINE).clamp(1, max_lines);
+    let start = p.cast::<u8>();
+    let offset = start as usize % LINE;
+    let first = start.wrapping_sub(offset);
+    let n = lines_spanned(offset, bytes).min(max_lines);
     for i in 0..n {
-        line(base.wrapping_add(i * LINE));
+        line(first.wrapping_add(i * LINE));
     }
+}
+
+/// The number of lines `bytes` at address `addr` fall in (at least one).
+#[inline(always)]
+fn lines_spanned(addr: usize, bytes: usize) -> usize {
+    (addr % LINE + bytes).div_ceil(LINE).max(1)
 }
 
 /// Prefetch the value `v` (its first `max_lines` lines).
@@ -55,5 +68,18 @@ mod tests {
         lines(v.as_ptr(), 10_000, 1_000);
         line(v.as_ptr().wrapping_add(100));
         assert_eq!(v, (0..100).collect::<Vec<u64>>());
+    }
+
+    #[test]
+    fn the_lines_fetched_are_those_the_bytes_fall_in() {
+        assert_eq!(lines_spanned(0, 128), 2);
+        assert_eq!(
+            lines_spanned(16, 128),
+            3,
+            "a 128-byte value 16 bytes into a line"
+        );
+        assert_eq!(lines_spanned(63, 2), 2);
+        assert_eq!(lines_spanned(64, 64), 1);
+        assert_eq!(lines_spanned(5, 0), 1);
     }
 }

@@ -129,10 +129,10 @@ impl Machine<'_> {
         // in between: fetch its future and its call into the cache now (`prefetch.rs`).
         self.exec.prefetch(n);
         if let Some(call) = self.shared.calls.get(n) {
-            crate::prefetch::line(call);
+            crate::prefetch::value(call, 2);
         }
         if let Some(ctx) = self.contexts.get(n) {
-            crate::prefetch::line(ctx);
+            crate::prefetch::value(ctx, 2);
         }
         // The task this CPU will switch to next, if the policy can tell: the first read of the
         // task a switch picks was the switch's costliest miss, and this one is a burst or more
