@@ -29,6 +29,7 @@
 pub mod context;
 pub mod cost;
 pub mod engine;
+pub mod huge_pages;
 pub mod machine;
 pub mod policy;
 #[allow(unsafe_code)]
