@@ -25,27 +25,29 @@ pub fn line<T: ?Sized>(p: *const T) {
     let _ = p;
 }
 
-/// Prefetch the lines holding the first `bytes` of the memory at `p`, at most `max_lines` lines.
+/// Prefetch the lines holding the first `bytes` of the memory at `p` (at most `max_lines`
+/// lines' worth of bytes).
 ///
-/// The lines are those the bytes fall in, counted from the line `p` is in: a value that starts
-/// partway into a line spans one line more than its size in lines (a 128-byte future 16 bytes
-/// into a line ends in its third; fetching two lines from `p` missed the end, where the
-/// future's state was).
+/// The lines are those the bytes fall in: a value that starts partway into a line ends in one
+/// line more than its size in lines (a 128-byte future 16 bytes into a line ends in its third,
+/// where the future's state was; fetching two lines from `p` missed it).
 #[inline(always)]
 pub fn lines<T: ?Sized>(p: *const T, bytes: usize, max_lines: usize) {
-    let start = p.cast::<u8>();
-    let offset = start as usize % LINE;
-    let first = start.wrapping_sub(offset);
-    let n = lines_spanned(offset, bytes).min(max_lines);
-    for i in 0..n {
-        line(first.wrapping_add(i * LINE));
-    }
+    let base = p.cast::<u8>();
+    each_line(bytes, max_lines, |offset| line(base.wrapping_add(offset)));
 }
 
-/// The number of lines `bytes` at address `addr` fall in (at least one).
+/// Call `fetch` with the offsets from a value's start that [`lines`] fetches: one a line apart
+/// from the start, and its last byte's, which is in the next line when the value starts
+/// partway into one. No arithmetic on the address: for a value of a fixed size the offsets
+/// are constants and this is a few prefetch instructions.
 #[inline(always)]
-fn lines_spanned(addr: usize, bytes: usize) -> usize {
-    (addr % LINE + bytes).div_ceil(LINE).max(1)
+fn each_line(bytes: usize, max_lines: usize, mut fetch: impl FnMut(usize)) {
+    let bytes = bytes.clamp(1, max_lines * LINE);
+    for i in 0..bytes.div_ceil(LINE) {
+        fetch(i * LINE);
+    }
+    fetch(bytes - 1);
 }
 
 /// Prefetch the value `v` (its first `max_lines` lines).
@@ -72,14 +74,16 @@ mod tests {
 
     #[test]
     fn the_lines_fetched_are_those_the_bytes_fall_in() {
-        assert_eq!(lines_spanned(0, 128), 2);
-        assert_eq!(
-            lines_spanned(16, 128),
-            3,
-            "a 128-byte value 16 bytes into a line"
-        );
-        assert_eq!(lines_spanned(63, 2), 2);
-        assert_eq!(lines_spanned(64, 64), 1);
-        assert_eq!(lines_spanned(5, 0), 1);
+        for start in 0..2 * LINE {
+            for bytes in 0..5 * LINE {
+                let mut fetched = Vec::new();
+                each_line(bytes, 4, |offset| fetched.push((start + offset) / LINE));
+                let end = start + bytes.clamp(1, 4 * LINE); // one past the last byte fetched
+                for l in start / LINE..=(end - 1) / LINE {
+                    assert!(fetched.contains(&l), "line {l} of {bytes} bytes at {start}");
+                }
+                assert!(fetched.iter().all(|&l| l <= (end - 1) / LINE));
+            }
+        }
     }
 }
