@@ -71,6 +71,7 @@ use crate::policy::{
     self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
 };
 use crate::topology::Topology;
+use accounting::KernelSpinLock;
 use numa::TaskNuma;
 use rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -654,18 +655,15 @@ struct Machine<'a> {
     barriers: Vec<SimBarrier>,
     semaphores: Vec<SimSemaphore>,
     conds: Vec<SimCond>,
-    /// Each runqueue lock: when it is next free, and its statistics (side by side, as a
-    /// switch takes one: one bounds check).
-    rq_locks: Vec<(u64, LockStats)>,
+    /// Each runqueue lock (named by [`Policy::lock_name`] at the end).
+    rq_locks: Vec<KernelSpinLock>,
     /// Each CPU has its own runqueue lock ([`Policy::lock_domain`] is the CPU's own id).
     rq_lock_per_cpu: bool,
     /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
     /// asked after a pick.
     picks_scan: bool,
-    /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
-    net_lock_free: u64,
-    /// The loopback transmit lock's statistics.
-    net_lock_stats: LockStats,
+    /// The loopback transmit lock ([`CostModel::net_lock`]).
+    net_lock: KernelSpinLock,
     /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
     net: bool,
     /// Whether they go over TCP (segments are ACKed).
@@ -725,14 +723,7 @@ impl<'a> Machine<'a> {
     ) -> Self {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
         let tick = setup.cost.tick_ns();
-        let rq_locks = (0..setup.cpus)
-            .map(|d| {
-                (
-                    0,
-                    LockStats::new(policy.lock_name(d), LockKind::Spin.name(), true),
-                )
-            })
-            .collect();
+        let rq_locks = vec![KernelSpinLock::default(); setup.cpus];
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
         let picks_scan = policy.picks_scan();
         let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
@@ -792,8 +783,7 @@ impl<'a> Machine<'a> {
             rq_locks,
             rq_lock_per_cpu,
             picks_scan,
-            net_lock_free: 0,
-            net_lock_stats: LockStats::new("net_lock".into(), LockKind::Spin.name(), true),
+            net_lock: KernelSpinLock::default(),
             net,
             tcp: plan.transport == Transport::Tcp,
             msg_cost: match plan.transport {
