@@ -103,8 +103,12 @@ pub struct EventQueue<E> {
     /// them (those past the slots asked for stay empty).
     slots: Vec<Option<E>>,
     /// The winner tree: node `i` (1-based, children `2i` and `2i + 1`) holds the least key in
-    /// its subtree, `u128::MAX` for none; node `leaves + s` is slot `s`'s key.
-    tree: Vec<u128>,
+    /// its subtree, `u128::MAX` for none; node `leaves + s` is slot `s`'s key. Its keys' low
+    /// halves: kept apart from the high halves (`tree_hi`, the same length), each half is
+    /// a `u64` the walk addresses with a scaled index, where a `u128` took a shift first.
+    tree_lo: Vec<u64>,
+    /// The high halves of the winner tree's keys (see `tree_lo`).
+    tree_hi: Vec<u64>,
     /// Leaves of the tree: the number of slots rounded up to a power of two.
     leaves: usize,
     /// A slot emptied by a pop whose key is still in the tree: the next push to it (usually
@@ -133,7 +137,8 @@ impl<E> EventQueue<E> {
         EventQueue {
             heap: Vec::new(),
             slots: (0..leaves).map(|_| None).collect(),
-            tree: vec![u128::MAX; 2 * leaves],
+            tree_lo: vec![u64::MAX; 2 * leaves],
+            tree_hi: vec![u64::MAX; 2 * leaves],
             leaves,
             stale: None,
             in_slots: 0,
@@ -161,28 +166,37 @@ impl<E> EventQueue<E> {
     fn set_slot_key(&mut self, s: usize, key: u128) {
         // The tree's length is a power of two (2 · leaves), so masking an index with
         // `len − 1` keeps it in bounds, and the compiler drops the bounds checks of the walk.
-        let tree = self.tree.as_mut_slice();
-        let mask = tree.len() - 1;
+        let n = self.tree_lo.len();
+        let (lo, hi) = (&mut self.tree_lo[..], &mut self.tree_hi[..n]);
+        let mask = n - 1;
         let mut i = (self.leaves + s) & mask;
         let mut min = key;
-        tree[i] = min;
+        lo[i] = min as u64;
+        hi[i] = (min >> 64) as u64;
         while i > 1 {
-            let other = tree[(i ^ 1) & mask];
-            min = lesser(other, min);
-            i >>= 1;
-            tree[i & mask] = min;
+            let j = (i ^ 1) & mask;
+            min = lesser((u128::from(hi[j]) << 64) | u128::from(lo[j]), min);
+            i = (i >> 1) & mask;
+            lo[i] = min as u64;
+            hi[i] = (min >> 64) as u64;
         }
+    }
+
+    /// Node `i`'s key.
+    #[inline]
+    fn tree_key(&self, i: usize) -> u128 {
+        (u128::from(self.tree_hi[i]) << 64) | u128::from(self.tree_lo[i])
     }
 
     /// Check the winner tree against the slots (tests).
     #[cfg(test)]
     fn check_tree(&self) {
         for i in (1..self.leaves).rev() {
-            let below = self.tree[2 * i].min(self.tree[2 * i + 1]);
-            assert_eq!(self.tree[i], below, "node {i}");
+            let below = self.tree_key(2 * i).min(self.tree_key(2 * i + 1));
+            assert_eq!(self.tree_key(i), below, "node {i}");
         }
         for s in 0..self.leaves {
-            let leaf = self.tree[self.leaves + s];
+            let leaf = self.tree_key(self.leaves + s);
             match &self.slots[s] {
                 _ if self.stale == Some(s) => {} // cleared at the next push or pop
                 Some(_) => assert_eq!(leaf as usize & (MAX_SLOTS - 1), s, "slot {s}'s key"),
@@ -229,16 +243,14 @@ impl<E: Copy> EventQueue<E> {
     #[inline(always)]
     pub fn push_slot(&mut self, slot: usize, at: u64, event: E) {
         let key = self.next_key(at, slot);
-        if let Some(old) = self.slots[slot].replace(event) {
-            // Still the slot's key: a slot whose key is stale holds no event.
-            let old_key = self.tree[self.leaves + slot];
-            self.heap_insert(Entry {
-                key: old_key,
-                event: old,
-            });
+        // Asked before the write rather than `replace`d: the old event is read only when there
+        // is one.
+        if self.slots[slot].is_some() {
+            self.displace(slot);
         } else {
             self.in_slots += 1;
         }
+        self.slots[slot] = Some(event);
         if let Some(s) = self.stale.take() {
             if s != slot {
                 self.set_slot_key(s, u128::MAX);
@@ -247,13 +259,27 @@ impl<E: Copy> EventQueue<E> {
         self.set_slot_key(slot, key);
     }
 
+    /// Move the event slot `slot` holds into the heap with its key (before a push to it).
+    ///
+    /// Out of line: rare (a preempted burst's end), and inlined it took registers that the
+    /// push's common path then saved and restored.
+    #[cold]
+    #[inline(never)]
+    fn displace(&mut self, slot: usize) {
+        if let Some(event) = self.slots[slot].take() {
+            // Still the slot's key: a slot whose key is stale holds no event.
+            let key = self.tree_key(self.leaves + slot);
+            self.heap_insert(Entry { key, event });
+        }
+    }
+
     /// The earliest event and its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, E)> {
         if let Some(s) = self.stale.take() {
             self.set_slot_key(s, u128::MAX);
         }
-        let slot_key = self.tree[1];
+        let slot_key = self.tree_key(1);
         let heap_key = self.heap.first().map_or(u128::MAX, |e| e.key);
         if slot_key < heap_key {
             let s = (slot_key as usize) & (MAX_SLOTS - 1);

@@ -927,8 +927,8 @@ impl<'a> Machine<'a> {
                 Event::BurstDone { cpu, gen } => {
                     if gen == self.cpus[cpu].gen {
                         progress_at = n;
-                        self.account(cpu);
                         let t = self.view.curr[cpu].expect("a burst runs a task");
+                        self.account_curr(cpu, t);
                         self.step(cpu, t);
                     }
                 }
@@ -957,8 +957,9 @@ impl<'a> Machine<'a> {
                     self.device_interrupt(task);
                 }
             }
-            if let Some(e) = self.failure.take() {
-                return Err(e);
+            // Asked before it is taken: a `take` wrote the field back at every event.
+            if self.failure.is_some() {
+                return Err(self.failure.take().expect("a failure"));
             }
         }
         Ok(())

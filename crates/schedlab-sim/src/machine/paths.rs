@@ -111,6 +111,7 @@ impl Machine<'_> {
         task.state = State::Running(cpu);
         task.last_ran = Some(cpu);
         task.remaining += cost;
+        let burst = task.remaining;
         self.view.curr[cpu] = Some(n);
         self.timeline_event(n, cpu, TaskState::Running);
         let c = &mut self.cpus[cpu];
@@ -144,7 +145,7 @@ impl Machine<'_> {
             }
             self.exec.prefetch_place(after);
         }
-        self.run_burst(cpu);
+        self.start_burst(cpu, burst);
         Some(n)
     }
 
