@@ -140,7 +140,9 @@ impl Machine<'_> {
             }
             task.cpu_ns += delta;
             task.remaining = task.remaining.saturating_sub(delta);
-            self.policy.update_curr(&self.view, cpu, t, delta);
+            if self.charges_runtime {
+                self.policy.update_curr(&self.view, cpu, t, delta);
+            }
         }
     }
 

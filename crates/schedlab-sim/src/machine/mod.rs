@@ -662,6 +662,9 @@ struct Machine<'a> {
     /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
     /// asked after a pick.
     picks_scan: bool,
+    /// The policy's `update_curr` does something ([`Policy::charges_runtime`]): only then is it
+    /// called when the machine charges a running task.
+    charges_runtime: bool,
     /// When the loopback transmit lock ([`CostModel::net_lock`]) is next free.
     net_lock_free: u64,
     /// The loopback transmit lock's statistics.
@@ -735,6 +738,7 @@ impl<'a> Machine<'a> {
             .collect();
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
         let picks_scan = policy.picks_scan();
+        let charges_runtime = policy.charges_runtime();
         let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
@@ -792,6 +796,7 @@ impl<'a> Machine<'a> {
             rq_locks,
             rq_lock_per_cpu,
             picks_scan,
+            charges_runtime,
             net_lock_free: 0,
             net_lock_stats: LockStats::new("net_lock".into(), LockKind::Spin.name(), true),
             net,
