@@ -44,11 +44,14 @@ impl Machine<'_> {
         loop {
             let task = &self.tasks[t];
             // The commonest effect, the body's next call, without step_effect's frame (which
-            // all the other arms make large).
-            let going_on = if matches!(task.then, Effect::Resume) && task.kthread.is_none() {
-                self.poll(cpu, t) && self.effect_done(cpu, t)
-            } else {
-                self.step_effect(cpu, t)
+            // all the other arms make large); and a yield's, every other event of a yield
+            // storm.
+            let going_on = match task.then {
+                Effect::Resume if task.kthread.is_none() => {
+                    self.poll(cpu, t) && self.effect_done(cpu, t)
+                }
+                Effect::Yield => self.sched_yield(cpu, t),
+                _ => self.step_effect(cpu, t),
             };
             if !going_on {
                 return;
@@ -70,6 +73,19 @@ impl Machine<'_> {
             return false;
         }
         true
+    }
+
+    /// The effect of task `t`'s `sched_yield` on `cpu` (`do_sched_yield`): the policy's
+    /// `yield_task`, and a switch if it asks for one. Returns whether the task is still on
+    /// `cpu` with no CPU work to do, as [`Machine::step_effect`] does.
+    #[inline(always)]
+    fn sched_yield(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        self.tasks[t].then = Effect::Resume;
+        if self.policy.yield_task(&self.view, cpu, t) {
+            self.reschedule(cpu, t, PutPrevKind::Yielded);
+            return false;
+        }
+        self.effect_done(cpu, t)
     }
 
     /// One turn of [`Machine::step`]: apply task `t`'s pending effect. Returns whether the
@@ -199,12 +215,7 @@ impl Machine<'_> {
                     return false;
                 }
             }
-            Effect::Yield => {
-                if self.policy.yield_task(&self.view, cpu, t) {
-                    self.reschedule(cpu, t, PutPrevKind::Yielded);
-                    return false;
-                }
-            }
+            Effect::Yield => return self.sched_yield(cpu, t),
             Effect::Lock(l) | Effect::OnCond(_, l) => {
                 let now = self.view.now;
                 let lock = &mut self.locks[l];
