@@ -335,13 +335,44 @@ impl Machine<'_> {
 
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
+    ///
+    /// Inlined into the step loop with the common case, a body that asks for something next
+    /// and released no lock, and of the requests the yield's: a call was a prologue, an
+    /// epilogue and a jump through the whole request table ([`Machine::start_request`]).
+    #[inline(always)]
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
         // `shared` outlives the machine's borrow: one bounds check for the whole hand-over.
         let shared = self.shared;
         let call = &shared.calls[t];
         call.done.set(true);
         let finished = self.exec.poll(t);
-        if call.unlocked.replace(false) {
+        if finished.is_some() || call.unlocked.get() {
+            return self.poll_ended(cpu, t, finished);
+        }
+        let Some(op) = call.request.take() else {
+            return self.not_a_request(cpu, t);
+        };
+        if op == Op::Yield {
+            let syscall = self.jittered(self.hot.syscall);
+            let task = &mut self.tasks[t];
+            task.then = Effect::Yield;
+            task.remaining += syscall;
+            return true;
+        }
+        self.start_request(cpu, t, op)
+    }
+
+    /// [`Machine::poll`] of a body that released locks or finished (with `finished`, its
+    /// output): the unlocks, then its end or its next request.
+    #[inline(never)]
+    fn poll_ended(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        finished: Option<Result<(), WorkloadError>>,
+    ) -> bool {
+        let shared = self.shared;
+        if shared.calls[t].unlocked.replace(false) {
             let mut unlocks = std::mem::take(&mut shared.slots[t].borrow_mut().unlocks);
             for &l in &unlocks {
                 self.unlock(cpu, t, l);
@@ -370,16 +401,32 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let Some(op) = call.request.take() else {
-            self.failure = Some(SimError::Task {
-                task: t,
-                error: WorkloadError::Backend(
-                    "the body awaited a future that is not a simulator context call".into(),
-                ),
-            });
-            self.exit(cpu, t);
-            return false;
-        };
+        match shared.calls[t].request.take() {
+            Some(op) => self.start_request(cpu, t, op),
+            None => self.not_a_request(cpu, t),
+        }
+    }
+
+    /// The body of task `t` suspended without a request: it awaited a future of another
+    /// runtime. The run fails.
+    #[cold]
+    #[inline(never)]
+    fn not_a_request(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        self.failure = Some(SimError::Task {
+            task: t,
+            error: WorkloadError::Backend(
+                "the body awaited a future that is not a simulator context call".into(),
+            ),
+        });
+        self.exit(cpu, t);
+        false
+    }
+
+    /// Turn task `t`'s request `op` into a burst and an effect (every request but a yield,
+    /// which [`Machine::poll`] starts itself, the same way). Returns false if the request names
+    /// an object the plan lacks (the run fails).
+    #[inline(never)]
+    fn start_request(&mut self, cpu: CpuId, t: TaskId, op: Op) -> bool {
         if let Some(error) = self.missing_object(op) {
             self.failure = Some(SimError::Task { task: t, error });
             self.exit(cpu, t);
