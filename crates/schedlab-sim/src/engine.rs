@@ -424,9 +424,10 @@ impl<'a, T> Executor<'a, T> {
     ///
     /// # Panics
     /// If body `i` already finished.
-    // Inline: a call per context call of a body, whose result (an `Option` of the body's) came
-    // back through memory.
-    #[inline]
+    // Always inline: a call per context call of a body, whose result (an `Option` of the
+    // body's) came back through memory; plain `inline` was not taken in the machine's step
+    // loop.
+    #[inline(always)]
     pub fn poll(&mut self, i: usize) -> Option<T> {
         let body = self.bodies[i]
             .as_mut()
