@@ -12,6 +12,12 @@ use schedlab_workload::timeline::TaskState;
 impl Machine<'_> {
     /// The running task `t` stays runnable but leaves the CPU (preempted or yielding).
     pub(super) fn reschedule(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
+        self.reschedule_inline(cpu, t, kind);
+    }
+
+    /// [`Machine::reschedule`], inlined where a yield switches.
+    #[inline(always)]
+    pub(super) fn reschedule_inline(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
         self.policy.put_prev_task(&self.view, cpu, t, kind);
         self.tasks[t].state = State::Queued;
         self.view.curr[cpu] = None;

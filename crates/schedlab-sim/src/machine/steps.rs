@@ -82,7 +82,7 @@ impl Machine<'_> {
     fn sched_yield(&mut self, cpu: CpuId, t: TaskId) -> bool {
         self.tasks[t].then = Effect::Resume;
         if self.policy.yield_task(&self.view, cpu, t) {
-            self.reschedule(cpu, t, PutPrevKind::Yielded);
+            self.reschedule_inline(cpu, t, PutPrevKind::Yielded);
             return false;
         }
         self.effect_done(cpu, t)
