@@ -519,6 +519,12 @@ mod tests {
     }
 
     #[test]
+    fn the_largest_tree_keeps_one_key_order() {
+        // Every entry of the fixed-size tree in use: its masked indices reach the last one.
+        check_one_key_order(MAX_SLOTS);
+    }
+
+    #[test]
     fn lesser_is_the_128_bit_minimum() {
         let halves = [0, 1, 2, u64::MAX / 2, u64::MAX - 1, u64::MAX];
         let keys: Vec<u128> = (halves.iter())
