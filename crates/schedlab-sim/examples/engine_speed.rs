@@ -79,6 +79,9 @@ impl Policy for Fifo {
         self.queue(m.ncpus, cpu).push_back(task);
     }
     fn update_curr(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _delta_ns: u64) {}
+    fn charges_runtime(&self) -> bool {
+        false
+    }
     fn task_tick(&mut self, m: &MachineView, cpu: CpuId, _task: TaskId) -> bool {
         !self.queue(m.ncpus, cpu).is_empty()
     }

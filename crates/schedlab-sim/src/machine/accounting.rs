@@ -5,7 +5,7 @@
 //! (`nvcsw`/`nivcsw`, `se.nr_migrations`, schedstats) that `/proc/PID/sched` shows.
 
 use super::{Effect, Machine, SimResult};
-use crate::policy::CpuId;
+use crate::policy::{CpuId, TaskId};
 use crate::topology::Distance;
 use rand_core::RngCore;
 use schedlab_workload::plan::LockKind;
@@ -122,16 +122,26 @@ impl Machine<'_> {
     // not taken).
     #[inline(always)]
     pub(super) fn account(&mut self, cpu: CpuId) {
+        match self.view.curr[cpu] {
+            Some(t) => self.account_curr(cpu, t),
+            None => self.cpus[cpu].last_account = self.view.now,
+        }
+    }
+
+    /// [`Machine::account`] of `cpu`, whose running task the caller knows is `t`.
+    #[inline(always)]
+    pub(super) fn account_curr(&mut self, cpu: CpuId, t: TaskId) {
+        debug_assert_eq!(self.view.curr[cpu], Some(t));
         let delta = self.view.now - self.cpus[cpu].last_account;
         self.cpus[cpu].last_account = self.view.now;
-        if let Some(t) = self.view.curr[cpu] {
-            if delta > 0 {
-                let task = &mut self.tasks[t];
-                if let Effect::Spin(l) = task.then {
-                    self.locks[l].stats.spin_ns += delta;
-                }
-                task.cpu_ns += delta;
-                task.remaining = task.remaining.saturating_sub(delta);
+        if delta > 0 {
+            let task = &mut self.tasks[t];
+            if let Effect::Spin(l) = task.then {
+                self.locks[l].stats.spin_ns += delta;
+            }
+            task.cpu_ns += delta;
+            task.remaining = task.remaining.saturating_sub(delta);
+            if self.charges_runtime {
                 self.policy.update_curr(&self.view, cpu, t, delta);
             }
         }

@@ -662,6 +662,9 @@ struct Machine<'a> {
     /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
     /// asked after a pick.
     picks_scan: bool,
+    /// The policy's `update_curr` does something ([`Policy::charges_runtime`]): only then is it
+    /// called when the machine charges a running task.
+    charges_runtime: bool,
     /// The loopback transmit lock ([`CostModel::net_lock`]).
     net_lock: KernelSpinLock,
     /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
@@ -726,6 +729,7 @@ impl<'a> Machine<'a> {
         let rq_locks = vec![KernelSpinLock::default(); setup.cpus];
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
         let picks_scan = policy.picks_scan();
+        let charges_runtime = policy.charges_runtime();
         let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
         let cpus = (0..setup.cpus)
             .map(|_| Cpu {
@@ -783,6 +787,7 @@ impl<'a> Machine<'a> {
             rq_locks,
             rq_lock_per_cpu,
             picks_scan,
+            charges_runtime,
             net_lock: KernelSpinLock::default(),
             net,
             tcp: plan.transport == Transport::Tcp,
@@ -917,8 +922,8 @@ impl<'a> Machine<'a> {
                 Event::BurstDone { cpu, gen } => {
                     if gen == self.cpus[cpu].gen {
                         progress_at = n;
-                        self.account(cpu);
                         let t = self.view.curr[cpu].expect("a burst runs a task");
+                        self.account_curr(cpu, t);
                         self.step(cpu, t);
                     }
                 }
@@ -947,8 +952,9 @@ impl<'a> Machine<'a> {
                     self.device_interrupt(task);
                 }
             }
-            if let Some(e) = self.failure.take() {
-                return Err(e);
+            // Asked before it is taken: a `take` wrote the field back at every event.
+            if self.failure.is_some() {
+                return Err(self.failure.take().expect("a failure"));
             }
         }
         Ok(())

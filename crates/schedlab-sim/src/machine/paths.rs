@@ -12,6 +12,12 @@ use schedlab_workload::timeline::TaskState;
 impl Machine<'_> {
     /// The running task `t` stays runnable but leaves the CPU (preempted or yielding).
     pub(super) fn reschedule(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
+        self.reschedule_inline(cpu, t, kind);
+    }
+
+    /// [`Machine::reschedule`], inlined where a yield switches.
+    #[inline(always)]
+    pub(super) fn reschedule_inline(&mut self, cpu: CpuId, t: TaskId, kind: PutPrevKind) {
         self.policy.put_prev_task(&self.view, cpu, t, kind);
         self.tasks[t].state = State::Queued;
         self.view.curr[cpu] = None;
@@ -111,6 +117,7 @@ impl Machine<'_> {
         task.state = State::Running(cpu);
         task.last_ran = Some(cpu);
         task.remaining += cost;
+        let burst = task.remaining;
         self.view.curr[cpu] = Some(n);
         self.timeline_event(n, cpu, TaskState::Running);
         let c = &mut self.cpus[cpu];
@@ -144,7 +151,7 @@ impl Machine<'_> {
             }
             self.exec.prefetch_place(after);
         }
-        self.run_burst(cpu);
+        self.start_burst(cpu, burst);
         Some(n)
     }
 

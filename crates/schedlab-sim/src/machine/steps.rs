@@ -22,7 +22,15 @@ impl Machine<'_> {
     /// Start (or restart) the burst of the running task of `cpu`.
     pub(super) fn run_burst(&mut self, cpu: CpuId) {
         let t = self.view.curr[cpu].expect("running task");
-        let at = self.view.now + self.tasks[t].remaining;
+        self.start_burst(cpu, self.tasks[t].remaining);
+    }
+
+    /// [`Machine::run_burst`] when the caller has the running task's remaining work, `len`
+    /// ns, at hand: every yield and switch starts one, and a call (its prologue, the lookup of
+    /// the task again) was a third of the push's instructions.
+    #[inline(always)]
+    pub(super) fn start_burst(&mut self, cpu: CpuId, len: u64) {
+        let at = self.view.now + len;
         let c = &mut self.cpus[cpu];
         c.gen += 1;
         let gen = c.gen;
@@ -36,11 +44,14 @@ impl Machine<'_> {
         loop {
             let task = &self.tasks[t];
             // The commonest effect, the body's next call, without step_effect's frame (which
-            // all the other arms make large).
-            let going_on = if matches!(task.then, Effect::Resume) && task.kthread.is_none() {
-                self.poll(cpu, t) && self.effect_done(cpu, t)
-            } else {
-                self.step_effect(cpu, t)
+            // all the other arms make large); and a yield's, every other event of a yield
+            // storm.
+            let going_on = match task.then {
+                Effect::Resume if task.kthread.is_none() => {
+                    self.poll(cpu, t) && self.effect_done(cpu, t)
+                }
+                Effect::Yield => self.sched_yield(cpu, t),
+                _ => self.step_effect(cpu, t),
             };
             if !going_on {
                 return;
@@ -56,11 +67,25 @@ impl Machine<'_> {
             self.preempt(cpu);
             return false;
         }
-        if self.tasks[t].remaining > 0 {
-            self.run_burst(cpu);
+        let remaining = self.tasks[t].remaining;
+        if remaining > 0 {
+            self.start_burst(cpu, remaining);
             return false;
         }
         true
+    }
+
+    /// The effect of task `t`'s `sched_yield` on `cpu` (`do_sched_yield`): the policy's
+    /// `yield_task`, and a switch if it asks for one. Returns whether the task is still on
+    /// `cpu` with no CPU work to do, as [`Machine::step_effect`] does.
+    #[inline(always)]
+    fn sched_yield(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        self.tasks[t].then = Effect::Resume;
+        if self.policy.yield_task(&self.view, cpu, t) {
+            self.reschedule_inline(cpu, t, PutPrevKind::Yielded);
+            return false;
+        }
+        self.effect_done(cpu, t)
     }
 
     /// One turn of [`Machine::step`]: apply task `t`'s pending effect. Returns whether the
@@ -190,12 +215,7 @@ impl Machine<'_> {
                     return false;
                 }
             }
-            Effect::Yield => {
-                if self.policy.yield_task(&self.view, cpu, t) {
-                    self.reschedule(cpu, t, PutPrevKind::Yielded);
-                    return false;
-                }
-            }
+            Effect::Yield => return self.sched_yield(cpu, t),
             Effect::Lock(l) | Effect::OnCond(_, l) => {
                 let now = self.view.now;
                 let lock = &mut self.locks[l];
@@ -315,13 +335,44 @@ impl Machine<'_> {
 
     /// Poll task `t`'s body and turn its next request into a burst and an effect. Returns false
     /// if the body finished (or failed).
+    ///
+    /// Inlined into the step loop with the common case, a body that asks for something next
+    /// and released no lock, and of the requests the yield's: a call was a prologue, an
+    /// epilogue and a jump through the whole request table ([`Machine::start_request`]).
+    #[inline(always)]
     pub(super) fn poll(&mut self, cpu: CpuId, t: TaskId) -> bool {
         // `shared` outlives the machine's borrow: one bounds check for the whole hand-over.
         let shared = self.shared;
         let call = &shared.calls[t];
         call.done.set(true);
         let finished = self.exec.poll(t);
-        if call.unlocked.replace(false) {
+        if finished.is_some() || call.unlocked.get() {
+            return self.poll_ended(cpu, t, finished);
+        }
+        let Some(op) = call.request.take() else {
+            return self.not_a_request(cpu, t);
+        };
+        if op == Op::Yield {
+            let syscall = self.jittered(self.hot.syscall);
+            let task = &mut self.tasks[t];
+            task.then = Effect::Yield;
+            task.remaining += syscall;
+            return true;
+        }
+        self.start_request(cpu, t, op)
+    }
+
+    /// [`Machine::poll`] of a body that released locks or finished (with `finished`, its
+    /// output): the unlocks, then its end or its next request.
+    #[inline(never)]
+    fn poll_ended(
+        &mut self,
+        cpu: CpuId,
+        t: TaskId,
+        finished: Option<Result<(), WorkloadError>>,
+    ) -> bool {
+        let shared = self.shared;
+        if shared.calls[t].unlocked.replace(false) {
             let mut unlocks = std::mem::take(&mut shared.slots[t].borrow_mut().unlocks);
             for &l in &unlocks {
                 self.unlock(cpu, t, l);
@@ -350,16 +401,32 @@ impl Machine<'_> {
             self.exit(cpu, t);
             return false;
         }
-        let Some(op) = call.request.take() else {
-            self.failure = Some(SimError::Task {
-                task: t,
-                error: WorkloadError::Backend(
-                    "the body awaited a future that is not a simulator context call".into(),
-                ),
-            });
-            self.exit(cpu, t);
-            return false;
-        };
+        match shared.calls[t].request.take() {
+            Some(op) => self.start_request(cpu, t, op),
+            None => self.not_a_request(cpu, t),
+        }
+    }
+
+    /// The body of task `t` suspended without a request: it awaited a future of another
+    /// runtime. The run fails.
+    #[cold]
+    #[inline(never)]
+    fn not_a_request(&mut self, cpu: CpuId, t: TaskId) -> bool {
+        self.failure = Some(SimError::Task {
+            task: t,
+            error: WorkloadError::Backend(
+                "the body awaited a future that is not a simulator context call".into(),
+            ),
+        });
+        self.exit(cpu, t);
+        false
+    }
+
+    /// Turn task `t`'s request `op` into a burst and an effect (every request but a yield,
+    /// which [`Machine::poll`] starts itself, the same way). Returns false if the request names
+    /// an object the plan lacks (the run fails).
+    #[inline(never)]
+    fn start_request(&mut self, cpu: CpuId, t: TaskId, op: Op) -> bool {
         if let Some(error) = self.missing_object(op) {
             self.failure = Some(SimError::Task { task: t, error });
             self.exit(cpu, t);

@@ -796,6 +796,10 @@ impl<L: RunList> Policy for Sched24<L> {
 
     fn update_curr(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _delta_ns: u64) {}
 
+    fn charges_runtime(&self) -> bool {
+        false
+    }
+
     fn task_tick(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId) -> bool {
         // update_process_times: every policy's counter runs down, SCHED_FIFO's too.
         let t = &mut self.tasks[task];

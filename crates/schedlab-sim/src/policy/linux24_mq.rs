@@ -1021,6 +1021,10 @@ impl Policy for Linux24Mq {
 
     fn update_curr(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _delta_ns: u64) {}
 
+    fn charges_runtime(&self) -> bool {
+        false
+    }
+
     fn task_tick(&mut self, _m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
         let t = &mut self.tasks[task];
         t.counter -= 1;

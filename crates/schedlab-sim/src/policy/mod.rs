@@ -263,8 +263,16 @@ pub trait Policy {
     fn put_prev_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: PutPrevKind);
 
     /// Charge `delta_ns` of CPU time just consumed by `task`, current on `cpu` (`update_curr`).
-    /// Called before every other hook that concerns the current task.
+    /// Called before every other hook that concerns the current task, if
+    /// [`Policy::charges_runtime`] says so.
     fn update_curr(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, delta_ns: u64);
+
+    /// Whether [`Policy::update_curr`] does anything: a policy whose `update_curr` is empty
+    /// (it charges CPU time at the tick, or not at all) says false, and the machine, which
+    /// asks once at the start of a run, then makes no call at every burst's end. Default true.
+    fn charges_runtime(&self) -> bool {
+        true
+    }
 
     /// Timer tick on `cpu` while `task` runs (`task_tick`); true asks for a reschedule.
     fn task_tick(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool;

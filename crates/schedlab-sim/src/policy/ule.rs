@@ -886,6 +886,10 @@ impl Policy for Ule {
 
     fn update_curr(&mut self, _m: &MachineView, _cpu: CpuId, _task: TaskId, _delta_ns: u64) {}
 
+    fn charges_runtime(&self) -> bool {
+        false
+    }
+
     fn task_tick(&mut self, m: &MachineView, cpu: CpuId, task: TaskId) -> bool {
         self.ensure(m);
         let now = self.ticks(m.now);
