@@ -56,9 +56,32 @@ fn key_before(deadline_a: u64, id_a: Id, deadline_b: u64, id_b: Id) -> bool {
     (d < 0) | ((d == 0) & (id_a < id_b))
 }
 
-/// The smaller of two vruntimes in wrapping virtual time.
-#[inline]
+/// The smaller of two vruntimes in wrapping virtual time, chosen without a branch.
+///
+/// Which is smaller is data (the minimum of a leaf, taken again when its smallest entry
+/// leaves), and LLVM's x86 cmov conversion turns the select into a jump in a loop-carried fold
+/// (see `engine::lesser`), so on x86-64 it is a compare and a conditional move written out.
+#[inline(always)]
+#[allow(unsafe_code)]
 fn vmin(a: u64, b: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut min = a;
+        // SAFETY: arithmetic on registers only (`options(pure, nomem, nostack)`): b − a sets
+        // the sign flag as `vdiff(b, a) < 0`, and b is moved over a if so.
+        unsafe {
+            core::arch::asm!(
+                "cmp {b}, {a}",
+                "cmovs {min}, {b}",
+                a = in(reg) a,
+                b = in(reg) b,
+                min = inout(reg) min,
+                options(pure, nomem, nostack),
+            );
+        }
+        min
+    }
+    #[cfg(not(target_arch = "x86_64"))]
     if vdiff(b, a) < 0 {
         b
     } else {
