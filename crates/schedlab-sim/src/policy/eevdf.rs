@@ -150,7 +150,8 @@ struct Rq {
     resched: bool,
     /// The task `put_prev_task` just put back (still `cfs_rq->curr` at the kernel's pick).
     prev: Option<TaskId>,
-    /// The entity after the last pick in deadline order (`next_task_hint`).
+    /// The entity after the last pick in deadline order (`next_task_hint`; from
+    /// [`HINT_MIN_TASKS`] tasks on, else `None`).
     hint: Option<TaskId>,
     next_balance: u64,
     next_kick: u64,
@@ -204,13 +205,15 @@ fn enqueue_into(forest: &mut Forest, rq: &mut Rq, se: &Se, t: TaskId) {
 }
 
 /// `__dequeue_entity` of `se` (task `t`) from `rq`, which the caller has at hand, at `slot` if
-/// the pick just found it there. Returns the entity after `t` in deadline order.
+/// the pick just found it there. Returns the entity after `t` in deadline order if `follower`
+/// (else `None`: a removal at a slot then reads nothing for it).
 fn dequeue_from(
     forest: &mut Forest,
     rq: &mut Rq,
     se: &Se,
     t: TaskId,
     slot: Option<Slot>,
+    follower: bool,
 ) -> Option<TaskId> {
     debug_assert_eq!(
         forest.entry(t as Id),
@@ -219,7 +222,11 @@ fn dequeue_from(
     );
     let (w, v) = (se.weight, se.vruntime);
     let after = match slot {
-        Some(slot) => forest.remove_at(&mut rq.tree, t as Id, slot),
+        Some(slot) if follower => forest.remove_at(&mut rq.tree, t as Id, slot),
+        Some(slot) => {
+            forest.take_at(&mut rq.tree, t as Id, slot);
+            None
+        }
         None => forest.remove(&mut rq.tree, t as Id),
     };
     let key = vdiff(v, rq.min_vruntime);
@@ -312,7 +319,14 @@ impl Eevdf {
     /// `__dequeue_entity`. Returns the entity after `t` in deadline order.
     #[inline]
     fn dequeue_tree(&mut self, cpu: CpuId, t: TaskId) -> Option<TaskId> {
-        dequeue_from(&mut self.forest, &mut self.rqs[cpu], &self.se[t], t, None)
+        dequeue_from(
+            &mut self.forest,
+            &mut self.rqs[cpu],
+            &self.se[t],
+            t,
+            None,
+            true,
+        )
     }
 
     // ---- virtual time ----
@@ -921,9 +935,11 @@ impl Policy for Eevdf {
         rq.resched = false;
         rq.hint = None;
         let (t, slot) = picked?;
-        // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY.
+        // set_next_entity: out of the tree, stash the deadline for RUN_TO_PARITY; the entity
+        // after it is kept only for `next_task_hint` to give.
+        let hints = self.se.len() >= HINT_MIN_TASKS;
         let se = &mut self.se[t];
-        rq.hint = dequeue_from(&mut self.forest, rq, se, t, slot);
+        rq.hint = dequeue_from(&mut self.forest, rq, se, t, slot, hints);
         rq.curr = Some(t);
         se.state = State::Current;
         se.prot = se.deadline;
@@ -1524,23 +1540,36 @@ mod tests {
         assert_ne!(pick(&mut p, &mut b), a, "the other task runs");
     }
 
-    /// The guess kept for `next_task_hint` is the entity after the pick in deadline order: in a
-    /// round of equal tasks that yield, the next pick. With this few tasks none is given.
+    /// The guess `next_task_hint` gives is the entity after the pick in deadline order: in a
+    /// round of equal tasks that yield, the next pick. It is kept from [`HINT_MIN_TASKS`] tasks
+    /// on (here four run on CPU 0 and the others sleep); with fewer, none.
     #[test]
     fn hint_is_the_entity_after_the_pick() {
-        let mut b = Bench::new(8, 250);
-        let mut p = policy("eevdf");
-        spawn(&mut p, &mut b, &[other(0), other(0), other(0), other(0)]);
-        let mut t = pick(&mut p, &mut b);
-        for _ in 0..12 {
-            let hint = p.rqs[0].hint.expect("three others queued");
-            assert_ne!(hint, t);
-            assert_eq!(p.next_task_hint(0), None, "below HINT_MIN_TASKS");
-            run(&mut p, &mut b, t, 100 * US);
-            p.yield_task(&b.view(), 0, t);
-            put(&mut p, &mut b, t);
-            t = pick(&mut p, &mut b);
-            assert_eq!(t, hint, "the guess was the next pick");
+        for sleepers in [0, HINT_MIN_TASKS - 4] {
+            let mut b = Bench::new(8, 250);
+            let mut p = policy("eevdf");
+            spawn(&mut p, &mut b, &[other(0), other(0), other(0), other(0)]);
+            for id in 4..4 + sleepers {
+                p.task_new(&b.view(), &setup(id, b.ncpus, other(0)));
+            }
+            let mut t = pick(&mut p, &mut b);
+            for _ in 0..12 {
+                let hint = p.next_task_hint(0);
+                assert_eq!(hint, p.rqs[0].hint);
+                if sleepers == 0 {
+                    assert_eq!(hint, None, "below HINT_MIN_TASKS");
+                }
+                run(&mut p, &mut b, t, 100 * US);
+                p.yield_task(&b.view(), 0, t);
+                put(&mut p, &mut b, t);
+                let next = pick(&mut p, &mut b);
+                if sleepers > 0 {
+                    let hint = hint.expect("three others queued");
+                    assert_ne!(hint, t);
+                    assert_eq!(next, hint, "the guess was the next pick");
+                }
+                t = next;
+            }
         }
     }
 
