@@ -35,9 +35,12 @@ const NONE: u32 = u32::MAX;
 /// Entities in a leaf. Leaves are only freed when empty, so in a long queue they run about
 /// half full: with 16, 255 entities (the yield storm's 2048 tasks on 8 CPUs) took some 27
 /// leaves and two levels of inner nodes, and the pick's scan of each level's minima, whose end
-/// is data, mispredicted; with 64 the leaves hang from the root (callgrind: 1,129.6 M → 1,112.6
-/// M instructions, 5.44 M → 3.69 M mispredicted branches; user time about 0.95x).
-pub(in crate::policy) const LEAF_CAP: usize = 64;
+/// is data, mispredicted. Larger leaves are shallower trees but longer shifts on an insert into
+/// a leaf's middle, and the two cases pull apart (alternating timings, events/s): the storm
+/// on 8 CPUs 16: 10.4 M, 32: 10.65 M, 64: 10.9 M; 100,000 tasks on 1,024 CPUs (98 a queue),
+/// steady, 16: 5.68 M, 32: 5.43 M, 64: 5.36 M. 32 keeps both above their goals with the most
+/// room.
+pub(in crate::policy) const LEAF_CAP: usize = 32;
 
 /// Children of an inner node.
 pub(in crate::policy) const FANOUT: usize = 16;
