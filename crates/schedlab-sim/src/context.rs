@@ -6,6 +6,7 @@ use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, SemaphoreId,
     TaskRef, WorkloadError,
 };
+use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
@@ -82,7 +83,7 @@ pub struct Slot {
     /// The positions in `pollset` of the channels the last readiness wait found readable.
     pub ready: Vec<usize>,
     /// Samples recorded by the body, by metric.
-    pub samples: Vec<(&'static str, Vec<f64>)>,
+    pub samples: Vec<(Cow<'static, str>, Vec<f64>)>,
     /// Locks released since the machine last looked.
     pub unlocks: Vec<usize>,
     /// The task the last spawn started, or why it could not.
@@ -199,10 +200,14 @@ impl Future for RecvInto<'_, '_> {
 /// Add `value` to the samples of `metric` in `samples`, which gains an entry for it if it had
 /// none.
 #[inline(never)]
-fn record_by_name(samples: &mut Vec<(&'static str, Vec<f64>)>, metric: &'static str, value: f64) {
+fn record_by_name(
+    samples: &mut Vec<(Cow<'static, str>, Vec<f64>)>,
+    metric: &'static str,
+    value: f64,
+) {
     match samples.iter_mut().find(|(m, _)| *m == metric) {
         Some((_, v)) => v.push(value),
-        None => samples.push((metric, vec![value])),
+        None => samples.push((Cow::Borrowed(metric), vec![value])),
     }
 }
 
@@ -348,7 +353,7 @@ impl Context for SimContext<'_> {
         let mut slot = self.slot();
         // A body records one metric many times in a row (a sample per message): the last one
         // recorded, known by its address, is found before the names are compared.
-        if let Some((m, v)) = slot.samples.last_mut() {
+        if let Some((Cow::Borrowed(m), v)) = slot.samples.last_mut() {
             if std::ptr::eq(*m, metric) {
                 v.push(value);
                 return;

@@ -251,7 +251,7 @@ impl Machine<'_> {
             .iter()
             .enumerate()
             .map(|(i, t)| TaskOutcome {
-                samples: Samples::from_static(std::mem::take(
+                samples: Samples::from_list(std::mem::take(
                     &mut self.shared.slots[i].borrow_mut().samples,
                 )),
                 cpu_time: Duration::from_nanos(t.cpu_ns),
