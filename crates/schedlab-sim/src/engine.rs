@@ -205,11 +205,7 @@ impl<E> EventQueue<E> {
         tree[i] = min as u64;
         tree[TREE_NODES + i] = (min >> 64) as u64;
         while i > 1 {
-            let j = (i ^ 1) & mask;
-            min = lesser(
-                (u128::from(tree[TREE_NODES + j]) << 64) | u128::from(tree[j]),
-                min,
-            );
+            min = lesser(node_key(tree, i ^ 1), min);
             i = (i >> 1) & mask;
             tree[i] = min as u64;
             tree[TREE_NODES + i] = (min >> 64) as u64;
