@@ -70,34 +70,35 @@ fn map_large_blocks_alone() {
     }
 }
 
+/// A block of `size` bytes from `allocate` (a call to `System`), marked for huge pages if it is
+/// [`MIN_BLOCK`] or more (glibc having been told to map such blocks alone first).
+#[inline(always)]
+fn marked_if_large(size: usize, allocate: impl FnOnce() -> *mut u8) -> *mut u8 {
+    if size < MIN_BLOCK {
+        return allocate();
+    }
+    map_large_blocks_alone();
+    let p = allocate();
+    if !p.is_null() {
+        advise(p, size);
+    }
+    p
+}
+
 // SAFETY: every call is passed to `System` unchanged; the only addition is advice on the
 // memory `System` returned, which neither frees, moves nor writes it.
 #[allow(unsafe_code)]
 unsafe impl GlobalAlloc for HugePageHint {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= MIN_BLOCK {
-            map_large_blocks_alone();
-        }
         // SAFETY: the caller's contract for `alloc` is `System.alloc`'s.
-        let p = unsafe { System.alloc(layout) };
-        if layout.size() >= MIN_BLOCK && !p.is_null() {
-            advise(p, layout.size());
-        }
-        p
+        marked_if_large(layout.size(), || unsafe { System.alloc(layout) })
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if layout.size() >= MIN_BLOCK {
-            map_large_blocks_alone();
-        }
         // SAFETY: as `alloc`.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if layout.size() >= MIN_BLOCK && !p.is_null() {
-            advise(p, layout.size());
-        }
-        p
+        marked_if_large(layout.size(), || unsafe { System.alloc_zeroed(layout) })
     }
 
     #[inline]

@@ -1044,10 +1044,9 @@ mod tests {
         x ^ (x >> 31)
     }
 
-    /// Random inserts and removals (deadlines around `base`, with ties), checking the order,
-    /// the minima, the leftmost and the eligible pick against the model after every step.
-    /// Random insertions, removals and picks of entities `0..ids` checked against the model;
-    /// returns the greatest height the tree reached.
+    /// Random inserts, removals and picks of entities `0..ids` (deadlines around `base`, with
+    /// ties), checking the order, the minima, the leftmost and the eligible pick against the
+    /// model after every step; returns the greatest height the tree reached.
     fn random_ops(base: u64, ids: u32, steps: u64, seed: u64) -> u32 {
         let mut f = Forest::default();
         f.reserve_ids(ids as usize);
