@@ -376,7 +376,8 @@ pub struct Executor<'a, T> {
     future_bytes: usize,
 }
 
-/// The most lines of a future [`Executor::prefetch`] fetches.
+/// The most of a future [`Executor::prefetch`] fetches, in lines' worth of bytes (its first 256
+/// bytes, which fall in up to five lines).
 const PREFETCH_LINES: usize = 4;
 
 impl<'a, T> Executor<'a, T> {

@@ -50,7 +50,7 @@ fn each_line(bytes: usize, max_lines: usize, mut fetch: impl FnMut(usize)) {
     fetch(bytes - 1);
 }
 
-/// Prefetch the value `v` (its first `max_lines` lines).
+/// Prefetch the value `v` (the lines its first `max_lines` lines' worth of bytes fall in).
 #[inline(always)]
 pub fn value<T: ?Sized>(v: &T, max_lines: usize) {
     lines(v as *const T, std::mem::size_of_val(v), max_lines);
