@@ -11,6 +11,7 @@ use crate::error::ExperimentError;
 use crate::outdir::{Dropped, OutDir};
 use crate::settings::{Budget, Done, Settings};
 use crate::shard::{ShardError, ShardPlan};
+use schedlab_report::output::Stage;
 use schedlab_stats::{describe, metric_values};
 use schedlab_workload::record::{
     ConfigResult, GroupInfo, Interval, Repetition, RunRecord, ShardInfo, ToolInfo, SCHEMA_VERSION,
@@ -196,10 +197,11 @@ pub struct Sinks<'a> {
 }
 
 impl Sinks<'_> {
-    /// Write the record to every sink (each is tried even if another fails); the first error.
-    fn save(&self, record: &RunRecord) -> Result<(), ExperimentError> {
+    /// Write the record to every sink at `stage` (each is tried even if another fails); the
+    /// first error. Standard output, a device or a FIFO takes only the last write.
+    fn save(&self, record: &RunRecord, stage: Stage) -> Result<(), ExperimentError> {
         let json = self.json.map_or(Ok(()), |path| {
-            schedlab_report::export::write_json(record, path).map_err(|source| {
+            schedlab_report::export::write_json(record, path, stage).map_err(|source| {
                 ExperimentError::Write {
                     path: path.to_path_buf(),
                     source,
@@ -209,7 +211,7 @@ impl Sinks<'_> {
         let out = self.out.map_or(Ok(()), |out| out.save(record));
         let exports = self.exports.map_or(Ok(()), |exports| {
             exports
-                .write(record)
+                .write(record, stage)
                 .map_err(|(path, source)| ExperimentError::Write { path, source })
         });
         json.and(out).and(exports)
@@ -227,9 +229,9 @@ fn write_timeline_events(
     let path = dir.join(format!("C{config}-R{index}.txt"));
     let write = || -> std::io::Result<()> {
         std::fs::create_dir_all(dir)?;
-        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        tl.write_events(&mut out)?;
-        std::io::Write::flush(&mut out)
+        let mut events = Vec::new();
+        tl.write_events(&mut events)?;
+        schedlab_report::output::write(&path, &events)
     };
     write().map_err(|source| ExperimentError::Write { path, source })
 }
@@ -455,10 +457,11 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         Ok(())
     }
 
-    /// Save the record; if it cannot be written, stop with the record kept in the error.
-    fn save(&mut self) -> Result<(), ExperimentError> {
+    /// Save the record at `stage`; if it cannot be written, stop with the record kept in the
+    /// error.
+    fn save(&mut self, stage: Stage) -> Result<(), ExperimentError> {
         self.sinks
-            .save(&self.record)
+            .save(&self.record, stage)
             .map_err(|e| ExperimentError::Unsaved {
                 source: Box::new(e),
                 record: Box::new(std::mem::take(&mut self.record)),
@@ -524,7 +527,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             Ok(output) => output,
             Err(RepError::Interrupted) => return Ok(Step::Interrupted),
             Err(e) => {
-                let saved = self.sinks.save(&self.record);
+                let saved = self.sinks.save(&self.record, Stage::Last);
                 let mut failed = self.failed(i, e);
                 if let (Err(w), ExperimentError::Repetition { message, .. }) = (saved, &mut failed)
                 {
@@ -557,7 +560,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             self.finished[i] = true;
             self.record.configs[i].converged = done.converged();
         }
-        self.save()?;
+        self.save(Stage::Progress)?;
         Ok(Step::Ran)
     }
 
@@ -669,7 +672,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     /// Mark the record interrupted and save it.
     fn interrupted(mut self) -> Result<(RunEnd, RunRecord), ExperimentError> {
         self.record.interrupted = true;
-        self.save()?;
+        self.save(Stage::Last)?;
         Ok((RunEnd::Interrupted, self.record))
     }
 }
@@ -725,7 +728,7 @@ pub fn measure<W: Workload, B: Backend>(
     m.start(backend, progress)?;
     if m.plan.is_some() {
         // A shard's directory names it from the start, even before its first repetition.
-        m.save()?;
+        m.save(Stage::Progress)?;
     }
     if let Step::Interrupted = m.warm_up(backend, progress)? {
         return m.interrupted();
@@ -733,5 +736,8 @@ pub fn measure<W: Workload, B: Backend>(
     if let Step::Interrupted = m.rounds(backend, progress)? {
         return m.interrupted();
     }
+    // Standard output, a device or a FIFO gets the record now; files have it already, and are
+    // rewritten with the same bytes.
+    m.save(Stage::Last)?;
     Ok((RunEnd::Complete, m.record))
 }

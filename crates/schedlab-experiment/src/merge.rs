@@ -501,8 +501,13 @@ fn write(record: &RunRecord, out: &Path) -> Result<(), MergeError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .ok_or_else(|| fail("names no directory".into()))?;
-    let temp = parent(out).join(format!(".{name}.merging-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&temp);
+    // A new directory with a random name, made exclusively: nothing planted at a predictable
+    // name is followed or removed.
+    let temp = tempfile::Builder::new()
+        .prefix(&format!(".{name}.merging-"))
+        .tempdir_in(parent(out))
+        .map_err(|e| fail(format!("cannot make a directory beside it: {e}")))?
+        .keep();
     let written = OutDir::new(&temp)
         .and_then(|dir| dir.save(record))
         .map_err(|e| fail(e.to_string()))

@@ -242,7 +242,7 @@ impl OutDir {
     /// Write the whole sweep and each configuration's own record.
     pub fn save(&self, record: &RunRecord) -> Result<(), ExperimentError> {
         let write = |r: &RunRecord, path: PathBuf| {
-            schedlab_report::export::write_json(r, &path)
+            schedlab_report::export::write_json(r, &path, schedlab_report::output::Stage::Progress)
                 .map_err(|source| ExperimentError::Write { path, source })
         };
         write(record, self.sweep_path())?;

@@ -228,10 +228,12 @@ fn save(settings: &Settings, record: &RunRecord) -> Result<(), ExperimentError> 
     let Some(path) = &settings.json else {
         return Ok(());
     };
-    schedlab_report::export::write_json(record, path).map_err(|source| ExperimentError::Write {
-        path: path.clone(),
-        source,
-    })
+    schedlab_report::export::write_json(record, path, schedlab_report::output::Stage::Last).map_err(
+        |source| ExperimentError::Write {
+            path: path.clone(),
+            source,
+        },
+    )
 }
 
 #[cfg(test)]

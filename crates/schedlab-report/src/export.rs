@@ -1,8 +1,9 @@
-//! Writing result records to files, atomically (write to a temporary name, then rename), so an
-//! interrupted run never leaves a half-written record: the record itself as JSON, and its
-//! summary in other formats through one [`Exporter`] trait (hyperfine's exporters: one module per
-//! format, [`crate::export_csv`] and [`crate::markdown`]), listed in an [`Exports`].
+//! Writing result records through [`crate::output`] (atomically, so an interrupted run never
+//! leaves a half-written record): the record itself as JSON, and its summary in other formats
+//! through one [`Exporter`] trait (hyperfine's exporters: one module per format,
+//! [`crate::export_csv`] and [`crate::markdown`]), listed in an [`Exports`].
 
+use crate::output::{self, Stage};
 use crate::sweep::key_value;
 use schedlab_workload::record::{Better, RecordError, RunRecord};
 use std::io;
@@ -32,29 +33,20 @@ impl Exports {
         self.files.is_empty()
     }
 
-    /// Write every file (each is tried even if another fails); the first failure, with its
-    /// path.
-    pub fn write(&self, record: &RunRecord) -> Result<(), (PathBuf, io::Error)> {
+    /// Write every file at `stage` (each is tried even if another fails); the first failure,
+    /// with its path.
+    pub fn write(&self, record: &RunRecord, stage: Stage) -> Result<(), (PathBuf, io::Error)> {
         let mut first = Ok(());
         for (path, exporter) in &self.files {
             let written = exporter
                 .serialize(record)
-                .and_then(|bytes| write_atomically(path, &bytes));
+                .and_then(|bytes| output::write_stage(path, &bytes, stage));
             if let (Err(e), Ok(())) = (written, &first) {
                 first = Err((path.clone(), e));
             }
         }
         first
     }
-}
-
-/// Write `bytes` to `path` through a temporary file beside it (`PATH.tmp`), renamed over it.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path)
 }
 
 /// One row of an exported summary: one metric of one configuration, with the same numbers as
@@ -121,9 +113,9 @@ pub fn summary_rows(record: &RunRecord, keys: &[String]) -> Vec<SummaryRow> {
     rows
 }
 
-/// Write `record` as JSON to `path`.
-pub fn write_json(record: &RunRecord, path: &Path) -> io::Result<()> {
-    write_atomically(path, record.to_json().as_bytes())
+/// Write `record` as JSON to output `path` at `stage` (see [`output::write_stage`]).
+pub fn write_json(record: &RunRecord, path: &Path, stage: Stage) -> io::Result<()> {
+    output::write_stage(path, record.to_json().as_bytes(), stage)
 }
 
 /// Why a record file cannot be read; each names the file.
@@ -255,7 +247,9 @@ pub(crate) mod tests {
             good.clone(),
             Box::new(crate::export_csv::CsvExporter { keys: vec![] }),
         );
-        let (path, _) = exports.write(&two_configurations()).unwrap_err();
+        let (path, _) = exports
+            .write(&two_configurations(), Stage::Last)
+            .unwrap_err();
         assert_eq!(path, bad);
         // The other file is still written, and no temporary file is left.
         assert!(std::fs::read_to_string(&good)

@@ -12,16 +12,16 @@
 //! by plotters are escaped by its SVG backend, the strip plots here by [`escape`].
 //!
 //! [`write_report`] checks the output path before reading anything, reads every record before
-//! writing anything, and writes the file under a temporary name in the output's directory, then
-//! renames it: a failed report leaves no file behind.
+//! writing anything, and writes through [`crate::output`] (a temporary name in the output's
+//! directory, renamed): a failed report leaves no file behind.
 
 use crate::export::{read_json, ReadError};
+use crate::output;
 use crate::plot::{is_numeric_key, metric_chart_svg};
 use crate::table::num;
 use schedlab_stats::metric_values;
 use schedlab_workload::record::{ConfigResult, MetricDef, RunRecord};
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// A record and the file it was read from.
@@ -64,6 +64,9 @@ pub enum ReportError {
         /// Why.
         reason: String,
     },
+    /// The output is one of the records read.
+    #[error("{0}")]
+    Overlap(String),
 }
 
 /// What [`write_report`] wrote.
@@ -126,54 +129,31 @@ pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, ReportError> {
         .collect()
 }
 
-/// A temporary file beside `out`, proving that the report can be written there; refused when
-/// `out` is a directory or its directory does not exist or is not writable.
-fn prepare_output(out: &Path) -> Result<tempfile::NamedTempFile, ReportError> {
-    let refuse = |reason: String| ReportError::Output {
-        path: out.to_path_buf(),
-        reason,
-    };
-    if out.is_dir() {
-        return Err(refuse("it is a directory".into()));
-    }
-    let name = out
-        .file_name()
-        .ok_or_else(|| refuse("it names no file".into()))?;
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    if !dir.is_dir() {
-        return Err(refuse(format!("{} is not a directory", dir.display())));
-    }
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(".");
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    // Readable as any new file is (the umask applies), not only by its owner.
-    #[cfg(unix)]
-    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-    builder.tempfile_in(dir).map_err(|e| refuse(e.to_string()))
-}
-
-/// Make the report of the records `inputs` name (files or directories) at `out`. The output path
-/// is checked first, then every record is read; only then is the report rendered, written under
-/// a temporary name beside `out` and renamed to it.
+/// Make the report of the records `inputs` name (files or directories) at output `out` (a
+/// file, `-` for standard output, a device or FIFO; see [`crate::output`]). The output path is
+/// checked first, also against every record it would read, then every record is read; only
+/// then is the report rendered and written (atomically, for a file).
 pub fn write_report(inputs: &[PathBuf], out: &Path) -> Result<Written, ReportError> {
     if inputs.is_empty() {
         return Err(ReportError::NoInputs);
     }
-    let mut tmp = prepare_output(out)?;
-    let records = read_inputs(inputs)?;
-    let html = render(&records);
-    let failed = |e: std::io::Error| ReportError::Output {
+    let refuse = |reason: String| ReportError::Output {
         path: out.to_path_buf(),
-        reason: e.to_string(),
+        reason,
     };
-    tmp.write_all(html.as_bytes()).map_err(failed)?;
-    tmp.as_file().sync_all().map_err(failed)?;
-    tmp.persist(out).map_err(|e| failed(e.error))?;
+    let target = output::resolve(out).map_err(|e| refuse(e.reason))?;
+    let files = expand_inputs(inputs)?;
+    let named: Vec<(&str, &Path)> = files.iter().map(|f| ("a record", f.as_path())).collect();
+    output::refuse_inputs("-o", out, &target, &named).map_err(ReportError::Overlap)?;
+    let records = files
+        .into_iter()
+        .map(|path| {
+            let record = read_json(&path)?;
+            Ok(Input { path, record })
+        })
+        .collect::<Result<Vec<_>, ReportError>>()?;
+    let html = render(&records);
+    output::write_target(&target, html.as_bytes()).map_err(|e| refuse(e.to_string()))?;
     Ok(Written {
         records: records.len(),
         configs: records.iter().map(|i| i.record.configs.len()).sum(),
@@ -1207,10 +1187,14 @@ mod tests {
         std::fs::write(&good, record("").to_json()).unwrap();
         // The output is a directory, or in a directory that does not exist.
         let e = write_report(std::slice::from_ref(&good), dir.path()).unwrap_err();
-        assert!(e.to_string().contains("it is a directory"), "{e}");
+        assert!(e.to_string().contains("is a directory"), "{e}");
         let nowhere = dir.path().join("no/such/dir/r.html");
         let e = write_report(std::slice::from_ref(&good), &nowhere).unwrap_err();
-        assert!(e.to_string().contains("is not a directory"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("not a file in an existing directory"),
+            "{e}"
+        );
         // A file that is not a record: its name in the error, and no output.
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, "{\"not\": \"a record\"}").unwrap();

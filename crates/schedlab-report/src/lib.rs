@@ -11,6 +11,7 @@ pub mod html;
 pub mod interbench;
 pub mod markdown;
 pub mod ministat;
+pub mod output;
 pub mod palette;
 pub mod plot;
 pub mod search;

@@ -85,7 +85,7 @@ pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(
         },
         e => e,
     })?;
-    std::fs::write(path, svg).map_err(|e| PlotError::Draw {
+    crate::output::write(path, svg.as_bytes()).map_err(|e| PlotError::Draw {
         path: path.to_path_buf(),
         source: Box::new(e),
     })

@@ -218,7 +218,7 @@ pub fn write_timeline(record: &RunRecord, path: &Path) -> Result<(), PlotError> 
         },
         e => e,
     })?;
-    std::fs::write(path, svg).map_err(|e| PlotError::Draw {
+    crate::output::write(path, svg.as_bytes()).map_err(|e| PlotError::Draw {
         path: path.to_path_buf(),
         source: Box::new(e),
     })

@@ -4,10 +4,11 @@
 use schedlab_experiment::calibrate::{calibrate, CalibrateOptions};
 use schedlab_report::table::Table;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Run calibrate; the text to print.
-pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String> {
+/// Run calibrate; the text to print. An existing profile at `out` is replaced only with
+/// `force`.
+pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<String, String> {
     let base: &'static str = schedlab_sim::cost::PROFILES
         .iter()
         .find(|p| **p == base)
@@ -19,7 +20,7 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String
         })?;
     // Check the output path before measuring anything.
     if let Some(path) = out {
-        check_out(path)?;
+        check_out(path, force)?;
     }
     let stop = crate::execute::interrupt_flag()?;
     let dir = schedlab_real::tempdir::TempDir::new()
@@ -83,7 +84,8 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool) -> Result<String, String
         started.elapsed().as_secs_f64(),
         match out {
             Some(p) => {
-                file.write(p).map_err(|e| e.to_string())?;
+                schedlab_report::output::write(p, file.to_toml().as_bytes())
+                    .map_err(|e| format!("--out {}: {e}", p.display()))?;
                 format!(
                     "wrote {} (use it with --profile {})",
                     p.display(),
@@ -111,34 +113,17 @@ pub(crate) fn competing_warning(what: &str, before: Option<u64>) -> Option<Strin
     ))
 }
 
-/// The output file's directory must exist and the file be creatable.
-fn check_out(path: &Path) -> Result<(), String> {
-    if path.is_dir() {
-        return Err(format!(
-            "--out {}: is a directory; give a file name",
-            path.display()
-        ));
-    }
-    let dir: PathBuf = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.into(),
-        _ => ".".into(),
-    };
-    if !dir.is_dir() {
-        return Err(format!(
-            "--out {}: no directory {}",
-            path.display(),
-            dir.display()
-        ));
-    }
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| format!("--out {}: cannot write it: {e}", path.display()))?;
-    if !existed {
-        // Only a probe: an interrupted calibration leaves nothing behind.
-        let _ = std::fs::remove_file(path);
+/// The output must be writable ([`schedlab_report::output::resolve`]); an existing file is a
+/// profile somebody measured, replaced only with `--force`.
+fn check_out(path: &Path, force: bool) -> Result<(), String> {
+    let target = crate::execute::check_file_output("--out", path)?;
+    if let schedlab_report::output::Target::File(real) = &target {
+        if real.exists() && !force {
+            return Err(format!(
+                "--out {}: exists (a profile measured before?); add --force to replace it, or give another file name",
+                path.display()
+            ));
+        }
     }
     Ok(())
 }

@@ -81,6 +81,9 @@ pub enum Command {
         /// A few short samples per probe (seconds) instead of converging to ±2 %.
         #[arg(long)]
         quick: bool,
+        /// Replace the --out file if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Join the --out directories of a sharded sweep (`sweep --shard K/N`) into the records the
     /// unsharded sweep writes, after checking that they are every shard of one sweep, each once.

@@ -12,6 +12,7 @@ use schedlab_experiment::{
     ExperimentRequest, OutDir, RealBackend, RunEnd, Settings, SimBackend, SimMachine, SimRequest,
 };
 use schedlab_real::host;
+use schedlab_report::output;
 use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
 use schedlab_workload::record::RunRecord;
 use std::process::ExitCode;
@@ -57,7 +58,7 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     }
     let mut settings = settings(common)?;
     settings.shard = shard(common, check)?;
-    check_outputs(common)?;
+    check_outputs(&args)?;
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
@@ -231,8 +232,12 @@ fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Refuse output paths that cannot be written before anything runs.
-fn check_outputs(common: &CommonArgs) -> Result<(), String> {
+/// Refuse output paths that cannot be written before anything runs: each must be a file in an
+/// existing, writable directory, `-` (standard output, for one of them), a character device or
+/// a FIFO ([`schedlab_report::output`]); no two may name the same file, and none may name a
+/// file this command reads.
+fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
+    let common = &args.common;
     let files = [
         ("--json", &common.json),
         ("--plot", &common.plot),
@@ -241,16 +246,29 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         ("--wis-csv", &common.wis_csv),
         ("--timeline", &common.timeline),
     ];
-    for (i, (flag, path)) in files.iter().enumerate() {
-        if let Some(p) = path {
-            check_file_output(flag, p)?;
-            if let Some((other, _)) = files[..i].iter().find(|(_, q)| q.as_ref() == Some(p)) {
-                return Err(format!(
+    let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
+    if args.is_file {
+        inputs.push(("the workload file", std::path::Path::new(&args.workload)));
+    }
+    if let Some(p) = profile_file(common) {
+        inputs.push(("the --profile file", p));
+    }
+    let mut seen: Vec<(&str, output::Target)> = Vec::new();
+    for (flag, path) in files {
+        let Some(p) = path else { continue };
+        let target = check_file_output(flag, p)?;
+        if let Some((other, _)) = seen.iter().find(|(_, t)| *t == target) {
+            return Err(if target == output::Target::Stdout {
+                format!("{flag} -: {other} writes standard output too; only one output can be -")
+            } else {
+                format!(
                     "{flag} {}: {other} writes that file too; give each output its own file",
                     p.display()
-                ));
-            }
+                )
+            });
         }
+        output::refuse_inputs(flag, p, &target, &inputs)?;
+        seen.push((flag, target));
     }
     if let Some(p) = &common.timeline {
         if p.extension().is_none_or(|e| e != "svg") {
@@ -269,6 +287,9 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
         }
     }
     if let Some(d) = &common.out {
+        if d.as_os_str() == output::STDOUT {
+            return Err("--out -: --out names a directory (the sweep's records, one file per configuration); standard output cannot hold it — use --json - for the whole record".into());
+        }
         if d.exists() && !d.is_dir() {
             return Err(format!(
                 "--out {}: exists and is not a directory",
@@ -282,32 +303,51 @@ fn check_outputs(common: &CommonArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The `--profile` value when it names a file rather than a built-in profile.
+fn profile_file(common: &CommonArgs) -> Option<&std::path::Path> {
+    common
+        .profile
+        .as_deref()
+        .filter(|p| !schedlab_sim::cost::PROFILES.contains(p))
+        .map(std::path::Path::new)
+}
+
+/// Whether an output of this command is `-`, so that its text goes to standard error and
+/// standard output carries only that output.
+pub(crate) fn stdout_taken(common: &CommonArgs) -> bool {
+    [
+        &common.json,
+        &common.plot,
+        &common.csv,
+        &common.markdown,
+        &common.wis_csv,
+    ]
+    .iter()
+    .any(|p| {
+        p.as_deref()
+            .is_some_and(|p| p.as_os_str() == output::STDOUT)
+    })
+}
+
+/// Print a command's text: to standard output, or to standard error when an output (`-`)
+/// takes standard output.
+pub(crate) fn say(text: &str, stdout_taken: bool) {
+    if stdout_taken {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+}
+
 /// The directory beside `--timeline FILE.svg` for the exact events: `FILE.events`.
 pub(crate) fn timeline_events_dir(svg: &std::path::Path) -> std::path::PathBuf {
     svg.with_extension("events")
 }
 
-/// Refuse an output file (`flag`'s) that cannot be written: not a file in an existing,
-/// writable directory.
-pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<(), String> {
-    let parent = p
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."))
-        .to_path_buf();
-    if p.is_dir() || !parent.is_dir() {
-        return Err(format!(
-            "{flag} {}: not a file in an existing directory",
-            p.display()
-        ));
-    }
-    writable(&parent).map_err(|e| {
-        format!(
-            "{flag} {}: cannot write in {}: {e}",
-            p.display(),
-            parent.display()
-        )
-    })
+/// Check output `p` (`flag`'s) before anything runs ([`output::resolve`]): what it names, or
+/// an error naming the flag, the path and what is accepted.
+pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<output::Target, String> {
+    output::resolve(p).map_err(|e| format!("{flag} {e}"))
 }
 
 /// The summary's exports the options ask for (`--csv`, `--markdown`), with `keys` (the keys
@@ -502,7 +542,10 @@ impl Execute<'_> {
             Err(e) => return Err(render(&e)),
         };
         if let Some(plan) = &plan {
-            println!("{}", shard_done(&record, plan, self.common));
+            say(
+                &format!("{}\n", shard_done(&record, plan, self.common)),
+                stdout_taken(self.common),
+            );
             return Ok(end);
         }
         self.print(&record, &keys, &combinations);
@@ -573,23 +616,27 @@ impl Execute<'_> {
         );
         display.clear();
         let (end, record) = searched.map_err(|e| render(&e))?;
-        print!("{}", schedlab_report::search::search_table(&record));
+        say(
+            &schedlab_report::search::search_table(&record),
+            stdout_taken(self.common),
+        );
         Ok(end)
     }
 
     /// The summary of a run, or the table of a sweep.
     fn print(&self, record: &RunRecord, keys: &[String], combinations: &[String]) {
-        if !self.sweep {
-            print!("{}", schedlab_report::text::summary(record));
+        let mut text = if !self.sweep {
+            schedlab_report::text::summary(record)
         } else if record.workload == "interbench" {
-            print!("{}", interbench_tables(record, combinations));
+            interbench_tables(record, combinations)
         } else {
-            print!("{}", schedlab_report::sweep::table(record, keys));
-        }
+            schedlab_report::sweep::table(record, keys)
+        };
         if self.common.locks {
-            print!("{}", schedlab_report::text::lock_tables(record));
+            text.push_str(&schedlab_report::text::lock_tables(record));
         }
-        print!("{}", schedlab_report::timeline::timeline_text(record));
+        text.push_str(&schedlab_report::timeline::timeline_text(record));
+        say(&text, stdout_taken(self.common));
     }
 }
 

@@ -64,8 +64,17 @@ fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
             json,
             quick,
         } => validate::run(&profile, json.as_deref(), quick),
-        Command::Calibrate { out, base, quick } => {
-            print!("{}", calibrate::run(out.as_deref(), &base, quick)?);
+        Command::Calibrate {
+            out,
+            base,
+            quick,
+            force,
+        } => {
+            let taken = out
+                .as_deref()
+                .is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
+            let text = calibrate::run(out.as_deref(), &base, quick, force)?;
+            execute::say(&text, taken);
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare {

@@ -14,11 +14,26 @@ pub fn run(
     plot: Option<&Path>,
     timeline: Option<&Path>,
 ) -> Result<ExitCode, String> {
+    // What merge reads: every file of every shard's directory.
+    let read: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .collect();
+    let inputs: Vec<(&str, &Path)> = read
+        .iter()
+        .map(|p| ("a file of a shard", p.as_path()))
+        .collect();
+    if out.as_os_str() == schedlab_report::output::STDOUT {
+        return Err("-o -: merge writes a directory (sweep.json and a record per configuration); give a directory name".into());
+    }
     if let Some(p) = plot {
-        crate::execute::check_file_output("--plot", p)?;
+        let target = crate::execute::check_file_output("--plot", p)?;
+        schedlab_report::output::refuse_inputs("--plot", p, &target, &inputs)?;
     }
     if let Some(p) = timeline {
-        crate::execute::check_file_output("--timeline", p)?;
+        let target = crate::execute::check_file_output("--timeline", p)?;
+        schedlab_report::output::refuse_inputs("--timeline", p, &target, &inputs)?;
         if p.extension().is_none_or(|e| e != "svg") {
             return Err(format!(
                 "--timeline {}: accepted: a file name ending in .svg (the chart is SVG)",
@@ -51,13 +66,14 @@ pub fn run(
             }
         }
     }
+    let taken = plot.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
     if record.workload == "interbench" {
-        print!(
-            "{}",
-            crate::execute::interbench_tables(record, &interbench_combinations(record))
+        crate::execute::say(
+            &crate::execute::interbench_tables(record, &interbench_combinations(record)),
+            taken,
         );
     } else {
-        print!("{}", schedlab_report::sweep::table(record, &keys));
+        crate::execute::say(&schedlab_report::sweep::table(record, &keys), taken);
     }
     eprintln!(
         "wrote {}: {} configurations, {} repetitions, from {} shards",
@@ -66,7 +82,7 @@ pub fn run(
         merged.repetitions,
         merged.shards
     );
-    print!("{timeline_text}");
+    crate::execute::say(&timeline_text, taken);
     if let Some(p) = timeline {
         schedlab_report::timeline::write_timeline(record, p).map_err(|e| {
             format!(

@@ -4,6 +4,7 @@
 use schedlab_experiment::validate::{validate, Estimate, Row};
 use schedlab_experiment::RunEnd;
 use schedlab_report::table::{num, Table};
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -14,8 +15,13 @@ const GOAL_POINTS: f64 = 5.0;
 
 /// Run validate; prints as it goes.
 pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, String> {
+    let taken = json.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
     if let Some(p) = json {
-        crate::execute::check_file_output("--json", p)?;
+        let target = crate::execute::check_file_output("--json", p)?;
+        if !schedlab_sim::cost::PROFILES.contains(&profile) {
+            let input = [("the --profile file", Path::new(profile))];
+            schedlab_report::output::refuse_inputs("--json", p, &target, &input)?;
+        }
     }
     let stop = crate::execute::interrupt_flag()?;
     let competing_before = schedlab_real::procfs::competing_runnable();
@@ -33,11 +39,11 @@ pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, 
             error_text(row),
         ]);
     }
-    println!(
-        "validate: Linux {} against the simulator's {} on {} CPUs, profile {}, {} runs each",
+    let mut text = format!(
+        "validate: Linux {} against the simulator's {} on {} CPUs, profile {}, {} runs each\n",
         v.kernel, v.policy, v.cpus, v.profile, v.runs
     );
-    print!("{}", t.render());
+    text.push_str(&t.render());
     let judged: Vec<&Row> = v.rows.iter().filter(|r| r.error.is_some()).collect();
     let within = judged
         .iter()
@@ -50,19 +56,27 @@ pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, 
             }
         })
         .count();
-    println!(
+    let _ = writeln!(
+        text,
         "{within} of {} rows within ±{GOAL_PCT} % (times, rates) or ±{GOAL_POINTS} points (deadlines met)",
         judged.len()
     );
     if let Some(w) = crate::calibrate::competing_warning("the real runs", competing_before) {
-        println!("warning: {w}");
+        let _ = writeln!(text, "warning: {w}");
     }
     for row in v.rows.iter().filter(|r| r.note.is_some()) {
-        println!("{}: {}", row.name, row.note.as_deref().unwrap_or_default());
+        let _ = writeln!(
+            text,
+            "{}: {}",
+            row.name,
+            row.note.as_deref().unwrap_or_default()
+        );
     }
+    crate::execute::say(&text, taken);
     if let Some(p) = json {
-        let text = serde_json::to_string_pretty(&v).expect("a validation serializes");
-        std::fs::write(p, text + "\n").map_err(|e| format!("--json {}: {e}", p.display()))?;
+        let json = serde_json::to_string_pretty(&v).expect("a validation serializes") + "\n";
+        schedlab_report::output::write(p, json.as_bytes())
+            .map_err(|e| format!("--json {}: {e}", p.display()))?;
         eprintln!("wrote {}", p.display());
     }
     Ok(match end {
