@@ -90,14 +90,6 @@ pub enum ProfileFileError {
         /// The cost model's message.
         error: CostError,
     },
-    /// The file could not be written.
-    #[error("cannot write {}: {error}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// The I/O error.
-        error: std::io::Error,
-    },
 }
 
 impl ProfileFile {
@@ -134,17 +126,10 @@ impl ProfileFile {
         Ok(model)
     }
 
-    /// The file's text.
+    /// The file's text (`schedlab calibrate` writes it through the one output writer,
+    /// `schedlab_report::output`).
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a profile file serializes")
-    }
-
-    /// Write the file to `path`.
-    pub fn write(&self, path: &Path) -> Result<(), ProfileFileError> {
-        std::fs::write(path, self.to_toml()).map_err(|error| ProfileFileError::Write {
-            path: path.into(),
-            error,
-        })
     }
 }
 

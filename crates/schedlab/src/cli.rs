@@ -56,7 +56,8 @@ pub enum Command {
         /// directory); a directory stands for its *.json files.
         #[arg(required = true, value_name = "RECORD|DIR")]
         records: Vec<PathBuf>,
-        /// The HTML file to write (replaced only once the report is complete).
+        /// The HTML file to write (replaced only once the report is complete; `-` for standard
+        /// output).
         #[arg(short = 'o', long = "out", value_name = "FILE")]
         out: PathBuf,
     },
@@ -72,7 +73,8 @@ pub enum Command {
     /// Measure this machine's costs (system call, messages, copies, wakeups, switches, the
     /// device) and write them as a cost profile file for `--profile FILE`.
     Calibrate {
-        /// The profile file to write (TOML); without it the results are only printed.
+        /// The profile file to write (TOML; `-` for standard output); without it the results are
+        /// only printed. An existing file is replaced only with --force.
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
         /// The built-in profile whose values the keys calibrate cannot measure keep.
@@ -442,6 +444,7 @@ pub struct CommonArgs {
     #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = warmup_count)]
     pub warmup: usize,
     /// Write the result record (JSON) to this file; it is rewritten after every repetition.
+    /// `-` is standard output (written at the end; the text then goes to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the summary as CSV to this file (one row per configuration and metric: mean, CI,
