@@ -13,10 +13,10 @@ use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
+use schedlab_real::leftovers::Leftovers;
 use schedlab_real::runner::{
     check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
 };
-use schedlab_real::leftovers::Leftovers;
 use schedlab_real::tempdir::{self, StaleDir, TempDir};
 use schedlab_real::trace::timeline::RqTrace;
 use schedlab_real::trace::SchedTrace;
@@ -604,7 +604,10 @@ mod tests {
     fn tracefs_leftovers_are_counted_in_one_line() {
         use schedlab_real::trace::Removed;
         let mut l = Leftovers::default();
-        assert!(leftover_messages(&l).is_empty(), "nothing found, nothing said");
+        assert!(
+            leftover_messages(&l).is_empty(),
+            "nothing found, nothing said"
+        );
         l.tracefs = Removed {
             mounts: 1,
             instances: 2,

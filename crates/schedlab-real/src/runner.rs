@@ -968,7 +968,10 @@ impl Hosts {
 /// An error if the keeper of the spawned tasks' process group has died (see
 /// [`RunGroup::keeper_death`](crate::run_group::RunGroup::keeper_death)).
 fn keeper_alive(spawner: Option<&Spawner>) -> Result<(), RunError> {
-    match spawner.and_then(|s| s.group()).and_then(|g| g.keeper_death()) {
+    match spawner
+        .and_then(|s| s.group())
+        .and_then(|g| g.keeper_death())
+    {
         Some(how) => Err(RunError::KeeperDied { how }),
         None => Ok(()),
     }
