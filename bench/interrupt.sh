@@ -345,7 +345,7 @@ for ((t = 1; t <= trials; t++)); do
     listed+=("$line")
     for x in "${problems[@]}"; do
       # The kind: the problem without its numbers and names of this trial.
-      kind=$(sed -E 's/[0-9]+/N/g; s#'"$work"'/[^ ]*#PATH#g' <<<"$x" | cut -c1-90)
+      kind=$(sed -E 's/schedlab-([0-9]+)-[A-Za-z0-9]{6}( |$)/schedlab-N-XXXXXX\2/g; s/[0-9]+/N/g; s#'"$work"'/[^ ]*#PATH#g' <<<"$x" | cut -c1-90)
       left_kinds[$kind]=$((${left_kinds[$kind]:-0} + 1))
     done
   fi
