@@ -283,6 +283,39 @@ mod tests {
     }
 
     #[test]
+    fn the_keepers_death_is_seen_and_it_stays_unreaped_until_the_end() {
+        let group = RunGroup::new().unwrap();
+        let keeper = group.id();
+        assert_eq!(group.keeper_death(), None, "a live keeper");
+        // Named (by the keeper itself, soon after the fork) once its handlers are reset.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let comm = || std::fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap();
+        while comm().trim() != "schedlab-keeper" {
+            assert!(std::time::Instant::now() < deadline, "named {}", comm());
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // SIGTERM, whose handler a keeper inherits from schedlab, ends it too.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(keeper, libc::SIGTERM) };
+        let death = loop {
+            if let Some(d) = group.keeper_death() {
+                break d;
+            }
+            assert!(std::time::Instant::now() < deadline, "the keeper lives on");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(death, format!("process {keeper} was killed by signal 15"));
+        assert!(exists(keeper), "not reaped: its pid still names the group");
+        group.end();
+        assert!(!exists(keeper), "reaped at the end");
+        assert_eq!(
+            group.keeper_death(),
+            None,
+            "after the end, nothing to report"
+        );
+    }
+
+    #[test]
     fn a_process_forked_after_the_end_leaves_at_once() {
         let group = RunGroup::new().unwrap();
         group.ending().store(true, Ordering::SeqCst);
