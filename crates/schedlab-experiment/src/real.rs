@@ -13,6 +13,7 @@ use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
+use schedlab_real::leftovers::Leftovers;
 use schedlab_real::runner::{
     check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
 };
@@ -153,6 +154,27 @@ fn report_stale_cleanup(stale: &[StaleDir]) {
     for d in stale {
         eprintln!("{}", stale_message(d));
     }
+}
+
+/// The lines that say what [`schedlab_real::leftovers::cleanup`] removed (or could not): one per
+/// temporary directory, one for the tracefs mounts and instances; none when nothing was found.
+pub fn leftover_messages(l: &Leftovers) -> Vec<String> {
+    let mut lines: Vec<String> = l.dirs.iter().map(stale_message).collect();
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let mut tracefs = Vec::new();
+    if l.tracefs.mounts > 0 {
+        tracefs.push(plural(l.tracefs.mounts, "tracefs mount point"));
+    }
+    if l.tracefs.instances > 0 {
+        tracefs.push(plural(l.tracefs.instances, "tracefs instance"));
+    }
+    if !tracefs.is_empty() {
+        lines.push(format!(
+            "schedlab: removed {} of schedlab processes which no longer exist",
+            tracefs.join(" and ")
+        ));
+    }
+    lines
 }
 
 /// The line that says what became of a stale temporary directory.
@@ -576,5 +598,28 @@ mod tests {
         d.error = Some(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
         assert!(stale_message(&d)
             .starts_with("schedlab: could not remove /tmp/schedlab-4242-Ab12cd (256MiB)"));
+    }
+
+    #[test]
+    fn tracefs_leftovers_are_counted_in_one_line() {
+        use schedlab_real::trace::Removed;
+        let mut l = Leftovers::default();
+        assert!(
+            leftover_messages(&l).is_empty(),
+            "nothing found, nothing said"
+        );
+        l.tracefs = Removed {
+            mounts: 1,
+            instances: 2,
+        };
+        assert_eq!(
+            leftover_messages(&l),
+            ["schedlab: removed 1 tracefs mount point and 2 tracefs instances of schedlab processes which no longer exist"]
+        );
+        l.tracefs.mounts = 0;
+        assert_eq!(
+            leftover_messages(&l),
+            ["schedlab: removed 2 tracefs instances of schedlab processes which no longer exist"]
+        );
     }
 }

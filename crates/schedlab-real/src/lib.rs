@@ -9,6 +9,8 @@
 //!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs). Every
 //!   file of /proc is read through [`procfs`].
 //! - [`sync`] holds a plan's barriers, semaphores and condition variables (threads only).
+//! - [`leftovers::cleanup`], called before every command, removes what killed runs left
+//!   (temporary directories, tracefs instances and mounts).
 //! - Errors are typed ([`RunError`], [`trace::TraceError`], [`knobs::KnobError`],
 //!   [`host::HostError`]) and name no command-line flag: the binary adds those.
 #![deny(missing_docs)]
@@ -19,6 +21,7 @@ pub mod daemon;
 pub mod executor;
 pub mod host;
 pub mod knobs;
+pub mod leftovers;
 pub mod locks;
 pub mod machine;
 pub mod procfs;

@@ -13,6 +13,12 @@
 //! - at the end the supervisor marks the group ending, kills it (`kill(-group, SIGKILL)`) and
 //!   waits for its members (`waitpid(-group)`) until none is left. A process forked after the
 //!   kill reads the mark once it has joined and leaves at once, so none outlives the end.
+//!
+//! The keeper is named `schedlab-keeper` (`ps`, `top`) and dies of any fatal signal (the
+//! handlers it inherits from schedlab are reset). Its death during a run is an error
+//! ([`RunGroup::keeper_death`]): the supervisor checks it and fails the repetition, naming it,
+//! as it does when a worker dies — something outside the run is killing its processes. The dead
+//! keeper is left unreaped until the end, so that its pid, the group's id, is not reused.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -63,6 +69,18 @@ impl RunGroup {
                 if libc::getppid() != parent {
                     libc::_exit(0);
                 }
+                // Inherited handlers (schedlab's SIGINT/SIGTERM flag) would let the keeper live
+                // on through a signal meant to end it, unnoticed; with the default actions a
+                // fatal signal ends it and the supervisor sees its death.
+                for sig in 1..32 {
+                    if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                        libc::signal(sig, libc::SIG_DFL);
+                    }
+                }
+                let mut unblock: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut unblock);
+                libc::sigprocmask(libc::SIG_SETMASK, &unblock, std::ptr::null_mut());
+                libc::prctl(libc::PR_SET_NAME, KEEPER_NAME.as_ptr());
                 loop {
                     libc::pause();
                 }
@@ -81,6 +99,35 @@ impl RunGroup {
     /// The group's id.
     pub fn id(&self) -> i32 {
         self.keeper
+    }
+
+    /// How the keeper ended, if it has (`process 123 was killed by signal 9`); `None` while it
+    /// lives. Only the group's own end kills it, so a death before that is an error. The dead
+    /// keeper is not reaped (`WNOWAIT`): its pid keeps naming the group until [`end`](Self::end).
+    pub fn keeper_death(&self) -> Option<String> {
+        if self.ended.load(Ordering::SeqCst) {
+            return None;
+        }
+        // SAFETY: an all-zero siginfo_t is valid; waitid only writes into it.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: waiting (without reaping) for our own child; `info` is a valid out-pointer.
+        let r = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                self.keeper as libc::id_t,
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        // SAFETY: waitid filled in a child's fields (si_pid stays 0 while the keeper lives).
+        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
+        if r != 0 || pid != self.keeper {
+            return None;
+        }
+        Some(match info.si_code {
+            libc::CLD_EXITED => format!("process {pid} exited with status {status}"),
+            _ => format!("process {pid} was killed by signal {status}"),
+        })
     }
 
     fn ending(&self) -> &AtomicBool {
@@ -123,6 +170,9 @@ impl RunGroup {
         subreaper_release();
     }
 }
+
+/// The keeper's name (`comm`), NUL-terminated for prctl; 15 bytes, the kernel's limit.
+const KEEPER_NAME: &[u8] = b"schedlab-keeper\0";
 
 /// The groups alive in this process, and whether the process was a subreaper before the first:
 /// the flag is the process's, so groups that overlap (tests in threads, a sweep's shards) share
@@ -230,6 +280,39 @@ mod tests {
         drop(group);
         assert!(!exists(grandchild), "the orphan was killed and reaped");
         assert!(!exists(keeper), "the keeper was killed and reaped");
+    }
+
+    #[test]
+    fn the_keepers_death_is_seen_and_it_stays_unreaped_until_the_end() {
+        let group = RunGroup::new().unwrap();
+        let keeper = group.id();
+        assert_eq!(group.keeper_death(), None, "a live keeper");
+        // Named (by the keeper itself, soon after the fork) once its handlers are reset.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        let comm = || std::fs::read_to_string(format!("/proc/{keeper}/comm")).unwrap();
+        while comm().trim() != "schedlab-keeper" {
+            assert!(std::time::Instant::now() < deadline, "named {}", comm());
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        // SIGTERM, whose handler a keeper inherits from schedlab, ends it too.
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(keeper, libc::SIGTERM) };
+        let death = loop {
+            if let Some(d) = group.keeper_death() {
+                break d;
+            }
+            assert!(std::time::Instant::now() < deadline, "the keeper lives on");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert_eq!(death, format!("process {keeper} was killed by signal 15"));
+        assert!(exists(keeper), "not reaped: its pid still names the group");
+        group.end();
+        assert!(!exists(keeper), "reaped at the end");
+        assert_eq!(
+            group.keeper_death(),
+            None,
+            "after the end, nothing to report"
+        );
     }
 
     #[test]

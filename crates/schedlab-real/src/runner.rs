@@ -161,6 +161,13 @@ pub enum RunError {
         /// How it ended.
         how: String,
     },
+    /// The keeper of the spawned processes' group died before the repetition ended: something
+    /// outside the run is killing its processes, and the group could no longer be relied on.
+    #[error("the process-group keeper of the spawned tasks (schedlab-keeper) died before the repetition ended: {how}")]
+    KeeperDied {
+        /// How it ended (`process 123 was killed by signal 9`).
+        how: String,
+    },
     /// The run was interrupted (SIGINT/SIGTERM).
     #[error("interrupted")]
     Interrupted,
@@ -582,6 +589,9 @@ pub fn run_repetition<W: Workload>(
     }
     gate.release_end();
     let ended = hosts.finish(result.is_ok());
+    // The keeper may have died after the supervisor last looked: checked before the group ends
+    // (and kills it).
+    let ended = ended.and_then(|()| keeper_alive(env.spawner.as_deref()));
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
         // Every task is done: the locks' counters are final. Tasks hosted as group processes
@@ -955,6 +965,18 @@ impl Hosts {
     }
 }
 
+/// An error if the keeper of the spawned tasks' process group has died (see
+/// [`RunGroup::keeper_death`](crate::run_group::RunGroup::keeper_death)).
+fn keeper_alive(spawner: Option<&Spawner>) -> Result<(), RunError> {
+    match spawner
+        .and_then(|s| s.group())
+        .and_then(|g| g.keeper_death())
+    {
+        Some(how) => Err(RunError::KeeperDied { how }),
+        None => Ok(()),
+    }
+}
+
 fn describe_status(pid: i32, status: i32) -> String {
     if libc::WIFSIGNALED(status) {
         format!(
@@ -1090,7 +1112,10 @@ fn supervise(
             )));
         }
         if !sys::wait_readable(gate.ready.0, 50) {
-            if let Err(e) = hosts.poll_reports(Duration::ZERO, &mut pending) {
+            if let Err(e) = hosts
+                .poll_reports(Duration::ZERO, &mut pending)
+                .and_then(|()| keeper_alive(spawner))
+            {
                 gate.release(0);
                 return Err(e);
             }
@@ -1176,6 +1201,7 @@ fn supervise(
             Hosts::Threads { .. } => Duration::from_millis(20),
         };
         hosts.poll_reports(wait, &mut reports)?;
+        keeper_alive(spawner)?;
         if let Some(bad) = reports.iter().find(|r| r.error.is_some()).cloned() {
             // A task that saw the stop request and ended early ends an interrupted run, not a
             // failed one.

@@ -9,6 +9,7 @@
 //! gone, as `trace::cleanup_stale_instances` does for tracefs instances.
 
 use crate::procfs::pid_alive;
+use std::ffi::OsString;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -92,18 +93,36 @@ pub fn cleanup_stale() -> Vec<StaleDir> {
 /// A process is judged by its pid in our pid namespace: a schedlab in another pid namespace
 /// sharing this temp dir could have its directory taken for a stale one.
 pub fn cleanup_stale_in(parent: &Path) -> Vec<StaleDir> {
-    let (Ok(entries), Ok(parent_meta)) = (std::fs::read_dir(parent), std::fs::metadata(parent))
-    else {
+    cleanup_stale_among(parent, &schedlab_names(parent))
+}
+
+/// The names in `parent` that start with `schedlab-` (temporary directories, tracefs mount
+/// points, and whatever else has such a name), in one read of the directory; none if it cannot
+/// be read. A temp dir may hold many thousands of entries: the callers share one read.
+pub fn schedlab_names(parent: &Path) -> Vec<OsString> {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n.as_encoded_bytes().starts_with(PREFIX.as_bytes()))
+        .collect()
+}
+
+/// [`cleanup_stale_in`] for the entries `names` of `parent` (from [`schedlab_names`]).
+pub fn cleanup_stale_among(parent: &Path, names: &[OsString]) -> Vec<StaleDir> {
+    let Ok(parent_meta) = std::fs::metadata(parent) else {
         return Vec::new();
     };
     let me = std::process::id() as i32;
     let uid = rustix::process::geteuid().as_raw();
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = owner_pid(entry.file_name().as_encoded_bytes()) else {
+    for name in names {
+        let Some(pid) = owner_pid(name.as_encoded_bytes()) else {
             continue;
         };
-        let path = entry.path();
+        let path = parent.join(name);
         let Ok(meta) = std::fs::symlink_metadata(&path) else {
             continue;
         };

@@ -38,11 +38,31 @@ fn main() -> ExitCode {
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
         .unwrap_or_else(|e| e.exit());
+    clean_leftovers(&cli);
     match run_cli(cli, command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Remove what killed schedlab runs left (temporary directories, tracefs mounts and
+/// instances), before any command: a simulated run or `check` cleans up too, not only the next
+/// real run. Said on stderr; `-q` keeps only what could not be removed.
+fn clean_leftovers(cli: &Cli) {
+    let quiet = match &cli.command {
+        Command::Run(a) | Command::Sweep(a) | Command::Check(a) => a.common.quiet,
+        _ => false,
+    };
+    let found = schedlab_real::leftovers::cleanup();
+    if found.is_empty() {
+        return;
+    }
+    for line in schedlab_experiment::real::leftover_messages(&found) {
+        if !quiet || line.starts_with("schedlab: could not") {
+            eprintln!("{line}");
         }
     }
 }

@@ -51,7 +51,8 @@
 //! If no tracefs is mounted, one is mounted on a fresh directory
 //! `$TMPDIR/schedlab-tracefs-<pid>-<n>` and detached and removed on drop. After a `SIGKILL`
 //! the instance (and such a mount) stays behind; [`cleanup_stale_instances`], also called by
-//! [`SchedTrace::open`], removes those whose process is gone.
+//! [`SchedTrace::open`], removes those whose process is gone, and [`cleanup_stale_tracefs`]
+//! (every command, through [`crate::leftovers`]) those it can reach without mounting.
 //!
 //! The parts: `tracefs` (mount, instance lifecycle, stale cleanup), `parse` (the text lines),
 //! `count` (replaying events into per-task counts); this file ties them into [`SchedTrace`].
@@ -61,7 +62,7 @@ mod parse;
 pub mod timeline;
 mod tracefs;
 
-pub use tracefs::cleanup_stale_instances;
+pub use tracefs::{cleanup_stale_instances, cleanup_stale_tracefs, Removed};
 
 use std::collections::{HashMap, HashSet};
 use std::fs;

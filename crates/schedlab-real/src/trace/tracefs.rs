@@ -8,7 +8,7 @@ use crate::procfs::{self, pid_alive};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -198,7 +198,8 @@ impl Drop for Instance {
 /// A process is judged by its pid in our pid namespace, so an instance made by a schedlab
 /// running in another pid namespace could be mistaken for a stale one.
 pub fn cleanup_stale_instances() -> usize {
-    let mut removed = cleanup_stale_mounts();
+    let stale = cleanup_stale_mounts();
+    let mut removed = stale.mounts + stale.instances;
     match find_mounted_tracefs() {
         Some(root) => removed += cleanup_stale_in(&root),
         None => {
@@ -263,7 +264,12 @@ fn tracefs_mounts() -> Vec<PathBuf> {
 /// A usable mounted tracefs, preferring the standard places; never another schedlab's private
 /// mount (it may vanish under us).
 fn find_mounted_tracefs() -> Option<PathBuf> {
-    let mut mounts: Vec<PathBuf> = tracefs_mounts()
+    find_mounted_tracefs_among(tracefs_mounts())
+}
+
+/// [`find_mounted_tracefs`] among the tracefs mount points `mounts`.
+fn find_mounted_tracefs_among(mounts: Vec<PathBuf>) -> Option<PathBuf> {
+    let mut mounts: Vec<PathBuf> = mounts
         .into_iter()
         .filter(|p| {
             !p.file_name()
@@ -363,28 +369,86 @@ pub(super) fn cleanup_stale_in(root: &Path) -> usize {
     removed
 }
 
-/// Detach and remove private mounts (and bare mount directories) of dead schedlab processes.
-pub(super) fn cleanup_stale_mounts() -> usize {
-    let dead = |p: &Path| {
-        p.file_name()
-            .and_then(|n| owner_pid(n.as_bytes(), MOUNT_PREFIX))
-            .is_some_and(|pid| !pid_alive(pid))
-    };
-    let mut removed = 0;
-    for dir in tracefs_mounts() {
-        if dead(&dir) {
-            unmount_private(&dir);
-            removed += usize::from(!dir.exists());
+/// What a cleanup of tracefs leftovers removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Removed {
+    /// Private tracefs mounts (and bare mount directories) of dead schedlab processes.
+    pub mounts: usize,
+    /// Instances `instances/schedlab-<pid>-<n>` of dead schedlab processes.
+    pub instances: usize,
+}
+
+/// Whether `p` is named `schedlab-tracefs-<pid>-<n>` and process `<pid>` is gone.
+fn dead_mount_name(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| owner_pid(n.as_bytes(), MOUNT_PREFIX))
+        .is_some_and(|pid| !pid_alive(pid))
+}
+
+/// Detach and remove private mounts (and bare mount directories) of dead schedlab processes,
+/// after removing, through such a mount, the stale instances it shows: a run killed where no
+/// tracefs was mounted left both, and once its mount is gone its instance could only be
+/// reached through a new mount.
+pub(super) fn cleanup_stale_mounts() -> Removed {
+    let temp = std::env::temp_dir();
+    let mut removed = cleanup_stale_mounts_among(&tracefs_mounts());
+    removed.mounts += remove_bare_mount_dirs(&temp, &crate::tempdir::schedlab_names(&temp));
+    removed
+}
+
+/// Detach the private mounts of dead processes among the tracefs mount points `mounts`,
+/// removing the stale instances seen through each first.
+fn cleanup_stale_mounts_among(mounts: &[PathBuf]) -> Removed {
+    let mut removed = Removed::default();
+    for dir in mounts {
+        if dead_mount_name(dir) {
+            removed.instances += cleanup_stale_in(dir);
+            unmount_private(dir);
+            removed.mounts += usize::from(!dir.exists());
         }
     }
-    if let Ok(entries) = fs::read_dir(std::env::temp_dir()) {
-        for entry in entries.flatten() {
-            let p = entry.path();
-            // rmdir only: a directory that is not empty (or still a mount) stays.
-            if dead(&p) && fs::remove_dir(&p).is_ok() {
-                removed += 1;
-            }
+    removed
+}
+
+/// rmdir the mount directories `schedlab-tracefs-<pid>-<n>` among `names` (entries of `parent`)
+/// of dead processes that this user owns: a run killed between making its mount point and
+/// mounting, or after detaching. A directory that is not empty, or still a mount, stays.
+fn remove_bare_mount_dirs(parent: &Path, names: &[std::ffi::OsString]) -> usize {
+    let uid = rustix::process::geteuid().as_raw();
+    let mut removed = 0;
+    for name in names {
+        let p = parent.join(name);
+        if dead_mount_name(&p)
+            && fs::symlink_metadata(&p).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+            && fs::remove_dir(&p).is_ok()
+        {
+            removed += 1;
         }
+    }
+    removed
+}
+
+/// Remove what killed schedlab processes left in tracefs, without mounting anything: their
+/// private mounts (with the stale instances seen through them), the stale instances of the
+/// mounted tracefs, and bare mount directories among `names`, the `schedlab-…` entries of the
+/// temp dir `temp` (read once by the caller, for the temporary directories too). Cheap enough
+/// for every command: one read of the mount table and, as root, of the instances directory.
+/// Unmounting and removing instances need root; without it only this user's bare mount
+/// directories are removed. An instance left where no tracefs is mounted, whose private mount
+/// is gone too, waits for the next real run, which mounts one ([`cleanup_stale_instances`]).
+pub fn cleanup_stale_tracefs(temp: &Path, names: &[std::ffi::OsString]) -> Removed {
+    let bare = remove_bare_mount_dirs(temp, names);
+    if !rustix::process::geteuid().is_root() {
+        return Removed {
+            mounts: bare,
+            instances: 0,
+        };
+    }
+    let mounts = tracefs_mounts();
+    let mut removed = cleanup_stale_mounts_among(&mounts);
+    removed.mounts += bare;
+    if let Some(root) = find_mounted_tracefs_among(mounts) {
+        removed.instances += cleanup_stale_in(&root);
     }
     removed
 }
