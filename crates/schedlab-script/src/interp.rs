@@ -486,7 +486,14 @@ fn frozen_loop(program: &Program, task: TaskRef, now: Duration, begin: &Instr) -
     let length = match begin {
         Instr::LoopBegin { repeat, .. } => repeat
             .constant()
-            .map(|s| format!(" of {}", schedlab_workload::duration::format_duration(Duration::from_secs_f64(s.max(0.0)))))
+            .map(|s| {
+                format!(
+                    " of {}",
+                    schedlab_workload::duration::format_duration(Duration::from_secs_f64(
+                        s.max(0.0)
+                    ))
+                )
+            })
             .unwrap_or_default(),
         _ => String::new(),
     };

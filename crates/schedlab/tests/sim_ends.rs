@@ -40,12 +40,17 @@ fn stderr(out: &Output) -> String {
 /// cannot prove it, so the loop's clock standing still ends the run, naming the task.
 #[test]
 fn a_timed_loop_of_nothing_fails_naming_the_task() {
-    let path = file("frozen", r#"{ loop = "10ms", steps = [ { compute = "index * 1ms" } ] }"#);
+    let path = file(
+        "frozen",
+        r#"{ loop = "10ms", steps = [ { compute = "index * 1ms" } ] }"#,
+    );
     let (out, took) = run(&path, &[]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("a#0's timed loop of 10.000ms made 4194304 passes in a row without the clock moving"),
+        err.contains(
+            "a#0's timed loop of 10.000ms made 4194304 passes in a row without the clock moving"
+        ),
         "{err}"
     );
     assert!(took < Duration::from_secs(30), "took {took:?}");
@@ -55,7 +60,10 @@ fn a_timed_loop_of_nothing_fails_naming_the_task() {
 /// `--timeout` ends it, naming the task that held the machine.
 #[test]
 fn a_loop_without_calls_ends_at_the_timeout() {
-    let path = file("counts", r#"{ loop = "1000000000000000", steps = [ { count = "n" } ] }"#);
+    let path = file(
+        "counts",
+        r#"{ loop = "1000000000000000", steps = [ { count = "n" } ] }"#,
+    );
     let (out, took) = run(&path, &["--timeout", "2s"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
@@ -95,7 +103,10 @@ fn catches_sigint(pid: u32) -> bool {
 /// SIGINT ends a run stuck in a loop without calls: exit 130, at once.
 #[test]
 fn a_loop_without_calls_ends_on_sigint() {
-    let path = file("sigint", r#"{ loop = "1000000000000000", steps = [ { count = "n" } ] }"#);
+    let path = file(
+        "sigint",
+        r#"{ loop = "1000000000000000", steps = [ { count = "n" } ] }"#,
+    );
     let child = schedlab()
         .arg("run")
         .arg(&path)
@@ -107,7 +118,10 @@ fn a_loop_without_calls_ends_on_sigint() {
     let pid = child.id();
     let started = Instant::now();
     while !catches_sigint(pid) {
-        assert!(started.elapsed() < Duration::from_secs(30), "no SIGINT handler");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no SIGINT handler"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     // Well into the loop (the dry run and the start take about a second).

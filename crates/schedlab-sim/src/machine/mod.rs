@@ -1023,7 +1023,11 @@ impl<'a> Machine<'a> {
     fn group_name(&self, t: TaskId) -> &'static str {
         match self.tasks[t].kthread {
             Some(_) => KERNEL_GROUP,
-            None => self.group_names.get(self.tasks[t].group).copied().unwrap_or("?"),
+            None => self
+                .group_names
+                .get(self.tasks[t].group)
+                .copied()
+                .unwrap_or("?"),
         }
     }
 

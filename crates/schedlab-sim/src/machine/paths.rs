@@ -408,9 +408,7 @@ impl Machine<'_> {
         let at = self.view.now + task.remaining;
         match self.events.slot_at(cpu) {
             Some(old)
-                if old <= at
-                    && task.kthread.is_none()
-                    && !matches!(task.then, Effect::Spin(_)) =>
+                if old <= at && task.kthread.is_none() && !matches!(task.then, Effect::Spin(_)) =>
             {
                 let c = &mut self.cpus[cpu];
                 c.gen += 1;
