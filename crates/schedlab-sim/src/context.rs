@@ -454,7 +454,7 @@ impl Context for SimContext<'_> {
         // the machine (steps that take no simulated time) is only ended from here.
         let n = self.shared.checks.get().wrapping_add(1);
         self.shared.checks.set(n);
-        n % WATCH_EVERY == 0 && self.shared.look(false).is_some()
+        n.is_multiple_of(WATCH_EVERY) && self.shared.look(false).is_some()
     }
 
     async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {

@@ -61,7 +61,7 @@ impl Machine<'_> {
                 return;
             }
             turns = turns.wrapping_add(1);
-            if turns % WATCH_EVERY == 0 && self.step_watch(t) {
+            if turns.is_multiple_of(WATCH_EVERY) && self.step_watch(t) {
                 return;
             }
         }
