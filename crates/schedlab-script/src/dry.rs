@@ -85,6 +85,51 @@ fn contains_messages(body: &[Instr]) -> bool {
     })
 }
 
+/// Whether instruction `i` can take time on some backend, or end its task: everything but a
+/// count, a timer's start and end, an unlock (no system call for a spin lock), a loop's own
+/// begin and end, and a compute, busy stretch or touch of a constant nothing.
+fn can_take_time(i: &Instr) -> bool {
+    let zero = |c: &crate::expr::Compiled| c.constant() == Some(0.0);
+    match i {
+        Instr::Count { .. }
+        | Instr::TimedBegin { .. }
+        | Instr::TimedEnd { .. }
+        | Instr::Unlock(_)
+        | Instr::LoopBegin { .. }
+        | Instr::LoopEnd { .. } => false,
+        Instr::Compute(CAmount::Fixed(c)) | Instr::Busy(c) | Instr::Touch(c) => !zero(c),
+        _ => true,
+    }
+}
+
+/// Refuse a timed loop whose body has no step that can take time ([`can_take_time`]): its
+/// clock never moves on the simulator (it moves only while a task waits for a call that takes
+/// time), so it would never end. One pass over each group's body (a prefix count), whatever the
+/// nesting.
+fn refuse_timeless_loops(program: &Program, spans: &[Vec<Span>]) -> Result<(), Diagnostic> {
+    for (g, group) in program.groups.iter().enumerate() {
+        let body = &group.body;
+        let mut timed = vec![0usize; body.len() + 1];
+        for (pc, i) in body.iter().enumerate() {
+            timed[pc + 1] = timed[pc] + usize::from(can_take_time(i));
+        }
+        for (pc, i) in body.iter().enumerate() {
+            if let Instr::LoopBegin {
+                timed: true, end, ..
+            } = i
+            {
+                if timed[*end] == timed[pc + 1] {
+                    return Err(Diagnostic::new(
+                        spans[g][pc],
+                        format!("group {}: this timed loop repeats steps that take no time (counts, timers, computes or touches of nothing): its clock would never move on the simulator, and the loop never end; give it a step that takes time (compute, sleep, recv, ...) or a number of passes", group.name),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Walk every task of `program`; fill in its expected messages, time, memory and files.
 ///
 /// `provable` is false when message counts depend on who sent what (an expression uses `from`):
@@ -95,6 +140,7 @@ pub fn run(
     def: &ScriptDef,
     provable: bool,
 ) -> Result<(), Diagnostic> {
+    refuse_timeless_loops(program, spans)?;
     let mut budget = DRY_RUN_BUDGET;
     let mut exact = provable;
     let mut channels: Vec<Channel> = (0..program.plan.channels)

@@ -26,6 +26,13 @@ use std::time::Duration;
 /// The most instructions (body length × tasks of a group) specialized per task.
 const SPECIALIZE_LIMIT: usize = 1 << 18;
 
+/// Passes of a timed loop in a row that find the clock where the previous pass left it before
+/// the task is failed: its steps take no time, and on the simulator, whose clock moves only
+/// while a body waits for a call that takes time, such a loop never ends. (On the real kernel
+/// the clock always moves.) About 0.1 s of passes that do nothing; a loop whose passes only
+/// sometimes take time is not mistaken for one, unless four million of them in a row do not.
+pub const FROZEN_PASSES: u32 = 1 << 22;
+
 /// Sample key of the messages each receiving task got.
 pub const RECEIVED: &str = "received";
 
@@ -247,6 +254,9 @@ pub async fn run<C: Context>(
     } else {
         &group.body
     };
+    // The clock at the end of the last pass of a timed loop, and how many passes in a row
+    // found it there (FROZEN_PASSES).
+    let mut frozen = (Duration::MAX, 0u32);
     let mut pc = 0;
     while pc < body.len() {
         match &body[pc] {
@@ -420,7 +430,16 @@ pub async fn run<C: Context>(
                     frame[*v] += 1.0;
                 }
                 let again = if *timed {
-                    ctx.now().as_secs_f64() < frame[*counter]
+                    let now = ctx.now();
+                    if now == frozen.0 {
+                        frozen.1 += 1;
+                        if frozen.1 >= FROZEN_PASSES {
+                            return Err(frozen_loop(program, task, now, &body[*begin]));
+                        }
+                    } else {
+                        frozen = (now, 0);
+                    }
+                    now.as_secs_f64() < frame[*counter]
                 } else {
                     frame[*counter] -= 1.0;
                     frame[*counter] > 0.0
@@ -458,6 +477,32 @@ pub async fn run<C: Context>(
         ctx.record(RECEIVED, received as f64);
     }
     Ok(())
+}
+
+/// The error of a timed loop (`begin`, its `LoopBegin`) of task `task` whose passes took no
+/// time, [`FROZEN_PASSES`] in a row, the clock standing at `now`.
+#[cold]
+fn frozen_loop(program: &Program, task: TaskRef, now: Duration, begin: &Instr) -> WorkloadError {
+    let length = match begin {
+        Instr::LoopBegin { repeat, .. } => repeat
+            .constant()
+            .map(|s| {
+                format!(
+                    " of {}",
+                    schedlab_workload::duration::format_duration(Duration::from_secs_f64(
+                        s.max(0.0)
+                    ))
+                )
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    WorkloadError::Backend(format!(
+        "{}#{}'s timed loop{length} made {FROZEN_PASSES} passes in a row without the clock moving from {}: its steps take no time (counts, timers, computes or touches of nothing), so the loop would never end on the simulator; give the loop a step that takes time (compute, sleep, ...) or a number of passes",
+        program.groups[task.group].name,
+        task.index,
+        schedlab_workload::duration::format_duration(now)
+    ))
 }
 
 /// An expression's value, with constants and slots read in place.

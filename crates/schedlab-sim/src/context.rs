@@ -10,8 +10,9 @@ use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{ready, Context as PollCx, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One request from a task body to the machine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,8 +95,39 @@ pub struct Slot {
     pub arg: u64,
 }
 
+/// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
+/// machine's event loop looks at them, but a body that runs without handing control back (a
+/// loop whose steps make no context call, or only calls that take no simulated time) never
+/// lets it: so the body's own stop checks ([`Context::stop_requested`], at every pass of a
+/// workload file's loops) and the machine's step loop look at them too, every
+/// [`WATCH_EVERY`] times.
+#[derive(Clone, Copy, Default)]
+pub struct Watch<'w> {
+    /// Set from outside to stop the run.
+    pub stop: Option<&'w AtomicBool>,
+    /// When the run started, and its wall-clock budget.
+    pub budget: Option<(Instant, Duration)>,
+}
+
+/// Why a [`Watch`] ended the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Halt {
+    /// The stop flag was set.
+    Interrupted,
+    /// The wall-clock budget ran out. `frozen` is whether the simulated clock had stood still
+    /// since the previous look (the body that noticed was looping in no simulated time).
+    Timeout {
+        /// The clock had not moved since the previous look.
+        frozen: bool,
+    },
+}
+
+/// How many stop checks of the bodies (or turns of the machine's step loop) pass between two
+/// looks at the [`Watch`]: a look reads the clock (tens of ns), a check adds one to a counter.
+pub const WATCH_EVERY: u32 = 1 << 12;
+
 /// State shared by all bodies of a run and the machine.
-pub struct Shared {
+pub struct Shared<'w> {
     /// Simulated time now, ns since the epoch.
     pub now: Cell<u64>,
     /// Set when the run should stop early.
@@ -104,23 +136,75 @@ pub struct Shared {
     pub slots: Vec<RefCell<Slot>>,
     /// One call per task (the hot part of its slot).
     pub calls: Vec<Call>,
+    /// What may end the run from outside.
+    watch: Watch<'w>,
+    /// Stop checks of the bodies so far (a look at the watch every [`WATCH_EVERY`]).
+    checks: Cell<u32>,
+    /// The simulated time at the previous look at the watch.
+    looked_at: Cell<Option<u64>>,
+    /// Why the watch ended the run, once it has.
+    halt: Cell<Option<Halt>>,
 }
 
-impl Shared {
-    /// Shared state for `tasks` tasks.
-    pub fn new(tasks: usize) -> Shared {
+impl Shared<'static> {
+    /// Shared state for `tasks` tasks, with nothing to watch.
+    pub fn new(tasks: usize) -> Shared<'static> {
+        Shared::watched(tasks, Watch::default())
+    }
+}
+
+impl<'w> Shared<'w> {
+    /// Shared state for `tasks` tasks, ended from outside by `watch`.
+    pub fn watched(tasks: usize, watch: Watch<'w>) -> Shared<'w> {
         Shared {
             now: Cell::new(0),
             stop: Cell::new(false),
             slots: (0..tasks).map(|_| RefCell::new(Slot::default())).collect(),
             calls: (0..tasks).map(|_| Call::default()).collect(),
+            watch,
+            checks: Cell::new(0),
+            looked_at: Cell::new(None),
+            halt: Cell::new(None),
         }
+    }
+
+    /// Look at the watch now: if the stop flag is set or the budget spent, remember why, set
+    /// [`Shared::stop`] and return it. `frozen`: the caller knows the simulated clock has not
+    /// moved since its previous look (else it is compared with this one's).
+    #[cold]
+    #[inline(never)]
+    pub fn look(&self, frozen: bool) -> Option<Halt> {
+        if let Some(h) = self.halt.get() {
+            return Some(h);
+        }
+        let now = self.now.get();
+        let frozen = self.looked_at.replace(Some(now)) == Some(now) || frozen;
+        let halt = if self.watch.stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+            Halt::Interrupted
+        } else if (self.watch.budget).is_some_and(|(start, budget)| start.elapsed() > budget) {
+            Halt::Timeout { frozen }
+        } else {
+            return None;
+        };
+        self.halt.set(Some(halt));
+        self.stop.set(true);
+        Some(halt)
+    }
+
+    /// Why the watch ended the run, if it did.
+    pub fn halt(&self) -> Option<Halt> {
+        self.halt.get()
+    }
+
+    /// The wall-clock budget being watched, if any.
+    pub fn budget(&self) -> Option<Duration> {
+        self.watch.budget.map(|(_, b)| b)
     }
 }
 
 /// The context one task's body runs against on the simulator.
 pub struct SimContext<'s> {
-    shared: &'s Shared,
+    shared: &'s Shared<'s>,
     /// The task's call, found once: every context call hands its request over and takes the
     /// completion through it, and an index into [`Shared::calls`] there is a bounds check each.
     call: &'s Call,
@@ -133,7 +217,7 @@ impl<'s> SimContext<'s> {
     ///
     /// # Panics
     /// If `shared` has no slot for `task`.
-    pub fn new(shared: &'s Shared, task: usize) -> Self {
+    pub fn new(shared: &'s Shared<'s>, task: usize) -> Self {
         SimContext {
             shared,
             call: &shared.calls[task],
@@ -363,7 +447,14 @@ impl Context for SimContext<'_> {
     }
 
     fn stop_requested(&self) -> bool {
-        self.shared.stop.get()
+        if self.shared.stop.get() {
+            return true;
+        }
+        // Every so many checks, look outside: a body that loops without handing control to
+        // the machine (steps that take no simulated time) is only ended from here.
+        let n = self.shared.checks.get().wrapping_add(1);
+        self.shared.checks.set(n);
+        n.is_multiple_of(WATCH_EVERY) && self.shared.look(false).is_some()
     }
 
     async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {

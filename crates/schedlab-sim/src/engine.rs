@@ -292,6 +292,35 @@ impl<E: Copy> EventQueue<E> {
         self.set_slot_key(slot, key);
     }
 
+    /// The time of the event slot `slot` holds, if it holds one.
+    #[inline]
+    pub fn slot_at(&self, slot: usize) -> Option<u64> {
+        self.slots[slot]
+            .as_ref()
+            .map(|_| (node_key(&self.tree, self.leaves + slot) >> 64) as u64)
+    }
+
+    /// [`EventQueue::push_slot`] that drops the event the slot holds instead of moving it into
+    /// the heap: for a caller that knows that event is obsolete and would be ignored when
+    /// popped (a burst end whose burst was extended). Returns whether one was dropped. The
+    /// dropped event is not counted in [`EventQueue::popped`]; the caller counts it if it must.
+    pub fn replace_slot(&mut self, slot: usize, at: u64, event: E) -> bool {
+        let key = self.next_key(at, slot);
+        let place = &mut self.slots[slot];
+        let dropped = place.is_some();
+        if !dropped {
+            self.in_slots += 1;
+        }
+        *place = Some(event);
+        if let Some(s) = self.stale.take() {
+            if s != slot {
+                self.set_slot_key(s, u128::MAX);
+            }
+        }
+        self.set_slot_key(slot, key);
+        dropped
+    }
+
     /// Move the event a slot holds (`place`, whose key is `key`) into `heap` before a push to
     /// the slot.
     ///
@@ -450,6 +479,26 @@ mod tests {
         assert_eq!(order, vec![(10, "a1"), (10, "a2"), (20, "b"), (30, "c")]);
         assert_eq!(q.popped(), 4);
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn a_replaced_slot_event_is_gone_and_the_queue_stays_small() {
+        // A burst end extended at every tick: a push would keep every old end in the heap; a
+        // replacement keeps one event.
+        let mut q = EventQueue::with_slots(2);
+        q.push_slot(1, 100, "end0");
+        assert_eq!(q.slot_at(1), Some(100));
+        assert_eq!(q.slot_at(0), None);
+        for i in 1..1000u64 {
+            assert!(q.replace_slot(1, 100 + i, "end"));
+        }
+        q.push(50, "tick");
+        assert_eq!(q.len(), 2);
+        assert!(!q.replace_slot(0, 10, "other"));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(10, "other"), (50, "tick"), (1099, "end")]);
+        assert_eq!(q.popped(), 3);
+        q.check_tree();
     }
 
     #[test]

@@ -285,7 +285,7 @@ impl Machine<'_> {
             },
             counters,
             cpus,
-            events: self.events.popped(),
+            events: self.events.popped() + self.dropped_events,
             elapsed_ns: end,
         }
     }

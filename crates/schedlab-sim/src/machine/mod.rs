@@ -64,7 +64,7 @@
 //! - `memory.rs`: RAM, page faults, reclaim and swap-in when a workload touches more memory than
 //!   the cost model's `memory`.
 
-use crate::context::{Shared, SimContext};
+use crate::context::{Halt, Shared, SimContext, Watch};
 use crate::cost::CostModel;
 use crate::engine::{Body, EventQueue, Executor};
 use crate::policy::{
@@ -198,7 +198,7 @@ pub enum SimError {
     Interrupted,
     /// The wall-clock budget ran out.
     #[error(
-        "the simulation exceeded its wall-clock budget of {} after simulating {} in {:.1} M events",
+        "the simulation exceeded its wall-clock budget of {} after simulating {} in {:.1} M events{doing}",
         schedlab_workload::duration::format_duration(*budget),
         schedlab_workload::duration::format_duration(Duration::from_nanos(*simulated_ns)),
         *events as f64 / 1e6
@@ -210,6 +210,9 @@ pub enum SimError {
         simulated_ns: u64,
         /// Events handled by then.
         events: u64,
+        /// What the task that held the machine was doing, when one ran without the simulated
+        /// clock moving ("; task 3 ..."), else empty.
+        doing: String,
     },
     /// The event queue outgrew the simulator's memory budget ([`MAX_PENDING_EVENTS`]): the run
     /// is not going anywhere a result could come from.
@@ -302,7 +305,11 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
     // The places of the tasks the groups may spawn follow the starting tasks (ids
     // `refs.len()..`): their bodies are made now and first polled when spawned.
     let slots = plan.spawn_slots();
-    let shared = Shared::new(refs.len() + slots.len());
+    let watch = Watch {
+        stop: setup.stop,
+        budget: setup.wall_budget.map(|b| (Instant::now(), b)),
+    };
+    let shared = Shared::watched(refs.len() + slots.len(), watch);
     let contexts: Vec<SimContext> = (0..refs.len() + slots.len())
         .map(|i| SimContext::new(&shared, i))
         .collect();
@@ -685,7 +692,7 @@ struct Machine<'a> {
     jitter_ppm: u64,
     /// The costs of every switch and system call, with their jitter's spans.
     hot: HotCosts,
-    shared: &'a Shared,
+    shared: &'a Shared<'a>,
     exec: Executor<'a, Result<(), WorkloadError>>,
     /// Each workload task's context, which its body reads at every call: fetched into the cache
     /// with the body's future when the task is switched in (`prefetch.rs`).
@@ -711,6 +718,11 @@ struct Machine<'a> {
     /// Per plan group, its knobs (a spawned task's).
     knobs: Vec<Knobs>,
     failure: Option<SimError>,
+    /// Obsolete burst ends dropped from the queue rather than popped (`paths.rs`,
+    /// `continue_burst`): counted in the run's events as the pops they stand for.
+    dropped_events: u64,
+    /// Per plan group, its name (for messages).
+    group_names: Vec<&'static str>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
     timeline: Option<Timeline>,
 }
@@ -719,7 +731,7 @@ impl<'a> Machine<'a> {
     fn new(
         setup: &SimSetup,
         policy: Box<dyn Policy>,
-        shared: &'a Shared,
+        shared: &'a Shared<'a>,
         exec: Executor<'a, Result<(), WorkloadError>>,
         contexts: &'a [SimContext<'a>],
         plan: &schedlab_workload::Plan,
@@ -815,6 +827,8 @@ impl<'a> Machine<'a> {
             spawn_places: Vec::new(),
             knobs: setup.knobs.to_vec(),
             failure: None,
+            dropped_events: 0,
+            group_names: plan.groups.iter().map(|g| g.name).collect(),
             timeline: setup
                 .timeline
                 .then(|| Timeline::new(setup.cpus, "simulator (exact)", "all")),
@@ -907,7 +921,8 @@ impl<'a> Machine<'a> {
                         return Err(SimError::Timeout {
                             budget: b,
                             simulated_ns: self.view.now,
-                            events: n,
+                            events: n + self.dropped_events,
+                            doing: String::new(),
                         });
                     }
                 }
@@ -927,7 +942,11 @@ impl<'a> Machine<'a> {
                         self.step(cpu, t);
                     }
                 }
-                Event::Tick { cpu } => self.tick(cpu),
+                Event::Tick { cpu } => {
+                    if self.tick(cpu) {
+                        progress_at = n;
+                    }
+                }
                 Event::Resched { cpu } => {
                     self.cpus[cpu].kick_pending = false;
                     match self.view.curr[cpu] {
@@ -954,10 +973,70 @@ impl<'a> Machine<'a> {
             }
             // Asked before it is taken: a `take` wrote the field back at every event.
             if self.failure.is_some() {
-                return Err(self.failure.take().expect("a failure"));
+                return Err(self.take_failure());
             }
         }
+        // A body that saw the watch's stop in its stop check may have ended quietly (a preset's
+        // loop ends on a stop): the run is still interrupted or out of time.
+        if self.shared.halt().is_some() {
+            self.failure = Some(SimError::Interrupted);
+            return Err(self.take_failure());
+        }
         Ok(())
+    }
+
+    /// The run's failure: what a task's body or the machine found, or — when the watch ended
+    /// the run from inside a body or the step loop (`Shared::look`) — the interruption or the
+    /// timeout, naming the task that held the machine if the clock stood still.
+    #[cold]
+    #[inline(never)]
+    fn take_failure(&mut self) -> SimError {
+        let failure = self.failure.take().expect("a failure");
+        let task = match &failure {
+            SimError::Task { task, .. } => Some(*task),
+            SimError::Timeout { .. } => return failure,
+            _ => None,
+        };
+        match self.shared.halt() {
+            None => failure,
+            Some(Halt::Interrupted) => SimError::Interrupted,
+            Some(Halt::Timeout { frozen }) => SimError::Timeout {
+                budget: self.shared.budget().unwrap_or_default(),
+                simulated_ns: self.view.now,
+                events: self.events.popped() + self.dropped_events,
+                doing: match task {
+                    Some(t) if frozen => format!(
+                        "; task {t} (group {}) ran on at {} simulated without the clock moving: {}",
+                        self.group_name(t),
+                        schedlab_workload::duration::format_duration(Duration::from_nanos(
+                            self.view.now
+                        )),
+                        self.stuck_doing(t)
+                    ),
+                    _ => String::new(),
+                },
+            },
+        }
+    }
+
+    /// The name of task `t`'s group (`kernel` for the machine's own threads).
+    fn group_name(&self, t: TaskId) -> &'static str {
+        match self.tasks[t].kthread {
+            Some(_) => KERNEL_GROUP,
+            None => self
+                .group_names
+                .get(self.tasks[t].group)
+                .copied()
+                .unwrap_or("?"),
+        }
+    }
+
+    /// What task `t`, found running without the simulated clock moving, was doing.
+    fn stuck_doing(&self, t: TaskId) -> String {
+        match self.tasks[t].then {
+            Effect::Resume | Effect::ClockRead => "its steps take no simulated time (counts, timers, computes or touches of nothing), so only the wall clock bounds the loop around them".into(),
+            other => format!("its requests take no simulated time (the last: {other:?}) with this cost profile"),
+        }
     }
 
     /// End the run if its queue outgrew the memory budget or it made no progress for too long.

@@ -13,7 +13,7 @@
 //! signal that comes before it sleeps is not lost; once signalled it takes the lock again.
 
 use super::{Effect, Event, Machine, SimError, State, SPIN_CHUNK};
-use crate::context::Op;
+use crate::context::{Op, WATCH_EVERY};
 use crate::policy::{CpuId, DequeueKind, PutPrevKind, TaskId};
 use schedlab_workload::timeline::TaskState;
 use schedlab_workload::{IoKind, WorkloadError};
@@ -41,6 +41,10 @@ impl Machine<'_> {
     /// Apply the effects of task `t`, current on `cpu`, whose burst is done; poll its body as
     /// needed; stop when it has CPU work to do, or has left the CPU.
     pub(super) fn step(&mut self, cpu: CpuId, t: TaskId) {
+        // Turns of this loop in this event: the simulated clock does not move while it
+        // turns, so a body whose calls take no simulated time would turn it forever; every
+        // WATCH_EVERY turns the watch (stop flag, wall-clock budget) is looked at.
+        let mut turns = 0u32;
         loop {
             let task = &self.tasks[t];
             // The commonest effect, the body's next call, without step_effect's frame (which
@@ -56,7 +60,26 @@ impl Machine<'_> {
             if !going_on {
                 return;
             }
+            turns = turns.wrapping_add(1);
+            if turns.is_multiple_of(WATCH_EVERY) && self.step_watch(t) {
+                return;
+            }
         }
+    }
+
+    /// [`Machine::step`] has turned [`WATCH_EVERY`] more times for task `t` without the clock
+    /// moving: look at the watch. Returns whether it ended the run (the failure is set).
+    #[cold]
+    #[inline(never)]
+    fn step_watch(&mut self, t: TaskId) -> bool {
+        if self.shared.look(true).is_none() {
+            return false;
+        }
+        self.failure = Some(SimError::Task {
+            task: t,
+            error: WorkloadError::Stopped,
+        });
+        true
     }
 
     /// Task `t`'s effect on `cpu` is applied: switch if a reschedule is due, or start its
