@@ -148,12 +148,27 @@ pub enum ReadError {
 }
 
 /// Read a record written by [`write_json`].
+///
+/// The file is read through a buffer straight into the record ([`RunRecord::from_reader`]),
+/// so memory follows what the record holds rather than the file's size.
 pub fn read_json(path: &Path) -> Result<RunRecord, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+    let cannot = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    RunRecord::from_json(&text).map_err(|source| ReadError::Record {
+    };
+    if std::fs::metadata(path).map_err(cannot)?.is_dir() {
+        return Err(cannot(io::Error::other("is a directory, not a record")));
+    }
+    let first = std::fs::File::open(path).map_err(cannot)?;
+    let mut first = Some(first);
+    RunRecord::from_reader(|| {
+        let f = match first.take() {
+            Some(f) => f,
+            None => std::fs::File::open(path)?,
+        };
+        Ok(io::BufReader::with_capacity(1 << 16, f))
+    })
+    .map_err(|source| ReadError::Record {
         path: path.to_path_buf(),
         source,
     })
