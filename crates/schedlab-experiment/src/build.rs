@@ -308,8 +308,13 @@ fn group_knobs<W: Configurable, B: Backend>(
     let plan = workload.plan();
     let mut knobs: Vec<Knobs> = user.iter().map(|k| k.clone().unwrap_or_default()).collect();
     let defaults = workload.group_defaults(backend.realtime_allowed());
+    // By name, once: a workload file may give knobs to each of 100,000 groups.
+    let index: std::collections::HashMap<&str, usize> = (plan.groups.iter().enumerate())
+        .map(|(i, g)| (g.name, i))
+        .rev()
+        .collect();
     for d in &defaults {
-        let Some(g) = plan.group_index(d.group) else {
+        let Some(&g) = index.get(d.group) else {
             continue;
         };
         match d.kind {
