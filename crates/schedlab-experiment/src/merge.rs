@@ -928,7 +928,10 @@ mod tests {
         let name = file.display().to_string();
         // Truncated (a shard killed while writing it, or a damaged disk).
         let e = refused(Some(text[..text.len() / 2].to_string()));
-        assert!(e.starts_with(&name) && e.contains("not a schedlab record"), "{e}");
+        assert!(
+            e.starts_with(&name) && e.contains("not a schedlab record"),
+            "{e}"
+        );
         // Missing.
         let e = refused(None);
         assert!(e.starts_with(&name) && e.contains("No such file"), "{e}");
@@ -937,11 +940,16 @@ mod tests {
         assert_ne!(changed, text);
         let e = refused(Some(changed));
         assert!(
-            e.starts_with(&name) && e.contains("its repetition 3 differs from sweep.json's for 'b'"),
+            e.starts_with(&name)
+                && e.contains("its repetition 3 differs from sweep.json's for 'b'"),
             "{e}"
         );
         // An impossible value.
-        let e = refused(Some(text.replacen("\"value\": 22.0", "\"value\": -22.0", 1)));
+        let e = refused(Some(text.replacen(
+            "\"value\": 22.0",
+            "\"value\": -22.0",
+            1,
+        )));
         assert!(
             e.starts_with(&name) && e.contains("repetition 3 has value = -22"),
             "{e}"

@@ -157,7 +157,8 @@ pub fn read_json(path: &Path) -> Result<RunRecord, ReadError> {
         source,
     };
     if std::fs::metadata(path).map_err(cannot)?.is_dir() {
-        return Err(cannot(io::Error::other("is a directory, not a record")));
+        // EISDIR, as reading the whole file said (opening a directory succeeds).
+        return Err(cannot(io::Error::from_raw_os_error(21)));
     }
     let first = std::fs::File::open(path).map_err(cannot)?;
     let mut first = Some(first);
