@@ -335,12 +335,14 @@ fn group_knobs<W: Configurable, B: Backend>(
             }
         }
     }
+    // Asked once: on the real kernel it reads the host's online CPUs from sysfs.
+    let cpus = backend.cpus(machine);
     for (g, k) in plan.groups.iter().zip(&knobs) {
         if k.is_default() {
             continue;
         }
         let checked = k
-            .validate(g.name, backend.cpus(machine))
+            .validate(g.name, cpus)
             .map_err(ExperimentError::from)
             .and_then(|()| backend.check_knobs(machine, g.name, k));
         if let Err(e) = checked {

@@ -129,12 +129,9 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
             problem: "needs a key and at least one value".into(),
         });
     }
-    if let Some(twice) = values
-        .iter()
-        .enumerate()
-        .find(|(i, v)| values[..*i].contains(v))
-        .map(|(_, v)| v)
-    {
+    // A set, so that a list of many values is checked in linear time before it is counted.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = values.iter().find(|v| !seen.insert(v.as_str())) {
         return Err(ExperimentError::Vary {
             key: format!("'{arg}'"),
             problem: format!("names the value '{twice}' twice; give each value once"),
