@@ -158,6 +158,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         .map(|dir| read_shard(dir).map(|r| (dir.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
     let record = join(&shards, out)?;
+    // Each shard's own files, once its sweep.json is known good: a problem of sweep.json itself
+    // is said as such first.
+    for (dir, r) in &shards {
+        let files = OutDir::at(dir);
+        for c in &r.configs {
+            check_config_file(&files, r, c)?;
+        }
+    }
     write(&record, out)?;
     Ok(Merged {
         repetitions: record.configs.iter().map(|c| c.repetitions.len()).sum(),
@@ -210,17 +218,12 @@ fn read_shard(dir: &Path) -> Result<RunRecord, MergeError> {
             },
         });
     }
-    let out = OutDir::at(dir);
-    let file = out.sweep_path();
-    let record = schedlab_report::export::read_json(&file).map_err(|e| MergeError::Read {
+    let file = OutDir::at(dir).sweep_path();
+    schedlab_report::export::read_json(&file).map_err(|e| MergeError::Read {
         dir: dir.to_path_buf(),
         file: file.clone(),
         reason: reason(e),
-    })?;
-    for c in &record.configs {
-        check_config_file(&out, &record, c)?;
-    }
-    Ok(record)
+    })
 }
 
 /// Why a record cannot be read, without its path (the caller names it).
