@@ -4,7 +4,10 @@
 
 use crate::backend::Backend;
 use crate::error::ExperimentError;
-use crate::vary::{combination_label, cross_product, parse_variations, Variation, VaryKey};
+use crate::vary::{
+    check_sweep_size, combination_count, combination_label, cross_product, parse_variations,
+    Variation, VaryKey,
+};
 use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
 use schedlab_workload::presets::{Configurable, DefaultKind, ListValues, ParamKind, Preset};
 #[cfg(test)]
@@ -21,6 +24,13 @@ pub struct ExperimentRequest {
     pub vary: Vec<String>,
     /// This machine's CPU count, for defaults that depend on it.
     pub host_cpus: usize,
+    /// The most measured repetitions one configuration may take (`--runs`, or `--max-runs`
+    /// with `--until`), to bound a sweep before it is built; `None` counts one per
+    /// configuration.
+    pub runs: Option<usize>,
+    /// How many shards the sweep is cut into (`--shard K/N`: N), each running its share of the
+    /// repetitions; `None` for a whole sweep.
+    pub shards: Option<usize>,
 }
 
 /// Which backend to run on, and the simulated machine's options.
@@ -160,6 +170,19 @@ pub fn build_from<W: Configurable, B: Backend>(
     }
     let plan = base.plan();
     let variations = parse_variations(&request.vary, name, defs, &plan, backend.varies_machines())?;
+    // Counted before anything is built: each list a variation does not set multiplies the
+    // configurations (at most; a workload may expand fewer).
+    let expanded = (lists.lists.iter())
+        .filter(|(n, _)| !variations.iter().any(|v| v.key == VaryKey::Param(n)))
+        .fold(1u64, |n, (_, values)| {
+            n.saturating_mul(values.len().max(1) as u64)
+        });
+    check_sweep_size(
+        &variations,
+        combination_count(&variations).saturating_mul(expanded),
+        request.runs.unwrap_or(1) as u64,
+        request.shards.unwrap_or(1) as u64,
+    )?;
 
     let mut user_knobs: Vec<Option<Knobs>> = vec![None; plan.groups.len()];
     for arg in &request.groups {
@@ -285,8 +308,13 @@ fn group_knobs<W: Configurable, B: Backend>(
     let plan = workload.plan();
     let mut knobs: Vec<Knobs> = user.iter().map(|k| k.clone().unwrap_or_default()).collect();
     let defaults = workload.group_defaults(backend.realtime_allowed());
+    // By name, once: a workload file may give knobs to each of 100,000 groups.
+    let index: std::collections::HashMap<&str, usize> = (plan.groups.iter().enumerate())
+        .map(|(i, g)| (g.name, i))
+        .rev()
+        .collect();
     for d in &defaults {
-        let Some(g) = plan.group_index(d.group) else {
+        let Some(&g) = index.get(d.group) else {
             continue;
         };
         match d.kind {
@@ -307,12 +335,14 @@ fn group_knobs<W: Configurable, B: Backend>(
             }
         }
     }
+    // Asked once: on the real kernel it reads the host's online CPUs from sysfs.
+    let cpus = backend.cpus(machine);
     for (g, k) in plan.groups.iter().zip(&knobs) {
         if k.is_default() {
             continue;
         }
         let checked = k
-            .validate(g.name, backend.cpus(machine))
+            .validate(g.name, cpus)
             .map_err(ExperimentError::from)
             .and_then(|()| backend.check_knobs(machine, g.name, k));
         if let Err(e) = checked {
@@ -348,6 +378,8 @@ mod tests {
             groups: groups.iter().map(|s| s.to_string()).collect(),
             vary: vary.iter().map(|s| s.to_string()).collect(),
             host_cpus: 2,
+            runs: None,
+            shards: None,
         }
     }
 

@@ -87,6 +87,13 @@ pub enum ExperimentError {
         /// What is wrong and what is accepted.
         problem: String,
     },
+    /// A sweep asking for more repetitions than [`crate::vary::MAX_SWEEP_REPETITIONS`],
+    /// refused before it is built.
+    #[error("{message}")]
+    TooLarge {
+        /// The count, the limit and what to do.
+        message: String,
+    },
     /// One combination of a sweep's values that cannot be built.
     #[error("{combination}: {source}")]
     Combination {

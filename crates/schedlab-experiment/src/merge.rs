@@ -22,7 +22,7 @@
 use crate::measure::update_summary;
 use crate::outdir::{config_differences, invalid_repetition, run_differences, OutDir};
 use crate::shard::Shard;
-use schedlab_workload::record::{Repetition, RunRecord, ShardInfo};
+use schedlab_workload::record::{ConfigResult, Repetition, RunRecord, ShardInfo};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -38,6 +38,15 @@ pub enum MergeError {
         file: PathBuf,
         /// Why.
         reason: String,
+    },
+    /// A configuration's record in a shard directory that cannot be read, or does not hold
+    /// what the shard's `sweep.json` holds for that configuration.
+    #[error("{}: {problem}; the shard's records disagree (a file damaged or edited): run the shard's command again with the same --out", file.display())]
+    Corrupt {
+        /// The configuration's record file.
+        file: PathBuf,
+        /// What is wrong with it.
+        problem: String,
     },
     /// A directory that is not a shard's (`sweep --shard K/N --out DIR` writes one).
     #[error("{}: {problem}; merge joins the --out directories of `schedlab sweep ... --shard K/N`", dir.display())]
@@ -149,6 +158,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, MergeError> {
         .map(|dir| read_shard(dir).map(|r| (dir.clone(), r)))
         .collect::<Result<Vec<_>, _>>()?;
     let record = join(&shards, out)?;
+    // Each shard's own files, once its sweep.json is known good: a problem of sweep.json itself
+    // is said as such first.
+    for (dir, r) in &shards {
+        let files = OutDir::at(dir);
+        for c in &r.configs {
+            check_config_file(&files, r, c)?;
+        }
+    }
     write(&record, out)?;
     Ok(Merged {
         repetitions: record.configs.iter().map(|c| c.repetitions.len()).sum(),
@@ -205,11 +222,80 @@ fn read_shard(dir: &Path) -> Result<RunRecord, MergeError> {
     schedlab_report::export::read_json(&file).map_err(|e| MergeError::Read {
         dir: dir.to_path_buf(),
         file: file.clone(),
-        reason: match e {
-            schedlab_report::export::ReadError::Io { source, .. } => source.to_string(),
-            schedlab_report::export::ReadError::Record { source, .. } => source.to_string(),
-        },
+        reason: reason(e),
     })
+}
+
+/// Why a record cannot be read, without its path (the caller names it).
+fn reason(e: schedlab_report::export::ReadError) -> String {
+    match e {
+        schedlab_report::export::ReadError::Io { source, .. } => source.to_string(),
+        schedlab_report::export::ReadError::Record { source, .. } => source.to_string(),
+    }
+}
+
+/// A shard writes each configuration's record beside its `sweep.json`, the whole record with
+/// that configuration alone: refuse a shard whose file for `config` is missing, unreadable, or
+/// holds anything else, naming the file and what is wrong. Merging ignores no file of a shard.
+fn check_config_file(
+    out: &OutDir,
+    sweep: &RunRecord,
+    config: &ConfigResult,
+) -> Result<(), MergeError> {
+    let file = out.config_path(&config.label);
+    let corrupt = |problem: String| MergeError::Corrupt {
+        file: file.clone(),
+        problem,
+    };
+    let one = schedlab_report::export::read_json(&file).map_err(|e| corrupt(reason(e)))?;
+    let [c] = one.configs.as_slice() else {
+        return Err(corrupt(format!(
+            "it holds {} configurations, a configuration's record holds one",
+            one.configs.len()
+        )));
+    };
+    if c.label != config.label {
+        return Err(corrupt(format!(
+            "it holds configuration '{}', not '{}'",
+            c.label, config.label
+        )));
+    }
+    if let Some((i, why)) = (c.repetitions.iter().enumerate())
+        .find_map(|(i, r)| invalid_repetition(r, &sweep.metrics).map(|w| (i, w)))
+    {
+        let n = c.repetitions[i].index.map_or(i, |k| k as usize) + 1;
+        return Err(corrupt(format!("repetition {n} {why}")));
+    }
+    if c.repetitions.len() != config.repetitions.len() {
+        return Err(corrupt(format!(
+            "it holds {} repetitions where sweep.json holds {} for '{}'",
+            c.repetitions.len(),
+            config.repetitions.len(),
+            config.label
+        )));
+    }
+    if let Some(i) = (c.repetitions.iter().zip(&config.repetitions)).position(|(a, b)| a != b) {
+        let n = config.repetitions[i].index.map_or(i, |k| k as usize) + 1;
+        return Err(corrupt(format!(
+            "its repetition {n} differs from sweep.json's for '{}'",
+            config.label
+        )));
+    }
+    let mut differences = run_differences(sweep, &one);
+    differences.extend(config_differences(config, c));
+    if differences.is_empty() && c != config {
+        differences.push(format!(
+            "its configuration '{}' differs from sweep.json's",
+            config.label
+        ));
+    }
+    if !differences.is_empty() {
+        return Err(corrupt(format!(
+            "it differs from sweep.json: {}",
+            differences.join("; ")
+        )));
+    }
+    Ok(())
 }
 
 /// The command line of the sweep a shard ran: `--shard` (and its value) removed, and `--out`'s
@@ -828,6 +914,60 @@ mod tests {
             "{e}"
         );
         assert!(!out.exists());
+    }
+
+    #[test]
+    fn every_configuration_file_of_a_shard_is_checked_and_a_corrupt_one_named() {
+        let tmp = temp_dir();
+        let dirs = shards(tmp.path(), 2);
+        let out = tmp.path().join("merged");
+        let file = dirs[1].join("b.json");
+        let text = std::fs::read_to_string(&file).unwrap();
+        let refused = |content: Option<String>| -> String {
+            match content {
+                Some(c) => std::fs::write(&file, c).unwrap(),
+                None => std::fs::remove_file(&file).unwrap(),
+            }
+            let e = merge(&dirs, &out).unwrap_err().to_string();
+            assert!(!out.exists(), "nothing is written: {e}");
+            std::fs::write(&file, &text).unwrap();
+            e
+        };
+        let name = file.display().to_string();
+        // Truncated (a shard killed while writing it, or a damaged disk).
+        let e = refused(Some(text[..text.len() / 2].to_string()));
+        assert!(
+            e.starts_with(&name) && e.contains("not a schedlab record"),
+            "{e}"
+        );
+        // Missing.
+        let e = refused(None);
+        assert!(e.starts_with(&name) && e.contains("No such file"), "{e}");
+        // A value that differs from sweep.json's (shard 2 of 2 holds b's repetitions 3 and 4).
+        let changed = text.replacen("\"value\": 22.0", "\"value\": 22.5", 1);
+        assert_ne!(changed, text);
+        let e = refused(Some(changed));
+        assert!(
+            e.starts_with(&name)
+                && e.contains("its repetition 3 differs from sweep.json's for 'b'"),
+            "{e}"
+        );
+        // An impossible value.
+        let e = refused(Some(text.replacen(
+            "\"value\": 22.0",
+            "\"value\": -22.0",
+            1,
+        )));
+        assert!(
+            e.starts_with(&name) && e.contains("repetition 3 has value = -22"),
+            "{e}"
+        );
+        // Another configuration's record under its name.
+        let a = std::fs::read_to_string(dirs[1].join("a.json")).unwrap();
+        let e = refused(Some(a));
+        assert!(e.contains("it holds configuration 'a', not 'b'"), "{e}");
+        // Intact again, the shards merge.
+        merge(&dirs, &out).unwrap();
     }
 
     #[test]

@@ -365,33 +365,50 @@ pub(crate) fn config_differences(old: &ConfigResult, new: &ConfigResult) -> Vec<
     d
 }
 
+/// The largest magnitude a measured value may have. No measurement comes near it, and it keeps
+/// the statistics of a configuration finite: a square of up to 1e300, summed over every
+/// repetition a sweep may hold, is still a finite `f64` (1e308 once printed `inf` as a mean).
+pub const MAX_VALUE: f64 = 1e150;
+
 /// Why a repetition's values cannot be right for `metrics`, if they cannot: a metric missing,
-/// not finite, negative (every metric schedlab defines is a time, a rate, a count or a
-/// percentage), or a percentage above 100.
+/// or a value [`invalid_value`] refuses.
 pub(crate) fn invalid_repetition(r: &Repetition, metrics: &[MetricDef]) -> Option<String> {
     for m in metrics {
         let Some(&v) = r.metrics.get(&m.name) else {
             return Some(format!("has no value for {}", m.name));
         };
-        if !v.is_finite() {
-            return Some(format!("has {} = {v}, not a finite number", m.name));
+        if let Some(why) = invalid_value(&m.name, &m.unit, v) {
+            return Some(why);
         }
-        if v < 0.0 {
-            return Some(format!(
-                "has {} = {v}, which cannot be negative ({} {})",
-                m.name,
-                match m.unit.as_str() {
-                    "s" | "ms" | "us" | "ns" => "a time in",
-                    u if u.contains("/s") => "a rate in",
-                    "%" => "a percentage,",
-                    _ => "a count of",
-                },
-                m.unit
-            ));
-        }
-        if m.unit == "%" && v > 100.0 {
-            return Some(format!("has {} = {v}, a percentage above 100", m.name));
-        }
+    }
+    None
+}
+
+/// Why value `v` of metric `name` (in `unit`) cannot be right, if it cannot: not finite,
+/// beyond [`MAX_VALUE`], negative (every metric schedlab defines is a time, a rate, a count or
+/// a percentage), or a percentage above 100. The text names the metric and the value.
+pub fn invalid_value(name: &str, unit: &str, v: f64) -> Option<String> {
+    if !v.is_finite() {
+        return Some(format!("has {name} = {v}, not a finite number"));
+    }
+    if v.abs() > MAX_VALUE {
+        return Some(format!(
+            "has {name} = {v:e}, beyond what any measurement reaches (accepted: at most {MAX_VALUE:e})"
+        ));
+    }
+    if v < 0.0 {
+        return Some(format!(
+            "has {name} = {v}, which cannot be negative ({} {unit})",
+            match unit {
+                "s" | "ms" | "us" | "ns" => "a time in",
+                u if u.contains("/s") => "a rate in",
+                "%" => "a percentage,",
+                _ => "a count of",
+            },
+        ));
+    }
+    if unit == "%" && v > 100.0 {
+        return Some(format!("has {name} = {v}, a percentage above 100"));
     }
     None
 }

@@ -339,6 +339,8 @@ fn run_entry(
         groups: entry.groups.clone(),
         vary: Vec::new(),
         host_cpus: cpus,
+        runs: Some(runs),
+        shards: None,
     };
     let settings = Settings {
         budget: Budget::new(Some(runs), None, runs)?,

@@ -129,12 +129,9 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
             problem: "needs a key and at least one value".into(),
         });
     }
-    if let Some(twice) = values
-        .iter()
-        .enumerate()
-        .find(|(i, v)| values[..*i].contains(v))
-        .map(|(_, v)| v)
-    {
+    // A set, so that a list of many values is checked in linear time before it is counted.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(twice) = values.iter().find(|v| !seen.insert(v.as_str())) {
         return Err(ExperimentError::Vary {
             key: format!("'{arg}'"),
             problem: format!("names the value '{twice}' twice; give each value once"),
@@ -216,6 +213,71 @@ pub fn parse_variations(
         out.push(Variation { name, key, values });
     }
     Ok(out)
+}
+
+/// The most configurations one sweep may have. A sweep is built whole before it runs, every
+/// shard of it too, and holds a result for each: measured on the simulator (a pingpong sweep
+/// of 8,000 to 16,000 configurations), a configuration costs about 5.5 KiB, so this bounds
+/// them to under 300 MiB.
+pub const MAX_SWEEP_CONFIGURATIONS: u64 = 50_000;
+
+/// The most repetitions (configurations × runs each) one sweep, or one shard of it, may
+/// measure. Its record holds every repetition: measured the same way, a repetition adds about
+/// 3.5 KiB besides its configuration's 5.5 KiB, so a sweep within both limits stays under about
+/// 450 MiB. A larger sweep is cut with `--shard K/N` and its shards joined with `merge`.
+pub const MAX_SWEEP_REPETITIONS: u64 = 50_000;
+
+/// How many combinations of values `variations` make (their lengths multiplied), without
+/// building them; saturates instead of overflowing.
+pub fn combination_count(variations: &[Variation]) -> u64 {
+    variations
+        .iter()
+        .fold(1u64, |n, v| n.saturating_mul(v.values.len() as u64))
+}
+
+/// Refuse, before anything is built, a sweep of more than [`MAX_SWEEP_CONFIGURATIONS`]
+/// `configurations`, or whose `configurations` × `runs` repetitions, cut into `shards`, give
+/// one process more than [`MAX_SWEEP_REPETITIONS`]; the error gives the counts, the limit and
+/// what to do.
+pub fn check_sweep_size(
+    variations: &[Variation],
+    configurations: u64,
+    runs: u64,
+    shards: u64,
+) -> Result<(), ExperimentError> {
+    let runs = runs.max(1);
+    let total = configurations.saturating_mul(runs);
+    let share = total.div_ceil(shards.max(1));
+    let values: Vec<String> = variations
+        .iter()
+        .map(|v| format!("{} values of {}", v.values.len(), v.name))
+        .collect();
+    let what = if values.is_empty() {
+        format!("{configurations} configurations")
+    } else {
+        format!("{configurations} configurations ({})", values.join(" × "))
+    };
+    if configurations > MAX_SWEEP_CONFIGURATIONS {
+        return Err(ExperimentError::TooLarge {
+            message: format!(
+                "this sweep has {what}; a sweep may have at most {MAX_SWEEP_CONFIGURATIONS} (each shard builds them all): give fewer values"
+            ),
+        });
+    }
+    if share > MAX_SWEEP_REPETITIONS {
+        let shards_needed = total.div_ceil(MAX_SWEEP_REPETITIONS);
+        let held = if shards > 1 {
+            format!(", {share} of them in each of {shards} shards")
+        } else {
+            String::new()
+        };
+        return Err(ExperimentError::TooLarge {
+            message: format!(
+                "this sweep asks for {total} repetitions ({what} × {runs} runs){held}; one sweep or shard may measure at most {MAX_SWEEP_REPETITIONS}: cut it into at least {shards_needed} shards (--shard K/{shards_needed}, joined with `schedlab merge`), or give fewer values or --runs"
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Every combination of the variations' values, first variation slowest: `(index into
@@ -327,6 +389,48 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("given twice"), "{e}");
+    }
+
+    #[test]
+    fn a_sweep_is_counted_and_refused_above_its_limits_before_it_is_built() {
+        let many = |n: usize| (1..=n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+        let v = yield_variations(
+            &[&format!("threads={}", many(1000)), "yield.nice=0,5,10"],
+            false,
+        )
+        .unwrap();
+        assert_eq!(combination_count(&v), 3000);
+        assert!(check_sweep_size(&v, 3000, 3, 1).is_ok());
+        // 3000 × 20 runs = 60,000 repetitions: over the limit on one process…
+        let e = check_sweep_size(&v, 3000, 20, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("60000 repetitions")
+                && e.contains("1000 values of threads × 3 values of yield.nice")
+                && e.contains(&format!("at most {MAX_SWEEP_REPETITIONS}"))
+                && e.contains("--shard K/2"),
+            "{e}"
+        );
+        // …and within it as 2 shards of 30,000.
+        assert!(check_sweep_size(&v, 3000, 20, 2).is_ok());
+        // Configurations are built by every shard: sharding does not lift their limit.
+        let e = check_sweep_size(&v, MAX_SWEEP_CONFIGURATIONS + 1, 1, 100)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{} configurations", MAX_SWEEP_CONFIGURATIONS + 1))
+                && e.contains("fewer values"),
+            "{e}"
+        );
+        // A count that overflows saturates rather than wrapping to a small number.
+        let huge: Vec<Variation> = (0..8)
+            .map(|i| Variation {
+                name: format!("k{i}"),
+                key: VaryKey::Param("threads"),
+                values: (0..1000).map(|x| x.to_string()).collect(),
+            })
+            .collect();
+        assert_eq!(combination_count(&huge), u64::MAX);
+        assert!(check_sweep_size(&huge, u64::MAX, 3, 1).is_err());
     }
 
     #[test]

@@ -140,12 +140,28 @@ pub enum ReadError {
 }
 
 /// Read a record written by [`write_json`].
+///
+/// The file is read through a buffer straight into the record ([`RunRecord::from_reader`]),
+/// so memory follows what the record holds rather than the file's size.
 pub fn read_json(path: &Path) -> Result<RunRecord, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+    let cannot = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
-    RunRecord::from_json(&text).map_err(|source| ReadError::Record {
+    };
+    if std::fs::metadata(path).map_err(cannot)?.is_dir() {
+        // EISDIR, as reading the whole file said (opening a directory succeeds).
+        return Err(cannot(io::Error::from_raw_os_error(21)));
+    }
+    let first = std::fs::File::open(path).map_err(cannot)?;
+    let mut first = Some(first);
+    RunRecord::from_reader(|| {
+        let f = match first.take() {
+            Some(f) => f,
+            None => std::fs::File::open(path)?,
+        };
+        Ok(io::BufReader::with_capacity(1 << 16, f))
+    })
+    .map_err(|source| ReadError::Record {
         path: path.to_path_buf(),
         source,
     })

@@ -10,10 +10,11 @@ use crate::intern::intern;
 use crate::model::{Amount, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
 use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program};
 use crate::span::Span;
+use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
 use schedlab_workload::plan::GroupPlan;
 use schedlab_workload::presets::MAX_TASKS;
 use schedlab_workload::{Plan, SyncPlan, TaskMode, Transport};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 /// The most elements of one channel, lock, barrier, semaphore or condition array.
@@ -78,6 +79,11 @@ struct Compiler<'a> {
     timers: Vec<&'static str>,
     counts: Vec<&'static str>,
     periods: Vec<PeriodNames>,
+    /// Index of each name in `timers`, `counts` and `periods`: a file of many tasks, each with
+    /// its own timer, is compiled in linear time.
+    timer_index: HashMap<&'static str, usize>,
+    count_index: HashMap<&'static str, usize>,
+    period_index: HashMap<&'static str, usize>,
     metric_kinds: BTreeMap<String, (&'static str, Span)>,
     /// Spawned groups: name → start semaphore.
     spawn_semaphores: BTreeMap<String, usize>,
@@ -189,6 +195,9 @@ pub fn compile(
         timers: Vec::new(),
         counts: Vec::new(),
         periods: Vec::new(),
+        timer_index: HashMap::new(),
+        count_index: HashMap::new(),
+        period_index: HashMap::new(),
         metric_kinds: BTreeMap::new(),
         spawn_semaphores: BTreeMap::new(),
         spawnable: BTreeMap::new(),
@@ -769,6 +778,16 @@ impl<'a> Compiler<'a> {
                     ),
                 ));
             }
+            // Bounded here, when the file is read, as `--duration` is: not once it runs.
+            if u == Unit::Seconds && v > MAX_DURATION.as_secs_f64() {
+                return Err(Diagnostic::new(
+                    expr.span,
+                    format!(
+                        "{what} '{expr}' is {}; accepted: {DURATION_RANGE}",
+                        Quantity { value: v, unit: u }
+                    ),
+                ));
+            }
         }
         Ok((c, u))
     }
@@ -920,17 +939,19 @@ impl<'a> Compiler<'a> {
                         Some(d) => dynamic(self, d, "deadline", &[Unit::Seconds])?.0,
                         None => every_c.clone(),
                     };
-                    let t = match self.periods.iter().position(|p| p.name == timer.value) {
-                        Some(t) => t,
+                    let t = match self.period_index.get(timer.value.as_str()) {
+                        Some(&t) => t,
                         None => {
                             let n = &timer.value;
+                            let name = intern(n);
                             self.periods.push(PeriodNames {
-                                name: intern(n),
+                                name,
                                 latency: intern(&format!("{n}.latency")),
                                 met: intern(&format!("{n}.met")),
                                 late: intern(&format!("{n}.late")),
                                 missed: intern(&format!("{n}.missed")),
                             });
+                            self.period_index.insert(name, self.periods.len() - 1);
                             self.periods.len() - 1
                         }
                     };
@@ -1139,10 +1160,12 @@ impl<'a> Compiler<'a> {
                 }
                 StepKind::Timed { name, body } => {
                     self.record_metric(name, "timer")?;
-                    let timer = match self.timers.iter().position(|t| *t == name.value) {
-                        Some(t) => t,
+                    let timer = match self.timer_index.get(name.value.as_str()) {
+                        Some(&t) => t,
                         None => {
-                            self.timers.push(intern(&name.value));
+                            let n = intern(&name.value);
+                            self.timers.push(n);
+                            self.timer_index.insert(n, self.timers.len() - 1);
                             self.timers.len() - 1
                         }
                     };
@@ -1157,10 +1180,12 @@ impl<'a> Compiler<'a> {
                 StepKind::Count { name, by } => {
                     self.record_metric(name, "count")?;
                     let (c, _) = dynamic(self, by, "by", &[Unit::None])?;
-                    let count_i = match self.counts.iter().position(|t| *t == name.value) {
-                        Some(t) => t,
+                    let count_i = match self.count_index.get(name.value.as_str()) {
+                        Some(&t) => t,
                         None => {
-                            self.counts.push(intern(&name.value));
+                            let n = intern(&name.value);
+                            self.counts.push(n);
+                            self.count_index.insert(n, self.counts.len() - 1);
                             self.counts.len() - 1
                         }
                     };

@@ -18,6 +18,7 @@ use rand_core::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
+use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
 use schedlab_workload::{
     BarrierId, ChannelId, CondId, Context, LockId, SemaphoreId, TaskRef, WorkloadError,
 };
@@ -36,13 +37,14 @@ pub const FROZEN_PASSES: u32 = 1 << 22;
 /// Sample key of the messages each receiving task got.
 pub const RECEIVED: &str = "received";
 
-/// A duration from seconds, or an error naming the step.
+/// A duration from seconds, or an error naming the step: what depends on a task's index or a
+/// loop variable is bounded here, to the range a constant is bounded to when the file is read.
 fn duration(secs: f64, what: &str) -> Result<Duration, WorkloadError> {
-    if secs.is_finite() && (0.0..=1e9).contains(&secs) {
+    if secs.is_finite() && (0.0..=MAX_DURATION.as_secs_f64()).contains(&secs) {
         Ok(Duration::from_secs_f64(secs))
     } else {
         Err(WorkloadError::Backend(format!(
-            "{what} evaluated to {secs} s; accepted: 0..1e9 s"
+            "{what} evaluated to {secs} s; accepted: {DURATION_RANGE}"
         )))
     }
 }

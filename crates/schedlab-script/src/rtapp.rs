@@ -635,11 +635,13 @@ impl Reader<'_> {
         repeat_ok: &dyn Fn(&str) -> bool,
     ) -> R<Vec<Entry<'v, 'a>>> {
         let mut out: Vec<Entry<'v, 'a>> = Vec::new();
+        // Where each key is first given: an object of many tasks is read in linear time.
+        let mut seen: std::collections::HashMap<&'v str, usize> = Default::default();
         for p in &obj.properties {
             let key = p.name.as_str();
             let key_span = span_of(p.name.range());
             if !repeat_ok(key) {
-                if let Some(first) = out.iter().find(|e| e.key == key) {
+                if let Some(first) = seen.get(key).map(|&i| &out[i]) {
                     return Err(Diagnostic::new(
                         key_span,
                         format!(
@@ -649,6 +651,7 @@ impl Reader<'_> {
                     ));
                 }
             }
+            seen.entry(key).or_insert(out.len());
             out.push(Entry {
                 key,
                 key_span,

@@ -55,6 +55,7 @@ impl Script {
             FileError::at(&def.path, &def.text, crate::Diagnostic::new(span, message))
         };
         let mut knobs = Vec::new();
+        let lines = crate::span::Lines::new(&def.text);
         for g in &def.groups {
             let mut k = Knobs::default();
             for (key, value) in &g.knobs {
@@ -75,11 +76,7 @@ impl Script {
                     knobs: k,
                     kind: DefaultKind::Under,
                     origin: g.knobs.first().map(|(key, _)| {
-                        format!(
-                            "{}:{}",
-                            def.path.display(),
-                            crate::span::LineCol::of(&def.text, key.span.start)
-                        )
+                        format!("{}:{}", def.path.display(), lines.of(key.span.start))
                     }),
                 });
             }
@@ -87,6 +84,7 @@ impl Script {
         let values: Vec<ParamValue> = def.params.iter().map(|p| p.default.clone()).collect();
         let counts = vec![None; def.groups.len()];
         let program = compile(&def, &values, &counts, 1)
+            .map(Arc::new)
             .map_err(|d| FileError::at(&def.path, &def.text, d))?;
         let seeded = uses_distributions(&def);
         let name = intern(&def.name);
@@ -102,8 +100,9 @@ impl Script {
             values,
             counts,
             seed: 1,
-            program: Arc::new(program),
-            compiled: Arc::new(OnceLock::new()),
+            // The defaults compiled: setting a parameter to its default compiles nothing again.
+            compiled: Arc::new(OnceLock::from(Ok(program.clone()))),
+            program,
         })
     }
 
@@ -300,9 +299,15 @@ impl Configurable for Script {
                 .position(|p| p.name.value == name)
                 .expect("declared");
             let p = &self.file.def.params[i];
-            self.values[i] = parse_value(&p.default, &p.choices, value).map_err(|problem| {
+            let parsed = parse_value(&p.default, &p.choices, value).map_err(|problem| {
                 ParamError::value(workload, def.name, format!("'{value}'"), problem)
             })?;
+            if parsed == self.values[i] {
+                // The same configuration: what is compiled stays (a file of many groups is not
+                // compiled again for each parameter set to its default).
+                return Ok(());
+            }
+            self.values[i] = parsed;
         }
         if let Some(Ok(p)) = self.compiled.get() {
             self.program = p.clone();
@@ -503,13 +508,18 @@ impl Workload for Script {
         } else {
             order.extend(spec.show.iter().map(|s| s.value.clone()));
         }
+        // By name, so that a file of many tasks (each with its own timers) costs linear time.
+        let mut by_name: std::collections::HashMap<&str, &MetricDef> = Default::default();
+        for m in &all {
+            by_name.entry(m.name.as_str()).or_insert(m);
+        }
+        let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
         let mut out: Vec<MetricDef> = Vec::new();
         for name in order {
-            if out.iter().any(|m| m.name == name) {
-                continue;
-            }
-            if let Some(m) = all.iter().find(|m| m.name == name) {
-                out.push(m.clone());
+            if let Some(m) = by_name.get(name.as_str()) {
+                if taken.insert(name) {
+                    out.push((*m).clone());
+                }
             }
         }
         out

@@ -51,6 +51,34 @@ impl LineCol {
     }
 }
 
+/// Where each line of a text starts, to find many offsets' lines and columns in linear time
+/// overall ([`LineCol::of`] scans the text from its start each time).
+pub struct Lines<'t> {
+    text: &'t str,
+    /// Byte offset of each line's first byte.
+    starts: Vec<usize>,
+}
+
+impl<'t> Lines<'t> {
+    /// The lines of `text`.
+    pub fn new(text: &'t str) -> Lines<'t> {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines { text, starts }
+    }
+
+    /// Where byte `offset` is, as [`LineCol::of`] says.
+    pub fn of(&self, offset: usize) -> LineCol {
+        let offset = floor_char_boundary(self.text, offset.min(self.text.len()));
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        LineCol {
+            line,
+            column: self.text[start..offset].chars().count() + 1,
+        }
+    }
+}
+
 impl fmt::Display for LineCol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}:{}", self.line, self.column)
@@ -91,5 +119,9 @@ mod tests {
         let x = text.find('"').unwrap();
         assert_eq!(LineCol::of(text, x), LineCol { line: 2, column: 6 });
         assert_eq!(LineCol::of(text, text.len()).line, 3);
+        let lines = Lines::new(text);
+        for offset in 0..=text.len() + 2 {
+            assert_eq!(lines.of(offset), LineCol::of(text, offset), "at {offset}");
+        }
     }
 }

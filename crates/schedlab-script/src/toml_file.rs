@@ -69,6 +69,7 @@ use crate::span::{LineCol, Span, Spanned};
 use schedlab_workload::knobs::parse_knob;
 use schedlab_workload::plan::LockKind;
 use schedlab_workload::IoKind;
+use std::collections::HashMap;
 use std::path::Path;
 use toml::de::{DeTable, DeValue};
 
@@ -160,7 +161,7 @@ pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
     };
     let reader = Reader {
         text,
-        names: Vec::new(),
+        names: HashMap::new(),
     };
     reader
         .file(path, doc.get_ref())
@@ -388,9 +389,10 @@ impl<'a, 'i> Table<'a, 'i> {
 struct Reader<'t> {
     /// The file's text.
     text: &'t str,
-    /// Every group, channel, lock, barrier, semaphore and condition so far: name, what it is,
-    /// where. They share one name space.
-    names: Vec<(String, &'static str, Span)>,
+    /// Every group, channel, lock, barrier, semaphore and condition so far, by name: what it
+    /// is, where. They share one name space; a map, so that a file of many groups is read in
+    /// linear time.
+    names: HashMap<String, (&'static str, Span)>,
 }
 
 impl<'t> Reader<'t> {
@@ -617,7 +619,7 @@ impl<'t> Reader<'t> {
 
     /// Declare `name` as a `what`; groups and objects share one name space.
     fn declare(&mut self, name: &Spanned<String>, what: &'static str) -> Result<(), Diagnostic> {
-        if let Some((_, other, at)) = self.names.iter().find(|n| n.0 == name.value) {
+        if let Some((other, at)) = self.names.get(&name.value) {
             return Err(Diagnostic::new(
                 name.span,
                 format!(
@@ -627,7 +629,7 @@ impl<'t> Reader<'t> {
                 ),
             ));
         }
-        self.names.push((name.value.clone(), what, name.span));
+        self.names.insert(name.value.clone(), (what, name.span));
         Ok(())
     }
 

@@ -6,8 +6,17 @@
 use crate::error::ValueError;
 use std::time::Duration;
 
+/// The longest duration schedlab accepts anywhere: a `--duration` (the web workload's, the
+/// longest a preset takes), a knob, a cost, and every duration of a workload file. Bounding
+/// them all alike, when they are read, means a mistyped `1e20s` is refused by `check` with
+/// its place rather than overflowing a clock once the run has started.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// The accepted range of durations, as messages give it.
+pub const DURATION_RANGE: &str = "0 to 24h (86400s)";
+
 /// Parse `NUMBER[UNIT]` where UNIT is one of `ns`, `us`/`µs`, `ms`, `s`, `m`; a bare number is
-/// seconds. The error names the value and what is accepted.
+/// seconds. The error names the value and what is accepted ([`DURATION_RANGE`]).
 pub fn parse_duration(text: &str) -> Result<Duration, ValueError> {
     let t = text.trim();
     let split = t
@@ -36,7 +45,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, ValueError> {
             "'{text}': a duration must be zero or positive"
         )));
     }
-    Ok(Duration::from_nanos((value * scale).round() as u64))
+    let ns = (value * scale).round();
+    if ns > MAX_DURATION.as_nanos() as f64 {
+        return Err(ValueError(format!(
+            "'{text}' is too long; accepted: {DURATION_RANGE}"
+        )));
+    }
+    Ok(Duration::from_nanos(ns as u64))
 }
 
 /// Print a duration compactly with a unit that keeps 3–4 significant digits.
@@ -74,5 +89,16 @@ mod tests {
         let e = parse_duration("3 fortnights").unwrap_err().0;
         assert!(e.contains("fortnights") && e.contains("ms"), "{e}");
         assert!(parse_duration("abc").is_err());
+    }
+
+    #[test]
+    fn refuses_durations_beyond_the_longest_accepted() {
+        assert_eq!(parse_duration("1440m").unwrap(), MAX_DURATION);
+        assert_eq!(parse_duration("86400s").unwrap(), MAX_DURATION);
+        let e = parse_duration("86401s").unwrap_err().0;
+        assert!(e.contains("'86401s'") && e.contains(DURATION_RANGE), "{e}");
+        // Once a saturating cast: 1e11 s is 1e20 ns, beyond u64.
+        let e = parse_duration("100000000000s").unwrap_err().0;
+        assert!(e.contains("too long"), "{e}");
     }
 }

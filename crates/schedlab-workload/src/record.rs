@@ -541,19 +541,54 @@ impl RunRecord {
 
     /// Read a record from JSON, refusing records of another schema version.
     pub fn from_json(text: &str) -> Result<RunRecord, RecordError> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| RecordError::NotARecord(e.to_string()))?;
-        match v.get("schema").and_then(|s| s.as_u64()) {
-            Some(s) if s == SCHEMA_VERSION as u64 => {}
-            Some(s) => return Err(RecordError::Schema(s)),
-            None => return Err(RecordError::NotARecord("no \"schema\" field".into())),
-        }
-        serde_json::from_value(v).map_err(|e| RecordError::Malformed(e.to_string()))
+        checked(serde_json::from_str(text), || serde_json::from_str(text))
+    }
+
+    /// Read a record from `open()`'s reader, refusing records of another schema version. The
+    /// JSON is read straight into the record, never into a document tree first, so memory
+    /// follows what the record holds, not the size of the file: an unknown key's value is
+    /// skipped as it is read. Only when the record does not parse is `open` called a second
+    /// time, to tell a record of another schema (or no record at all) from a malformed one.
+    pub fn from_reader<R: std::io::Read>(
+        mut open: impl FnMut() -> std::io::Result<R>,
+    ) -> Result<RunRecord, RecordError> {
+        let first = open().map_err(|e| RecordError::NotARecord(e.to_string()))?;
+        checked(serde_json::from_reader(first), || {
+            let again = open().map_err(serde_json::Error::io)?;
+            serde_json::from_reader(again)
+        })
     }
 
     /// Write the record as pretty JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("records always serialize")
+    }
+}
+
+/// A record's `schema` field alone, every other field skipped as it is read.
+#[derive(Deserialize)]
+struct SchemaOnly {
+    #[serde(default)]
+    schema: Option<serde_json::Value>,
+}
+
+/// The record `parsed`, checked for its schema version; when it did not parse, `schema_only`
+/// reads the text again for its schema field alone, to say why: not JSON or no schema field
+/// (not a record), another schema version, or fields missing or of the wrong type.
+fn checked(
+    parsed: Result<RunRecord, serde_json::Error>,
+    schema_only: impl FnOnce() -> Result<SchemaOnly, serde_json::Error>,
+) -> Result<RunRecord, RecordError> {
+    let e = match parsed {
+        Ok(r) if r.schema == SCHEMA_VERSION => return Ok(r),
+        Ok(r) => return Err(RecordError::Schema(r.schema as u64)),
+        Err(e) => e,
+    };
+    let schema = schema_only().map_err(|e| RecordError::NotARecord(e.to_string()))?;
+    match schema.schema.as_ref().and_then(|s| s.as_u64()) {
+        Some(s) if s == SCHEMA_VERSION as u64 => Err(RecordError::Malformed(e.to_string())),
+        Some(s) => Err(RecordError::Schema(s)),
+        None => Err(RecordError::NotARecord("no \"schema\" field".into())),
     }
 }
 
@@ -613,6 +648,42 @@ mod tests {
             .to_string()
             .contains("schema 99"));
         assert!(RunRecord::from_json("{}").is_err());
+    }
+
+    #[test]
+    fn a_reader_skips_unknown_keys_and_tells_what_is_wrong() {
+        let rec = RunRecord {
+            schema: SCHEMA_VERSION,
+            workload: "yield".into(),
+            ..Default::default()
+        };
+        let text = rec.to_json();
+        let read = |t: String| RunRecord::from_reader(|| Ok(std::io::Cursor::new(t.clone())));
+        // An unknown key (here a large array) is skipped, not kept.
+        let junk = format!(
+            "{{\"junk\": [{}1], {}",
+            "1.5,".repeat(10_000),
+            &text.trim_start()[1..]
+        );
+        assert_eq!(read(junk).unwrap(), rec);
+        let other = text.replacen("\"schema\": 1", "\"schema\": 7", 1);
+        assert_eq!(read(other).unwrap_err(), RecordError::Schema(7));
+        let malformed = text.replacen("\"workload\": \"yield\"", "\"workload\": 3", 1);
+        assert!(matches!(
+            read(malformed).unwrap_err(),
+            RecordError::Malformed(_)
+        ));
+        let e = read("{\"a\": 1}".into()).unwrap_err();
+        assert_eq!(e, RecordError::NotARecord("no \"schema\" field".into()));
+        assert!(matches!(
+            read("not json".into()).unwrap_err(),
+            RecordError::NotARecord(_)
+        ));
+        // A schema of another version is named even when the rest would not parse.
+        assert_eq!(
+            read("{\"schema\": 9, \"configs\": 1}".into()).unwrap_err(),
+            RecordError::Schema(9)
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! configuration, then a compact mmtests-style table of every metric relative to the first
 //! record, signed so that + is better, significant cells between asterisks.
 
+use schedlab_experiment::outdir::invalid_value;
 use schedlab_report::export::read_json;
 use schedlab_report::table::{num, Table};
 use schedlab_stats::{compare as two_sample, mean_kind_for, metric_values, parse_level, MeanKind};
@@ -23,6 +24,9 @@ pub fn compare(
         .map(|p| read_json(p).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    for (r, name) in records.iter().zip(&names) {
+        check_values(r, name)?;
+    }
     let first = &records[0];
     let metric_given = metric;
     let metric = match metric {
@@ -147,6 +151,31 @@ pub fn compare(
     }
     out.push_str(&relative_table(&records, &names, level, welch));
     Ok(out)
+}
+
+/// Refuse a record holding a value no measurement can have (negative, not finite, beyond
+/// [`schedlab_experiment::outdir::MAX_VALUE`]), naming the file, the configuration, the repetition and the metric: its
+/// statistics would be nonsense, or print `inf`.
+fn check_values(r: &RunRecord, name: &str) -> Result<(), String> {
+    for c in &r.configs {
+        for (i, rep) in c.repetitions.iter().enumerate() {
+            for (metric, &v) in &rep.metrics {
+                let unit = r.metric(metric).map_or("", |m| m.unit.as_str());
+                if let Some(why) = invalid_value(metric, unit, v) {
+                    let config = if c.label.is_empty() {
+                        String::new()
+                    } else {
+                        format!("configuration '{}', ", c.label)
+                    };
+                    return Err(format!(
+                        "{name}: {config}repetition {}: {why}; a record holding it cannot be compared",
+                        i + 1
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Every metric of every configuration: the first record's mean, then each other record's mean

@@ -64,6 +64,8 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
         groups: common.group_knobs.clone(),
         vary,
         host_cpus: host::online_cpus(),
+        runs: Some(settings.budget.most_runs()),
+        shards: settings.shard.map(|s| s.count),
     };
     let stop = interrupt_flag()?;
     let execute = Execute {

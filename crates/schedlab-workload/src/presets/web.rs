@@ -78,8 +78,8 @@ pub const CONFORMING_BITS_PER_S: f64 = 320_000.0;
 pub const CONFORMING_SHARE_PERCENT: f64 = 95.0;
 /// The most connections of one run.
 pub const MAX_CONNECTIONS: usize = 10_000;
-/// The longest run.
-const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+/// The longest run: the longest duration schedlab accepts.
+const MAX_DURATION: Duration = crate::duration::MAX_DURATION;
 /// The longest response header accepted from a real server.
 const MAX_HEADER: usize = 8192;
 /// Salt that separates a connection's batch-length stream from its file stream.
