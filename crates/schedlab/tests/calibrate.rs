@@ -51,7 +51,14 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         .tempfile()
         .unwrap();
     let out = guard.path().to_path_buf();
-    let o = run_ok(&["calibrate", "--quick", "--out", out.to_str().unwrap()]);
+    // The guard made the file: replacing it needs --force.
+    let o = run_ok(&[
+        "calibrate",
+        "--quick",
+        "--force",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let file = std::fs::read_to_string(&out).unwrap();
     let table: toml::Table = file.parse().unwrap();

@@ -1576,8 +1576,11 @@ fn a_sweep_resumes_only_its_own_experiment_and_never_loses_a_summary() {
 
     // A record that cannot be written: the summary still prints, the error says what was not
     // saved.
+    // A FIFO nobody reads: written once at the end, and refused then.
     let json = dir.join("x.json");
-    std::fs::create_dir_all(dir.join("x.json.tmp")).unwrap();
+    let c_path = std::ffi::CString::new(json.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates a node in the test's directory.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
     let out = schedlab()
         .args([
             "run",

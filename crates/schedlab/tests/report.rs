@@ -287,10 +287,7 @@ fn report_refuses_bad_input_and_output_before_writing() {
         &["report", s(&good), "-o", s(&bad_out)],
         "cannot write the report there",
     );
-    fails(
-        &["report", s(&good), "-o", s(dir.path())],
-        "it is a directory",
-    );
+    fails(&["report", s(&good), "-o", s(dir.path())], "is a directory");
     // Only the inputs are left: no temporary file either.
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

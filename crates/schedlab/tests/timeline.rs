@@ -138,7 +138,7 @@ fn bad_timeline_paths_are_refused_before_anything_runs() {
             d.join("no/such/dir/rq.svg"),
             "not a file in an existing directory",
         ),
-        (d.clone(), "not a file in an existing directory"),
+        (d.clone(), "is a directory"),
     ];
     for (path, needle) in cases {
         let start = Instant::now();
