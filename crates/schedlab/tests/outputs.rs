@@ -310,7 +310,7 @@ fn directories_sockets_and_block_devices_are_refused_before_anything_runs() {
     ];
     let block = rustix::fs::mknodat(
         rustix::fs::CWD,
-        &d.join("blk"),
+        d.join("blk"),
         rustix::fs::FileType::BlockDevice,
         rustix::fs::Mode::from_raw_mode(0o600),
         rustix::fs::makedev(7, 250),
