@@ -332,13 +332,16 @@ pub(crate) fn stdout_taken(common: &CommonArgs) -> bool {
 }
 
 /// Print a command's text: to standard output, or to standard error when an output (`-`)
-/// takes standard output.
+/// takes standard output. A reader that went away (`schedlab check ... | head`) is not an
+/// error: the rest of the text is dropped, as `cat` or `yes` would.
 pub(crate) fn say(text: &str, stdout_taken: bool) {
-    if stdout_taken {
-        eprint!("{text}");
+    use std::io::Write as _;
+    let _ = if stdout_taken {
+        std::io::stderr().lock().write_all(text.as_bytes())
     } else {
-        print!("{text}");
-    }
+        let mut out = std::io::stdout().lock();
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
 }
 
 /// The directory beside `--timeline FILE.svg` for the exact events: `FILE.events`.
@@ -493,7 +496,7 @@ impl Execute<'_> {
                 let end = text.trim_end().rfind('\n').map_or(0, |i| i + 1);
                 text.insert_str(end, &describe_shard(&experiment, plan));
             }
-            print!("{text}");
+            say(&text, false);
             return Ok(RunEnd::Complete);
         }
         let keys = table_keys(&experiment);

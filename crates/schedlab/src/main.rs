@@ -72,11 +72,11 @@ fn clean_leftovers(cli: &Cli) {
 fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
     match cli.command {
         Command::List { profile } => {
-            print!("{}", info::list(profile.as_deref())?);
+            execute::say(&info::list(profile.as_deref())?, false);
             Ok(ExitCode::SUCCESS)
         }
         Command::Env => {
-            print!("{}", info::env());
+            execute::say(&info::env(), false);
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate {
@@ -104,9 +104,9 @@ fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
             welch,
             force,
         } => {
-            print!(
-                "{}",
-                compare::compare(&records, metric.as_deref(), &level, welch, force)?
+            execute::say(
+                &compare::compare(&records, metric.as_deref(), &level, welch, force)?,
+                false,
             );
             Ok(ExitCode::SUCCESS)
         }
