@@ -344,3 +344,21 @@ fn a_killed_writers_temporary_file_goes_with_the_next_write() {
     common::succeeded(&args, run_in(d, &args));
     assert_eq!(names(d), ["r.json"]);
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    // `schedlab list | head -1`: the pipe closes before everything is printed.
+    for args in [&["list"][..], &["check", "yield", "--backend", "sim"][..]] {
+        let mut child = schedlab()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = stderr(&out);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
