@@ -97,7 +97,19 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "switch",
         "page_touch",
     ] {
-        assert!(loaded.is_some() || ns(key) > 0.0, "{key}: {file}");
+        // A difference of probes that --quick's few samples left within its noise (seen: msg at
+        // -11 ns ± 431 ns on a quiet 2-CPU VM) is clamped to 0, and calibrate must say so.
+        let clamped = measured
+            .get(key)
+            .and_then(|m| m.get("method"))
+            .and_then(|m| m.as_str())
+            .is_some_and(|m| {
+                m.contains("clamped to 0") && m.contains("did not reach the precision asked for")
+            });
+        assert!(
+            loaded.is_some() || ns(key) > 0.0 || clamped,
+            "{key}: {file}"
+        );
         assert!(measured.contains_key(key), "{key} has no CI: {file}");
     }
     // A difference of four probes, about 1.5 µs on the development VM: measured (with its CI),
