@@ -20,7 +20,7 @@
 //! `alloc`), so the advice covers the block alone and its pages go back to the system when it is
 //! freed; a large block grows by a fresh block and a copy, not in place. The cost is at most one
 //! partly used huge page at the end of each large block (peak RSS of `bench/sim.sh`'s 100k-task
-//! case: README).
+//! case: docs/performance.md).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 

@@ -24,7 +24,7 @@
 //! SD, maximum and — new — 99th percentile; `% desired CPU` = achieved runs / (achieved + missed)
 //! and `% deadlines met` = met / (met + missed).
 //!
-//! Deliberate differences from the original, all documented in the README:
+//! Deliberate differences from the original, all documented in docs/simulator.md:
 //! - CPU work burns measured thread CPU time (`Context::compute`), so there is no loops-per-ms
 //!   calibration (the original's can loop forever on a noisy machine).
 //! - The SD is a real sample standard deviation; the original computes
