@@ -118,9 +118,10 @@ pub fn expand_inputs(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ReportError> {
     Ok(files)
 }
 
-/// Read every record `paths` name ([`expand_inputs`]); the first unreadable one stops it.
-pub fn read_inputs(paths: &[PathBuf]) -> Result<Vec<Input>, ReportError> {
-    expand_inputs(paths)?
+/// Read the record files `files` ([`expand_inputs`] gives them); the first unreadable one stops
+/// it.
+pub fn read_inputs(files: Vec<PathBuf>) -> Result<Vec<Input>, ReportError> {
+    files
         .into_iter()
         .map(|path| {
             let record = read_json(&path)?;
@@ -145,13 +146,7 @@ pub fn write_report(inputs: &[PathBuf], out: &Path) -> Result<Written, ReportErr
     let files = expand_inputs(inputs)?;
     let named: Vec<(&str, &Path)> = files.iter().map(|f| ("a record", f.as_path())).collect();
     output::refuse_inputs("-o", out, &target, &named).map_err(ReportError::Overlap)?;
-    let records = files
-        .into_iter()
-        .map(|path| {
-            let record = read_json(&path)?;
-            Ok(Input { path, record })
-        })
-        .collect::<Result<Vec<_>, ReportError>>()?;
+    let records = read_inputs(files)?;
     let html = render(&records);
     output::write_target(&target, html.as_bytes()).map_err(|e| refuse(e.to_string()))?;
     Ok(Written {

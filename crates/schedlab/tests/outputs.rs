@@ -55,27 +55,25 @@ fn names(dir: &Path) -> Vec<String> {
     n
 }
 
-/// A private character device node (`major`, `minor`) at `path`, or why it cannot be made.
-fn char_device(path: &Path, major: u32, minor: u32) -> Result<(), String> {
+/// A private node of `kind` (device number `major`, `minor`) at `path`, or why it cannot be made
+/// (device nodes need CAP_MKNOD).
+fn node(path: &Path, kind: rustix::fs::FileType, major: u32, minor: u32) -> Result<(), String> {
     rustix::fs::mknodat(
         rustix::fs::CWD,
         path,
-        rustix::fs::FileType::CharacterDevice,
-        rustix::fs::Mode::from_raw_mode(0o666),
+        kind,
+        rustix::fs::Mode::from_raw_mode(0o600),
         rustix::fs::makedev(major, minor),
     )
     .map_err(|e| e.to_string())
 }
 
+fn char_device(path: &Path, major: u32, minor: u32) -> Result<(), String> {
+    node(path, rustix::fs::FileType::CharacterDevice, major, minor)
+}
+
 fn fifo(path: &Path) {
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        path,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    node(path, rustix::fs::FileType::Fifo, 0, 0).unwrap();
 }
 
 #[test]
@@ -308,13 +306,7 @@ fn directories_sockets_and_block_devices_are_refused_before_anything_runs() {
         ("adir", "is a directory"),
         ("missing/r.json", "not a file in an existing directory"),
     ];
-    let block = rustix::fs::mknodat(
-        rustix::fs::CWD,
-        d.join("blk"),
-        rustix::fs::FileType::BlockDevice,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        rustix::fs::makedev(7, 250),
-    );
+    let block = node(&d.join("blk"), rustix::fs::FileType::BlockDevice, 7, 250);
     match block {
         Ok(()) => cases.push(("blk", "is a block device")),
         Err(e) => println!("skipped: the block-device case (mknod: {e}; needs root)"),
