@@ -208,7 +208,11 @@ impl Sinks<'_> {
                 }
             })
         });
-        let out = self.out.map_or(Ok(()), |out| out.save(record));
+        // A sweep's directory holds files only: nothing new for it at Stage::Streams.
+        let out = match (self.out, stage) {
+            (Some(out), Stage::Progress | Stage::Last) => out.save(record),
+            _ => Ok(()),
+        };
         let exports = self.exports.map_or(Ok(()), |exports| {
             exports
                 .write(record, stage)
@@ -736,8 +740,7 @@ pub fn measure<W: Workload, B: Backend>(
     if let Step::Interrupted = m.rounds(backend, progress)? {
         return m.interrupted();
     }
-    // Standard output, a device or a FIFO gets the record now; files have it already, and are
-    // rewritten with the same bytes.
-    m.save(Stage::Last)?;
+    // Standard output, a device or a FIFO gets the record now; files have it already.
+    m.save(Stage::Streams)?;
     Ok((RunEnd::Complete, m.record))
 }

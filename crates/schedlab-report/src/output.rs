@@ -127,14 +127,19 @@ pub fn resolve(path: &Path) -> Result<Target, OutputError> {
     let target = classify(path)?;
     if let Target::File(real) = &target {
         let dir = parent_dir(real);
-        tempfile::Builder::new()
-            .prefix(".schedlab-probe-")
-            .tempfile_in(&dir)
-            .map_err(|e| {
-                OutputError::new(path, format!("cannot write in {}: {e}", dir.display()))
-            })?;
+        check_writable_dir(&dir).map_err(|e| {
+            OutputError::new(path, format!("cannot write in {}: {e}", dir.display()))
+        })?;
     }
     Ok(target)
+}
+
+/// Whether a file can be created in `dir`: one is made (random name, exclusively) and removed.
+pub fn check_writable_dir(dir: &Path) -> io::Result<()> {
+    tempfile::Builder::new()
+        .prefix(".schedlab-probe-")
+        .tempfile_in(dir)
+        .map(drop)
 }
 
 /// Follow `path`'s chain of symbolic links: the path it ends at, and that path's metadata
@@ -245,15 +250,30 @@ pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 pub enum Stage {
     /// A record rewritten as the run goes on: only regular files take it.
     Progress,
-    /// The last write of the command: every kind of output takes it.
+    /// The last write of the command, of a record that changed since the last
+    /// [`Stage::Progress`]: every kind of output takes it.
     Last,
+    /// The end of a run whose files already hold the record: only the outputs written once
+    /// (standard output, a device, a FIFO) take it.
+    Streams,
 }
 
-/// Write `bytes` to output `path` at `stage`: a regular file every time, standard output, a
-/// device or a FIFO only at [`Stage::Last`] (they cannot be rewritten).
+impl Stage {
+    /// Whether an output of kind `target` takes a write at this stage.
+    pub fn writes(self, target: &Target) -> bool {
+        match self {
+            Stage::Progress => target.rewritable(),
+            Stage::Last => true,
+            Stage::Streams => !target.rewritable(),
+        }
+    }
+}
+
+/// Write `bytes` to output `path` at `stage`: a regular file as the run goes on, standard
+/// output, a device or a FIFO once at the end (they cannot be rewritten); see [`Stage`].
 pub fn write_stage(path: &Path, bytes: &[u8], stage: Stage) -> io::Result<()> {
     let target = classify(path).map_err(|e| io::Error::other(e.reason))?;
-    if stage == Stage::Last || target.rewritable() {
+    if stage.writes(&target) {
         write_target(&target, bytes)?;
     }
     Ok(())

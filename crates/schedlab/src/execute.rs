@@ -299,7 +299,8 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
             ));
         }
         if d.is_dir() {
-            writable(d).map_err(|e| format!("--out {}: cannot write in it: {e}", d.display()))?;
+            output::check_writable_dir(d)
+                .map_err(|e| format!("--out {}: cannot write in it: {e}", d.display()))?;
         }
     }
     Ok(())
@@ -406,17 +407,6 @@ fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<()
         )),
         None => Err("the workload has no metric".into()),
     }
-}
-
-/// Whether a file can be created in `dir` (records are written to a temporary name and renamed
-/// there): create and remove a probe file.
-fn writable(dir: &std::path::Path) -> std::io::Result<()> {
-    let probe = dir.join(format!(".schedlab-probe-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)?;
-    std::fs::remove_file(&probe)
 }
 
 /// SIGINT and SIGTERM set a flag; the run stops at the next check and keeps what finished.
