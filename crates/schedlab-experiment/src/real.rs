@@ -13,6 +13,7 @@ use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
+use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::leftovers::Leftovers;
 use schedlab_real::runner::{
     check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
@@ -20,6 +21,7 @@ use schedlab_real::runner::{
 use schedlab_real::tempdir::{self, StaleDir, TempDir};
 use schedlab_real::trace::timeline::RqTrace;
 use schedlab_real::trace::SchedTrace;
+use schedlab_real::wakeups::WakeupCounter;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::interbench::format_size;
@@ -56,10 +58,37 @@ pub fn supervisor_budget<W: Workload>(workload: &W, budget: Duration) -> (Durati
     }
 }
 
+/// The environment variable that keeps `--counters auto` off the in-kernel counters
+/// (`SCHEDLAB_BPF=off`): to compare with the tracefs path or to work around a kernel whose BPF
+/// verifier refuses the program.
+pub const BPF_SWITCH: &str = "SCHEDLAB_BPF";
+
+/// Open the in-kernel counters: `Ok(Err(why))` when they cannot be had (or [`BPF_SWITCH`] is
+/// `off`), `Err` when [`BPF_SWITCH`] holds a value that means nothing.
+fn open_bpf() -> Result<Result<BpfWakeups, String>, ExperimentError> {
+    match std::env::var(BPF_SWITCH).as_deref() {
+        Ok("off") => return Ok(Err(format!("turned off by {BPF_SWITCH}=off"))),
+        Ok("" | "on") | Err(std::env::VarError::NotPresent) => {}
+        Ok(other) => {
+            return Err(ExperimentError::Setting(format!(
+                "{BPF_SWITCH}={other:?} is not understood; accepted: on, off (or unset)"
+            )))
+        }
+        Err(std::env::VarError::NotUnicode(v)) => {
+            return Err(ExperimentError::Setting(format!(
+                "{BPF_SWITCH}={v:?} is not understood; accepted: on, off (or unset)"
+            )))
+        }
+    }
+    Ok(BpfWakeups::open(COMM_PREFIX).map_err(|e| e.to_string()))
+}
+
 /// The running Linux kernel.
 pub struct RealBackend {
     counters: CounterMode,
-    trace: Option<SchedTrace>,
+    trace: Option<WakeupCounter>,
+    /// Why the in-kernel counters were not used when `--counters auto` fell back to tracefs.
+    bpf_unavailable: Option<String>,
     /// Whether the run-queue timeline is recorded (`--timeline`); opened in `prepare`.
     timeline: bool,
     rq_trace: Option<RqTrace>,
@@ -133,6 +162,7 @@ impl RealBackend {
         RealBackend {
             counters,
             trace: None,
+            bpf_unavailable: None,
             timeline: false,
             rq_trace: None,
             unavailable: String::new(),
@@ -359,20 +389,37 @@ impl Backend for RealBackend {
         }
         match self.counters {
             CounterMode::Proc => self.unavailable = "disabled (--counters proc)".into(),
-            CounterMode::Auto | CounterMode::Trace => {
-                match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
-                    Ok(t) => self.trace = Some(t),
-                    Err(e) if self.counters == CounterMode::Trace => {
-                        return Err(ExperimentError::TraceRequired(e.to_string()))
-                    }
-                    Err(e) => self.unavailable = e.to_string(),
+            CounterMode::Bpf => match open_bpf()? {
+                Ok(b) => self.trace = Some(WakeupCounter::Bpf(Box::new(b))),
+                Err(e) => {
+                    return Err(ExperimentError::TraceRequired(format!(
+                        "--counters bpf: {e}"
+                    )))
                 }
-            }
+            },
+            CounterMode::Trace => match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
+                Ok(t) => self.trace = Some(WakeupCounter::Tracefs(t)),
+                Err(e) => {
+                    return Err(ExperimentError::TraceRequired(format!(
+                        "--counters trace: {e}"
+                    )))
+                }
+            },
+            CounterMode::Auto => match open_bpf()? {
+                Ok(b) => self.trace = Some(WakeupCounter::Bpf(Box::new(b))),
+                Err(bpf) => {
+                    self.bpf_unavailable = Some(bpf.clone());
+                    match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
+                        Ok(t) => self.trace = Some(WakeupCounter::Tracefs(t)),
+                        Err(e) => self.unavailable = format!("{bpf}; {e}"),
+                    }
+                }
+            },
         }
         if self.timeline && self.rq_trace.is_none() {
             let t = RqTrace::open(TRACE_BUFFER_KB).map_err(|e| {
                 ExperimentError::TraceRequired(format!(
-                    "--timeline needs the kernel's tracepoints: {e}"
+                    "--timeline: the run-queue timeline needs the kernel's tracepoints: {e}"
                 ))
             })?;
             info.details.insert("timeline".into(), t.source());
@@ -385,6 +432,10 @@ impl Backend for RealBackend {
                 |t| t.source(),
             ),
         );
+        if let Some(why) = &self.bpf_unavailable {
+            info.details
+                .insert("wakeup_counters_bpf".into(), format!("unavailable: {why}"));
+        }
         Ok(())
     }
 

@@ -115,9 +115,11 @@ impl Budget {
 /// Where the real backend's wakeup and preemption counters come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CounterMode {
-    /// Tracepoints when available, else /proc only.
+    /// The in-kernel BPF counters when they load, else the tracefs replay, else /proc only.
     Auto,
-    /// Tracepoints, or fail.
+    /// The in-kernel BPF counters, or fail.
+    Bpf,
+    /// The tracefs replay of the wakeup and switch tracepoints, or fail.
     Trace,
     /// /proc only (no tracing overhead).
     Proc,

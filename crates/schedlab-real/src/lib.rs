@@ -3,8 +3,10 @@
 //!
 //! - [`runner::run_repetition`] builds a plan's channels, starts its tasks, applies each group's
 //!   knobs ([`knobs`]), releases them together and measures them, under a supervisor.
-//! - Counters come from `/proc/thread-self/sched` ([`procfs`]) and, where tracefs is available,
-//!   from the sched_wakeup/sched_switch tracepoints in a private instance ([`trace`]).
+//! - Counters come from `/proc/thread-self/sched` ([`procfs`]) and getrusage; wakeups and
+//!   wakeup preemptions from BPF programs on the wakeup tracepoints that count in the kernel
+//!   ([`bpf`]) or, where BPF cannot load, from the sched_wakeup/sched_switch tracepoints in a
+//!   private tracefs instance ([`trace`]); [`wakeups`] is the choice between the two.
 //! - [`machine`] describes the machine and probes what it lets us measure; [`host`] holds the
 //!   facts that decide whether a run can start (open-file limit, memory, disk, CPUs). Every
 //!   file of /proc is read through [`procfs`].
@@ -15,6 +17,7 @@
 //!   [`host::HostError`]) and name no command-line flag: the binary adds those.
 #![deny(missing_docs)]
 
+pub mod bpf;
 pub mod calibrate;
 pub mod context;
 pub mod daemon;
@@ -34,5 +37,6 @@ pub mod sys;
 pub mod tempdir;
 pub mod trace;
 pub mod transport;
+pub mod wakeups;
 
 pub use runner::{run_repetition, RepetitionResult, RepetitionSetup, RunError};

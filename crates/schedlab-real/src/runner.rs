@@ -29,8 +29,9 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::tempdir::TempDir;
 use crate::trace::timeline::{RqTrace, WorkloadTid};
-use crate::trace::{SchedTrace, TraceCounts};
+use crate::trace::TraceCounts;
 use crate::transport::Channels;
+use crate::wakeups::WakeupCounter;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{CounterSources, Counters};
@@ -185,8 +186,8 @@ pub struct RepetitionSetup<'a> {
     pub stop: Arc<AtomicBool>,
     /// Time budget for the body phase.
     pub budget: Duration,
-    /// Wakeup/preemption tracing, if available.
-    pub trace: Option<&'a mut SchedTrace>,
+    /// Wakeup/preemption counting (in-kernel BPF or tracefs), if available.
+    pub trace: Option<&'a mut WakeupCounter>,
     /// Run-queue timeline tracing (`--timeline`), if asked for.
     pub rq_trace: Option<&'a mut RqTrace>,
     /// Where the caller wrote the workload's shared files
@@ -1071,6 +1072,9 @@ fn task_counters(
         if tc.waker_cpus {
             c.preemptions_at_return = Some(t.preemptions_on_waker_cpu);
             c.preemptions_at_once = Some(t.wakeup_preemptions - t.preemptions_on_waker_cpu);
+        }
+        if tc.lazy_known {
+            c.preemptions_lazy = Some(t.preemptions_lazy);
         }
     }
     c

@@ -254,7 +254,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
             schedlab_real::runner::COMM_PREFIX,
             1024,
         ) {
-            Ok(t) => Some(t),
+            Ok(t) => Some(schedlab_real::wakeups::WakeupCounter::Tracefs(t)),
             Err(e) => {
                 eprintln!(
                     "skipped: the wakeup counts (tracefs: {e}; run as root with tracefs mounted)"

@@ -113,6 +113,12 @@ pub struct Counters {
     /// real kernel built with full preemption, possibly earlier, in the kernel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions_at_return: Option<u64>,
+    /// Of [`Counters::wakeup_preemptions`], those that set only the lazy need-resched flag
+    /// (`TIF_NEED_RESCHED_LAZY`, a kernel in `preempt=lazy` mode): the running task gives way
+    /// at the next tick instead of at its next preemption point. Counted by the real backend's
+    /// in-kernel counters on kernels that have the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions_lazy: Option<u64>,
     /// CPU time consumed, in seconds.
     pub cpu_time_s: f64,
     /// Simulated machines with sockets: CPU time of the tasks' computes, in seconds (with the
@@ -150,6 +156,7 @@ impl Counters {
         add(&mut self.wakeup_preemptions, other.wakeup_preemptions);
         add(&mut self.preemptions_at_once, other.preemptions_at_once);
         add(&mut self.preemptions_at_return, other.preemptions_at_return);
+        add(&mut self.preemptions_lazy, other.preemptions_lazy);
         self.cpu_time_s += other.cpu_time_s;
         fn add_f(a: &mut Option<f64>, b: Option<f64>) {
             *a = match (*a, b) {

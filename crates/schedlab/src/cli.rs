@@ -489,7 +489,7 @@ pub struct CommonArgs {
     /// threads, kswapd — may run on, e.g. 0, as interrupts routed to one CPU [default: all].
     #[arg(long, value_name = "LIST")]
     pub kernel_cpus: Option<String>,
-    /// Wakeup and preemption counters: auto (tracefs if available), trace (required), proc (switches and migrations only).
+    /// Wakeup and preemption counters: auto (in-kernel BPF, else tracefs, else none), bpf or trace (that source or fail), proc (switches and migrations only).
     #[arg(long, value_enum, default_value_t = CountersArg::Auto)]
     pub counters: CountersArg,
     /// Time budget per repetition; the supervisor ends a repetition that exceeds it (default: from the workload's size).
@@ -613,9 +613,11 @@ pub enum BackendArg {
 /// Counter sources.
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CountersArg {
-    /// Tracepoints when available, else /proc only.
+    /// In-kernel BPF counters when they load, else the tracefs replay, else /proc only.
     Auto,
-    /// Tracepoints, or fail.
+    /// In-kernel BPF counters on the wakeup tracepoints, or fail.
+    Bpf,
+    /// The tracefs replay of the wakeup and switch tracepoints (costs the workload more), or fail.
     Trace,
     /// /proc only (no tracing overhead).
     Proc,

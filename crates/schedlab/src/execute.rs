@@ -446,6 +446,7 @@ impl Execute<'_> {
             BackendRequest::Real => {
                 let mut backend = RealBackend::new(match self.common.counters {
                     CountersArg::Auto => CounterMode::Auto,
+                    CountersArg::Bpf => CounterMode::Bpf,
                     CountersArg::Trace => CounterMode::Trace,
                     CountersArg::Proc => CounterMode::Proc,
                 })

@@ -1,5 +1,6 @@
 //! `schedlab list` and `schedlab env`.
 
+use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::machine::{machine_info, probe_knobs};
 use schedlab_real::procfs::snapshot_self;
 use schedlab_real::runner::COMM_PREFIX;
@@ -172,16 +173,37 @@ pub fn env() -> String {
             cap.detail
         );
     }
+    // What --counters auto would use: the in-kernel counters, else the tracefs replay.
+    let bpf = BpfWakeups::open(COMM_PREFIX);
+    match &bpf {
+        Ok(b) => {
+            let _ = writeln!(
+                out,
+                "  yes  wakeup and preemption counters — {}",
+                b.source()
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  no   {e}");
+        }
+    }
     match SchedTrace::open(COMM_PREFIX, 64) {
-        Ok(t) => {
+        Ok(t) if bpf.is_err() => {
             let _ = writeln!(
                 out,
                 "  yes  wakeup and preemption counters — {}",
                 t.source()
             );
         }
+        Ok(t) => {
+            let _ = writeln!(
+                out,
+                "  yes  (--counters trace) {}, which costs the workload more",
+                t.source()
+            );
+        }
         Err(e) => {
-            let _ = writeln!(out, "  no   wakeup and preemption counters — {e}");
+            let _ = writeln!(out, "  no   wakeup and preemption counters (tracefs) — {e}");
         }
     }
     out

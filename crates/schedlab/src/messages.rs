@@ -49,7 +49,7 @@ pub fn render(e: &ExperimentError) -> String {
         } => format!(
             "{e} (raise it with --timeout, or ask for less: a shorter --duration, fewer --loops or --messages, fewer CPUs or tasks)"
         ),
-        ExperimentError::TraceRequired(m) => format!("--counters trace: {m}"),
+        ExperimentError::TraceRequired(m) => m.clone(),
         ExperimentError::OtherExperiment { path, .. } => format!(
             "--out: {e}; use a new --out directory (or remove {} to discard that record)",
             path.display()

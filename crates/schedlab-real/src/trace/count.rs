@@ -127,6 +127,7 @@ impl Counter {
             per_tid,
             lost,
             waker_cpus: self.count_waking,
+            lazy_known: false,
         }
     }
 }
@@ -154,6 +155,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 1,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
         assert_eq!(c.per_tid[&10], TidCounts::default());
@@ -165,6 +167,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 1,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
     }
@@ -183,6 +186,7 @@ mod tests {
                     wakeups: 1,
                     wakeup_preemptions: 0,
                     preemptions_on_waker_cpu: 0,
+                    ..TidCounts::default()
                 },
                 "{second}"
             );
@@ -212,6 +216,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 1,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
         assert_eq!(
@@ -220,6 +225,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 1,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
     }
@@ -237,6 +243,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 0,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
         // A switch away from a task clears a pending mark from before its switch-in was recorded.
@@ -249,6 +256,7 @@ mod tests {
                 wakeups: 1,
                 wakeup_preemptions: 0,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
     }
@@ -276,6 +284,7 @@ mod tests {
                 wakeups: 2,
                 wakeup_preemptions: 2,
                 preemptions_on_waker_cpu: 1,
+                ..TidCounts::default()
             }
         );
     }
@@ -301,6 +310,7 @@ mod tests {
                 wakeups: 2,
                 wakeup_preemptions: 1,
                 preemptions_on_waker_cpu: 0,
+                ..TidCounts::default()
             }
         );
     }

@@ -176,6 +176,9 @@ pub struct TraceCounts {
     /// Whether `sched_waking` was recorded, so that each wakeup's CPU is known and
     /// [`TidCounts::preemptions_on_waker_cpu`] means something.
     pub waker_cpus: bool,
+    /// Whether the source tells lazy preemptions apart ([`TidCounts::preemptions_lazy`]): the
+    /// in-kernel counters on kernels with `TIF_NEED_RESCHED_LAZY`; never the tracefs replay.
+    pub lazy_known: bool,
 }
 
 /// The counts of one thread.
@@ -191,6 +194,11 @@ pub struct TidCounts {
     /// others came by IPI. Counted only when `sched_waking` is recorded
     /// ([`TraceCounts::waker_cpus`]).
     pub preemptions_on_waker_cpu: u64,
+    /// Of the wakeup preemptions, those that set only the lazy need-resched flag: the running
+    /// task gives way at the next tick rather than at its next preemption point (kernels in
+    /// `preempt=lazy` mode). Counted only by the in-kernel counters
+    /// ([`TraceCounts::lazy_known`]).
+    pub preemptions_lazy: u64,
 }
 
 /// A private tracefs instance recording sched_wakeup and sched_switch.

@@ -225,6 +225,7 @@ impl Machine<'_> {
                 wakeup_preemptions: Some(t.wakeup_preemptions),
                 preemptions_at_once: Some(t.preemptions_at_once),
                 preemptions_at_return: Some(t.wakeup_preemptions - t.preemptions_at_once),
+                preemptions_lazy: None,
                 cpu_time_s: secs(t.cpu_ns),
                 compute_s: numa.then(|| secs(t.numa.compute_ns)),
                 remote_compute_s: numa.then(|| secs(t.numa.remote_ns)),

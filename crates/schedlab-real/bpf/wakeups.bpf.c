@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * schedlab's in-kernel wakeup counters: per task, the wakeups it received and, for each,
+ * whether it asked the task running on its CPU to give way. Nothing is copied out per event;
+ * user space reads the TIDS map once after the run (crates/schedlab-real/src/bpf.rs).
+ *
+ * Two BTF tracepoints of include/trace/events/sched.h, both on the wakeup path only (no probe on
+ * the context switch, the hottest scheduler event):
+ *
+ * - sched_waking fires in try_to_wake_up() (kernel/sched/core.c) in the waker's context, once
+ *   per wakeup of a sleeping task: it counts the wakeup and notes the waker's CPU.
+ * - sched_wakeup fires in ttwu_do_wakeup(), after ttwu_do_activate() has enqueued the task and
+ *   run wakeup_preempt() on the target run queue, with that run queue's lock held. So the
+ *   current task of that run queue (rq->curr, found through p->se.cfs_rq->rq, which needs
+ *   CONFIG_FAIR_GROUP_SCHED) carries the verdict in its thread flags: TIF_NEED_RESCHED set means
+ *   it will be preempted at its next preemption point, TIF_NEED_RESCHED_LAZY (preempt=lazy
+ *   kernels) at the next tick. An idle current task is counted apart: waking an idle CPU
+ *   preempts nobody.
+ *
+ * The flag bits differ between kernel versions and architectures and are not in BTF; user space
+ * sets them (need_resched_mask, lazy_mask) before loading. Tasks are taken in by name, as the
+ * tracefs path filters them: a task whose comm starts with `prefix` gets an entry at its first
+ * wakeup while counting is on (CONTROL[0]); when TIDS is full, CONTROL[1] counts the tasks
+ * left out.
+ *
+ * Rebuild with crates/schedlab-real/bpf/build.sh (clang, libbpf-dev); the object is committed
+ * so that building schedlab needs neither.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+/* Only the fields read here; CO-RE relocates them to the running kernel's layout by name. */
+struct thread_info {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
+struct task_struct;
+struct rq {
+	struct task_struct *curr;
+	int cpu;
+} __attribute__((preserve_access_index));
+struct cfs_rq {
+	struct rq *rq;
+} __attribute__((preserve_access_index));
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+} __attribute__((preserve_access_index));
+struct task_struct {
+	struct thread_info thread_info;
+	int pid;
+	char comm[16];
+	struct sched_entity se;
+} __attribute__((preserve_access_index));
+
+/* One task's counts; the layout is mirrored by TaskCounts in bpf.rs. */
+struct counts {
+	__u64 wakeups;         /* sched_waking events */
+	__u64 activations;     /* sched_wakeup events */
+	__u64 preempt;         /* ...that set TIF_NEED_RESCHED on a busy CPU's current task */
+	__u64 preempt_lazy;    /* ...that set only TIF_NEED_RESCHED_LAZY */
+	__u64 preempt_waker;   /* of preempt and preempt_lazy, those on the waker's own CPU */
+	__u64 idle;            /* ...whose CPU ran its idle task */
+	__u64 pending;         /* ...whose CPU's task had the flag already (not counted above) */
+	__u64 seen_curr;       /* at the last sched_waking: the current task of p's last CPU, */
+	__u32 seen_cpu;        /*   that CPU, */
+	__u32 seen_flags;      /*   and that task's need-resched flags */
+	__u32 waker_cpu;       /* CPU of the last sched_waking */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct counts);
+} TIDS SEC(".maps");
+
+/* [0]: counting on (1) or off (0); [1]: tasks left out because TIDS was full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, __u64);
+} CONTROL SEC(".maps");
+
+const volatile __u64 need_resched_mask = 0;
+const volatile __u64 lazy_mask = 0;
+const volatile char prefix[16] = {};
+const volatile __u32 prefix_len = 0;
+
+static __always_inline int named_ours(struct task_struct *p)
+{
+	char comm[16];
+
+	if (bpf_probe_read_kernel(comm, sizeof(comm), &p->comm))
+		return 0;
+	for (int i = 0; i < 15; i++) {
+		if (i >= prefix_len)
+			return 1;
+		if (comm[i] != prefix[i])
+			return 0;
+	}
+	return 1;
+}
+
+static __always_inline struct counts *counts_of(struct task_struct *p)
+{
+	__u32 zero = 0, one = 1;
+	__u64 *on = bpf_map_lookup_elem(&CONTROL, &zero);
+
+	if (!on || !*on)
+		return 0;
+	__u32 tid = p->pid;
+	struct counts *c = bpf_map_lookup_elem(&TIDS, &tid);
+	if (c || !named_ours(p))
+		return c;
+	struct counts fresh = {};
+	if (bpf_map_update_elem(&TIDS, &tid, &fresh, BPF_NOEXIST) && !bpf_map_lookup_elem(&TIDS, &tid)) {
+		__u64 *left_out = bpf_map_lookup_elem(&CONTROL, &one);
+		if (left_out)
+			__sync_fetch_and_add(left_out, 1);
+		return 0;
+	}
+	return bpf_map_lookup_elem(&TIDS, &tid);
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(on_waking, struct task_struct *p)
+{
+	struct counts *c = counts_of(p);
+
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->wakeups, 1);
+	c->waker_cpu = bpf_get_smp_processor_id();
+	/*
+	 * Before the wakeup: the task on the CPU p last ran on (where it will most often be
+	 * woken) and whether it was already told to give way, so that a flag set earlier (by
+	 * another wakeup or the tick) is not credited to this wakeup. Read without that run
+	 * queue's lock: a snapshot, checked against the same task at sched_wakeup.
+	 */
+	struct rq *rq = p->se.cfs_rq->rq;
+	struct task_struct *curr = rq ? rq->curr : 0;
+	c->seen_curr = (__u64)curr;
+	c->seen_cpu = rq ? rq->cpu : -1;
+	c->seen_flags = curr ? curr->thread_info.flags & (need_resched_mask | lazy_mask) : 0;
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	struct counts *c = counts_of(p);
+
+	if (!c)
+		return 0;
+	__sync_fetch_and_add(&c->activations, 1);
+	struct rq *rq = p->se.cfs_rq->rq;
+	if (!rq)
+		return 0;
+	struct task_struct *curr = rq->curr;
+	if (!curr || curr == p)
+		return 0;
+	if (curr->pid == 0) {
+		__sync_fetch_and_add(&c->idle, 1);
+		return 0;
+	}
+	unsigned long flags = curr->thread_info.flags;
+	if ((__u32)rq->cpu == c->seen_cpu && (__u64)curr == c->seen_curr &&
+	    (flags & c->seen_flags & need_resched_mask ||
+	     (!(flags & need_resched_mask) && flags & c->seen_flags & lazy_mask))) {
+		__sync_fetch_and_add(&c->pending, 1);
+		return 0;
+	}
+	if (flags & need_resched_mask)
+		__sync_fetch_and_add(&c->preempt, 1);
+	else if (flags & lazy_mask)
+		__sync_fetch_and_add(&c->preempt_lazy, 1);
+	else
+		return 0;
+	if ((__u32)rq->cpu == c->waker_cpu)
+		__sync_fetch_and_add(&c->preempt_waker, 1);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "GPL";
