@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# What watching costs the measured workload: each row runs the peer (the tool the workload
+# imitates), schedlab with its default counters (in-kernel BPF where they load), schedlab with
+# --counters proc (no wakeup counters, no probe at all) and schedlab with --counters trace (the
+# tracefs replay), alternating, and prints the medians and ratios. A ratio is the cost of the
+# left column against the right one: time / time, or rate / rate inverted, so 1.030 means 3 %
+# slower.
+#   pingpong pipe processes   vs  perf bench sched pipe (linux-perf)
+#   messaging pipe|socketpair vs  hackbench -p / hackbench / hackbench -T (rt-tests)
+#   yield 1, 16, 64, 1024     vs  bench/peers/yield.c (a C loop of sched_yield; needs cc)
+#   chat                      (no peer)
+# Install the peers with: apt-get install rt-tests linux-perf gcc. A missing peer leaves its
+# column empty.
+#
+# Usage: bench/overhead.sh [REPS]   (default 5; SCHEDLAB=path to use a given binary)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+reps=${1:-5}
+whole_in_range overhead.sh REPS "$reps" 1 100
+schedlab_bin || exit 1
+sl=$SCHEDLAB
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+yield_peer=
+if command -v cc > /dev/null && cc -O2 -pthread -o "$tmp/yield" bench/peers/yield.c; then
+  yield_peer=$tmp/yield
+fi
+have() { command -v "$1" > /dev/null; }
+
+# metric COUNTERS METRIC ARGS...: one repetition of `schedlab run ARGS`, printing METRIC.
+metric() {
+  local counters=$1 name=$2
+  shift 2
+  "$sl" run "$@" --runs 1 --quiet --counters "$counters" --json - 2> /dev/null |
+    jq -r ".configs[0].repetitions[0].metrics[\"$name\"]"
+}
+# The source the default counters used here, for the heading.
+source=$("$sl" run pingpong --loops 100 --runs 1 --quiet --json - 2> /dev/null |
+  jq -r '.configs[0].counter_sources.wakeups')
+
+echo "bench/overhead.sh: $reps alternating runs per cell, medians; $(nproc) CPUs; load $(load1)"
+echo "default counters here: $source"
+printf '%-40s %6s %11s %11s %11s %11s  %9s %9s %9s\n' configuration unit peer default proc trace \
+  default/proc default/peer trace/proc
+# row LABEL UNIT KIND PEER-COMMAND -- SCHEDLAB-METRIC SCHEDLAB-ARGS...
+# KIND is `time` (lower is better) or `rate` (higher is better); PEER-COMMAND prints one
+# number of that kind, or is `-` for none.
+row() {
+  local label=$1 unit=$2 kind=$3 peer=$4
+  shift 4
+  [[ $1 == -- ]] && shift
+  local name=$1
+  shift
+  local p=() d=() q=() t=()
+  for ((i = 0; i < reps; i++)); do
+    [[ $peer != - ]] && p+=("$(bash -c "$peer")")
+    d+=("$(metric auto "$name" "$@")")
+    q+=("$(metric proc "$name" "$@")")
+    t+=("$(metric trace "$name" "$@")")
+  done
+  local pm=nan dm qm tm
+  [[ $peer != - ]] && pm=$(printf '%s\n' "${p[@]}" | median)
+  dm=$(printf '%s\n' "${d[@]}" | median)
+  qm=$(printf '%s\n' "${q[@]}" | median)
+  tm=$(printf '%s\n' "${t[@]}" | median)
+  awk -v l="$label" -v u="$unit" -v k="$kind" -v p="$pm" -v d="$dm" -v q="$qm" -v t="$tm" '
+    function cost(a, b) { if (b == "nan" || a == "nan" || a + 0 == 0 || b + 0 == 0) return "-"; return sprintf("%.3f", k == "time" ? a / b : b / a) }
+    function num(x) { return x == "nan" ? "-" : sprintf("%.4g", x) }
+    BEGIN { printf "%-40s %6s %11s %11s %11s %11s  %9s %9s %9s\n", l, u, num(p), num(d), num(q), num(t), cost(d, q), cost(d, p), cost(t, q) }'
+}
+
+pp=100000
+perf_pipe=-
+have perf && perf_pipe="perf bench sched pipe -l $pp 2> /dev/null | awk '/usecs\\/op/ {print \$1}'"
+row "pingpong pipe processes ${pp}" us/rt time "$perf_pipe" -- \
+  us_per_rt pingpong --loops $pp --tasks processes
+g=4 l=500
+for t in "pipe processes:-p -P" "socketpair processes:-P" "socketpair threads:-T"; do
+  what=${t%%:*} flags=${t#*:}
+  hb=-
+  have hackbench && hb="hackbench -g $g -l $l -s 100 $flags | awk '/^Time:/ {print \$2}'"
+  row "messaging $what ${g}g×${l}" s time "$hb" -- \
+    time messaging --groups $g --loops $l --transport "${what% *}" --tasks "${what#* }"
+done
+for n in 1 16 64 1024; do
+  yp=-
+  [[ -n $yield_peer ]] && yp="$yield_peer $n 2"
+  row "yield $n threads 2s" yields/s rate "$yp" -- yields_per_s yield --threads $n --duration 2s
+done
+row "chat 10 rooms × 100 messages" msgs/s rate - -- msgs_per_s chat --rooms 10 --messages 100
+
+# --timeline keeps a tracefs recording of every switch, wakeup and migration (it draws each
+# CPU's run queue over time): its cost against the default counters alone. (--locks records
+# nothing more: it prints the lock statistics every run keeps.)
+echo
+printf '%-40s %9s %11s %13s %9s\n' "--timeline (same alternation)" unit default "+ --timeline" cost
+tl_row() {
+  local label=$1 unit=$2 kind=$3 name=$4
+  shift 4
+  local d=() t=()
+  for ((i = 0; i < reps; i++)); do
+    d+=("$(metric auto "$name" "$@")")
+    t+=("$(metric auto "$name" "$@" --timeline "$tmp/timeline.svg")")
+  done
+  local dm tm
+  dm=$(printf '%s\n' "${d[@]}" | median)
+  tm=$(printf '%s\n' "${t[@]}" | median)
+  awk -v l="$label" -v u="$unit" -v k="$kind" -v d="$dm" -v t="$tm" 'BEGIN {
+    printf "%-40s %9s %11.4g %13.4g %9.3f\n", l, u, d, t, (k == "time" ? t / d : d / t) }'
+}
+tl_row "pingpong pipe processes ${pp}" us/rt time us_per_rt pingpong --loops $pp --tasks processes
+tl_row "messaging pipe processes ${g}g×${l}" s time time messaging --groups $g --loops $l --transport pipe --tasks processes
+tl_row "yield 64 threads 2s" yields/s rate yields_per_s yield --threads 64 --duration 2s
