@@ -119,11 +119,20 @@ pub fn need_resched_bits(arch: &str, release: &str) -> Option<(u64, u64)> {
 
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
 fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
+    // aya's messages repeat their source's first words ("failed to create map `TIDS`", then
+    // "failed to create map `TIDS`: Operation not permitted"): each source that carries the
+    // last part of the message on replaces that part.
     let mut message = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
-        message.push_str(": ");
-        message.push_str(&s.to_string());
+        let text = s.to_string();
+        let tail_at = message.rfind(": ").map_or(0, |i| i + 2);
+        if text.contains(&message[tail_at..]) {
+            message.replace_range(tail_at.., &text);
+        } else if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
         source = s.source();
     }
     let denied = message.contains("Operation not permitted") || message.contains("EPERM");

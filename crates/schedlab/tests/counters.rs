@@ -106,3 +106,51 @@ fn a_source_that_cannot_be_had_is_an_error_before_anything_runs() {
         "{err}"
     );
 }
+
+/// Without the privilege, `--counters bpf` says which capabilities it needs (run as nobody
+/// through util-linux's setpriv).
+#[test]
+fn without_privilege_the_error_names_the_capabilities() {
+    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("skipped: dropping privileges needs root");
+        return;
+    }
+    let out = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_schedlab"))
+        .args([
+            "run",
+            "pingpong",
+            "--loops",
+            "100",
+            "--runs",
+            "1",
+            "--counters",
+            "bpf",
+        ])
+        .env_remove("SCHEDLAB_BPF")
+        .output();
+    let out = match out {
+        Ok(o) if !String::from_utf8_lossy(&o.stderr).contains("Permission denied") => o,
+        Ok(o) => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            eprintln!("skipped: user nobody cannot run the test binary here ({err})");
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipped: setpriv not found ({e}; apt-get install util-linux)");
+            return;
+        }
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("--counters bpf:") && err.contains("CAP_BPF and CAP_PERFMON"),
+        "{err}"
+    );
+    assert!(
+        err.matches("failed to create map").count() <= 1,
+        "the error says it once: {err}"
+    );
+}
