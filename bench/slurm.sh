@@ -27,6 +27,9 @@
 # DIR/whole before cleaning up. Exit status 0 when the records are equal, 1 when a job failed
 # or they differ, 2 on bad input.
 set -euo pipefail
+# Paths given relative to where the script is started, before it moves to the repository.
+if [ -n "${KEEP:-}" ]; then KEEP=$(realpath -m -- "$KEEP"); fi
+if [ -n "${SCHEDLAB:-}" ]; then SCHEDLAB=$(realpath -- "$SCHEDLAB"); fi
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 examples=$PWD/examples/scale-out
@@ -53,19 +56,17 @@ now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 t_start=$(now)
 
-# munged checks that every directory on its socket's path can be traversed by all.
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/schedlab-slurm.XXXXXX")
-chmod 711 "$tmp"
-conf=$tmp/slurm.conf
-munged_pid= ctld_pid= slurmd_pid= jobs=
+tmp= conf= munged_pid= ctld_pid= slurmd_pid= jobs= whole_pid=
 
 # sl CMD...: a Slurm command of this cluster. SLURM_CONF is set for it (and so for the daemons
 # and every job, which inherit it) but not in this shell, so that the processes that carry it
 # are exactly this cluster's.
 sl() { SLURM_CONF=$conf "$@"; }
 
-# The processes, other than this shell's, whose environment names this cluster's slurm.conf.
+# The processes whose environment names this cluster's slurm.conf: its daemons and whatever
+# its jobs started (this shell does not carry it).
 ours() {
+  [ -n "$conf" ] || return 0
   grep -lsF "SLURM_CONF=$conf" /proc/[0-9]*/environ 2> /dev/null |
     sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p' || true
 }
@@ -98,6 +99,8 @@ cleanup() {
   trap - EXIT INT TERM
   # Every step runs, whatever fails before it.
   set +e
+  [ -n "$tmp" ] || exit "$status"
+  if [ -n "$whole_pid" ]; then stop "$whole_pid"; wait "$whole_pid" 2> /dev/null; fi
   if [ "$status" -ne 0 ]; then show_logs; fi
   if [ -n "$jobs" ] && [ -n "$ctld_pid" ] && kill -0 "$ctld_pid" 2> /dev/null; then
     sl scancel ${jobs//,/ } 2> /dev/null || true
@@ -128,6 +131,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# munged checks that every directory on its socket's path can be traversed by all.
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/schedlab-slurm.XXXXXX")
+chmod 711 "$tmp"
+conf=$tmp/slurm.conf
 
 # wait_until WHAT SECONDS CMD...: poll CMD every 0.2 s until it succeeds; fail after SECONDS,
 # or at once when a daemon has died.
@@ -257,7 +264,11 @@ mapfile -t command < <(python3 -c 'import json, sys
 print("\n".join(json.load(open(sys.argv[1]))["command"]))' "$tmp/work/sw/sweep.json")
 echo "bench/slurm.sh: unsharded: ${command[*]}"
 t_whole=$(now)
-(cd "$tmp/whole" && "${command[@]}" > unsharded.log)
+# In the background, so that a signal is handled at once (`wait` returns for it).
+(cd "$tmp/whole" && exec "${command[@]}" > unsharded.log) &
+whole_pid=$!
+wait "$whole_pid"
+whole_pid=
 t_whole=$(since "$t_whole")
 echo "bench/slurm.sh: unsharded sweep took ${t_whole} s"
 python3 - "$tmp/work/sw" "$tmp/whole/sw" << 'PY'
