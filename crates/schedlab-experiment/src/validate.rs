@@ -353,6 +353,7 @@ fn run_entry(
         shard: None,
         timeline: false,
         timeline_events: None,
+        jobs: 1,
     };
     let one = MeasureOne {
         request: &request,
