@@ -130,6 +130,11 @@ pub enum Command {
         /// Smaller, shorter entries and two runs each (about half a minute).
         #[arg(long)]
         quick: bool,
+        /// Simulate this many entries at the same time, one thread each, 1..1024, before the
+        /// real runs (which run one at a time, alone) [default: the CPUs this process may run
+        /// on]; the simulated column is the same with any value.
+        #[arg(long, short = 'j', value_name = "N", allow_negative_numbers = true, value_parser = jobs_count)]
+        jobs: Option<usize>,
     },
 }
 
@@ -498,6 +503,11 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
+    /// (sim) Simulate this many repetitions at the same time, one thread each, 1..1024; the
+    /// records, tables and plots are the same bytes as with --jobs 1 [default: the CPUs this
+    /// process may run on]. Real-kernel repetitions always run one at a time.
+    #[arg(long, short = 'j', value_name = "N", allow_negative_numbers = true, value_parser = jobs_count)]
+    pub jobs: Option<usize>,
     /// (web) Search for the most --connections of which at least 95 % conform (SPECweb99's
     /// simultaneous connections), starting from --connections: double while it conforms, then
     /// bisect; each candidate repeated until the interval of its conforming share is clear of
@@ -572,6 +582,25 @@ fn limit_count(text: &str) -> Result<u64, String> {
         Ok(0) => Err(format!("accepted: a whole number 1..{most}")),
         n => n.map(|n| n as u64),
     }
+}
+
+/// `--jobs`: 1..=MAX_JOBS (0 would run nothing).
+fn jobs_count(text: &str) -> Result<usize, String> {
+    let most = schedlab_experiment::settings::MAX_JOBS;
+    match count(text, 1, most) {
+        Ok(0) | Err(_) => Err(format!(
+            "accepted: a whole number 1..{most} (how many repetitions run at the same time; 1 runs them one at a time)"
+        )),
+        n => n,
+    }
+}
+
+/// The workers `--jobs` gives by default: the CPUs this process may run on (its affinity
+/// mask, which `available_parallelism` reads), at most MAX_JOBS.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(schedlab_experiment::settings::MAX_JOBS)
 }
 
 /// `--warmup`.

@@ -207,11 +207,41 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
         level,
         timeout: common.timeout,
         json: common.json.clone(),
-        command: std::env::args().collect(),
+        command: without_jobs(std::env::args()),
         shard: None,
         timeline: common.timeline.is_some(),
         timeline_events: common.timeline.as_deref().map(timeline_events_dir),
+        jobs: jobs(common)?,
     })
+}
+
+/// How many repetitions run at the same time: `--jobs`, by default the CPUs this process may
+/// run on; on the real kernel one, and `--jobs` above 1 is refused rather than ignored.
+fn jobs(common: &CommonArgs) -> Result<usize, String> {
+    match (common.backend, common.jobs) {
+        (BackendArg::Real, Some(n)) if n > 1 => Err(format!(
+            "--jobs {n}: real-kernel repetitions run one at a time, since side by side they would share, and disturb, the CPUs they measure; --jobs applies to --backend sim (give --jobs 1, or leave it out)"
+        )),
+        (BackendArg::Real, _) => Ok(1),
+        (BackendArg::Sim, Some(n)) => Ok(n),
+        (BackendArg::Sim, None) => Ok(crate::cli::default_jobs()),
+    }
+}
+
+/// The command line for the record, without `--jobs`/`-j`: how many threads computed the
+/// results changes none of them, so records of the same sweep with any `--jobs` are the same
+/// bytes.
+fn without_jobs(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        if a == "--jobs" || a == "-j" {
+            args.next();
+        } else if !a.starts_with("--jobs=") && !(a.starts_with("-j") && a[2..].parse::<usize>().is_ok()) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 /// The shard to run (`--shard`), checked against the other options; `auto/N` read from the
