@@ -28,6 +28,10 @@
 # that differs and its first differing line. Real-kernel tables are not generated: they stay
 # outside these markers, marked as measured by hand with their date.
 #
+# The blocks' simulated sweeps and runs use every CPU this process may run on (schedlab's
+# --jobs default), with the same output as with --jobs 1; JOBS=N gives them N instead
+# (JOBS=1: one at a time), by a wrapper that adds --jobs N to their command lines.
+#
 # SCHEDLAB=path/to/schedlab uses that binary instead of building this tree's.
 # crates/schedlab/tests/experiments.rs checks a fast subset of the blocks in `cargo test`.
 set -uo pipefail
@@ -137,7 +141,22 @@ fi
 schedlab_bin || exit 2
 bin=$tmp/bin
 mkdir -p "$bin"
-ln -s "$(cd "$(dirname "$SCHEDLAB")" && pwd)/$(basename "$SCHEDLAB")" "$bin/schedlab"
+real_bin="$(cd "$(dirname "$SCHEDLAB")" && pwd)/$(basename "$SCHEDLAB")"
+if [ -n "${JOBS:-}" ]; then
+  whole_in_range bench/experiments.sh JOBS "$JOBS" 1 1024
+  # `schedlab run|sweep ... --backend sim` gets --jobs N (build's option is --sim-jobs).
+  cat >"$bin/schedlab" <<WRAP
+#!/usr/bin/env bash
+case "\$1 \$2 \$*" in
+  "run build "*"--backend sim"* | "sweep build "*"--backend sim"*) exec "$real_bin" "\$@" --sim-jobs $JOBS ;;
+  "run "*"--backend sim"* | "sweep "*"--backend sim"*) exec "$real_bin" "\$@" --jobs $JOBS ;;
+  *) exec "$real_bin" "\$@" ;;
+esac
+WRAP
+  chmod +x "$bin/schedlab"
+else
+  ln -s "$real_bin" "$bin/schedlab"
+fi
 
 # Output as the document keeps it: no trailing whitespace, no trailing blank lines.
 normalize() { sed 's/[[:space:]]*$//' | awk 'NF { while (blank > 0) { print ""; blank-- } print; next } { blank++ }'; }

@@ -18,9 +18,12 @@ use std::time::Duration;
 
 /// Where configurations run. `Machine` is what may differ between the configurations of one
 /// run (the simulated policy, CPU count and cost profile; nothing on the real kernel).
-pub trait Backend {
+///
+/// `Send`, with a `Send + Sync` machine, so that a backend whose repetitions are independent
+/// can hand copies of itself to worker threads ([`Backend::worker`]).
+pub trait Backend: Send {
     /// A configuration's machine.
-    type Machine: Clone;
+    type Machine: Clone + Send + Sync;
 
     /// The record's backend section for a run whose first configuration runs on `first`.
     fn info(&self, first: &Self::Machine) -> BackendInfo;
@@ -68,6 +71,18 @@ pub trait Backend {
         configs: &[Config<W, Self::Machine>],
         info: &mut BackendInfo,
     ) -> Result<(), ExperimentError>;
+
+    /// Another backend like this one, for a worker thread that runs repetitions at the same
+    /// time as this one (`--jobs`), or `None` when repetitions must run one at a time. Only a
+    /// backend whose repetitions cannot disturb each other and depend on nothing but their
+    /// configuration and index (the simulator) returns one; the real kernel does not, as
+    /// repetitions side by side would share — and measure — the same CPUs.
+    fn worker(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
 
     /// Run one repetition of `workload` on `machine`.
     fn run<W: Workload>(

@@ -19,8 +19,8 @@ use schedlab_workload::record::{
 use schedlab_workload::timeline::replay::DEFAULT_BINS;
 use schedlab_workload::Workload;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// How a run ended, for the exit status.
@@ -299,6 +299,171 @@ struct Measurement<'a, W, B: Backend> {
     ran: usize,
 }
 
+/// One repetition to run: which configuration, whether a warm-up, with which index.
+#[derive(Clone, Copy, Debug)]
+struct Unit {
+    /// The configuration.
+    config: usize,
+    /// A warm-up's round (from 0); `None` for a measured repetition.
+    warmup: Option<usize>,
+    /// Its index ([`RepInput::index`]: the simulator's seed is SEED + index).
+    index: u64,
+}
+
+/// What a worker needs of a configuration to run its repetitions.
+struct Job<W, M> {
+    workload: Arc<W>,
+    machine: M,
+    knobs: Vec<schedlab_workload::knobs::Knobs>,
+    budget: std::time::Duration,
+}
+
+/// How many units per worker may be taken ahead of the oldest one not yet folded: enough that
+/// a worker rarely waits behind a slow repetition, few enough that the finished results held
+/// back stay small (and, under `--until`, that few repetitions run that a configuration's
+/// convergence makes unnecessary).
+const WINDOW_PER_WORKER: usize = 2;
+
+/// The units of a parallel measurement between its workers and the thread that folds them.
+struct Pipeline {
+    state: Mutex<PipeState>,
+    /// Signalled whenever the state changes.
+    changed: Condvar,
+    /// Set to stop: the workers take no more units and their repetitions end early.
+    halt: Arc<AtomicBool>,
+    /// Units taken ahead of the oldest not folded, at most.
+    window: usize,
+    /// Whether units of finished configurations are skipped (not a shard's: it runs its slice).
+    skip_finished: bool,
+}
+
+/// The shared part of a [`Pipeline`].
+struct PipeState {
+    /// The next unit a worker takes.
+    next: usize,
+    /// Units before this one are folded.
+    folded: usize,
+    /// Per configuration, whether it is done.
+    finished: Vec<bool>,
+    /// Results of units not yet folded.
+    results: BTreeMap<usize, Result<RepOutput, RepError>>,
+    /// Units the workers are running.
+    running: usize,
+}
+
+impl Pipeline {
+    /// A pipeline over configurations `finished` (whether each is already done).
+    fn new(finished: Vec<bool>, window: usize, skip_finished: bool) -> Pipeline {
+        Pipeline {
+            state: Mutex::new(PipeState {
+                next: 0,
+                folded: 0,
+                finished,
+                results: BTreeMap::new(),
+                running: 0,
+            }),
+            changed: Condvar::new(),
+            halt: Arc::new(AtomicBool::new(false)),
+            window,
+            skip_finished,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, PipeState> {
+        // A worker that panicked leaves consistent state (it holds the lock only to update it).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn halted(&self) -> bool {
+        self.halt.load(Ordering::Relaxed)
+    }
+
+    /// The next unit for a worker to run, waiting while it is too far ahead; `None` when every
+    /// unit is taken or the pipeline is halted.
+    fn take(&self, units: &[Unit]) -> Option<usize> {
+        let mut s = self.lock();
+        loop {
+            if self.halted() || s.next >= units.len() {
+                return None;
+            }
+            let unit = &units[s.next];
+            if self.skip_finished && unit.warmup.is_none() && s.finished[unit.config] {
+                s.next += 1; // converged: the folding thread skips it too
+                continue;
+            }
+            if s.next < s.folded + self.window {
+                s.next += 1;
+                s.running += 1;
+                return Some(s.next - 1);
+            }
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// A worker's result of unit `pos`.
+    fn put(&self, pos: usize, ran: Result<RepOutput, RepError>) {
+        let mut s = self.lock();
+        s.running -= 1;
+        if pos >= s.folded {
+            s.results.insert(pos, ran);
+        }
+        self.changed.notify_all();
+    }
+
+    /// Wait for the result of unit `pos`, halting the workers when `stop` is set (SIGINT,
+    /// SIGTERM); an interruption when the pipeline halted before any worker took the unit.
+    fn wait(&self, pos: usize, stop: &AtomicBool) -> Result<RepOutput, RepError> {
+        let mut s = self.lock();
+        loop {
+            if let Some(ran) = s.results.remove(&pos) {
+                return ran;
+            }
+            if stop.load(Ordering::Relaxed) && !self.halted() {
+                self.halt.store(true, Ordering::Relaxed);
+                self.changed.notify_all();
+            }
+            if self.halted() && pos >= s.next {
+                return Err(RepError::Interrupted);
+            }
+            // The stop flag is set by a signal handler, which cannot signal the condition:
+            // look at it every few milliseconds.
+            let (next, _) = (self.changed)
+                .wait_timeout(s, std::time::Duration::from_millis(20))
+                .unwrap_or_else(|e| e.into_inner());
+            s = next;
+        }
+    }
+
+    /// Units up to `pos` are folded; `finished` says whether a configuration is now done.
+    fn folded(&self, pos: usize, finished: Option<(usize, bool)>) {
+        let mut s = self.lock();
+        s.folded = s.folded.max(pos + 1);
+        if let Some((i, done)) = finished {
+            s.finished[i] = done;
+        }
+        let folded = s.folded;
+        s.results = s.results.split_off(&folded);
+        self.changed.notify_all();
+    }
+
+    /// Stop: no more units are taken, and running repetitions end early.
+    fn halt(&self) {
+        self.halt.store(true, Ordering::Relaxed);
+        let _s = self.lock();
+        self.changed.notify_all();
+    }
+
+    /// Halt, wait for the workers' running units to end, and take every result not folded.
+    fn drain(&self) -> BTreeMap<usize, Result<RepOutput, RepError>> {
+        self.halt();
+        let mut s = self.lock();
+        while s.running > 0 {
+            s = self.changed.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        std::mem::take(&mut s.results)
+    }
+}
+
 /// How one repetition ended, for the loop.
 enum Step {
     /// It finished.
@@ -308,21 +473,24 @@ enum Step {
 }
 
 impl<W: Workload, B: Backend> Measurement<'_, W, B> {
+    /// The time budget of a repetition of configuration `i`.
+    fn budget(&self, i: usize) -> std::time::Duration {
+        self.settings
+            .timeout
+            .or(self.configs[i].0.expected_time())
+            .unwrap_or(Settings::DEFAULT_TIMEOUT)
+    }
+
     /// Run repetition `index` of configuration `i`.
     fn run_one(&self, backend: &mut B, i: usize, index: u64) -> Result<RepOutput, RepError> {
         let (w, c) = &self.configs[i];
-        let budget = self
-            .settings
-            .timeout
-            .or(w.expected_time())
-            .unwrap_or(Settings::DEFAULT_TIMEOUT);
         backend.run(
             &c.machine,
             w,
             RepInput {
                 knobs: &c.knobs,
                 stop: self.stop,
-                budget,
+                budget: self.budget(i),
                 index,
                 timeline: self.settings.timeline,
             },
@@ -472,61 +640,269 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             })
     }
 
-    /// The unrecorded warm-up rounds, interleaved.
-    fn warm_up(
-        &mut self,
-        backend: &mut B,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Step, ExperimentError> {
+    /// The unrecorded warm-up rounds, interleaved: every configuration's first warm-up, then
+    /// every second one (a shard warms up only the configurations it measures).
+    fn warmup_units(&self) -> Vec<Unit> {
+        let mut units = Vec::new();
         for round in 0..self.settings.warmup {
             for i in 0..self.configs.len() {
                 if self.plan.as_ref().is_some_and(|p| p.indices[i].is_empty()) {
-                    continue; // a shard warms up only the configurations it measures
+                    continue;
                 }
-                let count = RepetitionCount {
-                    warmup: true,
-                    number: round + 1,
-                    of: self.settings.warmup,
-                    at_most: false,
-                };
-                progress(self.started(i, count));
-                let ran = self.run_one(backend, i, RepInput::WARMUP_BASE + round as u64);
-                self.ran += 1;
-                match ran {
-                    Ok(output) => {
-                        let metrics = self.metrics(i, &output)?;
-                        let what = format!("warm-up {}/{}", round + 1, self.settings.warmup);
-                        progress(self.progress(i, what, &metrics));
+                units.push(Unit {
+                    config: i,
+                    warmup: Some(round),
+                    index: RepInput::WARMUP_BASE + round as u64,
+                });
+            }
+        }
+        units
+    }
+
+    /// The measured repetitions still to run, in the order the loop runs them: a shard's
+    /// slice in the sweep's interleaved order, skipping those it holds; otherwise rounds, each
+    /// giving every unfinished configuration its next repetition. Under `--until` this is the
+    /// most that may run: a configuration that converges skips the rest of its repetitions
+    /// ([`Measurement::skipped`]), which changes nothing for the others, as whether a
+    /// configuration is done depends on its own repetitions only.
+    fn measured_units(&self) -> Vec<Unit> {
+        let held: Vec<usize> = (self.record.configs.iter())
+            .map(|c| c.repetitions.len())
+            .collect();
+        let mut units = Vec::new();
+        match &self.plan {
+            Some(plan) => {
+                // How many of each configuration's repetitions come up to this one in the slice.
+                let mut before = vec![0; self.configs.len()];
+                for &(i, index) in &plan.order {
+                    before[i] += 1;
+                    if held[i] < before[i] {
+                        units.push(Unit {
+                            config: i,
+                            warmup: None,
+                            index,
+                        });
                     }
-                    Err(RepError::Interrupted) => return Ok(Step::Interrupted),
-                    Err(e) => return Err(self.failed(i, e)),
                 }
+            }
+            None => {
+                for round in 0.. {
+                    let planned = units.len();
+                    for (i, &held) in held.iter().enumerate() {
+                        if !self.finished[i] && held + round < self.most_runs(i) {
+                            units.push(Unit {
+                                config: i,
+                                warmup: None,
+                                index: (held + round) as u64,
+                            });
+                        }
+                    }
+                    if units.len() == planned {
+                        break;
+                    }
+                }
+            }
+        }
+        units
+    }
+
+    /// Whether `unit` is not to run after all: a measured repetition of a configuration that
+    /// is done (converged under `--until`).
+    fn skipped(&self, unit: &Unit) -> bool {
+        unit.warmup.is_none() && self.plan.is_none() && self.finished[unit.config]
+    }
+
+    /// The report that `unit` starts.
+    fn started_unit(&self, unit: &Unit) -> Progress {
+        let i = unit.config;
+        let count = match unit.warmup {
+            Some(round) => RepetitionCount {
+                warmup: true,
+                number: round + 1,
+                of: self.settings.warmup,
+                at_most: false,
+            },
+            None => RepetitionCount {
+                warmup: false,
+                number: self.record.configs[i].repetitions.len() + 1,
+                of: self.most_runs(i),
+                at_most: !matches!(self.settings.budget, Budget::Fixed(_)),
+            },
+        };
+        self.started(i, count)
+    }
+
+    /// Run `units` in order, each folded into the record as it finishes: one at a time on
+    /// `backend`, or with `--jobs N` on N workers while this thread folds the results in the
+    /// same order ([`Measurement::run_parallel`]).
+    fn run_units(
+        &mut self,
+        backend: &mut B,
+        units: &[Unit],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        let jobs = self.settings.jobs.min(units.len());
+        if jobs > 1 {
+            if let Some(workers) = (0..jobs).map(|_| backend.worker()).collect() {
+                return self.run_parallel(workers, units, progress);
+            }
+        }
+        for unit in units {
+            if self.skipped(unit) {
+                continue;
+            }
+            progress(self.started_unit(unit));
+            let ran = self.run_one(backend, unit.config, unit.index);
+            if let Step::Interrupted = self.fold(unit, ran, progress)? {
+                return Ok(Step::Interrupted);
             }
         }
         Ok(Step::Ran)
     }
 
-    /// One measured repetition of configuration `i`, folded into the record, which is saved.
-    fn measure_one(
+    /// Run `units` on `workers`, one thread each. Workers take units in order, at most
+    /// [`WINDOW_PER_WORKER`] per worker ahead of the oldest one not yet folded (so that a slow
+    /// repetition holds back a bounded number of finished ones in memory); this thread reports
+    /// and folds each unit's result in order, so that the record, its files and the progress
+    /// lines go through exactly the states of a serial run. On an interruption the workers
+    /// stop at once, and of the repetitions that finished after the first one interrupted,
+    /// each configuration keeps those that continue its own repetitions without a gap.
+    fn run_parallel(
         &mut self,
-        backend: &mut B,
-        i: usize,
+        workers: Vec<B>,
+        units: &[Unit],
         progress: &mut dyn FnMut(Progress),
     ) -> Result<Step, ExperimentError> {
-        let done = self.record.configs[i].repetitions.len();
-        let index = match &self.plan {
-            Some(plan) => plan.indices[i][done],
-            None => done as u64,
-        };
-        let count = RepetitionCount {
-            warmup: false,
-            number: done + 1,
-            of: self.most_runs(i),
-            at_most: !matches!(self.settings.budget, Budget::Fixed(_)),
-        };
-        progress(self.started(i, count));
-        let ran = self.run_one(backend, i, index);
+        let window = WINDOW_PER_WORKER * workers.len();
+        let jobs: Vec<Job<W, B::Machine>> = (self.configs.iter().enumerate())
+            .map(|(i, (w, c))| Job {
+                workload: w.clone(),
+                machine: c.machine.clone(),
+                knobs: c.knobs.clone(),
+                budget: self.budget(i),
+            })
+            .collect();
+        let pipe = Pipeline::new(self.finished.clone(), window, self.plan.is_none());
+        let timeline = self.settings.timeline;
+        std::thread::scope(|scope| {
+            for mut backend in workers {
+                let (pipe, jobs) = (&pipe, &jobs);
+                scope.spawn(move || {
+                    while let Some(pos) = pipe.take(units) {
+                        let unit = &units[pos];
+                        let job = &jobs[unit.config];
+                        let ran = backend.run(
+                            &job.machine,
+                            &job.workload,
+                            RepInput {
+                                knobs: &job.knobs,
+                                stop: &pipe.halt,
+                                budget: job.budget,
+                                index: unit.index,
+                                timeline,
+                            },
+                        );
+                        pipe.put(pos, ran);
+                    }
+                });
+            }
+            let collected = self.collect(&pipe, units, progress);
+            // However collection ended, the workers take no more units and end the ones they
+            // run (the scope waits for them).
+            pipe.halt();
+            collected
+        })
+    }
+
+    /// Fold the results of `units` in order as the workers of [`Measurement::run_parallel`]
+    /// deliver them.
+    fn collect(
+        &mut self,
+        pipe: &Pipeline,
+        units: &[Unit],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        for (pos, unit) in units.iter().enumerate() {
+            if self.skipped(unit) {
+                pipe.folded(pos, None);
+                continue;
+            }
+            progress(self.started_unit(unit));
+            let ran = pipe.wait(pos, self.stop);
+            let step = self.fold(unit, ran, progress)?;
+            let i = unit.config;
+            pipe.folded(pos, Some((i, self.finished[i])));
+            if let Step::Interrupted = step {
+                return self.keep_finished(pipe, units, pos, progress);
+            }
+        }
+        Ok(Step::Ran)
+    }
+
+    /// After unit `at` was interrupted: stop the workers, wait for them, and fold each
+    /// measured repetition that finished, in order, while its configuration has no gap.
+    fn keep_finished(
+        &mut self,
+        pipe: &Pipeline,
+        units: &[Unit],
+        at: usize,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
+        let mut results = pipe.drain();
+        let mut gap = vec![false; self.configs.len()];
+        if units[at].warmup.is_none() {
+            gap[units[at].config] = true;
+        }
+        for (pos, unit) in units.iter().enumerate().skip(at + 1) {
+            if unit.warmup.is_some() || self.skipped(unit) {
+                continue;
+            }
+            let i = unit.config;
+            match results.remove(&pos) {
+                Some(Ok(output)) if !gap[i] => {
+                    progress(self.started_unit(unit));
+                    self.fold(unit, Ok(output), progress)?;
+                }
+                _ => gap[i] = true,
+            }
+        }
+        Ok(Step::Interrupted)
+    }
+
+    /// Fold a finished unit into the measurement: a warm-up's progress line, or a measured
+    /// repetition added to the record, which is saved.
+    fn fold(
+        &mut self,
+        unit: &Unit,
+        ran: Result<RepOutput, RepError>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
         self.ran += 1;
+        let i = unit.config;
+        let Some(round) = unit.warmup else {
+            return self.measured(i, unit.index, ran, progress);
+        };
+        match ran {
+            Ok(output) => {
+                let metrics = self.metrics(i, &output)?;
+                let what = format!("warm-up {}/{}", round + 1, self.settings.warmup);
+                progress(self.progress(i, what, &metrics));
+                Ok(Step::Ran)
+            }
+            Err(RepError::Interrupted) => Ok(Step::Interrupted),
+            Err(e) => Err(self.failed(i, e)),
+        }
+    }
+
+    /// One measured repetition (`index`) of configuration `i`, folded into the record, which
+    /// is saved.
+    fn measured(
+        &mut self,
+        i: usize,
+        index: u64,
+        ran: Result<RepOutput, RepError>,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Step, ExperimentError> {
         let output = match ran {
             Ok(output) => output,
             Err(RepError::Interrupted) => return Ok(Step::Interrupted),
@@ -565,52 +941,6 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             self.record.configs[i].converged = done.converged();
         }
         self.save(Stage::Progress)?;
-        Ok(Step::Ran)
-    }
-
-    /// A shard's repetitions, in the sweep's interleaved order, skipping those it holds.
-    fn shard_rounds(
-        &mut self,
-        backend: &mut B,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Step, ExperimentError> {
-        let Some(plan) = &self.plan else {
-            return Ok(Step::Ran);
-        };
-        let order = plan.order.clone();
-        // How many of each configuration's repetitions come before this one in the slice.
-        let mut before = vec![0; self.configs.len()];
-        for (i, _) in order {
-            before[i] += 1;
-            if self.record.configs[i].repetitions.len() >= before[i] {
-                continue; // resumed
-            }
-            if let Step::Interrupted = self.measure_one(backend, i, progress)? {
-                return Ok(Step::Interrupted);
-            }
-        }
-        Ok(Step::Ran)
-    }
-
-    /// Measured rounds, each giving every unfinished configuration one repetition, until all
-    /// are finished.
-    fn rounds(
-        &mut self,
-        backend: &mut B,
-        progress: &mut dyn FnMut(Progress),
-    ) -> Result<Step, ExperimentError> {
-        if self.plan.is_some() {
-            return self.shard_rounds(backend, progress);
-        }
-        while self.finished.iter().any(|f| !f) {
-            for i in 0..self.configs.len() {
-                if !self.finished[i] {
-                    if let Step::Interrupted = self.measure_one(backend, i, progress)? {
-                        return Ok(Step::Interrupted);
-                    }
-                }
-            }
-        }
         Ok(Step::Ran)
     }
 
@@ -734,10 +1064,10 @@ pub fn measure<W: Workload, B: Backend>(
         // A shard's directory names it from the start, even before its first repetition.
         m.save(Stage::Progress)?;
     }
-    if let Step::Interrupted = m.warm_up(backend, progress)? {
-        return m.interrupted();
-    }
-    if let Step::Interrupted = m.rounds(backend, progress)? {
+    // Warm-ups and measured repetitions in one sequence, so that workers (`--jobs`) need not
+    // wait for the last warm-up before they start measuring.
+    let units = [m.warmup_units(), m.measured_units()].concat();
+    if let Step::Interrupted = m.run_units(backend, &units, progress)? {
         return m.interrupted();
     }
     // Standard output, a device or a FIFO gets the record now; files have it already.

@@ -219,6 +219,7 @@ mod tests {
             shard: None,
             timeline: false,
             timeline_events: None,
+            jobs: 1,
         }
     }
 

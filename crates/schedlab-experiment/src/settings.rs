@@ -150,7 +150,14 @@ pub struct Settings {
     /// A directory for each repetition's exact timeline events, as text
     /// (`Timeline::write_events`), one file `C<config>-R<repetition>.txt` per repetition.
     pub timeline_events: Option<PathBuf>,
+    /// Repetitions run at the same time (`--jobs`), on a backend that allows it
+    /// ([`crate::Backend::worker`]); 1 runs one at a time. The results are the same either way.
+    pub jobs: usize,
 }
+
+/// The most workers `--jobs` accepts: more threads than any machine schedlab runs on has
+/// CPUs would only hold more simulated machines in memory at once.
+pub const MAX_JOBS: usize = 1024;
 
 impl Settings {
     /// The default time budget of a repetition whose workload expects none.

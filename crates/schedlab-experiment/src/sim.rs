@@ -268,6 +268,12 @@ impl Backend for SimBackend {
         })
     }
 
+    /// Each repetition builds its own simulated machine from its configuration and seed, and
+    /// the simulator keeps no state between repetitions: any thread may run any of them.
+    fn worker(&self) -> Option<SimBackend> {
+        Some(SimBackend)
+    }
+
     fn prepare<W: Workload>(
         &mut self,
         _configs: &[Config<W, SimMachine>],

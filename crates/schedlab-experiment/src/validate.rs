@@ -225,11 +225,14 @@ pub fn closest_policy_spec(release: &str, own_slice_ns: Option<u64>, cpus: usize
     }
 }
 
-/// Run the suite. `progress` hears each row as it finishes; `stop` ends it early with the rows
-/// so far (`RunEnd::Interrupted`).
+/// Run the suite: every entry's simulated side first, `jobs` entries at a time (each is
+/// deterministic, so the column is the same with any `jobs`), then the real sides one at a
+/// time with nothing else running. `progress` hears each row as it finishes; `stop` ends it
+/// early with the rows so far (`RunEnd::Interrupted`).
 pub fn validate(
     profile: &str,
     quick: bool,
+    jobs: usize,
     stop: &Arc<AtomicBool>,
     mut progress: impl FnMut(&Row),
 ) -> Result<(RunEnd, Validation), ExperimentError> {
@@ -260,21 +263,25 @@ pub fn validate(
         runs,
         rows: Vec::new(),
     };
-    for entry in suite(cpus, quick) {
+    let entries = suite(cpus, quick);
+    let sim_backend = BackendRequest::Sim(sim);
+    let simulated_sides = in_parallel(&entries, jobs, |entry| {
+        run_entry(entry, sim_backend.clone(), cpus, runs, stop)
+    });
+    for (entry, simulated) in entries.iter().zip(simulated_sides) {
         if stop.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok((RunEnd::Interrupted, v));
         }
         let mut note = None;
-        let mut side = |backend: BackendRequest| match run_entry(&entry, backend, cpus, runs, stop)
-        {
+        let mut side = |ran: Result<RunRecord, ExperimentError>| match ran {
             Ok(rec) => estimate(&rec, entry.metric),
             Err(e) => {
                 note = Some(e.to_string());
                 None
             }
         };
-        let measured = side(BackendRequest::Real);
-        let simulated = side(BackendRequest::Sim(sim.clone()));
+        let measured = side(run_entry(entry, BackendRequest::Real, cpus, runs, stop));
+        let simulated = side(simulated);
         let error = match (measured, simulated) {
             (Some(r), Some(s)) if entry.points => Some(s.mean - r.mean),
             (Some(r), Some(s)) if r.mean != 0.0 => Some((s.mean - r.mean) / r.mean * 100.0),
@@ -295,6 +302,32 @@ pub fn validate(
         v.rows.push(row);
     }
     Ok((RunEnd::Complete, v))
+}
+
+/// `f` of every item, computed on up to `jobs` threads, in the items' order.
+pub fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.clamp(1, items.len().max(1)) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    (results.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .into_iter()
+        .map(|r| r.expect("every item was computed"))
+        .collect()
 }
 
 fn unit_of(workload: &str, metric: &str) -> String {
@@ -353,6 +386,7 @@ fn run_entry(
         shard: None,
         timeline: false,
         timeline_events: None,
+        jobs: 1,
     };
     let one = MeasureOne {
         request: &request,
@@ -417,6 +451,20 @@ impl MeasureOne<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn in_parallel_keeps_the_items_order() {
+        let items: Vec<u64> = (0..50).collect();
+        let slow_first = |&x: &u64| {
+            // The first items take longest, so that they finish last on several threads.
+            std::thread::sleep(std::time::Duration::from_micros(50 * (50 - x)));
+            x * x
+        };
+        let serial = in_parallel(&items, 1, slow_first);
+        assert_eq!(serial, items.iter().map(|x| x * x).collect::<Vec<_>>());
+        assert_eq!(in_parallel(&items, 4, slow_first), serial);
+        assert!(in_parallel(&Vec::<u64>::new(), 4, slow_first).is_empty());
+    }
 
     #[test]
     fn the_simulated_eevdf_takes_the_kernels_base_slice() {

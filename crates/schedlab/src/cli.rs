@@ -130,6 +130,11 @@ pub enum Command {
         /// Smaller, shorter entries and two runs each (about half a minute).
         #[arg(long)]
         quick: bool,
+        /// Simulate this many entries at the same time, one thread each, 1..1024, before the
+        /// real runs (which run one at a time, alone) [default: the CPUs this process may run
+        /// on]; the simulated column is the same with any value.
+        #[arg(long, short = 'j', value_name = "N", allow_negative_numbers = true, value_parser = jobs_count)]
+        jobs: Option<usize>,
     },
 }
 
@@ -188,7 +193,13 @@ impl PresetVisitor for WorkloadCommand {
             cmd = cmd.arg(arg);
         }
         // CommonArgs's own doc comment would become the subcommand's about: set it after.
-        CommonArgs::augment_args(cmd).about(P::ABOUT)
+        let cmd = CommonArgs::augment_args(cmd).about(P::ABOUT);
+        match jobs_flag(P::param_defs()) {
+            JOBS_FLAG => cmd,
+            other => cmd.mut_arg(SIM_JOBS_ID, |a| {
+                a.long(other.trim_start_matches('-')).short(None)
+            }),
+        }
     }
 }
 
@@ -412,7 +423,7 @@ impl Args for WorkloadArgs {
 }
 
 /// A preset's declared parameters.
-struct ParamDefs;
+pub(crate) struct ParamDefs;
 
 impl PresetVisitor for ParamDefs {
     type Output = &'static [presets::ParamDef];
@@ -498,6 +509,12 @@ pub struct CommonArgs {
     /// Print only the summary (no per-repetition lines).
     #[arg(long, short)]
     pub quiet: bool,
+    /// (sim) Simulate this many repetitions at the same time, one thread each, 1..1024; the
+    /// records, tables and plots are the same bytes as with --jobs 1 [default: the CPUs this
+    /// process may run on]. Real-kernel repetitions always run one at a time.
+    /// (The build workload's own --jobs is make's -j: there this option is --sim-jobs.)
+    #[arg(id = SIM_JOBS_ID, long = "jobs", short = 'j', value_name = "N", allow_negative_numbers = true, value_parser = jobs_count)]
+    pub jobs: Option<usize>,
     /// (web) Search for the most --connections of which at least 95 % conform (SPECweb99's
     /// simultaneous connections), starting from --connections: double while it conforms, then
     /// bisect; each candidate repeated until the interval of its conforming share is clear of
@@ -572,6 +589,43 @@ fn limit_count(text: &str) -> Result<u64, String> {
         Ok(0) => Err(format!("accepted: a whole number 1..{most}")),
         n => n.map(|n| n as u64),
     }
+}
+
+/// The id of the common option `--jobs` (the simulator's workers), apart from any workload
+/// parameter's id.
+const SIM_JOBS_ID: &str = "sim_jobs";
+
+/// The common option's usual spelling.
+pub const JOBS_FLAG: &str = "--jobs";
+
+/// How the option of simulated repetitions at the same time is spelled for a workload with
+/// parameters `defs`: `--jobs`, or `--sim-jobs` where the workload has a `jobs` parameter of
+/// its own (build's, make's -j), which keeps its name.
+pub fn jobs_flag(defs: &[ParamDef]) -> &'static str {
+    if defs.iter().any(|d| d.name == "jobs") {
+        "--sim-jobs"
+    } else {
+        JOBS_FLAG
+    }
+}
+
+/// `--jobs`: 1..=MAX_JOBS (0 would run nothing).
+fn jobs_count(text: &str) -> Result<usize, String> {
+    let most = schedlab_experiment::settings::MAX_JOBS;
+    match count(text, 1, most) {
+        Ok(0) | Err(_) => Err(format!(
+            "accepted: a whole number 1..{most} (how many repetitions run at the same time; 1 runs them one at a time)"
+        )),
+        n => n,
+    }
+}
+
+/// The workers `--jobs` gives by default: the CPUs this process may run on (its affinity
+/// mask, which `available_parallelism` reads), at most MAX_JOBS.
+pub fn default_jobs() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(schedlab_experiment::settings::MAX_JOBS)
 }
 
 /// `--warmup`.

@@ -56,7 +56,14 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     if common.find_max {
         check_find_max(&args, sweep)?;
     }
-    let mut settings = settings(common)?;
+    // A preset with a `jobs` parameter of its own (build) spells the option --sim-jobs; a
+    // workload file's parameter named so is --set only, so the option stays --jobs there.
+    let jobs_flag = match args.is_file {
+        true => crate::cli::JOBS_FLAG,
+        false => presets::visit(&args.workload, crate::cli::ParamDefs)
+            .map_or(crate::cli::JOBS_FLAG, crate::cli::jobs_flag),
+    };
+    let mut settings = settings(common, jobs_flag)?;
     settings.shard = shard(common, check)?;
     check_outputs(&args)?;
     let request = ExperimentRequest {
@@ -195,8 +202,8 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
     }
 }
 
-/// The measuring settings.
-fn settings(common: &CommonArgs) -> Result<Settings, String> {
+/// The measuring settings; `jobs_flag` is how `--jobs` is spelled for this workload.
+fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, String> {
     let budget = Budget::new(common.runs, common.until.as_deref(), common.max_runs)
         .map_err(|e| render(&e))?;
     let level = Settings::parse_level(&common.level).map_err(|e| render(&e))?;
@@ -207,11 +214,46 @@ fn settings(common: &CommonArgs) -> Result<Settings, String> {
         level,
         timeout: common.timeout,
         json: common.json.clone(),
-        command: std::env::args().collect(),
+        command: without_jobs(std::env::args(), jobs_flag),
         shard: None,
         timeline: common.timeline.is_some(),
         timeline_events: common.timeline.as_deref().map(timeline_events_dir),
+        jobs: jobs(common, jobs_flag)?,
     })
+}
+
+/// How many repetitions run at the same time: `--jobs`, by default the CPUs this process may
+/// run on; on the real kernel one, and `--jobs` above 1 is refused rather than ignored.
+fn jobs(common: &CommonArgs, flag: &str) -> Result<usize, String> {
+    match (common.backend, common.jobs) {
+        (BackendArg::Real, Some(n)) if n > 1 => Err(format!(
+            "{flag} {n}: real-kernel repetitions run one at a time, since side by side they would share, and disturb, the CPUs they measure; {flag} applies to --backend sim (give {flag} 1, or leave it out)"
+        )),
+        (BackendArg::Real, _) => Ok(1),
+        (BackendArg::Sim, Some(n)) => Ok(n),
+        (BackendArg::Sim, None) => Ok(crate::cli::default_jobs()),
+    }
+}
+
+/// The command line for the record, without `flag` (`--jobs`, or `--sim-jobs`) and, for
+/// `--jobs`, its short form `-j`: how many threads computed the results changes none of them,
+/// so records of the same sweep with any `--jobs` are the same bytes.
+fn without_jobs(args: impl IntoIterator<Item = String>, flag: &str) -> Vec<String> {
+    let short = (flag == crate::cli::JOBS_FLAG).then_some("-j");
+    let mut out = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(a) = args.next() {
+        let attached = |name: &str| {
+            a.strip_prefix(name)
+                .is_some_and(|v| v.starts_with('=') || (name == "-j" && !v.is_empty()))
+        };
+        if a == flag || Some(a.as_str()) == short {
+            args.next();
+        } else if !attached(flag) && !short.is_some_and(attached) {
+            out.push(a);
+        }
+    }
+    out
 }
 
 /// The shard to run (`--shard`), checked against the other options; `auto/N` read from the

@@ -83,7 +83,13 @@ fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
             profile,
             json,
             quick,
-        } => validate::run(&profile, json.as_deref(), quick),
+            jobs,
+        } => validate::run(
+            &profile,
+            json.as_deref(),
+            quick,
+            jobs.unwrap_or_else(cli::default_jobs),
+        ),
         Command::Calibrate {
             out,
             base,

@@ -13,8 +13,13 @@ const GOAL_PCT: f64 = 20.0;
 /// Deadline rows within this many points.
 const GOAL_POINTS: f64 = 5.0;
 
-/// Run validate; prints as it goes.
-pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, String> {
+/// Run validate, simulating `jobs` entries at a time; prints as it goes.
+pub fn run(
+    profile: &str,
+    json: Option<&Path>,
+    quick: bool,
+    jobs: usize,
+) -> Result<ExitCode, String> {
     let taken = json.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
     if let Some(p) = json {
         let target = crate::execute::check_file_output("--json", p)?;
@@ -25,7 +30,7 @@ pub fn run(profile: &str, json: Option<&Path>, quick: bool) -> Result<ExitCode, 
     }
     let stop = crate::execute::interrupt_flag()?;
     let competing_before = schedlab_real::procfs::competing_runnable();
-    let (end, v) = validate(profile, quick, &stop, |row| {
+    let (end, v) = validate(profile, quick, jobs, &stop, |row| {
         eprintln!("validate: {}: {}", row.name, error_text(row));
     })
     .map_err(|e| crate::messages::render(&e))?;
