@@ -4,7 +4,8 @@
 # --counters proc (no wakeup counters, no probe at all) and schedlab with --counters trace (the
 # tracefs replay), alternating, and prints the medians and ratios. A ratio is the cost of the
 # left column against the right one: time / time, or rate / rate inverted, so 1.030 means 3 %
-# slower.
+# slower. Each ratio is the median of the rounds' own ratios (a round runs its cells back to
+# back), which a machine whose speed drifts disturbs much less than a ratio of medians.
 #   pingpong pipe processes   vs  perf bench sched pipe (linux-perf)
 #   messaging pipe|socketpair vs  hackbench -p / hackbench / hackbench -T (rt-tests)
 #   yield 1, 16, 64, 1024     vs  bench/peers/yield.c (a C loop of sched_yield; needs cc)
@@ -12,7 +13,8 @@
 # Install the peers with: apt-get install rt-tests linux-perf gcc. A missing peer leaves its
 # column empty.
 #
-# Usage: bench/overhead.sh [REPS]   (default 5; SCHEDLAB=path to use a given binary)
+# Usage: bench/overhead.sh [REPS]   (default 5; SCHEDLAB=path to use a given binary; ONLY=REGEX
+# runs the rows whose label matches, e.g. ONLY=yield)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -49,6 +51,7 @@ printf '%-40s %6s %11s %11s %11s %11s  %9s %9s %9s\n' configuration unit peer de
 row() {
   local label=$1 unit=$2 kind=$3 peer=$4
   shift 4
+  [[ -n ${ONLY:-} && ! $label =~ $ONLY ]] && return
   [[ $1 == -- ]] && shift
   local name=$1
   shift
@@ -64,10 +67,27 @@ row() {
   dm=$(printf '%s\n' "${d[@]}" | median)
   qm=$(printf '%s\n' "${q[@]}" | median)
   tm=$(printf '%s\n' "${t[@]}" | median)
-  awk -v l="$label" -v u="$unit" -v k="$kind" -v p="$pm" -v d="$dm" -v q="$qm" -v t="$tm" '
-    function cost(a, b) { if (b == "nan" || a == "nan" || a + 0 == 0 || b + 0 == 0) return "-"; return sprintf("%.3f", k == "time" ? a / b : b / a) }
+  # The ratios are medians of each round's own ratio (the cells of one round ran back to back,
+  # so a slow minute of the machine slows both sides of a ratio), not ratios of the medians.
+  local rdq=() rdp=() rtq=()
+  for ((i = 0; i < reps; i++)); do
+    rdq+=("$(cost "$kind" "${d[i]}" "${q[i]}")")
+    [[ $peer != - ]] && rdp+=("$(cost "$kind" "${d[i]}" "${p[i]}")")
+    rtq+=("$(cost "$kind" "${t[i]}" "${q[i]}")")
+  done
+  local a b c=-
+  a=$(printf '%s\n' "${rdq[@]}" | median)
+  [[ $peer != - ]] && b=$(printf '%s\n' "${rdp[@]}" | median) || b=-
+  c=$(printf '%s\n' "${rtq[@]}" | median)
+  awk -v l="$label" -v u="$unit" -v p="$pm" -v d="$dm" -v q="$qm" -v t="$tm" -v a="$a" -v b="$b" -v c="$c" '
     function num(x) { return x == "nan" ? "-" : sprintf("%.4g", x) }
-    BEGIN { printf "%-40s %6s %11s %11s %11s %11s  %9s %9s %9s\n", l, u, num(p), num(d), num(q), num(t), cost(d, q), cost(d, p), cost(t, q) }'
+    function r(x) { return x == "-" ? "-" : sprintf("%.3f", x) }
+    BEGIN { printf "%-40s %6s %11s %11s %11s %11s  %9s %9s %9s\n", l, u, num(p), num(d), num(q), num(t), r(a), r(b), r(c) }'
+}
+
+# cost KIND A B: how much slower A is than B (time: A / B; rate: B / A).
+cost() {
+  awk -v k="$1" -v a="$2" -v b="$3" 'BEGIN { printf "%.6f\n", (k == "time" ? a / b : b / a) }'
 }
 
 pp=100000
@@ -98,16 +118,18 @@ printf '%-40s %9s %11s %13s %9s\n' "--timeline (same alternation)" unit default 
 tl_row() {
   local label=$1 unit=$2 kind=$3 name=$4
   shift 4
+  [[ -n ${ONLY:-} && ! $label =~ $ONLY ]] && return
   local d=() t=()
   for ((i = 0; i < reps; i++)); do
     d+=("$(metric auto "$name" "$@")")
     t+=("$(metric auto "$name" "$@" --timeline "$tmp/timeline.svg")")
   done
-  local dm tm
+  local dm tm r=()
   dm=$(printf '%s\n' "${d[@]}" | median)
   tm=$(printf '%s\n' "${t[@]}" | median)
-  awk -v l="$label" -v u="$unit" -v k="$kind" -v d="$dm" -v t="$tm" 'BEGIN {
-    printf "%-40s %9s %11.4g %13.4g %9.3f\n", l, u, d, t, (k == "time" ? t / d : d / t) }'
+  for ((i = 0; i < reps; i++)); do r+=("$(cost "$kind" "${t[i]}" "${d[i]}")"); done
+  awk -v l="$label" -v u="$unit" -v d="$dm" -v t="$tm" -v c="$(printf '%s\n' "${r[@]}" | median)" 'BEGIN {
+    printf "%-40s %9s %11.4g %13.4g %9.3f\n", l, u, d, t, c }'
 }
 tl_row "pingpong pipe processes ${pp}" us/rt time us_per_rt pingpong --loops $pp --tasks processes
 tl_row "messaging pipe processes ${g}g×${l}" s time time messaging --groups $g --loops $l --transport pipe --tasks processes

@@ -3,7 +3,7 @@
 //! The program (`bpf/wakeups.bpf.c`, committed compiled as `bpf/wakeups.bpf.o`; its comment
 //! explains the kernel side) hooks only the wakeup path — the BTF tracepoints `sched_waking`
 //! and `sched_wakeup` of `include/trace/events/sched.h` — and keeps one counts record per task
-//! in a hash map. Nothing is copied out per event: [`BpfWakeups::collect`] reads the map once
+//! and CPU in a per-CPU hash map (no atomics, no cache line shared between CPUs). Nothing is copied out per event: [`BpfWakeups::collect`] reads the map once
 //! after the run. Context switches and migrations, which would need a probe on the hottest
 //! scheduler event, come from the kernel's own per-task counters instead (getrusage and
 //! `/proc/<pid>/task/<tid>/sched`, as with `--counters proc`).
@@ -14,13 +14,13 @@
 //! kernel's own verdict is read where it is made — at `sched_wakeup`, `wakeup_preempt()` has
 //! just run on the target run queue, whose lock is held, and its current task's
 //! `TIF_NEED_RESCHED` (or, on `preempt=lazy` kernels, `TIF_NEED_RESCHED_LAZY`) says whether it
-//! was told to give way; a flag it already had when the wakeup began (set by an earlier wakeup
-//! or the tick, seen at `sched_waking`) is not credited to this wakeup. This is the decision
+//! was told to give way; a task an earlier wakeup already told, with no switch on that run
+//! queue since (`rq->nr_switches`), is not credited again. This is the decision
 //! the seeds counted (a counter beside `resched_task()` in `try_to_wake_up()`). Wakeups are
 //! the same count in both sources; the preemptions agree to a few tenths of a percent on a
 //! ping-pong, where every preemption hands the CPU straight to the wakee, and are larger here
 //! where a decision is not followed by a preempting switch to the wakee (the told task blocks
-//! first, or another task runs first): 13-19 % on a small hackbench-like messaging run
+//! first, or another task runs first): 19-22 % on a small hackbench-like messaging run
 //! (`tests/bpf.rs` compares both on the same repetitions).
 //!
 //! Loading needs BTF (`/sys/kernel/btf/vmlinux`), `CONFIG_FAIR_GROUP_SCHED` (the run queue is
@@ -31,7 +31,7 @@
 //! attached.
 
 use crate::trace::{TidCounts, TraceCounts};
-use aya::maps::{Array, HashMap, MapData};
+use aya::maps::{Array, MapData, PerCpuHashMap};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Pod};
 use std::collections::HashSet;
@@ -87,14 +87,9 @@ struct TaskCounts {
     preempt_waker: u64,
     idle: u64,
     pending: u64,
-    seen_curr: u64,
-    seen_cpu: u32,
-    seen_flags: u32,
-    waker_cpu: u32,
-    pad: u32,
 }
 
-// SAFETY: plain old data of integers, no padding (8 × 8 + 4 × 4 bytes), any bit pattern valid.
+// SAFETY: plain old data of integers, no padding (7 × 8 bytes), any bit pattern valid.
 unsafe impl Pod for TaskCounts {}
 
 /// The thread-flag masks `(TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY)` of an x86-64 kernel of
@@ -151,7 +146,8 @@ fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
 pub struct BpfWakeups {
     /// Owns the programs and their links: dropping it detaches them.
     _bpf: Ebpf,
-    tids: HashMap<MapData, u32, TaskCounts>,
+    /// Per task, one copy of its counts per CPU (summed when read).
+    tids: PerCpuHashMap<MapData, u32, TaskCounts>,
     control: Array<MapData, u64>,
     lazy_known: bool,
     counting: bool,
@@ -213,7 +209,7 @@ impl BpfWakeups {
         let tids = bpf
             .take_map("TIDS")
             .ok_or_else(|| map_error("TIDS", "missing".into()))?;
-        let tids = HashMap::try_from(tids).map_err(|e| map_error("TIDS", e.to_string()))?;
+        let tids = PerCpuHashMap::try_from(tids).map_err(|e| map_error("TIDS", e.to_string()))?;
         let control = bpf
             .take_map("CONTROL")
             .ok_or_else(|| map_error("CONTROL", "missing".into()))?;
@@ -275,7 +271,17 @@ impl BpfWakeups {
         };
         for &tid in tids {
             let c = match self.tids.get(&(tid as u32), 0) {
-                Ok(c) => c,
+                Ok(per_cpu) => per_cpu
+                    .iter()
+                    .fold(TaskCounts::default(), |a, c| TaskCounts {
+                        wakeups: a.wakeups + c.wakeups,
+                        activations: a.activations + c.activations,
+                        preempt: a.preempt + c.preempt,
+                        preempt_lazy: a.preempt_lazy + c.preempt_lazy,
+                        preempt_waker: a.preempt_waker + c.preempt_waker,
+                        idle: a.idle + c.idle,
+                        pending: a.pending + c.pending,
+                    }),
                 Err(aya::maps::MapError::KeyNotFound) => TaskCounts::default(),
                 Err(e) => {
                     return Err(BpfError::Map {
