@@ -91,10 +91,19 @@ cost() {
 }
 
 pp=100000
-perf_pipe=-
-have perf && perf_pipe="perf bench sched pipe -l $pp 2> /dev/null | awk '/usecs\\/op/ {print \$1}'"
-row "pingpong pipe processes ${pp}" us/rt time "$perf_pipe" -- \
-  us_per_rt pingpong --loops $pp --tasks processes
+# Ping-pong unpinned is bimodal (3 µs a round trip when both sides share a CPU, 10 µs across
+# CPUs on a VM), and a median of such runs flips between the modes: the schedlab rows pin both
+# sides, once on two CPUs and once on one. perf bench cannot pin its two processes apart, so its
+# two-CPU cell is unpinned; its one-CPU cell runs under taskset.
+perf_pipe=- perf_pipe1=-
+if have perf; then
+  perf_pipe="perf bench sched pipe -l $pp 2> /dev/null | awk '/usecs\\/op/ {print \$1}'"
+  have taskset && perf_pipe1="taskset -c 0 $perf_pipe"
+fi
+row "pingpong pipe processes ${pp}, CPUs 0|1" us/rt time "$perf_pipe" -- \
+  us_per_rt pingpong --loops $pp --tasks processes --group ping:cpus=0 --group pong:cpus=1
+row "pingpong pipe processes ${pp}, CPU 0" us/rt time "$perf_pipe1" -- \
+  us_per_rt pingpong --loops $pp --tasks processes --group ping:cpus=0 --group pong:cpus=0
 g=4 l=500
 for t in "pipe processes:-p -P" "socketpair processes:-P" "socketpair threads:-T"; do
   what=${t%%:*} flags=${t#*:}
