@@ -20,7 +20,8 @@
 //! the same count in both sources; the preemptions agree to a few tenths of a percent on a
 //! ping-pong, where every preemption hands the CPU straight to the wakee, and are larger here
 //! where a decision is not followed by a preempting switch to the wakee (the told task blocks
-//! first, or another task runs first): 19-22 % on a small hackbench-like messaging run
+//! first, or another task runs first): from 1 % fewer to 46 % more on a small hackbench-like
+//! messaging run, depending on how it went
 //! (`tests/bpf.rs` compares both on the same repetitions).
 //!
 //! Loading needs BTF (`/sys/kernel/btf/vmlinux`), `CONFIG_FAIR_GROUP_SCHED` (the run queue is
@@ -81,7 +82,6 @@ pub enum BpfError {
 #[derive(Clone, Copy, Debug, Default)]
 struct TaskCounts {
     wakeups: u64,
-    activations: u64,
     preempt: u64,
     preempt_lazy: u64,
     preempt_waker: u64,
@@ -89,7 +89,7 @@ struct TaskCounts {
     pending: u64,
 }
 
-// SAFETY: plain old data of integers, no padding (7 × 8 bytes), any bit pattern valid.
+// SAFETY: plain old data of integers, no padding (6 × 8 bytes), any bit pattern valid.
 unsafe impl Pod for TaskCounts {}
 
 /// The thread-flag masks `(TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY)` of an x86-64 kernel of
@@ -275,7 +275,6 @@ impl BpfWakeups {
                     .iter()
                     .fold(TaskCounts::default(), |a, c| TaskCounts {
                         wakeups: a.wakeups + c.wakeups,
-                        activations: a.activations + c.activations,
                         preempt: a.preempt + c.preempt,
                         preempt_lazy: a.preempt_lazy + c.preempt_lazy,
                         preempt_waker: a.preempt_waker + c.preempt_waker,
