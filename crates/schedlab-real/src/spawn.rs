@@ -21,8 +21,8 @@
 use crate::context::RealContext;
 use crate::knobs::apply_to_current_thread;
 use crate::procfs::{rusage_switches, snapshot_self, SnapshotSource};
+use crate::report::{comm, TaskReport};
 use crate::run_group::RunGroup;
-use crate::runner::TaskReport;
 use crate::sys;
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::Context as _;
@@ -517,12 +517,7 @@ impl RealContext {
             return Err(WorkloadError::Stopped);
         }
         let task = spawner.take_place(group)?;
-        let name = format!(
-            "{}{}{}",
-            crate::runner::COMM_PREFIX,
-            spawner.names[group],
-            task.index
-        );
+        let name = comm(spawner.names[group], task.index);
         if spawner.threads {
             let spawner = spawner.clone();
             let ended = self.children().ended_tx.clone();
