@@ -17,16 +17,15 @@
 //! [`Context::start_daemon`]: schedlab_workload::Context::start_daemon
 //! [`Context::stop_daemon`]: schedlab_workload::Context::stop_daemon
 
-use crate::context::RealContext;
 use crate::procfs::{
     group_usage, observed_settings_of, observed_settings_of_process, process_group_members,
     GroupUsage,
 };
 use crate::sys;
-use schedlab_workload::{Context, Daemon, WorkloadError};
+use schedlab_workload::{Daemon, WorkloadError};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -139,29 +138,37 @@ impl Drop for RunningDaemon {
     }
 }
 
-impl RealContext {
-    /// `start_daemon` on the real kernel (see the module comment).
-    pub(crate) fn start_daemon_blocking(&self, daemon: &Daemon) -> Result<u16, WorkloadError> {
+impl RunningDaemon {
+    /// `start_daemon` on the real kernel (see the module comment): start `daemon` with its
+    /// files in `scratch` (the run's directory) and the workload's in `files`, put it in
+    /// `slot` (a task runs one at most) once it accepts connections, and return its port.
+    /// `stop` says whether the run is stopping.
+    pub(crate) fn start(
+        daemon: &Daemon,
+        slot: &mut Option<RunningDaemon>,
+        scratch: &Path,
+        files: &Path,
+        stop: impl Fn() -> bool,
+    ) -> Result<u16, WorkloadError> {
         let err = |m: String| WorkloadError::Backend(m);
         let Some(name) = daemon.argv.first().cloned() else {
             return Err(err("start_daemon: no program given".into()));
         };
-        if self.daemon().is_some() {
+        if slot.is_some() {
             return Err(err(format!(
                 "{name}: this task already runs a daemon; one per task"
             )));
         }
-        let scratch = self.shared().scratch.clone();
         // A server's workers may run as another user (Apache's www-data): they need to enter
         // the run's directory to read the files in it, which are readable by all.
-        std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o711))
+        std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o711))
             .map_err(|e| err(format!("opening {} for {name}: {e}", scratch.display())))?;
         let port = match daemon.port {
             0 => free_port().map_err(|e| err(format!("finding a free port for {name}: {e}")))?,
             p => p,
         };
         let dir = scratch.to_string_lossy().into_owned();
-        let files = self.shared().files.to_string_lossy().into_owned();
+        let files = files.to_string_lossy().into_owned();
         let fill = |t: &str| {
             t.replace("@DIR@", &dir)
                 .replace("@FILES@", &files)
@@ -181,11 +188,11 @@ impl RealContext {
         let mut command = Command::new(&name);
         command
             .args(daemon.argv[1..].iter().map(|a| fill(a)))
-            .current_dir(&scratch)
+            .current_dir(scratch)
             .stdin(Stdio::null())
             .stdout(output)
             .stderr(output2);
-        crate::program::own_group_ending_with_us(&mut command);
+        sys::own_group_ending_with_us(&mut command);
         let child = command
             .spawn()
             .map_err(|e| err(format!("starting {name}: {e}")))?;
@@ -210,15 +217,16 @@ impl RealContext {
             logs,
             used: GroupUsage::default(),
         };
-        wait_ready(&running, port, || self.stop_requested())?;
-        self.check_inherited(&running)?;
-        *self.daemon() = Some(running);
+        wait_ready(&running, port, stop)?;
+        running.check_inherited()?;
+        *slot = Some(running);
         Ok(port)
     }
 
     /// Every process of the daemon's group runs with this thread's settings (the group's
     /// knobs): nice, policy and CPUs.
-    fn check_inherited(&self, d: &RunningDaemon) -> Result<(), WorkloadError> {
+    fn check_inherited(&self) -> Result<(), WorkloadError> {
+        let d = self;
         let mine = observed_settings_of(std::process::id() as i32, sys::gettid());
         let members = process_group_members(d.pid);
         if members.is_empty() {
@@ -243,14 +251,19 @@ impl RealContext {
         Ok(())
     }
 
-    /// `stop_daemon` on the real kernel.
-    pub(crate) fn stop_daemon_blocking(&self) -> Result<(), WorkloadError> {
-        let d = self.daemon().take().ok_or_else(|| {
+    /// `stop_daemon` on the real kernel: stop the daemon in `slot` and add what its
+    /// processes used to `used` (their use, not the task's thread's).
+    pub(crate) fn stop_in(
+        slot: &mut Option<RunningDaemon>,
+        used: &mut GroupUsage,
+    ) -> Result<(), WorkloadError> {
+        let mut d = slot.take().ok_or_else(|| {
             WorkloadError::Backend("stop_daemon: this task runs no daemon".into())
         })?;
-        let mut d = d;
         let stopped = d.stop().map_err(WorkloadError::Backend);
-        self.add_daemon_usage(d.used);
+        used.cpu_ns += d.used.cpu_ns;
+        used.voluntary += d.used.voluntary;
+        used.involuntary += d.used.involuntary;
         stopped
     }
 }

@@ -16,7 +16,7 @@
 //! reported at once with the limits, and a task that dies after its report (at the end gate)
 //! fails the repetition.
 
-use crate::context::Shared;
+use crate::context::{Shared, Spawning};
 use crate::executor::block_on;
 use crate::gate::{Gate, StartGuard};
 use crate::hosts::Hosts;
@@ -177,17 +177,17 @@ pub fn run_repetition<W: Workload>(
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
     let body_workload = workload.clone();
-    let spawner = Spawner::new(
-        &plan,
-        setup.knobs,
-        Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
-        &scratch.path().join(SPAWN_REPORTS),
-    )
-    .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
-    .map(Arc::new);
+    let spawner = Spawner::new(&plan, setup.knobs, &scratch.path().join(SPAWN_REPORTS))
+        .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
+        .map(|spawner| {
+            Arc::new(Spawning {
+                spawner,
+                body: Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
+            })
+        });
     // Declared before the hosts: whatever way this function returns, the forked tasks' group
     // is ended and reaped after the hosts are.
-    let _group = EndOnDrop(spawner.as_ref().and_then(|s| s.group()));
+    let _group = EndOnDrop(spawner.as_ref().and_then(|s| s.spawner.group()));
     let env = Arc::new(TaskEnv {
         spawner,
         workload: workload.clone(),
@@ -237,7 +237,7 @@ pub fn run_repetition<W: Workload>(
         &tasks,
         start,
         &mut hosts,
-        env.spawner.as_deref(),
+        env.spawner.as_deref().map(|s| &s.spawner),
         setup,
         realtime,
     );
@@ -250,7 +250,7 @@ pub fn run_repetition<W: Workload>(
     let ended = hosts.finish(result.is_ok());
     // The keeper may have died after the supervisor last looked: checked before the group ends
     // (and kills it).
-    let ended = ended.and_then(|()| keeper_alive(env.spawner.as_deref()));
+    let ended = ended.and_then(|()| keeper_alive(env.spawner.as_deref().map(|s| &s.spawner)));
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
         // Every task is done: the locks' counters are final. Tasks hosted as group processes

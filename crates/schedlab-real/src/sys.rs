@@ -306,3 +306,22 @@ pub fn close(fd: i32) {
     // SAFETY: closing an fd we own.
     unsafe { libc::close(fd) };
 }
+
+/// Start `command` in a process group of its own (so that it and everything it starts can be
+/// signalled together) that gets SIGTERM when this process dies (PR_SET_PDEATHSIG; and exits at
+/// once if we already died between fork and exec).
+pub fn own_group_ending_with_us(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}

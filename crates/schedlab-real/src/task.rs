@@ -1,12 +1,11 @@
 //! One starting task's life, from knob application to its report and the end gate.
 
-use crate::context::{RealContext, Shared};
+use crate::context::{RealContext, Shared, Spawning};
 use crate::executor::block_on;
 use crate::gate::Gate;
 use crate::knobs::apply_to_current_thread;
 use crate::procfs::rusage_switches;
 use crate::report::{comm, TaskReport};
-use crate::spawn::Spawner;
 use crate::sys;
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::{TaskRef, Workload};
@@ -22,7 +21,7 @@ pub(crate) struct TaskEnv<W> {
     /// Tasks in the repetition, for messages.
     pub(crate) total: usize,
     /// How tasks start others, when the plan spawns any.
-    pub(crate) spawner: Option<Arc<Spawner>>,
+    pub(crate) spawner: Option<Arc<Spawning>>,
 }
 
 /// The body of one task from knob application to report. The report is handed to `deliver`;
@@ -64,7 +63,7 @@ pub(crate) fn task_main<W: Workload>(
     let cpu0 = sys::thread_cpu_ns();
     let mut ctx = RealContext::new(ctx_shared, task.id, epoch);
     if let Some(spawner) = &env.spawner {
-        ctx = ctx.with_spawner(spawner.clone(), 0);
+        ctx = ctx.with_spawning(spawner.clone(), 0);
     }
     let result = block_on(env.workload.body(task, &ctx));
     report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
