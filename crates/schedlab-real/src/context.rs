@@ -5,9 +5,10 @@ use crate::knobs::apply_to_current_thread;
 use crate::locks::RealLock;
 use crate::procfs::{rusage_switches, snapshot_self, GroupUsage, SnapshotSource};
 use crate::report::TaskReport;
-use crate::spawn::{write_stderr, Children, Spawner};
+use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
+use crate::sys::write_stderr;
 use crate::transport::Channels;
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
@@ -307,8 +308,7 @@ impl Context for RealContext {
     }
 
     async fn yield_now(&self) {
-        // SAFETY: plain syscall.
-        unsafe { libc::sched_yield() };
+        sys::sched_yield();
     }
 
     async fn lock(&self, id: LockId) {

@@ -69,14 +69,7 @@ fn logs_tail(logs: &[PathBuf; 2]) -> String {
 
 /// Reap our child `pid`: its wait status.
 fn reap(pid: i32) -> i32 {
-    let mut status = 0;
-    loop {
-        // SAFETY: plain waitpid on our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return status;
-        }
-    }
+    sys::waitpid(pid, 0).unwrap_or(0)
 }
 
 fn describe(status: i32) -> String {
@@ -105,18 +98,16 @@ impl RunningDaemon {
         if !early {
             // Its workers' and its own threads' use, while they are all still there.
             self.used = group_usage(self.pid);
-            // SAFETY: signalling our own child's process group (its pid is not reaped yet, so
-            // it cannot have been reused).
-            unsafe { libc::kill(-self.pid, libc::SIGTERM) };
+            // Our own child's process group (its pid is not reaped yet, so it cannot have been
+            // reused).
+            let _ = sys::kill(-self.pid, libc::SIGTERM);
             if !sys::ended_within(self.pidfd, STOP_GRACE) {
-                // SAFETY: as above.
-                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+                let _ = sys::kill(-self.pid, libc::SIGKILL);
                 sys::ended_within(self.pidfd, STOP_GRACE);
             }
         }
         // The leader has ended but is not reaped: end whatever of its group is left.
-        // SAFETY: as above.
-        unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        let _ = sys::kill(-self.pid, libc::SIGKILL);
         let status = reap(self.pid);
         sys::close(self.pidfd);
         self.pid = 0;
@@ -199,17 +190,18 @@ impl RunningDaemon {
         let pid = child.id() as i32;
         // Reaped with waitpid by RunningDaemon::stop, not through std's handle.
         drop(child);
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if pidfd < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: ending our own child's group, then reaping it.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            reap(pid);
-            return Err(err(format!(
-                "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
-            )));
-        }
+        // Our own child, not yet reaped.
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // Ending our own child's group, then reaping it.
+                let _ = sys::kill(-pid, libc::SIGKILL);
+                reap(pid);
+                return Err(err(format!(
+                    "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
+                )));
+            }
+        };
         let running = RunningDaemon {
             name: name.clone(),
             pid,

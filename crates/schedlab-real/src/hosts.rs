@@ -58,12 +58,10 @@ impl Child {
             if !sys::wait_readable(self.result_fd, 0) {
                 return;
             }
-            // SAFETY: chunk is writable.
-            let n = unsafe { libc::read(self.result_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n <= 0 {
-                return;
+            match sys::read_some(self.result_fd, &mut chunk) {
+                Ok(n) if n > 0 => self.buf.extend_from_slice(&chunk[..n]),
+                _ => return,
             }
-            self.buf.extend_from_slice(&chunk[..n as usize]);
         }
     }
 }
@@ -126,8 +124,7 @@ impl Hosts {
             if pid < 0 {
                 let e = std::io::Error::last_os_error();
                 for c in &children {
-                    // SAFETY: killing our own children.
-                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                    let _ = sys::kill(c.pid, libc::SIGKILL);
                 }
                 let (process, which) = match unit.len() {
                     1 => (
@@ -145,13 +142,7 @@ impl Hosts {
                 )));
             }
             if pid == 0 {
-                // SAFETY: plain calls on our own process.
-                unsafe {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent {
-                        libc::_exit(1);
-                    }
-                }
+                sys::die_with_parent(parent, libc::SIGKILL);
                 sys::close(r);
                 let ok = if let [task] = unit[..] {
                     let mut ok = true;
@@ -198,8 +189,8 @@ impl Hosts {
                     }
                     ok
                 };
-                // SAFETY: leave without running the parent's destructors.
-                unsafe { libc::_exit(i32::from(!ok)) };
+                // Without running the parent's destructors.
+                sys::exit_now(i32::from(!ok));
             }
             sys::close(w);
             created += unit.len();
@@ -243,14 +234,7 @@ impl Hosts {
                         revents: 0,
                     })
                     .collect();
-                // SAFETY: fds is a valid array of pollfd.
-                unsafe {
-                    libc::poll(
-                        fds.as_mut_ptr(),
-                        fds.len() as libc::nfds_t,
-                        wait.as_millis() as i32,
-                    )
-                };
+                let _ = sys::poll(&mut fds, wait.as_millis() as i32);
                 // Only the children whose pipe has news are looked at: a report arrived, or the
                 // pipe hung up because the child (its only writer) is gone. Scanning every child
                 // each time would cost the workload CPU time the peers do not spend.
@@ -274,11 +258,14 @@ impl Hosts {
                     if c.complete() || c.reaped.is_some() || !hung_up {
                         continue;
                     }
-                    let mut status = 0;
-                    // SAFETY: reaping our own child, whose pipe end is closed: it is exiting.
-                    if unsafe { libc::waitpid(c.pid, &mut status, 0) } == c.pid {
-                        c.reaped = Some(status);
-                    }
+                    // Our own child, whose pipe end is closed: it is exiting.
+                    let status = match sys::waitpid(c.pid, 0) {
+                        Ok(status) => {
+                            c.reaped = Some(status);
+                            status
+                        }
+                        Err(_) => 0,
+                    };
                     return Err(RunError::Died {
                         what: c.what.clone(),
                         how: describe_status(c.pid, status),
@@ -300,8 +287,7 @@ impl Hosts {
             }
             Hosts::Processes { children } => {
                 for c in children.iter().filter(|c| c.reaped.is_none()) {
-                    // SAFETY: killing our own child.
-                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
+                    let _ = sys::kill(c.pid, libc::SIGKILL);
                 }
             }
         }
@@ -327,9 +313,7 @@ impl Hosts {
             Hosts::Processes { children } => {
                 for c in children.iter_mut() {
                     if c.reaped.is_none() {
-                        let mut status = 0;
-                        // SAFETY: reaping our own child.
-                        unsafe { libc::waitpid(c.pid, &mut status, 0) };
+                        let status = sys::waitpid(c.pid, 0).unwrap_or(0);
                         c.reaped = Some(status);
                         let normal = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
                         if ok && !normal && lost.is_none() {

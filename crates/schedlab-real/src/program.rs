@@ -50,25 +50,6 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-/// Reap process `pid`: its wait status and CPU time (its own and its waited-for descendants').
-fn reap(pid: i32) -> std::io::Result<(i32, Duration)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: plain wait4 on our child.
-        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
-}
-
 /// The last lines of the program's output, for an error.
 fn output_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -111,28 +92,28 @@ pub(crate) fn run(
     let pid = child.id() as i32;
     // The child is reaped with wait4 below (for its rusage), not through std's handle.
     drop(child);
-    // SAFETY: pidfd_open on our own child, not yet reaped.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-    if pidfd < 0 {
-        let e = std::io::Error::last_os_error();
-        // SAFETY: ending our own child's group, then reaping it.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        let _ = reap(pid);
-        return Err(err("pidfd_open (Linux 5.3 or later is needed)", e));
-    }
+    // Our own child, not yet reaped.
+    let pidfd = match sys::pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // Ending our own child's group, then reaping it.
+            let _ = sys::kill(-pid, libc::SIGKILL);
+            let _ = sys::wait4(pid);
+            return Err(err("pidfd_open (Linux 5.3 or later is needed)", e));
+        }
+    };
     let mut stopped = false;
     let mut term_at = None;
     while !sys::ended_within(pidfd, STOP_CHECK) {
         if !stopped && stop() {
             stopped = true;
             term_at = Some(sys::monotonic_ns());
-            // SAFETY: signalling our own child's process group.
-            unsafe { libc::kill(-pid, libc::SIGTERM) };
+            // Our own child\'s process group.
+            let _ = sys::kill(-pid, libc::SIGTERM);
         }
         if let Some(t) = term_at {
             if sys::monotonic_ns() - t > TERM_GRACE.as_nanos() as u64 {
-                // SAFETY: as above.
-                unsafe { libc::kill(-pid, libc::SIGKILL) };
+                let _ = sys::kill(-pid, libc::SIGKILL);
                 term_at = None;
             }
         }
@@ -140,10 +121,9 @@ pub(crate) fn run(
     let end = sys::monotonic_ns();
     // The program has ended but is not reaped: its pid still names its group. End whatever
     // of the group is left (an orphaned compiler pass after a stop).
-    // SAFETY: signalling our own child's process group.
-    unsafe { libc::kill(-pid, libc::SIGKILL) };
+    let _ = sys::kill(-pid, libc::SIGKILL);
     sys::close(pidfd);
-    let (status, cpu) = reap(pid).map_err(|e| err("waiting", e))?;
+    let (status, cpu) = sys::wait4(pid).map_err(|e| err("waiting", e))?;
     if stopped {
         return Err(WorkloadError::Stopped);
     }

@@ -391,10 +391,7 @@ impl Children {
             })
             .collect();
         loop {
-            // SAFETY: polling our own descriptors.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
+            if let Err(e) = sys::poll(&mut fds, -1) {
                 if e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
@@ -424,16 +421,7 @@ impl Drop for Children {
                     if kill {
                         // Through its pidfd: if the run's end already reaped it, its pid may
                         // name another process by now.
-                        // SAFETY: signalling our own child through its pidfd.
-                        unsafe {
-                            libc::syscall(
-                                libc::SYS_pidfd_send_signal,
-                                pidfd,
-                                libc::SIGKILL,
-                                std::ptr::null::<libc::siginfo_t>(),
-                                0,
-                            )
-                        };
+                        let _ = sys::pidfd_kill(pidfd, libc::SIGKILL);
                     }
                     let _ = reap(pid, pidfd);
                 }
@@ -449,22 +437,7 @@ impl Drop for Children {
 /// status 0.
 fn reap(pid: i32, pidfd: i32) -> Result<Duration, String> {
     sys::close(pidfd);
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: plain wait4 on our child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("waiting for process {pid}: {e}"));
-        }
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    let (status, cpu) = sys::wait4(pid).map_err(|e| format!("waiting for process {pid}: {e}"))?;
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(cpu)
     } else if libc::WIFEXITED(status) {
@@ -527,37 +500,30 @@ impl Children {
             )));
         }
         if pid == 0 {
-            // SAFETY: prctl and getppid on ourselves.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-            }
+            sys::die_with_parent(parent, libc::SIGKILL);
             if group.is_some_and(|g| !g.join_self()) {
                 // The run is ending: this task would outlive it.
-                // SAFETY: leaving at once.
-                unsafe { libc::_exit(3) };
+                sys::exit_now(3);
             }
             sys::set_thread_name(name);
-            let code = life();
-            // SAFETY: leave without running this process's destructors or atexit handlers.
-            unsafe { libc::_exit(code) };
+            // Without running this process's destructors or atexit handlers.
+            sys::exit_now(life());
         }
         if let Some(g) = group {
             g.join_child(pid);
         }
-        // SAFETY: pidfd_open on our own child, which cannot be reaped before we wait for it.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if pidfd < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: ending and reaping the child just forked.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            let _ = reap(pid, -1);
-            return Err(WorkloadError::Backend(format!(
-                "pidfd_open for {name}: {e} (Linux 5.3 or later is needed to spawn processes)"
-            )));
-        }
+        // Our own child, which cannot be reaped before we wait for it.
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // Ending and reaping the child just forked.
+                let _ = sys::kill(pid, libc::SIGKILL);
+                let _ = reap(pid, -1);
+                return Err(WorkloadError::Backend(format!(
+                    "pidfd_open for {name}: {e} (Linux 5.3 or later is needed to spawn processes)"
+                )));
+            }
+        };
         self.list.push(Child::Process { task, pid, pidfd });
         Ok(())
     }
@@ -598,11 +564,4 @@ impl Ended {
         };
         Ok(ChildExit { task, cpu })
     }
-}
-
-/// Write to stderr without Rust's stderr lock (another thread of the parent may have held it
-/// at the fork).
-pub(crate) fn write_stderr(s: &str) {
-    // SAFETY: writing our own buffer to fd 2.
-    unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
 }

@@ -51,8 +51,7 @@ pub(crate) fn task_main<W: Workload>(
     }
     // Sleeps end when asked rather than up to 50 µs later (the default timer slack of a normal
     // thread): a per-thread setting, so that interbench's latencies are scheduling latencies.
-    // SAFETY: plain prctl on the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    sys::set_timer_slack_ns(1);
     // Counted from before the start gate, so that the one wait there is included on both
     // sides: one voluntary switch and, since tracing starts before the release, one wakeup.
     let (vol0, invol0) = rusage_switches();
