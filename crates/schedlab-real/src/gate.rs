@@ -15,29 +15,21 @@ pub(crate) struct Gate {
     start: (i32, i32),
     /// Tasks wait here after their body until the parent has read their counters.
     end: (i32, i32),
-    epoch: *mut AtomicU64,
+    epoch: sys::SharedAtomics<AtomicU64>,
 }
-
-// SAFETY: `epoch` points to a private shared mapping that lives as long as the gate and is only
-// accessed atomically.
-unsafe impl Send for Gate {}
-// SAFETY: as above.
-unsafe impl Sync for Gate {}
 
 impl Gate {
     pub(crate) fn new() -> std::io::Result<Gate> {
-        let page = sys::shared_zeroed(4096)?;
         Ok(Gate {
             ready: sys::pipe()?,
             start: sys::pipe()?,
             end: sys::pipe()?,
-            epoch: page.cast(),
+            epoch: sys::SharedAtomics::new(1)?,
         })
     }
 
     fn epoch(&self) -> &AtomicU64 {
-        // SAFETY: the mapping is valid, zero-initialised and aligned for the gate's lifetime.
-        unsafe { &*self.epoch }
+        &self.epoch[0]
     }
 
     /// Task side: report ready (with an error message or empty), then wait for the epoch.
@@ -103,8 +95,6 @@ impl Drop for Gate {
         ] {
             sys::close(fd);
         }
-        // SAFETY: unmapping the page mapped in `new`.
-        unsafe { libc::munmap(self.epoch.cast(), 4096) };
     }
 }
 

@@ -29,27 +29,17 @@ pub struct RunGroup {
     /// The keeper's pid: the group's id.
     keeper: i32,
     /// A shared page whose first byte says the group is ending (seen by every process).
-    ending: *mut AtomicBool,
+    ending: sys::SharedAtomics<AtomicBool>,
     /// Set once the group has been ended (ending twice must not signal a reused id).
     ended: AtomicBool,
 }
 
-// SAFETY: `ending` points to a shared mapping that lives as long as the value and is only
-// accessed atomically.
-unsafe impl Send for RunGroup {}
-// SAFETY: as above.
-unsafe impl Sync for RunGroup {}
-
 impl RunGroup {
     /// Make this process a subreaper and start the group's keeper.
     pub fn new() -> std::io::Result<RunGroup> {
-        let page = crate::sys::shared_zeroed(4096)?;
-        let unmap = || {
-            // SAFETY: unmapping the page just mapped.
-            unsafe { libc::munmap(page, 4096) };
-        };
+        // Unmapped on drop, on every way out.
+        let ending = sys::SharedAtomics::new(1)?;
         if let Err(e) = subreaper_hold() {
-            unmap();
             return Err(e);
         }
         let parent = std::process::id() as i32;
@@ -59,7 +49,6 @@ impl RunGroup {
         if pid < 0 {
             let e = std::io::Error::last_os_error();
             subreaper_release();
-            unmap();
             return Err(e);
         }
         if pid == 0 {
@@ -91,7 +80,7 @@ impl RunGroup {
         let _ = sys::setpgid(pid, pid);
         Ok(RunGroup {
             keeper: pid,
-            ending: page.cast(),
+            ending,
             ended: AtomicBool::new(false),
         })
     }
@@ -117,8 +106,7 @@ impl RunGroup {
     }
 
     fn ending(&self) -> &AtomicBool {
-        // SAFETY: the mapping is valid and zero-initialised for the value's lifetime.
-        unsafe { &*self.ending }
+        &self.ending[0]
     }
 
     /// In a child just forked: join the group. False when the group is ending (or gone): the
@@ -192,9 +180,9 @@ impl Drop for EndOnDrop {
 
 impl Drop for RunGroup {
     fn drop(&mut self) {
+        // Before the page is unmapped (a field, dropped after this): no process of the group is
+        // left to use it.
         self.end();
-        // SAFETY: unmapping the page mapped in `new`; no process of the group is left to use it.
-        unsafe { libc::munmap(self.ending.cast(), 4096) };
     }
 }
 

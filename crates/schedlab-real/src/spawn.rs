@@ -139,49 +139,30 @@ impl Spawner {
 
 /// Counters in a shared anonymous mapping (inherited by forked processes).
 struct SharedCounters {
-    ptr: *mut AtomicUsize,
-    len: usize,
+    words: sys::SharedAtomics<AtomicUsize>,
 }
-
-// SAFETY: the mapping holds atomics only and lives as long as the value.
-unsafe impl Send for SharedCounters {}
-// SAFETY: as above.
-unsafe impl Sync for SharedCounters {}
 
 impl SharedCounters {
     fn new(len: usize) -> std::io::Result<SharedCounters> {
-        let bytes = (len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
-        let ptr = crate::sys::shared_zeroed(bytes)?;
         Ok(SharedCounters {
-            ptr: ptr.cast(),
-            len,
+            words: sys::SharedAtomics::new(len)?,
         })
     }
 
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+
     fn get(&self, i: usize) -> usize {
-        assert!(i < self.len);
-        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
-        unsafe { &*self.ptr.add(i) }.load(Ordering::SeqCst)
+        self.words[i].load(Ordering::SeqCst)
     }
 
     fn set(&self, i: usize, v: usize) {
-        assert!(i < self.len);
-        // SAFETY: as in `get`.
-        unsafe { &*self.ptr.add(i) }.store(v, Ordering::SeqCst)
+        self.words[i].store(v, Ordering::SeqCst)
     }
 
     fn take(&self, i: usize) -> usize {
-        assert!(i < self.len);
-        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
-        unsafe { &*self.ptr.add(i) }.fetch_add(1, Ordering::SeqCst)
-    }
-}
-
-impl Drop for SharedCounters {
-    fn drop(&mut self) {
-        let bytes = (self.len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
-        // SAFETY: unmapping the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), bytes) };
+        self.words[i].fetch_add(1, Ordering::SeqCst)
     }
 }
 
@@ -228,7 +209,7 @@ impl SpawnReports {
                 report.id
             )));
         };
-        if (place + 1) * SLOT > self.slots.len {
+        if (place + 1) * SLOT > self.slots.len() {
             return Err(std::io::Error::other(format!(
                 "task {} is no spawn place",
                 report.id
@@ -284,7 +265,7 @@ impl SpawnReports {
             samples.insert(id, recorded);
         }
         let mut out = Vec::new();
-        for place in 0..self.slots.len / SLOT {
+        for place in 0..self.slots.len() / SLOT {
             let word = |k: usize| self.slots.get(place * SLOT + k);
             if word(0) == 0 {
                 continue;

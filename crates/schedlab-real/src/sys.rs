@@ -271,9 +271,8 @@ pub fn ended_within(pidfd: i32, wait: std::time::Duration) -> bool {
 }
 
 /// A fresh anonymous shared mapping of `bytes` (rounded up to pages by the kernel), zeroed,
-/// readable and writable: memory a process shares with the children it forks. Unmap with
-/// `libc::munmap(ptr, bytes)`.
-pub fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
+/// readable and writable: memory a process shares with the children it forks.
+fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
     // SAFETY: a new mapping at an address the kernel picks; no existing memory is touched.
     let ptr = unsafe {
         libc::mmap(
@@ -289,6 +288,63 @@ pub fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
         return Err(io::Error::last_os_error());
     }
     Ok(ptr)
+}
+
+/// Atomic types whose all-zero bytes are a valid value (so that a zeroed mapping holds them).
+pub trait ZeroIsValid: Sync + private::Sealed {}
+impl ZeroIsValid for std::sync::atomic::AtomicBool {}
+impl ZeroIsValid for std::sync::atomic::AtomicU64 {}
+impl ZeroIsValid for std::sync::atomic::AtomicUsize {}
+
+mod private {
+    /// Only the atomics listed above are [`super::ZeroIsValid`].
+    pub trait Sealed {}
+    impl Sealed for std::sync::atomic::AtomicBool {}
+    impl Sealed for std::sync::atomic::AtomicU64 {}
+    impl Sealed for std::sync::atomic::AtomicUsize {}
+}
+
+/// `len` atomics, zero at first, in a fresh anonymous shared mapping (whole pages): the memory
+/// this process shares with the children it forks, which inherit the mapping. Unmapped on drop.
+pub struct SharedAtomics<A: ZeroIsValid> {
+    ptr: std::ptr::NonNull<A>,
+    len: usize,
+    bytes: usize,
+}
+
+// SAFETY: the mapping belongs to the value and holds atomics only, which are Sync.
+unsafe impl<A: ZeroIsValid> Send for SharedAtomics<A> {}
+// SAFETY: as above: every access goes through the atomics.
+unsafe impl<A: ZeroIsValid> Sync for SharedAtomics<A> {}
+
+impl<A: ZeroIsValid> SharedAtomics<A> {
+    /// `len` zeroed atomics (at least one page of them).
+    pub fn new(len: usize) -> io::Result<SharedAtomics<A>> {
+        let bytes = (len.max(1) * std::mem::size_of::<A>()).next_multiple_of(4096);
+        let ptr = shared_zeroed(bytes)?;
+        Ok(SharedAtomics {
+            ptr: std::ptr::NonNull::new(ptr.cast()).expect("mmap does not return null"),
+            len,
+            bytes,
+        })
+    }
+}
+
+impl<A: ZeroIsValid> std::ops::Deref for SharedAtomics<A> {
+    type Target = [A];
+
+    fn deref(&self) -> &[A] {
+        // SAFETY: the mapping is page-aligned, at least `len` atomics long, zeroed (a valid
+        // value of each, `ZeroIsValid`) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<A: ZeroIsValid> Drop for SharedAtomics<A> {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping made in `new`; no reference into it outlives `self`.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };
+    }
 }
 
 /// A pipe as (read end, write end), close-on-exec.
