@@ -454,7 +454,7 @@ impl RealContext {
         let mut children = self.children.borrow_mut();
         if spawning.spawner.threads {
             children.start_thread(task, &name, move || {
-                born.live(true).map_err(|e| e.as_thread())
+                born.live(true).map_err(|e| e.into_thread_error())
             })?;
         } else {
             let group = spawning.spawner.group();
@@ -487,7 +487,7 @@ enum SpawnedFailure {
 
 impl SpawnedFailure {
     /// What waiting for a thread child says.
-    fn as_thread(self) -> String {
+    fn into_thread_error(self) -> String {
         match self {
             SpawnedFailure::Knobs(e) => e,
             SpawnedFailure::Report(e) => format!("leaving its report: {e}"),

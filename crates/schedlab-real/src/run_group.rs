@@ -39,9 +39,7 @@ impl RunGroup {
     pub fn new() -> std::io::Result<RunGroup> {
         // Unmapped on drop, on every way out.
         let ending = sys::SharedAtomics::new(1)?;
-        if let Err(e) = subreaper_hold() {
-            return Err(e);
-        }
+        subreaper_hold()?;
         let parent = std::process::id() as i32;
         // SAFETY: the child only makes its group and sleeps (async-signal-safe calls), until
         // it is killed.
