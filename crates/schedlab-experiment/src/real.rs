@@ -15,9 +15,8 @@ use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
 use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::leftovers::Leftovers;
-use schedlab_real::runner::{
-    check_hosting, check_outranked, tasks_needed, COMM_PREFIX, SUPERVISOR_PRIORITY,
-};
+use schedlab_real::report::COMM_PREFIX;
+use schedlab_real::runner::{check_hosting, check_outranked, tasks_needed, SUPERVISOR_PRIORITY};
 use schedlab_real::tempdir::{self, StaleDir, TempDir};
 use schedlab_real::trace::timeline::RqTrace;
 use schedlab_real::trace::SchedTrace;

@@ -176,8 +176,7 @@ pub fn sample(probe: Probe, site: &ProbeSite, dir: &Path, batch: Duration) -> io
     let budget = batch.as_nanos() as u64;
     match probe {
         Probe::Syscall => timed(budget, || {
-            // SAFETY: getppid has no arguments and cannot fail.
-            unsafe { libc::getppid() };
+            crate::sys::getppid();
             Ok(())
         }),
         Probe::PipeByte => pipe_roundtrip(budget, 1),
@@ -319,8 +318,7 @@ fn yield_alone(budget: u64, cpu: usize) -> io::Result<f64> {
     let old = current_affinity()?;
     pin_to(cpu)?;
     let ns = timed(budget, || {
-        // SAFETY: sched_yield has no arguments.
-        unsafe { libc::sched_yield() };
+        crate::sys::sched_yield();
         Ok(())
     });
     set_affinity(&old)?;

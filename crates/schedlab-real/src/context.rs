@@ -1,11 +1,14 @@
 //! [`RealContext`]: the context calls of a task body as real, blocking system calls.
 
 use crate::daemon::RunningDaemon;
+use crate::knobs::apply_to_current_thread;
 use crate::locks::RealLock;
-use crate::procfs::GroupUsage;
+use crate::procfs::{rusage_switches, snapshot_self, GroupUsage, SnapshotSource};
+use crate::report::TaskReport;
 use crate::spawn::{Children, Spawner};
 use crate::sync::SyncObjects;
 use crate::sys;
+use crate::sys::write_stderr;
 use crate::transport::Channels;
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
@@ -19,6 +22,18 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Runs the workload's body for a spawned task on the given context.
+pub type BodyRunner = dyn Fn(TaskRef, &RealContext) -> Result<(), WorkloadError> + Send + Sync;
+
+/// What a task needs to start others: the spawn places, knobs and reports, and the body a new
+/// task runs.
+pub struct Spawning {
+    /// The plan's spawn places, the groups' knobs and the spawned tasks' reports.
+    pub spawner: Spawner,
+    /// The workload's body.
+    pub body: Box<BodyRunner>,
+}
 
 /// What every task of a repetition shares.
 pub struct Shared {
@@ -48,7 +63,7 @@ pub struct RealContext {
     file: RefCell<Option<File>>,
     memory: RefCell<Vec<u8>>,
     /// How to start tasks, when the plan spawns any.
-    spawner: Option<Arc<Spawner>>,
+    spawning: Option<Arc<Spawning>>,
     /// The argument this task was spawned with.
     arg: u64,
     /// The tasks it spawned and has not waited for (reaped when the context is dropped).
@@ -72,7 +87,7 @@ impl RealContext {
             samples: RefCell::default(),
             file: RefCell::default(),
             memory: RefCell::default(),
-            spawner: None,
+            spawning: None,
             arg: 0,
             children: RefCell::new(Children::new(stop)),
             daemon: RefCell::default(),
@@ -81,45 +96,16 @@ impl RealContext {
         }
     }
 
-    /// This context, able to spawn with `spawner`, for a task spawned with `arg`.
-    pub fn with_spawner(mut self, spawner: Arc<Spawner>, arg: u64) -> RealContext {
-        self.spawner = Some(spawner);
+    /// This context, able to spawn with `spawning`, for a task spawned with `arg`.
+    pub fn with_spawning(mut self, spawning: Arc<Spawning>, arg: u64) -> RealContext {
+        self.spawning = Some(spawning);
         self.arg = arg;
         self
-    }
-
-    pub(crate) fn spawner(&self) -> Option<&Arc<Spawner>> {
-        self.spawner.as_ref()
-    }
-
-    pub(crate) fn shared(&self) -> Arc<Shared> {
-        self.shared.clone()
-    }
-
-    pub(crate) fn epoch_ns(&self) -> u64 {
-        self.epoch_ns
-    }
-
-    /// Count `used` as the use of a daemon this task stopped.
-    pub(crate) fn add_daemon_usage(&self, used: GroupUsage) {
-        let mut u = self.daemon_used.get();
-        u.cpu_ns += used.cpu_ns;
-        u.voluntary += used.voluntary;
-        u.involuntary += used.involuntary;
-        self.daemon_used.set(u);
     }
 
     /// What the daemons this task stopped used.
     pub(crate) fn daemon_usage(&self) -> GroupUsage {
         self.daemon_used.get()
-    }
-
-    pub(crate) fn daemon(&self) -> std::cell::RefMut<'_, Option<RunningDaemon>> {
-        self.daemon.borrow_mut()
-    }
-
-    pub(crate) fn children(&self) -> std::cell::RefMut<'_, Children> {
-        self.children.borrow_mut()
     }
 
     /// The samples recorded so far, by metric.
@@ -247,11 +233,20 @@ impl Context for RealContext {
     }
 
     async fn start_daemon(&self, daemon: &Daemon) -> Result<u16, WorkloadError> {
-        self.start_daemon_blocking(daemon)
+        RunningDaemon::start(
+            daemon,
+            &mut self.daemon.borrow_mut(),
+            &self.shared.scratch,
+            &self.shared.files,
+            || self.stop_requested(),
+        )
     }
 
     async fn stop_daemon(&self) -> Result<(), WorkloadError> {
-        self.stop_daemon_blocking()
+        let mut used = self.daemon_used.get();
+        let stopped = RunningDaemon::stop_in(&mut self.daemon.borrow_mut(), &mut used);
+        self.daemon_used.set(used);
+        stopped
     }
 
     async fn read_file(
@@ -313,8 +308,7 @@ impl Context for RealContext {
     }
 
     async fn yield_now(&self) {
-        // SAFETY: plain syscall.
-        unsafe { libc::sched_yield() };
+        sys::sched_yield();
     }
 
     async fn lock(&self, id: LockId) {
@@ -406,7 +400,7 @@ impl Context for RealContext {
     }
 
     async fn run_program(&self, program: &Program) -> Result<ProgramExit, WorkloadError> {
-        self.run_program_blocking(program)
+        crate::program::run(program, &self.shared.scratch, || self.stop_requested())
     }
 
     fn record(&self, metric: &'static str, value: f64) {
@@ -426,10 +420,149 @@ impl Context for RealContext {
     }
 
     async fn wait(&self, child: Option<TaskRef>) -> Result<ChildExit, WorkloadError> {
-        self.wait_task(child)
+        // Off the list first, so that the list is not borrowed while the child is reaped.
+        let ended = self.children.borrow_mut().take(child)?;
+        ended.wait()
     }
 
     fn spawn_arg(&self) -> u64 {
         self.arg
     }
+}
+
+impl RealContext {
+    /// `spawn` on the real kernel (see [`crate::spawn`]): a thread where the plan's shared
+    /// objects live in this process, a forked process otherwise.
+    fn spawn_task(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
+        let Some(spawning) = self.spawning.clone() else {
+            return Err(WorkloadError::Backend(
+                "the workload's plan gives no group spawn places".into(),
+            ));
+        };
+        if self.stop_requested() {
+            return Err(WorkloadError::Stopped);
+        }
+        let task = spawning.spawner.take_place(group)?;
+        let name = spawning.spawner.comm(task);
+        let born = Born {
+            spawning: spawning.clone(),
+            shared: self.shared.clone(),
+            epoch_ns: self.epoch_ns,
+            task,
+            arg,
+        };
+        let mut children = self.children.borrow_mut();
+        if spawning.spawner.threads {
+            children.start_thread(task, &name, move || {
+                born.live(true).map_err(|e| e.into_thread_error())
+            })?;
+        } else {
+            let group = spawning.spawner.group();
+            children.start_process(task, &name, group.as_deref(), || {
+                born.live(false).map_or_else(|e| e.exit_code(&name), |_| 0)
+            })?;
+        }
+        Ok(task)
+    }
+}
+
+/// A spawned task about to live: what its context is made of.
+struct Born {
+    spawning: Arc<Spawning>,
+    shared: Arc<Shared>,
+    epoch_ns: u64,
+    task: TaskRef,
+    arg: u64,
+}
+
+/// Why a spawned task's life ended badly.
+enum SpawnedFailure {
+    /// Its group's knobs could not be applied.
+    Knobs(String),
+    /// Its report could not be left.
+    Report(std::io::Error),
+    /// Its body failed.
+    Body(WorkloadError),
+}
+
+impl SpawnedFailure {
+    /// What waiting for a thread child says.
+    fn into_thread_error(self) -> String {
+        match self {
+            SpawnedFailure::Knobs(e) => e,
+            SpawnedFailure::Report(e) => format!("leaving its report: {e}"),
+            SpawnedFailure::Body(e) => e.to_string(),
+        }
+    }
+
+    /// A forked child's exit code (its error on stderr first): 2 knobs, 3 stopped, 1 else.
+    fn exit_code(self, name: &str) -> i32 {
+        match self {
+            SpawnedFailure::Knobs(e) => {
+                write_stderr(&format!("schedlab: {name}: {e}\n"));
+                2
+            }
+            SpawnedFailure::Report(e) => {
+                write_stderr(&format!("schedlab: {name}: leaving its report: {e}\n"));
+                1
+            }
+            SpawnedFailure::Body(WorkloadError::Stopped) => 3,
+            SpawnedFailure::Body(e) => {
+                write_stderr(&format!("schedlab: {name}: {e}\n"));
+                1
+            }
+        }
+    }
+}
+
+impl Born {
+    /// The life of a spawned task (a thread of this process if `thread`, else a forked
+    /// child): its group's knobs, the body measured, its report left; its CPU time.
+    fn live(self, thread: bool) -> Result<Duration, SpawnedFailure> {
+        let spawner = &self.spawning.spawner;
+        apply_to_current_thread(spawner.knobs(self.task.group))
+            .map_err(|e| SpawnedFailure::Knobs(e.to_string()))?;
+        let ctx = RealContext::new(self.shared.clone(), self.task.id, self.epoch_ns)
+            .with_spawning(self.spawning.clone(), self.arg);
+        let (result, report) = run_measured(&self.spawning, self.task, &ctx);
+        let cpu = Duration::from_nanos(report.cpu_ns);
+        // Reap the children the body did not wait for before leaving the report.
+        drop(ctx);
+        spawner
+            .leave_report(report, thread)
+            .map_err(SpawnedFailure::Report)?;
+        result.map(|()| cpu).map_err(SpawnedFailure::Body)
+    }
+}
+
+/// Run a spawned task's body on `ctx`, measured as the runner measures a starting task; the
+/// result and the report (without the error, which the parent learns from its wait).
+fn run_measured(
+    spawning: &Spawning,
+    task: TaskRef,
+    ctx: &RealContext,
+) -> (Result<(), WorkloadError>, TaskReport) {
+    let (vol0, invol0) = rusage_switches();
+    let cpu0 = sys::thread_cpu_ns();
+    let result = (spawning.body)(task, ctx);
+    let cpu_ns = sys::thread_cpu_ns() - cpu0;
+    let (vol1, invol1) = rusage_switches();
+    let finished_ns = sys::monotonic_ns().saturating_sub(ctx.epoch_ns);
+    let migrations = match snapshot_self() {
+        (s, SnapshotSource::ProcSched) => s.migrations,
+        (_, SnapshotSource::Rusage) => None,
+    };
+    let report = TaskReport {
+        id: task.id,
+        pid: std::process::id() as i32,
+        tid: sys::gettid(),
+        error: None,
+        samples: ctx.take_samples(),
+        cpu_ns,
+        finished_ns,
+        voluntary: vol1.saturating_sub(vol0),
+        involuntary: invol1.saturating_sub(invol0),
+        migrations,
+    };
+    (result, report)
 }

@@ -17,16 +17,15 @@
 //! [`Context::start_daemon`]: schedlab_workload::Context::start_daemon
 //! [`Context::stop_daemon`]: schedlab_workload::Context::stop_daemon
 
-use crate::context::RealContext;
 use crate::procfs::{
     group_usage, observed_settings_of, observed_settings_of_process, process_group_members,
     GroupUsage,
 };
 use crate::sys;
-use schedlab_workload::{Context, Daemon, WorkloadError};
+use schedlab_workload::{Daemon, WorkloadError};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -70,14 +69,7 @@ fn logs_tail(logs: &[PathBuf; 2]) -> String {
 
 /// Reap our child `pid`: its wait status.
 fn reap(pid: i32) -> i32 {
-    let mut status = 0;
-    loop {
-        // SAFETY: plain waitpid on our own child.
-        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if r == pid || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return status;
-        }
-    }
+    sys::waitpid(pid, 0).unwrap_or(0)
 }
 
 fn describe(status: i32) -> String {
@@ -106,18 +98,16 @@ impl RunningDaemon {
         if !early {
             // Its workers' and its own threads' use, while they are all still there.
             self.used = group_usage(self.pid);
-            // SAFETY: signalling our own child's process group (its pid is not reaped yet, so
-            // it cannot have been reused).
-            unsafe { libc::kill(-self.pid, libc::SIGTERM) };
+            // Our own child's process group (its pid is not reaped yet, so it cannot have been
+            // reused).
+            let _ = sys::kill(-self.pid, libc::SIGTERM);
             if !sys::ended_within(self.pidfd, STOP_GRACE) {
-                // SAFETY: as above.
-                unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+                let _ = sys::kill(-self.pid, libc::SIGKILL);
                 sys::ended_within(self.pidfd, STOP_GRACE);
             }
         }
         // The leader has ended but is not reaped: end whatever of its group is left.
-        // SAFETY: as above.
-        unsafe { libc::kill(-self.pid, libc::SIGKILL) };
+        let _ = sys::kill(-self.pid, libc::SIGKILL);
         let status = reap(self.pid);
         sys::close(self.pidfd);
         self.pid = 0;
@@ -139,29 +129,37 @@ impl Drop for RunningDaemon {
     }
 }
 
-impl RealContext {
-    /// `start_daemon` on the real kernel (see the module comment).
-    pub(crate) fn start_daemon_blocking(&self, daemon: &Daemon) -> Result<u16, WorkloadError> {
+impl RunningDaemon {
+    /// `start_daemon` on the real kernel (see the module comment): start `daemon` with its
+    /// files in `scratch` (the run's directory) and the workload's in `files`, put it in
+    /// `slot` (a task runs one at most) once it accepts connections, and return its port.
+    /// `stop` says whether the run is stopping.
+    pub(crate) fn start(
+        daemon: &Daemon,
+        slot: &mut Option<RunningDaemon>,
+        scratch: &Path,
+        files: &Path,
+        stop: impl Fn() -> bool,
+    ) -> Result<u16, WorkloadError> {
         let err = |m: String| WorkloadError::Backend(m);
         let Some(name) = daemon.argv.first().cloned() else {
             return Err(err("start_daemon: no program given".into()));
         };
-        if self.daemon().is_some() {
+        if slot.is_some() {
             return Err(err(format!(
                 "{name}: this task already runs a daemon; one per task"
             )));
         }
-        let scratch = self.shared().scratch.clone();
         // A server's workers may run as another user (Apache's www-data): they need to enter
         // the run's directory to read the files in it, which are readable by all.
-        std::fs::set_permissions(&scratch, std::fs::Permissions::from_mode(0o711))
+        std::fs::set_permissions(scratch, std::fs::Permissions::from_mode(0o711))
             .map_err(|e| err(format!("opening {} for {name}: {e}", scratch.display())))?;
         let port = match daemon.port {
             0 => free_port().map_err(|e| err(format!("finding a free port for {name}: {e}")))?,
             p => p,
         };
         let dir = scratch.to_string_lossy().into_owned();
-        let files = self.shared().files.to_string_lossy().into_owned();
+        let files = files.to_string_lossy().into_owned();
         let fill = |t: &str| {
             t.replace("@DIR@", &dir)
                 .replace("@FILES@", &files)
@@ -181,28 +179,29 @@ impl RealContext {
         let mut command = Command::new(&name);
         command
             .args(daemon.argv[1..].iter().map(|a| fill(a)))
-            .current_dir(&scratch)
+            .current_dir(scratch)
             .stdin(Stdio::null())
             .stdout(output)
             .stderr(output2);
-        crate::program::own_group_ending_with_us(&mut command);
+        sys::own_group_ending_with_us(&mut command);
         let child = command
             .spawn()
             .map_err(|e| err(format!("starting {name}: {e}")))?;
         let pid = child.id() as i32;
         // Reaped with waitpid by RunningDaemon::stop, not through std's handle.
         drop(child);
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if pidfd < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: ending our own child's group, then reaping it.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            reap(pid);
-            return Err(err(format!(
-                "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
-            )));
-        }
+        // Our own child, not yet reaped.
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // Ending our own child's group, then reaping it.
+                let _ = sys::kill(-pid, libc::SIGKILL);
+                reap(pid);
+                return Err(err(format!(
+                    "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
+                )));
+            }
+        };
         let running = RunningDaemon {
             name: name.clone(),
             pid,
@@ -210,15 +209,16 @@ impl RealContext {
             logs,
             used: GroupUsage::default(),
         };
-        wait_ready(&running, port, || self.stop_requested())?;
-        self.check_inherited(&running)?;
-        *self.daemon() = Some(running);
+        wait_ready(&running, port, stop)?;
+        running.check_inherited()?;
+        *slot = Some(running);
         Ok(port)
     }
 
     /// Every process of the daemon's group runs with this thread's settings (the group's
     /// knobs): nice, policy and CPUs.
-    fn check_inherited(&self, d: &RunningDaemon) -> Result<(), WorkloadError> {
+    fn check_inherited(&self) -> Result<(), WorkloadError> {
+        let d = self;
         let mine = observed_settings_of(std::process::id() as i32, sys::gettid());
         let members = process_group_members(d.pid);
         if members.is_empty() {
@@ -243,14 +243,19 @@ impl RealContext {
         Ok(())
     }
 
-    /// `stop_daemon` on the real kernel.
-    pub(crate) fn stop_daemon_blocking(&self) -> Result<(), WorkloadError> {
-        let d = self.daemon().take().ok_or_else(|| {
+    /// `stop_daemon` on the real kernel: stop the daemon in `slot` and add what its
+    /// processes used to `used` (their use, not the task's thread's).
+    pub(crate) fn stop_in(
+        slot: &mut Option<RunningDaemon>,
+        used: &mut GroupUsage,
+    ) -> Result<(), WorkloadError> {
+        let mut d = slot.take().ok_or_else(|| {
             WorkloadError::Backend("stop_daemon: this task runs no daemon".into())
         })?;
-        let mut d = d;
         let stopped = d.stop().map_err(WorkloadError::Backend);
-        self.add_daemon_usage(d.used);
+        used.cpu_ns += d.used.cpu_ns;
+        used.voluntary += d.used.voluntary;
+        used.involuntary += d.used.involuntary;
         stopped
     }
 }

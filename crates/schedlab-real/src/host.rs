@@ -235,7 +235,7 @@ fn count_cpu_list(list: &str) -> Option<usize> {
 /// throw-away thread).
 pub fn realtime_allowed() -> bool {
     use schedlab_workload::knobs::{Knobs, SchedPolicy};
-    crate::machine::try_knobs(Knobs {
+    crate::knobs::try_knobs(Knobs {
         policy: Some(SchedPolicy::Fifo(1)),
         ..Knobs::default()
     })

@@ -182,6 +182,13 @@ fn explain(knob: String, source: io::Error, needs: &'static str) -> KnobError {
     }
 }
 
+/// Whether this process may apply `knobs`, tried on a throw-away thread.
+pub fn try_knobs(knobs: Knobs) -> Result<(), KnobError> {
+    std::thread::spawn(move || apply_to_current_thread(&knobs))
+        .join()
+        .unwrap_or(Err(KnobError::ProbePanicked))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,7 @@
 //! (`schedlab env`). Capabilities are probed by trying them on a throw-away thread, not guessed
 //! from version numbers.
 
-use crate::knobs::{apply_to_current_thread, KnobError};
+use crate::knobs::try_knobs;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::record::MachineInfo;
 use std::time::Duration;
@@ -81,13 +81,6 @@ pub struct Capability {
     pub available: bool,
     /// Why not, or how it was established.
     pub detail: String,
-}
-
-/// Whether this process may apply `knobs`, tried on a throw-away thread.
-pub fn try_knobs(knobs: Knobs) -> Result<(), KnobError> {
-    std::thread::spawn(move || apply_to_current_thread(&knobs))
-        .join()
-        .unwrap_or(Err(KnobError::ProbePanicked))
 }
 
 /// Try each knob on a throw-away thread: negative nice, FIFO/RR, DEADLINE, custom slices.

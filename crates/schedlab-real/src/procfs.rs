@@ -74,10 +74,7 @@ pub fn snapshot_self() -> (SchedSnapshot, SnapshotSource) {
             return (s, SnapshotSource::ProcSched);
         }
     }
-    // SAFETY: rusage is a plain out-struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let ru = crate::sys::thread_rusage();
     (
         SchedSnapshot {
             voluntary: ru.ru_nvcsw as u64,
@@ -91,10 +88,7 @@ pub fn snapshot_self() -> (SchedSnapshot, SnapshotSource) {
 /// Voluntary and involuntary context switches of the calling thread so far
 /// (`getrusage(RUSAGE_THREAD)`: no file is opened, which matters — see the runner).
 pub fn rusage_switches() -> (u64, u64) {
-    // SAFETY: rusage is a plain out-struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let ru = crate::sys::thread_rusage();
     (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
 }
 
@@ -147,8 +141,7 @@ pub struct GroupUsage {
 
 /// The usage of every process of group `pgrp` and of the children they reaped, read now.
 pub fn group_usage(pgrp: i32) -> GroupUsage {
-    // SAFETY: sysconf has no preconditions.
-    let tick_ns = 1_000_000_000 / (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64);
+    let tick_ns = 1_000_000_000 / crate::sys::clock_ticks_per_second();
     let mut u = GroupUsage::default();
     for pid in process_group_members(pgrp) {
         if let Some(f) = stat_fields(&format!("/proc/{pid}/stat")) {

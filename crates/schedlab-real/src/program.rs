@@ -15,11 +15,9 @@
 //!
 //! [`Context::run_program`]: schedlab_workload::Context::run_program
 
-use crate::context::RealContext;
 use crate::sys;
-use schedlab_workload::{Context, Program, ProgramExit, WorkloadError};
+use schedlab_workload::{Program, ProgramExit, WorkloadError};
 use std::fs::File;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -52,43 +50,6 @@ pub fn find_in_path(name: &str) -> Option<PathBuf> {
         .find(|p| executable(p))
 }
 
-/// Start `command` in a process group of its own (so that it and everything it starts can be
-/// signalled together) that gets SIGTERM when this process dies (PR_SET_PDEATHSIG; and exits at
-/// once if we already died between fork and exec).
-pub(crate) fn own_group_ending_with_us(command: &mut Command) {
-    let parent = std::process::id() as i32;
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        command.pre_exec(move || {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-/// Reap process `pid`: its wait status and CPU time (its own and its waited-for descendants').
-fn reap(pid: i32) -> std::io::Result<(i32, Duration)> {
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: plain wait4 on our child.
-        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(e);
-        }
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
-}
-
 /// The last lines of the program's output, for an error.
 fn output_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -96,96 +57,93 @@ fn output_tail(path: &Path) -> String {
     lines[lines.len().saturating_sub(OUTPUT_LINES)..].join("\n")
 }
 
-impl RealContext {
-    /// `run_program` on the real kernel (see the module comment).
-    pub(crate) fn run_program_blocking(
-        &self,
-        program: &Program,
-    ) -> Result<ProgramExit, WorkloadError> {
-        let Some(name) = program.argv.first() else {
-            return Err(WorkloadError::Backend(
-                "run_program: no program given".into(),
-            ));
-        };
-        let scratch = self.shared().scratch.clone();
-        let dir = scratch.join(&program.dir);
-        let output_path = scratch.join(&program.output);
-        let err = |what: &str, e: std::io::Error| {
-            WorkloadError::Backend(format!("{what} for {name}: {e}"))
-        };
-        let output = File::create(&output_path)
-            .map_err(|e| err(&format!("creating {}", output_path.display()), e))?;
-        let output2 = output.try_clone().map_err(|e| err("its output", e))?;
-        let mut command = Command::new(name);
-        command
-            .args(&program.argv[1..])
-            .current_dir(&dir)
-            .env("TMPDIR", &scratch)
-            .stdin(Stdio::null())
-            .stdout(output)
-            .stderr(output2);
-        own_group_ending_with_us(&mut command);
-        let start = sys::monotonic_ns();
-        let child = command
-            .spawn()
-            .map_err(|e| err(&format!("starting it in {}", dir.display()), e))?;
-        let pid = child.id() as i32;
-        // The child is reaped with wait4 below (for its rusage), not through std's handle.
-        drop(child);
-        // SAFETY: pidfd_open on our own child, not yet reaped.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if pidfd < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: ending our own child's group, then reaping it.
-            unsafe { libc::kill(-pid, libc::SIGKILL) };
-            let _ = reap(pid);
+/// `run_program` on the real kernel (see the module comment): `program` runs in `scratch` (the
+/// run's directory) until it ends, or until `stop` says the run is stopping.
+pub(crate) fn run(
+    program: &Program,
+    scratch: &Path,
+    stop: impl Fn() -> bool,
+) -> Result<ProgramExit, WorkloadError> {
+    let Some(name) = program.argv.first() else {
+        return Err(WorkloadError::Backend(
+            "run_program: no program given".into(),
+        ));
+    };
+    let dir = scratch.join(&program.dir);
+    let output_path = scratch.join(&program.output);
+    let err =
+        |what: &str, e: std::io::Error| WorkloadError::Backend(format!("{what} for {name}: {e}"));
+    let output = File::create(&output_path)
+        .map_err(|e| err(&format!("creating {}", output_path.display()), e))?;
+    let output2 = output.try_clone().map_err(|e| err("its output", e))?;
+    let mut command = Command::new(name);
+    command
+        .args(&program.argv[1..])
+        .current_dir(&dir)
+        .env("TMPDIR", scratch)
+        .stdin(Stdio::null())
+        .stdout(output)
+        .stderr(output2);
+    sys::own_group_ending_with_us(&mut command);
+    let start = sys::monotonic_ns();
+    let child = command
+        .spawn()
+        .map_err(|e| err(&format!("starting it in {}", dir.display()), e))?;
+    let pid = child.id() as i32;
+    // The child is reaped with wait4 below (for its rusage), not through std's handle.
+    drop(child);
+    // Our own child, not yet reaped.
+    let pidfd = match sys::pidfd_open(pid) {
+        Ok(fd) => fd,
+        Err(e) => {
+            // Ending our own child's group, then reaping it.
+            let _ = sys::kill(-pid, libc::SIGKILL);
+            let _ = sys::wait4(pid);
             return Err(err("pidfd_open (Linux 5.3 or later is needed)", e));
         }
-        let mut stopped = false;
-        let mut term_at = None;
-        while !sys::ended_within(pidfd, STOP_CHECK) {
-            if !stopped && self.stop_requested() {
-                stopped = true;
-                term_at = Some(sys::monotonic_ns());
-                // SAFETY: signalling our own child's process group.
-                unsafe { libc::kill(-pid, libc::SIGTERM) };
+    };
+    let mut stopped = false;
+    let mut term_at = None;
+    while !sys::ended_within(pidfd, STOP_CHECK) {
+        if !stopped && stop() {
+            stopped = true;
+            term_at = Some(sys::monotonic_ns());
+            // Our own child\'s process group.
+            let _ = sys::kill(-pid, libc::SIGTERM);
+        }
+        if let Some(t) = term_at {
+            if sys::monotonic_ns() - t > TERM_GRACE.as_nanos() as u64 {
+                let _ = sys::kill(-pid, libc::SIGKILL);
+                term_at = None;
             }
-            if let Some(t) = term_at {
-                if sys::monotonic_ns() - t > TERM_GRACE.as_nanos() as u64 {
-                    // SAFETY: as above.
-                    unsafe { libc::kill(-pid, libc::SIGKILL) };
-                    term_at = None;
-                }
-            }
         }
-        let end = sys::monotonic_ns();
-        // The program has ended but is not reaped: its pid still names its group. End whatever
-        // of the group is left (an orphaned compiler pass after a stop).
-        // SAFETY: signalling our own child's process group.
-        unsafe { libc::kill(-pid, libc::SIGKILL) };
-        sys::close(pidfd);
-        let (status, cpu) = reap(pid).map_err(|e| err("waiting", e))?;
-        if stopped {
-            return Err(WorkloadError::Stopped);
-        }
-        if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
-            let how = if libc::WIFEXITED(status) {
-                format!("exited with status {}", libc::WEXITSTATUS(status))
-            } else {
-                format!("was killed by signal {}", libc::WTERMSIG(status))
-            };
-            return Err(WorkloadError::Backend(format!(
-                "{} {how}; the end of its output ({}):\n{}",
-                program.argv.join(" "),
-                output_path.display(),
-                output_tail(&output_path)
-            )));
-        }
-        Ok(ProgramExit {
-            wall: Duration::from_nanos(end - start),
-            cpu,
-        })
     }
+    let end = sys::monotonic_ns();
+    // The program has ended but is not reaped: its pid still names its group. End whatever
+    // of the group is left (an orphaned compiler pass after a stop).
+    let _ = sys::kill(-pid, libc::SIGKILL);
+    sys::close(pidfd);
+    let (status, cpu) = sys::wait4(pid).map_err(|e| err("waiting", e))?;
+    if stopped {
+        return Err(WorkloadError::Stopped);
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        let how = if libc::WIFEXITED(status) {
+            format!("exited with status {}", libc::WEXITSTATUS(status))
+        } else {
+            format!("was killed by signal {}", libc::WTERMSIG(status))
+        };
+        return Err(WorkloadError::Backend(format!(
+            "{} {how}; the end of its output ({}):\n{}",
+            program.argv.join(" "),
+            output_path.display(),
+            output_tail(&output_path)
+        )));
+    }
+    Ok(ProgramExit {
+        wall: Duration::from_nanos(end - start),
+        cpu,
+    })
 }
 
 #[cfg(test)]

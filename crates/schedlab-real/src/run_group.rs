@@ -20,6 +20,7 @@
 //! as it does when a worker dies — something outside the run is killing its processes. The dead
 //! keeper is left unreaped until the end, so that its pid, the group's id, is not reused.
 
+use crate::sys;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The spawned processes' group of one repetition (see the module comment). Dropping it ends
@@ -28,29 +29,17 @@ pub struct RunGroup {
     /// The keeper's pid: the group's id.
     keeper: i32,
     /// A shared page whose first byte says the group is ending (seen by every process).
-    ending: *mut AtomicBool,
+    ending: sys::SharedAtomics<AtomicBool>,
     /// Set once the group has been ended (ending twice must not signal a reused id).
     ended: AtomicBool,
 }
 
-// SAFETY: `ending` points to a shared mapping that lives as long as the value and is only
-// accessed atomically.
-unsafe impl Send for RunGroup {}
-// SAFETY: as above.
-unsafe impl Sync for RunGroup {}
-
 impl RunGroup {
     /// Make this process a subreaper and start the group's keeper.
     pub fn new() -> std::io::Result<RunGroup> {
-        let page = crate::sys::shared_zeroed(4096)?;
-        let unmap = || {
-            // SAFETY: unmapping the page just mapped.
-            unsafe { libc::munmap(page, 4096) };
-        };
-        if let Err(e) = subreaper_hold() {
-            unmap();
-            return Err(e);
-        }
+        // Unmapped on drop, on every way out.
+        let ending = sys::SharedAtomics::new(1)?;
+        subreaper_hold()?;
         let parent = std::process::id() as i32;
         // SAFETY: the child only makes its group and sleeps (async-signal-safe calls), until
         // it is killed.
@@ -58,7 +47,6 @@ impl RunGroup {
         if pid < 0 {
             let e = std::io::Error::last_os_error();
             subreaper_release();
-            unmap();
             return Err(e);
         }
         if pid == 0 {
@@ -87,11 +75,10 @@ impl RunGroup {
             }
         }
         // Also from this side, so that the group exists when `new` returns.
-        // SAFETY: setting our own child's group.
-        unsafe { libc::setpgid(pid, pid) };
+        let _ = sys::setpgid(pid, pid);
         Ok(RunGroup {
             keeper: pid,
-            ending: page.cast(),
+            ending,
             ended: AtomicBool::new(false),
         })
     }
@@ -108,46 +95,30 @@ impl RunGroup {
         if self.ended.load(Ordering::SeqCst) {
             return None;
         }
-        // SAFETY: an all-zero siginfo_t is valid; waitid only writes into it.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        // SAFETY: waiting (without reaping) for our own child; `info` is a valid out-pointer.
-        let r = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                self.keeper as libc::id_t,
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        // SAFETY: waitid filled in a child's fields (si_pid stays 0 while the keeper lives).
-        let (pid, status) = unsafe { (info.si_pid(), info.si_status()) };
-        if r != 0 || pid != self.keeper {
-            return None;
-        }
-        Some(match info.si_code {
+        let pid = self.keeper;
+        let (code, status) = sys::ended_unreaped(pid)?;
+        Some(match code {
             libc::CLD_EXITED => format!("process {pid} exited with status {status}"),
             _ => format!("process {pid} was killed by signal {status}"),
         })
     }
 
     fn ending(&self) -> &AtomicBool {
-        // SAFETY: the mapping is valid and zero-initialised for the value's lifetime.
-        unsafe { &*self.ending }
+        &self.ending[0]
     }
 
     /// In a child just forked: join the group. False when the group is ending (or gone): the
     /// child must leave at once. Only async-signal-safe calls.
     pub fn join_self(&self) -> bool {
-        // SAFETY: setting our own process group.
-        let joined = unsafe { libc::setpgid(0, self.keeper) } == 0;
+        let joined = sys::setpgid(0, self.keeper).is_ok();
         joined && !self.ending().load(Ordering::SeqCst)
     }
 
     /// In the parent, right after forking `pid`: put it in the group too (whichever of parent
     /// and child comes first does it; the other's call is harmless).
     pub fn join_child(&self, pid: i32) {
-        // SAFETY: setting our own child's group; failure (it already left) is harmless.
-        unsafe { libc::setpgid(pid, self.keeper) };
+        // Failure (it already left) is harmless.
+        let _ = sys::setpgid(pid, self.keeper);
     }
 
     /// Kill every process of the group and reap them all (they are this process's children,
@@ -157,16 +128,10 @@ impl RunGroup {
             return;
         }
         self.ending().store(true, Ordering::SeqCst);
-        // SAFETY: the keeper is not reaped yet, so its pid still names our group.
-        unsafe { libc::kill(-self.keeper, libc::SIGKILL) };
-        loop {
-            let mut status = 0;
-            // SAFETY: waiting for our own children of the group.
-            let r = unsafe { libc::waitpid(-self.keeper, &mut status, libc::__WALL) };
-            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break; // ECHILD: none is left
-            }
-        }
+        // The keeper is not reaped yet, so its pid still names our group.
+        let _ = sys::kill(-self.keeper, libc::SIGKILL);
+        // Until ECHILD: none is left.
+        while sys::waitpid(-self.keeper, libc::__WALL).is_ok() {}
         subreaper_release();
     }
 }
@@ -183,16 +148,9 @@ static SUBREAPER: std::sync::Mutex<(usize, bool)> = std::sync::Mutex::new((0, fa
 fn subreaper_hold() -> std::io::Result<()> {
     let mut held = SUBREAPER.lock().unwrap_or_else(|e| e.into_inner());
     if held.0 == 0 {
-        let mut was: libc::c_int = 0;
-        // SAFETY: plain prctl calls on this process; `was` is a valid out-pointer.
-        let set = unsafe {
-            libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int);
-            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong)
-        };
-        if set != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        held.1 = was != 0;
+        let was = sys::child_subreaper().unwrap_or(false);
+        sys::set_child_subreaper(true)?;
+        held.1 = was;
     }
     held.0 += 1;
     Ok(())
@@ -203,8 +161,7 @@ fn subreaper_release() {
     let mut held = SUBREAPER.lock().unwrap_or_else(|e| e.into_inner());
     held.0 = held.0.saturating_sub(1);
     if held.0 == 0 && !held.1 {
-        // SAFETY: plain prctl on this process.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0 as libc::c_ulong) };
+        let _ = sys::set_child_subreaper(false);
     }
 }
 
@@ -221,9 +178,9 @@ impl Drop for EndOnDrop {
 
 impl Drop for RunGroup {
     fn drop(&mut self) {
+        // Before the page is unmapped (a field, dropped after this): no process of the group is
+        // left to use it.
         self.end();
-        // SAFETY: unmapping the page mapped in `new`; no process of the group is left to use it.
-        unsafe { libc::munmap(self.ending.cast(), 4096) };
     }
 }
 

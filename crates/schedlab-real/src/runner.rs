@@ -1,90 +1,40 @@
 //! One repetition of a workload on the real kernel.
 //!
 //! The sequence follows hackbench's: create every channel, start every task (thread or forked
-//! process), let each apply its group's knobs and report ready, then release them all at once
-//! through a start pipe and time until the last body finishes. Each task counts its context
-//! switches with getrusage around its body and then waits at an end gate while the parent reads
-//! its /proc entries (migrations, settings) — no task opens a file during the run; wakeup and
-//! preemption counts come from a private tracefs instance when one is available.
+//! process, [`crate::hosts`]), let each apply its group's knobs and report ready, then release
+//! them all at once through a start pipe ([`crate::gate`]) and time until the last body
+//! finishes. Each task ([`crate::task`]) counts its context switches with getrusage around its
+//! body and then waits at an end gate while the parent reads its /proc entries (migrations,
+//! settings) — no task opens a file during the run; wakeup and preemption counts come from a
+//! private tracefs instance when one is available.
 //!
-//! The waiting parent is the supervisor: it ends the repetition when the time budget is exceeded
-//! or an interrupt arrives, and when a group runs under a real-time policy it waits at SCHED_FIFO
-//! [`SUPERVISOR_PRIORITY`] so that runaway real-time tasks cannot starve it; it then demotes
-//! (threads) or kills (processes) the tasks. A FIFO or RR group at the supervisor's priority or
-//! above could not be preempted by it, so such a priority is refused before anything starts
-//! ([`check_outranked`]).
+//! The waiting parent is the [`crate::supervisor`]: it ends the repetition when the time budget
+//! is exceeded or an interrupt arrives, and outranks real-time groups
+//! ([`check_outranked`], [`SUPERVISOR_PRIORITY`]).
 //!
 //! Nothing is lost silently: a task that cannot be created (EAGAIN under a limit on tasks) is
 //! reported at once with the limits, and a task that dies after its report (at the end gate)
 //! fails the repetition.
 
-use crate::context::{RealContext, Shared};
+use crate::context::{Shared, Spawning};
 use crate::executor::block_on;
-use crate::knobs::{apply_to_current_thread, demote_thread};
+use crate::gate::{Gate, StartGuard};
+use crate::hosts::Hosts;
 use crate::locks::RealLock;
-use crate::procfs::{observed_settings_of, rusage_switches, task_snapshot};
 use crate::run_group::EndOnDrop;
 use crate::spawn::Spawner;
+use crate::supervisor::{keeper_alive, supervise};
 use crate::sync::SyncObjects;
 use crate::sys;
+use crate::task::TaskEnv;
 use crate::tempdir::TempDir;
-use crate::trace::timeline::{RqTrace, WorkloadTid};
-use crate::trace::TraceCounts;
 use crate::transport::Channels;
-use crate::wakeups::WakeupCounter;
-use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use schedlab_workload::presets::{Outcome, TaskOutcome};
-use schedlab_workload::record::{CounterSources, Counters};
-use schedlab_workload::timeline::Timeline;
 use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
-use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// The prefix of every task's thread name (comm); the tracefs filter selects on it.
-pub const COMM_PREFIX: &str = "sl-";
-
-/// The SCHED_FIFO priority the supervisor waits at while a repetition has real-time groups. A
-/// FIFO or RR task at this priority or above could not be preempted by it, so groups are held
-/// below it ([`check_outranked`]).
-pub const SUPERVISOR_PRIORITY: u8 = 99;
-
-/// A real-time priority that the supervisor could not outrank, so that it could not end a
-/// runaway task of that group.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("policy={policy}: real-time priority {priority} is not accepted: the supervisor, which ends a repetition that runs past its time budget, {}", match .supervisor {
-    Some(s) if *s > 1 => format!("waits at SCHED_FIFO {s} and can only preempt tasks below it; use a real-time priority of 1..{}", s - 1),
-    Some(s) => format!("could only raise itself to SCHED_FIFO {s} here and can only preempt tasks below it; use a policy that is not real-time"),
-    None => "could not raise itself to a real-time priority here and could not preempt such tasks; use a policy that is not real-time".to_string(),
-})]
-pub struct OutrankError {
-    /// The policy as the user writes it (`fifo:99`).
-    pub policy: String,
-    /// Its real-time priority.
-    pub priority: u8,
-    /// The supervisor's SCHED_FIFO priority, if it has one.
-    pub supervisor: Option<u8>,
-}
-
-/// Refuse a FIFO or RR priority that a supervisor at SCHED_FIFO `supervisor` (`None`: not
-/// real-time) could not preempt. SCHED_DEADLINE groups pass: their reservation leaves the rest
-/// of each period to the supervisor.
-pub fn check_outranked(knobs: &Knobs, supervisor: Option<u8>) -> Result<(), OutrankError> {
-    let priority = match knobs.policy {
-        Some(SchedPolicy::Fifo(p)) | Some(SchedPolicy::Rr(p)) => p,
-        _ => return Ok(()),
-    };
-    if supervisor.is_some_and(|s| priority < s) {
-        return Ok(());
-    }
-    Err(OutrankError {
-        policy: knobs.policy.map(|p| p.to_string()).unwrap_or_default(),
-        priority,
-        supervisor,
-    })
-}
+pub use crate::repetition::{RepetitionResult, RepetitionSetup, RunError};
+pub use crate::supervisor::{check_outranked, OutrankError, SUPERVISOR_PRIORITY};
 
 /// Whether the tasks of `plan` can be hosted as its mode says. The plan's locks, barriers,
 /// semaphores and condition variables live in the schedlab process, where forked tasks cannot
@@ -121,119 +71,6 @@ pub fn tasks_needed(plan: &Plan) -> u64 {
         TaskMode::Threads | TaskMode::Processes => 0,
     };
     (plan.total_tasks() + hosts) as u64
-}
-
-/// Why a repetition did not produce a result.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RunError {
-    /// Setting up channels, tasks or files failed.
-    #[error("setting up the run failed: {0}")]
-    Setup(String),
-    /// A task could not apply its group's knobs.
-    #[error("group '{group}': {message}")]
-    Knob {
-        /// Group name.
-        group: String,
-        /// What went wrong, naming the knob and capability.
-        message: String,
-    },
-    /// A task failed or died during its body.
-    #[error("task {task} failed: {message}")]
-    Task {
-        /// Which task (`receiver 3`).
-        task: String,
-        /// What went wrong.
-        message: String,
-    },
-    /// A process hosting tasks died before they finished.
-    #[error("{what} died before its tasks finished: {how}")]
-    Died {
-        /// What it hosted (`the server process`, `receiver 3`).
-        what: String,
-        /// How it ended (`process 123 was killed by signal 9`).
-        how: String,
-    },
-    /// A task or process died after its report, before the repetition ended (at the end gate):
-    /// its counters would be missing or incomplete, so the repetition fails.
-    #[error("{what} died after its report, before the repetition ended: {how}")]
-    Lost {
-        /// What (`receiver 3`, `the server process (20 tasks)`).
-        what: String,
-        /// How it ended.
-        how: String,
-    },
-    /// The keeper of the spawned processes' group died before the repetition ended: something
-    /// outside the run is killing its processes, and the group could no longer be relied on.
-    #[error("the process-group keeper of the spawned tasks (schedlab-keeper) died before the repetition ended: {how}")]
-    KeeperDied {
-        /// How it ended (`process 123 was killed by signal 9`).
-        how: String,
-    },
-    /// The run was interrupted (SIGINT/SIGTERM).
-    #[error("interrupted")]
-    Interrupted,
-    /// The supervisor ended the repetition after its time budget (the caller says how to
-    /// raise it).
-    #[error("the supervisor ended the repetition after its time budget of {:.1}s", .0.as_secs_f64())]
-    Timeout(Duration),
-}
-
-/// What a repetition needs besides the workload.
-pub struct RepetitionSetup<'a> {
-    /// Knobs per plan group (same order as `plan.groups`).
-    pub knobs: &'a [Knobs],
-    /// Set by the interrupt handler; the repetition stops when it is set.
-    pub stop: Arc<AtomicBool>,
-    /// Time budget for the body phase.
-    pub budget: Duration,
-    /// Wakeup/preemption counting (in-kernel BPF or tracefs), if available.
-    pub trace: Option<&'a mut WakeupCounter>,
-    /// Run-queue timeline tracing (`--timeline`), if asked for.
-    pub rq_trace: Option<&'a mut RqTrace>,
-    /// Where the caller wrote the workload's shared files
-    /// ([`schedlab_workload::Workload::shared_files`]), if it did; `None`: the repetition
-    /// writes [`Workload::write_files`] into its own temporary directory.
-    pub files: Option<&'a std::path::Path>,
-}
-
-/// The measured result of one repetition.
-#[derive(Debug, Clone)]
-pub struct RepetitionResult {
-    /// Raw outcome for the workload's metric computation.
-    pub outcome: Outcome,
-    /// Counters per group name, plus `total`.
-    pub counters: BTreeMap<String, Counters>,
-    /// Where the counters came from.
-    pub sources: CounterSources,
-    /// Trace events lost (counters are lower bounds when > 0).
-    pub lost_events: u64,
-    /// Settings of the first task of each group, read back from /proc after the run.
-    pub observed: Vec<BTreeMap<String, String>>,
-    /// Per lock of the workload, its statistics in this repetition.
-    pub locks: Vec<schedlab_workload::record::LockStats>,
-    /// The run-queue timeline, when [`RepetitionSetup::rq_trace`] recorded one.
-    pub timeline: Option<Timeline>,
-}
-
-/// What each task sends back to the parent (a starting task through its pipe or channel, a
-/// spawned one through [`crate::spawn`]'s reports).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub(crate) struct TaskReport {
-    pub id: usize,
-    pub pid: i32,
-    pub tid: i32,
-    pub error: Option<String>,
-    pub samples: BTreeMap<String, Vec<f64>>,
-    pub cpu_ns: u64,
-    pub finished_ns: u64,
-    /// Voluntary and involuntary switches from just before the start gate (a spawned task:
-    /// its start) to the body's end.
-    pub voluntary: u64,
-    pub involuntary: u64,
-    /// Migrations, read by a spawned task itself at its end (a starting task's are read by
-    /// the parent at the end gate).
-    #[serde(default)]
-    pub migrations: Option<u64>,
 }
 
 /// What a small TCP write can cost in send buffer beyond its bytes: the `sk_buff` it is queued
@@ -276,183 +113,8 @@ fn tcp_write_locks(
     })
 }
 
-/// The start gate, as hackbench builds it: tasks write "ready" messages into one pipe and then
-/// `poll()` another, which the parent makes readable with a single byte. Poll waiters are woken
-/// all at once (a blocking `read()` would wake them one after another: pipe readers wait
-/// exclusively), so every task starts together. The epoch (0 = abort) is published beforehand in
-/// a shared anonymous mapping, which forked processes inherit.
-struct Gate {
-    ready: (i32, i32),
-    start: (i32, i32),
-    /// Tasks wait here after their body until the parent has read their counters.
-    end: (i32, i32),
-    epoch: *mut AtomicU64,
-}
-
-// SAFETY: `epoch` points to a private shared mapping that lives as long as the gate and is only
-// accessed atomically.
-unsafe impl Send for Gate {}
-// SAFETY: as above.
-unsafe impl Sync for Gate {}
-
-impl Gate {
-    fn new() -> std::io::Result<Gate> {
-        let page = sys::shared_zeroed(4096)?;
-        Ok(Gate {
-            ready: sys::pipe()?,
-            start: sys::pipe()?,
-            end: sys::pipe()?,
-            epoch: page.cast(),
-        })
-    }
-
-    fn epoch(&self) -> &AtomicU64 {
-        // SAFETY: the mapping is valid, zero-initialised and aligned for the gate's lifetime.
-        unsafe { &*self.epoch }
-    }
-
-    /// Task side: report ready (with an error message or empty), then wait for the epoch.
-    fn task_ready_and_wait(&self, id: usize, error: &str) -> Option<u64> {
-        self.send_ready(id, error, 0).ok()?;
-        if !error.is_empty() {
-            return None;
-        }
-        if !sys::wait_readable(self.start.0, -1) {
-            return None;
-        }
-        match self.epoch().load(Ordering::Acquire) {
-            0 => None,
-            e => Some(e),
-        }
-    }
-
-    /// Host side: task `id` could not even be created; the parent aborts the run at once.
-    fn task_not_created(&self, id: usize, error: &str) {
-        let _ = self.send_ready(id, error, NOT_CREATED);
-    }
-
-    /// One message on the ready pipe: the task id, the message's length with `flags`, and the
-    /// message (empty: ready).
-    fn send_ready(&self, id: usize, message: &str, flags: u32) -> std::io::Result<()> {
-        let msg = message.as_bytes();
-        let msg = &msg[..msg.len().min(3000)];
-        let mut buf = Vec::with_capacity(8 + msg.len());
-        buf.extend_from_slice(&(id as u32).to_le_bytes());
-        buf.extend_from_slice(&(msg.len() as u32 | flags).to_le_bytes());
-        buf.extend_from_slice(msg);
-        // One write of at most PIPE_BUF bytes is atomic, so messages never interleave.
-        sys::write_all(self.ready.1, &buf)
-    }
-
-    /// Task side: wait until the parent releases the end gate.
-    fn wait_end(&self) {
-        sys::wait_readable(self.end.0, -1);
-    }
-
-    /// Parent side: let every task that finished its body exit.
-    fn release_end(&self) {
-        let _ = sys::write_all(self.end.1, b"!");
-    }
-
-    /// Parent side: release everybody at `epoch`, or abort them with 0.
-    fn release(&self, epoch: u64) {
-        self.epoch().store(epoch, Ordering::Release);
-        let _ = sys::write_all(self.start.1, b"!");
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        for fd in [
-            self.ready.0,
-            self.ready.1,
-            self.start.0,
-            self.start.1,
-            self.end.0,
-            self.end.1,
-        ] {
-            sys::close(fd);
-        }
-        // SAFETY: unmapping the page mapped in `new`.
-        unsafe { libc::munmap(self.epoch.cast(), 4096) };
-    }
-}
-
 /// The directory of the run's scratch directory where forked spawned tasks leave their reports.
 const SPAWN_REPORTS: &str = ".spawned";
-
-/// The flag of a ready message saying that the task could not be created (in the length field;
-/// messages are far shorter).
-const NOT_CREATED: u32 = 1 << 31;
-
-/// Everything a task needs, shared by reference (threads) or by inheritance (processes).
-struct TaskEnv<W> {
-    workload: Arc<W>,
-    shared: Arc<Shared>,
-    gate: Arc<Gate>,
-    knobs: Vec<Knobs>,
-    group_names: Vec<&'static str>,
-    /// Tasks in the repetition, for messages.
-    total: usize,
-    /// How tasks start others, when the plan spawns any.
-    spawner: Option<Arc<Spawner>>,
-}
-
-/// The body of one task from knob application to report. The report is handed to `deliver`;
-/// the task then waits at the end gate until the parent has read its /proc counters.
-///
-/// No task opens a file between its start and the end of the run: instantiating a thread's
-/// /proc entries before the run (whoever reads them) measurably slows it — a hackbench replica
-/// ran 10–18 % slower over 30–40 alternating runs when each thread's /proc/…/sched was read
-/// before the start. Switches are therefore counted with getrusage(RUSAGE_THREAD) around the
-/// body, and the parent reads /proc (migrations, settings) while the tasks wait at the end.
-fn task_main<W: Workload>(env: &TaskEnv<W>, task: TaskRef, deliver: impl FnOnce(TaskReport)) {
-    let name = format!("{COMM_PREFIX}{}{}", env.group_names[task.group], task.index);
-    sys::set_thread_name(&name);
-    let mut report = TaskReport {
-        id: task.id,
-        pid: std::process::id() as i32,
-        tid: sys::gettid(),
-        ..TaskReport::default()
-    };
-    if let Err(e) = apply_to_current_thread(&env.knobs[task.group]) {
-        env.gate.task_ready_and_wait(task.id, &e.to_string());
-        return;
-    }
-    // Sleeps end when asked rather than up to 50 µs later (the default timer slack of a normal
-    // thread): a per-thread setting, so that interbench's latencies are scheduling latencies.
-    // SAFETY: plain prctl on the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    // Counted from before the start gate, so that the one wait there is included on both
-    // sides: one voluntary switch and, since tracing starts before the release, one wakeup.
-    let (vol0, invol0) = rusage_switches();
-    let ctx_shared = env.shared.clone();
-    let Some(epoch) = env.gate.task_ready_and_wait(task.id, "") else {
-        return;
-    };
-    let cpu0 = sys::thread_cpu_ns();
-    let mut ctx = RealContext::new(ctx_shared, task.id, epoch);
-    if let Some(spawner) = &env.spawner {
-        ctx = ctx.with_spawner(spawner.clone(), 0);
-    }
-    let result = block_on(env.workload.body(task, &ctx));
-    report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
-    report.cpu_ns = sys::thread_cpu_ns() - cpu0;
-    let (vol1, invol1) = rusage_switches();
-    report.voluntary = vol1.saturating_sub(vol0);
-    report.involuntary = invol1.saturating_sub(invol0);
-    report.samples = ctx.take_samples();
-    // A server it started and stopped (nginx, Apache) is its work too: its processes' use.
-    let daemon = ctx.daemon_usage();
-    report.cpu_ns += daemon.cpu_ns;
-    report.voluntary += daemon.voluntary;
-    report.involuntary += daemon.involuntary;
-    // Reap the children the body did not wait for before reporting.
-    drop(ctx);
-    report.error = result.err().map(|e| e.to_string());
-    deliver(report);
-    env.gate.wait_end();
-}
 
 /// Run one repetition of `workload` and measure it.
 pub fn run_repetition<W: Workload>(
@@ -515,17 +177,17 @@ pub fn run_repetition<W: Workload>(
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
     let body_workload = workload.clone();
-    let spawner = Spawner::new(
-        &plan,
-        setup.knobs,
-        Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
-        &scratch.path().join(SPAWN_REPORTS),
-    )
-    .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
-    .map(Arc::new);
+    let spawner = Spawner::new(&plan, setup.knobs, &scratch.path().join(SPAWN_REPORTS))
+        .map_err(|e| RunError::Setup(format!("spawn places, reports or process group: {e}")))?
+        .map(|spawner| {
+            Arc::new(Spawning {
+                spawner,
+                body: Box::new(move |task, ctx| block_on(body_workload.body(task, ctx))),
+            })
+        });
     // Declared before the hosts: whatever way this function returns, the forked tasks' group
     // is ended and reaped after the hosts are.
-    let _group = EndOnDrop(spawner.as_ref().and_then(|s| s.group()));
+    let _group = EndOnDrop(spawner.as_ref().and_then(|s| s.spawner.group()));
     let env = Arc::new(TaskEnv {
         spawner,
         workload: workload.clone(),
@@ -550,6 +212,9 @@ pub fn run_repetition<W: Workload>(
             "the workload's start order does not name every task".into(),
         ));
     }
+    // Whatever way this function returns before the supervisor opens the gate, the tasks
+    // created so far leave it (aborted).
+    let start = StartGuard::new(&gate);
     let hosts = match plan.mode {
         TaskMode::Threads => Hosts::threads(&env, &ordered),
         TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect()),
@@ -566,20 +231,13 @@ pub fn run_repetition<W: Workload>(
             Hosts::processes(&env, units)
         }
     };
-    let mut hosts = match hosts {
-        Ok(h) => h,
-        Err(e) => {
-            // Let the tasks created so far leave the start gate.
-            gate.release(0);
-            return Err(e);
-        }
-    };
+    let mut hosts = hosts?;
     let result = supervise(
         &plan,
         &tasks,
-        &gate,
+        start,
         &mut hosts,
-        env.spawner.as_deref(),
+        env.spawner.as_deref().map(|s| &s.spawner),
         setup,
         realtime,
     );
@@ -592,7 +250,7 @@ pub fn run_repetition<W: Workload>(
     let ended = hosts.finish(result.is_ok());
     // The keeper may have died after the supervisor last looked: checked before the group ends
     // (and kills it).
-    let ended = ended.and_then(|()| keeper_alive(env.spawner.as_deref()));
+    let ended = ended.and_then(|()| keeper_alive(env.spawner.as_deref().map(|s| &s.spawner)));
     match (result, ended) {
         (Ok(_), Err(e)) => Err(e),
         // Every task is done: the locks' counters are final. Tasks hosted as group processes
@@ -610,766 +268,16 @@ pub fn run_repetition<W: Workload>(
     }
 }
 
-/// How the tasks of a repetition are hosted, and how their reports come back.
-enum Hosts {
-    Threads {
-        rx: mpsc::Receiver<TaskReport>,
-        tids: Arc<parking_lot::Mutex<Vec<i32>>>,
-        handles: Vec<std::thread::JoinHandle<()>>,
-    },
-    Processes {
-        children: Vec<Child>,
-    },
-}
-
-struct Child {
-    /// How many tasks this process hosts (one, or a whole group as threads).
-    tasks: usize,
-    /// Name of what it hosts, for errors (`the server process`).
-    what: String,
-    pid: i32,
-    result_fd: i32,
-    buf: Vec<u8>,
-    /// Reports parsed so far.
-    got: usize,
-    reaped: Option<i32>,
-}
-
-impl Child {
-    fn complete(&self) -> bool {
-        self.got == self.tasks
-    }
-
-    /// Move every complete length-prefixed report out of the buffer.
-    fn parse(&mut self, out: &mut Vec<TaskReport>) -> Result<(), String> {
-        let mut at = 0;
-        while self.buf.len() >= at + 8 {
-            let len =
-                u64::from_le_bytes(self.buf[at..at + 8].try_into().expect("8 bytes")) as usize;
-            if self.buf.len() < at + 8 + len {
-                break;
-            }
-            let r: TaskReport = serde_json::from_slice(&self.buf[at + 8..at + 8 + len])
-                .map_err(|e| format!("unreadable report from {}: {e}", self.what))?;
-            out.push(r);
-            self.got += 1;
-            at += 8 + len;
-        }
-        self.buf.drain(..at);
-        Ok(())
-    }
-
-    /// Read what the pipe holds now (non-blocking after poll said it is readable or the
-    /// process is gone).
-    fn drain(&mut self) {
-        let mut chunk = [0u8; 65536];
-        loop {
-            if !sys::wait_readable(self.result_fd, 0) {
-                return;
-            }
-            // SAFETY: chunk is writable.
-            let n = unsafe { libc::read(self.result_fd, chunk.as_mut_ptr().cast(), chunk.len()) };
-            if n <= 0 {
-                return;
-            }
-            self.buf.extend_from_slice(&chunk[..n as usize]);
-        }
-    }
-}
-
-/// Send one report up the result pipe, length-prefixed.
-fn write_report(fd: i32, rep: &TaskReport) -> bool {
-    let json = serde_json::to_vec(rep).unwrap_or_default();
-    let mut msg = (json.len() as u64).to_le_bytes().to_vec();
-    msg.extend_from_slice(&json);
-    sys::write_all(fd, &msg).is_ok()
-}
-
-impl Hosts {
-    fn threads<W: Workload>(env: &Arc<TaskEnv<W>>, tasks: &[TaskRef]) -> Result<Hosts, RunError> {
-        let (tx, rx) = mpsc::channel();
-        let tids = Arc::new(parking_lot::Mutex::new(Vec::with_capacity(tasks.len())));
-        let mut handles = Vec::with_capacity(tasks.len());
-        for &task in tasks {
-            let group = env.group_names[task.group];
-            let env = env.clone();
-            let tx = tx.clone();
-            let tids = tids.clone();
-            let h = std::thread::Builder::new()
-                .stack_size(64 * 1024)
-                .spawn(move || {
-                    tids.lock().push(sys::gettid());
-                    task_main(&env, task, |r| {
-                        let _ = tx.send(r);
-                    });
-                })
-                .map_err(|e| {
-                    RunError::Setup(format!(
-                        "cannot create the thread of {group} {} (task {} of {}): {}",
-                        task.index,
-                        handles.len() + 1,
-                        tasks.len(),
-                        crate::host::explain_task_failure(&e)
-                    ))
-                })?;
-            handles.push(h);
-        }
-        Ok(Hosts::Threads { rx, tids, handles })
-    }
-
-    /// Fork one process per unit; a unit of several tasks runs them as threads of that process,
-    /// which streams each report to the parent as soon as its task finishes.
-    fn processes<W: Workload>(
-        env: &Arc<TaskEnv<W>>,
-        units: Vec<Vec<TaskRef>>,
-    ) -> Result<Hosts, RunError> {
-        let parent = std::process::id() as i32;
-        let mut children: Vec<Child> = Vec::with_capacity(units.len());
-        let mut created = 0;
-        for unit in units {
-            let group = env.group_names[unit[0].group];
-            let what = if unit.len() == 1 {
-                format!("{group} {}", unit[0].index)
-            } else {
-                format!("the {group} process ({} tasks)", unit.len())
-            };
-            let (r, w) = sys::pipe().map_err(|e| RunError::Setup(format!("result pipe: {e}")))?;
-            // SAFETY: the child only runs its tasks and then _exit()s; it never returns into the
-            // parent's stack frames, and glibc keeps malloc usable after fork.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                let e = std::io::Error::last_os_error();
-                for c in &children {
-                    // SAFETY: killing our own children.
-                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
-                }
-                let (process, which) = match unit.len() {
-                    1 => (
-                        format!("the process of {what}"),
-                        format!("task {} of {}", created + 1, env.total),
-                    ),
-                    n => (
-                        format!("the {group} process"),
-                        format!("tasks {}-{} of {}", created + 1, created + n, env.total),
-                    ),
-                };
-                return Err(RunError::Setup(format!(
-                    "cannot fork {process} ({which}): {}",
-                    crate::host::explain_task_failure(&e)
-                )));
-            }
-            if pid == 0 {
-                // SAFETY: plain calls on our own process.
-                unsafe {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    if libc::getppid() != parent {
-                        libc::_exit(1);
-                    }
-                }
-                sys::close(r);
-                let ok = if let [task] = unit[..] {
-                    let mut ok = true;
-                    task_main(env, task, |rep| ok = write_report(w, &rep));
-                    ok
-                } else {
-                    // Not "sl-…": the host thread is not one of the traced tasks.
-                    sys::set_thread_name(&format!("schedlab-{group}"));
-                    let (tx, rx) = mpsc::channel();
-                    let mut ok = true;
-                    for (k, &task) in unit.iter().enumerate() {
-                        let task_env = env.clone();
-                        let tx = tx.clone();
-                        let spawned =
-                            std::thread::Builder::new()
-                                .stack_size(64 * 1024)
-                                .spawn(move || {
-                                    task_main(&task_env, task, |rep| {
-                                        let _ = tx.send(rep);
-                                    });
-                                });
-                        if let Err(e) = spawned {
-                            // Said at once: the parent would otherwise wait for a task that
-                            // will never report ready.
-                            env.gate.task_not_created(
-                                task.id,
-                                &format!(
-                                    "cannot create the thread of {group} {} (task {} of {}, thread {} of {} in the {group} process): {}",
-                                    task.index,
-                                    created + k + 1,
-                                    env.total,
-                                    k + 1,
-                                    unit.len(),
-                                    crate::host::explain_task_failure(&e)
-                                ),
-                            );
-                            ok = false;
-                            break;
-                        }
-                    }
-                    drop(tx);
-                    for rep in rx {
-                        ok &= write_report(w, &rep);
-                    }
-                    ok
-                };
-                // SAFETY: leave without running the parent's destructors.
-                unsafe { libc::_exit(i32::from(!ok)) };
-            }
-            sys::close(w);
-            created += unit.len();
-            children.push(Child {
-                tasks: unit.len(),
-                what,
-                pid,
-                result_fd: r,
-                buf: Vec::new(),
-                got: 0,
-                reaped: None,
-            });
-        }
-        Ok(Hosts::Processes { children })
-    }
-
-    /// Collect reports that have arrived, waiting at most `wait`. Returns an error if a process
-    /// died without reporting.
-    fn poll_reports(&mut self, wait: Duration, out: &mut Vec<TaskReport>) -> Result<(), RunError> {
-        match self {
-            Hosts::Threads { rx, .. } => {
-                if let Ok(r) = rx.recv_timeout(wait) {
-                    out.push(r);
-                    while let Ok(r) = rx.try_recv() {
-                        out.push(r);
-                    }
-                }
-                Ok(())
-            }
-            Hosts::Processes { children } => {
-                let mut fds: Vec<libc::pollfd> = children
-                    .iter()
-                    .filter(|c| !c.complete())
-                    .map(|c| libc::pollfd {
-                        fd: c.result_fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    })
-                    .collect();
-                // SAFETY: fds is a valid array of pollfd.
-                unsafe {
-                    libc::poll(
-                        fds.as_mut_ptr(),
-                        fds.len() as libc::nfds_t,
-                        wait.as_millis() as i32,
-                    )
-                };
-                // Only the children whose pipe has news are looked at: a report arrived, or the
-                // pipe hung up because the child (its only writer) is gone. Scanning every child
-                // each time would cost the workload CPU time the peers do not spend.
-                let ready: HashSet<i32> = fds
-                    .iter()
-                    .filter(|p| p.revents != 0)
-                    .map(|p| p.fd)
-                    .collect();
-                for c in children
-                    .iter_mut()
-                    .filter(|c| !c.complete() && ready.contains(&c.result_fd))
-                {
-                    c.drain();
-                    c.parse(out).map_err(|message| RunError::Task {
-                        task: c.what.clone(),
-                        message,
-                    })?;
-                    let hung_up = fds.iter().any(|p| {
-                        p.fd == c.result_fd && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
-                    });
-                    if c.complete() || c.reaped.is_some() || !hung_up {
-                        continue;
-                    }
-                    let mut status = 0;
-                    // SAFETY: reaping our own child, whose pipe end is closed: it is exiting.
-                    if unsafe { libc::waitpid(c.pid, &mut status, 0) } == c.pid {
-                        c.reaped = Some(status);
-                    }
-                    return Err(RunError::Died {
-                        what: c.what.clone(),
-                        how: describe_status(c.pid, status),
-                    });
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Emergency stop: demote threads to SCHED_OTHER (they cannot be killed alone; the process
-    /// exits soon after), kill processes.
-    fn stop_all(&mut self) {
-        match self {
-            Hosts::Threads { tids, .. } => {
-                for &tid in tids.lock().iter() {
-                    let _ = demote_thread(tid);
-                }
-            }
-            Hosts::Processes { children } => {
-                for c in children.iter().filter(|c| c.reaped.is_none()) {
-                    // SAFETY: killing our own child.
-                    unsafe { libc::kill(c.pid, libc::SIGKILL) };
-                }
-            }
-        }
-    }
-
-    /// Reap everything. After a failure, threads that are still blocked are left to die with the
-    /// process (they hold no resources outside it); processes have been killed. After a success,
-    /// a process that did not exit normally (killed at the end gate, or unable to send a report)
-    /// is an error: its tasks' results cannot be trusted.
-    fn finish(&mut self, ok: bool) -> Result<(), RunError> {
-        if !ok {
-            self.stop_all();
-        }
-        let mut lost = None;
-        match self {
-            Hosts::Threads { handles, .. } => {
-                if ok {
-                    for h in handles.drain(..) {
-                        let _ = h.join();
-                    }
-                }
-            }
-            Hosts::Processes { children } => {
-                for c in children.iter_mut() {
-                    if c.reaped.is_none() {
-                        let mut status = 0;
-                        // SAFETY: reaping our own child.
-                        unsafe { libc::waitpid(c.pid, &mut status, 0) };
-                        c.reaped = Some(status);
-                        let normal = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-                        if ok && !normal && lost.is_none() {
-                            let how = if libc::WIFEXITED(status) {
-                                format!(
-                                    "process {} exited with status {}",
-                                    c.pid,
-                                    libc::WEXITSTATUS(status)
-                                )
-                            } else {
-                                describe_status(c.pid, status)
-                            };
-                            lost = Some(RunError::Lost {
-                                what: c.what.clone(),
-                                how,
-                            });
-                        }
-                    }
-                    sys::close(c.result_fd);
-                }
-            }
-        }
-        lost.map_or(Ok(()), Err)
-    }
-}
-
-/// An error if the keeper of the spawned tasks' process group has died (see
-/// [`RunGroup::keeper_death`](crate::run_group::RunGroup::keeper_death)).
-fn keeper_alive(spawner: Option<&Spawner>) -> Result<(), RunError> {
-    match spawner
-        .and_then(|s| s.group())
-        .and_then(|g| g.keeper_death())
-    {
-        Some(how) => Err(RunError::KeeperDied { how }),
-        None => Ok(()),
-    }
-}
-
-fn describe_status(pid: i32, status: i32) -> String {
-    if libc::WIFSIGNALED(status) {
-        format!(
-            "process {pid} was killed by signal {}",
-            libc::WTERMSIG(status)
-        )
-    } else {
-        format!(
-            "process {pid} exited with status {} without reporting",
-            libc::WEXITSTATUS(status)
-        )
-    }
-}
-
-/// Raise the calling thread to SCHED_FIFO [`SUPERVISOR_PRIORITY`] (or, where `RLIMIT_RTPRIO`
-/// allows less, to that limit) while it supervises real-time tasks; restores on drop.
-struct SupervisorPriority {
-    /// The attributes to restore, once raised.
-    old: Option<sys::SchedAttr>,
-    /// The SCHED_FIFO priority it runs at, if raised.
-    priority: Option<u8>,
-}
-
-impl SupervisorPriority {
-    fn raise(needed: bool) -> SupervisorPriority {
-        let mut raised = SupervisorPriority {
-            old: None,
-            priority: None,
-        };
-        if !needed {
-            return raised;
-        }
-        let Ok(old) = sys::sched_getattr(0) else {
-            return raised;
-        };
-        let limit = rustix::process::getrlimit(rustix::process::Resource::Rtprio)
-            .current
-            .unwrap_or(u64::MAX);
-        let mut tries = vec![SUPERVISOR_PRIORITY];
-        if limit > 0 && limit < u64::from(SUPERVISOR_PRIORITY) {
-            tries.push(limit as u8);
-        }
-        for priority in tries {
-            let attr = sys::SchedAttr {
-                sched_policy: libc::SCHED_FIFO as u32,
-                sched_priority: u32::from(priority),
-                ..Default::default()
-            };
-            if sys::sched_setattr(0, &attr).is_ok() {
-                raised.old = Some(old);
-                raised.priority = Some(priority);
-                break;
-            }
-        }
-        raised
-    }
-}
-
-impl Drop for SupervisorPriority {
-    fn drop(&mut self) {
-        if let Some(old) = self.old {
-            let _ = sys::sched_setattr(0, &old);
-        }
-    }
-}
-
-/// Whether task `tid` of process `pid` still exists and is not a zombie: a task waits at the end
-/// gate until released.
-fn task_waits(pid: i32, tid: i32) -> bool {
-    crate::procfs::task_state(pid, tid).is_some_and(|s| !matches!(s, b'Z' | b'X'))
-        && crate::procfs::pid_alive(pid)
-}
-
-/// One task's counters: its report's switches and CPU time, `migrations`, and the wakeups the
-/// trace counted for its thread id.
-fn task_counters(
-    r: &TaskReport,
-    migrations: Option<u64>,
-    traced: &Result<(TraceCounts, String), String>,
-) -> Counters {
-    let mut c = Counters {
-        voluntary_switches: Some(r.voluntary),
-        involuntary_switches: Some(r.involuntary),
-        migrations,
-        cpu_time_s: r.cpu_ns as f64 / 1e9,
-        ..Counters::default()
-    };
-    if let Ok((tc, _)) = traced {
-        let t = tc.per_tid.get(&r.tid).copied().unwrap_or_default();
-        c.wakeups = Some(t.wakeups);
-        c.wakeup_preemptions = Some(t.wakeup_preemptions);
-        if tc.waker_cpus {
-            c.preemptions_at_return = Some(t.preemptions_on_waker_cpu);
-            c.preemptions_at_once = Some(t.wakeup_preemptions - t.preemptions_on_waker_cpu);
-        }
-        if tc.lazy_known {
-            c.preemptions_lazy = Some(t.preemptions_lazy);
-        }
-    }
-    c
-}
-
-fn task_name(plan: &Plan, tasks: &[TaskRef], id: usize) -> String {
-    tasks.get(id).map_or_else(
-        || format!("#{id}"),
-        |t| format!("{} {}", plan.groups[t.group].name, t.index),
-    )
-}
-
-fn supervise(
-    plan: &Plan,
-    tasks: &[TaskRef],
-    gate: &Gate,
-    hosts: &mut Hosts,
-    spawner: Option<&Spawner>,
-    setup: RepetitionSetup<'_>,
-    realtime: bool,
-) -> Result<RepetitionResult, RunError> {
-    let prio = SupervisorPriority::raise(realtime);
-    let n = tasks.len();
-    // Phase 1: every task applies its knobs and reports ready.
-    let ready_deadline =
-        Instant::now() + Duration::from_secs(30) + Duration::from_millis(10 * n as u64);
-    let mut ready = 0;
-    let mut knob_error: Option<RunError> = None;
-    let mut pending = Vec::new();
-    while ready < n {
-        if setup.stop.load(Ordering::Relaxed) {
-            gate.release(0);
-            return Err(RunError::Interrupted);
-        }
-        if Instant::now() > ready_deadline {
-            gate.release(0);
-            return Err(RunError::Setup(format!(
-                "only {ready} of {n} tasks became ready within the start-up budget"
-            )));
-        }
-        if !sys::wait_readable(gate.ready.0, 50) {
-            if let Err(e) = hosts
-                .poll_reports(Duration::ZERO, &mut pending)
-                .and_then(|()| keeper_alive(spawner))
-            {
-                gate.release(0);
-                return Err(e);
-            }
-            continue;
-        }
-        let mut head = [0u8; 8];
-        sys::read_exact(gate.ready.0, &mut head)
-            .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
-        let id = u32::from_le_bytes(head[..4].try_into().unwrap()) as usize;
-        let len_flags = u32::from_le_bytes(head[4..].try_into().unwrap());
-        let len = (len_flags & !NOT_CREATED) as usize;
-        if len > 0 {
-            let mut msg = vec![0u8; len];
-            sys::read_exact(gate.ready.0, &mut msg)
-                .map_err(|e| RunError::Setup(format!("ready pipe: {e}")))?;
-            if len_flags & NOT_CREATED != 0 {
-                gate.release(0);
-                return Err(RunError::Setup(String::from_utf8_lossy(&msg).into()));
-            }
-            if knob_error.is_none() {
-                let group = tasks.get(id).map_or("?", |t| plan.groups[t.group].name);
-                knob_error = Some(RunError::Knob {
-                    group: group.into(),
-                    message: String::from_utf8_lossy(&msg).into(),
-                });
-            }
-        }
-        ready += 1;
-    }
-    if let Some(e) = knob_error {
-        gate.release(0);
-        return Err(e);
-    }
-    if realtime && prio.priority != Some(SUPERVISOR_PRIORITY) {
-        // The tasks could take their priorities but the supervisor not its own (a limited
-        // RLIMIT_RTPRIO): hold them below the one it has.
-        for (g, k) in plan.groups.iter().zip(setup.knobs) {
-            if let Err(e) = check_outranked(k, prio.priority) {
-                gate.release(0);
-                return Err(RunError::Knob {
-                    group: g.name.into(),
-                    message: e.to_string(),
-                });
-            }
-        }
-    }
-    // Phase 2: release everybody at one epoch and supervise the bodies.
-    let mut trace = setup.trace;
-    let trace_error = match trace.as_mut().map(|t| t.start()) {
-        Some(Err(e)) => Some(e),
-        _ => None,
-    };
-    let mut rq_trace = setup.rq_trace;
-    if let Some(t) = rq_trace.as_mut() {
-        if let Err(e) = t.start() {
-            gate.release(0);
-            return Err(RunError::Setup(format!("--timeline: {e}")));
-        }
-    }
-    let epoch = sys::monotonic_ns();
-    gate.release(epoch);
-    let started = Instant::now();
-    let mut reports = pending;
-    while reports.len() < n {
-        if setup.stop.load(Ordering::Relaxed) {
-            return Err(RunError::Interrupted);
-        }
-        if started.elapsed() > setup.budget {
-            setup.stop.store(true, Ordering::Relaxed);
-            hosts.stop_all();
-            return Err(RunError::Timeout(setup.budget));
-        }
-        // Processes report through pipes that poll() watches, and Ctrl-C interrupts poll(), so
-        // the supervisor can sleep long: a supervisor waking every few milliseconds (at FIFO 99
-        // when the run has real-time groups) preempts whatever task runs on its CPU — for
-        // interbench, the very task being measured. Threads report through a channel that a
-        // signal does not interrupt, so there the supervisor looks every 20 ms.
-        let wait = match hosts {
-            Hosts::Processes { .. } => setup
-                .budget
-                .saturating_sub(started.elapsed())
-                .clamp(Duration::from_millis(1), Duration::from_secs(1)),
-            Hosts::Threads { .. } => Duration::from_millis(20),
-        };
-        hosts.poll_reports(wait, &mut reports)?;
-        keeper_alive(spawner)?;
-        if let Some(bad) = reports.iter().find(|r| r.error.is_some()).cloned() {
-            // A task that saw the stop request and ended early ends an interrupted run, not a
-            // failed one.
-            if setup.stop.load(Ordering::Relaxed) {
-                return Err(RunError::Interrupted);
-            }
-            // A task that lost its peer usually means the peer's process died: give the death a
-            // moment to be noticed, and name it rather than its consequence.
-            let mut more = Vec::new();
-            let grace = Instant::now() + Duration::from_millis(200);
-            while Instant::now() < grace {
-                hosts.poll_reports(Duration::from_millis(20), &mut more)?;
-            }
-            return Err(RunError::Task {
-                task: task_name(plan, tasks, bad.id),
-                message: bad.error.clone().unwrap_or_default(),
-            });
-        }
-    }
-    if let Some(t) = trace.as_mut() {
-        let _ = t.stop();
-    }
-    if let Some(t) = rq_trace.as_mut() {
-        let _ = t.stop();
-    }
-    reports.sort_by_key(|r| r.id);
-    // Every task the starting ones spawned has ended (a task reaps its children before it
-    // reports) and left its report.
-    let spawned = match spawner {
-        Some(s) => s
-            .take_reports()
-            .map_err(|e| RunError::Setup(format!("the spawned tasks' reports: {e}")))?,
-        None => Vec::new(),
-    };
-    // Counters per group.
-    let tids: HashSet<i32> = (reports.iter().chain(&spawned)).map(|r| r.tid).collect();
-    let traced = match (trace, trace_error) {
-        (Some(t), None) => match t.collect(&tids) {
-            Ok(c) => Ok((c, t.source())),
-            Err(e) => Err(e.to_string()),
-        },
-        (Some(_), Some(e)) => Err(e.to_string()),
-        (None, _) => Err("not requested".to_string()),
-    };
-    let mut counters: BTreeMap<String, Counters> = BTreeMap::new();
-    let mut total = Counters::default();
-    let mut observed = vec![BTreeMap::new(); plan.groups.len()];
-    let mut outcome = Outcome {
-        wall: Duration::ZERO,
-        tasks: Vec::with_capacity(n),
-    };
-    // The tasks are parked at the end gate: their /proc entries can be read without disturbing
-    // the run.
-    let mut all_proc = true;
-    for r in &reports {
-        let task = tasks[r.id];
-        let migrations = task_snapshot(r.pid, r.tid).and_then(|s| s.migrations);
-        if !task_waits(r.pid, r.tid) {
-            // Killed at the end gate: its counters are gone, and so is the certainty that its
-            // process did nothing else; the repetition fails rather than miss them silently.
-            return Err(RunError::Lost {
-                what: task_name(plan, tasks, r.id),
-                how: format!(
-                    "task {} of process {} was gone when its counters were to be read",
-                    r.tid, r.pid
-                ),
-            });
-        }
-        all_proc &= migrations.is_some();
-        let c = task_counters(r, migrations, &traced);
-        counters
-            .entry(plan.groups[task.group].name.to_string())
-            .or_default()
-            .add(&c);
-        total.add(&c);
-        if task.index == 0 {
-            observed[task.group] = observed_settings_of(r.pid, r.tid);
-        }
-        outcome.tasks.push(TaskOutcome {
-            samples: r.samples.clone().into(),
-            cpu_time: Duration::from_nanos(r.cpu_ns),
-            finished_at: Duration::from_nanos(r.finished_ns),
-        });
-        outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
-    }
-    // The spawned tasks: their own counters, in their groups; their samples at their places
-    // (TaskRef::id), as the simulator gives them.
-    let mut spawned_group = HashMap::new();
-    if !spawned.is_empty() {
-        let places = plan.total_tasks() + plan.total_spawn();
-        outcome.tasks.resize_with(places, TaskOutcome::default);
-    }
-    for r in &spawned {
-        let Some(g) = spawner.and_then(|s| s.group_of(r.id)) else {
-            return Err(RunError::Setup(format!(
-                "a spawned task reported as task {}, which is no spawn place of the plan",
-                r.id
-            )));
-        };
-        all_proc &= r.migrations.is_some();
-        let c = task_counters(r, r.migrations, &traced);
-        let group = plan.groups[g].name;
-        counters.entry(group.to_string()).or_default().add(&c);
-        total.add(&c);
-        spawned_group.insert(r.tid, g);
-        outcome.tasks[r.id] = TaskOutcome {
-            samples: r.samples.clone().into(),
-            cpu_time: Duration::from_nanos(r.cpu_ns),
-            finished_at: Duration::from_nanos(r.finished_ns),
-        };
-        outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));
-    }
-    counters.insert("total".into(), total);
-    let timeline = match rq_trace {
-        None => None,
-        Some(t) => {
-            let workload: HashMap<i32, WorkloadTid> = (reports.iter().chain(&spawned))
-                .map(|r| {
-                    let g = (tasks.get(r.id).map(|t| t.group))
-                        .or_else(|| spawned_group.get(&r.tid).copied())
-                        .unwrap_or_default();
-                    let allowed = (setup.knobs.get(g).and_then(|k| k.cpus.as_ref()))
-                        .map(|set| set.iter().map(|&c| c as u32).collect());
-                    let group = plan.groups[g].name.to_string();
-                    (r.tid, WorkloadTid { group, allowed })
-                })
-                .collect();
-            let tl = t
-                .collect(&workload, crate::host::online_cpus())
-                .map_err(|e| RunError::Setup(format!("--timeline: {e}")))?;
-            Some(tl)
-        }
-    };
-    let (wakeups_source, lost) = match &traced {
-        Ok((tc, src)) => (src.clone(), tc.lost),
-        Err(e) => (format!("unavailable: {e}"), 0),
-    };
-    Ok(RepetitionResult {
-        outcome,
-        counters,
-        sources: CounterSources {
-            switches: "getrusage(RUSAGE_THREAD) around the body".into(),
-            migrations: if all_proc && !spawned.is_empty() {
-                "/proc/<pid>/task/<tid>/sched after the run (since the task started); a spawned task's own /proc/thread-self/sched at its end".into()
-            } else if all_proc {
-                "/proc/<pid>/task/<tid>/sched after the run (since the task started)".into()
-            } else {
-                "unavailable".into()
-            },
-            wakeups: wakeups_source,
-        },
-        lost_events: lost,
-        observed,
-        locks: Vec::new(),
-        timeline,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use schedlab_workload::knobs::{Knobs, SchedPolicy};
     use schedlab_workload::plan::GroupPlan;
+    use schedlab_workload::presets::Outcome;
     use schedlab_workload::record::MetricDef;
     use schedlab_workload::{Context, Transport, WorkloadError};
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
 
     /// The writers of a TCP channel go without a lock only when the workload's volume fits
     /// the send buffers; pipes and UNIX sockets never take one.
@@ -1659,7 +567,11 @@ mod tests {
 #[cfg(test)]
 mod eagain_tests {
     use super::*;
+    use schedlab_workload::knobs::Knobs;
+    use schedlab_workload::presets::Outcome;
     use std::os::unix::process::CommandExt;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
 
     /// What the child is asked to do.
     const CHILD: &str = "SCHEDLAB_TEST_EAGAIN_MODE";

@@ -18,14 +18,10 @@
 //! the report is there; the supervisor collects them after the run and counts them in their
 //! groups, with the wakeups the trace saw for their thread ids.
 
-use crate::context::RealContext;
-use crate::knobs::apply_to_current_thread;
-use crate::procfs::{rusage_switches, snapshot_self, SnapshotSource};
+use crate::report::{comm, TaskReport};
 use crate::run_group::RunGroup;
-use crate::runner::TaskReport;
 use crate::sys;
 use schedlab_workload::knobs::Knobs;
-use schedlab_workload::Context as _;
 use schedlab_workload::{ChildExit, Plan, TaskRef, WorkloadError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -33,12 +29,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Runs the workload's body for a spawned task on the given context.
-pub type BodyRunner = dyn Fn(TaskRef, &RealContext) -> Result<(), WorkloadError> + Send + Sync;
-
-/// What a task needs to start others: the body, each group's knobs, names and places.
+/// What a task needs to start others: each group's knobs, names and spawn places, and where
+/// spawned tasks leave their reports.
 pub struct Spawner {
-    body: Box<BodyRunner>,
     knobs: Vec<Knobs>,
     names: Vec<&'static str>,
     /// Per group, (first spawn id, group's starting tasks, places).
@@ -60,7 +53,6 @@ impl Spawner {
     pub fn new(
         plan: &Plan,
         knobs: &[Knobs],
-        body: Box<BodyRunner>,
         report_dir: &Path,
     ) -> std::io::Result<Option<Spawner>> {
         if plan.total_spawn() == 0 {
@@ -77,7 +69,6 @@ impl Spawner {
                 || !plan.sync.is_empty()
                 || plan.transport == schedlab_workload::Transport::Tcp);
         Ok(Some(Spawner {
-            body,
             knobs: knobs.to_vec(),
             names: plan.groups.iter().map(|g| g.name).collect(),
             used: SharedCounters::new(plan.groups.len())?,
@@ -107,8 +98,24 @@ impl Spawner {
         self.reports.take()
     }
 
+    /// The knobs of group `group`'s tasks.
+    pub(crate) fn knobs(&self, group: usize) -> &Knobs {
+        &self.knobs[group]
+    }
+
+    /// The thread name (comm) of spawned task `task`.
+    pub(crate) fn comm(&self, task: TaskRef) -> String {
+        comm(self.names[task.group], task.index)
+    }
+
+    /// Leave a spawned task's report (see [`SpawnReports`]); `thread`: it ran as a thread of
+    /// this process.
+    pub(crate) fn leave_report(&self, report: TaskReport, thread: bool) -> std::io::Result<()> {
+        self.reports.leave(report, thread)
+    }
+
     /// Take group `group`'s next spawn place.
-    fn take_place(&self, group: usize) -> Result<TaskRef, WorkloadError> {
+    pub(crate) fn take_place(&self, group: usize) -> Result<TaskRef, WorkloadError> {
         let Some(&(first, tasks, places)) = self.places.get(group) else {
             return Err(WorkloadError::Backend(format!(
                 "spawn into group {group}: the plan has {} groups",
@@ -132,49 +139,30 @@ impl Spawner {
 
 /// Counters in a shared anonymous mapping (inherited by forked processes).
 struct SharedCounters {
-    ptr: *mut AtomicUsize,
-    len: usize,
+    words: sys::SharedAtomics<AtomicUsize>,
 }
-
-// SAFETY: the mapping holds atomics only and lives as long as the value.
-unsafe impl Send for SharedCounters {}
-// SAFETY: as above.
-unsafe impl Sync for SharedCounters {}
 
 impl SharedCounters {
     fn new(len: usize) -> std::io::Result<SharedCounters> {
-        let bytes = (len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
-        let ptr = crate::sys::shared_zeroed(bytes)?;
         Ok(SharedCounters {
-            ptr: ptr.cast(),
-            len,
+            words: sys::SharedAtomics::new(len)?,
         })
     }
 
+    fn len(&self) -> usize {
+        self.words.len()
+    }
+
     fn get(&self, i: usize) -> usize {
-        assert!(i < self.len);
-        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
-        unsafe { &*self.ptr.add(i) }.load(Ordering::SeqCst)
+        self.words[i].load(Ordering::SeqCst)
     }
 
     fn set(&self, i: usize, v: usize) {
-        assert!(i < self.len);
-        // SAFETY: as in `get`.
-        unsafe { &*self.ptr.add(i) }.store(v, Ordering::SeqCst)
+        self.words[i].store(v, Ordering::SeqCst)
     }
 
     fn take(&self, i: usize) -> usize {
-        assert!(i < self.len);
-        // SAFETY: i < len, inside the zeroed mapping; AtomicUsize has usize's layout.
-        unsafe { &*self.ptr.add(i) }.fetch_add(1, Ordering::SeqCst)
-    }
-}
-
-impl Drop for SharedCounters {
-    fn drop(&mut self) {
-        let bytes = (self.len.max(1) * std::mem::size_of::<AtomicUsize>()).next_multiple_of(4096);
-        // SAFETY: unmapping the mapping made in `new`.
-        unsafe { libc::munmap(self.ptr.cast(), bytes) };
+        self.words[i].fetch_add(1, Ordering::SeqCst)
     }
 }
 
@@ -221,7 +209,7 @@ impl SpawnReports {
                 report.id
             )));
         };
-        if (place + 1) * SLOT > self.slots.len {
+        if (place + 1) * SLOT > self.slots.len() {
             return Err(std::io::Error::other(format!(
                 "task {} is no spawn place",
                 report.id
@@ -277,7 +265,7 @@ impl SpawnReports {
             samples.insert(id, recorded);
         }
         let mut out = Vec::new();
-        for place in 0..self.slots.len / SLOT {
+        for place in 0..self.slots.len() / SLOT {
             let word = |k: usize| self.slots.get(place * SLOT + k);
             if word(0) == 0 {
                 continue;
@@ -302,38 +290,6 @@ impl SpawnReports {
         }
         Ok(out)
     }
-}
-
-/// Run a spawned task's body on `ctx`, measured as the runner measures a starting task; the
-/// result and the report (without the error, which the parent learns from its wait).
-fn run_measured(
-    spawner: &Spawner,
-    task: TaskRef,
-    ctx: &RealContext,
-) -> (Result<(), WorkloadError>, TaskReport) {
-    let (vol0, invol0) = rusage_switches();
-    let cpu0 = sys::thread_cpu_ns();
-    let result = (spawner.body)(task, ctx);
-    let cpu_ns = sys::thread_cpu_ns() - cpu0;
-    let (vol1, invol1) = rusage_switches();
-    let finished_ns = sys::monotonic_ns().saturating_sub(ctx.epoch_ns());
-    let migrations = match snapshot_self() {
-        (s, SnapshotSource::ProcSched) => s.migrations,
-        (_, SnapshotSource::Rusage) => None,
-    };
-    let report = TaskReport {
-        id: task.id,
-        pid: std::process::id() as i32,
-        tid: sys::gettid(),
-        error: None,
-        samples: ctx.take_samples(),
-        cpu_ns,
-        finished_ns,
-        voluntary: vol1.saturating_sub(vol0),
-        involuntary: invol1.saturating_sub(invol0),
-        migrations,
-    };
-    (result, report)
 }
 
 /// A task a task spawned and has not waited for yet.
@@ -416,10 +372,7 @@ impl Children {
             })
             .collect();
         loop {
-            // SAFETY: polling our own descriptors.
-            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if r < 0 {
-                let e = std::io::Error::last_os_error();
+            if let Err(e) = sys::poll(&mut fds, -1) {
                 if e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
@@ -449,16 +402,7 @@ impl Drop for Children {
                     if kill {
                         // Through its pidfd: if the run's end already reaped it, its pid may
                         // name another process by now.
-                        // SAFETY: signalling our own child through its pidfd.
-                        unsafe {
-                            libc::syscall(
-                                libc::SYS_pidfd_send_signal,
-                                pidfd,
-                                libc::SIGKILL,
-                                std::ptr::null::<libc::siginfo_t>(),
-                                0,
-                            )
-                        };
+                        let _ = sys::pidfd_kill(pidfd, libc::SIGKILL);
                     }
                     let _ = reap(pid, pidfd);
                 }
@@ -474,22 +418,7 @@ impl Drop for Children {
 /// status 0.
 fn reap(pid: i32, pidfd: i32) -> Result<Duration, String> {
     sys::close(pidfd);
-    let mut status = 0;
-    // SAFETY: zeroed rusage is valid; wait4 fills it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    loop {
-        // SAFETY: plain wait4 on our child.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if r == pid {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() != Some(libc::EINTR) {
-            return Err(format!("waiting for process {pid}: {e}"));
-        }
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    let cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    let (status, cpu) = sys::wait4(pid).map_err(|e| format!("waiting for process {pid}: {e}"))?;
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(cpu)
     } else if libc::WIFEXITED(status) {
@@ -505,56 +434,40 @@ fn reap(pid: i32, pidfd: i32) -> Result<Duration, String> {
     }
 }
 
-impl RealContext {
-    /// `spawn` on the real kernel (see the module comment).
-    pub(crate) fn spawn_task(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
-        let Some(spawner) = self.spawner() else {
-            return Err(WorkloadError::Backend(
-                "the workload's plan gives no group spawn places".into(),
-            ));
-        };
-        if self.stop_requested() {
-            return Err(WorkloadError::Stopped);
-        }
-        let task = spawner.take_place(group)?;
-        let name = format!(
-            "{}{}{}",
-            crate::runner::COMM_PREFIX,
-            spawner.names[group],
-            task.index
-        );
-        if spawner.threads {
-            let spawner = spawner.clone();
-            let ended = self.children().ended_tx.clone();
-            let shared = self.shared();
-            let epoch = self.epoch_ns();
-            let thread_name = name.clone();
-            let handle = std::thread::Builder::new()
-                .name(name.clone())
-                .spawn(move || {
-                    sys::set_thread_name(&thread_name);
-                    if let Err(e) = apply_to_current_thread(&spawner.knobs[group]) {
-                        let _ = ended.send((task.id, Err(e.to_string())));
-                        return Err(e.to_string());
-                    }
-                    let ctx =
-                        RealContext::new(shared, task.id, epoch).with_spawner(spawner.clone(), arg);
-                    let (result, report) = run_measured(&spawner, task, &ctx);
-                    let cpu = Duration::from_nanos(report.cpu_ns);
-                    drop(ctx);
-                    if let Err(e) = spawner.reports.leave(report, true) {
-                        let e = format!("leaving its report: {e}");
-                        let _ = ended.send((task.id, Err(e.clone())));
-                        return Err(e);
-                    }
-                    let result = result.map(|()| cpu).map_err(|e| e.to_string());
-                    let _ = ended.send((task.id, result.clone()));
-                    result
-                })
-                .map_err(|e| WorkloadError::Backend(format!("spawning {name}: {e}")))?;
-            self.children().list.push(Child::Thread { task, handle });
-            return Ok(task);
-        }
+impl Children {
+    /// Start `life` on a new thread named `name` (its comm too) as child task `task`; what it
+    /// returns is what waiting for it gives.
+    pub(crate) fn start_thread(
+        &mut self,
+        task: TaskRef,
+        name: &str,
+        life: impl FnOnce() -> Result<Duration, String> + Send + 'static,
+    ) -> Result<(), WorkloadError> {
+        let ended = self.ended_tx.clone();
+        let thread_name = name.to_string();
+        let handle = std::thread::Builder::new()
+            .name(name.to_string())
+            .spawn(move || {
+                sys::set_thread_name(&thread_name);
+                let result = life();
+                let _ = ended.send((task.id, result.clone()));
+                result
+            })
+            .map_err(|e| WorkloadError::Backend(format!("spawning {name}: {e}")))?;
+        self.list.push(Child::Thread { task, handle });
+        Ok(())
+    }
+
+    /// Fork a process named `name` as child task `task`: it dies with this process, joins
+    /// `group` (and leaves at once if the run is ending), runs `life` and exits with the code it
+    /// returns, running no destructor of this process.
+    pub(crate) fn start_process(
+        &mut self,
+        task: TaskRef,
+        name: &str,
+        group: Option<&RunGroup>,
+        life: impl FnOnce() -> i32,
+    ) -> Result<(), WorkloadError> {
         let parent = std::process::id() as i32;
         // SAFETY: the child runs only the body and leaves with _exit. When this process has
         // other threads, no lock the body needs can be held by them (the spawner hosts children
@@ -568,64 +481,62 @@ impl RealContext {
             )));
         }
         if pid == 0 {
-            // SAFETY: prctl and getppid on ourselves.
-            unsafe {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
-                if libc::getppid() != parent {
-                    libc::_exit(1);
-                }
-            }
-            if spawner.group.as_ref().is_some_and(|g| !g.join_self()) {
+            sys::die_with_parent(parent, libc::SIGKILL);
+            if group.is_some_and(|g| !g.join_self()) {
                 // The run is ending: this task would outlive it.
-                // SAFETY: leaving at once.
-                unsafe { libc::_exit(3) };
+                sys::exit_now(3);
             }
-            let code = run_child(spawner, self, task, arg, &name);
-            // SAFETY: leave without running this process's destructors or atexit handlers.
-            unsafe { libc::_exit(code) };
+            sys::set_thread_name(name);
+            // Without running this process's destructors or atexit handlers.
+            sys::exit_now(life());
         }
-        if let Some(g) = &spawner.group {
+        if let Some(g) = group {
             g.join_child(pid);
         }
-        // SAFETY: pidfd_open on our own child, which cannot be reaped before we wait for it.
-        let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
-        if pidfd < 0 {
-            let e = std::io::Error::last_os_error();
-            // SAFETY: ending and reaping the child just forked.
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            let _ = reap(pid, -1);
-            return Err(WorkloadError::Backend(format!(
-                "pidfd_open for {name}: {e} (Linux 5.3 or later is needed to spawn processes)"
-            )));
-        }
-        self.children()
-            .list
-            .push(Child::Process { task, pid, pidfd });
-        Ok(task)
+        // Our own child, which cannot be reaped before we wait for it.
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) => {
+                // Ending and reaping the child just forked.
+                let _ = sys::kill(pid, libc::SIGKILL);
+                let _ = reap(pid, -1);
+                return Err(WorkloadError::Backend(format!(
+                    "pidfd_open for {name}: {e} (Linux 5.3 or later is needed to spawn processes)"
+                )));
+            }
+        };
+        self.list.push(Child::Process { task, pid, pidfd });
+        Ok(())
     }
 
-    /// `wait` on the real kernel.
-    pub(crate) fn wait_task(&self, child: Option<TaskRef>) -> Result<ChildExit, WorkloadError> {
-        let found = {
-            let mut children = self.children();
-            let id = match child {
-                Some(c) => Some(c.id),
-                None if children.list.is_empty() => None,
-                None => Some(children.next_ended().map_err(WorkloadError::Backend)?),
-            };
-            id.and_then(|id| children.remove(id))
+    /// Take child `child` off the list (`None`: the first to end, blocking until one has).
+    pub(crate) fn take(&mut self, child: Option<TaskRef>) -> Result<Ended, WorkloadError> {
+        let id = match child {
+            Some(c) => Some(c.id),
+            None if self.list.is_empty() => None,
+            None => Some(self.next_ended().map_err(WorkloadError::Backend)?),
         };
-        let Some(found) = found else {
-            return Err(WorkloadError::Backend(match child {
+        match id.and_then(|id| self.remove(id)) {
+            Some(found) => Ok(Ended(found)),
+            None => Err(WorkloadError::Backend(match child {
                 Some(c) => format!("task {} is not a child of this task left to wait for", c.id),
                 None => "this task has no child left to wait for".into(),
-            }));
-        };
-        let task = found.task();
+            })),
+        }
+    }
+}
+
+/// A child taken off its parent's list, to be reaped or joined.
+pub(crate) struct Ended(Child);
+
+impl Ended {
+    /// `wait` on the real kernel: reap or join the child; its task and CPU time.
+    pub(crate) fn wait(self) -> Result<ChildExit, WorkloadError> {
+        let task = self.0.task();
         let what = |e: String| {
             WorkloadError::Backend(format!("spawned task {} ({}): {e}", task.index, task.group))
         };
-        let cpu = match found {
+        let cpu = match self.0 {
             Child::Process { pid, pidfd, .. } => reap(pid, pidfd).map_err(what)?,
             Child::Thread { handle, .. } => match handle.join() {
                 Ok(r) => r.map_err(what)?,
@@ -634,42 +545,4 @@ impl RealContext {
         };
         Ok(ChildExit { task, cpu })
     }
-}
-
-/// The life of a forked child: its name and knobs, the body, its own children; the exit code.
-fn run_child(
-    spawner: &Arc<Spawner>,
-    parent: &RealContext,
-    task: TaskRef,
-    arg: u64,
-    name: &str,
-) -> i32 {
-    sys::set_thread_name(name);
-    if let Err(e) = apply_to_current_thread(&spawner.knobs[task.group]) {
-        write_stderr(&format!("schedlab: {name}: {e}\n"));
-        return 2;
-    }
-    let ctx = RealContext::new(parent.shared(), task.id, parent.epoch_ns())
-        .with_spawner(spawner.clone(), arg);
-    let (result, report) = run_measured(spawner, task, &ctx);
-    drop(ctx);
-    if let Err(e) = spawner.reports.leave(report, false) {
-        write_stderr(&format!("schedlab: {name}: leaving its report: {e}\n"));
-        return 1;
-    }
-    match result {
-        Ok(()) => 0,
-        Err(WorkloadError::Stopped) => 3,
-        Err(e) => {
-            write_stderr(&format!("schedlab: {name}: {e}\n"));
-            1
-        }
-    }
-}
-
-/// Write to stderr without Rust's stderr lock (another thread of the parent may have held it
-/// at the fork).
-fn write_stderr(s: &str) {
-    // SAFETY: writing our own buffer to fd 2.
-    unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
 }

@@ -271,9 +271,8 @@ pub fn ended_within(pidfd: i32, wait: std::time::Duration) -> bool {
 }
 
 /// A fresh anonymous shared mapping of `bytes` (rounded up to pages by the kernel), zeroed,
-/// readable and writable: memory a process shares with the children it forks. Unmap with
-/// `libc::munmap(ptr, bytes)`.
-pub fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
+/// readable and writable: memory a process shares with the children it forks.
+fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
     // SAFETY: a new mapping at an address the kernel picks; no existing memory is touched.
     let ptr = unsafe {
         libc::mmap(
@@ -291,6 +290,63 @@ pub fn shared_zeroed(bytes: usize) -> io::Result<*mut libc::c_void> {
     Ok(ptr)
 }
 
+/// Atomic types whose all-zero bytes are a valid value (so that a zeroed mapping holds them).
+pub trait ZeroIsValid: Sync + private::Sealed {}
+impl ZeroIsValid for std::sync::atomic::AtomicBool {}
+impl ZeroIsValid for std::sync::atomic::AtomicU64 {}
+impl ZeroIsValid for std::sync::atomic::AtomicUsize {}
+
+mod private {
+    /// Only the atomics listed above are [`super::ZeroIsValid`].
+    pub trait Sealed {}
+    impl Sealed for std::sync::atomic::AtomicBool {}
+    impl Sealed for std::sync::atomic::AtomicU64 {}
+    impl Sealed for std::sync::atomic::AtomicUsize {}
+}
+
+/// `len` atomics, zero at first, in a fresh anonymous shared mapping (whole pages): the memory
+/// this process shares with the children it forks, which inherit the mapping. Unmapped on drop.
+pub struct SharedAtomics<A: ZeroIsValid> {
+    ptr: std::ptr::NonNull<A>,
+    len: usize,
+    bytes: usize,
+}
+
+// SAFETY: the mapping belongs to the value and holds atomics only, which are Sync.
+unsafe impl<A: ZeroIsValid> Send for SharedAtomics<A> {}
+// SAFETY: as above: every access goes through the atomics.
+unsafe impl<A: ZeroIsValid> Sync for SharedAtomics<A> {}
+
+impl<A: ZeroIsValid> SharedAtomics<A> {
+    /// `len` zeroed atomics (at least one page of them).
+    pub fn new(len: usize) -> io::Result<SharedAtomics<A>> {
+        let bytes = (len.max(1) * std::mem::size_of::<A>()).next_multiple_of(4096);
+        let ptr = shared_zeroed(bytes)?;
+        Ok(SharedAtomics {
+            ptr: std::ptr::NonNull::new(ptr.cast()).expect("mmap does not return null"),
+            len,
+            bytes,
+        })
+    }
+}
+
+impl<A: ZeroIsValid> std::ops::Deref for SharedAtomics<A> {
+    type Target = [A];
+
+    fn deref(&self) -> &[A] {
+        // SAFETY: the mapping is page-aligned, at least `len` atomics long, zeroed (a valid
+        // value of each, `ZeroIsValid`) and lives as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<A: ZeroIsValid> Drop for SharedAtomics<A> {
+    fn drop(&mut self) {
+        // SAFETY: unmapping the mapping made in `new`; no reference into it outlives `self`.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.bytes) };
+    }
+}
+
 /// A pipe as (read end, write end), close-on-exec.
 pub fn pipe() -> io::Result<(i32, i32)> {
     let mut fds = [0i32; 2];
@@ -305,4 +361,217 @@ pub fn pipe() -> io::Result<(i32, i32)> {
 pub fn close(fd: i32) {
     // SAFETY: closing an fd we own.
     unsafe { libc::close(fd) };
+}
+
+/// Start `command` in a process group of its own (so that it and everything it starts can be
+/// signalled together) that gets SIGTERM when this process dies (PR_SET_PDEATHSIG; and exits at
+/// once if we already died between fork and exec).
+pub fn own_group_ending_with_us(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        command.pre_exec(move || {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong);
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Send signal `sig` to process `pid` (a negative `pid`: to process group `-pid`).
+pub fn kill(pid: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+    if unsafe { libc::kill(pid, sig) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// A pidfd of our child `pid` (pidfd_open(2), Linux 5.3 or later): readable once it has ended.
+pub fn pidfd_open(pid: i32) -> io::Result<i32> {
+    // SAFETY: pidfd_open takes plain integers and returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
+/// Send signal `sig` to the process behind `pidfd` (pidfd_send_signal(2)): unlike a pid, a
+/// pidfd cannot name another process once ours is reaped.
+pub fn pidfd_kill(pidfd: i32, sig: i32) -> io::Result<()> {
+    // SAFETY: no siginfo is passed (null), the rest are plain integers.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd,
+            sig,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Reap our child `pid` (waitpid(2) with `flags`), resuming after signals: its wait status.
+pub fn waitpid(pid: i32, flags: i32) -> io::Result<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is a valid int to fill.
+        let r = unsafe { libc::waitpid(pid, &mut status, flags) };
+        if r == pid || (pid < 0 && r > 0) {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// Reap our child `pid` (wait4(2)), resuming after signals: its wait status and CPU time (its
+/// own and that of the descendants it waited for).
+pub fn wait4(pid: i32) -> io::Result<(i32, std::time::Duration)> {
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: `status` and `usage` are valid out-parameters.
+        if unsafe { libc::wait4(pid, &mut status, 0, &mut usage) } == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Ok((status, tv(usage.ru_utime) + tv(usage.ru_stime)))
+}
+
+/// The calling thread's resource usage (getrusage(RUSAGE_THREAD)).
+pub fn thread_rusage() -> libc::rusage {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer to fill.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of /proc's CPU times); at least 1.
+pub fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
+}
+
+/// Make a sleep of the calling thread end when asked rather than up to 50 µs later (its timer
+/// slack, PR_SET_TIMERSLACK), `ns` at the least.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: plain prctl on the calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
+}
+
+/// Give up the CPU (sched_yield(2)).
+pub fn sched_yield() {
+    // SAFETY: sched_yield has no arguments.
+    unsafe { libc::sched_yield() };
+}
+
+/// In a child just forked from process `parent`: get `sig` when the parent dies
+/// (PR_SET_PDEATHSIG), and leave at once if it already has.
+pub fn die_with_parent(parent: i32, sig: i32) {
+    // SAFETY: prctl and getppid on ourselves.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong);
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// Leave the process at once with `code`, running no destructor or atexit handler (a forked
+/// child must not run its parent's).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit ends the process; nothing after it runs.
+    unsafe { libc::_exit(code) }
+}
+
+/// Wait until one of `fds` has an event, at most `timeout_ms` (-1: forever); how many have one
+/// (0: timeout), or the error (EINTR included: the caller decides whether to wait again).
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> io::Result<usize> {
+    // SAFETY: `fds` is a valid array of pollfds of its length.
+    let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(r as usize)
+}
+
+/// Write `s` to standard error in one write(2), without Rust's stderr lock (another thread may
+/// have held it when this process was forked).
+pub fn write_stderr(s: &str) {
+    // SAFETY: writing our own buffer to fd 2.
+    unsafe { libc::write(2, s.as_ptr().cast(), s.len()) };
+}
+
+/// The parent's process id, through libc's getppid(2) (the calibration's cheapest system call:
+/// it must stay the same call whatever this module uses elsewhere).
+pub fn getppid() -> i32 {
+    // SAFETY: getppid has no arguments and cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// Put process `pid` (0: the caller) in process group `pgid` (setpgid(2); async-signal-safe).
+pub fn setpgid(pid: i32, pgid: i32) -> io::Result<()> {
+    // SAFETY: setpgid takes plain integers and touches no memory of ours.
+    if unsafe { libc::setpgid(pid, pgid) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Whether this process is a child subreaper (PR_GET_CHILD_SUBREAPER).
+pub fn child_subreaper() -> io::Result<bool> {
+    let mut was: libc::c_int = 0;
+    // SAFETY: `was` is a valid int for the kernel to fill.
+    if unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(was != 0)
+}
+
+/// Make this process a child subreaper or not (PR_SET_CHILD_SUBREAPER): orphans of its
+/// descendants are re-parented to it.
+pub fn set_child_subreaper(on: bool) -> io::Result<()> {
+    // SAFETY: plain prctl on this process.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, libc::c_ulong::from(on)) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How our child `pid` ended, if it has, without reaping it (waitid(2) with `WNOWAIT`), as
+/// (`si_code`, status or signal): its pid keeps naming it until it is reaped.
+pub fn ended_unreaped(pid: i32) -> Option<(i32, i32)> {
+    // SAFETY: an all-zero siginfo_t is valid; waitid only writes into it.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a valid out-pointer.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: waitid filled in a child's fields (si_pid stays 0 while the child lives).
+    let (found, status) = unsafe { (info.si_pid(), info.si_status()) };
+    (r == 0 && found == pid).then_some((info.si_code, status))
 }

@@ -5,7 +5,8 @@
 //! without root, BTF or tracefs.
 
 use schedlab_real::bpf::BpfWakeups;
-use schedlab_real::runner::{run_repetition, RepetitionSetup, COMM_PREFIX};
+use schedlab_real::report::COMM_PREFIX;
+use schedlab_real::runner::{run_repetition, RepetitionSetup};
 use schedlab_real::trace::{SchedTrace, TraceCounts};
 use schedlab_real::wakeups::WakeupCounter;
 use schedlab_workload::knobs::Knobs;

@@ -251,7 +251,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
             mode,
         };
         let mut trace = match schedlab_real::trace::SchedTrace::open(
-            schedlab_real::runner::COMM_PREFIX,
+            schedlab_real::report::COMM_PREFIX,
             1024,
         ) {
             Ok(t) => Some(schedlab_real::wakeups::WakeupCounter::Tracefs(t)),

@@ -3,7 +3,7 @@
 use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::machine::{machine_info, probe_knobs};
 use schedlab_real::procfs::snapshot_self;
-use schedlab_real::runner::COMM_PREFIX;
+use schedlab_real::report::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
 use schedlab_workload::presets::{self, Preset, PresetVisitor, PRESET_NAMES};
