@@ -217,8 +217,11 @@ fn pingpong_wakeups_match_round_trips_and_sleeps_when_traceable() {
         let c = counters(&rec, 0, 0, side);
         let wakeups = c.wakeups.expect("wakeups counted");
         let vol = c.voluntary_switches.expect("voluntary switches counted");
+        // A wakeup that comes after its task set itself asleep but before it switched out
+        // (try_to_wake_up's ttwu_runnable path) counts without a voluntary switch: a few in
+        // 3,000 round trips (seen: 3).
         assert!(
-            wakeups.abs_diff(vol + 1) <= 2,
+            wakeups.abs_diff(vol + 1) <= 6,
             "{side}: {wakeups} wakeups vs {vol} voluntary switches ({source})"
         );
         assert!(c.wakeup_preemptions.expect("preemptions counted") <= wakeups);
