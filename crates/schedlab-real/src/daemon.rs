@@ -191,17 +191,11 @@ impl RunningDaemon {
         // Reaped with waitpid by RunningDaemon::stop, not through std's handle.
         drop(child);
         // Our own child, not yet reaped.
-        let pidfd = match sys::pidfd_open(pid) {
-            Ok(fd) => fd,
-            Err(e) => {
-                // Ending our own child's group, then reaping it.
-                let _ = sys::kill(-pid, libc::SIGKILL);
-                reap(pid);
-                return Err(err(format!(
-                    "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
-                )));
-            }
-        };
+        let pidfd = sys::pidfd_of_child(pid).map_err(|e| {
+            err(format!(
+                "pidfd_open for {name} (Linux 5.3 or later is needed): {e}"
+            ))
+        })?;
         let running = RunningDaemon {
             name: name.clone(),
             pid,

@@ -93,15 +93,8 @@ pub(crate) fn run(
     // The child is reaped with wait4 below (for its rusage), not through std's handle.
     drop(child);
     // Our own child, not yet reaped.
-    let pidfd = match sys::pidfd_open(pid) {
-        Ok(fd) => fd,
-        Err(e) => {
-            // Ending our own child's group, then reaping it.
-            let _ = sys::kill(-pid, libc::SIGKILL);
-            let _ = sys::wait4(pid);
-            return Err(err("pidfd_open (Linux 5.3 or later is needed)", e));
-        }
-    };
+    let pidfd = sys::pidfd_of_child(pid)
+        .map_err(|e| err("pidfd_open (Linux 5.3 or later is needed)", e))?;
     let mut stopped = false;
     let mut term_at = None;
     while !sys::ended_within(pidfd, STOP_CHECK) {

@@ -420,6 +420,16 @@ pub fn pidfd_kill(pidfd: i32, sig: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// A pidfd for `pid`, our own child (started with [`own_group_ending_with_us`]) not yet reaped;
+/// if none can be opened, the child's group is ended and the child reaped before the error is
+/// returned, so that nothing is left running.
+pub fn pidfd_of_child(pid: i32) -> io::Result<i32> {
+    pidfd_open(pid).inspect_err(|_| {
+        let _ = kill(-pid, libc::SIGKILL);
+        let _ = waitpid(pid, 0);
+    })
+}
+
 /// Reap our child `pid` (waitpid(2) with `flags`), resuming after signals: its wait status.
 pub fn waitpid(pid: i32, flags: i32) -> io::Result<i32> {
     let mut status = 0;
