@@ -31,8 +31,8 @@ const TREE_NODES: usize = 2 * MAX_SLOTS;
 /// select — `if`, `min`, masks, `std::hint::select_unpredictable`, on the whole key or its
 /// halves — into that jump (its x86 cmov-conversion pass does, for a select on a loop-carried
 /// chain), so on x86-64 it is two conditional moves written out. With them: the engine
-/// 1.07–1.13x, the yield storm on 1,024 CPUs × 2,048 threads 1.30x (alternating timings,
-/// docs/performance.md).
+/// 1.07–1.13x, the yield storm on 1,024 CPUs × 2,048 threads 1.30x (alternating timings, in
+/// the message of the commit that wrote them out).
 #[inline(always)]
 #[allow(unsafe_code)]
 fn lesser(a: u128, b: u128) -> u128 {
