@@ -16,7 +16,7 @@
  *   current task of that run queue (rq->curr, found through p->se.cfs_rq->rq, which needs
  *   CONFIG_FAIR_GROUP_SCHED) carries the verdict in its thread flags: TIF_NEED_RESCHED set means
  *   it will be preempted at its next preemption point, TIF_NEED_RESCHED_LAZY (preempt=lazy
- *   kernels) at the next tick. An idle current task is counted apart: waking an idle CPU
+ *   kernels) at the next tick. An idle current task is not a preemption: waking an idle CPU
  *   preempts nobody. A task an earlier wakeup already told (same task, no switch on that run
  *   queue since) is not credited again.
  *
@@ -71,8 +71,6 @@ struct counts {
 	__u64 preempt;         /* ...that set TIF_NEED_RESCHED on a busy CPU's current task */
 	__u64 preempt_lazy;    /* ...that set only TIF_NEED_RESCHED_LAZY */
 	__u64 preempt_waker;   /* of preempt and preempt_lazy, those on the waker's own CPU */
-	__u64 idle;            /* ...whose CPU ran its idle task */
-	__u64 pending;         /* ...whose CPU's task an earlier wakeup had told already */
 };
 
 struct {
@@ -192,10 +190,8 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	struct task_struct *curr = rq->curr;
 	if (!curr || curr == p)
 		return 0;
-	if (curr->pid == 0) {
-		c->idle++;
-		return 0;
-	}
+	if (curr->pid == 0)
+		return 0; /* an idle CPU: nobody to preempt */
 	unsigned long flags = curr->thread_info.flags;
 	if (!(flags & (need_resched_mask | lazy_mask)))
 		return 0;
@@ -203,10 +199,8 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 	__u64 switches = rq->nr_switches;
 	struct told *told = bpf_map_lookup_elem(&TOLD, &cpu);
 	if (told) {
-		if (told->curr == (__u64)curr && told->nr_switches == switches) {
-			c->pending++;
-			return 0;
-		}
+		if (told->curr == (__u64)curr && told->nr_switches == switches)
+			return 0; /* told already by an earlier wakeup */
 		told->curr = (__u64)curr;
 		told->nr_switches = switches;
 	}

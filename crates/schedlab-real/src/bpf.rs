@@ -85,11 +85,9 @@ struct TaskCounts {
     preempt: u64,
     preempt_lazy: u64,
     preempt_waker: u64,
-    idle: u64,
-    pending: u64,
 }
 
-// SAFETY: plain old data of integers, no padding (6 × 8 bytes), any bit pattern valid.
+// SAFETY: plain old data of integers, no padding (4 × 8 bytes), any bit pattern valid.
 unsafe impl Pod for TaskCounts {}
 
 /// The thread-flag masks `(TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY)` of an x86-64 kernel of
@@ -278,8 +276,6 @@ impl BpfWakeups {
                         preempt: a.preempt + c.preempt,
                         preempt_lazy: a.preempt_lazy + c.preempt_lazy,
                         preempt_waker: a.preempt_waker + c.preempt_waker,
-                        idle: a.idle + c.idle,
-                        pending: a.pending + c.pending,
                     }),
                 Err(aya::maps::MapError::KeyNotFound) => TaskCounts::default(),
                 Err(e) => {

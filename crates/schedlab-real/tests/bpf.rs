@@ -5,6 +5,7 @@
 //! without root, BTF or tracefs.
 
 use schedlab_real::bpf::BpfWakeups;
+use schedlab_real::procfs::competing_runnable;
 use schedlab_real::report::COMM_PREFIX;
 use schedlab_real::runner::{run_repetition, RepetitionSetup};
 use schedlab_real::trace::{SchedTrace, TraceCounts};
@@ -88,11 +89,22 @@ fn bpf_counts_agree_with_the_tracefs_replay() {
             transport: Transport::Pipe,
             mode,
         };
+        let others_before = competing_runnable().unwrap_or(0);
         let (b, t) = compare(w, &mut counter);
+        let others = others_before.max(competing_runnable().unwrap_or(0));
         eprintln!("pingpong {mode:?}: bpf {b:?} tracefs {t:?}");
         assert_eq!(b.0, t.0, "pingpong {mode:?}: wakeups must be the same");
         assert!(b.0 > 0 && b.0 <= 40_000, "pingpong {mode:?}: {b:?}");
-        // Each wakeup that preempts hands the CPU straight to the wakee: both see the same.
+        // On an otherwise idle machine each wakeup that preempts hands the CPU straight to the
+        // wakee, so both see the same. Another runnable task (a build beside the test) may run
+        // before the wakee: a decision in the kernel without a preempting switch to the wakee,
+        // and the two part (measured: 13,461 against 4,656 at load 12).
+        if others > 0 {
+            eprintln!(
+                "skipped: pingpong {mode:?}: the preemption agreement ({others} other tasks runnable; it needs an idle machine)"
+            );
+            continue;
+        }
         assert!(
             percent_apart(b.1, t.1) < 2.0,
             "pingpong {mode:?}: wakeup preemptions bpf {} vs tracefs {}",
