@@ -1325,13 +1325,7 @@ impl<'a> Compiler<'a> {
 
     /// The id of timer `name`, declared at its first use.
     fn timer_id(&mut self, name: &str) -> usize {
-        if let Some(&t) = self.timer_index.get(name) {
-            return t;
-        }
-        let n = intern(name);
-        self.timers.push(n);
-        self.timer_index.insert(n, self.timers.len() - 1);
-        self.timers.len() - 1
+        name_id(&mut self.timers, &mut self.timer_index, name)
     }
 
     /// A `count` step: metric `name` (declared at its first use) grows `by`.
@@ -1352,14 +1346,23 @@ impl<'a> Compiler<'a> {
 
     /// The id of count `name`, declared at its first use.
     fn count_id(&mut self, name: &str) -> usize {
-        if let Some(&t) = self.count_index.get(name) {
-            return t;
-        }
-        let n = intern(name);
-        self.counts.push(n);
-        self.count_index.insert(n, self.counts.len() - 1);
-        self.counts.len() - 1
+        name_id(&mut self.counts, &mut self.count_index, name)
     }
+}
+
+/// The place of `name` in `names` (indexed by `index`), appended at its first use.
+fn name_id(
+    names: &mut Vec<&'static str>,
+    index: &mut HashMap<&'static str, usize>,
+    name: &str,
+) -> usize {
+    if let Some(&i) = index.get(name) {
+        return i;
+    }
+    let n = intern(name);
+    names.push(n);
+    index.insert(n, names.len() - 1);
+    names.len() - 1
 }
 
 fn table(kind: Kind) -> &'static str {
