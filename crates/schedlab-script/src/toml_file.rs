@@ -1343,7 +1343,7 @@ impl<'t> Reader<'t> {
                     t.need("every", "every = DURATION, the period")?,
                     false,
                 )?,
-                deadline: self.opt_expr(&t, "deadline", false)?,
+                deadline: self.opt_expr(t, "deadline", false)?,
             },
             "send" | "recv" => {
                 let channel = reference(verb)?;
