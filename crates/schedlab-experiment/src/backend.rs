@@ -2,7 +2,6 @@
 //! kernel and the simulator implement it; tests use a mock (as hyperfine's `Executor` and
 //! `MockExecutor`), so the loop, `--until` and sweep interleaving are tested exactly and fast.
 
-use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::vary::MachineKey;
 use schedlab_workload::knobs::Knobs;
@@ -15,6 +14,20 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// One configuration to measure.
+#[derive(Clone, Debug)]
+pub struct Config<W, M> {
+    /// The workload with its parameters.
+    pub workload: W,
+    /// Knobs per plan group.
+    pub knobs: Vec<Knobs>,
+    /// Row label naming what distinguishes it (`threads=16 server.nice=19`); empty for a lone
+    /// configuration.
+    pub label: String,
+    /// The machine it runs on.
+    pub machine: M,
+}
 
 /// Where configurations run. `Machine` is what may differ between the configurations of one
 /// run (the simulated policy, CPU count and cost profile; nothing on the real kernel).

@@ -2,7 +2,9 @@
 //! declared setters, the groups' knobs, the workload's own group defaults, each variation through
 //! its owner's setter, and the backend's checks — all before anything runs.
 
+// Defined beside the trait that runs it, so that the trait needs nothing of the builder.
 use crate::backend::Backend;
+pub use crate::backend::Config;
 use crate::error::ExperimentError;
 use crate::vary::{
     check_sweep_size, combination_count, combination_label, cross_product, parse_variations,
@@ -80,20 +82,6 @@ pub struct SimRequest {
     pub seed: Option<u64>,
     /// CPUs the machine's kernel threads may run on, as a CPU list [default: all].
     pub kernel_cpus: Option<String>,
-}
-
-/// One configuration to measure.
-#[derive(Clone, Debug)]
-pub struct Config<W, M> {
-    /// The workload with its parameters.
-    pub workload: W,
-    /// Knobs per plan group.
-    pub knobs: Vec<Knobs>,
-    /// Row label naming what distinguishes it (`threads=16 server.nice=19`); empty for a lone
-    /// configuration.
-    pub label: String,
-    /// The machine it runs on.
-    pub machine: M,
 }
 
 /// Every configuration of a run or a sweep, checked.

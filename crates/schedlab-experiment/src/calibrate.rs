@@ -211,6 +211,16 @@ struct Estimate {
     method: String,
 }
 
+/// Why a key cannot be derived: a probe it needs did not run, or failed.
+#[derive(Debug, thiserror::Error)]
+#[error("needs {} ({why})", probe.describe())]
+struct MissingProbe<'a> {
+    /// The probe.
+    probe: Probe,
+    /// Why it has no result (`not run`, or its error).
+    why: &'a str,
+}
+
 /// The profile file being built from the probes' results.
 struct Builder<'a> {
     file: ProfileFile,
@@ -220,10 +230,10 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     /// Evaluate `d` (clamped at 0, saying so), or say which probe it lacks and why.
-    fn estimate(&self, d: &Derived) -> Result<Estimate, String> {
-        if let Some(&(_, p)) = d.terms.iter().find(|(_, p)| !self.r.contains_key(p)) {
-            let why = self.failed.get(&p).map_or("not run", String::as_str);
-            return Err(format!("needs {} ({why})", p.describe()));
+    fn estimate(&self, d: &Derived) -> Result<Estimate, MissingProbe<'_>> {
+        if let Some(&(_, probe)) = d.terms.iter().find(|(_, p)| !self.r.contains_key(p)) {
+            let why = self.failed.get(&probe).map_or("not run", String::as_str);
+            return Err(MissingProbe { probe, why });
         }
         let r = self.r;
         let raw = d.terms.iter().map(|(c, p)| c * r[p].mean).sum::<f64>() + d.constant;
@@ -291,7 +301,8 @@ impl Builder<'_> {
                 self.set(key, e);
                 Some(v)
             }
-            Err(why) => {
+            Err(missing) => {
+                let why = missing.to_string();
                 self.keep(key, why);
                 None
             }
@@ -318,7 +329,8 @@ impl Builder<'_> {
                 );
                 e.value * share
             })),
-            Err(why) => {
+            Err(missing) => {
+                let why = missing.to_string();
                 for (key, _) in keys {
                     self.keep(key, why.clone());
                 }
@@ -564,7 +576,10 @@ fn derive_net_ack(b: &mut Builder<'_>, net_msg: Option<f64>) {
             "net_ack",
             "net_msg, of which it is a part, was not measured",
         ),
-        (Err(why), _) => b.keep("net_ack", why),
+        (Err(missing), _) => {
+            let why = missing.to_string();
+            b.keep("net_ack", why)
+        }
     }
 }
 

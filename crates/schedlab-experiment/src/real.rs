@@ -13,7 +13,7 @@ use crate::build::Config;
 use crate::error::ExperimentError;
 use crate::settings::{CounterMode, Settings};
 use crate::vary::MachineKey;
-use schedlab_real::bpf::BpfWakeups;
+use schedlab_real::bpf::{BpfError, BpfWakeups};
 use schedlab_real::leftovers::Leftovers;
 use schedlab_real::report::COMM_PREFIX;
 use schedlab_real::runner::{check_hosting, check_outranked, tasks_needed, SUPERVISOR_PRIORITY};
@@ -62,11 +62,22 @@ pub fn supervisor_budget<W: Workload>(workload: &W, budget: Duration) -> (Durati
 /// verifier refuses the program.
 pub const BPF_SWITCH: &str = "SCHEDLAB_BPF";
 
+/// Why the in-kernel counters are not used.
+#[derive(Debug, thiserror::Error)]
+enum BpfUnavailable {
+    /// [`BPF_SWITCH`] is `off`.
+    #[error("turned off by {BPF_SWITCH}=off")]
+    TurnedOff,
+    /// They could not be loaded or attached.
+    #[error("{0}")]
+    Failed(BpfError),
+}
+
 /// Open the in-kernel counters: `Ok(Err(why))` when they cannot be had (or [`BPF_SWITCH`] is
 /// `off`), `Err` when [`BPF_SWITCH`] holds a value that means nothing.
-fn open_bpf() -> Result<Result<BpfWakeups, String>, ExperimentError> {
+fn open_bpf() -> Result<Result<BpfWakeups, BpfUnavailable>, ExperimentError> {
     match std::env::var(BPF_SWITCH).as_deref() {
-        Ok("off") => return Ok(Err(format!("turned off by {BPF_SWITCH}=off"))),
+        Ok("off") => return Ok(Err(BpfUnavailable::TurnedOff)),
         Ok("" | "on") | Err(std::env::VarError::NotPresent) => {}
         Ok(other) => {
             return Err(ExperimentError::Setting(format!(
@@ -79,7 +90,7 @@ fn open_bpf() -> Result<Result<BpfWakeups, String>, ExperimentError> {
             )))
         }
     }
-    Ok(BpfWakeups::open(COMM_PREFIX).map_err(|e| e.to_string()))
+    Ok(BpfWakeups::open(COMM_PREFIX).map_err(BpfUnavailable::Failed))
 }
 
 /// The running Linux kernel.
@@ -87,7 +98,7 @@ pub struct RealBackend {
     counters: CounterMode,
     trace: Option<WakeupCounter>,
     /// Why the in-kernel counters were not used when `--counters auto` fell back to tracefs.
-    bpf_unavailable: Option<String>,
+    bpf_unavailable: Option<BpfUnavailable>,
     /// Whether the run-queue timeline is recorded (`--timeline`); opened in `prepare`.
     timeline: bool,
     rq_trace: Option<RqTrace>,
@@ -97,6 +108,30 @@ pub struct RealBackend {
     /// The workload's shared files, written once for the run's repetitions and configurations
     /// (removed when the backend is dropped: at the end of the run, interrupted or not).
     files: Option<FilesDir>,
+}
+
+/// Why a workload's shared files could not be written; each names the directory.
+#[derive(Debug, thiserror::Error)]
+enum SharedFilesError {
+    /// The temporary directory could not be made.
+    #[error("temporary directory for the workload's files: {0}")]
+    TempDir(std::io::Error),
+    /// Its mode could not be set so that a server's workers running as another user enter it.
+    #[error("opening {}: {source}", dir.display())]
+    Open {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The workload failed to write its files.
+    #[error("writing the workload's files in {}: {source}", dir.display())]
+    Write {
+        /// The directory.
+        dir: std::path::PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
 }
 
 /// A directory of a workload's shared files ([`Workload::shared_files`]).
@@ -113,7 +148,7 @@ impl RealBackend {
     fn shared_files<W: Workload>(
         &mut self,
         workload: &W,
-    ) -> Result<Option<&std::path::Path>, String> {
+    ) -> Result<Option<&std::path::Path>, SharedFilesError> {
         let Some(want) = workload.shared_files() else {
             return Ok(None);
         };
@@ -124,11 +159,13 @@ impl RealBackend {
                 // Another key: its files replace the last one's (dropped first, so that two
                 // file sets are never on disk at once).
                 self.files = None;
-                let dir = TempDir::new()
-                    .map_err(|e| format!("temporary directory for the workload's files: {e}"))?;
+                let dir = TempDir::new().map_err(SharedFilesError::TempDir)?;
                 // Servers whose workers run as another user (Apache's www-data) enter it.
                 std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))
-                    .map_err(|e| format!("opening {}: {e}", dir.path().display()))?;
+                    .map_err(|source| SharedFilesError::Open {
+                        dir: dir.path().to_path_buf(),
+                        source,
+                    })?;
                 self.files = Some(FilesDir {
                     key: want.key.clone(),
                     extent: 0,
@@ -143,11 +180,9 @@ impl RealBackend {
             f.extent = 0;
             workload
                 .write_shared_files(f.dir.path(), from)
-                .map_err(|e| {
-                    format!(
-                        "writing the workload's files in {}: {e}",
-                        f.dir.path().display()
-                    )
+                .map_err(|source| SharedFilesError::Write {
+                    dir: f.dir.path().to_path_buf(),
+                    source,
                 })?;
             f.extent = want.extent;
         }
@@ -407,11 +442,11 @@ impl Backend for RealBackend {
             CounterMode::Auto => match open_bpf()? {
                 Ok(b) => self.trace = Some(WakeupCounter::Bpf(Box::new(b))),
                 Err(bpf) => {
-                    self.bpf_unavailable = Some(bpf.clone());
                     match SchedTrace::open(COMM_PREFIX, TRACE_BUFFER_KB) {
                         Ok(t) => self.trace = Some(WakeupCounter::Tracefs(t)),
                         Err(e) => self.unavailable = format!("{bpf}; {e}"),
                     }
+                    self.bpf_unavailable = Some(bpf);
                 }
             },
         }
@@ -447,7 +482,7 @@ impl Backend for RealBackend {
         let (budget, capped) = supervisor_budget(&**workload, input.budget);
         let files = self
             .shared_files(&**workload)
-            .map_err(RepError::Failed)?
+            .map_err(|e| RepError::Failed(e.to_string()))?
             .map(std::path::Path::to_path_buf);
         let r = run_repetition(
             workload,

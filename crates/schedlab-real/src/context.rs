@@ -453,9 +453,7 @@ impl RealContext {
         };
         let mut children = self.children.borrow_mut();
         if spawning.spawner.threads {
-            children.start_thread(task, &name, move || {
-                born.live(true).map_err(|e| e.into_thread_error())
-            })?;
+            children.start_thread(task, &name, move || born.live(true))?;
         } else {
             let group = spawning.spawner.group();
             children.start_process(task, &name, group.as_deref(), || {
@@ -475,26 +473,21 @@ struct Born {
     arg: u64,
 }
 
-/// Why a spawned task's life ended badly.
+/// Why a spawned task's life ended badly; the text is what waiting for a thread child says.
+#[derive(Debug, thiserror::Error)]
 enum SpawnedFailure {
     /// Its group's knobs could not be applied.
-    Knobs(String),
+    #[error("{0}")]
+    Knobs(crate::knobs::KnobError),
     /// Its report could not be left.
+    #[error("leaving its report: {0}")]
     Report(std::io::Error),
     /// Its body failed.
+    #[error("{0}")]
     Body(WorkloadError),
 }
 
 impl SpawnedFailure {
-    /// What waiting for a thread child says.
-    fn into_thread_error(self) -> String {
-        match self {
-            SpawnedFailure::Knobs(e) => e,
-            SpawnedFailure::Report(e) => format!("leaving its report: {e}"),
-            SpawnedFailure::Body(e) => e.to_string(),
-        }
-    }
-
     /// A forked child's exit code (its error on stderr first): 2 knobs, 3 stopped, 1 else.
     fn exit_code(self, name: &str) -> i32 {
         match self {
@@ -520,8 +513,7 @@ impl Born {
     /// child): its group's knobs, the body measured, its report left; its CPU time.
     fn live(self, thread: bool) -> Result<Duration, SpawnedFailure> {
         let spawner = &self.spawning.spawner;
-        apply_to_current_thread(spawner.knobs(self.task.group))
-            .map_err(|e| SpawnedFailure::Knobs(e.to_string()))?;
+        apply_to_current_thread(spawner.knobs(self.task.group)).map_err(SpawnedFailure::Knobs)?;
         let ctx = RealContext::new(self.shared.clone(), self.task.id, self.epoch_ns)
             .with_spawning(self.spawning.clone(), self.arg);
         let (result, report) = run_measured(&self.spawning, self.task, &ctx);

@@ -38,6 +38,18 @@ const LOG_LINES: usize = 12;
 /// The file the daemon's standard output and error go to, in the run's directory.
 const OUTPUT: &str = "server-output.log";
 
+/// A daemon that ended on its own before it was told to stop.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} {} during the run{logs}", describe(*.status))]
+pub struct DaemonEnded {
+    /// The daemon (`nginx`).
+    pub name: String,
+    /// Its wait status.
+    pub status: i32,
+    /// The last lines of its logs (see `logs_tail`).
+    pub logs: String,
+}
+
 /// A daemon this task started and has not stopped yet.
 #[derive(Debug)]
 pub struct RunningDaemon {
@@ -90,7 +102,7 @@ fn free_port() -> std::io::Result<u16> {
 impl RunningDaemon {
     /// End the daemon and everything in its group; `Err` with its logs if it had ended on its
     /// own before. Does nothing the second time.
-    fn stop(&mut self) -> Result<(), String> {
+    fn stop(&mut self) -> Result<(), DaemonEnded> {
         if self.pid == 0 {
             return Ok(());
         }
@@ -112,12 +124,11 @@ impl RunningDaemon {
         sys::close(self.pidfd);
         self.pid = 0;
         if early {
-            return Err(format!(
-                "{} {} during the run{}",
-                self.name,
-                describe(status),
-                logs_tail(&self.logs)
-            ));
+            return Err(DaemonEnded {
+                name: self.name.clone(),
+                status,
+                logs: logs_tail(&self.logs),
+            });
         }
         Ok(())
     }
@@ -246,7 +257,7 @@ impl RunningDaemon {
         let mut d = slot.take().ok_or_else(|| {
             WorkloadError::Backend("stop_daemon: this task runs no daemon".into())
         })?;
-        let stopped = d.stop().map_err(WorkloadError::Backend);
+        let stopped = d.stop().map_err(|e| WorkloadError::Backend(e.to_string()));
         used.cpu_ns += d.used.cpu_ns;
         used.voluntary += d.used.voluntary;
         used.involuntary += d.used.involuntary;

@@ -37,6 +37,22 @@ pub enum HostError {
         /// The system call's error.
         source: std::io::Error,
     },
+    /// Something listens on a port a server of the run is to listen on.
+    #[error("port {port} on 127.0.0.1 is in use{}", .holder.as_ref().map_or(String::new(), |h| format!(" by {h}")))]
+    PortInUse {
+        /// The port.
+        port: u16,
+        /// The process listening on it (`process 123 (nginx)`), when /proc shows it.
+        holder: Option<String>,
+    },
+    /// Listening on a port failed for another reason.
+    #[error("port {port} on 127.0.0.1 cannot be listened on: {source}")]
+    PortUnusable {
+        /// The port.
+        port: u16,
+        /// The system call's error.
+        source: std::io::Error,
+    },
 }
 
 /// The open-file limit (`RLIMIT_NOFILE`); `u64::MAX` stands for unlimited.
@@ -321,16 +337,14 @@ mod tests {
 
 /// Check that a server can listen on 127.0.0.1:`port` now; the error names the port and,
 /// when /proc shows it, the process that listens on it.
-pub fn check_port_free(port: u16) -> Result<(), String> {
+pub fn check_port_free(port: u16) -> Result<(), HostError> {
     match std::net::TcpListener::bind(("127.0.0.1", port)) {
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(format!(
-            "port {port} on 127.0.0.1 is in use{}",
-            port_holder(port).map_or(String::new(), |h| format!(" by {h}"))
-        )),
-        Err(e) => Err(format!(
-            "port {port} on 127.0.0.1 cannot be listened on: {e}"
-        )),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => Err(HostError::PortInUse {
+            port,
+            holder: port_holder(port),
+        }),
+        Err(source) => Err(HostError::PortUnusable { port, source }),
     }
 }
 
@@ -389,7 +403,7 @@ mod port_tests {
     fn a_port_in_use_is_named_with_its_process() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
-        let e = check_port_free(port).unwrap_err();
+        let e = check_port_free(port).unwrap_err().to_string();
         let me = format!("process {}", std::process::id());
         assert!(e.contains(&port.to_string()) && e.contains(&me), "{e}");
         drop(l);

@@ -44,9 +44,8 @@ impl Child {
     }
 
     /// Move every complete length-prefixed report out of the buffer.
-    fn parse(&mut self, out: &mut Vec<TaskReport>) -> Result<(), String> {
-        self.got += take_reports(&mut self.buf, out)
-            .map_err(|e| format!("unreadable report from {}: {e}", self.what))?;
+    fn parse(&mut self, out: &mut Vec<TaskReport>) -> Result<(), serde_json::Error> {
+        self.got += take_reports(&mut self.buf, out)?;
         Ok(())
     }
 
@@ -248,9 +247,9 @@ impl Hosts {
                     .filter(|c| !c.complete() && ready.contains(&c.result_fd))
                 {
                     c.drain();
-                    c.parse(out).map_err(|message| RunError::Task {
+                    c.parse(out).map_err(|e| RunError::Task {
                         task: c.what.clone(),
-                        message,
+                        message: format!("unreadable report from {}: {e}", c.what),
                     })?;
                     let hung_up = fds.iter().any(|p| {
                         p.fd == c.result_fd && p.revents & (libc::POLLHUP | libc::POLLERR) != 0

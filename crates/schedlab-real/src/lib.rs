@@ -14,7 +14,10 @@
 //! - [`leftovers::cleanup`], called before every command, removes what killed runs left
 //!   (temporary directories, tracefs instances and mounts).
 //! - Errors are typed ([`RunError`], [`trace::TraceError`], [`knobs::KnobError`],
-//!   [`host::HostError`]) and name no command-line flag: the binary adds those.
+//!   [`host::HostError`], [`runner::HostingError`], [`spawn::ChildError`],
+//!   [`spawn::SpawnReportError`], [`daemon::DaemonEnded`], [`locks::StatsSwitchError`]), each
+//!   naming the value, path or setting at fault, and name no command-line flag: the binary adds
+//!   those.
 #![deny(missing_docs)]
 
 pub mod bpf;

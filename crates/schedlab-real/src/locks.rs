@@ -245,17 +245,29 @@ impl RealLock {
     }
 }
 
-/// Whether lock statistics are kept: `SCHEDLAB_LOCK_STATS` unset or `1`; `0` turns them off.
+/// The environment variable that turns the workload's lock statistics off (`0`).
+pub const STATS_SWITCH: &str = "SCHEDLAB_LOCK_STATS";
+
+/// A value of [`STATS_SWITCH`] that means nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StatsSwitchError {
+    /// A value other than `1` or `0`.
+    #[error("{STATS_SWITCH}='{0}' is not accepted; use 1 (keep lock statistics, the default) or 0 (do not)")]
+    Value(String),
+    /// A value that is not Unicode.
+    #[error("{STATS_SWITCH}: {0}; use 1 or 0")]
+    NotUnicode(std::env::VarError),
+}
+
+/// Whether lock statistics are kept: [`STATS_SWITCH`] unset or `1`; `0` turns them off.
 /// Any other value is an error naming it.
-pub fn stats_enabled() -> Result<bool, String> {
-    match std::env::var("SCHEDLAB_LOCK_STATS") {
+pub fn stats_enabled() -> Result<bool, StatsSwitchError> {
+    match std::env::var(STATS_SWITCH) {
         Err(std::env::VarError::NotPresent) => Ok(true),
         Ok(v) if v == "1" => Ok(true),
         Ok(v) if v == "0" => Ok(false),
-        Ok(v) => Err(format!(
-            "SCHEDLAB_LOCK_STATS='{v}' is not accepted; use 1 (keep lock statistics, the default) or 0 (do not)"
-        )),
-        Err(e) => Err(format!("SCHEDLAB_LOCK_STATS: {e}; use 1 or 0")),
+        Ok(v) => Err(StatsSwitchError::Value(v)),
+        Err(e) => Err(StatsSwitchError::NotUnicode(e)),
     }
 }
 

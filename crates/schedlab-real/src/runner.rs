@@ -41,7 +41,7 @@ pub use crate::supervisor::{check_outranked, OutrankError, SUPERVISOR_PRIORITY};
 /// reach them: a plan with locks is refused as processes, and one with barriers, semaphores or
 /// condition variables as processes or group processes (two groups' processes could not share
 /// them). The message names what the plan has, the mode refused and the one accepted.
-pub fn check_hosting(plan: &Plan) -> Result<(), String> {
+pub fn check_hosting(plan: &Plan) -> Result<(), HostingError> {
     let forked = plan.mode != TaskMode::Threads;
     let uses: Vec<&str> = [
         (plan.mode == TaskMode::Processes && plan.locks > 0, "locks"),
@@ -52,15 +52,33 @@ pub fn check_hosting(plan: &Plan) -> Result<(), String> {
     .into_iter()
     .filter_map(|(used, what)| used.then_some(what))
     .collect();
-    let what = match uses.as_slice() {
-        [] => return Ok(()),
+    if uses.is_empty() {
+        return Ok(());
+    }
+    Err(HostingError {
+        uses,
+        mode: plan.mode,
+    })
+}
+
+/// Shared objects of a plan that its tasks' hosting cannot reach (see [`check_hosting`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{} need tasks run as threads: tasks={mode} is not accepted with them; use tasks=threads", listed(.uses))]
+pub struct HostingError {
+    /// What the plan has that needs threads (`locks`, `barriers`, `semaphores`, `condition
+    /// variables`).
+    pub uses: Vec<&'static str>,
+    /// The hosting asked for.
+    pub mode: TaskMode,
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: &[&str]) -> String {
+    match items {
+        [] => String::new(),
         [one] => one.to_string(),
         [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-    };
-    Err(format!(
-        "{what} need tasks run as threads: tasks={} is not accepted with them; use tasks=threads",
-        plan.mode
-    ))
+    }
 }
 
 /// How many tasks (threads and processes) a repetition of `plan` creates and keeps at once:
@@ -127,14 +145,14 @@ pub fn run_repetition<W: Workload>(
             "knobs do not match the plan's groups".into(),
         ));
     }
-    check_hosting(&plan).map_err(RunError::Setup)?;
+    check_hosting(&plan).map_err(|e| RunError::Setup(e.to_string()))?;
     for (g, k) in plan.groups.iter().zip(setup.knobs) {
         check_outranked(k, Some(SUPERVISOR_PRIORITY)).map_err(|e| RunError::Knob {
             group: g.name.into(),
             message: e.to_string(),
         })?;
     }
-    let lock_stats = crate::locks::stats_enabled().map_err(RunError::Setup)?;
+    let lock_stats = crate::locks::stats_enabled().map_err(|e| RunError::Setup(e.to_string()))?;
     let scratch =
         TempDir::new().map_err(|e| RunError::Setup(format!("temporary directory: {e}")))?;
     let files = match setup.files {
@@ -772,7 +790,9 @@ mod hosting_tests {
             Ok(())
         );
         assert_eq!(
-            check_hosting(&plan(TaskMode::Processes, 2, all.clone())).unwrap_err(),
+            check_hosting(&plan(TaskMode::Processes, 2, all.clone()))
+                .unwrap_err()
+                .to_string(),
             "locks, barriers, semaphores and condition variables need tasks run as threads: tasks=processes is not accepted with them; use tasks=threads"
         );
         let sems = SyncPlan {
@@ -780,7 +800,9 @@ mod hosting_tests {
             ..SyncPlan::default()
         };
         assert_eq!(
-            check_hosting(&plan(TaskMode::GroupProcesses, 0, sems)).unwrap_err(),
+            check_hosting(&plan(TaskMode::GroupProcesses, 0, sems))
+                .unwrap_err()
+                .to_string(),
             "semaphores need tasks run as threads: tasks=group-processes is not accepted with them; use tasks=threads"
         );
     }

@@ -94,7 +94,7 @@ impl Spawner {
     }
 
     /// Every report spawned tasks left so far (each once), by task id.
-    pub(crate) fn take_reports(&self) -> Result<Vec<TaskReport>, String> {
+    pub(crate) fn take_reports(&self) -> Result<Vec<TaskReport>, SpawnReportError> {
         self.reports.take()
     }
 
@@ -164,6 +164,47 @@ impl SharedCounters {
     fn take(&self, i: usize) -> usize {
         self.words[i].fetch_add(1, Ordering::SeqCst)
     }
+}
+
+/// Why the spawned tasks' reports could not be taken; each names the file or the task.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnReportError {
+    /// The run's directory of samples files cannot be listed.
+    #[error("reading {}: {source}", dir.display())]
+    List {
+        /// The directory.
+        dir: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A file whose name is no task id.
+    #[error("{}: not a spawned task's samples", path.display())]
+    NotNamed {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A samples file that cannot be read.
+    #[error("{}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// A samples file that does not parse.
+    #[error("{}: not a spawned task's samples: {source}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What the JSON reader said.
+        source: serde_json::Error,
+    },
+    /// Samples of a task that left no counters in its slot.
+    #[error("samples of task {id}, which left no counters")]
+    NoCounters {
+        /// The task id.
+        id: usize,
+    },
 }
 
 /// The reports of spawned tasks, one per spawn place (bounded). The counters go into a slot of
@@ -242,25 +283,32 @@ impl SpawnReports {
     }
 
     /// Take every report left so far, by task id.
-    fn take(&self) -> Result<Vec<TaskReport>, String> {
+    fn take(&self) -> Result<Vec<TaskReport>, SpawnReportError> {
         let mut samples: BTreeMap<usize, Samples> = std::mem::take(&mut *self.threads.lock())
             .into_iter()
             .collect();
-        let entries = std::fs::read_dir(&self.dir)
-            .map_err(|e| format!("reading {}: {e}", self.dir.display()))?;
-        for entry in entries {
-            let path = entry
-                .map_err(|e| format!("reading {}: {e}", self.dir.display()))?
-                .path();
+        let list = |source| SpawnReportError::List {
+            dir: self.dir.clone(),
+            source,
+        };
+        for entry in std::fs::read_dir(&self.dir).map_err(list)? {
+            let path = entry.map_err(list)?.path();
             if path.extension().is_none_or(|e| e != "json") {
                 continue;
             }
-            let id = (path.file_stem().and_then(|s| s.to_str()))
-                .and_then(|s| s.parse::<usize>().ok())
-                .ok_or_else(|| format!("{}: not a spawned task's samples", path.display()))?;
-            let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            let recorded = serde_json::from_slice(&text)
-                .map_err(|e| format!("{}: not a spawned task's samples: {e}", path.display()))?;
+            let Some(id) =
+                (path.file_stem().and_then(|s| s.to_str())).and_then(|s| s.parse::<usize>().ok())
+            else {
+                return Err(SpawnReportError::NotNamed { path });
+            };
+            let text = match std::fs::read(&path) {
+                Ok(text) => text,
+                Err(source) => return Err(SpawnReportError::Read { path, source }),
+            };
+            let recorded = match serde_json::from_slice(&text) {
+                Ok(r) => r,
+                Err(source) => return Err(SpawnReportError::Parse { path, source }),
+            };
             let _ = std::fs::remove_file(&path);
             samples.insert(id, recorded);
         }
@@ -285,8 +333,8 @@ impl SpawnReports {
                 migrations: word(7).checked_sub(1).map(|m| m as u64),
             });
         }
-        if let Some(id) = samples.keys().next() {
-            return Err(format!("samples of task {id}, which left no counters"));
+        if let Some(&id) = samples.keys().next() {
+            return Err(SpawnReportError::NoCounters { id });
         }
         Ok(out)
     }
@@ -302,7 +350,7 @@ enum Child {
     },
     Thread {
         task: TaskRef,
-        handle: std::thread::JoinHandle<Result<Duration, String>>,
+        handle: std::thread::JoinHandle<Result<Duration, ChildError>>,
     },
 }
 
@@ -314,8 +362,52 @@ impl Child {
     }
 }
 
-/// What a thread child sends when it ends: its task id and result.
-type ThreadEnd = (usize, Result<Duration, String>);
+/// What a thread child sends when it ends: its task id (its result is in its join handle).
+type ThreadEnd = usize;
+
+/// Why waiting for a spawned task failed, or how it ended if it did not end well.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    /// The channel thread children report their end on broke.
+    #[error("waiting for a thread child: {0}")]
+    ThreadChannel(std::sync::mpsc::RecvError),
+    /// poll(2) on the children's pidfds failed.
+    #[error("waiting for a child process: {0}")]
+    Poll(std::io::Error),
+    /// poll(2) returned without any child's pidfd being readable.
+    #[error("poll returned without a ready child")]
+    NoneReady,
+    /// wait4(2) for process `pid` failed.
+    #[error("waiting for process {pid}: {source}")]
+    Wait {
+        /// The child's process id.
+        pid: i32,
+        /// The system's error.
+        source: std::io::Error,
+    },
+    /// The child process exited with a status other than 0.
+    #[error("process {pid} exited with status {status}")]
+    Exited {
+        /// The child's process id.
+        pid: i32,
+        /// Its exit status.
+        status: i32,
+    },
+    /// The child process was killed by a signal.
+    #[error("process {pid} was killed by signal {signal}")]
+    Killed {
+        /// The child's process id.
+        pid: i32,
+        /// The signal's number.
+        signal: i32,
+    },
+    /// The child thread panicked.
+    #[error("its thread panicked")]
+    Panicked,
+    /// The child thread's life failed (its knobs, its body or its report), as it says.
+    #[error("{0}")]
+    Thread(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// The children of one task; dropping it reaps them all.
 pub struct Children {
@@ -347,14 +439,11 @@ impl Children {
 
     /// The task id of a child that has ended, blocking until one has: a thread's report, or
     /// a process whose pidfd became readable.
-    fn next_ended(&mut self) -> Result<usize, String> {
+    fn next_ended(&mut self) -> Result<usize, ChildError> {
         let threads = self.list.iter().any(|c| matches!(c, Child::Thread { .. }));
         if threads {
             loop {
-                let (id, _) = self
-                    .ended_rx
-                    .recv()
-                    .map_err(|e| format!("waiting for a thread child: {e}"))?;
+                let id = self.ended_rx.recv().map_err(ChildError::ThreadChannel)?;
                 // A child waited for by name reported too: skip it.
                 if self.list.iter().any(|c| c.task().id == id) {
                     return Ok(id);
@@ -376,12 +465,12 @@ impl Children {
                 if e.raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
-                return Err(format!("waiting for a child process: {e}"));
+                return Err(ChildError::Poll(e));
             }
             let i = fds
                 .iter()
                 .position(|f| f.revents != 0)
-                .ok_or("poll returned without a ready child")?;
+                .ok_or(ChildError::NoneReady)?;
             return Ok(self.list[i].task().id);
         }
     }
@@ -416,32 +505,32 @@ impl Drop for Children {
 
 /// Wait for process `pid` (and close its pidfd): its CPU time, or how it ended if not with
 /// status 0.
-fn reap(pid: i32, pidfd: i32) -> Result<Duration, String> {
+fn reap(pid: i32, pidfd: i32) -> Result<Duration, ChildError> {
     sys::close(pidfd);
-    let (status, cpu) = sys::wait4(pid).map_err(|e| format!("waiting for process {pid}: {e}"))?;
+    let (status, cpu) = sys::wait4(pid).map_err(|source| ChildError::Wait { pid, source })?;
     if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
         Ok(cpu)
     } else if libc::WIFEXITED(status) {
-        Err(format!(
-            "process {pid} exited with status {}",
-            libc::WEXITSTATUS(status)
-        ))
+        Err(ChildError::Exited {
+            pid,
+            status: libc::WEXITSTATUS(status),
+        })
     } else {
-        Err(format!(
-            "process {pid} was killed by signal {}",
-            libc::WTERMSIG(status)
-        ))
+        Err(ChildError::Killed {
+            pid,
+            signal: libc::WTERMSIG(status),
+        })
     }
 }
 
 impl Children {
     /// Start `life` on a new thread named `name` (its comm too) as child task `task`; what it
     /// returns is what waiting for it gives.
-    pub(crate) fn start_thread(
+    pub(crate) fn start_thread<E: std::error::Error + Send + Sync + 'static>(
         &mut self,
         task: TaskRef,
         name: &str,
-        life: impl FnOnce() -> Result<Duration, String> + Send + 'static,
+        life: impl FnOnce() -> Result<Duration, E> + Send + 'static,
     ) -> Result<(), WorkloadError> {
         let ended = self.ended_tx.clone();
         let thread_name = name.to_string();
@@ -449,8 +538,8 @@ impl Children {
             .name(name.to_string())
             .spawn(move || {
                 sys::set_thread_name(&thread_name);
-                let result = life();
-                let _ = ended.send((task.id, result.clone()));
+                let result = life().map_err(|e| ChildError::Thread(Box::new(e)));
+                let _ = ended.send(task.id);
                 result
             })
             .map_err(|e| WorkloadError::Backend(format!("spawning {name}: {e}")))?;
@@ -514,7 +603,10 @@ impl Children {
         let id = match child {
             Some(c) => Some(c.id),
             None if self.list.is_empty() => None,
-            None => Some(self.next_ended().map_err(WorkloadError::Backend)?),
+            None => Some(
+                self.next_ended()
+                    .map_err(|e| WorkloadError::Backend(e.to_string()))?,
+            ),
         };
         match id.and_then(|id| self.remove(id)) {
             Some(found) => Ok(Ended(found)),
@@ -533,14 +625,14 @@ impl Ended {
     /// `wait` on the real kernel: reap or join the child; its task and CPU time.
     pub(crate) fn wait(self) -> Result<ChildExit, WorkloadError> {
         let task = self.0.task();
-        let what = |e: String| {
+        let what = |e: ChildError| {
             WorkloadError::Backend(format!("spawned task {} ({}): {e}", task.index, task.group))
         };
         let cpu = match self.0 {
             Child::Process { pid, pidfd, .. } => reap(pid, pidfd).map_err(what)?,
             Child::Thread { handle, .. } => match handle.join() {
                 Ok(r) => r.map_err(what)?,
-                Err(_) => return Err(what("its thread panicked".into())),
+                Err(_) => return Err(what(ChildError::Panicked)),
             },
         };
         Ok(ChildExit { task, cpu })

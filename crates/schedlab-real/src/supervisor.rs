@@ -16,6 +16,7 @@ use crate::spawn::Spawner;
 use crate::sys;
 use crate::trace::timeline::WorkloadTid;
 use crate::trace::TraceCounts;
+use crate::wakeups::WakeupError;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
 use schedlab_workload::record::{CounterSources, Counters};
@@ -128,6 +129,20 @@ impl Drop for SupervisorPriority {
     }
 }
 
+/// The wakeup counts of a repetition and their source's name, or why it has none.
+type Traced = Result<(TraceCounts, String), NoWakeups>;
+
+/// Why a repetition has no wakeup counts; the record says `unavailable: ` and this.
+#[derive(Debug, thiserror::Error)]
+enum NoWakeups {
+    /// The run asked for none.
+    #[error("not requested")]
+    NotRequested,
+    /// The counter failed to start or to be read.
+    #[error("{0}")]
+    Failed(WakeupError),
+}
+
 /// Whether task `tid` of process `pid` still exists and is not a zombie: a task waits at the end
 /// gate until released.
 fn task_waits(pid: i32, tid: i32) -> bool {
@@ -137,11 +152,7 @@ fn task_waits(pid: i32, tid: i32) -> bool {
 
 /// One task's counters: its report's switches and CPU time, `migrations`, and the wakeups the
 /// trace counted for its thread id.
-fn task_counters(
-    r: &TaskReport,
-    migrations: Option<u64>,
-    traced: &Result<(TraceCounts, String), String>,
-) -> Counters {
+fn task_counters(r: &TaskReport, migrations: Option<u64>, traced: &Traced) -> Counters {
     let mut c = Counters {
         voluntary_switches: Some(r.voluntary),
         involuntary_switches: Some(r.involuntary),
@@ -235,13 +246,13 @@ pub(crate) fn supervise(
     };
     // Counters per group.
     let tids: HashSet<i32> = (reports.iter().chain(&spawned)).map(|r| r.tid).collect();
-    let traced = match (trace, trace_error) {
+    let traced: Traced = match (trace, trace_error) {
         (Some(t), None) => match t.collect(&tids) {
             Ok(c) => Ok((c, t.source())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(NoWakeups::Failed(e)),
         },
-        (Some(_), Some(e)) => Err(e.to_string()),
-        (None, _) => Err("not requested".to_string()),
+        (Some(_), Some(e)) => Err(NoWakeups::Failed(e)),
+        (None, _) => Err(NoWakeups::NotRequested),
     };
     let counted = watch.count(&reports, &spawned, &traced)?;
     let timeline = match rq_trace {
@@ -434,7 +445,7 @@ impl Watch<'_> {
         &self,
         reports: &[TaskReport],
         spawned: &[TaskReport],
-        traced: &Result<(TraceCounts, String), String>,
+        traced: &Traced,
     ) -> Result<Counted, RunError> {
         let (plan, tasks) = (self.plan, self.tasks);
         let mut counters: BTreeMap<String, Counters> = BTreeMap::new();

@@ -65,8 +65,8 @@ pub enum ReportError {
         reason: String,
     },
     /// The output is one of the records read.
-    #[error("{0}")]
-    Overlap(String),
+    #[error(transparent)]
+    Overlap(output::InputOverlap),
 }
 
 /// What [`write_report`] wrote.

@@ -176,6 +176,25 @@ fn parent_dir(path: &Path) -> PathBuf {
     }
 }
 
+/// An output that is an input of the same command ([`refuse_inputs`]).
+#[derive(Debug, thiserror::Error)]
+#[error("{flag} {}: is {what} this command reads; writing it would destroy the input. Give the output another name", path.display())]
+pub struct InputOverlap {
+    /// The output's option (`--json`, `-o`).
+    pub flag: String,
+    /// The output as the user gave it.
+    pub path: PathBuf,
+    /// What the command reads there (`the workload file`, `a record`).
+    pub what: String,
+}
+
+/// The message, for callers whose errors are still text.
+impl From<InputOverlap> for String {
+    fn from(e: InputOverlap) -> String {
+        e.to_string()
+    }
+}
+
 /// Refuse output `path` (`flag`'s, already resolved to `target`) if it is one of `inputs`
 /// (files or directories the same command reads): the same file (device and inode) when both
 /// exist, or the same absolute path when the output does not exist yet.
@@ -184,7 +203,7 @@ pub fn refuse_inputs(
     path: &Path,
     target: &Target,
     inputs: &[(&str, &Path)],
-) -> Result<(), String> {
+) -> Result<(), InputOverlap> {
     let Target::File(real) = target else {
         return Ok(()); // standard output, a device or a FIFO is never an input file
     };
@@ -196,10 +215,11 @@ pub fn refuse_inputs(
             _ => out_abs.is_some() && out_abs == absolute(input),
         };
         if same {
-            return Err(format!(
-                "{flag} {}: is {what} this command reads; writing it would destroy the input. Give the output another name",
-                path.display()
-            ));
+            return Err(InputOverlap {
+                flag: flag.to_string(),
+                path: path.to_path_buf(),
+                what: what.to_string(),
+            });
         }
     }
     Ok(())
@@ -521,6 +541,11 @@ mod tests {
         for out in [&input, &link] {
             let t = resolve(out).unwrap();
             let e = refuse_inputs("--json", out, &t, &[("the workload file", &input)]).unwrap_err();
+            assert_eq!(
+                (e.flag.as_str(), e.what.as_str()),
+                ("--json", "the workload file")
+            );
+            let e = e.to_string();
             assert!(e.contains("is the workload file this command reads"), "{e}");
         }
         // Not yet existing: the same path, spelled another way.

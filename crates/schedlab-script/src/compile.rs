@@ -4,14 +4,14 @@
 //! dry to prove that every receive can be satisfied. Every fault is a [`Diagnostic`] at its
 //! place in the file.
 
-use crate::error::{did_you_mean, Diagnostic};
+use crate::error::{did_you_mean, whole, Diagnostic};
 use crate::expr::{compile as compile_expr, Binding, Compiled, Expr, Quantity, Unit};
 use crate::intern::intern;
 use crate::model::{Amount, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
-use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program};
+use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program, MAX_MESSAGE};
 use crate::span::Span;
 use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
-use schedlab_workload::plan::GroupPlan;
+use schedlab_workload::plan::{GroupPlan, LockKind};
 use schedlab_workload::presets::MAX_TASKS;
 use schedlab_workload::{Plan, SyncPlan, TaskMode, Transport};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -19,16 +19,11 @@ use std::time::Duration;
 
 /// The most elements of one channel, lock, barrier, semaphore or condition array.
 pub const MAX_OBJECTS: usize = 1 << 20;
-/// The largest message: one write of up to a page is atomic on pipes and UNIX sockets, so
-/// senders sharing a channel never interleave their bytes.
-pub const MAX_MESSAGE: u64 = 4096;
 /// Bytes of the header (sender, sequence number) a message of at least this size carries.
 pub const HEADER: usize = 8;
 /// The frame slot of `from`: the index, within its group, of the sender of the last message the
 /// task received (for replies).
 pub const FROM_SLOT: usize = 1;
-/// Instructions a dry run may execute before it gives up proving message counts.
-pub(crate) const DRY_RUN_BUDGET: u64 = 50_000_000;
 
 /// The kinds of named objects.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +62,17 @@ struct Uses {
     sends: BTreeMap<String, Span>,
     recvs: BTreeMap<String, Span>,
     barriers: BTreeSet<String>,
+}
+
+/// Every group's compiled body, with what the checks after it need.
+struct Bodies {
+    groups: Vec<CGroup>,
+    /// Per group, how its body uses the objects.
+    uses: Vec<Uses>,
+    /// Per group, where each instruction came from.
+    spans: Vec<Vec<Span>>,
+    /// How many tasks start the run (spawned ones come after).
+    first: usize,
 }
 
 struct Compiler<'a> {
@@ -251,9 +257,82 @@ impl<'a> Compiler<'a> {
         whole(expr.span, &format!("{what} '{expr}'"), v, lo, hi)
     }
 
+    /// Compile the whole file, `counts` overriding group sizes: its objects, groups and bodies,
+    /// the checks across groups, the plan, and the dry run over the program.
     fn run(&mut self, counts: &[Option<u64>], seed: u64) -> Result<Program, Diagnostic> {
         let def = self.def;
-        // Objects: one id space per kind, arrays laid out in declaration order.
+        let [channels, locks, barriers_n, user_semaphores, conds] = self.declare_objects()?;
+        let (lock_kinds, lock_names) = self.lock_names(locks);
+        let (sizes, bounds) = self.group_sizes(counts)?;
+        let semaphores = self.spawn_semaphores(user_semaphores);
+        let Bodies {
+            groups,
+            uses,
+            spans,
+            first,
+        } = self.bodies(&sizes, &bounds)?;
+        self.check_channels(&groups, &uses)?;
+        let barrier_parties = self.barrier_parties(barriers_n, &groups, &uses)?;
+        let initial = self.semaphore_initial(semaphores)?;
+
+        let transport = self.word(&def.transport, "transport", Transport::Socketpair)?;
+        let mode = self.word(&def.tasks, "tasks", TaskMode::Threads)?;
+        if mode == TaskMode::GroupProcesses {
+            let span = def.tasks.as_ref().map_or(Span::default(), |t| t.span);
+            return Err(Diagnostic::new(span, "tasks 'group-processes' is not accepted in a workload file; use threads or processes"));
+        }
+        let start_order = self.start_order(&groups, first)?;
+
+        let plan = Plan {
+            groups: groups
+                .iter()
+                .map(|g| GroupPlan {
+                    name: g.name,
+                    tasks: g.tasks,
+                    spawn: g.spawn,
+                })
+                .collect(),
+            channels,
+            duplex: false,
+            locks,
+            sync: SyncPlan {
+                barriers: barrier_parties,
+                semaphores: initial,
+                conds,
+                queues: 0,
+                lock_kinds,
+                lock_names,
+            },
+            mode,
+            transport,
+        };
+        let mut program = Program {
+            plan,
+            groups,
+            start_order,
+            timers: std::mem::take(&mut self.timers),
+            counts: std::mem::take(&mut self.counts),
+            periods: std::mem::take(&mut self.periods),
+            derived: Vec::new(),
+            receives: self.receives,
+            uses_from: self.uses_from.get(),
+            expected_messages: None,
+            seed,
+            expected_time: Duration::ZERO,
+            memory: 0,
+            files: 0,
+        };
+        crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
+        program.derived = derived(self.def, &program)?;
+        self.check_metrics(&program)?;
+        Ok(program)
+    }
+
+    /// Declare the file's channels, locks, barriers, semaphores and conditions: one id space
+    /// per kind, arrays laid out in declaration order. How many ids each kind has, in
+    /// [`Kind`] order.
+    fn declare_objects(&mut self) -> Result<[usize; 5], Diagnostic> {
+        let def = self.def;
         let mut next = [0usize; 5];
         let mut declare = |c: &mut Compiler,
                            kind: Kind,
@@ -309,11 +388,15 @@ impl<'a> Compiler<'a> {
         for cv in &def.conds {
             declare(self, Kind::Cond, &cv.name, &cv.count)?;
         }
-        let [channels, locks, barriers_n, user_semaphores, conds] = next;
-        // Each lock's kind and name (`name`, or `name[i]` in an array), in id order.
+        Ok(next)
+    }
+
+    /// Each of the `locks` lock ids' kind and name (`name`, or `name[i]` in an array), in id
+    /// order.
+    fn lock_names(&self, locks: usize) -> (Vec<LockKind>, Vec<String>) {
         let mut lock_kinds = Vec::with_capacity(locks);
         let mut lock_names = Vec::with_capacity(locks);
-        for l in &def.locks {
+        for l in &self.def.locks {
             let name = &l.object.name.value;
             let o = &self.objects[&(Kind::Lock as usize, name.clone())];
             for i in 0..o.len {
@@ -325,8 +408,16 @@ impl<'a> Compiler<'a> {
                 });
             }
         }
+        (lock_kinds, lock_names)
+    }
 
-        // Groups and their sizes.
+    /// Each group's starting tasks (`counts`, else the file's count) and spawn bound, within
+    /// [`MAX_TASKS`] in all; notes the spawnable groups.
+    fn group_sizes(
+        &mut self,
+        counts: &[Option<u64>],
+    ) -> Result<(Vec<usize>, Vec<usize>), Diagnostic> {
+        let def = self.def;
         let mut sizes = Vec::new();
         let mut bounds = Vec::new();
         let mut total: u64 = 0;
@@ -374,21 +465,31 @@ impl<'a> Compiler<'a> {
                 "the file has no groups; add at least one [groups.NAME] with steps",
             ));
         }
-        let mut semaphores = user_semaphores;
-        for g in &def.groups {
+        Ok((sizes, bounds))
+    }
+
+    /// Give each spawned group its start semaphore, after the file's own `user` semaphores;
+    /// how many semaphores there are then.
+    fn spawn_semaphores(&mut self, user: usize) -> usize {
+        let mut semaphores = user;
+        for g in &self.def.groups {
             if g.spawned {
                 self.spawn_semaphores
                     .insert(g.name.value.clone(), semaphores);
                 semaphores += 1;
             }
         }
+        semaphores
+    }
 
-        // Bodies.
+    /// Compile every group's body, for its `sizes` starting tasks and `bounds` spawn places.
+    fn bodies(&mut self, sizes: &[usize], bounds: &[usize]) -> Result<Bodies, Diagnostic> {
+        let def = self.def;
         let mut groups = Vec::new();
         let mut uses = Vec::new();
         let mut spans = Vec::new();
         let mut first = 0;
-        for ((g, &n), &bound) in def.groups.iter().zip(&sizes).zip(&bounds) {
+        for ((g, &n), &bound) in def.groups.iter().zip(sizes).zip(bounds) {
             let mut u = Uses::default();
             let mut body = Vec::new();
             let mut slots = FROM_SLOT + 1; // slot 0: index; 1: from
@@ -417,8 +518,18 @@ impl<'a> Compiler<'a> {
             uses.push(u);
             first += n;
         }
+        Ok(Bodies {
+            groups,
+            uses,
+            spans,
+            first,
+        })
+    }
 
-        // Channels: someone sends where someone receives, and only the groups declared.
+    /// Channels: someone sends where someone receives, and only the groups a channel declares
+    /// as its writers and readers, which must be groups.
+    fn check_channels(&self, groups: &[CGroup], uses: &[Uses]) -> Result<(), Diagnostic> {
+        let def = self.def;
         for ch in &def.channels {
             let name = &ch.object.name.value;
             let senders: Vec<usize> = (0..groups.len())
@@ -486,10 +597,19 @@ impl<'a> Compiler<'a> {
                 }
             }
         }
+        Ok(())
+    }
 
-        // Synchronisation objects.
-        let mut barrier_parties = vec![0usize; barriers_n];
-        for b in &def.barriers {
+    /// The parties of each of the `n` barrier ids: the file's `parties`, else every task of
+    /// the groups that wait at it.
+    fn barrier_parties(
+        &self,
+        n: usize,
+        groups: &[CGroup],
+        uses: &[Uses],
+    ) -> Result<Vec<usize>, Diagnostic> {
+        let mut barrier_parties = vec![0usize; n];
+        for b in &self.def.barriers {
             let o = &self.objects[&(Kind::Barrier as usize, b.object.name.value.clone())];
             let users: usize = (0..groups.len())
                 .filter(|&i| uses[i].barriers.contains(&b.object.name.value))
@@ -517,8 +637,14 @@ impl<'a> Compiler<'a> {
                 *p = parties;
             }
         }
+        Ok(barrier_parties)
+    }
+
+    /// The initial value of each of the `semaphores` ids (a spawned group's start semaphore
+    /// starts at 0).
+    fn semaphore_initial(&self, semaphores: usize) -> Result<Vec<u32>, Diagnostic> {
         let mut initial = vec![0u32; semaphores];
-        for s in &def.semaphores {
+        for s in &self.def.semaphores {
             let o = &self.objects[&(Kind::Semaphore as usize, s.object.name.value.clone())];
             let v = match &s.initial {
                 Some(e) => self.count(
@@ -533,16 +659,13 @@ impl<'a> Compiler<'a> {
                 *i = v;
             }
         }
+        Ok(initial)
+    }
 
-        let transport = self.word(&def.transport, "transport", Transport::Socketpair)?;
-        let mode = self.word(&def.tasks, "tasks", TaskMode::Threads)?;
-        if mode == TaskMode::GroupProcesses {
-            let span = def.tasks.as_ref().map_or(Span::default(), |t| t.span);
-            return Err(Diagnostic::new(span, "tasks 'group-processes' is not accepted in a workload file; use threads or processes"));
-        }
-
-        // Start order.
-        let start_order = match &def.start {
+    /// The order the `first` starting tasks start in: by id, or `start.order`'s groups taking
+    /// turns, `start.chunk` tasks at a time.
+    fn start_order(&self, groups: &[CGroup], first: usize) -> Result<Vec<usize>, Diagnostic> {
+        let order = match &self.def.start {
             None => (0..first).collect(),
             Some(s) => {
                 let chunk = self.count(&s.chunk, "start chunk", 1, MAX_TASKS as u64)? as usize;
@@ -593,50 +716,7 @@ impl<'a> Compiler<'a> {
                 out
             }
         };
-
-        let plan = Plan {
-            groups: groups
-                .iter()
-                .map(|g| GroupPlan {
-                    name: g.name,
-                    tasks: g.tasks,
-                    spawn: g.spawn,
-                })
-                .collect(),
-            channels,
-            duplex: false,
-            locks,
-            sync: SyncPlan {
-                barriers: barrier_parties,
-                semaphores: initial,
-                conds,
-                queues: 0,
-                lock_kinds,
-                lock_names,
-            },
-            mode,
-            transport,
-        };
-        let mut program = Program {
-            plan,
-            groups,
-            start_order,
-            timers: std::mem::take(&mut self.timers),
-            counts: std::mem::take(&mut self.counts),
-            periods: std::mem::take(&mut self.periods),
-            derived: Vec::new(),
-            receives: self.receives,
-            uses_from: self.uses_from.get(),
-            expected_messages: None,
-            seed,
-            expected_time: Duration::ZERO,
-            memory: 0,
-            files: 0,
-        };
-        crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
-        program.derived = derived(self.def, &program)?;
-        self.check_metrics(&program)?;
-        Ok(program)
+        Ok(order)
     }
 
     fn check_metrics(&self, program: &Program) -> Result<(), Diagnostic> {
@@ -878,6 +958,9 @@ impl<'a> Compiler<'a> {
         })
     }
 
+    /// Compile `steps` into `out`: a group of `count` places (its tasks and spawn places),
+    /// the loop variables in `scope`, frame slots allocated from `slots`, and what the steps
+    /// use noted in `uses`.
     fn body(
         &mut self,
         steps: &[Step],
@@ -892,23 +975,7 @@ impl<'a> Compiler<'a> {
             let dynamic = |s: &Self, e: &Expr, what: &str, units: &[Unit]| {
                 s.dynamic(e, count, scope, what, units)
             };
-            if self.forked {
-                let verb = match &step.kind {
-                    StepKind::Recv { .. } => Some("recv"),
-                    StepKind::Count { .. } => Some("count"),
-                    StepKind::Timed { .. } => Some("timer"),
-                    StepKind::Period { .. } => Some("period"),
-                    _ => None,
-                };
-                if let Some(verb) = verb {
-                    // The real backend does not carry a forked process's samples back to the
-                    // run, so a metric recorded there would be counted on the simulator only.
-                    return Err(Diagnostic::new(
-                        span,
-                        format!("a `{verb}` step records a metric, and the tasks of a spawnable group (`spawn = N`) report none on the real kernel (a forked process's samples stay in it); record it in the task that spawns and waits, e.g. a count after each \"wait\""),
-                    ));
-                }
-            }
+            self.refuse_metric_when_forked(step)?;
             match &step.kind {
                 StepKind::Compute(a) => {
                     let a = self.amount(a, count, scope, "compute")?;
@@ -927,111 +994,33 @@ impl<'a> Compiler<'a> {
                     every,
                     deadline,
                 } => {
-                    self.record_metric(timer, "periodic timer")?;
-                    let (every_c, _) = dynamic(self, every, "every", &[Unit::Seconds])?;
-                    if every_c.constant() == Some(0.0) {
-                        return Err(Diagnostic::new(
-                            every.span,
-                            format!("every '{every}' is zero; a period must be longer than 0"),
-                        ));
+                    let i = self.period(timer, every, deadline.as_ref(), count, scope)?;
+                    self.push(out, i, span);
+                }
+                StepKind::Send { channel, size } => {
+                    let i = self.message(true, channel, size, count, scope)?;
+                    uses.sends.entry(channel.name.value.clone()).or_insert(span);
+                    self.push(out, i, span);
+                }
+                StepKind::Recv { channel, size } => {
+                    let i = self.message(false, channel, size, count, scope)?;
+                    self.receives = true;
+                    uses.recvs.entry(channel.name.value.clone()).or_insert(span);
+                    self.push(out, i, span);
+                }
+                StepKind::Lock(_)
+                | StepKind::Unlock(_)
+                | StepKind::Barrier(_)
+                | StepKind::SemPost(_)
+                | StepKind::SemWait(_)
+                | StepKind::CondWait { .. }
+                | StepKind::CondSignal(_)
+                | StepKind::CondBroadcast(_) => {
+                    if let StepKind::Barrier(r) = &step.kind {
+                        uses.barriers.insert(r.name.value.clone());
                     }
-                    let deadline = match deadline {
-                        Some(d) => dynamic(self, d, "deadline", &[Unit::Seconds])?.0,
-                        None => every_c.clone(),
-                    };
-                    let t = match self.period_index.get(timer.value.as_str()) {
-                        Some(&t) => t,
-                        None => {
-                            let n = &timer.value;
-                            let name = intern(n);
-                            self.periods.push(PeriodNames {
-                                name,
-                                latency: intern(&format!("{n}.latency")),
-                                met: intern(&format!("{n}.met")),
-                                late: intern(&format!("{n}.late")),
-                                missed: intern(&format!("{n}.missed")),
-                            });
-                            self.period_index.insert(name, self.periods.len() - 1);
-                            self.periods.len() - 1
-                        }
-                    };
-                    self.push(
-                        out,
-                        Instr::Period {
-                            timer: t,
-                            every: every_c,
-                            deadline,
-                        },
-                        span,
-                    );
-                }
-                StepKind::Send { channel, size } | StepKind::Recv { channel, size } => {
-                    let chan = self.object(channel, Kind::Channel, count, scope)?;
-                    let (size_c, _) = dynamic(self, size, "size", &[Unit::Bytes, Unit::None])?;
-                    if let Some(v) = size_c.constant() {
-                        whole(size.span, &format!("size '{size}'"), v, 1, MAX_MESSAGE)?;
-                    }
-                    let name = channel.name.value.clone();
-                    if matches!(step.kind, StepKind::Send { .. }) {
-                        uses.sends.entry(name).or_insert(span);
-                        let bytes = crate::program::fixed_bytes(&size_c);
-                        self.push(
-                            out,
-                            Instr::Send {
-                                chan,
-                                size: size_c,
-                                bytes,
-                            },
-                            span,
-                        );
-                    } else {
-                        self.receives = true;
-                        uses.recvs.entry(name).or_insert(span);
-                        let bytes = crate::program::fixed_bytes(&size_c);
-                        self.push(
-                            out,
-                            Instr::Recv {
-                                chan,
-                                size: size_c,
-                                bytes,
-                            },
-                            span,
-                        );
-                    }
-                }
-                StepKind::Lock(r) => {
-                    let r = self.object(r, Kind::Lock, count, scope)?;
-                    self.push(out, Instr::Lock(r), span);
-                }
-                StepKind::Unlock(r) => {
-                    let r = self.object(r, Kind::Lock, count, scope)?;
-                    self.push(out, Instr::Unlock(r), span);
-                }
-                StepKind::Barrier(r) => {
-                    uses.barriers.insert(r.name.value.clone());
-                    let r = self.object(r, Kind::Barrier, count, scope)?;
-                    self.push(out, Instr::Barrier(r), span);
-                }
-                StepKind::SemPost(r) => {
-                    let r = self.object(r, Kind::Semaphore, count, scope)?;
-                    self.push(out, Instr::SemPost(r), span);
-                }
-                StepKind::SemWait(r) => {
-                    let r = self.object(r, Kind::Semaphore, count, scope)?;
-                    self.push(out, Instr::SemWait(r), span);
-                }
-                StepKind::CondWait { cond, lock } => {
-                    let cond = self.object(cond, Kind::Cond, count, scope)?;
-                    let lock = self.object(lock, Kind::Lock, count, scope)?;
-                    self.push(out, Instr::CondWait { cond, lock }, span);
-                }
-                StepKind::CondSignal(r) => {
-                    let r = self.object(r, Kind::Cond, count, scope)?;
-                    self.push(out, Instr::CondSignal(r), span);
-                }
-                StepKind::CondBroadcast(r) => {
-                    let r = self.object(r, Kind::Cond, count, scope)?;
-                    self.push(out, Instr::CondBroadcast(r), span);
+                    let i = self.sync_step(&step.kind, count, scope)?;
+                    self.push(out, i, span);
                 }
                 StepKind::Yield => self.push(out, Instr::Yield, span),
                 StepKind::Io { kind, bytes } => {
@@ -1050,87 +1039,25 @@ impl<'a> Compiler<'a> {
                     self.push(out, Instr::Touch(c), span);
                 }
                 StepKind::Spawn(group) => {
-                    if let Some(&g) = self.spawnable.get(&group.value) {
-                        self.push(out, Instr::Fork { group: g }, span);
-                        continue;
-                    }
-                    let Some(&semaphore) = self.spawn_semaphores.get(&group.value) else {
-                        let spawned: Vec<&str> = self
-                            .spawn_semaphores
-                            .keys()
-                            .chain(self.spawnable.keys())
-                            .map(String::as_str)
-                            .collect();
-                        let exists = self.def.groups.iter().any(|g| g.name.value == group.value);
-                        return Err(Diagnostic::new(
-                            group.span,
-                            if exists {
-                                format!("group '{}' is not spawnable: it starts with the run; give it `spawn = N` (how many tasks spawn steps may fork into it) or mark it `spawned = true` (its tasks parked until a spawn step starts each)", group.value)
-                            } else {
-                                format!(
-                                    "'{}' is not a group; spawnable groups: {}{}",
-                                    group.value,
-                                    if spawned.is_empty() {
-                                        "none".to_string()
-                                    } else {
-                                        spawned.join(", ")
-                                    },
-                                    did_you_mean(&group.value, spawned.iter().copied())
-                                )
-                            },
-                        ));
-                    };
-                    self.push(out, Instr::Spawn { semaphore }, span);
+                    let i = self.spawn(group)?;
+                    self.push(out, i, span);
                 }
                 StepKind::WaitChild => self.push(out, Instr::WaitChild, span),
                 StepKind::Exit => {
-                    if self.nesting > 0 || !std::ptr::eq(step, steps.last().expect("a step")) {
-                        return Err(Diagnostic::new(
-                            span,
-                            if self.nesting > 0 {
-                                "\"exit\" inside a loop or a timer would end the task on its first pass; put it last among the group's own steps"
-                            } else {
-                                "steps after \"exit\" would never run; put it last among the group's steps"
-                            },
-                        ));
-                    }
+                    self.check_exit_is_last(step, steps)?;
                     self.push(out, Instr::Exit, span);
                 }
                 StepKind::Loop { repeat, var, body } => {
-                    let (c, unit) = dynamic(self, repeat, "loop", &[Unit::None, Unit::Seconds])?;
-                    if unit == Unit::None {
-                        if let Some(v) = c.constant() {
-                            whole(
-                                repeat.span,
-                                &format!("loop '{repeat}'"),
-                                v,
-                                0,
-                                u64::MAX >> 12,
-                            )?;
-                        }
-                    }
+                    let (c, timed) = self.loop_repeat(repeat, count, scope)?;
                     let counter = *slots;
                     *slots += 1;
-                    let var_slot = match var {
-                        Some(v) => {
-                            if ["index", "count", "from"].contains(&v.value.as_str())
-                                || self.params.iter().any(|(p, _)| *p == v.value)
-                            {
-                                return Err(Diagnostic::new(v.span, format!("loop variable '{}' hides a name already defined (index, count or a parameter); choose another", v.value)));
-                            }
-                            let s = *slots;
-                            *slots += 1;
-                            scope.push((v.value.clone(), s));
-                            Some(s)
-                        }
-                        None => None,
-                    };
+                    let var_slot = self.loop_var(var.as_ref(), scope, slots)?;
                     let begin = out.len();
                     self.push(
                         out,
                         Instr::LoopBegin {
                             repeat: c,
-                            timed: unit == Unit::Seconds,
+                            timed,
                             counter,
                             var: var_slot,
                             end: 0,
@@ -1150,7 +1077,7 @@ impl<'a> Compiler<'a> {
                             begin,
                             counter,
                             var: var_slot,
-                            timed: unit == Unit::Seconds,
+                            timed,
                         },
                         span,
                     );
@@ -1160,15 +1087,7 @@ impl<'a> Compiler<'a> {
                 }
                 StepKind::Timed { name, body } => {
                     self.record_metric(name, "timer")?;
-                    let timer = match self.timer_index.get(name.value.as_str()) {
-                        Some(&t) => t,
-                        None => {
-                            let n = intern(&name.value);
-                            self.timers.push(n);
-                            self.timer_index.insert(n, self.timers.len() - 1);
-                            self.timers.len() - 1
-                        }
-                    };
+                    let timer = self.timer_id(&name.value);
                     let slot = *slots;
                     *slots += 1;
                     self.push(out, Instr::TimedBegin { slot }, span);
@@ -1178,30 +1097,272 @@ impl<'a> Compiler<'a> {
                     self.push(out, Instr::TimedEnd { timer, slot }, span);
                 }
                 StepKind::Count { name, by } => {
-                    self.record_metric(name, "count")?;
-                    let (c, _) = dynamic(self, by, "by", &[Unit::None])?;
-                    let count_i = match self.count_index.get(name.value.as_str()) {
-                        Some(&t) => t,
-                        None => {
-                            let n = intern(&name.value);
-                            self.counts.push(n);
-                            self.count_index.insert(n, self.counts.len() - 1);
-                            self.counts.len() - 1
-                        }
-                    };
-                    self.push(
-                        out,
-                        Instr::Count {
-                            count: count_i,
-                            by: c,
-                        },
-                        span,
-                    );
+                    let i = self.count_step(name, by, count, scope)?;
+                    self.push(out, i, span);
                 }
             }
         }
         Ok(())
     }
+
+    /// Refuse, in a spawnable group, a step that records a metric.
+    fn refuse_metric_when_forked(&self, step: &Step) -> Result<(), Diagnostic> {
+        if !self.forked {
+            return Ok(());
+        }
+        let verb = match &step.kind {
+            StepKind::Recv { .. } => "recv",
+            StepKind::Count { .. } => "count",
+            StepKind::Timed { .. } => "timer",
+            StepKind::Period { .. } => "period",
+            _ => return Ok(()),
+        };
+        // The real backend does not carry a forked process's samples back to the run, so a
+        // metric recorded there would be counted on the simulator only.
+        Err(Diagnostic::new(
+            step.span,
+            format!("a `{verb}` step records a metric, and the tasks of a spawnable group (`spawn = N`) report none on the real kernel (a forked process's samples stay in it); record it in the task that spawns and waits, e.g. a count after each \"wait\""),
+        ))
+    }
+
+    /// A `period` step: its timer's id (declared at its first use), its period (not zero) and
+    /// its deadline (the period when not given).
+    fn period(
+        &mut self,
+        timer: &crate::span::Spanned<String>,
+        every: &Expr,
+        deadline: Option<&Expr>,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<Instr, Diagnostic> {
+        self.record_metric(timer, "periodic timer")?;
+        let (every_c, _) = self.dynamic(every, count, scope, "every", &[Unit::Seconds])?;
+        if every_c.constant() == Some(0.0) {
+            return Err(Diagnostic::new(
+                every.span,
+                format!("every '{every}' is zero; a period must be longer than 0"),
+            ));
+        }
+        let deadline = match deadline {
+            Some(d) => {
+                self.dynamic(d, count, scope, "deadline", &[Unit::Seconds])?
+                    .0
+            }
+            None => every_c.clone(),
+        };
+        let t = match self.period_index.get(timer.value.as_str()) {
+            Some(&t) => t,
+            None => {
+                let n = &timer.value;
+                let name = intern(n);
+                self.periods.push(PeriodNames {
+                    name,
+                    latency: intern(&format!("{n}.latency")),
+                    met: intern(&format!("{n}.met")),
+                    late: intern(&format!("{n}.late")),
+                    missed: intern(&format!("{n}.missed")),
+                });
+                self.period_index.insert(name, self.periods.len() - 1);
+                self.periods.len() - 1
+            }
+        };
+        Ok(Instr::Period {
+            timer: t,
+            every: every_c,
+            deadline,
+        })
+    }
+
+    /// A `send` (`send`) or `recv` step on `channel`, of `size` bytes (a constant size within
+    /// 1..[`MAX_MESSAGE`]).
+    fn message(
+        &self,
+        send: bool,
+        channel: &ObjectRef,
+        size: &Expr,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<Instr, Diagnostic> {
+        let chan = self.object(channel, Kind::Channel, count, scope)?;
+        let (size_c, _) = self.dynamic(size, count, scope, "size", &[Unit::Bytes, Unit::None])?;
+        if let Some(v) = size_c.constant() {
+            whole(size.span, &format!("size '{size}'"), v, 1, MAX_MESSAGE)?;
+        }
+        let bytes = crate::program::fixed_bytes(&size_c);
+        Ok(if send {
+            Instr::Send {
+                chan,
+                size: size_c,
+                bytes,
+            }
+        } else {
+            Instr::Recv {
+                chan,
+                size: size_c,
+                bytes,
+            }
+        })
+    }
+
+    /// A step on a lock, barrier, semaphore or condition variable.
+    fn sync_step(
+        &self,
+        kind: &StepKind,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<Instr, Diagnostic> {
+        let object = |r: &ObjectRef, k: Kind| self.object(r, k, count, scope);
+        Ok(match kind {
+            StepKind::Lock(r) => Instr::Lock(object(r, Kind::Lock)?),
+            StepKind::Unlock(r) => Instr::Unlock(object(r, Kind::Lock)?),
+            StepKind::Barrier(r) => Instr::Barrier(object(r, Kind::Barrier)?),
+            StepKind::SemPost(r) => Instr::SemPost(object(r, Kind::Semaphore)?),
+            StepKind::SemWait(r) => Instr::SemWait(object(r, Kind::Semaphore)?),
+            StepKind::CondWait { cond, lock } => Instr::CondWait {
+                cond: object(cond, Kind::Cond)?,
+                lock: object(lock, Kind::Lock)?,
+            },
+            StepKind::CondSignal(r) => Instr::CondSignal(object(r, Kind::Cond)?),
+            StepKind::CondBroadcast(r) => Instr::CondBroadcast(object(r, Kind::Cond)?),
+            _ => unreachable!("not a synchronisation step"),
+        })
+    }
+
+    /// A `spawn` step into `group`: a fork into a spawnable group, or the start of a parked
+    /// task of a `spawned` group.
+    fn spawn(&self, group: &crate::span::Spanned<String>) -> Result<Instr, Diagnostic> {
+        if let Some(&g) = self.spawnable.get(&group.value) {
+            return Ok(Instr::Fork { group: g });
+        }
+        let Some(&semaphore) = self.spawn_semaphores.get(&group.value) else {
+            let spawned: Vec<&str> = self
+                .spawn_semaphores
+                .keys()
+                .chain(self.spawnable.keys())
+                .map(String::as_str)
+                .collect();
+            let exists = self.def.groups.iter().any(|g| g.name.value == group.value);
+            return Err(Diagnostic::new(
+                group.span,
+                if exists {
+                    format!("group '{}' is not spawnable: it starts with the run; give it `spawn = N` (how many tasks spawn steps may fork into it) or mark it `spawned = true` (its tasks parked until a spawn step starts each)", group.value)
+                } else {
+                    format!(
+                        "'{}' is not a group; spawnable groups: {}{}",
+                        group.value,
+                        if spawned.is_empty() {
+                            "none".to_string()
+                        } else {
+                            spawned.join(", ")
+                        },
+                        did_you_mean(&group.value, spawned.iter().copied())
+                    )
+                },
+            ));
+        };
+        Ok(Instr::Spawn { semaphore })
+    }
+
+    /// Refuse an `exit` step that is not the last of the group's own `steps`.
+    fn check_exit_is_last(&self, step: &Step, steps: &[Step]) -> Result<(), Diagnostic> {
+        if self.nesting > 0 || !std::ptr::eq(step, steps.last().expect("a step")) {
+            return Err(Diagnostic::new(
+                step.span,
+                if self.nesting > 0 {
+                    "\"exit\" inside a loop or a timer would end the task on its first pass; put it last among the group's own steps"
+                } else {
+                    "steps after \"exit\" would never run; put it last among the group's steps"
+                },
+            ));
+        }
+        Ok(())
+    }
+
+    /// A loop's repetitions (a count, or a duration: then the loop is timed); a constant
+    /// count must be a whole number.
+    fn loop_repeat(
+        &self,
+        repeat: &Expr,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<(Compiled, bool), Diagnostic> {
+        let (c, unit) = self.dynamic(repeat, count, scope, "loop", &[Unit::None, Unit::Seconds])?;
+        if unit == Unit::None {
+            if let Some(v) = c.constant() {
+                whole(
+                    repeat.span,
+                    &format!("loop '{repeat}'"),
+                    v,
+                    0,
+                    u64::MAX >> 12,
+                )?;
+            }
+        }
+        Ok((c, unit == Unit::Seconds))
+    }
+
+    /// The frame slot of a loop's variable `var` (put in `scope`), if it has one; refuses a
+    /// name that hides another.
+    fn loop_var(
+        &self,
+        var: Option<&crate::span::Spanned<String>>,
+        scope: &mut Vec<(String, usize)>,
+        slots: &mut usize,
+    ) -> Result<Option<usize>, Diagnostic> {
+        let Some(v) = var else {
+            return Ok(None);
+        };
+        if ["index", "count", "from"].contains(&v.value.as_str())
+            || self.params.iter().any(|(p, _)| *p == v.value)
+        {
+            return Err(Diagnostic::new(v.span, format!("loop variable '{}' hides a name already defined (index, count or a parameter); choose another", v.value)));
+        }
+        let s = *slots;
+        *slots += 1;
+        scope.push((v.value.clone(), s));
+        Ok(Some(s))
+    }
+
+    /// The id of timer `name`, declared at its first use.
+    fn timer_id(&mut self, name: &str) -> usize {
+        name_id(&mut self.timers, &mut self.timer_index, name)
+    }
+
+    /// A `count` step: metric `name` (declared at its first use) grows `by`.
+    fn count_step(
+        &mut self,
+        name: &crate::span::Spanned<String>,
+        by: &Expr,
+        count: usize,
+        scope: &[(String, usize)],
+    ) -> Result<Instr, Diagnostic> {
+        self.record_metric(name, "count")?;
+        let (c, _) = self.dynamic(by, count, scope, "by", &[Unit::None])?;
+        Ok(Instr::Count {
+            count: self.count_id(&name.value),
+            by: c,
+        })
+    }
+
+    /// The id of count `name`, declared at its first use.
+    fn count_id(&mut self, name: &str) -> usize {
+        name_id(&mut self.counts, &mut self.count_index, name)
+    }
+}
+
+/// The place of `name` in `names` (indexed by `index`), appended at its first use.
+fn name_id(
+    names: &mut Vec<&'static str>,
+    index: &mut HashMap<&'static str, usize>,
+    name: &str,
+) -> usize {
+    if let Some(&i) = index.get(name) {
+        return i;
+    }
+    let n = intern(name);
+    names.push(n);
+    index.insert(n, names.len() - 1);
+    names.len() - 1
 }
 
 fn table(kind: Kind) -> &'static str {
@@ -1231,23 +1392,6 @@ fn check_unit(expr: &Expr, what: &str, u: Unit, units: &[Unit]) -> Result<(), Di
         expr.span,
         format!("{what} '{expr}' is {u}; use {want}"),
     ))
-}
-
-/// `v` as a whole number in `lo..=hi`; the error, at `span`, says "`subject` is `v`".
-pub(crate) fn whole(
-    span: Span,
-    subject: &str,
-    v: f64,
-    lo: u64,
-    hi: u64,
-) -> Result<u64, Diagnostic> {
-    if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 || !v.is_finite() {
-        return Err(Diagnostic::new(
-            span,
-            format!("{subject} is {v}; accepted: a whole number in {lo}..{hi}"),
-        ));
-    }
-    Ok(v as u64)
 }
 
 /// Whether a program draws from distributions (the file then gets a `seed` parameter).

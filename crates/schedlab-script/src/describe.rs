@@ -1,8 +1,8 @@
 //! A workload file's steps in words, for `schedlab check`: what each group's tasks do, with the
 //! expressions as written and the values they take in this configuration.
 
-use crate::model::{Amount, ObjectRef, Step, StepKind};
-use crate::script::Script;
+use crate::model::{Amount, ObjectRef, ScriptDef, Step, StepKind};
+use crate::program::Program;
 use schedlab_workload::IoKind;
 use std::fmt::Write;
 
@@ -85,10 +85,9 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
     }
 }
 
-/// Each group's steps, and what the dry run proved.
-pub fn steps(script: &Script) -> String {
+/// Each group's steps in file `def`, and what the dry run proved of its program `p`.
+pub fn steps(def: &ScriptDef, p: &Program) -> String {
     let mut out = String::new();
-    let def = script.def();
     let _ = writeln!(
         out,
         "file          {} ({})",
@@ -98,7 +97,6 @@ pub fn steps(script: &Script) -> String {
             crate::model::Grammar::RtApp => "rt-app JSON",
         }
     );
-    let p = script.program();
     match p.expected_messages {
         Some(n) if p.receives => {
             let _ = writeln!(out, "messages      {n} per repetition; every receive is matched by a send (proved by a dry run)");

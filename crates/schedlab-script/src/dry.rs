@@ -8,14 +8,16 @@
 //! files. A task a spawn step forks is walked after the tasks the run starts with, at the place
 //! (index) it takes in its group.
 
-use crate::compile::{whole, DRY_RUN_BUDGET, MAX_MESSAGE};
-use crate::error::Diagnostic;
+use crate::error::{whole, Diagnostic};
 use crate::model::ScriptDef;
-use crate::program::{CAmount, CRef, Instr, Program};
+use crate::program::{CAmount, CRef, Instr, Program, MAX_MESSAGE};
 use crate::span::Span;
 use schedlab_workload::IoKind;
 use std::collections::VecDeque;
 use std::time::Duration;
+
+/// Instructions a dry run may execute before it gives up proving message counts.
+const DRY_RUN_BUDGET: u64 = 50_000_000;
 
 /// Where one channel element was first used.
 #[derive(Clone, Copy)]
@@ -141,284 +143,422 @@ pub fn run(
     provable: bool,
 ) -> Result<(), Diagnostic> {
     refuse_timeless_loops(program, spans)?;
-    let mut budget = DRY_RUN_BUDGET;
-    let mut exact = provable;
-    let mut channels: Vec<Channel> = (0..program.plan.channels)
-        .map(|_| Channel {
-            sent: 0,
-            received: 0,
-            size: None,
-            reader: None,
-            first_send: None,
-            first_recv: None,
-            label: None,
-        })
-        .collect();
-    let mut spawns = vec![0u64; program.groups.len()];
-    // Per semaphore: posts, waits, the first wait and its label; per barrier: arrivals.
-    let mut sems: Vec<(u64, u64, Option<FirstUse>)> =
-        vec![(0, 0, None); program.plan.sync.semaphores.len()];
-    let mut arrivals: Vec<(u64, Option<FirstUse>)> =
-        vec![(0, None); program.plan.sync.barriers.len()];
+    let mut walk = Walk::new(program, spans, def, provable);
     let mut longest = 0f64;
     // CPU and sleep time of the forked tasks, as if they ran one after another.
     let mut forked_time = 0f64;
     let mut memory = 0u64;
     let mut files = 0u64;
-    // Tasks forked so far per group; whether the counts of forks and waits are exact (no timed
-    // loop around them).
-    let mut forked = vec![0usize; program.groups.len()];
-    let mut forks_exact = true;
-    let mut queue: VecDeque<(usize, usize)> = program
-        .groups
-        .iter()
-        .enumerate()
-        .flat_map(|(g, group)| (0..group.tasks).map(move |i| (g, i)))
-        .collect();
-    'groups: while let Some((g, index)) = queue.pop_front() {
-        let group = &program.groups[g];
-        {
-            let who = format!("task {}#{index}", group.name);
-            let mut children = 0u64;
-            let mut frame = vec![0f64; group.slots];
-            frame[0] = index as f64;
-            let mut held: Vec<usize> = Vec::new();
-            let mut time = 0f64;
-            let mut touch = 0u64;
-            let (mut file, mut file_max) = (0u64, 0u64);
-            let body = &group.body;
-            let mut pc = 0;
-            while pc < body.len() {
-                if budget == 0 {
-                    exact = false;
-                    break 'groups;
-                }
-                budget -= 1;
-                let span = spans[g][pc];
-                let here = Use { group: g, pc };
-                match &body[pc] {
-                    Instr::Compute(a) | Instr::Sleep(a) => time += mean(a, &frame).max(0.0),
-                    Instr::Busy(c) => time += c.eval(&frame).max(0.0),
-                    Instr::Period { every, .. } => time += every.eval(&frame).max(0.0),
-                    Instr::Send { chan, size, .. } | Instr::Recv { chan, size, .. } => {
-                        let send = matches!(body[pc], Instr::Send { .. });
-                        let e = match element(chan, &frame, span, &who) {
-                            Ok(e) => e,
-                            // An index that uses `from` is known only while running.
-                            Err(_) if !provable => {
-                                pc += 1;
-                                continue;
-                            }
-                            Err(d) => return Err(d),
-                        };
-                        let bytes = size.eval(&frame);
-                        let bytes = whole(
-                            span,
-                            &format!("the message size of {who}"),
-                            bytes,
-                            1,
-                            MAX_MESSAGE,
-                        )?;
-                        let ch = &mut channels[e];
-                        ch.label.get_or_insert((chan.name, e - chan.base));
-                        match ch.size {
-                            None => ch.size = Some((bytes, here)),
-                            Some((s, first)) if s != bytes && provable => {
-                                let (n, i) = ch.label.unwrap();
-                                let first_at =
-                                    crate::span::LineCol::of(&def.text, at(spans, first).start);
-                                return Err(Diagnostic::new(
-                                    span,
-                                    format!("{who} uses {n}[{i}] with messages of {bytes} B, but messages of {s} B travel on it too (line {}); a channel carries one message size", first_at.line),
-                                ));
-                            }
-                            Some(_) => {}
-                        }
-                        if send {
-                            ch.sent += 1;
-                            ch.first_send.get_or_insert(here);
-                        } else {
-                            ch.received += 1;
-                            ch.first_recv.get_or_insert(here);
-                            let id = (g, index);
-                            match ch.reader {
-                                None => ch.reader = Some(id),
-                                Some(r) if r != id && provable => {
-                                    let (n, i) = ch.label.unwrap();
-                                    let (rg, ri) = r;
-                                    return Err(Diagnostic::new(
-                                        span,
-                                        format!("{who} receives from {n}[{i}], which task {}#{ri} also receives from; a channel has one reader (give each reader its own channel)", program.groups[rg].name),
-                                    ));
-                                }
-                                Some(_) => {}
-                            }
-                        }
-                    }
-                    Instr::Lock(r) => {
-                        let e = element(r, &frame, span, &who)?;
-                        if held.contains(&e) {
-                            return Err(Diagnostic::new(span, format!("{who} takes lock {}[{}] while it holds it: it would wait for itself forever", r.name, e - r.base)));
-                        }
-                        held.push(e);
-                    }
-                    Instr::Unlock(r) => {
-                        let e = element(r, &frame, span, &who)?;
-                        let Some(p) = held.iter().position(|&h| h == e) else {
-                            return Err(Diagnostic::new(
-                                span,
-                                format!(
-                                    "{who} releases lock {}[{}], which it does not hold",
-                                    r.name,
-                                    e - r.base
-                                ),
-                            ));
-                        };
-                        held.remove(p);
-                    }
-                    Instr::CondWait { cond, lock } => {
-                        element(cond, &frame, span, &who)?;
-                        let e = element(lock, &frame, span, &who)?;
-                        if !held.contains(&e) {
-                            return Err(Diagnostic::new(span, format!("{who} waits on condition {} with lock {}[{}], which it does not hold; take it first", cond.name, lock.name, e - lock.base)));
-                        }
-                    }
-                    Instr::SemPost(r) => {
-                        let e = element(r, &frame, span, &who)?;
-                        sems[e].0 += 1;
-                    }
-                    Instr::SemWait(r) => {
-                        let e = element(r, &frame, span, &who)?;
-                        sems[e].1 += 1;
-                        sems[e].2.get_or_insert((here, r.name, e - r.base));
-                    }
-                    Instr::Barrier(r) => {
-                        let e = element(r, &frame, span, &who)?;
-                        arrivals[e].0 += 1;
-                        arrivals[e].1.get_or_insert((here, r.name, e - r.base));
-                    }
-                    Instr::CondSignal(r) | Instr::CondBroadcast(r) => {
-                        element(r, &frame, span, &who)?;
-                    }
-                    Instr::Yield | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
-                    Instr::TimedBegin { .. } => {}
-                    Instr::Io { kind, bytes } => {
-                        let b = bytes.eval(&frame).max(0.0) as u64;
-                        match kind {
-                            IoKind::Write => file = file.saturating_add(b),
-                            IoKind::Truncate => file = 0,
-                            IoKind::Read => {}
-                        }
-                        file_max = file_max.max(file);
-                    }
-                    Instr::Touch(c) => touch = touch.max(c.eval(&frame).max(0.0) as u64),
-                    Instr::Spawn { semaphore } => {
-                        if let Some(t) = program
-                            .groups
-                            .iter()
-                            .position(|g| g.start_semaphore == Some(*semaphore))
-                        {
-                            spawns[t] += 1;
-                        }
-                    }
-                    Instr::Fork { group: t } => {
-                        let target = &program.groups[*t];
-                        if forked[*t] < target.spawn {
-                            queue.push_back((*t, target.tasks + forked[*t]));
-                            forked[*t] += 1;
-                            children += 1;
-                        } else if forks_exact {
-                            return Err(Diagnostic::new(
-                                span,
-                                format!(
-                                    "{who} spawns a task of group {} beyond its bound: the group may spawn {} task{} (its `spawn`), and the spawn steps before this one have forked them all; raise the bound or spawn fewer",
-                                    target.name,
-                                    target.spawn,
-                                    if target.spawn == 1 { "" } else { "s" }
-                                ),
-                            ));
-                        }
-                    }
-                    Instr::WaitChild => {
-                        if children > 0 {
-                            children -= 1;
-                        } else if forks_exact {
-                            return Err(Diagnostic::new(
-                                span,
-                                format!("{who} waits for a child, but every task it forked with spawn has been waited for already (or it forked none): the wait would fail; wait once per spawn of a spawnable group"),
-                            ));
-                        }
-                    }
-                    Instr::Exit => {}
-                    Instr::LoopBegin {
-                        repeat,
-                        timed,
-                        counter,
-                        var,
-                        end,
-                    } => {
-                        let r = repeat.eval(&frame);
-                        if *timed {
-                            time += r.max(0.0);
-                            if contains_messages(&body[pc + 1..*end]) {
-                                exact = false;
-                                forks_exact = false;
-                            }
-                            // Walk the body once for its references; the passes are unknown.
-                            frame[*counter] = 1.0;
-                        } else {
-                            let n = whole(
-                                span,
-                                &format!("the loop count of {who}"),
-                                r,
-                                0,
-                                u64::MAX >> 12,
-                            )?;
-                            frame[*counter] = n as f64;
-                        }
-                        if let Some(v) = var {
-                            frame[*v] = 0.0;
-                        }
-                        if frame[*counter] <= 0.0 {
-                            pc = *end + 1;
-                            continue;
-                        }
-                    }
-                    Instr::LoopEnd {
-                        begin,
-                        counter,
-                        var,
-                        ..
-                    } => {
-                        frame[*counter] -= 1.0;
-                        if let Some(v) = var {
-                            frame[*v] += 1.0;
-                        }
-                        if frame[*counter] > 0.0 {
-                            pc = *begin + 1;
-                            continue;
-                        }
-                    }
-                }
-                pc += 1;
-            }
-            if let Some(&e) = held.first() {
-                return Err(Diagnostic::new(
-                    group_span(def, g),
-                    format!("{who} ends holding a lock (lock id {e}); release every lock it takes"),
-                ));
-            }
-            if index >= group.tasks {
-                forked_time += time;
-            } else {
-                longest = longest.max(time);
-            }
-            memory = memory.saturating_add(touch);
-            files = files.saturating_add(file_max);
+    while let Some((g, index)) = walk.queue.pop_front() {
+        let Some(task) = walk.task(g, index)? else {
+            // Out of budget: what was walked proves nothing.
+            walk.exact = false;
+            break;
+        };
+        if let Some(&e) = task.held.first() {
+            return Err(Diagnostic::new(
+                group_span(def, g),
+                format!(
+                    "{} ends holding a lock (lock id {e}); release every lock it takes",
+                    task.who
+                ),
+            ));
+        }
+        if index >= walk.program.groups[g].tasks {
+            forked_time += task.time;
+        } else {
+            longest = longest.max(task.time);
+        }
+        memory = memory.saturating_add(task.touch);
+        files = files.saturating_add(task.file_max);
+    }
+    let expected_messages = if walk.exact {
+        walk.check_balances()?;
+        Some(walk.channels.iter().map(|c| c.received).sum())
+    } else {
+        None
+    };
+    let messages = walk.channels.iter().map(|c| c.received).sum::<u64>() as f64;
+    let out_of_budget = walk.budget == 0;
+    if expected_messages.is_some() {
+        program.expected_messages = expected_messages;
+    }
+    let tasks = (program.plan.total_tasks() + program.plan.total_spawn()) as f64;
+    let secs = if out_of_budget {
+        6.0 * 3600.0
+    } else {
+        (3.0 * (longest + forked_time) + messages * 20e-6 + tasks * 1e-3).max(60.0)
+    };
+    program.expected_time = Duration::from_secs_f64(secs.min(6.0 * 3600.0));
+    program.memory = memory;
+    program.files = files;
+    Ok(())
+}
+
+/// The dry run's state across tasks: what is left of its budget, whether its counts are
+/// exact, and the counts per channel, semaphore, barrier and spawned group.
+struct Walk<'p> {
+    program: &'p Program,
+    spans: &'p [Vec<Span>],
+    def: &'p ScriptDef,
+    /// Whether message counts can be proved (no expression uses `from`).
+    provable: bool,
+    /// Instructions left to execute.
+    budget: u64,
+    /// Whether the counts are exact (provable, no timed loop around messages, in budget).
+    exact: bool,
+    channels: Vec<Channel>,
+    /// Per group, how often a spawn step started one of its parked tasks.
+    spawns: Vec<u64>,
+    /// Per semaphore: posts, waits, the first wait and its label.
+    sems: Vec<(u64, u64, Option<FirstUse>)>,
+    /// Per barrier: arrivals, the first and its label.
+    arrivals: Vec<(u64, Option<FirstUse>)>,
+    /// Tasks forked so far per group.
+    forked: Vec<usize>,
+    /// Whether the counts of forks and waits are exact (no timed loop around them).
+    forks_exact: bool,
+    /// The tasks left to walk (group, index): the starting ones, then each forked one.
+    queue: VecDeque<(usize, usize)>,
+}
+
+/// One task being walked.
+struct TaskWalk {
+    /// `task GROUP#INDEX`, for messages.
+    who: String,
+    group: usize,
+    index: usize,
+    frame: Vec<f64>,
+    /// The locks it holds, by id.
+    held: Vec<usize>,
+    /// Children it forked and has not waited for.
+    children: u64,
+    /// Its CPU and sleep time, seconds.
+    time: f64,
+    /// The most memory it touches, bytes.
+    touch: u64,
+    /// Its scratch file's size now and at most, bytes.
+    file: u64,
+    file_max: u64,
+}
+
+impl TaskWalk {
+    /// Take lock `r`; refuse one it holds.
+    fn lock(&mut self, r: &CRef, span: Span) -> Result<(), Diagnostic> {
+        let e = element(r, &self.frame, span, &self.who)?;
+        if self.held.contains(&e) {
+            return Err(Diagnostic::new(
+                span,
+                format!(
+                    "{} takes lock {}[{}] while it holds it: it would wait for itself forever",
+                    self.who,
+                    r.name,
+                    e - r.base
+                ),
+            ));
+        }
+        self.held.push(e);
+        Ok(())
+    }
+
+    /// Release lock `r`; refuse one it does not hold.
+    fn unlock(&mut self, r: &CRef, span: Span) -> Result<(), Diagnostic> {
+        let e = element(r, &self.frame, span, &self.who)?;
+        let Some(p) = self.held.iter().position(|&h| h == e) else {
+            return Err(Diagnostic::new(
+                span,
+                format!(
+                    "{} releases lock {}[{}], which it does not hold",
+                    self.who,
+                    r.name,
+                    e - r.base
+                ),
+            ));
+        };
+        self.held.remove(p);
+        Ok(())
+    }
+
+    /// Wait on `cond` with `lock`, which it must hold.
+    fn cond_wait(&mut self, cond: &CRef, lock: &CRef, span: Span) -> Result<(), Diagnostic> {
+        element(cond, &self.frame, span, &self.who)?;
+        let e = element(lock, &self.frame, span, &self.who)?;
+        if !self.held.contains(&e) {
+            return Err(Diagnostic::new(span, format!("{} waits on condition {} with lock {}[{}], which it does not hold; take it first", self.who, cond.name, lock.name, e - lock.base)));
+        }
+        Ok(())
+    }
+
+    /// Write, truncate or read its scratch file.
+    fn io(&mut self, kind: IoKind, bytes: &crate::expr::Compiled) {
+        let b = bytes.eval(&self.frame).max(0.0) as u64;
+        match kind {
+            IoKind::Write => self.file = self.file.saturating_add(b),
+            IoKind::Truncate => self.file = 0,
+            IoKind::Read => {}
+        }
+        self.file_max = self.file_max.max(self.file);
+    }
+
+    /// Wait for a child; refuse a wait with none left when the forks are counted exactly.
+    fn wait_child(&mut self, forks_exact: bool, span: Span) -> Result<(), Diagnostic> {
+        if self.children > 0 {
+            self.children -= 1;
+        } else if forks_exact {
+            return Err(Diagnostic::new(
+                span,
+                format!("{} waits for a child, but every task it forked with spawn has been waited for already (or it forked none): the wait would fail; wait once per spawn of a spawnable group", self.who),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl<'p> Walk<'p> {
+    fn new(
+        program: &'p Program,
+        spans: &'p [Vec<Span>],
+        def: &'p ScriptDef,
+        provable: bool,
+    ) -> Walk<'p> {
+        Walk {
+            program,
+            spans,
+            def,
+            provable,
+            budget: DRY_RUN_BUDGET,
+            exact: provable,
+            channels: (0..program.plan.channels)
+                .map(|_| Channel {
+                    sent: 0,
+                    received: 0,
+                    size: None,
+                    reader: None,
+                    first_send: None,
+                    first_recv: None,
+                    label: None,
+                })
+                .collect(),
+            spawns: vec![0u64; program.groups.len()],
+            sems: vec![(0, 0, None); program.plan.sync.semaphores.len()],
+            arrivals: vec![(0, None); program.plan.sync.barriers.len()],
+            forked: vec![0usize; program.groups.len()],
+            forks_exact: true,
+            queue: program
+                .groups
+                .iter()
+                .enumerate()
+                .flat_map(|(g, group)| (0..group.tasks).map(move |i| (g, i)))
+                .collect(),
         }
     }
-    if exact {
-        for ch in &channels {
+
+    /// Walk task `index` of group `g` through its body; `None` when the budget ran out.
+    fn task(&mut self, g: usize, index: usize) -> Result<Option<TaskWalk>, Diagnostic> {
+        let program = self.program;
+        let group = &program.groups[g];
+        let mut t = TaskWalk {
+            who: format!("task {}#{index}", group.name),
+            group: g,
+            index,
+            frame: vec![0f64; group.slots],
+            held: Vec::new(),
+            children: 0,
+            time: 0.0,
+            touch: 0,
+            file: 0,
+            file_max: 0,
+        };
+        t.frame[0] = index as f64;
+        let body = &group.body;
+        let mut pc = 0;
+        while pc < body.len() {
+            if self.budget == 0 {
+                return Ok(None);
+            }
+            self.budget -= 1;
+            let span = self.spans[g][pc];
+            let here = Use { group: g, pc };
+            match &body[pc] {
+                Instr::Compute(a) | Instr::Sleep(a) => t.time += mean(a, &t.frame).max(0.0),
+                Instr::Busy(c) => t.time += c.eval(&t.frame).max(0.0),
+                Instr::Period { every, .. } => t.time += every.eval(&t.frame).max(0.0),
+                Instr::Send { chan, size, .. } => self.message(&t, true, chan, size, here)?,
+                Instr::Recv { chan, size, .. } => self.message(&t, false, chan, size, here)?,
+                Instr::Lock(r) => t.lock(r, span)?,
+                Instr::Unlock(r) => t.unlock(r, span)?,
+                Instr::CondWait { cond, lock } => t.cond_wait(cond, lock, span)?,
+                Instr::SemPost(r) => {
+                    let e = element(r, &t.frame, span, &t.who)?;
+                    self.sems[e].0 += 1;
+                }
+                Instr::SemWait(r) => {
+                    let e = element(r, &t.frame, span, &t.who)?;
+                    self.sems[e].1 += 1;
+                    self.sems[e].2.get_or_insert((here, r.name, e - r.base));
+                }
+                Instr::Barrier(r) => {
+                    let e = element(r, &t.frame, span, &t.who)?;
+                    self.arrivals[e].0 += 1;
+                    self.arrivals[e].1.get_or_insert((here, r.name, e - r.base));
+                }
+                Instr::CondSignal(r) | Instr::CondBroadcast(r) => {
+                    element(r, &t.frame, span, &t.who)?;
+                }
+                Instr::Yield | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
+                Instr::TimedBegin { .. } => {}
+                Instr::Io { kind, bytes } => t.io(*kind, bytes),
+                Instr::Touch(c) => t.touch = t.touch.max(c.eval(&t.frame).max(0.0) as u64),
+                Instr::Spawn { semaphore } => {
+                    if let Some(s) =
+                        (program.groups.iter()).position(|g| g.start_semaphore == Some(*semaphore))
+                    {
+                        self.spawns[s] += 1;
+                    }
+                }
+                Instr::Fork { group: target } => self.fork(&mut t, *target, span)?,
+                Instr::WaitChild => t.wait_child(self.forks_exact, span)?,
+                Instr::Exit => {}
+                Instr::LoopBegin {
+                    repeat,
+                    timed,
+                    counter,
+                    var,
+                    end,
+                } => {
+                    let r = repeat.eval(&t.frame);
+                    if *timed {
+                        t.time += r.max(0.0);
+                        if contains_messages(&body[pc + 1..*end]) {
+                            self.exact = false;
+                            self.forks_exact = false;
+                        }
+                        // Walk the body once for its references; the passes are unknown.
+                        t.frame[*counter] = 1.0;
+                    } else {
+                        let what = format!("the loop count of {}", t.who);
+                        let n = whole(span, &what, r, 0, u64::MAX >> 12)?;
+                        t.frame[*counter] = n as f64;
+                    }
+                    if let Some(v) = var {
+                        t.frame[*v] = 0.0;
+                    }
+                    if t.frame[*counter] <= 0.0 {
+                        pc = *end + 1;
+                        continue;
+                    }
+                }
+                Instr::LoopEnd {
+                    begin,
+                    counter,
+                    var,
+                    ..
+                } => {
+                    t.frame[*counter] -= 1.0;
+                    if let Some(v) = var {
+                        t.frame[*v] += 1.0;
+                    }
+                    if t.frame[*counter] > 0.0 {
+                        pc = *begin + 1;
+                        continue;
+                    }
+                }
+            }
+            pc += 1;
+        }
+        Ok(Some(t))
+    }
+
+    /// Task `t` sends (`send`) or receives a message of `size` on `chan` at `here`: counted
+    /// per channel element, which carries one message size and has one reader.
+    fn message(
+        &mut self,
+        t: &TaskWalk,
+        send: bool,
+        chan: &CRef,
+        size: &crate::expr::Compiled,
+        here: Use,
+    ) -> Result<(), Diagnostic> {
+        let span = at(self.spans, here);
+        let who = &t.who;
+        let e = match element(chan, &t.frame, span, who) {
+            Ok(e) => e,
+            // An index that uses `from` is known only while running.
+            Err(_) if !self.provable => return Ok(()),
+            Err(d) => return Err(d),
+        };
+        let bytes = size.eval(&t.frame);
+        let what = format!("the message size of {who}");
+        let bytes = whole(span, &what, bytes, 1, MAX_MESSAGE)?;
+        let provable = self.provable;
+        let ch = &mut self.channels[e];
+        ch.label.get_or_insert((chan.name, e - chan.base));
+        match ch.size {
+            None => ch.size = Some((bytes, here)),
+            Some((s, first)) if s != bytes && provable => {
+                let (n, i) = ch.label.unwrap();
+                let first_at =
+                    crate::span::LineCol::of(&self.def.text, at(self.spans, first).start);
+                return Err(Diagnostic::new(
+                    span,
+                    format!("{who} uses {n}[{i}] with messages of {bytes} B, but messages of {s} B travel on it too (line {}); a channel carries one message size", first_at.line),
+                ));
+            }
+            Some(_) => {}
+        }
+        if send {
+            ch.sent += 1;
+            ch.first_send.get_or_insert(here);
+            return Ok(());
+        }
+        ch.received += 1;
+        ch.first_recv.get_or_insert(here);
+        let id = (t.group, t.index);
+        match ch.reader {
+            None => ch.reader = Some(id),
+            Some(r) if r != id && provable => {
+                let (n, i) = ch.label.unwrap();
+                let (rg, ri) = r;
+                return Err(Diagnostic::new(
+                    span,
+                    format!("{who} receives from {n}[{i}], which task {}#{ri} also receives from; a channel has one reader (give each reader its own channel)", self.program.groups[rg].name),
+                ));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// Task `t` forks a task of group `target` into its next spawn place, queued to be walked;
+    /// refuse a fork beyond the group's bound when the forks are counted exactly.
+    fn fork(&mut self, t: &mut TaskWalk, target: usize, span: Span) -> Result<(), Diagnostic> {
+        let group = &self.program.groups[target];
+        if self.forked[target] < group.spawn {
+            self.queue
+                .push_back((target, group.tasks + self.forked[target]));
+            self.forked[target] += 1;
+            t.children += 1;
+        } else if self.forks_exact {
+            return Err(Diagnostic::new(
+                span,
+                format!(
+                    "{} spawns a task of group {} beyond its bound: the group may spawn {} task{} (its `spawn`), and the spawn steps before this one have forked them all; raise the bound or spawn fewer",
+                    t.who,
+                    group.name,
+                    group.spawn,
+                    if group.spawn == 1 { "" } else { "s" }
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// With exact counts: every channel element read as often as written, every parked task
+    /// spawned once, no semaphore waited on more than it can give, every barrier's arrivals a
+    /// multiple of its parties.
+    fn check_balances(&self) -> Result<(), Diagnostic> {
+        let (program, spans, def) = (self.program, self.spans, self.def);
+        for ch in &self.channels {
             let Some((n, i)) = ch.label else { continue };
             if ch.received > ch.sent {
                 let u = ch.first_recv.expect("received");
@@ -430,11 +570,11 @@ pub fn run(
             }
         }
         for (g, group) in program.groups.iter().enumerate() {
-            if group.start_semaphore.is_some() && spawns[g] != group.tasks as u64 {
-                return Err(Diagnostic::new(group_span(def, g), format!("group {} has {} tasks but is spawned {} times; spawn each of its tasks once", group.name, group.tasks, spawns[g])));
+            if group.start_semaphore.is_some() && self.spawns[g] != group.tasks as u64 {
+                return Err(Diagnostic::new(group_span(def, g), format!("group {} has {} tasks but is spawned {} times; spawn each of its tasks once", group.name, group.tasks, self.spawns[g])));
             }
         }
-        for (e, (posts, waits, first)) in sems.iter().enumerate() {
+        for (e, (posts, waits, first)) in self.sems.iter().enumerate() {
             let initial = u64::from(program.plan.sync.semaphores[e]);
             if let Some((u, n, i)) = first {
                 if *waits > initial + posts {
@@ -442,7 +582,7 @@ pub fn run(
                 }
             }
         }
-        for (e, (count, first)) in arrivals.iter().enumerate() {
+        for (e, (count, first)) in self.arrivals.iter().enumerate() {
             let parties = program.plan.sync.barriers[e] as u64;
             if let Some((u, n, i)) = first {
                 if count % parties != 0 {
@@ -450,19 +590,8 @@ pub fn run(
                 }
             }
         }
-        program.expected_messages = Some(channels.iter().map(|c| c.received).sum());
+        Ok(())
     }
-    let messages = channels.iter().map(|c| c.received).sum::<u64>() as f64;
-    let tasks = (program.plan.total_tasks() + program.plan.total_spawn()) as f64;
-    let secs = if budget == 0 {
-        6.0 * 3600.0
-    } else {
-        (3.0 * (longest + forked_time) + messages * 20e-6 + tasks * 1e-3).max(60.0)
-    };
-    program.expected_time = Duration::from_secs_f64(secs.min(6.0 * 3600.0));
-    program.memory = memory;
-    program.files = files;
-    Ok(())
 }
 
 fn group_span(def: &ScriptDef, g: usize) -> Span {

@@ -110,6 +110,24 @@ fn edit_distance(a: &str, b: &str) -> usize {
     d[a.len()][b.len()]
 }
 
+/// `v` as a whole number in `lo..=hi`; the error, at `span`, says "`subject` is `v`" and what
+/// is accepted.
+pub(crate) fn whole(
+    span: Span,
+    subject: &str,
+    v: f64,
+    lo: u64,
+    hi: u64,
+) -> Result<u64, Diagnostic> {
+    if v.fract() != 0.0 || v < lo as f64 || v > hi as f64 || !v.is_finite() {
+        return Err(Diagnostic::new(
+            span,
+            format!("{subject} is {v}; accepted: a whole number in {lo}..{hi}"),
+        ));
+    }
+    Ok(v as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

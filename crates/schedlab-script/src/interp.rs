@@ -12,7 +12,7 @@
 //! from the latest one.
 
 use crate::compile::FROM_SLOT;
-use crate::program::{CAmount, CRef, Instr, Program};
+use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program};
 use rand::Rng;
 use rand_core::SeedableRng;
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
@@ -207,6 +207,40 @@ struct PeriodState {
 }
 
 impl PeriodState {
+    /// The period's next activation (`every`, work due `deadline` after it): the work of the
+    /// current one is accounted, then the task sleeps until the next one (the first starts
+    /// now) and records how late it woke; whole periods overslept are missed.
+    async fn activate<C: Context>(
+        &mut self,
+        ctx: &C,
+        names: &PeriodNames,
+        every: Duration,
+        deadline: Duration,
+    ) {
+        let now = ctx.now();
+        self.close(now);
+        let activation = match self.current {
+            None => now,
+            Some((previous, _)) => {
+                let mut next = previous + every;
+                if now >= next + every {
+                    // Overslept whole periods: count them missed and go on from the latest
+                    // activation that has passed.
+                    let behind = ((now - next).as_nanos() / every.as_nanos()) as u32;
+                    self.missed += u64::from(behind);
+                    self.late += u64::from(behind);
+                    next += every * behind;
+                }
+                if next > now {
+                    ctx.sleep_until(next).await;
+                }
+                ctx.record(names.latency, ctx.now().saturating_sub(next).as_secs_f64());
+                next
+            }
+        };
+        self.current = Some((activation, activation + deadline));
+    }
+
     /// Account the work of the current activation, ended at `now`.
     fn close(&mut self, now: Duration) {
         if let Some((_, due)) = self.current {
@@ -243,37 +277,15 @@ pub async fn run<C: Context>(
     let mut received = 0u64;
     let mut counts = vec![0f64; program.counts.len()];
     let mut periods = vec![PeriodState::default(); program.periods.len()];
-    // The task's index is fixed for its whole body: fold it into the expressions once (within a
-    // memory bound), so that `inbox[index]` costs nothing per message.
-    let specialized: Vec<Instr>;
-    let body: &[Instr] = if group.body.len() * (group.tasks + group.spawn) <= SPECIALIZE_LIMIT {
-        specialized = group
-            .body
-            .iter()
-            .map(|i| i.with_slot(0, task.index as f64))
-            .collect();
-        &specialized
-    } else {
-        &group.body
-    };
-    // The clock at the end of the last pass of a timed loop, and how many passes in a row
-    // found it there (FROZEN_PASSES).
-    let mut frozen = (Duration::MAX, 0u32);
+    let specialized = specialize(group, task.index);
+    let body: &[Instr] = specialized.as_deref().unwrap_or(&group.body);
+    let mut frozen = Frozen::default();
     let mut pc = 0;
     while pc < body.len() {
         match &body[pc] {
             Instr::Compute(a) => ctx.compute(draw(a, &frame, &mut rng, "compute")?).await,
             Instr::Sleep(a) => ctx.sleep(draw(a, &frame, &mut rng, "sleep")?).await,
-            Instr::Busy(c) => {
-                let end = ctx.now() + duration(c.eval(&frame), "busy")?;
-                loop {
-                    let now = ctx.now();
-                    if now >= end {
-                        break;
-                    }
-                    ctx.compute((end - now).min(Duration::from_millis(1))).await;
-                }
-            }
+            Instr::Busy(c) => busy(ctx, duration(c.eval(&frame), "busy")?).await,
             Instr::Period {
                 timer,
                 every,
@@ -287,75 +299,22 @@ pub async fn run<C: Context>(
                     ));
                 }
                 let names = &program.periods[*timer];
-                let state = &mut periods[*timer];
-                let now = ctx.now();
-                state.close(now);
-                let activation = match state.current {
-                    None => now,
-                    Some((previous, _)) => {
-                        let mut next = previous + every;
-                        if now >= next + every {
-                            // Overslept whole periods: count them missed and go on from the
-                            // latest activation that has passed.
-                            let behind = ((now - next).as_nanos() / every.as_nanos()) as u32;
-                            state.missed += u64::from(behind);
-                            state.late += u64::from(behind);
-                            next += every * behind;
-                        }
-                        if next > now {
-                            ctx.sleep_until(next).await;
-                        }
-                        ctx.record(names.latency, ctx.now().saturating_sub(next).as_secs_f64());
-                        next
-                    }
-                };
-                state.current = Some((activation, activation + deadline));
+                periods[*timer].activate(ctx, names, every, deadline).await;
             }
             Instr::Send { chan, size, bytes } => {
                 let ch = element(chan, &frame)?;
-                let n = if *bytes > 0 {
-                    *bytes
-                } else {
-                    message_size(value(size, &frame))?
-                };
+                let n = message_bytes(*bytes, size, &frame)?;
                 if n >= crate::compile::HEADER {
-                    let seq = next_send.slot(ch, 0);
-                    buf[..4].copy_from_slice(&(task.id as u32).to_le_bytes());
-                    buf[4..8].copy_from_slice(&seq.to_le_bytes());
-                    *seq = seq.wrapping_add(1);
+                    stamp(&mut buf, task.id, next_send.slot(ch, 0));
                 }
                 ctx.send(ChannelId(ch), &buf[..n]).await?;
             }
             Instr::Recv { chan, size, bytes } => {
                 let ch = element(chan, &frame)?;
-                let n = if *bytes > 0 {
-                    *bytes
-                } else {
-                    message_size(value(size, &frame))?
-                };
+                let n = message_bytes(*bytes, size, &frame)?;
                 ctx.recv(ChannelId(ch), &mut buf[..n]).await?;
                 if n >= crate::compile::HEADER {
-                    let sender = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes"));
-                    let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
-                    if sender >= tasks {
-                        return Err(WorkloadError::Integrity(format!(
-                            "task {} got a message on {}[{}] from task {sender}, which does not exist",
-                            task.id,
-                            chan.name,
-                            ch - chan.base
-                        )));
-                    }
-                    let expected = next_recv.slot(ch, sender as usize);
-                    if seq != *expected {
-                        return Err(WorkloadError::Integrity(format!(
-                            "task {} expected message {} from task {sender} on {}[{}], got {seq}",
-                            task.id,
-                            *expected,
-                            chan.name,
-                            ch - chan.base
-                        )));
-                    }
-                    *expected = expected.wrapping_add(1);
+                    let sender = check_stamp(&buf, task.id, (chan, ch), tasks, &mut next_recv)?;
                     if program.uses_from {
                         frame[FROM_SLOT] = program.locate(sender as usize).1 as f64;
                     }
@@ -395,26 +354,7 @@ pub async fn run<C: Context>(
                 var,
                 end,
             } => {
-                let r = repeat.eval(&frame);
-                frame[*counter] = if *timed {
-                    let d = duration(r, "loop")?;
-                    (ctx.now() + d).as_secs_f64()
-                } else if r.fract() == 0.0 && r >= 0.0 {
-                    r
-                } else {
-                    return Err(WorkloadError::Backend(format!(
-                        "a loop's count evaluated to {r}; accepted: a whole number, 0 or more"
-                    )));
-                };
-                if let Some(v) = var {
-                    frame[*v] = 0.0;
-                }
-                let runs = if *timed {
-                    ctx.now().as_secs_f64() < frame[*counter]
-                } else {
-                    frame[*counter] > 0.0
-                };
-                if !runs {
+                if !loop_begin(ctx, &mut frame, repeat, *timed, *counter, *var)? {
                     pc = *end + 1;
                     continue;
                 }
@@ -433,13 +373,8 @@ pub async fn run<C: Context>(
                 }
                 let again = if *timed {
                     let now = ctx.now();
-                    if now == frozen.0 {
-                        frozen.1 += 1;
-                        if frozen.1 >= FROZEN_PASSES {
-                            return Err(frozen_loop(program, task, now, &body[*begin]));
-                        }
-                    } else {
-                        frozen = (now, 0);
+                    if frozen.stands_at(now) {
+                        return Err(frozen_loop(program, task, now, &body[*begin]));
                     }
                     now.as_secs_f64() < frame[*counter]
                 } else {
@@ -460,6 +395,161 @@ pub async fn run<C: Context>(
         }
         pc += 1;
     }
+    record_at_end(ctx, program, &mut periods, &counts, received);
+    Ok(())
+}
+
+/// Stay busy for `length` of wall time, computing a millisecond at most at a time.
+async fn busy<C: Context>(ctx: &C, length: Duration) {
+    let end = ctx.now() + length;
+    loop {
+        let now = ctx.now();
+        if now >= end {
+            break;
+        }
+        ctx.compute((end - now).min(Duration::from_millis(1))).await;
+    }
+}
+
+/// Enter a loop: its counter slot set to its passes (a count) or its end (`timed`: a clock
+/// reading), its variable to 0. Whether its body runs at all.
+#[inline]
+fn loop_begin<C: Context>(
+    ctx: &C,
+    frame: &mut [f64],
+    repeat: &crate::expr::Compiled,
+    timed: bool,
+    counter: usize,
+    var: Option<usize>,
+) -> Result<bool, WorkloadError> {
+    let r = repeat.eval(frame);
+    frame[counter] = if timed {
+        let d = duration(r, "loop")?;
+        (ctx.now() + d).as_secs_f64()
+    } else if r.fract() == 0.0 && r >= 0.0 {
+        r
+    } else {
+        return Err(WorkloadError::Backend(format!(
+            "a loop's count evaluated to {r}; accepted: a whole number, 0 or more"
+        )));
+    };
+    if let Some(v) = var {
+        frame[v] = 0.0;
+    }
+    Ok(if timed {
+        ctx.now().as_secs_f64() < frame[counter]
+    } else {
+        frame[counter] > 0.0
+    })
+}
+
+/// Task `index`'s body of `group` with the index folded into its expressions, when that fits
+/// [`SPECIALIZE_LIMIT`]: the index is fixed for the whole body, so that `inbox[index]` costs
+/// nothing per message.
+fn specialize(group: &CGroup, index: usize) -> Option<Vec<Instr>> {
+    (group.body.len() * (group.tasks + group.spawn) <= SPECIALIZE_LIMIT).then(|| {
+        (group.body.iter())
+            .map(|i| i.with_slot(0, index as f64))
+            .collect()
+    })
+}
+
+/// The clock at the end of the last pass of a timed loop, and how many passes in a row found
+/// it there ([`FROZEN_PASSES`]).
+struct Frozen {
+    at: Duration,
+    passes: u32,
+}
+
+impl Default for Frozen {
+    fn default() -> Frozen {
+        Frozen {
+            at: Duration::MAX,
+            passes: 0,
+        }
+    }
+}
+
+impl Frozen {
+    /// A pass of a timed loop ended at `now`: whether [`FROZEN_PASSES`] passes in a row have
+    /// now found the clock standing there.
+    #[inline]
+    fn stands_at(&mut self, now: Duration) -> bool {
+        if now == self.at {
+            self.passes += 1;
+            self.passes >= FROZEN_PASSES
+        } else {
+            *self = Frozen { at: now, passes: 0 };
+            false
+        }
+    }
+}
+
+/// A message's size: `fixed` when the compiler knew it (not 0), else `size` evaluated.
+#[inline(always)]
+fn message_bytes(
+    fixed: usize,
+    size: &crate::expr::Compiled,
+    frame: &[f64],
+) -> Result<usize, WorkloadError> {
+    if fixed > 0 {
+        Ok(fixed)
+    } else {
+        message_size(value(size, frame))
+    }
+}
+
+/// Write the header of a message from task `id` into `buf`: the sender and its next sequence
+/// number on the channel, `seq`, which it advances.
+#[inline(always)]
+fn stamp(buf: &mut [u8], id: usize, seq: &mut u32) {
+    buf[..4].copy_from_slice(&(id as u32).to_le_bytes());
+    buf[4..8].copy_from_slice(&seq.to_le_bytes());
+    *seq = seq.wrapping_add(1);
+}
+
+/// Check the header of a message task `id` received on element `ch` of channel `chan`: a
+/// sender among the run's `tasks`, and the sequence number expected from it there
+/// (`next_recv`, which it advances). The sender.
+#[inline(always)]
+fn check_stamp(
+    buf: &[u8],
+    id: usize,
+    (chan, ch): (&CRef, usize),
+    tasks: u32,
+    next_recv: &mut SeqTable,
+) -> Result<u32, WorkloadError> {
+    let sender = u32::from_le_bytes(buf[..4].try_into().expect("4 bytes"));
+    let seq = u32::from_le_bytes(buf[4..8].try_into().expect("4 bytes"));
+    if sender >= tasks {
+        return Err(WorkloadError::Integrity(format!(
+            "task {id} got a message on {}[{}] from task {sender}, which does not exist",
+            chan.name,
+            ch - chan.base
+        )));
+    }
+    let expected = next_recv.slot(ch, sender as usize);
+    if seq != *expected {
+        return Err(WorkloadError::Integrity(format!(
+            "task {id} expected message {} from task {sender} on {}[{}], got {seq}",
+            *expected,
+            chan.name,
+            ch - chan.base
+        )));
+    }
+    *expected = expected.wrapping_add(1);
+    Ok(sender)
+}
+
+/// Record a task's metrics at its end: each periodic timer's deadlines met, late and missed
+/// (its last activation closed now), its counts, and the messages it received.
+fn record_at_end<C: Context>(
+    ctx: &C,
+    program: &Program,
+    periods: &mut [PeriodState],
+    counts: &[f64],
+    received: u64,
+) {
     let now = ctx.now();
     for (state, names) in periods.iter_mut().zip(&program.periods) {
         if state.current.is_none() {
@@ -478,7 +568,6 @@ pub async fn run<C: Context>(
     if received > 0 {
         ctx.record(RECEIVED, received as f64);
     }
-    Ok(())
 }
 
 /// The error of a timed loop (`begin`, its `LoopBegin`) of task `task` whose passes took no
@@ -519,13 +608,13 @@ fn value(c: &crate::expr::Compiled, frame: &[f64]) -> f64 {
 
 #[inline]
 fn message_size(v: f64) -> Result<usize, WorkloadError> {
-    if crate::expr::whole(v).is_some_and(|w| (1..=crate::compile::MAX_MESSAGE as i64).contains(&w))
+    if crate::expr::whole(v).is_some_and(|w| (1..=crate::program::MAX_MESSAGE as i64).contains(&w))
     {
         Ok(v as usize)
     } else {
         Err(WorkloadError::Backend(format!(
             "a message size evaluated to {v} bytes; accepted: 1..{}",
-            crate::compile::MAX_MESSAGE
+            crate::program::MAX_MESSAGE
         )))
     }
 }

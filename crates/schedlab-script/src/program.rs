@@ -5,6 +5,10 @@
 use crate::expr::Compiled;
 use schedlab_workload::{IoKind, Plan};
 
+/// The largest message: one write of up to a page is atomic on pipes and UNIX sockets, so
+/// senders sharing a channel never interleave their bytes.
+pub const MAX_MESSAGE: u64 = 4096;
+
 /// How long a `compute` or `sleep` takes, compiled (seconds).
 #[derive(Clone, Debug, PartialEq)]
 pub enum CAmount {
@@ -106,7 +110,7 @@ pub fn affine(c: &Compiled) -> Option<(usize, i64)> {
 pub fn fixed_bytes(size: &Compiled) -> usize {
     size.constant()
         .and_then(crate::expr::whole)
-        .filter(|b| (1..=crate::compile::MAX_MESSAGE as i64).contains(b))
+        .filter(|b| (1..=MAX_MESSAGE as i64).contains(b))
         .map_or(0, |b| b as usize)
 }
 

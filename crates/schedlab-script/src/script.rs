@@ -207,15 +207,55 @@ fn param_defs(def: &ScriptDef, seeded: bool) -> &'static [ParamDef] {
     Box::leak(out.into_boxed_slice())
 }
 
+/// What is wrong with a file parameter's value; the text follows the value (`'x' is …`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+enum ValueProblem {
+    /// A word that is not one of the parameter's choices.
+    #[error("is not accepted; use {}", .choices.join(", "))]
+    NotAChoice {
+        /// The words accepted.
+        choices: Vec<String>,
+    },
+    /// An empty word.
+    #[error("is empty; give a word")]
+    Empty,
+    /// Text that is no quantity.
+    #[error("is not accepted; use {want}")]
+    NotAQuantity {
+        /// What is accepted (`a duration such as 10ms`).
+        want: &'static str,
+    },
+    /// An expression where a plain quantity is wanted.
+    #[error("is not accepted; use {want} (not an expression)")]
+    Expression {
+        /// What is accepted.
+        want: &'static str,
+    },
+    /// A quantity of another unit.
+    #[error("is {unit}; use {want}")]
+    WrongUnit {
+        /// The value's unit.
+        unit: Unit,
+        /// What is accepted.
+        want: &'static str,
+    },
+}
+
 /// Parse `text` as a value of the kind `default` has.
-fn parse_value(default: &ParamValue, choices: &[String], text: &str) -> Result<ParamValue, String> {
+fn parse_value(
+    default: &ParamValue,
+    choices: &[String],
+    text: &str,
+) -> Result<ParamValue, ValueProblem> {
     match default {
         ParamValue::Text(_) => {
             if !choices.is_empty() && !choices.iter().any(|c| c == text) {
-                return Err(format!("is not accepted; use {}", choices.join(", ")));
+                return Err(ValueProblem::NotAChoice {
+                    choices: choices.to_vec(),
+                });
             }
             if text.is_empty() {
-                return Err("is empty; give a word".into());
+                return Err(ValueProblem::Empty);
             }
             Ok(ParamValue::Text(text.to_string()))
         }
@@ -226,7 +266,7 @@ fn parse_value(default: &ParamValue, choices: &[String], text: &str) -> Result<P
                 Unit::Bytes => "a size such as 4KiB",
             };
             let e = expr::parse(text, Span::new(0, text.len()), false)
-                .map_err(|_| format!("is not accepted; use {want}"))?;
+                .map_err(|_| ValueProblem::NotAQuantity { want })?;
             let q = match e.node {
                 Node::Num(q) => q,
                 Node::Neg(inner) => match inner.node {
@@ -234,9 +274,9 @@ fn parse_value(default: &ParamValue, choices: &[String], text: &str) -> Result<P
                         value: -q.value,
                         unit: q.unit,
                     },
-                    _ => return Err(format!("is not accepted; use {want} (not an expression)")),
+                    _ => return Err(ValueProblem::Expression { want }),
                 },
-                _ => return Err(format!("is not accepted; use {want} (not an expression)")),
+                _ => return Err(ValueProblem::Expression { want }),
             };
             let q = match (d.unit, q.unit) {
                 (a, b) if a == b => q,
@@ -244,7 +284,7 @@ fn parse_value(default: &ParamValue, choices: &[String], text: &str) -> Result<P
                     value: q.value,
                     unit: Unit::Bytes,
                 },
-                _ => return Err(format!("is {}; use {want}", q.unit)),
+                (_, unit) => return Err(ValueProblem::WrongUnit { unit, want }),
             };
             Ok(ParamValue::Number(q))
         }
@@ -300,7 +340,12 @@ impl Configurable for Script {
                 .expect("declared");
             let p = &self.file.def.params[i];
             let parsed = parse_value(&p.default, &p.choices, value).map_err(|problem| {
-                ParamError::value(workload, def.name, format!("'{value}'"), problem)
+                ParamError::value(
+                    workload,
+                    def.name,
+                    format!("'{value}'"),
+                    problem.to_string(),
+                )
             })?;
             if parsed == self.values[i] {
                 // The same configuration: what is compiled stays (a file of many groups is not
@@ -621,6 +666,6 @@ impl Workload for Script {
     }
 
     fn describe(&self) -> Option<String> {
-        Some(crate::describe::steps(self))
+        Some(crate::describe::steps(self.def(), self.program()))
     }
 }

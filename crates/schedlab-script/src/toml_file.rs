@@ -1291,41 +1291,8 @@ impl<'t> Reader<'t> {
     /// `"truncate"`.
     fn step(&self, ctx: &str, v: &Value<'_>) -> Result<Step, Diagnostic> {
         let span = span_of(v);
-        let verbs = || VERBS.iter().map(|v| v.0);
         let map = match v.get_ref() {
-            DeValue::String(s) => {
-                let kind = match s.as_ref() {
-                    "yield" => StepKind::Yield,
-                    "wait" => StepKind::WaitChild,
-                    "exit" => StepKind::Exit,
-                    "truncate" => StepKind::Io {
-                        kind: IoKind::Truncate,
-                        bytes: Expr::literal(Quantity::plain(0.0), span),
-                    },
-                    other if verbs().any(|v| v == other) => {
-                        return Err(Diagnostic::new(
-                            span,
-                            within(
-                                ctx,
-                                format!("step \"{other}\" needs a value; write it as {{ {other} = ... }}"),
-                            ),
-                        ))
-                    }
-                    other => {
-                        return Err(Diagnostic::new(
-                            span,
-                            within(
-                                ctx,
-                                format!(
-                                    "step \"{other}\" is not accepted; a step written as a string is \"yield\", \"truncate\", \"wait\" or \"exit\", others are tables such as {{ compute = \"1ms\" }}{}",
-                                    did_you_mean(other, verbs())
-                                ),
-                            ),
-                        ))
-                    }
-                };
-                return Ok(Step { kind, span });
-            }
+            DeValue::String(s) => return string_step(ctx, s, span),
             DeValue::Table(map) => map,
             _ => {
                 return Err(self.wrong(
@@ -1340,89 +1307,25 @@ impl<'t> Reader<'t> {
             .iter()
             .map(|(k, _)| (k.get_ref().as_ref(), span_of(k)))
             .collect();
-        let has_cond_wait = keys.iter().any(|k| k.0 == "cond_wait");
-        let present: Vec<(&str, Span)> = keys
-            .iter()
-            .copied()
-            .filter(|(k, _)| verbs().any(|v| v == *k) && !(has_cond_wait && *k == "lock"))
-            .collect();
-        let verb = match present.as_slice() {
-            [] => {
-                let modifiers: Vec<&str> = VERBS.iter().flat_map(|v| v.1.iter().copied()).collect();
-                if let Some((k, at)) = keys.iter().find(|(k, _)| !modifiers.contains(k)) {
-                    return Err(Diagnostic::new(
-                        *at,
-                        within(
-                            ctx,
-                            format!(
-                                "unknown key `{k}` in a step; a step's verb is one of {}{}",
-                                list(&verbs().collect::<Vec<_>>()),
-                                did_you_mean(k, verbs())
-                            ),
-                        ),
-                    ));
-                }
-                let given: Vec<String> = keys.iter().map(|k| format!("`{}`", k.0)).collect();
-                return Err(Diagnostic::new(
-                    span,
-                    within(
-                        ctx,
-                        format!(
-                            "a step needs one verb ({}); this one has {}",
-                            list(&verbs().collect::<Vec<_>>()),
-                            if given.is_empty() { "no key".to_string() } else { format!("only {}", given.join(", ")) }
-                        ),
-                    ),
-                ));
-            }
-            [one] => one.0,
-            [first, second, ..] => {
-                return Err(Diagnostic::new(
-                    second.1,
-                    within(
-                        ctx,
-                        format!(
-                            "a step has exactly one verb, and this one has `{}` and `{}`; write them as two steps",
-                            first.0, second.0
-                        ),
-                    ),
-                ))
-            }
-        };
-        let modifiers = VERBS.iter().find(|v| v.0 == verb).map_or(&[][..], |v| v.1);
+        let verb = step_verb(ctx, &keys, span)?;
         let step_ctx = if ctx.is_empty() {
             format!("`{verb}` step")
         } else {
             format!("{ctx}, `{verb}` step")
         };
-        for (k, at) in &keys {
-            if *k == verb || modifiers.contains(k) {
-                continue;
-            }
-            let takes = if modifiers.is_empty() {
-                "it takes no other key".to_string()
-            } else {
-                format!("it takes {}", list(modifiers))
-            };
-            let hint = match did_you_mean(k, modifiers.iter().copied()) {
-                h if !h.is_empty() => h,
-                _ => match crate::error::nearest(k, verbs()) {
-                    Some(v) => format!(
-                        " (did you mean '{v}'? a step has one verb: write it as a step of its own)"
-                    ),
-                    None => String::new(),
-                },
-            };
-            return Err(Diagnostic::new(
-                *at,
-                format!("{step_ctx}: unknown key `{k}`; {takes}{hint}"),
-            ));
-        }
+        check_step_keys(&step_ctx, verb, &keys)?;
         let t = Table {
             map,
             span,
             ctx: step_ctx,
         };
+        let kind = self.step_kind(&t, verb)?;
+        Ok(Step { kind, span })
+    }
+
+    /// The kind of the step of table `t` whose verb is `verb`, with its modifiers.
+    fn step_kind(&self, t: &Table<'_, '_>, verb: &str) -> Result<StepKind, Diagnostic> {
+        let span = t.span;
         let ctx = t.ctx.as_str();
         let value = t.get(verb).expect("the verb is a key");
         let reference = |key: &str| -> Result<ObjectRef, Diagnostic> {
@@ -1440,7 +1343,7 @@ impl<'t> Reader<'t> {
                     t.need("every", "every = DURATION, the period")?,
                     false,
                 )?,
-                deadline: self.opt_expr(&t, "deadline", false)?,
+                deadline: self.opt_expr(t, "deadline", false)?,
             },
             "send" | "recv" => {
                 let channel = reference(verb)?;
@@ -1519,7 +1422,7 @@ impl<'t> Reader<'t> {
             },
             _ => unreachable!("every verb is read above"),
         };
-        Ok(Step { kind, span })
+        Ok(kind)
     }
 
     /// A `compute` or `sleep` amount: an expression, or a table with one distribution.
@@ -1664,4 +1567,124 @@ impl<'t> Reader<'t> {
             index: Some(index),
         })
     }
+}
+
+/// A step written as a string: `"yield"`, `"wait"`, `"exit"` or `"truncate"`.
+fn string_step(ctx: &str, s: &str, span: Span) -> Result<Step, Diagnostic> {
+    let verbs = || VERBS.iter().map(|v| v.0);
+    let kind = match s {
+        "yield" => StepKind::Yield,
+        "wait" => StepKind::WaitChild,
+        "exit" => StepKind::Exit,
+        "truncate" => StepKind::Io {
+            kind: IoKind::Truncate,
+            bytes: Expr::literal(Quantity::plain(0.0), span),
+        },
+        other if verbs().any(|v| v == other) => {
+            return Err(Diagnostic::new(
+                span,
+                within(
+                    ctx,
+                    format!("step \"{other}\" needs a value; write it as {{ {other} = ... }}"),
+                ),
+            ))
+        }
+        other => {
+            return Err(Diagnostic::new(
+                span,
+                within(
+                    ctx,
+                    format!(
+                        "step \"{other}\" is not accepted; a step written as a string is \"yield\", \"truncate\", \"wait\" or \"exit\", others are tables such as {{ compute = \"1ms\" }}{}",
+                        did_you_mean(other, verbs())
+                    ),
+                ),
+            ))
+        }
+    };
+    Ok(Step { kind, span })
+}
+
+/// The verb of a step whose keys are `keys` (a `cond_wait` step's `lock` is its modifier):
+/// exactly one.
+fn step_verb<'k>(ctx: &str, keys: &[(&'k str, Span)], span: Span) -> Result<&'k str, Diagnostic> {
+    let verbs = || VERBS.iter().map(|v| v.0);
+    let has_cond_wait = keys.iter().any(|k| k.0 == "cond_wait");
+    let present: Vec<(&str, Span)> = keys
+        .iter()
+        .copied()
+        .filter(|(k, _)| verbs().any(|v| v == *k) && !(has_cond_wait && *k == "lock"))
+        .collect();
+    match present.as_slice() {
+        [] => {
+            let modifiers: Vec<&str> = VERBS.iter().flat_map(|v| v.1.iter().copied()).collect();
+            if let Some((k, at)) = keys.iter().find(|(k, _)| !modifiers.contains(k)) {
+                return Err(Diagnostic::new(
+                    *at,
+                    within(
+                        ctx,
+                        format!(
+                            "unknown key `{k}` in a step; a step's verb is one of {}{}",
+                            list(&verbs().collect::<Vec<_>>()),
+                            did_you_mean(k, verbs())
+                        ),
+                    ),
+                ));
+            }
+            let given: Vec<String> = keys.iter().map(|k| format!("`{}`", k.0)).collect();
+            Err(Diagnostic::new(
+                span,
+                within(
+                    ctx,
+                    format!(
+                        "a step needs one verb ({}); this one has {}",
+                        list(&verbs().collect::<Vec<_>>()),
+                        if given.is_empty() { "no key".to_string() } else { format!("only {}", given.join(", ")) }
+                    ),
+                ),
+            ))
+        }
+        [one] => Ok(one.0),
+        [first, second, ..] => Err(Diagnostic::new(
+            second.1,
+            within(
+                ctx,
+                format!(
+                    "a step has exactly one verb, and this one has `{}` and `{}`; write them as two steps",
+                    first.0, second.0
+                ),
+            ),
+        )),
+    }
+}
+
+/// Refuse a key of step `verb` (`step_ctx`, for messages) that is neither its verb nor one of
+/// its modifiers.
+fn check_step_keys(step_ctx: &str, verb: &str, keys: &[(&str, Span)]) -> Result<(), Diagnostic> {
+    let verbs = || VERBS.iter().map(|v| v.0);
+    let modifiers = VERBS.iter().find(|v| v.0 == verb).map_or(&[][..], |v| v.1);
+    for (k, at) in keys {
+        if *k == verb || modifiers.contains(k) {
+            continue;
+        }
+        let takes = if modifiers.is_empty() {
+            "it takes no other key".to_string()
+        } else {
+            format!("it takes {}", list(modifiers))
+        };
+        let hint = match did_you_mean(k, modifiers.iter().copied()) {
+            h if !h.is_empty() => h,
+            _ => match crate::error::nearest(k, verbs()) {
+                Some(v) => format!(
+                    " (did you mean '{v}'? a step has one verb: write it as a step of its own)"
+                ),
+                None => String::new(),
+            },
+        };
+        return Err(Diagnostic::new(
+            *at,
+            format!("{step_ctx}: unknown key `{k}`; {takes}{hint}"),
+        ));
+    }
+    Ok(())
 }

@@ -7,30 +7,19 @@
 
 mod common;
 
+use common::{catches_sigint, schedlab};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 /// A fresh directory for one test, removed when dropped.
 fn temp_dir(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("schedlab-jobs-test-{name}-"))
-        .tempdir()
-        .unwrap()
+    common::temp_dir("jobs-test", name)
 }
 
 /// Run `schedlab args` in `dir`; it must succeed. Its standard output.
 fn run_ok(dir: &Path, args: &[&str]) -> Vec<u8> {
-    let out = schedlab()
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("run schedlab");
-    common::succeeded(args, out).stdout
+    common::run_ok(dir, args).stdout
 }
 
 /// Every file under `dir` (relative path, bytes), sorted, with `started_unix` set to 0.
@@ -247,16 +236,6 @@ fn run_with_until_and_runs_is_the_same_with_two_jobs() {
         "r.json",
     ];
     same_with_one_and_two_jobs("runs", &runs, "-j");
-}
-
-/// Whether process `pid` catches SIGINT yet (its handler is installed).
-fn catches_sigint(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
 }
 
 /// The repetitions of each configuration in a record.

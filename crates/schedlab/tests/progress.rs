@@ -9,18 +9,15 @@
 
 mod common;
 
+use common::schedlab;
 use schedlab_workload::record::RunRecord;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 /// A short simulated run: three repetitions of 10 ms of simulated time.
 const SHORT: [&str; 11] = [
@@ -39,10 +36,7 @@ const SHORT: [&str; 11] = [
 
 /// A fresh directory for one test, removed when dropped.
 fn temp_dir(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("schedlab-progress-{name}-"))
-        .tempdir()
-        .unwrap()
+    common::temp_dir("progress", name)
 }
 
 /// The terminal's width in columns.

@@ -4,26 +4,11 @@
 
 mod common;
 
+use common::run_ok_env as run_ok;
+use common::{comparable, names as files, schedlab};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-/// Run `schedlab args` in `dir`, with `env` set; it must succeed.
-fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let out = schedlab()
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SLURM_ARRAY_TASK_ID")
-        .env_remove("JOB_COMPLETION_INDEX")
-        .envs(env.iter().copied())
-        .output()
-        .expect("run schedlab");
-    common::succeeded(args, out)
-}
+use std::process::Command;
 
 /// Run `schedlab args` in `dir`; it must fail with status 1. Its stderr.
 fn refused(dir: &Path, args: &[&str]) -> String {
@@ -40,10 +25,7 @@ fn refused(dir: &Path, args: &[&str]) -> String {
 
 /// A fresh directory for one test, removed when dropped.
 fn temp_dir(name: &str) -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix(&format!("schedlab-shard-test-{name}-"))
-        .tempdir()
-        .unwrap()
+    common::temp_dir("shard-test", name)
 }
 
 /// A small simulated sweep: 2 policies × 2 CPU counts × 2 runs = 8 repetitions.
@@ -72,29 +54,6 @@ fn sweep_args<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     args.extend(["--quiet", "--out", out]);
     args.extend(extra);
     args
-}
-
-/// A record file as JSON, without the fields that legitimately differ between a sharded and an
-/// unsharded sweep: only `started_unix`, when each process started.
-fn comparable(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut v: Value = serde_json::from_str(&text).unwrap();
-    const DIFFER: [&str; 1] = ["started_unix"];
-    for field in DIFFER {
-        assert!(v.get(field).is_some(), "{field} in {}", path.display());
-        v.as_object_mut().unwrap().remove(field);
-    }
-    v
-}
-
-/// The file names in `dir`, sorted.
-fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[test]

@@ -2,13 +2,12 @@
 //! time, which the dry run cannot prove empty, end with a message naming the task — by
 //! themselves, at `--timeout`, or on SIGINT — and a long compute runs to its end.
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
+use common::{catches_sigint, schedlab, stderr};
+use std::path::PathBuf;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// A workload file of one group `a` whose steps are `steps`, in a directory of its own.
 fn file(name: &str, steps: &str) -> PathBuf {
@@ -30,10 +29,6 @@ fn run(path: &PathBuf, args: &[&str]) -> (Output, Duration) {
         .output()
         .unwrap();
     (out, started.elapsed())
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 /// A timed loop whose compute is of nothing for task 0 only (`index * 1ms`): the dry run
@@ -88,16 +83,6 @@ fn a_loop_of_computes_of_nothing_ends_at_the_timeout() {
     assert!(err.contains("wall-clock budget of 2.000s"), "{err}");
     assert!(err.contains("task 0 (group a)"), "{err}");
     assert!(took < Duration::from_secs(20), "took {took:?}");
-}
-
-/// Whether process `pid` catches SIGINT yet (its handler is installed).
-fn catches_sigint(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGINT - 1)) != 0)
 }
 
 /// SIGINT ends a run stuck in a loop without calls: exit 130, at once.

@@ -5,13 +5,30 @@
 //! time nothing of the cluster is left behind.
 //! Skipped (with the install line) without Slurm and munge, or when not root.
 
-use serde_json::Value;
+mod common;
+
+use common::{comparable, names};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 /// The clusters take turns: each uses all the machine's CPUs.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A test's turn at the cluster and a directory of its own, or `None` (having said why) when
+/// the cluster cannot run here.
+fn cluster_turn() -> Option<(MutexGuard<'static, ()>, tempfile::TempDir)> {
+    let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !can_run() {
+        return None;
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("schedlab-slurm-test-")
+        .tempdir()
+        .unwrap();
+    Some((turn, tmp))
+}
 
 /// Whether the cluster can run here; if not, says `skipped:` and why.
 fn can_run() -> bool {
@@ -95,39 +112,11 @@ fn nothing_left(dir: &Path) {
     assert!(left.is_empty(), "left running: {left:?}");
 }
 
-/// A record as JSON without `started_unix`, the one field a merged sweep's record may differ
-/// in from the unsharded sweep's (crates/schedlab/tests/shard.rs's notion of equal).
-fn comparable(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut v: Value = serde_json::from_str(&text).unwrap();
-    assert!(
-        v.as_object_mut().unwrap().remove("started_unix").is_some(),
-        "started_unix in {}",
-        path.display()
-    );
-    v
-}
-
-/// The names in `dir`, sorted.
-fn names(dir: &Path) -> Vec<String> {
-    let mut n: Vec<String> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    n.sort();
-    n
-}
-
 #[test]
 fn a_job_array_and_its_dependent_merge_give_the_unsharded_sweep_s_records() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() {
+    let Some((_turn, tmp)) = cluster_turn() else {
         return;
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("schedlab-slurm-test-")
-        .tempdir()
-        .unwrap();
+    };
     let keep = tmp.path().join("kept");
     let out = slurm_sh(Path::new(env!("CARGO_BIN_EXE_schedlab")), &keep);
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -183,14 +172,9 @@ fn a_job_array_and_its_dependent_merge_give_the_unsharded_sweep_s_records() {
 
 #[test]
 fn a_failed_task_fails_the_run_the_merge_never_runs_and_nothing_is_left() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() {
+    let Some((_turn, tmp)) = cluster_turn() else {
         return;
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("schedlab-slurm-test-")
-        .tempdir()
-        .unwrap();
+    };
     // A `schedlab` that fails the array's third task and does nothing, successfully, in the
     // others (the merge never runs, so they need not compute anything).
     let fake = tmp.path().join("schedlab");
@@ -224,14 +208,9 @@ fn a_failed_task_fails_the_run_the_merge_never_runs_and_nothing_is_left() {
 
 #[test]
 fn a_sigterm_while_the_tasks_run_stops_the_cluster_and_its_jobs() {
-    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !can_run() {
+    let Some((_turn, tmp)) = cluster_turn() else {
         return;
-    }
-    let tmp = tempfile::Builder::new()
-        .prefix("schedlab-slurm-test-")
-        .tempdir()
-        .unwrap();
+    };
     let mut child = slurm_sh_command(
         Path::new(env!("CARGO_BIN_EXE_schedlab")),
         &tmp.path().join("kept"),

@@ -138,10 +138,30 @@ mod tests {
     use super::*;
 
     fn count(text: &str, tids: &[i32]) -> TraceCounts {
+        count_as(text, tids, false)
+    }
+
+    /// The counts of `tids` in `text`, counting wakeups on sched_waking if `waking`.
+    fn count_as(text: &str, tids: &[i32], waking: bool) -> TraceCounts {
         let set: HashSet<i32> = tids.iter().copied().collect();
-        let mut c = Counter::new(&set, false);
+        let mut c = Counter::new(&set, waking);
         c.feed(text.as_bytes()).unwrap();
         c.finish(0)
+    }
+
+    /// A task's counts: wakeups, wakeup preemptions, and those of them on the waker's CPU.
+    fn tid(wakeups: u64, preemptions: u64, on_waker_cpu: u64) -> TidCounts {
+        TidCounts {
+            wakeups,
+            wakeup_preemptions: preemptions,
+            preemptions_on_waker_cpu: on_waker_cpu,
+            ..TidCounts::default()
+        }
+    }
+
+    /// A sched_waking line of `sl-b` (`pid`), recorded on CPU `cpu`, for CPU `target`.
+    fn waking(pid: i32, cpu: u32, target: u32) -> String {
+        format!("          <idle>-0       [{cpu:03}] d.h2. 12345.678901: sched_waking: comm=sl-b pid={pid} prio=120 target_cpu={target:03}\n")
     }
 
     #[test]
@@ -149,27 +169,11 @@ mod tests {
         // 20 is woken onto CPU 1 where 30 (not traced) runs; 30 is preempted for 20.
         let t = wake("sl-b", 20, 1, 0) + &switch(1, "other", 30, "R+", "sl-b", 20);
         let c = count(&t, &[10, 20]);
-        assert_eq!(
-            c.per_tid[&20],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 1,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(c.per_tid[&20], tid(1, 1, 0));
         assert_eq!(c.per_tid[&10], TidCounts::default());
         // Plain R (preempted on the way back to user space) counts too.
         let t = wake("sl-b", 20, 1, 0) + &switch(1, "other", 30, "R", "sl-b", 20);
-        assert_eq!(
-            count(&t, &[20]).per_tid[&20],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 1,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(count(&t, &[20]).per_tid[&20], tid(1, 1, 0));
     }
 
     #[test]
@@ -180,16 +184,7 @@ mod tests {
             switch(0, "other", 30, "R+", "sl-b", 20), // ran elsewhere (migrated)
         ] {
             let t = wake("sl-b", 20, 1, 0) + &second + &switch(1, "x", 31, "R+", "sl-b", 20);
-            assert_eq!(
-                count(&t, &[20]).per_tid[&20],
-                TidCounts {
-                    wakeups: 1,
-                    wakeup_preemptions: 0,
-                    preemptions_on_waker_cpu: 0,
-                    ..TidCounts::default()
-                },
-                "{second}"
-            );
+            assert_eq!(count(&t, &[20]).per_tid[&20], tid(1, 0, 0), "{second}");
         }
     }
 
@@ -210,24 +205,8 @@ mod tests {
             + &switch(1, "sl-c", 21, "S", "d", 32) // an unrelated task
             + &switch(1, "d", 32, "R+", "sl-b", 20); // 20, still pending, preempts 32
         let c = count(&t, &[20, 21]);
-        assert_eq!(
-            c.per_tid[&20],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 1,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
-        assert_eq!(
-            c.per_tid[&21],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 1,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(c.per_tid[&20], tid(1, 1, 0));
+        assert_eq!(c.per_tid[&21], tid(1, 1, 0));
     }
 
     #[test]
@@ -237,82 +216,38 @@ mod tests {
             + &wake("sl-b", 20, 1, 0)
             + &switch(1, "sl-b", 20, "R+", "c", 31)
             + &switch(1, "c", 31, "R+", "sl-b", 20);
-        assert_eq!(
-            count(&t, &[20]).per_tid[&20],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 0,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(count(&t, &[20]).per_tid[&20], tid(1, 0, 0));
         // A switch away from a task clears a pending mark from before its switch-in was recorded.
         let t = wake("sl-b", 20, 1, 0)
             + &switch(1, "sl-b", 20, "S", "c", 31)
             + &switch(1, "c", 31, "R+", "sl-b", 20);
-        assert_eq!(
-            count(&t, &[20]).per_tid[&20],
-            TidCounts {
-                wakeups: 1,
-                wakeup_preemptions: 0,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(count(&t, &[20]).per_tid[&20], tid(1, 0, 0));
     }
 
     #[test]
     fn preemptions_on_the_wakers_cpu_are_told_from_those_by_ipi() {
         // sched_waking fires on the waker's CPU: [001] here, where 20 then preempts 31 (the
         // waker's own CPU); then a wakeup from CPU 0 preempts on CPU 1 (by IPI).
-        let waking = |pid: i32, cpu: u32| {
-            format!("          <idle>-0       [{cpu:03}] d.h2. 12345.678901: sched_waking: comm=sl-b pid={pid} prio=120 target_cpu=001\n")
-        };
-        let t = waking(20, 1)
+        let t = waking(20, 1, 1)
             + &switch(1, "c", 31, "R+", "sl-b", 20)
             + &switch(1, "sl-b", 20, "S", "c", 31)
-            + &waking(20, 0)
+            + &waking(20, 0, 1)
             + &switch(1, "c", 31, "R+", "sl-b", 20);
-        let set: HashSet<i32> = [20].into_iter().collect();
-        let mut c = Counter::new(&set, true);
-        c.feed(t.as_bytes()).unwrap();
-        let counts = c.finish(0);
+        let counts = count_as(&t, &[20], true);
         assert!(counts.waker_cpus);
-        assert_eq!(
-            counts.per_tid[&20],
-            TidCounts {
-                wakeups: 2,
-                wakeup_preemptions: 2,
-                preemptions_on_waker_cpu: 1,
-                ..TidCounts::default()
-            }
-        );
+        assert_eq!(counts.per_tid[&20], tid(2, 2, 1));
     }
 
     #[test]
     fn wakeups_are_counted_on_sched_waking_when_recorded() {
         // Linux 6.18 emits sched_waking for every wakeup of a sleeping task but, on some paths,
         // no sched_wakeup: count the former; the latter only refines the target CPU.
-        let waking = |pid: i32, target: u32| {
-            format!("          <idle>-0       [000] d.h2. 12345.678901: sched_waking: comm=sl-b pid={pid} prio=120 target_cpu={target:03}\n")
-        };
-        let t = waking(20, 0)
+        let t = waking(20, 0, 0)
             + &wake("sl-b", 20, 1, 0)
             + &switch(1, "c", 31, "R", "sl-b", 20)
             + &switch(1, "sl-b", 20, "S", "c", 31)
-            + &waking(20, 1);
-        let set: HashSet<i32> = [20].into_iter().collect();
-        let mut c = Counter::new(&set, true);
-        c.feed(t.as_bytes()).unwrap();
-        assert_eq!(
-            c.finish(0).per_tid[&20],
-            TidCounts {
-                wakeups: 2,
-                wakeup_preemptions: 1,
-                preemptions_on_waker_cpu: 0,
-                ..TidCounts::default()
-            }
-        );
+            + &waking(20, 0, 1);
+        assert_eq!(count_as(&t, &[20], true).per_tid[&20], tid(2, 1, 0));
     }
 
     #[test]
