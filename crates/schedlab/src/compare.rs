@@ -113,11 +113,13 @@ pub fn compare(
             ));
         }
     }
-    if first.workload == "interbench" && metric_given.is_none() {
-        // Seed 004's form: each record's tables, a row marked `*` where it beats the other.
+    let own = schedlab_report::seed::own_tables_def(first).filter(|_| metric_given.is_none());
+    if let Some(own) = own {
+        // The workload's own form (interbench's seed 004): each record's tables, a row marked
+        // `*` where it beats the other.
         let parts: Vec<(&str, &RunRecord)> =
             names.iter().map(String::as_str).zip(&records).collect();
-        out.push_str(&schedlab_report::interbench::side_by_side(&parts, level));
+        out.push_str(&schedlab_report::seed::side_by_side(&own, &parts, level));
         if records
             .iter()
             .any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2))

@@ -1,7 +1,7 @@
 //! `schedlab run` and `schedlab sweep`: the command line's options become typed requests, the
 //! experiment layer builds and measures them, and the results are printed.
 
-use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
+use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs, WorkloadFile, WorkloadName};
 use crate::messages::render;
 use crate::progress::ProgressDisplay;
 use schedlab_experiment::measure::Sinks;
@@ -13,29 +13,72 @@ use schedlab_experiment::{
 };
 use schedlab_real::host;
 use schedlab_report::output;
-use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
+use schedlab_workload::presets::{
+    self, Configurable, OwnTables, Preset, PresetVisitor, SearchDef, WorkloadDef,
+};
 use schedlab_workload::record::RunRecord;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Run (`sweep == false`) or sweep a workload command.
-pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
-    go(args, sweep, false)
+/// The workload of a command: a shipped preset, or the workload file the command line named.
+enum Selected<'a> {
+    /// A preset.
+    Preset(&'static WorkloadDef),
+    /// A workload file, read.
+    File(&'a WorkloadFile),
+}
+
+/// The workload `args` names; `file` is the workload file the command line named, read.
+fn select<'a>(args: &WorkloadArgs, file: Option<&'a WorkloadFile>) -> Result<Selected<'a>, String> {
+    match &args.workload {
+        WorkloadName::Preset(def) => Ok(Selected::Preset(*def)),
+        WorkloadName::File(path) => file
+            .filter(|f| f.path == *path)
+            .map(Selected::File)
+            .ok_or_else(|| format!("the workload file '{path}' was not read")),
+    }
+}
+
+/// The policies `--policy` names, each with its own parameters (`sweep --policy A,B`), split as
+/// `--vary policy=` splits its values; none without `--policy`.
+fn policy_list(common: &CommonArgs) -> Result<Vec<String>, String> {
+    match &common.policy {
+        Some(text) => schedlab_experiment::vary::split_values("policy", text)
+            .map_err(|e| format!("--policy {text}: {e}")),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Run (`sweep == false`) or sweep a workload command; `file` is the workload file the command
+/// line named, read.
+pub fn execute(
+    args: WorkloadArgs,
+    file: Option<&WorkloadFile>,
+    sweep: bool,
+) -> Result<ExitCode, String> {
+    let policies = policy_list(&args.common);
+    go(args, file, policies, sweep, false)
 }
 
 /// `schedlab check`: build every configuration as `run` (or `sweep`, with `--vary`) would, with
 /// every check, and print the plan instead of running it.
-pub fn check(args: WorkloadArgs) -> Result<ExitCode, String> {
-    let several_policies = args.common.policy.as_deref().is_some_and(|p| {
-        schedlab_experiment::vary::split_vary(&format!("policy={p}"))
-            .is_ok_and(|(_, v)| v.len() > 1)
-    });
+pub fn check(args: WorkloadArgs, file: Option<&WorkloadFile>) -> Result<ExitCode, String> {
+    let policies = policy_list(&args.common);
+    let several_policies = policies.as_ref().is_ok_and(|p| p.len() > 1);
     let sweep = !args.common.vary.is_empty() || several_policies;
-    go(args, sweep, true)
+    go(args, file, policies, sweep, true)
 }
 
-fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> {
+/// `policies`: [`policy_list`], whose error is reported only where the simulator's options are
+/// read.
+fn go(
+    args: WorkloadArgs,
+    file: Option<&WorkloadFile>,
+    policies: Result<Vec<String>, String>,
+    sweep: bool,
+    check: bool,
+) -> Result<ExitCode, String> {
     let common = &args.common;
     if !sweep
         && (!common.vary.is_empty()
@@ -45,23 +88,27 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     {
         return Err("--vary, --out, --plot and --shard belong to `schedlab sweep`".into());
     }
-    let mut vary = common.vary.clone();
+    let workload = select(&args, file)?;
     let mut backend = backend_request(common)?;
+    let mut compared = Vec::new();
     if let BackendRequest::Sim(req) = &mut backend {
-        policy_list_as_variation(req, &mut vary, sweep)?;
+        compared = policy_variation(req, policies?, &common.vary, sweep)?;
     }
-    if sweep && vary.is_empty() {
+    if sweep && common.vary.is_empty() && compared.is_empty() {
         return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
     }
+    let search = match &workload {
+        Selected::Preset(def) => def.search,
+        Selected::File(_) => None,
+    };
     if common.find_max {
-        check_find_max(&args, sweep)?;
+        check_find_max(&args, search, sweep)?;
     }
     // A preset with a `jobs` parameter of its own (build) spells the option --sim-jobs; a
     // workload file's parameter named so is --set only, so the option stays --jobs there.
-    let jobs_flag = match args.is_file {
-        true => crate::cli::JOBS_FLAG,
-        false => presets::visit(&args.workload, crate::cli::ParamDefs)
-            .map_or(crate::cli::JOBS_FLAG, crate::cli::jobs_flag),
+    let jobs_flag = match &workload {
+        Selected::File(_) => crate::cli::JOBS_FLAG,
+        Selected::Preset(def) => crate::cli::jobs_flag(def.params),
     };
     let mut settings = settings(common, jobs_flag)?;
     settings.shard = shard(common, check)?;
@@ -69,7 +116,8 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
-        vary,
+        vary: common.vary.clone(),
+        policies: compared,
         host_cpus: host::online_cpus(),
         runs: Some(settings.budget.most_runs()),
         shards: settings.shard.map(|s| s.count),
@@ -83,11 +131,12 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
         sweep,
         check,
         stop,
+        search,
     };
-    let end = match crate::cli::workload_file().filter(|_| args.is_file) {
-        Some(script) => execute.with(script.clone())?,
-        None => presets::visit(&args.workload, execute)
-            .ok_or_else(|| format!("unknown workload '{}'", args.workload))??,
+    let end = match workload {
+        Selected::File(f) => execute.with(f.script.clone())?,
+        Selected::Preset(def) => presets::visit(def.name, execute)
+            .ok_or_else(|| format!("unknown workload '{}'", def.name))??,
     };
     Ok(match end {
         RunEnd::Complete => ExitCode::SUCCESS,
@@ -98,19 +147,32 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     })
 }
 
-/// `--find-max` searches web's conforming connections: refuse what it cannot go with before
-/// anything runs.
-fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
+/// `--find-max` searches the workload's [`SearchDef`] (web's conforming connections): refuse
+/// what it cannot go with before anything runs.
+fn check_find_max(
+    args: &WorkloadArgs,
+    search: Option<SearchDef>,
+    sweep: bool,
+) -> Result<(), String> {
     let common = &args.common;
+    let searchable: Vec<&str> = (presets::WORKLOADS.iter())
+        .filter(|d| d.search.is_some())
+        .map(|d| d.name)
+        .collect();
     if sweep {
-        return Err("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run web --find-max`".into());
+        return Err(format!("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run {} --find-max`", searchable.join("|")));
     }
-    if args.is_file || args.workload != "web" {
+    let Some(search) = search else {
+        let what: Vec<&str> = (presets::WORKLOADS.iter())
+            .filter_map(|d| d.search.map(|s| s.what))
+            .collect();
         return Err(format!(
-            "--find-max searches SPECweb99's conforming connections and applies to the web workload only, not '{}'",
-            args.workload
+            "--find-max searches {} and applies to the {} workload only, not '{}'",
+            what.join(", "),
+            searchable.join(", "),
+            args.workload.as_str()
         ));
-    }
+    };
     let outputs = [
         ("--csv", common.csv.is_some()),
         ("--markdown", common.markdown.is_some()),
@@ -122,30 +184,23 @@ fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
             "{flag} does not go with --find-max; its record (--json FILE) holds every candidate and the answer"
         ));
     }
-    let rate = args.params.iter().rev().find(|(k, _)| k == "rate");
-    if let Some((_, v)) = rate.filter(|(_, v)| v.trim().parse::<f64>() != Ok(0.0)) {
-        return Err(format!(
-            "--rate {v} does not go with --find-max: conformance is the closed loop's (SPECweb99's connections paced to 400 kbit/s); drop --rate"
-        ));
-    }
-    Ok(())
+    (search.check)(&args.params)
 }
 
-/// The backend options, checked against each other.
-/// `sweep --policy A,B` (several policies, each with its own `:parameters`) is the variation
-/// `policy=A,B`, split as `--vary policy=` splits it; `run` takes one policy.
-fn policy_list_as_variation(
+/// `sweep --policy A,B` (several policies, each with its own `:parameters`) compares them: the
+/// policies come back for the request's variation, and `req` keeps none; `run` takes one policy,
+/// which stays `req`'s.
+fn policy_variation(
     req: &mut SimRequest,
-    vary: &mut Vec<String>,
+    policies: Vec<String>,
+    vary: &[String],
     sweep: bool,
-) -> Result<(), String> {
+) -> Result<Vec<String>, String> {
     let Some(text) = req.policy.clone() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
-    let (_, policies) = schedlab_experiment::vary::split_vary(&format!("policy={text}"))
-        .map_err(|e| format!("--policy {text}: {e}"))?;
     if policies.len() < 2 {
-        return Ok(());
+        return Ok(Vec::new());
     }
     if !sweep {
         return Err(format!(
@@ -161,11 +216,11 @@ fn policy_list_as_variation(
             "--policy {text} and --vary policy=... both vary the policy; give one of them"
         ));
     }
-    vary.insert(0, format!("policy={text}"));
     req.policy = None;
-    Ok(())
+    Ok(policies)
 }
 
+/// The backend options, checked against each other.
 fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
     match common.backend {
         BackendArg::Real => {
@@ -291,8 +346,8 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
         ("--timeline", &common.timeline),
     ];
     let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
-    if args.is_file {
-        inputs.push(("the workload file", std::path::Path::new(&args.workload)));
+    if let WorkloadName::File(path) = &args.workload {
+        inputs.push(("the workload file", std::path::Path::new(path)));
     }
     if let Some(p) = profile_file(common) {
         inputs.push(("the --profile file", p));
@@ -471,6 +526,8 @@ struct Execute<'a> {
     /// Print the plan instead of running (`schedlab check`).
     check: bool,
     stop: Arc<AtomicBool>,
+    /// The workload's `--find-max` search, if it has one.
+    search: Option<SearchDef>,
 }
 
 impl PresetVisitor for Execute<'_> {
@@ -509,8 +566,8 @@ impl Execute<'_> {
         backend: &mut B,
         machine: B::Machine,
     ) -> Result<RunEnd, String> {
-        if self.common.find_max && !self.check {
-            return self.find_max(base, backend, &machine);
+        if let Some(spec) = self.search.filter(|_| self.common.find_max && !self.check) {
+            return self.find_max(spec, base, backend, &machine);
         }
         let experiment: Experiment<W, B::Machine> =
             build_from(base, self.request, backend, &machine).map_err(|e| render(&e))?;
@@ -619,23 +676,24 @@ impl Execute<'_> {
     /// table and answer.
     fn find_max<W: Configurable, B: Backend>(
         &self,
+        search_def: SearchDef,
         base: W,
         backend: &mut B,
         machine: &B::Machine,
     ) -> Result<RunEnd, String> {
-        const PARAM: &str = "connections";
-        let given = self.request.params.iter().rev().find(|(k, _)| k == PARAM);
+        let param = search_def.param;
+        let given = self.request.params.iter().rev().find(|(k, _)| k == param);
         let start_text = given
             .map(|(_, v)| v.clone())
-            .or_else(|| base.params().get(PARAM).cloned())
+            .or_else(|| base.params().get(param).cloned())
             .unwrap_or_default();
         let start = start_text.trim().parse::<u64>().map_err(|_| {
-            format!("--{PARAM} {start_text}: accepted: a whole number, where --find-max starts")
+            format!("--{param} {start_text}: accepted: a whole number, where --find-max starts")
         })?;
         let spec = SearchSpec {
-            param: PARAM.into(),
-            metric: "conforming_share".into(),
-            threshold: presets::CONFORMING_SHARE_PERCENT,
+            param: param.into(),
+            metric: search_def.metric.into(),
+            threshold: search_def.threshold,
             start,
             limit: self.common.find_max_limit,
             max_runs: self.common.max_runs,
@@ -663,12 +721,11 @@ impl Execute<'_> {
 
     /// The summary of a run, or the table of a sweep.
     fn print(&self, record: &RunRecord, keys: &[String], combinations: &[String]) {
-        let mut text = if !self.sweep {
-            schedlab_report::text::summary(record)
-        } else if record.workload == "interbench" {
-            interbench_tables(record, combinations)
-        } else {
-            schedlab_report::sweep::table(record, keys)
+        let own = schedlab_report::seed::own_tables_def(record);
+        let mut text = match own {
+            _ if !self.sweep => schedlab_report::text::summary(record),
+            Some(own) => own_tables(&own, record, combinations),
+            None => schedlab_report::sweep::table(record, keys),
         };
         if self.common.locks {
             text.push_str(&schedlab_report::text::lock_tables(record));
@@ -760,9 +817,9 @@ fn key_values<W, M>(experiment: &Experiment<W, M>, keys: &[String]) -> Vec<(Stri
         .collect()
 }
 
-/// An interbench sweep prints seed 004's form for each combination of the varied values
-/// ([`schedlab_report::interbench::side_by_side`]).
-pub fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
+/// A sweep of a workload with tables of its own prints them side by side for each combination
+/// of the varied values ([`schedlab_report::seed::side_by_side`], interbench's seed 004 form).
+pub fn own_tables(own: &OwnTables, record: &RunRecord, combinations: &[String]) -> String {
     let part = |what: &String| {
         let mut r = record.clone();
         r.configs
@@ -771,7 +828,7 @@ pub fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String 
     };
     let parts: Vec<(String, RunRecord)> = combinations.iter().map(part).collect();
     let refs: Vec<(&str, &RunRecord)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
-    schedlab_report::interbench::side_by_side(&refs, record.level)
+    schedlab_report::seed::side_by_side(own, &refs, record.level)
 }
 
 /// The plan of every configuration of `experiment`, as `schedlab check` prints it.

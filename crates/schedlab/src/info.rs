@@ -6,7 +6,7 @@ use schedlab_real::procfs::snapshot_self;
 use schedlab_real::report::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
-use schedlab_workload::presets::{self, Preset, PresetVisitor, PRESET_NAMES};
+use schedlab_workload::presets::{self, Preset, PresetVisitor, WORKLOADS};
 use std::fmt::Write;
 
 /// One workload's entry in `schedlab list`, from its declared parameters.
@@ -33,7 +33,7 @@ impl PresetVisitor for Describe {
         format!(
             "{}\n  {}\n  parameters: {}\n  groups: {}\n  metrics: {}\n\n",
             P::NAME,
-            P::SUMMARY,
+            P::DEF.summary,
             params.join(" "),
             groups.join(", "),
             metrics.join(", ")
@@ -44,8 +44,8 @@ impl PresetVisitor for Describe {
 /// The text of `schedlab list`.
 pub fn list(profile_file: Option<&str>) -> Result<String, String> {
     let mut out = String::from("WORKLOADS\n\n");
-    for name in PRESET_NAMES {
-        out.push_str(&presets::visit(name, Describe).expect("a shipped preset"));
+    for def in WORKLOADS {
+        out.push_str(&presets::visit(def.name, Describe).expect("a shipped preset"));
     }
     let _ = writeln!(
         out,

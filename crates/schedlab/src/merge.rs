@@ -1,8 +1,9 @@
 //! `schedlab merge DIR... -o OUT`: the experiment layer checks and joins the shards
-//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (seed 004's
-//! side-by-side tables for interbench), its plot, and the run-queue timelines the shards
+//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (a workload's
+//! own tables side by side, as interbench's seed 004 prints them), its plot, and the run-queue timelines the shards
 //! recorded (their figures, and the chart with `--timeline`).
 
+use schedlab_workload::presets::OwnTables;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -67,9 +68,9 @@ pub fn run(
         }
     }
     let taken = plot.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
-    if record.workload == "interbench" {
+    if let Some(own) = schedlab_report::seed::own_tables_def(record) {
         crate::execute::say(
-            &crate::execute::interbench_tables(record, &interbench_combinations(record)),
+            &crate::execute::own_tables(&own, record, &combinations(&own, record)),
             taken,
         );
     } else {
@@ -109,14 +110,19 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The combinations of an interbench sweep's varied values, in order: each configuration's
-/// label without the `bench=` and `load=` the workload itself splits into (`sweep` gets them
-/// from the experiment; a merged record has only its labels).
-fn interbench_combinations(record: &schedlab_workload::record::RunRecord) -> Vec<String> {
+/// The combinations of a sweep's varied values, in order, for a workload with tables of its own:
+/// each configuration's label without the points the workload itself splits into
+/// ([`OwnTables::points`]; `sweep` gets them from the experiment, a merged record has only its
+/// labels).
+fn combinations(own: &OwnTables, record: &schedlab_workload::record::RunRecord) -> Vec<String> {
     let mut combinations: Vec<String> = Vec::new();
     for c in &record.configs {
         let what: Vec<&str> = (c.label.split(' '))
-            .filter(|t| !t.starts_with("bench=") && !t.starts_with("load="))
+            .filter(|t| {
+                !own.points
+                    .iter()
+                    .any(|p| t.strip_prefix(p).is_some_and(|v| v.starts_with('=')))
+            })
             .collect();
         let what = what.join(" ");
         if !combinations.contains(&what) {
