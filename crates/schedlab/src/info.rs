@@ -1,5 +1,6 @@
 //! `schedlab list` and `schedlab env`.
 
+use crate::error::Error;
 use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::machine::{machine_info, probe_knobs};
 use schedlab_real::procfs::snapshot_self;
@@ -42,7 +43,7 @@ impl PresetVisitor for Describe {
 }
 
 /// The text of `schedlab list`.
-pub fn list(profile_file: Option<&str>) -> Result<String, String> {
+pub fn list(profile_file: Option<&str>) -> Result<String, Error> {
     let mut out = String::from("WORKLOADS\n\n");
     for def in WORKLOADS {
         out.push_str(&presets::visit(def.name, Describe).expect("a shipped preset"));
@@ -104,7 +105,7 @@ pub fn list(profile_file: Option<&str>) -> Result<String, String> {
 }
 
 /// `list --profile FILE`: the file's cost model, and for each key how it was measured.
-fn describe_profile_file(path: &str) -> Result<String, String> {
+fn describe_profile_file(path: &str) -> Result<String, Error> {
     use schedlab_sim::profile_file::ProfileFile;
     let p = std::path::Path::new(path);
     let text = std::fs::read_to_string(p).map_err(|e| format!("--profile {path}: {e}"))?;

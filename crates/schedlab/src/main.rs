@@ -6,6 +6,7 @@
 mod calibrate;
 mod cli;
 mod compare;
+mod error;
 mod execute;
 mod generate;
 mod info;
@@ -16,6 +17,7 @@ mod validate;
 
 use clap::FromArgMatches;
 use cli::{Cli, Command};
+use error::Error;
 use std::process::ExitCode;
 
 /// The system allocator, asking for transparent huge pages for large blocks: a simulated
@@ -70,7 +72,7 @@ fn clean_leftovers(cli: &Cli) {
 
 /// Dispatch one command (`prepared` holds the whole command line's definition, for completions
 /// and the manual, and the workload file it names); errors come back as one message.
-fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, String> {
+fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
     let file = prepared.file.as_ref();
     match cli.command {
         Command::List { profile } => {
