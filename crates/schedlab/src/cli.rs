@@ -11,6 +11,7 @@ use schedlab_workload::presets::{
     self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor, WorkloadDef,
 };
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A laboratory for CPU-scheduler experiments.
@@ -325,6 +326,9 @@ fn common_flags() -> Vec<String> {
 
 /// The subcommand of a workload file: a flag per parameter, `--set`, and the common options.
 fn file_command(path: &str, script: &Script) -> clap::Command {
+    // One shared copy for every flag's parser: a file of 100,000 groups has 100,000
+    // `GROUP.count` parameters, and a copy of the file's values per flag would be quadratic.
+    let shared = Arc::new(script.clone());
     let about = if script.def().description.is_empty() {
         format!("Workload file {path}.")
     } else {
@@ -336,7 +340,7 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
         if taken.iter().any(|t| t == d.name) {
             continue;
         }
-        let probe = script.clone();
+        let probe = Arc::clone(&shared);
         let help = match d.default {
             Some(v) => format!("{} [default: {v}]", d.help),
             None => d.help.to_string(),
@@ -348,10 +352,10 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
                 .action(ArgAction::Set)
                 .value_name(d.usage)
                 .allow_hyphen_values(true)
-                .value_parser(move |text: &str| check_value(probe.clone(), d, text)),
+                .value_parser(move |text: &str| check_value(Script::clone(&probe), d, text)),
         );
     }
-    let script = script.clone();
+    let script = shared;
     cmd =
         cmd.arg(
             clap::Arg::new("set")
@@ -371,7 +375,7 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
                         if names.is_empty() { "none".to_string() } else { names.join(", ") }
                     ));
                     };
-                    check_value_as(script.clone(), d, value, str::to_string)?;
+                    check_value_as(Script::clone(&script), d, value, str::to_string)?;
                     Ok(text.to_string())
                 }),
         );

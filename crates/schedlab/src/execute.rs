@@ -32,7 +32,7 @@ enum Selected<'a> {
 /// The workload `args` names; `file` is the workload file the command line named, read.
 fn select<'a>(args: &WorkloadArgs, file: Option<&'a WorkloadFile>) -> Result<Selected<'a>, Error> {
     match &args.workload {
-        WorkloadName::Preset(def) => Ok(Selected::Preset(*def)),
+        WorkloadName::Preset(def) => Ok(Selected::Preset(def)),
         WorkloadName::File(path) => file
             .filter(|f| f.path == *path)
             .map(Selected::File)

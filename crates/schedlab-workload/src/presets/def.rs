@@ -135,8 +135,11 @@ pub struct SearchDef {
     /// The threshold.
     pub threshold: f64,
     /// Refuse parameters given (name, text) that do not go with the search, naming them.
-    pub check: fn(params: &[(String, String)]) -> Result<(), String>,
+    pub check: ParamsCheck,
 }
+
+/// Refuse parameters given (name, text) that do not go with something, naming them.
+pub type ParamsCheck = fn(params: &[(String, String)]) -> Result<(), String>;
 
 /// The definition of the shipped workload named `name` (a record's `workload`).
 pub fn lookup(name: &str) -> Option<&'static WorkloadDef> {
@@ -150,7 +153,7 @@ pub fn names() -> impl Iterator<Item = &'static str> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{visit, Preset, PresetVisitor, Workload, WORKLOADS};
+    use super::super::{visit, Preset, PresetVisitor, WORKLOADS};
     use super::*;
 
     /// What a preset's type says of itself, to hold against its registry entry.
@@ -178,7 +181,9 @@ mod tests {
                 "{} registered twice",
                 def.name
             );
-            assert!(std::ptr::eq(lookup(def.name).unwrap(), *def));
+            // The definition found by name is this one (a const's copies share no address).
+            let found = lookup(def.name).unwrap();
+            assert_eq!((found.about, found.summary), (def.about, def.summary));
             let (name, keys, declared, table) = visit(def.name, Facts).unwrap();
             assert_eq!(name, def.name);
             // Presets without a table keep their records' older keys (interbench's `load`).
