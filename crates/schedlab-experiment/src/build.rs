@@ -8,7 +8,7 @@ pub use crate::backend::Config;
 use crate::error::ExperimentError;
 use crate::vary::{
     check_sweep_size, combination_count, combination_label, cross_product, parse_variations,
-    Variation, VaryKey,
+    MachineKey, Variation, VaryKey,
 };
 use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
 use schedlab_workload::presets::{Configurable, DefaultKind, ListValues, ParamKind, Preset};
@@ -24,6 +24,10 @@ pub struct ExperimentRequest {
     pub groups: Vec<String>,
     /// Variations, `KEY=V1,V2,...` (a sweep).
     pub vary: Vec<String>,
+    /// The policies a sweep of the simulator compares (`sweep --policy A,B`), each with its own
+    /// parameters: the variation `policy`, first of all. Empty: none (a lone policy is the
+    /// simulated machine's own, [`SimRequest::policy`]).
+    pub policies: Vec<String>,
     /// This machine's CPU count, for defaults that depend on it.
     pub host_cpus: usize,
     /// The most measured repetitions one configuration may take (`--runs`, or `--max-runs`
@@ -157,7 +161,18 @@ pub fn build_from<W: Configurable, B: Backend>(
         return Err(schedlab_workload::presets::params::unknown_param(name, defs, given).into());
     }
     let plan = base.plan();
-    let variations = parse_variations(&request.vary, name, defs, &plan, backend.varies_machines())?;
+    let mut variations =
+        parse_variations(&request.vary, name, defs, &plan, backend.varies_machines())?;
+    if !request.policies.is_empty() {
+        variations.insert(
+            0,
+            Variation {
+                name: MachineKey::Policy.name().to_string(),
+                key: VaryKey::Machine(MachineKey::Policy),
+                values: request.policies.clone(),
+            },
+        );
+    }
     // Counted before anything is built: each list a variation does not set multiplies the
     // configurations (at most; a workload may expand fewer).
     let expanded = (lists.lists.iter())
@@ -365,6 +380,7 @@ mod tests {
                 .collect(),
             groups: groups.iter().map(|s| s.to_string()).collect(),
             vary: vary.iter().map(|s| s.to_string()).collect(),
+            policies: Vec::new(),
             host_cpus: 2,
             runs: None,
             shards: None,

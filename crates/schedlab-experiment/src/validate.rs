@@ -16,7 +16,9 @@ use crate::error::ExperimentError;
 use crate::measure::{measure, Sinks};
 use crate::settings::{Budget, CounterMode, Settings};
 use crate::{RealBackend, RunEnd, SimBackend, SimMachine};
-use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
+use schedlab_workload::presets::{
+    self, Chat, Configurable, Interbench, Messaging, PingPong, Preset, PresetVisitor, Yield,
+};
 use schedlab_workload::record::RunRecord;
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::AtomicBool;
@@ -84,7 +86,7 @@ pub fn suite(cpus: usize, quick: bool) -> Vec<Entry> {
             s.push(
                 Entry::new(
                     format!("messaging {transport} {tasks}"),
-                    "messaging",
+                    Messaging::NAME,
                     "time",
                 )
                 .p("groups", 4)
@@ -95,14 +97,14 @@ pub fn suite(cpus: usize, quick: bool) -> Vec<Entry> {
         }
     }
     s.push(
-        Entry::new("pingpong, one CPU", "pingpong", "us_per_rt")
+        Entry::new("pingpong, one CPU", PingPong::NAME, "us_per_rt")
             .p("loops", pp_loops)
             .g("ping:cpus=0")
             .g("pong:cpus=0"),
     );
     if cpus > 1 {
         s.push(
-            Entry::new("pingpong, two CPUs", "pingpong", "us_per_rt")
+            Entry::new("pingpong, two CPUs", PingPong::NAME, "us_per_rt")
                 .p("loops", pp_loops)
                 .g("ping:cpus=0")
                 .g("pong:cpus=1"),
@@ -112,13 +114,13 @@ pub fn suite(cpus: usize, quick: bool) -> Vec<Entry> {
     threads.dedup();
     for t in threads {
         s.push(
-            Entry::new(format!("yield, {t} threads"), "yield", "us_per_yield")
+            Entry::new(format!("yield, {t} threads"), Yield::NAME, "us_per_yield")
                 .p("threads", t)
                 .p("duration", yield_dur),
         );
     }
     s.push(
-        Entry::new("chat burst", "chat", "msgs_per_s")
+        Entry::new("chat burst", Chat::NAME, "msgs_per_s")
             .p("rooms", rooms)
             .p("messages", 50)
             .p("mode", "burst"),
@@ -128,7 +130,7 @@ pub fn suite(cpus: usize, quick: bool) -> Vec<Entry> {
             for nice in [0, 19] {
                 let mut e = Entry::new(
                     format!("interbench {bench} vs {load}, nice {nice}"),
-                    "interbench",
+                    Interbench::NAME,
                     "deadlines_met",
                 )
                 .p("bench", bench)
@@ -371,6 +373,7 @@ fn run_entry(
         params: entry.params.clone(),
         groups: entry.groups.clone(),
         vary: Vec::new(),
+        policies: Vec::new(),
         host_cpus: cpus,
         runs: Some(runs),
         shards: None,

@@ -106,6 +106,13 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
         key: format!("'{arg}'"),
         problem: "needs the form KEY=V1,V2,... (e.g. threads=1,2,4 or server.nice=0,19)".into(),
     })?;
+    Ok((key.to_string(), split_values(key, list)?))
+}
+
+/// Split the values `list` of key `key` as [`split_vary`] does (`sweep --policy A,B` is the
+/// list of the key `policy`); errors name the whole `KEY=LIST`.
+pub fn split_values(key: &str, list: &str) -> Result<Vec<String>, ExperimentError> {
+    let arg = format!("{key}={list}");
     let mut values: Vec<String> = Vec::new();
     let pieces: Vec<&str> = list.split(',').map(str::trim).collect();
     if !list.is_empty() && pieces.iter().any(|v| v.is_empty()) {
@@ -137,7 +144,7 @@ pub fn split_vary(arg: &str) -> Result<(String, Vec<String>), ExperimentError> {
             problem: format!("names the value '{twice}' twice; give each value once"),
         });
     }
-    Ok((key.to_string(), values))
+    Ok(values)
 }
 
 /// Parse and check every variation against the workload (its declared parameters and its plan's

@@ -231,8 +231,8 @@ pub fn varied_keys(record: &RunRecord) -> Vec<String> {
     keys
 }
 
-/// A text table (the seed-style ones of [`crate::text`], [`crate::sweep`],
-/// [`crate::interbench`]) under a title.
+/// A text table (the seed-style ones of [`crate::text`], [`crate::sweep`], [`crate::seed`])
+/// under a title.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextTable {
     /// What the table shows.
@@ -246,27 +246,25 @@ pub struct TextTable {
 /// carry lock statistics, lockmeter's (seed 003), as `--locks` prints it.
 pub fn seed_tables(record: &RunRecord) -> Vec<TextTable> {
     let keys = varied_keys(record);
-    let mut tables = match record.workload.as_str() {
-        "chat" => {
-            let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-            vec![TextTable {
-                title: "Seed 000 table (VolanoMark runs)".into(),
-                text: crate::text::chat_seed_table(&rows, &keys),
-            }]
-        }
-        "web" => {
-            let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-            vec![TextTable {
-                title: "Seed 000 table (SPECweb99 runs)".into(),
-                text: crate::text::web_seed_table(&rows, &keys),
-            }]
-        }
-        "interbench" => vec![TextTable {
-            title: "interbench tables (seed 004)".into(),
-            text: crate::interbench::tables(record, None),
-        }],
-        _ => Vec::new(),
-    };
+    let mut tables = Vec::new();
+    if let (Some(def), Some(text)) = (
+        crate::seed::seed_table_def(record),
+        crate::seed::seed_table(record, &keys),
+    ) {
+        tables.push(TextTable {
+            title: def.title.into(),
+            text,
+        });
+    }
+    if let (Some(def), Some(text)) = (
+        crate::seed::own_tables_def(record),
+        crate::seed::own_tables(record, None),
+    ) {
+        tables.push(TextTable {
+            title: def.title.into(),
+            text,
+        });
+    }
     let has_locks =
         (record.configs.iter()).any(|c| c.repetitions.iter().any(|r| !r.locks.is_empty()));
     if has_locks {
@@ -457,7 +455,7 @@ fn record_section(h: &mut String, inputs: &[Input], i: usize) {
     let keys = varied_keys(r);
     if r.configs.len() > 1 && !keys.is_empty() {
         h.push_str("<h3>Sweep</h3>\n");
-        if r.workload != "interbench" {
+        if crate::seed::own_tables_def(r).is_none() {
             let _ = writeln!(
                 h,
                 "<pre>{}</pre>",

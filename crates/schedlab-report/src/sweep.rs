@@ -1,40 +1,17 @@
 //! The table of a sweep: one row per configuration, the varied keys first, then the primary
 //! metric's mean with its confidence interval, and the change against the first row — signed so
 //! that + is better and marked `*` where it is significant (Student's t at the record's level),
-//! as interbench's and mmtests' tables mark theirs. Chat sweeps also get seed 000's table.
+//! as interbench's and mmtests' tables mark theirs. A workload with a seed table of its own (chat's
+//! and web's seed 000 tables) gets it after.
 
 use crate::table::{num, Table};
-use crate::text::{chat_seed_table, web_seed_table};
 use schedlab_stats::{compare, metric_values};
-use schedlab_workload::duration::format_duration;
 use schedlab_workload::record::{ConfigResult, RunRecord};
 
-/// The value of a varied key (`threads`, `server.nice`) in a configuration.
+/// The value of a varied key (`threads`, `server.nice`) in a configuration
+/// ([`ConfigResult::key_value`]).
 pub fn key_value(config: &ConfigResult, key: &str) -> String {
-    // A parameter's own name first: a workload file's `GROUP.count` is a parameter.
-    if let Some(v) = config.params.get(key) {
-        return v.clone();
-    }
-    if let Some((group, knob)) = key.split_once('.') {
-        let Some(g) = config.groups.iter().find(|g| g.name == group) else {
-            return "-".into();
-        };
-        let k = &g.knobs;
-        return match knob {
-            "nice" => k.nice.unwrap_or(0).to_string(),
-            "policy" => k.policy.map_or("other".into(), |p| p.to_string()),
-            "slice" => k.slice().map_or("default".into(), format_duration),
-            "cpus" => k.cpus.as_ref().map_or("all".into(), |c| c.to_string()),
-            "mode" => k.mode.map_or("user".into(), |m| m.to_string()),
-            _ => "-".into(),
-        };
-    }
-    // Keys of the simulated machine (policy, cpus, profile) are spelled out in the label.
-    config
-        .label
-        .split(' ')
-        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
-        .map_or_else(|| "-".into(), str::to_string)
+    config.key_value(key)
 }
 
 /// Against the first configuration at the same point of the other keys (with keys `policy`,
@@ -78,18 +55,13 @@ pub fn versus_first(record: &RunRecord, metric: &str, keys: &[String]) -> Vec<St
         .collect()
 }
 
-/// The sweep's table, followed by seed 000's table for chat and web sweeps.
+/// The sweep's table, followed by the workload's seed table if it has one (seed 000's for chat
+/// and web sweeps).
 pub fn table(record: &RunRecord, keys: &[String]) -> String {
     let mut out = primary_table(record, keys);
-    if record.workload == "chat" {
+    if let Some(table) = crate::seed::seed_table(record, keys) {
         out.push('\n');
-        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&chat_seed_table(&rows, keys));
-    }
-    if record.workload == "web" {
-        out.push('\n');
-        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&web_seed_table(&rows, keys));
+        out.push_str(&table);
     }
     if record.interrupted {
         out.push_str("(interrupted: only the repetitions that finished are shown)\n");

@@ -15,9 +15,8 @@ use schedlab_workload::record::{
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
-    if record.workload == "interbench" {
-        // interbench's own tables; the full per-pair summaries are in the record.
-        let mut out = crate::interbench::tables(record, None);
+    if let Some(mut out) = crate::seed::own_tables(record, None) {
+        // The workload's own tables (interbench's); the full summaries are in the record.
         if record.interrupted {
             out.push_str("(interrupted: only the repetitions that finished are shown)\n");
         }
@@ -37,14 +36,8 @@ pub fn summary(record: &RunRecord) -> String {
         out.push_str(&counters_table(config));
         out.push('\n');
     }
-    if record.workload == "chat" {
-        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&chat_seed_table(&rows, &[]));
-        out.push('\n');
-    }
-    if record.workload == "web" {
-        let rows: Vec<&ConfigResult> = record.configs.iter().collect();
-        out.push_str(&web_seed_table(&rows, &[]));
+    if let Some(table) = crate::seed::seed_table(record, &[]) {
+        out.push_str(&table);
         out.push('\n');
     }
     if record.interrupted {
@@ -306,154 +299,6 @@ fn cpu_line(config: &ConfigResult) -> String {
         "simulated CPUs (busy / mean runnable): {}\n",
         cells.join("  ")
     )
-}
-
-/// Count with the seeds' suffixes: `3.49 M`, `812.0 K`.
-pub fn count_suffix(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.2} M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1} K", v / 1e3)
-    } else {
-        format!("{v:.0}")
-    }
-}
-
-/// Seed 000's table layout: `Srvr Nice | Clnt Nice | policy/knobs`, then the sweep's other varied
-/// keys (so every row names its whole configuration), then `tail`. Returns those other keys and
-/// the header.
-fn seed_header<'a>(varied: &'a [String], tail: &[&str]) -> (Vec<&'a String>, Vec<String>) {
-    let extra: Vec<&String> = varied
-        .iter()
-        .filter(|k| !matches!(k.as_str(), "policy" | "server.nice" | "client.nice"))
-        .collect();
-    let mut header: Vec<String> = ["Srvr Nice", "Clnt Nice", "policy/knobs"]
-        .map(String::from)
-        .to_vec();
-    header.extend(extra.iter().map(|k| k.to_string()));
-    header.extend(tail.iter().map(|h| h.to_string()));
-    (extra, header)
-}
-/// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
-/// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
-/// with the means over repetitions, and the preemptions split into those that switched at once
-/// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
-/// where the counters tell them apart (`-` where they do not: a real kernel without
-/// `sched_waking`). A sweep's other varied keys (`server-work`, `cpus`) come
-/// after `policy/knobs`, so that every row names its whole configuration.
-pub fn chat_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
-    let (extra, header) = seed_header(
-        varied,
-        &[
-            "msg/sec",
-            "calls to wake_up",
-            "% priority preemptions",
-            "at once",
-            "at return",
-        ],
-    );
-    let mut t = Table::new(header);
-    for c in rows {
-        let group = |name: &str| c.groups.iter().find(|g| g.name == name);
-        let nice = |name: &str| {
-            group(name)
-                .and_then(|g| g.knobs.nice)
-                .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
-        };
-        let mut total = Counters::default();
-        for r in &c.repetitions {
-            if let Some(tc) = r.counters.get("total") {
-                total.add(tc);
-            }
-        }
-        let reps = c.repetitions.len().max(1) as f64;
-        let mut row = vec![nice("server"), nice("client"), policy_and_knobs(c)];
-        row.extend(extra.iter().map(|k| crate::sweep::key_value(c, k)));
-        row.extend([
-            c.summary
-                .get("msgs_per_s")
-                .map_or("-".into(), |s| format!("{:.0}", s.mean)),
-            total
-                .wakeups
-                .map_or("-".into(), |w| count_suffix(w as f64 / reps)),
-            total
-                .preemption_percent()
-                .map_or("-".into(), |p| format!("{p:.1} %")),
-        ]);
-        let split = total.preemption_split_percent();
-        row.push(split.map_or("-".into(), |(now, _)| format!("{now:.1} %")));
-        row.push(split.map_or("-".into(), |(_, ret)| format!("{ret:.1} %")));
-        t.row(row);
-    }
-    t.render()
-}
-
-/// The seeds' `policy/knobs` column: on the simulator the policy (with its preemption threshold,
-/// the seed's column), then the `server` and `client` groups' knobs other than nice; `default`
-/// when there is none of these.
-fn policy_and_knobs(c: &ConfigResult) -> String {
-    let mut other = Vec::new();
-    if let Some(policy) = c.machine.as_deref().and_then(|m| m.split(", ").next()) {
-        other.push(policy.to_string());
-    }
-    for name in ["server", "client"] {
-        if let Some(g) = c.groups.iter().find(|g| g.name == name) {
-            let mut k = g.knobs.clone();
-            k.nice = None;
-            if !k.is_default() {
-                other.push(format!("{name}:{k}"));
-            }
-        }
-    }
-    if other.is_empty() {
-        "default".to_string()
-    } else {
-        other.join(" ")
-    }
-}
-
-/// Seed 000's SPECweb99 table (Table 3, Troy Wilson's runs: `kernel | preemption threshold |
-/// conforming connections | percent improvement`), one row per web configuration: the server's
-/// and client's nice, `policy/knobs` (on the simulator the policy with its threshold), the
-/// sweep's other varied keys, the connections driven, the mean conforming connections and
-/// share, and the improvement over the first row (`baseline`).
-pub fn web_seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
-    let (extra, header) = seed_header(
-        varied,
-        &[
-            "connections",
-            "conforming connections",
-            "% conforming",
-            "percent improvement",
-        ],
-    );
-    let mut t = Table::new(header);
-    let mean = |c: &ConfigResult, m: &str| c.summary.get(m).map(|s| s.mean);
-    let base = rows.first().and_then(|c| mean(c, "conforming"));
-    for (i, c) in rows.iter().enumerate() {
-        let nice = |name: &str| {
-            c.groups
-                .iter()
-                .find(|g| g.name == name)
-                .and_then(|g| g.knobs.nice)
-                .map_or("0".to_string(), |n| format!("{n:+}").replace("+0", "0"))
-        };
-        let mut row = vec![nice("server"), nice("client"), policy_and_knobs(c)];
-        row.extend(extra.iter().map(|k| crate::sweep::key_value(c, k)));
-        let conforming = mean(c, "conforming");
-        row.extend([
-            c.params.get("connections").cloned().unwrap_or("-".into()),
-            conforming.map_or("-".into(), |v| format!("{v:.0}")),
-            mean(c, "conforming_share").map_or("-".into(), |v| format!("{v:.1} %")),
-            match (i, base, conforming) {
-                (0, _, _) => "baseline".into(),
-                (_, Some(b), Some(v)) if b > 0.0 => format!("{:+.1} %", 100.0 * (v - b) / b),
-                _ => "-".into(),
-            },
-        ]);
-        t.row(row);
-    }
-    t.render()
 }
 
 /// The lock tables of a record (`schedlab run --locks`), per configuration, in the layout of

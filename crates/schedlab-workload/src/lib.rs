@@ -30,6 +30,7 @@ pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod table;
 pub mod timeline;
 pub mod web;
 

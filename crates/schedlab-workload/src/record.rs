@@ -419,6 +419,38 @@ pub struct ConfigResult {
     pub converged: Option<bool>,
 }
 
+impl ConfigResult {
+    /// The value of a varied key (`threads`, `server.nice`, `policy`) in this configuration, as
+    /// tables show it (`-` where it has none).
+    pub fn key_value(&self, key: &str) -> String {
+        // A parameter's own name first: a workload file's `GROUP.count` is a parameter.
+        if let Some(v) = self.params.get(key) {
+            return v.clone();
+        }
+        if let Some((group, knob)) = key.split_once('.') {
+            let Some(g) = self.groups.iter().find(|g| g.name == group) else {
+                return "-".into();
+            };
+            let k = &g.knobs;
+            return match knob {
+                "nice" => k.nice.unwrap_or(0).to_string(),
+                "policy" => k.policy.map_or("other".into(), |p| p.to_string()),
+                "slice" => k
+                    .slice()
+                    .map_or("default".into(), crate::duration::format_duration),
+                "cpus" => k.cpus.as_ref().map_or("all".into(), |c| c.to_string()),
+                "mode" => k.mode.map_or("user".into(), |m| m.to_string()),
+                _ => "-".into(),
+            };
+        }
+        // Keys of the simulated machine (policy, cpus, profile) are spelled out in the label.
+        self.label
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .map_or_else(|| "-".into(), str::to_string)
+    }
+}
+
 /// The tool that wrote a record.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {

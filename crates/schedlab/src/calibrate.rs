@@ -1,6 +1,7 @@
 //! `schedlab calibrate`: measure this machine's costs, print them, and write a profile file for
 //! `--profile FILE` (schedlab-experiment's `calibrate` does the work).
 
+use crate::error::Error;
 use schedlab_experiment::calibrate::{calibrate, CalibrateOptions};
 use schedlab_report::table::Table;
 use std::fmt::Write as _;
@@ -8,7 +9,7 @@ use std::path::Path;
 
 /// Run calibrate; the text to print. An existing profile at `out` is replaced only with
 /// `force`.
-pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<String, String> {
+pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<String, Error> {
     let base: &'static str = schedlab_sim::cost::PROFILES
         .iter()
         .find(|p| **p == base)
@@ -24,7 +25,7 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
     }
     let stop = crate::execute::interrupt_flag()?;
     let dir = schedlab_real::tempdir::TempDir::new()
-        .map_err(|e| format!("calibrate: temporary directory: {e}"))?;
+        .map_err(|e| Error::System(format!("calibrate: temporary directory: {e}")))?;
     // Other runnable tasks inflate every probe (a null system call preempted by a compiler costs
     // its time slice): look before and after, and say so in the output and the file.
     let competing_before = schedlab_real::procfs::competing_runnable();
@@ -32,7 +33,7 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
     let (mut file, probes) = calibrate(CalibrateOptions { quick, base }, dir.path(), &stop, |p| {
         eprintln!("calibrate: {p}");
     })
-    .map_err(|e| crate::messages::render(&e))?;
+    .map_err(Error::Experiment)?;
     let m = schedlab_real::machine::machine_info();
     file.name = out
         .and_then(|p| p.file_stem())
@@ -85,7 +86,7 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
         match out {
             Some(p) => {
                 schedlab_report::output::write(p, file.to_toml().as_bytes())
-                    .map_err(|e| format!("--out {}: {e}", p.display()))?;
+                    .map_err(|e| Error::output("--out", p, e.to_string()))?;
                 format!(
                     "wrote {} (use it with --profile {})",
                     p.display(),
@@ -115,13 +116,14 @@ pub(crate) fn competing_warning(what: &str, before: Option<u64>) -> Option<Strin
 
 /// The output must be writable ([`schedlab_report::output::resolve`]); an existing file is a
 /// profile somebody measured, replaced only with `--force`.
-fn check_out(path: &Path, force: bool) -> Result<(), String> {
+fn check_out(path: &Path, force: bool) -> Result<(), Error> {
     let target = crate::execute::check_file_output("--out", path)?;
     if let schedlab_report::output::Target::File(real) = &target {
         if real.exists() && !force {
-            return Err(format!(
-                "--out {}: exists (a profile measured before?); add --force to replace it, or give another file name",
-                path.display()
+            return Err(Error::output(
+                "--out",
+                path,
+                "exists (a profile measured before?); add --force to replace it, or give another file name",
             ));
         }
     }

@@ -7,9 +7,11 @@ use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, Valu
 use schedlab_experiment::ShardArg;
 use schedlab_script::Script;
 use schedlab_workload::duration::parse_duration;
-use schedlab_workload::presets::{self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor};
+use schedlab_workload::presets::{
+    self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor, WorkloadDef,
+};
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A laboratory for CPU-scheduler experiments.
@@ -141,27 +143,50 @@ pub enum Command {
 /// A workload, the parameters given for it, and the options every workload takes.
 #[derive(Debug, Clone)]
 pub struct WorkloadArgs {
-    /// The workload's name, or the workload file's path.
-    pub workload: String,
-    /// Whether `workload` is a workload file ([`workload_file`] holds it, read).
-    pub is_file: bool,
+    /// The workload: a shipped preset, or a workload file's path.
+    pub workload: WorkloadName,
     /// Parameters given on the command line, by name, as text.
     pub params: Vec<(String, String)>,
     /// The options every workload takes.
     pub common: CommonArgs,
 }
 
-/// The order of the workload subcommands in help texts.
-const HELP_ORDER: [&str; 8] = [
-    "messaging",
-    "chat",
-    "pingpong",
-    "interbench",
-    "yield",
-    "web",
-    "lookup",
-    "build",
-];
+/// The workload a command names.
+#[derive(Debug, Clone)]
+pub enum WorkloadName {
+    /// A shipped preset.
+    Preset(&'static WorkloadDef),
+    /// A workload file, by the path given (read by [`prepare`] into [`Prepared::file`]).
+    File(String),
+}
+
+impl WorkloadName {
+    /// The name as the command line gives it (the preset's name, or the file's path).
+    pub fn as_str(&self) -> &str {
+        match self {
+            WorkloadName::Preset(def) => def.name,
+            WorkloadName::File(path) => path,
+        }
+    }
+}
+
+/// A workload file named on the command line, read before the command line is parsed (its
+/// parameters become flags of its subcommand).
+#[derive(Debug, Clone)]
+pub struct WorkloadFile {
+    /// The path as given.
+    pub path: String,
+    /// The file, read and compiled at its defaults (a clone shares what was read).
+    pub script: Script,
+}
+
+/// The command line's definition, with the workload file it names (if any) read.
+pub struct Prepared {
+    /// The whole command line's definition, with a subcommand for the workload file.
+    pub command: clap::Command,
+    /// The workload file the command line names.
+    pub file: Option<WorkloadFile>,
+}
 
 /// Builds one workload's subcommand from its declared parameters.
 struct WorkloadCommand;
@@ -169,7 +194,7 @@ struct WorkloadCommand;
 impl PresetVisitor for WorkloadCommand {
     type Output = clap::Command;
     fn visit<P: Preset>(self) -> clap::Command {
-        let mut cmd = clap::Command::new(P::NAME).about(P::ABOUT);
+        let mut cmd = clap::Command::new(P::NAME).about(P::DEF.about);
         for d in P::param_defs() {
             let name = d.name;
             let help = match d.default {
@@ -193,7 +218,7 @@ impl PresetVisitor for WorkloadCommand {
             cmd = cmd.arg(arg);
         }
         // CommonArgs's own doc comment would become the subcommand's about: set it after.
-        let cmd = CommonArgs::augment_args(cmd).about(P::ABOUT);
+        let cmd = CommonArgs::augment_args(cmd).about(P::DEF.about);
         match jobs_flag(P::param_defs()) {
             JOBS_FLAG => cmd,
             other => cmd.mut_arg(SIM_JOBS_ID, |a| {
@@ -245,44 +270,46 @@ fn check_value_as<W: Configurable>(
     Ok(text.to_string())
 }
 
-/// The workload file of this invocation, read before the command line is parsed (its
-/// parameters become flags of its subcommand).
-static WORKLOAD_FILE: OnceLock<Script> = OnceLock::new();
-
-/// The workload file named on the command line, once [`prepare`] has read it.
-pub fn workload_file() -> Option<&'static Script> {
-    WORKLOAD_FILE.get()
-}
-
 /// The commands that take a workload.
 const WORKLOAD_COMMANDS: [&str; 3] = ["run", "sweep", "check"];
 
 /// The command line, with a subcommand for the workload file `args` names (`schedlab run
 /// FILE.toml ...`), which is read here; an unreadable or invalid file is an error at its
 /// `file:line:column`, before anything else.
-pub fn prepare(args: &[String]) -> Result<clap::Command, String> {
+pub fn prepare(args: &[String]) -> Result<Prepared, String> {
     let mut cmd = <Cli as clap::CommandFactory>::command();
     let (Some(command), Some(workload)) = (args.get(1), args.get(2)) else {
-        return Ok(cmd);
+        return Ok(Prepared {
+            command: cmd,
+            file: None,
+        });
     };
     if !WORKLOAD_COMMANDS.contains(&command.as_str())
         || workload.starts_with('-')
-        || presets::PRESET_NAMES.contains(&workload.as_str())
+        || presets::lookup(workload).is_some()
     {
-        return Ok(cmd);
+        return Ok(Prepared {
+            command: cmd,
+            file: None,
+        });
     }
     let path = std::path::Path::new(workload);
     if !path.exists() && !workload.ends_with(".toml") && !workload.ends_with(".json") {
         return Err(format!(
             "'{workload}' is neither a workload ({}) nor a workload file (FILE.toml, or rt-app's FILE.json)",
-            presets::PRESET_NAMES.join(", ")
+            presets::names().collect::<Vec<_>>().join(", ")
         ));
     }
     let script = schedlab_script::load(path).map_err(|e| e.to_string())?;
-    let script: &'static Script = WORKLOAD_FILE.get_or_init(|| script);
-    let sub = file_command(workload, script);
+    let sub = file_command(workload, &script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
-    Ok(cmd)
+    Ok(Prepared {
+        command: cmd,
+        file: Some(WorkloadFile {
+            path: workload.clone(),
+            script,
+        }),
+    })
 }
 
 /// Names of the options every workload takes, which a file's parameter cannot also be a flag
@@ -298,7 +325,10 @@ fn common_flags() -> Vec<String> {
 }
 
 /// The subcommand of a workload file: a flag per parameter, `--set`, and the common options.
-fn file_command(path: &str, script: &'static Script) -> clap::Command {
+fn file_command(path: &str, script: &Script) -> clap::Command {
+    // One shared copy for every flag's parser: a file of 100,000 groups has 100,000
+    // `GROUP.count` parameters, and a copy of the file's values per flag would be quadratic.
+    let shared = Arc::new(script.clone());
     let about = if script.def().description.is_empty() {
         format!("Workload file {path}.")
     } else {
@@ -310,6 +340,7 @@ fn file_command(path: &str, script: &'static Script) -> clap::Command {
         if taken.iter().any(|t| t == d.name) {
             continue;
         }
+        let probe = Arc::clone(&shared);
         let help = match d.default {
             Some(v) => format!("{} [default: {v}]", d.help),
             None => d.help.to_string(),
@@ -321,9 +352,10 @@ fn file_command(path: &str, script: &'static Script) -> clap::Command {
                 .action(ArgAction::Set)
                 .value_name(d.usage)
                 .allow_hyphen_values(true)
-                .value_parser(move |text: &str| check_value(script.clone(), d, text)),
+                .value_parser(move |text: &str| check_value(Script::clone(&probe), d, text)),
         );
     }
+    let script = shared;
     cmd =
         cmd.arg(
             clap::Arg::new("set")
@@ -343,7 +375,7 @@ fn file_command(path: &str, script: &'static Script) -> clap::Command {
                         if names.is_empty() { "none".to_string() } else { names.join(", ") }
                     ));
                     };
-                    check_value_as(script.clone(), d, value, str::to_string)?;
+                    check_value_as(Script::clone(&script), d, value, str::to_string)?;
                     Ok(text.to_string())
                 }),
         );
@@ -358,21 +390,16 @@ impl FromArgMatches for WorkloadArgs {
                 "a workload is needed; `schedlab list` shows them",
             ));
         };
-        let file = workload_file().filter(|_| !presets::PRESET_NAMES.contains(&name));
-        let defs = match file {
-            Some(script) => script.param_defs(),
-            None => presets::visit(name, ParamDefs).ok_or_else(|| {
-                clap::Error::raw(
-                    clap::error::ErrorKind::InvalidSubcommand,
-                    format!("unknown workload '{name}'"),
-                )
-            })?,
+        let Some(def) = presets::lookup(name) else {
+            // The only other subcommand is the workload file's ([`prepare`]).
+            return Ok(WorkloadArgs {
+                workload: WorkloadName::File(name.to_string()),
+                params: file_params(sub),
+                common: CommonArgs::from_arg_matches(sub)?,
+            });
         };
         let mut params = Vec::new();
-        for d in defs {
-            // A file's parameter named like a common option (a seeded file's `seed` beside
-            // `--seed`) is not its own flag: --set only. The common option has another type, so
-            // asking for the parameter's type fails rather than panicking.
+        for d in def.params {
             match d.kind {
                 ParamKind::Flag => {
                     if let Ok(Some(true)) = sub.try_get_one::<bool>(d.name) {
@@ -386,15 +413,8 @@ impl FromArgMatches for WorkloadArgs {
                 }
             }
         }
-        if file.is_some() {
-            for text in sub.get_many::<String>("set").into_iter().flatten() {
-                let (k, v) = text.split_once('=').expect("checked by the parser");
-                params.push((k.trim().to_string(), v.to_string()));
-            }
-        }
         Ok(WorkloadArgs {
-            workload: name.to_string(),
-            is_file: file.is_some(),
+            workload: WorkloadName::Preset(def),
             params,
             common: CommonArgs::from_arg_matches(sub)?,
         })
@@ -409,8 +429,8 @@ impl FromArgMatches for WorkloadArgs {
 impl Args for WorkloadArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
         let mut cmd = cmd.subcommand_required(true);
-        for name in HELP_ORDER {
-            if let Some(sub) = presets::visit(name, WorkloadCommand) {
+        for def in presets::WORKLOADS {
+            if let Some(sub) = presets::visit(def.name, WorkloadCommand) {
                 cmd = cmd.subcommand(sub);
             }
         }
@@ -422,14 +442,27 @@ impl Args for WorkloadArgs {
     }
 }
 
-/// A preset's declared parameters.
-pub(crate) struct ParamDefs;
-
-impl PresetVisitor for ParamDefs {
-    type Output = &'static [presets::ParamDef];
-    fn visit<P: Preset>(self) -> Self::Output {
-        P::param_defs()
+/// The parameters given to a workload file's subcommand: its flags (each a parameter of the
+/// file; a parameter named like a common option is `--set` only, so no common option is one),
+/// then its `--set NAME=VALUE`s in order.
+fn file_params(sub: &ArgMatches) -> Vec<(String, String)> {
+    let common = CommonArgs::augment_args(clap::Command::new("x"));
+    let is_common = |id: &str| {
+        id == "set"
+            || common.get_arguments().any(|a| a.get_id().as_str() == id)
+            || common.get_groups().any(|g| g.get_id().as_str() == id)
+    };
+    let mut params = Vec::new();
+    for id in sub.ids().map(|id| id.as_str()).filter(|id| !is_common(id)) {
+        if let Ok(Some(v)) = sub.try_get_one::<String>(id) {
+            params.push((id.to_string(), v.clone()));
+        }
     }
+    for text in sub.get_many::<String>("set").into_iter().flatten() {
+        let (k, v) = text.split_once('=').expect("checked by the parser");
+        params.push((k.trim().to_string(), v.to_string()));
+    }
+    params
 }
 
 /// Options every workload takes.

@@ -2,6 +2,7 @@
 //! configuration, then a compact mmtests-style table of every metric relative to the first
 //! record, signed so that + is better, significant cells between asterisks.
 
+use crate::error::Error;
 use schedlab_experiment::outdir::invalid_value;
 use schedlab_report::export::read_json;
 use schedlab_report::table::{num, Table};
@@ -16,7 +17,7 @@ pub fn compare(
     level: &str,
     welch: bool,
     force: bool,
-) -> Result<String, String> {
+) -> Result<String, Error> {
     // The level's message quotes the value and a record's names the file; neither names a flag.
     let level = parse_level(level).map_err(|e| e.to_string())?;
     let records: Vec<RunRecord> = paths
@@ -39,27 +40,27 @@ pub fn compare(
     };
     if first.metric(&metric).is_none() {
         let known: Vec<&str> = first.metrics.iter().map(|m| m.name.as_str()).collect();
-        return Err(format!(
+        return Err(Error::from(format!(
             "--metric {metric}: {} has no such metric; it has: {}",
             names[0],
             known.join(", ")
-        ));
+        )));
     }
     let mut out = String::new();
     for (r, name) in records.iter().zip(&names).skip(1) {
         if r.workload != first.workload && !force {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "{} is a '{}' run and {name} a '{}' run; compare like with like, or pass --force",
                 names[0], first.workload, r.workload
-            ));
+            )));
         }
         if r.metric(&metric).is_none() {
             let known: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
-            return Err(format!(
+            return Err(Error::from(format!(
                 "{name} (a '{}' run) has no metric '{metric}'; it has: {}; choose one both records have with --metric",
                 r.workload,
                 known.join(", ")
-            ));
+            )));
         }
         if r.backend.kind != first.backend.kind {
             let what = |kind: &str| match kind {
@@ -74,9 +75,9 @@ pub fn compare(
                 what(&r.backend.kind)
             );
             if !force {
-                return Err(format!(
+                return Err(Error::from(format!(
                     "{text}; a simulated machine's numbers are not the kernel's; compare like with like, or pass --force"
-                ));
+                )));
             }
             out.push_str(&format!("warning: {text}\n\n"));
         }
@@ -91,14 +92,14 @@ pub fn compare(
                             format!("{k}={v} vs {}", o.params.get(k).map_or("-", |s| s.as_str()))
                         })
                         .collect();
-                    return Err(format!(
+                    return Err(Error::from(format!(
                         "{} and {name} ran different parameters ({}); compare like with like, or pass --force",
                         names[0],
                         diff.join(", ")
-                    ));
+                    )));
                 }
                 None if !force => {
-                    return Err(format!("{name} has no configuration '{}' as {} has; pass --force to compare what matches", c.label, names[0]));
+                    return Err(Error::from(format!("{name} has no configuration '{}' as {} has; pass --force to compare what matches", c.label, names[0])));
                 }
                 _ => {}
             }
@@ -113,11 +114,13 @@ pub fn compare(
             ));
         }
     }
-    if first.workload == "interbench" && metric_given.is_none() {
-        // Seed 004's form: each record's tables, a row marked `*` where it beats the other.
+    let own = schedlab_report::seed::own_tables_def(first).filter(|_| metric_given.is_none());
+    if let Some(own) = own {
+        // The workload's own form (interbench's seed 004): each record's tables, a row marked
+        // `*` where it beats the other.
         let parts: Vec<(&str, &RunRecord)> =
             names.iter().map(String::as_str).zip(&records).collect();
-        out.push_str(&schedlab_report::interbench::side_by_side(&parts, level));
+        out.push_str(&schedlab_report::seed::side_by_side(&own, &parts, level));
         if records
             .iter()
             .any(|r| r.configs.iter().any(|c| c.repetitions.len() < 2))
@@ -156,7 +159,7 @@ pub fn compare(
 /// Refuse a record holding a value no measurement can have (negative, not finite, beyond
 /// [`schedlab_experiment::outdir::MAX_VALUE`]), naming the file, the configuration, the repetition and the metric: its
 /// statistics would be nonsense, or print `inf`.
-fn check_values(r: &RunRecord, name: &str) -> Result<(), String> {
+fn check_values(r: &RunRecord, name: &str) -> Result<(), Error> {
     for c in &r.configs {
         for (i, rep) in c.repetitions.iter().enumerate() {
             for (metric, &v) in &rep.metrics {
@@ -167,10 +170,10 @@ fn check_values(r: &RunRecord, name: &str) -> Result<(), String> {
                     } else {
                         format!("configuration '{}', ", c.label)
                     };
-                    return Err(format!(
+                    return Err(Error::from(format!(
                         "{name}: {config}repetition {}: {why}; a record holding it cannot be compared",
                         i + 1
-                    ));
+                    )));
                 }
             }
         }

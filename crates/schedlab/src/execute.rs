@@ -1,8 +1,8 @@
 //! `schedlab run` and `schedlab sweep`: the command line's options become typed requests, the
 //! experiment layer builds and measures them, and the results are printed.
 
-use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs};
-use crate::messages::render;
+use crate::cli::{BackendArg, CommonArgs, CountersArg, WorkloadArgs, WorkloadFile, WorkloadName};
+use crate::error::Error;
 use crate::progress::ProgressDisplay;
 use schedlab_experiment::measure::Sinks;
 use schedlab_experiment::search::{search, SearchSpec};
@@ -13,29 +13,72 @@ use schedlab_experiment::{
 };
 use schedlab_real::host;
 use schedlab_report::output;
-use schedlab_workload::presets::{self, Configurable, Preset, PresetVisitor};
+use schedlab_workload::presets::{
+    self, Configurable, OwnTables, Preset, PresetVisitor, SearchDef, WorkloadDef,
+};
 use schedlab_workload::record::RunRecord;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-/// Run (`sweep == false`) or sweep a workload command.
-pub fn execute(args: WorkloadArgs, sweep: bool) -> Result<ExitCode, String> {
-    go(args, sweep, false)
+/// The workload of a command: a shipped preset, or the workload file the command line named.
+enum Selected<'a> {
+    /// A preset.
+    Preset(&'static WorkloadDef),
+    /// A workload file, read.
+    File(&'a WorkloadFile),
+}
+
+/// The workload `args` names; `file` is the workload file the command line named, read.
+fn select<'a>(args: &WorkloadArgs, file: Option<&'a WorkloadFile>) -> Result<Selected<'a>, Error> {
+    match &args.workload {
+        WorkloadName::Preset(def) => Ok(Selected::Preset(def)),
+        WorkloadName::File(path) => file
+            .filter(|f| f.path == *path)
+            .map(Selected::File)
+            .ok_or_else(|| Error::from(format!("the workload file '{path}' was not read"))),
+    }
+}
+
+/// The policies `--policy` names, each with its own parameters (`sweep --policy A,B`), split as
+/// `--vary policy=` splits its values; none without `--policy`.
+fn policy_list(common: &CommonArgs) -> Result<Vec<String>, Error> {
+    match &common.policy {
+        Some(text) => schedlab_experiment::vary::split_values("policy", text)
+            .map_err(|e| Error::from(format!("--policy {text}: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Run (`sweep == false`) or sweep a workload command; `file` is the workload file the command
+/// line named, read.
+pub fn execute(
+    args: WorkloadArgs,
+    file: Option<&WorkloadFile>,
+    sweep: bool,
+) -> Result<ExitCode, Error> {
+    let policies = policy_list(&args.common);
+    go(args, file, policies, sweep, false)
 }
 
 /// `schedlab check`: build every configuration as `run` (or `sweep`, with `--vary`) would, with
 /// every check, and print the plan instead of running it.
-pub fn check(args: WorkloadArgs) -> Result<ExitCode, String> {
-    let several_policies = args.common.policy.as_deref().is_some_and(|p| {
-        schedlab_experiment::vary::split_vary(&format!("policy={p}"))
-            .is_ok_and(|(_, v)| v.len() > 1)
-    });
+pub fn check(args: WorkloadArgs, file: Option<&WorkloadFile>) -> Result<ExitCode, Error> {
+    let policies = policy_list(&args.common);
+    let several_policies = policies.as_ref().is_ok_and(|p| p.len() > 1);
     let sweep = !args.common.vary.is_empty() || several_policies;
-    go(args, sweep, true)
+    go(args, file, policies, sweep, true)
 }
 
-fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> {
+/// `policies`: [`policy_list`], whose error is reported only where the simulator's options are
+/// read.
+fn go(
+    args: WorkloadArgs,
+    file: Option<&WorkloadFile>,
+    policies: Result<Vec<String>, Error>,
+    sweep: bool,
+    check: bool,
+) -> Result<ExitCode, Error> {
     let common = &args.common;
     if !sweep
         && (!common.vary.is_empty()
@@ -43,25 +86,31 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
             || common.plot.is_some()
             || common.shard.is_some())
     {
-        return Err("--vary, --out, --plot and --shard belong to `schedlab sweep`".into());
+        return Err(Error::from(
+            "--vary, --out, --plot and --shard belong to `schedlab sweep`",
+        ));
     }
-    let mut vary = common.vary.clone();
+    let workload = select(&args, file)?;
     let mut backend = backend_request(common)?;
+    let mut compared = Vec::new();
     if let BackendRequest::Sim(req) = &mut backend {
-        policy_list_as_variation(req, &mut vary, sweep)?;
+        compared = policy_variation(req, policies?, &common.vary, sweep)?;
     }
-    if sweep && vary.is_empty() {
-        return Err("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into());
+    if sweep && common.vary.is_empty() && compared.is_empty() {
+        return Err(Error::from("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)"));
     }
+    let search = match &workload {
+        Selected::Preset(def) => def.search,
+        Selected::File(_) => None,
+    };
     if common.find_max {
-        check_find_max(&args, sweep)?;
+        check_find_max(&args, search, sweep)?;
     }
     // A preset with a `jobs` parameter of its own (build) spells the option --sim-jobs; a
     // workload file's parameter named so is --set only, so the option stays --jobs there.
-    let jobs_flag = match args.is_file {
-        true => crate::cli::JOBS_FLAG,
-        false => presets::visit(&args.workload, crate::cli::ParamDefs)
-            .map_or(crate::cli::JOBS_FLAG, crate::cli::jobs_flag),
+    let jobs_flag = match &workload {
+        Selected::File(_) => crate::cli::JOBS_FLAG,
+        Selected::Preset(def) => crate::cli::jobs_flag(def.params),
     };
     let mut settings = settings(common, jobs_flag)?;
     settings.shard = shard(common, check)?;
@@ -69,7 +118,8 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
-        vary,
+        vary: common.vary.clone(),
+        policies: compared,
         host_cpus: host::online_cpus(),
         runs: Some(settings.budget.most_runs()),
         shards: settings.shard.map(|s| s.count),
@@ -83,11 +133,12 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
         sweep,
         check,
         stop,
+        search,
     };
-    let end = match crate::cli::workload_file().filter(|_| args.is_file) {
-        Some(script) => execute.with(script.clone())?,
-        None => presets::visit(&args.workload, execute)
-            .ok_or_else(|| format!("unknown workload '{}'", args.workload))??,
+    let end = match workload {
+        Selected::File(f) => execute.with(f.script.clone())?,
+        Selected::Preset(def) => presets::visit(def.name, execute)
+            .ok_or_else(|| format!("unknown workload '{}'", def.name))??,
     };
     Ok(match end {
         RunEnd::Complete => ExitCode::SUCCESS,
@@ -98,19 +149,32 @@ fn go(args: WorkloadArgs, sweep: bool, check: bool) -> Result<ExitCode, String> 
     })
 }
 
-/// `--find-max` searches web's conforming connections: refuse what it cannot go with before
-/// anything runs.
-fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
+/// `--find-max` searches the workload's [`SearchDef`] (web's conforming connections): refuse
+/// what it cannot go with before anything runs.
+fn check_find_max(
+    args: &WorkloadArgs,
+    search: Option<SearchDef>,
+    sweep: bool,
+) -> Result<(), Error> {
     let common = &args.common;
+    let searchable: Vec<&str> = (presets::WORKLOADS.iter())
+        .filter(|d| d.search.is_some())
+        .map(|d| d.name)
+        .collect();
     if sweep {
-        return Err("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run web --find-max`".into());
+        return Err(Error::from(format!("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run {} --find-max`", searchable.join("|"))));
     }
-    if args.is_file || args.workload != "web" {
-        return Err(format!(
-            "--find-max searches SPECweb99's conforming connections and applies to the web workload only, not '{}'",
-            args.workload
-        ));
-    }
+    let Some(search) = search else {
+        let what: Vec<&str> = (presets::WORKLOADS.iter())
+            .filter_map(|d| d.search.map(|s| s.what))
+            .collect();
+        return Err(Error::from(format!(
+            "--find-max searches {} and applies to the {} workload only, not '{}'",
+            what.join(", "),
+            searchable.join(", "),
+            args.workload.as_str()
+        )));
+    };
     let outputs = [
         ("--csv", common.csv.is_some()),
         ("--markdown", common.markdown.is_some()),
@@ -118,55 +182,48 @@ fn check_find_max(args: &WorkloadArgs, sweep: bool) -> Result<(), String> {
         ("--timeline", common.timeline.is_some()),
     ];
     if let Some((flag, _)) = outputs.iter().find(|(_, given)| *given) {
-        return Err(format!(
+        return Err(Error::from(format!(
             "{flag} does not go with --find-max; its record (--json FILE) holds every candidate and the answer"
-        ));
+        )));
     }
-    let rate = args.params.iter().rev().find(|(k, _)| k == "rate");
-    if let Some((_, v)) = rate.filter(|(_, v)| v.trim().parse::<f64>() != Ok(0.0)) {
-        return Err(format!(
-            "--rate {v} does not go with --find-max: conformance is the closed loop's (SPECweb99's connections paced to 400 kbit/s); drop --rate"
-        ));
-    }
-    Ok(())
+    (search.check)(&args.params).map_err(Error::Usage)
 }
 
-/// The backend options, checked against each other.
-/// `sweep --policy A,B` (several policies, each with its own `:parameters`) is the variation
-/// `policy=A,B`, split as `--vary policy=` splits it; `run` takes one policy.
-fn policy_list_as_variation(
+/// `sweep --policy A,B` (several policies, each with its own `:parameters`) compares them: the
+/// policies come back for the request's variation, and `req` keeps none; `run` takes one policy,
+/// which stays `req`'s.
+fn policy_variation(
     req: &mut SimRequest,
-    vary: &mut Vec<String>,
+    policies: Vec<String>,
+    vary: &[String],
     sweep: bool,
-) -> Result<(), String> {
+) -> Result<Vec<String>, Error> {
     let Some(text) = req.policy.clone() else {
-        return Ok(());
+        return Ok(Vec::new());
     };
-    let (_, policies) = schedlab_experiment::vary::split_vary(&format!("policy={text}"))
-        .map_err(|e| format!("--policy {text}: {e}"))?;
     if policies.len() < 2 {
-        return Ok(());
+        return Ok(Vec::new());
     }
     if !sweep {
-        return Err(format!(
+        return Err(Error::from(format!(
             "--policy {text} names {} policies; `run` takes one (compare them with `schedlab sweep ... --policy {text}`)",
             policies.len()
-        ));
+        )));
     }
     if vary
         .iter()
         .any(|v| v.split_once('=').is_some_and(|(k, _)| k.trim() == "policy"))
     {
-        return Err(format!(
+        return Err(Error::from(format!(
             "--policy {text} and --vary policy=... both vary the policy; give one of them"
-        ));
+        )));
     }
-    vary.insert(0, format!("policy={text}"));
     req.policy = None;
-    Ok(())
+    Ok(policies)
 }
 
-fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
+/// The backend options, checked against each other.
+fn backend_request(common: &CommonArgs) -> Result<BackendRequest, Error> {
     match common.backend {
         BackendArg::Real => {
             let sim_only = [
@@ -179,15 +236,15 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
                 ("--kernel-cpus", common.kernel_cpus.is_some()),
             ];
             if let Some((flag, _)) = sim_only.iter().find(|(_, given)| *given) {
-                return Err(format!(
+                return Err(Error::from(format!(
                     "{flag} applies to the simulator; add --backend sim (on the real kernel, use --group NAME:cpus=LIST to pin tasks)"
-                ));
+                )));
             }
             Ok(BackendRequest::Real)
         }
         BackendArg::Sim => {
             if common.counters != CountersArg::Auto {
-                return Err("--counters applies to the real kernel; the simulator counts everything exactly".into());
+                return Err(Error::from("--counters applies to the real kernel; the simulator counts everything exactly"));
             }
             Ok(BackendRequest::Sim(SimRequest {
                 policy: common.policy.clone(),
@@ -203,10 +260,10 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, String> {
 }
 
 /// The measuring settings; `jobs_flag` is how `--jobs` is spelled for this workload.
-fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, String> {
+fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, Error> {
     let budget = Budget::new(common.runs, common.until.as_deref(), common.max_runs)
-        .map_err(|e| render(&e))?;
-    let level = Settings::parse_level(&common.level).map_err(|e| render(&e))?;
+        .map_err(Error::Experiment)?;
+    let level = Settings::parse_level(&common.level).map_err(Error::Experiment)?;
     Ok(Settings {
         budget,
         until_text: common.until.clone(),
@@ -224,11 +281,11 @@ fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, String> {
 
 /// How many repetitions run at the same time: `--jobs`, by default the CPUs this process may
 /// run on; on the real kernel one, and `--jobs` above 1 is refused rather than ignored.
-fn jobs(common: &CommonArgs, flag: &str) -> Result<usize, String> {
+fn jobs(common: &CommonArgs, flag: &str) -> Result<usize, Error> {
     match (common.backend, common.jobs) {
-        (BackendArg::Real, Some(n)) if n > 1 => Err(format!(
+        (BackendArg::Real, Some(n)) if n > 1 => Err(Error::from(format!(
             "{flag} {n}: real-kernel repetitions run one at a time, since side by side they would share, and disturb, the CPUs they measure; {flag} applies to --backend sim (give {flag} 1, or leave it out)"
-        )),
+        ))),
         (BackendArg::Real, _) => Ok(1),
         (BackendArg::Sim, Some(n)) => Ok(n),
         (BackendArg::Sim, None) => Ok(crate::cli::default_jobs()),
@@ -258,29 +315,29 @@ fn without_jobs(args: impl IntoIterator<Item = String>, flag: &str) -> Vec<Strin
 
 /// The shard to run (`--shard`), checked against the other options; `auto/N` read from the
 /// environment here, before anything runs.
-fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, String> {
+fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, Error> {
     let Some(arg) = common.shard else {
         return Ok(None);
     };
     if common.until.is_some() {
-        return Err(ShardError::Until.to_string());
+        return Err(Error::from(ShardError::Until.to_string()));
     }
     if common.out.is_none() && !check {
-        return Err("--shard needs --out DIR: each shard writes its records into a directory of its own, which `schedlab merge` joins".into());
+        return Err(Error::from("--shard needs --out DIR: each shard writes its records into a directory of its own, which `schedlab merge` joins"));
     }
     if common.plot.is_some() {
-        return Err("--plot draws the whole sweep, and a shard holds only part of it; draw it when merging: schedlab merge DIR... -o OUT --plot FILE.svg".into());
+        return Err(Error::from("--plot draws the whole sweep, and a shard holds only part of it; draw it when merging: schedlab merge DIR... -o OUT --plot FILE.svg"));
     }
     arg.resolve(|var| std::env::var(var).ok())
         .map(Some)
-        .map_err(|e| e.to_string())
+        .map_err(|e| Error::from(e.to_string()))
 }
 
 /// Refuse output paths that cannot be written before anything runs: each must be a file in an
 /// existing, writable directory, `-` (standard output, for one of them), a character device or
 /// a FIFO ([`schedlab_report::output`]); no two may name the same file, and none may name a
 /// file this command reads.
-fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
+fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
     let common = &args.common;
     let files = [
         ("--json", &common.json),
@@ -291,8 +348,8 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
         ("--timeline", &common.timeline),
     ];
     let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
-    if args.is_file {
-        inputs.push(("the workload file", std::path::Path::new(&args.workload)));
+    if let WorkloadName::File(path) = &args.workload {
+        inputs.push(("the workload file", std::path::Path::new(path)));
     }
     if let Some(p) = profile_file(common) {
         inputs.push(("the --profile file", p));
@@ -303,11 +360,14 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
         let target = check_file_output(flag, p)?;
         if let Some((other, _)) = seen.iter().find(|(_, t)| *t == target) {
             return Err(if target == output::Target::Stdout {
-                format!("{flag} -: {other} writes standard output too; only one output can be -")
+                Error::from(format!(
+                    "{flag} -: {other} writes standard output too; only one output can be -"
+                ))
             } else {
-                format!(
-                    "{flag} {}: {other} writes that file too; give each output its own file",
-                    p.display()
+                Error::output(
+                    flag,
+                    p,
+                    format!("{other} writes that file too; give each output its own file"),
                 )
             });
         }
@@ -316,33 +376,34 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), String> {
     }
     if let Some(p) = &common.timeline {
         if p.extension().is_none_or(|e| e != "svg") {
-            return Err(format!(
-                "--timeline {}: accepted: a file name ending in .svg (the chart is SVG)",
-                p.display()
+            return Err(Error::output(
+                "--timeline",
+                p,
+                "accepted: a file name ending in .svg (the chart is SVG)",
             ));
         }
         let events = timeline_events_dir(p);
         if events.exists() && !events.is_dir() {
-            return Err(format!(
-                "--timeline {}: {} (where the exact events go) exists and is not a directory",
-                p.display(),
-                events.display()
+            return Err(Error::output(
+                "--timeline",
+                p,
+                format!(
+                    "{} (where the exact events go) exists and is not a directory",
+                    events.display()
+                ),
             ));
         }
     }
     if let Some(d) = &common.out {
         if d.as_os_str() == output::STDOUT {
-            return Err("--out -: --out names a directory (the sweep's records, one file per configuration); standard output cannot hold it — use --json - for the whole record".into());
+            return Err(Error::from("--out -: --out names a directory (the sweep's records, one file per configuration); standard output cannot hold it — use --json - for the whole record"));
         }
         if d.exists() && !d.is_dir() {
-            return Err(format!(
-                "--out {}: exists and is not a directory",
-                d.display()
-            ));
+            return Err(Error::output("--out", d, "exists and is not a directory"));
         }
         if d.is_dir() {
             output::check_writable_dir(d)
-                .map_err(|e| format!("--out {}: cannot write in it: {e}", d.display()))?;
+                .map_err(|e| Error::output("--out", d, format!("cannot write in it: {e}")))?;
         }
     }
     Ok(())
@@ -394,8 +455,8 @@ pub(crate) fn timeline_events_dir(svg: &std::path::Path) -> std::path::PathBuf {
 
 /// Check output `p` (`flag`'s) before anything runs ([`output::resolve`]): what it names, or
 /// an error naming the flag, the path and what is accepted.
-pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<output::Target, String> {
-    output::resolve(p).map_err(|e| format!("{flag} {e}"))
+pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<output::Target, Error> {
+    output::resolve(p).map_err(|e| Error::from(format!("{flag} {e}")))
 }
 
 /// The summary's exports the options ask for (`--csv`, `--markdown`), with `keys` (the keys
@@ -422,19 +483,19 @@ fn exports(common: &CommonArgs, keys: &[String]) -> schedlab_report::export::Exp
 
 /// will-it-scale's CSV has one row per task count: every configuration needs a `threads`
 /// parameter of its own value, and the primary metric must be a rate (higher is better).
-fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<(), String> {
+fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<(), Error> {
     let mut seen = std::collections::BTreeSet::new();
     for c in &experiment.configs {
         let Some(t) = c.workload.params().get("threads").cloned() else {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "will-it-scale's CSV has a row per task count, and workload '{}' has no threads parameter",
                 c.workload.name()
-            ));
+            )));
         };
         if !seen.insert(t.clone()) {
-            return Err(format!(
+            return Err(Error::from(format!(
                 "will-it-scale's CSV has one row per task count, and this sweep has several configurations with threads={t}; vary only --threads"
-            ));
+            )));
         }
     }
     let primary = experiment
@@ -443,20 +504,20 @@ fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<()
         .and_then(|c| c.workload.metric_defs().into_iter().next());
     match primary {
         Some(m) if m.better == schedlab_workload::record::Better::Higher => Ok(()),
-        Some(m) => Err(format!(
+        Some(m) => Err(Error::from(format!(
             "its threads column is an operation rate, and this workload's primary metric {} is not one",
             m.name
-        )),
-        None => Err("the workload has no metric".into()),
+        ))),
+        None => Err(Error::from("the workload has no metric")),
     }
 }
 
 /// SIGINT and SIGTERM set a flag; the run stops at the next check and keeps what finished.
-pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>, String> {
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| format!("signal handler: {e}"))?;
+            .map_err(|e| Error::System(format!("signal handler: {e}")))?;
     }
     Ok(stop)
 }
@@ -471,10 +532,12 @@ struct Execute<'a> {
     /// Print the plan instead of running (`schedlab check`).
     check: bool,
     stop: Arc<AtomicBool>,
+    /// The workload's `--find-max` search, if it has one.
+    search: Option<SearchDef>,
 }
 
 impl PresetVisitor for Execute<'_> {
-    type Output = Result<RunEnd, String>;
+    type Output = Result<RunEnd, Error>;
     fn visit<P: Preset>(self) -> Self::Output {
         let base = P::with_defaults(self.backend.machine_cpus(self.request.host_cpus));
         self.with(base)
@@ -483,7 +546,7 @@ impl PresetVisitor for Execute<'_> {
 
 impl Execute<'_> {
     /// Build, measure and print the configurations of workload `base`.
-    fn with<W: Configurable>(self, base: W) -> Result<RunEnd, String> {
+    fn with<W: Configurable>(self, base: W) -> Result<RunEnd, Error> {
         match self.backend {
             BackendRequest::Real => {
                 let mut backend = RealBackend::new(match self.common.counters {
@@ -497,7 +560,7 @@ impl Execute<'_> {
             }
             BackendRequest::Sim(req) => {
                 let machine = SimMachine::from_request(req, self.request.host_cpus)
-                    .map_err(|e| render(&e))?;
+                    .map_err(Error::Experiment)?;
                 self.on(base, &mut SimBackend, machine)
             }
         }
@@ -508,12 +571,12 @@ impl Execute<'_> {
         base: W,
         backend: &mut B,
         machine: B::Machine,
-    ) -> Result<RunEnd, String> {
-        if self.common.find_max && !self.check {
-            return self.find_max(base, backend, &machine);
+    ) -> Result<RunEnd, Error> {
+        if let Some(spec) = self.search.filter(|_| self.common.find_max && !self.check) {
+            return self.find_max(spec, base, backend, &machine);
         }
         let experiment: Experiment<W, B::Machine> =
-            build_from(base, self.request, backend, &machine).map_err(|e| render(&e))?;
+            build_from(base, self.request, backend, &machine).map_err(Error::Experiment)?;
         let plan = match (self.settings.shard, &self.settings.budget) {
             (Some(shard), Budget::Fixed(runs)) => Some(
                 shard
@@ -534,12 +597,13 @@ impl Execute<'_> {
         }
         let keys = table_keys(&experiment);
         if let Some(path) = &self.common.wis_csv {
-            check_wis_csv(&experiment).map_err(|e| format!("--wis-csv {}: {e}", path.display()))?;
+            check_wis_csv(&experiment)
+                .map_err(|e| Error::output("--wis-csv", path, e.to_string()))?;
         }
         if let Some(path) = &self.common.plot {
             let values = key_values(&experiment, &keys);
             schedlab_report::plot::check_keys(&values)
-                .map_err(|e| format!("--plot {}: {e}", path.display()))?;
+                .map_err(|e| Error::output("--plot", path, e.to_string()))?;
         }
         let out = self
             .common
@@ -547,7 +611,10 @@ impl Execute<'_> {
             .as_deref()
             .map(OutDir::new)
             .transpose()
-            .map_err(|e| format!("--out: {}", render(&e)))?;
+            .map_err(|error| Error::ExperimentOption {
+                flag: "--out",
+                error,
+            })?;
         let combinations = experiment.combinations.clone();
         let exports = exports(self.common, &keys);
         let sinks = Sinks {
@@ -572,12 +639,9 @@ impl Execute<'_> {
                 if !record.configs.iter().all(|c| c.repetitions.is_empty()) {
                     self.print(&record, &keys, &combinations);
                 }
-                return Err(format!(
-                    "{}; the results above were not saved",
-                    render(&source)
-                ));
+                return Err(Error::Unsaved(*source));
             }
-            Err(e) => return Err(render(&e)),
+            Err(e) => return Err(Error::Experiment(e)),
         };
         if let Some(plan) = &plan {
             say(
@@ -589,9 +653,10 @@ impl Execute<'_> {
         self.print(&record, &keys, &combinations);
         if let Some(path) = &self.common.timeline {
             schedlab_report::timeline::write_timeline(&record, path).map_err(|e| {
-                format!(
-                    "--timeline {}: {e}; the chart was not written (the figures above are complete)",
-                    path.display()
+                Error::output(
+                    "--timeline",
+                    path,
+                    format!("{e}; the chart was not written (the figures above are complete)"),
                 )
             })?;
             eprintln!(
@@ -605,9 +670,10 @@ impl Execute<'_> {
         }
         if let Some(path) = &self.common.plot {
             schedlab_report::plot::sweep_chart(&record, &keys, path).map_err(|e| {
-                format!(
-                    "--plot {}: {e}; the plot was not written (the table above is complete)",
-                    path.display()
+                Error::output(
+                    "--plot",
+                    path,
+                    format!("{e}; the plot was not written (the table above is complete)"),
                 )
             })?;
             eprintln!("wrote {}", path.display());
@@ -619,23 +685,24 @@ impl Execute<'_> {
     /// table and answer.
     fn find_max<W: Configurable, B: Backend>(
         &self,
+        search_def: SearchDef,
         base: W,
         backend: &mut B,
         machine: &B::Machine,
-    ) -> Result<RunEnd, String> {
-        const PARAM: &str = "connections";
-        let given = self.request.params.iter().rev().find(|(k, _)| k == PARAM);
+    ) -> Result<RunEnd, Error> {
+        let param = search_def.param;
+        let given = self.request.params.iter().rev().find(|(k, _)| k == param);
         let start_text = given
             .map(|(_, v)| v.clone())
-            .or_else(|| base.params().get(PARAM).cloned())
+            .or_else(|| base.params().get(param).cloned())
             .unwrap_or_default();
         let start = start_text.trim().parse::<u64>().map_err(|_| {
-            format!("--{PARAM} {start_text}: accepted: a whole number, where --find-max starts")
+            format!("--{param} {start_text}: accepted: a whole number, where --find-max starts")
         })?;
         let spec = SearchSpec {
-            param: PARAM.into(),
-            metric: "conforming_share".into(),
-            threshold: presets::CONFORMING_SHARE_PERCENT,
+            param: param.into(),
+            metric: search_def.metric.into(),
+            threshold: search_def.threshold,
             start,
             limit: self.common.find_max_limit,
             max_runs: self.common.max_runs,
@@ -653,7 +720,7 @@ impl Execute<'_> {
             &mut |p| display.report(p),
         );
         display.clear();
-        let (end, record) = searched.map_err(|e| render(&e))?;
+        let (end, record) = searched.map_err(Error::Experiment)?;
         say(
             &schedlab_report::search::search_table(&record),
             stdout_taken(self.common),
@@ -663,12 +730,11 @@ impl Execute<'_> {
 
     /// The summary of a run, or the table of a sweep.
     fn print(&self, record: &RunRecord, keys: &[String], combinations: &[String]) {
-        let mut text = if !self.sweep {
-            schedlab_report::text::summary(record)
-        } else if record.workload == "interbench" {
-            interbench_tables(record, combinations)
-        } else {
-            schedlab_report::sweep::table(record, keys)
+        let own = schedlab_report::seed::own_tables_def(record);
+        let mut text = match own {
+            _ if !self.sweep => schedlab_report::text::summary(record),
+            Some(own) => own_tables(&own, record, combinations),
+            None => schedlab_report::sweep::table(record, keys),
         };
         if self.common.locks {
             text.push_str(&schedlab_report::text::lock_tables(record));
@@ -760,9 +826,9 @@ fn key_values<W, M>(experiment: &Experiment<W, M>, keys: &[String]) -> Vec<(Stri
         .collect()
 }
 
-/// An interbench sweep prints seed 004's form for each combination of the varied values
-/// ([`schedlab_report::interbench::side_by_side`]).
-pub fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String {
+/// A sweep of a workload with tables of its own prints them side by side for each combination
+/// of the varied values ([`schedlab_report::seed::side_by_side`], interbench's seed 004 form).
+pub fn own_tables(own: &OwnTables, record: &RunRecord, combinations: &[String]) -> String {
     let part = |what: &String| {
         let mut r = record.clone();
         r.configs
@@ -771,7 +837,7 @@ pub fn interbench_tables(record: &RunRecord, combinations: &[String]) -> String 
     };
     let parts: Vec<(String, RunRecord)> = combinations.iter().map(part).collect();
     let refs: Vec<(&str, &RunRecord)> = parts.iter().map(|(n, r)| (n.as_str(), r)).collect();
-    schedlab_report::interbench::side_by_side(&refs, record.level)
+    schedlab_report::seed::side_by_side(own, &refs, record.level)
 }
 
 /// The plan of every configuration of `experiment`, as `schedlab check` prints it.

@@ -2,6 +2,7 @@
 //! definition — the one `cli::prepare` builds, with every workload's flags — by clap_complete
 //! and clap_mangen, so they never fall behind the flags.
 
+use crate::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -9,14 +10,14 @@ use std::process::ExitCode;
 pub fn completions(
     shell: clap_complete::Shell,
     mut command: clap::Command,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, Error> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "schedlab", &mut script);
     print_bytes(&script)
 }
 
 /// Print the manual page of `command`, or of its subcommand `path` (`sweep chat`).
-pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, String> {
+pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, Error> {
     let mut page = command;
     page.build();
     let mut name = "schedlab".to_string();
@@ -26,7 +27,7 @@ pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, String> 
                 .get_subcommands()
                 .map(|s| s.get_name().to_string())
                 .collect();
-            return Err(format!(
+            return Err(Error::from(format!(
                 "man {}: '{}' has no command '{wanted}'; its commands are: {}",
                 path.join(" "),
                 if i == 0 {
@@ -39,7 +40,7 @@ pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, String> 
                 } else {
                     names.join(", ")
                 }
-            ));
+            )));
         };
         name = format!("{name}-{wanted}");
         page = sub;
@@ -53,10 +54,10 @@ pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, String> 
 }
 
 /// Write `bytes` to stdout; a closed pipe is an error, not a panic.
-fn print_bytes(bytes: &[u8]) -> Result<ExitCode, String> {
+fn print_bytes(bytes: &[u8]) -> Result<ExitCode, Error> {
     let mut out = std::io::stdout().lock();
     out.write_all(bytes)
         .and_then(|()| out.flush())
-        .map_err(|e| format!("writing to stdout: {e}"))?;
+        .map_err(|e| Error::System(format!("writing to stdout: {e}")))?;
     Ok(ExitCode::SUCCESS)
 }

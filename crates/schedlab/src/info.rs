@@ -1,12 +1,13 @@
 //! `schedlab list` and `schedlab env`.
 
+use crate::error::Error;
 use schedlab_real::bpf::BpfWakeups;
 use schedlab_real::machine::{machine_info, probe_knobs};
 use schedlab_real::procfs::snapshot_self;
 use schedlab_real::report::COMM_PREFIX;
 use schedlab_real::trace::SchedTrace;
 use schedlab_workload::knobs::KNOB_HELP;
-use schedlab_workload::presets::{self, Preset, PresetVisitor, PRESET_NAMES};
+use schedlab_workload::presets::{self, Preset, PresetVisitor, WORKLOADS};
 use std::fmt::Write;
 
 /// One workload's entry in `schedlab list`, from its declared parameters.
@@ -33,7 +34,7 @@ impl PresetVisitor for Describe {
         format!(
             "{}\n  {}\n  parameters: {}\n  groups: {}\n  metrics: {}\n\n",
             P::NAME,
-            P::SUMMARY,
+            P::DEF.summary,
             params.join(" "),
             groups.join(", "),
             metrics.join(", ")
@@ -42,10 +43,10 @@ impl PresetVisitor for Describe {
 }
 
 /// The text of `schedlab list`.
-pub fn list(profile_file: Option<&str>) -> Result<String, String> {
+pub fn list(profile_file: Option<&str>) -> Result<String, Error> {
     let mut out = String::from("WORKLOADS\n\n");
-    for name in PRESET_NAMES {
-        out.push_str(&presets::visit(name, Describe).expect("a shipped preset"));
+    for def in WORKLOADS {
+        out.push_str(&presets::visit(def.name, Describe).expect("a shipped preset"));
     }
     let _ = writeln!(
         out,
@@ -104,7 +105,7 @@ pub fn list(profile_file: Option<&str>) -> Result<String, String> {
 }
 
 /// `list --profile FILE`: the file's cost model, and for each key how it was measured.
-fn describe_profile_file(path: &str) -> Result<String, String> {
+fn describe_profile_file(path: &str) -> Result<String, Error> {
     use schedlab_sim::profile_file::ProfileFile;
     let p = std::path::Path::new(path);
     let text = std::fs::read_to_string(p).map_err(|e| format!("--profile {path}: {e}"))?;

@@ -6,6 +6,7 @@
 mod calibrate;
 mod cli;
 mod compare;
+mod error;
 mod execute;
 mod generate;
 mod info;
@@ -16,6 +17,7 @@ mod validate;
 
 use clap::FromArgMatches;
 use cli::{Cli, Command};
+use error::Error;
 use std::process::ExitCode;
 
 /// The system allocator, asking for transparent huge pages for large blocks: a simulated
@@ -26,20 +28,21 @@ static ALLOCATOR: schedlab_sim::huge_pages::HugePageHint = schedlab_sim::huge_pa
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    let command = match cli::prepare(&args) {
-        Ok(c) => c,
+    let prepared = match cli::prepare(&args) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
             return ExitCode::from(2);
         }
     };
-    let cli = command
+    let cli = prepared
+        .command
         .clone()
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
         .unwrap_or_else(|e| e.exit());
     clean_leftovers(&cli);
-    match run_cli(cli, command) {
+    match run_cli(cli, prepared) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("schedlab: error: {e}");
@@ -67,9 +70,10 @@ fn clean_leftovers(cli: &Cli) {
     }
 }
 
-/// Dispatch one command (`command` is the whole command line's definition, for completions and
-/// the manual); errors come back as one message.
-fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
+/// Dispatch one command (`prepared` holds the whole command line's definition, for completions
+/// and the manual, and the workload file it names); errors come back as one message.
+fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
+    let file = prepared.file.as_ref();
     match cli.command {
         Command::List { profile } => {
             execute::say(&info::list(profile.as_deref())?, false);
@@ -136,10 +140,10 @@ fn run_cli(cli: Cli, command: clap::Command) -> Result<ExitCode, String> {
             plot,
             timeline,
         } => merge::run(&dirs, &out, plot.as_deref(), timeline.as_deref()),
-        Command::Completions { shell } => generate::completions(shell, command),
-        Command::Man { command: path } => generate::man(command, &path),
-        Command::Run(args) => execute::execute(args, false),
-        Command::Sweep(args) => execute::execute(args, true),
-        Command::Check(args) => execute::check(args),
+        Command::Completions { shell } => generate::completions(shell, prepared.command),
+        Command::Man { command: path } => generate::man(prepared.command, &path),
+        Command::Run(args) => execute::execute(args, file, false),
+        Command::Sweep(args) => execute::execute(args, file, true),
+        Command::Check(args) => execute::check(args, file),
     }
 }

@@ -1,8 +1,10 @@
 //! `schedlab merge DIR... -o OUT`: the experiment layer checks and joins the shards
-//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (seed 004's
-//! side-by-side tables for interbench), its plot, and the run-queue timelines the shards
+//! (`schedlab_experiment::merge`); this prints the sweep's table as `sweep` would (a workload's
+//! own tables side by side, as interbench's seed 004 prints them), its plot, and the run-queue timelines the shards
 //! recorded (their figures, and the chart with `--timeline`).
 
+use crate::error::Error;
+use schedlab_workload::presets::OwnTables;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -13,7 +15,7 @@ pub fn run(
     out: &Path,
     plot: Option<&Path>,
     timeline: Option<&Path>,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, Error> {
     // What merge reads: every file of every shard's directory.
     let read: Vec<PathBuf> = dirs
         .iter()
@@ -25,7 +27,7 @@ pub fn run(
         .map(|p| ("a file of a shard", p.as_path()))
         .collect();
     if out.as_os_str() == schedlab_report::output::STDOUT {
-        return Err("-o -: merge writes a directory (sweep.json and a record per configuration); give a directory name".into());
+        return Err(Error::from("-o -: merge writes a directory (sweep.json and a record per configuration); give a directory name"));
     }
     if let Some(p) = plot {
         let target = crate::execute::check_file_output("--plot", p)?;
@@ -35,15 +37,17 @@ pub fn run(
         let target = crate::execute::check_file_output("--timeline", p)?;
         schedlab_report::output::refuse_inputs("--timeline", p, &target, &inputs)?;
         if p.extension().is_none_or(|e| e != "svg") {
-            return Err(format!(
-                "--timeline {}: accepted: a file name ending in .svg (the chart is SVG)",
-                p.display()
+            return Err(Error::output(
+                "--timeline",
+                p,
+                "accepted: a file name ending in .svg (the chart is SVG)",
             ));
         }
         if plot == Some(p) {
-            return Err(format!(
-                "--timeline {}: --plot writes that file too; give each output its own file",
-                p.display()
+            return Err(Error::output(
+                "--timeline",
+                p,
+                "--plot writes that file too; give each output its own file",
             ));
         }
     }
@@ -51,10 +55,13 @@ pub fn run(
     let record = &merged.record;
     let timeline_text = schedlab_report::timeline::timeline_text(record);
     if let Some(p) = timeline.filter(|_| timeline_text.is_empty()) {
-        return Err(format!(
-            "--timeline {}: the shards recorded no run-queue timeline; run them with --timeline FILE.svg (the merged records in {} are written)",
-            p.display(),
-            out.display()
+        return Err(Error::output(
+            "--timeline",
+            p,
+            format!(
+                "the shards recorded no run-queue timeline; run them with --timeline FILE.svg (the merged records in {} are written)",
+                out.display()
+            ),
         ));
     }
     // The varied keys, in the order the labels name them (the order of --vary).
@@ -67,9 +74,9 @@ pub fn run(
         }
     }
     let taken = plot.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
-    if record.workload == "interbench" {
+    if let Some(own) = schedlab_report::seed::own_tables_def(record) {
         crate::execute::say(
-            &crate::execute::interbench_tables(record, &interbench_combinations(record)),
+            &crate::execute::own_tables(&own, record, &combinations(&own, record)),
             taken,
         );
     } else {
@@ -85,10 +92,13 @@ pub fn run(
     crate::execute::say(&timeline_text, taken);
     if let Some(p) = timeline {
         schedlab_report::timeline::write_timeline(record, p).map_err(|e| {
-            format!(
-                "--timeline {}: {e}; the chart was not written (the records in {} are complete)",
-                p.display(),
-                out.display()
+            Error::output(
+                "--timeline",
+                p,
+                format!(
+                    "{e}; the chart was not written (the records in {} are complete)",
+                    out.display()
+                ),
             )
         })?;
         eprintln!(
@@ -98,10 +108,13 @@ pub fn run(
     }
     if let Some(p) = plot {
         schedlab_report::plot::sweep_chart(record, &keys, p).map_err(|e| {
-            format!(
-                "--plot {}: {e}; the plot was not written (the records in {} are complete)",
-                p.display(),
-                out.display()
+            Error::output(
+                "--plot",
+                p,
+                format!(
+                    "{e}; the plot was not written (the records in {} are complete)",
+                    out.display()
+                ),
             )
         })?;
         eprintln!("wrote {}", p.display());
@@ -109,14 +122,19 @@ pub fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The combinations of an interbench sweep's varied values, in order: each configuration's
-/// label without the `bench=` and `load=` the workload itself splits into (`sweep` gets them
-/// from the experiment; a merged record has only its labels).
-fn interbench_combinations(record: &schedlab_workload::record::RunRecord) -> Vec<String> {
+/// The combinations of a sweep's varied values, in order, for a workload with tables of its own:
+/// each configuration's label without the points the workload itself splits into
+/// ([`OwnTables::points`]; `sweep` gets them from the experiment, a merged record has only its
+/// labels).
+fn combinations(own: &OwnTables, record: &schedlab_workload::record::RunRecord) -> Vec<String> {
     let mut combinations: Vec<String> = Vec::new();
     for c in &record.configs {
         let what: Vec<&str> = (c.label.split(' '))
-            .filter(|t| !t.starts_with("bench=") && !t.starts_with("load="))
+            .filter(|t| {
+                !own.points
+                    .iter()
+                    .any(|p| t.strip_prefix(p).is_some_and(|v| v.starts_with('=')))
+            })
             .collect();
         let what = what.join(" ");
         if !combinations.contains(&what) {

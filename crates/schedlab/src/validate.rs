@@ -1,6 +1,7 @@
 //! `schedlab validate`: the real kernel against the simulator, workload by workload
 //! (schedlab-experiment's `validate` runs the suite); a table, and the record with `--json`.
 
+use crate::error::Error;
 use schedlab_experiment::validate::{validate, Estimate, Row};
 use schedlab_experiment::RunEnd;
 use schedlab_report::table::{num, Table};
@@ -19,7 +20,7 @@ pub fn run(
     json: Option<&Path>,
     quick: bool,
     jobs: usize,
-) -> Result<ExitCode, String> {
+) -> Result<ExitCode, Error> {
     let taken = json.is_some_and(|p| p.as_os_str() == schedlab_report::output::STDOUT);
     if let Some(p) = json {
         let target = crate::execute::check_file_output("--json", p)?;
@@ -33,7 +34,7 @@ pub fn run(
     let (end, v) = validate(profile, quick, jobs, &stop, |row| {
         eprintln!("validate: {}: {}", row.name, error_text(row));
     })
-    .map_err(|e| crate::messages::render(&e))?;
+    .map_err(Error::Experiment)?;
     let mut t = Table::new(["entry", "metric", "measured", "simulated", "error"]);
     for row in &v.rows {
         t.row([
@@ -81,7 +82,7 @@ pub fn run(
     if let Some(p) = json {
         let json = serde_json::to_string_pretty(&v).expect("a validation serializes") + "\n";
         schedlab_report::output::write(p, json.as_bytes())
-            .map_err(|e| format!("--json {}: {e}", p.display()))?;
+            .map_err(|e| Error::output("--json", p, e.to_string()))?;
         eprintln!("wrote {}", p.display());
     }
     Ok(match end {

@@ -33,6 +33,7 @@
 //! link lines make printed, checked against the graph's.
 
 use super::build_tree;
+use super::def::WorkloadDef;
 use super::params::{
     parse_count, parse_param, parse_with, unknown_param, HostNeeds, ParamDef, ParamKind, Preset,
 };
@@ -267,10 +268,12 @@ const PARAMS: &[ParamDef] = &[
 ];
 
 impl Preset for Build {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str = "A kernel build: a job server with --jobs slots runs compile jobs and links, each a new process (groups: make, cc, ld).";
-    const SUMMARY: &'static str = "seed 002's make -jN bzImage: a job server runs a kernel-shaped graph of compile and link jobs, each a new process; makespan, busy CPUs, jobs/s";
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "A kernel build: a job server with --jobs slots runs compile jobs and links, each a new process (groups: make, cc, ld).",
+        "seed 002's make -jN bzImage: a job server runs a kernel-shaped graph of compile and link jobs, each a new process; makespan, busy CPUs, jobs/s",
+        PARAMS,
+    );
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
         let dur = |v: &str| parse_with(NAME, v, crate::duration::parse_duration);
@@ -448,7 +451,7 @@ impl Build {
 
 impl Workload for Build {
     fn name(&self) -> &'static str {
-        NAME
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {

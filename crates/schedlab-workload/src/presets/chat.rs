@@ -52,16 +52,20 @@
 //! the writers take turns under a lock there (see `tcp_write_locks` in the real backend's
 //! runner), which the simulator does not model.
 
+use super::def::{SeedTable, Tables, WorkloadDef};
 use super::params::{
-    check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
+    check_product, param_defs, parse_count, parse_param, parse_with, Param, ParamDef, Preset,
     MAX_MESSAGES, MAX_TASKS,
 };
+use super::seed000::{count_suffix, nice_column, policy_and_knobs, seed_header};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::duration::format_duration;
 use crate::error::{ParamError, ValueError};
 use crate::plan::{ChannelVolume, GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
+use crate::record::{ConfigResult, Counters};
+use crate::table::Table;
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -491,103 +495,179 @@ const MAX_ROOMS: usize = MAX_TASKS / 6;
 /// The most messages each user sends.
 const MAX_PER_USER: usize = 1_000_000_000;
 
-/// The parameters of [`Chat`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value("rooms", "10", "10", "Number of rooms."),
-    ParamDef::value("users", "20", "20", "Users per room."),
-    ParamDef::value("messages", "100", "100", "Messages each user sends."),
-    ParamDef::value("size", "100", "100", "Bytes per message (16..4096)."),
-    ParamDef::value(
-        "transport",
-        "tcp",
-        "tcp|unix",
-        "tcp (loopback, TCP_NODELAY) or unix.",
-    ),
-    ParamDef::value(
-        "mode",
-        "burst",
-        "burst|turns",
-        "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
-    ),
-    ParamDef::value(
-        "server",
-        "relay",
-        "relay|volano",
-        "relay (a thread per connection writes each message to every member: IBM chat_s) or volano (a reader and a writer thread per connection with outgoing queues: VolanoChat).",
-    ),
-    ParamDef::value(
-        "server-work",
-        "0",
-        "0",
-        "CPU the server spends in user space per message it reads and per copy it writes (VolanoMark's Java server; IBM chat's C server does ~0).",
-    )
-    .hyphen_values(),
-    ParamDef::value(
-        "client-work",
-        "0",
-        "0",
-        "CPU a client spends in user space per message it sends and per message it receives.",
-    )
-    .hyphen_values(),
-    ParamDef::tasks(
-        "group-processes",
-        "group-processes|threads",
-        "group-processes (a server and a client process, a thread per task) or threads.",
-    ),
+/// The parameters of [`Chat`], each declared once.
+const TABLE: &[Param<Chat>] = &[
+    Param {
+        def: ParamDef::value("rooms", "10", "10", "Number of rooms."),
+        set: |w, v| parse_count(NAME, "rooms", v, 1..=MAX_ROOMS).map(|n| w.rooms = n),
+        get: |w| w.rooms.to_string(),
+    },
+    Param {
+        def: ParamDef::value("users", "20", "20", "Users per room."),
+        set: |w, v| parse_count(NAME, "users", v, 2..=1000).map(|n| w.users = n),
+        get: |w| w.users.to_string(),
+    },
+    Param {
+        def: ParamDef::value("messages", "100", "100", "Messages each user sends."),
+        set: |w, v| parse_count(NAME, "messages", v, 1..=MAX_PER_USER).map(|n| w.messages = n),
+        get: |w| w.messages.to_string(),
+    },
+    Param {
+        def: ParamDef::value("size", "100", "100", "Bytes per message (16..4096)."),
+        set: |w, v| parse_param(NAME, "size", v, "a whole number").map(|n| w.size = n),
+        get: |w| w.size.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "transport",
+            "tcp",
+            "tcp|unix",
+            "tcp (loopback, TCP_NODELAY) or unix.",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        get: |w| w.transport.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "mode",
+            "burst",
+            "burst|turns",
+            "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        get: |w| w.mode.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "server",
+            "relay",
+            "relay|volano",
+            "relay (a thread per connection writes each message to every member: IBM chat_s) or volano (a reader and a writer thread per connection with outgoing queues: VolanoChat).",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|s| w.server = s),
+        get: |w| w.server.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "server-work",
+            "0",
+            "0",
+            "CPU the server spends in user space per message it reads and per copy it writes (VolanoMark's Java server; IBM chat's C server does ~0).",
+        )
+        .hyphen_values(),
+        set: |w, v| {
+            parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.server_work = d)
+        },
+        get: |w| format_duration(w.server_work),
+    },
+    Param {
+        def: ParamDef::value(
+            "client-work",
+            "0",
+            "0",
+            "CPU a client spends in user space per message it sends and per message it receives.",
+        )
+        .hyphen_values(),
+        set: |w, v| {
+            parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.client_work = d)
+        },
+        get: |w| format_duration(w.client_work),
+    },
+    Param {
+        def: ParamDef::tasks(
+            "group-processes",
+            "group-processes|threads",
+            "group-processes (a server and a client process, a thread per task) or threads.",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|h| w.hosting = h),
+        get: |w| w.hosting.to_string(),
+    },
 ];
 
-impl Preset for Chat {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str =
-        "VolanoMark / IBM chat rooms over loopback (groups: server, client).";
-    const SUMMARY: &'static str = "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members";
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Chat, { TABLE.len() }>(TABLE);
 
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        const WHOLE: &str = "a whole number";
-        match name {
-            "rooms" => self.rooms = parse_count(NAME, "rooms", value, 1..=MAX_ROOMS)?,
-            "users" => self.users = parse_count(NAME, "users", value, 2..=1000)?,
-            "messages" => self.messages = parse_count(NAME, "messages", value, 1..=MAX_PER_USER)?,
-            "size" => self.size = parse_param(NAME, "size", value, WHOLE)?,
-            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
-            "mode" => self.mode = parse_with(NAME, value, str::parse)?,
-            "tasks" => self.hosting = parse_with(NAME, value, str::parse)?,
-            "server" => self.server = parse_with(NAME, value, str::parse)?,
-            "server-work" => {
-                self.server_work = parse_with(NAME, value, crate::duration::parse_duration)?
-            }
-            "client-work" => {
-                self.client_work = parse_with(NAME, value, crate::duration::parse_duration)?
-            }
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
-    }
+impl Preset for Chat {
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "VolanoMark / IBM chat rooms over loopback (groups: server, client).",
+        "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members",
+        PARAMS,
+    )
+    .tables(Tables {
+        seed: Some(SeedTable {
+            title: "Seed 000 table (VolanoMark runs)",
+            render: seed_table,
+        }),
+        own: None,
+    });
+
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
     }
 }
 
+/// Seed 000's table (Bill Hartner's VolanoMark runs), one row per chat configuration:
+/// `Srvr Nice | Clnt Nice | policy/knobs | msg/sec | calls to wake_up | % priority preemptions`,
+/// with the means over repetitions, and the preemptions split into those that switched at once
+/// (the wakee's CPU was interrupted) and those at the waker's return to user mode (its own CPU),
+/// where the counters tell them apart (`-` where they do not: a real kernel without
+/// `sched_waking`). A sweep's other varied keys (`server-work`, `cpus`) come
+/// after `policy/knobs`, so that every row names its whole configuration.
+fn seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let (extra, header) = seed_header(
+        varied,
+        &[
+            "msg/sec",
+            "calls to wake_up",
+            "% priority preemptions",
+            "at once",
+            "at return",
+        ],
+    );
+    let mut t = Table::new(header);
+    for c in rows {
+        let mut total = Counters::default();
+        for r in &c.repetitions {
+            if let Some(tc) = r.counters.get("total") {
+                total.add(tc);
+            }
+        }
+        let reps = c.repetitions.len().max(1) as f64;
+        let mut row = vec![
+            nice_column(c, "server"),
+            nice_column(c, "client"),
+            policy_and_knobs(c),
+        ];
+        row.extend(extra.iter().map(|k| c.key_value(k)));
+        row.extend([
+            c.summary
+                .get("msgs_per_s")
+                .map_or("-".into(), |s| format!("{:.0}", s.mean)),
+            total
+                .wakeups
+                .map_or("-".into(), |w| count_suffix(w as f64 / reps)),
+            total
+                .preemption_percent()
+                .map_or("-".into(), |p| format!("{p:.1} %")),
+        ]);
+        let split = total.preemption_split_percent();
+        row.push(split.map_or("-".into(), |(now, _)| format!("{now:.1} %")));
+        row.push(split.map_or("-".into(), |(_, ret)| format!("{ret:.1} %")));
+        t.row(row);
+    }
+    t.render()
+}
+
 impl Workload for Chat {
     fn name(&self) -> &'static str {
-        "chat"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("rooms".into(), self.rooms.to_string()),
-            ("users".into(), self.users.to_string()),
-            ("messages".into(), self.messages.to_string()),
-            ("size".into(), self.size.to_string()),
-            ("transport".into(), self.transport.to_string()),
-            ("mode".into(), self.mode.to_string()),
-            ("tasks".into(), self.hosting.to_string()),
-            ("server".into(), self.server.to_string()),
-            ("server-work".into(), format_duration(self.server_work)),
-            ("client-work".into(), format_duration(self.client_work)),
-        ])
+        self.param_values()
     }
 
     fn plan(&self) -> Plan {

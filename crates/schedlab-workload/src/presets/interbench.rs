@@ -36,6 +36,7 @@
 //! - X keeps the original's definition: each step's deadline is its interval (100 − i) ms although
 //!   it runs i ms, so every step past i = 50 misses — kept so results compare with published ones.
 
+use super::def::{OwnTables, TableStats, Tables, WorkloadDef};
 use super::params::{
     parse_count, parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
 };
@@ -45,6 +46,8 @@ use crate::error::{ParamError, ValueError};
 use crate::knobs::{Knobs, SchedPolicy};
 use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
+use crate::record::{ConfigResult, RunRecord};
+use crate::table::{num, Table as TextTable};
 use hdrhistogram::Histogram;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -740,10 +743,21 @@ const PARAMS: &[ParamDef] = &[
 ];
 
 impl Preset for Interbench {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str = "interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).";
-    const SUMMARY: &'static str = "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair";
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "interbench: an interactive task's latency and deadlines under background loads (groups: bench, load).",
+        "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair",
+        PARAMS,
+    )
+    .tables(Tables {
+        seed: None,
+        own: Some(OwnTables {
+            title: "interbench tables (seed 004)",
+            render: tables,
+            better_by: "first significant of: deadlines met, desired CPU, max latency, latency",
+            points: &["bench", "load"],
+        }),
+    });
 
     fn with_defaults(host_cpus: usize) -> Self {
         Interbench {
@@ -872,9 +886,191 @@ impl Preset for Interbench {
     }
 }
 
+// ---- interbench's own tables (its `WorkloadDef`'s hooks) ----
+//
+// The tables of interbench.c (`show_latencies` and the headers of `main`), as seed 004
+// prints them: one table per benchmarked task, one row per load —
+//
+// ```text
+// --- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated ---
+// Load  Latency +/- SD (ms)  Max Latency  % Desired CPU  % Deadlines Met
+// ```
+//
+// With several repetitions each cell is the mean over them, followed by its confidence interval.
+// Comparing records marks a row with `*` where that record is significantly better than the
+// first, judged as the seed reads its tables: from right to left (deadlines met, desired CPU, max
+// latency, mean latency), the first metric whose difference is significant decides.
+
+/// Metrics in the seed's order of importance (most important first) and whether higher is better.
+const IMPORTANCE: [(&str, bool); 4] = [
+    ("deadlines_met", true),
+    ("desired_cpu", true),
+    ("latency_max", false),
+    ("latency", false),
+];
+
+fn param<'a>(c: &'a ConfigResult, key: &str) -> &'a str {
+    c.params.get(key).map(String::as_str).unwrap_or("-")
+}
+
+/// The original's capitalised label of a benchmark or load named in a record (`x` → `X`).
+fn bench_label(c: &ConfigResult) -> &'static str {
+    param(c, "bench")
+        .parse::<BenchKind>()
+        .map_or("?", |b| b.label())
+}
+
+fn load_label(c: &ConfigResult) -> &'static str {
+    param(c, "load")
+        .parse::<LoadKind>()
+        .map_or("?", |l| l.label())
+}
+
+/// `--- Benchmarking simulated cpu of Audio nice 19 in the presence of simulated nice -5 ---`
+fn header(c: &ConfigResult) -> String {
+    let nice = |group: &str| {
+        c.groups
+            .iter()
+            .find(|g| g.name == group)
+            .and_then(|g| g.knobs.nice)
+            .filter(|&n| n != 0)
+    };
+    let mut h = format!("--- Benchmarking simulated cpu of {} ", bench_label(c));
+    if param(c, "rt") == "true" {
+        h.push_str("real time ");
+    } else if let Some(n) = nice("bench") {
+        h.push_str(&format!("nice {n} "));
+    }
+    h.push_str("in the presence of simulated ");
+    if let Some(n) = nice("load") {
+        h.push_str(&format!("nice {n} "));
+    }
+    h.push_str("---");
+    h
+}
+
+/// A cell: the mean over repetitions, and its CI when there are several.
+fn cell(c: &ConfigResult, metric: &str, level: f64, stats: &dyn TableStats) -> String {
+    let values = metric_values(c, metric);
+    if values.is_empty() {
+        return "-".into();
+    }
+    let (mean, half_width) = stats.mean_ci(&values, level);
+    if values.len() > 1 && half_width.is_finite() {
+        format!("{} ±{}", num(mean), num(half_width))
+    } else {
+        num(mean)
+    }
+}
+
+/// A metric's value in each repetition of a configuration.
+fn metric_values(c: &ConfigResult, metric: &str) -> Vec<f64> {
+    c.repetitions
+        .iter()
+        .filter_map(|r| r.metrics.get(metric).copied())
+        .collect()
+}
+
+/// Whether `c` is significantly better than `base` by the first significant metric in the
+/// seed's order of importance.
+fn better(c: &ConfigResult, base: &ConfigResult, level: f64, stats: &dyn TableStats) -> bool {
+    for (metric, higher) in IMPORTANCE {
+        let (a, b) = (metric_values(base, metric), metric_values(c, metric));
+        if a.len() < 2 || b.len() < 2 {
+            continue;
+        }
+        if let Some(diff) = stats.significant_diff(&a, &b, level) {
+            // diff = b − a
+            return if higher { diff > 0.0 } else { diff < 0.0 };
+        }
+    }
+    false
+}
+
+/// The tables of one record; `against` marks rows significantly better than that record's row
+/// for the same (bench, load) pair.
+fn tables(record: &RunRecord, against: Option<&RunRecord>, stats: &dyn TableStats) -> String {
+    let level = record.level;
+    let unit = if record.configs.iter().any(|c| param(c, "rt") == "true") {
+        "us"
+    } else {
+        "ms"
+    };
+    let mut out = String::new();
+    let mut benches: Vec<&str> = Vec::new();
+    for c in &record.configs {
+        let b = param(c, "bench");
+        if !benches.contains(&b) {
+            benches.push(b);
+        }
+    }
+    let runs = record
+        .configs
+        .iter()
+        .map(|c| c.repetitions.len())
+        .max()
+        .unwrap_or(0);
+    for bench in benches {
+        let rows: Vec<&ConfigResult> = record
+            .configs
+            .iter()
+            .filter(|c| param(c, "bench") == bench)
+            .collect();
+        out.push_str(&header(rows[0]));
+        out.push('\n');
+        let deadlines = bench != "gaming";
+        let mut head = vec![
+            "Load".to_string(),
+            format!("Latency +/- SD ({unit})"),
+            "Max Latency".into(),
+            "% Desired CPU".into(),
+        ];
+        if deadlines {
+            head.push("% Deadlines Met".into());
+        }
+        if against.is_some() {
+            head.push(String::new());
+        }
+        let mut t = TextTable::new(head);
+        for c in rows {
+            let mut row = vec![
+                load_label(c).to_string(),
+                format!(
+                    "{} +/- {}",
+                    cell(c, "latency", level, stats),
+                    cell(c, "latency_sd", level, stats)
+                ),
+                cell(c, "latency_max", level, stats),
+                cell(c, "desired_cpu", level, stats),
+            ];
+            if deadlines {
+                row.push(cell(c, "deadlines_met", level, stats));
+            }
+            if let Some(base) = against {
+                let other = base.configs.iter().find(|o| {
+                    param(o, "bench") == param(c, "bench") && param(o, "load") == param(c, "load")
+                });
+                row.push(match other {
+                    Some(o) if better(c, o, level, stats) => "*".into(),
+                    _ => String::new(),
+                });
+            }
+            t.row(row);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    if runs > 1 {
+        out.push_str(&format!(
+            "cells: mean over {runs} repetitions ±{level}% confidence interval; SD is within a run\n"
+        ));
+    }
+    out
+}
+
 impl Workload for Interbench {
     fn name(&self) -> &'static str {
-        "interbench"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {

@@ -28,9 +28,10 @@
 //! end, after the barrier in `kernel`), each lookup's latency (the walk, without the request's
 //! work) as percentiles, acquisitions and misses per lookup.
 
+use super::def::WorkloadDef;
 use super::params::{
-    check_product, parse_count, parse_param, parse_with, unknown_param, HostNeeds, ParamDef,
-    ParamKind, Preset,
+    check_product, param_defs, parse_count, parse_param, parse_with, set_from_table, HostNeeds,
+    Param, ParamDef, ParamKind, Preset,
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{BarrierId, Context, LockId, PathOp, WorkloadError};
@@ -157,60 +158,115 @@ impl PartialEq for Lookup {
     }
 }
 
-/// The parameters of [`Lookup`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value(
-        "threads",
-        "2",
-        "2",
-        "Task counts to run, comma-separated (1..4096 each); one configuration per count.",
-    )
-    .kind(ParamKind::List),
-    ParamDef::value("lookups", "2000", "2000", "Path lookups per task."),
-    ParamDef::value("depth", "6", "6", "Components per path (1..32)."),
-    ParamDef::value(
-        "files",
-        "10000",
-        "10000",
-        "Entries of the tree, directories and files (depth..1000000).",
-    ),
-    ParamDef::value(
-        "skew",
-        "1.0",
-        "1.0",
-        "Zipf exponent of the files' popularity: rank r is drawn with weight 1/(r+1)^skew (0..4; 0 is uniform).",
-    ),
-    ParamDef::value(
-        "cached",
-        "90",
-        "90",
-        "Percent of the tree's entries the dcache holds, the most popular first; the others miss (0..100).",
-    ),
-    ParamDef::value(
-        "dcache",
-        "lock",
-        "lock|fastwalk|rcu|kernel",
-        "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and batched LRU updates), kernel (the real kernel's own walk).",
-    ),
-    ParamDef::value(
-        "syscall",
-        "stat",
-        "stat|open|open1|open2",
-        "With dcache=kernel: stat or open+close the drawn path, or will-it-scale's open1 (own file, one shared directory) or open2 (own directory).",
-    ),
-    ParamDef::value(
-        "component",
-        "2us",
-        "2us",
-        "CPU work per component (hash lookup and reference count).",
-    ),
-    ParamDef::value(
-        "request",
-        "600us",
-        "600us",
-        "CPU work per request after its lookup, outside the lock.",
-    ),
+/// The parameters of [`Lookup`], each declared once.
+const TABLE: &[Param<Lookup>] = &[
+    Param {
+        def: ParamDef::value(
+            "threads",
+            "2",
+            "2",
+            "Task counts to run, comma-separated (1..4096 each); one configuration per count.",
+        )
+        .kind(ParamKind::List),
+        set: |w, v| parse_count(NAME, "threads", v, 1..=4096).map(|n| w.threads = n),
+        get: |w| w.threads.to_string(),
+    },
+    Param {
+        def: ParamDef::value("lookups", "2000", "2000", "Path lookups per task."),
+        set: |w, v| parse_count(NAME, "lookups", v, 1..=10_000_000).map(|n| w.lookups = n),
+        get: |w| w.lookups.to_string(),
+    },
+    Param {
+        def: ParamDef::value("depth", "6", "6", "Components per path (1..32)."),
+        set: |w, v| parse_count(NAME, "depth", v, 1..=MAX_DEPTH).map(|n| w.depth = n),
+        get: |w| w.depth.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "files",
+            "10000",
+            "10000",
+            "Entries of the tree, directories and files (depth..1000000).",
+        ),
+        set: |w, v| parse_count(NAME, "files", v, 1..=MAX_FILES).map(|n| w.files = n),
+        get: |w| w.files.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "skew",
+            "1.0",
+            "1.0",
+            "Zipf exponent of the files' popularity: rank r is drawn with weight 1/(r+1)^skew (0..4; 0 is uniform).",
+        ),
+        set: |w, v| {
+            let s: f64 = parse_param(NAME, "skew", v, "a number 0..4")?;
+            if !(0.0..=4.0).contains(&s) {
+                return Err(ParamError::value(
+                    NAME,
+                    "skew",
+                    v,
+                    "is not accepted; use a number 0..4",
+                ));
+            }
+            w.skew = s;
+            Ok(())
+        },
+        get: |w| w.skew.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "cached",
+            "90",
+            "90",
+            "Percent of the tree's entries the dcache holds, the most popular first; the others miss (0..100).",
+        ),
+        set: |w, v| parse_count(NAME, "cached", v, 0..=100).map(|n| w.cached = n as u32),
+        get: |w| w.cached.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "dcache",
+            "lock",
+            "lock|fastwalk|rcu|kernel",
+            "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and batched LRU updates), kernel (the real kernel's own walk).",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|d| w.dcache = d),
+        get: |w| w.dcache.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "syscall",
+            "stat",
+            "stat|open|open1|open2",
+            "With dcache=kernel: stat or open+close the drawn path, or will-it-scale's open1 (own file, one shared directory) or open2 (own directory).",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|s| w.syscall = s),
+        get: |w| w.syscall.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "component",
+            "2us",
+            "2us",
+            "CPU work per component (hash lookup and reference count).",
+        ),
+        set: |w, v| parse_work("component", v).map(|d| w.component = d),
+        get: |w| format_duration(w.component),
+    },
+    Param {
+        def: ParamDef::value(
+            "request",
+            "600us",
+            "600us",
+            "CPU work per request after its lookup, outside the lock.",
+        ),
+        set: |w, v| parse_work("request", v).map(|d| w.request = d),
+        get: |w| format_duration(w.request),
+    },
 ];
+
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Lookup, { TABLE.len() }>(TABLE);
 
 impl Lookup {
     /// Check parameters; the error names the value and what is accepted.
@@ -266,37 +322,17 @@ fn parse_work(name: &'static str, value: &str) -> Result<Duration, ParamError> {
 }
 
 impl Preset for Lookup {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str =
-        "Seed 003's path lookup under dcache_lock: per-component lock, fastwalk, RCU, or the kernel's own walk (group: lookup).";
-    const SUMMARY: &'static str = "seed 003's dcache: tasks resolve paths under dcache_lock per component, fastwalk or RCU (or the real kernel's walk)";
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "Seed 003's path lookup under dcache_lock: per-component lock, fastwalk, RCU, or the kernel's own walk (group: lookup).",
+        "seed 003's dcache: tasks resolve paths under dcache_lock per component, fastwalk or RCU (or the real kernel's walk)",
+        PARAMS,
+    );
+
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        match name {
-            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=4096)?,
-            "lookups" => self.lookups = parse_count(NAME, "lookups", value, 1..=10_000_000)?,
-            "depth" => self.depth = parse_count(NAME, "depth", value, 1..=MAX_DEPTH)?,
-            "files" => self.files = parse_count(NAME, "files", value, 1..=MAX_FILES)?,
-            "skew" => {
-                let s: f64 = parse_param(NAME, "skew", value, "a number 0..4")?;
-                if !(0.0..=4.0).contains(&s) {
-                    return Err(ParamError::value(
-                        NAME,
-                        "skew",
-                        value,
-                        "is not accepted; use a number 0..4",
-                    ));
-                }
-                self.skew = s;
-            }
-            "cached" => self.cached = parse_count(NAME, "cached", value, 0..=100)? as u32,
-            "dcache" => self.dcache = parse_with(NAME, value, str::parse)?,
-            "syscall" => self.syscall = parse_with(NAME, value, str::parse)?,
-            "component" => self.component = parse_work("component", value)?,
-            "request" => self.request = parse_work("request", value)?,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
+        set_from_table(self, name, value)?;
         // The tree follows the parameters: a changed copy builds its own.
         self.tree = Arc::default();
         Ok(())
@@ -383,22 +419,11 @@ impl Lookup {
 
 impl Workload for Lookup {
     fn name(&self) -> &'static str {
-        NAME
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("threads".into(), self.threads.to_string()),
-            ("lookups".into(), self.lookups.to_string()),
-            ("depth".into(), self.depth.to_string()),
-            ("files".into(), self.files.to_string()),
-            ("skew".into(), self.skew.to_string()),
-            ("cached".into(), self.cached.to_string()),
-            ("dcache".into(), self.dcache.to_string()),
-            ("syscall".into(), self.syscall.to_string()),
-            ("component".into(), format_duration(self.component)),
-            ("request".into(), format_duration(self.request)),
-        ])
+        self.param_values()
     }
 
     fn label(&self) -> String {

@@ -7,8 +7,9 @@
 //! tasks are done. Unlike hackbench, each message carries its sender and sequence number and every
 //! receiver checks them, so a lost, duplicated or reordered message fails the run.
 
+use super::def::WorkloadDef;
 use super::params::{
-    check_product, parse_count, parse_param, parse_with, unknown_param, ParamDef, Preset,
+    check_product, param_defs, parse_count, parse_param, parse_with, Param, ParamDef, Preset,
     MAX_MESSAGES, MAX_TASKS,
 };
 use super::{metric, Outcome, Workload};
@@ -128,50 +129,65 @@ const MAX_FDS: usize = MAX_TASKS / 2;
 /// The most messages from one sender to one receiver.
 const MAX_LOOPS: usize = 1_000_000_000;
 
-/// The parameters of [`Messaging`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value("groups", "10", "10", "Number of groups."),
-    ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
-    ParamDef::value(
-        "loops",
-        "100",
-        "100",
-        "Messages each sender writes to each receiver of its group.",
-    ),
-    ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
-    ParamDef::value(
-        "transport",
-        "socketpair",
-        "socketpair|pipe",
-        "How messages travel: socketpair or pipe.",
-    ),
-    ParamDef::tasks(
-        "processes",
-        "processes|threads",
-        "Host tasks as threads or processes.",
-    ),
+/// The parameters of [`Messaging`], each declared once.
+const TABLE: &[Param<Messaging>] = &[
+    Param {
+        def: ParamDef::value("groups", "10", "10", "Number of groups."),
+        set: |w, v| parse_count(NAME, "groups", v, 1..=MAX_GROUPS).map(|n| w.groups = n),
+        get: |w| w.groups.to_string(),
+    },
+    Param {
+        def: ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
+        set: |w, v| parse_count(NAME, "fds", v, 1..=MAX_FDS).map(|n| w.fds = n),
+        get: |w| w.fds.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "loops",
+            "100",
+            "100",
+            "Messages each sender writes to each receiver of its group.",
+        ),
+        set: |w, v| parse_count(NAME, "loops", v, 1..=MAX_LOOPS).map(|n| w.loops = n),
+        get: |w| w.loops.to_string(),
+    },
+    Param {
+        def: ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
+        set: |w, v| parse_param(NAME, "datasize", v, "a whole number").map(|n| w.datasize = n),
+        get: |w| w.datasize.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "transport",
+            "socketpair",
+            "socketpair|pipe",
+            "How messages travel: socketpair or pipe.",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        get: |w| w.transport.to_string(),
+    },
+    Param {
+        def: ParamDef::tasks(
+            "processes",
+            "processes|threads",
+            "Host tasks as threads or processes.",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        get: |w| w.mode.to_string(),
+    },
 ];
 
-impl Preset for Messaging {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str =
-        "hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).";
-    const SUMMARY: &'static str = "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group";
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Messaging, { TABLE.len() }>(TABLE);
 
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        const WHOLE: &str = "a whole number";
-        match name {
-            "groups" => self.groups = parse_count(NAME, "groups", value, 1..=MAX_GROUPS)?,
-            "fds" => self.fds = parse_count(NAME, "fds", value, 1..=MAX_FDS)?,
-            "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_LOOPS)?,
-            "datasize" => self.datasize = parse_param(NAME, "datasize", value, WHOLE)?,
-            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
-            "tasks" => self.mode = parse_with(NAME, value, str::parse)?,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
-    }
+impl Preset for Messaging {
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).",
+        "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group",
+        PARAMS,
+    );
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
@@ -180,18 +196,11 @@ impl Preset for Messaging {
 
 impl Workload for Messaging {
     fn name(&self) -> &'static str {
-        "messaging"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("groups".into(), self.groups.to_string()),
-            ("fds".into(), self.fds.to_string()),
-            ("loops".into(), self.loops.to_string()),
-            ("datasize".into(), self.datasize.to_string()),
-            ("transport".into(), self.transport.to_string()),
-            ("tasks".into(), self.mode.to_string()),
-        ])
+        self.param_values()
     }
 
     fn plan(&self) -> Plan {

@@ -1,25 +1,30 @@
-//! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait, with its
-//! parameters declared through [`Preset`]. [`visit`] is the one list of them.
+//! The workloads schedlab ships, each in its own file, behind the [`Workload`] trait, each
+//! declaring itself once ([`Preset::DEF`], a [`WorkloadDef`]: name, help, parameters, its own
+//! tables). [`WORKLOADS`] is the one list of them, a line per workload; [`visit`] reaches a
+//! preset's type by name from the same list.
 
 pub mod build;
 pub mod build_tree;
 mod chat;
+pub mod def;
 pub mod interbench;
 pub mod lookup;
 mod messaging;
 pub mod params;
 mod pingpong;
 mod sched_yield;
+mod seed000;
 mod web;
 
 pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
+pub use def::{lookup, names, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;
 pub use messaging::Messaging;
 pub use params::{
-    Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues, ParamDef, ParamKind, Preset,
-    MAX_MESSAGES, MAX_TASKS,
+    param_defs, set_from_table, Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues,
+    Param, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
@@ -215,32 +220,35 @@ pub trait PresetVisitor {
     fn visit<P: Preset>(self) -> Self::Output;
 }
 
-/// The names of the shipped workloads, in the order `schedlab list` shows them.
-pub const PRESET_NAMES: &[&str] = &[
-    "messaging",
-    "chat",
-    "pingpong",
-    "yield",
-    "interbench",
-    "web",
-    "lookup",
-    "build",
-];
+/// The registry: [`WORKLOADS`] and [`visit`] from one list of preset types.
+macro_rules! registry {
+    ($($preset:ty),* $(,)?) => {
+        /// The shipped workloads' definitions, in the order the command line's help and
+        /// `schedlab list` show them.
+        pub const WORKLOADS: &[&WorkloadDef] = &[$(&<$preset as Preset>::DEF),*];
 
-/// Call `visitor` with the preset named `name`; `None` if there is none. The one registry of
-/// shipped workloads: a new preset adds one line here and one to [`PRESET_NAMES`].
-pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
-    Some(match name {
-        "messaging" => visitor.visit::<Messaging>(),
-        "chat" => visitor.visit::<Chat>(),
-        "pingpong" => visitor.visit::<PingPong>(),
-        "yield" => visitor.visit::<Yield>(),
-        "interbench" => visitor.visit::<Interbench>(),
-        "web" => visitor.visit::<Web>(),
-        "lookup" => visitor.visit::<Lookup>(),
-        "build" => visitor.visit::<Build>(),
-        _ => return None,
-    })
+        /// Call `visitor` with the preset named `name`; `None` if there is none.
+        pub fn visit<V: PresetVisitor>(name: &str, visitor: V) -> Option<V::Output> {
+            $(
+                if name == <$preset as Preset>::DEF.name {
+                    return Some(visitor.visit::<$preset>());
+                }
+            )*
+            None
+        }
+    };
+}
+
+// The shipped workloads: a new preset adds its file and one line here.
+registry! {
+    Messaging,
+    Chat,
+    PingPong,
+    Interbench,
+    Yield,
+    Web,
+    Lookup,
+    Build,
 }
 
 /// Shorthand for a metric definition.

@@ -3,6 +3,7 @@
 //! sets a value through the same setter, and the record's `params` come from the workload — so
 //! adding a parameter touches the preset's own file alone.
 
+use super::def::WorkloadDef;
 use super::Workload;
 use crate::error::ParamError;
 use crate::knobs::Knobs;
@@ -79,6 +80,42 @@ impl ParamDef {
         self.hyphen_values = true;
         self
     }
+}
+
+/// One parameter of preset `W`, declared once: what the command line and the record know of it
+/// ([`ParamDef`]), how its value is set from text, and how it reads back as text (the record's
+/// `params`). A preset's table of these gives its [`Preset::PARAMS`] ([`param_defs`]), its
+/// [`Preset::set_param`] and its [`Preset::param_values`]; only the field that holds the value,
+/// and checks that involve several parameters, are written elsewhere.
+pub struct Param<W> {
+    /// The declaration.
+    pub def: ParamDef,
+    /// Set the value from its text (one element, for a list parameter), or say why not.
+    pub set: fn(&mut W, &str) -> Result<(), ParamError>,
+    /// The value as text, as the record keeps it.
+    pub get: fn(&W) -> String,
+}
+
+/// Set parameter `name` of `w` through its preset's [`Preset::TABLE`]: what
+/// [`Preset::set_param`] does unless the preset has more to do after a change.
+pub fn set_from_table<P: Preset>(w: &mut P, name: &str, value: &str) -> Result<(), ParamError> {
+    match P::TABLE.iter().find(|p| p.def.name == name) {
+        Some(p) => (p.set)(w, value),
+        None => Err(unknown_param(P::NAME, P::PARAMS, name)),
+    }
+}
+
+/// The declarations of a parameter table ([`Param`]), for [`Preset::PARAMS`]: `N` is the
+/// table's length (`{ TABLE.len() }`).
+pub const fn param_defs<W, const N: usize>(table: &[Param<W>]) -> [ParamDef; N] {
+    assert!(table.len() == N, "N is the table's length");
+    let mut out = [ParamDef::value("", "", "", ""); N];
+    let mut i = 0;
+    while i < N {
+        out[i] = table[i].def;
+        i += 1;
+    }
+    out
 }
 
 /// The values of a preset's list parameters for one command line, in declaration order, and
@@ -173,21 +210,32 @@ impl<P: Preset> Configurable for P {
     }
 }
 
-/// A workload schedlab ships, with its parameters declared ([`ParamDef`]) and set by name.
+/// A workload schedlab ships, declared once ([`Preset::DEF`]) and set parameter by parameter.
 pub trait Preset: Workload + Clone + Default + Sized {
-    /// The workload's name on the command line.
-    const NAME: &'static str;
-    /// One line on what it is (the command line's help).
-    const ABOUT: &'static str;
-    /// What `schedlab list` says of it.
-    const SUMMARY: &'static str;
+    /// Its definition: name, help, parameters, its own tables.
+    const DEF: WorkloadDef;
 
-    /// Its parameters, in the order the command line shows them.
-    const PARAMS: &'static [ParamDef];
+    /// The workload's name on the command line ([`WorkloadDef::name`]).
+    const NAME: &'static str = Self::DEF.name;
+
+    /// Its parameters, in the order the command line shows them ([`WorkloadDef::params`]).
+    const PARAMS: &'static [ParamDef] = Self::DEF.params;
+
+    /// Its parameters with their setters and getters, for a preset that declares them in one
+    /// table ([`Param`]); [`Preset::set_param`] and [`Preset::param_values`] come from it.
+    const TABLE: &'static [Param<Self>] = &[];
 
     /// [`Preset::PARAMS`], for callers that hold the type only.
     fn param_defs() -> &'static [ParamDef] {
         Self::PARAMS
+    }
+
+    /// Each parameter's value as text, from [`Preset::TABLE`] (what a preset with a table
+    /// returns as its [`Workload::params`]).
+    fn param_values(&self) -> std::collections::BTreeMap<String, String> {
+        (Self::TABLE.iter())
+            .map(|p| (p.def.name.to_string(), (p.get)(self)))
+            .collect()
     }
 
     /// A configuration with every parameter at its default; `host_cpus` is the CPU count of the
@@ -196,8 +244,11 @@ pub trait Preset: Workload + Clone + Default + Sized {
         Self::default()
     }
 
-    /// Set one parameter from its text (one element, for a list parameter).
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError>;
+    /// Set one parameter from its text (one element, for a list parameter); by default
+    /// through [`Preset::TABLE`].
+    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+        set_from_table(self, name, value)
+    }
 
     /// Check the whole configuration; the error names the parameter, the value and what is
     /// accepted.

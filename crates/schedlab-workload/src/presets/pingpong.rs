@@ -5,7 +5,8 @@
 //! µs per round trip = wall time / loops, as perf defines usecs/op; each round trip is also
 //! timed by `ping` for percentiles.
 
-use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
+use super::def::WorkloadDef;
+use super::params::{param_defs, parse_count, parse_with, Param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::ParamError;
@@ -67,38 +68,45 @@ const NAME: &str = "pingpong";
 /// The most round trips of one repetition: at 5 µs each, about 1.4 hours.
 const MAX_ROUND_TRIPS: usize = 1_000_000_000;
 
-/// The parameters of [`PingPong`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value("loops", "100000", "100000", "Round trips."),
-    ParamDef::value(
-        "transport",
-        "pipe",
-        "pipe|socketpair|unix|tcp|udp",
-        "How the token travels: pipe, socketpair, unix, tcp or udp (loopback).",
-    ),
-    ParamDef::tasks(
-        "threads",
-        "threads|processes",
-        "Host tasks as threads or processes.",
-    ),
+/// The parameters of [`PingPong`], each declared once.
+const TABLE: &[Param<PingPong>] = &[
+    Param {
+        def: ParamDef::value("loops", "100000", "100000", "Round trips."),
+        set: |w, v| parse_count(NAME, "loops", v, 1..=MAX_ROUND_TRIPS).map(|n| w.loops = n),
+        get: |w| w.loops.to_string(),
+    },
+    Param {
+        def: ParamDef::value(
+            "transport",
+            "pipe",
+            "pipe|socketpair|unix|tcp|udp",
+            "How the token travels: pipe, socketpair, unix, tcp or udp (loopback).",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        get: |w| w.transport.to_string(),
+    },
+    Param {
+        def: ParamDef::tasks(
+            "threads",
+            "threads|processes",
+            "Host tasks as threads or processes.",
+        ),
+        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        get: |w| w.mode.to_string(),
+    },
 ];
 
-impl Preset for PingPong {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str =
-        "perf bench sched pipe: two tasks bounce a token (groups: ping, pong).";
-    const SUMMARY: &'static str = "perf bench sched pipe: two tasks bounce a 4-byte token";
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<PingPong, { TABLE.len() }>(TABLE);
 
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        match name {
-            "loops" => self.loops = parse_count(NAME, "loops", value, 1..=MAX_ROUND_TRIPS)?,
-            "transport" => self.transport = parse_with(NAME, value, str::parse)?,
-            "tasks" => self.mode = parse_with(NAME, value, str::parse)?,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
-    }
+impl Preset for PingPong {
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "perf bench sched pipe: two tasks bounce a token (groups: ping, pong).",
+        "perf bench sched pipe: two tasks bounce a 4-byte token",
+        PARAMS,
+    );
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
@@ -107,15 +115,11 @@ impl Preset for PingPong {
 
 impl Workload for PingPong {
     fn name(&self) -> &'static str {
-        "pingpong"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("loops".into(), self.loops.to_string()),
-            ("transport".into(), self.transport.to_string()),
-            ("tasks".into(), self.mode.to_string()),
-        ])
+        self.param_values()
     }
 
     fn plan(&self) -> Plan {

@@ -5,8 +5,9 @@
 //! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
 //! trip through `schedule()`, independent of how many CPUs ran in parallel.
 
+use super::def::WorkloadDef;
 use super::params::{
-    parse_count, parse_with, unknown_param, ParamDef, ParamKind, Preset, MAX_TASKS,
+    param_defs, parse_count, parse_with, Param, ParamDef, ParamKind, Preset, MAX_TASKS,
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, WorkloadError};
@@ -61,33 +62,38 @@ impl Yield {
 
 const NAME: &str = "yield";
 
-/// The parameters of [`Yield`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value(
-        "threads",
-        "1,2,4,16",
-        "1,2,4,16",
-        "Thread counts to run, comma-separated (1..131072 each); one configuration per count.",
-    )
-    .kind(ParamKind::List),
-    ParamDef::value("duration", "2s", "2s", "How long each repetition yields.").hyphen_values(),
+/// The parameters of [`Yield`], each declared once.
+const TABLE: &[Param<Yield>] = &[
+    Param {
+        def: ParamDef::value(
+            "threads",
+            "1,2,4,16",
+            "1,2,4,16",
+            "Thread counts to run, comma-separated (1..131072 each); one configuration per count.",
+        )
+        .kind(ParamKind::List),
+        set: |w, v| parse_count(NAME, "threads", v, 1..=MAX_TASKS).map(|n| w.threads = n),
+        get: |w| w.threads.to_string(),
+    },
+    Param {
+        def: ParamDef::value("duration", "2s", "2s", "How long each repetition yields.")
+            .hyphen_values(),
+        set: |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.duration = d),
+        get: |w| crate::duration::format_duration(w.duration),
+    },
 ];
 
-impl Preset for Yield {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str =
-        "The sched_yield test of seed 002: N threads yield for a while (group: yield).";
-    const SUMMARY: &'static str = "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count";
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Yield, { TABLE.len() }>(TABLE);
 
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        match name {
-            "threads" => self.threads = parse_count(NAME, "threads", value, 1..=MAX_TASKS)?,
-            "duration" => self.duration = parse_with(NAME, value, crate::duration::parse_duration)?,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
-    }
+impl Preset for Yield {
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "The sched_yield test of seed 002: N threads yield for a while (group: yield).",
+        "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count",
+        PARAMS,
+    );
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
@@ -96,17 +102,11 @@ impl Preset for Yield {
 
 impl Workload for Yield {
     fn name(&self) -> &'static str {
-        "yield"
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("threads".into(), self.threads.to_string()),
-            (
-                "duration".into(),
-                crate::duration::format_duration(self.duration),
-            ),
-        ])
+        self.param_values()
     }
 
     fn label(&self) -> String {

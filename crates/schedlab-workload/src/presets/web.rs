@@ -42,14 +42,18 @@
 //! `dcache_lock`, so that `--locks` prints its lockmeter table beside the conforming
 //! connections of the same run.
 
+use super::def::{SearchDef, SeedTable, Tables, WorkloadDef};
 use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
+use super::seed000::{nice_column, policy_and_knobs, seed_header};
 use super::{metric, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, FileRead, LockId, WorkloadError};
 use crate::dcache::{Dcache, Dentries, WalkTally, Walker, DCACHE_LOCK};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::record::ConfigResult;
 use crate::record::{Better, MetricDef};
+use crate::table::Table;
 use crate::web::dentries::{dentry_path, fileset_dentries, parse_web_dcache};
 use crate::web::fileset::FileId;
 use crate::web::fileset::{specweb_dirs, FileSet, MAX_DIRS};
@@ -736,11 +740,26 @@ impl Web {
 }
 
 impl Preset for Web {
-    const NAME: &'static str = NAME;
-    const PARAMS: &'static [ParamDef] = PARAMS;
-    const ABOUT: &'static str = "SPECweb99-style web serving: conforming connections at 400 kbit/s each (groups: server, client).";
-    const SUMMARY: &'static str =
-        "SPECweb99: keep-alive connections at 400 kbit/s against a built-in server; conforming connections";
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "SPECweb99-style web serving: conforming connections at 400 kbit/s each (groups: server, client).",
+        "SPECweb99: keep-alive connections at 400 kbit/s against a built-in server; conforming connections",
+        PARAMS,
+    )
+    .tables(Tables {
+        seed: Some(SeedTable {
+            title: "Seed 000 table (SPECweb99 runs)",
+            render: seed_table,
+        }),
+        own: None,
+    })
+    .search(SearchDef {
+        what: "SPECweb99's conforming connections",
+        param: "connections",
+        metric: "conforming_share",
+        threshold: CONFORMING_SHARE_PERCENT,
+        check: find_max_params,
+    });
 
     fn with_defaults(host_cpus: usize) -> Self {
         Web {
@@ -836,9 +855,62 @@ impl Preset for Web {
     }
 }
 
+/// Seed 000's SPECweb99 table (Table 3, Troy Wilson's runs: `kernel | preemption threshold |
+/// conforming connections | percent improvement`), one row per web configuration: the server's
+/// and client's nice, `policy/knobs` (on the simulator the policy with its threshold), the
+/// sweep's other varied keys, the connections driven, the mean conforming connections and
+/// share, and the improvement over the first row (`baseline`).
+fn seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let (extra, header) = seed_header(
+        varied,
+        &[
+            "connections",
+            "conforming connections",
+            "% conforming",
+            "percent improvement",
+        ],
+    );
+    let mut t = Table::new(header);
+    let mean = |c: &ConfigResult, m: &str| c.summary.get(m).map(|s| s.mean);
+    let base = rows.first().and_then(|c| mean(c, "conforming"));
+    for (i, c) in rows.iter().enumerate() {
+        let mut row = vec![
+            nice_column(c, "server"),
+            nice_column(c, "client"),
+            policy_and_knobs(c),
+        ];
+        row.extend(extra.iter().map(|k| c.key_value(k)));
+        let conforming = mean(c, "conforming");
+        row.extend([
+            c.params.get("connections").cloned().unwrap_or("-".into()),
+            conforming.map_or("-".into(), |v| format!("{v:.0}")),
+            mean(c, "conforming_share").map_or("-".into(), |v| format!("{v:.1} %")),
+            match (i, base, conforming) {
+                (0, _, _) => "baseline".into(),
+                (_, Some(b), Some(v)) if b > 0.0 => format!("{:+.1} %", 100.0 * (v - b) / b),
+                _ => "-".into(),
+            },
+        ]);
+        t.row(row);
+    }
+    t.render()
+}
+
+/// Parameters that do not go with `--find-max`: conformance is measured in the closed loop, so
+/// an open-loop `--rate` is refused.
+fn find_max_params(params: &[(String, String)]) -> Result<(), String> {
+    let rate = params.iter().rev().find(|(k, _)| k == "rate");
+    if let Some((_, v)) = rate.filter(|(_, v)| v.trim().parse::<f64>() != Ok(0.0)) {
+        return Err(format!(
+            "--rate {v} does not go with --find-max: conformance is the closed loop's (SPECweb99's connections paced to 400 kbit/s); drop --rate"
+        ));
+    }
+    Ok(())
+}
+
 impl Workload for Web {
     fn name(&self) -> &'static str {
-        NAME
+        Self::NAME
     }
 
     fn params(&self) -> BTreeMap<String, String> {
