@@ -110,7 +110,7 @@ fn record(dir: &Path, name: &str) -> std::path::PathBuf {
         .current_dir(dir)
         .output()
         .expect("run schedlab");
-    common::succeeded(&args, out);
+    common::succeeded_in(dir, &args, out);
     path
 }
 

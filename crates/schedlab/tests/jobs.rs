@@ -30,7 +30,7 @@ fn run_ok(dir: &Path, args: &[&str]) -> Vec<u8> {
         .current_dir(dir)
         .output()
         .expect("run schedlab");
-    common::succeeded(args, out).stdout
+    common::succeeded_in(dir, args, out).stdout
 }
 
 /// Every file under `dir` (relative path, bytes), sorted, with `started_unix` set to 0.

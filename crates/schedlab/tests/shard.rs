@@ -22,7 +22,7 @@ fn run_ok(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
         .envs(env.iter().copied())
         .output()
         .expect("run schedlab");
-    common::succeeded(args, out)
+    common::succeeded_in(dir, args, out)
 }
 
 /// Run `schedlab args` in `dir`; it must fail with status 1. Its stderr.
@@ -116,7 +116,7 @@ fn merged_shards_give_the_unsharded_sweep_s_records() {
         .envs(slurm)
         .output()
         .unwrap();
-    let out = common::succeeded(&args, out);
+    let out = common::succeeded_in(dir, &args, out);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("shard 2/3: 3 of the sweep's 8 repetitions") && said.contains("sw-shard-2"),
