@@ -4,9 +4,14 @@
 //! Per record it shows the command line that made it, the machine and kernel facts, the metrics'
 //! definitions (each written once, later records link to an earlier record's equal facts), for a
 //! sweep its table, each metric against each varied key with confidence bars and every metric's
-//! repetitions as a strip plot (one row per configuration), the workload's seed-style tables
-//! (chat's seed 000 table, interbench's tables), and per configuration the summary (N, mean,
-//! ±CI, SD, min, median, max, and the repetitions as dots) with the counters table.
+//! repetitions as a strip plot (one row per configuration) — or, for a record of one
+//! configuration, a chart per metric of its repetitions with their mean and interval — the
+//! workload's seed-style tables (chat's seed 000 table, interbench's tables), and per
+//! configuration the summary (N, mean, ±CI, SD, min, median, max, outliers among 5 or more
+//! repetitions, and the repetitions as dots) with the counters table.
+//!
+//! Charts are drawn at the width the page gives them (a sweep's two to a row, a strip plot a
+//! row of its own), so their text shows at the size it is written, 13 px and up.
 //!
 //! Every text that comes from a record or a file name goes through [`escape`]; the charts drawn
 //! by plotters are escaped by its SVG backend, the strip plots here by [`escape`].
@@ -17,9 +22,9 @@
 
 use crate::export::{read_json, ReadError};
 use crate::output;
-use crate::plot::{is_numeric_key, metric_chart_svg};
+use crate::plot::{distribution_svg, is_numeric_key, metric_chart_svg};
 use crate::table::num;
-use schedlab_stats::metric_values;
+use schedlab_stats::{metric_values, MIN_OUTLIER_N};
 use schedlab_workload::record::{ConfigResult, MetricDef, RunRecord};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -290,6 +295,8 @@ pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow-x:auto;font-s
 pre.cmd{white-space:pre-wrap;word-break:break-all}\
 svg{max-width:100%;height:auto;display:block}figure{margin:0}\
 .charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:.8em}\
+figure.strip{grid-column:1/-1}\
+table.counters td:nth-child(2){text-align:left}\
 .note{color:#666;font-size:.9em}.warn{color:#a00}\
 svg .grid{stroke:#eee}svg .axis{stroke:#999}svg .mean{stroke:#000;stroke-width:2}\
 svg .ci{stroke-width:2;opacity:.5}svg .dot{fill-opacity:.7}\
@@ -473,6 +480,9 @@ fn record_section(h: &mut String, inputs: &[Input], i: usize) {
         );
     }
     timeline_section(h, r);
+    if r.configs.len() == 1 {
+        distribution_charts(h, r, &r.configs[0]);
+    }
     // Across configurations; each configuration's own repetitions are in its summary table.
     if r.configs.len() > 1 && r.configs.iter().any(|c| !c.repetitions.is_empty()) {
         h.push_str("<h3>Repetitions</h3>\n<div class=\"charts\">\n");
@@ -591,6 +601,34 @@ fn metric_defs(h: &mut String, r: &RunRecord) {
     h.push_str("</table>\n");
 }
 
+/// A record of one configuration: each metric's repetitions as a chart of their own (a point
+/// per repetition, the mean and its interval), where a sweep has its charts.
+fn distribution_charts(h: &mut String, r: &RunRecord, c: &ConfigResult) {
+    let mut figures = String::new();
+    for m in &r.metrics {
+        match distribution_svg(r, c, m) {
+            Ok(Some(svg)) => {
+                let _ = writeln!(figures, "<figure class=\"distribution\">{svg}</figure>");
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let _ = writeln!(
+                    figures,
+                    "<p class=\"note\">{}: {}</p>",
+                    escape(&m.name),
+                    escape(&e.to_string())
+                );
+            }
+        }
+    }
+    if !figures.is_empty() {
+        let _ = write!(
+            h,
+            "<h3>Repetitions</h3>\n<div class=\"charts\">\n{figures}</div>\n"
+        );
+    }
+}
+
 /// Each metric against each varied key, one line per combination of the other keys.
 fn sweep_charts(h: &mut String, r: &RunRecord, keys: &[String]) {
     h.push_str("<div class=\"charts\">\n");
@@ -649,14 +687,16 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
     let level = r.level;
     let _ = writeln!(
         h,
-        "<table class=\"summary\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th>N</th><th>mean</th><th>±CI{level}</th><th>SD</th><th>min</th><th>median</th><th>max</th><th class=\"l\">outliers (run)</th><th class=\"l\">repetitions (min to max)</th></tr>"
+        "<table class=\"summary\">\n<tr><th class=\"l\">metric</th><th class=\"l\">unit</th><th>N</th><th>mean</th><th>±CI{level}</th><th>SD</th><th>min</th><th>median</th><th>max</th><th class=\"l\">outliers (run; N ≥ {MIN_OUTLIER_N})</th><th class=\"l\">repetitions (min to max)</th></tr>"
     );
     for m in &r.metrics {
         let Some(s) = c.summary.get(&m.name) else {
             continue;
         };
         let iv = c.intervals.get(&m.name);
+        // Judged only among enough repetitions (older records flag some among fewer).
         let outliers: Vec<String> = iv
+            .filter(|_| s.n >= MIN_OUTLIER_N)
             .map(|i| i.outliers.iter().map(|o| (o + 1).to_string()).collect())
             .unwrap_or_default();
         let _ = writeln!(
@@ -681,11 +721,31 @@ fn config_block(h: &mut String, r: &RunRecord, c: &ConfigResult, ri: usize, ci: 
         Some(false) => h.push_str("<p class=\"warn\">did not converge</p>\n"),
         None => {}
     }
-    let _ = writeln!(
-        h,
-        "<pre class=\"counters\">{}</pre>\n</div>",
-        escape(&crate::text::counters_table(c))
-    );
+    html_table(h, "counters", &crate::text::counters_grid(c));
+    for line in crate::text::counters_notes(c) {
+        let _ = writeln!(h, "<p class=\"note\">{}</p>", escape(&line));
+    }
+    h.push_str("</div>\n");
+}
+
+/// `table` as an HTML table of class `class`: the first column left-aligned, the others (numbers)
+/// right-aligned.
+fn html_table(h: &mut String, class: &str, table: &crate::table::Table) {
+    let _ = write!(h, "<table class=\"{class}\">\n<tr>");
+    for (i, c) in table.header().iter().enumerate() {
+        let left = if i == 0 { " class=\"l\"" } else { "" };
+        let _ = write!(h, "<th{left}>{}</th>", escape(c));
+    }
+    h.push_str("</tr>\n");
+    for row in table.rows() {
+        h.push_str("<tr>");
+        for (i, c) in row.iter().enumerate() {
+            let left = if i == 0 { " class=\"l\"" } else { "" };
+            let _ = write!(h, "<td{left}>{}</td>", escape(c));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
 }
 
 /// Width of the dots of a summary table's row, and the room kept at either end.
@@ -732,7 +792,7 @@ pub fn repetition_dots(c: &ConfigResult, metric: &str, mean: f64) -> String {
 
 /// Width and height of a strip plot's drawing, and its margins.
 const STRIP_WIDTH: f64 = 800.0;
-const STRIP_LEFT: f64 = 220.0;
+const STRIP_LEFT: f64 = 250.0;
 const STRIP_RIGHT: f64 = 30.0;
 const STRIP_ROW: f64 = 22.0;
 const STRIP_TOP: f64 = 34.0;
@@ -757,14 +817,17 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     if lo > hi {
         return None;
     }
-    let (lo, hi) = nice_range(lo, hi);
+    // The axis runs from tick to tick: round values printed with the unit and an SI prefix.
+    let ticks = crate::units::nice_ticks(lo, hi, 6);
+    let format = crate::units::AxisFormat::new(&metric.unit, &ticks);
+    let (lo, hi) = (ticks[0], ticks[ticks.len() - 1]);
     let height = STRIP_TOP + STRIP_BOTTOM + STRIP_ROW * rows.len() as f64;
     let plot_w = STRIP_WIDTH - STRIP_LEFT - STRIP_RIGHT;
     let x = |v: f64| STRIP_LEFT + (v - lo) / (hi - lo) * plot_w;
     let mut s = String::new();
     let _ = write!(
         s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{STRIP_WIDTH}\" height=\"{height}\" viewBox=\"0 0 {STRIP_WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"12\">"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{STRIP_WIDTH}\" height=\"{height}\" viewBox=\"0 0 {STRIP_WIDTH} {height}\" font-family=\"sans-serif\" font-size=\"13\">"
     );
     let _ = write!(
         s,
@@ -775,21 +838,20 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
         escape(&metric.unit)
     );
     let bottom = height - STRIP_BOTTOM;
-    // Axis with five ticks.
+    // The axis and its ticks.
     let _ = write!(
         s,
         "<line class=\"axis\" x1=\"{STRIP_LEFT}\" y1=\"{bottom}\" x2=\"{}\" y2=\"{bottom}\"/>",
         STRIP_WIDTH - STRIP_RIGHT
     );
-    for t in 0..=4 {
-        let v = lo + (hi - lo) * f64::from(t) / 4.0;
-        let tx = x(v);
+    for v in &ticks {
+        let tx = x(*v);
         let _ = write!(
             s,
             "<line class=\"grid\" x1=\"{tx:.1}\" y1=\"{STRIP_TOP}\" x2=\"{tx:.1}\" y2=\"{}\"/><text class=\"m\" x=\"{tx:.1}\" y=\"{}\">{}</text>",
             bottom + 4.0,
             bottom + 18.0,
-            escape(&num(v))
+            escape(&format.format(*v))
         );
     }
     let _ = write!(
@@ -858,17 +920,6 @@ pub fn strip_plot(r: &RunRecord, metric: &MetricDef) -> Option<String> {
     }
     s.push_str("</svg>");
     Some(s)
-}
-
-/// An axis range holding `lo..=hi` with a little room on both sides (never empty).
-fn nice_range(lo: f64, hi: f64) -> (f64, f64) {
-    if hi > lo {
-        let pad = (hi - lo) * 0.05;
-        (lo - pad, hi + pad)
-    } else {
-        let pad = if lo == 0.0 { 1.0 } else { lo.abs() * 0.05 };
-        (lo - pad, hi + pad)
-    }
 }
 
 #[cfg(test)]
@@ -1050,6 +1101,58 @@ mod tests {
         )));
         // The index gives the single configuration's mean ± CI.
         assert!(html.contains("us_per_yield = 1.500 ± 0.2500 us"));
+        // Its repetitions get a chart of their own.
+        assert_eq!(
+            html.matches("<figure class=\"distribution\"><svg").count(),
+            1
+        );
+    }
+
+    #[test]
+    fn outliers_show_only_among_five_repetitions_and_counters_are_a_table() {
+        let mut r = record("");
+        r.configs.truncate(1);
+        r.configs[0]
+            .intervals
+            .get_mut("us_per_yield")
+            .unwrap()
+            .outliers = vec![2];
+        let page = |r: &RunRecord| {
+            render(&[Input {
+                path: PathBuf::from("run.json"),
+                record: r.clone(),
+            }])
+        };
+        // Run 3 of 3 (an older record's flag) is not shown: 3 repetitions are too few to judge.
+        let html = page(&r);
+        assert!(
+            html.contains("<td class=\"l\"></td><td><svg class=\"dots\""),
+            "{html}"
+        );
+        r.configs[0].summary.get_mut("us_per_yield").unwrap().n = 5;
+        let html = page(&r);
+        assert!(
+            html.contains("<td class=\"l\">3</td><td><svg class=\"dots\""),
+            "{html}"
+        );
+        // The counters: an HTML table with the text table's columns, its notes as text.
+        r.configs[0].groups = vec![schedlab_workload::record::GroupInfo {
+            name: "bench".into(),
+            tasks: 1,
+            knobs: Default::default(),
+            observed: BTreeMap::new(),
+        }];
+        r.configs[0].counter_sources.switches = "sim".into();
+        let html = page(&r);
+        assert!(html.contains(
+            "<table class=\"counters\">\n<tr><th class=\"l\">group</th><th>knobs</th><th>vol. switches</th>"
+        ), "{html}");
+        assert!(html.contains("<tr><td class=\"l\">bench</td>"), "{html}");
+        assert!(
+            html.contains("<p class=\"note\">counters: switches from sim</p>"),
+            "{html}"
+        );
+        assert!(!html.contains("<pre class=\"counters\">"));
     }
 
     #[test]

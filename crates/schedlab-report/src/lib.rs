@@ -19,3 +19,4 @@ pub mod sweep;
 pub mod table;
 pub mod text;
 pub mod timeline;
+pub mod units;

@@ -233,7 +233,7 @@ fn relative(c: &Comparison) -> String {
         Some(sp) if !c.welch => format!("Student's t, pooled s = {}", fmt_g(sp, 6)),
         _ => format!("Welch's t, df = {}", fmt_g(c.df, 6)),
     };
-    format!(
+    let mut out = format!(
         "Difference at {:.1}% confidence\n\t{} +/- {}\n\t{}% +/- {}%\n\t({})\n",
         c.level,
         fmt_g(c.diff, 6),
@@ -241,7 +241,22 @@ fn relative(c: &Comparison) -> String {
         fmt_g(c.pct, 6),
         fmt_g(c.pct_half_width, 6),
         how
-    )
+    );
+    if c.reference_near_zero() {
+        // ministat's % line stays; this says why it is huge and gives what reads.
+        out.push_str(&format!(
+            "\t{} the reference mean: it is within its own {:.1}% interval of zero (±{}), so the % above is mostly noise\n",
+            ratio(c.ratio()),
+            c.level,
+            fmt_g(c.reference_half_width, 6)
+        ));
+    }
+    out
+}
+
+/// A ratio of two means as `×12.5` (4 significant digits).
+pub fn ratio(r: f64) -> String {
+    format!("×{}", fmt_g(r, 4))
 }
 
 /// Maps values to plot columns: `width` columns of `dx` each, the first centred on the
@@ -438,6 +453,26 @@ mod tests {
             .map(|l| format!("{l}\n"))
             .collect();
         assert_eq!(ours, MANUAL_PLOT);
+    }
+
+    #[test]
+    fn a_reference_near_zero_gets_a_ratio_beside_the_percentage() {
+        // Mean 0.1 ± 0.98: 5.5 is "+5400 %", better read as 55 times.
+        let sets = vec![
+            ("near".to_string(), vec![-0.9, 1.1, 0.1, -0.4, 0.6]),
+            ("far".to_string(), vec![5.0, 5.5, 6.0]),
+        ];
+        let out = render(&sets, 95.0, false, 60).unwrap();
+        assert!(out.contains("\t5400% +/- "), "{out}");
+        assert!(
+            out.contains(
+                "\t×55 the reference mean: it is within its own 95.0% interval of zero (±0.981"
+            ),
+            "{out}"
+        );
+        // Not when the reference is clear of zero.
+        let out = render(&manual_sets(), 80.0, false, 60).unwrap();
+        assert!(!out.contains('×'), "{out}");
     }
 
     #[test]

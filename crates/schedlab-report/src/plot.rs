@@ -1,7 +1,9 @@
-//! SVG charts of sweeps (plotters): the primary metric against the one numeric varied key, with
+//! SVG charts (plotters): a sweep's metric against the one numeric varied key, with
 //! confidence-interval error bars, one line per value of the other varied key — the shape of
 //! seed 002's µs-per-yield charts — or against the values of a sweep's only key (a policy, a
-//! strategy), as files (`--plot`) or as SVG text for the HTML report.
+//! strategy), as files (`--plot`) or as SVG text for the HTML report; and one configuration's
+//! repetitions of a metric ([`distribution_svg`]). Ticks are round values with units and SI
+//! prefixes ([`crate::units`]), and the charts are drawn at the size the report shows them.
 
 use crate::sweep::key_value;
 use plotters::prelude::*;
@@ -65,8 +67,8 @@ pub fn check_keys(values: &[(String, Vec<String>)]) -> Result<usize, PlotError> 
 }
 
 /// Draw the sweep in `record` (varied `keys`) to `path` as SVG. The x key is the first numeric
-/// key, or the only key (a point per value); a second key, if any, makes one line per value. Points with no interval (N < 2) get no
-/// error bar. A logarithmic x axis is used when x spans more than two decades.
+/// key, or the only key (a point per value); a second key, if any, makes one line per value.
+/// Points with no interval (N < 2) get no error bar. The axes are [`metric_chart_svg`]'s.
 pub fn sweep_chart(record: &RunRecord, keys: &[String], path: &Path) -> Result<(), PlotError> {
     let primary = record.primary_metric().ok_or(PlotError::NoMetric)?;
     let x_key = keys
@@ -100,12 +102,148 @@ pub fn is_numeric_key(record: &RunRecord, key: &str) -> bool {
             .all(|c| key_value(c, key).parse::<f64>().is_ok())
 }
 
+/// Size of a chart in pixels: the width of a column of the report's two-column grid at its
+/// full width, so the report shows it at its own size and the text at the size written here.
+pub const CHART_SIZE: (u32, u32) = (560, 360);
+/// Font sizes of tick labels and legends, axis titles and captions, as plotters takes them: its
+/// SVG backend writes `font-size` = size / 1.24, so these are 12.1, 12.9 and 14.5 px on the page.
+const TICK_FONT: u32 = 15;
+const DESC_FONT: u32 = 16;
+const CAPTION_FONT: u32 = 18;
+
+/// A linear f64 axis whose ticks are exactly `ticks` (plotters' own picks unround ones, and its
+/// key-point wrapper cannot take a label formatter).
+#[derive(Clone, Debug)]
+struct Ticked {
+    /// The drawn range.
+    range: std::ops::Range<f64>,
+    /// Where the ticks and grid lines are.
+    ticks: Vec<f64>,
+}
+
+impl Ranged for Ticked {
+    type FormatOption = plotters::coord::ranged1d::DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, limit: (i32, i32)) -> i32 {
+        // As plotters' linear f64 axis maps.
+        let span = self.range.end - self.range.start;
+        if span == 0.0 {
+            return (limit.1 - limit.0) / 2;
+        }
+        let share = (v - self.range.start) / span;
+        let pixels = f64::from(limit.1 - limit.0);
+        // A y axis runs from the bottom pixel up: a negative length, rounded the other way.
+        if pixels >= 0.0 {
+            limit.0 + (pixels * share + 1e-3).floor() as i32
+        } else {
+            limit.0 + (pixels * share - 1e-3).ceil() as i32
+        }
+    }
+
+    fn key_points<Hint: plotters::coord::ranged1d::KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // The ticks are the bold lines; no light lines between them.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.clone()
+    }
+}
+
+/// `range` with ticks at `ticks`.
+fn ticked(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Ticked {
+    Ticked { range, ticks }
+}
+
+/// How a chart's x axis places a key's values.
+#[derive(Clone, Debug, PartialEq)]
+enum XAxis {
+    /// Numbers, evenly.
+    Linear,
+    /// Doubling numbers (CPUs 1, 2, 4, 8): each doubling the same distance.
+    Log2,
+    /// Numbers over more than two decades.
+    Log10,
+    /// Names, one position each in the order they first appear.
+    Category(Vec<String>),
+}
+
+impl XAxis {
+    /// Where `x` (a number, or a category's index) is drawn.
+    fn place(&self, x: f64) -> f64 {
+        match self {
+            XAxis::Log2 => x.log2(),
+            XAxis::Log10 => x.log10(),
+            _ => x,
+        }
+    }
+
+    /// The axis's drawn range and its ticks (drawn positions) for values `xmin..=xmax`.
+    fn range_and_ticks(&self, xmin: f64, xmax: f64) -> (std::ops::Range<f64>, Vec<f64>) {
+        let (lo, hi, ticks) = match self {
+            XAxis::Category(names) => {
+                let n = names.len().max(1) as f64;
+                (-0.5, n - 0.5, (0..names.len()).map(|i| i as f64).collect())
+            }
+            XAxis::Log2 => {
+                let t = crate::units::log2_ticks(xmin, xmax, 10);
+                let (a, b) = (xmin.log2(), xmax.log2());
+                let pad = ((b - a) * 0.06).max(0.25);
+                (a - pad, b + pad, t.iter().map(|v| v.log2()).collect())
+            }
+            XAxis::Log10 => {
+                let first = xmin.log10().floor() as i32;
+                let last = xmax.log10().ceil() as i32;
+                let (a, b) = (xmin.log10(), xmax.log10());
+                let pad = (b - a) * 0.06;
+                (a - pad, b + pad, (first..=last).map(f64::from).collect())
+            }
+            XAxis::Linear => {
+                let pad = ((xmax - xmin) * 0.06).max(0.5);
+                let t = crate::units::nice_ticks(xmin, xmax, 6);
+                (xmin - pad, xmax + pad, t)
+            }
+        };
+        let ticks = ticks
+            .into_iter()
+            .filter(|t| *t >= lo - 1e-9 && *t <= hi + 1e-9)
+            .collect();
+        (lo..hi, ticks)
+    }
+
+    /// The label of the tick at drawn position `t`.
+    fn label(&self, t: f64, numbers: &crate::units::AxisFormat) -> String {
+        match self {
+            XAxis::Category(names) => {
+                let i = t.round();
+                if (t - i).abs() > 1e-6 || i < 0.0 {
+                    return String::new();
+                }
+                names.get(i as usize).cloned().unwrap_or_default()
+            }
+            // Powers of two print whole: 2048 threads, not 2.048k.
+            XAxis::Log2 if t >= 0.0 => format!("{:.0}", 2f64.powf(t)),
+            XAxis::Log2 => numbers.format(2f64.powf(t)),
+            XAxis::Log10 => numbers.format(10f64.powf(t)),
+            XAxis::Linear => numbers.format(t),
+        }
+    }
+}
+
 /// The SVG text of one chart: `metric`'s mean in each configuration of `record` against `x_key`,
 /// with confidence-interval error bars, one line per combination of the `series_keys`' values
-/// (one line in all without them). A numeric `x_key` gets a numeric axis (logarithmic when it
-/// spans more than two decades); any other key gets one evenly spaced position per value, in the
-/// order the values first appear. Points with no interval (N < 2) get no error bar. Text from the
-/// record reaches the SVG escaped (plotters' SVG backend escapes `<`, `>`, `&`, quotes).
+/// (one line in all without them). A numeric `x_key` gets a numeric axis: base 2 when its values
+/// double ([`crate::units::is_doubling`]: CPUs, threads), logarithmic when they span more than
+/// two decades, linear otherwise; any other key gets one evenly spaced position per value, in
+/// the order the values first appear. Ticks are round values printed with the unit and an SI
+/// prefix ([`crate::units::AxisFormat`]). Points with no interval (N < 2) get no error bar.
+/// Text from the record reaches the SVG escaped (plotters' SVG backend escapes `<`, `>`, `&`,
+/// quotes).
 pub fn metric_chart_svg(
     record: &RunRecord,
     metric: &str,
@@ -164,96 +302,238 @@ pub fn metric_chart_svg(
     let (xmin, xmax) = points
         .iter()
         .fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let ymax = points.iter().map(|p| p.1 + p.2).fold(0.0, f64::max) * 1.1;
-    let ymin = points
-        .iter()
-        .map(|p| p.1 - p.2)
-        .fold(f64::MAX, f64::min)
-        .min(0.0);
+    let xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    let axis = if !numeric {
+        XAxis::Category(categories)
+    } else if crate::units::is_doubling(&xs) {
+        XAxis::Log2
+    } else if xmin > 0.0 && xmax / xmin > 100.0 {
+        XAxis::Log10
+    } else {
+        XAxis::Linear
+    };
+    let (xrange, xticks) = axis.range_and_ticks(xmin, xmax);
+    let xnumbers = match axis {
+        XAxis::Log2 | XAxis::Category(_) => crate::units::AxisFormat::new("", &[1.0]),
+        XAxis::Log10 => crate::units::AxisFormat::new(
+            "",
+            &xticks.iter().map(|t| 10f64.powf(*t)).collect::<Vec<_>>(),
+        ),
+        XAxis::Linear => crate::units::AxisFormat::new("", &xticks),
+    };
+    // The y axis starts at zero (or below it): a mean's height is read against it.
+    let top = points.iter().map(|p| p.1 + p.2).fold(0.0, f64::max);
+    let bottom = points.iter().map(|p| p.1 - p.2).fold(0.0, f64::min);
+    let yticks = crate::units::nice_ticks(bottom, top, 6);
+    let yformat = crate::units::AxisFormat::new(&def.unit, &yticks);
+    let yrange = yticks[0]..yticks[yticks.len() - 1];
     let err = |e: &dyn std::fmt::Display| PlotError::Draw {
         path: PathBuf::from("(svg)"),
         source: e.to_string().into(),
     };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (800, 500)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         let caption = format!("{} {} ({}) vs {x_key}", record.workload, def.name, def.unit);
-        let log = numeric && xmin > 0.0 && xmax / xmin > 100.0;
-        let xpad = if log {
-            1.0
-        } else if numeric {
-            (xmax - xmin).max(1.0) * 0.05
-        } else {
-            0.5
+        let xlabel = |t: &f64| axis.label(*t, &xnumbers);
+        let ylabel = |v: &f64| yformat.format(*v);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&caption, ("sans-serif", CAPTION_FONT))
+            .margin(10)
+            .x_label_area_size(44)
+            .y_label_area_size(66)
+            .build_cartesian_2d(
+                ticked(xrange, xticks.clone()),
+                ticked(yrange, yticks.clone()),
+            )
+            .map_err(|e| err(&e))?;
+        let x_desc = match axis {
+            XAxis::Log2 => format!("{x_key} (base-2 scale)"),
+            XAxis::Log10 => format!("{x_key} (log scale)"),
+            _ => x_key.to_string(),
         };
-        let category = |x: &f64| -> String {
-            let i = x.round();
-            if (x - i).abs() > 1e-6 || i < 0.0 {
-                return String::new();
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc(format!("{} ({}), ± CI{}", def.name, def.unit, record.level))
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", DESC_FONT))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&xlabel)
+            .y_label_formatter(&ylabel)
+            .draw()
+            .map_err(|e| err(&e))?;
+        for (i, name) in order.iter().enumerate() {
+            let color = crate::palette::rgb(i);
+            let mut pts: Vec<(f64, f64, f64)> = series[name]
+                .iter()
+                .map(|p| (axis.place(p.0), p.1, p.2))
+                .collect();
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let line = chart
+                .draw_series(LineSeries::new(
+                    pts.iter().map(|p| (p.0, p.1)),
+                    color.stroke_width(2),
+                ))
+                .map_err(|e| err(&e))?;
+            if order.len() > 1 {
+                line.label(name.as_str()).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+                });
             }
-            categories.get(i as usize).cloned().unwrap_or_default()
-        };
-        let x_labels = if numeric { 10 } else { categories.len().max(1) };
-        macro_rules! draw {
-            ($xrange:expr) => {{
-                let mut chart = ChartBuilder::on(&root)
-                    .caption(&caption, ("sans-serif", 20))
-                    .margin(15)
-                    .x_label_area_size(40)
-                    .y_label_area_size(70)
-                    .build_cartesian_2d($xrange, ymin..ymax.max(f64::MIN_POSITIVE))
-                    .map_err(|e| err(&e))?;
-                let mut mesh = chart.configure_mesh();
-                mesh.x_desc(x_key)
-                    .y_desc(format!("{} ({}), ± CI{}", def.name, def.unit, record.level));
-                if !numeric {
-                    mesh.x_labels(x_labels).x_label_formatter(&category);
-                }
-                mesh.draw().map_err(|e| err(&e))?;
-                for (i, name) in order.iter().enumerate() {
-                    let color = crate::palette::rgb(i);
-                    let mut pts = series[name].clone();
-                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    chart
-                        .draw_series(LineSeries::new(
-                            pts.iter().map(|p| (p.0, p.1)),
-                            color.stroke_width(2),
-                        ))
-                        .map_err(|e| err(&e))?
-                        .label(name.as_str())
-                        .legend(move |(x, y)| {
-                            PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-                        });
-                    chart
-                        .draw_series(pts.iter().map(|p| {
-                            ErrorBar::new_vertical(
-                                p.0,
-                                p.1 - p.2,
-                                p.1,
-                                p.1 + p.2,
-                                color.filled(),
-                                8,
-                            )
-                        }))
-                        .map_err(|e| err(&e))?;
-                }
-                chart
-                    .configure_series_labels()
-                    .border_style(BLACK)
-                    .background_style(WHITE.mix(0.8))
-                    .draw()
-                    .map_err(|e| err(&e))?;
-            }};
+            chart
+                .draw_series(
+                    pts.iter()
+                        .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
+                )
+                .map_err(|e| err(&e))?;
+            chart
+                .draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| {
+                    ErrorBar::new_vertical(p.0, p.1 - p.2, p.1, p.1 + p.2, color.filled(), 8)
+                }))
+                .map_err(|e| err(&e))?;
         }
-        if log {
-            draw!((xmin * 0.8..xmax * 1.25).log_scale());
-        } else {
-            draw!(xmin - xpad..xmax + xpad);
+        if order.len() > 1 {
+            chart
+                .configure_series_labels()
+                .label_font(("sans-serif", TICK_FONT))
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()
+                .map_err(|e| err(&e))?;
         }
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)
+}
+
+/// The SVG text of one configuration's repetitions of `metric`: each repetition a point at its
+/// run number, the mean a line and its confidence interval a band, the y axis fitted to the
+/// values (not from zero: the spread is what this chart shows). Repetitions flagged as outliers
+/// (judged only among 5 or more) are drawn hollow. `None` when no repetition has the metric.
+pub fn distribution_svg(
+    record: &RunRecord,
+    config: &schedlab_workload::record::ConfigResult,
+    metric: &schedlab_workload::record::MetricDef,
+) -> Result<Option<String>, PlotError> {
+    let values: Vec<f64> = schedlab_stats::metric_values(config, &metric.name)
+        .into_iter()
+        .filter(|v| v.is_finite())
+        .collect();
+    if values.is_empty() {
+        return Ok(None);
+    }
+    let n = values.len();
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let iv = config.intervals.get(&metric.name);
+    let ci = iv.and_then(|i| i.half_width).filter(|h| h.is_finite());
+    let outliers: &[usize] = match iv {
+        Some(i) if n >= schedlab_stats::MIN_OUTLIER_N => &i.outliers,
+        _ => &[],
+    };
+    let lo = values
+        .iter()
+        .copied()
+        .fold(mean - ci.unwrap_or(0.0), f64::min);
+    let hi = values
+        .iter()
+        .copied()
+        .fold(mean + ci.unwrap_or(0.0), f64::max);
+    let yticks = crate::units::nice_ticks(lo, hi, 6);
+    let yformat = crate::units::AxisFormat::new(&metric.unit, &yticks);
+    let yrange = yticks[0]..yticks[yticks.len() - 1];
+    let mut xticks: Vec<f64> = crate::units::nice_ticks(1.0, n as f64, n.min(10))
+        .into_iter()
+        .filter(|t| t.fract() == 0.0 && *t >= 1.0 && *t <= n as f64)
+        .collect();
+    if xticks.is_empty() {
+        xticks.push(1.0);
+    }
+    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
+        path: PathBuf::from("(svg)"),
+        source: e.to_string().into(),
+    };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let caption = format!(
+            "{} {} ({}), {n} repetition{}",
+            record.workload,
+            metric.name,
+            metric.unit,
+            if n == 1 { "" } else { "s" }
+        );
+        let ylabel = |v: &f64| yformat.format(*v);
+        let xlabel = |v: &f64| format!("{v:.0}");
+        let mut chart = ChartBuilder::on(&root)
+            .caption(&caption, ("sans-serif", CAPTION_FONT))
+            .margin(10)
+            .x_label_area_size(44)
+            .y_label_area_size(66)
+            .build_cartesian_2d(
+                ticked(0.5..n as f64 + 0.5, xticks),
+                ticked(yrange, yticks.clone()),
+            )
+            .map_err(|e| err(&e))?;
+        chart
+            .configure_mesh()
+            .x_desc("repetition")
+            .y_desc(format!("{} ({})", metric.name, metric.unit))
+            .label_style(("sans-serif", TICK_FONT))
+            .axis_desc_style(("sans-serif", DESC_FONT))
+            .light_line_style(WHITE)
+            .bold_line_style(RGBColor(225, 225, 225))
+            .x_label_formatter(&xlabel)
+            .y_label_formatter(&ylabel)
+            .draw()
+            .map_err(|e| err(&e))?;
+        let color = crate::palette::rgb(0);
+        let (x0, x1) = (0.5, n as f64 + 0.5);
+        if let Some(h) = ci {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, mean - h), (x1, mean + h)],
+                    color.mix(0.15).filled(),
+                )))
+                .map_err(|e| err(&e))?
+                .label(format!("CI{} ± {}", record.level, yformat.format(h)))
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 20, y + 5)], color.mix(0.15).filled())
+                });
+        }
+        chart
+            .draw_series(LineSeries::new(
+                [(x0, mean), (x1, mean)],
+                BLACK.stroke_width(2),
+            ))
+            .map_err(|e| err(&e))?
+            .label(format!("mean {}", yformat.format(mean)))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
+        chart
+            .draw_series(values.iter().enumerate().map(|(i, v)| {
+                let style = if outliers.contains(&i) {
+                    color.stroke_width(2)
+                } else {
+                    color.filled()
+                };
+                Circle::new(((i + 1) as f64, *v), 5, style)
+            }))
+            .map_err(|e| err(&e))?
+            .label("repetition")
+            .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
+        chart
+            .configure_series_labels()
+            .label_font(("sans-serif", TICK_FONT))
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.85))
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(Some(svg))
 }
 
 #[cfg(test)]
@@ -264,6 +544,109 @@ mod tests {
         k.iter()
             .map(|(k, v)| (k.to_string(), v.iter().map(|s| s.to_string()).collect()))
             .collect()
+    }
+
+    /// A sweep over `threads` (each value a configuration with `reps` repetitions of `time`,
+    /// in µs, around 1000 × threads).
+    fn sweep(threads: &[u32], reps: usize) -> RunRecord {
+        use schedlab_workload::record::{Better, ConfigResult, Interval, MetricDef, Repetition};
+        let configs = threads
+            .iter()
+            .map(|t| {
+                let values: Vec<f64> = (0..reps)
+                    .map(|i| 1000.0 * f64::from(*t) + 10.0 * i as f64)
+                    .collect();
+                let d = schedlab_stats::describe(&values, 95.0);
+                ConfigResult {
+                    label: format!("threads={t}"),
+                    params: BTreeMap::from([("threads".to_string(), t.to_string())]),
+                    repetitions: values
+                        .iter()
+                        .map(|v| Repetition {
+                            metrics: BTreeMap::from([("time".to_string(), *v)]),
+                            ..Repetition::default()
+                        })
+                        .collect(),
+                    summary: BTreeMap::from([("time".to_string(), d.summary)]),
+                    intervals: BTreeMap::from([(
+                        "time".to_string(),
+                        Interval {
+                            half_width: Some(d.ci_half_width).filter(|h| h.is_finite()),
+                            harmonic_mean: None,
+                            outliers: d.outliers,
+                        },
+                    )]),
+                    ..ConfigResult::default()
+                }
+            })
+            .collect();
+        RunRecord {
+            workload: "yield".into(),
+            level: 95.0,
+            metrics: vec![MetricDef {
+                name: "time".into(),
+                unit: "us".into(),
+                better: Better::Lower,
+                description: String::new(),
+            }],
+            configs,
+            ..RunRecord::default()
+        }
+    }
+
+    /// The texts of an SVG's `<text>` elements.
+    fn texts(svg: &str) -> Vec<&str> {
+        svg.split("</text>")
+            .filter_map(|t| t.rsplit_once('>').map(|(_, x)| x.trim()))
+            .filter(|x| !x.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn doubling_keys_get_a_base_2_axis_and_ticks_read() {
+        let svg = metric_chart_svg(&sweep(&[1, 2, 4, 8], 3), "time", "threads", &[]).unwrap();
+        let t = texts(&svg);
+        assert!(t.contains(&"threads (base-2 scale)"), "{t:?}");
+        for tick in ["1", "2", "4", "8"] {
+            assert!(t.contains(&tick), "{tick}: {t:?}");
+        }
+        // No tick between two doublings, no long decimals; the µs values read in ms.
+        assert!(!t.contains(&"1.5") && !t.contains(&"3"), "{t:?}");
+        assert!(t.contains(&"8 ms"), "{t:?}");
+        assert!(!t.iter().any(|x| x.contains("000.0")), "{t:?}");
+        // The text is written at 12 px or more (plotters' size / 1.24).
+        for size in svg.split("font-size=\"").skip(1) {
+            let px: f64 = size[..size.find('"').unwrap()].parse().unwrap();
+            assert!(px >= 12.0, "{px}");
+        }
+        // Two values are a line, not a doubling scale.
+        let svg = metric_chart_svg(&sweep(&[1, 2], 3), "time", "threads", &[]).unwrap();
+        assert!(!svg.contains("base-2"));
+        // Three that do not double: a linear axis.
+        let svg = metric_chart_svg(&sweep(&[1, 2, 3], 3), "time", "threads", &[]).unwrap();
+        assert!(texts(&svg).contains(&"threads"));
+    }
+
+    #[test]
+    fn a_distribution_chart_has_a_point_per_repetition_the_mean_and_its_interval() {
+        let r = sweep(&[1], 6);
+        let svg = distribution_svg(&r, &r.configs[0], &r.metrics[0])
+            .unwrap()
+            .unwrap();
+        let t = texts(&svg);
+        assert!(t.contains(&"yield time (us), 6 repetitions"), "{t:?}");
+        assert!(t.iter().any(|x| x.starts_with("mean ")), "{t:?}");
+        assert!(t.iter().any(|x| x.starts_with("CI95 ± ")), "{t:?}");
+        // Six points and the legend's.
+        assert_eq!(svg.matches("<circle").count(), 7, "{svg}");
+        // Nothing to draw: no chart.
+        let mut empty = r.clone();
+        empty.configs[0].repetitions.clear();
+        assert!(
+            distribution_svg(&empty, &empty.configs[0], &empty.metrics[0])
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

@@ -108,7 +108,9 @@ pub fn metrics_table(record: &RunRecord, config: &ConfigResult) -> String {
             hmean,
         ]);
         let is_primary = record.metrics.first().is_some_and(|p| p.name == m.name);
-        if let Some(iv) = iv.filter(|i| is_primary && !i.outliers.is_empty()) {
+        // Older records may flag outliers among fewer repetitions than are judged now.
+        let judged = s.n >= schedlab_stats::MIN_OUTLIER_N;
+        if let Some(iv) = iv.filter(|i| is_primary && judged && !i.outliers.is_empty()) {
             let runs: Vec<String> = iv.outliers.iter().map(|i| (i + 1).to_string()).collect();
             notes.push(format!(
                 "outlier: {} of run {} (modified z-score > 3.5; kept)",
@@ -162,8 +164,20 @@ fn remote_line(config: &ConfigResult) -> String {
 }
 
 /// Counters per group: mean per repetition of switches, migrations, wakeups, and the share of
-/// wakeups that preempted the running task.
+/// wakeups that preempted the running task; then where they came from and what they cover
+/// ([`counters_notes`]).
 pub fn counters_table(config: &ConfigResult) -> String {
+    let mut out = counters_grid(config).render();
+    for line in counters_notes(config) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The counters table's cells (a header and a row per group, `total`, and the kernel's
+/// threads), for the text table and the report's HTML one.
+pub fn counters_grid(config: &ConfigResult) -> Table {
     let reps = config.repetitions.len().max(1) as f64;
     let mut names: Vec<&String> = config.groups.iter().map(|g| &g.name).collect();
     let total = "total".to_string();
@@ -219,7 +233,13 @@ pub fn counters_table(config: &ConfigResult) -> String {
             num(sum.cpu_time_s / reps),
         ]);
     }
-    let mut out = t.render();
+    t
+}
+
+/// The lines under the counters table: the counters' sources, dropped trace events, remote
+/// memory and the simulated CPUs' busy shares (each without its newline).
+pub fn counters_notes(config: &ConfigResult) -> Vec<String> {
+    let mut out = String::new();
     let lost: u64 = config.repetitions.iter().map(|r| r.lost_events).sum();
     // A configuration interrupted before its first repetition has no sources: say so rather
     // than "switches from ; migrations from ;".
@@ -244,7 +264,7 @@ pub fn counters_table(config: &ConfigResult) -> String {
     }
     out.push_str(&remote_line(config));
     out.push_str(&cpu_line(config));
-    out
+    out.lines().map(str::to_string).collect()
 }
 
 /// Past this many simulated CPUs the CPU line gives the lowest, mean and highest CPU instead of

@@ -43,6 +43,8 @@ pub struct Comparison {
     pub df: f64,
     /// The two-sided critical value t(level, df) used for `half_width`.
     pub t: f64,
+    /// Half-width of the reference mean's own confidence interval at `level`.
+    pub reference_half_width: f64,
 }
 
 impl Comparison {
@@ -54,6 +56,19 @@ impl Comparison {
         } else {
             self.diff / self.std_error
         }
+    }
+
+    /// Whether the reference mean is within its own noise of zero: 0, or no farther from 0
+    /// than the half-width of its confidence interval. A change as a percentage of such a mean
+    /// is mostly noise ("−54258.8 %"); the ratio [`Comparison::ratio`] reads better.
+    pub fn reference_near_zero(&self) -> bool {
+        self.reference_mean == 0.0 || self.reference_mean.abs() <= self.reference_half_width
+    }
+
+    /// The other mean as a multiple of the reference mean, x̄_o / x̄_r (±∞ or NaN when the
+    /// reference mean is 0).
+    pub fn ratio(&self) -> f64 {
+        self.other_mean / self.reference_mean
     }
 
     /// The percentage change signed so that positive means better (mmtests' convention):
@@ -227,6 +242,7 @@ fn compare_impl(
         std_error,
         df,
         t,
+        reference_half_width: crate::ci::ci_half_width(reference, level),
     })
 }
 
@@ -239,6 +255,19 @@ mod tests {
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn a_reference_within_its_noise_of_zero_is_told_apart() {
+        // Mean 0.1 ± about 1.2: a percentage of it would be noise.
+        let near = [-0.9, 1.1, 0.1, -0.4, 0.6];
+        let c = compare(&near, &[5.0, 5.5, 6.0], 95.0, false).unwrap();
+        assert!(c.reference_near_zero(), "{c:?}");
+        assert!(close(c.ratio(), 55.0, 1e-9), "{}", c.ratio());
+        // The manual's iguana (mean 300 ± 220) is clear of zero.
+        let c = compare(&IGUANA, &CHAMELEON, 95.0, false).unwrap();
+        assert!(!c.reference_near_zero());
+        assert!(close(c.ratio(), 1.8, 1e-9));
     }
 
     #[test]

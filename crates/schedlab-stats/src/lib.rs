@@ -33,7 +33,7 @@ pub use ci::{
 };
 pub use compare::{compare, compare_ministat, CompareError, Comparison, Sample};
 pub use mean::{harmonic_mean, mean_kind_for, MeanKind};
-pub use outlier::{modified_z_scores, outliers, outliers_above, OUTLIER_THRESHOLD};
+pub use outlier::{modified_z_scores, outliers, outliers_above, MIN_OUTLIER_N, OUTLIER_THRESHOLD};
 pub use stopping::{Decision, ParseRuleError, RuleError, StoppingRule};
 pub use summary::{describe, median, metric_values, summarize, summarize_config, Described};
 pub use threshold::{ThresholdRule, Verdict};

@@ -17,6 +17,12 @@ pub const OUTLIER_THRESHOLD: f64 = 3.5;
 /// hyperfine's outlier threshold expressed as a modified z-score (see [`OUTLIER_THRESHOLD`]).
 pub const HYPERFINE_THRESHOLD: f64 = 10.0;
 
+/// Fewest values among which one is judged an outlier. With 3 or 4 the median and MAD rest on
+/// one or two values, so "run 3 of 3 is an outlier" says more about N than about run 3; 5 is
+/// also where a single odd value among equal ones first scores above the threshold (see
+/// [`modified_z_scores`]).
+pub const MIN_OUTLIER_N: usize = 5;
+
 /// 0.6745 = Φ⁻¹(0.75): MAD / 0.6745 estimates the standard deviation of normal data.
 const MAD_FACTOR: f64 = 0.6745;
 
@@ -63,8 +69,8 @@ pub fn modified_z_scores(values: &[f64]) -> Vec<f64> {
 }
 
 /// Indices (input order) of the values whose modified z-score exceeds
-/// [`OUTLIER_THRESHOLD`] (3.5) in magnitude. See [`modified_z_scores`] for the score and
-/// how a zero MAD is handled.
+/// [`OUTLIER_THRESHOLD`] (3.5) in magnitude, among at least [`MIN_OUTLIER_N`] values. See
+/// [`modified_z_scores`] for the score and how a zero MAD is handled.
 ///
 /// ```
 /// let times = [10.1, 10.0, 10.2, 9.9, 10.0, 12.5];
@@ -74,8 +80,12 @@ pub fn outliers(values: &[f64]) -> Vec<usize> {
     outliers_above(values, OUTLIER_THRESHOLD)
 }
 
-/// Indices of the values whose modified z-score is greater than `threshold` in magnitude.
+/// Indices of the values whose modified z-score is greater than `threshold` in magnitude; none
+/// among fewer than [`MIN_OUTLIER_N`] values.
 pub fn outliers_above(values: &[f64], threshold: f64) -> Vec<usize> {
+    if values.len() < MIN_OUTLIER_N {
+        return Vec::new();
+    }
     modified_z_scores(values)
         .iter()
         .enumerate()
@@ -105,8 +115,12 @@ mod tests {
         assert!(outliers(&[50.0]).is_empty());
         assert!(outliers(&[1000.0, 0.0]).is_empty());
         assert!(outliers(&[-0.3, 0.0, 0.3]).is_empty());
-        // median 0.15, MAD 0.3 → 5.0 scores 0.6745·4.85/0.3 = 10.9.
-        assert_eq!(outliers(&[-0.3, 0.0, 0.3, 5.0]), vec![3]);
+        // median 0.15, MAD 0.3 → 5.0 scores 0.6745·4.85/0.3 = 10.9, but among 4 values
+        // nothing is judged; a fifth value makes the same one an outlier.
+        let four = [-0.3, 0.0, 0.3, 5.0];
+        assert!(modified_z_scores(&four)[3] > 10.0);
+        assert!(outliers(&four).is_empty());
+        assert_eq!(outliers(&[-0.3, 0.0, 0.3, 5.0, 0.1]), vec![3]);
         // Both directions.
         let v = [20.0, 20.4, 19.8, 20.1, 19.9, 20.2, 31.0, 20.0, 9.0, 20.3];
         assert_eq!(outliers(&v), vec![6, 8]);
@@ -151,10 +165,11 @@ mod tests {
         // Two among 9: score 9/(2·1.2533) = 3.59, both flagged.
         v.push(100.0);
         assert_eq!(outliers(&v), vec![7, 8]);
-        // The n > 4.39·k rule: one odd value among 3 or 4 is not flagged, among 5 it is —
-        // however far it is.
+        // The n > 4.39·k rule: one odd value among 5 is flagged — however far it is (among 3
+        // or 4 nothing is judged at all).
         assert!(outliers(&[1.0, 1.0, 100.0]).is_empty());
         assert!(outliers(&[1.0, 1.0, 1.0, 1e9]).is_empty());
+        assert!(outliers_above(&[1.0, 1.0, 1.0, 1e9], 0.1).is_empty());
         assert_eq!(outliers(&[7.0, 7.0, 7.0, 7.0, 7.001]), vec![4]);
     }
 }

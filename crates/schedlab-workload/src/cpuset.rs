@@ -17,6 +17,21 @@ pub const MAX_CPU_NUMBER: usize = 8192;
 #[serde(try_from = "Vec<usize>", into = "Vec<usize>")]
 pub struct CpuSet(Vec<usize>);
 
+// The record's schema: the plain array serde writes, with what `new` guarantees of it.
+impl schemars::JsonSchema for CpuSet {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuSet".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Distinct CPU numbers in increasing order.",
+            "type": "array",
+            "items": { "type": "integer", "minimum": 0, "maximum": MAX_CPU_NUMBER - 1 },
+            "uniqueItems": true
+        })
+    }
+}
+
 impl CpuSet {
     /// The set of the given CPUs (sorted and deduplicated); each must be below
     /// [`MAX_CPU_NUMBER`].

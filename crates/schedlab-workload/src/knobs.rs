@@ -66,6 +66,20 @@ impl<'de> Deserialize<'de> for CpuMode {
     }
 }
 
+// The record's schema (docs/record.schema.json) describes the text form, as it is written.
+impl schemars::JsonSchema for CpuMode {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CpuMode".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Where a task's work runs: `user` (an ordinary task) or `kernel` (all its work inside the kernel; simulator only).",
+            "type": "string",
+            "enum": ["user", "kernel"]
+        })
+    }
+}
+
 /// A Linux scheduling policy with its parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedPolicy {
@@ -196,8 +210,22 @@ impl<'de> Deserialize<'de> for SchedPolicy {
     }
 }
 
+// The record's schema describes the text form `Display` writes and `FromStr` reads back.
+impl schemars::JsonSchema for SchedPolicy {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SchedPolicy".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A Linux scheduling policy: `other`, `batch`, `idle`, `fifo:P` or `rr:P` with a real-time priority P of 1..99, or `deadline:RUNTIME/DEADLINE/PERIOD` with durations (`deadline:1ms/10ms/10ms`).",
+            "type": "string",
+            "pattern": "^(other|normal|batch|idle|(fifo|rr):[1-9][0-9]?|deadline:[^/]+/[^/]+/[^/]+)$"
+        })
+    }
+}
+
 /// The knobs of one task group. `None` leaves the kernel's (or policy's) default.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Knobs {
     /// Nice value, -20..19.
     #[serde(skip_serializing_if = "Option::is_none", default)]

@@ -8,8 +8,9 @@
 //!
 //! This crate also holds the vocabulary both backends share: per-group [`knobs`] (with one
 //! [`CpuSet`] type), typed [`error`]s in the model's words, the [`record`] that every run
-//! writes, and the presets in [`presets`] (messaging, chat, pingpong, yield, interbench), each
-//! declaring its parameters once ([`presets::Preset`]).
+//! writes (with its published JSON Schema, [`schema`]), and the presets in [`presets`]
+//! (messaging, chat, pingpong, yield, interbench), each declaring its parameters once
+//! ([`presets::Preset`]).
 //!
 //! ```
 //! use schedlab_workload::{presets::Messaging, Workload};
@@ -30,6 +31,7 @@ pub mod knobs;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod schema;
 pub mod table;
 pub mod timeline;
 pub mod web;

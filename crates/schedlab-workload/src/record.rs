@@ -4,6 +4,7 @@
 //! kernels and simulated policies can be compared later.
 
 use crate::knobs::Knobs;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -11,7 +12,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA_VERSION: u32 = 1;
 
 /// Which direction of a metric is an improvement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
     /// Larger values are better (throughput).
@@ -21,7 +22,7 @@ pub enum Better {
 }
 
 /// A metric a workload reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MetricDef {
     /// Name, as in the per-repetition map.
     pub name: String,
@@ -34,7 +35,7 @@ pub struct MetricDef {
 }
 
 /// Facts about the machine and kernel a run was made on.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct MachineInfo {
     /// Host name.
     pub hostname: String,
@@ -55,7 +56,7 @@ pub struct MachineInfo {
 }
 
 /// Where a run executed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BackendInfo {
     /// `real` or `sim`.
     pub kind: String,
@@ -71,7 +72,7 @@ pub struct BackendInfo {
 }
 
 /// A task group of a configuration, with the knobs it ran under.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct GroupInfo {
     /// Group name.
     pub name: String,
@@ -91,7 +92,7 @@ pub const KERNEL_GROUP: &str = "kernel";
 
 /// Scheduler counters summed over a set of tasks for one repetition. `None` means the source
 /// was not available on this machine (see [`CounterSources`]).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Counters {
     /// Voluntary context switches (the task blocked or yielded).
     pub voluntary_switches: Option<u64>,
@@ -194,7 +195,7 @@ impl Counters {
 }
 
 /// Where each counter of a configuration came from.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CounterSources {
     /// Source of context-switch counts (`/proc/thread-self/sched`, `getrusage`, `sim`).
     pub switches: String,
@@ -205,7 +206,7 @@ pub struct CounterSources {
 }
 
 /// One repetition's measurements.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Repetition {
     /// Metric values, by metric name.
     pub metrics: BTreeMap<String, f64>,
@@ -237,7 +238,7 @@ pub struct Repetition {
 /// One lock's statistics over one repetition, as lockmeter keeps them per spin lock (Sarma's
 /// lockmeter output in seeds/003: hold and wait time mean and max, utilisation, contention, the
 /// CPU share spent spinning). Times are nanoseconds; the report derives the percentages.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct LockStats {
     /// The lock's name: the workload's (`lock[0]`, a workload file's name) or the kernel's
     /// (`runqueue_lock`, `rq[3]`, `sched_lock`, `net_lock`).
@@ -349,7 +350,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// One CPU's accounting over a simulated repetition.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct CpuCounters {
     /// Seconds the CPU ran a task (including switch and tick overheads charged to tasks).
     pub busy_s: f64,
@@ -362,7 +363,7 @@ pub struct CpuCounters {
 }
 
 /// Descriptive statistics of one metric over the repetitions.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     /// Number of values.
     pub n: usize,
@@ -380,19 +381,20 @@ pub struct Summary {
 
 /// What the summary of a metric adds to [`Summary`]: its confidence interval, the harmonic mean
 /// and the repetitions flagged as outliers.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Interval {
     /// Half-width of the confidence interval of the mean at the record's `level` (none for N < 2).
     pub half_width: Option<f64>,
     /// Harmonic mean, for higher-is-better rates (none when undefined).
     pub harmonic_mean: Option<f64>,
     /// Repetitions (0-based, in run order) whose modified z-score exceeds 3.5 — flagged, never
-    /// dropped.
+    /// dropped; judged only among 5 or more repetitions (records before that rule may flag
+    /// some among fewer, which readers ignore).
     pub outliers: Vec<usize>,
 }
 
 /// One configuration (one point of a parameter list such as `--threads 1,2,4`) and its results.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ConfigResult {
     /// Short label (`threads=16`), empty for a single configuration.
     pub label: String,
@@ -452,7 +454,7 @@ impl ConfigResult {
 }
 
 /// The tool that wrote a record.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolInfo {
     /// Always `schedlab`.
     pub name: String,
@@ -461,9 +463,10 @@ pub struct ToolInfo {
 }
 
 /// One `schedlab run`: everything needed to read the result later without the command line.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunRecord {
-    /// [`SCHEMA_VERSION`] at the time of writing.
+    /// The record layout's version ([`SCHEMA_VERSION`] when written); a reader refuses a
+    /// version it does not read.
     pub schema: u32,
     /// Tool name and version.
     pub tool: ToolInfo,
@@ -504,7 +507,7 @@ pub struct RunRecord {
 
 /// A search for the largest value of a parameter whose metric's interval is at or above a
 /// threshold (schedlab_experiment::search).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchInfo {
     /// The parameter searched (`connections`).
     pub param: String,
@@ -537,7 +540,7 @@ pub struct SearchInfo {
 }
 
 /// One candidate of a search.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SearchCandidate {
     /// The parameter's value.
     pub value: u64,
@@ -553,7 +556,7 @@ pub struct SearchCandidate {
 
 /// Which slice of a sharded sweep a record holds: the sweep's configurations × repetitions,
 /// numbered round by round, are cut into `count` consecutive blocks; this is block `index`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ShardInfo {
     /// The shard's number, 1..=count.
     pub index: usize,

@@ -23,6 +23,16 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
+    /// The column titles.
+    pub fn header(&self) -> &[String] {
+        &self.header
+    }
+
+    /// The rows, in order.
+    pub fn rows(&self) -> &[Vec<String>] {
+        &self.rows
+    }
+
     /// Render with two spaces between columns; the first column is left-aligned.
     pub fn render(&self) -> String {
         let cols = self.header.len();

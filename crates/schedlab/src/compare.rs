@@ -188,6 +188,7 @@ fn relative_table(records: &[RunRecord], names: &[String], level: f64, welch: bo
     let mut header = vec!["configuration / metric".to_string(), names[0].clone()];
     header.extend(names[1..].iter().cloned());
     let mut t = Table::new(header);
+    let mut ratios = false;
     for c in &first.configs {
         for m in &first.metrics {
             let kind = mean_kind_for(m.better);
@@ -216,6 +217,16 @@ fn relative_table(records: &[RunRecord], names: &[String], level: f64, welch: bo
                     continue;
                 }
                 let cell = match two_sample(&base, &vals, level, welch) {
+                    // A % of a mean that is within its noise of zero is noise too: the ratio.
+                    Ok(cmp) if cmp.reference_near_zero() => {
+                        ratios = true;
+                        let r = schedlab_report::ministat::ratio(cmp.ratio());
+                        if cmp.significant {
+                            format!("{} *{r}*", num(kind.of(&vals)))
+                        } else {
+                            format!("{} ({r})", num(kind.of(&vals)))
+                        }
+                    }
                     Ok(cmp) => {
                         let pct = cmp.improvement_pct(m.better);
                         if cmp.significant {
@@ -238,5 +249,10 @@ fn relative_table(records: &[RunRecord], names: &[String], level: f64, welch: bo
         MeanKind::Arithmetic.name(),
         if welch { "Welch's t" } else { "Student's t, pooled s" }
     ));
+    if ratios {
+        out.push_str(&format!(
+            "×: the mean as a multiple of the first record's, where that mean is within its own {level}% interval of zero (a % of it would be noise)\n"
+        ));
+    }
     out
 }

@@ -33,6 +33,8 @@ pub enum Error {
         /// What is wrong, and what is accepted or what was kept.
         message: String,
     },
+    /// An output that names one of the command's own inputs (refused before anything runs).
+    InputOverlap(schedlab_report::output::InputOverlap),
     /// Something the command needs of the system that failed (a signal handler, standard
     /// output).
     System(String),
@@ -61,6 +63,7 @@ impl fmt::Display for Error {
                 path,
                 message,
             } => write!(f, "{flag} {}: {message}", path.display()),
+            Error::InputOverlap(e) => write!(f, "{e}"),
         }
     }
 }
@@ -78,6 +81,12 @@ impl From<String> for Error {
 impl From<&str> for Error {
     fn from(m: &str) -> Error {
         Error::Usage(m.to_string())
+    }
+}
+
+impl From<schedlab_report::output::InputOverlap> for Error {
+    fn from(e: schedlab_report::output::InputOverlap) -> Error {
+        Error::InputOverlap(e)
     }
 }
 

@@ -6,6 +6,7 @@
 mod common;
 
 use serde_json::Value;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -110,7 +111,7 @@ fn record(dir: &Path, name: &str) -> std::path::PathBuf {
         .current_dir(dir)
         .output()
         .expect("run schedlab");
-    common::succeeded(&args, out);
+    common::succeeded_in(dir, &args, out);
     path
 }
 
@@ -128,9 +129,18 @@ fn a_record_s_unknown_key_is_skipped_as_it_is_read() {
     let b = record(tmp.path(), "b.json");
     // 50 MB of an unknown key's array: read into a document tree first, it took 12 times its
     // size (2.3 GB for 200 MB).
+    // Written in pieces: the child's ru_maxrss starts from this process's high-water mark
+    // (fork copies it), so 100 MB of strings here would be counted as compare's.
     let text = std::fs::read_to_string(&b).unwrap();
-    let junk = format!("{{\"junk\": [{}1.5], ", "1.5,".repeat(12_500_000));
-    std::fs::write(&b, junk + &text.trim_start()[1..]).unwrap();
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&b).unwrap());
+    f.write_all(b"{\"junk\": [").unwrap();
+    let chunk = "1.5,".repeat(12_500);
+    for _ in 0..1000 {
+        f.write_all(chunk.as_bytes()).unwrap();
+    }
+    f.write_all(b"1.5], ").unwrap();
+    f.write_all(&text.trim_start().as_bytes()[1..]).unwrap();
+    f.into_inner().unwrap();
     let (code, err, _, peak_kib) = measured(
         tmp.path(),
         &["compare", a.to_str().unwrap(), b.to_str().unwrap()],

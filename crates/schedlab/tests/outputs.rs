@@ -211,7 +211,7 @@ fn links_are_followed_to_their_target_and_planted_temporary_names_are_not() {
 fn dash_is_standard_output_for_one_output() {
     let dir = tempfile::tempdir().unwrap();
     let args = sim(&["--json", "-"]);
-    let out = common::succeeded(&args, run_in(dir.path(), &args));
+    let out = common::succeeded_in(dir.path(), &args, run_in(dir.path(), &args));
     let record: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("standard output holds only the record");
     assert_eq!(record["workload"], "pingpong");
@@ -220,7 +220,7 @@ fn dash_is_standard_output_for_one_output() {
         "the summary goes to standard error"
     );
     let args = sim(&["--csv", "-"]);
-    let out = common::succeeded(&args, run_in(dir.path(), &args));
+    let out = common::succeeded_in(dir.path(), &args, run_in(dir.path(), &args));
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("configuration,"));
     let out = run_in(dir.path(), &sim(&["--json", "-", "--csv", "-"]));
     assert_eq!(out.status.code(), Some(1));
@@ -274,7 +274,7 @@ fn an_output_that_is_an_input_is_refused_before_anything_runs() {
         "a profile"
     );
     let args = sim(&["--json", "r1.json"]);
-    common::succeeded(&args, run_in(d, &args));
+    common::succeeded_in(d, &args, run_in(d, &args));
     let before = std::fs::read(d.join("r1.json")).unwrap();
     let out = run_in(d, &["report", "-o", "r1.json", "r1.json"]);
     assert_eq!(out.status.code(), Some(1));
@@ -333,7 +333,7 @@ fn a_killed_writers_temporary_file_goes_with_the_next_write() {
     let stale = d.join(".r.json.schedlab-2147483632-Xy12Ab.tmp");
     std::fs::write(&stale, "{ half").unwrap();
     let args = sim(&["--json", "r.json"]);
-    common::succeeded(&args, run_in(d, &args));
+    common::succeeded_in(d, &args, run_in(d, &args));
     assert_eq!(names(d), ["r.json"]);
 }
 

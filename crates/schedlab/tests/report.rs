@@ -6,7 +6,6 @@ mod common;
 
 use schedlab_report::html::varied_keys;
 use schedlab_workload::record::RunRecord;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -134,11 +133,8 @@ fn console_lines(stderr: &str) -> Vec<&str> {
 #[test]
 fn the_report_renders_in_headless_chromium() {
     let Some(browser) = find_chromium() else {
-        // Straight to stderr, past the test harness's capture, so that `cargo test` shows it.
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: chromium not found; install with: apt-get install chromium"
-        );
+        // Captured, so that `bin/test`'s summary names this test with the reason.
+        eprintln!("skipped: chromium not found; install with: apt-get install chromium");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -241,6 +237,183 @@ fn the_report_renders_in_headless_chromium() {
         drawn > 10 * blank,
         "report screenshot {drawn} bytes, empty page {blank} bytes"
     );
+
+    // A record of one configuration gets a chart of its repetitions per metric.
+    let single: usize = records
+        .iter()
+        .filter(|r| r.configs.len() == 1)
+        .map(|r| r.configs[0].summary.len())
+        .sum();
+    assert!(single > 0);
+    assert_eq!(
+        dom.matches("<figure class=\"distribution\"><svg").count(),
+        single
+    );
+    // Counters are a table, not preformatted text.
+    assert_eq!(dom.matches("<table class=\"counters\">").count(), configs);
+    assert!(!dom.contains("<pre class=\"counters\">"));
+
+    // The charts' text reads at the report's width: each text of every sweep chart, strip plot
+    // and distribution chart, measured in the browser (font size × the figure's scale on the
+    // page), is at least 11 px.
+    let (texts, smallest, which) = smallest_chart_text(&browser, &profile, &report);
+    assert!(texts > 100, "only {texts} texts measured");
+    assert!(
+        smallest >= 11.0,
+        "the smallest chart text is {smallest:.2} px ({which:?}) at 1280 px"
+    );
+
+    // A chart is drawn, not blank: alone on a page, its screenshot has the first series' colour
+    // and many drawn pixels, where an empty figure of the same size has none.
+    let html = std::fs::read_to_string(&report).unwrap();
+    let chart = first_figure(&html, "chart");
+    let (inked, colour) = figure_pixels(&browser, &profile, dir.path(), "chart", chart);
+    assert!(
+        inked > 0.03 && colour > 50,
+        "the first chart: {:.1} % drawn, {colour} pixels of the first series' colour",
+        inked * 100.0
+    );
+    let empty_figure = "<figure class=\"chart\"><svg width=\"560\" height=\"360\"></svg></figure>";
+    let (inked, colour) = figure_pixels(&browser, &profile, dir.path(), "blank", empty_figure);
+    assert!(
+        inked < 0.001 && colour == 0,
+        "an empty figure counts as drawn: {inked} {colour}"
+    );
+    let distribution = first_figure(&html, "distribution");
+    let (inked, colour) = figure_pixels(&browser, &profile, dir.path(), "dist", distribution);
+    assert!(inked > 0.03 && colour > 20, "{inked} {colour}");
+
+    // docs/report.png is this screenshot of the report of docs/results.md's sweep.
+    if std::env::var_os("SCHEDLAB_UPDATE_SCREENSHOT").is_some() {
+        // Run as a user would: `schedlab` from PATH, relative paths, so the picture shows no
+        // path of this machine.
+        let bin = Path::new(env!("CARGO_BIN_EXE_schedlab")).parent().unwrap();
+        let path = std::env::join_paths(std::iter::once(bin.to_path_buf()).chain(
+            std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+        ))
+        .unwrap();
+        let user = |args: &[&str]| {
+            let out = Command::new("schedlab")
+                .args(args)
+                .current_dir(dir.path())
+                .env("PATH", &path)
+                .output()
+                .unwrap();
+            common::succeeded_in(dir.path(), args, out);
+        };
+        user(&[
+            "sweep",
+            "chat",
+            "--backend",
+            "sim",
+            "--vary",
+            "policy=o1,cfs,eevdf",
+            "--vary",
+            "cpus=1,2,4",
+            "--rooms",
+            "2",
+            "--messages",
+            "50",
+            "--runs",
+            "3",
+            "--quiet",
+            "--out",
+            "sw",
+        ]);
+        user(&["report", "sw/sweep.json", "-o", "docs-report.html"]);
+        let page = dir.path().join("docs-report.html");
+        let png = dir.path().join("docs-report.png");
+        shot(&page, &png);
+        let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.png");
+        std::fs::copy(&png, &docs).unwrap();
+    }
+}
+
+/// The first `<figure class="CLASS">…</figure>` of `html`.
+fn first_figure<'a>(html: &'a str, class: &str) -> &'a str {
+    let open = format!("<figure class=\"{class}\">");
+    let start = html
+        .find(&open)
+        .unwrap_or_else(|| panic!("no {open} in the report"));
+    let end = start + html[start..].find("</figure>").unwrap() + "</figure>".len();
+    &html[start..end]
+}
+
+/// `figure` alone on a page of its size (560 × 360, no scroll bars), screenshot in Chromium:
+/// the share of pixels that are not white, and how many have the first series' colour
+/// (palette 0, #1f77b4).
+fn figure_pixels(
+    browser: &Path,
+    profile: &Path,
+    dir: &Path,
+    name: &str,
+    figure: &str,
+) -> (f64, usize) {
+    let page = dir.join(format!("{name}.html"));
+    std::fs::write(
+        &page,
+        format!(
+            "<!DOCTYPE html><html><head><style>html,body{{margin:0;overflow:hidden}}figure{{margin:0}}</style></head><body>{figure}</body></html>"
+        ),
+    )
+    .unwrap();
+    let png = dir.join(format!("{name}.png"));
+    let arg = format!("--screenshot={}", png.display());
+    chromium(browser, profile, &page, &[&arg, "--window-size=560,360"]);
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = match info.color_type {
+        png::ColorType::Rgb => 3,
+        png::ColorType::Rgba => 4,
+        other => panic!("screenshot in {other:?}"),
+    };
+    assert_eq!(info.bit_depth, png::BitDepth::Eight);
+    let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(channels).collect();
+    let inked = pixels.iter().filter(|p| p[..3] != [255, 255, 255]).count();
+    let near = |a: u8, b: u8| a.abs_diff(b) <= 12;
+    let colour = pixels
+        .iter()
+        .filter(|p| near(p[0], 31) && near(p[1], 119) && near(p[2], 180))
+        .count();
+    (inked as f64 / pixels.len() as f64, colour)
+}
+
+/// The report `page` opened at 1280 px with a script that measures every text of its charts
+/// (its font size times the figure's scale on the page): how many, the smallest size in px,
+/// and that text.
+fn smallest_chart_text(browser: &Path, profile: &Path, page: &Path) -> (usize, f64, String) {
+    const MEASURE: &str = "<script>(function(){let n=0,min=1e9,which='';\
+for(const t of document.querySelectorAll('figure.chart svg text,figure.strip svg text,figure.distribution svg text')){\
+if(!t.textContent.trim())continue;const svg=t.ownerSVGElement;\
+const vb=svg.viewBox.baseVal;const w=vb&&vb.width?vb.width:svg.width.baseVal.value;\
+const px=parseFloat(getComputedStyle(t).fontSize)*svg.getBoundingClientRect().width/w;\
+n++;if(px<min){min=px;which=t.textContent;}}\
+const p=document.createElement('pre');p.id='measured';\
+p.textContent='measured '+n+' '+min.toFixed(3)+' '+which;document.body.appendChild(p);})();</script>";
+    let html = std::fs::read_to_string(page).unwrap();
+    let measured = page.with_file_name("measure.html");
+    std::fs::write(
+        &measured,
+        html.replace("</body>", &format!("{MEASURE}</body>")),
+    )
+    .unwrap();
+    let (dom, log) = chromium(
+        browser,
+        profile,
+        &measured,
+        &["--dump-dom", "--window-size=1280,1600"],
+    );
+    let line = dom
+        .lines()
+        .find_map(|l| l.split("<pre id=\"measured\">measured ").nth(1))
+        .unwrap_or_else(|| panic!("the measuring script wrote nothing:\n{log}"));
+    let line = line.split("</pre>").next().unwrap();
+    let mut parts = line.splitn(3, ' ');
+    let n = parts.next().unwrap().parse().unwrap();
+    let min = parts.next().unwrap().parse().unwrap();
+    (n, min, parts.next().unwrap_or("").to_string())
 }
 
 #[test]

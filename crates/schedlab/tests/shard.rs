@@ -75,7 +75,7 @@ fn merged_shards_give_the_unsharded_sweep_s_records() {
         .envs(slurm)
         .output()
         .unwrap();
-    let out = common::succeeded(&args, out);
+    let out = common::succeeded_in(dir, &args, out);
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
         said.contains("shard 2/3: 3 of the sweep's 8 repetitions") && said.contains("sw-shard-2"),

@@ -141,7 +141,7 @@ impl Timeline {
 }
 
 /// The figures of one series of run-queue lengths (one set of tasks counted).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SeriesSummary {
     /// Which tasks are counted: `workload` or `all`.
     pub tasks: String,
@@ -170,7 +170,7 @@ pub struct SeriesSummary {
 }
 
 /// A repetition's timeline figures, as the record keeps them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimelineSummary {
     /// Where the events came from.
     pub source: String,
