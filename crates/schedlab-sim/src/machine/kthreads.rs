@@ -239,6 +239,11 @@ impl Machine<'_> {
     /// [`Effect::NetOutput`] for the running task `t` of `cpu`: queue its message for the
     /// netisr thread under the connection's lock, and wake the thread. Returns false if `t`
     /// blocked (the channel is full, or another sender holds the lock).
+    ///
+    /// The room in the channel is looked at once, before the lock, as `sosend` checks the
+    /// socket buffer's space before `tcp_usr_send` takes `INP_LOCK`: a sender woken for the
+    /// lock ([`Effect::NetLock`]) only takes it. (Were it to look at the room again and sleep
+    /// on a full channel, the lock's other waiters would stay asleep with the lock free.)
     pub(super) fn net_output(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
         let len = self.shared.slots[t].borrow().outbuf.len();
         let chan = &mut self.channels[ch];
@@ -248,10 +253,18 @@ impl Machine<'_> {
             self.block_to_retry(cpu, t, Effect::NetOutput(ch));
             return false;
         }
+        self.net_lock_conn(cpu, t, ch, len)
+    }
+
+    /// [`Effect::NetLock`] for the running task `t` of `cpu`, whose message of `len` bytes
+    /// fits in channel `ch`: take the connection's lock, queue the message for the netisr
+    /// thread and wake it. Returns false if `t` blocked (another task holds the lock).
+    pub(super) fn net_lock_conn(&mut self, cpu: CpuId, t: TaskId, ch: usize, len: usize) -> bool {
+        let chan = &mut self.channels[ch];
         if let Some(h) = chan.conn.holder.filter(|&h| h != t) {
             chan.conn.waiters.push_back(t);
             self.policy.lend_priority(&self.view, h, t);
-            self.block_to_retry(cpu, t, Effect::NetOutput(ch));
+            self.block_to_retry(cpu, t, Effect::NetLock(ch));
             return false;
         }
         chan.conn.holder = Some(t);
@@ -326,6 +339,10 @@ impl Machine<'_> {
     /// [`Effect::NetAck`]: the netisr thread `t` takes the sending connection's lock for the
     /// ACK; while the sender holds it, `t` lends it its priority and blocks. Returns false if
     /// it blocked.
+    ///
+    /// The thread takes the lock and releases it within its work on the ACK: the release
+    /// wakes the lock's first waiter, as `INP_UNLOCK` does (a sender that waited behind the
+    /// thread would otherwise sleep on with the lock free).
     pub(super) fn net_ack(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
         let conn = &mut self.channels[ch].conn;
         if let Some(h) = conn.holder {
@@ -334,6 +351,10 @@ impl Machine<'_> {
             self.policy.lend_priority(&self.view, h, t);
             self.block_to_retry(cpu, t, Effect::NetAck(ch));
             return false;
+        }
+        if let Some(w) = conn.waiters.pop_front() {
+            let cost = self.wake(w, Some(cpu), false);
+            self.tasks[t].remaining += cost;
         }
         true
     }

@@ -394,6 +394,9 @@ enum Effect {
     /// lock, queue the packet and wake the netisr thread (or block while the channel is full or
     /// the lock held).
     NetOutput(usize),
+    /// Loopback output whose message fits in the channel, waiting for the connection's lock:
+    /// take it, queue the packet and wake the netisr thread (or block while the lock is held).
+    NetLock(usize),
     /// Back from `if_simloop` in the sender's system call: release the connection's lock.
     NetSent(usize),
     /// The netisr thread's receive half is done: deposit its packet.

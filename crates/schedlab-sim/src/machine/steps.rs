@@ -148,6 +148,12 @@ impl Machine<'_> {
                     return false;
                 }
             }
+            Effect::NetLock(ch) => {
+                let len = self.shared.slots[t].borrow().outbuf.len();
+                if !self.net_lock_conn(cpu, t, ch, len) {
+                    return false;
+                }
+            }
             Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
             Effect::Touch(pos, pages) => {
                 if !self.touch_step(cpu, t, pos, pages) {
