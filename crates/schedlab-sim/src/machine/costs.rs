@@ -146,7 +146,10 @@ mod tests {
         let mut a = costs("jitter=0.1", Topology::flat(2));
         let mut b = costs("jitter=0.1", Topology::flat(2));
         let draws: Vec<u64> = (0..1000).map(|_| a.c(1000)).collect();
-        assert!(draws.iter().all(|&d| (900..=1100).contains(&d)), "{draws:?}");
+        assert!(
+            draws.iter().all(|&d| (900..=1100).contains(&d)),
+            "{draws:?}"
+        );
         assert!(draws.iter().any(|&d| d < 950) && draws.iter().any(|&d| d > 1050));
         assert_eq!(draws, (0..1000).map(|_| b.c(1000)).collect::<Vec<_>>());
     }

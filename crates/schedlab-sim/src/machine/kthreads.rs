@@ -148,7 +148,10 @@ impl Kernel {
     /// The netisr thread takes its next packet to work on. Returns false if none is queued
     /// (it goes to sleep).
     fn next_packet(&mut self) -> bool {
-        let n = self.netisr.as_mut().expect("the netisr thread has its state");
+        let n = self
+            .netisr
+            .as_mut()
+            .expect("the netisr thread has its state");
         match n.queue.pop_front() {
             None => {
                 n.idle = true;

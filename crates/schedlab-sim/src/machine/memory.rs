@@ -148,7 +148,8 @@ impl Machine<'_> {
         self.tasks[t].mem.resident += k;
         self.tasks[t].mem.readahead = k - 1;
         cost += self.wake_kswapd_if_low(cpu);
-        let trap = self.costs.c(self.costs.model.syscall) + self.costs.c(self.costs.model.page_touch);
+        let trap =
+            self.costs.c(self.costs.model.syscall) + self.costs.c(self.costs.model.page_touch);
         self.tasks[t].remaining += cost + trap;
         self.tasks[t].then = Effect::SwapIn(pos, pages, k);
         true
@@ -157,7 +158,9 @@ impl Machine<'_> {
     /// [`Effect::SwapIn`]: the faulting task sleeps on the read of `k` pages, then goes on with
     /// the page after the one that faulted.
     pub(super) fn swap_in(&mut self, cpu: CpuId, t: TaskId, pos: u64, pages: u64, k: u64) {
-        let device = self.costs.c(self.costs.model.io_latency + (k * PAGE / 1024) * self.costs.model.io_per_kib);
+        let device = self
+            .costs
+            .c(self.costs.model.io_latency + (k * PAGE / 1024) * self.costs.model.io_per_kib);
         self.device_request(t, device);
         self.block_to_retry(cpu, t, Effect::Touch(pos + 1, pages));
     }

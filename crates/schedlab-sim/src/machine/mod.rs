@@ -580,8 +580,8 @@ use kthreads::{Kernel, KernelThread};
 use memory::{Memory, TaskMemory};
 use net::Net;
 pub use schedlab_workload::record::KERNEL_GROUP;
-pub use sync::SPIN_CHUNK;
 use sync::SyncObjects;
+pub use sync::SPIN_CHUNK;
 
 /// The simulated machine of one repetition: the parts that own their state, and what binds
 /// them — the policy, the tasks, and the bodies they run.

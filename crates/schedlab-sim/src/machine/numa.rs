@@ -40,7 +40,8 @@ impl Machine<'_> {
         let cost = if home == node {
             ns
         } else {
-            (ns.saturating_mul(self.costs.model.remote_pct) / 100).min(crate::cost::MAX_COST_NS.max(ns))
+            (ns.saturating_mul(self.costs.model.remote_pct) / 100)
+                .min(crate::cost::MAX_COST_NS.max(ns))
         };
         numa.compute_ns += cost;
         if home != node {

@@ -99,7 +99,9 @@ impl Machine<'_> {
         if prev != Some(n) {
             cost += self.costs.jittered(self.costs.hot.switch);
             if let Some(last) = last_ran.filter(|&c| c != cpu) {
-                let refill = self.costs.by_distance(self.costs.model.migration, last, cpu);
+                let refill = self
+                    .costs
+                    .by_distance(self.costs.model.migration, last, cpu);
                 cost += self.costs.c(refill);
             }
         }
@@ -246,7 +248,8 @@ impl Machine<'_> {
             };
             ipi + self.costs.c(self.costs.model.idle_exit)
         };
-        self.clock.events
+        self.clock
+            .events
             .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
@@ -266,7 +269,8 @@ impl Machine<'_> {
         } else {
             (0, 0)
         };
-        self.clock.events
+        self.clock
+            .events
             .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
@@ -373,7 +377,9 @@ impl Machine<'_> {
             None => {}
         }
         if self.view.curr[cpu].is_some() || self.policy.idle_ticks() {
-            self.clock.events.push(self.view.now + tick, Event::Tick { cpu });
+            self.clock
+                .events
+                .push(self.view.now + tick, Event::Tick { cpu });
         } else {
             self.cpus[cpu].tick_armed = false;
         }
@@ -406,7 +412,8 @@ impl Machine<'_> {
                 let c = &mut self.cpus[cpu];
                 c.gen += 1;
                 let gen = c.gen;
-                self.clock.events
+                self.clock
+                    .events
                     .replace_slot(cpu, at, Event::BurstDone { cpu, gen });
                 self.clock.dropped += 1;
                 at - old < tick

@@ -23,7 +23,11 @@ impl Machine<'_> {
         let mut guard = self.shared.slots[t].borrow_mut();
         let slot = &mut *guard;
         slot.ready.clear();
-        if let Some(&bad) = slot.pollset.iter().find(|&&ch| ch >= self.net.channels.len()) {
+        if let Some(&bad) = slot
+            .pollset
+            .iter()
+            .find(|&&ch| ch >= self.net.channels.len())
+        {
             drop(guard);
             self.failure = Some(SimError::Task {
                 task: t,

@@ -44,9 +44,8 @@ impl Net {
     /// `sock_slots` small writes' worth. `None` where the channel is bounded by `channel_bytes`
     /// instead.
     pub(super) fn sock_slots_room(&self, ch: usize, cost: &CostModel) -> Option<bool> {
-        (self.sock_queue_counted(ch) && cost.sock_slots > 0).then(|| {
-            self.channels[ch].sock_bytes < cost.sock_slots.saturating_mul(SMALL_TRUESIZE)
-        })
+        (self.sock_queue_counted(ch) && cost.sock_slots > 0)
+            .then(|| self.channels[ch].sock_bytes < cost.sock_slots.saturating_mul(SMALL_TRUESIZE))
     }
 
     /// A message of `len` bytes was queued on channel `ch`.

@@ -28,7 +28,8 @@ impl Machine<'_> {
         let c = &mut self.cpus[cpu];
         c.gen += 1;
         let gen = c.gen;
-        self.clock.events
+        self.clock
+            .events
             .push_slot(cpu, at, Event::BurstDone { cpu, gen });
     }
 
@@ -368,10 +369,14 @@ impl Machine<'_> {
                 let len = self.shared.slots[t].borrow().outbuf.len();
                 let (base, then) = if self.net.via_netisr(ch) {
                     // The send half; the netisr thread does the rest (kthreads.rs).
-                    (self.net.msg_cost - self.net.netisr_half(), Effect::NetOutput(ch))
+                    (
+                        self.net.msg_cost - self.net.netisr_half(),
+                        Effect::NetOutput(ch),
+                    )
                 } else {
                     (
-                        self.net.channel_msg_cost(ch) + self.net.sock_queue_extra(ch, &self.costs.model),
+                        self.net.channel_msg_cost(ch)
+                            + self.net.sock_queue_extra(ch, &self.costs.model),
                         Effect::Send(ch),
                     )
                 };
@@ -382,12 +387,14 @@ impl Machine<'_> {
                 self.then(t, cost, then)
             }
             Op::Recv(ch, len) => {
-                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model) + self.net.sock_queue_extra(ch, &self.costs.model));
+                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model)
+                    + self.net.sock_queue_extra(ch, &self.costs.model));
                 let cost = syscall + m + self.bounce(cpu, ch);
                 self.then(t, cost, Effect::Recv(ch, len))
             }
             Op::RecvSome(ch, max) => {
-                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model) + self.net.sock_queue_extra(ch, &self.costs.model));
+                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model)
+                    + self.net.sock_queue_extra(ch, &self.costs.model));
                 let cost = syscall + m + self.bounce(cpu, ch);
                 self.then(t, cost, Effect::RecvSome(ch, max))
             }

@@ -138,7 +138,10 @@ mod tests {
         assert!(!n.tcp_acks(0, &cost), "nothing arrived since");
         arrive(&mut n, 3);
         n.take(0, 200, &mut out);
-        assert!(n.tcp_acks(0, &cost), "400 bytes left, but 600 unacked: past the MSS");
+        assert!(
+            n.tcp_acks(0, &cost),
+            "400 bytes left, but 600 unacked: past the MSS"
+        );
         let none = CostModel::profile("modern").unwrap();
         assert_eq!(n.recv_msg_cost(0, &none), none.net_msg);
         n.netisr = true;

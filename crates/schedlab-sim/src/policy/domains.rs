@@ -930,8 +930,7 @@ impl Domains {
         // for the `redo`).
         let mut pinned = CpuMask::default();
         let (src, kind) = loop {
-            let Some((src, kind, mut imbalance)) =
-                self.find_src(r, m, cpu, level, idle, &pinned)
+            let Some((src, kind, mut imbalance)) = self.find_src(r, m, cpu, level, idle, &pinned)
             else {
                 self.out_balanced(cpu, level, idle, false);
                 return Some(0);
