@@ -23,7 +23,9 @@
 //! assert_eq!(w.metrics(&r.outcome).unwrap()["round_trips"], 100.0);
 //! ```
 #![deny(missing_docs)]
-// No unsafe code but the one prefetch hint (`prefetch.rs`), which dereferences nothing.
+// No unsafe code but, each with its SAFETY comment: the prefetch hint (`prefetch.rs`), which
+// dereferences nothing; two conditional moves on registers (`engine::lesser`, `vmin` in
+// `policy/ds/deadline_tree.rs`); and the allocator's huge-page advice (`huge_pages.rs`).
 #![deny(unsafe_code)]
 
 pub mod context;

@@ -54,7 +54,7 @@
 //! another CPU — the wait here is a switch either way).
 
 use super::{Effect, Event, Machine, State, Task};
-use crate::policy::{CpuId, TaskId, TaskKind, TaskSetup};
+use crate::policy::{CpuId, CpuMask, TaskId, TaskKind, TaskSetup};
 use schedlab_workload::knobs::Knobs;
 use std::collections::VecDeque;
 
@@ -76,7 +76,7 @@ pub const NETISR_PRIORITY: u8 = 40;
 pub const DISK_ITHREAD_PRIORITY: u8 = 20;
 
 /// The disk interrupt thread's state: the tasks whose requests completed, oldest first.
-pub(super) struct DiskIthread {
+struct DiskIthread {
     /// Its task.
     task: TaskId,
     /// Tasks to wake (`biodone`).
@@ -86,9 +86,9 @@ pub(super) struct DiskIthread {
 }
 
 /// The netisr thread's state: its packet queue and what it is doing.
-pub(super) struct Netisr {
+struct Netisr {
     /// Its task.
-    pub(super) task: TaskId,
+    task: TaskId,
     /// Packets queued by senders (`netisr_queue`), oldest first: channel and bytes.
     queue: VecDeque<(usize, Vec<u8>)>,
     /// The packet whose receive half is being worked off.
@@ -100,24 +100,116 @@ pub(super) struct Netisr {
     spare: Vec<Vec<u8>>,
 }
 
+/// The machine's kernel threads that serve interrupts and the network (kswapd is memory's,
+/// `memory.rs`): their work queues and whether they sleep, and where kernel threads may run.
+pub(super) struct Kernel {
+    /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
+    /// channels are loopback TCP/UDP.
+    netisr: Option<Netisr>,
+    /// FreeBSD's disk interrupt thread, created at the first device request on a policy that
+    /// completes I/O through one.
+    disk_ithread: Option<DiskIthread>,
+    /// The CPUs kernel threads may run on (`--kernel-cpus`).
+    pub(super) allowed: CpuMask,
+}
+
+impl Kernel {
+    /// No kernel thread yet; those to come may run on `allowed`.
+    pub(super) fn new(allowed: CpuMask) -> Kernel {
+        Kernel {
+            netisr: None,
+            disk_ithread: None,
+            allowed,
+        }
+    }
+
+    /// The netisr thread is task `task`, asleep with nothing queued.
+    fn netisr_started(&mut self, task: TaskId) {
+        self.netisr = Some(Netisr {
+            task,
+            queue: VecDeque::new(),
+            current: None,
+            idle: true,
+            spare: Vec::new(),
+        });
+    }
+
+    /// Queue a packet for channel `ch`: the bytes of `outbuf`, which gets an emptied buffer
+    /// in their place (`netisr_queue`). Returns the netisr thread's task if it slept (the
+    /// sender wakes it).
+    fn queue_packet(&mut self, ch: usize, outbuf: &mut Vec<u8>) -> Option<TaskId> {
+        let n = self.netisr.as_mut().expect("netisr");
+        let next = n.spare.pop().unwrap_or_default();
+        let packet = std::mem::replace(outbuf, next);
+        n.queue.push_back((ch, packet));
+        std::mem::take(&mut n.idle).then_some(n.task)
+    }
+
+    /// The netisr thread takes its next packet to work on. Returns false if none is queued
+    /// (it goes to sleep).
+    fn next_packet(&mut self) -> bool {
+        let n = self
+            .netisr
+            .as_mut()
+            .expect("the netisr thread has its state");
+        match n.queue.pop_front() {
+            None => {
+                n.idle = true;
+                false
+            }
+            Some(packet) => {
+                n.current = Some(packet);
+                true
+            }
+        }
+    }
+
+    /// The netisr thread's packet whose receive half is done: its channel and bytes. Give the
+    /// buffer back with [`Kernel::recycle`].
+    fn take_current(&mut self) -> (usize, Vec<u8>) {
+        let n = self.netisr.as_mut().expect("netisr");
+        n.current.take().expect("a packet being delivered")
+    }
+
+    /// An emptied packet buffer, for a later send.
+    fn recycle(&mut self, mut packet: Vec<u8>) {
+        packet.clear();
+        self.netisr.as_mut().expect("netisr").spare.push(packet);
+    }
+
+    /// The device finished task `t`'s request: queue it for the disk interrupt thread (which
+    /// exists). Returns the thread's task if it slept (the interrupt wakes it).
+    fn disk_done(&mut self, t: TaskId) -> Option<TaskId> {
+        let d = self.disk_ithread.as_mut().expect("the disk ithread");
+        d.done.push_back(t);
+        std::mem::take(&mut d.idle).then_some(d.task)
+    }
+
+    /// The disk interrupt thread's next task to wake, or `None` (it goes to sleep).
+    fn next_disk_done(&mut self) -> Option<TaskId> {
+        let d = self
+            .disk_ithread
+            .as_mut()
+            .expect("the disk ithread has its state");
+        let next = d.done.pop_front();
+        d.idle = next.is_none();
+        next
+    }
+}
+
 impl Machine<'_> {
     /// Create the kernel threads this repetition needs: the netisr thread when the policy
     /// delivers loopback through it and the plan's channels are loopback TCP/UDP.
     pub(super) fn start_kernel_threads(&mut self) {
-        if self.net && self.plan_channels > 0 && self.policy.loopback_via_netisr() {
+        if self.net.loopback && self.net.plan_channels > 0 && self.policy.loopback_via_netisr() {
             let task = self.spawn_kernel_thread(
                 KernelThread::Netisr,
                 TaskKind::Interrupt {
                     priority: NETISR_PRIORITY,
                 },
             );
-            self.netisr = Some(Netisr {
-                task,
-                queue: VecDeque::new(),
-                current: None,
-                idle: true,
-                spare: Vec::new(),
-            });
+            self.kernel.netisr_started(task);
+            self.net.netisr = true;
         }
     }
 
@@ -126,15 +218,16 @@ impl Machine<'_> {
     /// run (kswapd is created the first time memory runs low).
     pub(super) fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
         let id = self.tasks.len();
+        let allowed = self.kernel.allowed;
         let setup = TaskSetup {
             id,
             group: usize::MAX,
             knobs: Knobs::default(),
-            allowed: self.kernel_allowed,
+            allowed,
             kind,
         };
         self.policy.task_new(&self.view, &setup);
-        let rq_cpu = self.kernel_allowed.lowest().unwrap_or(0);
+        let rq_cpu = allowed.lowest().unwrap_or(0);
         self.tasks
             .push(Task::new(usize::MAX, Some(kthread), rq_cpu));
         self.timeline_task(usize::MAX, setup.allowed);
@@ -149,44 +242,28 @@ impl Machine<'_> {
         } else {
             Event::Timer { task: t }
         };
-        self.events.push(self.view.now + ns, event);
-        self.timers += 1;
+        self.clock.timer(self.view.now + ns, event);
     }
 
     /// The device finished `t`'s request: queue it for the disk interrupt thread (created the
     /// first time) and schedule the thread from the interrupt.
     pub(super) fn device_interrupt(&mut self, t: TaskId) {
-        let d = match self.disk_ithread.as_mut() {
-            Some(d) => d,
-            None => {
-                let task = self.spawn_kernel_thread(
-                    KernelThread::DiskIthread,
-                    TaskKind::Interrupt {
-                        priority: DISK_ITHREAD_PRIORITY,
-                    },
-                );
-                self.disk_ithread.insert(DiskIthread {
-                    task,
-                    done: VecDeque::new(),
-                    idle: true,
-                })
-            }
-        };
-        d.done.push_back(t);
-        if std::mem::take(&mut d.idle) {
-            let task = d.task;
+        if self.kernel.disk_ithread.is_none() {
+            let task = self.spawn_kernel_thread(
+                KernelThread::DiskIthread,
+                TaskKind::Interrupt {
+                    priority: DISK_ITHREAD_PRIORITY,
+                },
+            );
+            self.kernel.disk_ithread = Some(DiskIthread {
+                task,
+                done: VecDeque::new(),
+                idle: true,
+            });
+        }
+        if let Some(task) = self.kernel.disk_done(t) {
             self.wake(task, None, false);
         }
-    }
-
-    /// Whether the plan's channel `ch` goes through the netisr thread.
-    pub(super) fn via_netisr(&self, ch: usize) -> bool {
-        self.netisr.is_some() && ch < self.plan_channels
-    }
-
-    /// The netisr's half of a loopback message's kernel work; the sender pays the rest.
-    pub(super) fn netisr_half(&self) -> u64 {
-        self.msg_cost / 2
     }
 
     /// Kernel thread `t`, current on `cpu`, has finished its last step: give it its next one.
@@ -194,44 +271,27 @@ impl Machine<'_> {
     pub(super) fn kernel_thread_resume(&mut self, cpu: CpuId, t: TaskId, k: KernelThread) -> bool {
         match k {
             KernelThread::Kswapd => self.kswapd_resume(cpu, t),
-            KernelThread::DiskIthread => {
-                let d = self
-                    .disk_ithread
-                    .as_mut()
-                    .expect("the disk ithread has its state");
-                match d.done.pop_front() {
-                    None => {
-                        d.idle = true;
-                        self.block(cpu, t);
-                        false
-                    }
-                    Some(w) => {
-                        let cost = self.wake(w, Some(cpu), false);
-                        self.tasks[t].remaining += cost;
-                        true
-                    }
+            KernelThread::DiskIthread => match self.kernel.next_disk_done() {
+                None => {
+                    self.block(cpu, t);
+                    false
                 }
-            }
+                Some(w) => {
+                    let cost = self.wake(w, Some(cpu), false);
+                    self.tasks[t].remaining += cost;
+                    true
+                }
+            },
             KernelThread::Netisr => {
-                let n = self
-                    .netisr
-                    .as_mut()
-                    .expect("the netisr thread has its state");
-                match n.queue.pop_front() {
-                    None => {
-                        n.idle = true;
-                        self.block(cpu, t);
-                        false
-                    }
-                    Some(packet) => {
-                        n.current = Some(packet);
-                        let half = self.c(self.netisr_half());
-                        let task = &mut self.tasks[t];
-                        task.remaining += half;
-                        task.then = Effect::NetInput;
-                        true
-                    }
+                if !self.kernel.next_packet() {
+                    self.block(cpu, t);
+                    return false;
                 }
+                let half = self.costs.c(self.net.netisr_half());
+                let task = &mut self.tasks[t];
+                task.remaining += half;
+                task.then = Effect::NetInput;
+                true
             }
         }
     }
@@ -239,28 +299,39 @@ impl Machine<'_> {
     /// [`Effect::NetOutput`] for the running task `t` of `cpu`: queue its message for the
     /// netisr thread under the connection's lock, and wake the thread. Returns false if `t`
     /// blocked (the channel is full, or another sender holds the lock).
+    ///
+    /// The room in the channel is looked at once, before the lock, as `sosend` checks the
+    /// socket buffer's space before `tcp_usr_send` takes `INP_LOCK`: a sender woken for the
+    /// lock ([`Effect::NetLock`]) only takes it. (Were it to look at the room again and sleep
+    /// on a full channel, the lock's other waiters would stay asleep with the lock free.)
     pub(super) fn net_output(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
         let len = self.shared.slots[t].borrow().outbuf.len();
-        let chan = &mut self.channels[ch];
+        let chan = &mut self.net.channels[ch];
         let queued = chan.bytes.len() + chan.in_flight;
-        if queued > 0 && (queued + len) as u64 > self.cost.channel_bytes {
+        if queued > 0 && (queued + len) as u64 > self.costs.model.channel_bytes {
             chan.writers.push(t);
             self.block_to_retry(cpu, t, Effect::NetOutput(ch));
             return false;
         }
+        self.net_lock_conn(cpu, t, ch, len)
+    }
+
+    /// [`Effect::NetLock`] for the running task `t` of `cpu`, whose message of `len` bytes
+    /// fits in channel `ch`: take the connection's lock, queue the message for the netisr
+    /// thread and wake it. Returns false if `t` blocked (another task holds the lock).
+    pub(super) fn net_lock_conn(&mut self, cpu: CpuId, t: TaskId, ch: usize, len: usize) -> bool {
+        let chan = &mut self.net.channels[ch];
         if let Some(h) = chan.conn.holder.filter(|&h| h != t) {
             chan.conn.waiters.push_back(t);
             self.policy.lend_priority(&self.view, h, t);
-            self.block_to_retry(cpu, t, Effect::NetOutput(ch));
+            self.block_to_retry(cpu, t, Effect::NetLock(ch));
             return false;
         }
         chan.conn.holder = Some(t);
         chan.in_flight += len;
-        let n = self.netisr.as_mut().expect("netisr");
-        let next = n.spare.pop().unwrap_or_default();
-        let packet = std::mem::replace(&mut self.shared.slots[t].borrow_mut().outbuf, next);
-        n.queue.push_back((ch, packet));
-        let woken = std::mem::take(&mut n.idle).then_some(n.task);
+        let woken = self
+            .kernel
+            .queue_packet(ch, &mut self.shared.slots[t].borrow_mut().outbuf);
         if let Some(w) = woken {
             let asked = self.cpus[cpu].need_resched;
             let cost = self.wake(w, Some(cpu), false);
@@ -286,7 +357,7 @@ impl Machine<'_> {
     }
 
     fn release_conn(&mut self, cpu: CpuId, t: TaskId, ch: usize) {
-        let conn = &mut self.channels[ch].conn;
+        let conn = &mut self.net.channels[ch].conn;
         debug_assert_eq!(conn.holder, Some(t));
         conn.holder = None;
         if let Some(w) = conn.waiters.pop_front() {
@@ -298,22 +369,13 @@ impl Machine<'_> {
     /// [`Effect::NetInput`] for the netisr thread `t`: deposit its packet and wake the reader;
     /// a TCP segment's ACK follows every second segment.
     pub(super) fn net_input(&mut self, cpu: CpuId, t: TaskId) {
-        let n = self.netisr.as_mut().expect("netisr");
-        let (ch, mut packet) = n.current.take().expect("a packet being delivered");
-        let chan = &mut self.channels[ch];
-        chan.bytes.push(&packet, &mut self.spare_blocks);
+        let (ch, packet) = self.kernel.take_current();
+        let wake = self.net.deposit(ch, &packet);
+        let chan = &mut self.net.channels[ch];
         chan.in_flight -= packet.len();
-        packet.clear();
-        n.spare.push(packet);
-        let wake = match chan.reader {
-            Some((r, need)) if chan.bytes.len() >= need => {
-                chan.reader = None;
-                Some(r)
-            }
-            _ => None,
-        };
         chan.segments += 1;
-        let ack = self.tcp && chan.segments.is_multiple_of(2);
+        let ack = self.net.tcp && chan.segments.is_multiple_of(2);
+        self.kernel.recycle(packet);
         // A task whose readiness wait another channel ended is already awake.
         if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
             self.tasks[t].remaining += self.wake(r, Some(cpu), false);
@@ -326,8 +388,12 @@ impl Machine<'_> {
     /// [`Effect::NetAck`]: the netisr thread `t` takes the sending connection's lock for the
     /// ACK; while the sender holds it, `t` lends it its priority and blocks. Returns false if
     /// it blocked.
+    ///
+    /// The thread takes the lock and releases it within its work on the ACK: the release
+    /// wakes the lock's first waiter, as `INP_UNLOCK` does (a sender that waited behind the
+    /// thread would otherwise sleep on with the lock free).
     pub(super) fn net_ack(&mut self, cpu: CpuId, t: TaskId, ch: usize) -> bool {
-        let conn = &mut self.channels[ch].conn;
+        let conn = &mut self.net.channels[ch].conn;
         if let Some(h) = conn.holder {
             conn.waiters.push_back(t);
             debug_assert!(self.tasks[h].state != State::Done);
@@ -335,6 +401,55 @@ impl Machine<'_> {
             self.block_to_retry(cpu, t, Effect::NetAck(ch));
             return false;
         }
+        if let Some(w) = conn.waiters.pop_front() {
+            let cost = self.wake(w, Some(cpu), false);
+            self.tasks[t].remaining += cost;
+        }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A packet wakes the sleeping netisr thread once; the thread works its queue in order,
+    /// sleeps when it is empty, and the buffers come back for later sends.
+    #[test]
+    fn the_netisr_queue_wakes_its_thread_once_and_drains_in_order() {
+        let mut k = Kernel::new(CpuMask::of_list(None, 2));
+        k.netisr_started(9);
+        let mut out = vec![1, 2];
+        assert_eq!(k.queue_packet(3, &mut out), Some(9));
+        assert!(out.is_empty());
+        out.extend([7]);
+        assert_eq!(k.queue_packet(4, &mut out), None, "already awake");
+        assert!(k.next_packet());
+        assert_eq!(k.take_current(), (3, vec![1, 2]));
+        k.recycle(vec![1, 2]);
+        assert!(k.next_packet());
+        assert_eq!(k.take_current(), (4, vec![7]));
+        assert!(!k.next_packet(), "empty: it sleeps");
+        out = vec![5];
+        assert_eq!(k.queue_packet(3, &mut out), Some(9), "asleep again");
+        assert_eq!(out.capacity(), 2, "a recycled buffer");
+    }
+
+    /// Completed requests wake the sleeping disk thread once; it wakes their tasks in order,
+    /// then sleeps.
+    #[test]
+    fn the_disk_thread_wakes_completed_tasks_in_order() {
+        let mut k = Kernel::new(CpuMask::of_list(None, 1));
+        k.disk_ithread = Some(DiskIthread {
+            task: 5,
+            done: VecDeque::new(),
+            idle: true,
+        });
+        assert_eq!(k.disk_done(1), Some(5));
+        assert_eq!(k.disk_done(2), None);
+        assert_eq!(k.next_disk_done(), Some(1));
+        assert_eq!(k.next_disk_done(), Some(2));
+        assert_eq!(k.next_disk_done(), None);
+        assert_eq!(k.disk_done(3), Some(5));
     }
 }

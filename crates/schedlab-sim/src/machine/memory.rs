@@ -96,7 +96,7 @@ impl Machine<'_> {
         let swapped = m.touched - m.resident;
         if swapped == 0 && self.mem.free >= new && self.mem.free - new >= self.mem.low {
             self.take_pages(t, new);
-            let c = self.c(self.cost.page_touch);
+            let c = self.costs.c(self.costs.model.page_touch);
             return (pages * c, Effect::Resume);
         }
         (0, Effect::Touch(0, pages))
@@ -119,7 +119,7 @@ impl Machine<'_> {
         };
         if hits > 0 {
             self.tasks[t].mem.readahead -= hits.min(m.readahead);
-            let c = self.c(self.cost.page_touch);
+            let c = self.costs.c(self.costs.model.page_touch);
             self.tasks[t].remaining += hits * c;
             self.tasks[t].then = Effect::Touch(pos + hits, pages);
             return true;
@@ -133,7 +133,7 @@ impl Machine<'_> {
             let k = want.min(self.mem.free).max(1);
             self.take_pages(t, k);
             cost += self.wake_kswapd_if_low(cpu);
-            let c = self.c(self.cost.page_touch);
+            let c = self.costs.c(self.costs.model.page_touch);
             self.tasks[t].remaining += cost + k * c;
             self.tasks[t].then = Effect::Touch(pos + k, pages);
             return true;
@@ -148,7 +148,8 @@ impl Machine<'_> {
         self.tasks[t].mem.resident += k;
         self.tasks[t].mem.readahead = k - 1;
         cost += self.wake_kswapd_if_low(cpu);
-        let trap = self.c(self.cost.syscall) + self.c(self.cost.page_touch);
+        let trap =
+            self.costs.c(self.costs.model.syscall) + self.costs.c(self.costs.model.page_touch);
         self.tasks[t].remaining += cost + trap;
         self.tasks[t].then = Effect::SwapIn(pos, pages, k);
         true
@@ -157,7 +158,9 @@ impl Machine<'_> {
     /// [`Effect::SwapIn`]: the faulting task sleeps on the read of `k` pages, then goes on with
     /// the page after the one that faulted.
     pub(super) fn swap_in(&mut self, cpu: CpuId, t: TaskId, pos: u64, pages: u64, k: u64) {
-        let device = self.c(self.cost.io_latency + (k * PAGE / 1024) * self.cost.io_per_kib);
+        let device = self
+            .costs
+            .c(self.costs.model.io_latency + (k * PAGE / 1024) * self.costs.model.io_per_kib);
         self.device_request(t, device);
         self.block_to_retry(cpu, t, Effect::Touch(pos + 1, pages));
     }
@@ -171,7 +174,7 @@ impl Machine<'_> {
             if freed == 0 {
                 break;
             }
-            cost += freed * self.c(self.cost.reclaim);
+            cost += freed * self.costs.c(self.costs.model.reclaim);
         }
         cost
     }
@@ -242,7 +245,7 @@ impl Machine<'_> {
             self.block(cpu, t);
             return false;
         }
-        let c = self.c(self.cost.reclaim);
+        let c = self.costs.c(self.costs.model.reclaim);
         self.tasks[t].remaining += freed * c;
         true
     }

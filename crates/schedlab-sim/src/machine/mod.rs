@@ -6,8 +6,8 @@
 //! call; the call becomes an operation with a CPU cost (system call, message copy, …) followed by
 //! an effect (deposit the message, block until bytes arrive, sleep, yield, wait at a barrier or
 //! on a semaphore or condition). The task's CPU works off the cost in a *burst*; a tick or a
-//! reschedule IPI can interrupt the burst, and the rest is worked off when the task runs again. Effects that block take the task off the CPU (a voluntary
-//! switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
+//! reschedule IPI can interrupt the burst, and the rest is worked off when the task runs again.
+//! Effects that block take the task off the CPU (a voluntary switch); whoever makes its condition true wakes it up through `Machine::wake` (in `paths.rs`),
 //! which asks the policy where the task goes (`select_task_rq`) and whether it preempts
 //! (`wakeup_preempt`).
 //!
@@ -47,41 +47,54 @@
 //! running task — at once on another CPU, or at the waker's return on its own — per-CPU
 //! busy/idle time and runqueue length over time.
 //!
-//! The machine's code is split by concern, as core.c's is by section:
+//! The machine is composed of parts that own their state, each with its own methods and tests:
+//! - `Costs` (`costs.rs`): the cost model, the topology and the repetition's jitter;
+//! - `Clock` (`clock.rs`): the events to come and the timers among them (the present time is
+//!   the policies' view, [`MachineView::now`]);
+//! - `Cpus` (`cpus.rs`): each CPU's reschedule flags, tick and accounting, and the runqueue
+//!   locks;
+//! - `Net` (`net.rs`, with `byte_queue.rs`, `sock_queue.rs`, `tcp_drain.rs`): the channels,
+//!   socket queues, TCP's ACKs and the loopback transmit lock;
+//! - `SyncObjects` (`sync.rs`): the workload's locks, barriers, semaphores and conditions;
+//! - `Kernel` (`kthreads.rs`): the kernel threads that serve the network and interrupts
+//!   (FreeBSD's netisr and disk interrupt threads) and where kernel threads may run;
+//! - `Memory` (`memory.rs`): RAM, page faults, reclaim and swap-in when a workload touches more
+//!   memory than the cost model's `memory`, and kswapd.
+//!
+//! A part answers what its state says (whom a deposit lets go on, whether a lock is free, what a
+//! message costs); the machine — which alone holds the policy and the tasks — does the waking
+//! and blocking. Its code is split by concern, as core.c's is by section:
 //! - this file: the types, the setup of a repetition (`sched_init`, `sched_fork`,
 //!   `wake_up_new_task`) and the event loop that drives it;
 //! - `steps.rs`: the effects of a body's context calls (what the system calls behind them do) and
-//!   the voluntary ways off a CPU, blocking and exit;
+//!   the voluntary ways off a CPU, blocking and exit; the channels' effects are in `net.rs`,
+//!   the synchronization objects' in `sync.rs`, readiness waits in `poll.rs`;
 //! - `paths.rs`: the wakeup path, the switch path and the tick (`try_to_wake_up`, `__schedule`,
 //!   `sched_tick`);
-//! - `accounting.rs`: the cost of each thing, runtime and runqueue accounting, the runqueue lock,
-//!   and the counters a repetition reports;
+//! - `accounting.rs`: runtime and runqueue accounting, the runqueue lock, and the counters a
+//!   repetition reports;
 //! - `spawn.rs`: tasks that come and go — fork (`spawn`), waiting for a child, and exit;
 //! - `tcp_wait.rs`: what a loopback TCP receive that sleeps costs beyond a pipe read's sleep;
 //! - `kthreads.rs`: kernel threads the machine runs itself beside the workload — FreeBSD's netisr
 //!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
 //!   (counted as the group `kernel`, outside `total`);
-//! - `memory.rs`: RAM, page faults, reclaim and swap-in when a workload touches more memory than
-//!   the cost model's `memory`.
+//! - `numa.rs`, `timeline.rs`: memory placement on machines with sockets, and the run-queue
+//!   timeline.
 
 use crate::context::{Halt, Shared, SimContext, Watch};
 use crate::cost::CostModel;
-use crate::engine::{Body, EventQueue, Executor};
+use crate::engine::{Body, Executor};
 use crate::policy::{
     self, CpuId, CpuMask, MachineView, Policy, PolicySpec, TaskId, TaskKind, TaskSetup,
 };
 use crate::topology::Topology;
-use accounting::KernelSpinLock;
 use numa::TaskNuma;
-use rand_core::{RngCore, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
 use schedlab_workload::knobs::Knobs;
-use schedlab_workload::plan::LockKind;
 use schedlab_workload::presets::Outcome;
 use schedlab_workload::record::{Counters, CpuCounters, LockStats};
 use schedlab_workload::timeline::Timeline;
-use schedlab_workload::{Transport, Workload, WorkloadError};
-use std::collections::{BTreeMap, VecDeque};
+use schedlab_workload::{Workload, WorkloadError};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -394,6 +407,9 @@ enum Effect {
     /// lock, queue the packet and wake the netisr thread (or block while the channel is full or
     /// the lock held).
     NetOutput(usize),
+    /// Loopback output whose message fits in the channel, waiting for the connection's lock:
+    /// take it, queue the packet and wake the netisr thread (or block while the lock is held).
+    NetLock(usize),
     /// Back from `if_simloop` in the sender's system call: release the connection's lock.
     NetSent(usize),
     /// The netisr thread's receive half is done: deposit its packet.
@@ -510,89 +526,6 @@ impl Task {
     }
 }
 
-#[derive(Default)]
-struct Cpu {
-    /// Invalidates burst-end events when the running burst changes.
-    gen: u64,
-    need_resched: bool,
-    /// A reschedule deferred to the running task's return to user mode (NEEDRESCHED set inside
-    /// a system call that goes on, [`Policy::wakeup_preempt_at_once`] false).
-    ast_pending: bool,
-    /// The pending reschedule switches at once, even a kernel-mode task (`maybe_preempt`, an
-    /// IPI_PREEMPT): [`Policy::wakeup_preempt_at_once`] said so when it was asked.
-    resched_at_once: bool,
-    kick_pending: bool,
-    tick_armed: bool,
-    tick_phase: u64,
-    last_account: u64,
-    busy_since: Option<u64>,
-    idle_since: Option<u64>,
-    busy_ns: u64,
-    idle_ns: u64,
-    rq_area: u128,
-    rq_last: u64,
-    rq_max: usize,
-}
-
-#[derive(Default)]
-struct Channel {
-    /// The unread bytes (`byte_queue.rs`).
-    bytes: ByteQueue,
-    reader: Option<(TaskId, usize)>,
-    writers: Vec<TaskId>,
-    /// Bytes sent and queued for the netisr thread, not yet deposited.
-    in_flight: usize,
-    /// The sending connection's lock (FreeBSD's inpcb lock, held across `tcp_output`).
-    conn: SimLock,
-    /// Segments the netisr thread delivered on this channel (TCP ACKs every second one).
-    segments: u64,
-    /// The CPU that last sent or received on it (for `bounce`).
-    last_cpu: Option<CpuId>,
-    /// The unread bytes and the skb truesize of the messages queued on it, oldest first, on a
-    /// socket channel whose queue the profile charges for or bounds (`sock_queue.rs`).
-    msg_lens: VecDeque<(usize, u64)>,
-    /// The truesize of those messages (`skb.rs`), which `sock_slots` bounds.
-    sock_bytes: u64,
-    /// Bytes that arrived since the reader's last ACK, on a TCP channel whose ACKs the profile
-    /// charges (`tcp_drain.rs`).
-    tcp_unacked: usize,
-}
-
-#[derive(Default)]
-struct SimLock {
-    holder: Option<TaskId>,
-    waiters: VecDeque<TaskId>,
-    /// A spin lock: waiters stay on their CPUs ([`Effect::Spin`]).
-    spin: bool,
-    /// When the holder took it.
-    held_since: u64,
-    /// Its statistics (named and kinded at the start; elapsed and CPU time filled in at the
-    /// end).
-    stats: LockStats,
-}
-
-/// How long a spinning task's burst is before it looks at the lock again, ns. A release hands
-/// the lock to a spinner on a CPU at once (ending its burst); this only bounds a burst.
-pub const SPIN_CHUNK: u64 = 1_000_000;
-
-/// A cyclic barrier: `parties` arrivals release the waiters, and the next round starts empty.
-struct SimBarrier {
-    parties: usize,
-    waiters: VecDeque<TaskId>,
-}
-
-/// A counting semaphore; a post while tasks wait is handed to the first of them.
-struct SimSemaphore {
-    count: u64,
-    waiters: VecDeque<TaskId>,
-}
-
-/// A condition variable: its waiters, in the order they began to wait.
-#[derive(Default)]
-struct SimCond {
-    waiters: VecDeque<TaskId>,
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Event {
     BurstDone {
@@ -622,76 +555,62 @@ enum Event {
 
 mod accounting;
 mod byte_queue;
+mod clock;
+mod costs;
+mod cpus;
 mod kthreads;
 mod memory;
+mod net;
 mod numa;
 mod paths;
 mod poll;
 mod sock_queue;
 mod spawn;
 mod steps;
+mod sync;
 mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 
-use accounting::HotCosts;
-use byte_queue::{Block, ByteQueue};
+use clock::Clock;
+use costs::Costs;
+use cpus::Cpus;
 pub use kthreads::NETISR_PRIORITY;
-use kthreads::{DiskIthread, KernelThread, Netisr};
+use kthreads::{Kernel, KernelThread};
 use memory::{Memory, TaskMemory};
+use net::Net;
 pub use schedlab_workload::record::KERNEL_GROUP;
+use sync::SyncObjects;
+pub use sync::SPIN_CHUNK;
 
-/// The simulated machine of one repetition.
+/// The simulated machine of one repetition: the parts that own their state, and what binds
+/// them — the policy, the tasks, and the bodies they run.
 struct Machine<'a> {
     /// The clock, each CPU's current task and runnable count, as every policy hook reads them
     /// (`&self.view`, borrowed apart from `policy`): the machine's only copy of them.
     view: MachineView,
-    cost: CostModel,
-    /// The CPUs' arrangement (flat when the setup gave none): distance scales `ipi`, `bounce`
-    /// and `migration` (`paths.rs`, `accounting.rs`).
-    topology: Topology,
-    rng: Xoshiro256PlusPlus,
+    /// What things cost: the cost model, the topology and the jitter (`costs.rs`).
+    costs: Costs,
     policy: Box<dyn Policy>,
-    events: EventQueue<Event>,
-    cpus: Vec<Cpu>,
-    tasks: Vec<Task>,
-    channels: Vec<Channel>,
-    /// The channels' emptied blocks, for the next writes.
-    spare_blocks: Vec<Block>,
-    locks: Vec<SimLock>,
-    barriers: Vec<SimBarrier>,
-    semaphores: Vec<SimSemaphore>,
-    conds: Vec<SimCond>,
-    /// Each runqueue lock (named by [`Policy::lock_name`] at the end).
-    rq_locks: Vec<KernelSpinLock>,
-    /// Each CPU has its own runqueue lock ([`Policy::lock_domain`] is the CPU's own id).
-    rq_lock_per_cpu: bool,
     /// The policy's picks scan ([`Policy::picks_scan`]): only then is its `last_scan_len`
     /// asked after a pick.
     picks_scan: bool,
     /// The policy's `update_curr` does something ([`Policy::charges_runtime`]): only then is it
     /// called when the machine charges a running task.
     charges_runtime: bool,
-    /// The loopback transmit lock ([`CostModel::net_lock`]).
-    net_lock: KernelSpinLock,
-    /// Whether the plan's own channels go over loopback TCP/UDP (and take the transmit lock).
-    net: bool,
-    /// Whether they go over TCP (segments are ACKed).
-    tcp: bool,
-    msg_cost: u64,
-    /// Whether the plan's own channels are UNIX-domain sockets and the profile charges their
-    /// messages for the queue or bounds it in messages (`sock_queue` or `sock_slots` > 0;
-    /// `sock_queue.rs`).
-    sock_queue_on: bool,
-    /// Bytes of skb (truesize) queued on all those channels.
-    sock_queued: u64,
-    /// Channels below this index are the plan's own (charged `msg_cost`); the rest are its
-    /// in-process queues, charged as pipe messages.
-    plan_channels: usize,
-    /// The cost model's jitter in parts per million.
-    jitter_ppm: u64,
-    /// The costs of every switch and system call, with their jitter's spans.
-    hot: HotCosts,
+    /// The events to come and the timers among them (`clock.rs`).
+    clock: Clock,
+    /// Each CPU's flags and accounting, and the runqueue locks (`cpus.rs`).
+    cpus: Cpus,
+    tasks: Vec<Task>,
+    /// Channels, socket queues, TCP and the loopback lock (`net.rs`).
+    net: Net,
+    /// The workload's locks, barriers, semaphores and conditions (`sync.rs`).
+    sync: SyncObjects,
+    /// The kernel threads that serve the network and interrupts (`kthreads.rs`).
+    kernel: Kernel,
+    /// RAM and paging (`memory.rs`).
+    mem: Memory,
     shared: &'a Shared<'a>,
     exec: Executor<'a, Result<(), WorkloadError>>,
     /// Each workload task's context, which its body reads at every call: fetched into the cache
@@ -699,28 +618,13 @@ struct Machine<'a> {
     contexts: &'a [SimContext<'a>],
     /// Tasks below this index are the workload's; the machine's kernel threads follow.
     workload_tasks: usize,
-    /// FreeBSD's netisr thread, when the policy delivers loopback through it and the plan's
-    /// channels are loopback TCP/UDP.
-    netisr: Option<Netisr>,
-    /// FreeBSD's disk interrupt thread, created at the first device request on a policy that
-    /// completes I/O through one.
-    disk_ithread: Option<DiskIthread>,
-    /// The CPUs kernel threads may run on (`--kernel-cpus`).
-    kernel_allowed: CpuMask,
-    /// RAM and paging.
-    mem: Memory,
     /// Workload tasks not yet finished (the run ends at 0; kernel threads never finish).
     live: usize,
-    /// Timer events waiting (sleeps and device waits).
-    timers: usize,
     /// Per plan group, the spawn places not yet used (task ids).
     spawn_places: Vec<std::ops::Range<usize>>,
     /// Per plan group, its knobs (a spawned task's).
     knobs: Vec<Knobs>,
     failure: Option<SimError>,
-    /// Obsolete burst ends dropped from the queue rather than popped (`paths.rs`,
-    /// `continue_burst`): counted in the run's events as the pops they stand for.
-    dropped_events: u64,
     /// Per plan group, its name (for messages).
     group_names: Vec<&'static str>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
@@ -736,21 +640,11 @@ impl<'a> Machine<'a> {
         contexts: &'a [SimContext<'a>],
         plan: &schedlab_workload::Plan,
     ) -> Self {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(setup.seed);
+        let topology = (setup.topology.copied()).unwrap_or_else(|| Topology::flat(setup.cpus));
+        let mut costs = Costs::new(setup.cost, topology, setup.seed);
         let tick = setup.cost.tick_ns();
-        let rq_locks = vec![KernelSpinLock::default(); setup.cpus];
+        let tick_phases: Vec<u64> = (0..setup.cpus).map(|_| costs.next_u64() % tick).collect();
         let rq_lock_per_cpu = (0..setup.cpus).all(|c| policy.lock_domain(c) == c);
-        let picks_scan = policy.picks_scan();
-        let charges_runtime = policy.charges_runtime();
-        let jitter_ppm = (setup.cost.jitter * 1e6).round() as u64;
-        let cpus = (0..setup.cpus)
-            .map(|_| Cpu {
-                tick_phase: rng.next_u64() % tick,
-                idle_since: Some(0),
-                ..Cpu::default()
-            })
-            .collect();
-        let net = matches!(plan.transport, Transport::Tcp | Transport::Udp);
         Machine {
             view: MachineView {
                 now: 0,
@@ -759,75 +653,25 @@ impl<'a> Machine<'a> {
                 nr_running: vec![0; setup.cpus],
                 hz: setup.cost.hz,
             },
-            cost: setup.cost.clone(),
-            topology: setup
-                .topology
-                .copied()
-                .unwrap_or_else(|| Topology::flat(setup.cpus)),
-            rng,
+            costs,
+            picks_scan: policy.picks_scan(),
+            charges_runtime: policy.charges_runtime(),
             policy,
-            events: EventQueue::with_slots(setup.cpus),
-            cpus,
+            clock: Clock::new(setup.cpus),
+            cpus: Cpus::new(tick_phases.into_iter(), rq_lock_per_cpu),
             tasks: Vec::new(),
-            channels: (0..plan.all_channels())
-                .map(|_| Channel::default())
-                .collect(),
-            spare_blocks: Vec::new(),
-            locks: (0..plan.locks)
-                .map(|l| {
-                    let kind = plan.lock_kind(l);
-                    SimLock {
-                        spin: kind == LockKind::Spin,
-                        stats: LockStats::new(plan.lock_name(l), kind.name(), false),
-                        ..SimLock::default()
-                    }
-                })
-                .collect(),
-            barriers: (plan.sync.barriers.iter())
-                .map(|&parties| SimBarrier {
-                    parties,
-                    waiters: VecDeque::new(),
-                })
-                .collect(),
-            semaphores: (plan.sync.semaphores.iter())
-                .map(|&count| SimSemaphore {
-                    count: u64::from(count),
-                    waiters: VecDeque::new(),
-                })
-                .collect(),
-            conds: (0..plan.sync.conds).map(|_| SimCond::default()).collect(),
-            rq_locks,
-            rq_lock_per_cpu,
-            picks_scan,
-            charges_runtime,
-            net_lock: KernelSpinLock::default(),
-            net,
-            tcp: plan.transport == Transport::Tcp,
-            msg_cost: match plan.transport {
-                Transport::Tcp | Transport::Udp => setup.cost.net_msg,
-                Transport::Socketpair | Transport::Unix => setup.cost.sock_msg,
-                Transport::Pipe => setup.cost.msg,
-            },
-            sock_queue_on: (setup.cost.sock_queue > 0 || setup.cost.sock_slots > 0)
-                && matches!(plan.transport, Transport::Socketpair | Transport::Unix),
-            sock_queued: 0,
-            plan_channels: plan.channels,
-            jitter_ppm,
-            hot: HotCosts::new(setup.cost, jitter_ppm),
+            net: Net::new(plan, setup.cost),
+            sync: SyncObjects::new(plan),
+            kernel: Kernel::new(CpuMask::of_list(setup.kernel_cpus, setup.cpus)),
+            mem: Memory::new(setup.cost.memory),
             shared,
             exec,
             contexts,
             workload_tasks: 0,
-            netisr: None,
-            disk_ithread: None,
-            kernel_allowed: CpuMask::of_list(setup.kernel_cpus, setup.cpus),
-            mem: Memory::new(setup.cost.memory),
             live: 0,
-            timers: 0,
             spawn_places: Vec::new(),
             knobs: setup.knobs.to_vec(),
             failure: None,
-            dropped_events: 0,
             group_names: plan.groups.iter().map(|g| g.name).collect(),
             timeline: setup
                 .timeline
@@ -874,11 +718,11 @@ impl<'a> Machine<'a> {
         self.workload_tasks = refs.len() + slots.len();
         self.start_kernel_threads();
         if self.policy.idle_ticks() {
-            let tick = self.cost.tick_ns();
+            let tick = self.costs.model.tick_ns();
             for cpu in 0..ncpus {
                 self.cpus[cpu].tick_armed = true;
                 let at = self.cpus[cpu].tick_phase.max(1).min(tick);
-                self.events.push(at, Event::Tick { cpu });
+                self.clock.events.push(at, Event::Tick { cpu });
             }
         }
         for &t in order {
@@ -903,7 +747,7 @@ impl<'a> Machine<'a> {
         let started = Instant::now();
         let mut progress_at = 0u64;
         while self.live > 0 {
-            let n = self.events.popped();
+            let n = self.clock.events.popped();
             if n.is_multiple_of(1024) {
                 if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                     self.shared.stop.set(true);
@@ -913,7 +757,7 @@ impl<'a> Machine<'a> {
                 // With no task runnable and no timer pending, nothing can wake anybody: a
                 // deadlock, even for a policy whose idle CPUs keep ticking (the queue never
                 // empties then).
-                if self.timers == 0 && self.view.nr_running.iter().all(|&r| r == 0) {
+                if self.clock.timers == 0 && self.view.nr_running.iter().all(|&r| r == 0) {
                     return Err(SimError::Deadlock(self.describe_blocked()));
                 }
                 if let Some(b) = budget {
@@ -921,13 +765,13 @@ impl<'a> Machine<'a> {
                         return Err(SimError::Timeout {
                             budget: b,
                             simulated_ns: self.view.now,
-                            events: n + self.dropped_events,
+                            events: n + self.clock.dropped,
                             doing: String::new(),
                         });
                     }
                 }
             }
-            let Some((at, event)) = self.events.pop() else {
+            let Some((at, event)) = self.clock.events.pop() else {
                 return Err(SimError::Deadlock(self.describe_blocked()));
             };
             debug_assert!(at >= self.view.now, "time goes forward");
@@ -956,17 +800,17 @@ impl<'a> Machine<'a> {
                     }
                 }
                 Event::Timer { task } => {
-                    self.timers -= 1;
+                    self.clock.timer_fired();
                     progress_at = n;
                     self.wake(task, None, false);
                 }
                 Event::PollTimeout { task, gen } => {
-                    self.timers -= 1;
+                    self.clock.timer_fired();
                     progress_at = n;
                     self.poll_timeout(task, gen);
                 }
                 Event::DeviceDone { task } => {
-                    self.timers -= 1;
+                    self.clock.timer_fired();
                     progress_at = n;
                     self.device_interrupt(task);
                 }
@@ -1003,7 +847,7 @@ impl<'a> Machine<'a> {
             Some(Halt::Timeout { frozen }) => SimError::Timeout {
                 budget: self.shared.budget().unwrap_or_default(),
                 simulated_ns: self.view.now,
-                events: self.events.popped() + self.dropped_events,
+                events: self.clock.handled(),
                 doing: match task {
                     Some(t) if frozen => format!(
                         "; task {t} (group {}) ran on at {} simulated without the clock moving: {}",
@@ -1041,11 +885,11 @@ impl<'a> Machine<'a> {
 
     /// End the run if its queue outgrew the memory budget or it made no progress for too long.
     fn check_budget(&self, since_progress: u64) -> Result<(), SimError> {
-        let pending = self.events.len();
+        let pending = self.clock.events.len();
         if pending > MAX_PENDING_EVENTS {
             return Err(SimError::TooManyEvents {
                 pending,
-                mib: (pending * self.events.entry_size()) >> 20,
+                mib: (pending * self.clock.events.entry_size()) >> 20,
                 limit: MAX_PENDING_EVENTS,
                 state: self.describe_progress(),
             });
@@ -1067,8 +911,8 @@ impl<'a> Machine<'a> {
             self.live,
             self.workload_tasks,
             schedlab_workload::duration::format_duration(Duration::from_nanos(self.view.now)),
-            self.cost.profile,
-            self.cost.hz
+            self.costs.model.profile,
+            self.costs.model.hz
         )
     }
 
@@ -1087,7 +931,7 @@ impl<'a> Machine<'a> {
                 Effect::Poll(_) => format!("task {i} waits for bytes on any of its channels"),
                 Effect::Lock(l) => format!("task {i} waits for lock {l}"),
                 Effect::AtBarrier(b) => {
-                    let bar = &self.barriers[b];
+                    let bar = &self.sync.barriers[b];
                     format!(
                         "task {i} waits at barrier {b} ({} of {} arrived)",
                         bar.waiters.len(),

@@ -31,16 +31,17 @@ impl Machine<'_> {
     /// node, `remote_pct` of it elsewhere; a first compute places the memory. A machine of one
     /// socket (flat included) keeps `ns` and counts nothing.
     pub(super) fn numa_compute(&mut self, t: TaskId, cpu: CpuId, ns: u64) -> u64 {
-        if self.topology.sockets <= 1 {
+        if self.costs.topology.sockets <= 1 {
             return ns;
         }
-        let node = self.topology.socket_of(cpu);
+        let node = self.costs.topology.socket_of(cpu);
         let numa = &mut self.tasks[t].numa;
         let home = *numa.home.get_or_insert(node);
         let cost = if home == node {
             ns
         } else {
-            (ns.saturating_mul(self.cost.remote_pct) / 100).min(crate::cost::MAX_COST_NS.max(ns))
+            (ns.saturating_mul(self.costs.model.remote_pct) / 100)
+                .min(crate::cost::MAX_COST_NS.max(ns))
         };
         numa.compute_ns += cost;
         if home != node {

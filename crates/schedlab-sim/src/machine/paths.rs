@@ -70,11 +70,7 @@ impl Machine<'_> {
             next = self.policy.pick_next_task(&self.view, cpu);
         }
         let Some(n) = next else {
-            let c = &mut self.cpus[cpu];
-            if let Some(since) = c.busy_since.take() {
-                c.busy_ns += self.view.now - since;
-                c.idle_since = Some(self.view.now);
-            }
+            self.cpus[cpu].went_idle(self.view.now);
             return None;
         };
         let task = &self.tasks[n];
@@ -98,19 +94,21 @@ impl Machine<'_> {
             );
             0
         };
-        let hold = self.jittered(self.hot.rq_lock) + scanned * self.cost.scan;
+        let hold = self.costs.jittered(self.costs.hot.rq_lock) + scanned * self.costs.model.scan;
         let mut cost = self.rq_lock(cpu, hold);
         if prev != Some(n) {
-            cost += self.jittered(self.hot.switch);
+            cost += self.costs.jittered(self.costs.hot.switch);
             if let Some(last) = last_ran.filter(|&c| c != cpu) {
-                let refill = self.by_distance(self.cost.migration, last, cpu);
-                cost += self.c(refill);
+                let refill = self
+                    .costs
+                    .by_distance(self.costs.model.migration, last, cpu);
+                cost += self.costs.c(refill);
             }
         }
         let task = &mut self.tasks[n];
         if let Effect::Spin(l) = task.then {
             // A preempted spinner back on a CPU looks at the lock at once.
-            if self.locks[l].holder.is_none() {
+            if self.sync.locks[l].holder.is_none() {
                 task.remaining = 0;
             }
         }
@@ -122,15 +120,12 @@ impl Machine<'_> {
         self.timeline_event(n, cpu, TaskState::Running);
         let c = &mut self.cpus[cpu];
         c.last_account = self.view.now;
-        if let Some(since) = c.idle_since.take() {
-            c.idle_ns += self.view.now - since;
-            c.busy_since = Some(self.view.now);
-        }
+        c.went_busy(self.view.now);
         if !c.tick_armed {
             c.tick_armed = true;
-            let tick = self.cost.tick_ns();
+            let tick = self.costs.model.tick_ns();
             let next_tick = (self.view.now / tick + 1) * tick + c.tick_phase;
-            self.events.push(next_tick, Event::Tick { cpu });
+            self.clock.events.push(next_tick, Event::Tick { cpu });
         }
         // The task's body is polled when this burst ends, after the events of the other CPUs
         // in between: fetch its future and its call into the cache now (`prefetch.rs`).
@@ -191,8 +186,8 @@ impl Machine<'_> {
         self.policy.enqueue_task(&self.view, cpu, t, kind);
         let mut cost = 0;
         if waker.is_some() {
-            cost += self.jittered(self.hot.wakeup);
-            let hold = self.jittered(self.hot.rq_lock);
+            cost += self.costs.jittered(self.costs.hot.wakeup);
+            let hold = self.costs.jittered(self.costs.hot.rq_lock);
             cost += self.rq_lock(cpu, hold);
         }
         match self.view.curr[cpu] {
@@ -227,10 +222,10 @@ impl Machine<'_> {
 
     /// The waker's CPU time to send a reschedule IPI (`ipi_send`), which also delays it.
     fn ipi_send(&mut self) -> u64 {
-        if self.cost.ipi_send == 0 {
+        if self.costs.model.ipi_send == 0 {
             0
         } else {
-            self.c(self.cost.ipi_send)
+            self.costs.c(self.costs.model.ipi_send)
         }
     }
 
@@ -246,14 +241,15 @@ impl Machine<'_> {
         } else {
             let ipi = if let Some(f) = from.filter(|&f| f != cpu) {
                 send = self.ipi_send();
-                let ipi = self.by_distance(self.cost.ipi, f, cpu);
-                send + self.c(ipi)
+                let ipi = self.costs.by_distance(self.costs.model.ipi, f, cpu);
+                send + self.costs.c(ipi)
             } else {
                 0
             };
-            ipi + self.c(self.cost.idle_exit)
+            ipi + self.costs.c(self.costs.model.idle_exit)
         };
-        self.events
+        self.clock
+            .events
             .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
@@ -268,12 +264,13 @@ impl Machine<'_> {
         self.cpus[cpu].kick_pending = true;
         let (send, delay) = if let Some(f) = from {
             let send = self.ipi_send();
-            let ipi = self.by_distance(self.cost.ipi, f, cpu);
-            (send, send + self.c(ipi))
+            let ipi = self.costs.by_distance(self.costs.model.ipi, f, cpu);
+            (send, send + self.costs.c(ipi))
         } else {
             (0, 0)
         };
-        self.events
+        self.clock
+            .events
             .push(self.view.now + delay, Event::Resched { cpu });
         send
     }
@@ -350,12 +347,12 @@ impl Machine<'_> {
     /// Returns whether the running task's burst came nearer its end (a tick that switched
     /// nobody and cost it less than the tick's period), which the run counts as progress.
     pub(super) fn tick(&mut self, cpu: CpuId) -> bool {
-        let tick = self.cost.tick_ns();
+        let tick = self.costs.model.tick_ns();
         let mut progress = false;
         match self.view.curr[cpu] {
             Some(t) => {
                 self.account(cpu);
-                self.tasks[t].remaining += self.c(self.cost.tick);
+                self.tasks[t].remaining += self.costs.c(self.costs.model.tick);
                 let expired = self.policy.task_tick(&self.view, cpu, t);
                 self.balance(cpu, BalanceKind::Periodic);
                 if expired && !self.slice_preempts(t) {
@@ -380,7 +377,9 @@ impl Machine<'_> {
             None => {}
         }
         if self.view.curr[cpu].is_some() || self.policy.idle_ticks() {
-            self.events.push(self.view.now + tick, Event::Tick { cpu });
+            self.clock
+                .events
+                .push(self.view.now + tick, Event::Tick { cpu });
         } else {
             self.cpus[cpu].tick_armed = false;
         }
@@ -406,16 +405,17 @@ impl Machine<'_> {
     fn continue_burst(&mut self, cpu: CpuId, t: TaskId, tick: u64) -> bool {
         let task = &self.tasks[t];
         let at = self.view.now + task.remaining;
-        match self.events.slot_at(cpu) {
+        match self.clock.events.slot_at(cpu) {
             Some(old)
                 if old <= at && task.kthread.is_none() && !matches!(task.then, Effect::Spin(_)) =>
             {
                 let c = &mut self.cpus[cpu];
                 c.gen += 1;
                 let gen = c.gen;
-                self.events
+                self.clock
+                    .events
                     .replace_slot(cpu, at, Event::BurstDone { cpu, gen });
-                self.dropped_events += 1;
+                self.clock.dropped += 1;
                 at - old < tick
             }
             _ => {

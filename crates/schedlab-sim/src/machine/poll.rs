@@ -5,7 +5,7 @@
 //! has arrived.
 //!
 //! A waiting task registers as the reader of each of its channels for one byte, as a blocked
-//! `recv` does for its length, so that the send paths (`steps.rs`, the netisr thread's
+//! `recv` does for its length, so that the send paths (`net.rs`, the netisr thread's
 //! `net_input`) wake it through the ordinary wakeup path. The first wakeup ends the wait: the
 //! task looks at its channels again and drops its other registrations. A timeout is an event
 //! that carries the number of the wait it was armed for, and is stale (ignored) once that wait
@@ -23,26 +23,30 @@ impl Machine<'_> {
         let mut guard = self.shared.slots[t].borrow_mut();
         let slot = &mut *guard;
         slot.ready.clear();
-        if let Some(&bad) = slot.pollset.iter().find(|&&ch| ch >= self.channels.len()) {
+        if let Some(&bad) = slot
+            .pollset
+            .iter()
+            .find(|&&ch| ch >= self.net.channels.len())
+        {
             drop(guard);
             self.failure = Some(SimError::Task {
                 task: t,
                 error: WorkloadError::Backend(format!(
                     "channel {bad} is not in the workload's plan, which has {}",
-                    self.channels.len()
+                    self.net.channels.len()
                 )),
             });
             return true;
         }
         for (i, &ch) in slot.pollset.iter().enumerate() {
-            if !self.channels[ch].bytes.is_empty() {
+            if !self.net.channels[ch].bytes.is_empty() {
                 slot.ready.push(i);
             }
         }
         let over = !slot.ready.is_empty() || deadline.is_some_and(|d| d <= self.view.now);
         if over {
             for &ch in &slot.pollset {
-                let chan = &mut self.channels[ch];
+                let chan = &mut self.net.channels[ch];
                 if chan.reader.is_some_and(|(r, _)| r == t) {
                     chan.reader = None;
                 }
@@ -51,7 +55,7 @@ impl Machine<'_> {
             return true;
         }
         for &ch in &slot.pollset {
-            let chan = &mut self.channels[ch];
+            let chan = &mut self.net.channels[ch];
             match chan.reader {
                 Some((r, _)) if r != t => {
                     let error = WorkloadError::Backend(format!(
@@ -66,8 +70,7 @@ impl Machine<'_> {
         drop(guard);
         if let Some(d) = deadline {
             let gen = self.tasks[t].poll_gen;
-            self.events.push(d, Event::PollTimeout { task: t, gen });
-            self.timers += 1;
+            self.clock.timer(d, Event::PollTimeout { task: t, gen });
         }
         self.block_to_retry(cpu, t, Effect::Poll(deadline));
         false
@@ -88,7 +91,7 @@ impl Machine<'_> {
     /// [`Effect::RecvSome`] for the running task `t` of `cpu`: take up to `max` of the bytes
     /// channel `ch` holds into the slot's `inbuf` (true), or block until it holds any (false).
     pub(super) fn recv_some(&mut self, cpu: CpuId, t: TaskId, ch: usize, max: usize) -> bool {
-        let chan = &mut self.channels[ch];
+        let chan = &mut self.net.channels[ch];
         if chan.bytes.is_empty() && max > 0 {
             chan.reader = Some((t, 1));
             self.tcp_recv_sleeps(t, ch);
@@ -96,10 +99,6 @@ impl Machine<'_> {
             return false;
         }
         let len = max.min(chan.bytes.len());
-        let mut slot = self.shared.slots[t].borrow_mut();
-        chan.bytes
-            .take(len, &mut slot.inbuf, &mut self.spare_blocks);
-        drop(slot);
         self.took_bytes(cpu, t, ch, len);
         true
     }

@@ -20,32 +20,32 @@
 //! [`CostModel::sock_queue`]: crate::cost::CostModel::sock_queue
 //! [`CostModel::sock_slots`]: crate::cost::CostModel::sock_slots
 
-use super::Machine;
+use super::net::Net;
+use crate::cost::CostModel;
 use crate::skb::{unix_write_truesize, SMALL_TRUESIZE};
 
-impl Machine<'_> {
+impl Net {
     /// Whether channel `ch` is one of the plan's UNIX-domain socket channels and the profile
     /// charges for their queue or bounds it (`sock_queue` or `sock_slots` > 0).
     fn sock_queue_counted(&self, ch: usize) -> bool {
-        self.sock_queue_on && ch < self.plan_channels
+        self.sock_queue_on && self.is_plan(ch)
     }
 
     /// The extra work of a message sent or received on channel `ch` now, before the jitter.
-    pub(super) fn sock_queue_extra(&self, ch: usize) -> u64 {
+    pub(super) fn sock_queue_extra(&self, ch: usize, cost: &CostModel) -> u64 {
         if !self.sock_queue_counted(ch) {
             return 0;
         }
-        self.cost.sock_queue_cost(self.sock_queued)
+        cost.sock_queue_cost(self.sock_queued)
     }
 
     /// Whether a writer may queue more on channel `ch` now, if the socket's own bound applies
     /// (`sock_slots` > 0 on a counted socket channel): while the truesize queued on it is below
     /// `sock_slots` small writes' worth. `None` where the channel is bounded by `channel_bytes`
     /// instead.
-    pub(super) fn sock_slots_room(&self, ch: usize) -> Option<bool> {
-        (self.sock_queue_counted(ch) && self.cost.sock_slots > 0).then(|| {
-            self.channels[ch].sock_bytes < self.cost.sock_slots.saturating_mul(SMALL_TRUESIZE)
-        })
+    pub(super) fn sock_slots_room(&self, ch: usize, cost: &CostModel) -> Option<bool> {
+        (self.sock_queue_counted(ch) && cost.sock_slots > 0)
+            .then(|| self.channels[ch].sock_bytes < cost.sock_slots.saturating_mul(SMALL_TRUESIZE))
     }
 
     /// A message of `len` bytes was queued on channel `ch`.

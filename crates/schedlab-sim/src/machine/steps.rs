@@ -1,18 +1,12 @@
 //! The effects of a body's context calls: each request becomes a burst of CPU work and then an
-//! effect — deposit or take a channel's bytes, sleep, yield, take a lock, wait at a barrier,
-//! post or take a semaphore, wait on or signal a condition, wait for the device, touch memory —
-//! and the voluntary ways off a CPU, blocking and exit. In kernel/sched/core.c and around it:
-//! what the system calls behind the calls do (`pipe_write`/`pipe_read`, futexes,
-//! `hrtimer_nanosleep`, `do_sched_yield`), `deactivate_task` before `__schedule` for a sleep,
-//! and `do_task_dead` for an exit.
-//!
-//! Barriers, semaphores and conditions are futex-like: whoever ends a wait (the last party, a
-//! post, a signal) wakes the waiters through the wakeup path, first come first woken, and pays
-//! for the wakeups; a post is handed to the first waiter rather than counted. `cond_wait` joins
-//! the condition's waiters and releases the lock in one step, as `pthread_cond_wait` does, so a
-//! signal that comes before it sleeps is not lost; once signalled it takes the lock again.
+//! effect — deposit or take a channel's bytes (`net.rs`), sleep, yield, take a lock, wait at a
+//! barrier, post or take a semaphore, wait on or signal a condition (`sync.rs`), wait for the
+//! device, touch memory (`memory.rs`) — and the voluntary ways off a CPU, blocking and exit. In
+//! kernel/sched/core.c and around it: what the system calls behind the calls do
+//! (`pipe_write`/`pipe_read`, futexes, `hrtimer_nanosleep`, `do_sched_yield`),
+//! `deactivate_task` before `__schedule` for a sleep, and `do_task_dead` for an exit.
 
-use super::{Effect, Event, Machine, SimError, State, SPIN_CHUNK};
+use super::{Effect, Event, Machine, SimError, State};
 use crate::context::{Op, WATCH_EVERY};
 use crate::policy::{CpuId, DequeueKind, PutPrevKind, TaskId};
 use schedlab_workload::timeline::TaskState;
@@ -34,7 +28,8 @@ impl Machine<'_> {
         let c = &mut self.cpus[cpu];
         c.gen += 1;
         let gen = c.gen;
-        self.events
+        self.clock
+            .events
             .push_slot(cpu, at, Event::BurstDone { cpu, gen });
     }
 
@@ -148,6 +143,12 @@ impl Machine<'_> {
                     return false;
                 }
             }
+            Effect::NetLock(ch) => {
+                let len = self.shared.slots[t].borrow().outbuf.len();
+                if !self.net_lock_conn(cpu, t, ch, len) {
+                    return false;
+                }
+            }
             Effect::NetSent(ch) => self.net_sent(cpu, t, ch),
             Effect::Touch(pos, pages) => {
                 if !self.touch_step(cpu, t, pos, pages) {
@@ -175,35 +176,8 @@ impl Machine<'_> {
                 }
             }
             Effect::Send(ch) => {
-                let sock_room = self.sock_slots_room(ch);
-                let mut slot = self.shared.slots[t].borrow_mut();
-                let chan = &mut self.channels[ch];
-                let len = slot.outbuf.len();
-                let room = chan.bytes.is_empty()
-                    || sock_room.unwrap_or_else(|| {
-                        (chan.bytes.len() + len) as u64 <= self.cost.channel_bytes
-                    });
-                if !room {
-                    drop(slot);
-                    chan.writers.push(t);
-                    self.block_to_retry(cpu, t, Effect::Send(ch));
+                if !self.send(cpu, t, ch) {
                     return false;
-                }
-                chan.bytes.push(&slot.outbuf, &mut self.spare_blocks);
-                slot.outbuf.clear();
-                let wake = match chan.reader {
-                    Some((r, need)) if chan.bytes.len() >= need => {
-                        chan.reader = None;
-                        Some(r)
-                    }
-                    _ => None,
-                };
-                drop(slot);
-                self.sock_queue_push(ch, len);
-                self.tcp_arrived(ch, len);
-                // A task whose readiness wait another channel ended is already awake.
-                if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
-                    self.tasks[t].remaining += self.wake(r, Some(cpu), false);
                 }
             }
             Effect::RecvSome(ch, max) => {
@@ -217,122 +191,39 @@ impl Machine<'_> {
                 }
             }
             Effect::Recv(ch, len) => {
-                let chan = &mut self.channels[ch];
-                if chan.bytes.len() < len {
-                    chan.reader = Some((t, len));
-                    self.tcp_recv_sleeps(t, ch);
-                    self.block_to_retry(cpu, t, Effect::Recv(ch, len));
+                if !self.recv(cpu, t, ch, len) {
                     return false;
                 }
-                let mut slot = self.shared.slots[t].borrow_mut();
-                chan.bytes
-                    .take(len, &mut slot.inbuf, &mut self.spare_blocks);
-                drop(slot);
-                self.took_bytes(cpu, t, ch, len);
             }
             Effect::Sleep(until) => {
                 if until > self.view.now {
-                    self.events.push(until, Event::Timer { task: t });
-                    self.timers += 1;
+                    self.clock.timer(until, Event::Timer { task: t });
                     self.block(cpu, t);
                     return false;
                 }
             }
             Effect::Yield => return self.sched_yield(cpu, t),
             Effect::Lock(l) | Effect::OnCond(_, l) => {
-                let now = self.view.now;
-                let lock = &mut self.locks[l];
-                if lock.holder.is_some() {
-                    lock.waiters.push_back(t);
-                    self.tasks[t].lock_wait_since.get_or_insert(now);
-                    if lock.spin {
-                        // A spin lock's waiter stays on its CPU, burning it.
-                        self.tasks[t].remaining = SPIN_CHUNK;
-                        self.tasks[t].then = Effect::Spin(l);
-                    } else {
-                        self.block_to_retry(cpu, t, Effect::Lock(l));
-                        return false;
-                    }
-                } else {
-                    self.take_lock(t, l);
-                }
-            }
-            Effect::Spin(l) => match self.locks[l].holder {
-                None => {
-                    self.locks[l].waiters.retain(|&w| w != t);
-                    self.take_lock(t, l);
-                }
-                Some(h) if self.tasks[h].state == State::Done => {
-                    self.failure = Some(SimError::Deadlock(format!(
-                        "task {t} spins on lock {l}, held by task {h}, which has finished"
-                    )));
-                    return false;
-                }
-                Some(_) => {
-                    self.tasks[t].remaining = SPIN_CHUNK;
-                    self.tasks[t].then = Effect::Spin(l);
-                }
-            },
-            Effect::Barrier(b) => {
-                let bar = &mut self.barriers[b];
-                if bar.waiters.len() + 1 < bar.parties {
-                    bar.waiters.push_back(t);
-                    self.block_to_retry(cpu, t, Effect::AtBarrier(b));
-                    return false;
-                }
-                // The last party: the others go on, in the order they arrived.
-                let waiters = std::mem::take(&mut bar.waiters);
-                let mut cost = 0;
-                for w in waiters {
-                    cost += self.wake(w, Some(cpu), false);
-                }
-                self.tasks[t].remaining += cost;
-            }
-            // Woken by the last party or handed a post: the call is complete.
-            Effect::AtBarrier(_) | Effect::OnSemaphore(_) => {}
-            Effect::SemPost(s) => {
-                let sem = &mut self.semaphores[s];
-                match sem.waiters.pop_front() {
-                    Some(w) => {
-                        let cost = self.wake(w, Some(cpu), false);
-                        self.tasks[t].remaining += cost;
-                    }
-                    None => sem.count += 1,
-                }
-            }
-            Effect::SemWait(s) => {
-                let sem = &mut self.semaphores[s];
-                if sem.count == 0 {
-                    sem.waiters.push_back(t);
-                    self.block_to_retry(cpu, t, Effect::OnSemaphore(s));
-                    return false;
-                }
-                sem.count -= 1;
-            }
-            Effect::CondWait(c, l) => {
-                // One step, as pthread_cond_wait: from now on a signal finds this task.
-                self.conds[c].waiters.push_back(t);
-                self.unlock(cpu, t, l);
-                // Releasing the lock may have cost a wakeup: work it off before sleeping.
-                self.tasks[t].then = Effect::CondSleep(c, l);
-            }
-            Effect::CondSleep(c, l) => {
-                if std::mem::take(&mut self.tasks[t].cond_signalled) {
-                    self.tasks[t].then = Effect::Lock(l);
-                } else {
-                    self.block_to_retry(cpu, t, Effect::OnCond(c, l));
+                if !self.lock(cpu, t, l) {
                     return false;
                 }
             }
-            Effect::CondSignal(c) => {
-                if let Some(w) = self.conds[c].waiters.pop_front() {
-                    self.cond_wake(cpu, t, w);
+            Effect::Spin(l) => {
+                if !self.spin(t, l) {
+                    return false;
                 }
             }
-            Effect::CondBroadcast(c) => {
-                let waiters = std::mem::take(&mut self.conds[c].waiters);
-                for w in waiters {
-                    self.cond_wake(cpu, t, w);
+            Effect::Barrier(_)
+            | Effect::AtBarrier(_)
+            | Effect::SemPost(_)
+            | Effect::SemWait(_)
+            | Effect::OnSemaphore(_)
+            | Effect::CondWait(..)
+            | Effect::CondSleep(..)
+            | Effect::CondSignal(_)
+            | Effect::CondBroadcast(_) => {
+                if !self.sync_effect(cpu, t, effect) {
+                    return false;
                 }
             }
             Effect::IoWait(ns) => {
@@ -379,7 +270,7 @@ impl Machine<'_> {
         match call.request.get() {
             Some(Op::Yield) => {
                 call.request.set(None);
-                let syscall = self.jittered(self.hot.syscall);
+                let syscall = self.costs.jittered(self.costs.hot.syscall);
                 let task = &mut self.tasks[t];
                 task.then = Effect::Yield;
                 task.remaining += syscall;
@@ -418,7 +309,7 @@ impl Machine<'_> {
                 // A spawned task's body returned: it pays `exit` (do_exit, the parent's
                 // notification) before it is dead.
                 Ok(()) if self.tasks[t].parent.is_some() => {
-                    let cost = self.c(self.cost.exit);
+                    let cost = self.costs.c(self.costs.model.exit);
                     let task = &mut self.tasks[t];
                     task.remaining += cost;
                     task.then = Effect::Exit;
@@ -458,12 +349,12 @@ impl Machine<'_> {
         let Some(op) = self.shared.calls[t].request.take() else {
             unreachable!("start_request without a request");
         };
-        if let Some(error) = self.missing_object(op) {
+        if let Some(error) = self.sync.missing(op) {
             self.failure = Some(SimError::Task { task: t, error });
             self.exit(cpu, t);
             return false;
         }
-        let syscall = self.jittered(self.hot.syscall);
+        let syscall = self.costs.jittered(self.costs.hot.syscall);
         // Each arm stores its effect into the task itself: a (cost, effect) pair returned
         // from the match went through the stack, and reading it back whole waited on the
         // arm's narrower stores (a failed store forwarding, a fifth of `step`'s samples).
@@ -476,28 +367,34 @@ impl Machine<'_> {
             }
             Op::Send(ch) => {
                 let len = self.shared.slots[t].borrow().outbuf.len();
-                let (base, then) = if self.via_netisr(ch) {
+                let (base, then) = if self.net.via_netisr(ch) {
                     // The send half; the netisr thread does the rest (kthreads.rs).
-                    (self.msg_cost - self.netisr_half(), Effect::NetOutput(ch))
+                    (
+                        self.net.msg_cost - self.net.netisr_half(),
+                        Effect::NetOutput(ch),
+                    )
                 } else {
                     (
-                        self.channel_msg_cost(ch) + self.sock_queue_extra(ch),
+                        self.net.channel_msg_cost(ch)
+                            + self.net.sock_queue_extra(ch, &self.costs.model),
                         Effect::Send(ch),
                     )
                 };
-                let m = self.c(base);
+                let m = self.costs.c(base);
                 let lock = self.net_lock(ch);
                 let bounce = self.bounce(cpu, ch);
-                let cost = syscall + m + lock + bounce + self.copy_cost(len);
+                let cost = syscall + m + lock + bounce + self.costs.copy_cost(len);
                 self.then(t, cost, then)
             }
             Op::Recv(ch, len) => {
-                let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
+                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model)
+                    + self.net.sock_queue_extra(ch, &self.costs.model));
                 let cost = syscall + m + self.bounce(cpu, ch);
                 self.then(t, cost, Effect::Recv(ch, len))
             }
             Op::RecvSome(ch, max) => {
-                let m = self.c(self.recv_msg_cost(ch) + self.sock_queue_extra(ch));
+                let m = self.costs.c(self.net.recv_msg_cost(ch, &self.costs.model)
+                    + self.net.sock_queue_extra(ch, &self.costs.model));
                 let cost = syscall + m + self.bounce(cpu, ch);
                 self.then(t, cost, Effect::RecvSome(ch, max))
             }
@@ -506,7 +403,7 @@ impl Machine<'_> {
             Op::Yield => self.then(t, syscall, Effect::Yield),
             // A spin lock is taken in user space (an atomic exchange), a futex mutex by a
             // system call.
-            Op::Lock(l) if self.locks[l].spin => self.then(t, 0, Effect::Lock(l)),
+            Op::Lock(l) if self.sync.locks[l].spin => self.then(t, 0, Effect::Lock(l)),
             Op::Lock(l) => self.then(t, syscall, Effect::Lock(l)),
             Op::Barrier(b) => self.then(t, syscall, Effect::Barrier(b)),
             Op::SemPost(s) => self.then(t, syscall, Effect::SemPost(s)),
@@ -516,11 +413,11 @@ impl Machine<'_> {
             Op::CondBroadcast(c) => self.then(t, syscall, Effect::CondBroadcast(c)),
             Op::Io(IoKind::Truncate, _) => self.then(t, syscall, Effect::Resume),
             Op::Io(kind, bytes) => {
-                let device = self.cost.io_latency
-                    + (bytes as u64 * self.cost.io_per_kib).div_ceil(1024)
+                let device = self.costs.model.io_latency
+                    + (bytes as u64 * self.costs.model.io_per_kib).div_ceil(1024)
                         / if kind == IoKind::Read { 1 } else { 2 };
-                let device = self.c(device);
-                let cost = syscall + self.copy_cost(bytes);
+                let device = self.costs.c(device);
+                let cost = syscall + self.costs.copy_cost(bytes);
                 self.then(t, cost, Effect::IoWait(device))
             }
             Op::Touch(bytes) => {
@@ -528,7 +425,7 @@ impl Machine<'_> {
                 self.then(t, cost, then)
             }
             Op::Spawn(group, arg) => {
-                let cost = self.c(self.cost.fork);
+                let cost = self.costs.c(self.costs.model.fork);
                 self.then(t, cost, Effect::Spawn(group, arg))
             }
             Op::Wait(child) => self.then(t, syscall, Effect::Wait(child)),
@@ -537,116 +434,11 @@ impl Machine<'_> {
         true
     }
 
-    /// Task `t`, running on `cpu`, took `len` bytes from channel `ch` (a receive): the socket
-    /// queue gives them back, and `t` pays for the copy, a TCP wait and ACK where the profile
-    /// charges them, and the wakeups of the writers that waited for room.
-    pub(super) fn took_bytes(&mut self, cpu: CpuId, t: TaskId, ch: usize, len: usize) {
-        let writers = std::mem::take(&mut self.channels[ch].writers);
-        self.sock_queue_take(ch, len);
-        let mut cost = self.copy_cost(len) + self.tcp_wait_cost(t) + self.tcp_ack_cost(ch);
-        for w in writers {
-            cost += self.wake(w, Some(cpu), false);
-        }
-        self.tasks[t].remaining += cost;
-    }
-
     /// Set what task `t` does when its coming burst ends; returns `cost`, the burst's length.
     #[inline(always)]
     fn then(&mut self, t: TaskId, cost: u64, then: Effect) -> u64 {
         self.tasks[t].then = then;
         cost
-    }
-
-    /// The error for a request naming a barrier, semaphore, condition or lock the plan lacks.
-    fn missing_object(&self, op: Op) -> Option<WorkloadError> {
-        let (what, id, have) = match op {
-            Op::Barrier(b) => ("barrier", b, self.barriers.len()),
-            Op::SemPost(s) | Op::SemWait(s) => ("semaphore", s, self.semaphores.len()),
-            Op::CondSignal(c) | Op::CondBroadcast(c) => ("condition variable", c, self.conds.len()),
-            Op::CondWait(c, _) if c >= self.conds.len() => {
-                ("condition variable", c, self.conds.len())
-            }
-            Op::CondWait(_, l) | Op::Lock(l) => ("lock", l, self.locks.len()),
-            _ => return None,
-        };
-        (id >= have).then(|| {
-            WorkloadError::Backend(format!(
-                "{what} {id} is not in the workload's plan, which has {have}"
-            ))
-        })
-    }
-
-    /// Wake `w`, taken off a condition's waiters by the running task `t` of `cpu`: a sleeping
-    /// waiter through the wakeup path (the cost is `t`'s), one still working off its
-    /// [`Effect::CondWait`] by not letting it sleep.
-    fn cond_wake(&mut self, cpu: CpuId, t: TaskId, w: TaskId) {
-        if self.tasks[w].state == State::Blocked {
-            debug_assert!(matches!(self.tasks[w].then, Effect::OnCond(..)));
-            let cost = self.wake(w, Some(cpu), false);
-            self.tasks[t].remaining += cost;
-        } else {
-            self.tasks[w].cond_signalled = true;
-        }
-    }
-
-    /// Task `t` takes free lock `l`, ending its wait if it had one.
-    fn take_lock(&mut self, t: TaskId, l: usize) {
-        let now = self.view.now;
-        let wait = self.tasks[t].lock_wait_since.take().map_or(0, |s| now - s);
-        let lock = &mut self.locks[l];
-        debug_assert!(lock.holder.is_none());
-        lock.holder = Some(t);
-        lock.held_since = now;
-        lock.stats.acquired(wait);
-        if lock.spin {
-            self.tasks[t].spin_held += 1;
-        }
-    }
-
-    /// The running task `t` of `cpu` releases lock `l` (if it holds it). A sleeping lock wakes
-    /// its first waiter, which tries again; a spin lock goes at once to its first waiter that
-    /// is spinning on a CPU (a preempted spinner takes it when it runs again, if still free).
-    pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
-        let now = self.view.now;
-        let lock = &mut self.locks[l];
-        if lock.holder != Some(t) {
-            return;
-        }
-        lock.holder = None;
-        let held = now - lock.held_since;
-        lock.stats.released(held);
-        if lock.spin {
-            self.tasks[t].spin_held -= 1;
-        }
-        if !lock.spin {
-            if let Some(w) = lock.waiters.pop_front() {
-                let cost = self.wake(w, Some(cpu), false);
-                self.tasks[t].remaining += cost;
-            }
-            return;
-        }
-        let tasks = &self.tasks;
-        let spinning = lock
-            .waiters
-            .iter()
-            .position(|&w| matches!(tasks[w].state, State::Running(_)));
-        let Some(pos) = spinning else { return };
-        let w = lock
-            .waiters
-            .remove(pos)
-            .expect("a waiter at a found position");
-        let State::Running(c) = self.tasks[w].state else {
-            unreachable!("the waiter was found running")
-        };
-        // Its spinning ends now: charge it, hand it the lock, and end its burst.
-        self.account(c);
-        self.take_lock(w, l);
-        self.tasks[w].remaining = 0;
-        self.tasks[w].then = Effect::Resume;
-        self.cpus[c].gen += 1;
-        let gen = self.cpus[c].gen;
-        self.events
-            .push_slot(c, now, Event::BurstDone { cpu: c, gen });
     }
 
     /// The running task `t` of `cpu` blocks until `effect` can complete (room in a channel,

@@ -33,50 +33,119 @@
 //!
 //! [`CostModel::net_ack`]: crate::cost::CostModel::net_ack
 
+use super::net::Net;
 use super::Machine;
+use crate::cost::CostModel;
 
 /// `TCP_MSS_DEFAULT` (include/net/tcp.h): the `rcv_mss` a loopback connection of small PSH
 /// segments keeps, the bytes past which a read sends an ACK even if it leaves data queued.
 pub(super) const TCP_RCV_MSS: usize = 536;
 
-impl Machine<'_> {
+impl Net {
     /// Whether receives on channel `ch` follow the ACK rule: one of the plan's loopback TCP
     /// channels, on a Linux-style loopback, with a `net_ack` to charge.
-    fn tcp_acks_counted(&self, ch: usize) -> bool {
-        self.tcp && self.cost.net_ack > 0 && ch < self.plan_channels && self.netisr.is_none()
+    fn tcp_acks_counted(&self, ch: usize, cost: &CostModel) -> bool {
+        self.tcp && cost.net_ack > 0 && self.is_plan(ch) && !self.netisr
     }
 
     /// The kernel work a receive on channel `ch` pays when it starts, before the jitter: the
     /// channel's message cost, less `net_ack` on a channel where the ACK is charged apart.
-    pub(super) fn recv_msg_cost(&self, ch: usize) -> u64 {
+    pub(super) fn recv_msg_cost(&self, ch: usize, cost: &CostModel) -> u64 {
         let base = self.channel_msg_cost(ch);
-        if self.tcp_acks_counted(ch) {
-            base - self.cost.net_ack
+        if self.tcp_acks_counted(ch, cost) {
+            base - cost.net_ack
         } else {
             base
         }
     }
 
     /// `len` bytes arrived on channel `ch` (a send deposited them).
-    pub(super) fn tcp_arrived(&mut self, ch: usize, len: usize) {
-        if self.tcp_acks_counted(ch) {
+    pub(super) fn tcp_arrived(&mut self, ch: usize, len: usize, cost: &CostModel) {
+        if self.tcp_acks_counted(ch, cost) {
             self.channels[ch].tcp_unacked += len;
         }
     }
 
-    /// A receive on channel `ch` has just taken its bytes: `net_ack` if it sends an ACK (the
+    /// A receive on channel `ch` has just taken its bytes: whether it sends an ACK (the
     /// channel is now empty, or more than [`TCP_RCV_MSS`] bytes arrived since the last ACK,
-    /// and some did), else 0.
-    pub(super) fn tcp_ack_cost(&mut self, ch: usize) -> u64 {
-        if !self.tcp_acks_counted(ch) {
-            return 0;
+    /// and some did), which starts the count again.
+    pub(super) fn tcp_acks(&mut self, ch: usize, cost: &CostModel) -> bool {
+        if !self.tcp_acks_counted(ch, cost) {
+            return false;
         }
         let chan = &mut self.channels[ch];
         let unacked = chan.tcp_unacked;
         if unacked == 0 || (unacked <= TCP_RCV_MSS && !chan.bytes.is_empty()) {
-            return 0;
+            return false;
         }
         chan.tcp_unacked = 0;
-        self.c(self.cost.net_ack)
+        true
+    }
+}
+
+impl Machine<'_> {
+    /// A receive on channel `ch` has just taken its bytes: `net_ack` if it sends an ACK
+    /// ([`Net::tcp_acks`]), else 0.
+    pub(super) fn tcp_ack_cost(&mut self, ch: usize) -> u64 {
+        if !self.net.tcp_acks(ch, &self.costs.model) {
+            return 0;
+        }
+        self.costs.c(self.costs.model.net_ack)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
+
+    /// The ACK rule on a Linux loopback TCP channel: a read that empties the channel ACKs,
+    /// one that leaves bytes queued ACKs only past 536 bytes since the last ACK; nothing is
+    /// counted with `net_ack` 0 or on a netisr loopback.
+    #[test]
+    fn a_read_acks_when_it_empties_the_channel_or_past_the_mss() {
+        let plan = Plan {
+            groups: vec![GroupPlan {
+                name: "a",
+                tasks: 1,
+                spawn: 0,
+            }],
+            channels: 1,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: TaskMode::Threads,
+            transport: Transport::Tcp,
+        };
+        let cost = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&["net_ack=1us".into()])
+            .unwrap();
+        let mut n = Net::new(&plan, &cost);
+        assert_eq!(n.recv_msg_cost(0, &cost), cost.net_msg - 1000);
+        let mut out = Vec::new();
+        let arrive = |n: &mut Net, k: usize| {
+            for _ in 0..k {
+                n.deposit(0, &[0; 200]);
+                n.tcp_arrived(0, 200, &cost);
+            }
+        };
+        arrive(&mut n, 2);
+        n.take(0, 200, &mut out);
+        assert!(!n.tcp_acks(0, &cost), "200 bytes left, 400 unacked");
+        n.take(0, 200, &mut out);
+        assert!(n.tcp_acks(0, &cost), "emptied");
+        assert!(!n.tcp_acks(0, &cost), "nothing arrived since");
+        arrive(&mut n, 3);
+        n.take(0, 200, &mut out);
+        assert!(
+            n.tcp_acks(0, &cost),
+            "400 bytes left, but 600 unacked: past the MSS"
+        );
+        let none = CostModel::profile("modern").unwrap();
+        assert_eq!(n.recv_msg_cost(0, &none), none.net_msg);
+        n.netisr = true;
+        n.tcp_arrived(0, 1000, &cost);
+        assert!(!n.tcp_acks(0, &cost));
     }
 }

@@ -28,7 +28,7 @@ impl Machine<'_> {
     /// Task `t` is about to sleep in a receive on channel `ch`: if `ch` is one of the plan's
     /// loopback TCP channels, the receive that completes after the wakeup pays `net_wait`.
     pub(super) fn tcp_recv_sleeps(&mut self, t: TaskId, ch: usize) {
-        if self.tcp && ch < self.plan_channels {
+        if self.net.tcp && self.net.is_plan(ch) {
             self.tasks[t].tcp_slept = true;
         }
     }
@@ -37,7 +37,7 @@ impl Machine<'_> {
     /// TCP receive since the last one completed, else 0.
     pub(super) fn tcp_wait_cost(&mut self, t: TaskId) -> u64 {
         if std::mem::take(&mut self.tasks[t].tcp_slept) {
-            self.c(self.cost.net_wait)
+            self.costs.c(self.costs.model.net_wait)
         } else {
             0
         }

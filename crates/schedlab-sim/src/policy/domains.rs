@@ -930,62 +930,8 @@ impl Domains {
         // for the `redo`).
         let mut pinned = CpuMask::default();
         let (src, kind) = loop {
-            let groups = self.levels[level].groups_of(cpu);
-            let stats: Vec<GroupStats> = groups
-                .iter()
-                .enumerate()
-                .map(|(index, g)| group_stats(r, m, index, g, &pinned))
-                .collect();
-            let local = stats[local_i];
-            let prefer_sibling = level > 0 && self.levels[level - 1].prefer_sibling;
-            // update_sd_pick_busiest
-            let busiest = stats
-                .iter()
-                .filter(|s| s.index != local_i && s.nr_running > 0)
-                .fold(None::<GroupStats>, |best, s| match best {
-                    None => Some(*s),
-                    Some(b) if busier(s, &b) => Some(*s),
-                    b => b,
-                });
-            let total_load: u64 = stats.iter().map(|s| s.load).sum();
-            let total_weight: usize = stats.iter().map(|s| s.weight).sum();
-            let sds_avg = total_load * CAPACITY / total_weight.max(1) as u64;
-            let lv = &self.levels[level];
-            let verdict = busiest.and_then(|b| {
-                find_src_group(
-                    &local,
-                    &b,
-                    sds_avg,
-                    lv.imbalance_pct,
-                    prefer_sibling,
-                    idle,
-                    lv.share_capacity,
-                    lv.numa.then_some(lv.imb_numa_nr),
-                )
-                .map(|(kind, imb)| (b, kind, imb))
-            });
-            let Some((busiest, kind, mut imbalance)) = verdict else {
-                self.out_balanced(cpu, level, idle, false);
-                return Some(0);
-            };
-            // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
-            // one task heavier than the imbalance is passed over), or by runnable tasks.
-            let group = self.levels[level].groups_of(cpu)[busiest.index];
-            let src = group
-                .iter()
-                .filter(|&c| {
-                    let n = r.nr_running(c);
-                    c != cpu
-                        && !pinned.contains(c)
-                        && n > 0
-                        && !(kind == Migration::Load && n == 1 && r.load(c) > imbalance)
-                })
-                .max_by_key(|&c| match kind {
-                    Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
-                    Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
-                });
-            let Some(src) = src else {
-                // No busiest runqueue.
+            let Some((src, kind, mut imbalance)) = self.find_src(r, m, cpu, level, idle, &pinned)
+            else {
                 self.out_balanced(cpu, level, idle, false);
                 return Some(0);
             };
@@ -1070,6 +1016,72 @@ impl Domains {
         // "We were unbalanced, so reset the balancing interval."
         self.state[si].balance_interval_ms = lvl_min;
         Some(0)
+    }
+
+    /// `sched_balance_find_src_group` and `sched_balance_find_src_rq` for `cpu` at `level`,
+    /// leaving out the CPUs in `pinned`: the busiest CPU of the busiest group, how to measure
+    /// what moves, and the imbalance; `None` when balanced (or no runqueue qualifies).
+    fn find_src<R: FairRunqueues>(
+        &self,
+        r: &R,
+        m: &MachineView,
+        cpu: CpuId,
+        level: usize,
+        idle: IdleType,
+        pinned: &CpuMask,
+    ) -> Option<(CpuId, Migration, u64)> {
+        let groups = self.levels[level].groups_of(cpu);
+        let local_i = groups.iter().position(|g| g.contains(cpu))?;
+        let stats: Vec<GroupStats> = groups
+            .iter()
+            .enumerate()
+            .map(|(index, g)| group_stats(r, m, index, g, pinned))
+            .collect();
+        let local = stats[local_i];
+        let prefer_sibling = level > 0 && self.levels[level - 1].prefer_sibling;
+        // update_sd_pick_busiest
+        let busiest = stats
+            .iter()
+            .filter(|s| s.index != local_i && s.nr_running > 0)
+            .fold(None::<GroupStats>, |best, s| match best {
+                None => Some(*s),
+                Some(b) if busier(s, &b) => Some(*s),
+                b => b,
+            });
+        let total_load: u64 = stats.iter().map(|s| s.load).sum();
+        let total_weight: usize = stats.iter().map(|s| s.weight).sum();
+        let sds_avg = total_load * CAPACITY / total_weight.max(1) as u64;
+        let lv = &self.levels[level];
+        let (busiest, kind, imbalance) = busiest.and_then(|b| {
+            find_src_group(
+                &local,
+                &b,
+                sds_avg,
+                lv.imbalance_pct,
+                prefer_sibling,
+                idle,
+                lv.share_capacity,
+                lv.numa.then_some(lv.imb_numa_nr),
+            )
+            .map(|(kind, imb)| (b, kind, imb))
+        })?;
+        // sched_balance_find_src_rq: the busiest CPU of the group — by load (a CPU running
+        // one task heavier than the imbalance is passed over), or by runnable tasks.
+        let group = groups[busiest.index];
+        let src = group
+            .iter()
+            .filter(|&c| {
+                let n = r.nr_running(c);
+                c != cpu
+                    && !pinned.contains(c)
+                    && n > 0
+                    && !(kind == Migration::Load && n == 1 && r.load(c) > imbalance)
+            })
+            .max_by_key(|&c| match kind {
+                Migration::Load => (r.load(c), r.nr_running(c) as u64, std::cmp::Reverse(c)),
+                Migration::Task => (r.nr_running(c) as u64, r.load(c), std::cmp::Reverse(c)),
+            })?;
+        Some((src, kind, imbalance))
     }
 
     /// `out_balanced` (and `out_all_pinned`, when every task of the busiest CPUs was pinned
