@@ -105,8 +105,10 @@ fn bpf_counts_agree_with_the_tracefs_replay() {
             );
             continue;
         }
+        // Within 2 %, or a few when there are few (two processes each on its own CPU preempt
+        // almost never: 14 against 13 was seen).
         assert!(
-            percent_apart(b.1, t.1) < 2.0,
+            percent_apart(b.1, t.1) < 2.0 || b.1.abs_diff(t.1) <= 3,
             "pingpong {mode:?}: wakeup preemptions bpf {} vs tracefs {}",
             b.1,
             t.1
