@@ -249,3 +249,64 @@ fn anchors_are_github_s() {
         ["docs/a.md#x", "b.png", "https://x.org"]
     );
 }
+
+/// The README is the front door: what schedlab is, set-up, the two commands, a short tour. The
+/// manual is docs/.
+#[test]
+fn the_readme_stays_short() {
+    let text = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = text.lines().count();
+    assert!(
+        lines <= 400,
+        "README.md has {lines} lines; at most 400 (move the rest into docs/)"
+    );
+}
+
+/// The docs describe the tool, not how it was built: no sessions or issue numbers of the
+/// project, no development machine and none of its paths (history belongs in git).
+#[test]
+fn the_docs_are_a_manual_not_a_log() {
+    let notebook = [
+        "session ",
+        "session-",
+        "this session",
+        "development VM",
+        "development machine",
+        "/work/",
+        "/root/",
+        "tonight",
+        "last night",
+        "issue #",
+        "(issue ",
+    ];
+    let mut pages = vec![root().join("README.md")];
+    for e in std::fs::read_dir(root().join("docs")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "md") {
+            pages.push(p);
+        }
+    }
+    let mut found = Vec::new();
+    for page in &pages {
+        let text = std::fs::read_to_string(page).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let lower = line.to_lowercase();
+            for word in notebook {
+                // rt-app's own issue tracker is cited as a source ("its issue #37"); that is
+                // not the project's history.
+                if lower.contains(&word.to_lowercase()) && !lower.contains("its issue") {
+                    found.push(format!(
+                        "{}:{}: {word:?}",
+                        page.strip_prefix(root()).unwrap_or(page).display(),
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "lab-notebook words in the docs:\n{}",
+        found.join("\n")
+    );
+}
