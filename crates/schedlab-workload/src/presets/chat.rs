@@ -11,7 +11,10 @@
 //!   task, which takes its connection's queued messages and writes them to the client. The
 //!   two-threads-per-connection structure is how VolanoMark's server is described in the
 //!   literature on it (a thread reading and a thread writing each socket, hence its thread counts
-//!   of twice the connections); we could not read VolanoChat's source, which is closed. The
+//!   of twice the connections). VolanoMark's source is public (github jgneff/volano, 2.13.4,
+//!   GPL-3.0); it adds what this model does not have yet — the receive threads also yield after
+//!   every packet, the send thread takes every queued packet at once and then yields, and the
+//!   server confirms each message to its sender. The
 //!   queue is an in-process pipe ([`crate::plan::SyncPlan::queues`]): the Java server's queue
 //!   append and take (under a monitor, `notify` waking a sleeping writer) cost a pipe write and
 //!   read here — a little more kernel work than a futex, the same wakeups.
