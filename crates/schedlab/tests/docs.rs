@@ -310,3 +310,25 @@ fn the_docs_are_a_manual_not_a_log() {
         found.join("\n")
     );
 }
+
+/// `.ci/run` runs exactly the README's test command (after its optional installs).
+#[test]
+fn ci_runs_the_readme_s_test_command() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines: Vec<&str> = readme.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("Run the tests"))
+        .expect("README: a paragraph starting 'Run the tests'");
+    let command = lines[at..]
+        .iter()
+        .find_map(|l| l.strip_prefix("    "))
+        .expect("README: the test command, indented, after 'Run the tests'");
+    assert!(command.starts_with("cargo test "), "{command}");
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    let last = ci.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert_eq!(
+        last, command,
+        ".ci/run's last line against the README's test command"
+    );
+}
