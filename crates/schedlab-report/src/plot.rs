@@ -338,33 +338,23 @@ pub fn metric_chart_svg(
         let caption = format!("{} {} ({}) vs {x_key}", record.workload, def.name, def.unit);
         let xlabel = |t: &f64| axis.label(*t, &xnumbers);
         let ylabel = |v: &f64| yformat.format(*v);
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&caption, ("sans-serif", CAPTION_FONT))
-            .margin(10)
-            .x_label_area_size(44)
-            .y_label_area_size(66)
-            .build_cartesian_2d(
-                ticked(xrange, xticks.clone()),
-                ticked(yrange, yticks.clone()),
-            )
-            .map_err(|e| err(&e))?;
         let x_desc = match axis {
             XAxis::Log2 => format!("{x_key} (base-2 scale)"),
             XAxis::Log10 => format!("{x_key} (log scale)"),
             _ => x_key.to_string(),
         };
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(format!("{} ({}), ± CI{}", def.name, def.unit, record.level))
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", DESC_FONT))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
-            .x_label_formatter(&xlabel)
-            .y_label_formatter(&ylabel)
-            .draw()
-            .map_err(|e| err(&e))?;
+        let y_desc = format!("{} ({}), ± CI{}", def.name, def.unit, record.level);
+        let mut chart = styled_chart(
+            &root,
+            &caption,
+            (
+                ticked(xrange, xticks.clone()),
+                ticked(yrange, yticks.clone()),
+            ),
+            (&x_desc, &y_desc),
+            (&xlabel, &ylabel),
+        )
+        .map_err(|e| err(&e))?;
         for (i, name) in order.iter().enumerate() {
             let color = crate::palette::rgb(i);
             let mut pts: Vec<(f64, f64, f64)> = series[name]
@@ -407,6 +397,41 @@ pub fn metric_chart_svg(
         root.present().map_err(|e| err(&e))?;
     }
     Ok(svg)
+}
+
+/// How a chart's ticks are labelled.
+type TickLabel<'f> = dyn Fn(&f64) -> String + 'f;
+
+/// A chart of the report's size and style on `root`: the caption, the label areas, both axes
+/// over `(x, y)`, and the mesh drawn with its descriptions, tick fonts and label formatters —
+/// what every chart of the report shares.
+fn styled_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    caption: &str,
+    (x, y): (Ticked, Ticked),
+    (x_desc, y_desc): (&str, &str),
+    (xlabel, ylabel): (&TickLabel<'_>, &TickLabel<'_>),
+) -> Result<ChartContext<'a, SVGBackend<'b>, Cartesian2d<Ticked, Ticked>>, String> {
+    let mut chart = ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", CAPTION_FONT))
+        .margin(10)
+        .x_label_area_size(44)
+        .y_label_area_size(66)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style(("sans-serif", TICK_FONT))
+        .axis_desc_style(("sans-serif", DESC_FONT))
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(225, 225, 225))
+        .x_label_formatter(xlabel)
+        .y_label_formatter(ylabel)
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(chart)
 }
 
 /// The SVG text of one configuration's repetitions of `metric`: each repetition a point at its
@@ -468,28 +493,18 @@ pub fn distribution_svg(
         );
         let ylabel = |v: &f64| yformat.format(*v);
         let xlabel = |v: &f64| format!("{v:.0}");
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&caption, ("sans-serif", CAPTION_FONT))
-            .margin(10)
-            .x_label_area_size(44)
-            .y_label_area_size(66)
-            .build_cartesian_2d(
+        let y_desc = format!("{} ({})", metric.name, metric.unit);
+        let mut chart = styled_chart(
+            &root,
+            &caption,
+            (
                 ticked(0.5..n as f64 + 0.5, xticks),
                 ticked(yrange, yticks.clone()),
-            )
-            .map_err(|e| err(&e))?;
-        chart
-            .configure_mesh()
-            .x_desc("repetition")
-            .y_desc(format!("{} ({})", metric.name, metric.unit))
-            .label_style(("sans-serif", TICK_FONT))
-            .axis_desc_style(("sans-serif", DESC_FONT))
-            .light_line_style(WHITE)
-            .bold_line_style(RGBColor(225, 225, 225))
-            .x_label_formatter(&xlabel)
-            .y_label_formatter(&ylabel)
-            .draw()
-            .map_err(|e| err(&e))?;
+            ),
+            ("repetition", &y_desc),
+            (&xlabel, &ylabel),
+        )
+        .map_err(|e| err(&e))?;
         let color = crate::palette::rgb(0);
         let (x0, x1) = (0.5, n as f64 + 0.5);
         if let Some(h) = ci {
