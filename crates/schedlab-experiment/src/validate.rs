@@ -4,7 +4,13 @@
 //! primary metric measured and simulated, and the simulator's error (in % for times and rates,
 //! in points for interbench's % of deadlines met).
 //!
-//! The suite (issue #16): messaging over socketpairs and pipes with threads and with processes;
+//! A timing taken while a compiler runs says nothing about the simulator, so the real side is
+//! watched: each real run is preceded by a bounded wait for other runnable tasks to go away and
+//! watched for other processes' CPU time and steal time (`schedlab_real::interference`); a
+//! disturbed run is left out and repeated, runs are interleaved across entries, and a row is
+//! judged only when its real side is quiet and narrower than the goal.
+//!
+//! The suite: messaging over socketpairs and pipes with threads and with processes;
 //! ping-pong with both tasks on one CPU and on two; sched_yield with 1 thread, one per CPU, four
 //! per CPU and 256; chat in burst mode; interbench's audio and video against no load and against
 //! burn, with the benchmarked task at nice 0 and at nice 19. `quick` makes every entry smaller
@@ -16,13 +22,15 @@ use crate::error::ExperimentError;
 use crate::measure::{measure, Sinks};
 use crate::settings::{Budget, CounterMode, Settings};
 use crate::{RealBackend, RunEnd, SimBackend, SimMachine};
+use schedlab_real::interference::{wait_until_quiet, Interference, InterferenceWatch};
 use schedlab_workload::presets::{
     self, Chat, Configurable, Interbench, Messaging, PingPong, Preset, PresetVisitor, Yield,
 };
 use schedlab_workload::record::RunRecord;
 use serde::{Deserialize, Serialize};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// One entry of the suite.
 #[derive(Clone, Debug)]
@@ -158,6 +166,12 @@ pub struct Estimate {
     pub n: usize,
 }
 
+/// A time or rate row is within the goal when the simulation is within this many % of the
+/// measurement.
+pub const GOAL_PCT: f64 = 20.0;
+/// A deadlines-met row, within this many points.
+pub const GOAL_POINTS: f64 = 5.0;
+
 /// One row of the validation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -177,7 +191,19 @@ pub struct Row {
     pub error: Option<f64>,
     /// Whether `error` is in points.
     pub points: bool,
-    /// Why a side is missing.
+    /// Whether the row can be judged: at least two real runs on a quiet machine, and the real
+    /// side's own 95 % interval no wider than the goal ([`GOAL_PCT`], [`GOAL_POINTS`]). A row that
+    /// cannot be judged still shows what was measured.
+    #[serde(default)]
+    pub judged: bool,
+    /// Real runs measured while the machine was busy ([`Interference::busy`]) and left out.
+    #[serde(default)]
+    pub busy_runs: usize,
+    /// The worst of what the machine did besides the real runs that were kept (of the busy ones
+    /// when none was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interference: Option<Interference>,
+    /// Why a side is missing, or why the row cannot be judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
@@ -227,16 +253,43 @@ pub fn closest_policy_spec(release: &str, own_slice_ns: Option<u64>, cpus: usize
     }
 }
 
+/// What [`validate`] reports as it goes.
+#[derive(Debug)]
+pub enum Progress<'a> {
+    /// A real run of `entry` was measured while the machine was busy and is left out.
+    BusyRun {
+        /// The entry's label.
+        entry: &'a str,
+        /// What the machine did besides it.
+        seen: &'a Interference,
+    },
+    /// Waited for other tasks to stop being runnable, and they did not.
+    StillBusy {
+        /// The entry about to run.
+        entry: &'a str,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// A row is complete.
+    Row(&'a Row),
+}
+
 /// Run the suite: every entry's simulated side first, `jobs` entries at a time (each is
-/// deterministic, so the column is the same with any `jobs`), then the real sides one at a
-/// time with nothing else running. `progress` hears each row as it finishes; `stop` ends it
-/// early with the rows so far (`RunEnd::Interrupted`).
+/// deterministic, so the column is the same with any `jobs`), then the real sides one run at
+/// a time, interleaved — one run of every entry, then a second of every entry, and so on — so
+/// a slow drift of the host's speed touches every row alike. Before each real run it waits (a
+/// bounded time) for other runnable tasks to go away, and it watches the run
+/// ([`InterferenceWatch`]): a run during which other processes or the hypervisor took CPU time
+/// is left out and repeated. An entry gets more runs until its real side's 95 % interval is
+/// within half the goal, up to a bound; each row then says whether it can be judged
+/// ([`Row::judged`]). `progress` hears left-out runs and each row as it completes; `stop` ends it
+/// early with the runs so far (`RunEnd::Interrupted`).
 pub fn validate(
     profile: &str,
     quick: bool,
     jobs: usize,
     stop: &Arc<AtomicBool>,
-    mut progress: impl FnMut(&Row),
+    mut progress: impl FnMut(Progress<'_>),
 ) -> Result<(RunEnd, Validation), ExperimentError> {
     let m = schedlab_real::machine::machine_info();
     let cpus = schedlab_real::host::online_cpus();
@@ -270,26 +323,213 @@ pub fn validate(
     let simulated_sides = in_parallel(&entries, jobs, |entry| {
         run_entry(entry, sim_backend.clone(), cpus, runs, stop)
     });
-    for (entry, simulated) in entries.iter().zip(simulated_sides) {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return Ok((RunEnd::Interrupted, v));
+    let plan = RealPlan::new(runs, quick);
+    let mut real: Vec<RealSide> = entries.iter().map(|_| RealSide::default()).collect();
+    let mut end = RunEnd::Complete;
+    'passes: for _ in 0..plan.max_runs {
+        let mut ran = false;
+        for (entry, side) in entries.iter().zip(real.iter_mut()) {
+            if stop.load(Ordering::Relaxed) {
+                end = RunEnd::Interrupted;
+                break 'passes;
+            }
+            if side.settled(entry, &plan) {
+                continue;
+            }
+            ran = true;
+            if !wait_until_quiet(plan.quiet_wait, stop) {
+                progress(Progress::StillBusy {
+                    entry: &entry.name,
+                    waited: plan.quiet_wait,
+                });
+            }
+            let watch = InterferenceWatch::start();
+            let rec = run_entry(entry, BackendRequest::Real, cpus, 1, stop);
+            let seen = watch.finish();
+            side.add(entry, rec, seen, &mut progress);
         }
-        let mut note = None;
-        let mut side = |ran: Result<RunRecord, ExperimentError>| match ran {
-            Ok(rec) => estimate(&rec, entry.metric),
+        if !ran {
+            break;
+        }
+    }
+    for ((entry, simulated), side) in entries.iter().zip(simulated_sides).zip(real) {
+        let (simulated, sim_note) = match simulated {
+            Ok(rec) => (estimate(&rec, entry.metric), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let row = side.row(entry, simulated, sim_note, &plan, end);
+        progress(Progress::Row(&row));
+        v.rows.push(row);
+    }
+    Ok((end, v))
+}
+
+/// How many real runs an entry gets, and how long to wait for a quiet machine before each.
+struct RealPlan {
+    /// Quiet runs wanted at least.
+    runs: usize,
+    /// Runs in all (quiet and busy) at most.
+    max_runs: usize,
+    /// The longest wait for other runnable tasks to go away before a run.
+    quiet_wait: Duration,
+}
+
+impl RealPlan {
+    fn new(runs: usize, quick: bool) -> RealPlan {
+        if quick {
+            RealPlan {
+                runs,
+                max_runs: runs + 2,
+                quiet_wait: Duration::from_secs(1),
+            }
+        } else {
+            RealPlan {
+                runs,
+                max_runs: 3 * runs,
+                quiet_wait: Duration::from_secs(10),
+            }
+        }
+    }
+}
+
+/// One entry's real runs so far.
+#[derive(Default)]
+struct RealSide {
+    /// The metric of each run on a quiet machine.
+    quiet: Vec<f64>,
+    /// … and of each run on a busy one.
+    busy: Vec<f64>,
+    /// The worst interference of the quiet runs, and of the busy ones.
+    seen_quiet: Option<Interference>,
+    seen_busy: Option<Interference>,
+    /// Runs made (quiet, busy or failed).
+    attempts: usize,
+    /// Why the last run failed.
+    failed: Option<String>,
+}
+
+/// Whether a 95 % interval of `values` is within `share` of the goal: within `share × GOAL_PCT`
+/// % of the mean, or `share × GOAL_POINTS` points.
+fn spread_within(values: &[f64], points: bool, share: f64) -> bool {
+    if values.len() < 2 {
+        return false;
+    }
+    let d = schedlab_stats::summary::describe(values, 95.0);
+    let ci = d.ci_half_width;
+    if points {
+        ci <= share * GOAL_POINTS
+    } else {
+        ci <= share * GOAL_PCT / 100.0 * d.summary.mean.abs()
+    }
+}
+
+impl RealSide {
+    /// Done: enough quiet runs with a spread within half the goal, a failure, or the bound.
+    fn settled(&self, entry: &Entry, plan: &RealPlan) -> bool {
+        self.failed.is_some()
+            || self.attempts >= plan.max_runs
+            || (self.quiet.len() >= plan.runs && spread_within(&self.quiet, entry.points, 0.5))
+    }
+
+    fn add(
+        &mut self,
+        entry: &Entry,
+        rec: Result<RunRecord, ExperimentError>,
+        seen: Option<Interference>,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) {
+        self.attempts += 1;
+        let rec = match rec {
+            Ok(rec) => rec,
             Err(e) => {
-                note = Some(e.to_string());
-                None
+                self.failed = Some(e.to_string());
+                return;
             }
         };
-        let measured = side(run_entry(entry, BackendRequest::Real, cpus, runs, stop));
-        let simulated = side(simulated);
+        let Some(config) = rec.configs.first() else {
+            self.failed = Some("the run measured nothing".into());
+            return;
+        };
+        let values = schedlab_stats::summary::metric_values(config, entry.metric);
+        self.add_values(&entry.name, values, seen, progress);
+    }
+
+    /// A run's values, kept as quiet or as busy by what the watch saw.
+    fn add_values(
+        &mut self,
+        name: &str,
+        values: Vec<f64>,
+        seen: Option<Interference>,
+        progress: &mut impl FnMut(Progress<'_>),
+    ) {
+        let worst =
+            |old: Option<Interference>, new: Interference| Some(old.map_or(new, |o| o.worst(new)));
+        match seen {
+            Some(seen) if seen.busy() => {
+                progress(Progress::BusyRun {
+                    entry: name,
+                    seen: &seen,
+                });
+                self.busy.extend(values);
+                self.seen_busy = worst(self.seen_busy, seen);
+            }
+            Some(seen) => {
+                self.quiet.extend(values);
+                self.seen_quiet = worst(self.seen_quiet, seen);
+            }
+            None => self.quiet.extend(values),
+        }
+    }
+
+    fn row(
+        self,
+        entry: &Entry,
+        simulated: Option<Estimate>,
+        sim_note: Option<String>,
+        plan: &RealPlan,
+        end: RunEnd,
+    ) -> Row {
+        let on_quiet = !self.quiet.is_empty();
+        let values = if on_quiet { &self.quiet } else { &self.busy };
+        let measured = estimate_of(values);
+        let judged = on_quiet
+            && self.quiet.len() >= 2.min(plan.runs)
+            && spread_within(&self.quiet, entry.points, 1.0)
+            && simulated.is_some();
         let error = match (measured, simulated) {
             (Some(r), Some(s)) if entry.points => Some(s.mean - r.mean),
             (Some(r), Some(s)) if r.mean != 0.0 => Some((s.mean - r.mean) / r.mean * 100.0),
             _ => None,
         };
-        let row = Row {
+        let busy_runs = self.busy.len();
+        let note = if let Some(e) = self.failed.or(sim_note) {
+            Some(e)
+        } else if judged {
+            None
+        } else if matches!(end, RunEnd::Interrupted) && self.quiet.len() < plan.runs {
+            Some("not judged: interrupted before its runs were made".into())
+        } else if !on_quiet {
+            Some(format!(
+                "not judged: the machine was busy in all {busy_runs} real runs (at worst, {}); the measured \
+                 column is from those runs",
+                self.seen_busy.map(|s| s.describe()).unwrap_or_default()
+            ))
+        } else if self.quiet.len() < 2 {
+            Some(format!(
+                "not judged: one quiet real run of {}; the machine was busy in the others (at worst, {})",
+                self.attempts,
+                self.seen_busy.map(|s| s.describe()).unwrap_or_default()
+            ))
+        } else {
+            Some(format!(
+                "not judged: the real side's 95 % interval over {} quiet runs is wider than the \
+                 goal (±{} {})",
+                self.quiet.len(),
+                if entry.points { GOAL_POINTS } else { GOAL_PCT },
+                if entry.points { "points" } else { "%" }
+            ))
+        };
+        Row {
             name: entry.name.clone(),
             command: entry.command(),
             metric: entry.metric.into(),
@@ -298,12 +538,16 @@ pub fn validate(
             simulated,
             error,
             points: entry.points,
+            judged,
+            busy_runs,
+            interference: if on_quiet {
+                self.seen_quiet
+            } else {
+                self.seen_busy
+            },
             note,
-        };
-        progress(&row);
-        v.rows.push(row);
+        }
     }
-    Ok((RunEnd::Complete, v))
 }
 
 /// `f` of every item, computed on up to `jobs` threads, in the items' order.
@@ -350,11 +594,14 @@ fn unit_of(workload: &str, metric: &str) -> String {
 
 fn estimate(rec: &RunRecord, metric: &str) -> Option<Estimate> {
     let config = rec.configs.first()?;
-    let values = schedlab_stats::summary::metric_values(config, metric);
+    estimate_of(&schedlab_stats::summary::metric_values(config, metric))
+}
+
+fn estimate_of(values: &[f64]) -> Option<Estimate> {
     if values.is_empty() {
         return None;
     }
-    let d = schedlab_stats::summary::describe(&values, 95.0);
+    let d = schedlab_stats::summary::describe(values, 95.0);
     Some(Estimate {
         mean: d.summary.mean,
         ci95: d.ci_half_width.is_finite().then_some(d.ci_half_width),
@@ -454,6 +701,88 @@ impl MeasureOne<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn seen(others_share: f64) -> Option<Interference> {
+        Some(Interference {
+            others_share,
+            own_share: 0.5,
+            steal_share: 0.0,
+            runnable_before: Some(0),
+            seconds: 1.0,
+        })
+    }
+
+    fn entry(points: bool) -> Entry {
+        let mut e = Entry::new("e", Yield::NAME, "us_per_yield");
+        e.points = points;
+        e
+    }
+
+    fn side(runs: &[(f64, f64)]) -> (RealSide, Vec<String>) {
+        let mut side = RealSide::default();
+        let mut heard = Vec::new();
+        for &(value, others) in runs {
+            side.attempts += 1;
+            side.add_values("e", vec![value], seen(others), &mut |p| {
+                if let Progress::BusyRun { seen, .. } = p {
+                    heard.push(seen.describe());
+                }
+            });
+        }
+        (side, heard)
+    }
+
+    #[test]
+    fn busy_runs_are_left_out_and_a_quiet_narrow_row_is_judged() {
+        let plan = RealPlan::new(3, false);
+        let e = entry(false);
+        // Three quiet runs within 1 % of each other, one run beside a compiler at 3× the time.
+        let (s, heard) = side(&[(1.00, 0.01), (3.0, 0.6), (1.01, 0.02), (0.99, 0.0)]);
+        assert_eq!(heard.len(), 1, "{heard:?}");
+        assert!(heard[0].contains("60.0 %"), "{heard:?}");
+        assert!(s.settled(&e, &plan));
+        let sim = estimate_of(&[1.1]);
+        let row = s.row(&e, sim, None, &plan, RunEnd::Complete);
+        assert!(row.judged, "{row:?}");
+        assert_eq!(row.busy_runs, 1);
+        assert!((row.measured.unwrap().mean - 1.0).abs() < 1e-9, "{row:?}");
+        assert!((row.error.unwrap() - 10.0).abs() < 1e-6, "{row:?}");
+        assert_eq!(row.note, None);
+    }
+
+    #[test]
+    fn a_row_measured_only_on_a_busy_machine_is_shown_but_not_judged() {
+        let plan = RealPlan::new(2, true);
+        let e = entry(false);
+        let (s, _) = side(&[(2.0, 0.4), (2.2, 0.5), (2.1, 0.45), (2.0, 0.4)]);
+        assert!(s.settled(&e, &plan), "the bound ends it");
+        let row = s.row(&e, estimate_of(&[1.0]), None, &plan, RunEnd::Complete);
+        assert!(!row.judged);
+        assert_eq!(row.busy_runs, 4);
+        assert!(row.measured.is_some());
+        let note = row.note.unwrap();
+        assert!(note.contains("busy in all 4"), "{note}");
+        assert!(note.contains("50.0 %"), "the worst run is named: {note}");
+    }
+
+    #[test]
+    fn a_quiet_row_wider_than_the_goal_runs_again_and_is_not_judged() {
+        let plan = RealPlan::new(3, false);
+        let e = entry(false);
+        let (s, _) = side(&[(1.0, 0.0), (2.0, 0.0), (1.5, 0.0)]);
+        assert!(!s.settled(&e, &plan), "a ±60 % spread asks for more runs");
+        let row = s.row(&e, estimate_of(&[1.0]), None, &plan, RunEnd::Complete);
+        assert!(!row.judged);
+        assert!(row.note.unwrap().contains("wider than the goal"));
+        // Deadlines in points: 98 ± 1 is judged.
+        let p = entry(true);
+        let (s, _) = side(&[(98.0, 0.0), (98.5, 0.0), (97.6, 0.0)]);
+        assert!(s.settled(&p, &plan));
+        assert!(
+            s.row(&p, estimate_of(&[100.0]), None, &plan, RunEnd::Complete)
+                .judged
+        );
+    }
 
     #[test]
     fn in_parallel_keeps_the_items_order() {

@@ -28,6 +28,7 @@ pub mod executor;
 mod gate;
 pub mod host;
 mod hosts;
+pub mod interference;
 pub mod knobs;
 pub mod leftovers;
 pub mod locks;

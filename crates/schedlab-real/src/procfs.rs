@@ -411,6 +411,43 @@ fn parse_procs_running(stat: &str) -> Option<u64> {
         .ok()
 }
 
+/// The machine's CPU time so far, from the `cpu` line of `/proc/stat`, in clock ticks
+/// ([`crate::sys::clock_ticks_per_second`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MachineCpuTime {
+    /// Time spent running tasks: `user` + `nice` + `system` (a guest's time is inside `user`).
+    /// Interrupt and softirq time are left out: with IRQ time accounting they are charged to no
+    /// task, so no process's own CPU time could be set against them.
+    pub busy: u64,
+    /// Time the hypervisor ran something else while this machine's vCPUs wanted to run.
+    pub steal: u64,
+    /// Every column: busy, idle, iowait, irq, softirq and steal (guest time is inside `user`).
+    pub total: u64,
+}
+
+/// The `cpu` line of `/proc/stat` now.
+pub fn machine_cpu_time() -> Option<MachineCpuTime> {
+    parse_machine_cpu_time(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn parse_machine_cpu_time(stat: &str) -> Option<MachineCpuTime> {
+    let line = stat.lines().find_map(|l| l.strip_prefix("cpu "))?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .map(|w| w.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    let col = |i: usize| v.get(i).copied().unwrap_or(0);
+    if v.len() < 4 {
+        return None;
+    }
+    Some(MachineCpuTime {
+        busy: col(0) + col(1) + col(2),
+        steal: col(7),
+        total: (0..8).map(col).sum(),
+    })
+}
+
 /// Other tasks competing for the CPUs: the median over 21 looks, 5 ms apart, of the runnable
 /// tasks less the caller. A probe timed beside them is inflated by whatever they take.
 pub fn competing_runnable() -> Option<u64> {
@@ -618,5 +655,22 @@ se.slice                                     :              1400000
             obs.contains_key("nice") && obs.contains_key("cpus"),
             "{obs:?}"
         );
+    }
+
+    #[test]
+    fn parses_the_machines_cpu_line() {
+        let stat =
+            "cpu  100 5 50 1000 7 3 2 11 40 0\ncpu0 50 2 25 500 3 1 1 5 20 0\nprocs_running 3\n";
+        assert_eq!(
+            parse_machine_cpu_time(stat),
+            Some(MachineCpuTime {
+                busy: 155,
+                steal: 11,
+                total: 1178
+            })
+        );
+        assert_eq!(parse_machine_cpu_time("cpu  1 2\n"), None);
+        assert_eq!(parse_machine_cpu_time("intr 5\n"), None);
+        assert!(machine_cpu_time().is_some_and(|t| t.total > 0));
     }
 }

@@ -475,6 +475,21 @@ pub fn thread_rusage() -> libc::rusage {
     ru
 }
 
+/// CPU time (user + system) of this process's threads and of its children that have been
+/// waited for: getrusage(RUSAGE_SELF) + getrusage(RUSAGE_CHILDREN).
+pub fn own_and_children_cpu_time() -> std::time::Duration {
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let mut total = std::time::Duration::ZERO;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid `who` with a valid pointer to fill.
+        unsafe { libc::getrusage(who, &mut ru) };
+        total += tv(ru.ru_utime) + tv(ru.ru_stime);
+    }
+    total
+}
+
 /// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of /proc's CPU times); at least 1.
 pub fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf has no preconditions.

@@ -27,13 +27,15 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
     let dir = schedlab_real::tempdir::TempDir::new()
         .map_err(|e| Error::System(format!("calibrate: temporary directory: {e}")))?;
     // Other runnable tasks inflate every probe (a null system call preempted by a compiler costs
-    // its time slice): look before and after, and say so in the output and the file.
-    let competing_before = schedlab_real::procfs::competing_runnable();
+    // its time slice): look before, watch others' CPU time and steal time throughout, and say so
+    // in the output and the file.
+    let watch = schedlab_real::interference::InterferenceWatch::start();
     let started = std::time::Instant::now();
     let (mut file, probes) = calibrate(CalibrateOptions { quick, base }, dir.path(), &stop, |p| {
         eprintln!("calibrate: {p}");
     })
     .map_err(Error::Experiment)?;
+    let seen = watch.finish();
     let m = schedlab_real::machine::machine_info();
     file.name = out
         .and_then(|p| p.file_stem())
@@ -47,7 +49,7 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
         m.cpu_model.map(|c| format!(" ({c})")).unwrap_or_default(),
     );
     let mut text = String::new();
-    if let Some(warning) = competing_warning("the probes", competing_before) {
+    if let Some(warning) = busy_warning("the probes", seen) {
         let _ = writeln!(text, "warning: {warning}");
         file.note.push_str("; warning: ");
         file.note.push_str(&warning);
@@ -99,19 +101,24 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
     Ok(text)
 }
 
-/// Other runnable tasks seen before (`before`, from [`competing_runnable`]) or now, said as a
-/// warning: whatever they take inflates the real side's times.
+/// What else used the machine during `what` (seen by an [`InterferenceWatch`]), said as a
+/// warning when it was enough to matter ([`Interference::busy`]) or when other tasks are
+/// runnable now: whatever they take inflates the real side's times.
 ///
-/// [`competing_runnable`]: schedlab_real::procfs::competing_runnable
-pub(crate) fn competing_warning(what: &str, before: Option<u64>) -> Option<String> {
-    let n = before
-        .max(schedlab_real::procfs::competing_runnable())
-        .filter(|&n| n > 0)?;
-    Some(format!(
-        "{n} other runnable task(s) competed with {what} (the median of /proc/stat's \
-         procs_running, before or after): the times are inflated by their time slices; \
-         measure on an idle machine"
-    ))
+/// [`InterferenceWatch`]: schedlab_real::interference::InterferenceWatch
+/// [`Interference::busy`]: schedlab_real::interference::Interference::busy
+fn busy_warning(
+    what: &str,
+    seen: Option<schedlab_real::interference::Interference>,
+) -> Option<String> {
+    let after = schedlab_real::procfs::competing_runnable().filter(|&n| n > 0);
+    let seen = seen.filter(|s| s.busy() || after.is_some())?;
+    let mut w = format!("while {what} ran, {}", seen.describe());
+    if let Some(n) = after {
+        w.push_str(&format!(", {n} other task(s) runnable after"));
+    }
+    w.push_str(": the times are inflated by what they took; measure on an idle machine");
+    Some(w)
 }
 
 /// The output must be writable ([`schedlab_report::output::resolve`]); an existing file is a

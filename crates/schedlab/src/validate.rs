@@ -2,17 +2,12 @@
 //! (schedlab-experiment's `validate` runs the suite); a table, and the record with `--json`.
 
 use crate::error::Error;
-use schedlab_experiment::validate::{validate, Estimate, Row};
+use schedlab_experiment::validate::{validate, Estimate, Progress, Row, GOAL_PCT, GOAL_POINTS};
 use schedlab_experiment::RunEnd;
 use schedlab_report::table::{num, Table};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
-
-/// Time and rate rows within this many % count as predicted (issue #16's goal).
-const GOAL_PCT: f64 = 20.0;
-/// Deadline rows within this many points.
-const GOAL_POINTS: f64 = 5.0;
 
 /// Run validate, simulating `jobs` entries at a time; prints as it goes.
 pub fn run(
@@ -30,9 +25,15 @@ pub fn run(
         }
     }
     let stop = crate::execute::interrupt_flag()?;
-    let competing_before = schedlab_real::procfs::competing_runnable();
-    let (end, v) = validate(profile, quick, jobs, &stop, |row| {
-        eprintln!("validate: {}: {}", row.name, error_text(row));
+    let (end, v) = validate(profile, quick, jobs, &stop, |p| match p {
+        Progress::Row(row) => eprintln!("validate: {}: {}", row.name, error_text(row)),
+        Progress::BusyRun { entry, seen } => {
+            eprintln!("validate: {entry}: a real run left out: {}", seen.describe())
+        }
+        Progress::StillBusy { entry, waited } => eprintln!(
+            "validate: {entry}: other tasks still runnable after waiting {} s; running, and watching",
+            waited.as_secs()
+        ),
     })
     .map_err(Error::Experiment)?;
     let mut t = Table::new(["entry", "metric", "measured", "simulated", "error"]);
@@ -50,7 +51,11 @@ pub fn run(
         v.kernel, v.policy, v.cpus, v.profile, v.runs
     );
     text.push_str(&t.render());
-    let judged: Vec<&Row> = v.rows.iter().filter(|r| r.error.is_some()).collect();
+    let judged: Vec<&Row> = v
+        .rows
+        .iter()
+        .filter(|r| r.judged && r.error.is_some())
+        .collect();
     let within = judged
         .iter()
         .filter(|r| {
@@ -64,11 +69,25 @@ pub fn run(
         .count();
     let _ = writeln!(
         text,
-        "{within} of {} rows within ±{GOAL_PCT} % (times, rates) or ±{GOAL_POINTS} points (deadlines met)",
+        "{within} of {} judged rows within ±{GOAL_PCT} % (times, rates) or ±{GOAL_POINTS} points (deadlines met)",
         judged.len()
     );
-    if let Some(w) = crate::calibrate::competing_warning("the real runs", competing_before) {
-        let _ = writeln!(text, "warning: {w}");
+    let unjudged = v.rows.len() - judged.len();
+    if unjudged > 0 {
+        let _ = writeln!(
+            text,
+            "{unjudged} of {} rows not judged (marked ?; why below): a busy machine or a real side \
+             wider than the goal says nothing about the simulator",
+            v.rows.len()
+        );
+    }
+    let busy: usize = v.rows.iter().map(|r| r.busy_runs).sum();
+    if busy > 0 {
+        let _ = writeln!(
+            text,
+            "warning: {busy} real run(s) were measured while other processes or the hypervisor \
+             took CPU time, and were left out; measure on an idle machine"
+        );
     }
     for row in v.rows.iter().filter(|r| r.note.is_some()) {
         let _ = writeln!(
@@ -107,9 +126,10 @@ fn est(e: Option<Estimate>) -> String {
 }
 
 fn error_text(row: &Row) -> String {
+    let mark = if row.judged { "" } else { " ?" };
     match row.error {
         None => "-".into(),
-        Some(e) if row.points => format!("{e:+.1} points"),
-        Some(e) => format!("{e:+.1} %"),
+        Some(e) if row.points => format!("{e:+.1} points{mark}"),
+        Some(e) => format!("{e:+.1} %{mark}"),
     }
 }
