@@ -9,7 +9,7 @@ mod common;
 use common::schedlab;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 /// `schedlab args` in `dir`.
 fn run_in(dir: &Path, args: &[&str]) -> Output {
