@@ -5,15 +5,12 @@
 
 mod common;
 
+use common::schedlab;
 use serde_json::Value;
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 fn temp_dir() -> tempfile::TempDir {
     tempfile::Builder::new()

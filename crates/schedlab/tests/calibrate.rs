@@ -5,36 +5,7 @@
 
 mod common;
 
-use schedlab_workload::record::RunRecord;
-use std::process::Command;
-
-fn run_ok(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_schedlab"))
-        .args(args)
-        .output()
-        .expect("run schedlab");
-    common::succeeded(args, out)
-}
-
-/// The record of `schedlab ARGS --json FILE --quiet`.
-fn run_json(args: &[&str], name: &str) -> RunRecord {
-    let path =
-        std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()));
-    let mut all: Vec<&str> = args.to_vec();
-    let p = path.to_str().unwrap().to_string();
-    all.extend(["--json", &p, "--quiet"]);
-    run_ok(&all);
-    let text = std::fs::read_to_string(&path).expect("the record");
-    std::fs::remove_file(&path).ok();
-    RunRecord::from_json(&text).expect("a record")
-}
-
-fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
-    *rec.configs[config].repetitions[rep]
-        .metrics
-        .get(name)
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
+use common::{metric, run_json, succeeds};
 
 /// `calibrate --quick` measures every key it can on this machine (a positive value and a CI),
 /// says why for the others, and its file is a profile the simulator takes — one that reproduces
@@ -52,7 +23,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         .unwrap();
     let out = guard.path().to_path_buf();
     // The guard made the file: replacing it needs --force.
-    let o = run_ok(&[
+    let o = succeeds(&[
         "calibrate",
         "--quick",
         "--force",

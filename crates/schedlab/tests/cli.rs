@@ -2,65 +2,11 @@
 
 mod common;
 
+use common::{is_root, metric, read_record, run_json, schedlab, serial, succeeds, temp_json};
 use schedlab_workload::record::RunRecord;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-/// The tests run one at a time: they measure real scheduling on a machine that may have only
-/// two CPUs, and the wakeup cross-check must not compete with the other tests for them.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    common::succeeded(args, schedlab().args(args).output().expect("run schedlab"))
-}
-
-fn temp_json(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()))
-}
-
-/// Read a record through the typed [`RunRecord`], and check that the typed record holds every
-/// field of the file: written back, it gives the same JSON.
-fn read_record(path: &Path) -> RunRecord {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read record {}: {e}", path.display()));
-    let rec = RunRecord::from_json(&text)
-        .unwrap_or_else(|e| panic!("record {}: {e}\n{text}", path.display()));
-    let as_written: serde_json::Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(
-        serde_json::to_value(&rec).unwrap(),
-        as_written,
-        "{}: the typed record does not hold every field of the file",
-        path.display()
-    );
-    rec
-}
-
-fn run_json(args: &[&str], name: &str) -> RunRecord {
-    let path = temp_json(name);
-    let mut all: Vec<&str> = args.to_vec();
-    let p = path.to_str().unwrap().to_string();
-    all.extend(["--json", &p, "--quiet"]);
-    run_ok(&all);
-    let rec = read_record(&path);
-    std::fs::remove_file(&path).ok();
-    rec
-}
-
-fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
-    *rec.configs[config].repetitions[rep]
-        .metrics
-        .get(name)
-        .unwrap_or_else(|| panic!("no metric {name}"))
-}
 
 /// The counters of one group (or `total`) in one repetition.
 fn counters<'a>(
@@ -81,11 +27,6 @@ fn observed<'a>(rec: &'a RunRecord, group: usize, key: &str) -> Option<&'a str> 
         .observed
         .get(key)
         .map(String::as_str)
-}
-
-fn is_root() -> bool {
-    // SAFETY: plain getter.
-    unsafe { libc::geteuid() == 0 }
 }
 
 #[test]
@@ -137,7 +78,7 @@ fn messaging_delivers_exactly_every_message_in_all_modes() {
 #[test]
 fn messaging_prints_hackbench_time_lines() {
     let _serial = serial();
-    let out = run_ok(&[
+    let out = succeeds(&[
         "run",
         "messaging",
         "--groups",
@@ -539,7 +480,7 @@ fn the_supervisor_ends_a_run_past_its_budget() {
 #[test]
 fn list_and_env_describe_workloads_and_machine() {
     let _serial = serial();
-    let out = String::from_utf8(run_ok(&["list"]).stdout).unwrap();
+    let out = String::from_utf8(succeeds(&["list"]).stdout).unwrap();
     for w in [
         "messaging",
         "pingpong",
@@ -550,7 +491,7 @@ fn list_and_env_describe_workloads_and_machine() {
     ] {
         assert!(out.contains(w), "list lacks {w}:\n{out}");
     }
-    let out = String::from_utf8(run_ok(&["env"]).stdout).unwrap();
+    let out = String::from_utf8(succeeds(&["env"]).stdout).unwrap();
     for w in [
         "kernel",
         "CPUs",
@@ -576,7 +517,7 @@ fn every_command_has_help() {
         &["list", "--help"],
         &["env", "--help"],
     ] {
-        let out = run_ok(args);
+        let out = succeeds(args);
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("Usage"),
             "{args:?}"
@@ -995,7 +936,7 @@ fn compare_reports_like_ministat_and_refuses_unlike_records() {
     let b = temp_json("cmp-b");
     let c = temp_json("cmp-c");
     for (path, threads) in [(&a, "1"), (&b, "1")] {
-        run_ok(&[
+        succeeds(&[
             "run",
             "yield",
             "--threads",
@@ -1009,7 +950,7 @@ fn compare_reports_like_ministat_and_refuses_unlike_records() {
             path.to_str().unwrap(),
         ]);
     }
-    run_ok(&[
+    succeeds(&[
         "run",
         "pingpong",
         "--loops",
@@ -1020,7 +961,7 @@ fn compare_reports_like_ministat_and_refuses_unlike_records() {
         "--json",
         c.to_str().unwrap(),
     ]);
-    let out = run_ok(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let out = succeeds(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("N           Min           Max        Median           Avg        Stddev"),
@@ -1031,7 +972,7 @@ fn compare_reports_like_ministat_and_refuses_unlike_records() {
         stdout.contains("us_per_yield") && stdout.contains("yields_per_s"),
         "{stdout}"
     );
-    let out = run_ok(&[
+    let out = succeeds(&[
         "compare",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
@@ -1129,7 +1070,7 @@ fn the_simulator_runs_every_workload_repeatably() {
 
     // The printed summary is byte-identical too.
     let summary = || {
-        run_ok(&[
+        succeeds(&[
             "run",
             "messaging",
             "--groups",
@@ -1242,7 +1183,7 @@ fn the_simulator_rejects_bad_input_before_anything_starts() {
 #[test]
 fn a_sweep_varies_the_simulated_machine() {
     let _serial = serial();
-    let out = run_ok(&[
+    let out = succeeds(&[
         "sweep",
         "pingpong",
         "--loops",
@@ -1275,7 +1216,7 @@ fn a_sweep_varies_the_simulated_machine() {
 #[test]
 fn an_interbench_sweep_over_policies_prints_seed_004s_tables_per_policy() {
     let _serial = serial();
-    let out = run_ok(&[
+    let out = succeeds(&[
         "sweep",
         "interbench",
         "--backend",
@@ -1367,7 +1308,7 @@ fn interbench_meets_deadlines_alone_and_misses_them_when_asking_too_much() {
     );
     assert!(metric(&rec, 0, 0, "latency_max") >= metric(&rec, 0, 0, "latency_p99"));
     // The seed's table shape.
-    let out = run_ok(&[
+    let out = succeeds(&[
         "run",
         "interbench",
         "--bench",
@@ -1612,7 +1553,7 @@ fn a_sweep_resumes_only_its_own_experiment_and_never_loses_a_summary() {
 
     // compare of a simulated and a real record: refused without --force, a warning with it.
     let real = dir.join("real.json");
-    run_ok(&[
+    succeeds(&[
         "run",
         "yield",
         "--duration",
@@ -1634,7 +1575,7 @@ fn a_sweep_resumes_only_its_own_experiment_and_never_loses_a_summary() {
         err.contains("holds the real kernel's results") && err.contains("pass --force"),
         "{err}"
     );
-    let out = run_ok(&["compare", "--force", real, sim]);
+    let out = succeeds(&["compare", "--force", real, sim]);
     assert!(String::from_utf8_lossy(&out.stdout).starts_with(&format!(
         "warning: {real} holds the real kernel's results and {sim} simulated"
     )));
@@ -1882,7 +1823,7 @@ fn real_runs_clean_up_after_kills_end_realtime_groups_and_check_task_limits() {
 fn validate_measures_and_simulates_every_suite_entry() {
     let _s = serial();
     let json = temp_json("validate");
-    let o = run_ok(&["validate", "--quick", "--json", json.to_str().unwrap()]);
+    let o = succeeds(&["validate", "--quick", "--json", json.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -1943,7 +1884,7 @@ enum LockCol {
 #[test]
 fn locks_prints_lockmeters_table_linux24s_runqueue_lock_contended_and_mqs_not() {
     let run = |policy: &str| {
-        let out = run_ok(&[
+        let out = succeeds(&[
             "run",
             "yield",
             "--backend",
@@ -1992,7 +1933,7 @@ fn locks_prints_lockmeters_table_linux24s_runqueue_lock_contended_and_mqs_not() 
         assert!(con < 5.0, "linux24-mq rq[{cpu}] contention {con} %:\n{mq}");
     }
     // Without --locks, no table.
-    let out = run_ok(&[
+    let out = succeeds(&[
         "run",
         "yield",
         "--backend",
@@ -2010,7 +1951,7 @@ fn locks_prints_lockmeters_table_linux24s_runqueue_lock_contended_and_mqs_not() 
     assert!(!String::from_utf8(out.stdout).unwrap().contains("SPINLOCKS"));
     // A real run of a workload without locks says there is nothing to show.
     let _guard = serial();
-    let out = run_ok(&[
+    let out = succeeds(&[
         "run",
         "yield",
         "--threads",
@@ -2043,7 +1984,7 @@ fn a_real_run_keeps_both_kinds_of_lock_in_the_record_and_prints_them() {
         "2",
         "--locks",
     ];
-    let out = run_ok(&args);
+    let out = succeeds(&args);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.contains("SPINLOCKS") && text.contains("SLEEPING LOCKS"),
@@ -2129,7 +2070,7 @@ fn cpu_count_defaults_follow_the_simulated_machine() {
     ] {
         let mut args = vec!["check", "interbench", "--backend", "sim", "--loads", "burn"];
         args.extend_from_slice(machine);
-        let out = run_ok(&args);
+        let out = succeeds(&args);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(text.contains(want), "{machine:?}: want {want} in\n{text}");
     }
@@ -2139,7 +2080,7 @@ fn cpu_count_defaults_follow_the_simulated_machine() {
 /// `--vary policy=A,B` does; `run` takes one policy and says so; both forms at once are refused.
 #[test]
 fn a_policy_list_is_a_sweep_over_policies() {
-    let out = run_ok(&[
+    let out = succeeds(&[
         "check",
         "yield",
         "--backend",

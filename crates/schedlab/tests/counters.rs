@@ -6,12 +6,9 @@
 
 mod common;
 
+use common::{is_root, serial};
 use serde_json::Value;
 use std::process::{Command, Output};
-use std::sync::Mutex;
-
-/// One real run at a time: they would disturb each other's counts.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// `schedlab run pingpong` (a short one) with `extra`, `SCHEDLAB_BPF` set to `bpf` (or unset).
 fn pingpong(extra: &[&str], bpf: Option<&str>) -> Output {
@@ -40,13 +37,9 @@ fn record(bpf: Option<&str>, extra: &[&str]) -> (Value, String) {
     (rec, source)
 }
 
-fn is_root() -> bool {
-    rustix::process::geteuid().is_root()
-}
-
 #[test]
 fn the_default_source_is_in_the_kernel_and_falls_back_to_tracefs() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = serial();
     if !is_root() {
         eprintln!("skipped: the counter sources need root (CAP_BPF, CAP_PERFMON, tracefs); run the tests as root");
         return;
@@ -88,7 +81,7 @@ fn the_default_source_is_in_the_kernel_and_falls_back_to_tracefs() {
 
 #[test]
 fn a_source_that_cannot_be_had_is_an_error_before_anything_runs() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = serial();
     let out = pingpong(&["--counters", "bpf"], Some("off"));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -111,7 +104,7 @@ fn a_source_that_cannot_be_had_is_an_error_before_anything_runs() {
 /// through util-linux's setpriv).
 #[test]
 fn without_privilege_the_error_names_the_capabilities() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = serial();
     if !is_root() {
         eprintln!("skipped: dropping privileges needs root");
         return;

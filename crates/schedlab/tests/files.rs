@@ -9,15 +9,18 @@ use schedlab_workload::record::RunRecord;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn schedlab() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_schedlab"));
-    // Paths in the tests are relative to the repository's root.
+/// The binary, run from the repository's root: paths in the tests are relative to it.
+fn schedlab_at_root() -> Command {
+    let mut c = common::schedlab();
     c.current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."));
     c
 }
 
 fn run(args: &[&str]) -> Output {
-    schedlab().args(args).output().expect("run schedlab")
+    schedlab_at_root()
+        .args(args)
+        .output()
+        .expect("run schedlab")
 }
 
 fn run_ok(args: &[&str]) -> Output {
@@ -505,7 +508,7 @@ fn a_file_that_spawns_and_waits_runs_on_both_backends_and_leaves_nothing() {
     };
     assert_eq!(times(&rec), times(&sim_again), "the simulator is seeded");
 
-    let child = schedlab()
+    let child = schedlab_at_root()
         .args(["run", file, "--runs", "2", "--set", "units=12"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -563,7 +566,7 @@ fn assert_no_job_left(pid: u32) {
 /// no job process and no temporary directory behind.
 #[test]
 fn an_interrupted_spawning_file_leaves_no_job_behind() {
-    let child = schedlab()
+    let child = schedlab_at_root()
         .args([
             "run",
             "examples/job-server.toml",

@@ -5,20 +5,8 @@
 
 mod common;
 
+use common::{schedlab, temp_json};
 use schedlab_workload::record::{RunRecord, SearchInfo};
-use std::path::PathBuf;
-use std::process::Command;
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-fn temp_json(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "schedlab-test-{}-find-max-{name}.json",
-        std::process::id()
-    ))
-}
 
 /// Run `schedlab run web --find-max ARGS --json F`: its standard output and record.
 fn find_max(args: &[&str], name: &str) -> (String, RunRecord) {

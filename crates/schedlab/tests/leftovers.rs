@@ -3,19 +3,11 @@
 
 mod common;
 
+use common::{is_root, schedlab};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-fn is_root() -> bool {
-    // SAFETY: plain getter.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// A pid no process has now: a child that has been reaped.
 fn dead_pid() -> u32 {

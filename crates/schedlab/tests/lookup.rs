@@ -4,28 +4,12 @@
 
 mod common;
 
+use common::{run_json, schedlab};
 use schedlab_workload::record::RunRecord;
-use std::process::Command;
 
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-/// Run with `--json` and read the record back.
-fn run_json(args: &[&str], name: &str) -> RunRecord {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join(format!("{name}.json"));
-    let mut all: Vec<&str> = args.to_vec();
-    all.extend(["--json", path.to_str().unwrap(), "--quiet"]);
-    common::succeeded(&all, schedlab().args(&all).output().expect("run schedlab"));
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
-}
-
+/// Metric `name` of the first repetition of the first configuration.
 fn metric(rec: &RunRecord, name: &str) -> f64 {
-    *rec.configs[0].repetitions[0]
-        .metrics
-        .get(name)
-        .unwrap_or_else(|| panic!("no metric {name}"))
+    common::metric(rec, 0, 0, name)
 }
 
 #[test]

@@ -6,13 +6,10 @@
 
 mod common;
 
+use common::schedlab;
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
+use std::process::{Output, Stdio};
 
 /// `schedlab args` in `dir`.
 fn run_in(dir: &Path, args: &[&str]) -> Output {

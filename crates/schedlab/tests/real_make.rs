@@ -4,16 +4,12 @@
 
 mod common;
 
+use common::schedlab;
 use schedlab_workload::record::RunRecord;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const INSTALL: &str = "apt-get install -y gcc make";
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 /// Whether make and cc are installed; prints `skipped:` when not.
 fn have_tools() -> bool {

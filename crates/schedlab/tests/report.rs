@@ -4,19 +4,12 @@
 
 mod common;
 
+use common::{schedlab, succeeds};
 use schedlab_report::html::varied_keys;
 use schedlab_workload::record::RunRecord;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-fn run_ok(args: &[&str]) -> Output {
-    common::succeeded(args, schedlab().args(args).output().expect("run schedlab"))
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("temporary paths are UTF-8")
@@ -30,7 +23,7 @@ const INJECTED: &str = "<img src=x onerror=\"console.error('injected')\"></pre><
 /// configuration's record whose texts try to inject markup. Returns the report's inputs.
 fn make_records(dir: &Path) -> Vec<PathBuf> {
     let sweep = dir.join("sweep");
-    run_ok(&[
+    succeeds(&[
         "sweep",
         "chat",
         "--backend",
@@ -50,7 +43,7 @@ fn make_records(dir: &Path) -> Vec<PathBuf> {
         s(&sweep),
     ]);
     let single = dir.join("yield.json");
-    run_ok(&[
+    succeeds(&[
         "run",
         "yield",
         "--backend",
@@ -143,7 +136,7 @@ fn the_report_renders_in_headless_chromium() {
     let mut args: Vec<&str> = vec!["report"];
     args.extend(inputs.iter().map(|p| s(p)));
     args.extend(["-o", s(&report)]);
-    run_ok(&args);
+    succeeds(&args);
     let records: Vec<RunRecord> = inputs
         .iter()
         .map(|p| RunRecord::from_json(&std::fs::read_to_string(p).unwrap()).unwrap())
@@ -420,7 +413,7 @@ p.textContent='measured '+n+' '+min.toFixed(3)+' '+which;document.body.appendChi
 fn report_refuses_bad_input_and_output_before_writing() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good.json");
-    run_ok(&[
+    succeeds(&[
         "run",
         "yield",
         "--backend",
@@ -471,7 +464,7 @@ fn report_refuses_bad_input_and_output_before_writing() {
     // A directory stands for its records; the report replaces an old file whole.
     std::fs::remove_file(&not_record).unwrap();
     std::fs::write(&out, "old").unwrap();
-    let o = run_ok(&["report", s(dir.path()), "-o", s(&out)]);
+    let o = succeeds(&["report", s(dir.path()), "-o", s(&out)]);
     let said = String::from_utf8_lossy(&o.stderr);
     assert!(said.contains("(1 record, "), "{said}");
     let html = std::fs::read_to_string(&out).unwrap();

@@ -7,19 +7,17 @@
 
 mod common;
 
+use common::serial;
 use common::{comparable, names};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Mutex, MutexGuard};
-
-/// The clusters take turns: each uses all the machine's CPUs.
-static SERIAL: Mutex<()> = Mutex::new(());
+use std::sync::MutexGuard;
 
 /// A test's turn at the cluster and a directory of its own, or `None` (having said why) when
 /// the cluster cannot run here.
 fn cluster_turn() -> Option<(MutexGuard<'static, ()>, tempfile::TempDir)> {
-    let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let turn = serial();
     if !can_run() {
         return None;
     }

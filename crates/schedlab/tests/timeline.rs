@@ -4,14 +4,10 @@
 
 mod common;
 
+use common::{schedlab, succeeds};
 use schedlab_workload::record::RunRecord;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 /// A fresh directory for one test's files.
 fn dir(name: &str) -> PathBuf {
@@ -19,10 +15,6 @@ fn dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn run_ok(args: &[&str]) -> std::process::Output {
-    common::succeeded(args, schedlab().args(args).output().expect("run schedlab"))
 }
 
 fn record(path: &std::path::Path) -> RunRecord {
@@ -55,7 +47,7 @@ fn a_simulated_run_draws_its_timeline_and_keeps_the_figures() {
         "--json",
         json.to_str().unwrap(),
     ];
-    let out = run_ok(&args);
+    let out = succeeds(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("RUN-QUEUE TIMELINE"), "{stdout}");
     assert!(
@@ -90,7 +82,7 @@ fn a_simulated_run_draws_its_timeline_and_keeps_the_figures() {
     let mut again = args.to_vec();
     let j2 = json2.to_str().unwrap().to_string();
     *again.last_mut().unwrap() = &j2;
-    run_ok(&again);
+    succeeds(&again);
     assert_eq!(
         rec.configs[0].repetitions[0].timeline,
         record(&json2).configs[0].repetitions[0].timeline
@@ -102,7 +94,7 @@ fn a_simulated_run_draws_its_timeline_and_keeps_the_figures() {
 fn a_sweep_draws_one_row_per_configuration() {
     let d = dir("sweep");
     let svg = d.join("sweep.svg");
-    run_ok(&[
+    succeeds(&[
         "sweep",
         "messaging",
         "--groups",
@@ -172,7 +164,7 @@ fn a_real_run_traces_every_task_when_root() {
     let d = dir("real");
     let svg = d.join("rq.svg");
     let json = d.join("rq.json");
-    run_ok(&[
+    succeeds(&[
         "run",
         "messaging",
         "--groups",

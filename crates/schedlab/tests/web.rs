@@ -5,28 +5,10 @@
 
 mod common;
 
+use common::{schedlab, serial, temp_json};
 use schedlab_workload::record::RunRecord;
 use std::path::PathBuf;
 use std::process::{Command, Output};
-
-/// The real runs take turns: they pace connections in real time on a machine that may have
-/// two CPUs.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
-
-fn temp_json(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "schedlab-test-{}-web-{name}.json",
-        std::process::id()
-    ))
-}
 
 /// Run `schedlab run web ARGS --runs 1`, and read its record.
 fn run_web(args: &[&str], name: &str) -> RunRecord {
@@ -41,11 +23,9 @@ fn run_web(args: &[&str], name: &str) -> RunRecord {
     RunRecord::from_json(&text).unwrap()
 }
 
+/// Metric `name` of the first repetition of the first configuration.
 fn metric(rec: &RunRecord, name: &str) -> f64 {
-    *rec.configs[0].repetitions[0]
-        .metrics
-        .get(name)
-        .unwrap_or_else(|| panic!("no metric {name}"))
+    common::metric(rec, 0, 0, name)
 }
 
 fn fails(args: &[&str]) -> String {

@@ -7,21 +7,11 @@
 
 mod common;
 
+use common::{schedlab, serial};
 use schedlab_workload::record::RunRecord;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// The real runs take turns (the machine may have two CPUs).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn schedlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_schedlab"))
-}
 
 /// Whether `program` is installed (Debian puts the servers in /usr/sbin, which a user's PATH
 /// may lack: schedlab looks in PATH, so the test does too).

@@ -74,7 +74,7 @@ impl Machine<'_> {
         let mut total = Counters::default();
         let mut kernel: Option<Counters> = None;
         let numa = self.costs.topology.sockets > 1;
-        for t in &self.tasks {
+        for t in self.tasks.iter() {
             let c = Counters {
                 voluntary_switches: Some(t.nvcsw),
                 involuntary_switches: Some(t.nivcsw),
@@ -106,8 +106,7 @@ impl Machine<'_> {
         if let Some(k) = kernel {
             counters.insert(KERNEL_GROUP.into(), k);
         }
-        let tasks = self.tasks[..self.workload_tasks]
-            .iter()
+        let tasks = (self.tasks.workload().iter())
             .enumerate()
             .map(|(i, t)| TaskOutcome {
                 samples: Samples::from_list(std::mem::take(

@@ -1,8 +1,8 @@
 //! Kernel threads: tasks the machine creates and runs itself, beside the workload's, with bodies
 //! of its own — FreeBSD's software-interrupt thread for the network stack, the netisr.
 //!
-//! A kernel thread is a [`Task`] after the workload's (`workload_tasks..`), created at the start
-//! of a repetition with a [`TaskKind`] the policy learns through `task_new`; it is never counted
+//! A kernel thread is a task after the workload's (`tasks.rs`), created at the start of a
+//! repetition with a [`TaskKind`] the policy learns through `task_new`; it is never counted
 //! as a live task (the run ends when the workload's tasks are done), never listed as blocked in a
 //! deadlock's message, and its counters are reported under the group `kernel`, outside `total`,
 //! so the workload's groups keep their meaning and users see what the kernel's work cost. Its
@@ -53,7 +53,7 @@
 //! connection lock blocks at once (FreeBSD's adaptive mutexes spin while the owner runs on
 //! another CPU — the wait here is a switch either way).
 
-use super::{Effect, Event, Machine, State, Task};
+use super::{Effect, Event, Machine, State};
 use crate::policy::{CpuId, CpuMask, TaskId, TaskKind, TaskSetup};
 use schedlab_workload::knobs::Knobs;
 use std::collections::VecDeque;
@@ -228,8 +228,7 @@ impl Machine<'_> {
         };
         self.policy.task_new(&self.view, &setup);
         let rq_cpu = allowed.lowest().unwrap_or(0);
-        self.tasks
-            .push(Task::new(usize::MAX, Some(kthread), rq_cpu));
+        self.tasks.add_kernel_thread(kthread, rq_cpu);
         self.timeline_task(usize::MAX, setup.allowed);
         id
     }

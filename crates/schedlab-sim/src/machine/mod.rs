@@ -337,7 +337,7 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         &contexts,
         &plan,
     );
-    m.start(&workload.start_order(), &refs, &slots, setup.knobs);
+    m.start(&workload.start_order(), &refs, &slots);
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
 }
@@ -430,102 +430,6 @@ enum Effect {
     Exit,
 }
 
-/// A task as the machine knows it. The fields every switch and burst touch come first and the
-/// struct is aligned to a cache line (`repr(C)` keeps the order), so that those fields are in
-/// two lines, not spread over four: with thousands of tasks the tasks do not stay in the
-/// processor's cache, and each line is a miss.
-#[repr(C, align(64))]
-struct Task {
-    // -- first line: the step loop and the switch
-    then: Effect,
-    remaining: u64,
-    state: State,
-    /// The CPU whose runqueue the task is on (or was, while blocked).
-    rq_cpu: CpuId,
-    // -- second line: accounting and the checks of every step
-    last_ran: Option<CpuId>,
-    cpu_ns: u64,
-    nivcsw: u64,
-    slept_at: u64,
-    migrations: u64,
-    /// Spin locks of the plan it holds: while it holds one it is not preempted (a kernel spin
-    /// lock disables preemption — 2.4 never preempts kernel code, CONFIG_PREEMPT's
-    /// `spin_lock` does `preempt_disable`), and a reschedule waits for its last `spin_unlock`
-    /// ([`Machine::resched_due`]).
-    spin_held: u32,
-    /// Runs in kernel mode (`mode=kernel`): a reschedule that is not at once waits until it
-    /// blocks ([`Machine::resched_due`]).
-    kernel_mode: bool,
-    /// A kernel thread of the machine's own (its body is in `kthreads.rs`), not the workload's.
-    kthread: Option<KernelThread>,
-    /// Signalled while between [`Effect::CondWait`] and [`Effect::CondSleep`] (still on its
-    /// CPU): it does not sleep.
-    cond_signalled: bool,
-    // -- the rest
-    group: usize,
-    finished_at: u64,
-    nvcsw: u64,
-    wakeups: u64,
-    wakeup_preemptions: u64,
-    /// Of `wakeup_preemptions`, those on another CPU than the waker's (switched at once).
-    preemptions_at_once: u64,
-    /// Its pages (`memory.rs`).
-    mem: TaskMemory,
-    /// When it first asked for the lock it is waiting for (a wait's start, for the lock's
-    /// statistics).
-    lock_wait_since: Option<u64>,
-    /// The task that spawned it (`None`: it started with the run, or is a place not yet
-    /// spawned into).
-    parent: Option<TaskId>,
-    /// Whether it exists: false for a spawn place until a task is spawned into it.
-    born: bool,
-    /// Whether its parent has waited for it (reaped it) since it ended.
-    reaped: bool,
-    /// Counts its completed readiness waits: a wait's timeout event carries the count it was
-    /// armed at, and is stale once it differs (`poll.rs`).
-    poll_gen: u64,
-    /// It slept in a receive on a loopback TCP channel that has not completed yet: that
-    /// receive pays `net_wait` (`tcp_wait.rs`).
-    tcp_slept: bool,
-    /// Its memory's node and its computes' time, on a machine with sockets (`numa.rs`).
-    numa: TaskNuma,
-}
-
-impl Task {
-    /// A new task, blocked, whose runqueue is `rq_cpu`'s.
-    fn new(group: usize, kthread: Option<KernelThread>, rq_cpu: CpuId) -> Task {
-        Task {
-            group,
-            kthread,
-            state: State::Blocked,
-            rq_cpu,
-            last_ran: None,
-            remaining: 0,
-            then: Effect::Resume,
-            slept_at: 0,
-            finished_at: 0,
-            cpu_ns: 0,
-            nvcsw: 0,
-            nivcsw: 0,
-            migrations: 0,
-            wakeups: 0,
-            wakeup_preemptions: 0,
-            preemptions_at_once: 0,
-            cond_signalled: false,
-            mem: TaskMemory::default(),
-            lock_wait_since: None,
-            kernel_mode: false,
-            spin_held: 0,
-            parent: None,
-            born: true,
-            reaped: false,
-            poll_gen: 0,
-            tcp_slept: false,
-            numa: TaskNuma::default(),
-        }
-    }
-}
-
 #[derive(Clone, Copy, Debug)]
 enum Event {
     BurstDone {
@@ -568,6 +472,7 @@ mod sock_queue;
 mod spawn;
 mod steps;
 mod sync;
+mod tasks;
 mod tcp_drain;
 mod tcp_wait;
 mod timeline;
@@ -582,6 +487,7 @@ use net::Net;
 pub use schedlab_workload::record::KERNEL_GROUP;
 use sync::SyncObjects;
 pub use sync::SPIN_CHUNK;
+use tasks::{Task, Tasks};
 
 /// The simulated machine of one repetition: the parts that own their state, and what binds
 /// them — the policy, the tasks, and the bodies they run.
@@ -602,7 +508,9 @@ struct Machine<'a> {
     clock: Clock,
     /// Each CPU's flags and accounting, and the runqueue locks (`cpus.rs`).
     cpus: Cpus,
-    tasks: Vec<Task>,
+    /// Every task, which are the workload's and how many still run, the spawn places, and
+    /// each plan group's knobs and name (`tasks.rs`).
+    tasks: Tasks,
     /// Channels, socket queues, TCP and the loopback lock (`net.rs`).
     net: Net,
     /// The workload's locks, barriers, semaphores and conditions (`sync.rs`).
@@ -616,17 +524,7 @@ struct Machine<'a> {
     /// Each workload task's context, which its body reads at every call: fetched into the cache
     /// with the body's future when the task is switched in (`prefetch.rs`).
     contexts: &'a [SimContext<'a>],
-    /// Tasks below this index are the workload's; the machine's kernel threads follow.
-    workload_tasks: usize,
-    /// Workload tasks not yet finished (the run ends at 0; kernel threads never finish).
-    live: usize,
-    /// Per plan group, the spawn places not yet used (task ids).
-    spawn_places: Vec<std::ops::Range<usize>>,
-    /// Per plan group, its knobs (a spawned task's).
-    knobs: Vec<Knobs>,
     failure: Option<SimError>,
-    /// Per plan group, its name (for messages).
-    group_names: Vec<&'static str>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
     timeline: Option<Timeline>,
 }
@@ -659,7 +557,10 @@ impl<'a> Machine<'a> {
             policy,
             clock: Clock::new(setup.cpus),
             cpus: Cpus::new(tick_phases.into_iter(), rq_lock_per_cpu),
-            tasks: Vec::new(),
+            tasks: Tasks::new(
+                setup.knobs.to_vec(),
+                plan.groups.iter().map(|g| g.name).collect(),
+            ),
             net: Net::new(plan, setup.cost),
             sync: SyncObjects::new(plan),
             kernel: Kernel::new(CpuMask::of_list(setup.kernel_cpus, setup.cpus)),
@@ -667,12 +568,7 @@ impl<'a> Machine<'a> {
             shared,
             exec,
             contexts,
-            workload_tasks: 0,
-            live: 0,
-            spawn_places: Vec::new(),
-            knobs: setup.knobs.to_vec(),
             failure: None,
-            group_names: plan.groups.iter().map(|g| g.name).collect(),
             timeline: setup
                 .timeline
                 .then(|| Timeline::new(setup.cpus, "simulator (exact)", "all")),
@@ -686,36 +582,26 @@ impl<'a> Machine<'a> {
         order: &[usize],
         refs: &[schedlab_workload::TaskRef],
         slots: &[schedlab_workload::TaskRef],
-        knobs: &[Knobs],
     ) {
         let ncpus = self.cpus.len();
         for r in refs {
             let setup = self.workload_task_setup(r.id, r.group);
             self.policy.task_new(&self.view, &setup);
-            let rq_cpu = setup.allowed.lowest().unwrap_or(0);
-            self.tasks.push(Task::new(r.group, None, rq_cpu));
+            let mut task = Task::new(r.group, None, setup.allowed.lowest().unwrap_or(0));
+            task.kernel_mode = setup.knobs.kernel_mode();
+            let id = self.tasks.add(task);
+            debug_assert_eq!(id, r.id, "the plan numbers its tasks in order");
             self.timeline_task(r.group, setup.allowed);
-            self.tasks[r.id].kernel_mode = setup.knobs.kernel_mode();
         }
-        self.spawn_places = vec![0..0; knobs.len().max(1)];
         for s in slots {
-            let mut t = Task::new(s.group, None, 0);
-            t.state = State::Done;
-            t.born = false;
-            self.tasks.push(t);
+            let id = self.tasks.add_spawn_place(s.group);
+            debug_assert_eq!(id, s.id, "the spawn places follow the starting tasks");
             // The timeline's rows are indexed by TaskId: a spawn place has its row from the
             // start, empty until a task is spawned into it.
             let allowed = self.workload_task_setup(s.id, s.group).allowed;
             self.timeline_task(s.group, allowed);
-            if let Some(places) = self.spawn_places.get_mut(s.group) {
-                if places.start == places.end {
-                    *places = s.id..s.id;
-                }
-                places.end = s.id + 1;
-            }
         }
-        self.live = refs.len();
-        self.workload_tasks = refs.len() + slots.len();
+        self.tasks.workload_placed();
         self.start_kernel_threads();
         if self.policy.idle_ticks() {
             let tick = self.costs.model.tick_ns();
@@ -732,7 +618,7 @@ impl<'a> Machine<'a> {
 
     /// What the policy learns of workload task `id` of group `group` when it is created.
     fn workload_task_setup(&self, id: TaskId, group: usize) -> TaskSetup {
-        let k = self.knobs.get(group).cloned().unwrap_or_default();
+        let k = self.tasks.knobs(group);
         let allowed = CpuMask::of_list(k.cpus.as_ref(), self.cpus.len());
         TaskSetup {
             id,
@@ -746,7 +632,7 @@ impl<'a> Machine<'a> {
     fn run(&mut self, stop: Option<&AtomicBool>, budget: Option<Duration>) -> Result<(), SimError> {
         let started = Instant::now();
         let mut progress_at = 0u64;
-        while self.live > 0 {
+        while self.tasks.live() > 0 {
             let n = self.clock.events.popped();
             if n.is_multiple_of(1024) {
                 if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
@@ -865,14 +751,7 @@ impl<'a> Machine<'a> {
 
     /// The name of task `t`'s group (`kernel` for the machine's own threads).
     fn group_name(&self, t: TaskId) -> &'static str {
-        match self.tasks[t].kthread {
-            Some(_) => KERNEL_GROUP,
-            None => self
-                .group_names
-                .get(self.tasks[t].group)
-                .copied()
-                .unwrap_or("?"),
-        }
+        self.tasks.group_name(t)
     }
 
     /// What task `t`, found running without the simulated clock moving, was doing.
@@ -908,8 +787,8 @@ impl<'a> Machine<'a> {
     fn describe_progress(&self) -> String {
         format!(
             "{} of {} tasks still running at {} simulated; a run that only preempts usually has costs too long against the tick ({}, HZ={})",
-            self.live,
-            self.workload_tasks,
+            self.tasks.live(),
+            self.tasks.workload().len(),
             schedlab_workload::duration::format_duration(Duration::from_nanos(self.view.now)),
             self.costs.model.profile,
             self.costs.model.hz
@@ -943,6 +822,6 @@ impl<'a> Machine<'a> {
                 other => format!("task {i} is blocked ({other:?})"),
             })
             .collect();
-        format!("{} tasks remain; {}", self.live, waiting.join("; "))
+        format!("{} tasks remain; {}", self.tasks.live(), waiting.join("; "))
     }
 }

@@ -17,22 +17,15 @@ impl Machine<'_> {
     /// The running task `t` of `cpu` has paid for its fork: start a task in group `group` with
     /// argument `arg` in the group's next spawn place, or answer why not.
     pub(super) fn spawn(&mut self, cpu: CpuId, t: TaskId, group: usize, arg: u64) {
-        let answer = match self.spawn_places.get_mut(group) {
-            Some(places) if places.start < places.end => {
-                let child = places.start;
-                places.start += 1;
-                Ok(child)
-            }
-            _ => Err(WorkloadError::Backend(format!(
+        let answer = self.tasks.take_spawn_place(group).ok_or_else(|| {
+            WorkloadError::Backend(format!(
                 "task {t} cannot spawn into group {group}: the plan gives it {} spawn places and they are used",
-                self.spawn_capacity(group)
-            ))),
-        };
+                self.tasks.spawn_capacity(group)
+            ))
+        });
         let reply = answer.map(|child| {
             self.start_child(cpu, t, child, arg);
-            let index = (self.tasks[..child].iter())
-                .filter(|c| c.group == group && c.kthread.is_none())
-                .count();
+            let index = self.tasks.index_in_group(child);
             TaskRef {
                 id: child,
                 group,
@@ -42,21 +35,13 @@ impl Machine<'_> {
         self.shared.slots[t].borrow_mut().spawned = Some(reply);
     }
 
-    /// How many tasks the plan lets group `group` spawn.
-    fn spawn_capacity(&self, group: usize) -> usize {
-        (self.tasks[..self.workload_tasks].iter())
-            .filter(|c| c.group == group && (c.parent.is_some() || !c.born))
-            .count()
-    }
-
     /// Create task `child` forked by `parent` on `cpu` and put it on the runqueue the policy
     /// chooses; the wakeup's costs are the parent's.
     fn start_child(&mut self, cpu: CpuId, parent: TaskId, child: TaskId, arg: u64) {
         let setup = self.workload_task_setup(child, self.tasks[child].group);
         self.policy.task_new(&self.view, &setup);
+        self.tasks.born(child, parent);
         let task = &mut self.tasks[child];
-        task.born = true;
-        task.parent = Some(parent);
         task.kernel_mode = setup.knobs.kernel_mode();
         task.state = State::Blocked;
         task.slept_at = self.view.now;
@@ -67,7 +52,6 @@ impl Machine<'_> {
             setup.allowed.lowest().unwrap_or(0)
         };
         self.shared.slots[child].borrow_mut().arg = arg;
-        self.live += 1;
         let target = match self.policy.task_fork(&self.view, child, parent, cpu) {
             Some(c) => c,
             None => {
@@ -85,7 +69,7 @@ impl Machine<'_> {
     pub(super) fn wait_child(&mut self, cpu: CpuId, t: TaskId, child: Option<TaskId>) -> bool {
         let candidates: Vec<TaskId> = match child {
             Some(c) => vec![c],
-            None => (0..self.workload_tasks).collect(),
+            None => (0..self.tasks.workload().len()).collect(),
         };
         let mut pending = false;
         let mut found = None;
@@ -103,9 +87,7 @@ impl Machine<'_> {
         if let Some(c) = found {
             self.tasks[c].reaped = true;
             let group = self.tasks[c].group;
-            let index = (self.tasks[..c].iter())
-                .filter(|o| o.group == group && o.kthread.is_none())
-                .count();
+            let index = self.tasks.index_in_group(c);
             let exit = ChildExit {
                 task: TaskRef {
                     id: c,

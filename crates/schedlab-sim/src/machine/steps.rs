@@ -462,9 +462,7 @@ impl Machine<'_> {
     }
 
     pub(super) fn exit(&mut self, cpu: CpuId, t: TaskId) {
-        self.tasks[t].state = State::Done;
-        self.tasks[t].finished_at = self.view.now;
-        self.live -= 1;
+        self.tasks.exited(t, self.view.now);
         self.policy
             .dequeue_task(&self.view, cpu, t, DequeueKind::Exit);
         self.view.curr[cpu] = None;

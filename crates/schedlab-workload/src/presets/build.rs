@@ -35,10 +35,11 @@
 use super::build_tree;
 use super::def::WorkloadDef;
 use super::params::{
-    parse_count, parse_param, parse_with, unknown_param, HostNeeds, ParamDef, ParamKind, Preset,
+    param_defs, parse_count, parse_param, parse_with, HostNeeds, Param, ParamDef, ParamKind, Preset,
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{Context, IoKind, Program, WorkloadError};
+use crate::duration::{format_duration, parse_duration};
 use crate::error::ParamError;
 use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 use crate::record::{Better, MetricDef};
@@ -218,54 +219,104 @@ impl Build {
     }
 }
 
-/// The parameters of [`Build`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value(
-        "jobs",
-        "4",
-        "4",
-        "Job slots (make -jN, 1..1024), comma-separated for one configuration each.",
+/// The parameters of [`Build`], each declared once.
+const TABLE: &[Param<Build>] = &[
+    Param::new(
+        ParamDef::value(
+            "jobs",
+            "4",
+            "4",
+            "Job slots (make -jN, 1..1024), comma-separated for one configuration each.",
+        )
+        .kind(ParamKind::List),
+        |w, v| parse_count(NAME, "jobs", v, 1..=1024).map(|n| w.jobs = n),
+        |w| w.jobs.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "units",
+            "120",
+            "120",
+            "Compile units of the tree (1..20000; a 2.5-era bzImage has about 600).",
+        ),
+        |w, v| parse_count(NAME, "units", v, 1..=MAX_UNITS).map(|n| w.units = n),
+        |w| w.units.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "dirs",
+            "12",
+            "12",
+            "Directories the units are spread over, each linked into its built-in.o (1..units).",
+        ),
+        |w, v| parse_count(NAME, "dirs", v, 1..=MAX_UNITS).map(|n| w.dirs = n),
+        |w| w.dirs.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "cpu",
+            "40ms",
+            "40ms",
+            "Mean CPU of one compile unit (sizes are log-normal, sigma 0.8).",
+        ),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.cpu = d),
+        |w| format_duration(w.cpu),
+    ),
+    Param::new(
+        ParamDef::value("link", "200ms", "200ms", "CPU of the final link."),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.link = d),
+        |w| format_duration(w.link),
+    ),
+    Param::new(
+        ParamDef::value(
+            "tree",
+            "1",
+            "1",
+            "Seed of the units' sizes: the same number gives the same tree on every backend (0..2^32-1).",
+        ),
+        |w, v| parse_count(NAME, "tree", v, 0..=u32::MAX as usize).map(|n| w.seed = n as u64),
+        |w| w.seed.to_string(),
+    ),
+    Param::<Build>::new(
+        ParamDef::value(
+            "real-make",
+            "",
+            "",
+            "Build a real C tree of the same shape with the real make -jN and the system compiler (real kernel only; needs gcc and make).",
+        )
+        .kind(ParamKind::Flag)
+        .no_default(),
+        |w, v| parse_param(NAME, "real-make", v, "true or false").map(|r| w.real_make = r),
+        |w| w.real_make.to_string(),
     )
-    .kind(ParamKind::List),
-    ParamDef::value(
-        "units",
-        "120",
-        "120",
-        "Compile units of the tree (1..20000; a 2.5-era bzImage has about 600).",
-    ),
-    ParamDef::value(
-        "dirs",
-        "12",
-        "12",
-        "Directories the units are spread over, each linked into its built-in.o (1..units).",
-    ),
-    ParamDef::value(
-        "cpu",
-        "40ms",
-        "40ms",
-        "Mean CPU of one compile unit (sizes are log-normal, sigma 0.8).",
-    ),
-    ParamDef::value("link", "200ms", "200ms", "CPU of the final link."),
-    ParamDef::value(
-        "tree",
-        "1",
-        "1",
-        "Seed of the units' sizes: the same number gives the same tree on every backend (0..2^32-1).",
-    ),
-    ParamDef::value(
-        "real-make",
-        "",
-        "",
-        "Build a real C tree of the same shape with the real make -jN and the system compiler (real kernel only; needs gcc and make).",
-    )
-    .kind(ParamKind::Flag)
-    .no_default(),
-    ParamDef::tasks(
-        "processes",
-        "processes|threads",
-        "How the real backend hosts the job server; its jobs are new processes, or threads with tasks=threads.",
+    // Only when given, so that the records of the modelled build stay as they were.
+    .recorded_when(|w| w.real_make),
+    Param::new(
+        ParamDef::tasks(
+            "processes",
+            "processes|threads",
+            "How the real backend hosts the job server; its jobs are new processes, or threads with tasks=threads.",
+        ),
+        |w, v| parse_hosting(v).map(|m| w.mode = m),
+        |w| w.mode.to_string(),
     ),
 ];
+
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Build, { TABLE.len() }>(TABLE);
+
+/// The `tasks` parameter: the job server runs as a process or as threads.
+fn parse_hosting(value: &str) -> Result<TaskMode, ParamError> {
+    match parse_with(NAME, value, str::parse)? {
+        m @ (TaskMode::Processes | TaskMode::Threads) => Ok(m),
+        other => Err(ParamError::value(
+            NAME,
+            "tasks",
+            other,
+            "is not accepted; use processes or threads",
+        )),
+    }
+}
 
 impl Preset for Build {
     const DEF: WorkloadDef = WorkloadDef::new(
@@ -275,33 +326,7 @@ impl Preset for Build {
         PARAMS,
     );
 
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        let dur = |v: &str| parse_with(NAME, v, crate::duration::parse_duration);
-        match name {
-            "jobs" => self.jobs = parse_count(NAME, "jobs", value, 1..=1024)?,
-            "units" => self.units = parse_count(NAME, "units", value, 1..=MAX_UNITS)?,
-            "dirs" => self.dirs = parse_count(NAME, "dirs", value, 1..=MAX_UNITS)?,
-            "cpu" => self.cpu = dur(value)?,
-            "link" => self.link = dur(value)?,
-            "tree" => self.seed = parse_count(NAME, "tree", value, 0..=u32::MAX as usize)? as u64,
-            "real-make" => self.real_make = parse_param(NAME, "real-make", value, "true or false")?,
-            "tasks" => {
-                self.mode = match parse_with(NAME, value, str::parse)? {
-                    m @ (TaskMode::Processes | TaskMode::Threads) => m,
-                    other => {
-                        return Err(ParamError::value(
-                            NAME,
-                            "tasks",
-                            other,
-                            "is not accepted; use processes or threads",
-                        ))
-                    }
-                }
-            }
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
-    }
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {
         self.validate()
@@ -455,21 +480,7 @@ impl Workload for Build {
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        let d = crate::duration::format_duration;
-        let mut params = BTreeMap::from([
-            ("jobs".into(), self.jobs.to_string()),
-            ("units".into(), self.units.to_string()),
-            ("dirs".into(), self.dirs.to_string()),
-            ("cpu".into(), d(self.cpu)),
-            ("link".into(), d(self.link)),
-            ("tree".into(), self.seed.to_string()),
-            ("tasks".into(), self.mode.to_string()),
-        ]);
-        // Only when given, so that the records of the modelled build stay as they were.
-        if self.real_make {
-            params.insert("real-make".into(), "true".into());
-        }
-        params
+        self.param_values()
     }
 
     fn label(&self) -> String {

@@ -500,91 +500,91 @@ const MAX_PER_USER: usize = 1_000_000_000;
 
 /// The parameters of [`Chat`], each declared once.
 const TABLE: &[Param<Chat>] = &[
-    Param {
-        def: ParamDef::value("rooms", "10", "10", "Number of rooms."),
-        set: |w, v| parse_count(NAME, "rooms", v, 1..=MAX_ROOMS).map(|n| w.rooms = n),
-        get: |w| w.rooms.to_string(),
-    },
-    Param {
-        def: ParamDef::value("users", "20", "20", "Users per room."),
-        set: |w, v| parse_count(NAME, "users", v, 2..=1000).map(|n| w.users = n),
-        get: |w| w.users.to_string(),
-    },
-    Param {
-        def: ParamDef::value("messages", "100", "100", "Messages each user sends."),
-        set: |w, v| parse_count(NAME, "messages", v, 1..=MAX_PER_USER).map(|n| w.messages = n),
-        get: |w| w.messages.to_string(),
-    },
-    Param {
-        def: ParamDef::value("size", "100", "100", "Bytes per message (16..4096)."),
-        set: |w, v| parse_param(NAME, "size", v, "a whole number").map(|n| w.size = n),
-        get: |w| w.size.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value("rooms", "10", "10", "Number of rooms."),
+        |w, v| parse_count(NAME, "rooms", v, 1..=MAX_ROOMS).map(|n| w.rooms = n),
+        |w| w.rooms.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("users", "20", "20", "Users per room."),
+        |w, v| parse_count(NAME, "users", v, 2..=1000).map(|n| w.users = n),
+        |w| w.users.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("messages", "100", "100", "Messages each user sends."),
+        |w, v| parse_count(NAME, "messages", v, 1..=MAX_PER_USER).map(|n| w.messages = n),
+        |w| w.messages.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("size", "100", "100", "Bytes per message (16..4096)."),
+        |w, v| parse_param(NAME, "size", v, "a whole number").map(|n| w.size = n),
+        |w| w.size.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "transport",
             "tcp",
             "tcp|unix",
             "tcp (loopback, TCP_NODELAY) or unix.",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
-        get: |w| w.transport.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        |w| w.transport.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "mode",
             "burst",
             "burst|turns",
             "burst (IBM chat: send all at once) or turns (VolanoMark: one broadcast per room in flight).",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
-        get: |w| w.mode.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        |w| w.mode.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "server",
             "relay",
             "relay|volano",
             "relay (a thread per connection writes each message to every member: IBM chat_s) or volano (a reader and a writer thread per connection with outgoing queues: VolanoChat).",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|s| w.server = s),
-        get: |w| w.server.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, str::parse).map(|s| w.server = s),
+        |w| w.server.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "server-work",
             "0",
             "0",
             "CPU the server spends in user space per message it reads and per copy it writes (VolanoMark's Java server; IBM chat's C server does ~0).",
         )
         .hyphen_values(),
-        set: |w, v| {
+        |w, v| {
             parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.server_work = d)
         },
-        get: |w| format_duration(w.server_work),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| format_duration(w.server_work),
+    ),
+    Param::new(
+        ParamDef::value(
             "client-work",
             "0",
             "0",
             "CPU a client spends in user space per message it sends and per message it receives.",
         )
         .hyphen_values(),
-        set: |w, v| {
+        |w, v| {
             parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.client_work = d)
         },
-        get: |w| format_duration(w.client_work),
-    },
-    Param {
-        def: ParamDef::tasks(
+        |w| format_duration(w.client_work),
+    ),
+    Param::new(
+        ParamDef::tasks(
             "group-processes",
             "group-processes|threads",
             "group-processes (a server and a client process, a thread per task) or threads.",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|h| w.hosting = h),
-        get: |w| w.hosting.to_string(),
-    },
+        |w, v| parse_with(NAME, v, str::parse).map(|h| w.hosting = h),
+        |w| w.hosting.to_string(),
+    ),
 ];
 
 /// The declarations of [`TABLE`].

@@ -38,7 +38,8 @@
 
 use super::def::{OwnTables, TableStats, Tables, WorkloadDef};
 use super::params::{
-    parse_count, parse_param, parse_with, unknown_param, ListValues, ParamDef, ParamKind, Preset,
+    param_defs, parse_count, parse_param, parse_with, ListValues, Param, ParamDef, ParamKind,
+    Preset,
 };
 use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, IoKind, WorkloadError};
@@ -682,65 +683,116 @@ pub mod metrics {
 
 const NAME: &str = "interbench";
 
-/// The parameters of [`Interbench`].
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value(
-        "bench",
-        "audio,video,x,gaming",
-        "audio,video,x,gaming[,custom]",
-        "Benchmarked tasks, comma-separated: audio, video, x, gaming, custom [custom is added by --cpu].",
-    )
-    .kind(ParamKind::List),
-    ParamDef::value(
-        "loads",
-        "none,video,x,burn,write,read,ring,compile,memload",
-        "none,video,x,burn,write,read,ring,compile,memload",
-        "Background loads, comma-separated: none, video, x, burn, write, read, ring, compile, memload.",
-    )
-    .kind(ParamKind::List),
-    ParamDef::value(
-        "duration",
-        "30s",
-        "30s",
-        "How long the benchmarked task runs against each load (the load starts up to 1 s earlier).",
-    )
-    .hyphen_values(),
-    ParamDef::value(
-        "load-threads",
-        "",
-        "CPUs",
-        "Threads of the burn, ring and compile loads [default: the machine's CPUs: the host's, or the simulated --cpus].",
-    )
-    .no_default(),
-    ParamDef::value(
-        "io-size",
-        "256MiB",
-        "256MiB",
-        "Size of the read and write loads' files (in a temporary directory, removed afterwards).",
+/// The parameters of [`Interbench`], each declared once. The record keeps the names it had
+/// before the command line's (`load`, `load_threads`, `io_size`, `mem_size`), and a size or the
+/// custom task's settings only where they apply, so that older records compare.
+const TABLE: &[Param<Interbench>] = &[
+    Param::new(
+        ParamDef::value(
+            "bench",
+            "audio,video,x,gaming",
+            "audio,video,x,gaming[,custom]",
+            "Benchmarked tasks, comma-separated: audio, video, x, gaming, custom [custom is added by --cpu].",
+        )
+        .kind(ParamKind::List),
+        |w, v| parse_with(NAME, v, str::parse).map(|b| w.bench = b),
+        |w| w.bench.to_string(),
     ),
-    ParamDef::value(
-        "mem-size",
-        "1GiB",
-        "1GiB",
-        "Memory the memload writes over and over (at most half the memory available).",
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "loads",
+            "none,video,x,burn,write,read,ring,compile,memload",
+            "none,video,x,burn,write,read,ring,compile,memload",
+            "Background loads, comma-separated: none, video, x, burn, write, read, ring, compile, memload.",
+        )
+        .kind(ParamKind::List),
+        |w, v| parse_with(NAME, v, str::parse).map(|l| w.load = l),
+        |w| w.load.to_string(),
+    )
+    .record_as("load"),
+    Param::new(
+        ParamDef::value(
+            "duration",
+            "30s",
+            "30s",
+            "How long the benchmarked task runs against each load (the load starts up to 1 s earlier).",
+        )
+        .hyphen_values(),
+        |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.duration = d),
+        |w| crate::duration::format_duration(w.duration),
     ),
-    ParamDef::value(
-        "cpu",
-        "",
-        "PCT",
-        "Custom task: percent of each interval it runs, e.g. 5 or 2.74 (adds `custom` to the benchmarks).",
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "load-threads",
+            "",
+            "CPUs",
+            "Threads of the burn, ring and compile loads [default: the machine's CPUs: the host's, or the simulated --cpus].",
+        )
+        .no_default(),
+        |w, v| parse_count(NAME, "load-threads", v, 1..=1024).map(|n| w.load_threads = n),
+        |w| w.load_threads.to_string(),
     )
-    .no_default(),
-    ParamDef::value("interval", "10ms", "10ms", "Custom task: its interval."),
-    ParamDef::value(
-        "rt",
-        "",
-        "",
-        "Real-time mode (interbench -r): the benchmarked task runs SCHED_FIFO 95, latencies in µs.",
+    .record_as("load_threads"),
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "io-size",
+            "256MiB",
+            "256MiB",
+            "Size of the read and write loads' files (in a temporary directory, removed afterwards).",
+        ),
+        |w, v| parse_with(NAME, v, parse_size).map(|n| w.io_size = n),
+        |w| format_size(w.io_size),
     )
-    .kind(ParamKind::Flag)
-    .no_default(),
+    .record_as("io_size")
+    .recorded_when(|w| matches!(w.load, LoadKind::Write | LoadKind::Read | LoadKind::Compile)),
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "mem-size",
+            "1GiB",
+            "1GiB",
+            "Memory the memload writes over and over (at most half the memory available).",
+        ),
+        |w, v| parse_with(NAME, v, parse_size).map(|n| w.mem_size = n),
+        |w| format_size(w.mem_size),
+    )
+    .record_as("mem_size")
+    .recorded_when(|w| w.load == LoadKind::Memload),
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "cpu",
+            "",
+            "PCT",
+            "Custom task: percent of each interval it runs, e.g. 5 or 2.74 (adds `custom` to the benchmarks).",
+        )
+        .no_default(),
+        |w, v| parse_param(NAME, "cpu", v, "a percent such as 5 or 2.74").map(|p| w.custom_cpu = p),
+        |w| w.custom_cpu.to_string(),
+    )
+    .recorded_when(|w| w.bench == BenchKind::Custom),
+    Param::<Interbench>::new(
+        ParamDef::value("interval", "10ms", "10ms", "Custom task: its interval."),
+        |w, v| {
+            parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.custom_interval = d)
+        },
+        |w| crate::duration::format_duration(w.custom_interval),
+    )
+    .recorded_when(|w| w.bench == BenchKind::Custom),
+    Param::new(
+        ParamDef::value(
+            "rt",
+            "",
+            "",
+            "Real-time mode (interbench -r): the benchmarked task runs SCHED_FIFO 95, latencies in µs.",
+        )
+        .kind(ParamKind::Flag)
+        .no_default(),
+        |w, v| parse_param(NAME, "rt", v, "true or false").map(|r| w.rt = r),
+        |w| w.rt.to_string(),
+    ),
 ];
+
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Interbench, { TABLE.len() }>(TABLE);
 
 impl Preset for Interbench {
     const DEF: WorkloadDef = WorkloadDef::new(
@@ -758,34 +810,13 @@ impl Preset for Interbench {
             points: &["bench", "load"],
         }),
     });
+    const TABLE: &'static [Param<Self>] = TABLE;
 
     fn with_defaults(host_cpus: usize) -> Self {
         Interbench {
             load_threads: host_cpus,
             ..Interbench::default()
         }
-    }
-
-    fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        match name {
-            "bench" => self.bench = parse_with(NAME, value, str::parse)?,
-            "loads" => self.load = parse_with(NAME, value, str::parse)?,
-            "duration" => self.duration = parse_with(NAME, value, crate::duration::parse_duration)?,
-            "load-threads" => {
-                self.load_threads = parse_count(NAME, "load-threads", value, 1..=1024)?
-            }
-            "io-size" => self.io_size = parse_with(NAME, value, parse_size)?,
-            "mem-size" => self.mem_size = parse_with(NAME, value, parse_size)?,
-            "cpu" => {
-                self.custom_cpu = parse_param(NAME, "cpu", value, "a percent such as 5 or 2.74")?
-            }
-            "interval" => {
-                self.custom_interval = parse_with(NAME, value, crate::duration::parse_duration)?
-            }
-            "rt" => self.rt = parse_param(NAME, "rt", value, "true or false")?,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
-        Ok(())
     }
 
     fn check(&self) -> Result<(), ParamError> {
@@ -1074,33 +1105,7 @@ impl Workload for Interbench {
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        let mut p = BTreeMap::from([
-            ("bench".into(), self.bench.to_string()),
-            ("load".into(), self.load.to_string()),
-            (
-                "duration".into(),
-                crate::duration::format_duration(self.duration),
-            ),
-            ("load_threads".into(), self.load_threads.to_string()),
-            ("rt".into(), self.rt.to_string()),
-        ]);
-        if matches!(
-            self.load,
-            LoadKind::Write | LoadKind::Read | LoadKind::Compile
-        ) {
-            p.insert("io_size".into(), format_size(self.io_size));
-        }
-        if self.load == LoadKind::Memload {
-            p.insert("mem_size".into(), format_size(self.mem_size));
-        }
-        if self.bench == BenchKind::Custom {
-            p.insert("cpu".into(), self.custom_cpu.to_string());
-            p.insert(
-                "interval".into(),
-                crate::duration::format_duration(self.custom_interval),
-            );
-        }
-        p
+        self.param_values()
     }
 
     fn label(&self) -> String {

@@ -160,45 +160,45 @@ impl PartialEq for Lookup {
 
 /// The parameters of [`Lookup`], each declared once.
 const TABLE: &[Param<Lookup>] = &[
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value(
             "threads",
             "2",
             "2",
             "Task counts to run, comma-separated (1..4096 each); one configuration per count.",
         )
         .kind(ParamKind::List),
-        set: |w, v| parse_count(NAME, "threads", v, 1..=4096).map(|n| w.threads = n),
-        get: |w| w.threads.to_string(),
-    },
-    Param {
-        def: ParamDef::value("lookups", "2000", "2000", "Path lookups per task."),
-        set: |w, v| parse_count(NAME, "lookups", v, 1..=10_000_000).map(|n| w.lookups = n),
-        get: |w| w.lookups.to_string(),
-    },
-    Param {
-        def: ParamDef::value("depth", "6", "6", "Components per path (1..32)."),
-        set: |w, v| parse_count(NAME, "depth", v, 1..=MAX_DEPTH).map(|n| w.depth = n),
-        get: |w| w.depth.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "threads", v, 1..=4096).map(|n| w.threads = n),
+        |w| w.threads.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("lookups", "2000", "2000", "Path lookups per task."),
+        |w, v| parse_count(NAME, "lookups", v, 1..=10_000_000).map(|n| w.lookups = n),
+        |w| w.lookups.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("depth", "6", "6", "Components per path (1..32)."),
+        |w, v| parse_count(NAME, "depth", v, 1..=MAX_DEPTH).map(|n| w.depth = n),
+        |w| w.depth.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "files",
             "10000",
             "10000",
             "Entries of the tree, directories and files (depth..1000000).",
         ),
-        set: |w, v| parse_count(NAME, "files", v, 1..=MAX_FILES).map(|n| w.files = n),
-        get: |w| w.files.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "files", v, 1..=MAX_FILES).map(|n| w.files = n),
+        |w| w.files.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "skew",
             "1.0",
             "1.0",
             "Zipf exponent of the files' popularity: rank r is drawn with weight 1/(r+1)^skew (0..4; 0 is uniform).",
         ),
-        set: |w, v| {
+        |w, v| {
             let s: f64 = parse_param(NAME, "skew", v, "a number 0..4")?;
             if !(0.0..=4.0).contains(&s) {
                 return Err(ParamError::value(
@@ -211,58 +211,58 @@ const TABLE: &[Param<Lookup>] = &[
             w.skew = s;
             Ok(())
         },
-        get: |w| w.skew.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| w.skew.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "cached",
             "90",
             "90",
             "Percent of the tree's entries the dcache holds, the most popular first; the others miss (0..100).",
         ),
-        set: |w, v| parse_count(NAME, "cached", v, 0..=100).map(|n| w.cached = n as u32),
-        get: |w| w.cached.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "cached", v, 0..=100).map(|n| w.cached = n as u32),
+        |w| w.cached.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "dcache",
             "lock",
             "lock|fastwalk|rcu|kernel",
             "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and batched LRU updates), kernel (the real kernel's own walk).",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|d| w.dcache = d),
-        get: |w| w.dcache.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, str::parse).map(|d| w.dcache = d),
+        |w| w.dcache.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "syscall",
             "stat",
             "stat|open|open1|open2",
             "With dcache=kernel: stat or open+close the drawn path, or will-it-scale's open1 (own file, one shared directory) or open2 (own directory).",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|s| w.syscall = s),
-        get: |w| w.syscall.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, str::parse).map(|s| w.syscall = s),
+        |w| w.syscall.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "component",
             "2us",
             "2us",
             "CPU work per component (hash lookup and reference count).",
         ),
-        set: |w, v| parse_work("component", v).map(|d| w.component = d),
-        get: |w| format_duration(w.component),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_work("component", v).map(|d| w.component = d),
+        |w| format_duration(w.component),
+    ),
+    Param::new(
+        ParamDef::value(
             "request",
             "600us",
             "600us",
             "CPU work per request after its lookup, outside the lock.",
         ),
-        set: |w, v| parse_work("request", v).map(|d| w.request = d),
-        get: |w| format_duration(w.request),
-    },
+        |w, v| parse_work("request", v).map(|d| w.request = d),
+        |w| format_duration(w.request),
+    ),
 ];
 
 /// The declarations of [`TABLE`].

@@ -131,50 +131,50 @@ const MAX_LOOPS: usize = 1_000_000_000;
 
 /// The parameters of [`Messaging`], each declared once.
 const TABLE: &[Param<Messaging>] = &[
-    Param {
-        def: ParamDef::value("groups", "10", "10", "Number of groups."),
-        set: |w, v| parse_count(NAME, "groups", v, 1..=MAX_GROUPS).map(|n| w.groups = n),
-        get: |w| w.groups.to_string(),
-    },
-    Param {
-        def: ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
-        set: |w, v| parse_count(NAME, "fds", v, 1..=MAX_FDS).map(|n| w.fds = n),
-        get: |w| w.fds.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value("groups", "10", "10", "Number of groups."),
+        |w, v| parse_count(NAME, "groups", v, 1..=MAX_GROUPS).map(|n| w.groups = n),
+        |w| w.groups.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
+        |w, v| parse_count(NAME, "fds", v, 1..=MAX_FDS).map(|n| w.fds = n),
+        |w| w.fds.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "loops",
             "100",
             "100",
             "Messages each sender writes to each receiver of its group.",
         ),
-        set: |w, v| parse_count(NAME, "loops", v, 1..=MAX_LOOPS).map(|n| w.loops = n),
-        get: |w| w.loops.to_string(),
-    },
-    Param {
-        def: ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
-        set: |w, v| parse_param(NAME, "datasize", v, "a whole number").map(|n| w.datasize = n),
-        get: |w| w.datasize.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "loops", v, 1..=MAX_LOOPS).map(|n| w.loops = n),
+        |w| w.loops.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
+        |w, v| parse_param(NAME, "datasize", v, "a whole number").map(|n| w.datasize = n),
+        |w| w.datasize.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "transport",
             "socketpair",
             "socketpair|pipe",
             "How messages travel: socketpair or pipe.",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
-        get: |w| w.transport.to_string(),
-    },
-    Param {
-        def: ParamDef::tasks(
+        |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        |w| w.transport.to_string(),
+    ),
+    Param::new(
+        ParamDef::tasks(
             "processes",
             "processes|threads",
             "Host tasks as threads or processes.",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
-        get: |w| w.mode.to_string(),
-    },
+        |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        |w| w.mode.to_string(),
+    ),
 ];
 
 /// The declarations of [`TABLE`].

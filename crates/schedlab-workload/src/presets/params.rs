@@ -83,17 +83,82 @@ impl ParamDef {
 }
 
 /// One parameter of preset `W`, declared once: what the command line and the record know of it
-/// ([`ParamDef`]), how its value is set from text, and how it reads back as text (the record's
-/// `params`). A preset's table of these gives its [`Preset::PARAMS`] ([`param_defs`]), its
-/// [`Preset::set_param`] and its [`Preset::param_values`]; only the field that holds the value,
-/// and checks that involve several parameters, are written elsewhere.
+/// ([`ParamDef`]), how its value is set from text, how it reads back as text, and how the record
+/// keeps it (under its name, or [`Param::record_as`] another key; always, or
+/// [`Param::recorded_when`] it applies; or [`Param::not_recorded`]). A preset's table of these
+/// gives its [`Preset::PARAMS`] ([`param_defs`]), its [`Preset::set_param`] and its
+/// [`Preset::param_values`]; only the field that holds the value, and checks that involve
+/// several parameters, are written elsewhere.
 pub struct Param<W> {
     /// The declaration.
     pub def: ParamDef,
     /// Set the value from its text (one element, for a list parameter), or say why not.
     pub set: fn(&mut W, &str) -> Result<(), ParamError>,
-    /// The value as text, as the record keeps it.
+    /// The value as text, as the record keeps it (a computed value, such as web's `dirs` when
+    /// 0 asks for SPECweb99's scaling, is what this returns).
     pub get: fn(&W) -> String,
+    /// The record's key for it, when that is not its name (records written before the
+    /// parameter had its command-line name keep their key: interbench's `loads` is `load`).
+    pub record_key: Option<&'static str>,
+    /// Whether the record keeps it for this configuration (`None`: always), so that a
+    /// parameter that does not apply (interbench's `io-size` without an I/O load) leaves the
+    /// record as it was before the parameter existed.
+    pub recorded: Option<fn(&W) -> bool>,
+}
+
+/// [`Param::not_recorded`]'s test.
+fn never<W>(_: &W) -> bool {
+    false
+}
+
+impl<W> Param<W> {
+    /// Parameter `def`, set by `set` and read back by `get`, kept by the record under its
+    /// name, always.
+    pub const fn new(
+        def: ParamDef,
+        set: fn(&mut W, &str) -> Result<(), ParamError>,
+        get: fn(&W) -> String,
+    ) -> Param<W> {
+        Param {
+            def,
+            set,
+            get,
+            record_key: None,
+            recorded: None,
+        }
+    }
+
+    /// This parameter, kept by the record under `key` instead of its name.
+    pub const fn record_as(mut self, key: &'static str) -> Param<W> {
+        self.record_key = Some(key);
+        self
+    }
+
+    /// This parameter, kept by the record only for configurations where `when` holds.
+    pub const fn recorded_when(mut self, when: fn(&W) -> bool) -> Param<W> {
+        self.recorded = Some(when);
+        self
+    }
+
+    /// This parameter, left out of the record (a setting of the run that does not change its
+    /// results, such as the port a real server listens on).
+    pub const fn not_recorded(self) -> Param<W> {
+        self.recorded_when(never::<W>)
+    }
+
+    /// Its key in the record.
+    pub fn key(&self) -> &'static str {
+        self.record_key.unwrap_or(self.def.name)
+    }
+
+    /// Its record entry for `w`: the key and the value, or `None` when the record leaves it
+    /// out.
+    pub fn entry(&self, w: &W) -> Option<(&'static str, String)> {
+        match self.recorded {
+            Some(when) if !when(w) => None,
+            _ => Some((self.key(), (self.get)(w))),
+        }
+    }
 }
 
 /// Set parameter `name` of `w` through its preset's [`Preset::TABLE`]: what
@@ -230,11 +295,13 @@ pub trait Preset: Workload + Clone + Default + Sized {
         Self::PARAMS
     }
 
-    /// Each parameter's value as text, from [`Preset::TABLE`] (what a preset with a table
-    /// returns as its [`Workload::params`]).
+    /// Each recorded parameter's value as text under its record key, from [`Preset::TABLE`]
+    /// (what a preset with a table returns as its [`Workload::params`], with any facts it
+    /// derives from them).
     fn param_values(&self) -> std::collections::BTreeMap<String, String> {
         (Self::TABLE.iter())
-            .map(|p| (p.def.name.to_string(), (p.get)(self)))
+            .filter_map(|p| p.entry(self))
+            .map(|(k, v)| (k.to_string(), v))
             .collect()
     }
 
@@ -417,4 +484,89 @@ pub struct HostNeeds {
     /// A TCP port on 127.0.0.1 it listens on, and the parameter that names it, checked free
     /// before anything runs (a real web server's `--port`).
     pub port: Option<(&'static str, u16)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::build::Build;
+    use super::super::interbench::{BenchKind, Interbench, LoadKind};
+    use super::super::web::Web;
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A parameter's value, with a key and a condition of its own.
+    #[derive(Default)]
+    struct Two {
+        a: u32,
+        b: u32,
+    }
+
+    const A: Param<Two> = Param::new(
+        ParamDef::value("a-value", "1", "1", "A."),
+        |w, v| parse_count("two", "a-value", v, 0..=9).map(|n| w.a = n as u32),
+        |w| w.a.to_string(),
+    );
+
+    #[test]
+    fn a_param_is_recorded_under_its_key_when_its_condition_holds() {
+        let mut w = Two { a: 3, b: 0 };
+        assert_eq!(A.entry(&w), Some(("a-value", "3".into())));
+        let renamed = A.record_as("a_value");
+        assert_eq!(renamed.entry(&w), Some(("a_value", "3".into())));
+        let when = A.recorded_when(|w: &Two| w.b > 0).record_as("a_value");
+        assert_eq!(when.entry(&w), None);
+        w.b = 1;
+        assert_eq!(when.entry(&w), Some(("a_value", "3".into())));
+        assert_eq!(A.not_recorded().entry(&w), None);
+        // The setter is the table's either way.
+        (when.set)(&mut w, "7").unwrap();
+        assert_eq!(w.a, 7);
+        assert!((when.set)(&mut w, "10").is_err());
+    }
+
+    /// interbench's record keeps its older keys, and a size or the custom task's settings only
+    /// where they apply; web's keeps the computed directory count and leaves out the budget
+    /// and the port; build's keeps `real-make` only when given.
+    #[test]
+    fn the_tables_give_the_records_their_keys() {
+        let mut ib = Interbench::with_defaults(4);
+        let keys = |p: BTreeMap<String, String>| p.into_keys().collect::<Vec<_>>();
+        assert_eq!(
+            keys(ib.params()),
+            ["bench", "duration", "load", "load_threads", "rt"]
+        );
+        Preset::set_param(&mut ib, "loads", "memload").unwrap();
+        assert_eq!(ib.load, LoadKind::Memload);
+        assert_eq!(ib.params()["mem_size"], "1GiB");
+        assert!(!ib.params().contains_key("io_size"));
+        Preset::set_param(&mut ib, "loads", "write").unwrap();
+        Preset::set_param(&mut ib, "bench", "custom").unwrap();
+        Preset::set_param(&mut ib, "cpu", "2.5").unwrap();
+        assert_eq!(ib.bench, BenchKind::Custom);
+        let p = ib.params();
+        assert_eq!(
+            (p["io_size"].as_str(), p["cpu"].as_str()),
+            ("256MiB", "2.5")
+        );
+        assert_eq!(
+            (p["interval"].as_str(), p["load_threads"].as_str()),
+            ("10.000ms", "4")
+        );
+        assert!(!p.contains_key("mem_size"));
+
+        let mut web = Web::with_defaults(2);
+        Preset::set_param(&mut web, "connections", "200").unwrap();
+        Preset::set_param(&mut web, "port", "8080").unwrap();
+        let p = web.params();
+        assert_eq!(p["dirs"], web.file_dirs().to_string());
+        assert_ne!(p["dirs"], "0");
+        assert!(!p.contains_key("port") && !p.contains_key("disk-budget"));
+        assert_eq!((p["mix"].as_str(), p["pace"].as_str()), ("static", "on"));
+
+        let mut build = Build::default();
+        assert!(!build.params().contains_key("real-make"));
+        Preset::set_param(&mut build, "real-make", "true").unwrap();
+        assert_eq!(build.params()["real-make"], "true");
+        assert_eq!(build.params()["tree"], "1");
+    }
 }

@@ -70,30 +70,30 @@ const MAX_ROUND_TRIPS: usize = 1_000_000_000;
 
 /// The parameters of [`PingPong`], each declared once.
 const TABLE: &[Param<PingPong>] = &[
-    Param {
-        def: ParamDef::value("loops", "100000", "100000", "Round trips."),
-        set: |w, v| parse_count(NAME, "loops", v, 1..=MAX_ROUND_TRIPS).map(|n| w.loops = n),
-        get: |w| w.loops.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value("loops", "100000", "100000", "Round trips."),
+        |w, v| parse_count(NAME, "loops", v, 1..=MAX_ROUND_TRIPS).map(|n| w.loops = n),
+        |w| w.loops.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "transport",
             "pipe",
             "pipe|socketpair|unix|tcp|udp",
             "How the token travels: pipe, socketpair, unix, tcp or udp (loopback).",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
-        get: |w| w.transport.to_string(),
-    },
-    Param {
-        def: ParamDef::tasks(
+        |w, v| parse_with(NAME, v, str::parse).map(|t| w.transport = t),
+        |w| w.transport.to_string(),
+    ),
+    Param::new(
+        ParamDef::tasks(
             "threads",
             "threads|processes",
             "Host tasks as threads or processes.",
         ),
-        set: |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
-        get: |w| w.mode.to_string(),
-    },
+        |w, v| parse_with(NAME, v, str::parse).map(|m| w.mode = m),
+        |w| w.mode.to_string(),
+    ),
 ];
 
 /// The declarations of [`TABLE`].

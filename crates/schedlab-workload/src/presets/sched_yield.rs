@@ -64,23 +64,22 @@ const NAME: &str = "yield";
 
 /// The parameters of [`Yield`], each declared once.
 const TABLE: &[Param<Yield>] = &[
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value(
             "threads",
             "1,2,4,16",
             "1,2,4,16",
             "Thread counts to run, comma-separated (1..131072 each); one configuration per count.",
         )
         .kind(ParamKind::List),
-        set: |w, v| parse_count(NAME, "threads", v, 1..=MAX_TASKS).map(|n| w.threads = n),
-        get: |w| w.threads.to_string(),
-    },
-    Param {
-        def: ParamDef::value("duration", "2s", "2s", "How long each repetition yields.")
-            .hyphen_values(),
-        set: |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.duration = d),
-        get: |w| crate::duration::format_duration(w.duration),
-    },
+        |w, v| parse_count(NAME, "threads", v, 1..=MAX_TASKS).map(|n| w.threads = n),
+        |w| w.threads.to_string(),
+    ),
+    Param::new(
+        ParamDef::value("duration", "2s", "2s", "How long each repetition yields.").hyphen_values(),
+        |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.duration = d),
+        |w| crate::duration::format_duration(w.duration),
+    ),
 ];
 
 /// The declarations of [`TABLE`].

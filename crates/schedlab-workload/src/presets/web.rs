@@ -43,7 +43,7 @@
 //! connections of the same run.
 
 use super::def::{SearchDef, SeedTable, Tables, WorkloadDef};
-use super::params::{parse_count, parse_with, unknown_param, ParamDef, Preset};
+use super::params::{param_defs, parse_count, parse_with, set_from_table, Param, ParamDef, Preset};
 use super::seed000::{nice_column, policy_and_knobs, seed_header};
 use super::{metric, HostNeeds, Outcome, Workload};
 use crate::context::{ChannelId, Context, FileRead, LockId, WorkloadError};
@@ -255,75 +255,156 @@ impl PartialEq for Web {
     }
 }
 
-const PARAMS: &[ParamDef] = &[
-    ParamDef::value(
-        "connections",
-        "100",
-        "100",
-        "Simultaneous connections (clients), each paced to SPECweb99's 400 kbit/s.",
+/// The parameters of [`Web`], each declared once. `dirs` is recorded as the directories the
+/// file set has (0 asks for SPECweb99's scaling with the connections); the disk budget and a
+/// real server's port do not change what is measured and stay out of the record.
+const TABLE: &[Param<Web>] = &[
+    Param::new(
+        ParamDef::value(
+            "connections",
+            "100",
+            "100",
+            "Simultaneous connections (clients), each paced to SPECweb99's 400 kbit/s.",
+        ),
+        |w, v| parse_count(NAME, "connections", v, 1..=MAX_CONNECTIONS).map(|n| w.connections = n),
+        |w| w.connections.to_string(),
     ),
-    ParamDef::value(
-        "server",
-        "prefork",
-        "prefork[:N]|threads:N|event[:N]|nginx|apache2",
-        "The server: built in, prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N); or real, nginx or apache2 (prefork MPM), from Debian's packages.",
+    Param::new(
+        ParamDef::value(
+            "server",
+            "prefork",
+            "prefork[:N]|threads:N|event[:N]|nginx|apache2",
+            "The server: built in, prefork (a process per connection, or N), threads:N (a pool), event (an event loop per CPU, or N); or real, nginx or apache2 (prefork MPM), from Debian's packages.",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|s| w.server = s),
+        |w| w.server.to_string(),
     ),
-    ParamDef::value(
-        "client",
-        "connections",
-        "connections|event[:N]",
-        "The client: connections (a task per connection, blocking on each response, as SPECweb99's client processes) or event (an event loop per CPU, or N, each multiplexing its share of the connections, as wrk does); the same requests, pacing and checks.",
+    Param::new(
+        ParamDef::value(
+            "client",
+            "connections",
+            "connections|event[:N]",
+            "The client: connections (a task per connection, blocking on each response, as SPECweb99's client processes) or event (an event loop per CPU, or N, each multiplexing its share of the connections, as wrk does); the same requests, pacing and checks.",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|c| w.client = c),
+        |w| w.client.to_string(),
     ),
-    ParamDef::value(
-        "duration",
-        "30s",
-        "30s",
-        "How long the clients issue requests.",
+    Param::new(
+        ParamDef::value(
+            "duration",
+            "30s",
+            "30s",
+            "How long the clients issue requests.",
+        )
+        .hyphen_values(),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.duration = d),
+        |w| format_duration(w.duration),
+    ),
+    Param::new(
+        ParamDef::value(
+            "dirs",
+            "0",
+            "0",
+            "Directories of the file set (4.88 MiB each); 0 scales them with the connections as SPECweb99 does.",
+        ),
+        |w, v| parse_count(NAME, "dirs", v, 0..=MAX_DIRS).map(|n| w.dirs = n),
+        |w| w.file_dirs().to_string(),
+    ),
+    Param::<Web>::new(
+        ParamDef::value(
+            "disk-budget",
+            "2GiB",
+            "2GiB",
+            "The most the file set may take in the temporary directory; a larger one is refused before the run.",
+        ),
+        |w, v| parse_with(NAME, v, super::interbench::parse_size).map(|n| w.disk_budget = n),
+        |w| super::interbench::format_size(w.disk_budget),
     )
-    .hyphen_values(),
-    ParamDef::value(
-        "dirs",
-        "0",
-        "0",
-        "Directories of the file set (4.88 MiB each); 0 scales them with the connections as SPECweb99 does.",
+    .not_recorded(),
+    Param::new(
+        ParamDef::value(
+            "mix-seed",
+            "1",
+            "1",
+            "Seed of the file contents and of each connection's requests.",
+        ),
+        |w, v| {
+            parse_count(NAME, "mix-seed", v, 0..=u32::MAX as usize).map(|n| w.mix_seed = n as u64)
+        },
+        |w| w.mix_seed.to_string(),
     ),
-    ParamDef::value(
-        "disk-budget",
-        "2GiB",
-        "2GiB",
-        "The most the file set may take in the temporary directory; a larger one is refused before the run.",
+    Param::new(
+        ParamDef::value(
+            "rate",
+            "0",
+            "0",
+            "Open loop: requests/s over all connections, sent at their scheduled times, latency from the scheduled time (wrk2's correction); 0 is the closed loop paced to 400 kbit/s.",
+        ),
+        |w, v| parse_rate(v).map(|r| w.rate = r),
+        |w| w.rate.to_string(),
     ),
-    ParamDef::value(
-        "mix-seed",
-        "1",
-        "1",
-        "Seed of the file contents and of each connection's requests.",
+    Param::new(
+        ParamDef::value(
+            "dcache",
+            "none",
+            "none|lock|fastwalk|rcu",
+            "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
+        ),
+        |w, v| parse_with(NAME, v, parse_web_dcache).map(|d| w.dcache = d),
+        |w| w.dcache.map_or("none".into(), |d| d.to_string()),
     ),
-    ParamDef::value(
-        "rate",
-        "0",
-        "0",
-        "Open loop: requests/s over all connections, sent at their scheduled times, latency from the scheduled time (wrk2's correction); 0 is the closed loop paced to 400 kbit/s.",
+    Param::new(
+        ParamDef::value(
+            "pace",
+            "on",
+            "on|off",
+            "Closed loop: on paces each connection to SPECweb99's 400 kbit/s; off sends each request as soon as the last response is checked (maximum throughput, as wrk measures it).",
+        ),
+        |w, v| parse_pace(v).map(|p| w.pace = p),
+        |w| if w.pace { "on" } else { "off" }.into(),
     ),
-    ParamDef::value(
-        "dcache",
-        "none",
-        "none|lock|fastwalk|rcu",
-        "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
-    ),
-    ParamDef::value(
-        "pace",
-        "on",
-        "on|off",
-        "Closed loop: on paces each connection to SPECweb99's 400 kbit/s; off sends each request as soon as the last response is checked (maximum throughput, as wrk measures it).",
-    ),
-    ParamDef::value(
-        "port",
-        "0",
-        "0",
-        "The port on 127.0.0.1 a real server (nginx, apache2) listens on; 0 picks a free one.",
-    ),
+    Param::<Web>::new(
+        ParamDef::value(
+            "port",
+            "0",
+            "0",
+            "The port on 127.0.0.1 a real server (nginx, apache2) listens on; 0 picks a free one.",
+        ),
+        |w, v| parse_count(NAME, "port", v, 0..=u16::MAX as usize).map(|n| w.port = n as u16),
+        |w| w.port.to_string(),
+    )
+    .not_recorded(),
 ];
+
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Web, { TABLE.len() }>(TABLE);
+
+/// The `rate` parameter: 0 (the closed loop) or requests/s up to [`MAX_RATE`].
+fn parse_rate(value: &str) -> Result<f64, ParamError> {
+    match value.trim().parse::<f64>() {
+        Ok(r) if (0.0..=MAX_RATE).contains(&r) => Ok(r),
+        _ => Err(ParamError::value(
+            NAME,
+            "rate",
+            format!("'{value}'"),
+            format!("is not accepted; use 0 (closed loop) or requests/s up to {MAX_RATE:.0}"),
+        )),
+    }
+}
+
+/// The `pace` parameter: `on` or `off`.
+fn parse_pace(value: &str) -> Result<bool, ParamError> {
+    match value.trim() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(ParamError::value(
+            NAME,
+            "pace",
+            format!("'{value}'"),
+            "is not accepted; use on (400 kbit/s per connection) or off",
+        )),
+    }
+}
 
 /// CPU work per path component of the dcache walk: `lookup`'s default, the seed's 2.1 µs
 /// mean hold of `dcache_lock`.
@@ -768,54 +849,11 @@ impl Preset for Web {
         }
     }
 
+    const TABLE: &'static [Param<Self>] = TABLE;
+
     fn set_param(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
-        match name {
-            "connections" => {
-                self.connections = parse_count(NAME, "connections", value, 1..=MAX_CONNECTIONS)?
-            }
-            "server" => self.server = parse_with(NAME, value, str::parse)?,
-            "client" => self.client = parse_with(NAME, value, str::parse)?,
-            "duration" => self.duration = parse_with(NAME, value, parse_duration)?,
-            "dirs" => self.dirs = parse_count(NAME, "dirs", value, 0..=MAX_DIRS)?,
-            "disk-budget" => {
-                self.disk_budget = parse_with(NAME, value, super::interbench::parse_size)?
-            }
-            "mix-seed" => {
-                self.mix_seed = parse_count(NAME, "mix-seed", value, 0..=u32::MAX as usize)? as u64
-            }
-            "rate" => {
-                self.rate = match value.trim().parse::<f64>() {
-                    Ok(r) if (0.0..=MAX_RATE).contains(&r) => r,
-                    _ => {
-                        return Err(ParamError::value(
-                            NAME,
-                            "rate",
-                            format!("'{value}'"),
-                            format!(
-                        "is not accepted; use 0 (closed loop) or requests/s up to {MAX_RATE:.0}"
-                    ),
-                        ))
-                    }
-                }
-            }
-            "dcache" => self.dcache = parse_with(NAME, value, parse_web_dcache)?,
-            "pace" => {
-                self.pace = match value.trim() {
-                    "on" => true,
-                    "off" => false,
-                    _ => {
-                        return Err(ParamError::value(
-                            NAME,
-                            "pace",
-                            format!("'{value}'"),
-                            "is not accepted; use on (400 kbit/s per connection) or off",
-                        ))
-                    }
-                }
-            }
-            "port" => self.port = parse_count(NAME, "port", value, 0..=u16::MAX as usize)? as u16,
-            _ => return Err(unknown_param(NAME, PARAMS, name)),
-        }
+        set_from_table(self, name, value)?;
+        // The file set and its dentries follow the parameters: a changed copy builds its own.
         self.fileset = Arc::default();
         self.dentries = Arc::default();
         Ok(())
@@ -914,23 +952,16 @@ impl Workload for Web {
     }
 
     fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("connections".into(), self.connections.to_string()),
-            ("server".into(), self.server.to_string()),
+        // The parameters, and what the record says of the run besides: the tasks that serve
+        // and that ask (a pool larger than the connections runs one task per connection), and
+        // SPECweb99's file mix, the only one modelled.
+        let mut p = self.param_values();
+        p.extend([
             ("server-tasks".into(), self.server_tasks().to_string()),
-            ("client".into(), self.client.to_string()),
             ("client-tasks".into(), self.client_tasks().to_string()),
-            ("duration".into(), format_duration(self.duration)),
-            ("dirs".into(), self.file_dirs().to_string()),
             ("mix".into(), "static".into()),
-            ("mix-seed".into(), self.mix_seed.to_string()),
-            ("rate".into(), self.rate.to_string()),
-            (
-                "dcache".into(),
-                self.dcache.map_or("none".into(), |d| d.to_string()),
-            ),
-            ("pace".into(), if self.pace { "on" } else { "off" }.into()),
-        ])
+        ]);
+        p
     }
 
     fn label(&self) -> String {

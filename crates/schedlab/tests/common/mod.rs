@@ -2,14 +2,76 @@
 //! uses some of it, so the rest would warn as unused there.
 #![allow(dead_code)]
 
+use schedlab_workload::record::RunRecord;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// The built binary, to run as a user would.
 pub fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
+}
+
+/// Run `schedlab args` in the test's own directory; it must succeed (see [`succeeded`]).
+pub fn succeeds(args: &[&str]) -> Output {
+    succeeded(args, schedlab().args(args).output().expect("run schedlab"))
+}
+
+/// The test binary's turn at what its tests must not do at once (the real kernel's CPUs for a
+/// timing, the counters' tracefs, the cluster): a guard that holds it until dropped. A test
+/// that panicked while holding it does not take the others' turn away.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether the tests run as root (real-time policies, counters and cgroups need it).
+pub fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// A path for a record in the temporary directory, unique to this test binary's process.
+pub fn temp_json(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("schedlab-test-{}-{name}.json", std::process::id()))
+}
+
+/// Read a record through the typed [`RunRecord`], and check that the typed record holds every
+/// field of the file: written back, it gives the same JSON.
+pub fn read_record(path: &Path) -> RunRecord {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("read record {}: {e}", path.display()));
+    let rec = RunRecord::from_json(&text)
+        .unwrap_or_else(|e| panic!("record {}: {e}\n{text}", path.display()));
+    let as_written: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        serde_json::to_value(&rec).unwrap(),
+        as_written,
+        "{}: the typed record does not hold every field of the file",
+        path.display()
+    );
+    rec
+}
+
+/// The record of `schedlab ARGS --json FILE --quiet` (which must succeed), read by
+/// [`read_record`]; the file is removed.
+pub fn run_json(args: &[&str], name: &str) -> RunRecord {
+    let path = temp_json(name);
+    let mut all: Vec<&str> = args.to_vec();
+    let p = path.to_str().unwrap().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    succeeds(&all);
+    let rec = read_record(&path);
+    std::fs::remove_file(&path).ok();
+    rec
+}
+
+/// Metric `name` of repetition `rep` of configuration `config`.
+pub fn metric(rec: &RunRecord, config: usize, rep: usize, name: &str) -> f64 {
+    *rec.configs[config].repetitions[rep]
+        .metrics
+        .get(name)
+        .unwrap_or_else(|| panic!("no metric {name}"))
 }
 
 /// `out`, after asserting that `schedlab args` succeeded (else its stdout and stderr), and that
