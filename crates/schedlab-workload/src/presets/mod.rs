@@ -13,6 +13,7 @@ mod messaging;
 pub mod params;
 mod pingpong;
 mod sched_yield;
+mod schbench;
 mod seed000;
 mod web;
 
@@ -28,6 +29,7 @@ pub use params::{
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
+pub use schbench::{Pin, Schbench};
 pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
 use crate::context::{Context, WorkloadError};
@@ -249,6 +251,7 @@ registry! {
     Web,
     Lookup,
     Build,
+    Schbench,
 }
 
 /// Shorthand for a metric definition.
