@@ -12,8 +12,8 @@ pub mod lookup;
 mod messaging;
 pub mod params;
 mod pingpong;
-mod sched_yield;
 mod schbench;
+mod sched_yield;
 mod seed000;
 mod web;
 
@@ -28,8 +28,8 @@ pub use params::{
     Param, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
-pub use sched_yield::Yield;
 pub use schbench::{Pin, Schbench};
+pub use sched_yield::Yield;
 pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
 use crate::context::{Context, WorkloadError};

@@ -872,11 +872,36 @@ impl Workload for Schbench {
                 Better::Higher,
                 "requests served / run time (the original's average rps)",
             ),
-            metric("rps_p20", "requests/s", Better::Higher, "20th percentile of the requests served per second after the warm-up"),
-            metric("rps_p50", "requests/s", Better::Higher, "median of the requests served per second after the warm-up"),
-            metric("rps_p90", "requests/s", Better::Higher, "90th percentile of the requests served per second after the warm-up"),
-            metric("wakeup_samples", "samples", Better::Higher, "wakeups measured"),
-            metric("request_samples", "samples", Better::Higher, "requests measured"),
+            metric(
+                "rps_p20",
+                "requests/s",
+                Better::Higher,
+                "20th percentile of the requests served per second after the warm-up",
+            ),
+            metric(
+                "rps_p50",
+                "requests/s",
+                Better::Higher,
+                "median of the requests served per second after the warm-up",
+            ),
+            metric(
+                "rps_p90",
+                "requests/s",
+                Better::Higher,
+                "90th percentile of the requests served per second after the warm-up",
+            ),
+            metric(
+                "wakeup_samples",
+                "samples",
+                Better::Higher,
+                "wakeups measured",
+            ),
+            metric(
+                "request_samples",
+                "samples",
+                Better::Higher,
+                "requests measured",
+            ),
         ]);
         if self.pipe > 0 {
             defs.push(metric(
@@ -921,10 +946,7 @@ impl Workload for Schbench {
         for what in ["wakeup", "request"] {
             let h = hist(&format!("{what}_ns"))?;
             for (p, q) in LAT_PERCENTILES {
-                m.insert(
-                    format!("{what}_{p}"),
-                    h.value_at_percentile(q) as f64 / 1e3,
-                );
+                m.insert(format!("{what}_{p}"), h.value_at_percentile(q) as f64 / 1e3);
             }
             m.insert(format!("{what}_min"), h.min() as f64 / 1e3);
             m.insert(format!("{what}_max"), h.max() as f64 / 1e3);
@@ -1042,9 +1064,14 @@ mod tests {
         assert!(set(4, &[("worker-cpus", "x")]).is_err());
         // More requests per second than the CPUs can serve: 4 CPUs, 4.04 ms a request.
         let e = set(4, &[("rps", "1000")]).unwrap_err().to_string();
-        assert!(e.contains("more than the machine's 4") && e.contains("990"), "{e}");
+        assert!(
+            e.contains("more than the machine's 4") && e.contains("990"),
+            "{e}"
+        );
         assert!(set(4, &[("rps", "990")]).is_ok());
-        let e = set(4, &[("rps", "10"), ("pipe", "4096")]).unwrap_err().to_string();
+        let e = set(4, &[("rps", "10"), ("pipe", "4096")])
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("pipe"), "{e}");
         let e = set(4, &[("runtime", "2s"), ("warmuptime", "2s")])
             .unwrap_err()
@@ -1058,7 +1085,13 @@ mod tests {
         let w = set(4, &[("message-cpus", "auto")]).unwrap();
         let d = w.group_defaults(false);
         let cpus = |g: &str| {
-            d.iter().find(|x| x.group == g).unwrap().knobs.cpus.clone().unwrap()
+            d.iter()
+                .find(|x| x.group == g)
+                .unwrap()
+                .knobs
+                .cpus
+                .clone()
+                .unwrap()
         };
         assert_eq!(cpus("message").as_slice(), &[0]);
         assert_eq!(cpus("worker").as_slice(), &[1, 2, 3]);
