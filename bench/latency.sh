@@ -8,8 +8,8 @@
 # Then bench/latency-cyclictest.sh, if it is there, with the same arguments.
 #
 # The original's work is a matrix multiplication; schedlab's is CPU time (op-time). Its -C
-# calibration mode measures one request's work here first (the fastest request of -t 1 without
-# locking, over -n operations), and schedlab is given that per operation.
+# calibration mode measures one request's CPU time here first (one worker without locking, over
+# -n operations), and schedlab is given that per operation.
 #
 # Usage: bench/latency.sh [REPS] [RUNTIME_S] [THREADS]   (default 5 10 <CPUs>)
 # SCHBENCH=path/to/schbench uses that binary; SCHBENCH_SRC=DIR builds DIR/schbench.c; otherwise
@@ -84,12 +84,15 @@ ours() {
     --op-time "${op_ns}ns" --operations $ops --runs 1 --counters proc 2>&1 >/dev/null | summarise
 }
 
-# One operation's CPU time here: the fastest -C request (no lock, its sleep left out) / -n.
-min_req=$("$SCHBENCH" -C -m 1 -t 1 -n $ops -r 3 -i 100000 2>&1 | awk '
-  /^Request Latencies/ { t = 1; next } /^RPS/ { t = 0 }
-  t && /min=/ { sub(/.*min=/, ""); sub(/,.*/, ""); m = $0 } END { print m }')
-case $min_req in '' | *[!0-9]*) echo "latency.sh: schbench -C printed no request latency" >&2; exit 1 ;; esac
-op_ns=$((min_req * 1000 / ops))
+# One operation's CPU time here: schbench -C (one worker, no lock, its sleep not timed) for 3 s,
+# its CPU time (the shell's `time`: user + sys) over the requests it served and -n. CPU time,
+# not the requests' wall time, which other work on the machine stretches.
+cal=$({ time -p "$SCHBENCH" -C -m 1 -t 1 -n $ops -r 3 -i 100000; } 2>&1)
+op_ns=$(printf '%s\n' "$cal" | awk -v ops=$ops '
+  /^Request Latencies/ { sub(/.*\(/, ""); n = $1 }
+  $1 == "user" || $1 == "sys" { cpu += $2 }
+  END { if (n > 0) printf "%d", cpu * 1e9 / n / ops }')
+case $op_ns in '' | 0 | *[!0-9]*) echo "latency.sh: schbench -C printed no request count:" >&2; printf '%s\n' "$cal" >&2; exit 1 ;; esac
 
 printf 'schbench -m 1 -t %s -r %s: %s alternating runs each; one operation = %s us (schbench -C); load %s\n' \
   "$threads" "$runtime" "$reps" "$((op_ns / 1000))" "$(load1)"

@@ -38,10 +38,13 @@
 //!   original's `-C` calibration mode: 4.04 ms for `-n 5` at its fastest); `bench/latency.sh`
 //!   measures it on the host and passes it. So `-F` and `--split` are not offered, and a
 //!   preempted worker does not lose a cache footprint.
-//! - **Posts and wakeups** travel as 8-byte messages on pipes (the worker's index to its
-//!   message thread, the clock reading to the worker), not as a futex and a shared lock-free
-//!   list: a pipe write wakes the reader as FUTEX_WAKE does, with one system call per wakeup
-//!   as in the original, and it is what both backends carry.
+//! - **Posts and wakeups**: the original's lock-free lists become 8-byte messages on pipes
+//!   (the worker's index to its message thread, the clock reading to the worker), written
+//!   before the sleeper is woken, and its futex becomes a semaphore per thread (a futex on the
+//!   real kernel): the sleeper waits on its semaphore, not in the pipe's read, because a pipe
+//!   write wakes its reader as a synchronous wakeup (WF_SYNC: the kernel may run the wakee on
+//!   the waker's CPU, expecting the waker to sleep) and a futex wake does not. So a wakeup
+//!   costs a pipe write and a FUTEX_WAKE where the original's costs the FUTEX_WAKE alone.
 //! - **The per-CPU lock** on the simulator is the plan's spin lock, whose holder the simulated
 //!   kernel does not preempt (a kernel spin lock's rule); the original's is a user-space lock
 //!   whose holder can be preempted while the next worker spins. On the real kernel it is a
@@ -62,7 +65,7 @@ use super::params::{
     Param, ParamDef, ParamKind, Preset, MAX_TASKS,
 };
 use super::{metric, Outcome, Workload};
-use crate::context::{ChannelId, Context, LockId, WorkloadError};
+use crate::context::{ChannelId, Context, LockId, SemaphoreId, WorkloadError};
 use crate::cpuset::CpuSet;
 use crate::error::ParamError;
 use crate::knobs::Knobs;
@@ -304,9 +307,62 @@ impl Schbench {
         ChannelId(k)
     }
 
-    /// The channel worker `local` of message thread `k` is woken through.
+    /// The channel worker `local` of message thread `k` reads its wakeups' clock readings
+    /// (or requests) from.
     fn worker_channel(&self, k: usize, local: usize) -> ChannelId {
         ChannelId(self.message_threads + k * self.workers() + local)
+    }
+
+    /// The semaphore message thread `k` sleeps on (the original's futex in its thread data).
+    fn message_sem(k: usize) -> SemaphoreId {
+        SemaphoreId(k)
+    }
+
+    /// The semaphore worker `local` of message thread `k` sleeps on.
+    fn worker_sem(&self, k: usize, local: usize) -> SemaphoreId {
+        SemaphoreId(self.message_threads + k * self.workers() + local)
+    }
+
+    /// Put `value` in `channel` and wake its reader through `sem` (the original's list
+    /// append and fpost).
+    async fn post<C: Context>(
+        ctx: &C,
+        channel: ChannelId,
+        sem: SemaphoreId,
+        value: u64,
+    ) -> Result<(), WorkloadError> {
+        ctx.send(channel, &value.to_le_bytes()).await?;
+        ctx.sem_post(sem).await
+    }
+
+    /// Sleep on `sem` until something is in `channel`, and read what is there (at least one
+    /// 8-byte message, at most `buf`'s length) into `buf`: the number of messages. Each
+    /// message comes with one post of the semaphore; `owed` counts those read before their
+    /// post was taken, which the next waits take without reading.
+    async fn take<C: Context>(
+        ctx: &C,
+        channel: ChannelId,
+        sem: SemaphoreId,
+        buf: &mut [u8],
+        owed: &mut usize,
+    ) -> Result<usize, WorkloadError> {
+        loop {
+            ctx.sem_wait(sem).await?;
+            if *owed > 0 {
+                *owed -= 1;
+                continue;
+            }
+            // Every message is written before its post: the channel holds at least one.
+            let n = ctx.recv_some(channel, buf).await?;
+            if n % 8 != 0 {
+                return Err(WorkloadError::Integrity(format!(
+                    "channel {} gave {n} bytes, not whole 8-byte messages",
+                    channel.0
+                )));
+            }
+            *owed += n / 8 - 1;
+            return Ok(n / 8);
+        }
     }
 
     /// A message thread in the post-and-wait mode: wake every worker that posted, until all
@@ -316,17 +372,20 @@ impl Schbench {
         // Each worker has at most one post outstanding: a read never splits one.
         let mut buf = vec![0u8; 8 * t];
         let mut finished = 0;
+        let mut owed = 0;
         while finished < t {
-            let n = ctx.recv_some(Self::inbox(k), &mut buf).await?;
-            if n % 8 != 0 {
-                return Err(WorkloadError::Integrity(format!(
-                    "message thread {k} read {n} bytes, not whole 8-byte posts"
-                )));
-            }
+            let posts = Self::take(
+                ctx,
+                Self::inbox(k),
+                Self::message_sem(k),
+                &mut buf,
+                &mut owed,
+            )
+            .await?;
             // The original reads the clock once for the whole list it wakes, so that a waker
             // preempted by the first wakee shows as latency of the others.
             let now = ctx.now();
-            for post in buf[..n].chunks_exact(8) {
+            for post in buf[..8 * posts].chunks_exact(8) {
                 let v = u64::from_le_bytes(post.try_into().expect("8 bytes"));
                 if v & DONE_POST != 0 {
                     finished += 1;
@@ -345,8 +404,8 @@ impl Schbench {
                     now
                 };
                 let ns = stamp.as_nanos() as u64;
-                ctx.send(self.worker_channel(k, local), &ns.to_le_bytes())
-                    .await?;
+                let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+                Self::post(ctx, channel, sem, ns).await?;
             }
         }
         Ok(())
@@ -369,16 +428,17 @@ impl Schbench {
                     break;
                 }
                 let ns = now.as_nanos() as u64;
-                ctx.send(self.worker_channel(k, next % t), &ns.to_le_bytes())
-                    .await?;
+                let local = next % t;
+                let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+                Self::post(ctx, channel, sem, ns).await?;
                 next += 1;
             }
             ctx.sleep_until((start + Duration::from_secs(1)).min(self.runtime))
                 .await;
         }
         for local in 0..t {
-            ctx.send(self.worker_channel(k, local), &NO_MORE.to_le_bytes())
-                .await?;
+            let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+            Self::post(ctx, channel, sem, NO_MORE).await?;
         }
         Ok(())
     }
@@ -392,17 +452,19 @@ impl Schbench {
         tally: &mut Tally,
     ) -> Result<(), WorkloadError> {
         let mut stamp = [0u8; 8];
+        let (inbox, inbox_sem) = (Self::inbox(k), Self::message_sem(k));
+        let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+        let mut owed = 0;
         loop {
             if ctx.now() >= self.runtime || ctx.stop_requested() {
-                let post = DONE_POST | local as u64;
-                return ctx.send(Self::inbox(k), &post.to_le_bytes()).await;
+                return Self::post(ctx, inbox, inbox_sem, DONE_POST | local as u64).await;
             }
             if self.pipe > 0 {
                 ctx.touch_memory(self.pipe).await;
             }
-            ctx.send(Self::inbox(k), &(local as u64).to_le_bytes())
-                .await?;
-            ctx.recv(self.worker_channel(k, local), &mut stamp).await?;
+            Self::post(ctx, inbox, inbox_sem, local as u64).await?;
+            // One post, one answer: the channel holds exactly it when the wait ends.
+            Self::take(ctx, channel, sem, &mut stamp, &mut owed).await?;
             let woke = ctx.now();
             let at = Duration::from_nanos(u64::from_le_bytes(stamp));
             if at >= self.warmup {
@@ -421,18 +483,14 @@ impl Schbench {
         tally: &mut Tally,
     ) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8 * RPS_BATCH];
-        let channel = self.worker_channel(k, local);
+        let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+        let mut owed = 0;
         loop {
             let before = ctx.now();
-            let n = ctx.recv_some(channel, &mut buf).await?;
-            if n % 8 != 0 {
-                return Err(WorkloadError::Integrity(format!(
-                    "worker {local} of message thread {k} read {n} bytes, not whole requests"
-                )));
-            }
+            let n = Self::take(ctx, channel, sem, &mut buf, &mut owed).await?;
             let woke = ctx.now();
             let mut last = false;
-            for (i, req) in buf[..n].chunks_exact(8).enumerate() {
+            for (i, req) in buf[..8 * n].chunks_exact(8).enumerate() {
                 let v = u64::from_le_bytes(req.try_into().expect("8 bytes"));
                 if v == NO_MORE {
                     last = true;
@@ -791,6 +849,7 @@ impl Workload for Schbench {
             duplex: false,
             locks,
             sync: SyncPlan {
+                semaphores: vec![0; m + workers],
                 lock_kinds: vec![LockKind::Spin; locks],
                 lock_names: (0..locks).map(|c| format!("cpu{c}")).collect(),
                 ..SyncPlan::default()
