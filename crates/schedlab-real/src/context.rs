@@ -311,6 +311,10 @@ impl Context for RealContext {
         sys::sched_yield();
     }
 
+    fn current_cpu(&self) -> Option<usize> {
+        sys::current_cpu()
+    }
+
     async fn lock(&self, id: LockId) {
         self.shared.locks[id.0].lock();
     }

@@ -509,6 +509,13 @@ pub fn sched_yield() {
     unsafe { libc::sched_yield() };
 }
 
+/// The CPU the calling thread runs on (sched_getcpu(3)); `None` if the kernel cannot say.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no arguments and touches no memory of ours.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// In a child just forked from process `parent`: get `sig` when the parent dies
 /// (PR_SET_PDEATHSIG), and leave at once if it already has.
 pub fn die_with_parent(parent: i32, sig: i32) {

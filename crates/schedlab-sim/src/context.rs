@@ -132,6 +132,9 @@ pub struct Shared<'w> {
     pub now: Cell<u64>,
     /// Set when the run should stop early.
     pub stop: Cell<bool>,
+    /// The CPU of the task whose body the machine is polling (bodies are polled one at a
+    /// time, each only while it runs on a CPU), for [`Context::current_cpu`].
+    pub cpu: Cell<usize>,
     /// One slot per task.
     pub slots: Vec<RefCell<Slot>>,
     /// One call per task (the hot part of its slot).
@@ -159,6 +162,7 @@ impl<'w> Shared<'w> {
         Shared {
             now: Cell::new(0),
             stop: Cell::new(false),
+            cpu: Cell::new(0),
             slots: (0..tasks).map(|_| RefCell::new(Slot::default())).collect(),
             calls: (0..tasks).map(|_| Call::default()).collect(),
             watch,
@@ -400,6 +404,10 @@ impl Context for SimContext<'_> {
 
     fn yield_now(&self) -> impl Future<Output = ()> {
         self.issue(Op::Yield)
+    }
+
+    fn current_cpu(&self) -> Option<usize> {
+        Some(self.shared.cpu.get())
     }
 
     fn lock(&self, id: LockId) -> impl Future<Output = ()> {

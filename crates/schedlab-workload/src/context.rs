@@ -324,4 +324,10 @@ pub trait Context {
     fn stop_requested(&self) -> bool {
         false
     }
+    /// The CPU this task is running on now (sched_getcpu(3)), for per-CPU data such as
+    /// schbench's per-CPU locks; `None` when the backend cannot tell. A task may be moved
+    /// at any moment after the answer, as with sched_getcpu.
+    fn current_cpu(&self) -> Option<usize> {
+        None
+    }
 }

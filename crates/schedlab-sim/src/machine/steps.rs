@@ -259,6 +259,7 @@ impl Machine<'_> {
         let shared = self.shared;
         let call = &shared.calls[t];
         call.done.set(true);
+        shared.cpu.set(cpu);
         let finished = self.exec.poll(t);
         if finished.is_some() || call.unlocked.get() {
             return self.poll_ended(cpu, t, finished);

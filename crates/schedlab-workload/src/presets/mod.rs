@@ -12,6 +12,7 @@ pub mod lookup;
 mod messaging;
 pub mod params;
 mod pingpong;
+mod schbench;
 mod sched_yield;
 mod seed000;
 mod web;
@@ -27,6 +28,7 @@ pub use params::{
     Param, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
+pub use schbench::{Pin, Schbench};
 pub use sched_yield::Yield;
 pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
@@ -249,6 +251,7 @@ registry! {
     Web,
     Lookup,
     Build,
+    Schbench,
 }
 
 /// Shorthand for a metric definition.
