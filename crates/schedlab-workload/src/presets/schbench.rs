@@ -596,82 +596,82 @@ struct Tally {
 
 /// The parameters of [`Schbench`], each declared once.
 const TABLE: &[Param<Schbench>] = &[
-    Param {
-        def: ParamDef::value(
+    Param::new(
+        ParamDef::value(
             "message-threads",
             "1",
             "1",
             "-m: message threads, each with its own workers (1..131072).",
         ),
-        set: |w, v| {
+        |w, v| {
             parse_count(NAME, "message-threads", v, 1..=MAX_TASKS).map(|n| w.message_threads = n)
         },
-        get: |w| w.message_threads.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| w.message_threads.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "threads",
             "",
             "N",
             "-t: workers per message thread (1..131072; default: the machine's CPUs / message threads, rounded up).",
         )
         .no_default(),
-        set: |w, v| parse_count(NAME, "threads", v, 1..=MAX_TASKS).map(|n| w.threads = Some(n)),
-        get: |w| w.workers().to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "threads", v, 1..=MAX_TASKS).map(|n| w.threads = Some(n)),
+        |w| w.workers().to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "runtime",
             "30s",
             "30s",
             "-r: how long the workers run (a bare number is seconds).",
         )
         .hyphen_values(),
-        set: |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.runtime = d),
-        get: |w| crate::duration::format_duration(w.runtime),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.runtime = d),
+        |w| crate::duration::format_duration(w.runtime),
+    ),
+    Param::new(
+        ParamDef::value(
             "warmuptime",
             "0s",
             "0s",
             "-w: samples of the run's first part are left out (a bare number is seconds).",
         )
         .hyphen_values(),
-        set: |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.warmup = d),
-        get: |w| crate::duration::format_duration(w.warmup),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_with(NAME, v, crate::duration::parse_duration).map(|d| w.warmup = d),
+        |w| crate::duration::format_duration(w.warmup),
+    ),
+    Param::new(
+        ParamDef::value(
             "sleep-usec",
             "100",
             "100",
             "-s: µs every request sleeps before its work (0..1000000).",
         ),
-        set: |w, v| {
+        |w, v| {
             parse_count(NAME, "sleep-usec", v, 0..=1_000_000).map(|n| w.sleep_us = n as u64)
         },
-        get: |w| w.sleep_us.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| w.sleep_us.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "operations",
             "5",
             "5",
             "-n: operations of work per request (0..1000000).",
         ),
-        set: |w, v| parse_count(NAME, "operations", v, 0..=1_000_000).map(|n| w.operations = n),
-        get: |w| w.operations.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "operations", v, 0..=1_000_000).map(|n| w.operations = n),
+        |w| w.operations.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "op-time",
             "808us",
             "808us",
             "CPU time of one operation (the original's 256 KiB matrix multiplication; its -C mode measures it): 0..1s.",
         )
         .hyphen_values(),
-        set: |w, v| {
+        |w, v| {
             let d = parse_with(NAME, v, crate::duration::parse_duration)?;
             if d > Duration::from_secs(1) {
                 return Err(ParamError::value(
@@ -684,10 +684,10 @@ const TABLE: &[Param<Schbench>] = &[
             w.op_time = d;
             Ok(())
         },
-        get: |w| crate::duration::format_duration(w.op_time),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| crate::duration::format_duration(w.op_time),
+    ),
+    Param::new(
+        ParamDef::value(
             "no-locking",
             "",
             "",
@@ -695,53 +695,53 @@ const TABLE: &[Param<Schbench>] = &[
         )
         .kind(ParamKind::Flag)
         .no_default(),
-        set: |w, v| {
+        |w, v| {
             parse_param::<bool>(NAME, "no-locking", v, "true or false").map(|b| w.locking = !b)
         },
-        get: |w| (!w.locking).to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w| (!w.locking).to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "rps",
             "0",
             "0",
             "-R: requests per second, shared among the message threads (0: each worker posts and waits; up to 10000000). Auto-RPS (-A) is not offered: sweep rps instead.",
         ),
-        set: |w, v| parse_count(NAME, "rps", v, 0..=MAX_RPS).map(|n| w.rps = n),
-        get: |w| w.rps.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "rps", v, 0..=MAX_RPS).map(|n| w.rps = n),
+        |w| w.rps.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "pipe",
             "0",
             "0",
             "-p: pipe mode, bytes written per exchange by each side (0: requests; up to 1048576).",
         ),
-        set: |w, v| parse_count(NAME, "pipe", v, 0..=MAX_PIPE).map(|n| w.pipe = n),
-        get: |w| w.pipe.to_string(),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_count(NAME, "pipe", v, 0..=MAX_PIPE).map(|n| w.pipe = n),
+        |w| w.pipe.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
             "message-cpus",
             "",
             "LIST|auto",
             "-M: CPUs of the message threads (a list such as 0-1, or auto: message thread i on CPU i).",
         )
         .no_default(),
-        set: |w, v| parse_pin(v, "message-cpus").map(|p| w.message_cpus = Some(p)),
-        get: |w| w.message_cpus.as_ref().map_or(String::new(), Pin::to_string),
-    },
-    Param {
-        def: ParamDef::value(
+        |w, v| parse_pin(v, "message-cpus").map(|p| w.message_cpus = Some(p)),
+        |w| w.message_cpus.as_ref().map_or(String::new(), Pin::to_string),
+    ),
+    Param::new(
+        ParamDef::value(
             "worker-cpus",
             "",
             "LIST|auto",
             "-W: CPUs of the workers (a list such as 2-7, or auto: the CPUs after the message threads').",
         )
         .no_default(),
-        set: |w, v| parse_pin(v, "worker-cpus").map(|p| w.worker_cpus = Some(p)),
-        get: |w| w.worker_cpus.as_ref().map_or(String::new(), Pin::to_string),
-    },
+        |w, v| parse_pin(v, "worker-cpus").map(|p| w.worker_cpus = Some(p)),
+        |w| w.worker_cpus.as_ref().map_or(String::new(), Pin::to_string),
+    ),
 ];
 
 /// A `-M`/`-W` value: `auto` or a CPU list.
