@@ -6,6 +6,7 @@
 pub mod build;
 pub mod build_tree;
 mod chat;
+mod cyclictest;
 pub mod def;
 pub mod interbench;
 pub mod lookup;
@@ -18,6 +19,7 @@ mod web;
 
 pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
+pub use cyclictest::{CyclicLoad, CyclicPolicy, Cyclictest};
 pub use def::{lookup, names, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;
@@ -249,6 +251,7 @@ registry! {
     Web,
     Lookup,
     Build,
+    Cyclictest,
 }
 
 /// Shorthand for a metric definition.
