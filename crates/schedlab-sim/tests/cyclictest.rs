@@ -88,9 +88,11 @@ fn distance_gives_each_thread_its_own_interval() {
     assert_eq!(m["cycles"], 21.0, "loops end each thread after 7 cycles: {m:?}");
 }
 
-/// Beside CPU burners on one CPU, a SCHED_FIFO thread under Linux 2.4 preempts a burner at its
-/// wakeup and stays near the wakeup path's cost, while a SCHED_OTHER one waits behind the
-/// burners' slices: the load and the policy's wakeup path are what the latency measures.
+/// Beside CPU burners on one CPU under Linux 2.4, a SCHED_FIFO thread preempts a burner at its
+/// wakeup and is late by the wakeup path's cost only; so is an ordinary thread at nice 0 (a
+/// sleeper keeps a full counter, and `preemption_goodness` favours it), but at nice 19 its
+/// goodness does not beat a burner's and it waits for the burner's slice to end: the latency
+/// is the policy's decision, not the timer's.
 #[test]
 fn a_realtime_thread_beside_a_load_preempts_and_an_ordinary_one_waits() {
     let w = Cyclictest {
@@ -104,15 +106,24 @@ fn a_realtime_thread_beside_a_load_preempts_and_an_ordinary_one_waits() {
         policy: Some(SchedPolicy::Fifo(90)),
         ..Knobs::default()
     };
+    let nice19 = Knobs {
+        nice: Some(19),
+        ..Knobs::default()
+    };
     let rt = run(&w, "linux24", 1, &[fifo, Knobs::default()]);
     let other = run(&w, "linux24", 1, &[Knobs::default(), Knobs::default()]);
+    let niced = run(&w, "linux24", 1, &[nice19, Knobs::default()]);
     eprintln!(
-        "linux24, 1 CPU, 2 burners: fifo max {} us, other max {} us",
-        rt["latency_max"], other["latency_max"]
+        "linux24, 1 CPU, 2 burners: max latency fifo {} us, other {} us, other nice 19 {} us",
+        rt["latency_max"], other["latency_max"], niced["latency_max"]
     );
-    assert!(rt["latency_max"] < 50.0, "{rt:?}");
+    let cost = modern_without_jitter("");
+    let path_us = (cost.idle_exit + cost.rq_lock + cost.switch) as f64 / 1e3;
+    assert!(rt["latency_max"] <= 2.0 * path_us, "{rt:?}");
+    assert!(other["latency_max"] <= 2.0 * path_us, "{other:?}");
+    // At least a tick (10 ms at HZ=100) behind a burner's slice.
     assert!(
-        other["latency_max"] > 10.0 * rt["latency_max"],
-        "fifo {rt:?}\nother {other:?}"
+        niced["latency_max"] >= cost.tick_ns() as f64 / 1e3,
+        "fifo {rt:?}\nnice 19 {niced:?}"
     );
 }
