@@ -85,7 +85,10 @@ fn distance_gives_each_thread_its_own_interval() {
         4,
         &[Knobs::default()],
     );
-    assert_eq!(m["cycles"], 21.0, "loops end each thread after 7 cycles: {m:?}");
+    assert_eq!(
+        m["cycles"], 21.0,
+        "loops end each thread after 7 cycles: {m:?}"
+    );
 }
 
 /// Beside CPU burners on one CPU under Linux 2.4, a SCHED_FIFO thread preempts a burner at its

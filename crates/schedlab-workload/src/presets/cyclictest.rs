@@ -933,9 +933,11 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
         out.push_str(&head.join("  "));
         out.push('\n');
         let mut t = Table::new(
-            ["T:", "(tid)", "P:", "I:", "C:", "Min:", "Act:", "Avg:", "Max:", "P99:"]
-                .map(String::from)
-                .to_vec(),
+            [
+                "T:", "(tid)", "P:", "I:", "C:", "Min:", "Act:", "Avg:", "Max:", "P99:",
+            ]
+            .map(String::from)
+            .to_vec(),
         );
         for i in 0..threads {
             let values = |suffix: &str| -> Vec<f64> {
@@ -1059,7 +1061,10 @@ mod tests {
         w.loops = 100_000_000;
         w.threads = 1024;
         let e = message(w.validate().unwrap_err());
-        assert!(e.contains("latency samples") && e.contains("20000000"), "{e}");
+        assert!(
+            e.contains("latency samples") && e.contains("20000000"),
+            "{e}"
+        );
         // rr's default priority would pass 99.
         let w = Cyclictest {
             threads: 120,
