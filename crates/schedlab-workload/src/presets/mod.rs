@@ -6,6 +6,7 @@
 pub mod build;
 pub mod build_tree;
 mod chat;
+mod cyclictest;
 pub mod def;
 pub mod interbench;
 pub mod lookup;
@@ -19,6 +20,7 @@ mod web;
 
 pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
+pub use cyclictest::{CyclicLoad, CyclicPolicy, Cyclictest};
 pub use def::{lookup, names, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;
@@ -252,6 +254,7 @@ registry! {
     Lookup,
     Build,
     Schbench,
+    Cyclictest,
 }
 
 /// Shorthand for a metric definition.

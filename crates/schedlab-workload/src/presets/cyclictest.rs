@@ -1,0 +1,1097 @@
+//! `cyclictest` — the wakeup-latency test of rt-tests (`src/cyclictest/cyclictest.c`, rt-tests
+//! 2.x, Thomas Gleixner and Clark Williams; GPL-2.0, read, not copied): `threads` threads, each
+//! waking periodically from an absolute `clock_nanosleep` and timing how late it woke.
+//!
+//! What is measured, as `timerthread` (its default clock_nanosleep mode, TIMER_ABSTIME) does:
+//! thread `i` has the interval `interval + i × distance`; it reads the clock, sets its first
+//! expiry one interval later, and then loops: sleep until the expiry, read the clock, record
+//! `now − expiry` (the latency: the timer's and the scheduler's lateness together), advance the
+//! expiry by one interval and, if the thread woke so late that the new expiry has passed too,
+//! by as many more intervals as it takes (cyclictest's `while (tsgreater(&now, &next))`; those
+//! skipped periods are counted here as `overruns`). A thread ends after `loops` cycles or when a
+//! wakeup comes at or after `duration` from its start, whichever is first.
+//!
+//! Per thread and overall: the latencies' minimum, mean, maximum, percentiles (from an HDR
+//! histogram of every sample, in ns) and cycles; the per-thread table is printed in cyclictest's
+//! own layout (`T: 0 (  -) P:90 I:1000 C: ... Min: Act: Avg: Max:`, µs).
+//!
+//! Priority and policy are cyclictest's: `--priority P` alone means SCHED_FIFO P; `--sched-policy
+//! fifo|rr` without a priority takes threads + 1, as the original's default; all threads share
+//! the priority (the original's default since `--priospread` became optional). They become the
+//! knobs of the group `cyclic` (so `--priority` and a `--group cyclic:policy=` cannot both be
+//! given); on the real kernel a real-time group runs under the supervisor of docs/safety.md
+//! (priority 99 is refused there).
+//!
+//! Deliberate differences, each because schedlab's model of a run says so:
+//! - `affinity` pins the whole group to the CPU list; the original pins thread `i` to the
+//!   list's `i`-th CPU round robin. With one CPU (`-a 2`) they are the same.
+//! - `duration` ends each thread at its own start + duration, the original ends all threads
+//!   when the first one passes it; the difference is at most one interval.
+//! - The run is bounded: `duration` defaults to 5 s (the original runs until interrupted), and
+//!   `threads × cycles` is at most [`MAX_SAMPLES`] because every sample is kept for the exact
+//!   percentiles.
+//! - A background load can run beside the measuring threads (`load`: burn or compile, the
+//!   emulations of interbench's loads of the same names), starting [`LOAD_LEAD`] before them.
+//!
+//! On the simulator the sleep is a timer event at the expiry, and the wakeup goes through the
+//! machine's wakeup path and the policy (`select_task_rq`, `wakeup_preempt`, the switch), so the
+//! latency is the policy's; the simulated timer itself is exact (no hrtimer slack).
+
+use super::def::{SeedTable, Tables, WorkloadDef};
+use super::params::{
+    check_product, cross_configurations, param_defs, parse_count, parse_with, ListValues, Param,
+    ParamDef, Preset,
+};
+use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
+use crate::context::{Context, IoKind, WorkloadError};
+use crate::cpuset::CpuSet;
+use crate::duration::{format_duration, parse_duration};
+use crate::error::{ParamError, ValueError};
+use crate::knobs::{Knobs, SchedPolicy};
+use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
+use crate::record::{Better, ConfigResult, MetricDef};
+use crate::table::Table;
+use hdrhistogram::Histogram;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+const NAME: &str = "cyclictest";
+
+/// The most latency samples one repetition keeps (threads × cycles): 160 MB of samples.
+pub const MAX_SAMPLES: u128 = 20_000_000;
+
+/// The most measuring threads.
+const MAX_THREADS: usize = 1024;
+
+/// How long the load runs before the measuring threads start.
+pub const LOAD_LEAD: Duration = Duration::from_millis(500);
+
+/// CPU burned between two looks at the clock by a burner of the load.
+const BURN_CHUNK: Duration = Duration::from_millis(10);
+
+/// The compile load's read and write size (interbench's `st_blksize` blocks).
+const IO_BLOCK: usize = 4096;
+
+/// The background load beside the measuring threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CyclicLoad {
+    /// Nothing.
+    None,
+    /// `load-threads` CPU burners.
+    Burn,
+    /// Burners, a file writer and a file reader (interbench's compile load).
+    Compile,
+}
+
+impl fmt::Display for CyclicLoad {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CyclicLoad::None => "none",
+            CyclicLoad::Burn => "burn",
+            CyclicLoad::Compile => "compile",
+        })
+    }
+}
+
+impl FromStr for CyclicLoad {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "none" => Ok(CyclicLoad::None),
+            "burn" => Ok(CyclicLoad::Burn),
+            "compile" => Ok(CyclicLoad::Compile),
+            _ => Err(ValueError::new(format!(
+                "load '{s}' is not accepted; use none, burn or compile"
+            ))),
+        }
+    }
+}
+
+/// cyclictest's `--policy` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CyclicPolicy {
+    /// SCHED_OTHER (`other` or `normal`).
+    Other,
+    /// SCHED_BATCH.
+    Batch,
+    /// SCHED_IDLE.
+    Idle,
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+}
+
+impl fmt::Display for CyclicPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CyclicPolicy::Other => "other",
+            CyclicPolicy::Batch => "batch",
+            CyclicPolicy::Idle => "idle",
+            CyclicPolicy::Fifo => "fifo",
+            CyclicPolicy::Rr => "rr",
+        })
+    }
+}
+
+impl FromStr for CyclicPolicy {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "other" | "normal" => Ok(CyclicPolicy::Other),
+            "batch" => Ok(CyclicPolicy::Batch),
+            "idle" => Ok(CyclicPolicy::Idle),
+            "fifo" => Ok(CyclicPolicy::Fifo),
+            "rr" => Ok(CyclicPolicy::Rr),
+            _ => Err(ValueError::new(format!(
+                "sched-policy '{s}' is not accepted; use other, normal, batch, idle, fifo or rr"
+            ))),
+        }
+    }
+}
+
+/// cyclictest: periodic threads timing their wakeups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cyclictest {
+    /// Measuring threads (`-t`).
+    pub threads: usize,
+    /// Interval of the first thread (`-i`).
+    pub interval: Duration,
+    /// How much longer each next thread's interval is (`-d`).
+    pub distance: Duration,
+    /// Real-time priority (`-p`); 0: none.
+    pub priority: u8,
+    /// Scheduling policy (`--policy`).
+    pub policy: CyclicPolicy,
+    /// CPUs the threads run on (`-a`); `None`: wherever the scheduler puts them.
+    pub affinity: Option<CpuSet>,
+    /// Cycles per thread (`-l`); 0: until `duration`.
+    pub loops: u64,
+    /// How long each thread measures (`-D`); zero: until `loops`.
+    pub duration: Duration,
+    /// Background load.
+    pub load: CyclicLoad,
+    /// Burners of the burn and compile loads.
+    pub load_threads: usize,
+    /// Size of the compile load's files.
+    pub io_size: usize,
+}
+
+impl Default for Cyclictest {
+    fn default() -> Self {
+        Cyclictest {
+            threads: 1,
+            interval: Duration::from_micros(1000),
+            distance: Duration::from_micros(500),
+            priority: 0,
+            policy: CyclicPolicy::Other,
+            affinity: None,
+            loops: 0,
+            duration: Duration::from_secs(5),
+            load: CyclicLoad::None,
+            load_threads: 2,
+            io_size: 64 << 20,
+        }
+    }
+}
+
+impl Cyclictest {
+    /// Check parameters; the error names the value and what is accepted.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if !(1..=MAX_THREADS).contains(&self.threads) {
+            return Err(ParamError::value(
+                NAME,
+                "threads",
+                self.threads,
+                format!("is not accepted; use 1..{MAX_THREADS}"),
+            ));
+        }
+        if self.interval < Duration::from_micros(10) || self.interval > Duration::from_secs(10) {
+            return Err(ParamError::value(
+                NAME,
+                "interval",
+                format_duration(self.interval),
+                "is not accepted; use 10us..10s (with a unit: 1000us, 1ms)",
+            ));
+        }
+        if self.distance > Duration::from_secs(10) {
+            return Err(ParamError::value(
+                NAME,
+                "distance",
+                format_duration(self.distance),
+                "is not accepted; use 0..10s",
+            ));
+        }
+        if self.priority > 99 {
+            return Err(ParamError::value(
+                NAME,
+                "priority",
+                self.priority,
+                "is not accepted; use 0..99 (0: no real-time priority)",
+            ));
+        }
+        if self.loops == 0 && self.duration.is_zero() {
+            return Err(ParamError::params(
+                NAME,
+                &["loops", "duration"],
+                "are both 0: give a number of loops or a duration (the run must end)",
+            ));
+        }
+        if self.duration > Duration::from_secs(3600) {
+            return Err(ParamError::value(
+                NAME,
+                "duration",
+                format_duration(self.duration),
+                "is not accepted; use 0 (with loops) or up to 1h",
+            ));
+        }
+        if !(1..=1024).contains(&self.load_threads) {
+            return Err(ParamError::value(
+                NAME,
+                "load-threads",
+                self.load_threads,
+                "is not accepted; use 1..1024",
+            ));
+        }
+        if self.io_size < IO_BLOCK || self.io_size > 16 << 30 {
+            return Err(ParamError::value(
+                NAME,
+                "io-size",
+                super::interbench::format_size(self.io_size),
+                "is not accepted; use 4KiB..16GiB",
+            ));
+        }
+        if let Err(e) = self.sched_policy() {
+            return Err(ParamError::params(NAME, &["priority", "sched-policy"], e));
+        }
+        check_product(
+            NAME,
+            &["threads", "loops", "duration", "interval"],
+            "latency samples",
+            "threads × cycles per thread",
+            &[self.threads, self.cycles_bound()],
+            MAX_SAMPLES,
+        )?;
+        // The run itself is bounded too when only loops are given.
+        if self.span() > Duration::from_secs(24 * 3600) {
+            return Err(ParamError::params(
+                NAME,
+                &["loops", "interval", "distance"],
+                format!(
+                    "ask for {} of measuring (loops × the longest interval); accepted: at most 24h",
+                    format_duration(self.span())
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Thread `i`'s interval: `interval + i × distance`.
+    pub fn thread_interval(&self, i: usize) -> Duration {
+        self.interval + self.distance * i as u32
+    }
+
+    /// The most cycles one thread can make (loops, or the duration's periods of the shortest
+    /// interval).
+    fn cycles_bound(&self) -> usize {
+        let by_time = if self.duration.is_zero() {
+            u128::MAX
+        } else {
+            self.duration.as_nanos() / self.interval.as_nanos().max(1) + 1
+        };
+        let by_loops = if self.loops == 0 {
+            u128::MAX
+        } else {
+            self.loops as u128
+        };
+        usize::try_from(by_time.min(by_loops)).unwrap_or(usize::MAX)
+    }
+
+    /// How long the measuring lasts: the duration, or loops × the longest interval.
+    pub fn span(&self) -> Duration {
+        let longest = self.thread_interval(self.threads.saturating_sub(1));
+        let by_loops = if self.loops == 0 {
+            Duration::MAX
+        } else {
+            longest.saturating_mul(u32::try_from(self.loops).unwrap_or(u32::MAX))
+        };
+        if self.duration.is_zero() {
+            by_loops
+        } else {
+            self.duration.min(by_loops)
+        }
+    }
+
+    /// When the measuring threads start: after the load's lead, if there is a load.
+    pub fn lead(&self) -> Duration {
+        if self.load == CyclicLoad::None {
+            Duration::ZERO
+        } else {
+            LOAD_LEAD
+        }
+    }
+
+    /// The scheduling policy of the measuring threads, cyclictest's way: a priority without a
+    /// real-time policy means SCHED_FIFO; fifo or rr without a priority takes threads + 1.
+    /// `None`: the user's knobs (SCHED_OTHER unless `--group cyclic:policy=` says otherwise).
+    pub fn sched_policy(&self) -> Result<Option<SchedPolicy>, String> {
+        let prio = |p: u8| -> Result<u8, String> {
+            if p > 0 {
+                return Ok(p);
+            }
+            let default = self.threads + 1;
+            u8::try_from(default)
+                .ok()
+                .filter(|d| *d <= 99)
+                .ok_or_else(|| {
+                    format!(
+                        "give a priority: fifo and rr default to threads + 1 = {default}, above 99"
+                    )
+                })
+        };
+        Ok(match (self.policy, self.priority) {
+            (CyclicPolicy::Other, 0) => None,
+            (CyclicPolicy::Batch, 0) => Some(SchedPolicy::Batch),
+            (CyclicPolicy::Idle, 0) => Some(SchedPolicy::Idle),
+            (CyclicPolicy::Rr, p) => Some(SchedPolicy::Rr(prio(p)?)),
+            (_, p) => Some(SchedPolicy::Fifo(prio(p)?)),
+        })
+    }
+
+    /// Tasks of the load group.
+    fn load_tasks(&self) -> usize {
+        match self.load {
+            CyclicLoad::None => 0,
+            CyclicLoad::Burn => self.load_threads,
+            CyclicLoad::Compile => self.load_threads + 2,
+        }
+    }
+
+    /// When the load stops: the measuring's end.
+    fn load_end(&self) -> Duration {
+        self.lead().saturating_add(self.span())
+    }
+
+    /// One measuring thread: cyclictest's `timerthread` in clock_nanosleep mode.
+    async fn measure<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
+        if !self.lead().is_zero() {
+            ctx.sleep_until(self.lead()).await;
+        }
+        let interval = self.thread_interval(i);
+        let start = ctx.now();
+        let stop = (!self.duration.is_zero()).then(|| start + self.duration);
+        let mut next = start + interval;
+        let (mut cycles, mut overruns) = (0u64, 0u64);
+        loop {
+            ctx.sleep_until(next).await;
+            let now = ctx.now();
+            ctx.record(LATENCY_NS, now.saturating_sub(next).as_nanos() as f64);
+            cycles += 1;
+            if (self.loops > 0 && cycles >= self.loops)
+                || stop.is_some_and(|s| now >= s)
+                || ctx.stop_requested()
+            {
+                break;
+            }
+            next += interval;
+            // Woke after the next expiry too: skip the periods that have passed, as the
+            // original does; a bounded loop (the run's span bounds the periods).
+            while now > next {
+                next += interval;
+                overruns += 1;
+            }
+        }
+        ctx.record("cycles", cycles as f64);
+        ctx.record("overruns", overruns as f64);
+        Ok(())
+    }
+
+    fn load_should_stop<C: Context>(&self, ctx: &C) -> bool {
+        ctx.now() >= self.load_end() || ctx.stop_requested()
+    }
+
+    async fn burn<C: Context>(&self, ctx: &C) {
+        while !self.load_should_stop(ctx) {
+            ctx.compute(BURN_CHUNK).await;
+        }
+    }
+
+    /// Rewrite a file block by block, over and over (interbench's `emulate_write`).
+    async fn write<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        'outer: loop {
+            for _ in 0..self.io_size / IO_BLOCK {
+                ctx.io(IoKind::Write, IO_BLOCK).await?;
+                if self.load_should_stop(ctx) {
+                    break 'outer;
+                }
+            }
+            ctx.io(IoKind::Truncate, 0).await?;
+        }
+        ctx.io(IoKind::Truncate, 0).await
+    }
+
+    /// Create a file, then read it block by block, over and over (interbench's `emulate_read`).
+    async fn read<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+        let mut left = self.io_size;
+        while left > 0 && !self.load_should_stop(ctx) {
+            let n = left.min(1 << 20);
+            ctx.io(IoKind::Write, n).await?;
+            left -= n;
+        }
+        while !self.load_should_stop(ctx) {
+            ctx.io(IoKind::Read, IO_BLOCK).await?;
+        }
+        ctx.io(IoKind::Truncate, 0).await
+    }
+
+    async fn load_task<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
+        match self.load {
+            CyclicLoad::None => {}
+            CyclicLoad::Burn => self.burn(ctx).await,
+            CyclicLoad::Compile if i < self.load_threads => self.burn(ctx).await,
+            CyclicLoad::Compile if i == self.load_threads => self.write(ctx).await?,
+            CyclicLoad::Compile => self.read(ctx).await?,
+        }
+        Ok(())
+    }
+}
+
+/// The samples a measuring thread records, one per cycle (ns).
+const LATENCY_NS: &str = "latency_ns";
+
+/// Overall percentiles: (metric name, quantile).
+const PERCENTILES: [(&str, f64); 4] = [
+    ("latency_p50", 50.0),
+    ("latency_p90", 90.0),
+    ("latency_p99", 99.0),
+    ("latency_p99.9", 99.9),
+];
+
+/// The per-thread metrics: (suffix, unit, description).
+const PER_THREAD: [(&str, &str, &str); 6] = [
+    ("cycles", "cycles", "cycles of the thread"),
+    ("min", "us", "the thread's smallest latency"),
+    ("act", "us", "the thread's last latency (cyclictest's Act)"),
+    ("avg", "us", "the thread's mean latency"),
+    ("max", "us", "the thread's largest latency"),
+    ("p99", "us", "the thread's 99th percentile latency"),
+];
+
+/// Per-thread metric `suffix` of thread `i` (`t0_max`).
+fn thread_metric(i: usize, suffix: &str) -> String {
+    format!("t{i}_{suffix}")
+}
+
+/// A histogram of latencies in ns (3 significant digits, auto-resizing).
+fn histogram() -> Histogram<u64> {
+    Histogram::new(3).expect("3 significant digits is valid")
+}
+
+/// The parameters of [`Cyclictest`], each declared once.
+const TABLE: &[Param<Cyclictest>] = &[
+    Param::new(
+        ParamDef::value(
+            "threads",
+            "1",
+            "1",
+            "Measuring threads (cyclictest -t N), 1..1024.",
+        ),
+        |w, v| parse_count(NAME, "threads", v, 1..=MAX_THREADS).map(|n| w.threads = n),
+        |w| w.threads.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "interval",
+            "1000us",
+            "1000us",
+            "Interval of the first thread (cyclictest -i, which counts in µs), 10us..10s.",
+        )
+        .hyphen_values(),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.interval = d),
+        |w| format_duration(w.interval),
+    ),
+    Param::new(
+        ParamDef::value(
+            "distance",
+            "500us",
+            "500us",
+            "How much longer each next thread's interval is (cyclictest -d); 0 for equal intervals.",
+        )
+        .hyphen_values(),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.distance = d),
+        |w| format_duration(w.distance),
+    ),
+    Param::new(
+        ParamDef::value(
+            "priority",
+            "0",
+            "0..99",
+            "Real-time priority of the threads (cyclictest -p): alone it means SCHED_FIFO; 0 none.",
+        ),
+        |w, v| parse_count(NAME, "priority", v, 0..=99).map(|p| w.priority = p as u8),
+        |w| w.priority.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "sched-policy",
+            "other",
+            "other|batch|idle|fifo|rr",
+            "Policy of the threads (cyclictest --policy): other, normal, batch, idle, fifo or rr.",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|p| w.policy = p),
+        |w| w.policy.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "affinity",
+            "",
+            "LIST",
+            "CPUs the threads run on, e.g. 1 or 0-3 (cyclictest -a; the whole set for every thread) [default: any].",
+        )
+        .no_default(),
+        |w, v| {
+            w.affinity = if v.trim().is_empty() {
+                None
+            } else {
+                Some(parse_with(NAME, v, |s| {
+                    s.parse::<CpuSet>()
+                        .map_err(|e| e.to_string().replace("cpus=", "affinity "))
+                })?)
+            };
+            Ok(())
+        },
+        |w| w.affinity.as_ref().map_or(String::new(), CpuSet::to_string),
+    ),
+    Param::new(
+        ParamDef::value(
+            "loops",
+            "0",
+            "0",
+            "Cycles per thread (cyclictest -l); 0: until the duration. Given alone, no duration applies.",
+        ),
+        |w, v| parse_count(NAME, "loops", v, 0..=100_000_000).map(|n| w.loops = n as u64),
+        |w| w.loops.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "duration",
+            "5s",
+            "5s",
+            "How long each thread measures (cyclictest -D), up to 1h; 0 with --loops: no limit.",
+        )
+        .hyphen_values(),
+        |w, v| parse_with(NAME, v, parse_duration).map(|d| w.duration = d),
+        |w| format_duration(w.duration),
+    ),
+    Param::new(
+        ParamDef::value(
+            "load",
+            "none",
+            "none|burn|compile",
+            "Background load (group load), starting 500 ms before the threads: none, burn (CPU burners) or compile (burners, a writer and a reader, as interbench's).",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|l| w.load = l),
+        |w| w.load.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "load-threads",
+            "",
+            "CPUs",
+            "Burners of the burn and compile loads [default: the machine's CPUs: the host's, or the simulated --cpus].",
+        )
+        .no_default(),
+        |w, v| parse_count(NAME, "load-threads", v, 1..=1024).map(|n| w.load_threads = n),
+        |w| w.load_threads.to_string(),
+    ),
+    Param::new(
+        ParamDef::value(
+            "io-size",
+            "64MiB",
+            "64MiB",
+            "Size of each of the compile load's files (in a temporary directory, removed afterwards).",
+        ),
+        |w, v| {
+            parse_with(NAME, v, super::interbench::parse_size).map(|n| w.io_size = n)
+        },
+        |w| super::interbench::format_size(w.io_size),
+    ),
+];
+
+/// The declarations of [`TABLE`].
+const PARAMS: &[ParamDef] = &param_defs::<Cyclictest, { TABLE.len() }>(TABLE);
+
+impl Preset for Cyclictest {
+    const DEF: WorkloadDef = WorkloadDef::new(
+        NAME,
+        "rt-tests' cyclictest: periodic threads time their wakeups from clock_nanosleep (groups: cyclic, load).",
+        "rt-tests' cyclictest: how late periodic threads wake from an absolute sleep, per thread and overall, beside an optional load",
+        PARAMS,
+    )
+    .tables(Tables {
+        seed: Some(SeedTable {
+            title: "cyclictest's per-thread lines",
+            render: thread_table,
+        }),
+        own: None,
+    });
+    const TABLE: &'static [Param<Self>] = TABLE;
+
+    fn with_defaults(host_cpus: usize) -> Self {
+        Cyclictest {
+            load_threads: host_cpus.clamp(1, 1024),
+            ..Cyclictest::default()
+        }
+    }
+
+    fn check(&self) -> Result<(), ParamError> {
+        self.validate()
+    }
+
+    /// As cyclictest: `--loops` given without `--duration` runs the loops, however long they
+    /// take (within the bounds).
+    fn configurations(base: &Self, lists: &ListValues) -> Result<Vec<Self>, ParamError> {
+        let mut base = base.clone();
+        if lists.given("loops") && !lists.given("duration") {
+            base.duration = Duration::ZERO;
+        }
+        cross_configurations(&base, lists)
+    }
+
+    /// The threads' policy and affinity, as the `cyclic` group's knobs.
+    fn group_defaults(&self, _realtime_allowed: bool) -> Vec<GroupDefault> {
+        let mut out = Vec::new();
+        if let Ok(Some(policy)) = self.sched_policy() {
+            out.push(GroupDefault {
+                group: "cyclic",
+                knobs: Knobs {
+                    policy: Some(policy),
+                    ..Knobs::default()
+                },
+                kind: DefaultKind::ForcedBy("priority"),
+                origin: None,
+            });
+        }
+        if let Some(cpus) = &self.affinity {
+            out.push(GroupDefault {
+                group: "cyclic",
+                knobs: Knobs {
+                    cpus: Some(cpus.clone()),
+                    ..Knobs::default()
+                },
+                kind: DefaultKind::ForcedBy("affinity"),
+                origin: None,
+            });
+        }
+        out
+    }
+
+    /// The compile load's two files.
+    fn host_needs(&self) -> HostNeeds {
+        HostNeeds {
+            files: (self.load == CyclicLoad::Compile).then_some(("io-size", 2 * self.io_size)),
+            ..HostNeeds::default()
+        }
+    }
+}
+
+impl Workload for Cyclictest {
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        self.param_values()
+    }
+
+    fn label(&self) -> String {
+        format!("threads={} load={}", self.threads, self.load)
+    }
+
+    fn plan(&self) -> Plan {
+        let mut groups = vec![GroupPlan {
+            name: "cyclic",
+            tasks: self.threads,
+            spawn: 0,
+        }];
+        if self.load != CyclicLoad::None {
+            groups.push(GroupPlan {
+                name: "load",
+                tasks: self.load_tasks(),
+                spawn: 0,
+            });
+        }
+        Plan {
+            groups,
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            // cyclictest's threads are one process; the load is another, as a compile is.
+            mode: TaskMode::GroupProcesses,
+            transport: Transport::Pipe,
+        }
+    }
+
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        match task.group {
+            0 => self.measure(ctx, task.index).await,
+            _ => self.load_task(ctx, task.index).await,
+        }
+    }
+
+    /// The load first, so that it runs when the threads start.
+    fn start_order(&self) -> Vec<usize> {
+        let n = self.plan().total_tasks();
+        (self.threads..n).chain(0..self.threads).collect()
+    }
+
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        let mut defs = vec![
+            metric(
+                "latency_max",
+                "us",
+                Better::Lower,
+                "largest wakeup latency of all threads (cyclictest's Max)",
+            ),
+            metric(
+                "latency_avg",
+                "us",
+                Better::Lower,
+                "mean wakeup latency of all cycles (now − the programmed expiry)",
+            ),
+            metric(
+                "latency_min",
+                "us",
+                Better::Lower,
+                "smallest wakeup latency of all threads",
+            ),
+        ];
+        for (name, _) in PERCENTILES {
+            defs.push(metric(
+                name,
+                "us",
+                Better::Lower,
+                "wakeup latency percentile of all cycles (HDR histogram, 3 digits)",
+            ));
+        }
+        defs.push(metric(
+            "cycles",
+            "cycles",
+            Better::Higher,
+            "cycles of all threads",
+        ));
+        defs.push(metric(
+            "overruns",
+            "periods",
+            Better::Lower,
+            "periods skipped because a wakeup came after the next expiry",
+        ));
+        for i in 0..self.threads {
+            for (suffix, unit, description) in PER_THREAD {
+                let better = if suffix == "cycles" {
+                    Better::Higher
+                } else {
+                    Better::Lower
+                };
+                defs.push(MetricDef {
+                    name: thread_metric(i, suffix),
+                    unit: unit.into(),
+                    better,
+                    description: description.into(),
+                });
+            }
+        }
+        defs
+    }
+
+    fn metrics(&self, outcome: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        let mut all = histogram();
+        let mut m = BTreeMap::new();
+        let (mut sum, mut count, mut min, mut max) = (0.0, 0usize, f64::INFINITY, 0.0f64);
+        let mut overruns = 0.0;
+        // The measuring threads are the plan's first tasks.
+        for i in 0..self.threads {
+            let task = outcome.tasks.get(i);
+            let samples = task
+                .and_then(|t| t.samples.get(LATENCY_NS))
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| {
+                    WorkloadError::Integrity(format!("thread {i} completed no cycle"))
+                })?;
+            let cycles = task
+                .and_then(|t| t.samples.get("cycles"))
+                .map_or(0.0, |c| c.iter().sum());
+            if cycles as usize != samples.len() {
+                return Err(WorkloadError::Integrity(format!(
+                    "thread {i} counted {cycles} cycles but recorded {} latencies",
+                    samples.len()
+                )));
+            }
+            overruns += task
+                .and_then(|t| t.samples.get("overruns"))
+                .map_or(0.0, |c| c.iter().sum());
+            let mut h = histogram();
+            let (mut t_sum, mut t_min, mut t_max) = (0.0, f64::INFINITY, 0.0f64);
+            for &ns in samples {
+                let v = ns.max(0.0);
+                h.record(v as u64).expect("auto-resizing histogram");
+                t_sum += v;
+                t_min = t_min.min(v);
+                t_max = t_max.max(v);
+            }
+            all.add(&h).expect("auto-resizing histogram");
+            sum += t_sum;
+            count += samples.len();
+            min = min.min(t_min);
+            max = max.max(t_max);
+            let last = *samples.last().expect("not empty");
+            let p99 = (h.value_at_percentile(99.0) as f64).min(t_max);
+            for (suffix, value) in [
+                ("cycles", samples.len() as f64),
+                ("min", t_min / 1e3),
+                ("act", last.max(0.0) / 1e3),
+                ("avg", t_sum / samples.len() as f64 / 1e3),
+                ("max", t_max / 1e3),
+                ("p99", p99 / 1e3),
+            ] {
+                m.insert(thread_metric(i, suffix), value);
+            }
+        }
+        m.insert("latency_max".into(), max / 1e3);
+        m.insert("latency_avg".into(), sum / count as f64 / 1e3);
+        m.insert("latency_min".into(), min / 1e3);
+        for (name, q) in PERCENTILES {
+            // The histogram keeps 3 significant digits; never report more than the maximum.
+            m.insert(
+                name.into(),
+                (all.value_at_percentile(q) as f64).min(max) / 1e3,
+            );
+        }
+        m.insert("cycles".into(), count as f64);
+        m.insert("overruns".into(), overruns);
+        Ok(m)
+    }
+
+    fn classic_line(&self, m: &BTreeMap<String, f64>) -> Option<String> {
+        Some(format!(
+            "C:{:8.0} Min:{:7.1} Avg:{:7.1} Max:{:8.1} p99:{:7.1} (us, all threads)",
+            m.get("cycles")?,
+            m.get("latency_min")?,
+            m.get("latency_avg")?,
+            m.get("latency_max")?,
+            m.get("latency_p99")?,
+        ))
+    }
+
+    fn expected_time(&self) -> Option<Duration> {
+        Some(
+            self.load_end()
+                .saturating_mul(2)
+                .saturating_add(Duration::from_secs(30)),
+        )
+    }
+}
+
+// ---- cyclictest's per-thread lines (its `WorkloadDef`'s seed table) ----
+//
+// cyclictest ends with one line per thread (`print_stat`):
+//
+// ```text
+// T: 0 ( 4242) P:90 I:1000 C:   9999 Min:      3 Act:    5 Avg:    4 Max:      37
+// ```
+//
+// in whole µs. A configuration's repetitions count as one long run: C is their cycles, Min the
+// smallest, Avg the mean of every cycle, Max the largest, Act the last repetition's last
+// latency. The thread id is `-` (records keep no thread ids); P99 is added after Max.
+
+/// The per-thread lines of every configuration.
+fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let mut out = String::new();
+    for c in rows {
+        let param = |k: &str| c.params.get(k).cloned().unwrap_or_default();
+        let threads: usize = param("threads").parse().unwrap_or(0);
+        let interval = parse_duration(&param("interval")).unwrap_or_default();
+        let distance = parse_duration(&param("distance")).unwrap_or_default();
+        let group = c.groups.iter().find(|g| g.name == "cyclic");
+        let policy = group.and_then(|g| g.knobs.policy);
+        let prio = match policy {
+            Some(SchedPolicy::Fifo(p) | SchedPolicy::Rr(p)) => p,
+            _ => 0,
+        };
+        let mut head = vec![format!(
+            "policy: {}",
+            policy.map_or("other".to_string(), |p| p.to_string())
+        )];
+        if let Some(machine) = &c.machine {
+            head.push(machine.clone());
+        }
+        head.push(format!("load: {}", param("load")));
+        head.extend(varied.iter().map(|k| format!("{k}={}", c.key_value(k))));
+        out.push_str(&head.join("  "));
+        out.push('\n');
+        let mut t = Table::new(
+            [
+                "T:", "(tid)", "P:", "I:", "C:", "Min:", "Act:", "Avg:", "Max:", "P99:",
+            ]
+            .map(String::from)
+            .to_vec(),
+        );
+        for i in 0..threads {
+            let values = |suffix: &str| -> Vec<f64> {
+                let key = thread_metric(i, suffix);
+                c.repetitions
+                    .iter()
+                    .filter_map(|r| r.metrics.get(&key).copied())
+                    .collect()
+            };
+            let cycles = values("cycles");
+            let total: f64 = cycles.iter().sum();
+            if total <= 0.0 {
+                continue;
+            }
+            let weighted: f64 = values("avg").iter().zip(&cycles).map(|(a, n)| a * n).sum();
+            let fold = |v: Vec<f64>, f: fn(f64, f64) -> f64, init: f64| v.into_iter().fold(init, f);
+            let us = |v: f64| format!("{}", v.max(0.0) as u64);
+            let thread_interval = interval + distance * i as u32;
+            t.row(vec![
+                i.to_string(),
+                "(-)".into(),
+                prio.to_string(),
+                thread_interval.as_micros().to_string(),
+                format!("{total:.0}"),
+                us(fold(values("min"), f64::min, f64::INFINITY)),
+                us(values("act").last().copied().unwrap_or(0.0)),
+                us(weighted / total),
+                us(fold(values("max"), f64::max, 0.0)),
+                us(fold(values("p99"), f64::max, 0.0)),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(w: &mut Cyclictest, name: &str, value: &str) -> Result<(), ParamError> {
+        Preset::set_param(w, name, value)
+    }
+
+    fn message(e: ParamError) -> String {
+        e.render(|p| format!("--{p}"))
+    }
+
+    #[test]
+    fn options_parse_as_cyclictest_names_them() {
+        let mut w = Cyclictest::with_defaults(2);
+        assert_eq!(w.load_threads, 2);
+        set(&mut w, "threads", "4").unwrap();
+        set(&mut w, "interval", "200us").unwrap();
+        set(&mut w, "distance", "0").unwrap();
+        set(&mut w, "priority", "90").unwrap();
+        set(&mut w, "affinity", "0-1").unwrap();
+        set(&mut w, "load", "compile").unwrap();
+        w.validate().unwrap();
+        assert_eq!(w.thread_interval(3), Duration::from_micros(200));
+        // -p alone is SCHED_FIFO at that priority, on the group `cyclic`, with the affinity.
+        assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Fifo(90)));
+        let d = w.group_defaults(true);
+        assert_eq!(d.len(), 2);
+        assert!(d.iter().all(|d| d.group == "cyclic"));
+        assert_eq!(d[1].knobs.cpus.as_ref().unwrap().as_slice(), &[0, 1]);
+        assert_eq!(w.plan().groups[1].tasks, 4, "2 burners, a writer, a reader");
+        // The record's params name every declared parameter.
+        assert_eq!(w.params().len(), PARAMS.len());
+        assert_eq!(w.params()["affinity"], "0-1");
+    }
+
+    #[test]
+    fn distance_spreads_the_intervals_and_policies_follow_the_original() {
+        let mut w = Cyclictest::default();
+        set(&mut w, "threads", "3").unwrap();
+        assert_eq!(w.thread_interval(0), Duration::from_micros(1000));
+        assert_eq!(w.thread_interval(2), Duration::from_micros(2000));
+        assert_eq!(w.sched_policy().unwrap(), None);
+        set(&mut w, "sched-policy", "rr").unwrap();
+        // fifo or rr without a priority: threads + 1, as cyclictest's default.
+        assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Rr(4)));
+        set(&mut w, "sched-policy", "batch").unwrap();
+        assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Batch));
+        set(&mut w, "priority", "10").unwrap();
+        assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Fifo(10)));
+        set(&mut w, "sched-policy", "idle").unwrap();
+        set(&mut w, "priority", "0").unwrap();
+        assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Idle));
+    }
+
+    #[test]
+    fn bad_input_is_refused_naming_the_value() {
+        let mut w = Cyclictest::default();
+        let e = message(set(&mut w, "threads", "0").unwrap_err());
+        assert!(e.contains("--threads 0") && e.contains("1..1024"), "{e}");
+        set(&mut w, "interval", "0").unwrap();
+        let e = message(w.validate().unwrap_err());
+        assert!(e.contains("--interval 0") && e.contains("10us..10s"), "{e}");
+        let mut w = Cyclictest::default();
+        // A bare number is seconds, as every duration of schedlab: 1000 s is out of range.
+        set(&mut w, "interval", "1000").unwrap();
+        assert!(w.validate().is_err());
+        let e = message(set(&mut w, "priority", "100").unwrap_err());
+        assert!(e.contains("0..99"), "{e}");
+        let e = message(set(&mut w, "sched-policy", "deadline").unwrap_err());
+        assert!(e.contains("other, normal, batch, idle, fifo or rr"), "{e}");
+        let e = message(set(&mut w, "affinity", "0-").unwrap_err());
+        assert!(e.contains("affinity '0-'"), "{e}");
+        let e = message(set(&mut w, "load", "make").unwrap_err());
+        assert!(e.contains("none, burn or compile"), "{e}");
+        // Nothing ends the run.
+        let mut w = Cyclictest {
+            duration: Duration::ZERO,
+            ..Cyclictest::default()
+        };
+        let e = message(w.validate().unwrap_err());
+        assert!(e.contains("--loops") && e.contains("--duration"), "{e}");
+        // Too many samples to keep.
+        w.loops = 100_000_000;
+        w.threads = 1024;
+        let e = message(w.validate().unwrap_err());
+        assert!(
+            e.contains("latency samples") && e.contains("20000000"),
+            "{e}"
+        );
+        // rr's default priority would pass 99.
+        let w = Cyclictest {
+            threads: 120,
+            policy: CyclicPolicy::Rr,
+            ..Cyclictest::default()
+        };
+        let e = message(w.validate().unwrap_err());
+        assert!(e.contains("threads + 1 = 121"), "{e}");
+    }
+
+    #[test]
+    fn loops_alone_lift_the_duration() {
+        let base = Cyclictest::default();
+        let lists = ListValues {
+            lists: Vec::new(),
+            given: vec!["loops"],
+        };
+        let mut with_loops = base.clone();
+        with_loops.loops = 100;
+        let c = Cyclictest::configurations(&with_loops, &lists).unwrap();
+        assert_eq!(c[0].duration, Duration::ZERO);
+        assert_eq!(c[0].span(), Duration::from_millis(100));
+        let lists = ListValues {
+            lists: Vec::new(),
+            given: vec!["loops", "duration"],
+        };
+        let c = Cyclictest::configurations(&with_loops, &lists).unwrap();
+        assert_eq!(c[0].span(), Duration::from_millis(100).min(base.duration));
+    }
+}
