@@ -255,7 +255,6 @@ impl PresetVisitor for WorkloadCommand<'_> {
             .collect::<Vec<_>>();
         let about = WorkloadAbout {
             parent: self.parent,
-            name: P::NAME,
             groups: &groups,
             metrics: &metrics,
             examples: P::DEF.examples,
@@ -367,8 +366,6 @@ fn fit_options(
 struct WorkloadAbout<'a> {
     /// The command (`run`, `sweep`, `check`).
     parent: &'a str,
-    /// The workload's name.
-    name: &'a str,
     /// Its task groups, each with the knobs the workload gives it by default ("" for none).
     groups: &'a [(String, String)],
     /// Its metrics: name, unit, description.
@@ -407,7 +404,6 @@ impl WorkloadAbout<'_> {
                 out.push_str(&format!("  {about}:\n    {line}\n"));
             }
         }
-        let _ = self.name;
         out.trim_end().to_string()
     }
 }
@@ -974,6 +970,67 @@ mod tests {
         assert!(refusal("run yield --timeout 0").contains("positive duration"));
         assert!(refusal("run yield --threads 1,1").contains("'1' twice"));
         assert!(refusal("run yield --threads 1,,2").contains("empty value"));
+    }
+
+    /// Every example a workload declares is a command line the parser accepts, as its help
+    /// prints it for `run`, `sweep` and `check`.
+    #[test]
+    fn every_declared_example_parses() {
+        for def in presets::WORKLOADS {
+            for command in ["run", "sweep", "check"] {
+                for (_, line) in workload_examples(command, def.examples) {
+                    let argv: Vec<&str> = line.split(' ').collect();
+                    if let Err(e) = Cli::try_parse_from(&argv) {
+                        panic!("{}: {line}: {e}", def.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each option every workload takes has a help heading, and every heading's id is an
+    /// option (a renamed field would otherwise fall back to clap's "Options").
+    #[test]
+    fn every_common_option_has_one_heading() {
+        let cmd = CommonArgs::augment_args(clap::Command::new("x"));
+        let ids: Vec<&str> = cmd.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let headed: Vec<&str> = HEADINGS
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        for id in &ids {
+            let n = headed.iter().filter(|h| *h == id).count();
+            assert_eq!(n, 1, "{id} is under {n} headings");
+        }
+        for id in &headed {
+            assert!(ids.contains(id), "heading names '{id}', which is no option");
+        }
+    }
+
+    /// A workload's one-letter flags clash with no common option's, nor with each other.
+    #[test]
+    fn short_flags_are_unique_per_workload() {
+        let cli = <Cli as clap::CommandFactory>::command();
+        for parent in cli
+            .get_subcommands()
+            .filter(|c| WORKLOAD_COMMANDS.contains(&c.get_name()))
+        {
+            for sub in parent.get_subcommands() {
+                let mut shorts: Vec<char> =
+                    sub.get_arguments().filter_map(|a| a.get_short()).collect();
+                let n = shorts.len();
+                shorts.sort_unstable();
+                shorts.dedup();
+                assert_eq!(
+                    shorts.len(),
+                    n,
+                    "{} {}: {shorts:?}",
+                    parent.get_name(),
+                    sub.get_name()
+                );
+                assert!(!shorts.contains(&'h'), "{}: -h is help", sub.get_name());
+            }
+        }
     }
 
     #[test]
