@@ -25,13 +25,10 @@ const ROW_HEIGHT: u32 = 300;
 /// Width of the drawing, pixels.
 const WIDTH: u32 = 1500;
 
-/// The widest the HTML report shows a chart (its body's `max-width`, html.rs): the timeline is
-/// scaled down to it, and its text with it.
-const REPORT_WIDTH: u32 = 1200;
-
 /// Font size of every text of the chart, as plotters takes it: its SVG backend writes
 /// `font-size` = size / 1.24 (plot.rs), so 18 is 14.5 px in the file and 11.6 px once the
-/// report scales the 1500 px drawing to 1200 px — the 11 px the report's other charts keep.
+/// HTML report scales the 1500 px drawing to its 1200 px width — at least the 11 px the
+/// report's other charts keep.
 const FONT: u32 = 18;
 
 /// The title of a row: a little larger than the rest.
@@ -405,7 +402,9 @@ mod tests {
             timeline_svg(&RunRecord::default()),
             Err(PlotError::NothingToPlot)
         ));
-        // Every text is 11 px or more where the report shows the chart, scaled to its width.
+        // Every text is 11 px or more where the report shows the chart, scaled to its width:
+        // the HTML report's body is at most 1200 px wide (html.rs's `max-width`).
+        const REPORT_WIDTH: u32 = 1200;
         let scale = f64::from(REPORT_WIDTH) / f64::from(WIDTH);
         let sizes: Vec<f64> = (svg.split("font-size=\"").skip(1))
             .map(|s| s[..s.find('"').unwrap()].parse().unwrap())

@@ -45,30 +45,22 @@ pub fn man(command: clap::Command, path: &[String]) -> Result<ExitCode, Error> {
     let examples = page_examples(path);
     let man = clap_mangen::Man::new(page.clone());
     let mut out = Vec::new();
+    let failed = |e: std::io::Error| Error::System(format!("man: {e}"));
     // clap_mangen's sections, in its order, but for EXTRA (the help's after-text, which the
     // sections below say better).
-    let sections: [&dyn Fn(&mut Vec<u8>) -> std::io::Result<()>; 5] = [
-        &|w| man.render_title(w),
-        &|w| man.render_name_section(w),
-        &|w| man.render_synopsis_section(w),
-        &|w| man.render_description_section(w),
-        &|w| {
-            if page.get_arguments().any(|a| !a.is_hide_set()) {
-                man.render_options_section(w)?;
-            }
-            if page.has_subcommands() {
-                man.render_subcommands_section(w)?;
-            }
-            Ok(())
-        },
-    ];
-    for render in sections {
-        render(&mut out).map_err(|e| Error::System(format!("man: {e}")))?;
+    man.render_title(&mut out).map_err(failed)?;
+    man.render_name_section(&mut out).map_err(failed)?;
+    man.render_synopsis_section(&mut out).map_err(failed)?;
+    man.render_description_section(&mut out).map_err(failed)?;
+    if page.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(&mut out).map_err(failed)?;
+    }
+    if page.has_subcommands() {
+        man.render_subcommands_section(&mut out).map_err(failed)?;
     }
     out.extend_from_slice(own_sections(&examples).as_bytes());
     if page.get_version().is_some() {
-        man.render_version_section(&mut out)
-            .map_err(|e| Error::System(format!("man: {e}")))?;
+        man.render_version_section(&mut out).map_err(failed)?;
     }
     print_bytes(&out)
 }

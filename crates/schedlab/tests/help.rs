@@ -292,8 +292,9 @@ fn hackbench_short_flags_are_the_long_ones() {
     a.as_object_mut().unwrap().remove("command");
     b.as_object_mut().unwrap().remove("command");
     assert_eq!(a, b);
-    assert_eq!(a["params"]["groups"], "2", "{}", a["params"]);
-    assert_eq!(a["params"]["loops"], "50");
-    assert_eq!(a["params"]["fds"], "3");
-    assert_eq!(a["params"]["datasize"], "64");
+    let params = &a["configs"][0]["params"];
+    assert_eq!(params["groups"], "2", "{params}");
+    assert_eq!(params["loops"], "50");
+    assert_eq!(params["fds"], "3");
+    assert_eq!(params["datasize"], "64");
 }
