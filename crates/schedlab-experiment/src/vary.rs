@@ -5,6 +5,7 @@
 
 use crate::error::ExperimentError;
 use schedlab_workload::presets::ParamDef;
+use schedlab_workload::suggest::did_you_mean;
 use schedlab_workload::Plan;
 
 /// A knob a sweep may vary.
@@ -176,15 +177,17 @@ pub fn parse_variations(
                 let Some(g) = plan.group_index(group) else {
                     let names: Vec<&str> = plan.groups.iter().map(|g| g.name).collect();
                     return Err(err(format!(
-                        "workload '{workload}' has no group '{group}'; its groups are: {}",
-                        names.join(", ")
+                        "workload '{workload}' has no group '{group}'; its groups are: {}{}",
+                        names.join(", "),
+                        did_you_mean(group, names.iter().copied())
                     )));
                 };
                 let Some(k) = KnobKey::ALL.into_iter().find(|k| k.name() == knob) else {
                     let names: Vec<&str> = KnobKey::ALL.iter().map(|k| k.name()).collect();
                     return Err(err(format!(
-                        "unknown knob '{knob}'; knobs are: {}",
-                        names.join(", ")
+                        "unknown knob '{knob}'; knobs are: {}{}",
+                        names.join(", "),
+                        did_you_mean(knob, names.iter().copied())
                     )));
                 };
                 VaryKey::Knob {
@@ -209,8 +212,9 @@ pub fn parse_variations(
                             let mut names: Vec<&str> = params.iter().map(|d| d.name).collect();
                             names.sort_unstable();
                             return Err(err(format!(
-                                "workload '{workload}' has no parameter '{name}'; its parameters are: {} (and GROUP.KNOB for knobs)",
-                                names.join(", ")
+                                "workload '{workload}' has no parameter '{name}'; its parameters are: {} (and GROUP.KNOB for knobs){}",
+                                names.join(", "),
+                                did_you_mean(&name, names.iter().copied().chain(MachineKey::ALL.iter().map(|k| k.name())))
                             )));
                         }
                     }

@@ -22,6 +22,18 @@ const MAX_CELLS: usize = 12_000;
 /// Height of one row of panels, pixels.
 const ROW_HEIGHT: u32 = 300;
 
+/// Width of the drawing, pixels.
+const WIDTH: u32 = 1500;
+
+/// Font size of every text of the chart, as plotters takes it: its SVG backend writes
+/// `font-size` = size / 1.24 (plot.rs), so 18 is 14.5 px in the file and 11.6 px once the
+/// HTML report scales the 1500 px drawing to its 1200 px width — at least the 11 px the
+/// report's other charts keep.
+const FONT: u32 = 18;
+
+/// The title of a row: a little larger than the rest.
+const TITLE_FONT: u32 = 20;
+
 /// One row of the chart: a configuration's series.
 struct Row<'a> {
     title: String,
@@ -73,11 +85,11 @@ pub fn timeline_svg(record: &RunRecord) -> Result<String, PlotError> {
     let mut svg = String::new();
     {
         let height = ROW_HEIGHT * rows.len() as u32;
-        let root = SVGBackend::with_string(&mut svg, (1500, height)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         for (row, area) in rows.iter().zip(root.split_evenly((rows.len(), 1))) {
             let area = area
-                .titled(&row.title, ("sans-serif", 16))
+                .titled(&row.title, ("sans-serif", TITLE_FONT))
                 .map_err(|e| err(&e))?;
             let panels = area.split_evenly((1, 3));
             draw_row(row.series, &panels).map_err(|e| err(&e))?;
@@ -110,13 +122,15 @@ where
     let ymax = top * 1.05;
     // Lengths.
     let mut chart = ChartBuilder::on(&panels[0])
-        .caption("run-queue length", ("sans-serif", 14))
+        .caption("run-queue length", ("sans-serif", FONT))
         .margin(8)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
         .build_cartesian_2d(0.0..end, 0.0..ymax)?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", FONT))
+        .axis_desc_style(("sans-serif", FONT))
         .x_desc("time (s)")
         .y_desc("tasks")
         .draw()?;
@@ -134,6 +148,7 @@ where
     if cpus <= crate::palette::LEN {
         chart
             .configure_series_labels()
+            .label_font(("sans-serif", FONT))
             .border_style(BLACK)
             .background_style(WHITE.mix(0.8))
             .draw()?;
@@ -150,14 +165,16 @@ where
                 "divergence from the mean (exact: mean |d| {:.3}, max {:.3})",
                 s.mean_abs_divergence, s.max_abs_divergence
             ),
-            ("sans-serif", 14),
+            ("sans-serif", FONT),
         )
         .margin(8)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
         .build_cartesian_2d(0.0..end, -dmax..dmax)?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", FONT))
+        .axis_desc_style(("sans-serif", FONT))
         .x_desc("time (s)")
         .y_desc("length − mean")
         .draw()?;
@@ -174,15 +191,17 @@ where
     let mut chart = ChartBuilder::on(&panels[2])
         .caption(
             format!("length per CPU (white 0, dark {top:.1})"),
-            ("sans-serif", 14),
+            ("sans-serif", FONT),
         )
         .margin(8)
-        .x_label_area_size(30)
-        .y_label_area_size(50)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
         .build_cartesian_2d(0.0..end, 0.0..cpus as f64)?;
     chart
         .configure_mesh()
         .disable_mesh()
+        .label_style(("sans-serif", FONT))
+        .axis_desc_style(("sans-serif", FONT))
         .x_desc("time (s)")
         .y_desc("CPU")
         .y_labels(cpus.min(16) + 1)
@@ -383,6 +402,21 @@ mod tests {
             timeline_svg(&RunRecord::default()),
             Err(PlotError::NothingToPlot)
         ));
+        // Every text is 11 px or more where the report shows the chart, scaled to its width:
+        // the HTML report's body is at most 1200 px wide (html.rs's `max-width`).
+        const REPORT_WIDTH: u32 = 1200;
+        let scale = f64::from(REPORT_WIDTH) / f64::from(WIDTH);
+        let sizes: Vec<f64> = (svg.split("font-size=\"").skip(1))
+            .map(|s| s[..s.find('"').unwrap()].parse().unwrap())
+            .collect();
+        assert!(sizes.len() > 10, "{sizes:?}");
+        for px in sizes {
+            assert!(
+                px * scale >= 11.0,
+                "{px} px in the file, {} in the report",
+                px * scale
+            );
+        }
     }
 
     /// bench/timeline.sh: replay and draw a 60 s timeline of 5 million events on 8 CPUs.

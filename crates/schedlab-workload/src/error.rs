@@ -179,7 +179,11 @@ pub enum KnobError {
         value: String,
     },
     /// No such knob.
-    #[error("'{arg}': unknown knob '{knob}'; knobs: {}", crate::knobs::KNOB_HELP)]
+    #[error(
+        "'{arg}': unknown knob '{knob}'; knobs: {}{}",
+        crate::knobs::KNOB_HELP,
+        crate::suggest::did_you_mean(knob, crate::knobs::KNOB_NAMES)
+    )]
     UnknownKnob {
         /// The argument as given.
         arg: String,

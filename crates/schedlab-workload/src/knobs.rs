@@ -13,6 +13,10 @@ use std::str::FromStr;
 use std::time::Duration;
 
 /// What `--group` accepts, quoted in every knob error.
+/// The knobs' names, as `--group NAME:KNOB=...` and `--vary GROUP.KNOB=...` take them.
+pub const KNOB_NAMES: [&str; 5] = ["nice", "policy", "slice", "cpus", "mode"];
+
+/// The knobs and their accepted values, as messages list them.
 pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only)";
 
 /// Where a task's work runs: in user mode, returning to it after every system call, or in
@@ -439,7 +443,8 @@ pub fn parse_knob(key: &str, value: &str) -> Result<Knobs, KnobError> {
             "nice='{value}' is not an integer; accepted: -20..19"
         ))),
         KnobFault::Unknown => KnobError::Value(ValueError(format!(
-            "unknown knob '{key}'; knobs: {KNOB_HELP}"
+            "unknown knob '{key}'; knobs: {KNOB_HELP}{}",
+            crate::suggest::did_you_mean(key, KNOB_NAMES)
         ))),
         KnobFault::Value(e) => KnobError::Value(e),
     })?;

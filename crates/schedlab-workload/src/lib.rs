@@ -32,6 +32,7 @@ pub mod plan;
 pub mod presets;
 pub mod record;
 pub mod schema;
+pub mod suggest;
 pub mod table;
 pub mod timeline;
 pub mod web;

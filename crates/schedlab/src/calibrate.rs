@@ -13,11 +13,13 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
     let base: &'static str = schedlab_sim::cost::PROFILES
         .iter()
         .find(|p| **p == base)
-        .ok_or_else(|| {
-            format!(
-                "--base {base}: not a profile; use {}",
+        .ok_or_else(|| Error::BadValue {
+            flag: "--base".into(),
+            value: base.to_string(),
+            why: format!(
+                "not a profile; use {}",
                 schedlab_sim::cost::PROFILES.join(" or ")
-            )
+            ),
         })?;
     // Check the output path before measuring anything.
     if let Some(path) = out {

@@ -10,6 +10,7 @@ use schedlab_workload::duration::parse_duration;
 use schedlab_workload::presets::{
     self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor, WorkloadDef,
 };
+use schedlab_workload::suggest::did_you_mean;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,10 +189,14 @@ pub struct Prepared {
     pub file: Option<WorkloadFile>,
 }
 
-/// Builds one workload's subcommand from its declared parameters.
-struct WorkloadCommand;
+/// Builds one workload's subcommand of `parent` (`run`, `sweep`, `check`) from its declared
+/// parameters.
+struct WorkloadCommand<'a> {
+    /// The command the workload is a subcommand of.
+    parent: &'a str,
+}
 
-impl PresetVisitor for WorkloadCommand {
+impl PresetVisitor for WorkloadCommand<'_> {
     type Output = clap::Command;
     fn visit<P: Preset>(self) -> clap::Command {
         let mut cmd = clap::Command::new(P::NAME).about(P::DEF.about);
@@ -201,12 +206,18 @@ impl PresetVisitor for WorkloadCommand {
                 Some(v) if d.kind != ParamKind::Flag => format!("{} [default: {v}]", d.help),
                 _ => d.help.to_string(),
             };
-            let arg = clap::Arg::new(name).long(name).help(help);
+            let mut arg = clap::Arg::new(name)
+                .long(name)
+                .help(help)
+                .help_heading(PARAMS_HEADING);
+            if let Some(letter) = d.short {
+                arg = arg.short(letter);
+            }
             let arg = match d.kind {
                 ParamKind::Flag => arg.action(ArgAction::SetTrue),
                 ParamKind::Value | ParamKind::List => arg
                     .action(ArgAction::Set)
-                    .value_name(name.to_uppercase().replace('-', "_"))
+                    .value_name(value_name(d))
                     .allow_hyphen_values(d.hyphen_values)
                     // `--loops -1` reaches the parameter's own check, which names its range,
                     // instead of clap's "unexpected argument '-1'".
@@ -219,13 +230,195 @@ impl PresetVisitor for WorkloadCommand {
         }
         // CommonArgs's own doc comment would become the subcommand's about: set it after.
         let cmd = CommonArgs::augment_args(cmd).about(P::DEF.about);
-        match jobs_flag(P::param_defs()) {
+        let cmd = match jobs_flag(P::param_defs()) {
             JOBS_FLAG => cmd,
             other => cmd.mut_arg(SIM_JOBS_ID, |a| {
                 a.long(other.trim_start_matches('-')).short(None)
             }),
+        };
+        let probe = P::with_defaults(1);
+        let groups = probe
+            .plan()
+            .groups
+            .iter()
+            .map(|g| {
+                let knobs = (probe.group_defaults(false).into_iter())
+                    .filter(|d| d.group == g.name)
+                    .map(|d| d.knobs.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                (g.name.to_string(), knobs)
+            })
+            .collect::<Vec<_>>();
+        let metrics = (probe.metric_defs().into_iter())
+            .map(|m| (m.name, m.unit, m.description))
+            .collect::<Vec<_>>();
+        let about = WorkloadAbout {
+            parent: self.parent,
+            groups: &groups,
+            metrics: &metrics,
+            examples: P::DEF.examples,
+        };
+        fit_options(cmd, self.parent, Some(&P::DEF), P::param_defs())
+            .after_help(about.render(false))
+            .after_long_help(about.render(true))
+    }
+}
+
+/// The help heading of a workload's own parameters.
+const PARAMS_HEADING: &str = "Workload parameters";
+
+/// How a parameter's value is shown in help: its choices where it has a few (`socketpair|pipe`),
+/// else its name in capitals (`LOOPS`, whose default `[default: 100]` follows the text).
+fn value_name(d: &ParamDef) -> String {
+    if d.usage.contains('|') {
+        d.usage.to_string()
+    } else {
+        d.name.to_uppercase().replace('-', "_")
+    }
+}
+
+/// The help heading of each option every workload takes (by clap id), in the order help shows
+/// them, as hyperfine groups its options: the knobs and repetitions first, then where the
+/// results go, then what only a sweep, the simulator or a search reads.
+const HEADINGS: &[(&str, &[&str])] = &[
+    (
+        "Knobs and repetitions",
+        &[
+            "group_knobs",
+            "runs",
+            "until",
+            "max_runs",
+            "level",
+            "warmup",
+            "timeout",
+            "quiet",
+        ],
+    ),
+    (
+        "Outputs",
+        &["json", "csv", "markdown", "wis_csv", "locks", "timeline"],
+    ),
+    ("Sweep", &["vary", "out", "plot", "shard"]),
+    ("Backend", &["backend", "counters"]),
+    (
+        "Simulator (--backend sim)",
+        &[
+            "policy",
+            "cpus",
+            "topology",
+            "profile",
+            "cost",
+            "seed",
+            "kernel_cpus",
+            SIM_JOBS_ID,
+        ],
+    ),
+    (
+        "Search (run --find-max)",
+        &["find_max", "find_max_limit", "find_max_runs"],
+    ),
+];
+
+/// The options only `sweep` (and `check`, which checks a sweep as well) reads.
+const SWEEP_ONLY: [&str; 4] = ["vary", "out", "plot", "shard"];
+
+/// Whether the common option `id` applies to a workload (`def`: a preset, `None`: a workload
+/// file) with parameters `params` under command `parent`. Options that do not apply are hidden
+/// from its help, manual and completions, and refused with a message if given anyway.
+pub fn option_applies(
+    parent: &str,
+    id: &str,
+    def: Option<&WorkloadDef>,
+    params: &[ParamDef],
+) -> bool {
+    if SWEEP_ONLY.contains(&id) {
+        return parent != "run";
+    }
+    match id {
+        "find_max" | "find_max_limit" | "find_max_runs" => {
+            parent != "sweep" && def.is_some_and(|d| d.search.is_some())
+        }
+        // will-it-scale's CSV has a row per thread count.
+        "wis_csv" => params.iter().any(|d| d.name == "threads"),
+        _ => true,
+    }
+}
+
+/// `cmd` (a workload's subcommand of `parent`) with its common options under their headings,
+/// and those that do not apply to it hidden.
+fn fit_options(
+    mut cmd: clap::Command,
+    parent: &str,
+    def: Option<&WorkloadDef>,
+    params: &[ParamDef],
+) -> clap::Command {
+    for (heading, ids) in HEADINGS {
+        for id in *ids {
+            let applies = option_applies(parent, id, def, params);
+            cmd = cmd.mut_arg(*id, |a| a.help_heading(*heading).hide(!applies));
         }
     }
+    cmd
+}
+
+/// What a workload's help says after its options: its groups, metrics and examples.
+struct WorkloadAbout<'a> {
+    /// The command (`run`, `sweep`, `check`).
+    parent: &'a str,
+    /// Its task groups, each with the knobs the workload gives it by default ("" for none).
+    groups: &'a [(String, String)],
+    /// Its metrics: name, unit, description.
+    metrics: &'a [(String, String, String)],
+    /// Its declared examples.
+    examples: &'a [presets::Example],
+}
+
+impl WorkloadAbout<'_> {
+    /// The text; `long` (`--help`) adds each metric's description and the groups' default
+    /// knobs.
+    fn render(&self, long: bool) -> String {
+        let mut out = String::from("Task groups (knobs: --group NAME:KNOB=V,...):\n ");
+        for (name, knobs) in self.groups {
+            out.push(' ');
+            out.push_str(name);
+            if long && !knobs.is_empty() {
+                out.push_str(&format!(" ({knobs})"));
+            }
+        }
+        out.push_str("\n\nMetrics (the first is the primary one):\n");
+        if long {
+            for (name, unit, description) in self.metrics {
+                out.push_str(&format!("  {name} ({unit}): {description}\n"));
+            }
+        } else {
+            let list: Vec<String> = (self.metrics.iter())
+                .map(|(name, unit, _)| format!("{name} ({unit})"))
+                .collect();
+            out.push_str(&format!("  {}\n", list.join(", ")));
+        }
+        let examples = workload_examples(self.parent, self.examples);
+        if !examples.is_empty() {
+            out.push_str("\nExamples:\n");
+            for (about, line) in examples {
+                out.push_str(&format!("  {about}:\n    {line}\n"));
+            }
+        }
+        out.trim_end().to_string()
+    }
+}
+
+/// The examples to show under `parent`: a workload's own for that command (`check` shows the
+/// `run` ones, checked instead of run), as `schedlab ARGS` lines.
+pub fn workload_examples(parent: &str, examples: &[presets::Example]) -> Vec<(String, String)> {
+    let wanted = if parent == "check" { "run" } else { parent };
+    (examples.iter())
+        .filter(|e| e.command() == wanted)
+        .map(|e| {
+            let rest = &e.args[wanted.len()..];
+            (e.about.to_string(), format!("schedlab {parent}{rest}"))
+        })
+        .collect()
 }
 
 /// Try `text` (a list's values one by one) on `probe`, so that a value that cannot be parsed is
@@ -276,7 +469,7 @@ const WORKLOAD_COMMANDS: [&str; 3] = ["run", "sweep", "check"];
 /// The command line, with a subcommand for the workload file `args` names (`schedlab run
 /// FILE.toml ...`), which is read here; an unreadable or invalid file is an error at its
 /// `file:line:column`, before anything else.
-pub fn prepare(args: &[String]) -> Result<Prepared, String> {
+pub fn prepare(args: &[String]) -> Result<Prepared, crate::error::Error> {
     let mut cmd = <Cli as clap::CommandFactory>::command();
     let (Some(command), Some(workload)) = (args.get(1), args.get(2)) else {
         return Ok(Prepared {
@@ -295,13 +488,11 @@ pub fn prepare(args: &[String]) -> Result<Prepared, String> {
     }
     let path = std::path::Path::new(workload);
     if !path.exists() && !workload.ends_with(".toml") && !workload.ends_with(".json") {
-        return Err(format!(
-            "'{workload}' is neither a workload ({}) nor a workload file (FILE.toml, or rt-app's FILE.json)",
-            presets::names().collect::<Vec<_>>().join(", ")
-        ));
+        return Err(crate::error::Error::NotAWorkload(workload.clone()));
     }
-    let script = schedlab_script::load(path).map_err(|e| e.to_string())?;
-    let sub = file_command(workload, &script);
+    let script =
+        schedlab_script::load(path).map_err(|e| crate::error::Error::Input(e.to_string()))?;
+    let sub = file_command(command, workload, &script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
     Ok(Prepared {
         command: cmd,
@@ -324,8 +515,9 @@ fn common_flags() -> Vec<String> {
     names
 }
 
-/// The subcommand of a workload file: a flag per parameter, `--set`, and the common options.
-fn file_command(path: &str, script: &Script) -> clap::Command {
+/// The subcommand of a workload file under `parent`: a flag per parameter, `--set`, and the
+/// common options.
+fn file_command(parent: &str, path: &str, script: &Script) -> clap::Command {
     // One shared copy for every flag's parser: a file of 100,000 groups has 100,000
     // `GROUP.count` parameters, and a copy of the file's values per flag would be quadratic.
     let shared = Arc::new(script.clone());
@@ -349,13 +541,14 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
             clap::Arg::new(d.name)
                 .long(d.name)
                 .help(help)
+                .help_heading(PARAMS_HEADING)
                 .action(ArgAction::Set)
                 .value_name(d.usage)
                 .allow_hyphen_values(true)
                 .value_parser(move |text: &str| check_value(Script::clone(&probe), d, text)),
         );
     }
-    let script = shared;
+    let script = Arc::clone(&shared);
     cmd =
         cmd.arg(
             clap::Arg::new("set")
@@ -363,6 +556,7 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
                 .value_name("NAME=VALUE")
                 .action(ArgAction::Append)
                 .allow_hyphen_values(true)
+                .help_heading(PARAMS_HEADING)
                 .help("Set a parameter of the file (repeatable); `schedlab check FILE` lists them.")
                 .value_parser(move |text: &str| -> Result<String, String> {
                     let Some((name, value)) = text.split_once('=') else {
@@ -371,15 +565,17 @@ fn file_command(path: &str, script: &Script) -> clap::Command {
                     let Some(d) = script.param_defs().iter().find(|d| d.name == name.trim()) else {
                         let names: Vec<&str> = script.param_defs().iter().map(|d| d.name).collect();
                         return Err(format!(
-                        "--set {text}: the file has no parameter '{name}'; its parameters are: {}",
-                        if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                        "--set {text}: the file has no parameter '{name}'; its parameters are: {}{}",
+                        if names.is_empty() { "none".to_string() } else { names.join(", ") },
+                        did_you_mean(name.trim(), names.iter().copied())
                     ));
                     };
                     check_value_as(Script::clone(&script), d, value, str::to_string)?;
                     Ok(text.to_string())
                 }),
         );
-    CommonArgs::augment_args(cmd).about(about)
+    let cmd = CommonArgs::augment_args(cmd).about(about);
+    fit_options(cmd, parent, None, shared.param_defs())
 }
 
 impl FromArgMatches for WorkloadArgs {
@@ -428,9 +624,24 @@ impl FromArgMatches for WorkloadArgs {
 
 impl Args for WorkloadArgs {
     fn augment_args(cmd: clap::Command) -> clap::Command {
-        let mut cmd = cmd.subcommand_required(true);
+        // The command being built (`run`, `sweep`, `check`) is named already: the workloads'
+        // options fit it.
+        let parent = cmd.get_name().to_string();
+        let mut cmd = cmd
+            .subcommand_required(true)
+            .override_usage(format!(
+                "schedlab {parent} <WORKLOAD | FILE.toml | FILE.json> [PARAMETERS] [OPTIONS]"
+            ))
+            .subcommand_value_name("WORKLOAD | FILE.toml | FILE.json")
+            .subcommand_help_heading("Workloads")
+            .after_help(format!(
+                "FILE.toml is a workload file, FILE.json an rt-app file (docs/workload-files.md); \
+                 `schedlab check FILE` lists its parameters.\n\
+                 `schedlab {parent} WORKLOAD --help` shows the options that apply to WORKLOAD."
+            ));
         for def in presets::WORKLOADS {
-            if let Some(sub) = presets::visit(def.name, WorkloadCommand) {
+            let build = WorkloadCommand { parent: &parent };
+            if let Some(sub) = presets::visit(def.name, build) {
                 cmd = cmd.subcommand(sub);
             }
         }
@@ -759,6 +970,67 @@ mod tests {
         assert!(refusal("run yield --timeout 0").contains("positive duration"));
         assert!(refusal("run yield --threads 1,1").contains("'1' twice"));
         assert!(refusal("run yield --threads 1,,2").contains("empty value"));
+    }
+
+    /// Every example a workload declares is a command line the parser accepts, as its help
+    /// prints it for `run`, `sweep` and `check`.
+    #[test]
+    fn every_declared_example_parses() {
+        for def in presets::WORKLOADS {
+            for command in ["run", "sweep", "check"] {
+                for (_, line) in workload_examples(command, def.examples) {
+                    let argv: Vec<&str> = line.split(' ').collect();
+                    if let Err(e) = Cli::try_parse_from(&argv) {
+                        panic!("{}: {line}: {e}", def.name);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each option every workload takes has a help heading, and every heading's id is an
+    /// option (a renamed field would otherwise fall back to clap's "Options").
+    #[test]
+    fn every_common_option_has_one_heading() {
+        let cmd = CommonArgs::augment_args(clap::Command::new("x"));
+        let ids: Vec<&str> = cmd.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let headed: Vec<&str> = HEADINGS
+            .iter()
+            .flat_map(|(_, ids)| ids.iter().copied())
+            .collect();
+        for id in &ids {
+            let n = headed.iter().filter(|h| *h == id).count();
+            assert_eq!(n, 1, "{id} is under {n} headings");
+        }
+        for id in &headed {
+            assert!(ids.contains(id), "heading names '{id}', which is no option");
+        }
+    }
+
+    /// A workload's one-letter flags clash with no common option's, nor with each other.
+    #[test]
+    fn short_flags_are_unique_per_workload() {
+        let cli = <Cli as clap::CommandFactory>::command();
+        for parent in cli
+            .get_subcommands()
+            .filter(|c| WORKLOAD_COMMANDS.contains(&c.get_name()))
+        {
+            for sub in parent.get_subcommands() {
+                let mut shorts: Vec<char> =
+                    sub.get_arguments().filter_map(|a| a.get_short()).collect();
+                let n = shorts.len();
+                shorts.sort_unstable();
+                shorts.dedup();
+                assert_eq!(
+                    shorts.len(),
+                    n,
+                    "{} {}: {shorts:?}",
+                    parent.get_name(),
+                    sub.get_name()
+                );
+                assert!(!shorts.contains(&'h'), "{}: -h is help", sub.get_name());
+            }
+        }
     }
 
     #[test]

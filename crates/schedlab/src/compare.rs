@@ -19,10 +19,14 @@ pub fn compare(
     force: bool,
 ) -> Result<String, Error> {
     // The level's message quotes the value and a record's names the file; neither names a flag.
-    let level = parse_level(level).map_err(|e| e.to_string())?;
+    let level = parse_level(level).map_err(|e| Error::BadValue {
+        flag: "--level".into(),
+        value: level.to_string(),
+        why: e.to_string(),
+    })?;
     let records: Vec<RunRecord> = paths
         .iter()
-        .map(|p| read_json(p).map_err(|e| e.to_string()))
+        .map(|p| read_json(p).map_err(|e| Error::Input(e.to_string())))
         .collect::<Result<_, _>>()?;
     let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
     for (r, name) in records.iter().zip(&names) {
@@ -34,33 +38,35 @@ pub fn compare(
         Some(m) => m.to_string(),
         None => first
             .primary_metric()
-            .ok_or("the first record defines no metric")?
+            .ok_or_else(|| Error::Input(format!("{}: the record defines no metric", names[0])))?
             .name
             .clone(),
     };
     if first.metric(&metric).is_none() {
-        let known: Vec<&str> = first.metrics.iter().map(|m| m.name.as_str()).collect();
-        return Err(Error::from(format!(
-            "--metric {metric}: {} has no such metric; it has: {}",
-            names[0],
-            known.join(", ")
-        )));
+        return Err(Error::UnknownName {
+            subject: format!("--metric {metric}: {}", names[0]),
+            kind: "metric",
+            name: metric,
+            known: first.metrics.iter().map(|m| m.name.clone()).collect(),
+            hint: "",
+        });
     }
     let mut out = String::new();
     for (r, name) in records.iter().zip(&names).skip(1) {
         if r.workload != first.workload && !force {
-            return Err(Error::from(format!(
+            return Err(Error::Incomparable(format!(
                 "{} is a '{}' run and {name} a '{}' run; compare like with like, or pass --force",
                 names[0], first.workload, r.workload
             )));
         }
         if r.metric(&metric).is_none() {
-            let known: Vec<&str> = r.metrics.iter().map(|m| m.name.as_str()).collect();
-            return Err(Error::from(format!(
-                "{name} (a '{}' run) has no metric '{metric}'; it has: {}; choose one both records have with --metric",
-                r.workload,
-                known.join(", ")
-            )));
+            return Err(Error::UnknownName {
+                subject: format!("{name} (a '{}' run)", r.workload),
+                kind: "metric",
+                name: metric.clone(),
+                known: r.metrics.iter().map(|m| m.name.clone()).collect(),
+                hint: "; choose one both records have with --metric",
+            });
         }
         if r.backend.kind != first.backend.kind {
             let what = |kind: &str| match kind {
@@ -75,7 +81,7 @@ pub fn compare(
                 what(&r.backend.kind)
             );
             if !force {
-                return Err(Error::from(format!(
+                return Err(Error::Incomparable(format!(
                     "{text}; a simulated machine's numbers are not the kernel's; compare like with like, or pass --force"
                 )));
             }
@@ -92,14 +98,14 @@ pub fn compare(
                             format!("{k}={v} vs {}", o.params.get(k).map_or("-", |s| s.as_str()))
                         })
                         .collect();
-                    return Err(Error::from(format!(
+                    return Err(Error::Incomparable(format!(
                         "{} and {name} ran different parameters ({}); compare like with like, or pass --force",
                         names[0],
                         diff.join(", ")
                     )));
                 }
                 None if !force => {
-                    return Err(Error::from(format!("{name} has no configuration '{}' as {} has; pass --force to compare what matches", c.label, names[0])));
+                    return Err(Error::Incomparable(format!("{name} has no configuration '{}' as {} has; pass --force to compare what matches", c.label, names[0])));
                 }
                 _ => {}
             }
@@ -148,7 +154,7 @@ pub fn compare(
             first.metric(&metric).map_or("", |m| m.unit.as_str())
         ));
         let report = schedlab_report::ministat::render(&sets, level, welch, 74)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Error::Input(e.to_string()))?;
         out.push_str(&report);
         out.push('\n');
     }
@@ -170,7 +176,7 @@ fn check_values(r: &RunRecord, name: &str) -> Result<(), Error> {
                     } else {
                         format!("configuration '{}', ", c.label)
                     };
-                    return Err(Error::from(format!(
+                    return Err(Error::Input(format!(
                         "{name}: {config}repetition {}: {why}; a record holding it cannot be compared",
                         i + 1
                     )));

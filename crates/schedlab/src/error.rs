@@ -1,18 +1,70 @@
-//! The binary's errors, typed where they are found and rendered once, by `main`: a usage error
-//! names the flags and values, the experiment layer's errors are said in the flags' words
-//! ([`crate::messages::render`]), an output's error names its flag and its path.
+//! The binary's errors, typed where they are found and rendered once, by `main`: a refused
+//! value names its flag and what is accepted, an unknown name the names known and the nearest
+//! one, an option given where it does not apply the command or backend it belongs to; the
+//! experiment layer's errors are said in the flags' words ([`crate::messages::render`]), an
+//! output's error names its flag and its path.
 
 use crate::messages::render;
 use schedlab_experiment::ExperimentError;
+use schedlab_workload::presets;
+use schedlab_workload::suggest::did_you_mean;
 use std::fmt;
 use std::path::PathBuf;
 
 /// Why a command failed.
 #[derive(Debug)]
 pub enum Error {
-    /// Flags or values that are not accepted, or that do not go together; the message names
-    /// them and what is accepted.
-    Usage(String),
+    /// A value an option does not accept: `FLAG VALUE: why, and what is accepted`.
+    BadValue {
+        /// The option (`--policy`, `--level`).
+        flag: String,
+        /// The value as given.
+        value: String,
+        /// Why not, and what is accepted.
+        why: String,
+    },
+    /// A name that is none of those known: `SUBJECT has no KIND 'NAME'; it has: ...`, with the
+    /// nearest known name suggested.
+    UnknownName {
+        /// What was asked (`--metric x: a.json`, `man run nosuch: 'run'`).
+        subject: String,
+        /// What kind of name (`metric`, `command`).
+        kind: &'static str,
+        /// The name given.
+        name: String,
+        /// The names known.
+        known: Vec<String>,
+        /// What to do instead, after the list (`""` for nothing).
+        hint: &'static str,
+    },
+    /// A command's WORKLOAD that is neither a shipped workload nor a workload file's name.
+    NotAWorkload(String),
+    /// Options given to a command they do not belong to.
+    OtherCommand {
+        /// The options, as a phrase (`--vary, --out, --plot and --shard`).
+        flags: String,
+        /// The command they belong to (`sweep`).
+        command: &'static str,
+        /// Why, or what to run instead (`""` for nothing).
+        hint: String,
+    },
+    /// An option that applies to one backend only, given for the other.
+    OtherBackend {
+        /// The option.
+        flag: String,
+        /// The backend it applies to, as a phrase (`the simulator`).
+        backend: &'static str,
+        /// What to do instead.
+        hint: &'static str,
+    },
+    /// Options that do not go together, or one that needs another; the message names them and
+    /// what would be accepted.
+    Conflict(String),
+    /// Records that differ in what was measured and are compared only with `--force`.
+    Incomparable(String),
+    /// An input that cannot be read or is not valid (a record, a profile, a shard's directory),
+    /// said by its reader, which names the file.
+    Input(String),
     /// What the experiment layer refused before anything ran, or what failed while it ran.
     Experiment(ExperimentError),
     /// The experiment layer's refusal of one option's value (`--out: ...`).
@@ -54,7 +106,51 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::System(m) => f.write_str(m),
+            Error::BadValue { flag, value, why } => write!(f, "{flag} {value}: {why}"),
+            Error::UnknownName {
+                subject,
+                kind,
+                name,
+                known,
+                hint,
+            } => {
+                let list = if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                };
+                let nearest = did_you_mean(name, known.iter().map(String::as_str));
+                write!(
+                    f,
+                    "{subject} has no {kind} '{name}'; it has: {list}{nearest}{hint}"
+                )
+            }
+            Error::NotAWorkload(name) => write!(
+                f,
+                "'{name}' is neither a workload ({}) nor a workload file (FILE.toml, or rt-app's FILE.json){}",
+                presets::names().collect::<Vec<_>>().join(", "),
+                did_you_mean(name, presets::names())
+            ),
+            Error::OtherCommand {
+                flags,
+                command,
+                hint,
+            } => {
+                let verb = if flags.contains(" and ") {
+                    "belong"
+                } else {
+                    "belongs"
+                };
+                write!(f, "{flags} {verb} to `schedlab {command}`{hint}")
+            }
+            Error::OtherBackend {
+                flag,
+                backend,
+                hint,
+            } => write!(f, "{flag} applies to {backend}; {hint}"),
+            Error::Conflict(m) | Error::Incomparable(m) | Error::Input(m) | Error::System(m) => {
+                f.write_str(m)
+            }
             Error::Experiment(e) => f.write_str(&render(e)),
             Error::ExperimentOption { flag, error } => write!(f, "{flag}: {}", render(error)),
             Error::Unsaved(e) => write!(f, "{}; the results above were not saved", render(e)),
@@ -69,20 +165,6 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
-
-/// A usage message (what most checks of the command line say).
-impl From<String> for Error {
-    fn from(m: String) -> Error {
-        Error::Usage(m)
-    }
-}
-
-/// A usage message.
-impl From<&str> for Error {
-    fn from(m: &str) -> Error {
-        Error::Usage(m.to_string())
-    }
-}
 
 impl From<schedlab_report::output::InputOverlap> for Error {
     fn from(e: schedlab_report::output::InputOverlap) -> Error {
@@ -106,7 +188,32 @@ mod tests {
     fn each_kind_renders_with_its_flag_and_path() {
         let e = Error::output("--plot", std::path::Path::new("a/b.svg"), "cannot write");
         assert_eq!(e.to_string(), "--plot a/b.svg: cannot write");
-        assert_eq!(Error::from("--vary x").to_string(), "--vary x");
+        let other = Error::OtherCommand {
+            flags: "--vary and --out".into(),
+            command: "sweep",
+            hint: String::new(),
+        };
+        assert_eq!(
+            other.to_string(),
+            "--vary and --out belong to `schedlab sweep`"
+        );
+        let unknown = Error::UnknownName {
+            subject: "--metric tiem: a.json".into(),
+            kind: "metric",
+            name: "tiem".into(),
+            known: vec!["time".into(), "messages".into()],
+            hint: "",
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "--metric tiem: a.json has no metric 'tiem'; it has: time, messages; did you mean 'time'?"
+        );
+        let bad = Error::BadValue {
+            flag: "--level".into(),
+            value: "97".into(),
+            why: "accepted: 80, 90".into(),
+        };
+        assert_eq!(bad.to_string(), "--level 97: accepted: 80, 90");
         let runs = ExperimentError::NoRepetitions;
         let plain = Error::from(ExperimentError::NoRepetitions).to_string();
         assert!(plain.starts_with("--runs 0: "), "{plain}");

@@ -36,7 +36,7 @@ fn select<'a>(args: &WorkloadArgs, file: Option<&'a WorkloadFile>) -> Result<Sel
         WorkloadName::File(path) => file
             .filter(|f| f.path == *path)
             .map(Selected::File)
-            .ok_or_else(|| Error::from(format!("the workload file '{path}' was not read"))),
+            .ok_or_else(|| Error::System(format!("the workload file '{path}' was not read"))),
     }
 }
 
@@ -44,8 +44,13 @@ fn select<'a>(args: &WorkloadArgs, file: Option<&'a WorkloadFile>) -> Result<Sel
 /// `--vary policy=` splits its values; none without `--policy`.
 fn policy_list(common: &CommonArgs) -> Result<Vec<String>, Error> {
     match &common.policy {
-        Some(text) => schedlab_experiment::vary::split_values("policy", text)
-            .map_err(|e| Error::from(format!("--policy {text}: {e}"))),
+        Some(text) => {
+            schedlab_experiment::vary::split_values("policy", text).map_err(|e| Error::BadValue {
+                flag: "--policy".into(),
+                value: text.clone(),
+                why: e.to_string(),
+            })
+        }
         None => Ok(Vec::new()),
     }
 }
@@ -86,9 +91,11 @@ fn go(
             || common.plot.is_some()
             || common.shard.is_some())
     {
-        return Err(Error::from(
-            "--vary, --out, --plot and --shard belong to `schedlab sweep`",
-        ));
+        return Err(Error::OtherCommand {
+            flags: "--vary, --out, --plot and --shard".into(),
+            command: "sweep",
+            hint: String::new(),
+        });
     }
     let workload = select(&args, file)?;
     let mut backend = backend_request(common)?;
@@ -97,7 +104,7 @@ fn go(
         compared = policy_variation(req, policies?, &common.vary, sweep)?;
     }
     if sweep && common.vary.is_empty() && compared.is_empty() {
-        return Err(Error::from("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)"));
+        return Err(Error::Conflict("sweep needs at least one --vary KEY=V1,V2,... (e.g. --vary threads=1,2,4 or --vary server.nice=0,19)".into()));
     }
     let search = match &workload {
         Selected::Preset(def) => def.search,
@@ -138,7 +145,7 @@ fn go(
     let end = match workload {
         Selected::File(f) => execute.with(f.script.clone())?,
         Selected::Preset(def) => presets::visit(def.name, execute)
-            .ok_or_else(|| format!("unknown workload '{}'", def.name))??,
+            .ok_or_else(|| Error::System(format!("unknown workload '{}'", def.name)))??,
     };
     Ok(match end {
         RunEnd::Complete => ExitCode::SUCCESS,
@@ -162,13 +169,20 @@ fn check_find_max(
         .map(|d| d.name)
         .collect();
     if sweep {
-        return Err(Error::from(format!("--find-max belongs to `schedlab run` (each candidate is a run of its own); use `schedlab run {} --find-max`", searchable.join("|"))));
+        return Err(Error::OtherCommand {
+            flags: "--find-max".into(),
+            command: "run",
+            hint: format!(
+                " (each candidate is a run of its own); use `schedlab run {} --find-max`",
+                searchable.join("|")
+            ),
+        });
     }
     let Some(search) = search else {
         let what: Vec<&str> = (presets::WORKLOADS.iter())
             .filter_map(|d| d.search.map(|s| s.what))
             .collect();
-        return Err(Error::from(format!(
+        return Err(Error::Conflict(format!(
             "--find-max searches {} and applies to the {} workload only, not '{}'",
             what.join(", "),
             searchable.join(", "),
@@ -182,11 +196,11 @@ fn check_find_max(
         ("--timeline", common.timeline.is_some()),
     ];
     if let Some((flag, _)) = outputs.iter().find(|(_, given)| *given) {
-        return Err(Error::from(format!(
+        return Err(Error::Conflict(format!(
             "{flag} does not go with --find-max; its record (--json FILE) holds every candidate and the answer"
         )));
     }
-    (search.check)(&args.params).map_err(Error::Usage)
+    (search.check)(&args.params).map_err(Error::Conflict)
 }
 
 /// `sweep --policy A,B` (several policies, each with its own `:parameters`) compares them: the
@@ -205,7 +219,7 @@ fn policy_variation(
         return Ok(Vec::new());
     }
     if !sweep {
-        return Err(Error::from(format!(
+        return Err(Error::Conflict(format!(
             "--policy {text} names {} policies; `run` takes one (compare them with `schedlab sweep ... --policy {text}`)",
             policies.len()
         )));
@@ -214,7 +228,7 @@ fn policy_variation(
         .iter()
         .any(|v| v.split_once('=').is_some_and(|(k, _)| k.trim() == "policy"))
     {
-        return Err(Error::from(format!(
+        return Err(Error::Conflict(format!(
             "--policy {text} and --vary policy=... both vary the policy; give one of them"
         )));
     }
@@ -236,15 +250,21 @@ fn backend_request(common: &CommonArgs) -> Result<BackendRequest, Error> {
                 ("--kernel-cpus", common.kernel_cpus.is_some()),
             ];
             if let Some((flag, _)) = sim_only.iter().find(|(_, given)| *given) {
-                return Err(Error::from(format!(
-                    "{flag} applies to the simulator; add --backend sim (on the real kernel, use --group NAME:cpus=LIST to pin tasks)"
-                )));
+                return Err(Error::OtherBackend {
+                    flag: flag.to_string(),
+                    backend: "the simulator",
+                    hint: "add --backend sim (on the real kernel, use --group NAME:cpus=LIST to pin tasks)",
+                });
             }
             Ok(BackendRequest::Real)
         }
         BackendArg::Sim => {
             if common.counters != CountersArg::Auto {
-                return Err(Error::from("--counters applies to the real kernel; the simulator counts everything exactly"));
+                return Err(Error::OtherBackend {
+                    flag: "--counters".into(),
+                    backend: "the real kernel",
+                    hint: "the simulator counts everything exactly",
+                });
             }
             Ok(BackendRequest::Sim(SimRequest {
                 policy: common.policy.clone(),
@@ -283,7 +303,7 @@ fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, Error> {
 /// run on; on the real kernel one, and `--jobs` above 1 is refused rather than ignored.
 fn jobs(common: &CommonArgs, flag: &str) -> Result<usize, Error> {
     match (common.backend, common.jobs) {
-        (BackendArg::Real, Some(n)) if n > 1 => Err(Error::from(format!(
+        (BackendArg::Real, Some(n)) if n > 1 => Err(Error::Conflict(format!(
             "{flag} {n}: real-kernel repetitions run one at a time, since side by side they would share, and disturb, the CPUs they measure; {flag} applies to --backend sim (give {flag} 1, or leave it out)"
         ))),
         (BackendArg::Real, _) => Ok(1),
@@ -320,17 +340,17 @@ fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, Error> {
         return Ok(None);
     };
     if common.until.is_some() {
-        return Err(Error::from(ShardError::Until.to_string()));
+        return Err(Error::Conflict(ShardError::Until.to_string()));
     }
     if common.out.is_none() && !check {
-        return Err(Error::from("--shard needs --out DIR: each shard writes its records into a directory of its own, which `schedlab merge` joins"));
+        return Err(Error::Conflict("--shard needs --out DIR: each shard writes its records into a directory of its own, which `schedlab merge` joins".into()));
     }
     if common.plot.is_some() {
-        return Err(Error::from("--plot draws the whole sweep, and a shard holds only part of it; draw it when merging: schedlab merge DIR... -o OUT --plot FILE.svg"));
+        return Err(Error::Conflict("--plot draws the whole sweep, and a shard holds only part of it; draw it when merging: schedlab merge DIR... -o OUT --plot FILE.svg".into()));
     }
     arg.resolve(|var| std::env::var(var).ok())
         .map(Some)
-        .map_err(|e| Error::from(e.to_string()))
+        .map_err(|e| Error::Conflict(e.to_string()))
 }
 
 /// Refuse output paths that cannot be written before anything runs: each must be a file in an
@@ -360,7 +380,7 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
         let target = check_file_output(flag, p)?;
         if let Some((other, _)) = seen.iter().find(|(_, t)| *t == target) {
             return Err(if target == output::Target::Stdout {
-                Error::from(format!(
+                Error::Conflict(format!(
                     "{flag} -: {other} writes standard output too; only one output can be -"
                 ))
             } else {
@@ -396,7 +416,7 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
     }
     if let Some(d) = &common.out {
         if d.as_os_str() == output::STDOUT {
-            return Err(Error::from("--out -: --out names a directory (the sweep's records, one file per configuration); standard output cannot hold it — use --json - for the whole record"));
+            return Err(Error::Conflict("--out -: --out names a directory (the sweep's records, one file per configuration); standard output cannot hold it — use --json - for the whole record".into()));
         }
         if d.exists() && !d.is_dir() {
             return Err(Error::output("--out", d, "exists and is not a directory"));
@@ -456,7 +476,7 @@ pub(crate) fn timeline_events_dir(svg: &std::path::Path) -> std::path::PathBuf {
 /// Check output `p` (`flag`'s) before anything runs ([`output::resolve`]): what it names, or
 /// an error naming the flag, the path and what is accepted.
 pub(crate) fn check_file_output(flag: &str, p: &std::path::Path) -> Result<output::Target, Error> {
-    output::resolve(p).map_err(|e| Error::from(format!("{flag} {e}")))
+    output::resolve(p).map_err(|e| Error::Conflict(format!("{flag} {e}")))
 }
 
 /// The summary's exports the options ask for (`--csv`, `--markdown`), with `keys` (the keys
@@ -487,13 +507,13 @@ fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<()
     let mut seen = std::collections::BTreeSet::new();
     for c in &experiment.configs {
         let Some(t) = c.workload.params().get("threads").cloned() else {
-            return Err(Error::from(format!(
+            return Err(Error::Conflict(format!(
                 "will-it-scale's CSV has a row per task count, and workload '{}' has no threads parameter",
                 c.workload.name()
             )));
         };
         if !seen.insert(t.clone()) {
-            return Err(Error::from(format!(
+            return Err(Error::Conflict(format!(
                 "will-it-scale's CSV has one row per task count, and this sweep has several configurations with threads={t}; vary only --threads"
             )));
         }
@@ -504,11 +524,11 @@ fn check_wis_csv<W: Configurable, M>(experiment: &Experiment<W, M>) -> Result<()
         .and_then(|c| c.workload.metric_defs().into_iter().next());
     match primary {
         Some(m) if m.better == schedlab_workload::record::Better::Higher => Ok(()),
-        Some(m) => Err(Error::from(format!(
+        Some(m) => Err(Error::Conflict(format!(
             "its threads column is an operation rate, and this workload's primary metric {} is not one",
             m.name
         ))),
-        None => Err(Error::from("the workload has no metric")),
+        None => Err(Error::Conflict("the workload has no metric".into())),
     }
 }
 
@@ -581,7 +601,7 @@ impl Execute<'_> {
             (Some(shard), Budget::Fixed(runs)) => Some(
                 shard
                     .plan(experiment.configs.len(), *runs)
-                    .map_err(|e| e.to_string())?,
+                    .map_err(|e| Error::Conflict(e.to_string()))?,
             ),
             _ => None,
         };
@@ -696,9 +716,14 @@ impl Execute<'_> {
             .map(|(_, v)| v.clone())
             .or_else(|| base.params().get(param).cloned())
             .unwrap_or_default();
-        let start = start_text.trim().parse::<u64>().map_err(|_| {
-            format!("--{param} {start_text}: accepted: a whole number, where --find-max starts")
-        })?;
+        let start = start_text
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| Error::BadValue {
+                flag: format!("--{param}"),
+                value: start_text.clone(),
+                why: "accepted: a whole number, where --find-max starts".into(),
+            })?;
         let spec = SearchSpec {
             param: param.into(),
             metric: search_def.metric.into(),

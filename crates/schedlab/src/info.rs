@@ -108,9 +108,12 @@ pub fn list(profile_file: Option<&str>) -> Result<String, Error> {
 fn describe_profile_file(path: &str) -> Result<String, Error> {
     use schedlab_sim::profile_file::ProfileFile;
     let p = std::path::Path::new(path);
-    let text = std::fs::read_to_string(p).map_err(|e| format!("--profile {path}: {e}"))?;
-    let file = ProfileFile::parse(&text, p).map_err(|e| e.to_string())?;
-    let model = file.cost_model(p).map_err(|e| e.to_string())?;
+    let text =
+        std::fs::read_to_string(p).map_err(|e| Error::Input(format!("--profile {path}: {e}")))?;
+    let file = ProfileFile::parse(&text, p).map_err(|e| Error::Input(e.to_string()))?;
+    let model = file
+        .cost_model(p)
+        .map_err(|e| Error::Input(e.to_string()))?;
     let mut out = format!("\nPROFILE FILE {path}\n  {model}\n");
     if !file.note.is_empty() {
         let _ = writeln!(out, "  note: {}", file.note);

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
         .clone()
         .try_get_matches_from(&args)
         .and_then(|m| Cli::from_arg_matches(&m))
-        .unwrap_or_else(|e| e.exit());
+        .unwrap_or_else(|e| with_suggestion(e, &prepared.command, &args).exit());
     clean_leftovers(&cli);
     match run_cli(cli, prepared) {
         Ok(code) => code,
@@ -49,6 +49,49 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// clap's error for an unknown command or option, with the nearest name as its tip where clap
+/// found none: clap's Jaro similarity misses short transpositions (`schedlab rnu`), which
+/// [`schedlab_workload::suggest`], the suggestion of every other message, finds.
+fn with_suggestion(mut e: clap::Error, command: &clap::Command, args: &[String]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    use schedlab_workload::suggest::nearest;
+    let (invalid, suggested) = match e.kind() {
+        ErrorKind::InvalidSubcommand => (
+            ContextKind::InvalidSubcommand,
+            ContextKind::SuggestedSubcommand,
+        ),
+        ErrorKind::UnknownArgument => (ContextKind::InvalidArg, ContextKind::SuggestedArg),
+        _ => return e,
+    };
+    if e.get(suggested).is_some() {
+        return e;
+    }
+    let Some(ContextValue::String(word)) = e.get(invalid).cloned() else {
+        return e;
+    };
+    // The deepest command the arguments name before the unknown word.
+    let mut cmd = command;
+    for a in args.iter().skip(1).take_while(|a| **a != word) {
+        if let Some(sub) = cmd.find_subcommand(a) {
+            cmd = sub;
+        }
+    }
+    let found = if suggested == ContextKind::SuggestedSubcommand {
+        nearest(&word, cmd.get_subcommands().map(|s| s.get_name())).map(str::to_string)
+    } else {
+        let Some(long) = word.strip_prefix("--") else {
+            return e;
+        };
+        let long = long.split('=').next().unwrap_or(long);
+        let shown = cmd.get_arguments().filter(|a| !a.is_hide_set());
+        nearest(long, shown.filter_map(|a| a.get_long())).map(|s| format!("--{s}"))
+    };
+    if let Some(s) = found {
+        e.insert(suggested, ContextValue::String(s));
+    }
+    e
 }
 
 /// Remove what killed schedlab runs left (temporary directories, tracefs mounts and
@@ -121,8 +164,8 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Report { records, out } => {
-            let w =
-                schedlab_report::html::write_report(&records, &out).map_err(|e| e.to_string())?;
+            let w = schedlab_report::html::write_report(&records, &out)
+                .map_err(|e| Error::Input(e.to_string()))?;
             eprintln!(
                 "wrote {} ({} record{}, {} configuration{}, {} bytes)",
                 out.display(),

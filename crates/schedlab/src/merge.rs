@@ -27,7 +27,7 @@ pub fn run(
         .map(|p| ("a file of a shard", p.as_path()))
         .collect();
     if out.as_os_str() == schedlab_report::output::STDOUT {
-        return Err(Error::from("-o -: merge writes a directory (sweep.json and a record per configuration); give a directory name"));
+        return Err(Error::Conflict("-o -: merge writes a directory (sweep.json and a record per configuration); give a directory name".into()));
     }
     if let Some(p) = plot {
         let target = crate::execute::check_file_output("--plot", p)?;
@@ -51,7 +51,8 @@ pub fn run(
             ));
         }
     }
-    let merged = schedlab_experiment::merge::merge(dirs, out).map_err(|e| e.to_string())?;
+    let merged =
+        schedlab_experiment::merge::merge(dirs, out).map_err(|e| Error::Input(e.to_string()))?;
     let record = &merged.record;
     let timeline_text = schedlab_report::timeline::timeline_text(record);
     if let Some(p) = timeline.filter(|_| timeline_text.is_empty()) {

@@ -3,12 +3,13 @@
 //! from (the binary prefixes `--policy SPEC: `).
 
 use super::registry::lookup;
+use schedlab_workload::suggest::did_you_mean;
 
 /// A policy spec, parameter or knob the simulator refuses.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PolicyError {
     /// No policy has this name.
-    #[error("unknown policy '{name}'; the simulator knows {}", super::registry::names().collect::<Vec<_>>().join(", "))]
+    #[error("unknown policy '{name}'; the simulator knows {}{}", super::registry::names().collect::<Vec<_>>().join(", "), did_you_mean(name, super::registry::names()))]
     UnknownPolicy {
         /// The name given.
         name: String,
@@ -21,8 +22,9 @@ pub enum PolicyError {
     },
     /// The policy has no parameter of this name.
     #[error(
-        "policy '{policy}' has no parameter '{param}'; its parameters: {}",
-        param_names(policy)
+        "policy '{policy}' has no parameter '{param}'; its parameters: {}{}",
+        param_names(policy),
+        did_you_mean(param, lookup(policy).into_iter().flat_map(|d| d.params.iter().map(|p| p.name)))
     )]
     UnknownParam {
         /// The policy.

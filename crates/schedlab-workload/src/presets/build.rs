@@ -33,7 +33,7 @@
 //! link lines make printed, checked against the graph's.
 
 use super::build_tree;
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{
     param_defs, parse_count, parse_param, parse_with, HostNeeds, Param, ParamDef, ParamKind, Preset,
 };
@@ -324,7 +324,17 @@ impl Preset for Build {
         "A kernel build: a job server with --jobs slots runs compile jobs and links, each a new process (groups: make, cc, ld).",
         "seed 002's make -jN bzImage: a job server runs a kernel-shaped graph of compile and link jobs, each a new process; makespan, busy CPUs, jobs/s",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "A make -j8 kernel build on a simulated 4-CPU machine",
+            "run build --jobs 8 --backend sim --cpus 4",
+        ),
+        Example::new(
+            "Makespan against make's job slots",
+            "sweep build --backend sim --cpus 4 --vary jobs=2,4,8",
+        ),
+    ]);
 
     const TABLE: &'static [Param<Self>] = TABLE;
 

@@ -55,7 +55,7 @@
 //! the writers take turns under a lock there (see `tcp_write_locks` in the real backend's
 //! runner), which the simulator does not model.
 
-use super::def::{SeedTable, Tables, WorkloadDef};
+use super::def::{Example, SeedTable, Tables, WorkloadDef};
 use super::params::{
     check_product, param_defs, parse_count, parse_param, parse_with, Param, ParamDef, Preset,
     MAX_MESSAGES, MAX_TASKS,
@@ -597,6 +597,16 @@ impl Preset for Chat {
         "VolanoMark / IBM chat: rooms of users over loopback; the server relays each message to the other members",
         PARAMS,
     )
+    .examples(&[
+        Example::new(
+            "VolanoMark's chat rooms on a simulated 4-CPU O(1) kernel with Hartner's threshold",
+            "run chat --rooms 2 --users 10 --messages 20 --backend sim --policy o1:threshold=40 --cpus 4",
+        ),
+        Example::new(
+            "Seed 000's comparison: the server niced, stock O(1) against threshold 40",
+            "sweep chat --rooms 2 --users 10 --messages 20 --backend sim --cpus 4 --vary policy=o1,o1:threshold=40 --vary server.nice=0,19",
+        ),
+    ])
     .tables(Tables {
         seed: Some(SeedTable {
             title: "Seed 000 table (VolanoMark runs)",

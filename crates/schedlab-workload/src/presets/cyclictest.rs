@@ -37,7 +37,7 @@
 //! machine's wakeup path and the policy (`select_task_rq`, `wakeup_preempt`, the switch), so the
 //! latency is the policy's; the simulated timer itself is exact (no hrtimer slack).
 
-use super::def::{SeedTable, Tables, WorkloadDef};
+use super::def::{Example, SeedTable, Tables, WorkloadDef};
 use super::params::{
     check_product, cross_configurations, param_defs, parse_count, parse_with, ListValues, Param,
     ParamDef, Preset,
@@ -636,7 +636,17 @@ impl Preset for Cyclictest {
             render: thread_table,
         }),
         own: None,
-    });
+    })
+    .examples(&[
+        Example::new(
+            "cyclictest -t 2 -p 90 -i 1000 on this kernel for 5 s: per-thread min/avg/max latency",
+            "run cyclictest --threads 2 --priority 90 --interval 1ms --duration 5s",
+        ),
+        Example::new(
+            "A SCHED_FIFO 90 thread beside a compile load under 2.4 and O(1)",
+            "sweep cyclictest --backend sim --priority 90 --load compile --duration 2s --vary policy=linux24,o1",
+        ),
+    ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
     fn with_defaults(host_cpus: usize) -> Self {

@@ -32,6 +32,30 @@ pub struct WorkloadDef {
     pub tables: Tables,
     /// The search `run --find-max` does on it, if it has one.
     pub search: Option<SearchDef>,
+    /// Command lines that show it in use, for its `run --help` and `sweep --help` and the
+    /// manual (a test runs each through the command line's parser).
+    pub examples: &'static [Example],
+}
+
+/// One example of a workload in use: what it shows, and the command line after `schedlab`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Example {
+    /// What it shows, one line.
+    pub about: &'static str,
+    /// The arguments after `schedlab`, starting with the command (`run`, `sweep`).
+    pub args: &'static str,
+}
+
+impl Example {
+    /// An example: `about`, then `schedlab ARGS`.
+    pub const fn new(about: &'static str, args: &'static str) -> Example {
+        Example { about, args }
+    }
+
+    /// The command it runs (`run`, `sweep`, ...): the first word of its arguments.
+    pub fn command(&self) -> &'static str {
+        self.args.split(' ').next().unwrap_or("")
+    }
 }
 
 impl WorkloadDef {
@@ -49,7 +73,14 @@ impl WorkloadDef {
             params,
             tables: Tables::NONE,
             search: None,
+            examples: &[],
         }
+    }
+
+    /// This definition with `examples`.
+    pub const fn examples(mut self, examples: &'static [Example]) -> WorkloadDef {
+        self.examples = examples;
+        self
     }
 
     /// This definition with `tables`.

@@ -36,7 +36,7 @@
 //! - X keeps the original's definition: each step's deadline is its interval (100 − i) ms although
 //!   it runs i ms, so every step past i = 50 misses — kept so results compare with published ones.
 
-use super::def::{OwnTables, TableStats, Tables, WorkloadDef};
+use super::def::{Example, OwnTables, TableStats, Tables, WorkloadDef};
 use super::params::{
     param_defs, parse_count, parse_param, parse_with, ListValues, Param, ParamDef, ParamKind,
     Preset,
@@ -801,6 +801,16 @@ impl Preset for Interbench {
         "interbench (seed 004): an interactive task's latency, desired CPU and deadlines under a background load; one configuration per (bench, load) pair",
         PARAMS,
     )
+    .examples(&[
+        Example::new(
+            "interbench's audio and video benchmarks under a CPU burner, simulated CFS",
+            "run interbench --bench audio,video --loads none,burn --duration 2s --backend sim --policy cfs --cpus 2",
+        ),
+        Example::new(
+            "The audio benchmark's latency at two nice levels",
+            "sweep interbench --bench audio --loads burn --duration 2s --backend sim --cpus 2 --vary bench.nice=0,10",
+        ),
+    ])
     .tables(Tables {
         seed: None,
         own: Some(OwnTables {

@@ -28,7 +28,7 @@
 //! end, after the barrier in `kernel`), each lookup's latency (the walk, without the request's
 //! work) as percentiles, acquisitions and misses per lookup.
 
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{
     check_product, param_defs, parse_count, parse_param, parse_with, set_from_table, HostNeeds,
     Param, ParamDef, ParamKind, Preset,
@@ -327,7 +327,17 @@ impl Preset for Lookup {
         "Seed 003's path lookup under dcache_lock: per-component lock, fastwalk, RCU, or the kernel's own walk (group: lookup).",
         "seed 003's dcache: tasks resolve paths under dcache_lock per component, fastwalk or RCU (or the real kernel's walk)",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "Seed 003: four threads resolving paths under dcache_lock, simulated",
+            "run lookup --threads 4 --dcache lock --backend sim --cpus 4",
+        ),
+        Example::new(
+            "dcache_lock against fastwalk and RCU",
+            "sweep lookup --threads 4 --backend sim --cpus 4 --vary dcache=lock,fastwalk,rcu",
+        ),
+    ]);
 
     const TABLE: &'static [Param<Self>] = TABLE;
 

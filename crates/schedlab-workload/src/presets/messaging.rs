@@ -7,7 +7,7 @@
 //! tasks are done. Unlike hackbench, each message carries its sender and sequence number and every
 //! receiver checks them, so a lost, duplicated or reordered message fails the run.
 
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{
     check_product, param_defs, parse_count, parse_param, parse_with, Param, ParamDef, Preset,
     MAX_MESSAGES, MAX_TASKS,
@@ -131,13 +131,14 @@ const MAX_LOOPS: usize = 1_000_000_000;
 
 /// The parameters of [`Messaging`], each declared once.
 const TABLE: &[Param<Messaging>] = &[
+    // -g, -f, -l, -s: hackbench's own letters for these four (rt-tests hackbench --help).
     Param::new(
-        ParamDef::value("groups", "10", "10", "Number of groups."),
+        ParamDef::value("groups", "10", "10", "Number of groups.").short('g'),
         |w, v| parse_count(NAME, "groups", v, 1..=MAX_GROUPS).map(|n| w.groups = n),
         |w| w.groups.to_string(),
     ),
     Param::new(
-        ParamDef::value("fds", "20", "20", "Senders (and receivers) per group."),
+        ParamDef::value("fds", "20", "20", "Senders (and receivers) per group.").short('f'),
         |w, v| parse_count(NAME, "fds", v, 1..=MAX_FDS).map(|n| w.fds = n),
         |w| w.fds.to_string(),
     ),
@@ -147,12 +148,13 @@ const TABLE: &[Param<Messaging>] = &[
             "100",
             "100",
             "Messages each sender writes to each receiver of its group.",
-        ),
+        )
+        .short('l'),
         |w, v| parse_count(NAME, "loops", v, 1..=MAX_LOOPS).map(|n| w.loops = n),
         |w| w.loops.to_string(),
     ),
     Param::new(
-        ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096)."),
+        ParamDef::value("datasize", "100", "100", "Bytes per message (8..4096).").short('s'),
         |w, v| parse_param(NAME, "datasize", v, "a whole number").map(|n| w.datasize = n),
         |w| w.datasize.to_string(),
     ),
@@ -186,7 +188,17 @@ impl Preset for Messaging {
         "hackbench: groups of senders and receivers exchanging messages (groups: sender, receiver).",
         "hackbench: groups of senders and receivers; every sender writes loops messages to each receiver of its group",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "hackbench -g 4 -l 50 on a simulated 4-CPU machine under EEVDF",
+            "run messaging -g 4 -l 50 --backend sim --cpus 4 --policy eevdf",
+        ),
+        Example::new(
+            "The same messages through pipes and through socket pairs, side by side",
+            "sweep messaging -g 4 -l 50 --vary transport=pipe,socketpair",
+        ),
+    ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {

@@ -21,7 +21,9 @@ mod web;
 pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use cyclictest::{CyclicLoad, CyclicPolicy, Cyclictest};
-pub use def::{lookup, names, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef};
+pub use def::{
+    lookup, names, Example, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef,
+};
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;
 pub use messaging::Messaging;

@@ -37,6 +37,9 @@ pub struct ParamDef {
     /// Whether a value may start with `-` (durations, so that `-1s` reaches the setter's
     /// error instead of being taken for a flag).
     pub hyphen_values: bool,
+    /// A one-letter flag as well (`-g` for messaging's `groups`, as hackbench spells it), where
+    /// it clashes with no common option's.
+    pub short: Option<char>,
 }
 
 impl ParamDef {
@@ -54,6 +57,7 @@ impl ParamDef {
             kind: ParamKind::Value,
             usage,
             hyphen_values: false,
+            short: None,
         }
     }
 
@@ -78,6 +82,12 @@ impl ParamDef {
     /// This parameter, accepting values that start with `-`.
     pub const fn hyphen_values(mut self) -> ParamDef {
         self.hyphen_values = true;
+        self
+    }
+
+    /// This parameter, with the one-letter flag `-LETTER` as well.
+    pub const fn short(mut self, letter: char) -> ParamDef {
+        self.short = Some(letter);
         self
     }
 }
@@ -433,8 +443,9 @@ pub fn unknown_param(workload: &'static str, defs: &[ParamDef], name: &str) -> P
     ParamError::whole(
         workload,
         format!(
-            "no parameter '{name}'; its parameters are: {}",
-            names.join(", ")
+            "no parameter '{name}'; its parameters are: {}{}",
+            names.join(", "),
+            crate::suggest::did_you_mean(name, names.iter().copied())
         ),
     )
 }

@@ -5,7 +5,7 @@
 //! µs per round trip = wall time / loops, as perf defines usecs/op; each round trip is also
 //! timed by `ping` for percentiles.
 
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{param_defs, parse_count, parse_with, Param, ParamDef, Preset};
 use super::{metric, Outcome, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
@@ -105,7 +105,17 @@ impl Preset for PingPong {
         "perf bench sched pipe: two tasks bounce a token (groups: ping, pong).",
         "perf bench sched pipe: two tasks bounce a 4-byte token",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "perf bench sched pipe on this kernel: 100,000 round trips through a pipe",
+            "run pingpong --loops 100000 --transport pipe",
+        ),
+        Example::new(
+            "Round-trip time over each transport",
+            "sweep pingpong --loops 20000 --vary transport=pipe,socketpair,unix",
+        ),
+    ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {

@@ -59,7 +59,7 @@
 //!   measured in nanoseconds with HdrHistogram (3 significant digits), where the original
 //!   counts whole microseconds in fio's histogram (8 bits of mantissa).
 
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{
     check_product, param_defs, parse_count, parse_param, parse_with, DefaultKind, GroupDefault,
     Param, ParamDef, ParamKind, Preset, MAX_TASKS,
@@ -772,7 +772,17 @@ impl Preset for Schbench {
         "schbench: message threads wake workers, which sleep and then work under a per-CPU lock; wakeup and request latency percentiles, RPS (groups: message, worker).",
         "masoncl/schbench: wakeup latency, request latency and RPS of message threads waking workers; -R rate mode, -p pipe mode",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "schbench -m 1 -t 4 -r 10 on this kernel: wakeup and request latency percentiles, RPS",
+            "run schbench --message-threads 1 --threads 4 --runtime 10s",
+        ),
+        Example::new(
+            "p99 wakeup latency under every simulated policy, 8 CPUs fully loaded",
+            "sweep schbench --backend sim --cpus 8 --threads 8 --runtime 5s --vary policy=linux24,o1,staircase,cfs,eevdf,ule",
+        ),
+    ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
     fn with_defaults(host_cpus: usize) -> Self {

@@ -5,7 +5,7 @@
 //! threads (their summed thread CPU clocks) divided by the yields they made — i.e. the cost of one
 //! trip through `schedule()`, independent of how many CPUs ran in parallel.
 
-use super::def::WorkloadDef;
+use super::def::{Example, WorkloadDef};
 use super::params::{
     param_defs, parse_count, parse_with, Param, ParamDef, ParamKind, Preset, MAX_TASKS,
 };
@@ -91,7 +91,17 @@ impl Preset for Yield {
         "The sched_yield test of seed 002: N threads yield for a while (group: yield).",
         "seed 002's sched_yield test: threads call sched_yield for a duration; one configuration per thread count",
         PARAMS,
-    );
+    )
+    .examples(&[
+        Example::new(
+            "Seed 002's sched_yield test with 1 and 16 threads on the 2.4 scheduler, simulated",
+            "run yield --threads 1,16 --duration 100ms --backend sim --policy linux24 --cpus 4",
+        ),
+        Example::new(
+            "The 2.4 scheduler against IBM's multi-queue one",
+            "sweep yield --threads 16 --duration 100ms --backend sim --cpus 4 --vary policy=linux24,linux24-mq",
+        ),
+    ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
     fn check(&self) -> Result<(), ParamError> {

@@ -42,7 +42,7 @@
 //! `dcache_lock`, so that `--locks` prints its lockmeter table beside the conforming
 //! connections of the same run.
 
-use super::def::{SearchDef, SeedTable, Tables, WorkloadDef};
+use super::def::{Example, SearchDef, SeedTable, Tables, WorkloadDef};
 use super::params::{param_defs, parse_count, parse_with, set_from_table, Param, ParamDef, Preset};
 use super::seed000::{nice_column, policy_and_knobs, seed_header};
 use super::{metric, HostNeeds, Outcome, Workload};
@@ -827,6 +827,16 @@ impl Preset for Web {
         "SPECweb99: keep-alive connections at 400 kbit/s against a built-in server; conforming connections",
         PARAMS,
     )
+    .examples(&[
+        Example::new(
+            "SPECweb99 with 50 connections for 10 s on this kernel",
+            "run web --connections 50 --duration 10s",
+        ),
+        Example::new(
+            "The most conforming connections this machine serves",
+            "run web --duration 10s --find-max",
+        ),
+    ])
     .tables(Tables {
         seed: Some(SeedTable {
             title: "Seed 000 table (SPECweb99 runs)",
