@@ -14,6 +14,7 @@ pub mod params;
 mod pingpong;
 mod sched_yield;
 mod seed000;
+mod volano;
 mod web;
 
 pub use build::Build;
@@ -28,6 +29,7 @@ pub use params::{
 };
 pub use pingpong::PingPong;
 pub use sched_yield::Yield;
+pub use volano::Volano;
 pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
 use crate::context::{Context, WorkloadError};
@@ -249,6 +251,7 @@ registry! {
     Web,
     Lookup,
     Build,
+    Volano,
 }
 
 /// Shorthand for a metric definition.
