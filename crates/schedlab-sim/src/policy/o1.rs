@@ -15,6 +15,18 @@
 //! (include/linux/topology.h: imbalance_pct 125, cache_nice_tries 1, and the 2.5 ms
 //! cache_hot_time of kernels before 2.6.16, which then began to calibrate it at boot).
 //!
+//! `yield=2.5.25` swaps in the sys_sched_yield of Linux 2.5.22–2.5.27, the kernel seed 000 ran
+//! (Ingo Molnar's "[patch] 2.5.22 current scheduler bits #1", LKML 2002-06-17, brought it in;
+//! "[patch] scheduler bits for 2.5.27", 2002-07-20, replaced it by the expired-array yield that
+//! 2.6 kept): a SCHED_OTHER task that yields loses one priority level and goes to the tail of
+//! that level's list in the *active* array; at the lowest level (139) it gives up one tick of its
+//! slice instead and keeps its place, and only with one tick left does it go to the expired
+//! array. The lost levels come back when the priority is next computed, which 2.5.25 did at a
+//! slice's expiry and at a wakeup after a sleep of at least one jiffy (`activate_task` recomputes
+//! only when `jiffies - sleep_timestamp` is not 0); so under this variant a wakeup within the
+//! same jiffy neither credits sleep nor recomputes the priority. The rest of the policy stays
+//! 2.6.20's (its sleep_avg in ns, its timeslices).
+//!
 //! Simplifications (the simulator has no fork tree, no uninterruptible sleep, no sync wakeups):
 //! - New tasks start with sleep_avg 0 (prio = static_prio + 5) and a full slice: no parent whose
 //!   sleep_avg (CHILD_PENALTY) or slice (sched_fork halving, sched_exit refund) they share.
@@ -112,8 +124,13 @@ enum SleepType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Requeue {
     ActiveTail,
+    /// Where it was, first in its list: 2.5.25's yield at prio 139 with ticks to spare.
+    ActiveHead,
     Expired,
 }
+
+/// Which kernel's sys_sched_yield the policy runs (the `yield` parameter's values, in order).
+const YIELD_VARIANTS: &[&str] = &["expired", "2.5.25"];
 
 /// Per-task scheduling state (the O(1) fields of `struct task_struct`).
 #[derive(Clone, Debug)]
@@ -241,6 +258,9 @@ impl Rq {
 /// bonus, and Hartner's wakeup-preemption threshold.
 pub struct O1 {
     threshold: u32,
+    /// 2.5.25's three-level yield and its activation rule instead of 2.6.20's expired-array
+    /// yield.
+    yield_2525: bool,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
     /// 2.6's domain hierarchy on a machine with a topology; `None`: one flat domain.
@@ -258,6 +278,12 @@ pub const DEF: PolicyDef = PolicyDef {
             values: Values::Range(0, MAX_THRESHOLD),
             meaning: "Hartner's preemption threshold: 0 = stock, 40 = no priority preemption among SCHED_OTHER tasks",
         },
+        ParamDef {
+            name: "yield",
+            default: 0,
+            values: Values::Variant(YIELD_VARIANTS),
+            meaning: "sched_yield of a SCHED_OTHER task: expired = 2.6's (to the expired array); 2.5.25 = seed 000's kernel (one priority level lower in the active array; recomputed at slice expiry or after a sleep of a jiffy)",
+        },
     ],
     describe_defaults: true,
     check: no_check,
@@ -268,6 +294,7 @@ impl FromParams for O1 {
     fn from_params(params: &Params) -> O1 {
         O1 {
             threshold: params.get("threshold"),
+            yield_2525: YIELD_VARIANTS[params.get("yield") as usize] == "2.5.25",
             tasks: Vec::new(),
             rqs: Vec::new(),
             sd: None,
@@ -464,6 +491,7 @@ impl Policy for O1 {
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
         self.ensure_rqs(m.ncpus);
         let hz = Hz::of(m);
+        let yield_2525 = self.yield_2525;
         let t = self.task_mut(task);
         t.requeue = None;
         match kind {
@@ -474,7 +502,10 @@ impl Policy for O1 {
             }
             EnqueueKind::Wakeup { slept_ns } => {
                 t.via_wakeup = true;
-                if !t.is_rt() {
+                // 2.5.25's activate_task: no jiffy boundary crossed, no credit and no new prio.
+                let same_jiffy =
+                    yield_2525 && m.now / hz.tick_ns == m.now.saturating_sub(slept_ns) / hz.tick_ns;
+                if !t.is_rt() && !same_jiffy {
                     // activate_task
                     t.prio = t.recalc_prio(hz, slept_ns);
                     if t.sleep_type == SleepType::Normal {
@@ -578,7 +609,7 @@ impl Policy for O1 {
             self.rqs[cpu].curr = None;
         }
         match requeue {
-            None => self.queue(cpu, task, false, true),
+            None | Some(Requeue::ActiveHead) => self.queue(cpu, task, false, true),
             Some(Requeue::ActiveTail) => self.queue(cpu, task, false, false),
             Some(Requeue::Expired) => self.queue(cpu, task, true, false),
         }
@@ -630,10 +661,22 @@ impl Policy for O1 {
     }
 
     fn yield_task(&mut self, _m: &MachineView, _cpu: CpuId, task: TaskId) -> bool {
+        let yield_2525 = self.yield_2525;
         let t = self.task_mut(task);
         t.requeue = Some(if t.is_rt() {
             Requeue::ActiveTail
+        } else if !yield_2525 {
+            Requeue::Expired
+        } else if t.prio < MAX_PRIO - 1 {
+            // Level 1: one priority lower, at the tail of that list in the active array.
+            t.prio += 1;
+            Requeue::ActiveTail
+        } else if t.time_slice > 1 {
+            // Level 2: at the lowest priority, give up one tick and stay where it is.
+            t.time_slice -= 1;
+            Requeue::ActiveHead
         } else {
+            // Level 3: no ticks left to give.
             Requeue::Expired
         });
         true
@@ -857,6 +900,65 @@ mod tests {
         assert_eq!(h.pick(0), Some(0));
     }
 
+    /// 2.5.25's sys_sched_yield (three levels) under `yield=2.5.25`; 2.6's expired-array yield
+    /// stays the default (`expired_array_and_array_switch`).
+    #[test]
+    fn yield_2525_lowers_the_priority_in_the_active_array() {
+        let mut h: H<O1> = H::new("o1:threshold=0,yield=2.5.25", 1000, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!(h.prio(0), 125, "a new task: no sleep_avg, static prio + 5");
+        assert!(h.put_prev(0, PutPrevKind::Yielded));
+        assert_eq!(h.prio(0), 126, "level 1: one priority lower");
+        assert!(!h.in_expired(0, 0), "and still in the active array");
+        assert_eq!(h.pick(0), Some(1), "the peer at 125 runs first");
+        h.sleep(0);
+        assert_eq!(
+            h.pick(0),
+            Some(0),
+            "then the yielder, not an expired task's turn"
+        );
+        assert_eq!(h.prio(0), 126);
+        // A wakeup in the same jiffy keeps the lost level (activate_task recomputes nothing);
+        // one after a jiffy boundary recomputes the priority from sleep_avg.
+        h.now = 5 * MS + MS / 10;
+        h.sleep(0);
+        h.now += MS / 5;
+        h.wake_to(0, 0, Some(0), MS / 5);
+        assert_eq!(h.prio(0), 126, "woken within the jiffy");
+        assert_eq!(h.pick(0), Some(0));
+        h.sleep(0);
+        h.now += 2 * MS;
+        h.wake_to(0, 0, Some(0), 2 * MS);
+        assert_eq!(h.prio(0), 125, "woken after two jiffies: recomputed");
+
+        // Levels 2 and 3: at 139 a yield gives up a tick and keeps the task first in its list;
+        // with one tick left it goes to the expired array.
+        let mut h: H<O1> = H::new("o1:threshold=0,yield=2.5.25", 1000, 1);
+        h.spawn(0, 0, nice(19), ALL);
+        h.spawn(1, 0, nice(19), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        assert_eq!((h.prio(0), h.p.task(0).time_slice), (139, 5));
+        for left in [4, 3, 2, 1] {
+            assert!(h.put_prev(0, PutPrevKind::Yielded));
+            assert_eq!(h.p.task(0).time_slice, left);
+            assert!(!h.in_expired(0, 0));
+            assert_eq!(h.pick(0), Some(0), "keeps its place ahead of its equal");
+        }
+        assert!(h.put_prev(0, PutPrevKind::Yielded));
+        assert!(h.in_expired(0, 0), "one tick left: expired");
+        assert_eq!(h.pick(0), Some(1));
+
+        // The default is 2.6's: a SCHED_OTHER yielder goes to the expired array at once.
+        let mut h = o1h(0, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        assert!(h.put_prev(0, PutPrevKind::Yielded));
+        assert!(h.in_expired(0, 0) && h.prio(0) == 125);
+    }
+
     #[test]
     fn balance_pulls_queued_cold_allowed_tasks_only() {
         let two = CpuMask::first(2);
@@ -908,6 +1010,17 @@ mod tests {
         let o: O1 = built("o1");
         assert_eq!(spec("o1").describe(), "o1:threshold=0");
         assert_eq!(spec("o1:threshold=40").describe(), "o1:threshold=40");
+        // A variant is described only when chosen, so that adding it moved no description.
+        assert_eq!(spec("o1:yield=expired").describe(), "o1:threshold=0");
+        assert_eq!(
+            spec("o1:yield=2.5.25").describe(),
+            "o1:threshold=0,yield=2.5.25"
+        );
+        let e = spec_err("o1:yield=2.6");
+        assert!(
+            e.contains("yield=2.6") && e.contains("yield=expired or yield=2.5.25"),
+            "{e}"
+        );
         let e = spec_err("o1:threshold=41");
         assert!(e.contains("threshold=41") && e.contains("0..40"), "{e}");
         let e = spec_err("o1:threshold=x");

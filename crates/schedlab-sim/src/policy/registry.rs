@@ -82,6 +82,12 @@ pub enum Values {
     Range(u32, u32),
     /// One of these names, held as its index (`idle=pool|all`).
     Choice(&'static [&'static str]),
+    /// One of these names, held as its index, choosing which version of the modelled kernel's
+    /// code runs (`yield=expired|2.5.25`). At its default — the code as the policy modelled it
+    /// before the variant was added — a description leaves it out even when the policy spells
+    /// out its other defaults ([`PolicyDef::describe_defaults`]), so that adding a variant
+    /// changes no existing description, record or table.
+    Variant(&'static [&'static str]),
 }
 
 impl ParamDef {
@@ -92,7 +98,7 @@ impl ParamDef {
             Values::Flag => "0 or 1".to_string(),
             Values::Switch => format!("{k}=0 or {k}=1"),
             Values::Range(min, max) => format!("{k}={min}..{max}"),
-            Values::Choice(names) => names
+            Values::Choice(names) | Values::Variant(names) => names
                 .iter()
                 .map(|n| format!("{k}={n}"))
                 .collect::<Vec<_>>()
@@ -103,7 +109,7 @@ impl ParamDef {
     /// Value `v` as the user writes it (a [`Values::Choice`]'s name, else the number).
     pub fn show(&self, v: u32) -> String {
         match self.values {
-            Values::Choice(names) => names
+            Values::Choice(names) | Values::Variant(names) => names
                 .get(v as usize)
                 .map_or_else(|| v.to_string(), |n| n.to_string()),
             _ => v.to_string(),
@@ -133,7 +139,7 @@ impl ParamDef {
                     _ => Err(out_of_range(u32::from(v))),
                 }
             }
-            Values::Choice(names) => names
+            Values::Choice(names) | Values::Variant(names) => names
                 .iter()
                 .position(|n| *n == value)
                 .map(|i| i as u32)
@@ -258,12 +264,16 @@ impl PolicySpec {
     }
 
     /// The policy and its parameters as the user would write them, defaults spelled out unless
-    /// the definition says otherwise (`o1:threshold=0`, `eevdf`).
+    /// the definition says otherwise (`o1:threshold=0`, `eevdf`) or the parameter is a
+    /// [`Values::Variant`] (`o1:threshold=0`, not `o1:threshold=0,yield=expired`).
     pub fn describe(&self) -> String {
         let shown: Vec<String> = self
             .params
             .iter()
-            .filter(|(p, v)| self.def.describe_defaults || *v != p.default)
+            .filter(|(p, v)| {
+                *v != p.default
+                    || (self.def.describe_defaults && !matches!(p.values, Values::Variant(_)))
+            })
             .map(|(p, v)| format!("{}={}", p.name, p.show(v)))
             .collect();
         if shown.is_empty() {

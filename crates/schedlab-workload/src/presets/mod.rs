@@ -16,6 +16,7 @@ mod pingpong;
 mod schbench;
 mod sched_yield;
 mod seed000;
+mod volano;
 mod web;
 
 pub use build::Build;
@@ -34,6 +35,7 @@ pub use params::{
 pub use pingpong::PingPong;
 pub use schbench::{Pin, Schbench};
 pub use sched_yield::Yield;
+pub use volano::Volano;
 pub use web::{ServerKind, Web, CONFORMING_SHARE_PERCENT, MAX_CONNECTIONS};
 
 use crate::context::{Context, WorkloadError};
@@ -257,6 +259,7 @@ registry! {
     Build,
     Schbench,
     Cyclictest,
+    Volano,
 }
 
 /// Shorthand for a metric definition.

@@ -1,0 +1,93 @@
+//! `volano` through the built binary: the real kernel runs VolanoMark's four threads per user
+//! and reports what it measured; the simulator prints seed 000's table with the batching columns.
+
+mod common;
+
+use common::{schedlab, succeeded};
+use schedlab_workload::record::RunRecord;
+
+/// Run `args` with `--json` into a temporary file and read the record back.
+fn run_record(args: &[&str], name: &str) -> RunRecord {
+    let dir = common::temp_dir("volano", name);
+    let path = dir.path().join("r.json");
+    let out = schedlab()
+        .args(args)
+        .arg("--json")
+        .arg(&path)
+        .arg("--quiet")
+        .output()
+        .expect("run schedlab");
+    succeeded(args, out);
+    let text = std::fs::read_to_string(&path).unwrap();
+    RunRecord::from_json(&text).unwrap_or_else(|e| panic!("record: {e}\n{text}"))
+}
+
+#[test]
+fn the_real_kernel_runs_four_threads_per_user_and_checks_every_packet() {
+    let (rooms, users, messages) = (2usize, 3usize, 5usize);
+    for (transport, tasks) in [("tcp", "group-processes"), ("unix", "threads")] {
+        let args = [
+            "run",
+            "volano",
+            "--rooms",
+            "2",
+            "--users",
+            "3",
+            "--messages",
+            "5",
+            "--runs",
+            "1",
+            "--transport",
+            transport,
+            "--tasks",
+            tasks,
+        ];
+        let rec = run_record(&args, &format!("real-{transport}"));
+        let c = &rec.configs[0];
+        // metrics() failed the run unless every packet arrived whole and in order.
+        let m = &c.repetitions[0].metrics;
+        assert_eq!(m["messages"], (rooms * users * messages * users) as f64);
+        assert!(m["msgs_per_s"] > 0.0 && m["ss_packets_per_read"] >= 1.0);
+        assert_eq!(c.groups[0].tasks, 2 * rooms * users, "S_R and S_S per user");
+        assert_eq!(c.groups[1].tasks, 2 * rooms * users, "C_R and C_S per user");
+        let total = &c.repetitions[0].counters["total"];
+        assert!(total.cpu_time_s > 0.0, "{total:?}");
+    }
+}
+
+#[test]
+fn the_simulator_prints_seed_000s_table_with_the_batching_columns() {
+    let args = [
+        "run",
+        "volano",
+        "--backend",
+        "sim",
+        "--cpus",
+        "1",
+        "--profile",
+        "piii-700",
+        "--seed",
+        "1",
+        "--rooms",
+        "1",
+        "--users",
+        "4",
+        "--messages",
+        "10",
+        "--policy",
+        "o1:threshold=0,yield=2.5.25",
+        "--runs",
+        "1",
+    ];
+    let out = succeeded(&args, schedlab().args(args).output().unwrap());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for column in [
+        "calls to wake_up",
+        "% priority preemptions",
+        "S_S pkt/read",
+        "C_R pkt/read",
+        "o1:threshold=0,yield=2.5.25",
+    ] {
+        assert!(stdout.contains(column), "no '{column}' in:\n{stdout}");
+    }
+}
