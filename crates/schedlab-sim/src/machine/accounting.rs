@@ -113,6 +113,7 @@ impl Machine<'_> {
                 samples: Samples::from_list(std::mem::take(
                     &mut self.shared.slots[i].borrow_mut().samples,
                 )),
+                passes: std::mem::take(&mut self.shared.slots[i].borrow_mut().passes),
                 cpu_time: Duration::from_nanos(t.cpu_ns),
                 finished_at: Duration::from_nanos(t.finished_at),
             })
