@@ -3,7 +3,7 @@
 per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
   rtapp.py prepare SRC DST --duration S --calibration NS --logdir DIR --basename NAME
-  rtapp.py compare REF_DIR... -- OTHER_DIR...   (each DIR holds one run's *.log files)
+  rtapp.py compare SECONDS REF_DIR... -- OTHER_DIR...   (each DIR: one run's *.log files)
 
 prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
 accepted, and a key given twice keeps the position of its first occurrence and the value of
@@ -14,7 +14,9 @@ key rt-app never reads, is removed. The same file is then given to rt-app and to
 
 compare reads rt-app's log format (`#` lines are comments; columns idx perf run period start
 end rel_st slack c_duration c_period wu_lat, microseconds) and prints, per thread (file
-name), the mean over the runs given of: periods completed (rows), mean and max period, mean
+name), the mean over the runs given of the passes that ended within SECONDS of the run's start
+(those rt-app logs: it drops the pass `duration` interrupts and stops finite tasks there, where
+schedlab finishes them): periods completed (rows), mean and max period, mean
 run, mean slack and mean wake-up latency, for each side and as the ratio other/reference.
 """
 import json
@@ -75,7 +77,7 @@ def prepare(src, dst, duration, calibration, logdir, basename):
 def read_logs(d):
     """{file name without the basename: [rows]} of one run's directory."""
     logs = {}
-    for name in sorted(os.listdir(d)):
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if not name.endswith(".log"):
             continue
         rows = []
@@ -83,12 +85,15 @@ def read_logs(d):
             for line in f:
                 if line.startswith("#") or not line.strip():
                     continue
-                rows.append([float(x) for x in line.split()])
-        # BASENAME-TASK-IDX.log: the thread is what follows the basename's first '-'.
-        logs[name.split("-", 1)[1][: -len(".log")]] = rows
+                r = [float(x) for x in line.split()]
+                if r[6] + r[3] <= LIMIT_US:
+                    rows.append(r)
+        # BASENAME-TASK-IDX.log, with bench/rtapp.sh's basename rt-app.
+        logs[name[: -len(".log")].removeprefix("rt-app-")] = rows
     return logs
 
 
+LIMIT_US = float("inf")
 COLS = {"run": 2, "period": 3, "slack": 7, "wu_lat": 10}
 
 
@@ -147,9 +152,11 @@ def main(argv):
         p.add_argument("--basename", default="rt-app")
         a = p.parse_args(argv[2:])
         prepare(a.src, a.dst, a.duration, a.calibration, a.logdir, a.basename)
-    elif len(argv) >= 4 and argv[1] == "compare" and "--" in argv:
+    elif len(argv) >= 5 and argv[1] == "compare" and "--" in argv:
+        global LIMIT_US
+        LIMIT_US = float(argv[2]) * 1e6
         cut = argv.index("--")
-        compare(argv[2:cut], argv[cut + 1 :])
+        compare(argv[3:cut], argv[cut + 1 :])
     else:
         print(__doc__, file=sys.stderr)
         return 2

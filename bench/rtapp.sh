@@ -6,8 +6,9 @@
 #
 # Per example: RUNS alternating runs of rt-app and of schedlab on the real kernel (the order
 # flips every run), then one run on every simulated policy; per thread, the mean over the runs
-# of periods completed (rows), mean and max period, mean run, mean slack and mean wake-up
-# latency (µs), printed as rt-app/schedlab and their ratio (bench/rtapp.py compare).
+# of the passes that ended within SECONDS (those rt-app logs; schedlab finishes finite tasks
+# past `duration`): periods completed (rows), mean and max period, mean run, mean slack and mean wake-up
+# latency (µs), printed as rt-app/schedlab and the ratio schedlab/rt-app (bench/rtapp.py compare).
 #
 # The examples are upstream's (RTAPP_SRC, a git directory of scheduler-tools/rt-app; HEAD's
 # doc/examples), else the rt-app package's copies (/usr/share/doc/rt-app/examples). Each is
@@ -67,22 +68,22 @@ for n in $names; do
   ref=() mine=()
   for r in $(seq 1 "$runs"); do
     rdir="$tmp/logs/$base/rt-app/$r" sdir="$tmp/logs/$base/schedlab/$r"
-    mkdir -p "$rdir"
+    mkdir -p "$rdir" "${sdir%/*}"
     sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
     rtapp_run() { timeout -s INT $((secs + 30)) rt-app "$tmp/run.json" >"$rdir.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$rdir.out")"; }
-    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --runs 1 --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 . "$sdir.out")"; }
+    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 . "$sdir.out")"; }
     if [ $((r % 2)) = 1 ]; then rtapp_run; sl_run; else sl_run; rtapp_run; fi
     ref+=("$rdir") mine+=("$sdir")
   done
-  echo "-- real kernel: rt-app/schedlab ratio (load average $(load1))"
-  python3 bench/rtapp.py compare "${ref[@]}" -- "${mine[@]}"
+  echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app (load average $(load1))"
+  python3 bench/rtapp.py compare "$secs" "${ref[@]}" -- "${mine[@]}"
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
-    if ! "$SCHEDLAB" run "$tmp/run.json" --backend sim --policy "$p" --runs 1 --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
+    if ! "$SCHEDLAB" run "$tmp/run.json" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
       echo "-- sim $p: $(grep -m1 . "$pdir.out")"
       continue
     fi
-    echo "-- simulated $p: rt-app (real)/schedlab (sim) ratio"
-    python3 bench/rtapp.py compare "${ref[@]}" -- "$pdir"
+    echo "-- simulated $p: rt-app (real kernel)/schedlab (simulated) and the ratio"
+    python3 bench/rtapp.py compare "$secs" "${ref[@]}" -- "$pdir"
   done
 done

@@ -10,11 +10,11 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::sys::write_stderr;
 use crate::transport::Channels;
+use schedlab_workload::passes::{PassLog, PassRecord};
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
     Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
 };
-use schedlab_workload::passes::{PassLog, PassRecord};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fs::File;

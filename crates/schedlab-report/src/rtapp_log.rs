@@ -98,7 +98,9 @@ pub fn check_basename(basename: &str) -> Result<(), String> {
 /// in, and a missing one must have a directory to be created in.
 pub fn check_dir(dir: &Path) -> Result<(), String> {
     if dir.as_os_str() == output::STDOUT {
-        return Err("names a directory (one log per thread); standard output cannot hold it".into());
+        return Err(
+            "names a directory (one log per thread); standard output cannot hold it".into(),
+        );
     }
     match std::fs::metadata(dir) {
         Ok(m) if m.is_dir() => output::check_writable_dir(dir)

@@ -112,6 +112,9 @@ mod tests {
         for _ in 0..MAX_PASSES + 3 {
             log.push(PassRecord::default());
         }
-        assert_eq!((log.rows.len(), log.dropped, log.epoch_ns), (MAX_PASSES, 3, 7));
+        assert_eq!(
+            (log.rows.len(), log.dropped, log.epoch_ns),
+            (MAX_PASSES, 3, 7)
+        );
     }
 }

@@ -63,15 +63,19 @@ fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
     names.sort();
     assert_eq!(
         names,
-        ["lg-tick-0.log", "lg-two-1.log", "lg-two-2.log", "lg-two-3.log"]
+        [
+            "lg-tick-0.log",
+            "lg-two-1.log",
+            "lg-two-2.log",
+            "lg-two-3.log"
+        ]
     );
     let tick = std::fs::read_to_string(logs.join("lg-tick-0.log")).unwrap();
     check_header(&tick);
     let r = rows(&tick);
     assert_eq!(r.len(), 4, "one row per pass of loop 4:\n{tick}");
     for row in &r {
-        let [idx, perf, run, period, start, end, rel_st, slack, c_dur, c_per, _wu] = row[..]
-        else {
+        let [idx, perf, run, period, start, end, rel_st, slack, c_dur, c_per, _wu] = row[..] else {
             panic!("11 columns: {row:?}")
         };
         assert_eq!((idx, c_dur, c_per), (0, 2000, 10000), "{tick}");
@@ -91,7 +95,9 @@ fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
     let r = rows(&two);
     // loop 2 × (p0 once + p1 twice) = 6 rows, every row of thread index 2.
     assert_eq!(r.len(), 6, "{two}");
-    assert!(r.iter().all(|row| row[0] == 2 && row[7] == 0 && row[9] == 0));
+    assert!(r
+        .iter()
+        .all(|row| row[0] == 2 && row[7] == 0 && row[9] == 0));
     let c_dur: Vec<i64> = r.iter().map(|row| row[8]).collect();
     assert_eq!(c_dur, [0, 500, 500, 0, 500, 500]);
 }
@@ -127,8 +133,14 @@ fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
     std::fs::write(&plain, b"").unwrap();
     let f = file.to_str().unwrap();
     let cases: [(&[&str], &str); 4] = [
-        (&["run", f, "--rt-app-logs", plain.to_str().unwrap()], "is not a directory"),
-        (&["run", f, "--rt-app-logs", "/dev/null"], "is not a directory"),
+        (
+            &["run", f, "--rt-app-logs", plain.to_str().unwrap()],
+            "is not a directory",
+        ),
+        (
+            &["run", f, "--rt-app-logs", "/dev/null"],
+            "is not a directory",
+        ),
         (&["run", f, "--rt-app-logs", "-"], "standard output"),
         (
             &["run", "yield", "--backend", "sim", "--rt-app-logs", "x"],
@@ -136,7 +148,11 @@ fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
         ),
     ];
     for (args, says) in cases {
-        let out = schedlab().args(args).current_dir(dir.path()).output().unwrap();
+        let out = schedlab()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "{args:?} succeeded");
         let err = stderr(&out);
         assert!(
