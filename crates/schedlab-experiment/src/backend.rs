@@ -119,6 +119,8 @@ pub struct RepInput<'a> {
     pub index: u64,
     /// Record the run-queue timeline ([`RepOutput::timeline`]).
     pub timeline: bool,
+    /// Keep the bodies' pass rows (each task's `TaskOutcome::passes`, for `--rt-app-logs`).
+    pub passes: bool,
 }
 
 impl RepInput<'_> {

@@ -493,6 +493,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                 budget: self.budget(i),
                 index,
                 timeline: self.settings.timeline,
+                passes: self.settings.rt_app_logs.is_some(),
             },
         )
     }
@@ -784,6 +785,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
             .collect();
         let pipe = Pipeline::new(self.finished.clone(), window, self.plan.is_none());
         let timeline = self.settings.timeline;
+        let passes = self.settings.rt_app_logs.is_some();
         std::thread::scope(|scope| {
             for mut backend in workers {
                 let (pipe, jobs) = (&pipe, &jobs);
@@ -800,6 +802,7 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
                                 budget: job.budget,
                                 index: unit.index,
                                 timeline,
+                                passes,
                             },
                         );
                         pipe.put(pos, ran);
@@ -932,6 +935,9 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         if let (Some(dir), Some(tl)) = (&self.settings.timeline_events, &output.timeline) {
             write_timeline_events(dir, i, index, tl)?;
         }
+        if let Some(dir) = &self.settings.rt_app_logs {
+            self.write_rt_app_logs(dir, i, index, &output.outcome)?;
+        }
         let sharded = self.plan.is_some().then_some(index);
         let config = &mut self.record.configs[i];
         add_repetition(config, metrics, output, sharded, self.settings.level);
@@ -942,6 +948,51 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         }
         self.save(Stage::Progress)?;
         Ok(Step::Ran)
+    }
+
+    /// Write rt-app's logs of repetition `index` of configuration `i` into `dir`
+    /// ([`Settings::rt_app_logs`] says where), one per task the run started with.
+    fn write_rt_app_logs(
+        &self,
+        dir: &std::path::Path,
+        i: usize,
+        index: u64,
+        outcome: &schedlab_workload::presets::Outcome,
+    ) -> Result<(), ExperimentError> {
+        let (w, c) = &self.configs[i];
+        let Some(basename) = w.rt_app_log_basename() else {
+            return Ok(());
+        };
+        let single = self.configs.len() == 1
+            && self.plan.is_none()
+            && matches!(self.settings.budget, crate::settings::Budget::Fixed(1));
+        let dir = if single {
+            dir.to_path_buf()
+        } else {
+            dir.join(format!("C{i}-R{index}"))
+        };
+        let plan = w.plan();
+        let empty = schedlab_workload::passes::PassLog::default();
+        let threads: Vec<schedlab_report::rtapp_log::ThreadLog> = (plan.tasks().iter())
+            .map(|t| schedlab_report::rtapp_log::ThreadLog {
+                task: plan.groups[t.group].name,
+                index: t.id,
+                knobs: &c.knobs[t.group],
+                log: outcome.tasks.get(t.id).map_or(&empty, |o| &o.passes),
+            })
+            .collect();
+        for t in threads.iter().filter(|t| t.log.dropped > 0) {
+            eprintln!(
+                "schedlab: rt-app log of {}-{}: {} passes after the first {} were not kept",
+                t.task,
+                t.index,
+                t.log.dropped,
+                schedlab_workload::passes::MAX_PASSES
+            );
+        }
+        schedlab_report::rtapp_log::write(&dir, &basename, &threads)
+            .map(drop)
+            .map_err(|source| ExperimentError::Write { path: dir, source })
     }
 
     /// Whether configuration `i`, with the repetitions `config` holds, is done: a shard's when

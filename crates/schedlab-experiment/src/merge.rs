@@ -651,6 +651,7 @@ mod tests {
             shard,
             timeline: false,
             timeline_events: None,
+            rt_app_logs: None,
             jobs: 1,
         }
     }

@@ -219,6 +219,7 @@ mod tests {
             shard: None,
             timeline: false,
             timeline_events: None,
+            rt_app_logs: None,
             jobs: 1,
         }
     }

@@ -497,6 +497,7 @@ impl Backend for RealBackend {
                     None
                 },
                 files: files.as_deref(),
+                passes: input.passes,
             },
         )
         .map_err(|e| match e {

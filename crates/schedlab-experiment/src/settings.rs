@@ -150,6 +150,10 @@ pub struct Settings {
     /// A directory for each repetition's exact timeline events, as text
     /// (`Timeline::write_events`), one file `C<config>-R<repetition>.txt` per repetition.
     pub timeline_events: Option<PathBuf>,
+    /// A directory for rt-app's per-task logs of each measured repetition (`--rt-app-logs`;
+    /// [`schedlab_report::rtapp_log`]): the files themselves for a run of one configuration and
+    /// `--runs 1`, else one directory `C<config>-R<repetition>` of them per repetition.
+    pub rt_app_logs: Option<PathBuf>,
     /// Repetitions run at the same time (`--jobs`), on a backend that allows it
     /// ([`crate::Backend::worker`]); 1 runs one at a time. The results are the same either way.
     pub jobs: usize,

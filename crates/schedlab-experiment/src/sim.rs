@@ -302,6 +302,7 @@ impl Backend for SimBackend {
                 stop: Some(input.stop),
                 wall_budget: Some(input.budget),
                 timeline: input.timeline,
+                passes: input.passes,
             },
         )
         .map_err(|e| match e {

@@ -636,6 +636,7 @@ fn run_entry(
         shard: None,
         timeline: false,
         timeline_events: None,
+        rt_app_logs: None,
         jobs: 1,
     };
     let one = MeasureOne {

@@ -10,6 +10,7 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::sys::write_stderr;
 use crate::transport::Channels;
+use schedlab_workload::passes::{PassLog, PassRecord};
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
     Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
@@ -52,6 +53,8 @@ pub struct Shared {
     /// Directory of the workload's files ([`schedlab_workload::Workload::shared_files`]'s, or
     /// `scratch` where [`schedlab_workload::Workload::write_files`] wrote them).
     pub files: PathBuf,
+    /// Whether bodies keep per-pass rows ([`Context::logs_passes`], `--rt-app-logs`).
+    pub log_passes: bool,
 }
 
 /// The real backend's context for one task.
@@ -74,6 +77,8 @@ pub struct RealContext {
     daemon_used: std::cell::Cell<GroupUsage>,
     /// The descriptors of the last readiness wait, kept to reuse their memory.
     pollfds: RefCell<Vec<libc::pollfd>>,
+    /// The body's pass rows, when the run keeps them ([`Shared::log_passes`]).
+    passes: RefCell<PassLog>,
 }
 
 impl RealContext {
@@ -93,6 +98,7 @@ impl RealContext {
             daemon: RefCell::default(),
             daemon_used: Default::default(),
             pollfds: RefCell::default(),
+            passes: RefCell::new(PassLog::new(epoch_ns)),
         }
     }
 
@@ -106,6 +112,11 @@ impl RealContext {
     /// What the daemons this task stopped used.
     pub(crate) fn daemon_usage(&self) -> GroupUsage {
         self.daemon_used.get()
+    }
+
+    /// The pass rows logged so far.
+    pub(crate) fn take_passes(&self) -> PassLog {
+        std::mem::take(&mut *self.passes.borrow_mut())
     }
 
     /// The samples recorded so far, by metric.
@@ -419,6 +430,14 @@ impl Context for RealContext {
         self.shared.stop.load(Ordering::Relaxed)
     }
 
+    fn logs_passes(&self) -> bool {
+        self.shared.log_passes
+    }
+
+    fn log_pass(&self, row: PassRecord) {
+        self.passes.borrow_mut().push(row);
+    }
+
     async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {
         self.spawn_task(group, arg)
     }
@@ -559,6 +578,7 @@ fn run_measured(
         voluntary: vol1.saturating_sub(vol0),
         involuntary: invol1.saturating_sub(invol0),
         migrations,
+        passes: PassLog::default(),
     };
     (result, report)
 }

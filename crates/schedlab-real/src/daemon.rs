@@ -372,6 +372,7 @@ mod tests {
                 trace: None,
                 rq_trace: None,
                 files: None,
+                passes: false,
             },
         );
         let Err(RunError::Task { message, .. }) = r else {

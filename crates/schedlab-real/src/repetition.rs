@@ -84,6 +84,10 @@ pub struct RepetitionSetup<'a> {
     /// ([`schedlab_workload::Workload::shared_files`]), if it did; `None`: the repetition
     /// writes [`Workload::write_files`] into its own temporary directory.
     pub files: Option<&'a std::path::Path>,
+    /// Keep the bodies' pass rows ([`schedlab_workload::passes`], in each task's
+    /// [`schedlab_workload::presets::TaskOutcome::passes`]), measured in the task's own thread
+    /// with CLOCK_MONOTONIC. Tasks a body spawns keep none.
+    pub passes: bool,
 }
 
 /// The measured result of one repetition.

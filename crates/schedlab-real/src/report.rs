@@ -33,6 +33,9 @@ pub(crate) struct TaskReport {
     /// the parent at the end gate).
     #[serde(default)]
     pub migrations: Option<u64>,
+    /// The body's pass rows, when the run keeps them.
+    #[serde(default)]
+    pub passes: schedlab_workload::passes::PassLog,
 }
 
 /// Send one report up a result pipe, length-prefixed; whether it was written whole.

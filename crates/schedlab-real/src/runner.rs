@@ -192,6 +192,7 @@ pub fn run_repetition<W: Workload>(
         stop: setup.stop.clone(),
         scratch: scratch.path().to_path_buf(),
         files,
+        log_passes: setup.passes,
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
     let body_workload = workload.clone();
@@ -404,6 +405,7 @@ mod tests {
                 trace: None,
                 rq_trace: None,
                 files: None,
+                passes: false,
             },
         );
         (r, started.elapsed())
@@ -661,6 +663,7 @@ mod eagain_tests {
                 trace: None,
                 rq_trace: None,
                 files: None,
+                passes: false,
             },
         );
         let took = started.elapsed();

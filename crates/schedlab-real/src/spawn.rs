@@ -331,6 +331,7 @@ impl SpawnReports {
                 voluntary: word(5) as u64,
                 involuntary: word(6) as u64,
                 migrations: word(7).checked_sub(1).map(|m| m as u64),
+                passes: Default::default(),
             });
         }
         if let Some(&id) = samples.keys().next() {

@@ -524,5 +524,6 @@ fn task_outcome(r: &TaskReport) -> TaskOutcome {
         samples: r.samples.clone().into(),
         cpu_time: Duration::from_nanos(r.cpu_ns),
         finished_at: Duration::from_nanos(r.finished_ns),
+        passes: r.passes.clone(),
     }
 }

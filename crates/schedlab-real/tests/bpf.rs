@@ -45,6 +45,7 @@ fn compare<W: Workload>(w: W, counter: &mut WakeupCounter) -> ((u64, u64, u64), 
             trace: Some(counter),
             rq_trace: None,
             files: None,
+            passes: false,
         },
     )
     .unwrap();

@@ -96,6 +96,7 @@ fn run<W: Workload>(w: W, budget: Duration) -> Result<Outcome, RunError> {
             trace: None,
             rq_trace: None,
             files: None,
+            passes: false,
         },
     )
     .map(|r| r.outcome)
@@ -272,6 +273,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
                 trace: trace.as_mut(),
                 rq_trace: None,
                 files: None,
+                passes: false,
             },
         )
         .unwrap_or_else(|e| panic!("{mode:?}: {e}"));

@@ -31,6 +31,7 @@ fn run_with<W: Workload>(
             trace: None,
             rq_trace: None,
             files: None,
+            passes: false,
         },
     )
 }

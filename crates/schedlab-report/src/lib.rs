@@ -13,6 +13,7 @@ pub mod ministat;
 pub mod output;
 pub mod palette;
 pub mod plot;
+pub mod rtapp_log;
 pub mod search;
 pub mod seed;
 pub mod sweep;

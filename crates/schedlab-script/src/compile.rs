@@ -321,6 +321,7 @@ impl<'a> Compiler<'a> {
             expected_time: Duration::ZERO,
             memory: 0,
             files: 0,
+            rtapp_log: self.def.rtapp_log.clone(),
         };
         crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
         program.derived = derived(self.def, &program)?;

@@ -19,6 +19,7 @@ use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rustc_hash::FxHashMap;
 use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
+use schedlab_workload::passes::{micros, signed_micros, PassRecord};
 use schedlab_workload::{
     BarrierId, ChannelId, CondId, Context, LockId, SemaphoreId, TaskRef, WorkloadError,
 };
@@ -209,20 +210,25 @@ struct PeriodState {
 impl PeriodState {
     /// The period's next activation (`every`, work due `deadline` after it): the work of the
     /// current one is accounted, then the task sleeps until the next one (the first starts
-    /// now) and records how late it woke; whole periods overslept are missed.
+    /// now) and records how late it woke; whole periods overslept are missed. What rt-app's log
+    /// says of it, from the same clock readings: the activation's slack (the activation minus
+    /// the time the step was reached, µs) and how late the task woke (µs), or `None` when it
+    /// was already late and did not sleep (rt-app then resets the pass's wake-up latency).
     async fn activate<C: Context>(
         &mut self,
         ctx: &C,
         names: &PeriodNames,
         every: Duration,
         deadline: Duration,
-    ) {
+    ) -> (i64, Option<u64>) {
         let now = ctx.now();
         self.close(now);
+        let mut logged = (0, None);
         let activation = match self.current {
             None => now,
             Some((previous, _)) => {
                 let mut next = previous + every;
+                logged.0 = signed_micros(next, now);
                 if now >= next + every {
                     // Overslept whole periods: count them missed and go on from the latest
                     // activation that has passed.
@@ -231,14 +237,20 @@ impl PeriodState {
                     self.late += u64::from(behind);
                     next += every * behind;
                 }
-                if next > now {
+                let slept = next > now;
+                if slept {
                     ctx.sleep_until(next).await;
                 }
-                ctx.record(names.latency, ctx.now().saturating_sub(next).as_secs_f64());
+                let woke = ctx.now().saturating_sub(next);
+                ctx.record(names.latency, woke.as_secs_f64());
+                if slept {
+                    logged.1 = Some(micros(woke));
+                }
                 next
             }
         };
         self.current = Some((activation, activation + deadline));
+        logged
     }
 
     /// Account the work of the current activation, ended at `now`.
@@ -280,12 +292,36 @@ pub async fn run<C: Context>(
     let specialized = specialize(group, task.index);
     let body: &[Instr] = specialized.as_deref().unwrap_or(&group.body);
     let mut frozen = Frozen::default();
+    // rt-app's log of phase passes, only when the run keeps them: no clock readings otherwise.
+    let mut log = (program.rtapp_log.as_ref())
+        .filter(|_| ctx.logs_passes())
+        .map(|l| PassLogger::new(l.calibration_ns, l.cumulative_slack));
     let mut pc = 0;
     while pc < body.len() {
         match &body[pc] {
-            Instr::Compute(a) => ctx.compute(draw(a, &frame, &mut rng, "compute")?).await,
+            Instr::Compute(a) => {
+                let cpu = draw(a, &frame, &mut rng, "compute")?;
+                match log.as_mut() {
+                    None => ctx.compute(cpu).await,
+                    Some(log) => {
+                        let t0 = ctx.now();
+                        ctx.compute(cpu).await;
+                        log.ran(cpu, ctx.now().saturating_sub(t0), false);
+                    }
+                }
+            }
             Instr::Sleep(a) => ctx.sleep(draw(a, &frame, &mut rng, "sleep")?).await,
-            Instr::Busy(c) => busy(ctx, duration(c.eval(&frame), "busy")?).await,
+            Instr::Busy(c) => {
+                let length = duration(c.eval(&frame), "busy")?;
+                match log.as_mut() {
+                    None => busy(ctx, length).await,
+                    Some(log) => {
+                        let t0 = ctx.now();
+                        busy(ctx, length).await;
+                        log.ran(length, ctx.now().saturating_sub(t0), true);
+                    }
+                }
+            }
             Instr::Period {
                 timer,
                 every,
@@ -299,7 +335,10 @@ pub async fn run<C: Context>(
                     ));
                 }
                 let names = &program.periods[*timer];
-                periods[*timer].activate(ctx, names, every, deadline).await;
+                let (slack, woke) = periods[*timer].activate(ctx, names, every, deadline).await;
+                if let Some(log) = log.as_mut() {
+                    log.timer(every, slack, woke);
+                }
             }
             Instr::Send { chan, size, bytes } => {
                 let ch = element(chan, &frame)?;
@@ -386,10 +425,20 @@ pub async fn run<C: Context>(
                     continue;
                 }
             }
-            Instr::TimedBegin { slot } => frame[*slot] = ctx.now().as_secs_f64(),
+            Instr::TimedBegin { slot } => {
+                let now = ctx.now();
+                frame[*slot] = now.as_secs_f64();
+                if let Some(log) = log.as_mut() {
+                    log.begin(now);
+                }
+            }
             Instr::TimedEnd { timer, slot } => {
-                let took = ctx.now().as_secs_f64() - frame[*slot];
+                let now = ctx.now();
+                let took = now.as_secs_f64() - frame[*slot];
                 ctx.record(program.timers[*timer], took.max(0.0));
+                if let Some(log) = log.as_mut() {
+                    ctx.log_pass(log.end(now));
+                }
             }
             Instr::Count { count, by } => counts[*count] += by.eval(&frame),
         }
@@ -397,6 +446,68 @@ pub async fn run<C: Context>(
     }
     record_at_end(ctx, program, &mut periods, &counts, received);
     Ok(())
+}
+
+/// One phase pass of rt-app's log being measured (`thread_body` and `run_event` in rt-app
+/// 1.0's `src/rt-app.c`): a `Timed` step is a phase pass; its `compute` and `busy` steps are
+/// rt-app's `run` and `runtime` events, its `period` steps its `timer` events.
+struct PassLogger {
+    row: PassRecord,
+    /// ns per loop of rt-app's busy loop, for `perf` (0: not known).
+    calibration_ns: u64,
+    cumulative_slack: bool,
+}
+
+impl PassLogger {
+    fn new(calibration_ns: Option<u64>, cumulative_slack: bool) -> PassLogger {
+        PassLogger {
+            row: PassRecord::default(),
+            calibration_ns: calibration_ns.unwrap_or(0),
+            cumulative_slack,
+        }
+    }
+
+    /// A pass starts at `now`.
+    fn begin(&mut self, now: Duration) {
+        self.row = PassRecord {
+            start_ns: now.as_nanos() as u64,
+            ..PassRecord::default()
+        };
+    }
+
+    /// A `run` (`busy`: `runtime`) event of `asked` took `took` of wall time.
+    fn ran(&mut self, asked: Duration, took: Duration, busy: bool) {
+        let us = micros(asked);
+        self.row.c_duration_us += us;
+        self.row.run_us += micros(took);
+        if self.calibration_ns > 0 {
+            // rt-app 1.0's loadwait returns the loops of the last part under a second; a
+            // runtime event calls it for every 32 µs it stays.
+            self.row.perf += if busy {
+                micros(took).div_ceil(32).max(1) * (32_000 / self.calibration_ns)
+            } else {
+                (us % 1_000_000) * 1000 / self.calibration_ns
+            };
+        }
+    }
+
+    /// A `timer` event of period `every`: its slack (µs) and how late the task woke (µs), or
+    /// `None` if it was late and did not sleep.
+    fn timer(&mut self, every: Duration, slack: i64, woke: Option<u64>) {
+        self.row.c_period_us += micros(every);
+        if self.cumulative_slack {
+            self.row.slack_us += slack;
+        } else {
+            self.row.slack_us = slack;
+        }
+        self.row.wu_lat_us = woke.map_or(0, |w| self.row.wu_lat_us + w);
+    }
+
+    /// The pass ends at `now`: its row.
+    fn end(&mut self, now: Duration) -> PassRecord {
+        self.row.end_ns = now.as_nanos() as u64;
+        self.row
+    }
 }
 
 /// Stay busy for `length` of wall time, computing a millisecond at most at a time.

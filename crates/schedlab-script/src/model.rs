@@ -47,6 +47,31 @@ pub struct ScriptDef {
     pub start: Option<StartOrder>,
     /// The metrics reported and the primary one.
     pub metrics: MetricsSpec,
+    /// What rt-app's per-task logs need of an rt-app file's `global` (`None` for a TOML file).
+    pub rtapp_log: Option<RtAppLog>,
+}
+
+/// The settings of rt-app's per-task logs an rt-app file gives in `global`
+/// (`crate::rtapp_log` writes the logs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtAppLog {
+    /// `log_basename`: the logs are `BASENAME-TASK-INDEX.log` (rt-app's default `rt-app`).
+    pub basename: String,
+    /// `calibration` when it is a whole number of ns per loop of rt-app's busy loop: the `perf`
+    /// column counts the loops `run` would have taken (`None`, "CPU<n>": 0).
+    pub calibration_ns: Option<u64>,
+    /// `cumulative_slack`: a pass's slack sums its timers' instead of keeping the last.
+    pub cumulative_slack: bool,
+}
+
+impl Default for RtAppLog {
+    fn default() -> RtAppLog {
+        RtAppLog {
+            basename: "rt-app".into(),
+            calibration_ns: None,
+            cumulative_slack: false,
+        }
+    }
 }
 
 /// Which grammar a file was read with.

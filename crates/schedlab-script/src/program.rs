@@ -396,6 +396,9 @@ pub struct Program {
     pub memory: u64,
     /// Scratch-file bytes the tasks hold, at most.
     pub files: u64,
+    /// rt-app's log settings, for an rt-app file: its phase passes (`Timed` steps) are then
+    /// logged as rt-app logs them, when the run keeps pass rows.
+    pub rtapp_log: Option<crate::model::RtAppLog>,
 }
 
 impl Program {

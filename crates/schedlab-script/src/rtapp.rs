@@ -436,6 +436,8 @@ struct Global {
     duration: Option<Kv<i64>>,
     default_policy: Option<Kv<Policy>>,
     mem_buffer_size: i64,
+    /// What rt-app's logs take from `global` (`--rt-app-logs`).
+    log: crate::model::RtAppLog,
 }
 
 /// A `"key": value` of an object.
@@ -558,6 +560,7 @@ impl Reader<'_> {
                 duration: None,
                 default_policy: None,
                 mem_buffer_size: DEFAULT_MEM_BUFFER,
+                log: Default::default(),
             },
         };
         let mut objects = Objects::default();
@@ -623,6 +626,7 @@ impl Reader<'_> {
             tasks: None,
             start: None,
             metrics: MetricsSpec::default(),
+            rtapp_log: Some(global.log),
         })
     }
 
@@ -770,6 +774,7 @@ impl Reader<'_> {
             duration: None,
             default_policy: None,
             mem_buffer_size: DEFAULT_MEM_BUFFER,
+            log: Default::default(),
         };
         for e in self.entries(obj, &|_| false)? {
             match e.key {
@@ -796,7 +801,8 @@ impl Reader<'_> {
                 }
                 "calibration" => match e.value {
                     Value::NumberLit(_) => {
-                        self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
+                        let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
+                        g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
                     }
                     Value::StringLit(s) => {
                         let ok = s
@@ -825,10 +831,12 @@ impl Reader<'_> {
                         ));
                     }
                 }
-                "lock_pages" | "gnuplot" | "cumulative_slack" => {
+                "cumulative_slack" => g.log.cumulative_slack = self.boolean(e.key, e.value)?,
+                "log_basename" => g.log.basename = self.string(e.key, e.value)?.value,
+                "lock_pages" | "gnuplot" => {
                     self.boolean(e.key, e.value)?;
                 }
-                "logdir" | "log_basename" | "io_device" => {
+                "logdir" | "io_device" => {
                     self.string(e.key, e.value)?;
                 }
                 "log_size" => match e.value {

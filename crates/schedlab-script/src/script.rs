@@ -668,4 +668,8 @@ impl Workload for Script {
     fn describe(&self) -> Option<String> {
         Some(crate::describe::steps(self.def(), self.program()))
     }
+
+    fn rt_app_log_basename(&self) -> Option<String> {
+        (self.program().rtapp_log.as_ref()).map(|l| l.basename.clone())
+    }
 }

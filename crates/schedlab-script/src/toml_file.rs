@@ -680,6 +680,7 @@ impl<'t> Reader<'t> {
             tasks: None,
             start: None,
             metrics: MetricsSpec::default(),
+            rtapp_log: None,
         };
         let mut groups_seen = false;
         for (k, v) in doc.iter() {

@@ -93,6 +93,8 @@ pub struct Slot {
     pub reaped: Option<Result<ChildExit, WorkloadError>>,
     /// The argument this task was spawned with.
     pub arg: u64,
+    /// The body's pass rows, when the run keeps them ([`Shared::log_passes`]).
+    pub passes: schedlab_workload::passes::PassLog,
 }
 
 /// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
@@ -147,6 +149,8 @@ pub struct Shared<'w> {
     looked_at: Cell<Option<u64>>,
     /// Why the watch ended the run, once it has.
     halt: Cell<Option<Halt>>,
+    /// Whether bodies keep per-pass rows ([`Context::logs_passes`], `--rt-app-logs`).
+    pub log_passes: bool,
 }
 
 impl Shared<'static> {
@@ -169,6 +173,7 @@ impl<'w> Shared<'w> {
             checks: Cell::new(0),
             looked_at: Cell::new(None),
             halt: Cell::new(None),
+            log_passes: false,
         }
     }
 
@@ -452,6 +457,14 @@ impl Context for SimContext<'_> {
             }
         }
         record_by_name(&mut slot.samples, metric, value);
+    }
+
+    fn logs_passes(&self) -> bool {
+        self.shared.log_passes
+    }
+
+    fn log_pass(&self, row: schedlab_workload::passes::PassRecord) {
+        self.slot().passes.push(row);
     }
 
     fn stop_requested(&self) -> bool {

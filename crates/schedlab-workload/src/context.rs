@@ -330,4 +330,14 @@ pub trait Context {
     fn current_cpu(&self) -> Option<usize> {
         None
     }
+    /// Whether this run keeps per-pass rows ([`crate::passes`], `--rt-app-logs`): a body that
+    /// can log passes asks once, and takes no extra clock readings when it is off (the default).
+    fn logs_passes(&self) -> bool {
+        false
+    }
+    /// Keep one pass row of this task (only called when [`Context::logs_passes`] is on; the
+    /// backend keeps at most [`crate::passes::MAX_PASSES`]).
+    fn log_pass(&self, row: crate::passes::PassRecord) {
+        let _ = row;
+    }
 }

@@ -28,6 +28,7 @@ pub mod dcache;
 pub mod duration;
 pub mod error;
 pub mod knobs;
+pub mod passes;
 pub mod plan;
 pub mod presets;
 pub mod record;

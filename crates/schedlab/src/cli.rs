@@ -783,6 +783,12 @@ pub struct CommonArgs {
     /// needs tracefs (root).
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<PathBuf>,
+    /// (rt-app files) Write rt-app's per-task logs into DIR (made if missing): one file
+    /// BASENAME-TASK-INDEX.log per thread with rt-app 1.0's header, columns and units, a row per
+    /// phase pass. With several repetitions or configurations, one directory C<config>-R<run>
+    /// of them per repetition.
+    #[arg(long, value_name = "DIR")]
+    pub rt_app_logs: Option<PathBuf>,
     /// (sweep) A parameter or GROUP.KNOB and its values, e.g. threads=1,2,4, server.nice=0,19 or (simulator) policy=o1,bsd4:preemption=0,ipiwakeup=0 (repeatable; the cross product runs).
     #[arg(long, value_name = "KEY=V1,V2,...")]
     pub vary: Vec<String>,

@@ -122,6 +122,10 @@ fn go(
     let mut settings = settings(common, jobs_flag)?;
     settings.shard = shard(common, check)?;
     check_outputs(&args)?;
+    if let Some(dir) = &common.rt_app_logs {
+        check_rt_app_logs(&workload, dir)?;
+        settings.rt_app_logs = Some(dir.clone());
+    }
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
@@ -154,6 +158,27 @@ fn go(
             ExitCode::from(130)
         }
     })
+}
+
+/// `--rt-app-logs DIR`: only a workload that logs rt-app's phase passes (an rt-app file) has
+/// such logs; its `log_basename` must make a file name, and DIR must be (or be creatable as) a
+/// directory this process can write in. Checked before anything runs.
+fn check_rt_app_logs(workload: &Selected, dir: &std::path::Path) -> Result<(), Error> {
+    use schedlab_workload::Workload as _;
+    let basename = match workload {
+        Selected::File(f) => f.script.rt_app_log_basename(),
+        Selected::Preset(_) => None,
+    };
+    let Some(basename) = basename else {
+        return Err(Error::output(
+            "--rt-app-logs",
+            dir,
+            "rt-app's logs are written for rt-app files (JSON in rt-app's grammar) only; this workload is not one",
+        ));
+    };
+    schedlab_report::rtapp_log::check_basename(&basename)
+        .map_err(|m| Error::output("--rt-app-logs", dir, m))?;
+    schedlab_report::rtapp_log::check_dir(dir).map_err(|m| Error::output("--rt-app-logs", dir, m))
 }
 
 /// `--find-max` searches the workload's [`SearchDef`] (web's conforming connections): refuse
@@ -295,6 +320,7 @@ fn settings(common: &CommonArgs, jobs_flag: &str) -> Result<Settings, Error> {
         shard: None,
         timeline: common.timeline.is_some(),
         timeline_events: common.timeline.as_deref().map(timeline_events_dir),
+        rt_app_logs: None,
         jobs: jobs(common, jobs_flag)?,
     })
 }

@@ -108,12 +108,14 @@ impl Machine<'_> {
         }
         let tasks = (self.tasks.workload().iter())
             .enumerate()
-            .map(|(i, t)| TaskOutcome {
-                samples: Samples::from_list(std::mem::take(
-                    &mut self.shared.slots[i].borrow_mut().samples,
-                )),
-                cpu_time: Duration::from_nanos(t.cpu_ns),
-                finished_at: Duration::from_nanos(t.finished_at),
+            .map(|(i, t)| {
+                let mut slot = self.shared.slots[i].borrow_mut();
+                TaskOutcome {
+                    samples: Samples::from_list(std::mem::take(&mut slot.samples)),
+                    passes: std::mem::take(&mut slot.passes),
+                    cpu_time: Duration::from_nanos(t.cpu_ns),
+                    finished_at: Duration::from_nanos(t.finished_at),
+                }
             })
             .collect();
         // The workload's locks, then the kernel locks that were taken; each with the elapsed

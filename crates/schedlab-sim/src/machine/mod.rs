@@ -122,6 +122,9 @@ pub struct SimSetup<'a> {
     /// Record the run-queue timeline ([`SimResult::timeline`]); off, the machine does nothing
     /// more than before.
     pub timeline: bool,
+    /// Keep the bodies' pass rows ([`schedlab_workload::passes`], in each task's
+    /// [`schedlab_workload::presets::TaskOutcome::passes`]), on the simulated clock.
+    pub passes: bool,
 }
 
 impl<'a> SimSetup<'a> {
@@ -145,6 +148,7 @@ impl<'a> SimSetup<'a> {
             stop: None,
             wall_budget: None,
             timeline: false,
+            passes: false,
         }
     }
 }
@@ -322,7 +326,8 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         stop: setup.stop,
         budget: setup.wall_budget.map(|b| (Instant::now(), b)),
     };
-    let shared = Shared::watched(refs.len() + slots.len(), watch);
+    let mut shared = Shared::watched(refs.len() + slots.len(), watch);
+    shared.log_passes = setup.passes;
     let contexts: Vec<SimContext> = (0..refs.len() + slots.len())
         .map(|i| SimContext::new(&shared, i))
         .collect();

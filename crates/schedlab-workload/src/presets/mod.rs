@@ -100,6 +100,8 @@ pub struct TaskOutcome {
     pub cpu_time: Duration,
     /// When the body finished, relative to the run's epoch.
     pub finished_at: Duration,
+    /// The body's pass rows, when the run kept them ([`crate::Context::logs_passes`]).
+    pub passes: crate::passes::PassLog,
 }
 
 /// One repetition's raw outcome, from which a workload computes its metrics.
@@ -204,6 +206,12 @@ pub trait Workload: Send + Sync + 'static {
     /// words naming the parameters that size them; the real backend counts them in its check
     /// of the room for tasks before anything runs.
     fn program_tasks(&self) -> Option<(&'static str, usize)> {
+        None
+    }
+    /// The `log_basename` of rt-app's per-task logs (`--rt-app-logs`), when the body logs
+    /// rt-app's phase passes ([`crate::passes`]): an rt-app file. `None` (the default): the
+    /// workload has no such logs.
+    fn rt_app_log_basename(&self) -> Option<String> {
         None
     }
 }

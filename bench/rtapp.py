@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Helpers of bench/rtapp.sh: prepare rt-app example files for a short run, and compare the
+per-task logs rt-app and schedlab (--rt-app-logs) wrote.
+
+  rtapp.py prepare SRC DST --duration S --calibration NS --logdir DIR --basename NAME
+  rtapp.py compare SECONDS REF_DIR... -- OTHER_DIR...   (each DIR: one run's *.log files)
+
+prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
+accepted, and a key given twice keeps the position of its first occurrence and the value of
+its last — which is what a Python dict does when a key is assigned again. It writes strict
+JSON with `global` edited: duration, calibration (a whole number, so that rt-app does not
+spend seconds calibrating), logdir, log_basename, ftrace false and gnuplot false; `frag`, a
+key rt-app never reads, is removed. The same file is then given to rt-app and to schedlab.
+
+compare reads rt-app's log format (`#` lines are comments; columns idx perf run period start
+end rel_st slack c_duration c_period wu_lat, microseconds) and prints, per thread (file
+name), the mean over the runs given of the passes that ended within SECONDS of the run's start
+(those rt-app logs: it drops the pass `duration` interrupts and stops finite tasks there, where
+schedlab finishes them): periods completed (rows), mean and max period, mean
+run, mean slack and mean wake-up latency, for each side and as the ratio other/reference.
+"""
+import json
+import os
+import re
+import sys
+
+
+def strip_jsonc(text):
+    """Remove // and /* */ comments outside strings, and commas before } or ]."""
+    out, i, n = [], 0, len(text)
+    in_str = None
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 2
+                continue
+            if c == in_str:
+                in_str = None
+            i += 1
+            continue
+        if c in "\"'":
+            in_str = c
+            out.append(c)
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            i = n if j < 0 else j + 2
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
+
+
+def prepare(src, dst, duration, calibration, logdir, basename):
+    with open(src) as f:
+        doc = json.loads(strip_jsonc(f.read()))
+    g = doc.setdefault("global", {})
+    g.pop("frag", None)
+    g["duration"] = duration
+    g["calibration"] = calibration
+    g["logdir"] = logdir
+    g["log_basename"] = basename
+    g["ftrace"] = False
+    g["gnuplot"] = False
+    with open(dst, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def read_logs(d):
+    """{file name without the basename: [rows]} of one run's directory."""
+    logs = {}
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if not name.endswith(".log"):
+            continue
+        rows = []
+        with open(os.path.join(d, name)) as f:
+            for line in f:
+                if line.startswith("#") or not line.strip():
+                    continue
+                r = [float(x) for x in line.split()]
+                if r[6] + r[3] <= LIMIT_US:
+                    rows.append(r)
+        # BASENAME-TASK-IDX.log, with bench/rtapp.sh's basename rt-app.
+        logs[name[: -len(".log")].removeprefix("rt-app-")] = rows
+    return logs
+
+
+LIMIT_US = float("inf")
+COLS = {"run": 2, "period": 3, "slack": 7, "wu_lat": 10}
+
+
+def figures(rows):
+    if not rows:
+        return None
+    mean = lambda c: sum(r[COLS[c]] for r in rows) / len(rows)
+    return {
+        "passes": len(rows),
+        "period": mean("period"),
+        "max_period": max(r[COLS["period"]] for r in rows),
+        "run": mean("run"),
+        "slack": mean("slack"),
+        "wu_lat": mean("wu_lat"),
+    }
+
+
+def averaged(dirs):
+    per = {}
+    for d in dirs:
+        for thread, rows in read_logs(d).items():
+            f = figures(rows)
+            if f:
+                per.setdefault(thread, []).append(f)
+    return {
+        t: {k: sum(f[k] for f in fs) / len(fs) for k in fs[0]} for t, fs in per.items()
+    }
+
+
+def compare(ref_dirs, other_dirs):
+    ref, other = averaged(ref_dirs), averaged(other_dirs)
+    keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
+    print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys))
+    for t in sorted(set(ref) | set(other)):
+        a, b = ref.get(t), other.get(t)
+        cells = []
+        for k in keys:
+            if a is None or b is None:
+                cells.append("missing".rjust(22))
+                continue
+            ratio = f"{b[k] / a[k]:.3f}" if a[k] else "-"
+            cells.append(f"{a[k]:9.0f}/{b[k]:<8.0f}{ratio:>5}".rjust(22))
+        print(f"{t:<22}" + "".join(cells))
+
+
+def main(argv):
+    if len(argv) >= 3 and argv[1] == "prepare":
+        import argparse
+
+        p = argparse.ArgumentParser(prog="rtapp.py prepare")
+        p.add_argument("src")
+        p.add_argument("dst")
+        p.add_argument("--duration", type=int, required=True)
+        p.add_argument("--calibration", type=int, required=True)
+        p.add_argument("--logdir", required=True)
+        p.add_argument("--basename", default="rt-app")
+        a = p.parse_args(argv[2:])
+        prepare(a.src, a.dst, a.duration, a.calibration, a.logdir, a.basename)
+    elif len(argv) >= 5 and argv[1] == "compare" and "--" in argv:
+        global LIMIT_US
+        LIMIT_US = float(argv[2]) * 1e6
+        cut = argv.index("--")
+        compare(argv[3:cut], argv[cut + 1 :])
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

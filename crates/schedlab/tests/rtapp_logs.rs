@@ -1,0 +1,246 @@
+//! `--rt-app-logs DIR`: rt-app's per-task logs, on both backends, compared with a log rt-app
+//! itself writes here (when rt-app is installed), and the directory checked before anything
+//! runs.
+
+mod common;
+use common::{schedlab, stderr, succeeded, temp_dir};
+use std::path::Path;
+
+/// One task of 2 ms of work on a 10 ms timer, 4 passes, and a second of 3 threads with a phase
+/// of a sleep then a phase of work (rows without a timer: slack and c_period 0).
+const FILE: &str = r#"{
+  "global": { "duration": 1, "calibration": 20, "log_basename": "lg" },
+  "tasks": {
+    "tick": { "loop": 4, "run": 2000, "timer": { "ref": "unique", "period": 10000 } },
+    "two": { "instance": 3, "loop": 2,
+             "phases": { "p0": { "sleep": 1000 }, "p1": { "loop": 2, "run": 500 } } }
+  }
+}
+"#;
+
+/// The data rows of a log, split into columns.
+fn rows(text: &str) -> Vec<Vec<i64>> {
+    (text.lines())
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(|c| c.parse().unwrap()).collect())
+        .collect()
+}
+
+/// The header and the policy line, as rt-app 1.0 writes them.
+fn check_header(text: &str) {
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("# Policy : SCHED_OTHER priority : 0"));
+    assert_eq!(
+        lines.next(),
+        Some(schedlab_report::rtapp_log::HEADER),
+        "header of:\n{text}"
+    );
+}
+
+#[test]
+fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
+    let dir = temp_dir("rtapp", "sim");
+    let file = dir.path().join("w.json");
+    std::fs::write(&file, FILE).unwrap();
+    let logs = dir.path().join("logs/deeper");
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--cpus",
+        "2",
+        "--runs",
+        "1",
+        "--rt-app-logs",
+        logs.to_str().unwrap(),
+    ];
+    succeeded(&args, schedlab().args(args).output().unwrap());
+    let mut names: Vec<String> = std::fs::read_dir(&logs)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "lg-tick-0.log",
+            "lg-two-1.log",
+            "lg-two-2.log",
+            "lg-two-3.log"
+        ]
+    );
+    let tick = std::fs::read_to_string(logs.join("lg-tick-0.log")).unwrap();
+    check_header(&tick);
+    let r = rows(&tick);
+    assert_eq!(r.len(), 4, "one row per pass of loop 4:\n{tick}");
+    for row in &r {
+        let [idx, perf, run, period, start, end, rel_st, slack, c_dur, c_per, _wu] = row[..] else {
+            panic!("11 columns: {row:?}")
+        };
+        assert_eq!((idx, c_dur, c_per), (0, 2000, 10000), "{tick}");
+        // rt-app 1.0's perf: run µs × 1000 / calibration ns per loop.
+        assert_eq!(perf, 2000 * 1000 / 20);
+        // Alone on a CPU, 2 ms of work takes 2 ms of (simulated) time, and the pass lasts
+        // until the next activation, 10 ms after the previous one.
+        assert!((2000..2100).contains(&run), "{tick}");
+        assert_eq!(end - start, period);
+        assert_eq!(start, rel_st, "the simulated clock starts at 0: {tick}");
+        assert!((9000..10100).contains(&period), "{tick}");
+        assert!((7800..=8000).contains(&slack), "{tick}");
+    }
+    // Consecutive passes follow each other on the clock.
+    assert!(r.windows(2).all(|w| w[1][4] >= w[0][5]), "{tick}");
+    let two = std::fs::read_to_string(logs.join("lg-two-2.log")).unwrap();
+    let r = rows(&two);
+    // loop 2 × (p0 once + p1 twice) = 6 rows, every row of thread index 2.
+    assert_eq!(r.len(), 6, "{two}");
+    assert!(r
+        .iter()
+        .all(|row| row[0] == 2 && row[7] == 0 && row[9] == 0));
+    let c_dur: Vec<i64> = r.iter().map(|row| row[8]).collect();
+    assert_eq!(c_dur, [0, 500, 500, 0, 500, 500]);
+}
+
+#[test]
+fn several_repetitions_get_a_directory_each() {
+    let dir = temp_dir("rtapp", "reps");
+    let file = dir.path().join("w.json");
+    std::fs::write(&file, FILE).unwrap();
+    let logs = dir.path().join("logs");
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--runs",
+        "2",
+        "--rt-app-logs",
+        logs.to_str().unwrap(),
+    ];
+    succeeded(&args, schedlab().args(args).output().unwrap());
+    for r in ["C0-R0", "C0-R1"] {
+        assert!(logs.join(r).join("lg-tick-0.log").is_file(), "{r}");
+    }
+}
+
+#[test]
+fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
+    let dir = temp_dir("rtapp", "bad");
+    let file = dir.path().join("w.json");
+    std::fs::write(&file, FILE).unwrap();
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"").unwrap();
+    let f = file.to_str().unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["run", f, "--rt-app-logs", plain.to_str().unwrap()],
+            "is not a directory",
+        ),
+        (
+            &["run", f, "--rt-app-logs", "/dev/null"],
+            "is not a directory",
+        ),
+        (&["run", f, "--rt-app-logs", "-"], "standard output"),
+        (
+            &["run", "yield", "--backend", "sim", "--rt-app-logs", "x"],
+            "rt-app files",
+        ),
+    ];
+    for (args, says) in cases {
+        let out = schedlab()
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--rt-app-logs") && err.contains(says),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!dir.path().join("x").exists());
+}
+
+/// rt-app's own log of a file, run here, has the same policy line, header, columns and units
+/// as schedlab's of the same file on the real kernel.
+#[test]
+fn real_logs_match_a_log_rt_app_writes_here() {
+    let rtapp = ["/usr/bin/rt-app", "/usr/local/bin/rt-app"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    let Some(rtapp) = rtapp else {
+        eprintln!("skipped: rt-app not installed (install: apt-get install rt-app)");
+        return;
+    };
+    let dir = temp_dir("rtapp", "real");
+    let theirs = dir.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let text = format!(
+        r#"{{ "global": {{ "duration": 1, "calibration": 20, "ftrace": false,
+             "logdir": "{}", "log_basename": "cmp" }},
+           "tasks": {{ "thread0": {{ "loop": 1, "phases": {{ "p": {{ "loop": 5, "run": 1000,
+                                    "timer": {{ "ref": "unique", "period": 20000 }} }} }} }} }} }}"#,
+        theirs.display()
+    );
+    let file = dir.path().join("cmp.json");
+    std::fs::write(&file, text).unwrap();
+    let out = std::process::Command::new(rtapp)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "rt-app: {}", stderr(&out));
+    let ours = dir.path().join("ours");
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--runs",
+        "1",
+        "--rt-app-logs",
+        ours.to_str().unwrap(),
+    ];
+    succeeded(&args, schedlab().args(args).output().unwrap());
+    let a = std::fs::read_to_string(theirs.join("cmp-thread0-0.log")).unwrap();
+    let b = std::fs::read_to_string(ours.join("cmp-thread0-0.log")).unwrap();
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    assert_eq!(la[..2], lb[..2], "policy line and header:\n{a}\n{b}");
+    let (ra, rb) = (rows(&a), rows(&b));
+    // A phase of loop 5 in a task of loop 1 (rt-app 1.0 runs a task *without* phases for ever,
+    // whatever its loop): rt-app writes its 5 rows (the last pass may be cut by `duration` on a
+    // slow machine: it writes none for it); so does schedlab, which finishes the pass.
+    assert_eq!(rb.len(), 5, "{b}");
+    assert!((4..=5).contains(&ra.len()), "{a}");
+    let now_us = {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid pointer to a timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1000
+    };
+    for (x, y) in ra.iter().zip(&rb) {
+        // Same widths: every column starts and ends at the same place.
+        assert_eq!(x.len(), 11);
+        assert_eq!(y.len(), 11);
+        // Same units and clock: start and end are CLOCK_MONOTONIC µs from the last few
+        // seconds, c_duration/c_period the file's µs, perf 1.0's loop count.
+        for v in [x, y] {
+            assert!(now_us - v[4] < 60_000_000 && v[4] <= now_us, "start {v:?}");
+            assert_eq!(v[5] - v[4], v[3], "end - start = period: {v:?}");
+            assert_eq!((v[8], v[9]), (1000, 20000));
+            assert_eq!(v[1], 1000 * 1000 / 20);
+        }
+    }
+    for (x, y) in la.iter().zip(&lb).skip(2) {
+        let cols = |l: &str| -> Vec<usize> {
+            l.char_indices()
+                .filter(|(i, c)| *c != ' ' && (*i + 1 == l.len() || l.as_bytes()[i + 1] == b' '))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        // Every value fits its printf width here, so the columns end at the same places.
+        assert_eq!(cols(x), cols(y), "{x}\n{y}");
+    }
+}
