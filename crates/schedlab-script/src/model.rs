@@ -47,6 +47,9 @@ pub struct ScriptDef {
     pub start: Option<StartOrder>,
     /// The metrics reported and the primary one.
     pub metrics: MetricsSpec,
+    /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
+    /// one each, at its place; the binary prints them when it reads the file.
+    pub warnings: Vec<crate::error::Diagnostic>,
 }
 
 /// Which grammar a file was read with.
@@ -303,6 +306,11 @@ pub enum StepKind {
     CondBroadcast(ObjectRef),
     /// Give up the CPU (sched_yield).
     Yield,
+    /// Change the task's own scheduling attributes from here on (rt-app's per-phase `cpus`,
+    /// `policy`, `priority`): knobs as a group's (`nice`, `policy`, `slice`, `cpus`), each
+    /// `(key, value)` with the value's span; a knob not given is unchanged, and `cpus = "all"`
+    /// allows every CPU of the machine again.
+    Set(Vec<(Spanned<String>, Spanned<String>)>),
     /// Read or write the task's scratch file.
     Io {
         /// Read, write, or truncate.

@@ -301,6 +301,12 @@ pub fn prepare(args: &[String]) -> Result<Prepared, String> {
         ));
     }
     let script = schedlab_script::load(path).map_err(|e| e.to_string())?;
+    // What the file gives that has no effect here (rt-app keys), once, before anything runs.
+    let def = script.def();
+    for w in &def.warnings {
+        let at = schedlab_script::FileError::at(path, &def.text, w.clone());
+        eprintln!("warning: {at}");
+    }
     let sub = file_command(workload, &script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
     Ok(Prepared {

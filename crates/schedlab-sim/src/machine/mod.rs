@@ -428,6 +428,9 @@ enum Effect {
     Wait(Option<usize>),
     /// The body of a spawned task returned and `exit` is paid: the task is dead.
     Exit,
+    /// The task's `sched_setattr`/`sched_setaffinity` of itself is paid: apply the knobs in
+    /// its slot (`attrs.rs`).
+    SetAttrs,
 }
 
 /// A task as the machine knows it. The fields every switch and burst touch come first and the
@@ -572,6 +575,7 @@ mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 
+mod attrs;
 use clock::Clock;
 use costs::Costs;
 use cpus::Cpus;
@@ -624,6 +628,8 @@ struct Machine<'a> {
     spawn_places: Vec<std::ops::Range<usize>>,
     /// Per plan group, its knobs (a spawned task's).
     knobs: Vec<Knobs>,
+    /// The knobs of tasks that changed their own (`attrs.rs`), over their group's.
+    task_knobs: std::collections::HashMap<TaskId, Knobs>,
     failure: Option<SimError>,
     /// Per plan group, its name (for messages).
     group_names: Vec<&'static str>,
@@ -671,6 +677,7 @@ impl<'a> Machine<'a> {
             live: 0,
             spawn_places: Vec::new(),
             knobs: setup.knobs.to_vec(),
+            task_knobs: std::collections::HashMap::new(),
             failure: None,
             group_names: plan.groups.iter().map(|g| g.name).collect(),
             timeline: setup
