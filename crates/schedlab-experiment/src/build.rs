@@ -336,6 +336,8 @@ fn group_knobs<W: Configurable, B: Backend>(
                 }
                 knobs[g] = knobs[g].merged(&d.knobs);
             }
+            // Applied by the tasks themselves during the run; checked below.
+            DefaultKind::During => {}
         }
     }
     // Asked once: on the real kernel it reads the host's online CPUs from sysfs.
@@ -357,6 +359,27 @@ fn group_knobs<W: Configurable, B: Backend>(
             return Err(match origin {
                 Some(place) => ExperimentError::InFile {
                     place,
+                    source: Box::new(e),
+                },
+                None => e,
+            });
+        }
+    }
+    // What a group's tasks switch to during the run (over their own knobs): a CPU outside
+    // the machine or a class the policy lacks is an error now, not halfway through a run.
+    for d in defaults.iter().filter(|d| d.kind == DefaultKind::During) {
+        let Some(&g) = index.get(d.group) else {
+            continue;
+        };
+        let k = knobs[g].merged(&d.knobs);
+        let checked = k
+            .validate(d.group, cpus)
+            .map_err(ExperimentError::from)
+            .and_then(|()| backend.check_knobs(machine, d.group, &k));
+        if let Err(e) = checked {
+            return Err(match &d.origin {
+                Some(place) => ExperimentError::InFile {
+                    place: place.clone(),
                     source: Box::new(e),
                 },
                 None => e,

@@ -326,6 +326,23 @@ impl Context for RealContext {
         sys::current_cpu()
     }
 
+    async fn set_attrs(
+        &self,
+        knobs: &schedlab_workload::knobs::Knobs,
+        all_cpus: bool,
+    ) -> Result<(), WorkloadError> {
+        let mut k = knobs.clone();
+        if all_cpus && k.cpus.is_none() {
+            // Every CPU: the kernel keeps those of the task's cpuset that are active
+            // (sched_setaffinity → cpuset_cpus_allowed), the mask a thread of a group without
+            // `cpus` started with.
+            k.cpus = Some(schedlab_workload::CpuSet::first(
+                rustix::thread::CpuSet::MAX_CPU,
+            ));
+        }
+        apply_to_current_thread(&k).map_err(|e| WorkloadError::Backend(format!("set {knobs}: {e}")))
+    }
+
     async fn lock(&self, id: LockId) {
         self.shared.locks[id.0].lock();
     }

@@ -9,7 +9,7 @@ use crate::expr::{compile as compile_expr, Binding, Compiled, Expr, Quantity, Un
 use crate::intern::intern;
 use crate::model::{Amount, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
 use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program, MAX_MESSAGE};
-use crate::span::Span;
+use crate::span::{Span, Spanned};
 use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
 use schedlab_workload::plan::{GroupPlan, LockKind};
 use schedlab_workload::presets::MAX_TASKS;
@@ -1024,6 +1024,10 @@ impl<'a> Compiler<'a> {
                     self.push(out, i, span);
                 }
                 StepKind::Yield => self.push(out, Instr::Yield, span),
+                StepKind::Set(knobs) => {
+                    let change = attr_change(knobs)?;
+                    self.push(out, Instr::Set(Box::new(change)), span);
+                }
                 StepKind::Io { kind, bytes } => {
                     let (c, _) = dynamic(self, bytes, "bytes", &[Unit::Bytes, Unit::None])?;
                     self.push(
@@ -1405,4 +1409,35 @@ pub fn uses_distributions(def: &ScriptDef) -> bool {
         })
     }
     def.groups.iter().any(|g| any(&g.body))
+}
+
+/// The knobs of a `set` step, each parsed and checked alone and together (CPUs against the
+/// machine later, before the run: the workload's `group_defaults`).
+pub fn attr_change(
+    knobs: &[(Spanned<String>, Spanned<String>)],
+) -> Result<crate::program::AttrChange, Diagnostic> {
+    let mut change = crate::program::AttrChange {
+        knobs: schedlab_workload::knobs::Knobs::default(),
+        all_cpus: false,
+    };
+    for (key, value) in knobs {
+        if key.value == "cpus" && value.value == "all" {
+            change.all_cpus = true;
+            continue;
+        }
+        let one = schedlab_workload::knobs::parse_knob(&key.value, &value.value)
+            .map_err(|e| Diagnostic::new(value.span, e.to_string()))?;
+        if one.mode.is_some() {
+            return Err(Diagnostic::new(
+                key.span,
+                "`mode` (user or kernel) is a group's for the whole run; a `set` step changes `nice`, `policy`, `slice` and `cpus`",
+            ));
+        }
+        change.knobs = change.knobs.merged(&one);
+        change
+            .knobs
+            .validate("set", usize::MAX)
+            .map_err(|e| Diagnostic::new(value.span, e.to_string()))?;
+    }
+    Ok(change)
 }

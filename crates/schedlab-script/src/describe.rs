@@ -54,6 +54,13 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
             StepKind::CondSignal(r) => format!("signal {}", obj(r)),
             StepKind::CondBroadcast(r) => format!("broadcast {}", obj(r)),
             StepKind::Yield => "yield".into(),
+            StepKind::Set(knobs) => {
+                let k: Vec<String> = knobs
+                    .iter()
+                    .map(|(k, v)| format!("{}={}", k.value, v.value))
+                    .collect();
+                format!("set {}", k.join(","))
+            }
             StepKind::Io {
                 kind: IoKind::Truncate,
                 ..

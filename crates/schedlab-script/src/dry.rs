@@ -405,7 +405,7 @@ impl<'p> Walk<'p> {
                 Instr::CondSignal(r) | Instr::CondBroadcast(r) => {
                     element(r, &t.frame, span, &t.who)?;
                 }
-                Instr::Yield | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
+                Instr::Yield | Instr::Set(_) | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
                 Instr::TimedBegin { .. } => {}
                 Instr::Io { kind, bytes } => t.io(*kind, bytes),
                 Instr::Touch(c) => t.touch = t.touch.max(c.eval(&t.frame).max(0.0) as u64),

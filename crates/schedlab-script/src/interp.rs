@@ -375,6 +375,7 @@ pub async fn run<C: Context>(
             Instr::CondSignal(r) => ctx.cond_signal(CondId(element(r, &frame)?)).await?,
             Instr::CondBroadcast(r) => ctx.cond_broadcast(CondId(element(r, &frame)?)).await?,
             Instr::Yield => ctx.yield_now().await,
+            Instr::Set(change) => ctx.set_attrs(&change.knobs, change.all_cpus).await?,
             Instr::Io { kind, bytes } => ctx.io(*kind, byte_count(bytes.eval(&frame))?).await?,
             Instr::Touch(bytes) => ctx.touch_memory(byte_count(bytes.eval(&frame))?).await,
             Instr::Spawn { semaphore } => ctx.sem_post(SemaphoreId(*semaphore)).await?,

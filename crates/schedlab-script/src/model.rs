@@ -49,6 +49,9 @@ pub struct ScriptDef {
     pub metrics: MetricsSpec,
     /// What rt-app's per-task logs need of an rt-app file's `global` (`None` for a TOML file).
     pub rtapp_log: Option<RtAppLog>,
+    /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
+    /// one each, at its place; the binary prints them when it reads the file.
+    pub warnings: Vec<crate::error::Diagnostic>,
 }
 
 /// The settings of rt-app's per-task logs an rt-app file gives in `global`
@@ -328,6 +331,11 @@ pub enum StepKind {
     CondBroadcast(ObjectRef),
     /// Give up the CPU (sched_yield).
     Yield,
+    /// Change the task's own scheduling attributes from here on (rt-app's per-phase `cpus`,
+    /// `policy`, `priority`): knobs as a group's (`nice`, `policy`, `slice`, `cpus`), each
+    /// `(key, value)` with the value's span; a knob not given is unchanged, and `cpus = "all"`
+    /// allows every CPU of the machine again.
+    Set(Vec<(Spanned<String>, Spanned<String>)>),
     /// Read or write the task's scratch file.
     Io {
         /// Read, write, or truncate.

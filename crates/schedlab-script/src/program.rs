@@ -173,6 +173,8 @@ pub enum Instr {
     CondBroadcast(CRef),
     /// sched_yield.
     Yield,
+    /// Change the task's own attributes ([`schedlab_workload::Context::set_attrs`]).
+    Set(Box<AttrChange>),
     /// Scratch-file I/O.
     Io {
         /// Read, write or truncate.
@@ -239,6 +241,16 @@ pub enum Instr {
         /// How much.
         by: Compiled,
     },
+}
+
+/// What a `set` step changes: the knobs it gives (the others stay), and whether it allows
+/// every CPU of the machine again (`cpus = "all"`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AttrChange {
+    /// The knobs given.
+    pub knobs: schedlab_workload::knobs::Knobs,
+    /// `cpus = "all"`.
+    pub all_cpus: bool,
 }
 
 impl Instr {

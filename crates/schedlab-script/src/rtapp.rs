@@ -1,16 +1,35 @@
-//! rt-app's JSON grammar, read strictly into the workload [`model`](crate::model).
+//! rt-app's JSON grammar, read into the workload [`model`](crate::model).
 //!
 //! rt-app (github.com/scheduler-tools/rt-app) describes a use case as JSON: a `global` object,
 //! a `tasks` object of threads, each a sequence of *events* (`run`, `sleep`, `timer`, `lock`, …)
 //! either directly in the task or in ordered `phases`, and an optional, obsolete `resources`
 //! object. Its reader (`src/rt-app_parse_config.c`) looks up the keys it knows and ignores every
 //! other key silently — a misplaced `delay` (rt-app issue #37) or a misspelt event (issue #45)
-//! just vanishes. This reader is strict instead: every key rt-app knows is either honoured
-//! (mapped into the model below) or refused with an error that names the key, what rt-app does
-//! with it and why schedlab cannot; every key rt-app does not know is an error with the nearest
-//! known key. Errors carry `file:line:column` (the JSON is parsed with `jsonc-parser`, which
-//! keeps every node's position and, like rt-app's json-c, accepts C comments; nothing else
-//! beyond strict JSON).
+//! just vanishes. This reader understands every key rt-app knows: it is honoured (mapped into
+//! the model below), or accepted with one warning ([`ScriptDef::warnings`]) saying why it has
+//! no meaning here, or — where honouring it is impossible and ignoring it would change what
+//! is measured — refused with an error naming what rt-app does with it. Every key rt-app does
+//! not know is an error with the nearest known key. Errors and warnings carry
+//! `file:line:column`.
+//!
+//! # JSON as rt-app reads it
+//! rt-app reads the file with json-c (`json_object_from_file`, non-strict), which accepts C
+//! comments (`//`, `/* */`), a trailing comma before `}` or `]`, and single-quoted strings;
+//! so does this reader (`jsonc-parser`, already used for its positions, with those options).
+//! Not accepted, as json-c does not accept them either: unquoted keys, `#` comments, a key
+//! without a value (upstream's `video-short.json` has a bare `"suspend",`, which rt-app refuses
+//! too; its `workgen` pre-processor fills it in). json-c's other leniencies — `True` in any
+//! case, text after the closing brace — appear in no upstream file and are refused.
+//!
+//! **Repeated keys** are resolved as json-c resolves them: `json_object_object_add` replaces
+//! the value of the existing entry, and rt-app walks objects in insertion order, so a key given
+//! twice keeps the *place of its first occurrence and the value of its last* — for tasks,
+//! phases, events and global keys alike (checked with rt-app 1.0: phases `a`, `b`, `a` run
+//! as `a` with the last `a`'s events, then `b`; a phase `{run: 1000, timer, run: 30000}`
+//! runs one `run` of 30000 µs before the timer). jsonc-parser keeps every occurrence in its
+//! tree, so the resolution is done here, with one warning per repeated key. rt-app's `workgen`
+//! would instead have renamed repeats (`run`, `run1`, …) and kept them all; a file meant for
+//! workgen should be passed through it, or have its keys renamed.
 //!
 //! # Events: matched by prefix, in rt-app's order
 //! A key of a phase (or of a task without `phases`) is an event when it *starts with* an event
@@ -18,9 +37,7 @@
 //! `parse_task_event_data`'s order: `run`/`sleep` first (a `run…` key that starts with
 //! `runtime` is runtime, so `runtime` is never run), then `memrun` before `mem`, `iorun`,
 //! `lock`/`unlock`, `signal`/`broad`, `wait`/`sync`, `barrier`, `timer`, `resume`, `suspend`,
-//! `yield`, `fork`, `sem_post`, `sem_wait`. Events run in file order. Repeated event keys in
-//! one object are accepted, in order, as rt-app's workgen makes them unique before rt-app runs
-//! (`doc/tutorial.txt`); any other repeated key is an error (json-c keeps only the last).
+//! `yield`, `fork`, `sem_post`, `sem_wait`. Events run in file order (a repeated key: above).
 //!
 //! # Units
 //! rt-app's times are whole microseconds and its sizes whole bytes (json-c integers: `1.5` is
@@ -33,12 +50,13 @@
 //! |---|---|
 //! | `global.duration` (s; -1 or 0: none) | the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. Deviation: rt-app also kills finite tasks at `duration` and stops mid-pass; schedlab finishes the pass it is in and lets finite tasks finish. A forked task's loop of -1 runs `duration` from its fork, not to rt-app's global end. |
 //! | `global.default_policy` | the `policy` knob of every task without its own |
-//! | `global.calibration` | accepted (`"CPU<n>"` or a whole number), no effect: it only tunes rt-app's busy loop to turn `run`'s µs into loop counts; schedlab's compute is CPU time itself |
-//! | `global.pi_enabled` | `false` accepted; `true` refused: schedlab's locks have no priority inheritance |
-//! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | accepted, type-checked, no effect: page locking and rt-app's own logs and traces; schedlab records its own metrics |
-//! | `global.io_device` | accepted, no effect: `iorun` writes each task's scratch file, never a path the file names |
+//! | `global.calibration` | checked (`"CPU<n>"` or a whole number), warned: it only tunes rt-app's busy loop to turn `run`'s µs into loop counts; schedlab's compute is CPU time itself |
+//! | `global.pi_enabled` | `false` accepted; `true` warned: schedlab's locks have no priority inheritance |
+//! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | checked; warned when they ask for something (`true`, a log name, trace categories): page locking and rt-app's own logs and traces; schedlab records its own metrics |
+//! | `global.io_device` | checked, warned: `iorun` writes each task's scratch file, never a path the file names |
+//! | `global.frag` | warned: rt-app never reads it (an AQuoSA option removed in 2014 that survives in upstream's mp3, video and browser examples) |
 //! | `global.mem_buffer_size` (bytes, default 4 MiB) | honoured by `mem` (below) |
-//! | `resources.NAME.type` | `mutex` → a lock, `wait` → a condition, `timer` → nothing (timers are named by their events); `signal`, `broadcast`, `sync`, `sleep`, `run` are refused: no event ever looks such a resource up |
+//! | `resources.NAME.type` | `mutex` → a lock, `wait` → a condition, `timer` → nothing (timers are named by their events); `signal`, `broadcast`, `sync`, `sleep`, `run` are warned: no event ever looks such a resource up |
 //! | `tasks.NAME` | a [`GroupSpec`] named as the task, in file order |
 //! | `instance` (default 1) | the group's count |
 //! | `delay` (µs; task only) | a first `sleep` step; in a phase it is an error (rt-app ignores it there) |
@@ -46,8 +64,9 @@
 //! | `policy`, `priority` | knobs `policy` (`other`, `batch`, `idle`, `fifo:P`, `rr:P`) and `nice`: `priority` is the nice value for SCHED_OTHER/BATCH (default 0) and the real-time priority for FIFO/RR (default 10, rt-app's `DEFAULT_THREAD_PRIORITY`); rt-app applies no nice to SCHED_IDLE and no priority to SCHED_DEADLINE, so a non-zero one there is refused |
 //! | `dl-runtime`, `dl-period`, `dl-deadline` (µs) | `policy = "deadline:R/D/P"` (period defaults to runtime, deadline to period); for SCHED_OTHER/BATCH `dl-runtime` is the custom slice (Linux ≥ 6.12) → knob `slice`; elsewhere refused. The task-level legacy keys `runtime`, `period`, `deadline` are read as rt-app reads them (only when the `dl-` key is absent); a task-level `runtime` in a task without `phases` is both an event and the legacy budget in rt-app, and is refused as ambiguous |
 //! | `cpus` (array) | knob `cpus` |
-//! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts; schedlab's groups keep one setting, so they are honoured when they amount to one setting for the whole run (a phase's `cpus` holds for that phase only, a phase's scheduling keys until another phase sets them: see `merged_sched`), else refused |
-//! | `nodes_membind`, `util_min`, `util_max`, non-empty `taskgroup` | refused: NUMA memory binding, utilization clamping and CPU cgroups are not modelled on either backend (`taskgroup: ""` means none and is accepted) |
+//! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts. When they amount to one setting for the whole run they are the group's knobs (`merged_sched`); otherwise each phase that changes them starts with a [`StepKind::Set`] (`phase_sets`), before its loop and outside its timed pass, as rt-app applies them before taking the pass's start time. The switches are checked before the run as the group's knobs are (a CPU outside the machine, a class the simulated policy lacks) |
+//! | `nodes_membind`, `util_min`, `util_max` | checked (node numbers; a clamp 0..1024 or -1), warned: NUMA memory binding and utilization clamping are applied on neither backend (the simulator has no utilization signal; kernels without CONFIG_UCLAMP_TASK refuse uclamp with EOPNOTSUPP) |
+//! | non-empty `taskgroup` | refused: a CPU cgroup of its own changes how the thread shares the CPU, and schedlab runs tasks in no cgroup of their own (`taskgroup: ""` means none and is accepted) |
 //! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
 //! | `runtime` (µs of wall time on the CPU) | `Busy` |
 //! | `sleep` (µs) | `Sleep` fixed |
@@ -57,12 +76,12 @@
 //! | `signal`, `broad` | `CondSignal`, `CondBroadcast` |
 //! | `sync` `{ref, mutex}` | `CondSignal` then `CondWait` (rt-app's `rtapp_sig_and_wait`: the caller holds the mutex) |
 //! | `barrier` | `Barrier` with `parties: None` (every task that uses it), as rt-app counts the instances of the tasks using it; a task using one barrier in two events is refused (rt-app would count it twice and wait for itself), and so is a barrier in a forked task (rt-app cannot count forks) |
-//! | `suspend` | `Lock(T)`, `CondWait { cond: T, lock: T }`, `Unlock(T)` with T the task's own name, as rt-app implements it (`rtapp_suspend`); rt-app ignores the value, so only `""` or the task's own name is accepted — a file written for older rt-app naming another task would never be woken |
-//! | `resume` NAME | `Lock(NAME)`, `CondBroadcast(NAME)`, `Unlock(NAME)` (`rtapp_resume`); NAME must be a task that suspends |
+//! | `suspend` | `Lock(T)`, `CondWait { cond: T, lock: T }`, `Unlock(T)` as rt-app implements it (`rtapp_suspend`), with T the task's own name when the value is `""` or that name (rt-app after 1.0 always uses it); another value is the condition's name, as rt-app 1.0 reads it (upstream's browser examples rely on it), with a warning |
+//! | `resume` NAME | `Lock(NAME)`, `CondBroadcast(NAME)`, `Unlock(NAME)` (`rtapp_resume`); NAME must be what some `suspend` waits on (a task's name, or a 1.0-style value) |
 //! | `mem` (bytes) | `Touch`; rt-app rewrites its `mem_buffer_size` buffer, so `mem` larger than the buffer is a loop of whole-buffer touches plus the rest |
 //! | `iorun` (bytes) | `Io { Write }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the task's scratch file |
-//! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches, which no schedlab step does |
-//! | `yield` | `Yield` |
+//! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches; schedlab's one memory step (`Touch`) writes a byte per page |
+//! | `yield` (any value: rt-app does not read it) | `Yield` |
 //! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count the number of times the fork runs (instances × loops around it, following forks of forks), which must be finite; TASK must have `instance: 0` (rt-app would also start it with the run) |
 //! | `sem_post`, `sem_wait` | `SemPost`, `SemWait` (semaphores start at 0, as rt-app's) |
 //!
@@ -97,18 +116,27 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
 use schedlab_workload::{IoKind, KnobError};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
 
 type R<T> = Result<T, Diagnostic>;
 
-/// Read an rt-app JSON file (`text`, from `path`) into the model, strictly: any key rt-app does
-/// not know, any key it knows that schedlab cannot honour, a wrong type or invalid JSON is an
-/// error at its `file:line:column`.
+/// Read an rt-app JSON file (`text`, from `path`) into the model, as rt-app's json-c reads it
+/// (comments, trailing commas, repeated keys). Any key rt-app does not know, a key schedlab
+/// cannot honour where ignoring it would change what is measured, a wrong type or invalid JSON
+/// is an error at its `file:line:column`; keys with no meaning here are in
+/// [`ScriptDef::warnings`].
 pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
-    Reader { text }
+    let reader = Reader {
+        text,
+        warnings: RefCell::new(Vec::new()),
+    };
+    let mut def = reader
         .file(path)
-        .map_err(|d| FileError::at(path, text, d))
+        .map_err(|d| FileError::at(path, text, d))?;
+    def.warnings = reader.warnings.into_inner();
+    Ok(def)
 }
 
 /// rt-app's default `mem_buffer_size` (`DEFAULT_MEM_BUF_SIZE`).
@@ -381,7 +409,8 @@ enum Ev {
         name: Spanned<String>,
         period: Kv<i64>,
     },
-    Suspend,
+    /// On the condition (and lock) of this name: the task's own, or the value's (rt-app 1.0).
+    Suspend(Spanned<String>),
     Resume(Spanned<String>),
     Yield,
     Fork(Spanned<String>),
@@ -503,16 +532,25 @@ fn oref(name: &Spanned<String>) -> ObjectRef {
 
 struct Reader<'t> {
     text: &'t str,
+    /// Keys rt-app knows that have no meaning here, and repeated keys: one each.
+    warnings: RefCell<Vec<Diagnostic>>,
 }
 
 impl Reader<'_> {
+    /// Accept what is at `span`, with `message` saying why it has no effect here.
+    fn warn(&self, span: Span, message: impl Into<String>) {
+        self.warnings
+            .borrow_mut()
+            .push(Diagnostic::new(span, message));
+    }
+
     fn file(&self, path: &Path) -> R<ScriptDef> {
         let options = ParseOptions {
             allow_comments: true,
             allow_loose_object_property_names: false,
-            allow_trailing_commas: false,
+            allow_trailing_commas: true,
             allow_missing_commas: false,
-            allow_single_quoted_strings: false,
+            allow_single_quoted_strings: true,
             allow_hexadecimal_numbers: false,
             allow_unary_plus_numbers: false,
             allow_bare_decimal_point_numbers: false,
@@ -534,7 +572,7 @@ impl Reader<'_> {
             ));
         };
         let root = self.object("the file", &root)?;
-        let entries = self.entries(root, &|_| false)?;
+        let entries = self.entries(root)?;
         let mut global_value = None;
         let mut tasks_value = None;
         let mut resources_value = None;
@@ -574,7 +612,7 @@ impl Reader<'_> {
             ));
         };
         let tasks_obj = self.object("tasks", tasks_entry.value)?;
-        let task_entries = self.entries(tasks_obj, &|_| false)?;
+        let task_entries = self.entries(tasks_obj)?;
         if task_entries.is_empty() {
             return Err(Diagnostic::new(
                 tasks_entry.span,
@@ -627,41 +665,56 @@ impl Reader<'_> {
             start: None,
             metrics: MetricsSpec::default(),
             rtapp_log: Some(global.log),
+            warnings: Vec::new(),
         })
     }
 
     // ---- JSON access -------------------------------------------------------------------------
 
-    /// The properties of `obj`; a repeated key is an error unless `repeat_ok` accepts it.
-    fn entries<'v, 'a>(
-        &self,
-        obj: &'v Object<'a>,
-        repeat_ok: &dyn Fn(&str) -> bool,
-    ) -> R<Vec<Entry<'v, 'a>>> {
+    /// The properties of `obj` as json-c gives them to rt-app: a key given more than once keeps
+    /// the place of its first occurrence and the value of its last (`json_object_object_add`
+    /// replaces the value of the existing entry), with one warning per repeated key.
+    fn entries<'v, 'a>(&self, obj: &'v Object<'a>) -> R<Vec<Entry<'v, 'a>>> {
         let mut out: Vec<Entry<'v, 'a>> = Vec::new();
         // Where each key is first given: an object of many tasks is read in linear time.
-        let mut seen: std::collections::HashMap<&'v str, usize> = Default::default();
+        let mut seen: HashMap<&'v str, usize> = HashMap::new();
+        // Per repeated key: its first line and the later lines, for one warning each.
+        let mut repeats: Vec<(usize, Vec<usize>)> = Vec::new();
         for p in &obj.properties {
             let key = p.name.as_str();
             let key_span = span_of(p.name.range());
-            if !repeat_ok(key) {
-                if let Some(first) = seen.get(key).map(|&i| &out[i]) {
-                    return Err(Diagnostic::new(
-                        key_span,
-                        format!(
-                            "'{key}' is given twice in this object (first at line {}); rt-app's JSON reader keeps only the last, silently: give it once",
-                            LineCol::of(self.text, first.key_span.start).line
-                        ),
-                    ));
+            if let Some(&i) = seen.get(key) {
+                out[i].value = &p.value;
+                out[i].span = span_of(p.range);
+                let line = LineCol::of(self.text, key_span.start).line;
+                match repeats.iter_mut().find(|(at, _)| *at == i) {
+                    Some((_, lines)) => lines.push(line),
+                    None => repeats.push((i, vec![line])),
                 }
+                continue;
             }
-            seen.entry(key).or_insert(out.len());
+            seen.insert(key, out.len());
             out.push(Entry {
                 key,
                 key_span,
                 value: &p.value,
                 span: span_of(p.range),
             });
+        }
+        for (i, lines) in repeats {
+            let e = &out[i];
+            let lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            self.warn(
+                e.key_span,
+                format!(
+                    "'{}' is given again at line {}: rt-app's JSON reader (json-c) keeps one '{}' here, with the last value, in the first one's place, as schedlab does; rt-app's workgen would instead have renamed the repeats ('{}1', '{}2', ...) and kept them all: rename them to keep them",
+                    e.key,
+                    lines.join(", "),
+                    e.key,
+                    e.key,
+                    e.key
+                ),
+            );
         }
         Ok(out)
     }
@@ -776,7 +829,7 @@ impl Reader<'_> {
             mem_buffer_size: DEFAULT_MEM_BUFFER,
             log: Default::default(),
         };
-        for e in self.entries(obj, &|_| false)? {
+        for e in self.entries(obj)? {
             match e.key {
                 "duration" => {
                     let d = self.int_entry(&e, "a whole number of seconds (-1: none)")?;
@@ -799,78 +852,103 @@ impl Reader<'_> {
                         span: s.span,
                     });
                 }
-                "calibration" => match e.value {
-                    Value::NumberLit(_) => {
-                        let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
-                        g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
-                    }
-                    Value::StringLit(s) => {
-                        let ok = s
-                            .value
-                            .strip_prefix("CPU")
-                            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-                        if !ok {
-                            return Err(Diagnostic::new(
-                                vspan(e.value),
-                                format!("'calibration' = \"{}\" is not accepted; rt-app takes \"CPU<n>\" (the CPU to calibrate its busy loop on) or a whole number of ns per loop", s.value),
-                            ));
+                "calibration" => {
+                    match e.value {
+                        Value::NumberLit(_) => {
+                            let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
+                            g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
                         }
-                    }
-                    other => {
-                        return Err(Diagnostic::new(
-                            vspan(other),
-                            format!("'calibration' must be \"CPU<n>\" or a whole number of ns per loop, not {}", describe(other)),
-                        ))
-                    }
-                },
-                "pi_enabled" => {
-                    if self.boolean(e.key, e.value)? {
-                        return Err(Diagnostic::new(
-                            vspan(e.value),
-                            "'pi_enabled': true makes rt-app's mutexes priority-inheriting (PTHREAD_PRIO_INHERIT); schedlab's locks have no priority inheritance on either backend, so it cannot be honoured: remove it or set it to false",
-                        ));
-                    }
-                }
-                "cumulative_slack" => g.log.cumulative_slack = self.boolean(e.key, e.value)?,
-                "log_basename" => g.log.basename = self.string(e.key, e.value)?.value,
-                "lock_pages" | "gnuplot" => {
-                    self.boolean(e.key, e.value)?;
-                }
-                "logdir" | "io_device" => {
-                    self.string(e.key, e.value)?;
-                }
-                "log_size" => match e.value {
-                    Value::NumberLit(_) => {
-                        self.int_at_least(&e, "a whole number of MB (>= 0) or \"file\", \"disable\", \"auto\"", 0)?;
-                    }
-                    Value::StringLit(s) if ["file", "disable", "auto"].contains(&s.value.as_ref()) => {}
-                    other => {
-                        return Err(Diagnostic::new(
-                            vspan(other),
-                            format!("'log_size' must be a whole number of MB or \"file\", \"disable\", \"auto\", not {}", describe(other)),
-                        ))
-                    }
-                },
-                "ftrace" => match e.value {
-                    Value::BooleanLit(_) => {}
-                    Value::StringLit(s) => {
-                        const CATEGORIES: &[&str] = &["main", "task", "loop", "event", "stats", "none"];
-                        for cat in s.value.split(',') {
-                            if !CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(cat)) {
+                        Value::StringLit(s) => {
+                            let ok = s
+                                .value
+                                .strip_prefix("CPU")
+                                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+                            if !ok {
                                 return Err(Diagnostic::new(
                                     vspan(e.value),
-                                    format!("'ftrace' category '{cat}' is not one rt-app knows; use a comma-separated list of {}{}", CATEGORIES.join(", "), did_you_mean(cat, CATEGORIES.iter().copied())),
+                                    format!("'calibration' = \"{}\" is not accepted; rt-app takes \"CPU<n>\" (the CPU to calibrate its busy loop on) or a whole number of ns per loop", s.value),
                                 ));
                             }
                         }
+                        other => {
+                            return Err(Diagnostic::new(
+                                vspan(other),
+                                format!("'calibration' must be \"CPU<n>\" or a whole number of ns per loop, not {}", describe(other)),
+                            ))
+                        }
                     }
-                    other => {
-                        return Err(Diagnostic::new(
-                            vspan(other),
-                            format!("'ftrace' must be a string of categories (or a boolean), not {}", describe(other)),
-                        ))
+                    self.warn(e.key_span, "'calibration' does not change the run here: it tunes rt-app's busy loop, whose 'run' is a count of loops calibrated to take that many µs; schedlab's 'run' is that much CPU time itself (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
+                }
+                "pi_enabled" => {
+                    if self.boolean(e.key, e.value)? {
+                        self.warn(e.key_span, "'pi_enabled': true makes rt-app's mutexes priority-inheriting (PTHREAD_PRIO_INHERIT); schedlab's locks have no priority inheritance on either backend, so a low-priority holder is not boosted (results differ only under priority inversion)");
                     }
-                },
+                }
+                "lock_pages" => {
+                    if self.boolean(e.key, e.value)? {
+                        self.warn(e.key_span, "'lock_pages': true (rt-app's default) makes rt-app mlockall() its memory; schedlab does not lock pages (its tasks' memory is small and touched before the run)");
+                    }
+                }
+                "gnuplot" => {
+                    if self.boolean(e.key, e.value)? {
+                        self.warn(e.key_span, "'gnuplot': true makes rt-app write gnuplot scripts beside its logs; schedlab writes none (its plots: --plot, and 'schedlab report')");
+                    }
+                }
+                // Both shape rt-app's per-task logs, which --rt-app-logs writes.
+                "cumulative_slack" => g.log.cumulative_slack = self.boolean(e.key, e.value)?,
+                "log_basename" => g.log.basename = self.string(e.key, e.value)?.value,
+                "logdir" => {
+                    self.string(e.key, e.value)?;
+                    self.warn(e.key_span, "'logdir' is not used: schedlab writes rt-app's per-task logs into the directory given with --rt-app-logs DIR, and only then");
+                }
+                "io_device" => {
+                    self.string(e.key, e.value)?;
+                    self.warn(e.key_span, "'io_device' has no effect here: 'iorun' writes each task's own scratch file in the run's temporary directory, never a path the file names");
+                }
+                "log_size" => {
+                    match e.value {
+                        Value::NumberLit(_) => {
+                            self.int_at_least(&e, "a whole number of MB (>= 0) or \"file\", \"disable\", \"auto\"", 0)?;
+                        }
+                        Value::StringLit(s) if ["file", "disable", "auto"].contains(&s.value.as_ref()) => {}
+                        other => {
+                            return Err(Diagnostic::new(
+                                vspan(other),
+                                format!("'log_size' must be a whole number of MB or \"file\", \"disable\", \"auto\", not {}", describe(other)),
+                            ))
+                        }
+                    }
+                    self.warn(e.key_span, "'log_size' sizes rt-app's in-memory log buffer; schedlab's --rt-app-logs keeps up to 100,000 rows a task and counts the rest");
+                }
+                "ftrace" => {
+                    let tracing = match e.value {
+                        Value::BooleanLit(b) => b.value,
+                        Value::StringLit(s) => {
+                            const CATEGORIES: &[&str] = &["main", "task", "loop", "event", "stats", "none"];
+                            for cat in s.value.split(',') {
+                                if !CATEGORIES.iter().any(|c| c.eq_ignore_ascii_case(cat)) {
+                                    return Err(Diagnostic::new(
+                                        vspan(e.value),
+                                        format!("'ftrace' category '{cat}' is not one rt-app knows; use a comma-separated list of {}{}", CATEGORIES.join(", "), did_you_mean(cat, CATEGORIES.iter().copied())),
+                                    ));
+                                }
+                            }
+                            !s.value.eq_ignore_ascii_case("none")
+                        }
+                        other => {
+                            return Err(Diagnostic::new(
+                                vspan(other),
+                                format!("'ftrace' must be a string of categories (or a boolean), not {}", describe(other)),
+                            ))
+                        }
+                    };
+                    if tracing {
+                        self.warn(e.key_span, "'ftrace' makes rt-app write its events to the kernel's trace_marker; schedlab writes no trace markers (its own tracing: --timeline, and the counters)");
+                    }
+                }
+                "frag" => {
+                    self.warn(e.key_span, "'frag' is not read by rt-app: it was an option of rt-app's AQuoSA backend, removed in 2014, that survives in some of its example files; it has no effect");
+                }
                 "mem_buffer_size" => {
                     g.mem_buffer_size = self.int_at_least(&e, "a whole number of bytes (> 0)", 1)?.value;
                 }
@@ -901,11 +979,11 @@ impl Reader<'_> {
             "run",
         ];
         let obj = self.object("'resources'", e.value)?;
-        for r in self.entries(obj, &|_| false)? {
+        for r in self.entries(obj)? {
             let name = Spanned::new(r.key.to_string(), r.key_span);
             let body = self.object(&format!("resource '{}'", r.key), r.value)?;
             let mut ty = None;
-            for f in self.entries(body, &|_| false)? {
+            for f in self.entries(body)? {
                 match f.key {
                     "type" => ty = Some(self.string(f.key, f.value)?),
                     k => {
@@ -935,15 +1013,15 @@ impl Reader<'_> {
                 "wait" => add_object(&mut objects.conds, &name),
                 "timer" => {}
                 t @ ("signal" | "broadcast" | "sync" | "sleep" | "run") => {
-                    return Err(Diagnostic::new(
-                        ty.span,
-                        format!("resource type '{t}' makes rt-app create a resource no event ever looks up (signal, broad, sync and wait events use a 'wait' resource, lock and unlock a 'mutex'); declare it as 'wait' or 'mutex', or drop it — resources are created by use anyway"),
-                    ))
+                    self.warn(ty.span, format!("resource type '{t}' makes rt-app create a resource no event ever looks up (signal, broad, sync and wait events use a 'wait' resource, lock and unlock a 'mutex'); it has no effect here — resources are created by use anyway"));
                 }
                 t => {
                     return Err(Diagnostic::new(
                         ty.span,
-                        format!("resource type '{t}' is not one rt-app knows; use mutex, wait or timer{}", did_you_mean(t, TYPES.iter().copied())),
+                        format!(
+                        "resource type '{t}' is not one rt-app knows; use mutex, wait or timer{}",
+                        did_you_mean(t, TYPES.iter().copied())
+                    ),
                     ))
                 }
             }
@@ -957,7 +1035,7 @@ impl Reader<'_> {
         let name = Spanned::new(e.key.to_string(), e.key_span);
         let obj = self.object(&format!("task '{}'", e.key), e.value)?;
         let with_phases = obj.properties.iter().any(|p| p.name.as_str() == "phases");
-        let entries = self.entries(obj, &|k| !with_phases && EvKind::of(k).is_some())?;
+        let entries = self.entries(obj)?;
         let mut t = Task {
             name: name.clone(),
             span: e.span,
@@ -1064,7 +1142,7 @@ impl Reader<'_> {
         match phases_entry {
             Some(pe) => {
                 let pobj = self.object("'phases'", pe.value)?;
-                let pentries = self.entries(pobj, &|_| false)?;
+                let pentries = self.entries(pobj)?;
                 if pentries.is_empty() {
                     return Err(Diagnostic::new(
                         pe.span,
@@ -1101,7 +1179,10 @@ impl Reader<'_> {
                     span: v.span,
                 });
             }
-            "priority" => s.priority = Some(self.int_entry(en, "a whole number (nice or real-time priority)")?),
+            "priority" => {
+                s.priority =
+                    Some(self.int_entry(en, "a whole number (nice or real-time priority)")?)
+            }
             "dl-runtime" => s.dl_runtime = Some(self.int_at_least(en, us, 0)?),
             "dl-period" => s.dl_period = Some(self.int_at_least(en, us, 0)?),
             "dl-deadline" => s.dl_deadline = Some(self.int_at_least(en, us, 0)?),
@@ -1109,7 +1190,10 @@ impl Reader<'_> {
                 let Value::Array(a) = en.value else {
                     return Err(Diagnostic::new(
                         vspan(en.value),
-                        format!("'cpus' must be an array of CPU numbers such as [0, 2], not {}", describe(en.value)),
+                        format!(
+                            "'cpus' must be an array of CPU numbers such as [0, 2], not {}",
+                            describe(en.value)
+                        ),
                     ));
                 };
                 if a.elements.is_empty() {
@@ -1122,7 +1206,13 @@ impl Reader<'_> {
                 for c in &a.elements {
                     let n = self.int("cpus", c, "an array of whole CPU numbers (>= 0)")?;
                     if n.value < 0 {
-                        return Err(Diagnostic::new(n.span, format!("CPU {} in 'cpus' is not accepted; CPU numbers start at 0", n.value)));
+                        return Err(Diagnostic::new(
+                            n.span,
+                            format!(
+                                "CPU {} in 'cpus' is not accepted; CPU numbers start at 0",
+                                n.value
+                            ),
+                        ));
                     }
                     cpus.push(n.value);
                 }
@@ -1133,16 +1223,27 @@ impl Reader<'_> {
                 });
             }
             "nodes_membind" => {
-                return Err(Diagnostic::new(
-                    en.key_span,
-                    "'nodes_membind' binds the thread's memory to NUMA nodes (rt-app calls set_mempolicy); schedlab cannot honour it: the simulator has no NUMA and the real backend leaves memory placement to the kernel",
-                ))
+                let Value::Array(a) = en.value else {
+                    return Err(Diagnostic::new(
+                        vspan(en.value),
+                        format!("'nodes_membind' must be an array of NUMA node numbers such as [0], not {}", describe(en.value)),
+                    ));
+                };
+                for n in &a.elements {
+                    self.int_at_least(
+                        &Entry { value: n, ..*en },
+                        "an array of whole NUMA node numbers (>= 0)",
+                        0,
+                    )?;
+                }
+                self.warn(en.key_span, "'nodes_membind' binds the thread's memory to NUMA nodes (rt-app calls numa_set_membind); it has no effect here: the simulator places memory by its own NUMA model and the real backend leaves placement to the kernel");
             }
             k @ ("util_min" | "util_max") => {
-                return Err(Diagnostic::new(
-                    en.key_span,
-                    format!("'{k}' clamps the thread's utilization (sched_setattr's uclamp, read by schedutil and capacity-aware placement); schedlab cannot honour it: its policies and backends neither set nor model utilization clamping"),
-                ))
+                let v = self.int_at_least(en, "a utilization clamp 0..1024 (-1: unchanged)", -1)?;
+                if v.value > 1024 {
+                    return Err(Diagnostic::new(v.span, format!("'{k}' = {} is not accepted; a utilization clamp is 0..1024 (-1: unchanged)", v.value)));
+                }
+                self.warn(en.key_span, format!("'{k}' clamps the thread's utilization (sched_setattr's uclamp, read by schedutil and capacity-aware placement); it has no effect here: the simulator models no utilization signal, and the real backend sets no clamp (a kernel without CONFIG_UCLAMP_TASK, as is common, refuses it with EOPNOTSUPP)"));
             }
             "taskgroup" => {
                 let v = self.string(en.key, en.value)?;
@@ -1167,7 +1268,7 @@ impl Reader<'_> {
             events: Vec::new(),
             sched: Sched::default(),
         };
-        for en in self.entries(obj, &|k| EvKind::of(k).is_some())? {
+        for en in self.entries(obj)? {
             if en.key == "loop" {
                 p.loop_ = Some(self.int_entry(
                     &en,
@@ -1262,7 +1363,7 @@ impl Reader<'_> {
             EvKind::Memrun => {
                 return Err(Diagnostic::new(
                     en.key_span,
-                    format!("{key} reads, writes or pointer-chases a buffer byte by byte to load the caches (rt-app's memrun); schedlab cannot honour it: no step of its model does such accesses (use 'mem' for page-touching writes)"),
+                    format!("{key} reads, writes or pointer-chases a buffer byte by byte to load the caches (rt-app's memrun); schedlab cannot honour it: its only memory step ('mem', touch) writes one byte per page, which costs page faults, not cache traffic, so mapping memrun onto it would measure something else"),
                 ))
             }
             EvKind::Lock => Ev::Lock(name("a mutex")?),
@@ -1274,19 +1375,16 @@ impl Reader<'_> {
             EvKind::SemPost => Ev::SemPost(name("a semaphore")?),
             EvKind::SemWait => Ev::SemWait(name("a semaphore")?),
             EvKind::Resume => Ev::Resume(name("the task to resume")?),
-            EvKind::Yield => {
-                self.string(en.key, en.value)?;
-                Ev::Yield
-            }
+            // rt-app does not look at the value.
+            EvKind::Yield => Ev::Yield,
             EvKind::Suspend => {
                 let v = self.string(en.key, en.value)?;
-                if !v.value.is_empty() && v.value != task {
-                    return Err(Diagnostic::new(
-                        v.span,
-                        format!("{key} = \"{}\" in task '{task}': rt-app ignores the value and suspends the task on its own name, so only 'resume: \"{task}\"' wakes it (files for older rt-app relied on workgen to write the task's name here); write \"{task}\" or \"\"", v.value),
-                    ));
+                if v.value.is_empty() || v.value == task {
+                    Ev::Suspend(Spanned::new(task.to_string(), v.span))
+                } else {
+                    self.warn(v.span, format!("{key} = \"{}\" in task '{task}': rt-app 1.0 suspends on the condition the value names, which 'resume: \"{}\"' wakes, and schedlab does the same; rt-app after 1.0 ignores the value and suspends the task on its own name ('resume: \"{task}\"' wakes it)", v.value, v.value));
+                    Ev::Suspend(v)
                 }
-                Ev::Suspend
             }
             EvKind::Wait | EvKind::Sync => {
                 let obj = self.object(&key, en.value).map_err(|mut d| {
@@ -1294,7 +1392,7 @@ impl Reader<'_> {
                     d
                 })?;
                 let (mut cond, mut mutex) = (None, None);
-                for f in self.entries(obj, &|_| false)? {
+                for f in self.entries(obj)? {
                     match f.key {
                         "ref" => cond = Some(self.name(f.key, f.value, "a condition")?),
                         "mutex" => mutex = Some(self.name(f.key, f.value, "a mutex")?),
@@ -1326,7 +1424,7 @@ impl Reader<'_> {
                     d
                 })?;
                 let (mut tref, mut period) = (None, None);
-                for f in self.entries(obj, &|_| false)? {
+                for f in self.entries(obj)? {
                     match f.key {
                         "ref" => tref = Some(self.name(f.key, f.value, "the timer")?),
                         "period" => {
@@ -1399,13 +1497,19 @@ fn build_groups(tasks: &[Task], global: &Global, objects: &mut Objects) -> R<Vec
     let mut groups = Vec::new();
     for (i, t) in tasks.iter().enumerate() {
         let (count, spawned) = &counts[i];
+        // Settings that hold for the whole run are the group's knobs; others change at the
+        // phases that give them, as in rt-app, through `set` steps.
+        let (knobs, sets) = match merged_sched(t) {
+            Ok(s) => (knobs(t, global, &s)?, None),
+            Err(_) => (knobs(t, global, &t.sched)?, Some(phase_sets(t, global)?)),
+        };
         groups.push(GroupSpec {
             name: t.name.clone(),
             count: lit(count.value as f64, Unit::None, count.span),
-            knobs: knobs(t, global)?,
+            knobs,
             spawned: *spawned,
             spawn: None,
-            body: body(t, global, objects),
+            body: body(t, global, objects, sets.as_deref()),
             span: t.span,
         });
     }
@@ -1584,14 +1688,12 @@ fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
 /// of tasks that never suspend.
 fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, bool)]) -> R<()> {
     let mut timer_users: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
-    let suspending: Vec<&str> = tasks
-        .iter()
-        .filter(|t| {
-            t.phases
-                .iter()
-                .any(|p| p.events.iter().any(|e| matches!(e.ev, Ev::Suspend)))
+    let suspending: Vec<&str> = (tasks.iter())
+        .flat_map(|t| t.phases.iter().flat_map(|p| &p.events))
+        .filter_map(|e| match &e.ev {
+            Ev::Suspend(name) => Some(name.value.as_str()),
+            _ => None,
         })
-        .map(|t| t.name.value.as_str())
         .collect();
     for (ti, t) in tasks.iter().enumerate() {
         let mut barriers: HashMap<&str, Span> = HashMap::new();
@@ -1746,14 +1848,30 @@ fn merged_sched(t: &Task) -> R<Sched> {
 }
 
 /// The group's knobs, as `schedlab_workload::knobs::parse_knob` accepts them.
-fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>> {
-    let s = merged_sched(t)?;
-    let task = &t.name.value;
-    let policy_kv = s.policy.clone().or_else(|| global.default_policy.clone());
+fn knobs(t: &Task, global: &Global, s: &Sched) -> R<Vec<(Spanned<String>, Spanned<String>)>> {
+    sched_knobs(
+        &t.name.value,
+        t.name.span,
+        s,
+        s.policy.clone().or_else(|| global.default_policy.clone()),
+        [
+            s.dl_runtime.clone().or_else(|| t.legacy_runtime.clone()),
+            s.dl_period.clone().or_else(|| t.legacy_period.clone()),
+            s.dl_deadline.clone().or_else(|| t.legacy_deadline.clone()),
+        ],
+    )
+}
+
+/// The knobs for scheduling keys `s` of task `task` (named at `name_at`) under `policy_kv`
+/// (none: SCHED_OTHER, left unsaid), with the deadline keys `[runtime, period, deadline]`.
+fn sched_knobs(
+    task: &str,
+    name_at: Span,
+    s: &Sched,
+    policy_kv: Option<Kv<Policy>>,
+    [runtime, period, deadline]: [Option<Kv<i64>>; 3],
+) -> R<Vec<(Spanned<String>, Spanned<String>)>> {
     let policy = policy_kv.as_ref().map_or(Policy::Other, |p| p.value);
-    let runtime = s.dl_runtime.clone().or_else(|| t.legacy_runtime.clone());
-    let period = s.dl_period.clone().or_else(|| t.legacy_period.clone());
-    let deadline = s.dl_deadline.clone().or_else(|| t.legacy_deadline.clone());
     let mut out: Vec<(Spanned<String>, Spanned<String>)> = Vec::new();
     let mut push = |key: &str, key_span: Span, value: String, span: Span| {
         out.push((
@@ -1774,7 +1892,7 @@ fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>
         "rt-app passes no period or deadline to the kernel (they belong to SCHED_DEADLINE)";
     let policy_at = policy_kv
         .as_ref()
-        .map_or((t.name.span, t.name.span), |p| (p.key, p.span));
+        .map_or((name_at, name_at), |p| (p.key, p.span));
     match policy {
         Policy::Other | Policy::Batch => {
             refuse(&period, only_deadline)?;
@@ -1874,8 +1992,134 @@ fn knobs(t: &Task, global: &Global) -> R<Vec<(Spanned<String>, Spanned<String>)>
     Ok(out)
 }
 
-/// The group's body: the delay, the timers' anchors, then the loop of phases.
-fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
+/// Per phase, the `set` step rt-app's switch at its start amounts to, if any (rt-app's
+/// `thread_body` at the top of each pass: `set_thread_affinity`, then `set_thread_param`).
+///
+/// CPUs: a phase runs on its `cpus`, else the task's, else every CPU (the mask the thread
+/// started with); a step is made where that differs from the phase before it (for the first
+/// phase: from the start, or from the last phase, which precedes it from the second pass on).
+/// Scheduling keys: rt-app applies a phase's when the phase starts, and they stay in force
+/// until another phase sets some — a phase without them keeps what the one before it left,
+/// even on the next pass — so each phase that gives one gets a step with the whole setting:
+/// its `policy`, else the policy in force before it, with its `priority` (or the policy's
+/// default), and its `dl-*` keys.
+fn phase_sets(t: &Task, global: &Global) -> R<Vec<Option<Step>>> {
+    let task = &t.name.value;
+    let cpus_of = |p: &Phase| -> Option<Kv<Vec<i64>>> {
+        p.sched.cpus.clone().or_else(|| t.sched.cpus.clone())
+    };
+    let value = |c: &Option<Kv<Vec<i64>>>| c.as_ref().map(|c| c.value.clone());
+    let n = t.phases.len();
+    let start_policy = t
+        .sched
+        .policy
+        .clone()
+        .or_else(|| global.default_policy.clone());
+    let mut out = Vec::new();
+    // The policy in force when each phase starts, in file order (the first pass).
+    let mut policy = start_policy.clone();
+    for (i, p) in t.phases.iter().enumerate() {
+        let mut keys: Vec<(Spanned<String>, Spanned<String>)> = Vec::new();
+        let here = cpus_of(p);
+        let before = if i == 0 {
+            value(&t.sched.cpus) != value(&here)
+                || value(&cpus_of(&t.phases[n - 1])) != value(&here)
+        } else {
+            value(&cpus_of(&t.phases[i - 1])) != value(&here)
+        };
+        let mut at = None;
+        if before {
+            match &here {
+                Some(c) => {
+                    let list: Vec<String> = c.value.iter().map(|c| c.to_string()).collect();
+                    keys.push((
+                        Spanned::new("cpus".into(), c.key),
+                        Spanned::new(list.join(","), c.span),
+                    ));
+                    at = Some(c.key);
+                }
+                None => {
+                    let span = p.name.as_ref().map_or(t.name.span, |n| n.span);
+                    keys.push((
+                        Spanned::new("cpus".into(), span),
+                        Spanned::new("all".into(), span),
+                    ));
+                    at = Some(span);
+                }
+            }
+        }
+        let s = &p.sched;
+        let gives = [
+            s.policy.as_ref().map(|k| k.key),
+            s.priority.as_ref().map(|k| k.key),
+            s.dl_runtime.as_ref().map(|k| k.key),
+            s.dl_period.as_ref().map(|k| k.key),
+            s.dl_deadline.as_ref().map(|k| k.key),
+        ];
+        if let Some(first) = gives.iter().flatten().min_by_key(|k| k.start) {
+            let phase_policy = s.policy.clone().or_else(|| policy.clone());
+            let mut sched = s.clone();
+            sched.cpus = None;
+            // A policy left unsaid is SCHED_OTHER: named, so that the step switches to it.
+            let named = phase_policy.clone().or_else(|| {
+                Some(Kv {
+                    value: Policy::Other,
+                    key: *first,
+                    span: *first,
+                })
+            });
+            let k = sched_knobs(
+                task,
+                *first,
+                &sched,
+                named,
+                [
+                    s.dl_runtime.clone(),
+                    s.dl_period.clone(),
+                    s.dl_deadline.clone(),
+                ],
+            )?;
+            keys.extend(k);
+            policy = phase_policy;
+            at = Some(at.map_or(
+                *first,
+                |a: Span| if a.start < first.start { a } else { *first },
+            ));
+        }
+        out.push(at.map(|at| step(StepKind::Set(keys), at)));
+    }
+    // A phase that gives a priority but no policy takes the policy in force before it; from
+    // the second pass on that is the last setter's, which must be the same.
+    if t.task_loop() != 1 {
+        let last = t
+            .phases
+            .iter()
+            .rev()
+            .find_map(|p| p.sched.policy.as_ref())
+            .map(|k| k.value);
+        let mut in_force = start_policy.as_ref().map(|k| k.value);
+        for p in &t.phases {
+            if let (None, Some(prio)) = (&p.sched.policy, &p.sched.priority) {
+                if last.is_some() && in_force != last {
+                    return Err(Diagnostic::new(prio.key, format!("'priority' without 'policy' in phase '{}' of task '{task}' means the policy in force, which is the task's on the first pass but a later phase's on the next: give this phase its 'policy'", p.name.as_ref().map_or("", |n| n.value.as_str()))));
+                }
+            }
+            if let Some(pol) = &p.sched.policy {
+                in_force = Some(pol.value);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The group's body: the delay, the timers' anchors, then the loop of phases (each after its
+/// `set` step, if `sets` gives it one).
+fn body(
+    t: &Task,
+    global: &Global,
+    objects: &mut Objects,
+    sets: Option<&[Option<Step>]>,
+) -> Vec<Step> {
     let task = &t.name.value;
     let mut out = Vec::new();
     let delay_us = t.delay.as_ref().map_or(0, |d| d.value);
@@ -1914,7 +2158,12 @@ fn body(t: &Task, global: &Global, objects: &mut Objects) -> Vec<Step> {
         }
     };
     let mut pass = Vec::new();
-    for p in &t.phases {
+    for (i, p) in t.phases.iter().enumerate() {
+        // Before the phase's own loop (rt-app applies a change once, at the phase's entry)
+        // and outside its timed pass (rt-app applies it before taking the pass's start time).
+        if let Some(Some(set)) = sets.map(|s| &s[i]) {
+            pass.push(set.clone());
+        }
         let mut events = Vec::new();
         for e in &p.events {
             event_steps(task, e, global, objects, &mut events);
@@ -2053,8 +2302,8 @@ fn event_steps(task: &str, e: &Event, global: &Global, objects: &mut Objects, ou
             every: micros(period),
             deadline: None,
         }),
-        Ev::Suspend => {
-            let own = Spanned::new(task.to_string(), at);
+        Ev::Suspend(name) => {
+            let own = Spanned::new(name.value.clone(), at);
             add_object(&mut objects.locks, &own);
             add_object(&mut objects.conds, &own);
             push(StepKind::Lock(oref(&own)));

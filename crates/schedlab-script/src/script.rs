@@ -81,6 +81,24 @@ impl Script {
                 });
             }
         }
+        // What `set` steps switch the group's tasks to: checked before the run as its knobs.
+        for g in &def.groups {
+            let mut sets = Vec::new();
+            set_steps(&g.body, &mut sets);
+            for (set, span) in sets {
+                let change = crate::compile::attr_change(set)
+                    .map_err(|d| FileError::at(&def.path, &def.text, d))?;
+                if change.knobs.is_default() {
+                    continue;
+                }
+                knobs.push(GroupDefault {
+                    group: intern(&g.name.value),
+                    knobs: change.knobs,
+                    kind: DefaultKind::During,
+                    origin: Some(format!("{}:{}", def.path.display(), lines.of(span.start))),
+                });
+            }
+        }
         let values: Vec<ParamValue> = def.params.iter().map(|p| p.default.clone()).collect();
         let counts = vec![None; def.groups.len()];
         let program = compile(&def, &values, &counts, 1)
@@ -671,5 +689,23 @@ impl Workload for Script {
 
     fn rt_app_log_basename(&self) -> Option<String> {
         (self.program().rtapp_log.as_ref()).map(|l| l.basename.clone())
+    }
+}
+
+/// The `set` steps of `steps`, nested ones too: each one's knobs and place.
+fn set_steps<'a>(
+    steps: &'a [crate::model::Step],
+    out: &mut Vec<(
+        &'a [(crate::span::Spanned<String>, crate::span::Spanned<String>)],
+        Span,
+    )>,
+) {
+    for s in steps {
+        match &s.kind {
+            crate::model::StepKind::Set(knobs) => out.push((knobs, s.span)),
+            crate::model::StepKind::Loop { body, .. }
+            | crate::model::StepKind::Timed { body, .. } => set_steps(body, out),
+            _ => {}
+        }
     }
 }

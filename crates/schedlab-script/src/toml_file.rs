@@ -127,6 +127,7 @@ const VERBS: &[(&str, &[&str])] = &[
     ("broadcast", &[]),
     ("cond_wait", &["lock"]),
     ("yield", &[]),
+    ("set", &[]),
     ("read", &[]),
     ("write", &[]),
     ("truncate", &[]),
@@ -681,6 +682,7 @@ impl<'t> Reader<'t> {
             start: None,
             metrics: MetricsSpec::default(),
             rtapp_log: None,
+            warnings: Vec::new(),
         };
         let mut groups_seen = false;
         for (k, v) in doc.iter() {
@@ -1189,53 +1191,7 @@ impl<'t> Reader<'t> {
             if !KNOB_KEYS.contains(&key) {
                 continue;
             }
-            let value = match (key, v.get_ref()) {
-                (_, DeValue::String(s)) => s.to_string(),
-                ("nice" | "cpus", DeValue::Integer(i)) => match integer(i) {
-                    Some(n) => n.to_string(),
-                    None => self.raw(span_of(v)),
-                },
-                ("nice", _) => return Err(self.wrong(&t.ctx, key, v, "an integer (-20..19)")),
-                ("cpus", _) => {
-                    return Err(self.wrong(
-                        &t.ctx,
-                        key,
-                        v,
-                        "a string listing CPUs (\"0-3,6\") or a CPU number",
-                    ))
-                }
-                ("policy", _) => {
-                    return Err(self.wrong(
-                        &t.ctx,
-                        key,
-                        v,
-                        "a string (other, batch, idle, fifo:P, rr:P or deadline:R/D/P)",
-                    ))
-                }
-                ("mode", _) => return Err(self.wrong(&t.ctx, key, v, "a string (user or kernel)")),
-                _ => {
-                    return Err(self.wrong(
-                        &t.ctx,
-                        key,
-                        v,
-                        "a string (a duration such as \"0.3ms\")",
-                    ))
-                }
-            };
-            if let Err(e) = parse_knob(key, &value) {
-                // The knob's message names the knob, except a slice's.
-                let e = e.to_string();
-                let at = if e.contains(key) {
-                    within(&t.ctx, e)
-                } else {
-                    format!("{}: {e}", label(&t.ctx, key))
-                };
-                return Err(Diagnostic::new(span_of(v), at));
-            }
-            knobs.push((
-                Spanned::new(key.to_string(), span_of(k)),
-                Spanned::new(value, span_of(v)),
-            ));
+            knobs.push(self.knob(&t.ctx, key, span_of(k), v, false)?);
         }
         let spawned = t
             .get("spawned")
@@ -1286,6 +1242,109 @@ impl<'t> Reader<'t> {
             ));
         }
         items.iter().map(|s| self.step(ctx, s)).collect()
+    }
+
+    /// One knob `key` (at `key_span`) = `v` of a group or a `set` step, as `--group` takes it.
+    fn knob(
+        &self,
+        ctx: &str,
+        key: &str,
+        key_span: Span,
+        v: &Value<'_>,
+        set_step: bool,
+    ) -> Result<(Spanned<String>, Spanned<String>), Diagnostic> {
+        let value = match (key, v.get_ref()) {
+            (_, DeValue::String(s)) => s.to_string(),
+            ("nice" | "cpus", DeValue::Integer(i)) => match integer(i) {
+                Some(n) => n.to_string(),
+                None => self.raw(span_of(v)),
+            },
+            ("nice", _) => return Err(self.wrong(ctx, key, v, "an integer (-20..19)")),
+            ("cpus", _) => {
+                return Err(self.wrong(
+                    ctx,
+                    key,
+                    v,
+                    "a string listing CPUs (\"0-3,6\") or a CPU number",
+                ))
+            }
+            ("policy", _) => {
+                return Err(self.wrong(
+                    ctx,
+                    key,
+                    v,
+                    "a string (other, batch, idle, fifo:P, rr:P or deadline:R/D/P)",
+                ))
+            }
+            ("mode", _) => return Err(self.wrong(ctx, key, v, "a string (user or kernel)")),
+            _ => return Err(self.wrong(ctx, key, v, "a string (a duration such as \"0.3ms\")")),
+        };
+        // A `set` step's `cpus = "all"`: every CPU of the machine again.
+        let checked = if set_step && key == "cpus" && value == "all" {
+            Ok(())
+        } else {
+            parse_knob(key, &value).map(drop)
+        };
+        if let Err(e) = checked {
+            // The knob's message names the knob, except a slice's.
+            let e = e.to_string();
+            let at = if e.contains(key) {
+                within(ctx, e)
+            } else {
+                format!("{}: {e}", label(ctx, key))
+            };
+            return Err(Diagnostic::new(span_of(v), at));
+        }
+        Ok((
+            Spanned::new(key.to_string(), key_span),
+            Spanned::new(value, span_of(v)),
+        ))
+    }
+
+    /// The knobs of a `set` step: an inline table of `nice`, `policy`, `slice` and `cpus`.
+    fn set_knobs(
+        &self,
+        ctx: &str,
+        v: &Value<'_>,
+    ) -> Result<Vec<(Spanned<String>, Spanned<String>)>, Diagnostic> {
+        const SET_KEYS: &[&str] = &["nice", "policy", "slice", "cpus"];
+        let DeValue::Table(map) = v.get_ref() else {
+            return Err(self.wrong(
+                ctx,
+                "set",
+                v,
+                "a table of knobs such as { cpus = \"1\", policy = \"fifo:5\", nice = -3 }",
+            ));
+        };
+        let mut out = Vec::new();
+        for (k, value) in map.iter() {
+            let key: &str = k.get_ref();
+            if !SET_KEYS.contains(&key) {
+                let why = if key == "mode" {
+                    " (`mode` is a group's for the whole run)".to_string()
+                } else {
+                    did_you_mean(key, SET_KEYS.iter().copied())
+                };
+                return Err(Diagnostic::new(
+                    span_of(k),
+                    format!(
+                        "{ctx}: unknown knob `{key}`; it takes {}{why}",
+                        list(SET_KEYS)
+                    ),
+                ));
+            }
+            out.push(self.knob(ctx, key, span_of(k), value, true)?);
+        }
+        if out.is_empty() {
+            return Err(Diagnostic::new(
+                span_of(v),
+                format!(
+                    "{ctx}: no knob given; give at least one of {}",
+                    list(SET_KEYS)
+                ),
+            ));
+        }
+        Ok(out)
     }
 
     /// One step: an inline table with one verb and its modifiers, or a bare `"yield"` or
@@ -1396,6 +1455,7 @@ impl<'t> Reader<'t> {
                 bytes: self.expr(ctx, verb, value, false)?,
             },
             "touch" => StepKind::Touch(self.expr(ctx, verb, value, false)?),
+            "set" => StepKind::Set(self.set_knobs(ctx, value)?),
             "spawn" => StepKind::Spawn(self.name(ctx, verb, value, "a group")?),
             "loop" => StepKind::Loop {
                 repeat: self.expr(ctx, verb, value, false)?,

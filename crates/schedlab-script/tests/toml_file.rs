@@ -899,3 +899,30 @@ fn a_spawnable_group_has_a_bound_and_wait_and_exit_are_bare_steps() {
         &["`exit` takes no value", "the string \"exit\""],
     );
 }
+
+#[test]
+fn a_set_step_changes_the_tasks_own_knobs() {
+    let text = with_steps(
+        "{ set = { cpus = \"1\", policy = \"fifo:5\" } }, { set = { cpus = \"all\", nice = -3 } }",
+    );
+    let def = toml_file::read(Path::new("w.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+    let sets: Vec<String> = def.groups[0]
+        .body
+        .iter()
+        .map(|s| match &s.kind {
+            StepKind::Set(k) => k
+                .iter()
+                .map(|(k, v)| format!("{}={}", k.value, v.value))
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(sets, ["cpus=1 policy=fifo:5", "cpus=all nice=-3"]);
+    fails(
+        &with_steps("{ set = { mode = \"kernel\" } }"),
+        "w.toml:2:20: group 'g', `set` step: unknown knob `mode`",
+        &["for the whole run"],
+    );
+    fails(&with_steps("{ set = {} }"), "w.toml:2:", &["no knob given"]);
+}

@@ -55,6 +55,8 @@ pub enum Op {
     Spawn(usize, u64),
     /// Wait for this task (a child of the caller), or any child, to end.
     Wait(Option<usize>),
+    /// Change the caller's own attributes to the slot's `attrs`.
+    SetAttrs,
 }
 
 /// The part of a task's shared state that every context call touches: the request and its
@@ -95,6 +97,8 @@ pub struct Slot {
     pub arg: u64,
     /// The body's pass rows, when the run keeps them ([`Shared::log_passes`]).
     pub passes: schedlab_workload::passes::PassLog,
+    /// The knobs of the pending attribute change, and whether it allows every CPU again.
+    pub attrs: Option<(schedlab_workload::knobs::Knobs, bool)>,
 }
 
 /// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
@@ -313,6 +317,16 @@ impl Context for SimContext<'_> {
     // itself: an `async fn` around it was one more state machine to step through at each poll.
     fn compute(&self, cpu: Duration) -> impl Future<Output = ()> {
         self.issue(Op::Compute(ns(cpu)))
+    }
+
+    async fn set_attrs(
+        &self,
+        knobs: &schedlab_workload::knobs::Knobs,
+        all_cpus: bool,
+    ) -> Result<(), WorkloadError> {
+        self.slot().attrs = Some((knobs.clone(), all_cpus));
+        self.issue(Op::SetAttrs).await;
+        Ok(())
     }
 
     async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {

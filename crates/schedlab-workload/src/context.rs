@@ -301,6 +301,23 @@ pub trait Context {
             channel.0
         ))))
     }
+    /// Change this task's own scheduling attributes from now on (a workload file's `set` step,
+    /// rt-app's per-phase `cpus`, `policy` and `priority`): each knob given in `knobs` replaces
+    /// the task's, the others stay; `all_cpus` (with no `cpus` in `knobs`) allows every CPU of
+    /// the machine again. Real: sched_setaffinity and sched_setattr (or setpriority) on the
+    /// calling thread; simulator: the task leaves its runqueue and comes back with its new
+    /// class, weight and CPU mask. The knobs were checked against the machine and the policy
+    /// before the run. By default the backend cannot.
+    fn set_attrs(
+        &self,
+        knobs: &crate::knobs::Knobs,
+        all_cpus: bool,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        let _ = all_cpus;
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "changing a task's attributes ({knobs}) during the run is not supported by this backend"
+        ))))
+    }
     /// Record one sample of a workload metric (latency, count, …).
     fn record(&self, metric: &'static str, value: f64);
     /// Start a new task in group `group` of the plan (fork): it runs the workload's body as the

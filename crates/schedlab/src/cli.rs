@@ -492,6 +492,12 @@ pub fn prepare(args: &[String]) -> Result<Prepared, crate::error::Error> {
     }
     let script =
         schedlab_script::load(path).map_err(|e| crate::error::Error::Input(e.to_string()))?;
+    // What the file gives that has no effect here (rt-app keys), once, before anything runs.
+    let def = script.def();
+    for w in &def.warnings {
+        let at = schedlab_script::FileError::at(path, &def.text, w.clone());
+        eprintln!("warning: {at}");
+    }
     let sub = file_command(command, workload, &script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
     Ok(Prepared {

@@ -433,6 +433,9 @@ enum Effect {
     Wait(Option<usize>),
     /// The body of a spawned task returned and `exit` is paid: the task is dead.
     Exit,
+    /// The task's `sched_setattr`/`sched_setaffinity` of itself is paid: apply the knobs in
+    /// its slot (`attrs.rs`).
+    SetAttrs,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -482,6 +485,7 @@ mod tcp_drain;
 mod tcp_wait;
 mod timeline;
 
+mod attrs;
 use clock::Clock;
 use costs::Costs;
 use cpus::Cpus;
@@ -529,6 +533,8 @@ struct Machine<'a> {
     /// Each workload task's context, which its body reads at every call: fetched into the cache
     /// with the body's future when the task is switched in (`prefetch.rs`).
     contexts: &'a [SimContext<'a>],
+    /// The knobs of tasks that changed their own (`attrs.rs`), over their group's.
+    task_knobs: std::collections::HashMap<TaskId, Knobs>,
     failure: Option<SimError>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
     timeline: Option<Timeline>,
@@ -573,6 +579,7 @@ impl<'a> Machine<'a> {
             shared,
             exec,
             contexts,
+            task_knobs: std::collections::HashMap::new(),
             failure: None,
             timeline: setup
                 .timeline

@@ -231,6 +231,10 @@ impl Machine<'_> {
                 self.block(cpu, t);
                 return false;
             }
+            Effect::SetAttrs => {
+                self.set_attrs(cpu, t);
+                return false;
+            }
         }
         self.effect_done(cpu, t)
     }
@@ -430,6 +434,7 @@ impl Machine<'_> {
                 self.then(t, cost, Effect::Spawn(group, arg))
             }
             Op::Wait(child) => self.then(t, syscall, Effect::Wait(child)),
+            Op::SetAttrs => self.then(t, syscall, Effect::SetAttrs),
         };
         self.tasks[t].remaining += cost;
         true

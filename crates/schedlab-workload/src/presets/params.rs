@@ -473,6 +473,10 @@ pub enum DefaultKind {
     Under,
     /// Set because of this parameter, over the user's knobs; a user's policy is an error.
     ForcedBy(&'static str),
+    /// Not applied at the start: the group's tasks switch to these (over their knobs) during
+    /// the run (a workload file's `set` step). Checked before anything runs as the group's
+    /// own knobs are (CPUs against the machine, classes against the policy).
+    During,
 }
 
 /// What a configuration needs of the machine besides CPUs: `(parameter, bytes)`.
