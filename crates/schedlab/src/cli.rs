@@ -297,7 +297,15 @@ const HEADINGS: &[(&str, &[&str])] = &[
     ),
     (
         "Outputs",
-        &["json", "csv", "markdown", "wis_csv", "locks", "timeline"],
+        &[
+            "json",
+            "csv",
+            "markdown",
+            "wis_csv",
+            "locks",
+            "timeline",
+            "rt_app_logs",
+        ],
     ),
     ("Sweep", &["vary", "out", "plot", "shard"]),
     ("Backend", &["backend", "counters"]),
@@ -341,6 +349,8 @@ pub fn option_applies(
         }
         // will-it-scale's CSV has a row per thread count.
         "wis_csv" => params.iter().any(|d| d.name == "threads"),
+        // rt-app's logs are of an rt-app file's tasks and phases.
+        "rt_app_logs" => def.is_none(),
         _ => true,
     }
 }
