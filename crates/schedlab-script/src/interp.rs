@@ -481,11 +481,11 @@ impl PassLogger {
         let us = micros(asked);
         self.row.c_duration_us += us;
         self.row.run_us += micros(took);
-        if self.calibration_ns > 0 {
+        if let Some(loops_per_32us) = 32_000u64.checked_div(self.calibration_ns) {
             // rt-app 1.0's loadwait returns the loops of the last part under a second; a
             // runtime event calls it for every 32 µs it stays.
             self.row.perf += if busy {
-                micros(took).div_ceil(32).max(1) * (32_000 / self.calibration_ns)
+                micros(took).div_ceil(32).max(1) * loops_per_32us
             } else {
                 (us % 1_000_000) * 1000 / self.calibration_ns
             };

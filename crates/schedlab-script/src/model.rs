@@ -77,6 +77,9 @@ impl Default for RtAppLog {
     }
 }
 
+/// One knob of a `set` step or a group: its name and its value, each with its place.
+pub type KnobPair = (Spanned<String>, Spanned<String>);
+
 /// Which grammar a file was read with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Grammar {
@@ -335,7 +338,7 @@ pub enum StepKind {
     /// `policy`, `priority`): knobs as a group's (`nice`, `policy`, `slice`, `cpus`), each
     /// `(key, value)` with the value's span; a knob not given is unchanged, and `cpus = "all"`
     /// allows every CPU of the machine again.
-    Set(Vec<(Spanned<String>, Spanned<String>)>),
+    Set(Vec<KnobPair>),
     /// Read or write the task's scratch file.
     Io {
         /// Read, write, or truncate.

@@ -2061,13 +2061,11 @@ fn phase_sets(t: &Task, global: &Global) -> R<Vec<Option<Step>>> {
             let mut sched = s.clone();
             sched.cpus = None;
             // A policy left unsaid is SCHED_OTHER: named, so that the step switches to it.
-            let named = phase_policy.clone().or_else(|| {
-                Some(Kv {
-                    value: Policy::Other,
-                    key: *first,
-                    span: *first,
-                })
-            });
+            let named = phase_policy.clone().or(Some(Kv {
+                value: Policy::Other,
+                key: *first,
+                span: *first,
+            }));
             let k = sched_knobs(
                 task,
                 *first,

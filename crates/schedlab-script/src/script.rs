@@ -695,10 +695,7 @@ impl Workload for Script {
 /// The `set` steps of `steps`, nested ones too: each one's knobs and place.
 fn set_steps<'a>(
     steps: &'a [crate::model::Step],
-    out: &mut Vec<(
-        &'a [(crate::span::Spanned<String>, crate::span::Spanned<String>)],
-        Span,
-    )>,
+    out: &mut Vec<(&'a [crate::model::KnobPair], Span)>,
 ) {
     for s in steps {
         match &s.kind {

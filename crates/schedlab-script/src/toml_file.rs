@@ -1306,7 +1306,7 @@ impl<'t> Reader<'t> {
         &self,
         ctx: &str,
         v: &Value<'_>,
-    ) -> Result<Vec<(Spanned<String>, Spanned<String>)>, Diagnostic> {
+    ) -> Result<Vec<crate::model::KnobPair>, Diagnostic> {
         const SET_KEYS: &[&str] = &["nice", "policy", "slice", "cpus"];
         let DeValue::Table(map) = v.get_ref() else {
             return Err(self.wrong(

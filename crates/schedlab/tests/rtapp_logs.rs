@@ -219,7 +219,7 @@ fn real_logs_match_a_log_rt_app_writes_here() {
         };
         // SAFETY: a valid pointer to a timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        ts.tv_sec as i64 * 1_000_000 + ts.tv_nsec as i64 / 1000
+        ts.tv_sec * 1_000_000 + ts.tv_nsec / 1000
     };
     for (x, y) in ra.iter().zip(&rb) {
         // Same widths: every column starts and ends at the same place.
