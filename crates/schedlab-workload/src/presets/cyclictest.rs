@@ -38,12 +38,13 @@
 //! latency is the policy's; the simulated timer itself is exact (no hrtimer slack).
 
 use super::def::{Example, SeedTable, Tables, WorkloadDef};
+use super::loads::{self, IO_BLOCK};
 use super::params::{
     check_product, cross_configurations, param_defs, parse_count, parse_with, ListValues, Param,
     ParamDef, Preset,
 };
 use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
-use crate::context::{Context, IoKind, WorkloadError};
+use crate::context::{Context, WorkloadError};
 use crate::cpuset::CpuSet;
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{ParamError, ValueError};
@@ -67,12 +68,6 @@ const MAX_THREADS: usize = 1024;
 
 /// How long the load runs before the measuring threads start.
 pub const LOAD_LEAD: Duration = Duration::from_millis(500);
-
-/// CPU burned between two looks at the clock by a burner of the load.
-const BURN_CHUNK: Duration = Duration::from_millis(10);
-
-/// The compile load's read and write size (interbench's `st_blksize` blocks).
-const IO_BLOCK: usize = 4096;
 
 /// The background load beside the measuring threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -412,47 +407,19 @@ impl Cyclictest {
         ctx.now() >= self.load_end() || ctx.stop_requested()
     }
 
-    async fn burn<C: Context>(&self, ctx: &C) {
-        while !self.load_should_stop(ctx) {
-            ctx.compute(BURN_CHUNK).await;
-        }
-    }
-
-    /// Rewrite a file block by block, over and over (interbench's `emulate_write`).
-    async fn write<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
-        'outer: loop {
-            for _ in 0..self.io_size / IO_BLOCK {
-                ctx.io(IoKind::Write, IO_BLOCK).await?;
-                if self.load_should_stop(ctx) {
-                    break 'outer;
-                }
-            }
-            ctx.io(IoKind::Truncate, 0).await?;
-        }
-        ctx.io(IoKind::Truncate, 0).await
-    }
-
-    /// Create a file, then read it block by block, over and over (interbench's `emulate_read`).
-    async fn read<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
-        let mut left = self.io_size;
-        while left > 0 && !self.load_should_stop(ctx) {
-            let n = left.min(1 << 20);
-            ctx.io(IoKind::Write, n).await?;
-            left -= n;
-        }
-        while !self.load_should_stop(ctx) {
-            ctx.io(IoKind::Read, IO_BLOCK).await?;
-        }
-        ctx.io(IoKind::Truncate, 0).await
-    }
-
     async fn load_task<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
         match self.load {
             CyclicLoad::None => {}
-            CyclicLoad::Burn => self.burn(ctx).await,
-            CyclicLoad::Compile if i < self.load_threads => self.burn(ctx).await,
-            CyclicLoad::Compile if i == self.load_threads => self.write(ctx).await?,
-            CyclicLoad::Compile => self.read(ctx).await?,
+            CyclicLoad::Burn => loads::burn(ctx, || self.load_should_stop(ctx)).await,
+            CyclicLoad::Compile if i < self.load_threads => {
+                loads::burn(ctx, || self.load_should_stop(ctx)).await
+            }
+            CyclicLoad::Compile if i == self.load_threads => {
+                loads::write(ctx, self.io_size, || self.load_should_stop(ctx)).await?
+            }
+            CyclicLoad::Compile => {
+                loads::read(ctx, self.io_size, || self.load_should_stop(ctx)).await?
+            }
         }
         Ok(())
     }

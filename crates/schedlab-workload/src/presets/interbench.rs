@@ -37,12 +37,13 @@
 //!   it runs i ms, so every step past i = 50 misses — kept so results compare with published ones.
 
 use super::def::{Example, OwnTables, TableStats, Tables, WorkloadDef};
+use super::loads::{self, IO_BLOCK};
 use super::params::{
     param_defs, parse_count, parse_param, parse_with, ListValues, Param, ParamDef, ParamKind,
     Preset,
 };
 use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
-use crate::context::{ChannelId, Context, IoKind, WorkloadError};
+use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::{ParamError, ValueError};
 use crate::knobs::{Knobs, SchedPolicy};
 use crate::plan::{GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
@@ -232,13 +233,6 @@ pub fn format_size(bytes: usize) -> String {
     }
     format!("{bytes}B")
 }
-
-/// Bytes per read or write, as the original's `st_blksize` blocks.
-const IO_BLOCK: usize = 4096;
-/// CPU burned between two looks at the clock by a burn load: longer than a 250 Hz tick, so that
-/// reading the CPU clock (which makes the kernel account the thread at once) does not end its
-/// slices sooner than a plain loop's, as the original's burn loop is.
-const BURN_CHUNK: Duration = Duration::from_millis(10);
 
 /// One (benchmarked task, load) pair.
 #[derive(Clone, Debug, PartialEq)]
@@ -581,40 +575,6 @@ impl Interbench {
         Ok(())
     }
 
-    async fn burn<C: Context>(&self, ctx: &C) {
-        while !self.should_stop(ctx) {
-            ctx.compute(BURN_CHUNK).await;
-        }
-    }
-
-    /// `emulate_write`: write the file block by block, then start over.
-    async fn write<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
-        'outer: loop {
-            for _ in 0..self.io_size / IO_BLOCK {
-                ctx.io(IoKind::Write, IO_BLOCK).await?;
-                if self.should_stop(ctx) {
-                    break 'outer;
-                }
-            }
-            ctx.io(IoKind::Truncate, 0).await?;
-        }
-        ctx.io(IoKind::Truncate, 0).await
-    }
-
-    /// `emulate_read`: create the file, then read it block by block, over and over.
-    async fn read<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
-        let mut left = self.io_size;
-        while left > 0 && !self.should_stop(ctx) {
-            let n = left.min(1 << 20);
-            ctx.io(IoKind::Write, n).await?;
-            left -= n;
-        }
-        while !self.should_stop(ctx) {
-            ctx.io(IoKind::Read, IO_BLOCK).await?;
-        }
-        ctx.io(IoKind::Truncate, 0).await
-    }
-
     /// `emulate_ring`: each task waits for the token and passes it on.
     async fn ring<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
         let n = self.load_threads;
@@ -652,13 +612,17 @@ impl Interbench {
             LoadKind::None => ctx.sleep_until(self.end()).await,
             LoadKind::Video => self.emulate(ctx, BenchKind::Video, None).await,
             LoadKind::X => self.emulate(ctx, BenchKind::X, None).await,
-            LoadKind::Burn => self.burn(ctx).await,
-            LoadKind::Write => self.write(ctx).await?,
-            LoadKind::Read => self.read(ctx).await?,
+            LoadKind::Burn => loads::burn(ctx, || self.should_stop(ctx)).await,
+            LoadKind::Write => loads::write(ctx, self.io_size, || self.should_stop(ctx)).await?,
+            LoadKind::Read => loads::read(ctx, self.io_size, || self.should_stop(ctx)).await?,
             LoadKind::Ring => self.ring(ctx, i).await?,
-            LoadKind::Compile if i < self.load_threads => self.burn(ctx).await,
-            LoadKind::Compile if i == self.load_threads => self.write(ctx).await?,
-            LoadKind::Compile => self.read(ctx).await?,
+            LoadKind::Compile if i < self.load_threads => {
+                loads::burn(ctx, || self.should_stop(ctx)).await
+            }
+            LoadKind::Compile if i == self.load_threads => {
+                loads::write(ctx, self.io_size, || self.should_stop(ctx)).await?
+            }
+            LoadKind::Compile => loads::read(ctx, self.io_size, || self.should_stop(ctx)).await?,
             LoadKind::Memload => self.memload(ctx).await,
         }
         Ok(())

@@ -9,6 +9,7 @@ mod chat;
 mod cyclictest;
 pub mod def;
 pub mod interbench;
+mod loads;
 pub mod lookup;
 mod messaging;
 pub mod params;
