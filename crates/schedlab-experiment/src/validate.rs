@@ -337,13 +337,15 @@ pub fn validate(
                 continue;
             }
             ran = true;
-            if !wait_until_quiet(plan.quiet_wait, stop) {
+            // The wait's last look is the run's "runnable before": not looked at twice.
+            let runnable = wait_until_quiet(plan.quiet_wait, stop);
+            if runnable != Some(0) {
                 progress(Progress::StillBusy {
                     entry: &entry.name,
                     waited: plan.quiet_wait,
                 });
             }
-            let watch = InterferenceWatch::start();
+            let watch = InterferenceWatch::after_look(runnable);
             let rec = run_entry(entry, BackendRequest::Real, cpus, 1, stop);
             let seen = watch.finish();
             side.add(entry, rec, seen, &mut progress);
@@ -492,10 +494,8 @@ impl RealSide {
         let on_quiet = !self.quiet.is_empty();
         let values = if on_quiet { &self.quiet } else { &self.busy };
         let measured = estimate_of(values);
-        let judged = on_quiet
-            && self.quiet.len() >= 2.min(plan.runs)
-            && spread_within(&self.quiet, entry.points, 1.0)
-            && simulated.is_some();
+        // At least two quiet runs (spread_within needs two) no wider than the goal.
+        let judged = spread_within(&self.quiet, entry.points, 1.0) && simulated.is_some();
         let error = match (measured, simulated) {
             (Some(r), Some(s)) if entry.points => Some(s.mean - r.mean),
             (Some(r), Some(s)) if r.mean != 0.0 => Some((s.mean - r.mean) / r.mean * 100.0),

@@ -48,7 +48,12 @@ pub struct Interference {
 impl InterferenceWatch {
     /// Look at the machine now: other runnable tasks (100 ms of looks), then the CPU times.
     pub fn start() -> InterferenceWatch {
-        let runnable_before = competing_runnable();
+        InterferenceWatch::after_look(competing_runnable())
+    }
+
+    /// Start watching the CPU times now, when other runnable tasks were just counted
+    /// (`runnable_before`, as [`wait_until_quiet`] returns it).
+    pub fn after_look(runnable_before: Option<u64>) -> InterferenceWatch {
         InterferenceWatch {
             machine: machine_cpu_time(),
             own: own_and_children_cpu_time(),
@@ -119,16 +124,18 @@ impl Interference {
     }
 }
 
-/// Wait until no other task is runnable (looking every 100 ms), for at most `limit`; whether
-/// the machine became quiet. `stop` ends the wait early.
-pub fn wait_until_quiet(limit: Duration, stop: &std::sync::atomic::AtomicBool) -> bool {
+/// Wait until no other task is runnable (looking every 100 ms), for at most `limit`; the
+/// last count of other runnable tasks ([`competing_runnable`]): `Some(0)` when the machine
+/// became quiet. `stop` ends the wait early.
+pub fn wait_until_quiet(limit: Duration, stop: &std::sync::atomic::AtomicBool) -> Option<u64> {
     let until = Instant::now() + limit;
     loop {
-        if competing_runnable() == Some(0) {
-            return true;
-        }
-        if Instant::now() >= until || stop.load(std::sync::atomic::Ordering::Relaxed) {
-            return false;
+        let runnable = competing_runnable();
+        if runnable == Some(0)
+            || Instant::now() >= until
+            || stop.load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return runnable;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
