@@ -49,6 +49,14 @@ pub enum PlotError {
     },
 }
 
+/// A plotters failure while drawing into an SVG string (no file yet: the caller names it).
+pub(crate) fn drawing_error(e: impl std::fmt::Display) -> PlotError {
+    PlotError::Draw {
+        path: PathBuf::from("(svg)"),
+        source: e.to_string().into(),
+    }
+}
+
 /// Check, before a sweep runs, that its keys can be drawn: `values` holds each key's value in
 /// every configuration. Returns the index of the x key: the first numeric one, or the only key
 /// (then one point per value, in the order they come, e.g. `--vary policy=o1,cfs,eevdf`).
@@ -327,14 +335,10 @@ pub fn metric_chart_svg(
     let yticks = crate::units::nice_ticks(bottom, top, 6);
     let yformat = crate::units::AxisFormat::new(&def.unit, &yticks);
     let yrange = yticks[0]..yticks[yticks.len() - 1];
-    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
-        path: PathBuf::from("(svg)"),
-        source: e.to_string().into(),
-    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
+        root.fill(&WHITE).map_err(drawing_error)?;
         let caption = format!("{} {} ({}) vs {x_key}", record.workload, def.name, def.unit);
         let xlabel = |t: &f64| axis.label(*t, &xnumbers);
         let ylabel = |v: &f64| yformat.format(*v);
@@ -354,7 +358,7 @@ pub fn metric_chart_svg(
             (&x_desc, &y_desc),
             (&xlabel, &ylabel),
         )
-        .map_err(|e| err(&e))?;
+        .map_err(drawing_error)?;
         for (i, name) in order.iter().enumerate() {
             let color = crate::palette::rgb(i);
             let mut pts: Vec<(f64, f64, f64)> = series[name]
@@ -367,7 +371,7 @@ pub fn metric_chart_svg(
                     pts.iter().map(|p| (p.0, p.1)),
                     color.stroke_width(2),
                 ))
-                .map_err(|e| err(&e))?;
+                .map_err(drawing_error)?;
             if order.len() > 1 {
                 line.label(name.as_str()).legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
@@ -378,12 +382,12 @@ pub fn metric_chart_svg(
                     pts.iter()
                         .map(|p| Circle::new((p.0, p.1), 3, color.filled())),
                 )
-                .map_err(|e| err(&e))?;
+                .map_err(drawing_error)?;
             chart
                 .draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| {
                     ErrorBar::new_vertical(p.0, p.1 - p.2, p.1, p.1 + p.2, color.filled(), 8)
                 }))
-                .map_err(|e| err(&e))?;
+                .map_err(drawing_error)?;
         }
         if order.len() > 1 {
             chart
@@ -392,9 +396,9 @@ pub fn metric_chart_svg(
                 .border_style(BLACK)
                 .background_style(WHITE.mix(0.8))
                 .draw()
-                .map_err(|e| err(&e))?;
+                .map_err(drawing_error)?;
         }
-        root.present().map_err(|e| err(&e))?;
+        root.present().map_err(drawing_error)?;
     }
     Ok(svg)
 }
@@ -476,14 +480,10 @@ pub fn distribution_svg(
     if xticks.is_empty() {
         xticks.push(1.0);
     }
-    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
-        path: PathBuf::from("(svg)"),
-        source: e.to_string().into(),
-    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
+        root.fill(&WHITE).map_err(drawing_error)?;
         let caption = format!(
             "{} {} ({}), {n} repetition{}",
             record.workload,
@@ -504,7 +504,7 @@ pub fn distribution_svg(
             ("repetition", &y_desc),
             (&xlabel, &ylabel),
         )
-        .map_err(|e| err(&e))?;
+        .map_err(drawing_error)?;
         let color = crate::palette::rgb(0);
         let (x0, x1) = (0.5, n as f64 + 0.5);
         if let Some(h) = ci {
@@ -513,7 +513,7 @@ pub fn distribution_svg(
                     [(x0, mean - h), (x1, mean + h)],
                     color.mix(0.15).filled(),
                 )))
-                .map_err(|e| err(&e))?
+                .map_err(drawing_error)?
                 .label(format!("CI{} ± {}", record.level, yformat.format(h)))
                 .legend(move |(x, y)| {
                     Rectangle::new([(x, y - 5), (x + 20, y + 5)], color.mix(0.15).filled())
@@ -524,7 +524,7 @@ pub fn distribution_svg(
                 [(x0, mean), (x1, mean)],
                 BLACK.stroke_width(2),
             ))
-            .map_err(|e| err(&e))?
+            .map_err(drawing_error)?
             .label(format!("mean {}", yformat.format(mean)))
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.stroke_width(2)));
         chart
@@ -536,7 +536,7 @@ pub fn distribution_svg(
                 };
                 Circle::new(((i + 1) as f64, *v), 5, style)
             }))
-            .map_err(|e| err(&e))?
+            .map_err(drawing_error)?
             .label("repetition")
             .legend(move |(x, y)| Circle::new((x + 10, y), 5, color.filled()));
         chart
@@ -545,8 +545,8 @@ pub fn distribution_svg(
             .border_style(BLACK)
             .background_style(WHITE.mix(0.85))
             .draw()
-            .map_err(|e| err(&e))?;
-        root.present().map_err(|e| err(&e))?;
+            .map_err(drawing_error)?;
+        root.present().map_err(drawing_error)?;
     }
     Ok(Some(svg))
 }

@@ -14,7 +14,7 @@ use plotters::prelude::*;
 use schedlab_workload::record::RunRecord;
 use schedlab_workload::timeline::{SeriesSummary, TimelineSummary};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Most heatmap cells per row; bins are merged beyond it (SVG size stays bounded).
 const MAX_CELLS: usize = 12_000;
@@ -78,23 +78,19 @@ pub fn timeline_svg(record: &RunRecord) -> Result<String, PlotError> {
     if rows.is_empty() {
         return Err(PlotError::NothingToPlot);
     }
-    let err = |e: &dyn std::fmt::Display| PlotError::Draw {
-        path: PathBuf::from("(svg)"),
-        source: e.to_string().into(),
-    };
     let mut svg = String::new();
     {
         let height = ROW_HEIGHT * rows.len() as u32;
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(|e| err(&e))?;
+        root.fill(&WHITE).map_err(crate::plot::drawing_error)?;
         for (row, area) in rows.iter().zip(root.split_evenly((rows.len(), 1))) {
             let area = area
                 .titled(&row.title, ("sans-serif", TITLE_FONT))
-                .map_err(|e| err(&e))?;
+                .map_err(crate::plot::drawing_error)?;
             let panels = area.split_evenly((1, 3));
-            draw_row(row.series, &panels).map_err(|e| err(&e))?;
+            draw_row(row.series, &panels).map_err(crate::plot::drawing_error)?;
         }
-        root.present().map_err(|e| err(&e))?;
+        root.present().map_err(crate::plot::drawing_error)?;
     }
     Ok(svg)
 }
