@@ -6,6 +6,8 @@
 #
 #   bench/sim.sh [REPS]      (default 3 repetitions per case; the median events/s is printed)
 #   POLICIES="o1 ule" bench/sim.sh 1
+#   CASES="chat --rooms 10 --messages 500 --cpus 8;lookup --threads 8 --lookups 100000 --cpus 8" bench/sim.sh
+#                            (other cases, separated by ';': longer runs measure finer)
 #   SCALE_ONLY=1 bench/sim.sh      (only the scale table: CPUs 8..1024 x tasks 1k..100k)
 #   OLD=/tmp/old/schedlab OLD_ENGINE=/tmp/old/engine_speed bench/sim.sh 5
 #                            (comparison: old and new binaries alternating, REPS times each)
@@ -30,9 +32,11 @@ sl=target/release/schedlab
 engine=target/release/examples/engine_speed
 
 # One run of BINARY ARGS...: prints "EVENTS USER_SECONDS" (the events of its progress line).
+# The user time is bash's `time` (getrusage of the child, printed to the millisecond):
+# /usr/bin/time prints it in 10 ms steps, a few percent of the short cases.
 one() {
-  local out
-  out=$( { /usr/bin/time -f 'user %U' "$@" >/dev/null; } 2>&1)
+  local out TIMEFORMAT='user %3U'
+  out=$( { time "$@" >/dev/null; } 2>&1)
   local ev us
   ev=$(sed -n 's/.*\[simulated \([0-9]*\) events in .*/\1/p' <<<"$out" | tail -1)
   us=$(sed -n 's/^user //p' <<<"$out" | tail -1)
@@ -87,9 +91,10 @@ else
   printf '%-58s %14s %8s\n' "case" "events/s" "vs goal"
 fi
 all=$("$sl" list | sed -n '/^SIMULATED POLICIES/,/^$/p' | awk '/^  [a-z]/ { print $1 }')
+cases=${CASES:-"chat --rooms 10 --messages 100 --cpus 8;yield --threads 2048 --duration 1s --cpus 8;lookup --threads 8 --lookups 20000 --cpus 8"}
+IFS=';' read -r -a case_list <<<"$cases"
 for policy in ${POLICIES:-$all}; do
-  for case in "chat --rooms 10 --messages 100 --cpus 8" "yield --threads 2048 --duration 1s --cpus 8" \
-    "lookup --threads 8 --lookups 20000 --cpus 8"; do
+  for case in "${case_list[@]}"; do
     # shellcheck disable=SC2206
     args=(run $case --backend sim --policy "$policy" --runs 1)
     if [ "$policy" = linux24 ] && [ "${case%% *}" = yield ]; then

@@ -2,7 +2,8 @@
 /*
  * schedlab's in-kernel wakeup counters: per task, the wakeups it received and, for each,
  * whether it asked the task running on its CPU to give way. Nothing is copied out per event;
- * user space reads the TIDS map once after the run (crates/schedlab-real/src/bpf.rs).
+ * user space reads the COUNTS and SLOT_TID maps once after the run
+ * (crates/schedlab-real/src/bpf.rs).
  *
  * Two BTF tracepoints of include/trace/events/sched.h, both on the wakeup path only (no probe on
  * the context switch, the hottest scheduler event):
@@ -26,9 +27,14 @@
  *
  * The flag bits differ between kernel versions and architectures and are not in BTF; user space
  * sets them (need_resched_mask, lazy_mask) before loading. Tasks are taken in by name, as the
- * tracefs path filters them: a task whose comm starts with `prefix` gets an entry at its first
- * wakeup while counting is on (CONTROL[0]); when TIDS is full, CONTROL[1] counts the tasks
- * left out.
+ * tracefs path filters them: a task whose comm starts with `prefix` gets a slot at its first
+ * wakeup while counting is on, and keeps its slot number in task-local storage (SLOTS), so that
+ * every later wakeup finds its counts with a pointer from the task and an array index — a hash
+ * lookup by TID cost half of sched_wakeup's time. SLOT_TID names each slot's task for user
+ * space, which reads COUNTS and SLOT_TID once after the run (the counts outlive the task).
+ * CONTROL[0] is the counting generation (0: off); a slot taken in an earlier generation is
+ * stale and the task gets a new one. When the slots run out, CONTROL[1] counts the tasks left
+ * out.
  *
  * Rebuild with crates/schedlab-real/bpf/build.sh (clang, libbpf-dev); the object is committed
  * so that building schedlab needs neither.
@@ -62,9 +68,10 @@ struct task_struct {
 } __attribute__((preserve_access_index));
 
 /*
- * One task's counts; the layout is mirrored by TaskCounts in bpf.rs. The map is per CPU: each
+ * One task's counts; the layout is mirrored by TaskCounts in bpf.rs. The array is per CPU: each
  * CPU adds to its own copy without atomics or shared cache lines (a shared record cost a
- * cross-CPU ping-pong 14 % of its speed), and user space sums the copies.
+ * cross-CPU ping-pong 14 % of its speed), and user space sums the copies. Its size is set by
+ * user space before loading (bpf.rs: slots for the tasks of a run, bounded in memory).
  */
 struct counts {
 	__u64 wakeups;         /* sched_wakeup events: as many as sched_waking's on 6.18 */
@@ -73,12 +80,36 @@ struct counts {
 	__u64 preempt_waker;   /* of preempt and preempt_lazy, those on the waker's own CPU */
 };
 
+#define MAX_TASKS 65536
+
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MAX_TASKS);
 	__type(key, __u32);
 	__type(value, struct counts);
-} TIDS SEC(".maps");
+} COUNTS SEC(".maps");
+
+/* The task (TID) of each slot handed out in this generation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MAX_TASKS);
+	__type(key, __u32);
+	__type(value, __u32);
+} SLOT_TID SEC(".maps");
+
+/* A task's slot, in its task-local storage; freed with the task. */
+struct slot {
+	__u64 generation;
+	__u32 index; /* MAX_TASKS or more: left out (no slot was free) */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct slot);
+} SLOTS SEC(".maps");
 
 /*
  * The last sched_waking on this CPU: which task it woke. sched_wakeup, finding it on its own
@@ -111,10 +142,13 @@ struct {
 	__type(value, struct told);
 } TOLD SEC(".maps");
 
-/* [0]: counting on (1) or off (0); [1]: tasks left out because TIDS was full. */
+/*
+ * [0]: the counting generation, 0 when off; [1]: tasks left out because no slot was free;
+ * [2]: slots handed out in this generation (some may be past the end: see [1]).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 2);
+	__uint(max_entries, 3);
 	__type(key, __u32);
 	__type(value, __u64);
 } CONTROL SEC(".maps");
@@ -141,23 +175,33 @@ static __always_inline int named_ours(struct task_struct *p)
 
 static __always_inline struct counts *counts_of(struct task_struct *p)
 {
-	__u32 zero = 0, one = 1;
+	__u32 zero = 0, one = 1, two = 2;
 	__u64 *on = bpf_map_lookup_elem(&CONTROL, &zero);
 
 	if (!on || !*on)
 		return 0;
+	__u64 generation = *on;
+	struct slot *s = bpf_task_storage_get(&SLOTS, p, 0, 0);
+	if (s && s->generation == generation)
+		return bpf_map_lookup_elem(&COUNTS, &s->index); /* 0 when left out */
+	if (!named_ours(p))
+		return 0;
+	if (!s)
+		s = bpf_task_storage_get(&SLOTS, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	__u64 *handed_out = bpf_map_lookup_elem(&CONTROL, &two);
+	__u64 *left_out = bpf_map_lookup_elem(&CONTROL, &one);
+	if (!s || !handed_out || !left_out)
+		return 0;
+	/* Once per task and generation: a new slot, or left out for good (rare: no slot free). */
+	__u32 index = __sync_fetch_and_add(handed_out, 1);
+	s->generation = generation;
+	s->index = index;
 	__u32 tid = p->pid;
-	struct counts *c = bpf_map_lookup_elem(&TIDS, &tid);
-	if (c || !named_ours(p))
-		return c;
-	struct counts fresh = {};
-	if (bpf_map_update_elem(&TIDS, &tid, &fresh, BPF_NOEXIST) && !bpf_map_lookup_elem(&TIDS, &tid)) {
-		__u64 *left_out = bpf_map_lookup_elem(&CONTROL, &one);
-		if (left_out)
-			__sync_fetch_and_add(left_out, 1); /* rare: the map is full */
+	if (bpf_map_update_elem(&SLOT_TID, &index, &tid, BPF_ANY)) {
+		__sync_fetch_and_add(left_out, 1);
 		return 0;
 	}
-	return bpf_map_lookup_elem(&TIDS, &tid);
+	return bpf_map_lookup_elem(&COUNTS, &index);
 }
 
 SEC("tp_btf/sched_waking")

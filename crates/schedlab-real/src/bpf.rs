@@ -3,8 +3,10 @@
 //! The program (`bpf/wakeups.bpf.c`, committed compiled as `bpf/wakeups.bpf.o`; its comment
 //! explains the kernel side) hooks only the wakeup path — the BTF tracepoints `sched_waking`
 //! and `sched_wakeup` of `include/trace/events/sched.h` — and keeps one counts record per task
-//! and CPU in a per-CPU hash map (no atomics, no cache line shared between CPUs). Nothing is copied out per event: [`BpfWakeups::collect`] reads the map once
-//! after the run. Context switches and migrations, which would need a probe on the hottest
+//! and CPU in a per-CPU array (no atomics, no cache line shared between CPUs), at a slot whose
+//! number the task carries in its task-local storage (a hash lookup by TID cost half of the
+//! wakeup program's time). Nothing is copied out per event: [`BpfWakeups::collect`] reads the
+//! counts once after the run. Context switches and migrations, which would need a probe on the hottest
 //! scheduler event, come from the kernel's own per-task counters instead (getrusage and
 //! `/proc/<pid>/task/<tid>/sched`, as with `--counters proc`).
 //!
@@ -32,17 +34,29 @@
 //! attached.
 
 use crate::trace::{TidCounts, TraceCounts};
-use aya::maps::{Array, MapData, PerCpuHashMap};
+use aya::maps::{Array, MapData, PerCpuArray, PerCpuValues};
 use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader, Pod};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use thiserror::Error;
 
 /// The compiled program, aligned for the ELF parser.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/wakeups.bpf.o");
 
-/// The most tasks counted at once (the TIDS map's `max_entries` in the C source).
+/// The most tasks counted in one run (the slots' `max_entries` in the C source), on machines
+/// with few CPUs; see [`slots_for`].
 pub const MAX_TASKS: usize = 65_536;
+
+/// The memory the per-CPU counts may take: 32 bytes a slot and possible CPU.
+const COUNTS_BUDGET_BYTES: usize = 64 << 20;
+
+/// Slots for tasks on a machine of `possible_cpus`: [`MAX_TASKS`], fewer where the per-CPU
+/// copies would take more than 64 MiB (2,048 slots on 1,024 CPUs), never under 1,024. Tasks
+/// beyond the slots are counted as left out ([`TraceCounts::lost`]).
+pub fn slots_for(possible_cpus: usize) -> u32 {
+    let per_slot = std::mem::size_of::<TaskCounts>() * possible_cpus.max(1);
+    (COUNTS_BUDGET_BYTES / per_slot).clamp(1024, MAX_TASKS) as u32
+}
 
 /// Why the in-kernel counters could not be set up or read; the Display text names what is
 /// missing and the capability involved.
@@ -112,8 +126,8 @@ pub fn need_resched_bits(arch: &str, release: &str) -> Option<(u64, u64)> {
 
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
 fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
-    // aya's messages repeat their source's first words ("failed to create map `TIDS`", then
-    // "failed to create map `TIDS`: Operation not permitted"): each source that carries the
+    // aya's messages repeat their source's first words ("failed to create map `COUNTS`", then
+    // "failed to create map `COUNTS`: Operation not permitted"): each source that carries the
     // last part of the message on replaces that part.
     let mut message = e.to_string();
     let mut source = e.source();
@@ -144,9 +158,18 @@ fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
 pub struct BpfWakeups {
     /// Owns the programs and their links: dropping it detaches them.
     _bpf: Ebpf,
-    /// Per task, one copy of its counts per CPU (summed when read).
-    tids: PerCpuHashMap<MapData, u32, TaskCounts>,
+    /// Per slot, one copy of its task's counts per CPU (summed when read).
+    counts: PerCpuArray<MapData, TaskCounts>,
+    /// The task (TID) of each slot handed out in this generation.
+    slot_tid: Array<MapData, u32>,
+    /// The slots there are (the two maps' size).
+    slots: u32,
+    /// The kernel's possible CPUs: the copies of each per-CPU value.
+    cpus: usize,
+    /// [0]: the generation counting (0: off); [1]: tasks left out; [2]: slots handed out.
     control: Array<MapData, u64>,
+    /// The last generation started.
+    generation: u64,
     lazy_known: bool,
     counting: bool,
 }
@@ -164,6 +187,17 @@ impl BpfWakeups {
     /// `sched_waking` and `sched_wakeup`, counting the tasks whose name starts with
     /// `comm_prefix`. Counting is off until [`start`](Self::start).
     pub fn open(comm_prefix: &str) -> Result<BpfWakeups, BpfError> {
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| BpfError::Map {
+            map: "COUNTS",
+            message: format!("{what}: {e}"),
+        })?;
+        BpfWakeups::open_with_slots(comm_prefix, slots_for(cpus))
+    }
+
+    /// [`open`](Self::open) with room for `slots` tasks a run (at least 1): the tasks woken
+    /// after the slots ran out are counted as left out ([`TraceCounts::lost`]).
+    pub fn open_with_slots(comm_prefix: &str, slots: u32) -> Result<BpfWakeups, BpfError> {
+        let slots = slots.max(1);
         if comm_prefix.is_empty() || comm_prefix.len() > 15 {
             return Err(BpfError::BadPrefix(comm_prefix.to_string()));
         }
@@ -179,8 +213,16 @@ impl BpfWakeups {
         let mut prefix = [0u8; 16];
         prefix[..comm_prefix.len()].copy_from_slice(comm_prefix.as_bytes());
         let prefix_len = comm_prefix.len() as u32;
+        let cpus = aya::util::nr_cpus().map_err(|(what, e)| BpfError::Map {
+            map: "COUNTS",
+            message: format!("{what}: {e}"),
+        })?;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
+            .map_max_entries("COUNTS", slots)
+            .map_max_entries("SLOT_TID", slots)
+            // SLOTS, the task-local storage, is created but never read from user space.
+            .allow_unsupported_maps()
             .override_global("need_resched_mask", &need, true)
             .override_global("lazy_mask", &lazy, true)
             .override_global("prefix", &prefix, true)
@@ -204,18 +246,28 @@ impl BpfWakeups {
                 .map_err(|e| load_error("attaching to a tracepoint", e))?;
         }
         let map_error = |map: &'static str, message: String| BpfError::Map { map, message };
-        let tids = bpf
-            .take_map("TIDS")
-            .ok_or_else(|| map_error("TIDS", "missing".into()))?;
-        let tids = PerCpuHashMap::try_from(tids).map_err(|e| map_error("TIDS", e.to_string()))?;
+        let counts = bpf
+            .take_map("COUNTS")
+            .ok_or_else(|| map_error("COUNTS", "missing".into()))?;
+        let counts =
+            PerCpuArray::try_from(counts).map_err(|e| map_error("COUNTS", e.to_string()))?;
+        let slot_tid = bpf
+            .take_map("SLOT_TID")
+            .ok_or_else(|| map_error("SLOT_TID", "missing".into()))?;
+        let slot_tid =
+            Array::try_from(slot_tid).map_err(|e| map_error("SLOT_TID", e.to_string()))?;
         let control = bpf
             .take_map("CONTROL")
             .ok_or_else(|| map_error("CONTROL", "missing".into()))?;
         let control = Array::try_from(control).map_err(|e| map_error("CONTROL", e.to_string()))?;
         Ok(BpfWakeups {
             _bpf: bpf,
-            tids,
+            counts,
+            slot_tid,
+            slots,
+            cpus,
             control,
+            generation: 0,
             lazy_known: lazy != 0,
             counting: false,
         })
@@ -230,22 +282,41 @@ impl BpfWakeups {
             })
     }
 
-    /// Forget the previous counts and start counting.
+    /// Forget the previous counts and start counting: a new generation, in which every task
+    /// takes a new slot at its first wakeup.
     pub fn start(&mut self) -> Result<(), BpfError> {
         self.stop()?;
-        let keys: Vec<u32> = self.tids.keys().filter_map(Result::ok).collect();
-        for k in keys {
-            // A key another CPU removed meanwhile cannot happen (counting is off); an error
-            // here would leave an old count, so it is reported.
-            self.tids.remove(&k).map_err(|e| BpfError::Map {
-                map: "TIDS",
-                message: e.to_string(),
-            })?;
+        let zeros = || {
+            PerCpuValues::try_from(vec![TaskCounts::default(); self.cpus]).map_err(|e| {
+                BpfError::Map {
+                    map: "COUNTS",
+                    message: e.to_string(),
+                }
+            })
+        };
+        for slot in 0..self.handed_out()? {
+            self.counts
+                .set(slot, zeros()?, 0)
+                .map_err(|e| BpfError::Map {
+                    map: "COUNTS",
+                    message: e.to_string(),
+                })?;
         }
         self.set_control(1, 0)?;
-        self.set_control(0, 1)?;
+        self.set_control(2, 0)?;
+        self.generation += 1;
+        self.set_control(0, self.generation)?;
         self.counting = true;
         Ok(())
+    }
+
+    /// The slots handed out in this generation (at most the slots there are).
+    fn handed_out(&self) -> Result<u32, BpfError> {
+        let n = self.control.get(&2, 0).map_err(|e| BpfError::Map {
+            map: "CONTROL",
+            message: e.to_string(),
+        })?;
+        Ok(n.min(u64::from(self.slots)) as u32)
     }
 
     /// Stop counting.
@@ -267,24 +338,34 @@ impl BpfWakeups {
             lazy_known: self.lazy_known,
             ..TraceCounts::default()
         };
-        for &tid in tids {
-            let c = match self.tids.get(&(tid as u32), 0) {
-                Ok(per_cpu) => per_cpu
-                    .iter()
-                    .fold(TaskCounts::default(), |a, c| TaskCounts {
-                        wakeups: a.wakeups + c.wakeups,
-                        preempt: a.preempt + c.preempt,
-                        preempt_lazy: a.preempt_lazy + c.preempt_lazy,
-                        preempt_waker: a.preempt_waker + c.preempt_waker,
-                    }),
-                Err(aya::maps::MapError::KeyNotFound) => TaskCounts::default(),
-                Err(e) => {
-                    return Err(BpfError::Map {
-                        map: "TIDS",
-                        message: e.to_string(),
-                    })
-                }
+        let mut sums: HashMap<i32, TaskCounts> = HashMap::new();
+        for slot in 0..self.handed_out()? {
+            let map_error = |map: &'static str, e: aya::maps::MapError| BpfError::Map {
+                map,
+                message: e.to_string(),
             };
+            let tid = self
+                .slot_tid
+                .get(&slot, 0)
+                .map_err(|e| map_error("SLOT_TID", e))? as i32;
+            if !tids.contains(&tid) {
+                continue;
+            }
+            let per_cpu = self
+                .counts
+                .get(&slot, 0)
+                .map_err(|e| map_error("COUNTS", e))?;
+            // A TID the kernel gave again to a later task of the run adds to the first's.
+            let sum = sums.entry(tid).or_default();
+            for c in per_cpu.iter() {
+                sum.wakeups += c.wakeups;
+                sum.preempt += c.preempt;
+                sum.preempt_lazy += c.preempt_lazy;
+                sum.preempt_waker += c.preempt_waker;
+            }
+        }
+        for &tid in tids {
+            let c = sums.get(&tid).copied().unwrap_or_default();
             out.per_tid.insert(
                 tid,
                 TidCounts {
@@ -320,6 +401,16 @@ mod tests {
         assert_eq!(need_resched_bits("x86_64", "6.1.0-28-amd64"), Some((8, 0)));
         assert_eq!(need_resched_bits("aarch64", "6.18.0"), None);
         assert_eq!(need_resched_bits("x86_64", "garbage"), None);
+    }
+
+    #[test]
+    fn slots_are_bounded_in_memory() {
+        assert_eq!(slots_for(2), MAX_TASKS as u32);
+        assert_eq!(slots_for(32), MAX_TASKS as u32);
+        assert_eq!(slots_for(64), 32_768);
+        assert_eq!(slots_for(1024), 2048);
+        assert_eq!(slots_for(1 << 20), 1024);
+        assert_eq!(slots_for(0), MAX_TASKS as u32);
     }
 
     #[test]

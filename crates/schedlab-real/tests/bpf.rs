@@ -148,3 +148,62 @@ fn bpf_counts_agree_with_the_tracefs_replay() {
         t.1
     );
 }
+
+#[test]
+fn tasks_beyond_the_slots_are_left_out_and_each_run_starts_afresh() {
+    let _one = SERIAL.lock().unwrap();
+    let bpf = match BpfWakeups::open_with_slots(COMM_PREFIX, 1) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!(
+                "skipped: in-kernel counters with one slot ({e}; run as root on a kernel with BTF)"
+            );
+            return;
+        }
+    };
+    let trace = match SchedTrace::open(COMM_PREFIX, 16 * 1024) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipped: in-kernel counters with one slot ({e}; needs tracefs)");
+            return;
+        }
+    };
+    let mut counter = WakeupCounter::Compare {
+        bpf: Box::new(bpf),
+        trace,
+        last: None,
+    };
+    // Two repetitions of a two-task ping-pong with room for one task: each time the first task
+    // woken takes the slot and has every one of its wakeups, the other is left out, and nothing
+    // of the first repetition is left in the second (a new generation, new slots).
+    for repetition in 0..2 {
+        let w = PingPong {
+            loops: 2_000,
+            transport: Transport::Pipe,
+            mode: TaskMode::Threads,
+        };
+        let knobs = vec![Knobs::default(); w.plan().groups.len()];
+        run_repetition(
+            &Arc::new(w),
+            RepetitionSetup {
+                knobs: &knobs,
+                stop: Arc::new(AtomicBool::new(false)),
+                budget: Duration::from_secs(60),
+                trace: Some(&mut counter),
+                rq_trace: None,
+                files: None,
+                passes: false,
+            },
+        )
+        .unwrap();
+        let (b, t) = counter.last_pair().expect("both counted");
+        assert_eq!(b.lost, 1, "repetition {repetition}: one task left out");
+        let counted: Vec<_> = b.per_tid.iter().filter(|(_, c)| c.wakeups > 0).collect();
+        assert_eq!(counted.len(), 1, "repetition {repetition}: {:?}", b.per_tid);
+        let (tid, c) = counted[0];
+        assert_eq!(
+            c.wakeups, t.per_tid[tid].wakeups,
+            "repetition {repetition}: the counted task's wakeups, bpf vs tracefs"
+        );
+    }
+}
