@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The cost of the default counters on the wakeup-densest row, against an A/A control: a
+# ping-pong of two processes pinned to CPU 0 (a wakeup every ~1.7 µs), each round running three
+# cells in a random order — the default counters (in-kernel BPF), --counters proc, and
+# --counters proc again — and printing the median and interquartile range of the rounds'
+# ratios default/proc and proc/proc (the control: how far apart two identical cells read here),
+# and each cell's median. A difference smaller than the control's spread is not shown.
+#
+# Usage: bench/counters-aab.sh [ROUNDS] [ROUND_TRIPS]   (default 45 30000; SCHEDLAB=path)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+rounds=${1:-45}
+loops=${2:-30000}
+whole_in_range counters-aab.sh ROUNDS "$rounds" 3 1000
+whole_in_range counters-aab.sh ROUND_TRIPS "$loops" 100 10000000
+schedlab_bin || exit 1
+cell() {
+  "$SCHEDLAB" run pingpong --loops "$loops" --tasks processes --group ping:cpus=0 \
+    --group pong:cpus=0 --runs 1 --quiet --counters "$1" --json - 2>/dev/null |
+    jq -r '.configs[0].repetitions[0].metrics.us_per_rt'
+}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+echo "pinned ping-pong, $loops round trips, $rounds rounds of (default, proc, proc) in a random order; load $(cut -d' ' -f1 /proc/loadavg)"
+for ((i = 0; i < rounds; i++)); do
+  declare -A v=()
+  for c in $(printf 'auto\nproc\nproc2\n' | shuf); do v[$c]=$(cell "${c%2}"); done
+  echo "${v[auto]} ${v[proc]} ${v[proc2]}" >>"$out"
+done
+python3 - "$out" <<'PY'
+import statistics as st, sys
+r = [list(map(float, l.split())) for l in open(sys.argv[1])]
+def spread(i, j):
+    x = sorted(a[i] / a[j] for a in r); n = len(x)
+    return f"{st.median(x):.3f} (interquartile {x[n // 4]:.3f}-{x[3 * n // 4]:.3f})"
+print(f"default/proc {spread(0, 1)}")
+print(f"proc/proc    {spread(1, 2)}   (A/A control)")
+m = [st.median(c) for c in zip(*r)]
+print(f"cell medians us/rt: default {m[0]:.3f}  proc {m[1]:.3f}  proc again {m[2]:.3f}")
+PY
