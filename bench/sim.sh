@@ -13,7 +13,7 @@
 #                            (comparison: old and new binaries alternating, REPS times each)
 #
 # Events/s are events / user CPU seconds of the whole process (setup included), from
-# /usr/bin/time: on a machine shared with other jobs, wall time counts their share too. User
+# bash's time: on a machine shared with other jobs, wall time counts their share too. User
 # time still varies with the load (SMT siblings, caches), which is why the comparison runs the
 # old and the new binary alternately and prints the medians and their ratio, not figures from
 # different runs. OLD_ENGINE is engine_speed built from the old tree (same example source).
