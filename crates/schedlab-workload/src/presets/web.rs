@@ -349,7 +349,7 @@ const TABLE: &[Param<Web>] = &[
             "dcache",
             "none",
             "none|lock|fastwalk|rcu",
-            "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
+            "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free (rcu), each walk's final dput under it; none models no walk.",
         ),
         |w, v| parse_with(NAME, v, parse_web_dcache).map(|d| w.dcache = d),
         |w| w.dcache.map_or("none".into(), |d| d.to_string()),
