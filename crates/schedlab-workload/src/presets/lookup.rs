@@ -1,7 +1,7 @@
 //! `lookup` — path lookup under a contended lock: seed 003's comparison of the 2.4 dcache
 //! (`dcache_lock` taken for every component), Al Viro's fastwalk (the lock held across the whole
-//! cached walk) and the RCU walk (no lock on the walk; the lock only for misses and for LRU
-//! updates batched lazily), after Dipankar Sarma's "specweb99: dcache scalability results"
+//! cached walk) and the RCU walk (no lock on the walk; the lock only for misses and for the
+//! final `dput`), after Dipankar Sarma's "specweb99: dcache scalability results"
 //! (LKML, July 2002; /work/shared/seeds/003) and the 2.4 `fs/namei.c` / `fs/dcache.c` it measured
 //! (`d_lookup` under `spin_lock(&dcache_lock)`, `dput` through `atomic_dec_and_lock`).
 //!
