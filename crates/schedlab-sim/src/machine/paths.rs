@@ -282,22 +282,37 @@ impl Machine<'_> {
     /// not preemptible (no CONFIG_PREEMPT), so there it waits for the block. A task holding a
     /// spin lock of the plan is not preempted either, by any kernel: the reschedule waits for
     /// its last unlock (which the task's step loop follows with this check, as `spin_unlock`'s
-    /// `preempt_enable` does).
+    /// `preempt_enable` does). Nor is a task spinning for one whose holder is on a CPU: it
+    /// spins in the kernel with preemption off (`spin_lock`'s `preempt_disable`; 2.4 has no
+    /// kernel preemption at all) until it has the lock — only a holder that is off its CPU,
+    /// which a kernel spin lock's never is, leaves its spinners preemptible, so that a workload
+    /// file's lock held across a sleep cannot pin every CPU.
     pub(super) fn resched_due(&self, cpu: CpuId) -> bool {
         let c = &self.cpus[cpu];
         // Asked after every effect: the common "no" looks at the CPU's flag alone.
         if !c.need_resched {
             return false;
         }
-        let curr = self.view.curr[cpu].map(|t| &self.tasks[t]);
-        let holds_spin = curr.is_some_and(|t| t.spin_held > 0);
-        !holds_spin && (c.resched_at_once || !curr.is_some_and(|t| t.kernel_mode))
+        let Some(t) = self.view.curr[cpu] else {
+            return true;
+        };
+        !self.in_spin_section(t) && (c.resched_at_once || !self.tasks[t].kernel_mode)
+    }
+
+    /// Whether task `t` holds a spin lock of the plan, or spins for one whose holder is
+    /// running: the span [`Machine::resched_due`] does not preempt.
+    fn in_spin_section(&self, t: TaskId) -> bool {
+        let task = &self.tasks[t];
+        task.spin_held > 0
+            || matches!(task.then, Effect::Spin(l)
+                if self.sync.locks[l].holder
+                    .is_some_and(|h| matches!(self.tasks[h].state, State::Running(_))))
     }
 
     /// Whether task `t`'s expired slice switches it at the tick: not in kernel mode (it is
-    /// switched when it blocks) and not while it holds a spin lock (when it releases it).
+    /// switched when it blocks) and not in a spin section (it is switched after its unlock).
     fn slice_preempts(&self, t: TaskId) -> bool {
-        !self.tasks[t].kernel_mode && self.tasks[t].spin_held == 0
+        !self.tasks[t].kernel_mode && !self.in_spin_section(t)
     }
 
     /// Let the policy balance load onto or from `cpu` (newly idle, or at its tick), and carry

@@ -11,8 +11,9 @@
 //!
 //! A sleeping lock is a futex mutex: a waiter blocks, and the release wakes the first waiter,
 //! which tries again. A spin lock is taken in user space at no cost; a waiter spins on its CPU
-//! in [`SPIN_CHUNK`] bursts (preemptible, its CPU time) until a release hands the lock to the
-//! first waiter that is on a CPU, or, if none is, a spinner finds it free when it next runs.
+//! in [`SPIN_CHUNK`] bursts (its CPU time; not preempted while the holder runs, as a kernel
+//! spinner is not: `Machine::resched_due`) until a release hands the lock to the first waiter
+//! that is on a CPU, or, if none is, a spinner finds it free when it next runs.
 
 use super::{Effect, Event, Machine, SimError, State};
 use crate::context::Op;

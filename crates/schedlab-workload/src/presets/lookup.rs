@@ -1,12 +1,13 @@
 //! `lookup` — path lookup under a contended lock: seed 003's comparison of the 2.4 dcache
 //! (`dcache_lock` taken for every component), Al Viro's fastwalk (the lock held across the whole
-//! cached walk) and the RCU walk (no lock on the walk; the lock only for misses and for LRU
-//! updates batched lazily), after Dipankar Sarma's "specweb99: dcache scalability results"
+//! cached walk) and the RCU walk (no lock on the walk; the lock only for misses and for the
+//! final `dput`), after Dipankar Sarma's "specweb99: dcache scalability results"
 //! (LKML, July 2002; /work/shared/seeds/003) and the 2.4 `fs/namei.c` / `fs/dcache.c` it measured
 //! (`d_lookup` under `spin_lock(&dcache_lock)`, `dput` through `atomic_dec_and_lock`).
 //!
-//! `threads` tasks each resolve `lookups` paths, then do `request` of CPU work (the web server's
-//! work per request). A path has `depth` components and ends at a file of a deterministic tree
+//! `threads` tasks each resolve `lookups` paths, each followed by `request` of CPU work (the web
+//! server's work per request; with `gaps=exp` drawn from an exponential distribution of that
+//! mean, so that the tasks' walks do not fall into step as equal gaps make them). A path has `depth` components and ends at a file of a deterministic tree
 //! of `files` entries (directories and files; every file at depth `depth`); which file is drawn
 //! from a Zipf-like popularity (`skew`: rank r is drawn with weight 1/(r+1)^skew, ranks
 //! scattered over the tree by a fixed permutation) by a per-task seeded generator. The dcache
@@ -15,8 +16,8 @@
 //!
 //! The walk, its costs and the strategies' exact acquisitions are the shared model of
 //! [`crate::dcache`] (the `web` workload's file opens go through it too): `lock` takes
-//! `dcache_lock` `depth + m + 1` times per lookup (`m` its misses), `fastwalk` `2 + m`, `rcu`
-//! `m` plus ⌈lookups / `LRU_BATCH`⌉ per task, and
+//! `dcache_lock` `depth + m + 1` times per lookup (`m` its misses; the 1 is the final `dput`,
+//! right after the walk, as `stat(2)`'s `path_release`), `fastwalk` `2 + m`, `rcu` `m + 1`, and
 //! `kernel` (real kernel only) is the kernel's own path walk — `stat(2)` or `open(2)`+`close(2)`
 //!   of the drawn path in a tree generated in the run's temporary directory (`syscall=stat|open`),
 //!   or will-it-scale's `open1` (each task opens and closes its own file in one shared
@@ -49,7 +50,13 @@ use std::time::Duration;
 
 const NAME: &str = "lookup";
 
-pub use crate::dcache::{Dcache, DCACHE_LOCK, LRU_BATCH, LRU_FACTOR, MISS_FACTOR};
+pub use crate::dcache::{Dcache, DCACHE_LOCK, MISS_FACTOR};
+
+/// Salt of the generator of `gaps=exp`'s draws, apart from the paths' generator.
+const GAP_SEED: u64 = 0x9a95_0003;
+
+/// The longest exponential gap, in means (e^−50: never reached in practice; it bounds a draw).
+const MAX_GAP_MEANS: f64 = 50.0;
 
 /// The largest tree.
 const MAX_FILES: usize = 1_000_000;
@@ -107,6 +114,38 @@ impl FromStr for Syscall {
     }
 }
 
+/// How the request's work between two lookups of a task is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gaps {
+    /// Every request does `request` of work.
+    Fixed,
+    /// Each request's work is drawn from an exponential distribution of mean `request`, from
+    /// a generator of its own (the paths drawn are the same as with `fixed`).
+    Exp,
+}
+
+impl fmt::Display for Gaps {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Gaps::Fixed => "fixed",
+            Gaps::Exp => "exp",
+        })
+    }
+}
+
+impl FromStr for Gaps {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "fixed" => Ok(Gaps::Fixed),
+            "exp" => Ok(Gaps::Exp),
+            _ => Err(ValueError::new(format!(
+                "gaps '{s}' is not accepted; use fixed or exp"
+            ))),
+        }
+    }
+}
+
 /// Tasks resolving paths under a dcache strategy.
 #[derive(Clone, Debug)]
 pub struct Lookup {
@@ -128,8 +167,10 @@ pub struct Lookup {
     pub syscall: Syscall,
     /// CPU work per component (hash lookup and reference count).
     pub component: Duration,
-    /// CPU work per request, after its lookup, outside any lock.
+    /// CPU work per request, after its lookup, outside any lock (the mean, with `gaps=exp`).
     pub request: Duration,
+    /// Whether every request's work is `request`, or drawn with that mean.
+    pub gaps: Gaps,
     /// The tree, built once per configuration (by [`Workload::plan`], before any task starts).
     tree: Arc<OnceLock<Tree>>,
 }
@@ -146,7 +187,11 @@ impl Default for Lookup {
             dcache: Dcache::Lock,
             syscall: Syscall::Stat,
             component: Duration::from_micros(2),
-            request: Duration::from_micros(600),
+            // Seed 003's lock row: eight CPUs each holding `dcache_lock` 6 × 2 µs per walk and
+            // 2 µs for its final dput hold it 15.7 % of the time when 8 × 14 / (14 + request)
+            // = 0.157: request ≈ 700 µs.
+            request: Duration::from_micros(700),
+            gaps: Gaps::Fixed,
             tree: Arc::default(),
         }
     }
@@ -228,7 +273,7 @@ const TABLE: &[Param<Lookup>] = &[
             "dcache",
             "lock",
             "lock|fastwalk|rcu|kernel",
-            "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and batched LRU updates), kernel (the real kernel's own walk).",
+            "How a path is walked: lock (dcache_lock per component), fastwalk (held across the walk), rcu (lock only for misses and the final dput), kernel (the real kernel's own walk).",
         ),
         |w, v| parse_with(NAME, v, str::parse).map(|d| w.dcache = d),
         |w| w.dcache.to_string(),
@@ -256,12 +301,22 @@ const TABLE: &[Param<Lookup>] = &[
     Param::new(
         ParamDef::value(
             "request",
-            "600us",
-            "600us",
+            "700us",
+            "700us",
             "CPU work per request after its lookup, outside the lock.",
         ),
         |w, v| parse_work("request", v).map(|d| w.request = d),
         |w| format_duration(w.request),
+    ),
+    Param::new(
+        ParamDef::value(
+            "gaps",
+            "fixed",
+            "fixed|exp",
+            "Each request's work: fixed (request) or exp (drawn from an exponential distribution of mean request, as a web server's requests of widely varying sizes space a CPU's walks).",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|g| w.gaps = g),
+        |w| w.gaps.to_string(),
     ),
 ];
 
@@ -375,6 +430,18 @@ impl Lookup {
         Walker::new(self.dcache, self.component, Self::LOCK)
     }
 
+    /// One request's work: `request`, or with `gaps=exp` an exponential draw of that mean
+    /// (−ln u × request, u uniform in (0, 1]; at most `MAX_GAP_MEANS` means).
+    fn gap(&self, rng: &mut SplitMix) -> Duration {
+        match self.gaps {
+            Gaps::Fixed => self.request,
+            Gaps::Exp => {
+                let u = ((rng.next() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                self.request.mul_f64((-u.ln()).min(MAX_GAP_MEANS))
+            }
+        }
+    }
+
     /// The path the kernel walks for one lookup of task `task` in `kernel` mode.
     fn kernel_path(&self, tree: &Tree, task: TaskRef, rng: &mut SplitMix) -> String {
         match self.syscall {
@@ -410,13 +477,14 @@ impl Lookup {
             Syscall::Stat => PathOp::Stat,
             _ => PathOp::OpenClose,
         };
+        let mut gaps = SplitMix::new(GAP_SEED ^ (task.index as u64) << 32);
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
         for _ in 0..self.lookups {
             let path = self.kernel_path(tree, task, rng);
             let t0 = ctx.now();
             ctx.path(op, &path).await?;
             ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
-            ctx.compute(self.request).await;
+            ctx.compute(self.gap(&mut gaps)).await;
             if ctx.stop_requested() {
                 return Err(WorkloadError::Stopped);
             }
@@ -474,6 +542,7 @@ impl Workload for Lookup {
             return self.kernel_lookups(ctx, tree, task, &mut rng).await;
         };
         let mut tally = WalkTally::default();
+        let mut gaps = SplitMix::new(GAP_SEED ^ (task.index as u64) << 32);
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
         let mut path = Vec::new();
         for _ in 0..self.lookups {
@@ -482,12 +551,11 @@ impl Workload for Lookup {
             tree.path_into(leaf, &mut path);
             walker.walk(ctx, &tree.dentries, &path, &mut tally).await;
             ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
-            ctx.compute(self.request).await;
+            ctx.compute(self.gap(&mut gaps)).await;
             if ctx.stop_requested() {
                 return Err(WorkloadError::Stopped);
             }
         }
-        walker.flush_lru(ctx, &mut tally).await;
         ctx.record("end_ns", ctx.now().as_nanos() as f64);
         ctx.record("lookups", self.lookups as f64);
         ctx.record("acquisitions", tally.acquisitions as f64);
@@ -815,6 +883,24 @@ mod tests {
             assert!(t.dentries.lookup(parent, e).is_some());
             parent = e;
         }
+    }
+
+    #[test]
+    fn exp_gaps_have_the_requests_mean_and_spread_fixed_ones_do_not() {
+        let mut l = Lookup::default();
+        let mut rng = SplitMix::new(GAP_SEED);
+        assert_eq!(l.gap(&mut rng), l.request);
+        l.set_param("gaps", "exp").unwrap();
+        let draws: Vec<f64> = (0..20_000)
+            .map(|_| l.gap(&mut rng).as_secs_f64() / l.request.as_secs_f64())
+            .collect();
+        let mean = draws.iter().sum::<f64>() / draws.len() as f64;
+        let var = draws.iter().map(|d| (d - mean).powi(2)).sum::<f64>() / draws.len() as f64;
+        // An exponential's mean and standard deviation are equal.
+        assert!((mean - 1.0).abs() < 0.03, "mean {mean}");
+        assert!((var.sqrt() - 1.0).abs() < 0.05, "sd {}", var.sqrt());
+        let e = l.set_param("gaps", "poisson").unwrap_err().to_string();
+        assert!(e.contains("'poisson'") && e.contains("fixed or exp"), "{e}");
     }
 
     #[test]

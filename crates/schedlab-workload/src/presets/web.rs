@@ -37,8 +37,9 @@
 //!
 //! With `--dcache lock|fastwalk|rcu` (simulator only) the server resolves each request's
 //! absolute path (`/usr/local/apache2/htdocs/file_set/dirNNNNN/classC_F`, seven components)
-//! through seed 003's dcache model before it reads the file
-//! ([`crate::dcache`], the file set as a cache: [`crate::web::dentries`]), under the spin lock
+//! through seed 003's dcache model twice, as Apache 2.0 does for a static file — `stat(2)`
+//! (its reference dropped at once), then `open(2)` (dropped at `close`, after the response is
+//! sent; [`crate::dcache`], the file set as a cache: [`crate::web::dentries`]) — under the spin lock
 //! `dcache_lock`, so that `--locks` prints its lockmeter table beside the conforming
 //! connections of the same run.
 
@@ -348,7 +349,7 @@ const TABLE: &[Param<Web>] = &[
             "dcache",
             "none",
             "none|lock|fastwalk|rcu",
-            "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free with batched LRU updates (rcu); none models no walk.",
+            "Simulator only: walk each request's path through seed 003's dcache under dcache_lock — per component (lock), held over the walk (fastwalk) or lock-free (rcu), each walk's final dput under it; none models no walk.",
         ),
         |w, v| parse_with(NAME, v, parse_web_dcache).map(|d| w.dcache = d),
         |w| w.dcache.map_or("none".into(), |d| d.to_string()),
@@ -588,10 +589,17 @@ impl Web {
             ))
         })?;
         let size = r.file.size();
-        if let Some((walker, tally)) = walk {
-            let path = dentry_path(self.file_dirs(), r.file);
-            walker.walk(ctx, self.dentries(), &path, tally).await;
-        }
+        // Apache 2.0's static request: `stat(2)` of the file (ap_directory_walk's apr_stat,
+        // its reference dropped at once), then `open(2)` (default_handler's apr_file_open),
+        // whose reference the file keeps until `close` after the response is sent.
+        let opened = match walk {
+            Some((walker, tally)) => {
+                let path = dentry_path(self.file_dirs(), r.file);
+                walker.walk(ctx, self.dentries(), &path, tally).await;
+                walker.resolve(ctx, self.dentries(), &path, tally).await
+            }
+            None => None,
+        };
         if ctx.read_file(&r.file.rel_path(), size, body).await? == FileRead::Modelled {
             body.clear();
             self.fileset()
@@ -601,6 +609,9 @@ impl Web {
         out.extend_from_slice(response_header(body.len()).as_bytes());
         out.extend_from_slice(body);
         ctx.send(ChannelId(2 * conn + 1), out).await?;
+        if let (Some((walker, tally)), Some(file)) = (walk, opened) {
+            walker.release(ctx, self.dentries(), file, tally).await;
+        }
         Ok(r.close)
     }
 
@@ -610,8 +621,7 @@ impl Web {
         }
         let mut walk = self.walker().map(|w| (w, WalkTally::default()));
         let served = self.serve(s, ctx, &mut walk).await?;
-        if let Some((walker, mut tally)) = walk {
-            walker.flush_lru(ctx, &mut tally).await;
+        if let Some((_, tally)) = walk {
             ctx.record("served", served as f64);
             ctx.record("acquisitions", tally.acquisitions as f64);
         }
