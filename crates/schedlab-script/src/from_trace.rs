@@ -102,6 +102,12 @@ pub struct Summary {
     pub spawns: usize,
     /// Migrations seen (not replayed: placement is the replaying scheduler's).
     pub migrations: usize,
+    /// Switches of a recorded task off its CPU to sleep (voluntary context switches).
+    pub voluntary_switches: usize,
+    /// Switches of a recorded task off its CPU while runnable (preemptions and yields).
+    pub involuntary_switches: usize,
+    /// Wakeups (`sched_waking`) of a sleeping recorded task, by anyone.
+    pub wakeups: usize,
     /// Loops made by summarising.
     pub loops: usize,
     /// Steps before summarising.
@@ -284,6 +290,11 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
                     }
                     // Set before any flush, which would count the time since `since` again.
                     t.state = State::Runnable;
+                    match left {
+                        LeftAs::Runnable => summary.involuntary_switches += 1,
+                        LeftAs::Sleeping => summary.voluntary_switches += 1,
+                        LeftAs::Dead => {}
+                    }
                     t.state = match left {
                         LeftAs::Runnable => {
                             if t.call == Some(Call::Yield) {
@@ -354,6 +365,7 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
                     // no sleep.
                     _ => continue,
                 };
+                summary.wakeups += 1;
                 let by = slot.get(&waker).copied().filter(|&w| w != s);
                 if let Some(w) = by {
                     let wt = &mut tasks[w];
@@ -735,6 +747,11 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     );
     let _ = writeln!(
         out,
+        "# Recorded: {} voluntary and {} involuntary context switches, {} wakeups.",
+        s.voluntary_switches, s.involuntary_switches, s.wakeups
+    );
+    let _ = writeln!(
+        out,
         "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made."
     );
     if s.loops > 0 {
@@ -844,6 +861,7 @@ mod tests {
         assert_eq!(c.summary.tasks, 2);
         assert_eq!(c.summary.groups, 2);
         assert_eq!(c.summary.dependencies, 6);
+        assert_eq!((c.summary.wakeups, c.summary.voluntary_switches), (6, 6));
         assert_eq!(c.summary.timer_sleeps + c.summary.other_sleeps, 0);
         assert!(c.toml.contains("[semaphores.wake_10]") && c.toml.contains("[semaphores.wake_11]"));
         let a = steps_of(&c.toml, "task10_10");
