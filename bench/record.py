@@ -45,7 +45,7 @@ def main():
     )
     rec_cpu = {g: cpu_of(d["steps"]) * d.get("count", 1) for g, d in f["groups"].items()}
     r = json.load(open(replay))
-    reps = r["repetitions"]
+    reps = r["configs"][0]["repetitions"]
     time = statistics.median(x["metrics"]["time"] for x in reps)
 
     def med(group, key):

@@ -21,7 +21,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
 # wall CMD...: the command's wall time in seconds (output discarded).
-wall() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); echo "scale=6; ($t1 - $t0) / 1e9" | bc; }
+wall() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }'; }
 
 echo "load average before: $(load1); a shared machine's figures move by 10 % or more between runs"
 case_no=0
@@ -38,13 +38,15 @@ while IFS='|' read -r label cmd; do
   plain=() traced=()
   for ((i = 0; i < reps; i++)); do
     plain+=("$(wall "${argv[@]}")")
-    traced+=("$(wall "$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}")")
+    # The program's own wall time under tracing (fork to exit), as record reports it: the
+    # instance's setup, reading and the conversion come before and after and are not the program's.
+    traced+=("$("$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}" 2>&1 >/dev/null | sed -n 's/.* tasks in \([0-9.]*\) s[;,].*/\1/p')")
   done
   pm=$(printf '%s\n' "${plain[@]}" | median)
   tm=$(printf '%s\n' "${traced[@]}" | median)
   python3 bench/record.py "$file" "$dir/case$case_no.json" "$pm"
-  printf '  recording cost: untraced %.3f s, under schedlab record %.3f s (median of %d alternating; includes the conversion): %+.1f %%\n' \
-    "$pm" "$tm" "$reps" "$(echo "($tm / $pm - 1) * 100" | bc -l)"
+  printf '  recording cost: untraced %.3f s, traced %.3f s (medians of %d alternating runs): %+.1f %%\n' \
+    "$pm" "$tm" "$reps" "$(awk -v t="$tm" -v p="$pm" 'BEGIN { print (t / p - 1) * 100 }')"
   if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
     perf sched replay -i "$dir/perf.data" -r 1 2>/dev/null | grep -E 'run measurement overhead|#1  :|^#' | tail -2 | sed 's/^/  perf sched replay: /'
   fi
