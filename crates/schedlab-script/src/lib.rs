@@ -11,6 +11,7 @@
 
 pub mod error;
 pub mod expr;
+pub mod from_trace;
 pub mod model;
 pub mod rtapp;
 pub mod span;

@@ -32,6 +32,7 @@ pub mod passes;
 pub mod plan;
 pub mod presets;
 pub mod record;
+pub mod sched_events;
 pub mod schema;
 pub mod suggest;
 pub mod table;

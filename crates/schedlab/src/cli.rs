@@ -90,6 +90,33 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Record a real program's scheduler events (a command, or a running process for a while)
+    /// and write them as a workload file that `run`, `sweep` and `check` take, on the real
+    /// kernel and on every simulated policy. Needs root (CAP_SYS_ADMIN) for tracefs.
+    #[command(
+        after_help = "Examples:\n  schedlab record -o app.toml -- hackbench -g 2 -l 200\n  schedlab record -o app.toml --pid 1234 --duration 10s\n  schedlab run app.toml --backend sim --policy ule --cpus 8"
+    )]
+    Record {
+        /// The workload file to write (`-` for standard output).
+        #[arg(short = 'o', long = "out", value_name = "FILE.toml", required = true)]
+        out: PathBuf,
+        /// Write the file even if the kernel dropped events, marked approximate.
+        #[arg(long)]
+        allow_lossy: bool,
+        /// Record this running process (every thread, and what they create) instead of a
+        /// command.
+        #[arg(long, value_name = "PID", conflicts_with = "command")]
+        pid: Option<i32>,
+        /// How long to record --pid (it stops earlier if the process exits).
+        #[arg(long, value_name = "DURATION", value_parser = timeout_duration, requires = "pid")]
+        duration: Option<Duration>,
+        /// The ring buffer per CPU, MiB, 1..4096 (events beyond it are lost).
+        #[arg(long, value_name = "MIB", default_value = "64", value_parser = clap::value_parser!(u32).range(1..=4096))]
+        buffer_mb: u32,
+        /// The command and its arguments, after `--`.
+        #[arg(last = true, value_name = "CMD")]
+        command: Vec<String>,
+    },
     /// Join the --out directories of a sharded sweep (`sweep --shard K/N`) into the records the
     /// unsharded sweep writes, after checking that they are every shard of one sweep, each once.
     Merge {

@@ -13,6 +13,7 @@ mod info;
 mod merge;
 mod messages;
 mod progress;
+mod record;
 mod validate;
 
 use clap::FromArgMatches;
@@ -183,6 +184,14 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
             plot,
             timeline,
         } => merge::run(&dirs, &out, plot.as_deref(), timeline.as_deref()),
+        Command::Record {
+            out,
+            allow_lossy,
+            pid,
+            duration,
+            buffer_mb,
+            command,
+        } => record::run(&out, allow_lossy, pid, duration, buffer_mb, command),
         Command::Completions { shell } => generate::completions(shell, prepared.command),
         Command::Man { command: path } => generate::man(prepared.command, &path),
         Command::Run(args) => execute::execute(args, file, false),

@@ -59,6 +59,7 @@
 
 mod count;
 mod parse;
+pub mod record;
 pub mod timeline;
 mod tracefs;
 

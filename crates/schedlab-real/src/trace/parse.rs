@@ -199,6 +199,18 @@ pub(super) fn parse_wakeup(body: &[u8]) -> Option<Event> {
 
 /// `prev_comm=<c> prev_pid=N prev_prio=N prev_state=S ==> next_comm=<c> next_pid=N next_prio=N`
 pub(super) fn parse_switch(body: &[u8], cpu: u32) -> Option<Event> {
+    let (prev_pid, state, next_pid) = parse_switch_fields(body)?;
+    Some(Event::Switch {
+        cpu,
+        prev_pid,
+        prev_runnable: state == b"R" || state == b"R+",
+        next_pid,
+    })
+}
+
+/// The body of a `sched_switch` line: the previous task's id, its `prev_state` text, and the
+/// next task's id.
+pub(super) fn parse_switch_fields(body: &[u8]) -> Option<(i32, &[u8], i32)> {
     const PREV: &[u8] = b"prev_comm=";
     const ARROW: &[u8] = b" ==> next_comm=";
     if !body.starts_with(PREV) {
@@ -235,12 +247,11 @@ pub(super) fn parse_switch(body: &[u8], cpu: u32) -> Option<Event> {
         })();
         if let Some((prev_pid, state)) = parsed {
             if c.i <= q && q - c.i <= COMM_MAX {
-                return Some(Event::Switch {
-                    cpu,
-                    prev_pid: i32::try_from(prev_pid).ok()?,
-                    prev_runnable: state == b"R" || state == b"R+",
-                    next_pid: i32::try_from(next_pid).ok()?,
-                });
+                return Some((
+                    i32::try_from(prev_pid).ok()?,
+                    state,
+                    i32::try_from(next_pid).ok()?,
+                ));
             }
         }
     }

@@ -1,0 +1,1102 @@
+//! Turning a recorded program's scheduler events into a workload file (`schedlab record`).
+//!
+//! The model follows `perf sched replay` (tools/perf/builtin-sched.c: per task, a list of run,
+//! sleep and wakeup atoms replayed by threads that post each other's semaphores), with what it
+//! lacks added: timed sleeps, spawns, yields, and the file format both backends run.
+//!
+//! Each recorded task becomes a group of one task (or, where several tasks' steps are identical,
+//! one group with a count). Its history is replayed event by event:
+//!
+//! - the CPU time between two actions (switch-in to switch-out, preemptions summed) is a
+//!   `compute` of that length;
+//! - a `sched_waking` of a sleeping task by another recorded task is a **dependency**: the waker
+//!   posts the sleeper's semaphore `wake_<tid>` at that point of its own steps, and the sleeper's
+//!   sleep becomes a `wait` on it (a child's exit waking its parent in wait4 is one too);
+//! - a sleep ended by no recorded task — a timer (nanosleep, clock_nanosleep, or a poll-family
+//!   call's timeout), a device or the network, or an unknown cause — is a `sleep` of the
+//!   measured length; the file's comment on the step says which (the *timed wait* of a device or
+//!   network wakeup replays as a sleep of its measured length);
+//! - a switch-out while runnable inside sched_yield is a `yield`; any other is a preemption,
+//!   which the replay's scheduler decides for itself;
+//! - a fork is a `spawn` of the child's group (marked `spawned = true`: its task is parked until
+//!   the parent's spawn step starts it, as rt-app's fork is read).
+//!
+//! Long histories are summarised: a run of steps whose shapes (verb and object, not durations)
+//! repeat at least [`MIN_PASSES`] times with a period of up to [`MAX_PERIOD`] steps becomes a
+//! `loop`, each step of its body the mean of its passes. The order of every post, wait and spawn
+//! is kept exactly (so the replay cannot deadlock where the program did not, and wakeup counts are
+//! unchanged); each task's total CPU time and sleep time are kept to rounding; only how they are
+//! spread over the passes changes, and the file states by how much (the mean absolute deviation of
+//! the summarised durations, as a share of their total).
+//!
+//! Work is linear in the number of events (one pass, hash maps by task id) plus
+//! `O(steps × MAX_PERIOD)` for the loop search; the output is bounded by [`MAX_FILE_STEPS`].
+
+use schedlab_workload::sched_events::{Call, EventKind, LeftAs, Recording};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use thiserror::Error;
+
+/// Smallest number of passes that makes a loop.
+pub const MIN_PASSES: usize = 3;
+/// Longest loop body searched for, in steps.
+pub const MAX_PERIOD: usize = 64;
+/// A task with more steps than this is summarised into loops; fewer are written step by step.
+pub const SUMMARISE_ABOVE: usize = 64;
+/// Most steps (loops counted with their bodies) the whole file may hold after summarising.
+pub const MAX_FILE_STEPS: usize = 100_000;
+/// Most tasks a recording may hold (the workload files' own bound).
+pub const MAX_RECORDED_TASKS: usize = schedlab_workload::presets::MAX_TASKS;
+
+/// Why a recording cannot become a workload file.
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConvertError {
+    /// No event of a recorded task.
+    #[error("the trace is empty: no scheduler event of the recorded tasks ({roots}) between start and stop; was the program running, and is it the process you meant?")]
+    Empty {
+        /// The roots, as text.
+        roots: String,
+    },
+    /// Events were lost and the caller did not accept it.
+    #[error("the kernel dropped {lost} events while recording, so some sleeps and wakeups are missing; record again with a larger --buffer-mb, or pass --allow-lossy to write an approximate file")]
+    Lossy {
+        /// How many.
+        lost: u64,
+    },
+    /// More tasks than a workload file holds.
+    #[error("the recording has {tasks} tasks; a workload file holds at most {max}")]
+    TooManyTasks {
+        /// How many were recorded.
+        tasks: usize,
+        /// The bound.
+        max: usize,
+    },
+    /// Even summarised, the file would be too long.
+    #[error("the recording does not summarise into {max} steps (and a 4 MiB file) ({steps} after folding its repeats into loops); record a shorter stretch (--duration) or a smaller run")]
+    TooLong {
+        /// Steps after summarising.
+        steps: usize,
+        /// The bound.
+        max: usize,
+    },
+}
+
+/// What the conversion found, for the command to print.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Events read.
+    pub events: usize,
+    /// Tasks recorded.
+    pub tasks: usize,
+    /// Groups written (tasks with identical steps share one).
+    pub groups: usize,
+    /// Wakeups by another recorded task (post/wait pairs).
+    pub dependencies: usize,
+    /// Sleeps ended by a timer.
+    pub timer_sleeps: usize,
+    /// Sleeps ended by a device, the network, or an unknown cause.
+    pub other_sleeps: usize,
+    /// Yields.
+    pub yields: usize,
+    /// Spawns.
+    pub spawns: usize,
+    /// Migrations seen (not replayed: placement is the replaying scheduler's).
+    pub migrations: usize,
+    /// Switches of a recorded task off its CPU to sleep (voluntary context switches).
+    pub voluntary_switches: usize,
+    /// Switches of a recorded task off its CPU while runnable (preemptions and yields).
+    pub involuntary_switches: usize,
+    /// Wakeups (`sched_waking`) of a sleeping recorded task, by anyone.
+    pub wakeups: usize,
+    /// Loops made by summarising.
+    pub loops: usize,
+    /// Steps before summarising.
+    pub raw_steps: usize,
+    /// Steps written (loops with their bodies).
+    pub written_steps: usize,
+    /// Mean absolute deviation of summarised durations from the recorded ones, as a share of
+    /// their total (0 when nothing was summarised).
+    pub loop_error: f64,
+    /// Total CPU time of the recorded tasks, ns.
+    pub cpu_ns: u64,
+    /// Events the kernel dropped (the file is approximate when this is not 0).
+    pub lost: u64,
+}
+
+/// A workload file made from a recording, and what it holds.
+#[derive(Clone, Debug)]
+pub struct Converted {
+    /// The TOML text.
+    pub toml: String,
+    /// Counts for the command's message.
+    pub summary: Summary,
+}
+
+/// Why a sleep ended, when no recorded task ended it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum SleepKind {
+    /// A timer: nanosleep, clock_nanosleep, or a poll-family call nobody recorded woke.
+    Timer,
+    /// A device, the network, or another process: a timed wait of the measured length.
+    Outside,
+}
+
+/// One step of a task's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Compute(u64),
+    /// Post the semaphore of this task.
+    Post(i32),
+    /// Wait on the task's own semaphore.
+    Wait,
+    Sleep(u64, SleepKind),
+    Yield,
+    Spawn(i32),
+}
+
+impl Step {
+    /// The step without its duration: what must repeat for a loop.
+    fn shape(&self) -> (u8, i64) {
+        match *self {
+            Step::Compute(_) => (0, 0),
+            Step::Post(t) => (1, i64::from(t)),
+            Step::Wait => (2, 0),
+            Step::Sleep(_, SleepKind::Timer) => (3, 0),
+            Step::Sleep(_, SleepKind::Outside) => (4, 0),
+            Step::Yield => (5, 0),
+            Step::Spawn(t) => (6, i64::from(t)),
+        }
+    }
+
+    fn duration(&self) -> Option<u64> {
+        match *self {
+            Step::Compute(d) | Step::Sleep(d, _) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+enum State {
+    /// Not seen yet (a root at the start): running or sleeping since the recording began.
+    Unknown,
+    Running {
+        since: u64,
+    },
+    Runnable,
+    Sleeping {
+        since: u64,
+        call: Option<Call>,
+    },
+    Woken {
+        since: u64,
+        at: u64,
+        by_task: bool,
+        call: Option<Call>,
+    },
+    Dead,
+}
+
+struct Task {
+    tid: i32,
+    spawned: bool,
+    state: State,
+    /// CPU time not yet written as a compute step.
+    cpu: u64,
+    call: Option<Call>,
+    steps: Vec<Step>,
+    waited: bool,
+}
+
+impl Task {
+    fn new(tid: i32, spawned: bool) -> Task {
+        Task {
+            tid,
+            spawned,
+            state: if spawned {
+                State::Runnable
+            } else {
+                State::Unknown
+            },
+            cpu: 0,
+            call: None,
+            steps: Vec::new(),
+            waited: false,
+        }
+    }
+
+    /// Account the CPU time up to `ts` (the task is on a CPU) and write it before an action.
+    fn flush(&mut self, ts: u64, start: u64) {
+        match self.state {
+            State::Running { since } => {
+                self.cpu += ts.saturating_sub(since);
+                self.state = State::Running { since: ts };
+            }
+            State::Unknown => {
+                self.cpu += ts.saturating_sub(start);
+                self.state = State::Running { since: ts };
+            }
+            _ => {}
+        }
+        if self.cpu > 0 {
+            self.push(Step::Compute(self.cpu));
+            self.cpu = 0;
+        }
+    }
+
+    /// Append a step, merging computes (a preemption splits none).
+    fn push(&mut self, s: Step) {
+        if let (Some(Step::Compute(a)), Step::Compute(b)) = (self.steps.last_mut(), s) {
+            *a += b;
+            return;
+        }
+        self.steps.push(s);
+    }
+}
+
+/// Convert `rec` into a workload file. `allow_lossy` accepts a recording with lost events and
+/// marks the file approximate.
+pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertError> {
+    if rec.lost > 0 && !allow_lossy {
+        return Err(ConvertError::Lossy { lost: rec.lost });
+    }
+    let mut tasks: Vec<Task> = Vec::new();
+    let mut slot: HashMap<i32, usize> = HashMap::new();
+    for &r in &rec.roots {
+        if r > 0 && !slot.contains_key(&r) {
+            slot.insert(r, tasks.len());
+            tasks.push(Task::new(r, false));
+        }
+    }
+    let start = rec.start_ns;
+    let mut end = rec.stop_ns;
+    let mut summary = Summary {
+        lost: rec.lost,
+        ..Summary::default()
+    };
+    let mut seen = 0usize;
+    for ev in &rec.events {
+        let ts = ev.ts_ns;
+        end = end.max(ts);
+        match ev.kind {
+            EventKind::Switch { prev, left, next } => {
+                if let Some(&i) = slot.get(&prev) {
+                    seen += 1;
+                    let t = &mut tasks[i];
+                    match t.state {
+                        State::Running { since } => t.cpu += ts.saturating_sub(since),
+                        State::Unknown => t.cpu += ts.saturating_sub(start),
+                        _ => {}
+                    }
+                    // Set before any flush, which would count the time since `since` again.
+                    t.state = State::Runnable;
+                    match left {
+                        LeftAs::Runnable => summary.involuntary_switches += 1,
+                        LeftAs::Sleeping => summary.voluntary_switches += 1,
+                        LeftAs::Dead => {}
+                    }
+                    t.state = match left {
+                        LeftAs::Runnable => {
+                            if t.call == Some(Call::Yield) {
+                                t.flush(ts, start);
+                                t.push(Step::Yield);
+                                summary.yields += 1;
+                            }
+                            State::Runnable
+                        }
+                        LeftAs::Sleeping => State::Sleeping {
+                            since: ts,
+                            call: t.call,
+                        },
+                        LeftAs::Dead => State::Dead,
+                    };
+                    if matches!(t.state, State::Dead) {
+                        t.flush(ts, start);
+                    }
+                }
+                if let Some(&i) = slot.get(&next) {
+                    seen += 1;
+                    let t = &mut tasks[i];
+                    match t.state {
+                        State::Woken {
+                            since,
+                            at,
+                            by_task,
+                            call,
+                        } => {
+                            t.flush(ts, start);
+                            if by_task {
+                                t.push(Step::Wait);
+                                t.waited = true;
+                            } else {
+                                let kind = sleep_kind(call);
+                                match kind {
+                                    SleepKind::Timer => summary.timer_sleeps += 1,
+                                    SleepKind::Outside => summary.other_sleeps += 1,
+                                }
+                                t.push(Step::Sleep(at.saturating_sub(since), kind));
+                            }
+                        }
+                        State::Sleeping { since, call } => {
+                            // Woken without a recorded sched_waking: its cause is unknown.
+                            t.flush(ts, start);
+                            let kind = sleep_kind(call);
+                            match kind {
+                                SleepKind::Timer => summary.timer_sleeps += 1,
+                                SleepKind::Outside => summary.other_sleeps += 1,
+                            }
+                            t.push(Step::Sleep(ts.saturating_sub(since), kind));
+                        }
+                        _ => {}
+                    }
+                    if !matches!(t.state, State::Dead) {
+                        t.state = State::Running { since: ts };
+                    }
+                }
+            }
+            EventKind::Waking { waker, wakee } => {
+                let Some(&s) = slot.get(&wakee) else { continue };
+                seen += 1;
+                let (since, call) = match tasks[s].state {
+                    State::Sleeping { since, call } => (since, call),
+                    // A root not seen yet has slept since the recording began.
+                    State::Unknown => (start, None),
+                    // A wakeup of a task still on its way to sleep (or already woken) makes
+                    // no sleep.
+                    _ => continue,
+                };
+                summary.wakeups += 1;
+                let by = slot.get(&waker).copied().filter(|&w| w != s);
+                if let Some(w) = by {
+                    let wt = &mut tasks[w];
+                    wt.flush(ts, start);
+                    wt.push(Step::Post(wakee));
+                    summary.dependencies += 1;
+                }
+                tasks[s].state = State::Woken {
+                    since,
+                    at: ts,
+                    by_task: by.is_some(),
+                    call,
+                };
+            }
+            EventKind::Fork { parent, child } => {
+                let Some(&p) = slot.get(&parent) else {
+                    continue;
+                };
+                seen += 1;
+                if slot.contains_key(&child) || child <= 0 {
+                    continue;
+                }
+                if tasks.len() >= MAX_RECORDED_TASKS {
+                    return Err(ConvertError::TooManyTasks {
+                        tasks: tasks.len() + 1,
+                        max: MAX_RECORDED_TASKS,
+                    });
+                }
+                tasks[p].flush(ts, start);
+                tasks[p].push(Step::Spawn(child));
+                summary.spawns += 1;
+                slot.insert(child, tasks.len());
+                tasks.push(Task::new(child, true));
+            }
+            EventKind::Exit { pid } => {
+                if slot.contains_key(&pid) {
+                    seen += 1;
+                }
+            }
+            EventKind::Migrate { pid, .. } => {
+                if slot.contains_key(&pid) {
+                    summary.migrations += 1;
+                }
+            }
+            EventKind::SysEnter { pid, call } => {
+                if let Some(&i) = slot.get(&pid) {
+                    tasks[i].call = Some(call);
+                }
+            }
+            EventKind::SysExit { pid } => {
+                if let Some(&i) = slot.get(&pid) {
+                    tasks[i].call = None;
+                }
+            }
+        }
+    }
+    if seen == 0 {
+        return Err(ConvertError::Empty {
+            roots: rec
+                .roots
+                .iter()
+                .map(|r| r.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    // Tasks still on a CPU at the end ran until then; the others' last CPU time is written too.
+    for t in &mut tasks {
+        if matches!(t.state, State::Running { .. }) {
+            t.flush(end, start);
+        } else if t.cpu > 0 {
+            let cpu = std::mem::take(&mut t.cpu);
+            t.push(Step::Compute(cpu));
+        }
+    }
+    summary.tasks = tasks.len();
+    summary.cpu_ns = tasks
+        .iter()
+        .flat_map(|t| &t.steps)
+        .map(|s| match s {
+            Step::Compute(d) => *d,
+            _ => 0,
+        })
+        .sum();
+    summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
+    summary.events = rec.events.len();
+    let toml = render(rec, &tasks, &mut summary)?;
+    Ok(Converted { toml, summary })
+}
+
+fn sleep_kind(call: Option<Call>) -> SleepKind {
+    match call {
+        Some(Call::Timer) | Some(Call::Poll) | None => SleepKind::Timer,
+        Some(_) => SleepKind::Outside,
+    }
+}
+
+/// One item of a written body: a step, or a loop of steps with mean durations.
+enum Item {
+    Step(Step),
+    Loop { passes: usize, body: Vec<Step> },
+}
+
+/// Fold repeats into loops (see the module comment); adds each loop's deviation and the
+/// durations it summarised to `dev` and `total`.
+fn summarise(steps: &[Step], dev: &mut f64, total: &mut f64, loops: &mut usize) -> Vec<Item> {
+    if steps.len() <= SUMMARISE_ABOVE {
+        return steps.iter().map(|&s| Item::Step(s)).collect();
+    }
+    let shapes: Vec<(u8, i64)> = steps.iter().map(Step::shape).collect();
+    let n = steps.len();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < n {
+        // The period covering the most steps from i (ties: the shortest).
+        let mut best: Option<(usize, usize)> = None;
+        for p in 1..=MAX_PERIOD.min((n - i) / MIN_PASSES) {
+            let mut r = 1;
+            while i + (r + 1) * p <= n && shapes[i + r * p..i + (r + 1) * p] == shapes[i..i + p] {
+                r += 1;
+            }
+            if r >= MIN_PASSES && best.is_none_or(|(bp, br)| r * p > bp * br) {
+                best = Some((p, r));
+            }
+        }
+        match best {
+            Some((p, r)) => {
+                let mut body = Vec::with_capacity(p);
+                for j in 0..p {
+                    let s = steps[i + j];
+                    let Some(_) = s.duration() else {
+                        body.push(s);
+                        continue;
+                    };
+                    let ds: Vec<f64> = (0..r)
+                        .map(|k| steps[i + k * p + j].duration().unwrap_or(0) as f64)
+                        .collect();
+                    let sum: f64 = ds.iter().sum();
+                    let mean = sum / r as f64;
+                    *dev += ds.iter().map(|d| (d - mean).abs()).sum::<f64>();
+                    *total += sum;
+                    let m = mean.round() as u64;
+                    body.push(match s {
+                        Step::Compute(_) => Step::Compute(m),
+                        Step::Sleep(_, k) => Step::Sleep(m, k),
+                        other => other,
+                    });
+                }
+                out.push(Item::Loop { passes: r, body });
+                *loops += 1;
+                i += p * r;
+            }
+            None => {
+                out.push(Item::Step(steps[i]));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A TOML-safe identifier from a task name and id.
+fn group_name(name: Option<&String>, tid: i32) -> String {
+    let mut s: String = name
+        .map(|n| {
+            n.chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    s = s.trim_matches('_').to_string();
+    if s.is_empty() || !s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        s.insert(0, 't');
+    }
+    format!("{s}_{tid}")
+}
+
+/// A duration in µs, exact to the ns, without trailing zeros.
+fn us(ns: u64) -> String {
+    let whole = ns / 1000;
+    let frac = ns % 1000;
+    if frac == 0 {
+        format!("{whole}us")
+    } else {
+        let f = format!("{frac:03}");
+        format!("{whole}.{}us", f.trim_end_matches('0'))
+    }
+}
+
+fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent: &str) {
+    let _ = match *s {
+        Step::Compute(d) => writeln!(out, "{indent}{{ compute = \"{}\" }},", us(d)),
+        Step::Post(t) => writeln!(out, "{indent}{{ post = \"wake_{t}\" }},"),
+        Step::Wait => writeln!(out, "{indent}{{ wait = \"{}\" }},", "wake_self"),
+        Step::Sleep(d, SleepKind::Timer) => {
+            writeln!(out, "{indent}{{ sleep = \"{}\" }},   # timer", us(d))
+        }
+        Step::Sleep(d, SleepKind::Outside) => writeln!(
+            out,
+            "{indent}{{ sleep = \"{}\" }},   # woken from outside (device, network, another process)",
+            us(d)
+        ),
+        Step::Yield => writeln!(out, "{indent}\"yield\","),
+        Step::Spawn(t) => writeln!(out, "{indent}{{ spawn = \"{}\" }},", groups[&t]),
+    };
+}
+
+fn render(rec: &Recording, tasks: &[Task], summary: &mut Summary) -> Result<String, ConvertError> {
+    // Bodies first: the group names of folded tasks depend on them.
+    let mut dev = 0.0;
+    let mut total = 0.0;
+    let mut bodies: Vec<String> = Vec::with_capacity(tasks.len());
+    let mut written = 0usize;
+    let mut items_of = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        let items = summarise(&t.steps, &mut dev, &mut total, &mut summary.loops);
+        written += items
+            .iter()
+            .map(|i| match i {
+                Item::Step(_) => 1,
+                Item::Loop { body, .. } => 1 + body.len(),
+            })
+            .sum::<usize>();
+        if written > MAX_FILE_STEPS {
+            return Err(ConvertError::TooLong {
+                steps: written,
+                max: MAX_FILE_STEPS,
+            });
+        }
+        items_of.push(items);
+    }
+    summary.written_steps = written;
+    summary.loop_error = if total > 0.0 { dev / total } else { 0.0 };
+    // Names: spawns refer to the child's group, so every task's name is known before any body
+    // is written; a folded task takes its group's name.
+    let own: HashMap<i32, String> = tasks
+        .iter()
+        .map(|t| (t.tid, group_name(rec.names.get(&t.tid), t.tid)))
+        .collect();
+    // Fold: tasks whose bodies read the same (with their own names as references) share a group.
+    // Two bodies that wait on their own semaphores never read the same, so a fold never merges
+    // two tasks others post to.
+    for (t, items) in tasks.iter().zip(&items_of) {
+        let mut b = String::new();
+        body_text(items, &own, &mut b, t.tid);
+        bodies.push(b);
+    }
+    let mut group_of: HashMap<i32, String> = HashMap::new();
+    let mut first_with: HashMap<(&str, bool), usize> = HashMap::new();
+    let mut counts: Vec<usize> = vec![0; tasks.len()];
+    for (k, t) in tasks.iter().enumerate() {
+        let key = (bodies[k].as_str(), t.spawned);
+        let g = *first_with.entry(key).or_insert(k);
+        counts[g] += 1;
+        group_of.insert(t.tid, own[&tasks[g].tid].clone());
+    }
+    summary.groups = counts.iter().filter(|&&c| c > 0).count();
+    // The fold changed names spawns refer to: write the bodies again with the groups' names.
+    let mut out = String::new();
+    header(rec, summary, &mut out);
+    let _ = writeln!(out, "name = \"{}\"", file_name(&rec.source));
+    let _ = writeln!(
+        out,
+        "description = \"Recorded from {}\"",
+        escape(&rec.source)
+    );
+    // Threads: the semaphores are shared memory, and a spawned task is then a parked thread.
+    let _ = writeln!(out, "tasks = \"threads\"");
+    let waiters: Vec<i32> = tasks.iter().filter(|t| t.waited).map(|t| t.tid).collect();
+    let mut posted: Vec<i32> = tasks
+        .iter()
+        .flat_map(|t| &t.steps)
+        .filter_map(|s| match s {
+            Step::Post(t) => Some(*t),
+            _ => None,
+        })
+        .collect();
+    posted.extend(&waiters);
+    posted.sort_unstable();
+    posted.dedup();
+    for p in posted {
+        let _ = writeln!(out, "\n[semaphores.wake_{p}]");
+    }
+    for (k, t) in tasks.iter().enumerate() {
+        if counts[k] == 0 {
+            continue;
+        }
+        let _ = writeln!(out, "\n[groups.{}]", own[&t.tid]);
+        if counts[k] > 1 {
+            let _ = writeln!(
+                out,
+                "count = {}   # {} tasks with identical steps",
+                counts[k], counts[k]
+            );
+        }
+        if t.spawned {
+            let _ = writeln!(out, "spawned = true");
+        }
+        let mut b = String::new();
+        body_text(&items_of[k], &group_of, &mut b, t.tid);
+        out.push_str(&b);
+    }
+    if out.len() as u64 > crate::MAX_FILE_BYTES {
+        return Err(ConvertError::TooLong {
+            steps: written,
+            max: MAX_FILE_STEPS,
+        });
+    }
+    Ok(out)
+}
+
+/// `steps = [ ... ]` for one task; `names` gives spawned groups' names.
+fn body_text(items: &[Item], names: &HashMap<i32, String>, out: &mut String, tid: i32) {
+    let mut inner = String::new();
+    for it in items {
+        match it {
+            Item::Step(s) => render_step(s, names, &mut inner, "  "),
+            Item::Loop { passes, body } => {
+                let _ = writeln!(inner, "  {{ loop = {passes}, steps = [");
+                for s in body {
+                    render_step(s, names, &mut inner, "      ");
+                }
+                let _ = writeln!(inner, "  ] }},");
+            }
+        }
+    }
+    if inner.is_empty() {
+        // A task that never ran while recorded: nothing to replay but its existence.
+        inner.push_str("  { compute = \"0us\" },\n");
+    }
+    let _ = write!(
+        out,
+        "steps = [\n{}]\n",
+        inner.replace("wake_self", &format!("wake_{tid}"))
+    );
+}
+
+fn header(rec: &Recording, s: &Summary, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "# Recorded by `schedlab record` from: {}",
+        one_line(&rec.source)
+    );
+    let _ = writeln!(
+        out,
+        "# Kernel {}, {} CPUs, started {}, {:.3} s recorded, {} events, {} lost.",
+        one_line(&rec.kernel),
+        rec.cpus,
+        one_line(&rec.started_utc),
+        rec.stop_ns.saturating_sub(rec.start_ns) as f64 / 1e9,
+        s.events,
+        s.lost
+    );
+    if s.lost > 0 {
+        let _ = writeln!(
+            out,
+            "# APPROXIMATE: the kernel dropped {} events; sleeps and wakeups around them are missing or misclassified.",
+            s.lost
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# {} tasks in {} groups; {} wakeups by a recorded task (post -> wait), {} timer sleeps, {} sleeps woken from outside, {} yields, {} spawns; {} migrations not replayed (placement is the scheduler's); {:.6} s CPU time.",
+        s.tasks,
+        s.groups,
+        s.dependencies,
+        s.timer_sleeps,
+        s.other_sleeps,
+        s.yields,
+        s.spawns,
+        s.migrations,
+        s.cpu_ns as f64 / 1e9
+    );
+    let _ = writeln!(
+        out,
+        "# Recorded: {} voluntary and {} involuntary context switches, {} wakeups.",
+        s.voluntary_switches, s.involuntary_switches, s.wakeups
+    );
+    let _ = writeln!(
+        out,
+        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made."
+    );
+    if s.loops > 0 {
+        let _ = writeln!(
+            out,
+            "# Summarised: {} steps became {} ({} loops, each step of a loop body the mean of its passes). The order of posts, waits and spawns is exact and each task's CPU and sleep totals are kept; the summarised durations deviate from the recorded ones by {:.1} % of their total (mean absolute deviation).",
+            s.raw_steps,
+            s.written_steps,
+            s.loops,
+            s.loop_error * 100.0
+        );
+    }
+}
+
+/// The program's base name, as the workload's name.
+fn file_name(source: &str) -> String {
+    let first = source.split_whitespace().next().unwrap_or("recorded");
+    let base = first.rsplit('/').next().unwrap_or(first);
+    let s: String = base
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    if s.is_empty() {
+        "recorded".to_string()
+    } else {
+        format!("recorded-{s}")
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.replace(['\n', '\r'], " ")
+}
+
+fn escape(s: &str) -> String {
+    one_line(s).replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use schedlab_workload::sched_events::SchedEvent;
+
+    fn ev(ts: u64, kind: EventKind) -> SchedEvent {
+        SchedEvent {
+            ts_ns: ts,
+            cpu: 0,
+            kind,
+        }
+    }
+    fn sw(ts: u64, prev: i32, left: LeftAs, next: i32) -> SchedEvent {
+        ev(ts, EventKind::Switch { prev, left, next })
+    }
+    fn wk(ts: u64, waker: i32, wakee: i32) -> SchedEvent {
+        ev(ts, EventKind::Waking { waker, wakee })
+    }
+    fn rec(roots: &[i32], events: Vec<SchedEvent>) -> Recording {
+        let stop = events.last().map_or(0, |e| e.ts_ns);
+        Recording {
+            events,
+            roots: roots.to_vec(),
+            names: roots.iter().map(|&r| (r, format!("task{r}"))).collect(),
+            start_ns: 0,
+            stop_ns: stop,
+            lost: 0,
+            source: "./prog --flag".into(),
+            kernel: "6.18.0-test".into(),
+            cpus: 2,
+            started_utc: "2026-01-01T00:00:00Z".into(),
+        }
+    }
+    /// The file compiles and its dry run passes (every wait has its post, every spawn once).
+    fn compiles(text: &str) -> crate::Script {
+        let path = std::path::Path::new("recorded.toml");
+        let def = crate::toml_file::read(path, text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        crate::Script::new(def).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+    /// The step lines of group `g`, trimmed.
+    fn steps_of(text: &str, g: &str) -> Vec<String> {
+        let start = text.find(&format!("[groups.{g}]")).expect("group");
+        let rest = &text[start..];
+        let open = rest.find("steps = [\n").unwrap() + 10;
+        let close = rest[open..].find("\n]").unwrap() + open;
+        rest[open..close]
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect()
+    }
+
+    /// Two tasks bouncing a token: `n` round trips of 100 ns compute on each side.
+    fn pingpong(n: u64) -> Recording {
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 10)];
+        let mut t = 0;
+        for _ in 0..n {
+            e.push(wk(t + 100, 10, 11));
+            e.push(sw(t + 110, 10, LeftAs::Sleeping, 11));
+            e.push(wk(t + 210, 11, 10));
+            e.push(sw(t + 220, 11, LeftAs::Sleeping, 10));
+            t += 220;
+        }
+        rec(&[10, 11], e)
+    }
+
+    #[test]
+    fn pingpong_is_two_tasks_and_a_dependency_each_way() {
+        let c = convert(&pingpong(3), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(c.summary.tasks, 2);
+        assert_eq!(c.summary.groups, 2);
+        assert_eq!(c.summary.dependencies, 6);
+        assert_eq!((c.summary.wakeups, c.summary.voluntary_switches), (6, 6));
+        assert_eq!(c.summary.timer_sleeps + c.summary.other_sleeps, 0);
+        assert!(c.toml.contains("[semaphores.wake_10]") && c.toml.contains("[semaphores.wake_11]"));
+        let a = steps_of(&c.toml, "task10_10");
+        assert_eq!(
+            a,
+            [
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.01us\" },",
+                "{ wait = \"wake_10\" },",
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.01us\" },",
+                "{ wait = \"wake_10\" },",
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.01us\" },",
+                "{ wait = \"wake_10\" },",
+            ]
+        );
+        // The first task 11 was woken before it was seen running: asleep since the start.
+        let b = steps_of(&c.toml, "task11_11");
+        assert_eq!(b[0], "{ wait = \"wake_11\" },");
+        assert_eq!(b[1], "{ compute = \"0.1us\" },");
+        assert_eq!(b[2], "{ post = \"wake_10\" },");
+        assert_eq!(c.summary.cpu_ns, 6 * 110);
+    }
+
+    #[test]
+    fn a_timer_sleeper_is_a_periodic_sleep() {
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 5)];
+        let mut t = 0;
+        for _ in 0..100 {
+            e.push(ev(
+                t + 1_000,
+                EventKind::SysEnter {
+                    pid: 5,
+                    call: Call::Timer,
+                },
+            ));
+            e.push(sw(t + 1_000, 5, LeftAs::Sleeping, 0));
+            // The timer interrupt wakes it in the idle task's context.
+            e.push(wk(t + 10_000, 0, 5));
+            e.push(sw(t + 10_000, 0, LeftAs::Runnable, 5));
+            e.push(ev(t + 10_010, EventKind::SysExit { pid: 5 }));
+            t += 10_000;
+        }
+        let c = convert(&rec(&[5], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(c.summary.timer_sleeps, 100);
+        assert_eq!(c.summary.dependencies, 0);
+        // 100 periods of (1 µs compute, 9 µs sleep) summarise into one loop.
+        assert_eq!(c.summary.loops, 1, "{}", c.toml);
+        let s = steps_of(&c.toml, "task5_5");
+        assert_eq!(
+            s,
+            [
+                "{ loop = 100, steps = [",
+                "{ compute = \"1us\" },",
+                "{ sleep = \"9us\" },   # timer",
+                "] },",
+                "{ compute = \"0.01us\" },",
+            ]
+        );
+        assert!(c.toml.contains("deviate from the recorded ones by 0.0 %"));
+        // A sleep in a call nobody recorded woke, other than a timer's, is woken from outside.
+        let e = vec![
+            sw(0, 0, LeftAs::Runnable, 5),
+            ev(
+                10,
+                EventKind::SysEnter {
+                    pid: 5,
+                    call: Call::Other(0),
+                },
+            ),
+            sw(20, 5, LeftAs::Sleeping, 0),
+            wk(5_020, 0, 5),
+            sw(5_030, 0, LeftAs::Runnable, 5),
+        ];
+        let c = convert(&rec(&[5], e), false).unwrap();
+        assert_eq!(c.summary.other_sleeps, 1);
+        assert!(c
+            .toml
+            .contains("{ sleep = \"5us\" },   # woken from outside"));
+    }
+
+    #[test]
+    fn fork_and_exit_are_spawn_and_wait() {
+        let e = vec![
+            sw(0, 0, LeftAs::Runnable, 1),
+            ev(
+                1_000,
+                EventKind::Fork {
+                    parent: 1,
+                    child: 2,
+                },
+            ),
+            ev(
+                2_000,
+                EventKind::SysEnter {
+                    pid: 1,
+                    call: Call::WaitChild,
+                },
+            ),
+            sw(2_000, 1, LeftAs::Sleeping, 2),
+            ev(7_000, EventKind::Exit { pid: 2 }),
+            wk(7_500, 2, 1),
+            sw(8_000, 2, LeftAs::Dead, 1),
+            ev(8_100, EventKind::SysExit { pid: 1 }),
+            sw(9_000, 1, LeftAs::Dead, 0),
+        ];
+        let c = convert(&rec(&[1], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(c.summary.spawns, 1);
+        assert_eq!(c.summary.dependencies, 1);
+        assert_eq!(
+            steps_of(&c.toml, "task1_1"),
+            [
+                "{ compute = \"1us\" },",
+                "{ spawn = \"t_2\" },",
+                "{ compute = \"1us\" },",
+                "{ wait = \"wake_1\" },",
+                "{ compute = \"1us\" },",
+            ]
+        );
+        assert!(c.toml.contains("[groups.t_2]\nspawned = true\n"));
+        assert_eq!(
+            steps_of(&c.toml, "t_2"),
+            [
+                "{ compute = \"5.5us\" },",
+                "{ post = \"wake_1\" },",
+                "{ compute = \"0.5us\" },"
+            ]
+        );
+    }
+
+    #[test]
+    fn identical_tasks_fold_into_one_group_and_yields_are_kept() {
+        // A parent forks three children that each burn 3 µs with a yield in the middle.
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 1)];
+        for c in 2..5 {
+            e.push(ev(
+                c as u64 * 10,
+                EventKind::Fork {
+                    parent: 1,
+                    child: c,
+                },
+            ));
+        }
+        e.push(sw(100, 1, LeftAs::Sleeping, 0));
+        let mut t = 100;
+        for c in 2..5 {
+            e.push(sw(t, 0, LeftAs::Runnable, c));
+            e.push(ev(
+                t + 1_000,
+                EventKind::SysEnter {
+                    pid: c,
+                    call: Call::Yield,
+                },
+            ));
+            e.push(sw(t + 1_000, c, LeftAs::Runnable, 0));
+            e.push(sw(t + 1_100, 0, LeftAs::Runnable, c));
+            e.push(ev(t + 1_100, EventKind::SysExit { pid: c }));
+            e.push(sw(t + 3_100, c, LeftAs::Dead, 0));
+            t += 4_000;
+        }
+        let c = convert(&rec(&[1], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(
+            (c.summary.tasks, c.summary.groups, c.summary.yields),
+            (4, 2, 3)
+        );
+        assert!(c.toml.contains("[groups.t_2]\ncount = 3"), "{}", c.toml);
+        assert_eq!(
+            steps_of(&c.toml, "t_2"),
+            [
+                "{ compute = \"1us\" },",
+                "\"yield\",",
+                "{ compute = \"2us\" },"
+            ]
+        );
+        let p = steps_of(&c.toml, "task1_1");
+        assert_eq!(p.iter().filter(|l| *l == "{ spawn = \"t_2\" },").count(), 3);
+    }
+
+    #[test]
+    fn lossy_and_empty_traces_are_refused() {
+        let mut r = pingpong(2);
+        r.lost = 7;
+        assert_eq!(
+            convert(&r, false).unwrap_err(),
+            ConvertError::Lossy { lost: 7 }
+        );
+        let c = convert(&r, true).unwrap();
+        assert!(c
+            .toml
+            .contains("# APPROXIMATE: the kernel dropped 7 events"));
+        compiles(&c.toml);
+        // Only other tasks' events: nothing of ours happened.
+        let r = rec(&[42], vec![sw(0, 0, LeftAs::Runnable, 9), wk(5, 9, 8)]);
+        let e = convert(&r, false).unwrap_err();
+        assert_eq!(e, ConvertError::Empty { roots: "42".into() });
+        assert!(e.to_string().contains("the trace is empty"));
+        assert!(convert(&rec(&[42], vec![]), false).is_err());
+    }
+
+    #[test]
+    fn long_pingpong_summarises_into_a_loop_keeping_cpu_time() {
+        let c = convert(&pingpong(10_000), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(c.summary.dependencies, 20_000);
+        assert!(c.summary.written_steps < 40, "{}", c.summary.written_steps);
+        assert!(c.toml.lines().count() < 60);
+        assert_eq!(c.summary.loop_error, 0.0);
+    }
+
+    #[test]
+    fn a_million_events_convert_in_bounded_time() {
+        // Irregular durations, regular shape: one loop per task, and a stated error.
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 10)];
+        let mut t = 0;
+        for k in 0..250_000u64 {
+            let j = (k * 7919) % 100;
+            e.push(wk(t + 100 + j, 10, 11));
+            e.push(sw(t + 110 + j, 10, LeftAs::Sleeping, 11));
+            e.push(wk(t + 210 + j, 11, 10));
+            e.push(sw(t + 220 + j, 11, LeftAs::Sleeping, 10));
+            t += 220 + j;
+        }
+        let started = std::time::Instant::now();
+        let c = convert(&rec(&[10, 11], e), false).unwrap();
+        let took = started.elapsed();
+        assert!(c.summary.loop_error > 0.0 && c.summary.loop_error < 1.0);
+        assert!(c.toml.len() < 10_000);
+        compiles(&c.toml);
+        eprintln!("1M events converted in {took:?}");
+    }
+}

@@ -1,0 +1,88 @@
+//! `schedlab record -o FILE.toml -- CMD ARGS...` (or `--pid PID --duration D`): the real
+//! backend records the program's scheduler events (`schedlab_real::trace::record`), the script
+//! crate turns them into a workload file (`schedlab_script::from_trace`), and this writes it
+//! through the one output writer and says what it holds.
+
+use crate::error::Error;
+use schedlab_real::trace::record::{record, Target};
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Record, convert and write `out`.
+pub fn run(
+    out: &Path,
+    allow_lossy: bool,
+    pid: Option<i32>,
+    duration: Option<Duration>,
+    buffer_mb: u32,
+    command: Vec<String>,
+) -> Result<ExitCode, Error> {
+    let target = match (pid, command.is_empty()) {
+        (Some(pid), true) => Target::Pid {
+            pid,
+            duration: duration.ok_or_else(|| {
+                Error::Conflict("--pid needs --duration (how long to record, e.g. 10s)".into())
+            })?,
+        },
+        (None, false) => Target::Command(command),
+        (None, true) => {
+            return Err(Error::Conflict(
+                "record needs a command after `--` (schedlab record -o FILE.toml -- CMD ARGS...) or --pid PID --duration D".into(),
+            ))
+        }
+        (Some(_), false) => {
+            return Err(Error::Conflict(
+                "--pid and a command do not go together; give one".into(),
+            ))
+        }
+    };
+    if out.as_os_str() != schedlab_report::output::STDOUT
+        && out.extension().is_none_or(|e| e != "toml")
+    {
+        return Err(Error::output(
+            "--out",
+            out,
+            "accepted: a file name ending in .toml (a workload file), or - for standard output",
+        ));
+    }
+    let target_out = crate::execute::check_file_output("--out", out)?;
+    let stop = crate::execute::interrupt_flag()?;
+    let rec = record(&target, buffer_mb as usize * 1024, &stop)
+        .map_err(|e| Error::System(format!("record: {e}")))?;
+    let converted = schedlab_script::from_trace::convert(&rec, allow_lossy)
+        .map_err(|e| Error::Input(format!("record: {e}")))?;
+    schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())
+        .map_err(|e| Error::output("--out", out, e.to_string()))?;
+    let s = &converted.summary;
+    eprintln!(
+        "recorded {} events of {} tasks in {:.3} s{}; wrote {} ({} groups, {} wakeups by recorded tasks, {} timer sleeps, {} outside wakeups, {} yields, {} spawns; {} steps{})",
+        s.events,
+        s.tasks,
+        rec.stop_ns.saturating_sub(rec.start_ns) as f64 / 1e9,
+        if s.lost > 0 {
+            format!(", {} LOST (approximate)", s.lost)
+        } else {
+            String::new()
+        },
+        out.display(),
+        s.groups,
+        s.dependencies,
+        s.timer_sleeps,
+        s.other_sleeps,
+        s.yields,
+        s.spawns,
+        s.written_steps,
+        if s.loops > 0 {
+            format!(
+                " after summarising {} into {} loops, durations within {:.1} %",
+                s.raw_steps,
+                s.loops,
+                s.loop_error * 100.0
+            )
+        } else {
+            String::new()
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
