@@ -36,7 +36,9 @@
 //!   with the final goal instead of the average rps. The original's main thread steers the
 //!   shared rate; here each message thread steers its own share from its own reading with the
 //!   same rule, and the first one's readings are the record's (`cpu_busy`: their mean from the
-//!   second the target was hit on). As in the original, `-A` leaves out the warm-up.
+//!   second the target was hit on). As in the original, `-A` leaves out the warm-up. One
+//!   difference: the rate never goes below 1 request per second per message thread, where the
+//!   original's can reach 0 on a machine busy with other work and then never grow again.
 //! - `-p` (pipe mode): no sleep and no work; each worker and the message thread write `-p`
 //!   bytes of memory per exchange (the original's memset of a page buffer) — a pipe-like
 //!   ping-pong whose throughput is reported per worker.
@@ -506,7 +508,8 @@ impl Schbench {
                 let busy = now.busy_percent_since(last);
                 *last = now;
                 let (rate, on_target) = auto_scale(share, f64::from(self.auto_rps), busy);
-                share = rate.min(MAX_RPS / m);
+                // At least 1: the original's rate, once 0, never grows again (0 × any step).
+                share = rate.clamp(1, MAX_RPS / m);
                 if k == 0 {
                     ctx.record("busy_pct", busy);
                     if on_target && !*hit {
