@@ -114,6 +114,28 @@ for c in 1 2 3 4 5; do
   printf '%-18s %12s %12s %8s   %s..%s\n' "${names[c - 1]}" "$o" "$s" \
     "$(awk -v a="$s" -v b="$o" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')" "$lo" "$hi"
 done
+# The issue's goals, one line each: RPS within 5 %, wakeup p50 and p90 within 10 % or 2 us,
+# p99 within 25 % (p99.9 has none). Each line also says how far the original's own runs spread
+# (max / min - 1), which bounds what this machine can tell apart.
+goal() { # goal NAME COLUMN REL ABS_US
+  local o s lo hi
+  o=$(col "$tmp/orig" "$2" | median)
+  s=$(col "$tmp/ours" "$2" | median)
+  lo=$(col "$tmp/orig" "$2" | sort -g | head -1)
+  hi=$(col "$tmp/orig" "$2" | sort -g | tail -1)
+  awk -v n="$1" -v o="$o" -v s="$s" -v rel="$3" -v abs="$4" -v lo="$lo" -v hi="$hi" 'BEGIN {
+    d = s - o; if (d < 0) d = -d
+    allowed = rel * o; if (abs > allowed) allowed = abs
+    what = sprintf("within %d %%", rel * 100); if (abs > 0) what = what sprintf(" or %g us", abs)
+    spread = lo > 0 ? sprintf("%.0f %%", (hi / lo - 1) * 100) : "-"
+    printf "goal: %-12s %-20s %-8s (schedlab %s, schbench %s; schbench against itself: %s)\n", n, what, (d <= allowed ? "met" : "not met"), s, o, spread
+  }'
+}
+goal rps 5 0.05 0
+goal "wakeup p50" 1 0.10 2
+goal "wakeup p90" 2 0.10 2
+goal "wakeup p99" 3 0.25 0
+echo "goals hold on an otherwise idle machine; load average (1 min) now $(load1)"
 if [ "$(wc -l <"$tmp/ours")" -ne "$reps" ] || [ "$(col "$tmp/ours" 1 | wc -l)" -ne "$reps" ]; then
   echo "latency.sh: a schedlab run printed no table:" >&2
   cat "$tmp/ours" >&2

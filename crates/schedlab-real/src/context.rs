@@ -12,8 +12,8 @@ use crate::sys::write_stderr;
 use crate::transport::Channels;
 use schedlab_workload::passes::{PassLog, PassRecord};
 use schedlab_workload::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
-    Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, Daemon, FileRead, IoKind, LockId,
+    PathOp, Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -191,6 +191,18 @@ impl Context for RealContext {
     async fn recv(&self, channel: ChannelId, buf: &mut [u8]) -> Result<(), WorkloadError> {
         sys::read_exact(self.shared.channels.read_fd(channel.0), buf)
             .map_err(|e| channel_error(channel, e))
+    }
+
+    /// The `cpu` line of /proc/stat, in clock ticks (USER_HZ): schbench's `read_busy`, except
+    /// that guest time, which is inside `user` already, is not counted twice.
+    async fn cpu_times(&self) -> Option<CpuTimes> {
+        let t = crate::procfs::machine_cpu_time()?;
+        let hz = sys::clock_ticks_per_second().max(1);
+        let ticks = |n: u64| Duration::from_nanos(n.saturating_mul(1_000_000_000 / hz));
+        Some(CpuTimes {
+            total: ticks(t.total),
+            idle: ticks(t.idle),
+        })
     }
 
     async fn recv_some(&self, channel: ChannelId, buf: &mut [u8]) -> Result<usize, WorkloadError> {

@@ -419,6 +419,8 @@ pub struct MachineCpuTime {
     /// Interrupt and softirq time are left out: with IRQ time accounting they are charged to no
     /// task, so no process's own CPU time could be set against them.
     pub busy: u64,
+    /// Time the CPUs were idle (the `idle` column; iowait is apart).
+    pub idle: u64,
     /// Time the hypervisor ran something else while this machine's vCPUs wanted to run.
     pub steal: u64,
     /// Every column: busy, idle, iowait, irq, softirq and steal (guest time is inside `user`).
@@ -443,6 +445,7 @@ fn parse_machine_cpu_time(stat: &str) -> Option<MachineCpuTime> {
     }
     Some(MachineCpuTime {
         busy: col(0) + col(1) + col(2),
+        idle: col(3),
         steal: col(7),
         total: (0..8).map(col).sum(),
     })
@@ -665,6 +668,7 @@ se.slice                                     :              1400000
             parse_machine_cpu_time(stat),
             Some(MachineCpuTime {
                 busy: 155,
+                idle: 1000,
                 steal: 11,
                 total: 1178
             })

@@ -3,8 +3,8 @@
 //! until the machine marks the request done and polls the body again.
 
 use schedlab_workload::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, FileRead, IoKind, LockId, SemaphoreId,
-    TaskRef, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, FileRead, IoKind, LockId,
+    SemaphoreId, TaskRef, WorkloadError,
 };
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -57,6 +57,8 @@ pub enum Op {
     Wait(Option<usize>),
     /// Change the caller's own attributes to the slot's `attrs`.
     SetAttrs,
+    /// Read the machine's CPU time so far into the slot's `cpu_times`.
+    CpuTimes,
 }
 
 /// The part of a task's shared state that every context call touches: the request and its
@@ -99,6 +101,8 @@ pub struct Slot {
     pub passes: schedlab_workload::passes::PassLog,
     /// The knobs of the pending attribute change, and whether it allows every CPU again.
     pub attrs: Option<(schedlab_workload::knobs::Knobs, bool)>,
+    /// The machine's CPU time, as the last [`Op::CpuTimes`] read it.
+    pub cpu_times: Option<CpuTimes>,
 }
 
 /// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
@@ -317,6 +321,11 @@ impl Context for SimContext<'_> {
     // itself: an `async fn` around it was one more state machine to step through at each poll.
     fn compute(&self, cpu: Duration) -> impl Future<Output = ()> {
         self.issue(Op::Compute(ns(cpu)))
+    }
+
+    async fn cpu_times(&self) -> Option<CpuTimes> {
+        self.issue(Op::CpuTimes).await;
+        self.slot().cpu_times.take()
     }
 
     async fn set_attrs(

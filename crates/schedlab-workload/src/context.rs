@@ -25,6 +25,29 @@ pub struct SemaphoreId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CondId(pub usize);
 
+/// The machine's CPU time so far, all CPUs together, as [`Context::cpu_times`] reports it: the
+/// difference of two readings says how busy the machine was between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// All the CPUs' time (each CPU's elapsed time, added up).
+    pub total: Duration,
+    /// The part of it the CPUs were idle.
+    pub idle: Duration,
+}
+
+impl CpuTimes {
+    /// The share of the CPUs' time from `earlier` to `self` that was not idle, in percent
+    /// (0 when no CPU time passed).
+    pub fn busy_percent_since(&self, earlier: &CpuTimes) -> f64 {
+        let total = self.total.saturating_sub(earlier.total).as_secs_f64();
+        let idle = self.idle.saturating_sub(earlier.idle).as_secs_f64();
+        if total <= 0.0 {
+            return 0.0;
+        }
+        (100.0 - idle / total * 100.0).clamp(0.0, 100.0)
+    }
+}
+
 /// A spawned task that ended, as [`Context::wait`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChildExit {
@@ -337,6 +360,12 @@ pub trait Context {
     ) -> impl Future<Output = Result<ChildExit, WorkloadError>>;
     /// The argument this task was spawned with (0 for the tasks the run starts with).
     fn spawn_arg(&self) -> u64;
+    /// The machine's CPU time so far, all CPUs together, and the part of it they were idle —
+    /// what schbench's auto-RPS steers by. Real: the `cpu` line of /proc/stat; simulator: its
+    /// CPUs' own accounting. `None` when the backend cannot tell (the default).
+    fn cpu_times(&self) -> impl Future<Output = Option<CpuTimes>> {
+        std::future::ready(None)
+    }
     /// Whether the run has been asked to stop early; long loops check it.
     fn stop_requested(&self) -> bool {
         false

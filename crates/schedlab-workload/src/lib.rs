@@ -40,8 +40,8 @@ pub mod timeline;
 pub mod web;
 
 pub use context::{
-    BarrierId, ChannelId, ChildExit, CondId, Context, Daemon, FileRead, IoKind, LockId, PathOp,
-    Program, ProgramExit, SemaphoreId, WorkloadError,
+    BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, Daemon, FileRead, IoKind, LockId,
+    PathOp, Program, ProgramExit, SemaphoreId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

@@ -152,3 +152,95 @@ fn a_short_real_run_measures_wakeups_and_requests() {
     assert!(err.contains("\t* 99.0th: "), "{err}");
     assert!(err.contains("average rps: "), "{err}");
 }
+
+/// `-R`'s queue bound on the simulator: one worker posted 200 requests at the start of every
+/// second takes them one by one, 1.1 ms each, so the burst passes 128 pending and the rest of
+/// it is dropped, counted and printed; two workers, 100 each, drop none.
+#[test]
+fn requests_past_the_queue_bound_are_dropped_and_counted() {
+    let run = |threads: &str| {
+        let args = [
+            "run",
+            "schbench",
+            "--backend",
+            "sim",
+            "--cpus",
+            "4",
+            "--threads",
+            threads,
+            "--rps",
+            "200",
+            "--op-time",
+            "200us",
+            "--runtime",
+            "3s",
+            "--runs",
+            "1",
+        ];
+        record(&args)
+    };
+    let (r, err) = run("1");
+    let dropped = mean(&r, "dropped");
+    let served = mean(&r, "rps") * 3.0;
+    // 200 a second, of which 129 fit before the worker takes its first: about 70 dropped.
+    assert!(
+        (100.0..300.0).contains(&dropped),
+        "dropped {dropped}\n{err}"
+    );
+    // What was posted and not dropped was served, but for what the run's end cut off.
+    let posted = 600.0 - dropped;
+    assert!(
+        served <= posted && served >= posted - 130.0,
+        "served {served} of {posted} posted\n{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "dropped requests: {dropped:.0} (posted to a worker with more than 128 pending)"
+        )),
+        "{err}"
+    );
+    assert!(err.contains(" samples)\n"), "per-band counts: {err}");
+    let (r, _) = run("2");
+    assert_eq!(mean(&r, "dropped"), 0.0);
+}
+
+/// `-A` on the simulator: the rate is steered until the CPUs are that busy, and a higher
+/// target ends at a higher rate.
+#[test]
+fn auto_rps_reaches_its_cpu_target() {
+    let run = |target: &str| {
+        let args = [
+            "run",
+            "schbench",
+            "--backend",
+            "sim",
+            "--cpus",
+            "4",
+            "--threads",
+            "8",
+            "-A",
+            target,
+            "--op-time",
+            "100us",
+            "--runtime",
+            "20s",
+            "--runs",
+            "1",
+        ];
+        let (r, err) = record(&args);
+        let busy = mean(&r, "cpu_busy");
+        let t: f64 = target.parse().unwrap();
+        // The controller takes steps of an eighth within 20 % of the target, and calls it hit
+        // within 5 %: the seconds after that stay within 5 points of it.
+        assert!((busy - t).abs() <= 5.0, "target {t}%: busy {busy}%\n{err}");
+        assert!(err.contains("final rps goal was "), "{err}");
+        (mean(&r, "rps_p50"), mean(&r, "rps_goal"))
+    };
+    let (low, low_goal) = run("30");
+    let (high, high_goal) = run("60");
+    assert!(high > low * 1.5, "rps {low} at 30 %, {high} at 60 %");
+    assert!(
+        high_goal > low_goal,
+        "goal {low_goal} at 30 %, {high_goal} at 60 %"
+    );
+}

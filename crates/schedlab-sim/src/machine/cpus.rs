@@ -73,6 +73,15 @@ impl Cpu {
         self.rq_max = self.rq_max.max(nr_now);
     }
 
+    /// Its busy and idle time (ns) from the start until `now`.
+    fn times(&self, now: u64) -> (u64, u64) {
+        let since = |s: Option<u64>| s.map_or(0, |s| now.saturating_sub(s));
+        (
+            self.busy_ns + since(self.busy_since),
+            self.idle_ns + since(self.idle_since),
+        )
+    }
+
     /// Its counters at the end of the run, `end`, with `nr` tasks on its runqueue then.
     fn counters(&mut self, end: u64, nr: usize) -> CpuCounters {
         self.went_idle(end);
@@ -122,6 +131,13 @@ impl Cpus {
     /// The number of CPUs.
     pub(super) fn len(&self) -> usize {
         self.list.len()
+    }
+
+    /// All CPUs' busy and idle time (ns) from the start until `now`, added up.
+    pub(super) fn times(&self, now: u64) -> (u64, u64) {
+        (self.list.iter())
+            .map(|c| c.times(now))
+            .fold((0, 0), |(b, i), (cb, ci)| (b + cb, i + ci))
     }
 
     /// Every CPU's counters at the end of the run, `end`, with `nr_running` tasks on each

@@ -10,7 +10,7 @@ use super::{Effect, Event, Machine, SimError, State};
 use crate::context::{Op, WATCH_EVERY};
 use crate::policy::{CpuId, DequeueKind, PutPrevKind, TaskId};
 use schedlab_workload::timeline::TaskState;
-use schedlab_workload::{IoKind, WorkloadError};
+use schedlab_workload::{CpuTimes, IoKind, WorkloadError};
 
 impl Machine<'_> {
     /// Start (or restart) the burst of the running task of `cpu`.
@@ -435,6 +435,16 @@ impl Machine<'_> {
             }
             Op::Wait(child) => self.then(t, syscall, Effect::Wait(child)),
             Op::SetAttrs => self.then(t, syscall, Effect::SetAttrs),
+            // Read at the call's start, charged as the system call that reads /proc/stat.
+            Op::CpuTimes => {
+                let (busy, idle) = self.cpus.times(self.view.now);
+                let ns = std::time::Duration::from_nanos;
+                self.shared.slots[t].borrow_mut().cpu_times = Some(CpuTimes {
+                    total: ns(busy + idle),
+                    idle: ns(idle),
+                });
+                self.then(t, syscall, Effect::Resume)
+            }
         };
         self.tasks[t].remaining += cost;
         true

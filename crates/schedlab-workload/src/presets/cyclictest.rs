@@ -15,6 +15,17 @@
 //! histogram of every sample, in ns) and cycles; the per-thread table is printed in cyclictest's
 //! own layout (`T: 0 (  -) P:90 I:1000 C: ... Min: Act: Avg: Max:`, µs).
 //!
+//! `histogram US` is cyclictest's `-h/--histogram US` (`-h` is help here): every latency,
+//! truncated to whole µs as cyclictest's `calcdiff` does, counts in its 1 µs bucket below US, or
+//! as an overflow at or above it; the buckets are printed after the run in `print_hist`'s layout
+//! (`# Histogram`, one row per µs with a column per thread, then `# Total:`, `# Min Latencies:`,
+//! `# Avg Latencies:`, `# Max Latencies:`, `# Histogram Overflows:`). As in cyclictest, a
+//! histogram gives every thread the first thread's interval (`distance` is ignored). The
+//! buckets are kept in the record as the repetition's values `tI_hist_B` (only those that
+//! counted something), which feed the histogram table, not the summary; the overflows are
+//! metrics. Not printed: cyclictest's `# Histogram Overflow at cycle number:` list (a record
+//! holds several repetitions, each with its own cycle numbers) and `--histofall`'s extra column.
+//!
 //! Priority and policy are cyclictest's: `--priority P` alone means SCHED_FIFO P; `--sched-policy
 //! fifo|rr` without a priority takes threads + 1, as the original's default; all threads share
 //! the priority (the original's default since `--priospread` became optional). They become the
@@ -65,6 +76,9 @@ pub const MAX_SAMPLES: u128 = 20_000_000;
 
 /// The most measuring threads.
 const MAX_THREADS: usize = 1024;
+
+/// The largest histogram, in 1 µs buckets (cyclictest's `HIST_MAX`).
+const HIST_MAX: usize = 1_000_000;
 
 /// How long the load runs before the measuring threads start.
 pub const LOAD_LEAD: Duration = Duration::from_millis(500);
@@ -172,6 +186,8 @@ pub struct Cyclictest {
     pub load_threads: usize,
     /// Size of the compile load's files.
     pub io_size: usize,
+    /// `-h/--histogram`: 1 µs buckets per thread; 0: no histogram.
+    pub histogram: usize,
 }
 
 impl Default for Cyclictest {
@@ -188,6 +204,7 @@ impl Default for Cyclictest {
             load: CyclicLoad::None,
             load_threads: 2,
             io_size: 64 << 20,
+            histogram: 0,
         }
     }
 }
@@ -283,8 +300,12 @@ impl Cyclictest {
         Ok(())
     }
 
-    /// Thread `i`'s interval: `interval + i × distance`.
+    /// Thread `i`'s interval: `interval + i × distance` (the same for all with a histogram,
+    /// as in cyclictest).
     pub fn thread_interval(&self, i: usize) -> Duration {
+        if self.histogram > 0 {
+            return self.interval;
+        }
         self.interval + self.distance * i as u32
     }
 
@@ -451,6 +472,73 @@ fn thread_metric(i: usize, suffix: &str) -> String {
     format!("t{i}_{suffix}")
 }
 
+/// The repetition's value holding thread `i`'s count of latencies in the µs bucket `b`.
+fn hist_key(i: usize, b: usize) -> String {
+    format!("t{i}_hist_{b}")
+}
+
+/// cyclictest's histogram of latencies `samples` (ns): the counts of the whole-µs buckets
+/// below `size` that counted something, and how many were at or above it (overflows).
+fn us_buckets(samples: &[f64], size: usize) -> (BTreeMap<usize, u64>, u64) {
+    let mut buckets = BTreeMap::new();
+    let mut overflows = 0;
+    for &ns in samples {
+        // cyclictest's calcdiff truncates to whole µs.
+        let us = (ns.max(0.0) / 1e3) as usize;
+        if us >= size {
+            overflows += 1;
+        } else {
+            *buckets.entry(us).or_insert(0) += 1;
+        }
+    }
+    (buckets, overflows)
+}
+
+/// One thread's column of cyclictest's histogram printout, in whole µs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HistColumn {
+    /// Latencies counted in each 1 µs bucket below the histogram's size (by µs; absent: 0).
+    pub buckets: BTreeMap<usize, u64>,
+    /// The thread's smallest latency.
+    pub min: u64,
+    /// Its mean latency, truncated.
+    pub avg: u64,
+    /// Its largest latency.
+    pub max: u64,
+    /// Latencies at or above the histogram's size.
+    pub overflows: u64,
+}
+
+/// cyclictest's histogram printout (`print_hist`) of `rows` 1 µs buckets, one column per
+/// thread: the `# Histogram` rows (`%06d` bucket, then `%06lu` counts separated by tabs), then
+/// `# Total:` (`%09llu`), `# Min Latencies:`, `# Avg Latencies:`, `# Max Latencies:` and
+/// `# Histogram Overflows:` (`%05lu` each), and a blank line.
+pub fn histogram_text(rows: usize, columns: &[HistColumn]) -> String {
+    let mut out = String::from("# Histogram\n");
+    for i in 0..rows {
+        let counts: Vec<String> = (columns.iter())
+            .map(|c| format!("{:06}", c.buckets.get(&i).copied().unwrap_or(0)))
+            .collect();
+        out.push_str(&format!("{i:06} {}\n", counts.join("\t")));
+    }
+    let line = |label: &str, width: usize, value: &dyn Fn(&HistColumn) -> u64| {
+        let values: String = (columns.iter())
+            .map(|c| format!(" {:0width$}", value(c)))
+            .collect();
+        format!("# {label}:{values}\n")
+    };
+    // The total counts the buckets shown, as cyclictest's, so overflows are not in it.
+    out.push_str(&line("Total", 9, &|c| {
+        c.buckets.range(..rows).map(|(_, n)| n).sum()
+    }));
+    out.push_str(&line("Min Latencies", 5, &|c| c.min));
+    out.push_str(&line("Avg Latencies", 5, &|c| c.avg));
+    out.push_str(&line("Max Latencies", 5, &|c| c.max));
+    out.push_str(&line("Histogram Overflows", 5, &|c| c.overflows));
+    out.push('\n');
+    out
+}
+
 /// A histogram of latencies in ns (3 significant digits, auto-resizing).
 fn histogram() -> Histogram<u64> {
     Histogram::new(3).expect("3 significant digits is valid")
@@ -585,6 +673,20 @@ const TABLE: &[Param<Cyclictest>] = &[
         },
         |w| super::interbench::format_size(w.io_size),
     ),
+    Param::new(
+        ParamDef::value(
+            "histogram",
+            "0",
+            "US",
+            "cyclictest -h/--histogram: a latency histogram of US 1 µs buckets per thread, printed after the run in cyclictest's layout; latencies from US µs up are counted as overflows. As in cyclictest, every thread then has the first one's interval (distance is ignored). 0: none; up to 1000000.",
+        ),
+        |w: &mut Cyclictest, v| {
+            parse_count(NAME, "histogram", v, 0..=HIST_MAX).map(|n| w.histogram = n)
+        },
+        |w| w.histogram.to_string(),
+    )
+    // Records of runs without a histogram stay as they were.
+    .recorded_when(|w| w.histogram > 0),
 ];
 
 /// The declarations of [`TABLE`].
@@ -612,6 +714,10 @@ impl Preset for Cyclictest {
         Example::new(
             "A SCHED_FIFO 90 thread beside a compile load under 2.4 and O(1)",
             "sweep cyclictest --backend sim --priority 90 --load compile --duration 2s --vary policy=linux24,o1",
+        ),
+        Example::new(
+            "cyclictest -t 2 -l 1000 -h 100: the per-µs histogram of two threads, in cyclictest's layout",
+            "run cyclictest --threads 2 --loops 1000 --histogram 100",
         ),
     ]);
     const TABLE: &'static [Param<Self>] = TABLE;
@@ -766,7 +872,23 @@ impl Workload for Cyclictest {
             Better::Lower,
             "periods skipped because a wakeup came after the next expiry",
         ));
+        if self.histogram > 0 {
+            defs.push(metric(
+                "histogram_overflows",
+                "cycles",
+                Better::Lower,
+                "cycles of all threads whose latency was at or above the histogram's size",
+            ));
+        }
         for i in 0..self.threads {
+            if self.histogram > 0 {
+                defs.push(MetricDef {
+                    name: thread_metric(i, "overflows"),
+                    unit: "cycles".into(),
+                    better: Better::Lower,
+                    description: "the thread's cycles at or above the histogram's size".into(),
+                });
+            }
             for (suffix, unit, description) in PER_THREAD {
                 let better = if suffix == "cycles" {
                     Better::Higher
@@ -789,6 +911,7 @@ impl Workload for Cyclictest {
         let mut m = BTreeMap::new();
         let (mut sum, mut count, mut min, mut max) = (0.0, 0usize, f64::INFINITY, 0.0f64);
         let mut overruns = 0.0;
+        let mut all_overflows = 0u64;
         // The measuring threads are the plan's first tasks.
         for i in 0..self.threads {
             let task = outcome.tasks.get(i);
@@ -820,6 +943,14 @@ impl Workload for Cyclictest {
                 t_max = t_max.max(v);
             }
             all.add(&h).expect("auto-resizing histogram");
+            if self.histogram > 0 {
+                let (buckets, overflows) = us_buckets(samples, self.histogram);
+                for (b, n) in buckets {
+                    m.insert(hist_key(i, b), n as f64);
+                }
+                m.insert(thread_metric(i, "overflows"), overflows as f64);
+                all_overflows += overflows;
+            }
             sum += t_sum;
             count += samples.len();
             min = min.min(t_min);
@@ -849,6 +980,9 @@ impl Workload for Cyclictest {
         }
         m.insert("cycles".into(), count as f64);
         m.insert("overruns".into(), overruns);
+        if self.histogram > 0 {
+            m.insert("histogram_overflows".into(), all_overflows as f64);
+        }
         Ok(m)
     }
 
@@ -890,8 +1024,13 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     for c in rows {
         let param = |k: &str| c.params.get(k).cloned().unwrap_or_default();
         let threads: usize = param("threads").parse().unwrap_or(0);
+        let hist_rows: usize = param("histogram").parse().unwrap_or(0);
         let interval = parse_duration(&param("interval")).unwrap_or_default();
-        let distance = parse_duration(&param("distance")).unwrap_or_default();
+        // A histogram gives every thread the first one's interval, as in cyclictest.
+        let distance = match hist_rows {
+            0 => parse_duration(&param("distance")).unwrap_or_default(),
+            _ => Duration::ZERO,
+        };
         let group = c.groups.iter().find(|g| g.name == "cyclic");
         let policy = group.and_then(|g| g.knobs.policy);
         let prio = match policy {
@@ -916,6 +1055,7 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
             .map(String::from)
             .to_vec(),
         );
+        let mut columns = Vec::new();
         for i in 0..threads {
             let values = |suffix: &str| -> Vec<f64> {
                 let key = thread_metric(i, suffix);
@@ -931,25 +1071,63 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
             }
             let weighted: f64 = values("avg").iter().zip(&cycles).map(|(a, n)| a * n).sum();
             let fold = |v: Vec<f64>, f: fn(f64, f64) -> f64, init: f64| v.into_iter().fold(init, f);
-            let us = |v: f64| format!("{}", v.max(0.0) as u64);
+            let us = |v: f64| v.max(0.0) as u64;
             let thread_interval = interval + distance * i as u32;
+            let (min, avg, max) = (
+                us(fold(values("min"), f64::min, f64::INFINITY)),
+                us(weighted / total),
+                us(fold(values("max"), f64::max, 0.0)),
+            );
             t.row(vec![
                 i.to_string(),
                 "(-)".into(),
                 prio.to_string(),
                 thread_interval.as_micros().to_string(),
                 format!("{total:.0}"),
-                us(fold(values("min"), f64::min, f64::INFINITY)),
-                us(values("act").last().copied().unwrap_or(0.0)),
-                us(weighted / total),
-                us(fold(values("max"), f64::max, 0.0)),
-                us(fold(values("p99"), f64::max, 0.0)),
+                min.to_string(),
+                us(values("act").last().copied().unwrap_or(0.0)).to_string(),
+                avg.to_string(),
+                max.to_string(),
+                us(fold(values("p99"), f64::max, 0.0)).to_string(),
             ]);
+            if hist_rows > 0 {
+                columns.push(hist_column(c, i, (min, avg, max)));
+            }
         }
         out.push_str(&t.render());
         out.push('\n');
+        if hist_rows > 0 {
+            out.push_str(&histogram_text(hist_rows, &columns));
+        }
     }
     out
+}
+
+/// Thread `i`'s histogram column over all repetitions of `c` (their buckets and overflows
+/// added up), with its `(min, avg, max)` in µs.
+fn hist_column(c: &ConfigResult, i: usize, (min, avg, max): (u64, u64, u64)) -> HistColumn {
+    let prefix = format!("t{i}_hist_");
+    let mut col = HistColumn {
+        min,
+        avg,
+        max,
+        ..HistColumn::default()
+    };
+    for r in &c.repetitions {
+        for (key, n) in r.metrics.range(prefix.clone()..) {
+            let Some(b) = key.strip_prefix(&prefix) else {
+                break;
+            };
+            if let Ok(b) = b.parse::<usize>() {
+                *col.buckets.entry(b).or_insert(0) += *n as u64;
+            }
+        }
+        col.overflows += r
+            .metrics
+            .get(&thread_metric(i, "overflows"))
+            .map_or(0, |n| *n as u64);
+    }
+    col
 }
 
 #[cfg(test)]
@@ -974,6 +1152,7 @@ mod tests {
         set(&mut w, "priority", "90").unwrap();
         set(&mut w, "affinity", "0-1").unwrap();
         set(&mut w, "load", "compile").unwrap();
+        set(&mut w, "histogram", "100").unwrap();
         w.validate().unwrap();
         assert_eq!(w.thread_interval(3), Duration::from_micros(200));
         // -p alone is SCHED_FIFO at that priority, on the group `cyclic`, with the affinity.
@@ -1050,6 +1229,77 @@ mod tests {
         };
         let e = message(w.validate().unwrap_err());
         assert!(e.contains("threads + 1 = 121"), "{e}");
+    }
+
+    /// The printout of a hand-built two-thread histogram of 4 buckets, byte for byte as
+    /// cyclictest's print_hist writes it.
+    #[test]
+    fn the_histogram_is_printed_in_cyclictests_layout() {
+        let columns = [
+            HistColumn {
+                buckets: BTreeMap::from([(1, 5), (2, 12), (3, 1)]),
+                min: 1,
+                avg: 2,
+                max: 17,
+                overflows: 2,
+            },
+            HistColumn {
+                buckets: BTreeMap::from([(0, 1), (2, 123456)]),
+                min: 0,
+                avg: 2,
+                max: 2,
+                overflows: 0,
+            },
+        ];
+        let expected = "# Histogram\n\
+                        000000 000000\t000001\n\
+                        000001 000005\t000000\n\
+                        000002 000012\t123456\n\
+                        000003 000001\t000000\n\
+                        # Total: 000000018 000123457\n\
+                        # Min Latencies: 00001 00000\n\
+                        # Avg Latencies: 00002 00002\n\
+                        # Max Latencies: 00017 00002\n\
+                        # Histogram Overflows: 00002 00000\n\n";
+        assert_eq!(histogram_text(4, &columns), expected);
+        // Buckets are whole µs, truncated; at or above the size is an overflow.
+        let (b, over) = us_buckets(&[0.0, 999.9, 1000.0, 2999.0, 3000.0, 7e6, -5.0], 3);
+        assert_eq!(b, BTreeMap::from([(0, 3), (1, 1), (2, 1)]));
+        assert_eq!(over, 2);
+    }
+
+    /// A histogram run's buckets and overflows add up to its cycles, and are printed for the
+    /// configuration with every thread at the first one's interval.
+    #[test]
+    fn histogram_buckets_and_overflows_count_every_cycle() {
+        let w = Cyclictest {
+            threads: 2,
+            histogram: 5,
+            ..Cyclictest::default()
+        };
+        assert_eq!(w.thread_interval(1), w.interval, "distance is ignored");
+        let samples = [vec![1200.0, 1800.0, 4999.0, 5000.0], vec![0.0, 60e3]];
+        let mut outcome = Outcome::default();
+        for s in &samples {
+            let n = s.len() as f64;
+            outcome.tasks.push(crate::presets::TaskOutcome {
+                samples: crate::presets::Samples::from_list(vec![
+                    (LATENCY_NS.into(), s.clone()),
+                    ("cycles".into(), vec![n]),
+                ]),
+                ..Default::default()
+            });
+        }
+        let m = w.metrics(&outcome).unwrap();
+        assert_eq!(m["t0_hist_1"], 2.0);
+        assert_eq!(m["t0_hist_4"], 1.0);
+        assert_eq!(m["t0_overflows"], 1.0);
+        assert_eq!(m["t1_hist_0"], 1.0);
+        assert_eq!(m["histogram_overflows"], 2.0);
+        assert!(!m.contains_key("t0_hist_0"), "empty buckets are not kept");
+        let defs = w.metric_defs();
+        assert!(defs.iter().any(|d| d.name == "t1_overflows"));
+        assert!(!defs.iter().any(|d| d.name.contains("_hist_")));
     }
 
     #[test]

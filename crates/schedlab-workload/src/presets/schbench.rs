@@ -20,14 +20,35 @@
 //! - `-R` (requests per second): each message thread posts its share of the rate to its workers
 //!   in turn at the start of every second, then sleeps out the second; a worker takes every
 //!   request queued for it and serves them one after another; its wakeup latency is counted
-//!   only when it had to wait for the first.
+//!   only when it had to wait for the first. The queue is bounded as the original's
+//!   `run_rps_thread` bounds it: a worker that has been posted more than 128 requests since it
+//!   last took its queue gets none more; the message thread sleeps 100 µs instead and the
+//!   request is dropped (the loop goes on to the next worker). The original drops them
+//!   silently; here they are counted (`dropped`) and printed.
+//! - `-A` (auto-RPS, `auto_scale_rps`): RPS mode whose rate steers the machine's CPU
+//!   utilisation to a target percentage. The rate starts at `-R` (10 if not given); once a
+//!   second the busy share of all CPUs over the last second is read (`read_busy`: 100 − idle /
+//!   total of /proc/stat's `cpu` line; the simulator's own CPU accounting there), and the rate
+//!   is multiplied by target / busy — at most × 3 and at least × 0.3, by only an eighth of the
+//!   step within 20 % (10 % above) of the target and a quarter within 50 % (20 %). The target
+//!   counts as hit the first time the step is within 5 %; the RPS percentiles count the
+//!   seconds from then on (the original zeroes its RPS statistics then), and the table ends
+//!   with the final goal instead of the average rps. The original's main thread steers the
+//!   shared rate; here each message thread steers its own share from its own reading with the
+//!   same rule, and the first one's readings are the record's (`cpu_busy`: their mean from the
+//!   second the target was hit on). As in the original, `-A` leaves out the warm-up. One
+//!   difference: the rate never goes below 1 request per second per message thread, where the
+//!   original's can reach 0 on a machine busy with other work and then never grow again.
 //! - `-p` (pipe mode): no sleep and no work; each worker and the message thread write `-p`
 //!   bytes of memory per exchange (the original's memset of a page buffer) — a pipe-like
 //!   ping-pong whose throughput is reported per worker.
 //! - `-w` warm-up: samples of requests started, and wakeups stamped, before it are left out.
 //! - `-M`/`-W` pinning (`auto`: message thread i on CPU i, the workers on the CPUs after).
 //! - Percentiles p50/p90/p99/p99.9 of the wakeup and request latencies; the classic output
-//!   prints them in the original's layout.
+//!   prints them in the original's layout, each with its band's sample count as `calc_percentiles`
+//!   counts it: the samples in the buckets above the previous percentile's (of p20, p50, p90,
+//!   p99, p99.9, whether shown or not) up to its own. The counts are kept in the repetition's
+//!   values (`wakeup_p50_samples`, …) for that table, not summarised as metrics.
 //!
 //! Where this preset deviates, and why:
 //!
@@ -49,10 +70,10 @@
 //!   kernel does not preempt (a kernel spin lock's rule); the original's is a user-space lock
 //!   whose holder can be preempted while the next worker spins. On the real kernel it is a
 //!   user-space spin lock as in the original.
-//! - **Auto-RPS** (`-A`: grow the rate until the machine is that busy) is not offered: it
-//!   steers by /proc/stat's busy time, which only the real kernel has. Run a sweep over `rps`
-//!   instead. `-R`'s "at most 128 queued per worker" backstop is not modelled: a message
-//!   thread whose worker's pipe is full waits for it.
+//! - **The request queue's bound** needs the message thread to know how many requests a worker
+//!   took (the original's worker zeroes a shared counter): in RPS mode each worker writes the
+//!   count it has taken so far to a pipe of its own after every take, which the message thread
+//!   reads (without waiting) only when the bound looks exceeded — one more pipe write per take.
 //! - Interval reports (`-i`), stats zeroing (`-z`) and the schedstat "sched delay" line are not
 //!   printed; the record keeps every repetition. The original drops samples that round to
 //!   0 µs and ignores `-w` when `-r` is under 30 s; this preset does neither. Latencies are
@@ -65,7 +86,7 @@ use super::params::{
     Param, ParamDef, ParamKind, Preset, MAX_TASKS,
 };
 use super::{metric, Outcome, Workload};
-use crate::context::{ChannelId, Context, LockId, SemaphoreId, WorkloadError};
+use crate::context::{ChannelId, Context, CpuTimes, LockId, SemaphoreId, WorkloadError};
 use crate::cpuset::CpuSet;
 use crate::error::ParamError;
 use crate::knobs::Knobs;
@@ -98,6 +119,18 @@ const MAX_PIPE: usize = 1 << 20;
 
 /// The longest run.
 const MAX_RUNTIME: Duration = Duration::from_secs(3600);
+
+/// RPS mode: the most requests posted to a worker since it last took its queue before more are
+/// dropped (the original's `batch` in `run_rps_thread`; a request is dropped when more than
+/// this many are pending).
+const QUEUE_BOUND: u64 = 128;
+
+/// How long a message thread sleeps when it drops a request at the queue bound (the
+/// original's `usleep(100)`).
+const DROP_SLEEP: Duration = Duration::from_micros(100);
+
+/// Auto-RPS's starting rate when `-R` is not given (the original's `requests_per_sec = 10`).
+const AUTO_START_RPS: usize = 10;
 
 /// The percentiles of the latency tables, as the original prints them: (metric suffix,
 /// percentile).
@@ -150,8 +183,10 @@ pub struct Schbench {
     pub op_time: Duration,
     /// Whether the work runs under the CPU's lock (`-L` turns it off).
     pub locking: bool,
-    /// `-R`: requests per second, 0 for the post-and-wait mode.
+    /// `-R`: requests per second, 0 for the post-and-wait mode (with `-A`: the starting rate).
     pub rps: usize,
+    /// `-A`: the CPU utilisation (%) auto-RPS steers the rate to; 0: off.
+    pub auto_rps: u8,
     /// `-p`: bytes written per exchange in pipe mode, 0 for requests.
     pub pipe: usize,
     /// `-M`: where the message threads run.
@@ -181,6 +216,7 @@ impl Schbench {
             op_time: Duration::from_micros(808),
             locking: true,
             rps: 0,
+            auto_rps: 0,
             pipe: 0,
             message_cpus: None,
             worker_cpus: None,
@@ -192,6 +228,20 @@ impl Schbench {
     pub fn workers(&self) -> usize {
         self.threads
             .unwrap_or_else(|| self.cpus.div_ceil(self.message_threads.max(1)))
+    }
+
+    /// Whether message threads post at a rate (`-R` or `-A`) instead of waiting for posts.
+    pub fn rate_mode(&self) -> bool {
+        self.rps > 0 || self.auto_rps > 0
+    }
+
+    /// The rate at the start of the run, all message threads together: `-R`, or auto-RPS's 10.
+    pub fn start_rps(&self) -> usize {
+        if self.rps == 0 && self.auto_rps > 0 {
+            AUTO_START_RPS
+        } else {
+            self.rps
+        }
     }
 
     /// The CPU time of one request's work.
@@ -235,20 +285,32 @@ impl Schbench {
                 ),
             ));
         }
-        if self.rps > 0 && self.pipe > 0 {
+        if self.rate_mode() && self.pipe > 0 {
+            let names: &[&str] = if self.auto_rps > 0 {
+                &["auto-rps", "pipe"]
+            } else {
+                &["rps", "pipe"]
+            };
             return Err(ParamError::params(
                 NAME,
-                &["rps", "pipe"],
+                names,
                 "pipe mode has no requests per second; give one of them",
             ));
         }
-        if self.rps > 0 && self.rps < m {
+        if self.auto_rps > 0 && !self.warmup.is_zero() {
+            return Err(ParamError::params(
+                NAME,
+                &["auto-rps", "warmuptime"],
+                "auto-rps counts the seconds after its target is hit instead of a warm-up (the original drops -w with -A); give one of them",
+            ));
+        }
+        let start = self.start_rps();
+        if self.rate_mode() && start < m {
             return Err(ParamError::params(
                 NAME,
                 &["rps", "message-threads"],
                 format!(
-                    "rps {} is shared among {m} message threads, leaving each none; use at least {m}",
-                    self.rps
+                    "rps {start} is shared among {m} message threads, leaving each none; use at least {m}",
                 ),
             ));
         }
@@ -311,6 +373,13 @@ impl Schbench {
     /// (or requests) from.
     fn worker_channel(&self, k: usize, local: usize) -> ChannelId {
         ChannelId(self.message_threads + k * self.workers() + local)
+    }
+
+    /// The channel worker `local` of message thread `k` tells it, in RPS mode, how many
+    /// requests it has taken so far (the original's worker zeroes its `pending`).
+    fn taken_channel(&self, k: usize, local: usize) -> ChannelId {
+        let all = self.message_threads * self.workers();
+        ChannelId(self.message_threads + all + k * self.workers() + local)
     }
 
     /// The semaphore message thread `k` sleeps on (the original's futex in its thread data).
@@ -412,26 +481,66 @@ impl Schbench {
     }
 
     /// A message thread in RPS mode: its share of the rate at the start of every second, to
-    /// its workers in turn; then the end to each.
+    /// its workers in turn (dropping a request for a worker past the queue bound); with
+    /// auto-RPS, the share steered first; then the end to each worker.
     async fn rps_loop<C: Context>(&self, k: usize, ctx: &C) -> Result<(), WorkloadError> {
         let t = self.workers();
-        let share = self.rps / self.message_threads;
+        let m = self.message_threads;
+        let mut share = self.start_rps() / m;
         let mut next = 0usize;
+        // Requests posted to each worker, and the most it has said it took.
+        let (mut posted, mut taken) = (vec![0u64; t], vec![0u64; t]);
+        let mut dropped = 0u64;
+        let mut steer = match self.auto_rps {
+            0 => None,
+            _ => Some((read_cpu_times(ctx).await?, false)),
+        };
+        let mut buf = vec![0u8; 8 * RPS_BATCH];
+        let mut first = true;
         loop {
             let start = ctx.now();
             if start >= self.runtime || ctx.stop_requested() {
                 break;
             }
+            // Steered once a second, from the second second on (the first reading is the base).
+            if let Some((last, hit)) = steer.as_mut().filter(|_| !first) {
+                let now = read_cpu_times(ctx).await?;
+                let busy = now.busy_percent_since(last);
+                *last = now;
+                let (rate, on_target) = auto_scale(share, f64::from(self.auto_rps), busy);
+                // At least 1: the original's rate, once 0, never grows again (0 × any step).
+                share = rate.clamp(1, MAX_RPS / m);
+                if k == 0 {
+                    ctx.record("busy_pct", busy);
+                    if on_target && !*hit {
+                        ctx.record("auto_hit_s", start.as_secs() as f64);
+                    }
+                }
+                *hit |= on_target;
+            }
+            first = false;
             for _ in 0..share {
                 let now = ctx.now();
-                if now >= self.runtime {
+                if now >= self.runtime || ctx.stop_requested() {
                     break;
                 }
-                let ns = now.as_nanos() as u64;
                 let local = next % t;
+                next += 1;
+                if posted[local] - taken[local] > QUEUE_BOUND {
+                    // Look again, as the original's second read of `pending` after a barrier.
+                    let channel = self.taken_channel(k, local);
+                    taken[local] =
+                        taken[local].max(Self::latest_taken(ctx, channel, &mut buf).await?);
+                    if posted[local] - taken[local] > QUEUE_BOUND {
+                        dropped += 1;
+                        ctx.sleep(DROP_SLEEP).await;
+                        continue;
+                    }
+                }
+                posted[local] += 1;
+                let ns = ctx.now().as_nanos() as u64;
                 let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
                 Self::post(ctx, channel, sem, ns).await?;
-                next += 1;
             }
             ctx.sleep_until((start + Duration::from_secs(1)).min(self.runtime))
                 .await;
@@ -440,7 +549,39 @@ impl Schbench {
             let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
             Self::post(ctx, channel, sem, NO_MORE).await?;
         }
+        ctx.record("dropped", dropped as f64);
+        ctx.record("rps_goal", share as f64);
         Ok(())
+    }
+
+    /// The latest count of taken requests a worker wrote to `channel`, reading without waiting
+    /// (0 if it wrote none since the last look).
+    async fn latest_taken<C: Context>(
+        ctx: &C,
+        channel: ChannelId,
+        buf: &mut [u8],
+    ) -> Result<u64, WorkloadError> {
+        let mut latest = 0;
+        let mut ready = Vec::with_capacity(1);
+        // Each look reads up to `buf`'s worth; the worker writes at most one count per take,
+        // and no more than QUEUE_BOUND + 1 takes' counts wait unread (see the module comment).
+        for _ in 0..=QUEUE_BOUND {
+            ctx.wait_readable(&[channel], Some(ctx.now()), &mut ready)
+                .await?;
+            if ready.is_empty() {
+                break;
+            }
+            let n = ctx.recv_some(channel, buf).await?;
+            if n % 8 != 0 || n == 0 {
+                return Err(WorkloadError::Integrity(format!(
+                    "channel {} gave {n} bytes, not whole 8-byte counts",
+                    channel.0
+                )));
+            }
+            let last = &buf[n - 8..n];
+            latest = latest.max(u64::from_le_bytes(last.try_into().expect("8 bytes")));
+        }
+        Ok(latest)
     }
 
     /// A worker in the post-and-wait mode.
@@ -484,11 +625,16 @@ impl Schbench {
     ) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8 * RPS_BATCH];
         let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+        let taken_channel = self.taken_channel(k, local);
         let mut owed = 0;
+        let mut taken = 0u64;
         loop {
             let before = ctx.now();
             let n = Self::take(ctx, channel, sem, &mut buf, &mut owed).await?;
             let woke = ctx.now();
+            // What the message thread's queue bound counts (the original zeroes `pending`).
+            taken += n as u64;
+            ctx.send(taken_channel, &taken.to_le_bytes()).await?;
             let mut last = false;
             for (i, req) in buf[..8 * n].chunks_exact(8).enumerate() {
                 let v = u64::from_le_bytes(req.try_into().expect("8 bytes"));
@@ -559,9 +705,79 @@ impl Schbench {
     }
 }
 
+/// The machine's CPU time, for auto-RPS; an error where the backend cannot read it.
+async fn read_cpu_times<C: Context>(ctx: &C) -> Result<CpuTimes, WorkloadError> {
+    ctx.cpu_times().await.ok_or_else(|| {
+        WorkloadError::Backend(
+            "auto-rps steers by the machine's CPU time, which this backend cannot read".into(),
+        )
+    })
+}
+
+/// The original's `auto_scale_rps`: the next rate from the current `rate`, the `target`
+/// utilisation and the `busy` one of the last second (both %), and whether this step counts as
+/// on target (the original's `auto_rps_target_hit`). Below the target the rate grows by
+/// target / busy, at most × 3, by a quarter of the step within 50 % of it and an eighth within
+/// 20 % (on target when the step is under 5 %); above, it shrinks by the same ratio, at least to
+/// × 0.3, by a quarter of the step within 20 % and an eighth within 10 % (on target when the
+/// step is under 5 %). Rounded up when growing, down when shrinking.
+pub fn auto_scale(rate: usize, target: f64, busy: f64) -> (usize, bool) {
+    // The original computes in single-precision floats; the rounding is the same here.
+    if busy < target {
+        // busy = 0 gives an infinite ratio, held to 3.
+        let mut delta = target / busy;
+        let mut hit = false;
+        if delta > 3.0 {
+            delta = 3.0;
+        } else if delta < 1.2 {
+            delta = 1.0 + (delta - 1.0) / 8.0;
+            hit = delta < 1.05;
+        } else if delta < 1.5 {
+            delta = 1.0 + (delta - 1.0) / 4.0;
+        }
+        let next = (rate as f64 * delta).ceil();
+        // The original keeps the rate when it would pass 2^31.
+        let next = if next >= (1u64 << 31) as f64 {
+            rate
+        } else {
+            next as usize
+        };
+        (next, hit)
+    } else if busy > target {
+        let mut delta = target / busy;
+        let mut hit = false;
+        if delta < 0.3 {
+            delta = 0.3;
+        } else if delta > 0.9 {
+            delta += (1.0 - delta) / 8.0;
+            hit = delta > 0.95;
+        } else if delta > 0.8 {
+            delta += (1.0 - delta) / 4.0;
+        }
+        ((rate as f64 * delta).floor().max(0.0) as usize, hit)
+    } else {
+        (rate, true)
+    }
+}
+
+/// The original's per-band sample counts (`calc_percentiles`' `ocounts`) of the percentiles
+/// `list` of `h`: for each, the samples in the buckets up to its value's, less those up to the
+/// previous percentile's.
+fn band_counts(h: &Histogram<u64>, list: &[(&str, f64)]) -> Vec<u64> {
+    let mut below = 0;
+    (list.iter())
+        .map(|(_, q)| {
+            let upto = h.count_between(0, h.value_at_percentile(*q));
+            let n = upto.saturating_sub(below);
+            below = below.max(upto);
+            n
+        })
+        .collect()
+}
+
 /// One of the original's percentile tables (`show_latencies`) from a repetition's metrics:
-/// `(label, unit, metric prefix)`, the percentiles shown, and the starred one. The original
-/// also prints how many samples fell between two percentiles, which the metrics do not keep.
+/// `(label, unit, metric prefix)`, the percentiles shown, and the starred one; each line ends
+/// with its band's sample count where the repetition kept it.
 fn percentile_table(
     out: &mut String,
     m: &BTreeMap<String, f64>,
@@ -578,7 +794,9 @@ fn percentile_table(
     for (p, q) in list {
         let v = m.get(&format!("{key}_{p}")).copied()?;
         let mark = if *p == star { "* " } else { "  " };
-        out.push_str(&format!("\t{mark}{q:2.1}th: {v:<10.0}\n"));
+        let n = m.get(&format!("{key}_{p}_samples"));
+        let n = n.map_or(String::new(), |n| format!(" ({n:.0} samples)"));
+        out.push_str(&format!("\t{mark}{q:2.1}th: {v:<10.0}{n}\n"));
     }
     if let (Some(lo), Some(hi)) = (m.get(&format!("{key}_min")), m.get(&format!("{key}_max"))) {
         out.push_str(&format!("\t  min={lo:.0}, max={hi:.0}\n"));
@@ -705,11 +923,24 @@ const TABLE: &[Param<Schbench>] = &[
             "rps",
             "0",
             "0",
-            "-R: requests per second, shared among the message threads (0: each worker posts and waits; up to 10000000). Auto-RPS (-A) is not offered: sweep rps instead.",
+            "-R: requests per second, shared among the message threads (0: each worker posts and waits; up to 10000000); with --auto-rps, the starting rate. A worker with more than 128 posted since it last took its queue gets none more that second: those requests are dropped, counted and printed.",
         ),
         |w, v| parse_count(NAME, "rps", v, 0..=MAX_RPS).map(|n| w.rps = n),
         |w| w.rps.to_string(),
     ),
+    Param::new(
+        ParamDef::value(
+            "auto-rps",
+            "0",
+            "PERCENT",
+            "-A: RPS mode steering the rate, once a second, to this CPU utilisation of the whole machine (1..100; 0: off), from --rps or 10; the RPS percentiles count the seconds from the one that hit it.",
+        )
+        .short('A'),
+        |w: &mut Schbench, v| parse_count(NAME, "auto-rps", v, 0..=100).map(|n| w.auto_rps = n as u8),
+        |w| w.auto_rps.to_string(),
+    )
+    // Records of runs without auto-RPS stay as they were.
+    .recorded_when(|w| w.auto_rps > 0),
     Param::new(
         ParamDef::value(
             "pipe",
@@ -782,6 +1013,10 @@ impl Preset for Schbench {
             "p99 wakeup latency under every simulated policy, 8 CPUs fully loaded",
             "sweep schbench --backend sim --cpus 8 --threads 8 --runtime 5s --vary policy=linux24,o1,staircase,cfs,eevdf,ule",
         ),
+        Example::new(
+            "schbench -A 50: the rate that keeps 8 simulated CPUs half busy, and its latencies",
+            "run schbench --backend sim --cpus 8 --auto-rps 50 --runtime 20s",
+        ),
     ]);
     const TABLE: &'static [Param<Self>] = TABLE;
 
@@ -850,12 +1085,14 @@ impl Workload for Schbench {
         let m = self.message_threads;
         let workers = m * self.workers();
         let locks = if self.locking { self.cpus } else { 0 };
+        // In RPS mode each worker also tells its message thread what it has taken.
+        let taken = if self.rate_mode() { workers } else { 0 };
         Plan {
             groups: vec![
                 GroupPlan::fixed("message", m),
                 GroupPlan::fixed("worker", workers),
             ],
-            channels: m + workers,
+            channels: m + workers + taken,
             duplex: false,
             locks,
             sync: SyncPlan {
@@ -872,7 +1109,7 @@ impl Workload for Schbench {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let t = self.workers();
         if task.group == 0 {
-            return if self.rps > 0 {
+            return if self.rate_mode() {
                 self.rps_loop(task.index, ctx).await
             } else {
                 self.message_loop(task.index, ctx).await
@@ -883,7 +1120,7 @@ impl Workload for Schbench {
             requests: 0,
             per_second: vec![0; self.runtime.as_secs() as usize + 1],
         };
-        if self.rps > 0 {
+        if self.rate_mode() {
             self.rps_worker_loop(k, local, ctx, &mut tally).await?;
         } else {
             self.worker_loop(k, local, ctx, &mut tally).await?;
@@ -971,7 +1208,29 @@ impl Workload for Schbench {
                 Better::Higher,
                 "requests measured",
             ),
+            metric(
+                "dropped",
+                "requests",
+                Better::Lower,
+                "RPS mode: requests dropped because their worker had been posted more than 128 since it last took its queue",
+            ),
         ]);
+        if self.auto_rps > 0 {
+            defs.extend([
+                metric(
+                    "rps_goal",
+                    "requests/s",
+                    Better::Higher,
+                    "auto-RPS: the rate it ended with, all message threads (the original's final rps goal)",
+                ),
+                metric(
+                    "cpu_busy",
+                    "%",
+                    Better::Higher,
+                    "auto-RPS: mean busy share of all CPUs over the seconds from the one that hit the target (all seconds if none did)",
+                ),
+            ]);
+        }
         if self.pipe > 0 {
             defs.push(metric(
                 "worker_ops_s",
@@ -1014,8 +1273,15 @@ impl Workload for Schbench {
         let mut m = BTreeMap::new();
         for what in ["wakeup", "request"] {
             let h = hist(&format!("{what}_ns"))?;
-            for (p, q) in LAT_PERCENTILES {
-                m.insert(format!("{what}_{p}"), h.value_at_percentile(q) as f64 / 1e3);
+            for ((p, q), n) in LAT_PERCENTILES
+                .iter()
+                .zip(band_counts(&h, &LAT_PERCENTILES))
+            {
+                m.insert(
+                    format!("{what}_{p}"),
+                    h.value_at_percentile(*q) as f64 / 1e3,
+                );
+                m.insert(format!("{what}_{p}_samples"), n as f64);
             }
             m.insert(format!("{what}_min"), h.min() as f64 / 1e3);
             m.insert(format!("{what}_max"), h.max() as f64 / 1e3);
@@ -1023,9 +1289,39 @@ impl Workload for Schbench {
         }
         let requests = outcome.sum(&plan, Some(1), "requests");
         m.insert("rps".into(), requests / self.runtime.as_secs_f64());
-        // Per-second counts of whole seconds after the warm-up.
+        m.insert("dropped".into(), outcome.sum(&plan, Some(0), "dropped"));
+        // Auto-RPS: the seconds from the one that hit the target on (the first message
+        // thread's readings, which it recorded from the second second on).
+        let mut hit_s = None;
+        if self.auto_rps > 0 {
+            let first_message = outcome.tasks.first().map(|o| &o.samples);
+            let samples = |name: &str| first_message.and_then(|s| s.get(name));
+            hit_s = samples("auto_hit_s")
+                .and_then(|v| v.first())
+                .map(|&s| s as usize);
+            let busy = samples("busy_pct").map_or(&[][..], Vec::as_slice);
+            // Reading j covers second j (it is taken at the start of second j + 1).
+            let from = hit_s.map_or(0, |s| s.saturating_sub(1)).min(busy.len());
+            let counted = &busy[from..];
+            if counted.is_empty() {
+                return Err(WorkloadError::Integrity(
+                    "auto-rps read the CPUs' busy time no second; run at least 2 s".into(),
+                ));
+            }
+            m.insert(
+                "cpu_busy".into(),
+                counted.iter().sum::<f64>() / counted.len() as f64,
+            );
+            m.insert("rps_goal".into(), outcome.sum(&plan, Some(0), "rps_goal"));
+            if let Some(s) = hit_s {
+                m.insert("auto_rps_hit_s".into(), s as f64);
+            }
+        }
+        // Per-second counts of whole seconds after the warm-up (with auto-RPS: from the
+        // second that hit the target on).
         let seconds = self.runtime.as_secs() as usize;
         let first = self.warmup.as_nanos().div_ceil(1_000_000_000) as usize;
+        let first = first.max(hit_s.unwrap_or(0));
         let mut per_second = vec![0u64; seconds + 1];
         for s in workers.iter().filter_map(|o| o.samples.get("per_second")) {
             for (i, &n) in s.iter().enumerate().take(per_second.len()) {
@@ -1043,8 +1339,12 @@ impl Workload for Schbench {
             rps.record((after as f64 / measured) as u64)
                 .expect("auto-resizing histogram");
         }
-        for (p, q) in RPS_PERCENTILES {
-            m.insert(format!("rps_{p}"), rps.value_at_percentile(q) as f64);
+        for ((p, q), n) in RPS_PERCENTILES
+            .iter()
+            .zip(band_counts(&rps, &RPS_PERCENTILES))
+        {
+            m.insert(format!("rps_{p}"), rps.value_at_percentile(*q) as f64);
+            m.insert(format!("rps_{p}_samples"), n as f64);
         }
         if self.pipe > 0 {
             let ops = requests / (self.runtime.as_secs_f64() * workers.len() as f64);
@@ -1079,7 +1379,25 @@ impl Workload for Schbench {
         percentile_table(&mut out, m, secs, request, lat, "p99")?;
         let rps = ("RPS", "requests", "rps");
         percentile_table(&mut out, m, secs, rps, &RPS_PERCENTILES, "p50")?;
-        out.push_str(&format!("average rps: {:.2}", m.get("rps")?));
+        if self.auto_rps > 0 {
+            out.push_str(&format!("final rps goal was {:.0}\n", m.get("rps_goal")?));
+            let hit = m
+                .get("auto_rps_hit_s")
+                .map_or("never".to_string(), |s| format!("from second {s:.0}"));
+            out.push_str(&format!(
+                "cpu busy {:.1}% (target {}%, on target {hit})",
+                m.get("cpu_busy")?,
+                self.auto_rps
+            ));
+        } else {
+            out.push_str(&format!("average rps: {:.2}", m.get("rps")?));
+        }
+        if self.rate_mode() {
+            out.push_str(&format!(
+                "\ndropped requests: {:.0} (posted to a worker with more than {QUEUE_BOUND} pending)",
+                m.get("dropped")?
+            ));
+        }
         Some(out)
     }
 
@@ -1147,6 +1465,88 @@ mod tests {
             .to_string();
         assert!(e.contains("warm-up"), "{e}");
         assert!(set(4, &[("pipe", "2000000")]).is_err());
+    }
+
+    /// auto_scale_rps's steps, worked out by hand from schbench.c for a target of 50 %.
+    #[test]
+    fn auto_rps_steps_as_the_original() {
+        for (busy, next, hit) in [
+            (25.0, 200, false), // × 2
+            (10.0, 300, false), // × 5, held to × 3
+            (0.0, 300, false),  // an idle machine: × 3
+            (40.0, 107, false), // × 1.25 by a quarter: 1.0625, rounded up
+            (45.0, 102, true),  // × 1.11 by an eighth: 1.0139, within 5 %
+            (50.0, 100, true),  // on target
+            (52.0, 96, true),   // × 0.9615 by an eighth: 0.9663, rounded down
+            (60.0, 87, false),  // × 0.833 by a quarter: 0.875
+            (100.0, 50, false), // × 0.5
+            (200.0, 30, false), // × 0.25, held to × 0.3
+        ] {
+            assert_eq!(auto_scale(100, 50.0, busy), (next, hit), "busy {busy}");
+        }
+        // Past 2^31 the rate stays.
+        assert_eq!(auto_scale(1 << 30, 50.0, 10.0).0, 1 << 30);
+        assert_eq!(auto_scale(0, 50.0, 10.0), (0, false));
+    }
+
+    /// The per-band counts of 1..=100 µs, once each: 20 up to p20, 30 more up to p50, …
+    #[test]
+    fn band_counts_follow_calc_percentiles() {
+        let mut h = Histogram::<u64>::new(3).unwrap();
+        for v in 1..=100u64 {
+            h.record(v).unwrap();
+        }
+        assert_eq!(band_counts(&h, &LAT_PERCENTILES), vec![20, 30, 40, 9, 1]);
+        assert_eq!(band_counts(&h, &RPS_PERCENTILES), vec![20, 30, 40]);
+        // The table prints them after each value.
+        let mut m = BTreeMap::new();
+        for (p, n, v) in [("p50", 30.0, 50.0), ("p90", 40.0, 90.0)] {
+            m.insert(format!("wakeup_{p}"), v);
+            m.insert(format!("wakeup_{p}_samples"), n);
+        }
+        let mut out = String::new();
+        let what = ("Wakeup Latencies", "usec", "wakeup");
+        percentile_table(&mut out, &m, 3, what, &LAT_PERCENTILES[1..3], "p90").unwrap();
+        assert_eq!(
+            out,
+            "Wakeup Latencies percentiles (usec) runtime 3 (s)\n\
+             \t  50.0th: 50         (30 samples)\n\
+             \t* 90.0th: 90         (40 samples)\n"
+        );
+    }
+
+    #[test]
+    fn auto_rps_options_are_checked() {
+        let w = set(4, &[("auto-rps", "50")]).unwrap();
+        assert!(w.rate_mode());
+        assert_eq!(w.start_rps(), 10);
+        assert_eq!(w.params()["auto-rps"], "50");
+        assert!(!set(4, &[]).unwrap().params().contains_key("auto-rps"));
+        assert_eq!(
+            set(4, &[("auto-rps", "50"), ("rps", "40")])
+                .unwrap()
+                .start_rps(),
+            40
+        );
+        assert_eq!(
+            set(4, &[("auto-rps", "50")]).unwrap().plan().channels,
+            1 + 4 + 4,
+            "each worker's count of taken requests"
+        );
+        let e = set(4, &[("auto-rps", "101")]).unwrap_err().to_string();
+        assert!(e.contains("0..100"), "{e}");
+        let e = set(4, &[("auto-rps", "50"), ("pipe", "4096")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("auto-rps") && e.contains("pipe"), "{e}");
+        let e = set(4, &[("auto-rps", "50"), ("warmuptime", "1s")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("warm-up"), "{e}");
+        let e = set(64, &[("auto-rps", "50"), ("message-threads", "11")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("rps 10 is shared among 11"), "{e}");
     }
 
     #[test]
