@@ -99,6 +99,10 @@ pub struct Slot {
     pub passes: schedlab_workload::passes::PassLog,
     /// The knobs of the pending attribute change, and whether it allows every CPU again.
     pub attrs: Option<(schedlab_workload::knobs::Knobs, bool)>,
+    /// The last wait (barrier, semaphore, condition) was ended by the plan's wait end
+    /// ([`schedlab_workload::SyncPlan::wait_end`]), not satisfied: it fails with
+    /// [`WorkloadError::Stopped`].
+    pub cut: bool,
 }
 
 /// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
@@ -246,6 +250,15 @@ impl<'s> SimContext<'s> {
         self.call
     }
 
+    /// How the wait just completed ended: satisfied, or cut by the plan's wait end.
+    fn waited(&self) -> Result<(), WorkloadError> {
+        if std::mem::take(&mut self.slot().cut) {
+            Err(WorkloadError::Stopped)
+        } else {
+            Ok(())
+        }
+    }
+
     fn issue(&self, op: Op) -> Issue<'_> {
         Issue {
             ctx: self,
@@ -391,9 +404,9 @@ impl Context for SimContext<'_> {
 
     async fn barrier(&self, id: BarrierId) -> Result<(), WorkloadError> {
         // Like channels, simulated synchronisation does not fail: a wait that can never end
-        // ends the run as a deadlock the machine names.
+        // ends the run as a deadlock the machine names — unless the plan's wait end ends it.
         self.issue(Op::Barrier(id.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
@@ -403,12 +416,12 @@ impl Context for SimContext<'_> {
 
     async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
         self.issue(Op::SemWait(id.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn cond_wait(&self, cond: CondId, lock: LockId) -> Result<(), WorkloadError> {
         self.issue(Op::CondWait(cond.0, lock.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn cond_signal(&self, cond: CondId) -> Result<(), WorkloadError> {
