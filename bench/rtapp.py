@@ -3,7 +3,9 @@
 per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
   rtapp.py prepare SRC DST --duration S --calibration NS --logdir DIR --basename NAME
-  rtapp.py compare SECONDS REF_DIR... -- OTHER_DIR...   (each DIR: one run's *.log files)
+  rtapp.py compare SECONDS [--tally FILE --label NAME] REF_DIR... -- OTHER_DIR...
+                                                        (each DIR: one run's *.log files)
+  rtapp.py summary FILE                                 (the tally compare appended to)
 
 prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
 accepted, and a key given twice keeps the position of its first occurrence and the value of
@@ -15,9 +17,12 @@ key rt-app never reads, is removed. The same file is then given to rt-app and to
 compare reads rt-app's log format (`#` lines are comments; columns idx perf run period start
 end rel_st slack c_duration c_period wu_lat, microseconds) and prints, per thread (file
 name), the mean over the runs given of the passes that ended within SECONDS of the run's start
-(those rt-app logs: it drops the pass `duration` interrupts and stops finite tasks there, where
-schedlab finishes them): periods completed (rows), mean and max period, mean
-run, mean slack and mean wake-up latency, for each side and as the ratio other/reference.
+(both stop every task at `duration` and drop the pass it interrupts): periods completed (rows),
+mean and max period, mean run, mean slack and mean wake-up latency, for each side and as the
+ratio other/reference; then the example's line: the same ratios over all its threads (passes
+summed, period and run weighted by passes). With --tally, each thread's period and run ratios
+are appended to FILE under NAME, and `summary` counts how many are within 2 % of rt-app's
+(the goal of the comparison, on an idle machine).
 """
 import json
 import os
@@ -123,10 +128,32 @@ def averaged(dirs):
     }
 
 
-def compare(ref_dirs, other_dirs):
+def ratio(a, b):
+    """b/a; 1 when both are 0 (a thread without `run` events on both sides), None when only
+    the reference is."""
+    if not a:
+        return 1.0 if not b else None
+    return b / a
+
+
+def overall(figs):
+    """An example's figures over its threads: passes summed, period and run weighted by
+    passes."""
+    n = sum(f["passes"] for f in figs)
+    if not n:
+        return None
+    return {
+        "passes": n,
+        "period": sum(f["period"] * f["passes"] for f in figs) / n,
+        "run": sum(f["run"] * f["passes"] for f in figs) / n,
+    }
+
+
+def compare(ref_dirs, other_dirs, tally=None, label=None):
     ref, other = averaged(ref_dirs), averaged(other_dirs)
     keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
     print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys))
+    rows = []
     for t in sorted(set(ref) | set(other)):
         a, b = ref.get(t), other.get(t)
         cells = []
@@ -134,9 +161,46 @@ def compare(ref_dirs, other_dirs):
             if a is None or b is None:
                 cells.append("missing".rjust(22))
                 continue
-            ratio = f"{b[k] / a[k]:.3f}" if a[k] else "-"
-            cells.append(f"{a[k]:9.0f}/{b[k]:<8.0f}{ratio:>5}".rjust(22))
+            r = ratio(a[k], b[k])
+            cells.append(f"{a[k]:9.0f}/{b[k]:<8.0f}{'-' if r is None else f'{r:.3f}':>5}".rjust(22))
         print(f"{t:<22}" + "".join(cells))
+        rows.append({
+            "example": label,
+            "thread": t,
+            "period": None if a is None or b is None else ratio(a["period"], b["period"]),
+            "run": None if a is None or b is None else ratio(a["run"], b["run"]),
+        })
+    both = [t for t in ref if t in other]
+    a, b = overall([ref[t] for t in both]), overall([other[t] for t in both])
+    if a and b:
+        parts = [f"{k} {ratio(a[k], b[k]):.3f}" if a[k] else f"{k} -" for k in ("passes", "period", "run")]
+        print(f"{'(example)':<22}ratios other/reference over its threads: " + ", ".join(parts))
+    else:
+        print(f"{'(example)':<22}no thread logged passes on both sides")
+    if tally:
+        with open(tally, "a") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+
+
+def within(r, tol=0.02):
+    return r is not None and abs(r - 1) <= tol
+
+
+def summary(tally):
+    rows = []
+    if os.path.exists(tally):
+        with open(tally) as f:
+            rows = [json.loads(line) for line in f if line.strip()]
+    n = len(rows)
+    period = sum(within(r["period"]) for r in rows)
+    run = sum(within(r["run"]) for r in rows)
+    both = sum(within(r["period"]) and within(r["run"]) for r in rows)
+    examples = sorted({r["example"] for r in rows})
+    good = [e for e in examples if all(within(r["period"]) and within(r["run"]) for r in rows if r["example"] == e)]
+    print(f"within 2 % of rt-app: {both} of {n} threads in period and run (period {period}, run {run}); "
+          f"{len(good)} of {len(examples)} examples with every thread within 2 %"
+          + (f" ({', '.join(good)})" if good else ""))
 
 
 def main(argv):
@@ -156,7 +220,16 @@ def main(argv):
         global LIMIT_US
         LIMIT_US = float(argv[2]) * 1e6
         cut = argv.index("--")
-        compare(argv[3:cut], argv[cut + 1 :])
+        refs, tally, label = argv[3:cut], None, None
+        while refs[:1] in (["--tally"], ["--label"]):
+            if refs[0] == "--tally":
+                tally = refs[1]
+            else:
+                label = refs[1]
+            refs = refs[2:]
+        compare(refs, argv[cut + 1 :], tally, label)
+    elif len(argv) == 3 and argv[1] == "summary":
+        summary(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

@@ -6,9 +6,11 @@
 #
 # Per example: RUNS alternating runs of rt-app and of schedlab on the real kernel (the order
 # flips every run), then one run on every simulated policy; per thread, the mean over the runs
-# of the passes that ended within SECONDS (those rt-app logs; schedlab finishes finite tasks
-# past `duration`): periods completed (rows), mean and max period, mean run, mean slack and mean wake-up
-# latency (µs), printed as rt-app/schedlab and the ratio schedlab/rt-app (bench/rtapp.py compare).
+# of the passes that ended within SECONDS (both stop every task at `duration` and drop the pass
+# it interrupts): periods completed (rows), mean and max period, mean run, mean slack and mean
+# wake-up latency (µs), printed as rt-app/schedlab and the ratio schedlab/rt-app, then the
+# example's ratios over its threads (bench/rtapp.py compare); at the end, how many threads and
+# examples of the real-kernel comparison are within 2 % of rt-app in period and run.
 #
 # The examples are upstream's (RTAPP_SRC, a git directory of scheduler-tools/rt-app; HEAD's
 # doc/examples), else the rt-app package's copies (/usr/share/doc/rt-app/examples). Each is
@@ -76,7 +78,7 @@ for n in $names; do
     ref+=("$rdir") mine+=("$sdir")
   done
   echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app (load average $(load1))"
-  python3 bench/rtapp.py compare "$secs" "${ref[@]}" -- "${mine[@]}"
+  python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" "${ref[@]}" -- "${mine[@]}"
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
     if ! "$SCHEDLAB" run "$tmp/run.json" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
@@ -87,3 +89,6 @@ for n in $names; do
     python3 bench/rtapp.py compare "$secs" "${ref[@]}" -- "$pdir"
   done
 done
+echo
+echo "== summary (real kernel; load average $(load1) at the end)"
+python3 bench/rtapp.py summary "$tmp/tally"

@@ -376,6 +376,28 @@ impl Backend for RealBackend {
                 "group '{group}': mode=kernel is for the simulator (--backend sim): a real task cannot be made to run in kernel mode"
             )));
         }
+        if knobs.util_min.is_some() || knobs.util_max.is_some() {
+            // rt-app exits where sched_setattr refuses the clamps: refused before the run.
+            schedlab_real::knobs::uclamp_supported().map_err(|e| {
+                // Named by the clamps the group asks for, not the probe's own.
+                let e = match e {
+                    schedlab_real::knobs::KnobError::NoUclamp { .. } => {
+                        schedlab_real::knobs::KnobError::NoUclamp {
+                            knob: Knobs {
+                                util_min: knobs.util_min,
+                                util_max: knobs.util_max,
+                                ..Knobs::default()
+                            }
+                            .to_string(),
+                        }
+                    }
+                    other => other,
+                };
+                ExperimentError::Backend(format!(
+                    "group '{group}': {e}; rt-app exits there too (the simulator, --backend sim, ignores utilization clamps)"
+                ))
+            })?;
+        }
         check_outranked(knobs, Some(SUPERVISOR_PRIORITY))
             .map_err(|e| ExperimentError::Backend(format!("group '{group}': {e}")))
     }

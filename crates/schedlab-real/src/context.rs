@@ -300,7 +300,7 @@ impl Context for RealContext {
     }
 
     async fn barrier(&self, id: BarrierId) -> Result<(), WorkloadError> {
-        self.shared.sync.barrier(id.0)
+        self.shared.sync.barrier(id.0, self.wait_deadline())
     }
 
     async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
@@ -308,7 +308,7 @@ impl Context for RealContext {
     }
 
     async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
-        self.shared.sync.sem_wait(id.0)
+        self.shared.sync.sem_wait(id.0, self.wait_deadline())
     }
 
     async fn cond_wait(&self, cond: CondId, lock: LockId) -> Result<(), WorkloadError> {
@@ -319,7 +319,7 @@ impl Context for RealContext {
                 lock.0
             ))
         })?;
-        self.shared.sync.cond_wait(cond.0, l)
+        self.shared.sync.cond_wait(cond.0, l, self.wait_deadline())
     }
 
     async fn cond_signal(&self, cond: CondId) -> Result<(), WorkloadError> {
@@ -483,6 +483,15 @@ impl Context for RealContext {
 }
 
 impl RealContext {
+    /// The plan's wait end ([`schedlab_workload::SyncPlan::wait_end`]) as a deadline for the
+    /// waits: the monotonic clock that `Instant` reads is the one the epoch is on.
+    fn wait_deadline(&self) -> Option<std::time::Instant> {
+        let end = self.shared.sync.wait_end()?;
+        let end_ns = self.epoch_ns.saturating_add(end.as_nanos() as u64);
+        let left = end_ns.saturating_sub(sys::monotonic_ns());
+        Some(std::time::Instant::now() + Duration::from_nanos(left))
+    }
+
     /// `spawn` on the real kernel (see [`crate::spawn`]): a thread where the plan's shared
     /// objects live in this process, a forked process otherwise.
     fn spawn_task(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {

@@ -1,6 +1,8 @@
 //! Applying a group's knobs to the calling thread: setpriority for nice, sched_setattr for
 //! policies, real-time priorities, SCHED_DEADLINE and EEVDF custom slices (a fair task's
-//! `sched_runtime`, Linux 6.12+), sched_setaffinity for CPU lists.
+//! `sched_runtime`, Linux 6.12+), sched_setaffinity for CPU lists, and sched_setattr's
+//! utilization clamps (`util-min`, `util-max`; rt-app's `_set_thread_uclamp`) where the kernel
+//! has them ([`uclamp_supported`]).
 //!
 //! Every failure names the knob and, for permission errors, the capability it needs.
 
@@ -61,6 +63,12 @@ pub enum KnobError {
         /// The system's error.
         source: io::Error,
     },
+    /// The kernel has no utilization clamping.
+    #[error("{knob}: this kernel has no utilization clamping: sched_setattr with SCHED_FLAG_UTIL_CLAMP_MIN/MAX fails with EOPNOTSUPP (it was built without CONFIG_UCLAMP_TASK)")]
+    NoUclamp {
+        /// The knobs asked for.
+        knob: String,
+    },
     /// sched_getattr failed.
     #[error("sched_getattr: {0}")]
     GetAttr(io::Error),
@@ -71,6 +79,76 @@ pub enum KnobError {
 
 /// Apply `knobs` to the calling thread. Knobs left unset are not touched.
 pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), KnobError> {
+    apply_sched(knobs)?;
+    apply_uclamp(knobs)
+}
+
+/// The utilization clamps of `knobs` on the calling thread, keeping its policy and parameters
+/// (as rt-app sets them, after the policy).
+fn apply_uclamp(knobs: &Knobs) -> Result<(), KnobError> {
+    if knobs.util_min.is_none() && knobs.util_max.is_none() {
+        return Ok(());
+    }
+    let mut attr = SchedAttr {
+        sched_flags: sys::SCHED_FLAG_KEEP_POLICY | sys::SCHED_FLAG_KEEP_PARAMS,
+        ..SchedAttr::default()
+    };
+    if let Some(v) = knobs.util_min {
+        attr.sched_flags |= sys::SCHED_FLAG_UTIL_CLAMP_MIN;
+        attr.sched_util_min = v;
+    }
+    if let Some(v) = knobs.util_max {
+        attr.sched_flags |= sys::SCHED_FLAG_UTIL_CLAMP_MAX;
+        attr.sched_util_max = v;
+    }
+    let knob = clamps_text(knobs.util_min, knobs.util_max);
+    sys::sched_setattr(0, &attr).map_err(|e| uclamp_error(knob, e))
+}
+
+fn clamps_text(min: Option<u32>, max: Option<u32>) -> String {
+    let k = Knobs {
+        util_min: min,
+        util_max: max,
+        ..Knobs::default()
+    };
+    k.to_string()
+}
+
+fn uclamp_error(knob: String, e: io::Error) -> KnobError {
+    if e.raw_os_error() == Some(libc::EOPNOTSUPP) {
+        return KnobError::NoUclamp { knob };
+    }
+    explain(
+        knob,
+        e,
+        "CAP_SYS_NICE to raise a clamp above the limits of the task's cgroup",
+    )
+}
+
+/// Whether this kernel applies utilization clamps: a throw-away thread sets its own clamps to
+/// the values it has (sched_getattr's, so nothing changes) with both clamp flags; a kernel
+/// without CONFIG_UCLAMP_TASK refuses with EOPNOTSUPP ([`KnobError::NoUclamp`]).
+pub fn uclamp_supported() -> Result<(), KnobError> {
+    std::thread::spawn(|| {
+        let now = sys::sched_getattr(0).map_err(KnobError::GetAttr)?;
+        let attr = SchedAttr {
+            sched_flags: sys::SCHED_FLAG_KEEP_POLICY
+                | sys::SCHED_FLAG_KEEP_PARAMS
+                | sys::SCHED_FLAG_UTIL_CLAMP_MIN
+                | sys::SCHED_FLAG_UTIL_CLAMP_MAX,
+            sched_util_min: now.sched_util_min,
+            sched_util_max: now.sched_util_max.max(now.sched_util_min),
+            ..SchedAttr::default()
+        };
+        let knob = clamps_text(Some(attr.sched_util_min), Some(attr.sched_util_max));
+        sys::sched_setattr(0, &attr).map_err(|e| uclamp_error(knob, e))
+    })
+    .join()
+    .unwrap_or(Err(KnobError::ProbePanicked))
+}
+
+/// The policy, priority, nice, slice and CPUs of `knobs` on the calling thread.
+fn apply_sched(knobs: &Knobs) -> Result<(), KnobError> {
     if let Some(cpus) = &knobs.cpus {
         let mut set = rustix::thread::CpuSet::new();
         for &c in cpus {
@@ -172,6 +250,8 @@ pub fn demote_thread(tid: i32) -> io::Result<()> {
 fn knobs_text(knobs: &Knobs) -> String {
     let mut k = knobs.clone();
     k.cpus = None;
+    k.util_min = None;
+    k.util_max = None;
     k.to_string()
 }
 
@@ -217,6 +297,31 @@ mod tests {
             KnobError::SliceNotKept { asked: 3, has: 0 }.to_string(),
             "slice: the kernel did not keep the custom slice (asked 3 ns, has 0 ns); EEVDF custom slices need Linux 6.12 or later"
         );
+    }
+
+    /// The detection agrees with the kernel: where it says there is no clamping, a clamp is
+    /// refused with the error naming CONFIG_UCLAMP_TASK; where there is, it is applied.
+    #[test]
+    fn utilization_clamps_follow_the_detection() {
+        let clamp = Knobs {
+            util_max: Some(512),
+            ..Knobs::default()
+        };
+        match uclamp_supported() {
+            Err(KnobError::NoUclamp { .. }) => {
+                let e = try_knobs(clamp).unwrap_err();
+                assert!(matches!(e, KnobError::NoUclamp { .. }), "{e}");
+                assert!(e.to_string().contains("CONFIG_UCLAMP_TASK"), "{e}");
+                assert!(e.to_string().starts_with("util-max=512: "), "{e}");
+            }
+            Ok(()) => std::thread::spawn(move || {
+                apply_to_current_thread(&clamp).unwrap();
+                assert_eq!(sys::sched_getattr(0).unwrap().sched_util_max, 512);
+            })
+            .join()
+            .unwrap(),
+            Err(e) => panic!("the detection failed otherwise: {e}"),
+        }
     }
 
     #[test]

@@ -130,5 +130,14 @@ pub fn probe_knobs() -> Vec<Capability> {
         },
         "sched_runtime=0.3ms kept by the kernel",
     );
+    let clamps = crate::knobs::uclamp_supported();
+    out.push(Capability {
+        name: "utilization clamps (util-min, util-max)",
+        available: clamps.is_ok(),
+        detail: clamps.map_or_else(
+            |e| e.to_string(),
+            |()| "sched_setattr(SCHED_FLAG_UTIL_CLAMP_MIN|MAX) succeeded".into(),
+        ),
+    });
     out
 }

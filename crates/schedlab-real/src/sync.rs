@@ -16,7 +16,9 @@
 //!
 //! A run that is asked to stop ([`SyncObjects::stop`], and a stop flag the waits look at) wakes
 //! every waiter, and each wait returns [`WorkloadError::Stopped`], leaving the lock of a
-//! `cond_wait` released.
+//! `cond_wait` released. A plan with a wait end ([`SyncPlan::wait_end`]) gives every wait a
+//! deadline (the caller's `until`, that end on the monotonic clock): a wait still parked then
+//! times out with the same error, so that no task waits for a peer that stopped at the end.
 //!
 //! The objects live in the schedlab process: tasks that are forked processes cannot share them
 //! (the runner refuses such plans, see [`crate::runner::check_hosting`]).
@@ -26,6 +28,7 @@ use parking_lot_core::{FilterOp, ParkResult, ParkToken, UnparkToken, DEFAULT_PAR
 use schedlab_workload::{SyncPlan, WorkloadError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The token of a wakeup that ends the wait normally.
 const GO: UnparkToken = UnparkToken(1);
@@ -60,6 +63,8 @@ pub struct SyncObjects {
     stopped: AtomicBool,
     /// The run's stop flag (set from a signal handler, which cannot wake anybody).
     run_stop: Arc<AtomicBool>,
+    /// The plan's wait end, epoch-relative.
+    wait_end: Option<std::time::Duration>,
 }
 
 /// The error for an object the plan does not have.
@@ -93,7 +98,13 @@ impl SyncObjects {
             conds: (0..plan.conds).map(|_| Cond { _key: 0 }).collect(),
             stopped: AtomicBool::new(false),
             run_stop,
+            wait_end: plan.wait_end,
         }
+    }
+
+    /// When every wait ends, epoch-relative ([`SyncPlan::wait_end`]).
+    pub fn wait_end(&self) -> Option<std::time::Duration> {
+        self.wait_end
     }
 
     fn stopping(&self) -> bool {
@@ -112,8 +123,8 @@ impl SyncObjects {
         }
     }
 
-    /// Wait at barrier `id` until its parties have all arrived.
-    pub fn barrier(&self, id: usize) -> Result<(), WorkloadError> {
+    /// Wait at barrier `id` until its parties have all arrived, or until `until`.
+    pub fn barrier(&self, id: usize, until: Option<Instant>) -> Result<(), WorkloadError> {
         let b =
             (self.barriers.get(id)).ok_or_else(|| missing("barrier", id, self.barriers.len()))?;
         #[derive(PartialEq)]
@@ -148,7 +159,7 @@ impl SyncObjects {
             };
             // SAFETY: our own key; the closures do not panic or call into parking_lot.
             let parked = unsafe {
-                parking_lot_core::park(key(b), validate, || {}, |_, _| {}, ParkToken(round), None)
+                parking_lot_core::park(key(b), validate, || {}, |_, _| {}, ParkToken(round), until)
             };
             match parked {
                 ParkResult::Unparked(GO) => return Ok(()),
@@ -194,8 +205,8 @@ impl SyncObjects {
         Ok(())
     }
 
-    /// Take one from semaphore `id`, or wait for a post.
-    pub fn sem_wait(&self, id: usize) -> Result<(), WorkloadError> {
+    /// Take one from semaphore `id`, or wait for a post (until `until`).
+    pub fn sem_wait(&self, id: usize, until: Option<Instant>) -> Result<(), WorkloadError> {
         let s = (self.semaphores.get(id))
             .ok_or_else(|| missing("semaphore", id, self.semaphores.len()))?;
         loop {
@@ -216,7 +227,14 @@ impl SyncObjects {
             };
             // SAFETY: our own key; the closures do not panic or call into parking_lot.
             let parked = unsafe {
-                parking_lot_core::park(key(s), validate, || {}, |_, _| {}, DEFAULT_PARK_TOKEN, None)
+                parking_lot_core::park(
+                    key(s),
+                    validate,
+                    || {},
+                    |_, _| {},
+                    DEFAULT_PARK_TOKEN,
+                    until,
+                )
             };
             match parked {
                 // The post was handed over: the count was left alone.
@@ -227,9 +245,14 @@ impl SyncObjects {
         }
     }
 
-    /// Release `lock` (held by the caller), wait on condition `id` until signalled, and take
-    /// `lock` again. On [`WorkloadError::Stopped`] the lock is left released.
-    pub fn cond_wait(&self, id: usize, lock: &RealLock) -> Result<(), WorkloadError> {
+    /// Release `lock` (held by the caller), wait on condition `id` until signalled (or until
+    /// `until`), and take `lock` again. On [`WorkloadError::Stopped`] the lock is left released.
+    pub fn cond_wait(
+        &self,
+        id: usize,
+        lock: &RealLock,
+        until: Option<Instant>,
+    ) -> Result<(), WorkloadError> {
         let c = (self.conds.get(id))
             .ok_or_else(|| missing("condition variable", id, self.conds.len()))?;
         let validate = || !self.stopping();
@@ -246,7 +269,7 @@ impl SyncObjects {
                 release,
                 |_, _| {},
                 DEFAULT_PARK_TOKEN,
-                None,
+                until,
             )
         };
         match parked {
@@ -311,11 +334,11 @@ mod tests {
                 let s = s.clone();
                 let lock = lock.clone();
                 std::thread::spawn(move || match kind {
-                    0 => s.barrier(0),
-                    1 => s.sem_wait(0),
+                    0 => s.barrier(0, None),
+                    1 => s.sem_wait(0, None),
                     _ => {
                         lock.lock();
-                        s.cond_wait(0, &lock)
+                        s.cond_wait(0, &lock, None)
                     }
                 })
             })
@@ -329,9 +352,9 @@ mod tests {
         // The cond waiter left the lock released.
         assert!(lock.try_lock());
         let t = Instant::now();
-        assert_eq!(s.barrier(0), Err(WorkloadError::Stopped));
-        assert_eq!(s.sem_wait(0), Err(WorkloadError::Stopped));
-        assert_eq!(s.cond_wait(0, &lock), Err(WorkloadError::Stopped));
+        assert_eq!(s.barrier(0, None), Err(WorkloadError::Stopped));
+        assert_eq!(s.sem_wait(0, None), Err(WorkloadError::Stopped));
+        assert_eq!(s.cond_wait(0, &lock, None), Err(WorkloadError::Stopped));
         assert!(!lock.is_locked(), "released on the way out");
         assert!(t.elapsed() < Duration::from_millis(50));
     }
@@ -343,7 +366,7 @@ mod tests {
             s.sem_post(2).unwrap_err().to_string(),
             "semaphore 2 is not in the workload's plan, which has 0"
         );
-        assert!(s.barrier(0).is_err() && s.cond_signal(0).is_err());
+        assert!(s.barrier(0, None).is_err() && s.cond_signal(0).is_err());
     }
 
     #[test]
@@ -353,8 +376,35 @@ mod tests {
             ..SyncPlan::default()
         });
         for _ in 0..3 {
-            assert_eq!(s.barrier(0), Ok(()));
-            assert_eq!(s.barrier(1), Ok(()));
+            assert_eq!(s.barrier(0, None), Ok(()));
+            assert_eq!(s.barrier(1, None), Ok(()));
         }
+    }
+
+    #[test]
+    fn a_wait_still_parked_at_its_deadline_ends_stopped_with_the_lock_released() {
+        let s = objects(SyncPlan {
+            barriers: vec![2],
+            semaphores: vec![0],
+            conds: 1,
+            ..SyncPlan::default()
+        });
+        let lock = RealLock::new(schedlab_workload::plan::LockKind::Sleep, "l".into(), true);
+        let t = Instant::now();
+        let until = Some(t + Duration::from_millis(30));
+        assert_eq!(s.barrier(0, until), Err(WorkloadError::Stopped));
+        assert_eq!(s.sem_wait(0, until), Err(WorkloadError::Stopped));
+        lock.lock();
+        assert_eq!(s.cond_wait(0, &lock, until), Err(WorkloadError::Stopped));
+        assert!(lock.try_lock(), "the cond wait left its lock released");
+        let took = t.elapsed();
+        // Not before the deadline; well within a second after it (a loaded machine).
+        assert!(
+            took >= Duration::from_millis(30) && took < Duration::from_secs(1),
+            "{took:?}"
+        );
+        // A post that came before the deadline is taken, as without one.
+        s.sem_post(0).unwrap();
+        assert_eq!(s.sem_wait(0, Some(Instant::now())), Ok(()));
     }
 }

@@ -7,7 +7,9 @@
 
 use std::io;
 
-/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER0, include/uapi/linux/sched/types.h).
+/// The kernel's `struct sched_attr` (SCHED_ATTR_SIZE_VER1, include/uapi/linux/sched/types.h:
+/// VER0 and the utilization clamps of Linux 5.3; a kernel before 5.3 accepts it while the
+/// clamps are 0).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SchedAttr {
@@ -27,7 +29,20 @@ pub struct SchedAttr {
     pub sched_deadline: u64,
     /// DEADLINE period, ns.
     pub sched_period: u64,
+    /// Utilization clamp minimum, 0..1024 (with [`SCHED_FLAG_UTIL_CLAMP_MIN`]).
+    pub sched_util_min: u32,
+    /// Utilization clamp maximum, 0..1024 (with [`SCHED_FLAG_UTIL_CLAMP_MAX`]).
+    pub sched_util_max: u32,
 }
+
+/// sched_setattr keeps the policy (include/uapi/linux/sched.h).
+pub const SCHED_FLAG_KEEP_POLICY: u64 = 0x08;
+/// sched_setattr keeps the priority, nice and deadline parameters.
+pub const SCHED_FLAG_KEEP_PARAMS: u64 = 0x10;
+/// sched_setattr sets `sched_util_min`.
+pub const SCHED_FLAG_UTIL_CLAMP_MIN: u64 = 0x20;
+/// sched_setattr sets `sched_util_max`.
+pub const SCHED_FLAG_UTIL_CLAMP_MAX: u64 = 0x40;
 
 /// SCHED_DEADLINE's policy number.
 pub const SCHED_DEADLINE: u32 = 6;

@@ -302,6 +302,7 @@ impl<'a> Compiler<'a> {
                 queues: 0,
                 lock_kinds,
                 lock_names,
+                wait_end: self.def.ends_at,
             },
             mode,
             transport,
@@ -322,6 +323,7 @@ impl<'a> Compiler<'a> {
             memory: 0,
             files: 0,
             rtapp_log: self.def.rtapp_log.clone(),
+            ends_at: self.def.ends_at,
         };
         crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
         program.derived = derived(self.def, &program)?;

@@ -214,13 +214,16 @@ impl PeriodState {
     /// says of it, from the same clock readings: the activation's slack (the activation minus
     /// the time the step was reached, µs) and how late the task woke (µs), or `None` when it
     /// was already late and did not sleep (rt-app then resets the pass's wake-up latency).
+    /// `None` when the run's `end` comes before the next activation: the task sleeps until the
+    /// end (rt-app's `clock_nanosleep` is cancelled there) and records nothing of it.
     async fn activate<C: Context>(
         &mut self,
         ctx: &C,
         names: &PeriodNames,
         every: Duration,
         deadline: Duration,
-    ) -> (i64, Option<u64>) {
+        end: Option<Duration>,
+    ) -> Option<(i64, Option<u64>)> {
         let now = ctx.now();
         self.close(now);
         let mut logged = (0, None);
@@ -237,6 +240,10 @@ impl PeriodState {
                     self.late += u64::from(behind);
                     next += every * behind;
                 }
+                if let Some(e) = end.filter(|&e| next > e) {
+                    ctx.sleep_until(e).await;
+                    return None;
+                }
                 let slept = next > now;
                 if slept {
                     ctx.sleep_until(next).await;
@@ -250,7 +257,7 @@ impl PeriodState {
             }
         };
         self.current = Some((activation, activation + deadline));
-        logged
+        Some(logged)
     }
 
     /// Account the work of the current activation, ended at `now`.
@@ -272,8 +279,15 @@ pub async fn run<C: Context>(
     ctx: &C,
 ) -> Result<(), WorkloadError> {
     let group = &program.groups[task.group];
+    // rt-app's global duration: when it has come the task stops where rt-app's thread stops
+    // (see `ended`), releases the locks it holds and ends normally.
+    let end = program.ends_at;
     if let Some(s) = group.start_semaphore {
-        ctx.sem_wait(SemaphoreId(s)).await?;
+        let started = ctx.sem_wait(SemaphoreId(s)).await;
+        if ended(&started, end, ctx) {
+            return Ok(());
+        }
+        started?;
     }
     let mut frame = vec![0f64; group.slots];
     frame[0] = task.index as f64;
@@ -296,8 +310,14 @@ pub async fn run<C: Context>(
     let mut log = (program.rtapp_log.as_ref())
         .filter(|_| ctx.logs_passes())
         .map(|l| PassLogger::new(l.calibration_ns, l.cumulative_slack));
+    // The locks this task holds, oldest first, when the run has an end (released there).
+    let mut held: Vec<usize> = Vec::new();
     let mut pc = 0;
     while pc < body.len() {
+        // rt-app looks at its run flag before each event (`run` in rt-app.c).
+        if end.is_some_and(|e| ctx.now() >= e) {
+            break;
+        }
         match &body[pc] {
             Instr::Compute(a) => {
                 let cpu = draw(a, &frame, &mut rng, "compute")?;
@@ -310,7 +330,20 @@ pub async fn run<C: Context>(
                     }
                 }
             }
-            Instr::Sleep(a) => ctx.sleep(draw(a, &frame, &mut rng, "sleep")?).await,
+            Instr::Sleep(a) => {
+                let d = draw(a, &frame, &mut rng, "sleep")?;
+                match end {
+                    None => ctx.sleep(d).await,
+                    // rt-app's nanosleep is a cancellation point: the end cuts it.
+                    Some(e) => {
+                        let until = ctx.now() + d;
+                        ctx.sleep_until(until.min(e)).await;
+                        if until >= e {
+                            break;
+                        }
+                    }
+                }
+            }
             Instr::Busy(c) => {
                 let length = duration(c.eval(&frame), "busy")?;
                 match log.as_mut() {
@@ -335,7 +368,12 @@ pub async fn run<C: Context>(
                     ));
                 }
                 let names = &program.periods[*timer];
-                let (slack, woke) = periods[*timer].activate(ctx, names, every, deadline).await;
+                let Some((slack, woke)) = periods[*timer]
+                    .activate(ctx, names, every, deadline, end)
+                    .await
+                else {
+                    break;
+                };
                 if let Some(log) = log.as_mut() {
                     log.timer(every, slack, woke);
                 }
@@ -360,17 +398,48 @@ pub async fn run<C: Context>(
                 }
                 received += 1;
             }
-            Instr::Lock(r) => ctx.lock(LockId(element(r, &frame)?)).await,
-            Instr::Unlock(r) => ctx.unlock(LockId(element(r, &frame)?)),
-            Instr::Barrier(r) => ctx.barrier(BarrierId(element(r, &frame)?)).await?,
+            Instr::Lock(r) => {
+                let l = element(r, &frame)?;
+                ctx.lock(LockId(l)).await;
+                if end.is_some() {
+                    held.push(l);
+                }
+            }
+            Instr::Unlock(r) => {
+                let l = element(r, &frame)?;
+                ctx.unlock(LockId(l));
+                if let Some(i) = held.iter().rposition(|&h| h == l) {
+                    held.remove(i);
+                }
+            }
+            Instr::Barrier(r) => {
+                let got = ctx.barrier(BarrierId(element(r, &frame)?)).await;
+                if ended(&got, end, ctx) {
+                    break;
+                }
+                got?
+            }
             Instr::SemPost(r) => ctx.sem_post(SemaphoreId(element(r, &frame)?)).await?,
-            Instr::SemWait(r) => ctx.sem_wait(SemaphoreId(element(r, &frame)?)).await?,
+            Instr::SemWait(r) => {
+                let got = ctx.sem_wait(SemaphoreId(element(r, &frame)?)).await;
+                if ended(&got, end, ctx) {
+                    break;
+                }
+                got?
+            }
             Instr::CondWait { cond, lock } => {
-                ctx.cond_wait(
-                    CondId(element(cond, &frame)?),
-                    LockId(element(lock, &frame)?),
-                )
-                .await?
+                let l = element(lock, &frame)?;
+                let got = ctx
+                    .cond_wait(CondId(element(cond, &frame)?), LockId(l))
+                    .await;
+                if ended(&got, end, ctx) {
+                    // A wait the end cut leaves its lock released.
+                    if let Some(i) = held.iter().rposition(|&h| h == l) {
+                        held.remove(i);
+                    }
+                    break;
+                }
+                got?
             }
             Instr::CondSignal(r) => ctx.cond_signal(CondId(element(r, &frame)?)).await?,
             Instr::CondBroadcast(r) => ctx.cond_broadcast(CondId(element(r, &frame)?)).await?,
@@ -445,8 +514,22 @@ pub async fn run<C: Context>(
         }
         pc += 1;
     }
+    // Stopped at the end (or ended holding locks, which only a run with an end tracks): let
+    // the tasks waiting for them go on to their own end, as rt-app's thread that stops with a
+    // lock held runs its remaining unlock events.
+    for l in held.into_iter().rev() {
+        ctx.unlock(LockId(l));
+    }
     record_at_end(ctx, program, &mut periods, &counts, received);
     Ok(())
+}
+
+/// Whether a wait's result `got` means that the run's `end` has come (the backend cut the
+/// wait there, [`schedlab_workload::SyncPlan::wait_end`]): the task then stops, as rt-app's
+/// thread cancelled in `pthread_cond_wait`, `sem_wait` or a barrier does. A `Stopped` before
+/// the end is the run being interrupted, and stays an error.
+fn ended<C: Context>(got: &Result<(), WorkloadError>, end: Option<Duration>, ctx: &C) -> bool {
+    matches!(got, Err(WorkloadError::Stopped)) && end.is_some_and(|e| ctx.now() >= e)
 }
 
 /// One phase pass of rt-app's log being measured (`thread_body` and `run_event` in rt-app

@@ -49,6 +49,9 @@ pub struct ScriptDef {
     pub metrics: MetricsSpec,
     /// What rt-app's per-task logs need of an rt-app file's `global` (`None` for a TOML file).
     pub rtapp_log: Option<RtAppLog>,
+    /// When every task stops, from the run's start (an rt-app file's global `duration`: rt-app
+    /// stops every thread then, wherever it is); `None`: tasks run to their own end.
+    pub ends_at: Option<std::time::Duration>,
     /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
     /// one each, at its place; the binary prints them when it reads the file.
     pub warnings: Vec<crate::error::Diagnostic>,

@@ -411,6 +411,9 @@ pub struct Program {
     /// rt-app's log settings, for an rt-app file: its phase passes (`Timed` steps) are then
     /// logged as rt-app logs them, when the run keeps pass rows.
     pub rtapp_log: Option<crate::model::RtAppLog>,
+    /// When every task stops, epoch-relative (an rt-app file's global `duration`; also the
+    /// plan's [`schedlab_workload::SyncPlan::wait_end`]).
+    pub ends_at: Option<std::time::Duration>,
 }
 
 impl Program {

@@ -48,7 +48,7 @@
 //! # Mapping (rt-app key → model), with the deviations
 //! | rt-app | model |
 //! |---|---|
-//! | `global.duration` (s; -1 or 0: none) | the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. Deviation: rt-app also kills finite tasks at `duration` and stops mid-pass; schedlab finishes the pass it is in and lets finite tasks finish. A forked task's loop of -1 runs `duration` from its fork, not to rt-app's global end. |
+//! | `global.duration` (s; -1 or 0: none) | [`ScriptDef::ends_at`]: every task stops there, as rt-app's `__shutdown` clears its run flag and cancels every thread — the interpreter stops a task before its next step, cuts its sleeps and timer waits there, releases the locks it holds, and the plan's `wait_end` makes both backends end the barrier, semaphore and condition waits still blocked then (`docs/workload-files.md` says where each task stops). Also the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. |
 //! | `global.default_policy` | the `policy` knob of every task without its own |
 //! | `global.calibration` | checked (`"CPU<n>"` or a whole number), warned: it only tunes rt-app's busy loop to turn `run`'s µs into loop counts; schedlab's compute is CPU time itself |
 //! | `global.pi_enabled` | `false` accepted; `true` warned: schedlab's locks have no priority inheritance |
@@ -65,7 +65,8 @@
 //! | `dl-runtime`, `dl-period`, `dl-deadline` (µs) | `policy = "deadline:R/D/P"` (period defaults to runtime, deadline to period); for SCHED_OTHER/BATCH `dl-runtime` is the custom slice (Linux ≥ 6.12) → knob `slice`; elsewhere refused. The task-level legacy keys `runtime`, `period`, `deadline` are read as rt-app reads them (only when the `dl-` key is absent); a task-level `runtime` in a task without `phases` is both an event and the legacy budget in rt-app, and is refused as ambiguous |
 //! | `cpus` (array) | knob `cpus` |
 //! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts. When they amount to one setting for the whole run they are the group's knobs (`merged_sched`); otherwise each phase that changes them starts with a [`StepKind::Set`] (`phase_sets`), before its loop and outside its timed pass, as rt-app applies them before taking the pass's start time. The switches are checked before the run as the group's knobs are (a CPU outside the machine, a class the simulated policy lacks) |
-//! | `nodes_membind`, `util_min`, `util_max` | checked (node numbers; a clamp 0..1024 or -1), warned: NUMA memory binding and utilization clamping are applied on neither backend (the simulator has no utilization signal; kernels without CONFIG_UCLAMP_TASK refuse uclamp with EOPNOTSUPP) |
+//! | `util_min`, `util_max` (task or phase) | knobs `util-min`, `util-max` (0..1024; -1: none), per phase as `priority` is; warned, saying where they apply: the real backend sets them after the policy (rt-app's `_set_thread_uclamp`) where the kernel has utilization clamping, and refuses the run before it starts where it has not (CONFIG_UCLAMP_TASK unset: EOPNOTSUPP, on which rt-app exits); the simulator has no utilization signal and ignores them |
+//! | `nodes_membind` | checked (node numbers), warned: NUMA memory binding is applied on neither backend |
 //! | non-empty `taskgroup` | refused: a CPU cgroup of its own changes how the thread shares the CPU, and schedlab runs tasks in no cgroup of their own (`taskgroup: ""` means none and is accepted) |
 //! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
 //! | `runtime` (µs of wall time on the CPU) | `Busy` |
@@ -382,6 +383,10 @@ struct Sched {
     dl_period: Option<Kv<i64>>,
     dl_deadline: Option<Kv<i64>>,
     cpus: Option<Kv<Vec<i64>>>,
+    /// `util_min` when it sets a clamp (>= 0; -1 leaves it as it is).
+    util_min: Option<Kv<i64>>,
+    /// `util_max`, as `util_min`.
+    util_max: Option<Kv<i64>>,
 }
 
 /// One event of a phase, read.
@@ -664,6 +669,8 @@ impl Reader<'_> {
             tasks: None,
             start: None,
             metrics: MetricsSpec::default(),
+            ends_at: (global.duration.as_ref())
+                .map(|d| std::time::Duration::from_secs(d.value.unsigned_abs())),
             rtapp_log: Some(global.log),
             warnings: Vec::new(),
         })
@@ -1243,7 +1250,14 @@ impl Reader<'_> {
                 if v.value > 1024 {
                     return Err(Diagnostic::new(v.span, format!("'{k}' = {} is not accepted; a utilization clamp is 0..1024 (-1: unchanged)", v.value)));
                 }
-                self.warn(en.key_span, format!("'{k}' clamps the thread's utilization (sched_setattr's uclamp, read by schedutil and capacity-aware placement); it has no effect here: the simulator models no utilization signal, and the real backend sets no clamp (a kernel without CONFIG_UCLAMP_TASK, as is common, refuses it with EOPNOTSUPP)"));
+                self.warn(en.key_span, format!("'{k}' clamps the thread's utilization (sched_setattr's uclamp, read by schedutil and capacity-aware placement): the real backend applies it (knob {}) where the kernel has utilization clamping (CONFIG_UCLAMP_TASK), and refuses the run before it starts where it has not (sched_setattr fails with EOPNOTSUPP there, and rt-app exits); the simulator models no utilization signal and ignores it", k.replace('_', "-")));
+                if v.value >= 0 {
+                    if k == "util_min" {
+                        s.util_min = Some(v);
+                    } else {
+                        s.util_max = Some(v);
+                    }
+                }
             }
             "taskgroup" => {
                 let v = self.string(en.key, en.value)?;
@@ -1816,6 +1830,8 @@ fn merged_sched(t: &Task) -> R<Sched> {
     persist(t, "dl-runtime", |s| &s.dl_runtime, &mut s.dl_runtime)?;
     persist(t, "dl-period", |s| &s.dl_period, &mut s.dl_period)?;
     persist(t, "dl-deadline", |s| &s.dl_deadline, &mut s.dl_deadline)?;
+    persist(t, "util_min", |s| &s.util_min, &mut s.util_min)?;
+    persist(t, "util_max", |s| &s.util_max, &mut s.util_max)?;
     // `cpus`: a phase without it runs on the task's CPUs.
     let effective: Vec<(&Phase, Option<&Kv<Vec<i64>>>)> = t
         .phases
@@ -1974,6 +1990,13 @@ fn sched_knobs(
         let list: Vec<String> = c.value.iter().map(|c| c.to_string()).collect();
         push("cpus", c.key, list.join(","), c.span);
     }
+    // rt-app sets the clamps after the policy (`_set_thread_uclamp`), for every policy but
+    // SCHED_DEADLINE, where the knobs' check below refuses them.
+    for (name, kv) in [("util-min", &s.util_min), ("util-max", &s.util_max)] {
+        if let Some(kv) = kv {
+            push(name, kv.key, kv.value.to_string(), kv.span);
+        }
+    }
     // Each knob parsed, then checked with those before it: a fault is reported at the value
     // that brings it in (the CPU numbers are checked against the machine when it runs).
     let mut all = Knobs::default();
@@ -2055,6 +2078,8 @@ fn phase_sets(t: &Task, global: &Global) -> R<Vec<Option<Step>>> {
             s.dl_runtime.as_ref().map(|k| k.key),
             s.dl_period.as_ref().map(|k| k.key),
             s.dl_deadline.as_ref().map(|k| k.key),
+            s.util_min.as_ref().map(|k| k.key),
+            s.util_max.as_ref().map(|k| k.key),
         ];
         if let Some(first) = gives.iter().flatten().min_by_key(|k| k.start) {
             let phase_policy = s.policy.clone().or_else(|| policy.clone());

@@ -682,6 +682,7 @@ impl<'t> Reader<'t> {
             start: None,
             metrics: MetricsSpec::default(),
             rtapp_log: None,
+            ends_at: None,
             warnings: Vec::new(),
         };
         let mut groups_seen = false;

@@ -103,6 +103,10 @@ pub struct Slot {
     pub attrs: Option<(schedlab_workload::knobs::Knobs, bool)>,
     /// The machine's CPU time, as the last [`Op::CpuTimes`] read it.
     pub cpu_times: Option<CpuTimes>,
+    /// The last wait (barrier, semaphore, condition) was ended by the plan's wait end
+    /// ([`schedlab_workload::SyncPlan::wait_end`]), not satisfied: it fails with
+    /// [`WorkloadError::Stopped`].
+    pub cut: bool,
 }
 
 /// What ends a run from outside: the stop flag (Ctrl-C) and the wall-clock budget. The
@@ -248,6 +252,15 @@ impl<'s> SimContext<'s> {
 
     fn call(&self) -> &Call {
         self.call
+    }
+
+    /// How the wait just completed ended: satisfied, or cut by the plan's wait end.
+    fn waited(&self) -> Result<(), WorkloadError> {
+        if std::mem::take(&mut self.slot().cut) {
+            Err(WorkloadError::Stopped)
+        } else {
+            Ok(())
+        }
     }
 
     fn issue(&self, op: Op) -> Issue<'_> {
@@ -400,9 +413,9 @@ impl Context for SimContext<'_> {
 
     async fn barrier(&self, id: BarrierId) -> Result<(), WorkloadError> {
         // Like channels, simulated synchronisation does not fail: a wait that can never end
-        // ends the run as a deadlock the machine names.
+        // ends the run as a deadlock the machine names — unless the plan's wait end ends it.
         self.issue(Op::Barrier(id.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
@@ -412,12 +425,12 @@ impl Context for SimContext<'_> {
 
     async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
         self.issue(Op::SemWait(id.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn cond_wait(&self, cond: CondId, lock: LockId) -> Result<(), WorkloadError> {
         self.issue(Op::CondWait(cond.0, lock.0)).await;
-        Ok(())
+        self.waited()
     }
 
     async fn cond_signal(&self, cond: CondId) -> Result<(), WorkloadError> {

@@ -14,10 +14,12 @@ use std::time::Duration;
 
 /// What `--group` accepts, quoted in every knob error.
 /// The knobs' names, as `--group NAME:KNOB=...` and `--vary GROUP.KNOB=...` take them.
-pub const KNOB_NAMES: [&str; 5] = ["nice", "policy", "slice", "cpus", "mode"];
+pub const KNOB_NAMES: [&str; 7] = [
+    "nice", "policy", "slice", "cpus", "mode", "util-min", "util-max",
+];
 
 /// The knobs and their accepted values, as messages list them.
-pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only)";
+pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only), util-min=0..1024, util-max=0..1024 (real kernel with utilization clamping)";
 
 /// Where a task's work runs: in user mode, returning to it after every system call, or in
 /// kernel mode, as a kernel thread or a process inside a system call that never returns (an NFS
@@ -246,6 +248,16 @@ pub struct Knobs {
     /// User or kernel mode (simulator only; unset is user).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mode: Option<CpuMode>,
+    /// The lowest utilization the kernel assumes of the task (uclamp's `sched_util_min`,
+    /// 0..1024: schedutil's frequency and capacity-aware placement read it). Real kernel only,
+    /// where it has utilization clamping (CONFIG_UCLAMP_TASK); the simulator models no
+    /// utilization signal and ignores it.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub util_min: Option<u32>,
+    /// The highest utilization the kernel assumes of the task (`sched_util_max`, 0..1024); as
+    /// [`Knobs::util_min`].
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub util_max: Option<u32>,
 }
 
 impl Knobs {
@@ -297,6 +309,28 @@ impl Knobs {
                 )));
             }
         }
+        for (name, v) in [("util-min", self.util_min), ("util-max", self.util_max)] {
+            match v {
+                Some(v) if v > 1024 => {
+                    return Err(invalid(format!(
+                        "{name}={v} is out of range; accepted: 0..1024"
+                    )))
+                }
+                Some(_) if matches!(policy, SchedPolicy::Deadline { .. }) => {
+                    return Err(invalid(format!(
+                        "{name} applies to policies other, batch, idle, fifo and rr, not {policy}"
+                    )))
+                }
+                _ => {}
+            }
+        }
+        if let (Some(lo), Some(hi)) = (self.util_min, self.util_max) {
+            if lo > hi {
+                return Err(invalid(format!(
+                    "util-min={lo} is above util-max={hi}; the kernel refuses a minimum above the maximum"
+                )));
+            }
+        }
         if let Some(cpus) = &self.cpus {
             if cpus.is_empty() {
                 return Err(invalid("cpus= is empty; give a list such as 0-1".into()));
@@ -327,6 +361,8 @@ impl Knobs {
             slice_ns: over.slice_ns.or(self.slice_ns),
             cpus: over.cpus.clone().or_else(|| self.cpus.clone()),
             mode: over.mode.or(self.mode),
+            util_min: over.util_min.or(self.util_min),
+            util_max: over.util_max.or(self.util_max),
         }
     }
 }
@@ -348,6 +384,12 @@ impl fmt::Display for Knobs {
         }
         if let Some(m) = self.mode {
             parts.push(format!("mode={m}"));
+        }
+        if let Some(u) = self.util_min {
+            parts.push(format!("util-min={u}"));
+        }
+        if let Some(u) = self.util_max {
+            parts.push(format!("util-max={u}"));
         }
         if parts.is_empty() {
             write!(f, "default")
@@ -472,6 +514,18 @@ fn set_knob(knobs: &mut Knobs, key: &str, value: &str) -> Result<(), KnobFault> 
         }
         "cpus" => knobs.cpus = Some(parse_cpu_list(value).map_err(KnobFault::Value)?),
         "mode" => knobs.mode = Some(value.parse().map_err(KnobFault::Value)?),
+        "util-min" | "util-max" => {
+            let v: u32 = value.parse().map_err(|_| {
+                KnobFault::Value(ValueError(format!(
+                    "{key}='{value}' is not a whole number; accepted: 0..1024"
+                )))
+            })?;
+            if key == "util-min" {
+                knobs.util_min = Some(v);
+            } else {
+                knobs.util_max = Some(v);
+            }
+        }
         _ => return Err(KnobFault::Unknown),
     }
     Ok(())
@@ -504,6 +558,25 @@ mod tests {
             e.contains("'supervisor'") && e.contains("user or kernel"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn utilization_clamps_parse_and_are_checked() {
+        let (_, k) = parse_group_arg("g:util-min=128,util-max=512").unwrap();
+        assert_eq!((k.util_min, k.util_max), (Some(128), Some(512)));
+        assert_eq!(k.to_string(), "util-min=128,util-max=512");
+        assert!(k.validate("g", 2).is_ok());
+        let bad = |arg: &str| {
+            let (_, k) = parse_group_arg(arg).unwrap();
+            k.validate("g", 2).unwrap_err().to_string()
+        };
+        assert!(bad("g:util-max=2000").contains("0..1024"));
+        assert!(bad("g:util-min=600,util-max=500").contains("above util-max=500"));
+        assert!(bad("g:policy=deadline:1ms/5ms/10ms,util-min=1").contains("not deadline"));
+        assert!(parse_group_arg("g:util-min=x")
+            .unwrap_err()
+            .to_string()
+            .contains("0..1024"));
     }
 
     #[test]

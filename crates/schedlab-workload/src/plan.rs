@@ -174,6 +174,12 @@ pub struct SyncPlan {
     /// Per lock, its name for the lock table (`schedlab run --locks`); a lock past the end is
     /// called `lock[N]`.
     pub lock_names: Vec<String>,
+    /// When every task of the run stops (epoch-relative; rt-app's global `duration`): a wait on
+    /// a barrier, semaphore or condition variable still blocked then ends with
+    /// [`crate::WorkloadError::Stopped`] (a `cond_wait` leaving its lock released), and so does
+    /// one that would block later — so that no task waits for a peer that has stopped. `None`:
+    /// waits end only when they are satisfied.
+    pub wait_end: Option<std::time::Duration>,
 }
 
 /// How a task waits for a lock another task holds.

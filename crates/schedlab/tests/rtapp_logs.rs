@@ -209,8 +209,8 @@ fn real_logs_match_a_log_rt_app_writes_here() {
     let (ra, rb) = (rows(&a), rows(&b));
     // A phase of loop 5 in a task of loop 1 (rt-app 1.0 runs a task *without* phases for ever,
     // whatever its loop): rt-app writes its 5 rows (the last pass may be cut by `duration` on a
-    // slow machine: it writes none for it); so does schedlab, which finishes the pass.
-    assert_eq!(rb.len(), 5, "{b}");
+    // slow machine: it writes none for it); so does schedlab, which stops there too.
+    assert!((4..=5).contains(&rb.len()), "{b}");
     assert!((4..=5).contains(&ra.len()), "{a}");
     let now_us = {
         let mut ts = libc::timespec {

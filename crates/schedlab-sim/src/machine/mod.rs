@@ -402,6 +402,9 @@ enum Effect {
     CondSleep(usize, usize),
     /// Blocked on a condition until signalled; then take the lock again (as [`Effect::Lock`]).
     OnCond(usize, usize),
+    /// A wait on a barrier, semaphore or condition that the plan's wait end ended: the call is
+    /// complete (and fails, [`crate::context::Slot::cut`]); a condition's lock stays released.
+    WaitCut,
     /// Wake the first waiter of a condition, if any.
     CondSignal(usize),
     /// Wake every waiter of a condition.
@@ -463,6 +466,8 @@ enum Event {
     DeviceDone {
         task: TaskId,
     },
+    /// The plan's wait end: every wait on a barrier, semaphore or condition ends (`sync.rs`).
+    WaitEnd,
 }
 
 mod accounting;
@@ -538,6 +543,8 @@ struct Machine<'a> {
     failure: Option<SimError>,
     /// The run-queue timeline being recorded, if asked for (`timeline.rs`).
     timeline: Option<Timeline>,
+    /// The plan's wait end, ns ([`schedlab_workload::SyncPlan::wait_end`], `sync.rs`).
+    wait_end: Option<u64>,
 }
 
 impl<'a> Machine<'a> {
@@ -581,6 +588,7 @@ impl<'a> Machine<'a> {
             contexts,
             task_knobs: std::collections::HashMap::new(),
             failure: None,
+            wait_end: (plan.sync.wait_end).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
             timeline: setup
                 .timeline
                 .then(|| Timeline::new(setup.cpus, "simulator (exact)", "all")),
@@ -622,6 +630,9 @@ impl<'a> Machine<'a> {
                 let at = self.cpus[cpu].tick_phase.max(1).min(tick);
                 self.clock.events.push(at, Event::Tick { cpu });
             }
+        }
+        if let Some(at) = self.wait_end {
+            self.clock.timer(at, Event::WaitEnd);
         }
         for &t in order {
             self.wake(t, None, true);
@@ -711,6 +722,11 @@ impl<'a> Machine<'a> {
                     self.clock.timer_fired();
                     progress_at = n;
                     self.device_interrupt(task);
+                }
+                Event::WaitEnd => {
+                    self.clock.timer_fired();
+                    progress_at = n;
+                    self.end_waits();
                 }
             }
             // Asked before it is taken: a `take` wrote the field back at every event.

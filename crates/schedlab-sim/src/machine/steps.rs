@@ -218,6 +218,7 @@ impl Machine<'_> {
             | Effect::SemPost(_)
             | Effect::SemWait(_)
             | Effect::OnSemaphore(_)
+            | Effect::WaitCut
             | Effect::CondWait(..)
             | Effect::CondSleep(..)
             | Effect::CondSignal(_)

@@ -167,6 +167,17 @@ impl SyncObjects {
         std::mem::take(&mut self.conds[c].waiters)
     }
 
+    /// Task `t` no longer waits at the barrier, semaphore or condition its `effect` blocks on.
+    pub(super) fn leave(&mut self, effect: Effect, t: TaskId) {
+        let waiters = match effect {
+            Effect::AtBarrier(b) => &mut self.barriers[b].waiters,
+            Effect::OnSemaphore(s) => &mut self.semaphores[s].waiters,
+            Effect::OnCond(c, _) => &mut self.conds[c].waiters,
+            _ => return,
+        };
+        waiters.retain(|&w| w != t);
+    }
+
     /// Task `t` takes free lock `l` at `now`, having waited `wait` ns.
     pub(super) fn take(&mut self, l: usize, t: TaskId, now: u64, wait: u64) {
         let lock = &mut self.locks[l];
@@ -242,6 +253,8 @@ impl Machine<'_> {
     #[inline(always)]
     pub(super) fn sync_effect(&mut self, cpu: CpuId, t: TaskId, effect: Effect) -> bool {
         match effect {
+            // Past the plan's wait end nobody is left to end a wait: it ends at once.
+            Effect::Barrier(_) if self.waits_ended() => self.cut(t),
             Effect::Barrier(b) => match self.sync.arrive(b, t) {
                 None => {
                     self.block_to_retry(cpu, t, Effect::AtBarrier(b));
@@ -257,7 +270,7 @@ impl Machine<'_> {
                 }
             },
             // Woken by the last party or handed a post: the call is complete.
-            Effect::AtBarrier(_) | Effect::OnSemaphore(_) => {}
+            Effect::AtBarrier(_) | Effect::OnSemaphore(_) | Effect::WaitCut => {}
             Effect::SemPost(s) => {
                 if let Some(w) = self.sync.post(s) {
                     let cost = self.wake(w, Some(cpu), false);
@@ -266,6 +279,11 @@ impl Machine<'_> {
             }
             Effect::SemWait(s) => {
                 if !self.sync.try_wait(s, t) {
+                    if self.waits_ended() {
+                        self.sync.leave(Effect::OnSemaphore(s), t);
+                        self.cut(t);
+                        return true;
+                    }
                     self.block_to_retry(cpu, t, Effect::OnSemaphore(s));
                     return false;
                 }
@@ -280,6 +298,9 @@ impl Machine<'_> {
             Effect::CondSleep(c, l) => {
                 if std::mem::take(&mut self.tasks[t].cond_signalled) {
                     self.tasks[t].then = Effect::Lock(l);
+                } else if self.waits_ended() {
+                    self.sync.leave(Effect::OnCond(c, l), t);
+                    self.cut(t);
                 } else {
                     self.block_to_retry(cpu, t, Effect::OnCond(c, l));
                     return false;
@@ -298,6 +319,39 @@ impl Machine<'_> {
             _ => unreachable!("not a barrier, semaphore or condition effect: {effect:?}"),
         }
         true
+    }
+
+    /// Whether the plan's wait end has come.
+    fn waits_ended(&self) -> bool {
+        self.wait_end.is_some_and(|end| self.view.now >= end)
+    }
+
+    /// Task `t`'s wait was ended by the plan's wait end: its context call fails.
+    fn cut(&mut self, t: TaskId) {
+        self.shared.slots[t].borrow_mut().cut = true;
+    }
+
+    /// The plan's wait end has come: every task blocked at a barrier, on a semaphore or on a
+    /// condition leaves its waiters and is woken, its call failed ([`Machine::cut`]; a
+    /// condition's lock stays released, as the real backend's does), in task order. Waits
+    /// begun later end at once ([`Machine::sync_effect`]).
+    pub(super) fn end_waits(&mut self) {
+        for t in 0..self.tasks.len() {
+            let task = &self.tasks[t];
+            if task.state != State::Blocked || task.kthread.is_some() {
+                continue;
+            }
+            let then = task.then;
+            if matches!(
+                then,
+                Effect::AtBarrier(_) | Effect::OnSemaphore(_) | Effect::OnCond(..)
+            ) {
+                self.sync.leave(then, t);
+                self.cut(t);
+                self.tasks[t].then = Effect::WaitCut;
+                self.wake(t, None, false);
+            }
+        }
     }
 
     /// Wake `w`, taken off a condition's waiters by the running task `t` of `cpu`: a sleeping
