@@ -123,9 +123,8 @@ fn point(c: &ConfigResult) -> Option<Point> {
             None => rest.push(p),
         }
     }
-    let nice = |g: &str| {
-        (c.groups.iter().find(|x| x.name == g)).map_or(0, |x| x.knobs.nice.unwrap_or(0))
-    };
+    let nice =
+        |g: &str| (c.groups.iter().find(|x| x.name == g)).map_or(0, |x| x.knobs.nice.unwrap_or(0));
     Some(Point {
         cpus,
         policy_rest: rest.join(","),
@@ -191,7 +190,8 @@ fn percent(x: f64) -> String {
 /// policy and nice levels: a row's baseline has the same values of them.
 pub(crate) fn comparison(rows: &[&ConfigResult], extra: &[&String]) -> String {
     let points: Vec<Option<Point>> = rows.iter().map(|c| point(c)).collect();
-    let extras = |c: &ConfigResult| -> Vec<String> { extra.iter().map(|k| c.key_value(k)).collect() };
+    let extras =
+        |c: &ConfigResult| -> Vec<String> { extra.iter().map(|k| c.key_value(k)).collect() };
     let mut header: Vec<String> = ["Srvr Nice", "Clnt Nice", "threshold", "CPUs"]
         .map(String::from)
         .to_vec();
@@ -259,10 +259,7 @@ pub(crate) fn comparison(rows: &[&ConfigResult], extra: &[&String]) -> String {
                 count(0, miss.is_none());
                 misses.extend(miss);
             }
-            (
-                percent(seed_change),
-                sim_change.map_or("-".into(), percent),
-            )
+            (percent(seed_change), sim_change.map_or("-".into(), percent))
         };
         let (wakeups, preempt) = counters(c);
         let mut cells = vec!["-".to_string(); 4];
@@ -346,7 +343,9 @@ mod tests {
                 .all(|b| (a.server, a.client, a.threshold) != (b.server, b.client, b.threshold)));
         }
         assert_eq!((UP[0].server, UP[0].client, UP[0].threshold), (0, 0, 0));
-        let headline = UP.iter().find(|s| (s.server, s.client, s.threshold) == (0, -19, 40));
+        let headline = UP
+            .iter()
+            .find(|s| (s.server, s.client, s.threshold) == (0, -19, 40));
         assert_eq!(headline.map(|s| (s.msgs, s.marked)), Some((18740.0, true)));
         assert_eq!(UP.iter().filter(|s| s.marked).count(), 6);
         assert!(UP.iter().all(|s| s.threshold == 0 || s.preempt == 0.0));
