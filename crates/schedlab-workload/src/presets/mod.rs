@@ -18,6 +18,7 @@ mod schbench;
 mod sched_yield;
 mod seed000;
 mod volano;
+mod volano_seed;
 mod web;
 
 pub use build::Build;

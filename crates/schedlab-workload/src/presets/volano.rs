@@ -631,7 +631,8 @@ impl Preset for Volano {
 /// Seed 000's table with what explains its counters: `Srvr Nice | Clnt Nice | policy/knobs |
 /// msg/sec | calls to wake_up | % priority preemptions`, then the packets each server send
 /// thread (S_S) and client receive thread (C_R) took per read — the batching that moves the
-/// wakeup count.
+/// wakeup count; then, for the rows seed 000 measured, the seed beside them with a verdict
+/// ([`super::volano_seed`]).
 fn seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     let (extra, header) = seed_header(
         varied,
@@ -676,7 +677,12 @@ fn seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
         ]);
         t.row(row);
     }
-    t.render()
+    let against = super::volano_seed::comparison(rows, &extra);
+    if against.is_empty() {
+        t.render()
+    } else {
+        format!("{}\n{against}", t.render())
+    }
 }
 
 impl Workload for Volano {
