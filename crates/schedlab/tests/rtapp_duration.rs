@@ -40,8 +40,10 @@ fn a_task_blocked_on_a_stopped_peer_ends_at_the_duration_on_the_simulator() {
         &["run", f, "--backend", "sim", "--cpus", "2", "--runs", "1"],
         "rtapp-duration-sim",
     );
-    // Exactly at the duration: the waits are cut at 1 s, and no task runs past it.
-    assert_eq!(metric(&rec, 0, 0, "time"), 1.0);
+    // At the duration: the waits are cut at 1 s; the run ends a few simulated µs later, when the
+    // cut tasks have been woken and have ended (measured 4.7 µs past it), never a pass later.
+    let time = metric(&rec, 0, 0, "time");
+    assert!((1.0..1.000_05).contains(&time), "{time} s");
     // The waiter was resumed once (at 0.6 s), and its second pass was cut: one pass counted.
     assert_eq!(metric(&rec, 0, 0, "waiter.loops"), 1.0);
     assert_eq!(metric(&rec, 0, 0, "peer.loops"), 1.0);
@@ -132,7 +134,8 @@ fn rt_apps_example_shapes_end_at_their_duration_on_the_simulator() {
         if name.ends_with("example5") {
             assert!(time <= 2.0, "{name}: {time} s");
         } else {
-            assert_eq!(time, 2.0, "{name}");
+            // The end wakes and ends the blocked tasks: a few µs past it (2.3 µs for example4).
+            assert!((2.0..2.000_05).contains(&time), "{name}: {time} s");
         }
     }
 }
