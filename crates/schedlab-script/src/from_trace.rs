@@ -565,7 +565,7 @@ fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent
     let _ = match *s {
         Step::Compute(d) => writeln!(out, "{indent}{{ compute = \"{}\" }},", us(d)),
         Step::Post(t) => writeln!(out, "{indent}{{ post = \"wake_{t}\" }},"),
-        Step::Wait => writeln!(out, "{indent}{{ wait = \"{}\" }},", "wake_self"),
+        Step::Wait => writeln!(out, "{indent}{{ wait = \"wake_self\" }},"),
         Step::Sleep(d, SleepKind::Timer) => {
             writeln!(out, "{indent}{{ sleep = \"{}\" }},   # timer", us(d))
         }

@@ -91,6 +91,9 @@ const EVENTS: [(&str, &str); 7] = [
 ];
 
 /// The system calls a sleep is classified by, with their class.
+// The numbers are c_long: i64 on 64-bit targets (where the conversion is the identity), i32 on
+// 32-bit ones.
+#[allow(clippy::useless_conversion)]
 fn watched_calls() -> Vec<(i64, Call)> {
     let mut v = vec![
         (libc::SYS_nanosleep, Call::Timer),
@@ -109,7 +112,7 @@ fn watched_calls() -> Vec<(i64, Call)> {
         (libc::SYS_poll, Call::Poll),
         (libc::SYS_epoll_wait, Call::Poll),
     ]);
-    v.into_iter().map(|(n, c)| (n as i64, c)).collect()
+    v.into_iter().map(|(n, c)| (i64::from(n), c)).collect()
 }
 
 /// Find `program` as execvp would: a path with a slash as it is, else each PATH directory.
