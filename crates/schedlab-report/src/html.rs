@@ -198,27 +198,7 @@ pub fn shell_line(words: &[String]) -> String {
         .join(" ")
 }
 
-/// Seconds since the Unix epoch as `YYYY-MM-DD HH:MM:SS UTC`.
-pub fn utc_time(unix: u64) -> String {
-    let days = (unix / 86_400) as i64;
-    let secs = unix % 86_400;
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        secs / 3600,
-        secs / 60 % 60,
-        secs % 60
-    )
-}
+use schedlab_workload::duration::utc_time;
 
 /// The keys that name a record's configurations (`policy`, `cpus`), in the order the labels
 /// first give them; empty for a record of one unnamed configuration.

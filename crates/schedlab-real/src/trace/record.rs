@@ -312,27 +312,12 @@ fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The time now as `YYYY-MM-DDTHH:MM:SSZ` (civil-from-days, H. Hinnant's algorithm).
+/// The time now as `YYYY-MM-DD HH:MM:SS UTC`.
 fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+        .map_or(0, |d| d.as_secs());
+    schedlab_workload::duration::utc_time(secs)
 }
 
 /// Parse the text trace into `rec.events` (and the tasks' names).
@@ -588,7 +573,7 @@ mod tests {
     #[test]
     fn utc_text_is_well_formed() {
         let s = utc_now();
-        assert_eq!(s.len(), 20, "{s}");
-        assert!(s.starts_with("20") && s.ends_with('Z'), "{s}");
+        assert_eq!(s.len(), 23, "{s}");
+        assert!(s.starts_with("20") && s.ends_with(" UTC"), "{s}");
     }
 }
