@@ -124,6 +124,19 @@ pub fn need_resched_bits(arch: &str, release: &str) -> Option<(u64, u64)> {
     })
 }
 
+/// A [`BpfError::Map`] of map `map`.
+fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfError {
+    BpfError::Map {
+        map,
+        message: e.to_string(),
+    }
+}
+
+/// The kernel's possible CPUs: the copies of each per-CPU value.
+fn possible_cpus() -> Result<usize, BpfError> {
+    aya::util::nr_cpus().map_err(|(what, e)| map_error("COUNTS", format!("{what}: {e}")))
+}
+
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
 fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
     // aya's messages repeat their source's first words ("failed to create map `COUNTS`", then
@@ -187,17 +200,18 @@ impl BpfWakeups {
     /// `sched_waking` and `sched_wakeup`, counting the tasks whose name starts with
     /// `comm_prefix`. Counting is off until [`start`](Self::start).
     pub fn open(comm_prefix: &str) -> Result<BpfWakeups, BpfError> {
-        let cpus = aya::util::nr_cpus().map_err(|(what, e)| BpfError::Map {
-            map: "COUNTS",
-            message: format!("{what}: {e}"),
-        })?;
-        BpfWakeups::open_with_slots(comm_prefix, slots_for(cpus))
+        let cpus = possible_cpus()?;
+        BpfWakeups::load(comm_prefix, slots_for(cpus), cpus)
     }
 
     /// [`open`](Self::open) with room for `slots` tasks a run (at least 1): the tasks woken
     /// after the slots ran out are counted as left out ([`TraceCounts::lost`]).
     pub fn open_with_slots(comm_prefix: &str, slots: u32) -> Result<BpfWakeups, BpfError> {
-        let slots = slots.max(1);
+        BpfWakeups::load(comm_prefix, slots.max(1), possible_cpus()?)
+    }
+
+    /// Load and attach with `slots` slots on a kernel of `cpus` possible CPUs.
+    fn load(comm_prefix: &str, slots: u32, cpus: usize) -> Result<BpfWakeups, BpfError> {
         if comm_prefix.is_empty() || comm_prefix.len() > 15 {
             return Err(BpfError::BadPrefix(comm_prefix.to_string()));
         }
@@ -213,10 +227,6 @@ impl BpfWakeups {
         let mut prefix = [0u8; 16];
         prefix[..comm_prefix.len()].copy_from_slice(comm_prefix.as_bytes());
         let prefix_len = comm_prefix.len() as u32;
-        let cpus = aya::util::nr_cpus().map_err(|(what, e)| BpfError::Map {
-            map: "COUNTS",
-            message: format!("{what}: {e}"),
-        })?;
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .map_max_entries("COUNTS", slots)
@@ -245,21 +255,18 @@ impl BpfWakeups {
             p.attach()
                 .map_err(|e| load_error("attaching to a tracepoint", e))?;
         }
-        let map_error = |map: &'static str, message: String| BpfError::Map { map, message };
         let counts = bpf
             .take_map("COUNTS")
-            .ok_or_else(|| map_error("COUNTS", "missing".into()))?;
-        let counts =
-            PerCpuArray::try_from(counts).map_err(|e| map_error("COUNTS", e.to_string()))?;
+            .ok_or_else(|| map_error("COUNTS", "missing"))?;
+        let counts = PerCpuArray::try_from(counts).map_err(|e| map_error("COUNTS", e))?;
         let slot_tid = bpf
             .take_map("SLOT_TID")
-            .ok_or_else(|| map_error("SLOT_TID", "missing".into()))?;
-        let slot_tid =
-            Array::try_from(slot_tid).map_err(|e| map_error("SLOT_TID", e.to_string()))?;
+            .ok_or_else(|| map_error("SLOT_TID", "missing"))?;
+        let slot_tid = Array::try_from(slot_tid).map_err(|e| map_error("SLOT_TID", e))?;
         let control = bpf
             .take_map("CONTROL")
-            .ok_or_else(|| map_error("CONTROL", "missing".into()))?;
-        let control = Array::try_from(control).map_err(|e| map_error("CONTROL", e.to_string()))?;
+            .ok_or_else(|| map_error("CONTROL", "missing"))?;
+        let control = Array::try_from(control).map_err(|e| map_error("CONTROL", e))?;
         Ok(BpfWakeups {
             _bpf: bpf,
             counts,
@@ -276,31 +283,19 @@ impl BpfWakeups {
     fn set_control(&mut self, index: u32, value: u64) -> Result<(), BpfError> {
         self.control
             .set(index, value, 0)
-            .map_err(|e| BpfError::Map {
-                map: "CONTROL",
-                message: e.to_string(),
-            })
+            .map_err(|e| map_error("CONTROL", e))
     }
 
     /// Forget the previous counts and start counting: a new generation, in which every task
     /// takes a new slot at its first wakeup.
     pub fn start(&mut self) -> Result<(), BpfError> {
         self.stop()?;
-        let zeros = || {
-            PerCpuValues::try_from(vec![TaskCounts::default(); self.cpus]).map_err(|e| {
-                BpfError::Map {
-                    map: "COUNTS",
-                    message: e.to_string(),
-                }
-            })
-        };
         for slot in 0..self.handed_out()? {
+            let zeros = PerCpuValues::try_from(vec![TaskCounts::default(); self.cpus])
+                .map_err(|e| map_error("COUNTS", e))?;
             self.counts
-                .set(slot, zeros()?, 0)
-                .map_err(|e| BpfError::Map {
-                    map: "COUNTS",
-                    message: e.to_string(),
-                })?;
+                .set(slot, zeros, 0)
+                .map_err(|e| map_error("COUNTS", e))?;
         }
         self.set_control(1, 0)?;
         self.set_control(2, 0)?;
@@ -312,10 +307,10 @@ impl BpfWakeups {
 
     /// The slots handed out in this generation (at most the slots there are).
     fn handed_out(&self) -> Result<u32, BpfError> {
-        let n = self.control.get(&2, 0).map_err(|e| BpfError::Map {
-            map: "CONTROL",
-            message: e.to_string(),
-        })?;
+        let n = self
+            .control
+            .get(&2, 0)
+            .map_err(|e| map_error("CONTROL", e))?;
         Ok(n.min(u64::from(self.slots)) as u32)
     }
 
@@ -340,10 +335,6 @@ impl BpfWakeups {
         };
         let mut sums: HashMap<i32, TaskCounts> = HashMap::new();
         for slot in 0..self.handed_out()? {
-            let map_error = |map: &'static str, e: aya::maps::MapError| BpfError::Map {
-                map,
-                message: e.to_string(),
-            };
             let tid = self
                 .slot_tid
                 .get(&slot, 0)
@@ -376,10 +367,10 @@ impl BpfWakeups {
                 },
             );
         }
-        out.lost = self.control.get(&1, 0).map_err(|e| BpfError::Map {
-            map: "CONTROL",
-            message: e.to_string(),
-        })?;
+        out.lost = self
+            .control
+            .get(&1, 0)
+            .map_err(|e| map_error("CONTROL", e))?;
         Ok(out)
     }
 
