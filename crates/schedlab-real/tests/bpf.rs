@@ -32,8 +32,8 @@ fn both() -> Result<WakeupCounter, String> {
     })
 }
 
-/// Run one repetition of `w` under both sources; (BPF, tracefs) summed over the tasks.
-fn compare<W: Workload>(w: W, counter: &mut WakeupCounter) -> ((u64, u64, u64), (u64, u64, u64)) {
+/// Run one repetition of `w` under both sources; its (BPF, tracefs) counts.
+fn run_once<W: Workload>(w: W, counter: &mut WakeupCounter) -> (TraceCounts, TraceCounts) {
     let groups = w.plan().groups.len();
     let knobs = vec![Knobs::default(); groups];
     run_repetition(
@@ -50,12 +50,18 @@ fn compare<W: Workload>(w: W, counter: &mut WakeupCounter) -> ((u64, u64, u64), 
     )
     .unwrap();
     let (b, t) = counter.last_pair().expect("both counted");
+    (b.clone(), t.clone())
+}
+
+/// Run one repetition of `w` under both sources; (BPF, tracefs) summed over the tasks.
+fn compare<W: Workload>(w: W, counter: &mut WakeupCounter) -> ((u64, u64, u64), (u64, u64, u64)) {
+    let (b, t) = run_once(w, counter);
     assert_eq!(
         t.lost, 0,
         "the tracefs buffer overflowed: the test needs a bigger one"
     );
     assert_eq!(b.lost, 0);
-    (sum(b), sum(t))
+    (sum(&b), sum(&t))
 }
 
 /// (wakeups, wakeup preemptions, preemptions on the waker's CPU) over all tasks.
@@ -182,21 +188,7 @@ fn tasks_beyond_the_slots_are_left_out_and_each_run_starts_afresh() {
             transport: Transport::Pipe,
             mode: TaskMode::Threads,
         };
-        let knobs = vec![Knobs::default(); w.plan().groups.len()];
-        run_repetition(
-            &Arc::new(w),
-            RepetitionSetup {
-                knobs: &knobs,
-                stop: Arc::new(AtomicBool::new(false)),
-                budget: Duration::from_secs(60),
-                trace: Some(&mut counter),
-                rq_trace: None,
-                files: None,
-                passes: false,
-            },
-        )
-        .unwrap();
-        let (b, t) = counter.last_pair().expect("both counted");
+        let (b, t) = run_once(w, &mut counter);
         assert_eq!(b.lost, 1, "repetition {repetition}: one task left out");
         let counted: Vec<_> = b.per_tid.iter().filter(|(_, c)| c.wakeups > 0).collect();
         assert_eq!(counted.len(), 1, "repetition {repetition}: {:?}", b.per_tid);
