@@ -6,7 +6,14 @@
 # ratios default/proc and proc/proc (the control: how far apart two identical cells read here),
 # and each cell's median. A difference smaller than the control's spread is not shown.
 #
-# Usage: bench/counters-aab.sh [ROUNDS] [ROUND_TRIPS]   (default 45 30000; SCHEDLAB=path)
+# With OTHER=path, a fourth cell runs another schedlab binary's default counters (a changed BPF
+# program against the current one, say) and the ratio other/default is printed too.
+#
+# WARMUP=N gives every cell N unrecorded warm-up repetitions first (--warmup): the first
+# repetition after the in-kernel counters are loaded runs slower (see docs/performance.md).
+#
+# Usage: bench/counters-aab.sh [ROUNDS] [ROUND_TRIPS]
+#        (default 45 30000; SCHEDLAB=path, OTHER=path, WARMUP=N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -15,18 +22,29 @@ loops=${2:-30000}
 whole_in_range counters-aab.sh ROUNDS "$rounds" 3 1000
 whole_in_range counters-aab.sh ROUND_TRIPS "$loops" 100 10000000
 schedlab_bin || exit 1
+other=${OTHER:-}
+warmup=${WARMUP:-0}
+whole_in_range counters-aab.sh WARMUP "$warmup" 0 10
+if [ -n "$other" ] && [ ! -x "$other" ]; then
+  echo "counters-aab.sh: OTHER=$other is not an executable file" >&2
+  exit 1
+fi
 cell() {
-  "$SCHEDLAB" run pingpong --loops "$loops" --tasks processes --group ping:cpus=0 \
-    --group pong:cpus=0 --runs 1 --quiet --counters "$1" --json - 2>/dev/null |
+  "${bin:-$SCHEDLAB}" run pingpong --loops "$loops" --tasks processes --group ping:cpus=0 \
+    --group pong:cpus=0 --runs 1 --warmup "$warmup" --quiet --counters "$1" --json - 2>/dev/null |
     jq -r '.configs[0].repetitions[0].metrics.us_per_rt'
 }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "pinned ping-pong, $loops round trips, $rounds rounds of (default, proc, proc) in a random order; load $(cut -d' ' -f1 /proc/loadavg)"
+echo "pinned ping-pong, $loops round trips, $rounds rounds of (default, proc, proc${other:+, other}) in a random order, $warmup warm-up repetition(s) a cell; load $(cut -d' ' -f1 /proc/loadavg)"
 for ((i = 0; i < rounds; i++)); do
   declare -A v=()
-  for c in $(printf 'auto\nproc\nproc2\n' | shuf); do v[$c]=$(cell "${c%2}"); done
-  echo "${v[auto]} ${v[proc]} ${v[proc2]}" >>"$out"
+  cells='auto\nproc\nproc2\n'
+  [ -n "$other" ] && cells+='other\n'
+  for c in $(printf "$cells" | shuf); do
+    if [ "$c" = other ]; then v[$c]=$(bin=$other cell auto); else v[$c]=$(cell "${c%2}"); fi
+  done
+  echo "${v[auto]} ${v[proc]} ${v[proc2]} ${v[other]:-}" >>"$out"
 done
 python3 - "$out" <<'PY'
 import statistics as st, sys
@@ -38,4 +56,6 @@ print(f"default/proc {spread(0, 1)}")
 print(f"proc/proc    {spread(1, 2)}   (A/A control)")
 m = [st.median(c) for c in zip(*r)]
 print(f"cell medians us/rt: default {m[0]:.3f}  proc {m[1]:.3f}  proc again {m[2]:.3f}")
+if len(m) > 3:
+    print(f"other/default {spread(3, 0)}   (OTHER's default counters; other median {m[3]:.3f})")
 PY

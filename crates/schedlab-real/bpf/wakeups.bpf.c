@@ -5,25 +5,28 @@
  * user space reads the COUNTS and SLOT_TID maps once after the run
  * (crates/schedlab-real/src/bpf.rs).
  *
- * Two BTF tracepoints of include/trace/events/sched.h, both on the wakeup path only (no probe on
- * the context switch, the hottest scheduler event):
+ * One BTF tracepoint of include/trace/events/sched.h, on the wakeup path only (no probe on the
+ * context switch, the hottest scheduler event): sched_wakeup, which fires in ttwu_do_wakeup()
+ * once per wakeup of a sleeping task, after ttwu_do_activate() has enqueued the task and run
+ * wakeup_preempt() on the target run queue, with that run queue's lock held. So the current
+ * task of that run queue (rq->curr, found through p->se.cfs_rq->rq, which needs
+ * CONFIG_FAIR_GROUP_SCHED) carries the verdict in its thread flags: TIF_NEED_RESCHED set means
+ * it will be preempted at its next preemption point, TIF_NEED_RESCHED_LAZY (preempt=lazy
+ * kernels) at the next tick. An idle current task is not a preemption: waking an idle CPU
+ * preempts nobody. A task an earlier wakeup already told (same task, no switch on that run
+ * queue since) is not credited again.
  *
- * - sched_waking fires in try_to_wake_up() (kernel/sched/core.c) in the waker's context, once
- *   per wakeup of a sleeping task: it only notes, on the waker's CPU, which task it wakes.
- * - sched_wakeup fires in ttwu_do_wakeup() — as often as sched_waking (the kernel's BPF
- *   run counts of both programs were equal over every run measured) — and counts the wakeup,
- *   after ttwu_do_activate() has enqueued the task and
- *   run wakeup_preempt() on the target run queue, with that run queue's lock held. So the
- *   current task of that run queue (rq->curr, found through p->se.cfs_rq->rq, which needs
- *   CONFIG_FAIR_GROUP_SCHED) carries the verdict in its thread flags: TIF_NEED_RESCHED set means
- *   it will be preempted at its next preemption point, TIF_NEED_RESCHED_LAZY (preempt=lazy
- *   kernels) at the next tick. An idle current task is not a preemption: waking an idle CPU
- *   preempts nobody. A task an earlier wakeup already told (same task, no switch on that run
- *   queue since) is not credited again.
+ * Whether the waker runs on the wakee's CPU (a preemption at the waker's next preemption point
+ * rather than by an interrupt) is read at the same place: the program runs on the waker's CPU
+ * unless the wakeup was queued to the target CPU (ttwu_queue_wakelist), in which case it runs on
+ * the target CPU from sched_ttwu_pending() with rq->ttwu_pending still set (cleared after the
+ * queued wakeups are done since Linux 6.2; before, such wakeups count as made on the waker's
+ * CPU). Noting the waker at sched_waking instead would cost a second tracepoint: about 1 % of a
+ * pinned ping-pong (200 alternating rounds).
  *
- * Both programs read only the wakee, its run queue (locked at sched_wakeup) and that run
- * queue's current task: reading another CPU's run queue at sched_waking, without its lock, cost
- * about 250 ns a wakeup in cache misses on a 2-CPU VM, more than the rest together.
+ * The program reads only the wakee, its run queue (locked at sched_wakeup) and that run
+ * queue's current task: reading another CPU's run queue without its lock cost about 250 ns a
+ * wakeup in cache misses on a 2-CPU VM, more than the rest together.
  *
  * The flag bits differ between kernel versions and architectures and are not in BTF; user space
  * sets them (need_resched_mask, lazy_mask) before loading. Tasks are taken in by name, as the
@@ -53,6 +56,7 @@ struct rq {
 	struct task_struct *curr;
 	int cpu;
 	__u64 nr_switches;
+	unsigned int ttwu_pending;
 } __attribute__((preserve_access_index));
 struct cfs_rq {
 	struct rq *rq;
@@ -110,18 +114,6 @@ struct {
 	__type(key, int);
 	__type(value, struct slot);
 } SLOTS SEC(".maps");
-
-/*
- * The last sched_waking on this CPU: which task it woke. sched_wakeup, finding it on its own
- * CPU, knows the waker runs here (a wakeup queued to the target CPU, ttwu_queue_wakelist, runs
- * there instead). Written and read on one CPU only.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} WAKER SEC(".maps");
 
 /*
  * Per run queue (indexed by CPU, up to MAX_CPUS): the task a wakeup last told to give way and
@@ -204,26 +196,10 @@ static __always_inline struct counts *counts_of(struct task_struct *p)
 	return bpf_map_lookup_elem(&COUNTS, &index);
 }
 
-SEC("tp_btf/sched_waking")
-int BPF_PROG(on_waking, struct task_struct *p)
-{
-	__u32 zero = 0;
-	__u64 *on = bpf_map_lookup_elem(&CONTROL, &zero);
-
-	if (!on || !*on)
-		return 0;
-	/* Only the note for sched_wakeup: no lookup of the task here (it costs a hash lookup). */
-	__u32 *waker = bpf_map_lookup_elem(&WAKER, &zero);
-	if (waker)
-		*waker = p->pid;
-	return 0;
-}
-
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(on_wakeup, struct task_struct *p)
 {
 	struct counts *c = counts_of(p);
-	__u32 zero = 0;
 
 	if (!c)
 		return 0;
@@ -252,9 +228,8 @@ int BPF_PROG(on_wakeup, struct task_struct *p)
 		c->preempt++;
 	else
 		c->preempt_lazy++;
-	__u32 *waker = bpf_map_lookup_elem(&WAKER, &zero);
-	if (waker && *waker == (__u32)p->pid && cpu == bpf_get_smp_processor_id())
-		c->preempt_waker++;
+	if (cpu == bpf_get_smp_processor_id() && !rq->ttwu_pending)
+		c->preempt_waker++; /* made here, not queued to this CPU by another */
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 //! Wakeup and wakeup-preemption counters aggregated in the kernel by a BPF program.
 //!
 //! The program (`bpf/wakeups.bpf.c`, committed compiled as `bpf/wakeups.bpf.o`; its comment
-//! explains the kernel side) hooks only the wakeup path — the BTF tracepoints `sched_waking`
-//! and `sched_wakeup` of `include/trace/events/sched.h` — and keeps one counts record per task
+//! explains the kernel side) hooks only the wakeup path — the BTF tracepoint `sched_wakeup` of
+//! `include/trace/events/sched.h` — and keeps one counts record per task
 //! and CPU in a per-CPU array (no atomics, no cache line shared between CPUs), at a slot whose
 //! number the task carries in its task-local storage (a hash lookup by TID cost half of the
 //! wakeup program's time). Nothing is copied out per event: [`BpfWakeups::collect`] reads the
@@ -197,7 +197,7 @@ impl std::fmt::Debug for BpfWakeups {
 
 impl BpfWakeups {
     /// Load the program with the running kernel's BTF and flag bits, attach it to
-    /// `sched_waking` and `sched_wakeup`, counting the tasks whose name starts with
+    /// `sched_wakeup`, counting the tasks whose name starts with
     /// `comm_prefix`. Counting is off until [`start`](Self::start).
     pub fn open(comm_prefix: &str) -> Result<BpfWakeups, BpfError> {
         let cpus = possible_cpus()?;
@@ -239,22 +239,21 @@ impl BpfWakeups {
             .override_global("prefix_len", &prefix_len, true)
             .load(OBJECT)
             .map_err(|e| load_error("loading the object", e))?;
-        for (program, tracepoint) in [("on_waking", "sched_waking"), ("on_wakeup", "sched_wakeup")]
-        {
-            let p: &mut BtfTracePoint = bpf
-                .program_mut(program)
-                .ok_or_else(|| BpfError::Load {
-                    doing: "finding a program",
-                    message: format!("{program} is not in the object"),
-                    hint: "",
-                })?
-                .try_into()
-                .map_err(|e| load_error("a program of the wrong type", e))?;
-            p.load(tracepoint, &btf)
-                .map_err(|e| load_error("loading a program (the kernel's verifier)", e))?;
-            p.attach()
-                .map_err(|e| load_error("attaching to a tracepoint", e))?;
-        }
+        let program: &mut BtfTracePoint = bpf
+            .program_mut("on_wakeup")
+            .ok_or_else(|| BpfError::Load {
+                doing: "finding a program",
+                message: "on_wakeup is not in the object".into(),
+                hint: "",
+            })?
+            .try_into()
+            .map_err(|e| load_error("a program of the wrong type", e))?;
+        program
+            .load("sched_wakeup", &btf)
+            .map_err(|e| load_error("loading a program (the kernel's verifier)", e))?;
+        program
+            .attach()
+            .map_err(|e| load_error("attaching to a tracepoint", e))?;
         let counts = bpf
             .take_map("COUNTS")
             .ok_or_else(|| map_error("COUNTS", "missing"))?;
@@ -376,7 +375,7 @@ impl BpfWakeups {
 
     /// A short description of the source, the same for every run so that records compare.
     pub fn source(&self) -> String {
-        "BPF in the kernel (sched_waking, sched_wakeup: need_resched after wakeup_preempt)".into()
+        "BPF in the kernel (sched_wakeup: need_resched after wakeup_preempt)".into()
     }
 }
 

@@ -24,7 +24,7 @@ pub enum WakeupError {
 /// repetition.
 #[derive(Debug)]
 pub enum WakeupCounter {
-    /// BPF programs on `sched_waking` and `sched_wakeup`, aggregating in the kernel.
+    /// A BPF program on `sched_wakeup`, aggregating in the kernel.
     Bpf(Box<BpfWakeups>),
     /// A private tracefs instance recording `sched_waking`, `sched_wakeup` and `sched_switch`.
     Tracefs(SchedTrace),

@@ -122,6 +122,14 @@ fn bpf_counts_agree_with_the_tracefs_replay() {
             b.1,
             t.1
         );
+        // Of those, the ones made on the waker's own CPU: bpf reads where the wakeup ran (and
+        // whether it was queued to the wakee's CPU), tracefs the CPU of `sched_waking`.
+        assert!(
+            percent_apart(b.2, t.2) < 2.0 || b.2.abs_diff(t.2) <= b.0 / 1000,
+            "pingpong {mode:?}: preemptions on the waker's CPU bpf {} vs tracefs {}",
+            b.2,
+            t.2
+        );
     }
     // hackbench's pattern: 2 groups of 10 senders and 10 receivers over sockets.
     let w = Messaging {

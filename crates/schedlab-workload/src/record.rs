@@ -106,7 +106,9 @@ pub struct Counters {
     pub wakeup_preemptions: Option<u64>,
     /// Of [`Counters::wakeup_preemptions`], those where the wakee's CPU was another CPU (or a
     /// timer fired there): it was interrupted (a reschedule IPI) and switched at once. The real
-    /// backend tells the kinds apart by the CPU `sched_waking` fired on, when it is recorded.
+    /// backend tells the kinds apart by the CPU the wakeup was made on (in-kernel counters: where
+    /// `sched_wakeup` ran and whether the wakeup was queued to the wakee's CPU; tracefs: the CPU
+    /// `sched_waking` fired on), when it is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preemptions_at_once: Option<u64>,
     /// Of [`Counters::wakeup_preemptions`], those on the waker's own CPU: need_resched was set
