@@ -599,6 +599,9 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
             t.push(Step::Compute(cpu));
         }
     }
+    if opts.keep_sleeps {
+        balance_rendezvous(&mut tasks, &mut summary);
+    }
     summary.tasks = tasks.len();
     summary.cpu_ns = tasks
         .iter()
@@ -634,6 +637,38 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         tasks,
         wakeup_latencies_ns: latencies,
     })
+}
+
+/// Drop the rendezvous whose sleeper never reached its wait in the trace: a wakeup whose task
+/// had not run again when recording stopped leaves the poster's `wait` on `ready_T_from_W`
+/// without the sleeper's post, which no replay could satisfy. Per pair, the poster's last
+/// excess waits go (the post itself stays: an extra post blocks nobody).
+fn balance_rendezvous(tasks: &mut [Task], summary: &mut Summary) {
+    let mut excess: HashMap<(i32, i32), isize> = HashMap::new();
+    for t in tasks.iter() {
+        for s in &t.steps {
+            match *s {
+                Step::Ready(w) => *excess.entry((t.tid, w)).or_default() -= 1,
+                Step::AwaitReady(sleeper) => *excess.entry((sleeper, t.tid)).or_default() += 1,
+                _ => {}
+            }
+        }
+    }
+    for t in tasks.iter_mut() {
+        let tid = t.tid;
+        let mut k = t.steps.len();
+        while k > 0 {
+            k -= 1;
+            if let Step::AwaitReady(sleeper) = t.steps[k] {
+                let e = excess.entry((sleeper, tid)).or_default();
+                if *e > 0 {
+                    *e -= 1;
+                    t.steps.remove(k);
+                    summary.rendezvous -= 1;
+                }
+            }
+        }
+    }
 }
 
 fn sleep_kind(call: Option<Call>) -> SleepKind {
@@ -1162,6 +1197,15 @@ mod tests {
         let b = steps_of(&c.toml, "task11_11");
         assert_eq!(b[0], "{ post = \"ready_11_from_10\" },");
         assert_eq!(b[1], "{ wait = \"wake_11\" },");
+        // A wakeup at the very end, its task never running again: no rendezvous is left
+        // that nobody could end.
+        let mut r = pingpong(2);
+        let end = r.stop_ns;
+        r.events.push(wk(end + 100, 10, 11));
+        r.stop_ns = end + 100;
+        let c = convert_with(&r, &opts).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.dependencies, c.summary.rendezvous), (5, 4));
         // Without the option, the same file as before: no ready semaphores.
         let plain = convert(&pingpong(2), false).unwrap();
         assert!(!plain.toml.contains("ready_"));
