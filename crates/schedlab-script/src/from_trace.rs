@@ -290,6 +290,9 @@ enum State {
         at: u64,
         /// The recorded task that woke it, if one did.
         by: Option<i32>,
+        /// Where its waker's `AwaitReady` for this wakeup is (the waker's slot, the step's
+        /// index), with [`Options::keep_sleeps`].
+        ready: Option<(usize, usize)>,
         call: Option<Call>,
     },
     Dead,
@@ -390,6 +393,8 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     };
     let mut seen = 0usize;
     let mut latencies: Vec<u64> = Vec::new();
+    // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
+    let mut unmatched: std::collections::HashSet<(usize, usize)> = Default::default();
     for ev in &rec.events {
         let ts = ev.ts_ns;
         end = end.max(ts);
@@ -402,6 +407,11 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                         State::Running { since } => t.cpu += ts.saturating_sub(since),
                         State::Unknown => t.cpu += ts.saturating_sub(start),
                         _ => {}
+                    }
+                    // Leaving a wakeup it never ran after (its switch-in is missing): the
+                    // poster's rendezvous has no wait of the task to end it.
+                    if let State::Woken { ready: Some(r), .. } = t.state {
+                        unmatched.insert(r);
                     }
                     // Set before any flush, which would count the time since `since` again.
                     t.state = State::Runnable;
@@ -444,6 +454,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             at,
                             by,
                             call,
+                            ready: _,
                         } => {
                             latencies.push(ts.saturating_sub(at));
                             t.flush(ts, start);
@@ -518,12 +529,14 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 };
                 summary.wakeups += 1;
                 tasks[s].facts.wakeups += 1;
+                let mut ready = None;
                 if let Some(w) = by {
                     let wt = &mut tasks[w];
                     wt.flush(ts, start);
                     if opts.keep_sleeps {
                         // The task slept when this post came: the replay's poster waits
                         // until it is waiting (see `Options::keep_sleeps`).
+                        ready = Some((w, wt.steps.len()));
                         wt.push(Step::AwaitReady(wakee));
                         summary.rendezvous += 1;
                     }
@@ -535,6 +548,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     at: ts,
                     by: by.map(|w| tasks[w].tid),
                     call,
+                    ready,
                 };
             }
             EventKind::Fork { parent, child } => {
@@ -599,8 +613,25 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
             t.push(Step::Compute(cpu));
         }
     }
-    if opts.keep_sleeps {
-        balance_rendezvous(&mut tasks, &mut summary);
+    // A wakeup whose task had not run again when recording stopped, or whose switch-in is
+    // missing, leaves the poster's wait on `ready_T_from_W` without the sleeper's post, which
+    // no replay could satisfy: that wait goes (the post itself stays: an extra post blocks
+    // nobody). Exactly those, so that every other wait still pairs with the post it paired
+    // with in the recording.
+    for t in &tasks {
+        if let State::Woken { ready: Some(r), .. } = t.state {
+            unmatched.insert(r);
+        }
+    }
+    if !unmatched.is_empty() {
+        for (w, t) in tasks.iter_mut().enumerate() {
+            let mut k = 0;
+            t.steps.retain(|_| {
+                k += 1;
+                !unmatched.contains(&(w, k - 1))
+            });
+        }
+        summary.rendezvous -= unmatched.len();
     }
     summary.tasks = tasks.len();
     summary.cpu_ns = tasks
@@ -637,38 +668,6 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         tasks,
         wakeup_latencies_ns: latencies,
     })
-}
-
-/// Drop the rendezvous whose sleeper never reached its wait in the trace: a wakeup whose task
-/// had not run again when recording stopped leaves the poster's `wait` on `ready_T_from_W`
-/// without the sleeper's post, which no replay could satisfy. Per pair, the poster's last
-/// excess waits go (the post itself stays: an extra post blocks nobody).
-fn balance_rendezvous(tasks: &mut [Task], summary: &mut Summary) {
-    let mut excess: HashMap<(i32, i32), isize> = HashMap::new();
-    for t in tasks.iter() {
-        for s in &t.steps {
-            match *s {
-                Step::Ready(w) => *excess.entry((t.tid, w)).or_default() -= 1,
-                Step::AwaitReady(sleeper) => *excess.entry((sleeper, t.tid)).or_default() += 1,
-                _ => {}
-            }
-        }
-    }
-    for t in tasks.iter_mut() {
-        let tid = t.tid;
-        let mut k = t.steps.len();
-        while k > 0 {
-            k -= 1;
-            if let Step::AwaitReady(sleeper) = t.steps[k] {
-                let e = excess.entry((sleeper, tid)).or_default();
-                if *e > 0 {
-                    *e -= 1;
-                    t.steps.remove(k);
-                    summary.rendezvous -= 1;
-                }
-            }
-        }
-    }
 }
 
 fn sleep_kind(call: Option<Call>) -> SleepKind {
