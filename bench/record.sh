@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # How faithfully `schedlab record` captures a program, and what recording costs it.
-#   For each program: record it, replay the file on the real kernel (--runs REPS), and print
-#   recorded against replayed wall time, context switches, wakeups and CPU time (bench/record.py);
-#   then recording's cost: REPS alternating runs untraced and under `schedlab record`, medians.
-#   With perf installed, `perf sched record` + `perf sched replay` of the same program beside it.
-# Needs root (tracefs) and: apt-get install rt-tests linux-perf
+#   For each program: record it (the workload file, and the recorded run as a run record with
+#   --json), replay the file on the real kernel (--runs REPS), and print recorded against
+#   replayed wall time, context switches, wakeups and CPU time, per task too, and the
+#   Kolmogorov-Smirnov distance between the recorded and the replayed wakeup-latency
+#   distributions (bench/record.py; the replay's distribution is measured by recording one
+#   more replay, so both sides are traced alike); then recording's cost: REPS alternating runs
+#   untraced and under `schedlab record`, medians; then `perf sched record` + `perf sched
+#   replay` of the same program beside it.
+# Programs: hackbench (threads, processes), perf bench sched pipe, cyclictest (periodic),
+#   rt-app's mp3 example (2 s), and make -j2 of a generated C project of 12 files.
+# Needs root (tracefs) and: apt-get install rt-tests linux-perf rt-app build-essential python3
 #
 # Usage: bench/record.sh [REPS]   (default 5)
+#        RECORD_FLAGS=--keep-sleeps bench/record.sh [REPS]   (flags for the recording replayed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -23,6 +30,37 @@ trap 'rm -rf "$dir"' EXIT
 # wall CMD...: the command's wall time in seconds (output discarded).
 wall() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }'; }
 
+# The optional programs: a case line each, or a line saying why it is skipped.
+cases="hackbench threads|hackbench -g 2 -l 200 -T
+hackbench processes|hackbench -g 2 -l 200 -P
+perf bench sched pipe|perf bench sched pipe -l 20000"
+if command -v cyclictest >/dev/null; then
+  cases+=$'\n'"cyclictest|cyclictest -t1 -i 1000 -l 2000 -q"
+else
+  echo "skipped: cyclictest not found (install: apt-get install rt-tests)"
+fi
+mp3=/usr/share/doc/rt-app/examples/mp3-short.json
+if command -v rt-app >/dev/null && [ -f "$mp3" ]; then
+  # rt-app's mp3 example for 2 s, its logs in the temporary directory.
+  sed -e 's/"duration" : [0-9]*/"duration" : 2/' -e "s|\"logdir\" : \"[^\"]*\"|\"logdir\" : \"$dir\"|" "$mp3" >"$dir/mp3.json"
+  cases+=$'\n'"rt-app mp3 example|rt-app $dir/mp3.json"
+else
+  echo "skipped: rt-app or its examples not found (install: apt-get install rt-app)"
+fi
+if command -v gcc >/dev/null && command -v make >/dev/null; then
+  # A small C project: 12 files of a few loops each, and a Makefile; -B rebuilds every time.
+  mkdir -p "$dir/cproj"
+  for i in $(seq 1 12); do
+    printf 'int f%d(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * %d ^ (s >> 3); return s; }\n' "$i" "$i" >"$dir/cproj/f$i.c"
+    printf 'static inline long g%d(long x) { return x * x + %d; }\nlong h%d(long x) { return g%d(x) + g%d(x + 1); }\n' "$i" "$i" "$i" "$i" "$i" >>"$dir/cproj/f$i.c"
+  done
+  printf 'int main(void) { return 0; }\n' >"$dir/cproj/main.c"
+  printf 'OBJS := $(patsubst %%.c,%%.o,$(wildcard *.c))\nprog: $(OBJS)\n\t$(CC) -o $@ $^\n%%.o: %%.c\n\t$(CC) -O2 -c -o $@ $<\n' >"$dir/cproj/Makefile"
+  cases+=$'\n'"make -j2 (13 C files)|make -s -B -j2 -C $dir/cproj"
+else
+  echo "skipped: gcc or make not found (install: apt-get install build-essential)"
+fi
+
 echo "load average before: $(load1); a shared machine's figures move by 10 % or more between runs"
 case_no=0
 while IFS='|' read -r label cmd; do
@@ -32,26 +70,29 @@ while IFS='|' read -r label cmd; do
   read -r -a argv <<<"$cmd"
   echo
   echo "== $label: $cmd"
-  "$SCHEDLAB" record -o "$file" -- "${argv[@]}" 2>&1 >/dev/null | sed 's/^/  /'
+  # shellcheck disable=SC2086 # RECORD_FLAGS: several flags, split on purpose
+  "$SCHEDLAB" record -o "$file" --json "$dir/orig$case_no.json" ${RECORD_FLAGS:-} -- "${argv[@]}" 2>&1 >/dev/null |
+    sed -n 's/^\(recorded \|schedlab: \)/  \1/p' # schedlab's lines, not the program's
   "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" -q >/dev/null 2>&1 ||
     "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" >/dev/null
+  # One replay recorded in turn: its wakeup latencies, measured as the original's were.
+  "$SCHEDLAB" record -o "$dir/traced$case_no.toml" --json "$dir/traced$case_no.json" -- \
+    "$SCHEDLAB" run "$file" --runs 1 -q >/dev/null 2>&1 || echo "  (the traced replay failed; no KS distance)"
   plain=() traced=()
   for ((i = 0; i < reps; i++)); do
     plain+=("$(wall "${argv[@]}")")
     # The program's own wall time under tracing (fork to exit), as record reports it: the
     # instance's setup, reading and the conversion come before and after and are not the program's.
-    traced+=("$("$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}" 2>&1 >/dev/null | sed -n 's/.* tasks in \([0-9.]*\) s[;,].*/\1/p')")
+    traced+=("$("$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}" 2>&1 >/dev/null | sed -n 's/^recorded [0-9]* events in \([0-9.]*\) s[;,].*/\1/p')")
   done
   pm=$(printf '%s\n' "${plain[@]}" | median)
   tm=$(printf '%s\n' "${traced[@]}" | median)
-  python3 bench/record.py "$file" "$dir/case$case_no.json" "$pm"
+  tj=$dir/traced$case_no.json
+  [ -s "$tj" ] || tj=-
+  python3 bench/record.py "$dir/orig$case_no.json" "$dir/case$case_no.json" "$tj" "$pm"
   printf '  recording cost: untraced %.3f s, traced %.3f s (medians of %d alternating runs): %+.1f %%\n' \
     "$pm" "$tm" "$reps" "$(awk -v t="$tm" -v p="$pm" 'BEGIN { print (t / p - 1) * 100 }')"
   if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
     perf sched replay -i "$dir/perf.data" -r 1 2>/dev/null | grep -E 'run measurement overhead|#1  :|^#' | tail -2 | sed 's/^/  perf sched replay: /'
   fi
-done <<'CASES'
-hackbench threads|hackbench -g 2 -l 200 -T
-hackbench processes|hackbench -g 2 -l 200 -P
-perf bench sched pipe|perf bench sched pipe -l 20000
-CASES
+done <<<"$cases"

@@ -276,6 +276,7 @@ fn add_repetition(
         index,
         locks: output.locks,
         timeline,
+        wakeup_latency: None,
     });
     update_summary(config, level);
 }

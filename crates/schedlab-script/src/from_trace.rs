@@ -48,6 +48,23 @@ pub const MAX_FILE_STEPS: usize = 100_000;
 /// Most tasks a recording may hold (the workload files' own bound).
 pub const MAX_RECORDED_TASKS: usize = schedlab_workload::presets::MAX_TASKS;
 
+/// How to convert.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Write the file even if the kernel dropped events (marked approximate).
+    pub allow_lossy: bool,
+    /// Make the replay sleep where the program slept. A wakeup of a sleeping task is a post
+    /// that found its task already waiting; a replay whose poster runs a little ahead banks the
+    /// post instead, and the waiter later goes through without sleeping (the replay of a pipe
+    /// ping-pong or hackbench then sleeps in a fraction of the places the program did). With
+    /// this, the sleeper also posts `ready_<T>_from_<W>` as it starts that wait and the poster
+    /// `W` waits on it before its post: one semaphore per pair, so each is posted by one task
+    /// and waited on by one, in the recorded order — which the recorded run itself satisfies,
+    /// so the replay cannot deadlock. The price: a poster that arrives first sleeps where the
+    /// program's did not.
+    pub keep_sleeps: bool,
+}
+
 /// Why a recording cannot become a workload file.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum ConvertError {
@@ -106,8 +123,15 @@ pub struct Summary {
     pub voluntary_switches: usize,
     /// Switches of a recorded task off its CPU while runnable (preemptions and yields).
     pub involuntary_switches: usize,
-    /// Wakeups (`sched_waking`) of a sleeping recorded task, by anyone.
+    /// Wakeups (`sched_waking`) of a recorded task, by anyone: of a sleeping task, and of one
+    /// still on its CPU on its way to sleep (which the kernel counts as a wakeup too).
     pub wakeups: usize,
+    /// Of [`Summary::dependencies`], wakeups by a recorded task of a task that had not left its
+    /// CPU yet: a `wait` that may find its post already made.
+    pub wakeups_before_sleep: usize,
+    /// Of [`Summary::dependencies`], those whose poster waits for the sleeper to be waiting
+    /// ([`Options::keep_sleeps`]).
+    pub rendezvous: usize,
     /// Loops made by summarising.
     pub loops: usize,
     /// Steps before summarising.
@@ -123,6 +147,48 @@ pub struct Summary {
     pub lost: u64,
 }
 
+impl Summary {
+    /// What the file holds, in one line: the file's header and `record`'s message both print
+    /// it, so the two say the same thing in the same words.
+    pub fn holds(&self) -> String {
+        format!(
+            "{} tasks in {} groups; {} wakeups by a recorded task (post -> wait; {} of them before the task had left its CPU{}), {} timer sleeps, {} sleeps woken from outside, {} yields, {} spawns; {} migrations not replayed (placement is the scheduler's); {:.6} s CPU time",
+            self.tasks,
+            self.groups,
+            self.dependencies,
+            self.wakeups_before_sleep,
+            if self.rendezvous > 0 {
+                format!(
+                    "; {} with the poster waiting until the task waits (--keep-sleeps)",
+                    self.rendezvous
+                )
+            } else {
+                String::new()
+            },
+            self.timer_sleeps,
+            self.other_sleeps,
+            self.yields,
+            self.spawns,
+            self.migrations,
+            self.cpu_ns as f64 / 1e9
+        )
+    }
+
+    /// What summarising did and the error it brings, in one line (`None` when nothing was
+    /// summarised).
+    pub fn summarised(&self) -> Option<String> {
+        (self.loops > 0).then(|| {
+            format!(
+                "{} steps became {} ({} loops, each step of a loop body the mean of its passes); the order of posts, waits and spawns is exact and each task's CPU and sleep totals are kept; the summarised durations deviate from the recorded ones by {:.1} % of their total (mean absolute deviation)",
+                self.raw_steps,
+                self.written_steps,
+                self.loops,
+                self.loop_error * 100.0
+            )
+        })
+    }
+}
+
 /// A workload file made from a recording, and what it holds.
 #[derive(Clone, Debug)]
 pub struct Converted {
@@ -130,6 +196,31 @@ pub struct Converted {
     pub toml: String,
     /// Counts for the command's message.
     pub summary: Summary,
+    /// Each recorded task's own figures, in the order the tasks were first seen.
+    pub tasks: Vec<TaskFacts>,
+    /// Every wakeup latency of a sleeping recorded task (its `sched_waking` to its next
+    /// switch-in), ns, in trace order: as many as there were such wakeups, so bounded by the
+    /// number of events.
+    pub wakeup_latencies_ns: Vec<u64>,
+}
+
+/// What one recorded task did, as the kernel's counters would have counted it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TaskFacts {
+    /// Its thread id.
+    pub tid: i32,
+    /// The group it is written in (several tasks may share one).
+    pub group: String,
+    /// CPU time, ns (the sum of its `compute` steps before summarising).
+    pub cpu_ns: u64,
+    /// Switches off its CPU to sleep.
+    pub voluntary_switches: u64,
+    /// Switches off its CPU while runnable.
+    pub involuntary_switches: u64,
+    /// Wakeups of it, by anyone.
+    pub wakeups: u64,
+    /// Migrations of it.
+    pub migrations: u64,
 }
 
 /// Why a sleep ended, when no recorded task ended it.
@@ -152,6 +243,10 @@ enum Step {
     Sleep(u64, SleepKind),
     Yield,
     Spawn(i32),
+    /// Post `ready_<self>_from_<waker>`: this task has reached a wait `waker` will end.
+    Ready(i32),
+    /// Wait on `ready_<wakee>_from_<self>`: the wakee has reached the wait this post ends.
+    AwaitReady(i32),
 }
 
 impl Step {
@@ -165,6 +260,8 @@ impl Step {
             Step::Sleep(_, SleepKind::Outside) => (4, 0),
             Step::Yield => (5, 0),
             Step::Spawn(t) => (6, i64::from(t)),
+            Step::Ready(t) => (7, i64::from(t)),
+            Step::AwaitReady(t) => (8, i64::from(t)),
         }
     }
 
@@ -191,7 +288,11 @@ enum State {
     Woken {
         since: u64,
         at: u64,
-        by_task: bool,
+        /// The recorded task that woke it, if one did.
+        by: Option<i32>,
+        /// Where its waker's `AwaitReady` for this wakeup is (the waker's slot, the step's
+        /// index), with [`Options::keep_sleeps`].
+        ready: Option<(usize, usize)>,
         call: Option<Call>,
     },
     Dead,
@@ -206,6 +307,7 @@ struct Task {
     call: Option<Call>,
     steps: Vec<Step>,
     waited: bool,
+    facts: TaskFacts,
 }
 
 impl Task {
@@ -222,6 +324,10 @@ impl Task {
             call: None,
             steps: Vec::new(),
             waited: false,
+            facts: TaskFacts {
+                tid,
+                ..TaskFacts::default()
+            },
         }
     }
 
@@ -257,7 +363,18 @@ impl Task {
 /// Convert `rec` into a workload file. `allow_lossy` accepts a recording with lost events and
 /// marks the file approximate.
 pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertError> {
-    if rec.lost > 0 && !allow_lossy {
+    convert_with(
+        rec,
+        &Options {
+            allow_lossy,
+            ..Options::default()
+        },
+    )
+}
+
+/// Convert `rec` into a workload file as `opts` say.
+pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, ConvertError> {
+    if rec.lost > 0 && !opts.allow_lossy {
         return Err(ConvertError::Lossy { lost: rec.lost });
     }
     let mut tasks: Vec<Task> = Vec::new();
@@ -275,6 +392,9 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
         ..Summary::default()
     };
     let mut seen = 0usize;
+    let mut latencies: Vec<u64> = Vec::new();
+    // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
+    let mut unmatched: std::collections::HashSet<(usize, usize)> = Default::default();
     for ev in &rec.events {
         let ts = ev.ts_ns;
         end = end.max(ts);
@@ -288,11 +408,22 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
                         State::Unknown => t.cpu += ts.saturating_sub(start),
                         _ => {}
                     }
+                    // Leaving a wakeup it never ran after (its switch-in is missing): the
+                    // poster's rendezvous has no wait of the task to end it.
+                    if let State::Woken { ready: Some(r), .. } = t.state {
+                        unmatched.insert(r);
+                    }
                     // Set before any flush, which would count the time since `since` again.
                     t.state = State::Runnable;
                     match left {
-                        LeftAs::Runnable => summary.involuntary_switches += 1,
-                        LeftAs::Sleeping => summary.voluntary_switches += 1,
+                        LeftAs::Runnable => {
+                            summary.involuntary_switches += 1;
+                            t.facts.involuntary_switches += 1;
+                        }
+                        LeftAs::Sleeping => {
+                            summary.voluntary_switches += 1;
+                            t.facts.voluntary_switches += 1;
+                        }
                         LeftAs::Dead => {}
                     }
                     t.state = match left {
@@ -321,11 +452,16 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
                         State::Woken {
                             since,
                             at,
-                            by_task,
+                            by,
                             call,
+                            ready: _,
                         } => {
+                            latencies.push(ts.saturating_sub(at));
                             t.flush(ts, start);
-                            if by_task {
+                            if let Some(waker) = by {
+                                if opts.keep_sleeps {
+                                    t.push(Step::Ready(waker));
+                                }
                                 t.push(Step::Wait);
                                 t.waited = true;
                             } else {
@@ -357,27 +493,62 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
             EventKind::Waking { waker, wakee } => {
                 let Some(&s) = slot.get(&wakee) else { continue };
                 seen += 1;
+                let by = slot.get(&waker).copied().filter(|&w| w != s);
                 let (since, call) = match tasks[s].state {
                     State::Sleeping { since, call } => (since, call),
                     // A root not seen yet has slept since the recording began.
                     State::Unknown => (start, None),
-                    // A wakeup of a task still on its way to sleep (or already woken) makes
-                    // no sleep.
+                    // A wakeup of a task still on its way to sleep: it had set its state to
+                    // sleep (its read found nothing) but had not left its CPU, or was preempted
+                    // there. The kernel then only marks it running again (`ttwu_runnable`, a
+                    // `sched_wakeup` all the same), so the trace shows no sleep; but the task
+                    // needed the waker's action to go on. Dropping it lets the waker run ahead
+                    // of the task it fed in the replay, banking posts that later find the task
+                    // never sleeping. So it is a dependency without a measured sleep: the
+                    // waker posts now, the task waits at this point of its own history, and
+                    // the replay sleeps there only if the post has not come yet — as the
+                    // program would have, had it been a little faster.
+                    State::Running { .. } | State::Runnable => {
+                        summary.wakeups += 1;
+                        tasks[s].facts.wakeups += 1;
+                        if let Some(w) = by {
+                            let wt = &mut tasks[w];
+                            wt.flush(ts, start);
+                            wt.push(Step::Post(wakee));
+                            summary.dependencies += 1;
+                            summary.wakeups_before_sleep += 1;
+                            let t = &mut tasks[s];
+                            t.flush(ts, start);
+                            t.push(Step::Wait);
+                            t.waited = true;
+                        }
+                        continue;
+                    }
+                    // Already woken: the kernel emits no second wakeup; nothing to add.
                     _ => continue,
                 };
                 summary.wakeups += 1;
-                let by = slot.get(&waker).copied().filter(|&w| w != s);
+                tasks[s].facts.wakeups += 1;
+                let mut ready = None;
                 if let Some(w) = by {
                     let wt = &mut tasks[w];
                     wt.flush(ts, start);
+                    if opts.keep_sleeps {
+                        // The task slept when this post came: the replay's poster waits
+                        // until it is waiting (see `Options::keep_sleeps`).
+                        ready = Some((w, wt.steps.len()));
+                        wt.push(Step::AwaitReady(wakee));
+                        summary.rendezvous += 1;
+                    }
                     wt.push(Step::Post(wakee));
                     summary.dependencies += 1;
                 }
                 tasks[s].state = State::Woken {
                     since,
                     at: ts,
-                    by_task: by.is_some(),
+                    by: by.map(|w| tasks[w].tid),
                     call,
+                    ready,
                 };
             }
             EventKind::Fork { parent, child } => {
@@ -406,8 +577,9 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
                 }
             }
             EventKind::Migrate { pid, .. } => {
-                if slot.contains_key(&pid) {
+                if let Some(&i) = slot.get(&pid) {
                     summary.migrations += 1;
+                    tasks[i].facts.migrations += 1;
                 }
             }
             EventKind::SysEnter { pid, call } => {
@@ -441,6 +613,26 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
             t.push(Step::Compute(cpu));
         }
     }
+    // A wakeup whose task had not run again when recording stopped, or whose switch-in is
+    // missing, leaves the poster's wait on `ready_T_from_W` without the sleeper's post, which
+    // no replay could satisfy: that wait goes (the post itself stays: an extra post blocks
+    // nobody). Exactly those, so that every other wait still pairs with the post it paired
+    // with in the recording.
+    for t in &tasks {
+        if let State::Woken { ready: Some(r), .. } = t.state {
+            unmatched.insert(r);
+        }
+    }
+    if !unmatched.is_empty() {
+        for (w, t) in tasks.iter_mut().enumerate() {
+            let mut k = 0;
+            t.steps.retain(|_| {
+                k += 1;
+                !unmatched.contains(&(w, k - 1))
+            });
+        }
+        summary.rendezvous -= unmatched.len();
+    }
     summary.tasks = tasks.len();
     summary.cpu_ns = tasks
         .iter()
@@ -452,8 +644,30 @@ pub fn convert(rec: &Recording, allow_lossy: bool) -> Result<Converted, ConvertE
         .sum();
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
-    let toml = render(rec, &tasks, &mut summary)?;
-    Ok(Converted { toml, summary })
+    for t in &mut tasks {
+        t.facts.cpu_ns = t
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::Compute(d) => *d,
+                _ => 0,
+            })
+            .sum();
+    }
+    let (toml, group_of) = render(rec, &tasks, &mut summary)?;
+    let tasks = tasks
+        .into_iter()
+        .map(|t| TaskFacts {
+            group: group_of[&t.tid].clone(),
+            ..t.facts
+        })
+        .collect();
+    Ok(Converted {
+        toml,
+        summary,
+        tasks,
+        wakeup_latencies_ns: latencies,
+    })
 }
 
 fn sleep_kind(call: Option<Call>) -> SleepKind {
@@ -576,10 +790,17 @@ fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent
         ),
         Step::Yield => writeln!(out, "{indent}\"yield\","),
         Step::Spawn(t) => writeln!(out, "{indent}{{ spawn = \"{}\" }},", groups[&t]),
+        Step::Ready(w) => writeln!(out, "{indent}{{ post = \"ready_self_from_{w}\" }},"),
+        Step::AwaitReady(t) => writeln!(out, "{indent}{{ wait = \"ready_{t}_from_self\" }},"),
     };
 }
 
-fn render(rec: &Recording, tasks: &[Task], summary: &mut Summary) -> Result<String, ConvertError> {
+/// The file's text, and the group each task is written in.
+fn render(
+    rec: &Recording,
+    tasks: &[Task],
+    summary: &mut Summary,
+) -> Result<(String, HashMap<i32, String>), ConvertError> {
     // Bodies first: the group names of folded tasks depend on them.
     let mut dev = 0.0;
     let mut total = 0.0;
@@ -632,7 +853,7 @@ fn render(rec: &Recording, tasks: &[Task], summary: &mut Summary) -> Result<Stri
     // The fold changed names spawns refer to: write the bodies again with the groups' names.
     let mut out = String::new();
     header(rec, summary, &mut out);
-    let _ = writeln!(out, "name = \"{}\"", file_name(&rec.source));
+    let _ = writeln!(out, "name = \"{}\"", workload_name(&rec.source));
     let _ = writeln!(
         out,
         "description = \"Recorded from {}\"",
@@ -654,6 +875,19 @@ fn render(rec: &Recording, tasks: &[Task], summary: &mut Summary) -> Result<Stri
     posted.dedup();
     for p in posted {
         let _ = writeln!(out, "\n[semaphores.wake_{p}]");
+    }
+    let mut ready: Vec<(i32, i32)> = tasks
+        .iter()
+        .flat_map(|t| t.steps.iter().map(move |s| (t.tid, s)))
+        .filter_map(|(tid, s)| match *s {
+            Step::Ready(w) => Some((tid, w)),
+            _ => None,
+        })
+        .collect();
+    ready.sort_unstable();
+    ready.dedup();
+    for (t, w) in ready {
+        let _ = writeln!(out, "\n[semaphores.ready_{t}_from_{w}]");
     }
     for (k, t) in tasks.iter().enumerate() {
         if counts[k] == 0 {
@@ -680,7 +914,7 @@ fn render(rec: &Recording, tasks: &[Task], summary: &mut Summary) -> Result<Stri
             max: MAX_FILE_STEPS,
         });
     }
-    Ok(out)
+    Ok((out, group_of))
 }
 
 /// `steps = [ ... ]` for one task; `names` gives spawned groups' names.
@@ -705,7 +939,10 @@ fn body_text(items: &[Item], names: &HashMap<i32, String>, out: &mut String, tid
     let _ = write!(
         out,
         "steps = [\n{}]\n",
-        inner.replace("wake_self", &format!("wake_{tid}"))
+        inner
+            .replace("wake_self", &format!("wake_{tid}"))
+            .replace("ready_self_", &format!("ready_{tid}_"))
+            .replace("_from_self\"", &format!("_from_{tid}\""))
     );
 }
 
@@ -732,19 +969,7 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
             s.lost
         );
     }
-    let _ = writeln!(
-        out,
-        "# {} tasks in {} groups; {} wakeups by a recorded task (post -> wait), {} timer sleeps, {} sleeps woken from outside, {} yields, {} spawns; {} migrations not replayed (placement is the scheduler's); {:.6} s CPU time.",
-        s.tasks,
-        s.groups,
-        s.dependencies,
-        s.timer_sleeps,
-        s.other_sleeps,
-        s.yields,
-        s.spawns,
-        s.migrations,
-        s.cpu_ns as f64 / 1e9
-    );
+    let _ = writeln!(out, "# {}.", s.holds());
     let _ = writeln!(
         out,
         "# Recorded: {} voluntary and {} involuntary context switches, {} wakeups.",
@@ -754,20 +979,13 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
         out,
         "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made."
     );
-    if s.loops > 0 {
-        let _ = writeln!(
-            out,
-            "# Summarised: {} steps became {} ({} loops, each step of a loop body the mean of its passes). The order of posts, waits and spawns is exact and each task's CPU and sleep totals are kept; the summarised durations deviate from the recorded ones by {:.1} % of their total (mean absolute deviation).",
-            s.raw_steps,
-            s.written_steps,
-            s.loops,
-            s.loop_error * 100.0
-        );
+    if let Some(line) = s.summarised() {
+        let _ = writeln!(out, "# Summarised: {line}.");
     }
 }
 
-/// The program's base name, as the workload's name.
-fn file_name(source: &str) -> String {
+/// The workload's name for a recording of `source`: `recorded-` and the program's base name.
+pub fn workload_name(source: &str) -> String {
     let first = source.split_whitespace().next().unwrap_or("recorded");
     let base = first.rsplit('/').next().unwrap_or(first);
     let s: String = base
@@ -888,6 +1106,109 @@ mod tests {
         assert_eq!(b[1], "{ compute = \"0.1us\" },");
         assert_eq!(b[2], "{ post = \"wake_10\" },");
         assert_eq!(c.summary.cpu_ns, 6 * 110);
+    }
+
+    #[test]
+    fn a_wakeup_before_the_sleep_is_still_a_dependency() {
+        // Two CPUs, a pipe ping-pong where 11 is woken while still on its CPU (it had found
+        // the pipe empty and set its state, not yet switched): the kernel's wakeup finds it
+        // running and no sleep is traced. Its read needed 10's write all the same: 10 posts
+        // and 11 waits at that point, or the replay's 10 would run ahead posting.
+        let e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+            // 10 writes: 11 is running (on its way to sleep).
+            wk(100, 10, 11),
+            // 11 replies at once; 10 had gone to sleep on its read.
+            sw(150, 10, LeftAs::Sleeping, 0),
+            wk(300, 11, 10),
+            sw(310, 0, LeftAs::Runnable, 10),
+            // 10 writes again; this time 11 had slept.
+            sw(400, 11, LeftAs::Sleeping, 0),
+            wk(500, 10, 11),
+            sw(520, 0, LeftAs::Runnable, 11),
+            sw(600, 10, LeftAs::Dead, 0),
+            sw(700, 11, LeftAs::Dead, 0),
+        ];
+        let c = convert(&rec(&[10, 11], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!(c.summary.dependencies, 3);
+        assert_eq!(c.summary.wakeups_before_sleep, 1);
+        assert_eq!(c.summary.wakeups, 3);
+        assert_eq!(c.summary.voluntary_switches, 2);
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ wait = \"wake_11\" },",
+                "{ compute = \"0.2us\" },",
+                "{ post = \"wake_10\" },",
+                "{ compute = \"0.1us\" },",
+                "{ wait = \"wake_11\" },",
+                "{ compute = \"0.18us\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.05us\" },",
+                "{ wait = \"wake_10\" },",
+                "{ compute = \"0.19us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.1us\" },",
+            ]
+        );
+        assert!(c.toml.contains("3 wakeups by a recorded task (post -> wait; 1 of them before the task had left its CPU)"), "{}", c.toml);
+    }
+
+    #[test]
+    fn keep_sleeps_makes_the_poster_wait_for_the_sleeper() {
+        let opts = Options {
+            keep_sleeps: true,
+            ..Options::default()
+        };
+        let c = convert_with(&pingpong(2), &opts).unwrap();
+        compiles(&c.toml);
+        // Each of the 4 wakeups found its task asleep: 4 rendezvous, a semaphore per pair.
+        assert_eq!((c.summary.dependencies, c.summary.rendezvous), (4, 4));
+        assert!(c.toml.contains("[semaphores.ready_10_from_11]"));
+        assert!(c.toml.contains("[semaphores.ready_11_from_10]"));
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ wait = \"ready_11_from_10\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.01us\" },",
+                "{ post = \"ready_10_from_11\" },",
+                "{ wait = \"wake_10\" },",
+                "{ compute = \"0.1us\" },",
+                "{ wait = \"ready_11_from_10\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.01us\" },",
+                "{ post = \"ready_10_from_11\" },",
+                "{ wait = \"wake_10\" },",
+            ]
+        );
+        // 11 slept from the start: it is ready before anything else.
+        let b = steps_of(&c.toml, "task11_11");
+        assert_eq!(b[0], "{ post = \"ready_11_from_10\" },");
+        assert_eq!(b[1], "{ wait = \"wake_11\" },");
+        // A wakeup at the very end, its task never running again: no rendezvous is left
+        // that nobody could end.
+        let mut r = pingpong(2);
+        let end = r.stop_ns;
+        r.events.push(wk(end + 100, 10, 11));
+        r.stop_ns = end + 100;
+        let c = convert_with(&r, &opts).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.dependencies, c.summary.rendezvous), (5, 4));
+        // Without the option, the same file as before: no ready semaphores.
+        let plain = convert(&pingpong(2), false).unwrap();
+        assert!(!plain.toml.contains("ready_"));
+        assert_eq!(plain.summary.rendezvous, 0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod expr;
 pub mod from_trace;
 pub mod model;
+pub mod original;
 pub mod rtapp;
 pub mod span;
 pub mod toml_file;

@@ -116,6 +116,10 @@ fn full_record() -> RunRecord {
             series: vec![series],
             ..TimelineSummary::default()
         }),
+        wakeup_latency: Some(schedlab_workload::record::Distribution {
+            unit: "us".into(),
+            buckets: vec![(1.0, 3), (15.0, 1)],
+        }),
     };
     RunRecord {
         schema: SCHEMA_VERSION,

@@ -110,6 +110,14 @@ pub enum Command {
         /// How long to record --pid (it stops earlier if the process exits).
         #[arg(long, value_name = "DURATION", value_parser = timeout_duration, requires = "pid")]
         duration: Option<Duration>,
+        /// Make the replay sleep where the program slept: a task that woke a sleeping one
+        /// waits, before its post, until the replayed sleeper is waiting (docs/recording.md).
+        #[arg(long)]
+        keep_sleeps: bool,
+        /// Also write the recorded run as a run record (JSON, as `run --json` writes), for
+        /// `schedlab compare FILE replay.json` (`-` for standard output).
+        #[arg(long, value_name = "FILE.json")]
+        json: Option<PathBuf>,
         /// The ring buffer per CPU, MiB, 1..4096 (events beyond it are lost).
         #[arg(long, value_name = "MIB", default_value = "64", value_parser = clap::value_parser!(u32).range(1..=4096))]
         buffer_mb: u32,

@@ -153,13 +153,146 @@ pub fn compare(
             "{metric} ({})\n",
             first.metric(&metric).map_or("", |m| m.unit.as_str())
         ));
+        // A recorded program's run is one run: there is no distribution to draw or test, so
+        // the table below gives its value beside the replays' means.
+        if records.iter().any(is_recorded_run) && sets.iter().any(|(_, v)| v.len() < 3) {
+            out.push_str(
+                "(a recorded run is one value: no distribution to compare; the values follow)\n\n",
+            );
+            continue;
+        }
         let report = schedlab_report::ministat::render(&sets, level, welch, 74)
             .map_err(|e| Error::Input(e.to_string()))?;
         out.push_str(&report);
         out.push('\n');
     }
     out.push_str(&relative_table(&records, &names, level, welch));
+    if records.iter().any(is_recorded_run) {
+        out.push_str(&counters_table(&records, &names));
+    }
+    out.push_str(&latency_distances(&records, &names));
     Ok(out)
+}
+
+/// Whether `r` is the run `schedlab record --json` writes of a recorded program.
+fn is_recorded_run(r: &RunRecord) -> bool {
+    r.backend.details.contains_key("recorded")
+}
+
+/// Beside a recorded run, the counters replays are judged by: per configuration, the total
+/// switches, wakeups and CPU time and each group's CPU time, each record's median over its
+/// repetitions, and the other records' as a ratio to the first's.
+fn counters_table(records: &[RunRecord], names: &[String]) -> String {
+    let mut header = vec!["counter (median)".to_string(), names[0].clone()];
+    header.extend(names[1..].iter().cloned());
+    let mut t = Table::new(header);
+    let median =
+        |c: &ConfigResult,
+         group: &str,
+         f: &dyn Fn(&schedlab_workload::record::Counters) -> Option<f64>| {
+            let mut v: Vec<f64> = c
+                .repetitions
+                .iter()
+                .filter_map(|r| r.counters.get(group).and_then(f))
+                .collect();
+            v.sort_by(f64::total_cmp);
+            match v.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(v[n / 2]),
+                n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+            }
+        };
+    type Get = fn(&schedlab_workload::record::Counters) -> Option<f64>;
+    let kinds: [(&str, Get); 4] = [
+        ("voluntary switches", |c| {
+            c.voluntary_switches.map(|v| v as f64)
+        }),
+        ("involuntary switches", |c| {
+            c.involuntary_switches.map(|v| v as f64)
+        }),
+        ("wakeups", |c| c.wakeups.map(|v| v as f64)),
+        ("CPU time s", |c| Some(c.cpu_time_s)),
+    ];
+    for c in &records[0].configs {
+        let others: Vec<Option<&ConfigResult>> = records[1..]
+            .iter()
+            .map(|r| r.configs.iter().find(|o| o.label == c.label))
+            .collect();
+        let groups = c.groups.iter().map(|g| g.name.as_str());
+        let rows = kinds
+            .iter()
+            .map(|&(what, get)| ("total", what, get))
+            .chain(groups.map(|g| (g, "CPU time s", kinds[3].1)));
+        for (group, what, get) in rows {
+            let Some(base) = median(c, group, &get) else {
+                continue;
+            };
+            let mut label = if group == "total" {
+                what.to_string()
+            } else {
+                format!("{group} {what}")
+            };
+            if !c.label.is_empty() {
+                label = format!("{} {label}", c.label);
+            }
+            let mut row = vec![label, num(base)];
+            for o in &others {
+                row.push(match o.and_then(|o| median(o, group, &get)) {
+                    Some(v) if base != 0.0 => format!("{} (×{:.3})", num(v), v / base),
+                    Some(v) => num(v),
+                    None => "-".into(),
+                });
+            }
+            t.row(row);
+        }
+    }
+    t.render()
+}
+
+/// For each configuration whose repetitions carry a wakeup-latency distribution in the first
+/// record and in another (`schedlab record --json` writes one), the Kolmogorov–Smirnov distance
+/// between the two, each record's repetitions pooled: the largest gap between their cumulative
+/// distributions, 0 for the same shape, 1 for disjoint ones.
+fn latency_distances(records: &[RunRecord], names: &[String]) -> String {
+    use schedlab_workload::record::Distribution;
+    let pooled = |c: &ConfigResult| {
+        Distribution::merged(
+            c.repetitions
+                .iter()
+                .filter_map(|r| r.wakeup_latency.as_ref()),
+        )
+    };
+    let mut out = String::new();
+    for c in &records[0].configs {
+        let Some(base) = pooled(c) else { continue };
+        for (r, name) in records[1..].iter().zip(&names[1..]) {
+            let Some(other) = r
+                .configs
+                .iter()
+                .find(|o| o.label == c.label)
+                .and_then(pooled)
+            else {
+                continue;
+            };
+            if other.unit != base.unit {
+                continue;
+            }
+            if let Some(d) = base.ks_distance(&other) {
+                let label = if c.label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", c.label)
+                };
+                out.push_str(&format!(
+                    "wakeup latency{label}: Kolmogorov-Smirnov distance {d:.3} between {} ({} wakeups) and {name} ({} wakeups)\n",
+                    names[0],
+                    base.count(),
+                    other.count()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Refuse a record holding a value no measurement can have (negative, not finite, beyond

@@ -1,7 +1,8 @@
 //! `schedlab record -o FILE.toml -- CMD ARGS...` (or `--pid PID --duration D`): the real
 //! backend records the program's scheduler events (`schedlab_real::trace::record`), the script
 //! crate turns them into a workload file (`schedlab_script::from_trace`), and this writes it
-//! through the one output writer and says what it holds.
+//! through the one output writer and says what it holds; with `--json`, also the recorded run
+//! as a run record (`schedlab_script::original`).
 
 use crate::error::Error;
 use schedlab_real::trace::record::{record, Target};
@@ -9,10 +10,11 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Record, convert and write `out`.
+/// Record, convert and write `out` (and the recorded run's record to `json`).
 pub fn run(
     out: &Path,
-    allow_lossy: bool,
+    json: Option<&Path>,
+    options: schedlab_script::from_trace::Options,
     pid: Option<i32>,
     duration: Option<Duration>,
     buffer_mb: u32,
@@ -47,18 +49,42 @@ pub fn run(
         ));
     }
     let target_out = crate::execute::check_file_output("--out", out)?;
+    let json_out = match json {
+        Some(j) if j == out => {
+            return Err(Error::Conflict(format!(
+                "--json {} is the --out file too; give the run record another name",
+                j.display()
+            )))
+        }
+        Some(j) => Some((j, crate::execute::check_file_output("--json", j)?)),
+        None => None,
+    };
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let stop = crate::execute::interrupt_flag()?;
     let rec = record(&target, buffer_mb as usize * 1024, &stop)
         .map_err(|e| Error::System(format!("record: {e}")))?;
-    let converted = schedlab_script::from_trace::convert(&rec, allow_lossy)
+    let converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;
     schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())
         .map_err(|e| Error::output("--out", out, e.to_string()))?;
+    if let Some((path, target)) = json_out {
+        let mut r = schedlab_script::original::run_record(&rec, &converted);
+        r.tool = schedlab_workload::record::ToolInfo {
+            name: "schedlab".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        r.machine = schedlab_real::machine::machine_info();
+        r.command = std::env::args().collect();
+        r.started_unix = started_unix;
+        schedlab_report::output::write_target(&target, r.to_json().as_bytes())
+            .map_err(|e| Error::output("--json", path, e.to_string()))?;
+    }
     let s = &converted.summary;
     eprintln!(
-        "recorded {} events of {} tasks in {:.3} s{}; wrote {} ({} groups, {} wakeups by recorded tasks, {} timer sleeps, {} outside wakeups, {} yields, {} spawns; {} steps{})",
+        "recorded {} events in {:.3} s{}; wrote {}: {}; {} steps{}",
         s.events,
-        s.tasks,
         rec.stop_ns.saturating_sub(rec.start_ns) as f64 / 1e9,
         if s.lost > 0 {
             format!(", {} LOST (approximate)", s.lost)
@@ -66,23 +92,10 @@ pub fn run(
             String::new()
         },
         out.display(),
-        s.groups,
-        s.dependencies,
-        s.timer_sleeps,
-        s.other_sleeps,
-        s.yields,
-        s.spawns,
+        s.holds(),
         s.written_steps,
-        if s.loops > 0 {
-            format!(
-                " after summarising {} into {} loops, durations within {:.1} %",
-                s.raw_steps,
-                s.loops,
-                s.loop_error * 100.0
-            )
-        } else {
-            String::new()
-        }
+        s.summarised()
+            .map_or_else(String::new, |line| format!("; summarised: {line}"))
     );
     Ok(ExitCode::SUCCESS)
 }

@@ -29,10 +29,12 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
     let _turn = serial();
     let d = temp_dir("recording", "pingpong");
     let file = d.path().join("pp.toml");
+    let orig = d.path().join("orig.json");
     let bin = env!("CARGO_BIN_EXE_schedlab");
     // schedlab's own ping-pong, 2000 round trips: two threads waking each other.
     let out = schedlab()
-        .args(["record", "-o", file.to_str().unwrap(), "--", bin])
+        .args(["record", "-o", file.to_str().unwrap()])
+        .args(["--json", orig.to_str().unwrap(), "--", bin])
         .args([
             "run",
             "pingpong",
@@ -49,7 +51,7 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
-        err.contains("recorded ") && err.contains(" events of "),
+        err.contains("recorded ") && err.contains(" events in "),
         "{err}"
     );
     let text = std::fs::read_to_string(&file).unwrap();
@@ -58,8 +60,9 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
         "{text}"
     );
     assert!(text.contains("tasks = \"threads\""));
-    // A round trip wakes each side only where it had gone to sleep (on several CPUs the reader
-    // often finds the token already there): measured here 2160-2225 of the 4000 possible.
+    // A round trip wakes each side only where it had gone to sleep, or was on its way to (on
+    // several CPUs the reader often finds the token already there, and nobody is woken):
+    // measured here 2160-2225 of the 4000 possible.
     let deps: usize = text
         .lines()
         .find(|l| l.contains("wakeups by a recorded task"))
@@ -68,10 +71,40 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no dependency count in\n{text}"));
     assert!((1000..=4100).contains(&deps), "{deps} dependencies\n{text}");
+    // The recorded run as a record: the file's wakeups, a latency for each, and the counters.
+    let rec = std::fs::read_to_string(&orig).unwrap();
+    common::check("record --json", &rec);
+    let r: serde_json::Value = serde_json::from_str(&rec).unwrap();
+    let rep = &r["configs"][0]["repetitions"][0];
+    let wakeups = rep["counters"]["total"]["wakeups"].as_u64().unwrap();
+    assert!(
+        wakeups as usize >= deps,
+        "{wakeups} wakeups, {deps} dependencies"
+    );
+    let latencies: u64 = rep["wakeup_latency"]["buckets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert!(
+        latencies > 0 && latencies <= wakeups,
+        "{latencies} latencies, {wakeups} wakeups"
+    );
+    assert!(rep["metrics"]["time"].as_f64().unwrap() > 0.0);
+    let replay = d.path().join("replay.json");
     let f = file.to_str().unwrap();
     for args in [
         vec!["check", f],
-        vec!["run", f, "--runs", "1", "-q"],
+        vec![
+            "run",
+            f,
+            "--runs",
+            "1",
+            "-q",
+            "--json",
+            replay.to_str().unwrap(),
+        ],
         vec![
             "run",
             f,
@@ -104,6 +137,30 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+    // compare sets the replay beside the original, counters included; the original beside
+    // itself is at Kolmogorov-Smirnov distance 0.
+    let o = orig.to_str().unwrap();
+    let out = schedlab()
+        .args(["compare", o, replay.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("a recorded run is one value"), "{text}");
+    assert!(
+        text.contains("wakeups") && text.contains("CPU time s"),
+        "{text}"
+    );
+    let out = schedlab().args(["compare", o, o]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("wakeup latency: Kolmogorov-Smirnov distance 0.000"),
+        "{text}"
+    );
     assert!(
         our_instances().is_empty(),
         "left behind: {:?}",
