@@ -24,6 +24,14 @@
 //!   directory) and `open2` (each in its own directory); the tree or files are made before a
 //!   barrier, and the lookups are timed after it.
 //!
+//! `prune` adds a rare long holder of `dcache_lock`: after a request, with probability 1/EVERY,
+//! the task holds the lock for HOLD, as 2.4.17's `prune_dcache` does when memory pressure calls
+//! it through `shrink_dcache_memory` from `try_to_free_pages` (in the allocating task's own
+//! context, or kswapd's): it walks the unused list under the lock, moving referenced dentries
+//! back to its head without counting them, so one call can scan the whole cached file set in one
+//! hold. The seed shows such holds only as its maxima (3.3–13 ms); `prune` lets an experiment
+//! ask what rate and length would give its mean waits. Off by default.
+//!
 //! `dcache_lock` is a spin lock of the plan, so `--locks` prints lockmeter's table of it. Metrics:
 //! lookups per second (all lookups over the span from the first task's start to the last one's
 //! end, after the barrier in `kernel`), each lookup's latency (the walk, without the request's
@@ -54,6 +62,13 @@ pub use crate::dcache::{Dcache, DCACHE_LOCK, MISS_FACTOR};
 
 /// Salt of the generator of `gaps=exp`'s draws, apart from the paths' generator.
 const GAP_SEED: u64 = 0x9a95_0003;
+
+/// Salt of the generator of `prune`'s draws, apart from the others (so that a run without
+/// `prune` draws exactly what it drew before the parameter existed).
+const PRUNE_SEED: u64 = 0x9a95_3003;
+
+/// The rarest `prune` (one request in this many).
+const MAX_PRUNE_EVERY: u64 = 100_000_000;
 
 /// The longest exponential gap, in means (e^−50: never reached in practice; it bounds a draw).
 const MAX_GAP_MEANS: f64 = 50.0;
@@ -146,6 +161,49 @@ impl FromStr for Gaps {
     }
 }
 
+/// A rare long hold of `dcache_lock` after a request (`prune=HOLD/EVERY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prune {
+    /// How long the lock is held.
+    pub hold: Duration,
+    /// One request in this many, drawn independently after each.
+    pub every: u64,
+}
+
+impl fmt::Display for Prune {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", format_duration(self.hold), self.every)
+    }
+}
+
+/// `none` or `HOLD/EVERY` (a hold of 0..1s, one request in 1..100000000).
+fn parse_prune(value: &str) -> Result<Option<Prune>, ParamError> {
+    let v = value.trim();
+    if v == "none" {
+        return Ok(None);
+    }
+    let bad = |what: &str| ParamError::value(NAME, "prune", value, what);
+    let Some((hold, every)) = v.split_once('/') else {
+        return Err(bad(
+            "is not accepted; use none or HOLD/EVERY, such as 5ms/20000",
+        ));
+    };
+    let hold = match parse_duration(hold) {
+        Ok(d) if d <= Duration::from_secs(1) => d,
+        _ => {
+            return Err(bad(
+                "is not accepted: HOLD is a duration 0..1s (HOLD/EVERY, such as 5ms/20000)",
+            ))
+        }
+    };
+    match every.trim().parse::<u64>() {
+        Ok(every) if (1..=MAX_PRUNE_EVERY).contains(&every) => Ok(Some(Prune { hold, every })),
+        _ => Err(bad(
+            "is not accepted: EVERY is a count of requests 1..100000000 (HOLD/EVERY, such as 5ms/20000)",
+        )),
+    }
+}
+
 /// Tasks resolving paths under a dcache strategy.
 #[derive(Clone, Debug)]
 pub struct Lookup {
@@ -171,6 +229,8 @@ pub struct Lookup {
     pub request: Duration,
     /// Whether every request's work is `request`, or drawn with that mean.
     pub gaps: Gaps,
+    /// A rare long hold of `dcache_lock` after a request, if any.
+    pub prune: Option<Prune>,
     /// The tree, built once per configuration (by [`Workload::plan`], before any task starts).
     tree: Arc<OnceLock<Tree>>,
 }
@@ -192,6 +252,7 @@ impl Default for Lookup {
             // = 0.157: request ≈ 700 µs.
             request: Duration::from_micros(700),
             gaps: Gaps::Fixed,
+            prune: None,
             tree: Arc::default(),
         }
     }
@@ -318,6 +379,17 @@ const TABLE: &[Param<Lookup>] = &[
         |w, v| parse_with(NAME, v, str::parse).map(|g| w.gaps = g),
         |w| w.gaps.to_string(),
     ),
+    Param::new(
+        ParamDef::value(
+            "prune",
+            "none",
+            "none|HOLD/EVERY",
+            "After a request, with probability 1/EVERY, hold dcache_lock for HOLD (2.4's prune_dcache under memory pressure), e.g. 5ms/20000; none: never.",
+        ),
+        |w: &mut Lookup, v| parse_prune(v).map(|p| w.prune = p),
+        |w| w.prune.map_or_else(|| "none".into(), |p| p.to_string()),
+    )
+    .recorded_when(|w| w.prune.is_some()),
 ];
 
 /// The declarations of [`TABLE`].
@@ -326,6 +398,15 @@ const PARAMS: &[ParamDef] = &param_defs::<Lookup, { TABLE.len() }>(TABLE);
 impl Lookup {
     /// Check parameters; the error names the value and what is accepted.
     pub fn validate(&self) -> Result<(), ParamError> {
+        if let (Some(p), Dcache::Kernel) = (self.prune, self.dcache) {
+            return Err(ParamError::params(
+                NAME,
+                &["prune", "dcache"],
+                format!(
+                    "ask for holds of the simulated dcache_lock (prune={p}) under dcache=kernel, which does not take it; accepted: prune=none with dcache=kernel"
+                ),
+            ));
+        }
         if self.files < self.depth {
             return Err(ParamError::params(
                 NAME,
@@ -543,6 +624,7 @@ impl Workload for Lookup {
         };
         let mut tally = WalkTally::default();
         let mut gaps = SplitMix::new(GAP_SEED ^ (task.index as u64) << 32);
+        let mut prunes = SplitMix::new(PRUNE_SEED ^ (task.index as u64) << 32);
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
         let mut path = Vec::new();
         for _ in 0..self.lookups {
@@ -552,6 +634,13 @@ impl Workload for Lookup {
             walker.walk(ctx, &tree.dentries, &path, &mut tally).await;
             ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
             ctx.compute(self.gap(&mut gaps)).await;
+            if let Some(p) = self.prune {
+                if prunes.next().is_multiple_of(p.every) {
+                    ctx.lock(Self::LOCK).await;
+                    ctx.compute(p.hold).await;
+                    ctx.unlock(Self::LOCK);
+                }
+            }
             if ctx.stop_requested() {
                 return Err(WorkloadError::Stopped);
             }
@@ -918,6 +1007,36 @@ mod tests {
         let e = l.validate().unwrap_err().to_string();
         assert!(
             e.contains("paths of 8 components in a tree of 5 entries"),
+            "{e}"
+        );
+    }
+    #[test]
+    fn prune_is_a_hold_and_a_rate_recorded_only_when_set() {
+        let mut l = Lookup::default();
+        assert!(!l.params().contains_key("prune"));
+        l.set_param("prune", "6.7ms/2000").unwrap();
+        assert_eq!(
+            l.prune,
+            Some(Prune {
+                hold: Duration::from_micros(6_700),
+                every: 2000
+            })
+        );
+        assert_eq!(
+            l.params().get("prune").map(String::as_str),
+            Some("6.700ms/2000")
+        );
+        l.set_param("prune", "none").unwrap();
+        assert_eq!(l.prune, None);
+        for bad in ["5ms", "5ms/0", "5ms/x", "2s/10", "x/10", "5ms/100000001"] {
+            let e = l.set_param("prune", bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("prune"), "{e}");
+        }
+        l.set_param("prune", "1ms/10").unwrap();
+        l.set_param("dcache", "kernel").unwrap();
+        let e = l.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("prune=1.000ms/10") && e.contains("dcache=kernel"),
             "{e}"
         );
     }
