@@ -19,7 +19,9 @@ fn values(text: &str, label: &str) -> Vec<u64> {
     let line = (text.lines())
         .find_map(|l| l.strip_prefix(&format!("# {label}:")))
         .unwrap_or_else(|| panic!("no '# {label}:' line in\n{text}"));
-    line.split_whitespace().map(|n| n.parse().unwrap()).collect()
+    line.split_whitespace()
+        .map(|n| n.parse().unwrap())
+        .collect()
 }
 
 /// Check a two-thread `--histofall` file of `rows` buckets: each row's third column is the sum
@@ -135,7 +137,9 @@ fn without_histfile_it_is_printed_and_a_sweep_names_each_configuration() {
         ],
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let at = stdout.find("# Histogram\n").expect("the histogram on stdout");
+    let at = stdout
+        .find("# Histogram\n")
+        .expect("the histogram on stdout");
     assert_eq!(check_histofall(&stdout[at..], 30), 100);
     run_ok(
         dir.path(),

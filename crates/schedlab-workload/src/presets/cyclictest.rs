@@ -578,12 +578,7 @@ pub fn histogram_text(rows: usize, columns: &[HistColumn], all: bool) -> String 
     out.push_str(&line("Min Latencies", 5, &|c| c.min, None));
     out.push_str(&line("Avg Latencies", 5, &|c| c.avg, None));
     out.push_str(&line("Max Latencies", 5, &|c| c.max, Some(u64::max)));
-    out.push_str(&line(
-        "Histogram Overflows",
-        5,
-        &|c| c.overflows,
-        Some(sum),
-    ));
+    out.push_str(&line("Histogram Overflows", 5, &|c| c.overflows, Some(sum)));
     out.push('\n');
     out
 }
@@ -1416,7 +1411,10 @@ mod tests {
             "{e}"
         );
         let e = message(set(&mut w, "histofall", "2000000").unwrap_err());
-        assert!(e.contains("--histofall 2000000") && e.contains("0..1000000"), "{e}");
+        assert!(
+            e.contains("--histofall 2000000") && e.contains("0..1000000"),
+            "{e}"
+        );
         let mut w = Cyclictest::default();
         set(&mut w, "histfile", "h.txt").unwrap();
         let e = message(w.validate().unwrap_err());
@@ -1425,7 +1423,10 @@ mod tests {
             "{e}"
         );
         let e = message(set(&mut w, "histfile", "").unwrap_err());
-        assert!(e.contains("--histfile ''") && e.contains("file name"), "{e}");
+        assert!(
+            e.contains("--histfile ''") && e.contains("file name"),
+            "{e}"
+        );
         // Nothing ends the run.
         let mut w = Cyclictest {
             duration: Duration::ZERO,
