@@ -1453,7 +1453,16 @@ mod tests {
             .unwrap()
             .plan();
         assert_eq!(plan.total_tasks(), 2 + 6);
-        assert_eq!((plan.channels, plan.locks), (8, 4));
+        // The message threads' inboxes; a worker's wake time is a shared word, not a channel.
+        assert_eq!((plan.channels, plan.locks, plan.sync.words), (2, 4, 6));
+        // In RPS mode each worker also has its queue and its count of what it took.
+        let plan = set(
+            4,
+            &[("message-threads", "2"), ("threads", "3"), ("rps", "100")],
+        )
+        .unwrap()
+        .plan();
+        assert_eq!((plan.channels, plan.sync.words), (2 + 12, 6));
         let plan = set(4, &[("no-locking", "true")]).unwrap().plan();
         assert_eq!(plan.locks, 0);
     }
