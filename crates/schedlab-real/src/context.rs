@@ -13,7 +13,7 @@ use crate::transport::Channels;
 use schedlab_workload::passes::{PassLog, PassRecord};
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, Daemon, FileRead, IoKind, LockId,
-    PathOp, Program, ProgramExit, SemaphoreId, TaskRef, WorkloadError,
+    PathOp, Program, ProgramExit, SemaphoreId, TaskRef, WordId, WorkloadError,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -305,6 +305,14 @@ impl Context for RealContext {
 
     async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
         self.shared.sync.sem_post(id.0)
+    }
+
+    fn store_word(&self, id: WordId, value: u64) -> Result<(), WorkloadError> {
+        self.shared.sync.store_word(id.0, value)
+    }
+
+    fn load_word(&self, id: WordId) -> Result<u64, WorkloadError> {
+        self.shared.sync.load_word(id.0)
     }
 
     async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {

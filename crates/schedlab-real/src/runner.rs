@@ -48,6 +48,7 @@ pub fn check_hosting(plan: &Plan) -> Result<(), HostingError> {
         (forked && !plan.sync.barriers.is_empty(), "barriers"),
         (forked && !plan.sync.semaphores.is_empty(), "semaphores"),
         (forked && plan.sync.conds > 0, "condition variables"),
+        (forked && plan.sync.words > 0, "shared words"),
     ]
     .into_iter()
     .filter_map(|(used, what)| used.then_some(what))

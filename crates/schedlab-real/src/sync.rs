@@ -1,4 +1,5 @@
-//! The plan's barriers, semaphores and condition variables on real threads ([`SyncObjects`]).
+//! The plan's barriers, semaphores, condition variables and shared words on real threads
+//! ([`SyncObjects`]).
 //!
 //! Every wait parks the thread in the kernel (a futex, through `parking_lot_core`, which also
 //! holds the plan's locks): the scheduler sees a task that blocks and a wakeup that ends the
@@ -59,6 +60,8 @@ pub struct SyncObjects {
     barriers: Box<[Barrier]>,
     semaphores: Box<[Semaphore]>,
     conds: Box<[Cond]>,
+    /// The plan's shared words.
+    words: Box<[AtomicU64]>,
     /// Set by [`SyncObjects::stop`].
     stopped: AtomicBool,
     /// The run's stop flag (set from a signal handler, which cannot wake anybody).
@@ -96,6 +99,7 @@ impl SyncObjects {
                 })
                 .collect(),
             conds: (0..plan.conds).map(|_| Cond { _key: 0 }).collect(),
+            words: (0..plan.words).map(|_| AtomicU64::new(0)).collect(),
             stopped: AtomicBool::new(false),
             run_stop,
             wait_end: plan.wait_end,
@@ -186,6 +190,21 @@ impl SyncObjects {
                 ParkResult::Invalid | ParkResult::TimedOut => return Err(WorkloadError::Stopped),
             }
         }
+    }
+
+    /// Store `value` in shared word `id`. Release order: a thread that sees the store (or is
+    /// woken by a post that followed it, whose queue lock orders the two) sees what was
+    /// written before it.
+    pub fn store_word(&self, id: usize, value: u64) -> Result<(), WorkloadError> {
+        let w = (self.words.get(id)).ok_or_else(|| missing("shared word", id, self.words.len()))?;
+        w.store(value, Ordering::Release);
+        Ok(())
+    }
+
+    /// Shared word `id`'s value.
+    pub fn load_word(&self, id: usize) -> Result<u64, WorkloadError> {
+        let w = (self.words.get(id)).ok_or_else(|| missing("shared word", id, self.words.len()))?;
+        Ok(w.load(Ordering::Acquire))
     }
 
     /// Post semaphore `id`: hand the post to its first waiter, or add one to its count.

@@ -300,6 +300,7 @@ impl<'a> Compiler<'a> {
                 semaphores: initial,
                 conds,
                 queues: 0,
+                words: 0,
                 lock_kinds,
                 lock_names,
                 wait_end: self.def.ends_at,

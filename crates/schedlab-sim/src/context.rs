@@ -4,7 +4,7 @@
 
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, FileRead, IoKind, LockId,
-    SemaphoreId, TaskRef, WorkloadError,
+    SemaphoreId, TaskRef, WordId, WorkloadError,
 };
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -163,6 +163,9 @@ pub struct Shared<'w> {
     halt: Cell<Option<Halt>>,
     /// Whether bodies keep per-pass rows ([`Context::logs_passes`], `--rt-app-logs`).
     pub log_passes: bool,
+    /// The plan's shared words ([`Context::store_word`]): plain memory, which the bodies,
+    /// polled one at a time, read and write at no simulated cost.
+    pub words: Vec<Cell<u64>>,
 }
 
 impl Shared<'static> {
@@ -186,6 +189,7 @@ impl<'w> Shared<'w> {
             looked_at: Cell::new(None),
             halt: Cell::new(None),
             log_passes: false,
+            words: Vec::new(),
         }
     }
 
@@ -252,6 +256,18 @@ impl<'s> SimContext<'s> {
 
     fn call(&self) -> &Call {
         self.call
+    }
+
+    /// Shared word `id`, or the error naming it and how many the plan has.
+    fn word(&self, id: WordId) -> Result<&Cell<u64>, WorkloadError> {
+        let words = &self.shared.words;
+        words.get(id.0).ok_or_else(|| {
+            WorkloadError::Backend(format!(
+                "shared word {} is not in the workload's plan, which has {}",
+                id.0,
+                words.len()
+            ))
+        })
     }
 
     /// How the wait just completed ended: satisfied, or cut by the plan's wait end.
@@ -421,6 +437,15 @@ impl Context for SimContext<'_> {
     async fn sem_post(&self, id: SemaphoreId) -> Result<(), WorkloadError> {
         self.issue(Op::SemPost(id.0)).await;
         Ok(())
+    }
+
+    fn store_word(&self, id: WordId, value: u64) -> Result<(), WorkloadError> {
+        self.word(id)?.set(value);
+        Ok(())
+    }
+
+    fn load_word(&self, id: WordId) -> Result<u64, WorkloadError> {
+        Ok(self.word(id)?.get())
     }
 
     async fn sem_wait(&self, id: SemaphoreId) -> Result<(), WorkloadError> {

@@ -25,6 +25,10 @@ pub struct SemaphoreId(pub usize);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CondId(pub usize);
 
+/// A shared 64-bit word of the workload's plan ([`crate::plan::SyncPlan::words`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WordId(pub usize);
+
 /// The machine's CPU time so far, all CPUs together, as [`Context::cpu_times`] reports it: the
 /// difference of two readings says how busy the machine was between them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -365,6 +369,26 @@ pub trait Context {
     /// CPUs' own accounting. `None` when the backend cannot tell (the default).
     fn cpu_times(&self) -> impl Future<Output = Option<CpuTimes>> {
         std::future::ready(None)
+    }
+    /// Write `value` into shared word `id` ([`crate::plan::SyncPlan::words`]): memory the
+    /// run's threads share, as a field of a structure that another thread reads once it is
+    /// woken (schbench's wake time). A plain store — no system call, no simulated time — so
+    /// that handing a value to a thread costs what it costs a C program; a
+    /// [`Context::load_word`] after a wakeup (semaphore, lock, barrier) that followed the store
+    /// sees it. By default the backend has none.
+    fn store_word(&self, id: WordId, value: u64) -> Result<(), WorkloadError> {
+        let _ = value;
+        Err(WorkloadError::Backend(format!(
+            "shared word {} cannot be written: this backend has no shared words",
+            id.0
+        )))
+    }
+    /// Read shared word `id` (0 until a task stores into it). By default the backend has none.
+    fn load_word(&self, id: WordId) -> Result<u64, WorkloadError> {
+        Err(WorkloadError::Backend(format!(
+            "shared word {} cannot be read: this backend has no shared words",
+            id.0
+        )))
     }
     /// Whether the run has been asked to stop early; long loops check it.
     fn stop_requested(&self) -> bool {

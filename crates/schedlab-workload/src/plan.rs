@@ -168,6 +168,10 @@ pub struct SyncPlan {
     /// appends, as on a condition variable). Pipes work between processes too, so queues need
     /// no particular hosting.
     pub queues: usize,
+    /// Number of shared 64-bit words ([`crate::WordId`] 0..words): memory every task of the
+    /// run reads and writes in place ([`crate::Context::store_word`]), 0 at the start. They
+    /// live in the schedlab process, as the semaphores do, so they need tasks run as threads.
+    pub words: usize,
     /// Per lock ([`crate::LockId`] 0..), its kind; a lock past the end of this list sleeps
     /// (every plan before spin locks existed).
     pub lock_kinds: Vec<LockKind>,
@@ -217,9 +221,10 @@ impl FromStr for LockKind {
 }
 
 impl SyncPlan {
-    /// Whether the plan has no barrier, semaphore or condition variable (queues aside).
+    /// Whether the plan has no barrier, semaphore, condition variable or shared word (queues
+    /// aside).
     pub fn is_empty(&self) -> bool {
-        self.barriers.is_empty() && self.semaphores.is_empty() && self.conds == 0
+        self.barriers.is_empty() && self.semaphores.is_empty() && self.conds == 0 && self.words == 0
     }
 }
 

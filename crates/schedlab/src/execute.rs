@@ -14,9 +14,9 @@ use schedlab_experiment::{
 use schedlab_real::host;
 use schedlab_report::output;
 use schedlab_workload::presets::{
-    self, Configurable, OwnTables, Preset, PresetVisitor, SearchDef, WorkloadDef,
+    self, Configurable, FileOutput, OwnTables, Preset, PresetVisitor, SearchDef, WorkloadDef,
 };
-use schedlab_workload::record::RunRecord;
+use schedlab_workload::record::{ConfigResult, RunRecord};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -121,7 +121,11 @@ fn go(
     };
     let mut settings = settings(common, jobs_flag)?;
     settings.shard = shard(common, check)?;
-    check_outputs(&args)?;
+    let files = match &workload {
+        Selected::Preset(def) => param_files(&args, def)?,
+        Selected::File(_) => Vec::new(),
+    };
+    check_outputs(&args, &files)?;
     if let Some(dir) = &common.rt_app_logs {
         check_rt_app_logs(&workload, dir)?;
         settings.rt_app_logs = Some(dir.clone());
@@ -145,6 +149,10 @@ fn go(
         check,
         stop,
         search,
+        files: match &workload {
+            Selected::Preset(def) => def.files,
+            Selected::File(_) => &[],
+        },
     };
     let end = match workload {
         Selected::File(f) => execute.with(f.script.clone())?,
@@ -158,6 +166,36 @@ fn go(
             ExitCode::from(130)
         }
     })
+}
+
+/// The files a preset's parameters name for its texts written to files ([`FileOutput`]:
+/// cyclictest's `--histfile`), each with its flag: the value given, and each value of a
+/// `--vary` of that parameter.
+fn param_files(
+    args: &WorkloadArgs,
+    def: &WorkloadDef,
+) -> Result<Vec<(&'static str, std::path::PathBuf)>, Error> {
+    let mut out = Vec::new();
+    for f in def.files {
+        if let Some((_, v)) = args.params.iter().rev().find(|(n, _)| n == f.param) {
+            out.push((f.flag, std::path::PathBuf::from(v)));
+        }
+        let prefix = format!("{}=", f.param);
+        for vary in &args.common.vary {
+            let Some(values) = vary.strip_prefix(&prefix) else {
+                continue;
+            };
+            let values = schedlab_experiment::vary::split_values(f.param, values).map_err(|e| {
+                Error::BadValue {
+                    flag: "--vary".into(),
+                    value: vary.clone(),
+                    why: e.to_string(),
+                }
+            })?;
+            out.extend(values.into_iter().map(|v| (f.flag, v.into())));
+        }
+    }
+    Ok(out)
 }
 
 /// `--rt-app-logs DIR`: only a workload that logs rt-app's phase passes (an rt-app file) has
@@ -383,7 +421,10 @@ fn shard(common: &CommonArgs, check: bool) -> Result<Option<Shard>, Error> {
 /// existing, writable directory, `-` (standard output, for one of them), a character device or
 /// a FIFO ([`schedlab_report::output`]); no two may name the same file, and none may name a
 /// file this command reads.
-fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
+fn check_outputs(
+    args: &WorkloadArgs,
+    param_files: &[(&'static str, std::path::PathBuf)],
+) -> Result<(), Error> {
     let common = &args.common;
     let files = [
         ("--json", &common.json),
@@ -393,6 +434,9 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
         ("--wis-csv", &common.wis_csv),
         ("--timeline", &common.timeline),
     ];
+    let files = (files.into_iter())
+        .filter_map(|(flag, p)| Some((flag, p.as_deref()?)))
+        .chain(param_files.iter().map(|(flag, p)| (*flag, p.as_path())));
     let mut inputs: Vec<(&str, &std::path::Path)> = Vec::new();
     if let WorkloadName::File(path) = &args.workload {
         inputs.push(("the workload file", std::path::Path::new(path)));
@@ -401,8 +445,7 @@ fn check_outputs(args: &WorkloadArgs) -> Result<(), Error> {
         inputs.push(("the --profile file", p));
     }
     let mut seen: Vec<(&str, output::Target)> = Vec::new();
-    for (flag, path) in files {
-        let Some(p) = path else { continue };
+    for (flag, p) in files {
         let target = check_file_output(flag, p)?;
         if let Some((other, _)) = seen.iter().find(|(_, t)| *t == target) {
             return Err(if target == output::Target::Stdout {
@@ -580,6 +623,8 @@ struct Execute<'a> {
     stop: Arc<AtomicBool>,
     /// The workload's `--find-max` search, if it has one.
     search: Option<SearchDef>,
+    /// The texts its parameters send to files (cyclictest's `--histfile`).
+    files: &'static [FileOutput],
 }
 
 impl PresetVisitor for Execute<'_> {
@@ -697,6 +742,7 @@ impl Execute<'_> {
             return Ok(end);
         }
         self.print(&record, &keys, &combinations);
+        self.write_param_files(&record, &keys)?;
         if let Some(path) = &self.common.timeline {
             schedlab_report::timeline::write_timeline(&record, path).map_err(|e| {
                 Error::output(
@@ -777,6 +823,34 @@ impl Execute<'_> {
             stdout_taken(self.common),
         );
         Ok(end)
+    }
+
+    /// Write the texts the workload's parameters send to files ([`FileOutput`]), each file
+    /// with the configurations that name it, through the one writer.
+    fn write_param_files(&self, record: &RunRecord, keys: &[String]) -> Result<(), Error> {
+        for f in self.files {
+            let mut by_path: std::collections::BTreeMap<&str, Vec<&ConfigResult>> =
+                std::collections::BTreeMap::new();
+            for c in &record.configs {
+                if let Some(p) = c.params.get(f.param).filter(|p| !p.is_empty()) {
+                    by_path.entry(p).or_default().push(c);
+                }
+            }
+            for (path, rows) in by_path {
+                let path = std::path::Path::new(path);
+                output::write(path, (f.render)(&rows, keys).as_bytes()).map_err(|e| {
+                    Error::output(
+                        f.flag,
+                        path,
+                        format!("{e}; it was not written (the figures above are complete)"),
+                    )
+                })?;
+                if path.as_os_str() != output::STDOUT {
+                    eprintln!("wrote {}", path.display());
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The summary of a run, or the table of a sweep.

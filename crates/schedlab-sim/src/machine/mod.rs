@@ -328,6 +328,9 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
     };
     let mut shared = Shared::watched(refs.len() + slots.len(), watch);
     shared.log_passes = setup.passes;
+    shared.words = (0..plan.sync.words)
+        .map(|_| std::cell::Cell::new(0))
+        .collect();
     let contexts: Vec<SimContext> = (0..refs.len() + slots.len())
         .map(|i| SimContext::new(&shared, i))
         .collect();

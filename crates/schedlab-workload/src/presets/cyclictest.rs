@@ -23,8 +23,15 @@
 //! histogram gives every thread the first thread's interval (`distance` is ignored). The
 //! buckets are kept in the record as the repetition's values `tI_hist_B` (only those that
 //! counted something), which feed the histogram table, not the summary; the overflows are
-//! metrics. Not printed: cyclictest's `# Histogram Overflow at cycle number:` list (a record
-//! holds several repetitions, each with its own cycle numbers) and `--histofall`'s extra column.
+//! metrics. `histofall US` is cyclictest's `-H/--histofall US`: the histogram of `histogram US`
+//! with one more column over all threads when there are two or more (each row's sum and the
+//! total's, the largest maximum, the overflows' sum; nothing under the minima and averages).
+//! `histfile PATH` is cyclictest's `--histfile`: the histogram goes to PATH instead of standard
+//! output, in the same layout (a sweep writes each configuration's, after a `#` line naming
+//! it); the path is checked with the run's other outputs before anything starts, and written
+//! through schedlab's one writer once the run has ended. Not printed: cyclictest's
+//! `# Histogram Overflow at cycle number:` list (a record holds several repetitions, each with
+//! its own cycle numbers).
 //!
 //! Priority and policy are cyclictest's: `--priority P` alone means SCHED_FIFO P; `--sched-policy
 //! fifo|rr` without a priority takes threads + 1, as the original's default; all threads share
@@ -48,7 +55,7 @@
 //! machine's wakeup path and the policy (`select_task_rq`, `wakeup_preempt`, the switch), so the
 //! latency is the policy's; the simulated timer itself is exact (no hrtimer slack).
 
-use super::def::{Example, SeedTable, Tables, WorkloadDef};
+use super::def::{Example, FileOutput, SeedTable, Tables, WorkloadDef};
 use super::loads::{self, IO_BLOCK};
 use super::params::{
     check_product, cross_configurations, param_defs, parse_count, parse_with, ListValues, Param,
@@ -188,6 +195,11 @@ pub struct Cyclictest {
     pub io_size: usize,
     /// `-h/--histogram`: 1 µs buckets per thread; 0: no histogram.
     pub histogram: usize,
+    /// `-H/--histofall`: the histogram has a column over all threads.
+    pub histofall: bool,
+    /// `--histfile`: where the histogram is written instead of standard output (empty: it is
+    /// printed with the per-thread lines).
+    pub histfile: String,
 }
 
 impl Default for Cyclictest {
@@ -205,6 +217,8 @@ impl Default for Cyclictest {
             load_threads: 2,
             io_size: 64 << 20,
             histogram: 0,
+            histofall: false,
+            histfile: String::new(),
         }
     }
 }
@@ -273,6 +287,16 @@ impl Cyclictest {
                 "io-size",
                 super::interbench::format_size(self.io_size),
                 "is not accepted; use 4KiB..16GiB",
+            ));
+        }
+        if !self.histfile.is_empty() && self.histogram == 0 {
+            return Err(ParamError::params(
+                NAME,
+                &["histfile", "histogram"],
+                format!(
+                    "histfile '{}' is where the histogram goes, and none is asked for: give --histogram US or --histofall US",
+                    self.histfile
+                ),
             ));
         }
         if let Err(e) = self.sched_policy() {
@@ -512,29 +536,49 @@ pub struct HistColumn {
 /// cyclictest's histogram printout (`print_hist`) of `rows` 1 µs buckets, one column per
 /// thread: the `# Histogram` rows (`%06d` bucket, then `%06lu` counts separated by tabs), then
 /// `# Total:` (`%09llu`), `# Min Latencies:`, `# Avg Latencies:`, `# Max Latencies:` and
-/// `# Histogram Overflows:` (`%05lu` each), and a blank line.
-pub fn histogram_text(rows: usize, columns: &[HistColumn]) -> String {
+/// `# Histogram Overflows:` (`%05lu` each), and a blank line. With `all` (`--histofall`) and
+/// two columns or more, as cyclictest's: each row ends with its sum over the threads (after a
+/// tab), the total with the sum of the totals, the maxima with the largest, the overflows with
+/// their sum; the minima and averages get no such column.
+pub fn histogram_text(rows: usize, columns: &[HistColumn], all: bool) -> String {
+    let all = all && columns.len() > 1;
     let mut out = String::from("# Histogram\n");
     for i in 0..rows {
-        let counts: Vec<String> = (columns.iter())
-            .map(|c| format!("{:06}", c.buckets.get(&i).copied().unwrap_or(0)))
+        let counts: Vec<u64> = (columns.iter())
+            .map(|c| c.buckets.get(&i).copied().unwrap_or(0))
             .collect();
-        out.push_str(&format!("{i:06} {}\n", counts.join("\t")));
+        let shown: Vec<String> = counts.iter().map(|n| format!("{n:06}")).collect();
+        out.push_str(&format!("{i:06} {}", shown.join("\t")));
+        if all {
+            out.push_str(&format!("\t{:06}", counts.iter().sum::<u64>()));
+        }
+        out.push('\n');
     }
-    let line = |label: &str, width: usize, value: &dyn Fn(&HistColumn) -> u64| {
-        let values: String = (columns.iter())
-            .map(|c| format!(" {:0width$}", value(c)))
-            .collect();
-        format!("# {label}:{values}\n")
+    // One line of `label` with each column's value, and with `summary` over them if `all`.
+    let line = |label: &str,
+                width: usize,
+                value: &dyn Fn(&HistColumn) -> u64,
+                summary: Option<fn(u64, u64) -> u64>| {
+        let values: Vec<u64> = columns.iter().map(value).collect();
+        let mut text: String = values.iter().map(|v| format!(" {v:0width$}")).collect();
+        if let Some(f) = summary.filter(|_| all) {
+            let over = values.iter().copied().fold(0, f);
+            text.push_str(&format!(" {over:0width$}"));
+        }
+        format!("# {label}:{text}\n")
     };
+    let sum: fn(u64, u64) -> u64 = |a, b| a + b;
     // The total counts the buckets shown, as cyclictest's, so overflows are not in it.
-    out.push_str(&line("Total", 9, &|c| {
-        c.buckets.range(..rows).map(|(_, n)| n).sum()
-    }));
-    out.push_str(&line("Min Latencies", 5, &|c| c.min));
-    out.push_str(&line("Avg Latencies", 5, &|c| c.avg));
-    out.push_str(&line("Max Latencies", 5, &|c| c.max));
-    out.push_str(&line("Histogram Overflows", 5, &|c| c.overflows));
+    out.push_str(&line(
+        "Total",
+        9,
+        &|c| c.buckets.range(..rows).map(|(_, n)| n).sum(),
+        Some(sum),
+    ));
+    out.push_str(&line("Min Latencies", 5, &|c| c.min, None));
+    out.push_str(&line("Avg Latencies", 5, &|c| c.avg, None));
+    out.push_str(&line("Max Latencies", 5, &|c| c.max, Some(u64::max)));
+    out.push_str(&line("Histogram Overflows", 5, &|c| c.overflows, Some(sum)));
     out.push('\n');
     out
 }
@@ -687,6 +731,60 @@ const TABLE: &[Param<Cyclictest>] = &[
     )
     // Records of runs without a histogram stay as they were.
     .recorded_when(|w| w.histogram > 0),
+    Param::new(
+        ParamDef::value(
+            "histofall",
+            "0",
+            "US",
+            "cyclictest -H/--histofall: --histogram US with one more column, over all threads (each row's sum, the total, the largest maximum, all overflows) when there are 2 threads or more. 0: none; up to 1000000.",
+        )
+        .short('H'),
+        |w: &mut Cyclictest, v| {
+            let n = parse_count(NAME, "histofall", v, 0..=HIST_MAX)?;
+            if n == 0 {
+                w.histofall = false;
+                return Ok(());
+            }
+            if w.histogram != 0 && w.histogram != n {
+                return Err(ParamError::params(
+                    NAME,
+                    &["histogram", "histofall"],
+                    format!(
+                        "ask for {} and {n} buckets; histofall is the histogram with a summary column: give one of them, or the same size",
+                        w.histogram
+                    ),
+                ));
+            }
+            w.histogram = n;
+            w.histofall = true;
+            Ok(())
+        },
+        |w| if w.histofall { w.histogram.to_string() } else { "0".into() },
+    )
+    .recorded_when(|w| w.histofall),
+    Param::new(
+        ParamDef::value(
+            "histfile",
+            "",
+            "PATH",
+            "cyclictest --histfile: write the histogram (of --histogram or --histofall) to PATH instead of standard output, in the same layout; checked with the other outputs before the run starts (- is standard output).",
+        )
+        .no_default(),
+        |w: &mut Cyclictest, v| {
+            if v.is_empty() {
+                return Err(ParamError::value(
+                    NAME,
+                    "histfile",
+                    "''",
+                    "is not accepted; give a file name, or - for standard output",
+                ));
+            }
+            w.histfile = v.to_string();
+            Ok(())
+        },
+        |w| w.histfile.clone(),
+    )
+    .recorded_when(|w| !w.histfile.is_empty()),
 ];
 
 /// The declarations of [`TABLE`].
@@ -706,6 +804,11 @@ impl Preset for Cyclictest {
         }),
         own: None,
     })
+    .files(&[FileOutput {
+        param: "histfile",
+        flag: "--histfile",
+        render: hist_file,
+    }])
     .examples(&[
         Example::new(
             "cyclictest -t 2 -p 90 -i 1000 on this kernel for 5 s: per-thread min/avg/max latency",
@@ -718,6 +821,10 @@ impl Preset for Cyclictest {
         Example::new(
             "cyclictest -t 2 -l 1000 -h 100: the per-µs histogram of two threads, in cyclictest's layout",
             "run cyclictest --threads 2 --loops 1000 --histogram 100",
+        ),
+        Example::new(
+            "cyclictest -t 2 -H 100 --histfile hist.txt: the histogram with a column over both threads, in a file",
+            "run cyclictest --threads 2 --loops 1000 --histofall 100 --histfile hist.txt",
         ),
     ]);
     const TABLE: &'static [Param<Self>] = TABLE;
@@ -1018,16 +1125,15 @@ impl Workload for Cyclictest {
 // smallest, Avg the mean of every cycle, Max the largest, Act the last repetition's last
 // latency. The thread id is `-` (records keep no thread ids); P99 is added after Max.
 
-/// The per-thread lines of every configuration.
+/// The per-thread lines of every configuration, each followed by its histogram unless it goes
+/// to a file (`--histfile`, [`hist_file`]).
 fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     let mut out = String::new();
     for c in rows {
         let param = |k: &str| c.params.get(k).cloned().unwrap_or_default();
-        let threads: usize = param("threads").parse().unwrap_or(0);
-        let hist_rows: usize = param("histogram").parse().unwrap_or(0);
         let interval = parse_duration(&param("interval")).unwrap_or_default();
         // A histogram gives every thread the first one's interval, as in cyclictest.
-        let distance = match hist_rows {
+        let distance = match hist_size(c) {
             0 => parse_duration(&param("distance")).unwrap_or_default(),
             _ => Duration::ZERO,
         };
@@ -1037,16 +1143,7 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
             Some(SchedPolicy::Fifo(p) | SchedPolicy::Rr(p)) => p,
             _ => 0,
         };
-        let mut head = vec![format!(
-            "policy: {}",
-            policy.map_or("other".to_string(), |p| p.to_string())
-        )];
-        if let Some(machine) = &c.machine {
-            head.push(machine.clone());
-        }
-        head.push(format!("load: {}", param("load")));
-        head.extend(varied.iter().map(|k| format!("{k}={}", c.key_value(k))));
-        out.push_str(&head.join("  "));
+        out.push_str(&head_line(c, varied));
         out.push('\n');
         let mut t = Table::new(
             [
@@ -1055,52 +1152,134 @@ fn thread_table(rows: &[&ConfigResult], varied: &[String]) -> String {
             .map(String::from)
             .to_vec(),
         );
-        let mut columns = Vec::new();
-        for i in 0..threads {
-            let values = |suffix: &str| -> Vec<f64> {
-                let key = thread_metric(i, suffix);
-                c.repetitions
-                    .iter()
-                    .filter_map(|r| r.metrics.get(&key).copied())
-                    .collect()
-            };
-            let cycles = values("cycles");
-            let total: f64 = cycles.iter().sum();
-            if total <= 0.0 {
-                continue;
-            }
-            let weighted: f64 = values("avg").iter().zip(&cycles).map(|(a, n)| a * n).sum();
-            let fold = |v: Vec<f64>, f: fn(f64, f64) -> f64, init: f64| v.into_iter().fold(init, f);
-            let us = |v: f64| v.max(0.0) as u64;
+        for (i, s) in thread_summaries(c) {
             let thread_interval = interval + distance * i as u32;
-            let (min, avg, max) = (
-                us(fold(values("min"), f64::min, f64::INFINITY)),
-                us(weighted / total),
-                us(fold(values("max"), f64::max, 0.0)),
-            );
             t.row(vec![
                 i.to_string(),
                 "(-)".into(),
                 prio.to_string(),
                 thread_interval.as_micros().to_string(),
-                format!("{total:.0}"),
-                min.to_string(),
-                us(values("act").last().copied().unwrap_or(0.0)).to_string(),
-                avg.to_string(),
-                max.to_string(),
-                us(fold(values("p99"), f64::max, 0.0)).to_string(),
+                format!("{:.0}", s.cycles),
+                s.min.to_string(),
+                s.act.to_string(),
+                s.avg.to_string(),
+                s.max.to_string(),
+                s.p99.to_string(),
             ]);
-            if hist_rows > 0 {
-                columns.push(hist_column(c, i, (min, avg, max)));
-            }
         }
         out.push_str(&t.render());
         out.push('\n');
-        if hist_rows > 0 {
-            out.push_str(&histogram_text(hist_rows, &columns));
+        if param("histfile").is_empty() {
+            out.push_str(&histogram_of(c).unwrap_or_default());
         }
     }
     out
+}
+
+/// What `--histfile` writes: the histogram of each configuration that names the file, in
+/// cyclictest's layout — preceded by its `#`-commented head line when there are several (a
+/// sweep), so that each can be told apart.
+fn hist_file(rows: &[&ConfigResult], varied: &[String]) -> String {
+    let mut out = String::new();
+    for c in rows {
+        if rows.len() > 1 {
+            out.push_str(&format!("# {}\n", head_line(c, varied)));
+        }
+        out.push_str(&histogram_of(c).unwrap_or_default());
+    }
+    out
+}
+
+/// The line that names a configuration above its per-thread lines: policy, machine, load and
+/// the sweep's varied values.
+fn head_line(c: &ConfigResult, varied: &[String]) -> String {
+    let group = c.groups.iter().find(|g| g.name == "cyclic");
+    let policy = group.and_then(|g| g.knobs.policy);
+    let mut head = vec![format!(
+        "policy: {}",
+        policy.map_or("other".to_string(), |p| p.to_string())
+    )];
+    if let Some(machine) = &c.machine {
+        head.push(machine.clone());
+    }
+    head.push(format!(
+        "load: {}",
+        c.params.get("load").cloned().unwrap_or_default()
+    ));
+    head.extend(varied.iter().map(|k| format!("{k}={}", c.key_value(k))));
+    head.join("  ")
+}
+
+/// The histogram's rows of configuration `c` (0: it has none).
+fn hist_size(c: &ConfigResult) -> usize {
+    (c.params.get("histogram")).map_or(0, |v| v.parse().unwrap_or(0))
+}
+
+/// One thread's figures over a configuration's repetitions, in whole µs.
+struct ThreadSummary {
+    /// Its cycles in all repetitions.
+    cycles: f64,
+    /// The smallest latency.
+    min: u64,
+    /// The mean over every cycle, truncated.
+    avg: u64,
+    /// The largest latency.
+    max: u64,
+    /// The last repetition's last latency.
+    act: u64,
+    /// The largest of the repetitions' 99th percentiles.
+    p99: u64,
+}
+
+/// The summaries of the threads of `c` that counted cycles, by thread index. A configuration's
+/// repetitions count as one long run: C is their cycles, Min the smallest, Avg the mean of
+/// every cycle, Max the largest, Act the last repetition's last latency.
+fn thread_summaries(c: &ConfigResult) -> Vec<(usize, ThreadSummary)> {
+    let threads: usize = (c.params.get("threads")).map_or(0, |v| v.parse().unwrap_or(0));
+    let mut out = Vec::new();
+    for i in 0..threads {
+        let values = |suffix: &str| -> Vec<f64> {
+            let key = thread_metric(i, suffix);
+            c.repetitions
+                .iter()
+                .filter_map(|r| r.metrics.get(&key).copied())
+                .collect()
+        };
+        let cycles = values("cycles");
+        let total: f64 = cycles.iter().sum();
+        if total <= 0.0 {
+            continue;
+        }
+        let weighted: f64 = values("avg").iter().zip(&cycles).map(|(a, n)| a * n).sum();
+        let fold = |v: Vec<f64>, f: fn(f64, f64) -> f64, init: f64| v.into_iter().fold(init, f);
+        let us = |v: f64| v.max(0.0) as u64;
+        out.push((
+            i,
+            ThreadSummary {
+                cycles: total,
+                min: us(fold(values("min"), f64::min, f64::INFINITY)),
+                avg: us(weighted / total),
+                max: us(fold(values("max"), f64::max, 0.0)),
+                act: us(values("act").last().copied().unwrap_or(0.0)),
+                p99: us(fold(values("p99"), f64::max, 0.0)),
+            },
+        ));
+    }
+    out
+}
+
+/// Configuration `c`'s histogram printout, if it has a histogram: a column per thread that
+/// counted cycles, and the summary column with `--histofall`.
+fn histogram_of(c: &ConfigResult) -> Option<String> {
+    let rows = hist_size(c);
+    if rows == 0 {
+        return None;
+    }
+    let all = (c.params.get("histofall")).is_some_and(|v| v.parse().unwrap_or(0) > 0);
+    let columns: Vec<HistColumn> = (thread_summaries(c).into_iter())
+        .map(|(i, s)| hist_column(c, i, (s.min, s.avg, s.max)))
+        .collect();
+    Some(histogram_text(rows, &columns, all))
 }
 
 /// Thread `i`'s histogram column over all repetitions of `c` (their buckets and overflows
@@ -1153,7 +1332,12 @@ mod tests {
         set(&mut w, "affinity", "0-1").unwrap();
         set(&mut w, "load", "compile").unwrap();
         set(&mut w, "histogram", "100").unwrap();
+        // -H of the same size: the summary column on that histogram.
+        set(&mut w, "histofall", "100").unwrap();
+        set(&mut w, "histfile", "hist.txt").unwrap();
         w.validate().unwrap();
+        assert!(w.histofall);
+        assert_eq!(w.histfile, "hist.txt");
         assert_eq!(w.thread_interval(3), Duration::from_micros(200));
         // -p alone is SCHED_FIFO at that priority, on the group `cyclic`, with the affinity.
         assert_eq!(w.sched_policy().unwrap(), Some(SchedPolicy::Fifo(90)));
@@ -1165,6 +1349,18 @@ mod tests {
         // The record's params name every declared parameter.
         assert_eq!(w.params().len(), PARAMS.len());
         assert_eq!(w.params()["affinity"], "0-1");
+        assert_eq!(w.params()["histofall"], "100");
+        // -H alone asks for the histogram, as cyclictest's falls through to -h.
+        let mut w = Cyclictest::default();
+        set(&mut w, "histofall", "20").unwrap();
+        assert_eq!((w.histogram, w.histofall), (20, true));
+        // Its default (0) leaves a histogram asked for alone as it is.
+        let mut w = Cyclictest::default();
+        set(&mut w, "histogram", "30").unwrap();
+        set(&mut w, "histofall", "0").unwrap();
+        assert_eq!((w.histogram, w.histofall), (30, false));
+        assert!(!w.params().contains_key("histofall"));
+        assert!(!w.params().contains_key("histfile"));
     }
 
     #[test]
@@ -1206,6 +1402,31 @@ mod tests {
         assert!(e.contains("affinity '0-'"), "{e}");
         let e = message(set(&mut w, "load", "make").unwrap_err());
         assert!(e.contains("none, burn or compile"), "{e}");
+        // Two histogram sizes; a histogram file without a histogram; an empty file name.
+        let mut w = Cyclictest::default();
+        set(&mut w, "histogram", "100").unwrap();
+        let e = message(set(&mut w, "histofall", "50").unwrap_err());
+        assert!(
+            e.contains("--histogram") && e.contains("--histofall") && e.contains("100 and 50"),
+            "{e}"
+        );
+        let e = message(set(&mut w, "histofall", "2000000").unwrap_err());
+        assert!(
+            e.contains("--histofall 2000000") && e.contains("0..1000000"),
+            "{e}"
+        );
+        let mut w = Cyclictest::default();
+        set(&mut w, "histfile", "h.txt").unwrap();
+        let e = message(w.validate().unwrap_err());
+        assert!(
+            e.contains("--histfile") && e.contains("'h.txt'") && e.contains("--histogram US"),
+            "{e}"
+        );
+        let e = message(set(&mut w, "histfile", "").unwrap_err());
+        assert!(
+            e.contains("--histfile ''") && e.contains("file name"),
+            "{e}"
+        );
         // Nothing ends the run.
         let mut w = Cyclictest {
             duration: Duration::ZERO,
@@ -1261,7 +1482,25 @@ mod tests {
                         # Avg Latencies: 00002 00002\n\
                         # Max Latencies: 00017 00002\n\
                         # Histogram Overflows: 00002 00000\n\n";
-        assert_eq!(histogram_text(4, &columns), expected);
+        assert_eq!(histogram_text(4, &columns, false), expected);
+        // --histofall: each row's sum after a tab, the totals' sum, the largest maximum, the
+        // overflows' sum; minima and averages as they were (rt-tests 2.x's print_hist).
+        let expected_all = "# Histogram\n\
+                            000000 000000\t000001\t000001\n\
+                            000001 000005\t000000\t000005\n\
+                            000002 000012\t123456\t123468\n\
+                            000003 000001\t000000\t000001\n\
+                            # Total: 000000018 000123457 000123475\n\
+                            # Min Latencies: 00001 00000\n\
+                            # Avg Latencies: 00002 00002\n\
+                            # Max Latencies: 00017 00002 00017\n\
+                            # Histogram Overflows: 00002 00000 00002\n\n";
+        assert_eq!(histogram_text(4, &columns, true), expected_all);
+        // One thread has no summary column, as in cyclictest (`nthreads > 1`).
+        assert_eq!(
+            histogram_text(4, &columns[..1], true),
+            histogram_text(4, &columns[..1], false)
+        );
         // Buckets are whole µs, truncated; at or above the size is an overflow.
         let (b, over) = us_buckets(&[0.0, 999.9, 1000.0, 2999.0, 3000.0, 7e6, -5.0], 3);
         assert_eq!(b, BTreeMap::from([(0, 3), (1, 1), (2, 1)]));

@@ -35,6 +35,22 @@ pub struct WorkloadDef {
     /// Command lines that show it in use, for its `run --help` and `sweep --help` and the
     /// manual (a test runs each through the command line's parser).
     pub examples: &'static [Example],
+    /// Texts it writes to files its parameters name (cyclictest's `--histfile`).
+    pub files: &'static [FileOutput],
+}
+
+/// A text a workload writes to the file one of its parameters names, instead of printing it
+/// with its tables (cyclictest's `--histfile`): the command line checks the path with its other
+/// outputs before anything runs, and writes the file once the run has ended.
+#[derive(Clone, Copy, Debug)]
+pub struct FileOutput {
+    /// The parameter whose value is the file's path; not given, or empty: nothing is written.
+    pub param: &'static str,
+    /// The parameter as the command line spells it (`--histfile`), for its errors.
+    pub flag: &'static str,
+    /// The file's text, from the configurations that name it; `varied` are the sweep's
+    /// varied keys, as a [`SeedTable`]'s.
+    pub render: fn(rows: &[&ConfigResult], varied: &[String]) -> String,
 }
 
 /// One example of a workload in use: what it shows, and the command line after `schedlab`.
@@ -74,7 +90,14 @@ impl WorkloadDef {
             tables: Tables::NONE,
             search: None,
             examples: &[],
+            files: &[],
         }
+    }
+
+    /// This definition with `files`.
+    pub const fn files(mut self, files: &'static [FileOutput]) -> WorkloadDef {
+        self.files = files;
+        self
     }
 
     /// This definition with `examples`.

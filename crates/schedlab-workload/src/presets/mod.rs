@@ -25,7 +25,8 @@ pub use build::Build;
 pub use chat::{Chat, ChatMode, ChatServer, CHAT_HEADER};
 pub use cyclictest::{CyclicLoad, CyclicPolicy, Cyclictest};
 pub use def::{
-    lookup, names, Example, OwnTables, SearchDef, SeedTable, TableStats, Tables, WorkloadDef,
+    lookup, names, Example, FileOutput, OwnTables, SearchDef, SeedTable, TableStats, Tables,
+    WorkloadDef,
 };
 pub use interbench::{BenchKind, Interbench, LoadKind};
 pub use lookup::Lookup;

@@ -60,12 +60,18 @@
 //!   measures it on the host and passes it. So `-F` and `--split` are not offered, and a
 //!   preempted worker does not lose a cache footprint.
 //! - **Posts and wakeups**: the original's lock-free lists become 8-byte messages on pipes
-//!   (the worker's index to its message thread, the clock reading to the worker), written
+//!   (a worker's index to its message thread; in RPS mode the requests to a worker), written
 //!   before the sleeper is woken, and its futex becomes a semaphore per thread (a futex on the
 //!   real kernel): the sleeper waits on its semaphore, not in the pipe's read, because a pipe
 //!   write wakes its reader as a synchronous wakeup (WF_SYNC: the kernel may run the wakee on
-//!   the waker's CPU, expecting the waker to sleep) and a futex wake does not. So a wakeup
-//!   costs a pipe write and a FUTEX_WAKE where the original's costs the FUTEX_WAKE alone.
+//!   the waker's CPU, expecting the waker to sleep) and a futex wake does not. The wake time
+//!   goes as the original's does, in memory the threads share (a shared word): between the
+//!   message thread's clock reading and the worker's there is a store, the FUTEX_WAKE and the
+//!   wakeup, as in the original — no pipe write on the waker's side (in RPS mode the request's
+//!   pipe write comes before the clock reading, where the original's list append is) and no
+//!   pipe read on the wakee's (the clock is read as its wait ends). A worker's post to its
+//!   message thread costs a pipe write more than the original's list append, outside the
+//!   measured span.
 //! - **The per-CPU lock** on the simulator is the plan's spin lock, whose holder the simulated
 //!   kernel does not preempt (a kernel spin lock's rule); the original's is a user-space lock
 //!   whose holder can be preempted while the next worker spins. On the real kernel it is a
@@ -86,7 +92,7 @@ use super::params::{
     Param, ParamDef, ParamKind, Preset, MAX_TASKS,
 };
 use super::{metric, Outcome, Workload};
-use crate::context::{ChannelId, Context, CpuTimes, LockId, SemaphoreId, WorkloadError};
+use crate::context::{ChannelId, Context, CpuTimes, LockId, SemaphoreId, WordId, WorkloadError};
 use crate::cpuset::CpuSet;
 use crate::error::ParamError;
 use crate::knobs::Knobs;
@@ -369,8 +375,7 @@ impl Schbench {
         ChannelId(k)
     }
 
-    /// The channel worker `local` of message thread `k` reads its wakeups' clock readings
-    /// (or requests) from.
+    /// The channel worker `local` of message thread `k` reads its requests from (RPS mode).
     fn worker_channel(&self, k: usize, local: usize) -> ChannelId {
         ChannelId(self.message_threads + k * self.workers() + local)
     }
@@ -380,6 +385,12 @@ impl Schbench {
     fn taken_channel(&self, k: usize, local: usize) -> ChannelId {
         let all = self.message_threads * self.workers();
         ChannelId(self.message_threads + all + k * self.workers() + local)
+    }
+
+    /// The shared word that holds worker `local` of message thread `k`'s wake time (the
+    /// original's `wake_time` in the worker's thread data), in ns since the epoch.
+    fn wake_word(&self, k: usize, local: usize) -> WordId {
+        WordId(k * self.workers() + local)
     }
 
     /// The semaphore message thread `k` sleeps on (the original's futex in its thread data).
@@ -405,7 +416,9 @@ impl Schbench {
     }
 
     /// Sleep on `sem` until something is in `channel`, and read what is there (at least one
-    /// 8-byte message, at most `buf`'s length) into `buf`: the number of messages. Each
+    /// 8-byte message, at most `buf`'s length) into `buf`: the number of messages, and the
+    /// clock read as the wait ended, before the read (so that a wakeup's latency does not
+    /// count the read's system call, which the original's wakee does not make). Each
     /// message comes with one post of the semaphore; `owed` counts those read before their
     /// post was taken, which the next waits take without reading.
     async fn take<C: Context>(
@@ -414,9 +427,10 @@ impl Schbench {
         sem: SemaphoreId,
         buf: &mut [u8],
         owed: &mut usize,
-    ) -> Result<usize, WorkloadError> {
+    ) -> Result<(usize, Duration), WorkloadError> {
         loop {
             ctx.sem_wait(sem).await?;
+            let woke = ctx.now();
             if *owed > 0 {
                 *owed -= 1;
                 continue;
@@ -430,7 +444,7 @@ impl Schbench {
                 )));
             }
             *owed += n / 8 - 1;
-            return Ok(n / 8);
+            return Ok((n / 8, woke));
         }
     }
 
@@ -443,7 +457,7 @@ impl Schbench {
         let mut finished = 0;
         let mut owed = 0;
         while finished < t {
-            let posts = Self::take(
+            let (posts, _) = Self::take(
                 ctx,
                 Self::inbox(k),
                 Self::message_sem(k),
@@ -472,9 +486,10 @@ impl Schbench {
                 } else {
                     now
                 };
-                let ns = stamp.as_nanos() as u64;
-                let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
-                Self::post(ctx, channel, sem, ns).await?;
+                // The original's memcpy of the wake time and fpost: a store and a futex wake,
+                // nothing else between the clock reading and the wakeup.
+                ctx.store_word(self.wake_word(k, local), stamp.as_nanos() as u64)?;
+                ctx.sem_post(self.worker_sem(k, local)).await?;
             }
         }
         Ok(())
@@ -538,9 +553,14 @@ impl Schbench {
                     }
                 }
                 posted[local] += 1;
-                let ns = ctx.now().as_nanos() as u64;
                 let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
-                Self::post(ctx, channel, sem, ns).await?;
+                ctx.send(channel, &(ctx.now().as_nanos() as u64).to_le_bytes())
+                    .await?;
+                // The wake time is read after the queue's append (a pipe write here, a
+                // list append in the original) and stored as the original's is: the latest
+                // post's, just before the futex wake.
+                ctx.store_word(self.wake_word(k, local), ctx.now().as_nanos() as u64)?;
+                ctx.sem_post(sem).await?;
             }
             ctx.sleep_until((start + Duration::from_secs(1)).min(self.runtime))
                 .await;
@@ -592,10 +612,8 @@ impl Schbench {
         ctx: &C,
         tally: &mut Tally,
     ) -> Result<(), WorkloadError> {
-        let mut stamp = [0u8; 8];
         let (inbox, inbox_sem) = (Self::inbox(k), Self::message_sem(k));
-        let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
-        let mut owed = 0;
+        let (word, sem) = (self.wake_word(k, local), self.worker_sem(k, local));
         loop {
             if ctx.now() >= self.runtime || ctx.stop_requested() {
                 return Self::post(ctx, inbox, inbox_sem, DONE_POST | local as u64).await;
@@ -604,10 +622,10 @@ impl Schbench {
                 ctx.touch_memory(self.pipe).await;
             }
             Self::post(ctx, inbox, inbox_sem, local as u64).await?;
-            // One post, one answer: the channel holds exactly it when the wait ends.
-            Self::take(ctx, channel, sem, &mut stamp, &mut owed).await?;
+            // One post, one answer: the message thread stored the wake time before its post.
+            ctx.sem_wait(sem).await?;
             let woke = ctx.now();
-            let at = Duration::from_nanos(u64::from_le_bytes(stamp));
+            let at = Duration::from_nanos(ctx.load_word(word)?);
             if at >= self.warmup {
                 ctx.record("wakeup_ns", woke.saturating_sub(at).as_nanos() as f64);
             }
@@ -625,13 +643,16 @@ impl Schbench {
     ) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8 * RPS_BATCH];
         let (channel, sem) = (self.worker_channel(k, local), self.worker_sem(k, local));
+        let word = self.wake_word(k, local);
         let taken_channel = self.taken_channel(k, local);
         let mut owed = 0;
         let mut taken = 0u64;
         loop {
             let before = ctx.now();
-            let n = Self::take(ctx, channel, sem, &mut buf, &mut owed).await?;
-            let woke = ctx.now();
+            let (n, woke) = Self::take(ctx, channel, sem, &mut buf, &mut owed).await?;
+            // The latest post's wake time (the original's worker reads its `wake_time`, which
+            // every post overwrites).
+            let at = Duration::from_nanos(ctx.load_word(word)?);
             // What the message thread's queue bound counts (the original zeroes `pending`).
             taken += n as u64;
             ctx.send(taken_channel, &taken.to_le_bytes()).await?;
@@ -642,8 +663,7 @@ impl Schbench {
                     last = true;
                     continue;
                 }
-                let at = Duration::from_nanos(v);
-                // Posted after the worker started waiting: this request woke it.
+                // Posted after the worker started waiting: a post woke it.
                 if i == 0 && at >= before && at >= self.warmup {
                     ctx.record("wakeup_ns", woke.saturating_sub(at).as_nanos() as f64);
                 }
@@ -1085,18 +1105,21 @@ impl Workload for Schbench {
         let m = self.message_threads;
         let workers = m * self.workers();
         let locks = if self.locking { self.cpus } else { 0 };
-        // In RPS mode each worker also tells its message thread what it has taken.
-        let taken = if self.rate_mode() { workers } else { 0 };
+        // In RPS mode each worker has its queue of requests and tells its message thread what
+        // it has taken; in the post-and-wait mode a wakeup carries nothing but the wake time,
+        // which travels in a shared word.
+        let per_worker = if self.rate_mode() { 2 * workers } else { 0 };
         Plan {
             groups: vec![
                 GroupPlan::fixed("message", m),
                 GroupPlan::fixed("worker", workers),
             ],
-            channels: m + workers + taken,
+            channels: m + per_worker,
             duplex: false,
             locks,
             sync: SyncPlan {
                 semaphores: vec![0; m + workers],
+                words: workers,
                 lock_kinds: vec![LockKind::Spin; locks],
                 lock_names: (0..locks).map(|c| format!("cpu{c}")).collect(),
                 ..SyncPlan::default()
@@ -1430,7 +1453,16 @@ mod tests {
             .unwrap()
             .plan();
         assert_eq!(plan.total_tasks(), 2 + 6);
-        assert_eq!((plan.channels, plan.locks), (8, 4));
+        // The message threads' inboxes; a worker's wake time is a shared word, not a channel.
+        assert_eq!((plan.channels, plan.locks, plan.sync.words), (2, 4, 6));
+        // In RPS mode each worker also has its queue and its count of what it took.
+        let plan = set(
+            4,
+            &[("message-threads", "2"), ("threads", "3"), ("rps", "100")],
+        )
+        .unwrap()
+        .plan();
+        assert_eq!((plan.channels, plan.sync.words), (2 + 12, 6));
         let plan = set(4, &[("no-locking", "true")]).unwrap().plan();
         assert_eq!(plan.locks, 0);
     }
