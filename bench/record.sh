@@ -2,7 +2,8 @@
 # How faithfully `schedlab record` captures a program, and what recording costs it.
 #   For each program: record it, replay the file on the real kernel (--runs REPS), and print
 #   recorded against replayed wall time, context switches, wakeups and CPU time (bench/record.py);
-#   then recording's cost: REPS alternating runs untraced and under `schedlab record`, medians.
+#   then recording's cost: REPS rounds untraced, through BPF and through tracefs
+#   (bench/record-cost.sh), medians and the rounds' ratios.
 #   With perf installed, `perf sched record` + `perf sched replay` of the same program beside it.
 # Needs root (tracefs) and: apt-get install rt-tests linux-perf
 #
@@ -35,18 +36,12 @@ while IFS='|' read -r label cmd; do
   "$SCHEDLAB" record -o "$file" -- "${argv[@]}" 2>&1 >/dev/null | sed 's/^/  /'
   "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" -q >/dev/null 2>&1 ||
     "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" >/dev/null
-  plain=() traced=()
-  for ((i = 0; i < reps; i++)); do
-    plain+=("$(wall "${argv[@]}")")
-    # The program's own wall time under tracing (fork to exit), as record reports it: the
-    # instance's setup, reading and the conversion come before and after and are not the program's.
-    traced+=("$("$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}" 2>&1 >/dev/null | sed -n 's/.* tasks in \([0-9.]*\) s[;,].*/\1/p')")
-  done
-  pm=$(printf '%s\n' "${plain[@]}" | median)
-  tm=$(printf '%s\n' "${traced[@]}" | median)
+  # Recording's cost, through BPF and through tracefs (bench/record-cost.sh: alternating rounds).
+  cost=$(SCHEDLAB=$SCHEDLAB bench/record-cost.sh "$reps" "${argv[@]}")
+  pm=$(sed -n 's/^  untraced \([0-9.]*\) s.*/\1/p' <<<"$cost")
   python3 bench/record.py "$file" "$dir/case$case_no.json" "$pm"
-  printf '  recording cost: untraced %.3f s, traced %.3f s (medians of %d alternating runs): %+.1f %%\n' \
-    "$pm" "$tm" "$reps" "$(awk -v t="$tm" -v p="$pm" 'BEGIN { print (t / p - 1) * 100 }')"
+  echo "  recording cost (program's wall time, fork to exit):"
+  sed 's/^/  /' <<<"$cost"
   if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
     perf sched replay -i "$dir/perf.data" -r 1 2>/dev/null | grep -E 'run measurement overhead|#1  :|^#' | tail -2 | sed 's/^/  perf sched replay: /'
   fi

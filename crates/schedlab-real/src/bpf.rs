@@ -125,7 +125,7 @@ pub fn need_resched_bits(arch: &str, release: &str) -> Option<(u64, u64)> {
 }
 
 /// A [`BpfError::Map`] of map `map`.
-fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfError {
+pub(crate) fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfError {
     BpfError::Map {
         map,
         message: e.to_string(),
@@ -138,7 +138,7 @@ fn possible_cpus() -> Result<usize, BpfError> {
 }
 
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
-fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
+pub(crate) fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
     // aya's messages repeat their source's first words ("failed to create map `COUNTS`", then
     // "failed to create map `COUNTS`: Operation not permitted"): each source that carries the
     // last part of the message on replaces that part.

@@ -715,6 +715,9 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
         "# Recorded by `schedlab record` from: {}",
         one_line(&rec.source)
     );
+    if !rec.via.is_empty() {
+        let _ = writeln!(out, "# Recorded through {}.", one_line(&rec.via));
+    }
     let _ = writeln!(
         out,
         "# Kernel {}, {} CPUs, started {}, {:.3} s recorded, {} events, {} lost.",
