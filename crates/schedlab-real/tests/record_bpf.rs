@@ -1,6 +1,7 @@
 //! `schedlab record`'s two sources on the same small real command: a ping-pong of two threads
 //! pinned to one CPU (this test binary itself, run again as the command) recorded through BPF
-//! and through tracefs must give each thread the same counts of switches and wakeups; a ring
+//! and through tracefs must give each thread the same number of switches (one a round trip,
+//! exactly, however the run split them between sleeps and preemptions) and one wakeup a sleep; a ring
 //! too small for the run counts its overflow as lost events; an interrupted recording leaves no
 //! BPF program, map, link or thread behind. Skipped without root, BTF or tracefs.
 
@@ -142,21 +143,25 @@ fn bpf_and_tracefs_give_a_pinned_pingpong_the_same_counts() {
         assert_eq!((bpf.lost, trace.lost), (0, 0));
         pairs.push((counts(&bpf), counts(&trace)));
     }
+    let rounds = u64::from(ROUNDS);
     for (bpf, trace) in &pairs {
-        eprintln!("BPF {bpf:?}\ntracefs {trace:?}");
+        eprintln!("(asleep, runnable, woken) BPF {bpf:?}\ntracefs {trace:?}");
         for name in ["pp-ping", "pp-pong"] {
             let (b, t) = (bpf[name], trace[name]);
-            // Every round trip puts each thread to sleep once, less the times the other thread's
-            // reply was already there (a preemption by another task in between): the sleeps and
-            // wakeups are each source's view of the same protocol, within 2 % of the rounds.
-            let close = |x: u64, y: u64| x.abs_diff(y) <= u64::from(ROUNDS) / 50;
+            // On one CPU each thread leaves it once a round trip: asleep in its read, or
+            // preempted by the thread it has just woken (which then finds no sleeper to wake).
+            // How the rounds split between the two is the run's timing, so it differs from run
+            // to run; the total, and the wakeups matching the sleeps one for one, do not.
+            for (source, c) in [("BPF", b), ("tracefs", t)] {
+                assert!(
+                    (rounds..=rounds + 10).contains(&(c.0 + c.1)),
+                    "{name} through {source}: {c:?} for {ROUNDS} round trips"
+                );
+                assert!(c.0.abs_diff(c.2) <= 1, "{name} through {source}: {c:?}");
+            }
             assert!(
-                close(b.0, t.0) && close(b.2, t.2),
+                (b.0 + b.1).abs_diff(t.0 + t.1) <= 5,
                 "{name}: BPF {b:?}, tracefs {t:?}"
-            );
-            assert!(
-                b.0 >= u64::from(ROUNDS) * 9 / 10 && b.2 >= u64::from(ROUNDS) * 9 / 10,
-                "{name}: BPF {b:?} for {ROUNDS} round trips"
             );
         }
     }
