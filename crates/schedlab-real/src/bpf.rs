@@ -63,13 +63,15 @@ pub fn slots_for(possible_cpus: usize) -> u32 {
 #[derive(Debug, Error)]
 pub enum BpfError {
     /// The kernel's thread-flag bits are not known for this architecture or version.
-    #[error("BPF counters: {0}")]
+    #[error("BPF: {0}")]
     Unsupported(String),
     /// The kernel exposes no BTF.
-    #[error("BPF counters: the kernel has no BTF (/sys/kernel/btf/vmlinux: {0}); it needs CONFIG_DEBUG_INFO_BTF")]
+    #[error(
+        "BPF: the kernel has no BTF (/sys/kernel/btf/vmlinux: {0}); it needs CONFIG_DEBUG_INFO_BTF"
+    )]
     NoBtf(String),
     /// Loading or attaching was refused.
-    #[error("BPF counters: {doing}: {message}{hint}")]
+    #[error("BPF: {doing}: {message}{hint}")]
     Load {
         /// What was being done.
         doing: &'static str,
@@ -79,7 +81,7 @@ pub enum BpfError {
         hint: &'static str,
     },
     /// Reading or writing a map failed.
-    #[error("BPF counters: map {map}: {message}")]
+    #[error("BPF: map {map}: {message}")]
     Map {
         /// The map's name.
         map: &'static str,
@@ -87,7 +89,7 @@ pub enum BpfError {
         message: String,
     },
     /// The comm prefix cannot be matched.
-    #[error("BPF counters: comm prefix {0:?} must be 1 to 15 bytes")]
+    #[error("BPF: comm prefix {0:?} must be 1 to 15 bytes")]
     BadPrefix(String),
 }
 

@@ -1,4 +1,7 @@
-//! Recording a program's scheduler events for `schedlab record`, through a private tracefs
+//! Recording a program's scheduler events for `schedlab record`. [`record_from`] takes them
+//! from the BPF recorder ([`super::record_bpf`], the same events without tracing system calls)
+//! where it loads, and otherwise, or when asked, through a private tracefs instance, as
+//! [`record`] does: through a private tracefs
 //! instance (the same lifecycle as [`SchedTrace`](super::SchedTrace): created under a name that
 //! carries our pid, removed on drop, and removed by the next schedlab when a `SIGKILL` left it).
 //!
