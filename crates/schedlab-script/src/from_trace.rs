@@ -823,6 +823,7 @@ mod tests {
             kernel: "6.18.0-test".into(),
             cpus: 2,
             started_utc: "2026-01-01T00:00:00Z".into(),
+            ..Recording::default()
         }
     }
     /// The file compiles and its dry run passes (every wait has its post, every spawn once).
