@@ -80,16 +80,23 @@ fn pingpong_child() {
     pong.join().unwrap();
 }
 
-/// Per thread name: (switches away asleep, switches away runnable, wakeups received).
-fn counts(rec: &Recording) -> HashMap<String, (u64, u64, u64)> {
-    let mut by_tid: HashMap<i32, (u64, u64, u64)> = HashMap::new();
+/// Per thread name: (switches away asleep, switches away runnable, wakeups received,
+/// preemptions by a task outside the ping-pong).
+fn counts(rec: &Recording) -> HashMap<String, (u64, u64, u64, u64)> {
+    let ours = |tid: i32| rec.names.get(&tid).is_some_and(|n| n.starts_with("pp-"));
+    let mut by_tid: HashMap<i32, (u64, u64, u64, u64)> = HashMap::new();
     for e in &rec.events {
         match e.kind {
-            EventKind::Switch { prev, left, .. } => {
+            EventKind::Switch { prev, left, next } => {
                 let c = by_tid.entry(prev).or_default();
                 match left {
                     LeftAs::Sleeping => c.0 += 1,
-                    LeftAs::Runnable => c.1 += 1,
+                    LeftAs::Runnable => {
+                        c.1 += 1;
+                        if next != 0 && !ours(next) {
+                            c.3 += 1;
+                        }
+                    }
                     LeftAs::Dead => {}
                 }
             }
@@ -145,22 +152,24 @@ fn bpf_and_tracefs_give_a_pinned_pingpong_the_same_counts() {
     }
     let rounds = u64::from(ROUNDS);
     for (bpf, trace) in &pairs {
-        eprintln!("(asleep, runnable, woken) BPF {bpf:?}\ntracefs {trace:?}");
+        eprintln!("(asleep, runnable, woken, preempted by others) BPF {bpf:?}\ntracefs {trace:?}");
         for name in ["pp-ping", "pp-pong"] {
             let (b, t) = (bpf[name], trace[name]);
             // On one CPU each thread leaves it once a round trip: asleep in its read, or
             // preempted by the thread it has just woken (which then finds no sleeper to wake).
             // How the rounds split between the two is the run's timing, so it differs from run
-            // to run; the total, and the wakeups matching the sleeps one for one, do not.
+            // to run; the total, and the wakeups matching the sleeps one for one, do not — but
+            // for the extra switches a task outside the ping-pong causes when it preempts one
+            // (the machine's other load on CPU 0), which are counted and allowed for.
             for (source, c) in [("BPF", b), ("tracefs", t)] {
                 assert!(
-                    (rounds..=rounds + 10).contains(&(c.0 + c.1)),
+                    (rounds..=rounds + 10 + c.3).contains(&(c.0 + c.1)),
                     "{name} through {source}: {c:?} for {ROUNDS} round trips"
                 );
                 assert!(c.0.abs_diff(c.2) <= 1, "{name} through {source}: {c:?}");
             }
             assert!(
-                (b.0 + b.1).abs_diff(t.0 + t.1) <= 5,
+                (b.0 + b.1).abs_diff(t.0 + t.1) <= 5 + b.3.max(t.3),
                 "{name}: BPF {b:?}, tracefs {t:?}"
             );
         }
@@ -181,8 +190,16 @@ fn bpf_fds() -> usize {
         .unwrap_or(0)
 }
 
-fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").map_or(0, |d| d.count())
+/// The drain threads of this process (other tests' threads come and go meanwhile).
+fn drain_threads() -> usize {
+    std::fs::read_dir("/proc/self/task").map_or(0, |d| {
+        d.flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "schedlab-drain")
+            })
+            .count()
+    })
 }
 
 #[test]
@@ -228,7 +245,7 @@ fn a_ring_too_small_counts_what_it_lost() {
 #[test]
 fn an_interrupted_recording_leaves_nothing_behind() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (fds, tasks) = (bpf_fds(), threads());
+    let fds = bpf_fds();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let stopper = {
         let stop = std::sync::Arc::clone(&stop);
@@ -254,5 +271,5 @@ fn an_interrupted_recording_leaves_nothing_behind() {
         "the command was not ended"
     );
     assert_eq!(bpf_fds(), fds, "BPF objects still held");
-    assert_eq!(threads(), tasks, "the drain thread is still there");
+    assert_eq!(drain_threads(), 0, "the drain thread is still there");
 }

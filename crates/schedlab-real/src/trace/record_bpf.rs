@@ -391,8 +391,8 @@ mod tests {
             nr,
             ..Record::default()
         };
-        let sleep = i64::from(libc::SYS_clock_nanosleep);
-        let read = i64::from(libc::SYS_read);
+        let sleep = libc::SYS_clock_nanosleep;
+        let read = libc::SYS_read;
         for (r, name) in [
             (rec(KIND_SWITCH, 1, 42, 0, sleep), None),
             (rec(KIND_SWITCH, 1, 42, 0, read), None),
