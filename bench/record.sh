@@ -5,9 +5,9 @@
 #   replayed wall time, context switches, wakeups and CPU time, per task too, and the
 #   Kolmogorov-Smirnov distance between the recorded and the replayed wakeup-latency
 #   distributions (bench/record.py; the replay's distribution is measured by recording one
-#   more replay, so both sides are traced alike); then recording's cost: REPS alternating runs
-#   untraced and under `schedlab record`, medians; then `perf sched record` + `perf sched
-#   replay` of the same program beside it.
+#   more replay, so both sides are traced alike); then recording's cost: REPS rounds untraced,
+#   through BPF and through tracefs (bench/record-cost.sh), medians and the rounds' ratios;
+#   then, with perf installed, `perf sched record` + `perf sched replay` of the same program.
 # Programs: hackbench (threads, processes), perf bench sched pipe, cyclictest (periodic),
 #   rt-app's mp3 example (2 s), and make -j2 of a generated C project of 12 files.
 # Needs root (tracefs) and: apt-get install rt-tests linux-perf rt-app build-essential python3
@@ -78,20 +78,14 @@ while IFS='|' read -r label cmd; do
   # One replay recorded in turn: its wakeup latencies, measured as the original's were.
   "$SCHEDLAB" record -o "$dir/traced$case_no.toml" --json "$dir/traced$case_no.json" -- \
     "$SCHEDLAB" run "$file" --runs 1 -q >/dev/null 2>&1 || echo "  (the traced replay failed; no KS distance)"
-  plain=() traced=()
-  for ((i = 0; i < reps; i++)); do
-    plain+=("$(wall "${argv[@]}")")
-    # The program's own wall time under tracing (fork to exit), as record reports it: the
-    # instance's setup, reading and the conversion come before and after and are not the program's.
-    traced+=("$("$SCHEDLAB" record -o "$dir/cost.toml" -- "${argv[@]}" 2>&1 >/dev/null | sed -n 's/^recorded [0-9]* events in \([0-9.]*\) s[;,].*/\1/p')")
-  done
-  pm=$(printf '%s\n' "${plain[@]}" | median)
-  tm=$(printf '%s\n' "${traced[@]}" | median)
+  # Recording's cost, through BPF and through tracefs (bench/record-cost.sh: alternating rounds).
+  cost=$(SCHEDLAB=$SCHEDLAB bench/record-cost.sh "$reps" "${argv[@]}")
+  pm=$(sed -n 's/^  untraced \([0-9.]*\) s.*/\1/p' <<<"$cost")
   tj=$dir/traced$case_no.json
   [ -s "$tj" ] || tj=-
   python3 bench/record.py "$dir/orig$case_no.json" "$dir/case$case_no.json" "$tj" "$pm"
-  printf '  recording cost: untraced %.3f s, traced %.3f s (medians of %d alternating runs): %+.1f %%\n' \
-    "$pm" "$tm" "$reps" "$(awk -v t="$tm" -v p="$pm" 'BEGIN { print (t / p - 1) * 100 }')"
+  echo "  recording cost (program's wall time, fork to exit):"
+  sed 's/^/  /' <<<"$cost"
   if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
     perf sched replay -i "$dir/perf.data" -r 1 2>/dev/null | grep -E 'run measurement overhead|#1  :|^#' | tail -2 | sed 's/^/  perf sched replay: /'
   fi

@@ -63,13 +63,15 @@ pub fn slots_for(possible_cpus: usize) -> u32 {
 #[derive(Debug, Error)]
 pub enum BpfError {
     /// The kernel's thread-flag bits are not known for this architecture or version.
-    #[error("BPF counters: {0}")]
+    #[error("BPF: {0}")]
     Unsupported(String),
     /// The kernel exposes no BTF.
-    #[error("BPF counters: the kernel has no BTF (/sys/kernel/btf/vmlinux: {0}); it needs CONFIG_DEBUG_INFO_BTF")]
+    #[error(
+        "BPF: the kernel has no BTF (/sys/kernel/btf/vmlinux: {0}); it needs CONFIG_DEBUG_INFO_BTF"
+    )]
     NoBtf(String),
     /// Loading or attaching was refused.
-    #[error("BPF counters: {doing}: {message}{hint}")]
+    #[error("BPF: {doing}: {message}{hint}")]
     Load {
         /// What was being done.
         doing: &'static str,
@@ -79,7 +81,7 @@ pub enum BpfError {
         hint: &'static str,
     },
     /// Reading or writing a map failed.
-    #[error("BPF counters: map {map}: {message}")]
+    #[error("BPF: map {map}: {message}")]
     Map {
         /// The map's name.
         map: &'static str,
@@ -87,7 +89,7 @@ pub enum BpfError {
         message: String,
     },
     /// The comm prefix cannot be matched.
-    #[error("BPF counters: comm prefix {0:?} must be 1 to 15 bytes")]
+    #[error("BPF: comm prefix {0:?} must be 1 to 15 bytes")]
     BadPrefix(String),
 }
 
@@ -125,7 +127,7 @@ pub fn need_resched_bits(arch: &str, release: &str) -> Option<(u64, u64)> {
 }
 
 /// A [`BpfError::Map`] of map `map`.
-fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfError {
+pub(crate) fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfError {
     BpfError::Map {
         map,
         message: e.to_string(),
@@ -138,7 +140,7 @@ fn possible_cpus() -> Result<usize, BpfError> {
 }
 
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
-fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
+pub(crate) fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
     // aya's messages repeat their source's first words ("failed to create map `COUNTS`", then
     // "failed to create map `COUNTS`: Operation not permitted"): each source that carries the
     // last part of the message on replaces that part.

@@ -952,6 +952,9 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
         "# Recorded by `schedlab record` from: {}",
         one_line(&rec.source)
     );
+    if !rec.via.is_empty() {
+        let _ = writeln!(out, "# Recorded through {}.", one_line(&rec.via));
+    }
     let _ = writeln!(
         out,
         "# Kernel {}, {} CPUs, started {}, {:.3} s recorded, {} events, {} lost.",
@@ -1038,6 +1041,7 @@ mod tests {
             kernel: "6.18.0-test".into(),
             cpus: 2,
             started_utc: "2026-01-01T00:00:00Z".into(),
+            ..Recording::default()
         }
     }
     /// The file compiles and its dry run passes (every wait has its post, every spawn once).

@@ -120,4 +120,6 @@ pub struct Recording {
     pub cpus: usize,
     /// When recording started, as UTC text (RFC 3339).
     pub started_utc: String,
+    /// How the events were recorded (tracefs, or BPF), in words for the file's header.
+    pub via: String,
 }

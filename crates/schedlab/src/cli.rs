@@ -92,7 +92,8 @@ pub enum Command {
     },
     /// Record a real program's scheduler events (a command, or a running process for a while)
     /// and write them as a workload file that `run`, `sweep` and `check` take, on the real
-    /// kernel and on every simulated policy. Needs root (CAP_SYS_ADMIN) for tracefs.
+    /// kernel and on every simulated policy. Needs root (CAP_BPF and CAP_PERFMON for BPF,
+    /// CAP_SYS_ADMIN for tracefs).
     #[command(
         after_help = "Examples:\n  schedlab record -o app.toml -- hackbench -g 2 -l 200\n  schedlab record -o app.toml --pid 1234 --duration 10s\n  schedlab run app.toml --backend sim --policy ule --cpus 8"
     )]
@@ -118,9 +119,14 @@ pub enum Command {
         /// `schedlab compare FILE replay.json` (`-` for standard output).
         #[arg(long, value_name = "FILE.json")]
         json: Option<PathBuf>,
-        /// The ring buffer per CPU, MiB, 1..4096 (events beyond it are lost).
+        /// The ring buffer, MiB, 1..4096 (events beyond it are lost): tracefs's per CPU; BPF's
+        /// one ring, drained while recording, rounded up to a power of two, at most 1024.
         #[arg(long, value_name = "MIB", default_value = "64", value_parser = clap::value_parser!(u32).range(1..=4096))]
         buffer_mb: u32,
+        /// Where the events come from: auto (BPF where it loads, else tracefs), bpf (or fail),
+        /// tracefs. The file's header says which was used.
+        #[arg(long, value_name = "SOURCE", default_value = "auto", value_parser = ["auto", "bpf", "tracefs"])]
+        source: String,
         /// The command and its arguments, after `--`.
         #[arg(last = true, value_name = "CMD")]
         command: Vec<String>,

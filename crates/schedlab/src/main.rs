@@ -192,6 +192,7 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
             keep_sleeps,
             json,
             buffer_mb,
+            source,
             command,
         } => record::run(
             &out,
@@ -203,6 +204,7 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
             pid,
             duration,
             buffer_mb,
+            source,
             command,
         ),
         Command::Completions { shell } => generate::completions(shell, prepared.command),

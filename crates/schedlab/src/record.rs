@@ -5,7 +5,7 @@
 //! as a run record (`schedlab_script::original`).
 
 use crate::error::Error;
-use schedlab_real::trace::record::{record, Target};
+use schedlab_real::trace::record::{record_from, Source, Target};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -18,8 +18,16 @@ pub fn run(
     pid: Option<i32>,
     duration: Option<Duration>,
     buffer_mb: u32,
+    source: String,
     command: Vec<String>,
 ) -> Result<ExitCode, Error> {
+    let mut source: Source = source.parse().map_err(Error::Conflict)?;
+    // SCHEDLAB_BPF=off keeps `auto` off BPF here too, as it does for the counters.
+    if source == Source::Auto
+        && std::env::var(schedlab_experiment::real::BPF_SWITCH).as_deref() == Ok("off")
+    {
+        source = Source::Tracefs;
+    }
     let target = match (pid, command.is_empty()) {
         (Some(pid), true) => Target::Pid {
             pid,
@@ -63,7 +71,7 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let stop = crate::execute::interrupt_flag()?;
-    let rec = record(&target, buffer_mb as usize * 1024, &stop)
+    let rec = record_from(&target, source, buffer_mb, &stop)
         .map_err(|e| Error::System(format!("record: {e}")))?;
     let converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;

@@ -60,6 +60,7 @@
 mod count;
 mod parse;
 pub mod record;
+pub mod record_bpf;
 pub mod timeline;
 mod tracefs;
 

@@ -1,4 +1,7 @@
-//! Recording a program's scheduler events for `schedlab record`, through a private tracefs
+//! Recording a program's scheduler events for `schedlab record`. [`record_from`] takes them
+//! from the BPF recorder ([`super::record_bpf`], the same events without tracing system calls)
+//! where it loads, and otherwise, or when asked, through a private tracefs instance, as
+//! [`record`] does: through a private tracefs
 //! instance (the same lifecycle as [`SchedTrace`](super::SchedTrace): created under a name that
 //! carries our pid, removed on drop, and removed by the next schedlab when a `SIGKILL` left it).
 //!
@@ -75,9 +78,46 @@ pub enum RecordError {
     #[error("{0}")]
     Trace(#[from] TraceError),
     /// Interrupted (SIGINT/SIGTERM): the command was ended and nothing written.
-    #[error("interrupted: the recording was abandoned and its tracefs instance removed")]
+    #[error(
+        "interrupted: the recording was abandoned and its tracefs instance or BPF programs removed"
+    )]
     Interrupted,
+    /// `--source bpf` was asked for and the recorder could not load.
+    #[error("--source bpf: {0} (accepted: --source auto, which falls back to tracefs, or --source tracefs)")]
+    Bpf(#[from] crate::bpf::BpfError),
 }
+
+/// Where the events come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// BPF where it loads (privilege, BTF, x86-64), tracefs otherwise.
+    Auto,
+    /// The BPF recorder ([`super::record_bpf`]), or fail.
+    Bpf,
+    /// A private tracefs instance.
+    Tracefs,
+}
+
+impl std::str::FromStr for Source {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Source, String> {
+        match s {
+            "auto" => Ok(Source::Auto),
+            "bpf" => Ok(Source::Bpf),
+            "tracefs" => Ok(Source::Tracefs),
+            _ => Err(format!(
+                "unknown recording source {s:?} (accepted: auto, bpf, tracefs)"
+            )),
+        }
+    }
+}
+
+/// How the tracefs recorder's events were recorded, for the file's header.
+pub const VIA_TRACEFS: &str =
+    "a tracefs instance (sched events, raw_syscalls filtered to the watched calls)";
+/// How the BPF recorder's events were recorded, for the file's header.
+pub const VIA_BPF: &str =
+    "BPF (sched tracepoints into a ring buffer; the blocking call read from the task's registers)";
 
 /// The tracepoints recorded, with their systems.
 const EVENTS: [(&str, &str); 7] = [
@@ -94,7 +134,7 @@ const EVENTS: [(&str, &str); 7] = [
 // The numbers are c_long: i64 on 64-bit targets (where the conversion is the identity), i32 on
 // 32-bit ones.
 #[allow(clippy::useless_conversion)]
-fn watched_calls() -> Vec<(i64, Call)> {
+pub(super) fn watched_calls() -> Vec<(i64, Call)> {
     let mut v = vec![
         (libc::SYS_nanosleep, Call::Timer),
         (libc::SYS_clock_nanosleep, Call::Timer),
@@ -146,14 +186,33 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, RecordError> {
         })
 }
 
-/// Record `target` with `buffer_kb_per_cpu` KiB of ring buffer per CPU; `stop` (set by a
-/// SIGINT/SIGTERM handler) abandons the recording, ends the command and removes the instance.
-pub fn record(
+/// Record `target` from `source` with a buffer of `buffer_mb` MiB (tracefs: per CPU; BPF: the
+/// one ring, see [`super::record_bpf::ring_bytes`]); `stop` (set by a SIGINT/SIGTERM handler)
+/// abandons the recording, ends the command and removes what was set up. `Source::Auto` falls
+/// back to tracefs when BPF does not load, and says why on standard error; the recording's `via`
+/// says which was used.
+pub fn record_from(
     target: &Target,
-    buffer_kb_per_cpu: usize,
+    source: Source,
+    buffer_mb: u32,
     stop: &AtomicBool,
 ) -> Result<Recording, RecordError> {
-    // Everything a user can get wrong is checked before tracing starts.
+    check_target(target)?;
+    if buffer_mb == 0 {
+        return Err(TraceError::ZeroBuffer.into());
+    }
+    if source != Source::Tracefs {
+        match super::record_bpf::BpfRecorder::open(buffer_mb) {
+            Ok(recorder) => return record_bpf(target, recorder, stop),
+            Err(e) if source == Source::Bpf => return Err(RecordError::Bpf(e)),
+            Err(e) => eprintln!("record: {e}; recording through tracefs instead"),
+        }
+    }
+    record(target, buffer_mb as usize * 1024, stop)
+}
+
+/// Everything a user can get wrong about the target, checked before tracing starts.
+fn check_target(target: &Target) -> Result<(), RecordError> {
     match target {
         Target::Command(argv) => {
             resolve_program(argv.first().ok_or(RecordError::NoCommand)?)?;
@@ -164,6 +223,29 @@ pub fn record(
             }
         }
     }
+    Ok(())
+}
+
+/// The recording's facts other than its events.
+fn new_recording(via: &str) -> Recording {
+    Recording {
+        kernel: kernel_release(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        started_utc: utc_now(),
+        via: via.into(),
+        ..Recording::default()
+    }
+}
+
+/// Record `target` through tracefs with `buffer_kb_per_cpu` KiB of ring buffer per CPU; `stop`
+/// (set by a SIGINT/SIGTERM handler) abandons the recording, ends the command and removes the
+/// instance.
+pub fn record(
+    target: &Target,
+    buffer_kb_per_cpu: usize,
+    stop: &AtomicBool,
+) -> Result<Recording, RecordError> {
+    check_target(target)?;
     if buffer_kb_per_cpu == 0 {
         return Err(TraceError::ZeroBuffer.into());
     }
@@ -185,21 +267,32 @@ pub fn record(
         inst.write(&format!("events/{system}/{event}/enable"), "1")?;
     }
     inst.write("options/event-fork", "1")?;
-    let mut rec = Recording {
-        kernel: kernel_release(),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        started_utc: utc_now(),
-        ..Recording::default()
-    };
+    let mut rec = new_recording(VIA_TRACEFS);
     let run = match target {
         Target::Command(argv) => {
             rec.source = argv.join(" ");
             inst.write("set_event_pid", &crate::sys::gettid().to_string())?;
-            record_command(&inst, argv, stop, &mut rec)
+            record_command(
+                argv,
+                stop,
+                &mut rec,
+                || Ok(inst.write("tracing_on", "1")?),
+                |_| {},
+            )
         }
         Target::Pid { pid, duration } => {
             rec.source = format!("--pid {pid} ({})", comm_of(*pid).unwrap_or_default());
-            record_pid(&inst, *pid, *duration, stop, &mut rec)
+            let tids = threads_of(*pid)?;
+            let list = tids
+                .iter()
+                .map(i32::to_string)
+                .collect::<Vec<_>>()
+                .join(" ");
+            inst.write("set_event_pid", &list)?;
+            rec.roots = tids;
+            rec.start_ns = crate::sys::monotonic_ns();
+            inst.write("tracing_on", "1")?;
+            record_pid(*pid, *duration, stop, &mut rec)
         }
     };
     let _ = inst.write("tracing_on", "0");
@@ -226,65 +319,139 @@ pub fn record(
     Ok(rec)
 }
 
-/// Start the command with tracing on and wait for it to exit.
+/// Record through the BPF recorder: the calling thread is traced while it forks the command
+/// (so the command is traced from its first instruction, its fork adding it to the traced set),
+/// then only the command's tree; or every thread of `--pid`.
+fn record_bpf(
+    target: &Target,
+    mut recorder: super::record_bpf::BpfRecorder,
+    stop: &AtomicBool,
+) -> Result<Recording, RecordError> {
+    let mut rec = new_recording(VIA_BPF);
+    let run = match target {
+        Target::Command(argv) => {
+            rec.source = argv.join(" ");
+            let me = crate::sys::gettid();
+            let recorder = std::cell::RefCell::new(&mut recorder);
+            record_command(
+                argv,
+                stop,
+                &mut rec,
+                || Ok(recorder.borrow_mut().trace(me)?),
+                |_| recorder.borrow_mut().untrace(me),
+            )
+        }
+        Target::Pid { pid, duration } => {
+            rec.source = format!("--pid {pid} ({})", comm_of(*pid).unwrap_or_default());
+            let tids = threads_of(*pid)?;
+            for &t in &tids {
+                recorder.trace(t)?;
+                if let Some(name) = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm"))
+                    .ok()
+                    .map(|s| s.trim().to_string())
+                {
+                    rec.names.insert(t, name);
+                }
+            }
+            rec.roots = tids;
+            rec.start_ns = crate::sys::monotonic_ns();
+            record_pid(*pid, *duration, stop, &mut rec)
+        }
+    };
+    // On every path (an error, an interruption) the programs are detached and the thread joined
+    // here or by the recorder's drop.
+    let (drained, lost) = recorder.finish()?;
+    run?;
+    rec.events = drained.events;
+    rec.lost = lost;
+    for (tid, name) in drained.names {
+        rec.names.insert(tid, name);
+    }
+    // The threads of --pid still alive keep the name they have now (the others were named at
+    // their exit).
+    if let Target::Pid { pid, .. } = target {
+        for t in threads_of(*pid).unwrap_or_default() {
+            if let Ok(name) = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm")) {
+                rec.names.insert(t, name.trim().to_string());
+            }
+        }
+    }
+    Ok(rec)
+}
+
+/// Start the command (`start` is called just before it is forked, `spawned` with its pid just
+/// after) and wait for it to exit.
 fn record_command(
-    inst: &Instance,
     argv: &[String],
     stop: &AtomicBool,
     rec: &mut Recording,
+    start: impl FnOnce() -> Result<(), RecordError>,
+    spawned: impl FnOnce(i32),
 ) -> Result<(), RecordError> {
     let mut cmd = std::process::Command::new(&argv[0]);
     cmd.args(&argv[1..]);
     rec.start_ns = crate::sys::monotonic_ns();
-    inst.write("tracing_on", "1")?;
-    let mut child = cmd.spawn().map_err(|source| RecordError::Spawn {
+    start()?;
+    let child = cmd.spawn();
+    let mut child = child.map_err(|source| RecordError::Spawn {
         name: argv[0].clone(),
         source,
     })?;
+    spawned(child.id() as i32);
     rec.roots = vec![child.id() as i32];
-    loop {
+    // The end is seen through a pidfd the moment it comes (a try_wait every 5 ms made the
+    // recorded run up to 5 ms longer than the program's); without one, by polling.
+    let pidfd = crate::sys::pidfd_open(child.id() as i32).ok();
+    let result = loop {
         if stop.load(Ordering::Relaxed) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(RecordError::Interrupted);
+            break Err(RecordError::Interrupted);
         }
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(source) => {
-                return Err(RecordError::Spawn {
-                    name: argv[0].clone(),
-                    source,
-                })
+        if let Some(fd) = pidfd {
+            if crate::sys::ended_within(fd, Duration::from_millis(5)) {
+                rec.stop_ns = crate::sys::monotonic_ns();
             }
         }
+        match child.try_wait() {
+            Ok(Some(_)) => break Ok(()),
+            Ok(None) if pidfd.is_none() => std::thread::sleep(Duration::from_millis(5)),
+            Ok(None) => {}
+            Err(source) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(RecordError::Spawn {
+                    name: argv[0].clone(),
+                    source,
+                });
+            }
+        }
+    };
+    if let Some(fd) = pidfd {
+        crate::sys::close(fd);
     }
-    rec.stop_ns = crate::sys::monotonic_ns();
-    Ok(())
+    if rec.stop_ns == 0 {
+        rec.stop_ns = crate::sys::monotonic_ns();
+    }
+    result
 }
 
-/// Trace every thread of `pid` for `duration`, or until it exits.
+/// The threads of process `pid`.
+fn threads_of(pid: i32) -> Result<Vec<i32>, RecordError> {
+    Ok(std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map_err(|_| RecordError::NoProcess(pid))?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect())
+}
+
+/// Wait while `pid`'s threads are traced, for `duration` or until it exits.
 fn record_pid(
-    inst: &Instance,
     pid: i32,
     duration: Duration,
     stop: &AtomicBool,
     rec: &mut Recording,
 ) -> Result<(), RecordError> {
-    let tids: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
-        .map_err(|_| RecordError::NoProcess(pid))?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    let list = tids
-        .iter()
-        .map(i32::to_string)
-        .collect::<Vec<_>>()
-        .join(" ");
-    inst.write("set_event_pid", &list)?;
-    rec.roots = tids;
-    rec.start_ns = crate::sys::monotonic_ns();
-    inst.write("tracing_on", "1")?;
     let until = Instant::now() + duration;
     let alive = Path::new("/proc").join(pid.to_string());
     while Instant::now() < until && alive.exists() {

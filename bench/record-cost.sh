@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# What `schedlab record` costs the program it records, per source: REPS rounds, each running the
+# program untraced, recorded through BPF (`--source bpf`) and through tracefs (`--source tracefs`),
+# in an order that rotates from round to round (so that neither source always follows the
+# other). Untraced: fork to exit, timed by bench/record-wall.py; recorded: the program's own run
+# (fork to exit) as `record` reports it, without the set-up, the reading and the conversion
+# around it. Prints the medians and, per source, the median of the rounds' own ratios
+# (traced / untraced of the same round) with their interquartile range; the goal is ≤ 1.05.
+# Needs root. Called by bench/record.sh per program; alone:
+#
+#   bench/record-cost.sh REPS CMD ARGS...      e.g. bench/record-cost.sh 11 hackbench -g 2 -l 200
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+reps=${1:?usage: bench/record-cost.sh REPS CMD ARGS...}
+shift
+whole_in_range record-cost.sh REPS "$reps" 1 1000
+[ $# -gt 0 ] || { echo "record-cost.sh: no command given" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "record-cost.sh: needs root (BPF, tracefs)" >&2; exit 1; }
+schedlab_bin || exit 1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+
+# traced SOURCE: the program's run under `record --source SOURCE`, seconds ("" if it failed).
+traced() {
+  local source=$1
+  shift
+  "$SCHEDLAB" record --source "$source" -o "$dir/cost.toml" -- "$@" 2>&1 >/dev/null |
+    sed -n 's/^recorded .* in \([0-9.]*\) s[;,].*/\1/p' | head -1
+}
+plain=() bpf=() tfs=()
+for ((i = 0; i < reps; i++)); do
+  for k in 0 1 2; do
+    case $(((i + k) % 3)) in
+      0) plain+=("$(python3 bench/record-wall.py "$@")") ;;
+      1) bpf+=("$(traced bpf "$@")") ;;
+      2) tfs+=("$(traced tracefs "$@")") ;;
+    esac
+  done
+done
+python3 - "${plain[*]}" "${bpf[*]}" "${tfs[*]}" <<'PY'
+import statistics, sys
+plain, bpf, tfs = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+def q(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))]
+print(f"  untraced {statistics.median(plain):.4f} s (median of {len(plain)})")
+for name, xs in (("bpf", bpf), ("tracefs", tfs)):
+    if len(xs) != len(plain):
+        print(f"  {name}: {len(xs)} of {len(plain)} recordings succeeded; no ratio")
+        continue
+    r = [t / p for t, p in zip(xs, plain)]
+    print(f"  recorded through {name:<7} {statistics.median(xs):.4f} s: ratio {statistics.median(r):.3f} "
+          f"(median of the rounds' ratios, interquartile {q(r, .25):.3f}-{q(r, .75):.3f}; "
+          f"ratio of medians {statistics.median(xs) / statistics.median(plain):.3f})")
+PY

@@ -1,0 +1,467 @@
+//! Recording through BPF: the same events as the tracefs recorder ([`super::record`]), copied by
+//! programs on the scheduler's BTF tracepoints into a ring buffer that a thread of ours drains
+//! while the program runs. The program (`bpf/record.bpf.c`, committed compiled as
+//! `bpf/record.bpf.o`; its comment explains the kernel side) keeps the traced set in the kernel
+//! (a hash of TIDs, seeded by us, a traced task's children added at fork) and reads the system
+//! call a task blocks in from its saved registers at the switch, so nothing traces system calls:
+//! the tracefs recorder's `raw_syscalls` tracepoints put every task of the machine on the
+//! system-call slow path while they are enabled, however tightly they are filtered.
+//!
+//! What the records become, so that the conversion sees what tracefs would have given it:
+//! a switch whose prev was in a system call the conversion classifies sleeps by (the tracefs
+//! recorder's filter, [`super::record::watched_calls`]) becomes `SysEnter`, the switch and
+//! `SysExit` at the same time; a call outside that list gives no event, as the filter drops it
+//! there. The blocking call is read from `orig_ax`, which is x86-64's; on other architectures the
+//! recorder does not load and `record` falls back to tracefs. A 32-bit (compat) program's call
+//! numbers are not x86-64's and are misread.
+//!
+//! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
+//! a quarter full; records it had no room for, tasks beyond the traced set's 65,536 and events
+//! beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
+//! fail unless `--allow-lossy`. Everything is held by file descriptors of this process and a
+//! thread joined on drop: an interrupted or killed record leaves nothing attached.
+
+use super::record::watched_calls;
+use crate::bpf::BpfError;
+use aya::maps::{HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
+use aya::programs::BtfTracePoint;
+use aya::{Btf, Ebpf, EbpfLoader};
+use schedlab_workload::sched_events::{Call, EventKind, LeftAs, SchedEvent};
+use std::collections::HashMap;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// The compiled program, aligned for the ELF parser.
+static OBJECT: &[u8] = aya::include_bytes_aligned!("../../bpf/record.bpf.o");
+
+/// The programs and the tracepoints they attach to.
+const PROGRAMS: [(&str, &str); 5] = [
+    ("on_switch", "sched_switch"),
+    ("on_waking", "sched_waking"),
+    ("on_fork", "sched_process_fork"),
+    ("on_exit", "sched_process_exit"),
+    ("on_migrate", "sched_migrate_task"),
+];
+
+/// The most events kept in memory (40 bytes each: 640 MiB); later ones are counted as lost.
+pub const MAX_EVENTS: usize = 1 << 24;
+
+/// The largest ring, MiB: the kernel takes its size as a 32-bit byte count.
+pub const MAX_RING_MB: u32 = 1024;
+
+/// How often the drain thread empties the ring when nothing wakes it, ms.
+const DRAIN_EVERY_MS: i32 = 10;
+
+/// `struct rec` of the C source: one event, 32 bytes (48 with a name).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Record {
+    ts: u64,
+    cpu: u32,
+    kind: u8,
+    left: u8,
+    pad: u16,
+    a: i32,
+    b: i32,
+    nr: i64,
+}
+
+const KIND_SWITCH: u8 = 1;
+const KIND_WAKING: u8 = 2;
+const KIND_FORK: u8 = 3;
+const KIND_EXIT: u8 = 4;
+const KIND_MIGRATE: u8 = 5;
+const RECORD_BYTES: usize = std::mem::size_of::<Record>();
+const NAMED_BYTES: usize = RECORD_BYTES + 16;
+
+/// What the drain thread hands back.
+#[derive(Debug, Default)]
+pub struct Drained {
+    /// The events, in time order.
+    pub events: Vec<SchedEvent>,
+    /// Names (comm) by task: a child's at fork, replaced by its last at exit.
+    pub names: HashMap<i32, String>,
+    /// Events past [`MAX_EVENTS`], or records too short to read.
+    pub dropped: u64,
+}
+
+/// The ring size for `buffer_mb`: rounded up to a power of two, at most [`MAX_RING_MB`] MiB.
+pub fn ring_bytes(buffer_mb: u32) -> u32 {
+    buffer_mb.clamp(1, MAX_RING_MB).next_power_of_two() << 20
+}
+
+/// The loaded, attached recorder.
+pub struct BpfRecorder {
+    /// Owns the programs and their links: dropping it detaches them.
+    bpf: Option<Ebpf>,
+    traced: BpfHashMap<MapData, u32, u8>,
+    lost: PerCpuArray<MapData, u64>,
+    stop: Arc<AtomicBool>,
+    drain: Option<JoinHandle<Drained>>,
+    /// The ring's size, bytes.
+    pub ring_bytes: u32,
+}
+
+impl std::fmt::Debug for BpfRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BpfRecorder")
+            .field("ring_bytes", &self.ring_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BpfRecorder {
+    /// Load the programs with a ring of [`ring_bytes`]`(buffer_mb)`, attach them and start the
+    /// drain thread. Nothing is recorded until a task is [`trace`](Self::trace)d.
+    pub fn open(buffer_mb: u32) -> Result<BpfRecorder, BpfError> {
+        BpfRecorder::open_with(buffer_mb, true)
+    }
+
+    /// [`open`](Self::open), with the ring read while recording (`live`) or only at the end: a
+    /// test of the ring's bound, where what it has no room for is counted lost.
+    pub fn open_with(buffer_mb: u32, live: bool) -> Result<BpfRecorder, BpfError> {
+        let arch = rustix::system::uname()
+            .machine()
+            .to_string_lossy()
+            .into_owned();
+        if arch != "x86_64" {
+            return Err(BpfError::Unsupported(format!(
+                "the recorder reads the blocking system call from x86-64 registers; this kernel is {arch}"
+            )));
+        }
+        let btf = Btf::from_sys_fs().map_err(|e| BpfError::NoBtf(e.to_string()))?;
+        let bytes = ring_bytes(buffer_mb);
+        let wake = u64::from(bytes / 4);
+        let mut bpf = EbpfLoader::new()
+            .btf(Some(&btf))
+            .map_max_entries("EVENTS", bytes)
+            .override_global("wake_bytes", &wake, true)
+            .load(OBJECT)
+            .map_err(|e| crate::bpf::load_error("loading the recorder", e))?;
+        for (program, tracepoint) in PROGRAMS {
+            let p: &mut BtfTracePoint = bpf
+                .program_mut(program)
+                .ok_or_else(|| BpfError::Load {
+                    doing: "finding a program",
+                    message: format!("{program} is not in the recorder's object"),
+                    hint: "",
+                })?
+                .try_into()
+                .map_err(|e| crate::bpf::load_error("a program of the wrong type", e))?;
+            p.load(tracepoint, &btf).map_err(|e| {
+                crate::bpf::load_error("loading a program (the kernel's verifier)", e)
+            })?;
+            p.attach()
+                .map_err(|e| crate::bpf::load_error("attaching to a tracepoint", e))?;
+        }
+        let map = |bpf: &mut Ebpf, name: &'static str| {
+            bpf.take_map(name)
+                .ok_or_else(|| crate::bpf::map_error(name, "missing"))
+        };
+        let traced = BpfHashMap::try_from(map(&mut bpf, "TRACED")?)
+            .map_err(|e| crate::bpf::map_error("TRACED", e))?;
+        let lost = PerCpuArray::try_from(map(&mut bpf, "LOST")?)
+            .map_err(|e| crate::bpf::map_error("LOST", e))?;
+        let events = map(&mut bpf, "EVENTS")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread_stop = Arc::clone(&stop);
+        // The thread exists before any task is traced, so it is never a traced task's child.
+        let drain = std::thread::Builder::new()
+            .name("schedlab-drain".into())
+            .spawn(move || drain(events, &thread_stop, live))
+            .map_err(|e| {
+                crate::bpf::map_error("EVENTS", format!("cannot start the drain thread: {e}"))
+            })?;
+        Ok(BpfRecorder {
+            bpf: Some(bpf),
+            traced,
+            lost,
+            stop,
+            drain: Some(drain),
+            ring_bytes: bytes,
+        })
+    }
+
+    /// Add `tid` to the traced set (its children follow at fork).
+    pub fn trace(&mut self, tid: i32) -> Result<(), BpfError> {
+        self.traced
+            .insert(tid as u32, 1, 0)
+            .map_err(|e| crate::bpf::map_error("TRACED", e))
+    }
+
+    /// Take `tid` out of the traced set (a task already gone is no error).
+    pub fn untrace(&mut self, tid: i32) {
+        let _ = self.traced.remove(&(tid as u32));
+    }
+
+    /// Detach the programs, drain what is left and return it, with the events the kernel
+    /// could not record (ring full, traced set full) added to those the drain dropped.
+    pub fn finish(mut self) -> Result<(Drained, u64), BpfError> {
+        // Detach first: the last drain then sees every record the programs wrote.
+        self.bpf = None;
+        let mut lost = 0;
+        for index in 0..2 {
+            let per_cpu = self
+                .lost
+                .get(&index, 0)
+                .map_err(|e| crate::bpf::map_error("LOST", e))?;
+            lost += per_cpu.iter().sum::<u64>();
+        }
+        let drained = self.join();
+        let lost = lost + drained.dropped;
+        Ok((drained, lost))
+    }
+
+    fn join(&mut self) -> Drained {
+        self.stop.store(true, Ordering::Relaxed);
+        self.drain
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for BpfRecorder {
+    fn drop(&mut self) {
+        self.bpf = None;
+        if self.drain.is_some() {
+            self.join();
+        }
+    }
+}
+
+/// The drain thread: empty the ring every [`DRAIN_EVERY_MS`] or when the programs wake us,
+/// until `stop`, then once more.
+fn drain(events: Map, stop: &AtomicBool, live: bool) -> Drained {
+    let mut out = Drained::default();
+    let mut ring = match RingBuf::try_from(events) {
+        Ok(r) => r,
+        Err(_) => {
+            // Nothing can be read: every event counts as lost (at least one, so that it shows).
+            out.dropped = 1;
+            return out;
+        }
+    };
+    let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+    loop {
+        let last = stop.load(Ordering::Relaxed);
+        if live || last {
+            while let Some(item) = ring.next() {
+                decode(&item, &calls, &mut out);
+            }
+        }
+        if last {
+            break;
+        }
+        if live {
+            crate::sys::wait_readable(ring.as_raw_fd(), DRAIN_EVERY_MS);
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(DRAIN_EVERY_MS as u64));
+        }
+    }
+    // The ring holds each CPU's records in the order they were reserved, and a record's time is
+    // taken just after: put them in time order, keeping the order of equal times (a switch's
+    // SysEnter, Switch, SysExit).
+    out.events.sort_by_key(|e| e.ts_ns);
+    out
+}
+
+/// Append the events of one record.
+fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
+    if bytes.len() < RECORD_BYTES {
+        out.dropped += 1;
+        return;
+    }
+    let r = read_record(bytes);
+    let named = || {
+        bytes.get(RECORD_BYTES..NAMED_BYTES).map(|c| {
+            let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+            String::from_utf8_lossy(&c[..end]).into_owned()
+        })
+    };
+    let mut push = |kind| {
+        if out.events.len() < MAX_EVENTS {
+            out.events.push(SchedEvent {
+                ts_ns: r.ts,
+                cpu: r.cpu,
+                kind,
+            });
+        } else {
+            out.dropped += 1;
+        }
+    };
+    match r.kind {
+        KIND_SWITCH => {
+            let left = match r.left {
+                0 => LeftAs::Runnable,
+                2 => LeftAs::Dead,
+                _ => LeftAs::Sleeping,
+            };
+            let call = calls.get(&r.nr).copied().filter(|_| r.nr >= 0);
+            if let Some(call) = call {
+                push(EventKind::SysEnter { pid: r.a, call });
+            }
+            push(EventKind::Switch {
+                prev: r.a,
+                left,
+                next: r.b,
+            });
+            if call.is_some() {
+                push(EventKind::SysExit { pid: r.a });
+            }
+        }
+        KIND_WAKING => push(EventKind::Waking {
+            waker: r.a,
+            wakee: r.b,
+        }),
+        KIND_FORK => {
+            push(EventKind::Fork {
+                parent: r.a,
+                child: r.b,
+            });
+            if let Some(name) = named() {
+                out.names.entry(r.b).or_insert(name);
+            }
+        }
+        KIND_EXIT => {
+            push(EventKind::Exit { pid: r.a });
+            if let Some(name) = named() {
+                // The last name wins: the name after exec.
+                out.names.insert(r.a, name);
+            }
+        }
+        KIND_MIGRATE => push(EventKind::Migrate {
+            pid: r.a,
+            dest_cpu: r.b as u32,
+        }),
+        _ => out.dropped += 1,
+    }
+}
+
+/// The fixed fields of a record (native byte order, as the kernel wrote them).
+fn read_record(b: &[u8]) -> Record {
+    let u64_at = |i: usize| u64::from_ne_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+    let u32_at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
+    Record {
+        ts: u64_at(0),
+        cpu: u32_at(8),
+        kind: b[12],
+        left: b[13],
+        pad: 0,
+        a: u32_at(16) as i32,
+        b: u32_at(20) as i32,
+        nr: u64_at(24) as i64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(r: Record, name: Option<&str>) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend(r.ts.to_ne_bytes());
+        v.extend(r.cpu.to_ne_bytes());
+        v.extend([r.kind, r.left]);
+        v.extend(0u16.to_ne_bytes());
+        v.extend(r.a.to_ne_bytes());
+        v.extend(r.b.to_ne_bytes());
+        v.extend(r.nr.to_ne_bytes());
+        if let Some(n) = name {
+            let mut c = [0u8; 16];
+            c[..n.len()].copy_from_slice(n.as_bytes());
+            v.extend(c);
+        }
+        v
+    }
+
+    #[test]
+    fn records_become_the_tracefs_recorders_events() {
+        let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+        let mut out = Drained::default();
+        let rec = |kind, left, a, b, nr| Record {
+            ts: 1000,
+            cpu: 1,
+            kind,
+            left,
+            a,
+            b,
+            nr,
+            ..Record::default()
+        };
+        let sleep = libc::SYS_clock_nanosleep;
+        let read = libc::SYS_read;
+        for (r, name) in [
+            (rec(KIND_SWITCH, 1, 42, 0, sleep), None),
+            (rec(KIND_SWITCH, 1, 42, 0, read), None),
+            (rec(KIND_SWITCH, 0, 42, 43, -1), None),
+            (rec(KIND_WAKING, 0, 0, 42, -1), None),
+            (rec(KIND_FORK, 0, 42, 43, -1), Some("parent")),
+            (rec(KIND_EXIT, 0, 43, 0, -1), Some("kid")),
+            (rec(KIND_SWITCH, 2, 43, 0, -1), None),
+            (rec(KIND_MIGRATE, 0, 42, 0, -1), None),
+        ] {
+            decode(&bytes(r, name), &calls, &mut out);
+        }
+        decode(&[0u8; 8], &calls, &mut out);
+        let kinds: Vec<EventKind> = out.events.iter().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                EventKind::SysEnter {
+                    pid: 42,
+                    call: Call::Timer
+                },
+                EventKind::Switch {
+                    prev: 42,
+                    left: LeftAs::Sleeping,
+                    next: 0
+                },
+                EventKind::SysExit { pid: 42 },
+                // read(2) is not a call the tracefs filter keeps: no SysEnter.
+                EventKind::Switch {
+                    prev: 42,
+                    left: LeftAs::Sleeping,
+                    next: 0
+                },
+                EventKind::Switch {
+                    prev: 42,
+                    left: LeftAs::Runnable,
+                    next: 43
+                },
+                EventKind::Waking {
+                    waker: 0,
+                    wakee: 42
+                },
+                EventKind::Fork {
+                    parent: 42,
+                    child: 43
+                },
+                EventKind::Exit { pid: 43 },
+                EventKind::Switch {
+                    prev: 43,
+                    left: LeftAs::Dead,
+                    next: 0
+                },
+                EventKind::Migrate {
+                    pid: 42,
+                    dest_cpu: 0
+                },
+            ]
+        );
+        assert_eq!(out.names[&43], "kid");
+        assert_eq!(out.dropped, 1, "the short record");
+        assert!(out.events.iter().all(|e| e.ts_ns == 1000 && e.cpu == 1));
+    }
+
+    #[test]
+    fn the_ring_is_a_bounded_power_of_two() {
+        assert_eq!(ring_bytes(1), 1 << 20);
+        assert_eq!(ring_bytes(3), 4 << 20);
+        assert_eq!(ring_bytes(64), 64 << 20);
+        assert_eq!(ring_bytes(4096), 1024 << 20);
+        assert_eq!(ring_bytes(0), 1 << 20);
+    }
+}
