@@ -81,7 +81,8 @@ for n in $names; do
   echo
   echo "== $n"
   if ! err=$("$SCHEDLAB" check "$file" 2>&1 >/dev/null); then
-    echo "schedlab does not load it: $(echo "$err" | grep -m1 -v '^\s*$')"
+    # The error, not the warnings before it.
+    echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$')"
     continue
   fi
   ref=() mine=()
@@ -91,7 +92,7 @@ for n in $names; do
     sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
     # rt-app's calibration on CPU<n> sleeps 1 s between trials until two agree: 60 s more.
     rtapp_run() { timeout -s INT $((secs + 60)) rt-app "$tmp/run.json" >"$rdir.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$rdir.out")"; }
-    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 . "$sdir.out")"; }
+    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 error "$sdir.out" || grep -m1 . "$sdir.out")"; }
     if [ $((r % 2)) = 1 ]; then rtapp_run; sl_run; else sl_run; rtapp_run; fi
     ref+=("$rdir") mine+=("$sdir")
   done
@@ -100,7 +101,7 @@ for n in $names; do
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
     if ! "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
-      echo "-- sim $p: $(grep -m1 . "$pdir.out")"
+      echo "-- sim $p: $(grep -m1 error "$pdir.out" || grep -m1 . "$pdir.out")"
       continue
     fi
     echo "-- simulated $p: rt-app (real kernel)/schedlab (simulated) and the ratio"

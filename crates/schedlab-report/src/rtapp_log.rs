@@ -3,7 +3,9 @@
 //!
 //! The format follows rt-app 1.0 (github.com/scheduler-tools/rt-app, tag v1.0; the Debian
 //! package `rt-app 1.0`), checked against a log that rt-app wrote on the machine where this was
-//! written: one file per thread, `DIR/BASENAME-TASK-INDEX.log` (`"%s/%s-%s-%d.log"` in `main`),
+//! written: one file per thread, `DIR/BASENAME-TASK-INDEX.log` (`"%s/%s-%s-%d.log"` in `main`;
+//! a thread a `fork` started — an event rt-app 1.0 lacks — `DIR/BASENAME-TASK-INDEX-NNNN.log`,
+//! as upstream's `create_thread` names it: [`upstream_names`]),
 //! a `# Policy : …` line (`thread_body`), the header (`thread_body`'s `fprintf` of
 //! `"%s %8s %8s %8s %15s %15s %15s %10s %10s %10s %10s\n"`), and one row per phase pass in
 //! `log_timing`'s format (`"%4d %8lu %8lu %8lu %15llu %15llu %15llu %10ld %10lu %10lu %10lu"`,
