@@ -53,7 +53,8 @@ pub fn spin(loops: u64) {
 /// The iterations that fill `work` at `ns_per_loop` (rounded down, as rt-app's integer
 /// division does; at least 0).
 pub fn loops_for(work: Duration, ns_per_loop: f64) -> u64 {
-    if !(ns_per_loop > 0.0) {
+    // Also 0 for a NaN figure, which compares false with everything.
+    if ns_per_loop.is_nan() || ns_per_loop <= 0.0 {
         return 0;
     }
     (work.as_nanos() as f64 / ns_per_loop) as u64

@@ -97,28 +97,40 @@ fn on_the_simulator_loops_are_cpu_time_and_the_record_says_which() {
 }
 
 #[test]
-fn a_runtime_with_loops_ends_within_one_burst_of_its_wall_time() {
-    // rt-app's `runtime` runs 32 µs bursts of its loop until the time has passed; on one
-    // simulated CPU shared by two such tasks, each ends at most one burst after its time.
+fn a_runtime_with_loops_runs_whole_32_us_bursts_as_rt_app_does() {
+    // rt-app's `runtime` runs 32 µs bursts of its loop until the time has passed, so a
+    // runtime of 3010 µs on a CPU of its own ends after 95 bursts (3040 µs); as CPU time it
+    // ends at its time.
     let dir = temp_dir("loops", "runtime");
     let file = dir.path().join("w.json");
     std::fs::write(
         &file,
         r#"{ "global": { "duration": 1 },
-             "tasks": { "a": { "instance": 2, "loop": 1,
-                               "phases": { "p": { "loop": 5, "runtime": 3000, "sleep": 2000 } } } } }"#,
+             "tasks": { "a": { "loop": 1,
+                               "phases": { "p": { "loop": 5, "runtime": 3010, "sleep": 2000 } } } } }"#,
     )
     .unwrap();
-    let logs = dir.path().join("logs");
+    let logs = dir.path().join("loops");
     schedlab_logs(&file, &logs, &["--backend", "sim", "--cpus", "1"]);
-    for name in ["rt-app-a-0.log", "rt-app-a-1.log"] {
-        let r = runs(&logs.join(name));
-        assert_eq!(r.len(), 5, "{name}: {r:?}");
-        assert!(
-            r.iter().all(|&us| (3000..=3033).contains(&us)),
-            "{name}: {r:?}"
-        );
-    }
+    let r = runs(&logs.join("rt-app-a-0.log"));
+    assert_eq!(r.len(), 5, "{r:?}");
+    assert!(r.iter().all(|&us| (3040..3072).contains(&us)), "{r:?}");
+    let logs = dir.path().join("cpu-time");
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--cpus",
+        "1",
+        "--runs",
+        "1",
+        "--rt-app-logs",
+        logs.to_str().unwrap(),
+    ];
+    succeeded(&args, schedlab().args(args).output().unwrap());
+    let r = runs(&logs.join("rt-app-a-0.log"));
+    assert!(r.iter().all(|&us| (3010..3040).contains(&us)), "{r:?}");
 }
 
 #[test]
