@@ -2,7 +2,7 @@
 """Helpers of bench/rtapp.sh: prepare rt-app example files for a short run, and compare the
 per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
-  rtapp.py prepare SRC DST --duration S --calibration NS --logdir DIR --basename NAME
+  rtapp.py prepare SRC DST --duration S --calibration NS|CPU<n> --logdir DIR --basename NAME
   rtapp.py compare SECONDS [--tally FILE --label NAME] REF_DIR... -- OTHER_DIR...
                                                         (each DIR: one run's *.log files)
   rtapp.py summary FILE                                 (the tally compare appended to)
@@ -10,8 +10,8 @@ per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
 accepted, and a key given twice keeps the position of its first occurrence and the value of
 its last — which is what a Python dict does when a key is assigned again. It writes strict
-JSON with `global` edited: duration, calibration (a whole number, so that rt-app does not
-spend seconds calibrating), logdir, log_basename, ftrace false and gnuplot false; `frag`, a
+JSON with `global` edited: duration, calibration (`CPU<n>`: rt-app measures its loop at
+each run's start, as schedlab's `--run-as loops` does; a whole number: that figure), logdir, log_basename, ftrace false and gnuplot false; `frag`, a
 key rt-app never reads, is removed. The same file is then given to rt-app and to schedlab.
 
 compare reads rt-app's log format (`#` lines are comments; columns idx perf run period start
@@ -19,8 +19,9 @@ end rel_st slack c_duration c_period wu_lat, microseconds) and prints, per threa
 name), the mean over the runs given of the passes that ended within SECONDS of the run's start
 (both stop every task at `duration` and drop the pass it interrupts): periods completed (rows),
 mean and max period, mean run, mean slack and mean wake-up latency, for each side and as the
-ratio other/reference; then the example's line: the same ratios over all its threads (passes
-summed, period and run weighted by passes). With --tally, each thread's period and run ratios
+ratio other/reference, and each side's mean run over the mean run the file asked for
+(`c_duration`), `run/asked`; then the example's line: the same ratios over all its threads
+(passes summed, period and run weighted by passes). With --tally, each thread's period and run ratios
 are appended to FILE under NAME, and `summary` counts how many are within 2 % of rt-app's
 (the goal of the comparison, on an idle machine).
 """
@@ -99,7 +100,7 @@ def read_logs(d):
 
 
 LIMIT_US = float("inf")
-COLS = {"run": 2, "period": 3, "slack": 7, "wu_lat": 10}
+COLS = {"run": 2, "period": 3, "slack": 7, "c_duration": 8, "wu_lat": 10}
 
 
 def figures(rows):
@@ -111,6 +112,7 @@ def figures(rows):
         "period": mean("period"),
         "max_period": max(r[COLS["period"]] for r in rows),
         "run": mean("run"),
+        "asked": mean("c_duration"),
         "slack": mean("slack"),
         "wu_lat": mean("wu_lat"),
     }
@@ -152,7 +154,7 @@ def overall(figs):
 def compare(ref_dirs, other_dirs, tally=None, label=None):
     ref, other = averaged(ref_dirs), averaged(other_dirs)
     keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
-    print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys))
+    print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}")
     rows = []
     for t in sorted(set(ref) | set(other)):
         a, b = ref.get(t), other.get(t)
@@ -163,12 +165,17 @@ def compare(ref_dirs, other_dirs, tally=None, label=None):
                 continue
             r = ratio(a[k], b[k])
             cells.append(f"{a[k]:9.0f}/{b[k]:<8.0f}{'-' if r is None else f'{r:.3f}':>5}".rjust(22))
-        print(f"{t:<22}" + "".join(cells))
+        # Each side's run against the run the file asked for (c_duration): how far each is
+        # from the request, whatever the other did.
+        asked = "" if a is None or b is None or not a["asked"] else f"{a['run'] / a['asked']:.3f}/{b['run'] / b['asked']:.3f}"
+        print(f"{t:<22}" + "".join(cells) + f"{asked:>16}")
         rows.append({
             "example": label,
             "thread": t,
             "period": None if a is None or b is None else ratio(a["period"], b["period"]),
             "run": None if a is None or b is None else ratio(a["run"], b["run"]),
+            "ref_asked": None if a is None or not a["asked"] else a["run"] / a["asked"],
+            "other_asked": None if b is None or not b["asked"] else b["run"] / b["asked"],
         })
     both = [t for t in ref if t in other]
     a, b = overall([ref[t] for t in both]), overall([other[t] for t in both])
@@ -201,6 +208,21 @@ def summary(tally):
     print(f"within 2 % of rt-app: {both} of {n} threads in period and run (period {period}, run {run}); "
           f"{len(good)} of {len(examples)} examples with every thread within 2 %"
           + (f" ({', '.join(good)})" if good else ""))
+    # Each side's run against what the file asked, over the threads that have runs.
+    for side, name in (("ref_asked", "rt-app"), ("other_asked", "schedlab")):
+        asked = [r[side] for r in rows if r.get(side) is not None]
+        if asked:
+            print(f"{name}'s run within 2 % of the run asked: {sum(within(a) for a in asked)} of {len(asked)} threads "
+                  f"(run/asked {min(asked):.3f}..{max(asked):.3f})")
+
+
+def calibration(text):
+    """rt-app's `calibration`: "CPU<n>" (measured at each run's start) or whole ns per loop."""
+    if re.fullmatch(r"CPU[0-9]+", text):
+        return text
+    if re.fullmatch(r"[0-9]+", text):
+        return int(text)
+    raise ValueError(f"calibration {text!r}: accepted: CPU<n> or a whole number of ns per loop")
 
 
 def main(argv):
@@ -211,7 +233,7 @@ def main(argv):
         p.add_argument("src")
         p.add_argument("dst")
         p.add_argument("--duration", type=int, required=True)
-        p.add_argument("--calibration", type=int, required=True)
+        p.add_argument("--calibration", type=calibration, required=True)
         p.add_argument("--logdir", required=True)
         p.add_argument("--basename", default="rt-app")
         a = p.parse_args(argv[2:])

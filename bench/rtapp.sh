@@ -15,13 +15,20 @@
 # The examples are upstream's (RTAPP_SRC, a git directory of scheduler-tools/rt-app; HEAD's
 # doc/examples), else the rt-app package's copies (/usr/share/doc/rt-app/examples). Each is
 # first rewritten once (bench/rtapp.py prepare) — comments, trailing commas and repeated keys
-# resolved as rt-app's json-c reads them, `global` given the run's duration, a whole-number
-# calibration (CALIBRATION ns per loop, by default measured once by rt-app itself), the log
-# directory, ftrace and gnuplot off, `frag` (never read by rt-app) removed — and the same file
-# goes to both. rt-app's `run` is a calibrated loop count, schedlab's `compute` CPU time: with
-# a calibration measured here both ask for the same time on an idle CPU; the ratio of `run`
-# shows how they differ under load (rt-app's stretches with preemption and CPU frequency,
-# schedlab's with preemption only).
+# resolved as rt-app's json-c reads them, `global` given the run's duration, the calibration,
+# the log directory, ftrace and gnuplot off, `frag` (never read by rt-app) removed — and the
+# same file goes to both.
+#
+# rt-app's `run` is a calibrated loop count. What schedlab's `run` is follows RUN_SEMANTIC:
+#   cpu-time (default)  schedlab's own semantic: that much CPU time;
+#   loops               `--run-as loops`: rt-app's, a loop count calibrated at each run's start.
+# CALIBRATION is the file's `calibration`: by default CPU0, so that each rt-app run measures its
+# loop at its own start (its calibration sleeps a second between trials: about 6 s a run, not
+# counted in its duration) and so does schedlab's with loops — like with like, where one
+# figure measured once drifts with the host's speed from one run to the next; a whole number
+# of ns per loop gives both that figure (schedlab's loop then takes its own time per loop).
+# Each side's mean run over the run asked (`run/asked`) shows which side is off the request.
+# POLICIES lists the simulated policies to run the files on (default: all; empty: none).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -48,14 +55,24 @@ else
   for n in $names; do cp "$from/$n.json" "$tmp/src/$n.json"; done
 fi
 
-if [ -z "${CALIBRATION:-}" ]; then
-  printf '{"global":{"duration":1,"calibration":"CPU0","logdir":"%s","ftrace":false},"tasks":{"t":{"loop":1,"run":1000}}}\n' "$tmp" >"$tmp/cal.json"
-  CALIBRATION=$(timeout 120 rt-app "$tmp/cal.json" 2>&1 | sed -n 's/.*pLoad = \([0-9]*\)ns.*/\1/p' | head -1)
-  [ -n "$CALIBRATION" ] || { echo "bench/rtapp.sh: rt-app did not report its calibration" >&2; exit 1; }
-fi
-echo "# examples: $from; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION} ns/loop; load average $(load1) at the start"
+CALIBRATION=${CALIBRATION:-CPU0}
+case "$CALIBRATION" in
+  CPU[0-9]*) unit="" ;;
+  *[!0-9]* | "") echo "bench/rtapp.sh: CALIBRATION '$CALIBRATION' is not accepted; use CPU<n> or a whole number of ns per loop" >&2; exit 1 ;;
+  *) unit=" ns/loop" ;;
+esac
+RUN_SEMANTIC=${RUN_SEMANTIC:-cpu-time}
+case "$RUN_SEMANTIC" in
+  cpu-time | loops) ;;
+  *) echo "bench/rtapp.sh: RUN_SEMANTIC '$RUN_SEMANTIC' is not accepted; use cpu-time or loops" >&2; exit 1 ;;
+esac
+echo "# examples: $from; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; load average $(load1) at the start"
 
-policies=$("$SCHEDLAB" list 2>/dev/null | awk '/^SIMULATED POLICIES/ { p = 1; next } p && NF == 0 { exit } p && /^  [a-z]/ { print $1 }')
+if [ -z "${POLICIES+set}" ]; then
+  policies=$("$SCHEDLAB" list 2>/dev/null | awk '/^SIMULATED POLICIES/ { p = 1; next } p && NF == 0 { exit } p && /^  [a-z]/ { print $1 }')
+else
+  policies=$POLICIES
+fi
 for n in $names; do
   base=$(basename "$n")
   file="$tmp/$base.json"
@@ -64,7 +81,8 @@ for n in $names; do
   echo
   echo "== $n"
   if ! err=$("$SCHEDLAB" check "$file" 2>&1 >/dev/null); then
-    echo "schedlab does not load it: $(echo "$err" | grep -m1 -v '^\s*$')"
+    # The error, not the warnings before it.
+    echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$')"
     continue
   fi
   ref=() mine=()
@@ -72,8 +90,9 @@ for n in $names; do
     rdir="$tmp/logs/$base/rt-app/$r" sdir="$tmp/logs/$base/schedlab/$r"
     mkdir -p "$rdir" "${sdir%/*}"
     sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
-    rtapp_run() { timeout -s INT $((secs + 30)) rt-app "$tmp/run.json" >"$rdir.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$rdir.out")"; }
-    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 . "$sdir.out")"; }
+    # rt-app's calibration on CPU<n> sleeps 1 s between trials until two agree: 60 s more.
+    rtapp_run() { timeout -s INT $((secs + 60)) rt-app "$tmp/run.json" >"$rdir.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$rdir.out")"; }
+    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 error "$sdir.out" || grep -m1 . "$sdir.out")"; }
     if [ $((r % 2)) = 1 ]; then rtapp_run; sl_run; else sl_run; rtapp_run; fi
     ref+=("$rdir") mine+=("$sdir")
   done
@@ -81,8 +100,8 @@ for n in $names; do
   python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" "${ref[@]}" -- "${mine[@]}"
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
-    if ! "$SCHEDLAB" run "$tmp/run.json" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
-      echo "-- sim $p: $(grep -m1 . "$pdir.out")"
+    if ! "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
+      echo "-- sim $p: $(grep -m1 error "$pdir.out" || grep -m1 . "$pdir.out")"
       continue
     fi
     echo "-- simulated $p: rt-app (real kernel)/schedlab (simulated) and the ratio"

@@ -952,7 +952,8 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
     }
 
     /// Write rt-app's logs of repetition `index` of configuration `i` into `dir`
-    /// ([`Settings::rt_app_logs`] says where), one per task the run started with.
+    /// ([`Settings::rt_app_logs`] says where), one per thread rt-app would have had, under
+    /// rt-app's names (a forked one's `TASK-INDEX-NNNN`).
     fn write_rt_app_logs(
         &self,
         dir: &std::path::Path,
@@ -974,12 +975,26 @@ impl<W: Workload, B: Backend> Measurement<'_, W, B> {
         };
         let plan = w.plan();
         let empty = schedlab_workload::passes::PassLog::default();
-        let threads: Vec<schedlab_report::rtapp_log::ThreadLog> = (plan.tasks().iter())
-            .map(|t| schedlab_report::rtapp_log::ThreadLog {
-                task: plan.groups[t.group].name,
-                index: t.id,
-                knobs: &c.knobs[t.group],
-                log: outcome.tasks.get(t.id).map_or(&empty, |o| &o.passes),
+        let tasks = plan.tasks();
+        let logs: Vec<&schedlab_workload::passes::PassLog> = (tasks.iter())
+            .map(|t| outcome.tasks.get(t.id).map_or(&empty, |o| &o.passes))
+            .collect();
+        let starts: Vec<(&str, schedlab_workload::passes::Start)> = (tasks.iter().zip(&logs))
+            .map(|(t, l)| (plan.groups[t.group].name, l.start))
+            .collect();
+        // rt-app's names: a parked task no fork started has none (rt-app never made it).
+        let names = schedlab_report::rtapp_log::upstream_names(&starts);
+        let threads: Vec<schedlab_report::rtapp_log::ThreadLog> = (tasks.iter().zip(&logs))
+            .zip(names)
+            .filter_map(|((t, log), name)| {
+                let (index, fork) = name?;
+                Some(schedlab_report::rtapp_log::ThreadLog {
+                    task: plan.groups[t.group].name,
+                    index,
+                    fork,
+                    knobs: &c.knobs[t.group],
+                    log,
+                })
             })
             .collect();
         for t in threads.iter().filter(|t| t.log.dropped > 0) {

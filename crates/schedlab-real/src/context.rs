@@ -55,6 +55,9 @@ pub struct Shared {
     pub files: PathBuf,
     /// Whether bodies keep per-pass rows ([`Context::logs_passes`], `--rt-app-logs`).
     pub log_passes: bool,
+    /// Nanoseconds per iteration of the busy loop of [`Context::compute_loops`], measured or
+    /// given before the tasks started ([`schedlab_workload::Workload::loop_calibration`]).
+    pub ns_per_loop: Option<f64>,
 }
 
 /// The real backend's context for one task.
@@ -473,6 +476,19 @@ impl Context for RealContext {
 
     fn log_pass(&self, row: PassRecord) {
         self.passes.borrow_mut().push(row);
+    }
+
+    fn log_fork(&self, at: Option<Duration>) {
+        self.passes.borrow_mut().start = schedlab_workload::passes::forked_at(at);
+    }
+
+    async fn compute_loops(&self, work: Duration) {
+        match self.shared.ns_per_loop {
+            Some(ns) => crate::busy_loop::spin(crate::busy_loop::loops_for(work, ns)),
+            // A workload that declared no calibration asks for none of this (the interpreter
+            // runs loops only when it does); CPU time is the nearest meaning.
+            None => self.compute(work).await,
+        }
     }
 
     async fn spawn(&self, group: usize, arg: u64) -> Result<TaskRef, WorkloadError> {

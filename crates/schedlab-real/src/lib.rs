@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod bpf;
+pub mod busy_loop;
 pub mod calibrate;
 pub mod context;
 pub mod daemon;

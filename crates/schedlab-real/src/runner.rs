@@ -29,7 +29,7 @@ use crate::sys;
 use crate::task::TaskEnv;
 use crate::tempdir::TempDir;
 use crate::transport::Channels;
-use schedlab_workload::{Plan, TaskMode, TaskRef, Workload};
+use schedlab_workload::{LoopCalibration, Plan, TaskMode, TaskRef, Workload};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -183,6 +183,15 @@ pub fn run_repetition<W: Workload>(
             ))
         })?;
     let write_locks = tcp_write_locks(&plan, &channels, workload.channel_volume());
+    // rt-app calibrates its busy loop before it creates the threads; so does this, every
+    // repetition (a few milliseconds), so that each run's loops match its own start.
+    let ns_per_loop = match workload.loop_calibration() {
+        None => None,
+        Some(LoopCalibration::Given { ns_per_loop }) => Some(ns_per_loop as f64),
+        Some(LoopCalibration::Measure { cpu }) => {
+            Some(crate::busy_loop::calibrate(cpu).map_err(RunError::Setup)?)
+        }
+    };
     let shared = Arc::new(Shared {
         channels,
         write_locks,
@@ -194,6 +203,7 @@ pub fn run_repetition<W: Workload>(
         scratch: scratch.path().to_path_buf(),
         files,
         log_passes: setup.passes,
+        ns_per_loop,
     });
     let gate = Arc::new(Gate::new().map_err(|e| RunError::Setup(format!("start pipes: {e}")))?);
     let body_workload = workload.clone();

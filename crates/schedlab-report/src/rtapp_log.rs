@@ -3,7 +3,9 @@
 //!
 //! The format follows rt-app 1.0 (github.com/scheduler-tools/rt-app, tag v1.0; the Debian
 //! package `rt-app 1.0`), checked against a log that rt-app wrote on the machine where this was
-//! written: one file per thread, `DIR/BASENAME-TASK-INDEX.log` (`"%s/%s-%s-%d.log"` in `main`),
+//! written: one file per thread, `DIR/BASENAME-TASK-INDEX.log` (`"%s/%s-%s-%d.log"` in `main`;
+//! a thread a `fork` started — an event rt-app 1.0 lacks — `DIR/BASENAME-TASK-INDEX-NNNN.log`,
+//! as upstream's `create_thread` names it: [`upstream_names`]),
 //! a `# Policy : …` line (`thread_body`), the header (`thread_body`'s `fprintf` of
 //! `"%s %8s %8s %8s %15s %15s %15s %10s %10s %10s %10s\n"`), and one row per phase pass in
 //! `log_timing`'s format (`"%4d %8lu %8lu %8lu %15llu %15llu %15llu %10ld %10lu %10lu %10lu"`,
@@ -13,7 +15,7 @@
 
 use crate::output;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
-use schedlab_workload::passes::{micros, PassLog};
+use schedlab_workload::passes::{micros, PassLog, Start};
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -26,8 +28,11 @@ pub const HEADER: &str = "#idx     perf      run   period           start       
 pub struct ThreadLog<'a> {
     /// The rt-app task's name (the group's).
     pub task: &'a str,
-    /// The thread's index over all threads, in file order (rt-app's `ind`).
+    /// The thread's index over all threads (rt-app's `ind`, [`upstream_names`]).
     pub index: usize,
+    /// For a thread a `fork` started, its number among the forks of its task (rt-app's
+    /// `nforks`, [`upstream_names`]); `None` for a thread the run started with.
+    pub fork: Option<usize>,
     /// Its group's knobs, for the `# Policy` line.
     pub knobs: &'a Knobs,
     /// Its rows.
@@ -78,9 +83,49 @@ pub fn format(thread: &ThreadLog) -> String {
     text
 }
 
-/// The file of `thread` in `dir`: `BASENAME-TASK-INDEX.log`.
+/// The file of `thread` in `dir`: `BASENAME-TASK-INDEX.log`, or `BASENAME-TASK-INDEX-NNNN.log`
+/// for a forked thread (rt-app's `thread_data_set_unique_name`, `"%s-%d-%04d"`).
 pub fn file_name(dir: &Path, basename: &str, thread: &ThreadLog) -> PathBuf {
-    dir.join(format!("{basename}-{}-{}.log", thread.task, thread.index))
+    match thread.fork {
+        None => dir.join(format!("{basename}-{}-{}.log", thread.task, thread.index)),
+        Some(n) => dir.join(format!(
+            "{basename}-{}-{}-{n:04}.log",
+            thread.task, thread.index
+        )),
+    }
+}
+
+/// rt-app's index and fork number of each task (in task id order: `(task name, how it
+/// started)`), `None` for one rt-app would never have created. As rt-app (after 1.0; its
+/// `main` and `rtapp_fork` in rt-app.c) numbers them: the threads the run starts with take
+/// indices 0, 1, … in file order; each fork takes the next index over all threads
+/// (`nthreads++` under the fork lock, in the order the forks happen — here, the order the
+/// forked tasks started, ties by task id) and the next number among the forks of its task
+/// (`nforks`, counted per forked task over every fork event naming it).
+pub fn upstream_names(tasks: &[(&str, Start)]) -> Vec<Option<(usize, Option<usize>)>> {
+    let mut out = vec![None; tasks.len()];
+    let mut next = 0;
+    for (i, (_, start)) in tasks.iter().enumerate() {
+        if *start == Start::WithRun {
+            out[i] = Some((next, None));
+            next += 1;
+        }
+    }
+    let mut forked: Vec<(u64, usize)> = (tasks.iter().enumerate())
+        .filter_map(|(i, (_, s))| match s {
+            Start::Forked { at_ns } => Some((*at_ns, i)),
+            _ => None,
+        })
+        .collect();
+    forked.sort_unstable();
+    let mut per_task: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (_, i) in forked {
+        let n = per_task.entry(tasks[i].0).or_insert(0);
+        out[i] = Some((next, Some(*n)));
+        next += 1;
+        *n += 1;
+    }
+    out
 }
 
 /// Check a `log_basename` before anything runs: it becomes part of a file name.
@@ -165,11 +210,13 @@ mod tests {
                 wu_lat_us: 520,
             }],
             dropped: 0,
+            start: Start::WithRun,
         };
         let knobs = Knobs::default();
         let t = ThreadLog {
             task: "thread0",
             index: 0,
+            fork: None,
             knobs: &knobs,
             log: &log,
         };
@@ -182,6 +229,46 @@ mod tests {
         assert_eq!(
             file_name(Path::new("d"), "rt-app", &t),
             Path::new("d/rt-app-thread0-0.log")
+        );
+    }
+
+    #[test]
+    fn forked_threads_are_named_as_rt_app_names_them() {
+        let forked = |at_ns| Start::Forked { at_ns };
+        // File order: a forker, the forked task (parked in schedlab), another task, a second
+        // forked task; forks at 30, 10 and 20 µs, one parked task never forked.
+        let tasks = [
+            ("main", Start::WithRun),
+            ("job", forked(30_000)),
+            ("job", forked(10_000)),
+            ("job", Start::NotForked),
+            ("other", Start::WithRun),
+            ("aux", forked(20_000)),
+        ];
+        let names = upstream_names(&tasks);
+        assert_eq!(
+            names,
+            vec![
+                Some((0, None)),
+                Some((4, Some(1))),
+                Some((2, Some(0))),
+                None,
+                Some((1, None)),
+                Some((3, Some(0))),
+            ]
+        );
+        let log = PassLog::default();
+        let knobs = Knobs::default();
+        let t = ThreadLog {
+            task: "job",
+            index: 4,
+            fork: Some(1),
+            knobs: &knobs,
+            log: &log,
+        };
+        assert_eq!(
+            file_name(Path::new("d"), "rt-app", &t),
+            Path::new("d/rt-app-job-4-0001.log")
         );
     }
 

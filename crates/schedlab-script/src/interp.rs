@@ -283,12 +283,20 @@ pub async fn run<C: Context>(
     // (see `ended`), releases the locks it holds and ends normally.
     let end = program.ends_at;
     if let Some(s) = group.start_semaphore {
+        let logs = program.rtapp_log.is_some() && ctx.logs_passes();
         let started = ctx.sem_wait(SemaphoreId(s)).await;
         if ended(&started, end, ctx) {
+            if logs {
+                ctx.log_fork(None);
+            }
             return Ok(());
         }
         started?;
+        if logs {
+            ctx.log_fork(Some(ctx.now()));
+        }
     }
+    let loops = program.loops.is_some();
     let mut frame = vec![0f64; group.slots];
     frame[0] = task.index as f64;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(
@@ -321,13 +329,14 @@ pub async fn run<C: Context>(
         match &body[pc] {
             Instr::Compute(a) => {
                 let cpu = draw(a, &frame, &mut rng, "compute")?;
-                match log.as_mut() {
-                    None => ctx.compute(cpu).await,
-                    Some(log) => {
-                        let t0 = ctx.now();
-                        ctx.compute(cpu).await;
-                        log.ran(cpu, ctx.now().saturating_sub(t0), false);
-                    }
+                let t0 = log.as_ref().map(|_| ctx.now());
+                if loops {
+                    ctx.compute_loops(cpu).await;
+                } else {
+                    ctx.compute(cpu).await;
+                }
+                if let (Some(log), Some(t0)) = (log.as_mut(), t0) {
+                    log.ran(cpu, ctx.now().saturating_sub(t0), false);
                 }
             }
             Instr::Sleep(a) => {
@@ -347,10 +356,10 @@ pub async fn run<C: Context>(
             Instr::Busy(c) => {
                 let length = duration(c.eval(&frame), "busy")?;
                 match log.as_mut() {
-                    None => busy(ctx, length).await,
+                    None => busy(ctx, length, loops).await,
                     Some(log) => {
                         let t0 = ctx.now();
-                        busy(ctx, length).await;
+                        busy(ctx, length, loops).await;
                         log.ran(length, ctx.now().saturating_sub(t0), true);
                     }
                 }
@@ -594,15 +603,25 @@ impl PassLogger {
     }
 }
 
-/// Stay busy for `length` of wall time, computing a millisecond at most at a time.
-async fn busy<C: Context>(ctx: &C, length: Duration) {
+/// rt-app's `runtime` with `run-as=loops`: the loop runs in bursts of this much work, the
+/// clock read after each (`loadwait(32)` in rt-app.c's `run_event`).
+const RUNTIME_BURST: Duration = Duration::from_micros(32);
+
+/// Stay busy for `length` of wall time: computing a millisecond at most at a time, or (`loops`)
+/// running the calibrated loop in bursts of [`RUNTIME_BURST`] until the time has passed, as
+/// rt-app's `runtime` does (it may end up to one burst late, as rt-app's does).
+async fn busy<C: Context>(ctx: &C, length: Duration, loops: bool) {
     let end = ctx.now() + length;
     loop {
         let now = ctx.now();
         if now >= end {
             break;
         }
-        ctx.compute((end - now).min(Duration::from_millis(1))).await;
+        if loops {
+            ctx.compute_loops(RUNTIME_BURST).await;
+        } else {
+            ctx.compute((end - now).min(Duration::from_millis(1))).await;
+        }
     }
 }
 

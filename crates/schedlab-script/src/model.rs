@@ -52,9 +52,39 @@ pub struct ScriptDef {
     /// When every task stops, from the run's start (an rt-app file's global `duration`: rt-app
     /// stops every thread then, wherever it is); `None`: tasks run to their own end.
     pub ends_at: Option<std::time::Duration>,
+    /// How `compute` steps (rt-app's `run`) spend their amount: `cpu-time` (the default) or
+    /// `loops` ([`ComputeAs`]), or `$param`.
+    pub compute_as: Option<Spanned<String>>,
+    /// The busy loop's calibration when `compute` runs as loops (rt-app's `calibration`;
+    /// by default measured on CPU 0, as rt-app does).
+    pub loop_calibration: schedlab_workload::LoopCalibration,
     /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
     /// one each, at its place; the binary prints them when it reads the file.
     pub warnings: Vec<crate::error::Diagnostic>,
+}
+
+/// How a `compute` step spends its amount ([`ScriptDef::compute_as`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ComputeAs {
+    /// That much CPU time of the task (`Context::compute`).
+    #[default]
+    CpuTime,
+    /// rt-app's `run`: the count of busy-loop iterations a calibration at the run's start says
+    /// take that long (`Context::compute_loops`).
+    Loops,
+}
+
+impl std::str::FromStr for ComputeAs {
+    type Err = schedlab_workload::ValueError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "cpu-time" => Ok(ComputeAs::CpuTime),
+            "loops" => Ok(ComputeAs::Loops),
+            _ => Err(schedlab_workload::ValueError::new(format!(
+                "run-as '{s}' is not known; use cpu-time or loops"
+            ))),
+        }
+    }
 }
 
 /// The settings of rt-app's per-task logs an rt-app file gives in `global`

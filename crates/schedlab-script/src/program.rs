@@ -414,6 +414,9 @@ pub struct Program {
     /// When every task stops, epoch-relative (an rt-app file's global `duration`; also the
     /// plan's [`schedlab_workload::SyncPlan::wait_end`]).
     pub ends_at: Option<std::time::Duration>,
+    /// When `compute` steps run as calibrated busy loops (`run-as=loops`), the loop's
+    /// calibration; `None`: they are CPU time.
+    pub loops: Option<schedlab_workload::LoopCalibration>,
 }
 
 impl Program {

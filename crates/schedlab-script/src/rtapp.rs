@@ -50,7 +50,7 @@
 //! |---|---|
 //! | `global.duration` (s; -1 or 0: none) | [`ScriptDef::ends_at`]: every task stops there, as rt-app's `__shutdown` clears its run flag and cancels every thread — the interpreter stops a task before its next step, cuts its sleeps and timer waits there, releases the locks it holds, and the plan's `wait_end` makes both backends end the barrier, semaphore and condition waits still blocked then (`docs/workload-files.md` says where each task stops). Also the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. |
 //! | `global.default_policy` | the `policy` knob of every task without its own |
-//! | `global.calibration` | checked (`"CPU<n>"` or a whole number), warned: it only tunes rt-app's busy loop to turn `run`'s µs into loop counts; schedlab's compute is CPU time itself |
+//! | `global.calibration` | checked (`"CPU<n>"` or a whole number; 0 is `"CPU0"`, as in rt-app), [`ScriptDef::loop_calibration`]: honoured when the file runs with `run-as=loops` (below); warned, as by default schedlab's `run` is CPU time itself |
 //! | `global.pi_enabled` | `false` accepted; `true` warned: schedlab's locks have no priority inheritance |
 //! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | checked; warned when they ask for something (`true`, a log name, trace categories): page locking and rt-app's own logs and traces; schedlab records its own metrics |
 //! | `global.io_device` | checked, warned: `iorun` writes each task's scratch file, never a path the file names |
@@ -68,8 +68,8 @@
 //! | `util_min`, `util_max` (task or phase) | knobs `util-min`, `util-max` (0..1024; -1: none), per phase as `priority` is; warned, saying where they apply: the real backend sets them after the policy (rt-app's `_set_thread_uclamp`) where the kernel has utilization clamping, and refuses the run before it starts where it has not (CONFIG_UCLAMP_TASK unset: EOPNOTSUPP, on which rt-app exits); the simulator has no utilization signal and ignores them |
 //! | `nodes_membind` | checked (node numbers), warned: NUMA memory binding is applied on neither backend |
 //! | non-empty `taskgroup` | refused: a CPU cgroup of its own changes how the thread shares the CPU, and schedlab runs tasks in no cgroup of their own (`taskgroup: ""` means none and is accepted) |
-//! | `run` (µs of work) | `Compute` fixed. Deviation: rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; schedlab's is CPU time |
-//! | `runtime` (µs of wall time on the CPU) | `Busy` |
+//! | `run` (µs of work) | `Compute` fixed. rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; what schedlab's is follows the parameter [`RUN_AS`] every rt-app file has ([`ScriptDef::compute_as`]): `cpu-time` (the default: CPU time) or `loops` (rt-app's: `Context::compute_loops`, a loop count calibrated as `calibration` says) |
+//! | `runtime` (µs of wall time on the CPU) | `Busy`: running until that much wall time has passed (rt-app's `runtime` loops `loadwait(32)` until its clock says so); with `run-as=loops` in 32 µs bursts of the calibrated loop, as rt-app's |
 //! | `sleep` (µs) | `Sleep` fixed |
 //! | `timer` `{ref, period, mode}` | `Period { timer: ref, every: period }`. rt-app anchors a timer at the thread's start (after `delay`), so each timer also gets one anchoring `Period` step right after the delay; the first activation in the body then comes one period after the start, as in rt-app (deviation: a forked thread's timers start at its fork, rt-app's at the use case's start). A `ref` starting with `unique` is per thread in rt-app; its timer is named `TASK.ref` so that two tasks' timers keep apart. Any other `ref` is one timer shared by every thread that uses it in rt-app; schedlab's timers are per task, so a shared one (two tasks, or `instance` > 1) is refused. `mode: "relative"` (the default) is honoured. Deviation: after an overrun rt-app's relative timer restarts its period at the late wake-up, while schedlab keeps the original grid and counts the periods missed. `mode: "absolute"` is refused: its point is to run the missed activations back to back, which schedlab's `Period` skips |
 //! | `lock`, `unlock` | `Lock`, `Unlock` (a lock per name) |
@@ -108,15 +108,15 @@
 use crate::error::{did_you_mean, Diagnostic, FileError};
 use crate::expr::{Expr, Quantity, Unit};
 use crate::model::{
-    Amount, BarrierSpec, Grammar, GroupSpec, MetricsSpec, ObjectRef, ObjectSpec, ScriptDef,
-    SemaphoreSpec, Step, StepKind,
+    Amount, BarrierSpec, Grammar, GroupSpec, MetricsSpec, ObjectRef, ObjectSpec, ParamSpec,
+    ParamValue, ScriptDef, SemaphoreSpec, Step, StepKind,
 };
 use crate::span::{LineCol, Span, Spanned};
 use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
-use schedlab_workload::{IoKind, KnobError};
+use schedlab_workload::{IoKind, KnobError, LoopCalibration};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
@@ -139,6 +139,10 @@ pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
     def.warnings = reader.warnings.into_inner();
     Ok(def)
 }
+
+/// The parameter every rt-app file has that says what its `run` events are
+/// ([`crate::model::ComputeAs`]): `cpu-time` or `loops`.
+pub const RUN_AS: &str = "run-as";
 
 /// rt-app's default `mem_buffer_size` (`DEFAULT_MEM_BUF_SIZE`).
 const DEFAULT_MEM_BUFFER: i64 = 4 * 1024 * 1024;
@@ -472,6 +476,9 @@ struct Global {
     mem_buffer_size: i64,
     /// What rt-app's logs take from `global` (`--rt-app-logs`).
     log: crate::model::RtAppLog,
+    /// `calibration`: `"CPU<n>"` or 0 measures on CPU n (rt-app's default: CPU 0), a number
+    /// is the ns per loop.
+    calibration: LoopCalibration,
 }
 
 /// A `"key": value` of an object.
@@ -604,6 +611,7 @@ impl Reader<'_> {
                 default_policy: None,
                 mem_buffer_size: DEFAULT_MEM_BUFFER,
                 log: Default::default(),
+                calibration: LoopCalibration::Measure { cpu: 0 },
             },
         };
         let mut objects = Objects::default();
@@ -639,7 +647,13 @@ impl Reader<'_> {
             path: path.to_path_buf(),
             text: self.text.to_string(),
             grammar: Grammar::RtApp,
-            params: Vec::new(),
+            params: vec![ParamSpec {
+                name: Spanned::new(RUN_AS.to_string(), Span::default()),
+                default: ParamValue::Text("cpu-time".into()),
+                default_span: Span::default(),
+                help: "What an rt-app `run` is: cpu-time (that much CPU time of the task) or loops (rt-app's semantic: a count of busy-loop iterations calibrated at the run's start, as `calibration` says; on the simulator the same as cpu-time).".into(),
+                choices: vec!["cpu-time".into(), "loops".into()],
+            }],
             groups,
             channels: Vec::new(),
             locks: (objects.locks.into_iter())
@@ -672,6 +686,8 @@ impl Reader<'_> {
             ends_at: (global.duration.as_ref())
                 .map(|d| std::time::Duration::from_secs(d.value.unsigned_abs())),
             rtapp_log: Some(global.log),
+            compute_as: Some(Spanned::new(format!("${RUN_AS}"), Span::default())),
+            loop_calibration: global.calibration,
             warnings: Vec::new(),
         })
     }
@@ -835,6 +851,7 @@ impl Reader<'_> {
             default_policy: None,
             mem_buffer_size: DEFAULT_MEM_BUFFER,
             log: Default::default(),
+            calibration: LoopCalibration::Measure { cpu: 0 },
         };
         for e in self.entries(obj)? {
             match e.key {
@@ -864,13 +881,19 @@ impl Reader<'_> {
                         Value::NumberLit(_) => {
                             let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
                             g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
+                            // rt-app measures on its calibration CPU (0) when the number is 0.
+                            g.calibration = match ns.value {
+                                0 => LoopCalibration::Measure { cpu: 0 },
+                                n => LoopCalibration::Given { ns_per_loop: n as u64 },
+                            };
                         }
                         Value::StringLit(s) => {
-                            let ok = s
-                                .value
-                                .strip_prefix("CPU")
-                                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-                            if !ok {
+                            let cpu = (s.value.strip_prefix("CPU"))
+                                .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                                .and_then(|n| n.parse::<usize>().ok());
+                            if let Some(cpu) = cpu {
+                                g.calibration = LoopCalibration::Measure { cpu };
+                            } else {
                                 return Err(Diagnostic::new(
                                     vspan(e.value),
                                     format!("'calibration' = \"{}\" is not accepted; rt-app takes \"CPU<n>\" (the CPU to calibrate its busy loop on) or a whole number of ns per loop", s.value),
@@ -884,7 +907,7 @@ impl Reader<'_> {
                             ))
                         }
                     }
-                    self.warn(e.key_span, "'calibration' does not change the run here: it tunes rt-app's busy loop, whose 'run' is a count of loops calibrated to take that many µs; schedlab's 'run' is that much CPU time itself (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
+                    self.warn(e.key_span, "'calibration' does not change the run here unless it runs with --run-as loops: it tunes rt-app's busy loop, whose 'run' is a count of loops calibrated to take that many µs; by default schedlab's 'run' is that much CPU time itself (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
                 }
                 "pi_enabled" => {
                     if self.boolean(e.key, e.value)? {

@@ -687,6 +687,10 @@ impl Workload for Script {
         Some(crate::describe::steps(self.def(), self.program()))
     }
 
+    fn loop_calibration(&self) -> Option<schedlab_workload::LoopCalibration> {
+        self.program().loops
+    }
+
     fn rt_app_log_basename(&self) -> Option<String> {
         (self.program().rtapp_log.as_ref()).map(|l| l.basename.clone())
     }

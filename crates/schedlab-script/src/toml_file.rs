@@ -683,6 +683,8 @@ impl<'t> Reader<'t> {
             metrics: MetricsSpec::default(),
             rtapp_log: None,
             ends_at: None,
+            compute_as: None,
+            loop_calibration: schedlab_workload::LoopCalibration::Measure { cpu: 0 },
             warnings: Vec::new(),
         };
         let mut groups_seen = false;

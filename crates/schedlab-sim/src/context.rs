@@ -528,6 +528,10 @@ impl Context for SimContext<'_> {
         self.slot().passes.push(row);
     }
 
+    fn log_fork(&self, at: Option<Duration>) {
+        self.slot().passes.start = schedlab_workload::passes::forked_at(at);
+    }
+
     fn stop_requested(&self) -> bool {
         if self.shared.stop.get() {
             return true;

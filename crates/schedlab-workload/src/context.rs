@@ -52,6 +52,32 @@ impl CpuTimes {
     }
 }
 
+/// How the busy loop of [`Context::compute_loops`] learns its nanoseconds per loop
+/// ([`crate::Workload::loop_calibration`]), as rt-app's `calibration` says: measured on one CPU
+/// when the run starts (`"CPU<n>"`, rt-app's default `CPU0`), or given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopCalibration {
+    /// Measure it on this CPU before the tasks start, as rt-app measures its `pLoad`.
+    Measure {
+        /// The CPU to measure on.
+        cpu: usize,
+    },
+    /// This many nanoseconds per loop, whatever the loop takes here.
+    Given {
+        /// Nanoseconds per loop (at least 1).
+        ns_per_loop: u64,
+    },
+}
+
+impl std::fmt::Display for LoopCalibration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoopCalibration::Measure { cpu } => write!(f, "CPU{cpu}"),
+            LoopCalibration::Given { ns_per_loop } => write!(f, "{ns_per_loop} ns per loop"),
+        }
+    }
+}
+
 /// A spawned task that ended, as [`Context::wait`] reports it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChildExit {
@@ -176,6 +202,16 @@ impl std::error::Error for WorkloadError {}
 pub trait Context {
     /// Burn CPU for `cpu` of CPU time (not wall time: preemption stretches it).
     fn compute(&self, cpu: Duration) -> impl Future<Output = ()>;
+    /// Do `work` as rt-app's `run` does it: the number of iterations of a fixed busy loop that
+    /// the run's calibration ([`crate::Workload::loop_calibration`]) says take `work`. On the
+    /// real kernel the loops run, however long they take: preemption stretches their wall
+    /// time as it stretches `compute`'s, and a CPU slower than at calibration (frequency,
+    /// caches, a sibling hyperthread) stretches their CPU time too. The default, which the
+    /// simulator keeps, is `compute(work)`: a simulated CPU has one speed and no caches that
+    /// would make a loop count other than its CPU time.
+    fn compute_loops(&self, work: Duration) -> impl Future<Output = ()> {
+        self.compute(work)
+    }
     /// Write one whole message into `channel`.
     fn send(
         &self,
@@ -409,5 +445,11 @@ pub trait Context {
     /// backend keeps at most [`crate::passes::MAX_PASSES`]).
     fn log_pass(&self, row: crate::passes::PassRecord) {
         let _ = row;
+    }
+    /// Say that this task is one a fork starts, and when the fork started it (`None`: it never
+    /// did), for the name of its pass log ([`crate::passes::Start`]; only called when
+    /// [`Context::logs_passes`] is on).
+    fn log_fork(&self, at: Option<Duration>) {
+        let _ = at;
     }
 }

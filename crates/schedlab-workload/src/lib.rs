@@ -41,7 +41,7 @@ pub mod web;
 
 pub use context::{
     BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, Daemon, FileRead, IoKind, LockId,
-    PathOp, Program, ProgramExit, SemaphoreId, WordId, WorkloadError,
+    LoopCalibration, PathOp, Program, ProgramExit, SemaphoreId, WordId, WorkloadError,
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};

@@ -46,9 +46,39 @@ pub struct PassRecord {
     pub wu_lat_us: u64,
 }
 
+/// How a task came to run, which names its log: rt-app names a thread the run starts with
+/// `TASK-INDEX` and one a `fork` event creates `TASK-INDEX-NNNN` (`create_thread` in rt-app.c).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Start {
+    /// Started with the run.
+    #[default]
+    WithRun,
+    /// Started by a fork, this long after the run's epoch (ns).
+    Forked {
+        /// When its fork started it.
+        at_ns: u64,
+    },
+    /// Waiting for a fork that never came before the run ended: rt-app would never have
+    /// created the thread, so it has no log.
+    NotForked,
+}
+
+/// The [`Start`] of a task a fork starts: at `at` since the epoch, or never (`None`).
+pub fn forked_at(at: Option<Duration>) -> Start {
+    match at {
+        Some(t) => Start::Forked {
+            at_ns: u64::try_from(t.as_nanos()).unwrap_or(u64::MAX),
+        },
+        None => Start::NotForked,
+    }
+}
+
 /// The pass rows of one task.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PassLog {
+    /// How the task came to run ([`crate::Context::log_fork`]).
+    #[serde(default)]
+    pub start: Start,
     /// The clock the backend measured the rows with, at the run's epoch (ns): CLOCK_MONOTONIC
     /// on the real kernel, 0 on the simulator. rt-app's `start` and `end` are on it.
     pub epoch_ns: u64,

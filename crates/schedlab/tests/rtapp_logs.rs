@@ -250,3 +250,59 @@ fn real_logs_match_a_log_rt_app_writes_here() {
         assert_eq!(cols(x), cols(y), "{x}\n{y}");
     }
 }
+
+/// Threads a `fork` starts are logged under the names rt-app (after 1.0) gives them,
+/// `TASK-INDEX-NNNN` (`thread_data_set_unique_name` in rt-app.c): INDEX continues the
+/// numbering of all threads in the order of the forks, NNNN counts the forks of that task; a
+/// task whose fork never came before `duration` has no log, as rt-app never made the thread.
+#[test]
+fn forked_threads_are_logged_under_rt_apps_names() {
+    let dir = temp_dir("rtapp", "fork");
+    let file = dir.path().join("f.json");
+    // `main` forks `job` every 400 ms, four times; the fourth (at 1.2 s) comes after the end.
+    std::fs::write(
+        &file,
+        r#"{ "global": { "duration": 1 },
+             "tasks": {
+               "main": { "loop": 1, "phases": { "p": { "loop": 4, "fork": "job", "sleep": 400000 } } },
+               "job": { "instance": 0, "loop": 1, "run": 500 },
+               "other": { "loop": 1, "run": 200 } } }"#,
+    )
+    .unwrap();
+    let logs = dir.path().join("logs");
+    let args = [
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--runs",
+        "1",
+        "--rt-app-logs",
+        logs.to_str().unwrap(),
+    ];
+    succeeded(&args, schedlab().args(args).output().unwrap());
+    assert_eq!(
+        common::names(&logs),
+        [
+            "rt-app-job-2-0000.log",
+            "rt-app-job-3-0001.log",
+            "rt-app-job-4-0002.log",
+            "rt-app-main-0.log",
+            "rt-app-other-1.log",
+        ]
+    );
+    for (name, idx) in [("rt-app-job-3-0001.log", 3), ("rt-app-other-1.log", 1)] {
+        let text = std::fs::read_to_string(logs.join(name)).unwrap();
+        let r = rows(&text);
+        assert_eq!(r.len(), 1, "{name}:\n{text}");
+        assert_eq!(r[0][0], idx, "{name}:\n{text}");
+    }
+    // The second fork came 400 ms after the first: so did its thread's pass (within the
+    // simulated costs of forking and waking: 399,998 µs measured).
+    let start = |name: &str| rows(&std::fs::read_to_string(logs.join(name)).unwrap())[0][6];
+    let gap = start("rt-app-job-3-0001.log") - start("rt-app-job-2-0000.log");
+    assert!(
+        (399_900..400_100).contains(&gap),
+        "{gap} µs between the forks"
+    );
+}

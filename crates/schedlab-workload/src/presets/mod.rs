@@ -217,6 +217,13 @@ pub trait Workload: Send + Sync + 'static {
     fn rt_app_log_basename(&self) -> Option<String> {
         None
     }
+    /// The calibration of the busy loop the body's [`Context::compute_loops`] runs, when it
+    /// runs any (an rt-app file read with `run-as=loops`): the real backend measures it on
+    /// its CPU before the tasks start, as rt-app does, or takes the given number. `None` (the
+    /// default): the body runs no such loop.
+    fn loop_calibration(&self) -> Option<crate::context::LoopCalibration> {
+        None
+    }
 }
 
 /// What identifies the read-only files of a configuration ([`Workload::shared_files`]).
