@@ -10,17 +10,34 @@ use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// Record, convert and write `out` (and the recorded run's record to `json`).
+/// What to record and how: the command line's `record` options.
+pub struct What {
+    /// A running process to record (`--pid`), instead of a command.
+    pub pid: Option<i32>,
+    /// How long to record `pid`.
+    pub duration: Option<Duration>,
+    /// The ring buffer, MiB.
+    pub buffer_mb: u32,
+    /// Where the events come from: auto, bpf or tracefs.
+    pub source: String,
+    /// The command and its arguments (empty with `pid`).
+    pub command: Vec<String>,
+}
+
+/// Record `what`, convert and write `out` (and the recorded run's record to `json`).
 pub fn run(
     out: &Path,
     json: Option<&Path>,
     options: schedlab_script::from_trace::Options,
-    pid: Option<i32>,
-    duration: Option<Duration>,
-    buffer_mb: u32,
-    source: String,
-    command: Vec<String>,
+    what: What,
 ) -> Result<ExitCode, Error> {
+    let What {
+        pid,
+        duration,
+        buffer_mb,
+        source,
+        command,
+    } = what;
     let mut source: Source = source.parse().map_err(Error::Conflict)?;
     // SCHEDLAB_BPF=off keeps `auto` off BPF here too, as it does for the counters.
     if source == Source::Auto
