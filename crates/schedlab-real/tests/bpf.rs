@@ -101,7 +101,9 @@ fn bpf_counts_agree_with_the_tracefs_replay() {
         let others = others_before.max(competing_runnable().unwrap_or(0));
         eprintln!("pingpong {mode:?}: bpf {b:?} tracefs {t:?}");
         assert_eq!(b.0, t.0, "pingpong {mode:?}: wakeups must be the same");
-        assert!(b.0 > 0 && b.0 <= 40_000, "pingpong {mode:?}: {b:?}");
+        // At most two a round trip, and one a task for the start gate (a task that reaches it
+        // first sleeps there until the other arrives: 40,001 seen).
+        assert!(b.0 > 0 && b.0 <= 40_002, "pingpong {mode:?}: {b:?}");
         // On an otherwise idle machine each wakeup that preempts hands the CPU straight to the
         // wakee, so both see the same. Another runnable task (a build beside the test) may run
         // before the wakee: a decision in the kernel without a preempting switch to the wakee,
