@@ -27,9 +27,6 @@ schedlab_bin || exit 1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-# wall CMD...: the command's wall time in seconds (output discarded).
-wall() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N); awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.6f\n", (b - a) / 1e9 }'; }
-
 # The optional programs: a case line each, or a line saying why it is skipped.
 cases="hackbench threads|hackbench -g 2 -l 200 -T
 hackbench processes|hackbench -g 2 -l 200 -P
