@@ -139,6 +139,30 @@ fn possible_cpus() -> Result<usize, BpfError> {
     aya::util::nr_cpus().map_err(|(what, e)| map_error("COUNTS", format!("{what}: {e}")))
 }
 
+/// Load `program` of `bpf` for the BTF tracepoint `tracepoint` and attach it (the link lives
+/// as long as `bpf`).
+pub(crate) fn attach(
+    bpf: &mut Ebpf,
+    btf: &Btf,
+    program: &str,
+    tracepoint: &str,
+) -> Result<(), BpfError> {
+    let p: &mut BtfTracePoint = bpf
+        .program_mut(program)
+        .ok_or_else(|| BpfError::Load {
+            doing: "finding a program",
+            message: format!("{program} is not in the object"),
+            hint: "",
+        })?
+        .try_into()
+        .map_err(|e| load_error("a program of the wrong type", e))?;
+    p.load(tracepoint, btf)
+        .map_err(|e| load_error("loading a program (the kernel's verifier)", e))?;
+    p.attach()
+        .map_err(|e| load_error("attaching to a tracepoint", e))?;
+    Ok(())
+}
+
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
 pub(crate) fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfError {
     // aya's messages repeat their source's first words ("failed to create map `COUNTS`", then
@@ -241,21 +265,7 @@ impl BpfWakeups {
             .override_global("prefix_len", &prefix_len, true)
             .load(OBJECT)
             .map_err(|e| load_error("loading the object", e))?;
-        let program: &mut BtfTracePoint = bpf
-            .program_mut("on_wakeup")
-            .ok_or_else(|| BpfError::Load {
-                doing: "finding a program",
-                message: "on_wakeup is not in the object".into(),
-                hint: "",
-            })?
-            .try_into()
-            .map_err(|e| load_error("a program of the wrong type", e))?;
-        program
-            .load("sched_wakeup", &btf)
-            .map_err(|e| load_error("loading a program (the kernel's verifier)", e))?;
-        program
-            .attach()
-            .map_err(|e| load_error("attaching to a tracepoint", e))?;
+        attach(&mut bpf, &btf, "on_wakeup", "sched_wakeup")?;
         let counts = bpf
             .take_map("COUNTS")
             .ok_or_else(|| map_error("COUNTS", "missing"))?;

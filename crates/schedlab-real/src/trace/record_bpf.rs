@@ -24,7 +24,6 @@
 use super::record::watched_calls;
 use crate::bpf::BpfError;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
-use aya::programs::BtfTracePoint;
 use aya::{Btf, Ebpf, EbpfLoader};
 use schedlab_workload::sched_events::{Call, EventKind, LeftAs, SchedEvent};
 use std::collections::HashMap;
@@ -141,20 +140,7 @@ impl BpfRecorder {
             .load(OBJECT)
             .map_err(|e| crate::bpf::load_error("loading the recorder", e))?;
         for (program, tracepoint) in PROGRAMS {
-            let p: &mut BtfTracePoint = bpf
-                .program_mut(program)
-                .ok_or_else(|| BpfError::Load {
-                    doing: "finding a program",
-                    message: format!("{program} is not in the recorder's object"),
-                    hint: "",
-                })?
-                .try_into()
-                .map_err(|e| crate::bpf::load_error("a program of the wrong type", e))?;
-            p.load(tracepoint, &btf).map_err(|e| {
-                crate::bpf::load_error("loading a program (the kernel's verifier)", e)
-            })?;
-            p.attach()
-                .map_err(|e| crate::bpf::load_error("attaching to a tracepoint", e))?;
+            crate::bpf::attach(&mut bpf, &btf, program, tracepoint)?;
         }
         let map = |bpf: &mut Ebpf, name: &'static str| {
             bpf.take_map(name)
