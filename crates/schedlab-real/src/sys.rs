@@ -145,11 +145,12 @@ pub fn send_buffer(fd: i32) -> io::Result<usize> {
 /// `fd` for one call of rustix's I/O.
 ///
 /// The channel and gate I/O go through rustix rather than libc: rustix makes the system call
-/// itself, where glibc's `read` and `write` are cancellation points that, in a process that
-/// has ever had a second thread (every forked task: the parent had threads when it forked),
-/// switch asynchronous cancellation on and off around every call. A single-threaded C peer
-/// (hackbench -P, perf bench) skips that; a pipe message costing both a write and a read, it
-/// was 5 % of the CPU samples of `messaging --transport pipe --tasks processes`.
+/// itself, where glibc's `read` and `write` are cancellation points that, unless glibc
+/// thinks the process single-threaded, switch asynchronous cancellation on and off around
+/// every call — which `perf record` showed in schedlab's forked tasks (forks of a process that
+/// has had threads). A single-threaded C peer (hackbench -P, perf bench) skips that; a pipe
+/// message costing both a write and a read, it was 5 % of the CPU samples of
+/// `messaging --transport pipe --tasks processes`.
 fn borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
     // SAFETY: every caller passes a descriptor it owns and keeps open until the call that
     // borrows it has returned (the channels outlive the tasks; the gate, its users); the
