@@ -6,10 +6,13 @@
 # left column against the right one: time / time, or rate / rate inverted, so 1.030 means 3 %
 # slower. Each ratio is the median of the rounds' own ratios (a round runs its cells back to
 # back), which a machine whose speed drifts disturbs much less than a ratio of medians.
-#   pingpong pipe processes   vs  perf bench sched pipe (linux-perf)
+#   pingpong pipe processes   vs  bench/peers/pipe.c (perf bench sched pipe's loop with each
+#                                 process pinned as schedlab's are; needs cc)
 #   messaging pipe|socketpair vs  hackbench -p / hackbench / hackbench -T (rt-tests)
 #   yield 1, 16, 64, 1024     vs  bench/peers/yield.c (a C loop of sched_yield; needs cc)
 #   chat                      (no peer)
+# A last table checks bench/peers/pipe.c against perf bench sched pipe itself where both can
+# run the same way: on one CPU (taskset) and unpinned.
 # Install the peers with: apt-get install rt-tests linux-perf gcc. A missing peer leaves its
 # column empty.
 #
@@ -24,9 +27,12 @@ schedlab_bin || exit 1
 sl=$SCHEDLAB
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-yield_peer=
+yield_peer= pipe_peer=
 if command -v cc > /dev/null && cc -O2 -pthread -o "$tmp/yield" bench/peers/yield.c; then
   yield_peer=$tmp/yield
+fi
+if command -v cc > /dev/null && cc -O2 -o "$tmp/pipe" bench/peers/pipe.c; then
+  pipe_peer=$tmp/pipe
 fi
 have() { command -v "$1" > /dev/null; }
 
@@ -93,16 +99,16 @@ cost() {
 pp=100000
 # Ping-pong unpinned is bimodal (3 µs a round trip when both sides share a CPU, 10 µs across
 # CPUs on a VM), and a median of such runs flips between the modes: the schedlab rows pin both
-# sides, once on two CPUs and once on one. perf bench cannot pin its two processes apart, so its
-# two-CPU cell is unpinned; its one-CPU cell runs under taskset.
-perf_pipe=- perf_pipe1=-
-if have perf; then
-  perf_pipe="perf bench sched pipe -l $pp 2> /dev/null | awk '/usecs\\/op/ {print \$1}'"
-  have taskset && perf_pipe1="taskset -c 0 $perf_pipe"
+# sides, once on two CPUs and once on one, and so does their peer, bench/peers/pipe.c (perf
+# bench cannot pin its two processes apart; the table at the end compares the two peers).
+pipe_pp=- pipe_pp1=-
+if [[ -n $pipe_peer ]]; then
+  pipe_pp="$pipe_peer $pp 0 1"
+  pipe_pp1="$pipe_peer $pp 0 0"
 fi
-row "pingpong pipe processes ${pp}, CPUs 0|1" us/rt time "$perf_pipe" -- \
+row "pingpong pipe processes ${pp}, CPUs 0|1" us/rt time "$pipe_pp" -- \
   us_per_rt pingpong --loops $pp --tasks processes --group ping:cpus=0 --group pong:cpus=1
-row "pingpong pipe processes ${pp}, CPU 0" us/rt time "$perf_pipe1" -- \
+row "pingpong pipe processes ${pp}, CPU 0" us/rt time "$pipe_pp1" -- \
   us_per_rt pingpong --loops $pp --tasks processes --group ping:cpus=0 --group pong:cpus=0
 g=4 l=500
 for t in "pipe processes:-p -P" "socketpair processes:-P" "socketpair threads:-T"; do
@@ -143,3 +149,29 @@ tl_row() {
 tl_row "pingpong pipe processes ${pp}" us/rt time us_per_rt pingpong --loops $pp --tasks processes
 tl_row "messaging pipe processes ${g}g×${l}" s time time messaging --groups $g --loops $l --transport pipe --tasks processes
 tl_row "yield 64 threads 2s" yields/s rate yields_per_s yield --threads 64 --duration 2s
+
+# The ping-pong peer against perf bench sched pipe itself, where both can run alike: both
+# processes on CPU 0 (perf under taskset), and both unpinned (bimodal: see above; a median of
+# such runs says little). perf's figure includes its fork and wait, about 0.1 ms.
+if [[ -n $pipe_peer ]] && have perf && have taskset && [[ -z ${ONLY:-} || "pingpong peers" =~ $ONLY ]]; then
+  echo
+  printf '%-40s %9s %11s %13s %9s\n' "pingpong peers (same alternation)" unit pipe.c "perf bench" perf/pipe.c
+  # perf_us [PREFIX...]: perf bench's µs per round trip, run under PREFIX (taskset -c 0).
+  perf_us() { "$@" perf bench sched pipe -l $pp 2> /dev/null | awk '/usecs\/op/ {print $1}'; }
+  for how in "CPU 0" "unpinned"; do
+    a=() b=() r=()
+    for ((i = 0; i < reps; i++)); do
+      if [[ $how == "CPU 0" ]]; then
+        a+=("$("$pipe_peer" $pp 0 0)")
+        b+=("$(perf_us taskset -c 0)")
+      else
+        a+=("$("$pipe_peer" $pp - -)")
+        b+=("$(perf_us)")
+      fi
+      r+=("$(cost time "${b[i]}" "${a[i]}")")
+    done
+    awk -v l="pipe processes ${pp}, $how" -v a="$(printf '%s\n' "${a[@]}" | median)" \
+      -v b="$(printf '%s\n' "${b[@]}" | median)" -v c="$(printf '%s\n' "${r[@]}" | median)" \
+      'BEGIN { printf "%-40s %9s %11.4g %13.4g %9.3f\n", l, "us/rt", a, b, c }'
+  done
+fi

@@ -1,9 +1,10 @@
 //! Thin, checked wrappers over the system calls the real backend needs.
 //!
-//! Where `rustix` has a safe wrapper (thread id and name, clocks) it is used; the rest is a small
-//! libc island with a SAFETY note per call: sched_setattr/sched_getattr (no wrapper in rustix or
-//! libc) and the raw-descriptor pipe I/O the runner shares across `fork()` (descriptors that
-//! both processes close on their own paths, so an `OwnedFd` would close them twice).
+//! Where `rustix` has a safe wrapper (thread id and name, clocks, the channels' reads and
+//! writes) it is used; the rest is a small libc island with a SAFETY note per call:
+//! sched_setattr/sched_getattr (no wrapper in rustix or libc) and the raw-descriptor pipe
+//! setup the runner shares across `fork()` (descriptors that both processes close on their own
+//! paths, so an `OwnedFd` would close them twice; the I/O borrows them for one call).
 
 use std::io;
 
@@ -141,19 +142,30 @@ pub fn send_buffer(fd: i32) -> io::Result<usize> {
     Ok(value.max(0) as usize)
 }
 
+/// `fd` for one call of rustix's I/O.
+///
+/// The channel and gate I/O go through rustix rather than libc: rustix makes the system call
+/// itself, where glibc's `read` and `write` are cancellation points that, unless glibc
+/// thinks the process single-threaded, switch asynchronous cancellation on and off around
+/// every call — which `perf record` showed in schedlab's forked tasks (forks of a process that
+/// has had threads). A single-threaded C peer (hackbench -P, perf bench) skips that; a pipe
+/// message costing both a write and a read, it was 5 % of the CPU samples of
+/// `messaging --transport pipe --tasks processes`.
+fn borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
+    // SAFETY: every caller passes a descriptor it owns and keeps open until the call that
+    // borrows it has returned (the channels outlive the tasks; the gate, its users); the
+    // borrow is used for that one call only.
+    unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+}
+
 /// Write all of `data` to `fd`, retrying on EINTR and short writes.
 pub fn write_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
     while !data.is_empty() {
-        // SAFETY: data is a valid readable slice.
-        let n = unsafe { libc::write(fd, data.as_ptr().cast(), data.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+        match rustix::io::write(borrow(fd), data) {
+            Ok(n) => data = &data[n..],
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
-        data = &data[n as usize..];
     }
     Ok(())
 }
@@ -162,22 +174,17 @@ pub fn write_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
 pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
     let mut done = 0;
     while done < buf.len() {
-        // SAFETY: the tail of buf is valid writable memory.
-        let n = unsafe { libc::read(fd, buf[done..].as_mut_ptr().cast(), buf.len() - done) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        match rustix::io::read(borrow(fd), &mut buf[done..]) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed the channel",
+                ))
             }
-            return Err(e);
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "peer closed the channel",
-            ));
-        }
-        done += n as usize;
     }
     Ok(())
 }
@@ -186,22 +193,17 @@ pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
 /// `UnexpectedEof` if the peer closed first.
 pub fn read_some(fd: i32, buf: &mut [u8]) -> io::Result<usize> {
     loop {
-        // SAFETY: buf is valid writable memory.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
+        match rustix::io::read(borrow(fd), &mut *buf) {
+            Ok(0) if !buf.is_empty() => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "peer closed the channel",
+                ))
             }
-            return Err(e);
+            Ok(n) => return Ok(n),
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
         }
-        if n == 0 && !buf.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "peer closed the channel",
-            ));
-        }
-        return Ok(n as usize);
     }
 }
 
@@ -518,10 +520,11 @@ pub fn set_timer_slack_ns(ns: u64) {
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
 }
 
-/// Give up the CPU (sched_yield(2)).
+/// Give up the CPU (sched_yield(2)): rustix's system call, inlined into the yield loop, where
+/// libc's is a call through the PLT to a wrapper.
+#[inline]
 pub fn sched_yield() {
-    // SAFETY: sched_yield has no arguments.
-    unsafe { libc::sched_yield() };
+    rustix::thread::sched_yield();
 }
 
 /// The CPU the calling thread runs on (sched_getcpu(3)); `None` if the kernel cannot say.
@@ -621,4 +624,44 @@ pub fn ended_unreaped(pid: i32) -> Option<(i32, i32)> {
     // SAFETY: waitid filled in a child's fields (si_pid stays 0 while the child lives).
     let (found, status) = unsafe { (info.si_pid(), info.si_status()) };
     (r == 0 && found == pid).then_some((info.si_code, status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The channel I/O (rustix's system calls) keeps libc's contract: a message written in
+    /// pieces is read whole, a closed peer is an end of file, a closed reader a broken pipe.
+    #[test]
+    fn channel_io_reads_whole_messages_and_names_a_closed_peer() {
+        let (r, w) = pipe().unwrap();
+        write_all(w, b"he").unwrap();
+        write_all(w, b"llo").unwrap();
+        let mut buf = [0u8; 5];
+        read_exact(r, &mut buf).unwrap();
+        assert_eq!(&buf, b"hello");
+        write_all(w, b"abc").unwrap();
+        let mut big = [0u8; 16];
+        assert_eq!(
+            read_some(r, &mut big).unwrap(),
+            3,
+            "what has arrived, no more"
+        );
+        assert_eq!(&big[..3], b"abc");
+        write_all(w, b"x").unwrap();
+        close(w);
+        let mut two = [0u8; 2];
+        let e = read_exact(r, &mut two).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
+        let e = read_some(r, &mut two).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof, "{e}");
+        close(r);
+
+        let (r, w) = pipe().unwrap();
+        close(r);
+        // Rust programs ignore SIGPIPE, so the write fails with EPIPE instead.
+        let e = write_all(w, b"lost").unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE), "{e}");
+        close(w);
+    }
 }

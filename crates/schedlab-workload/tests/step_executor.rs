@@ -41,6 +41,8 @@ struct FakeCtx {
     log: RefCell<Vec<Call>>,
     inbox: RefCell<VecDeque<Vec<u8>>>,
     samples: RefCell<Vec<(&'static str, f64)>>,
+    /// Calls of `now()`: on a real kernel each is a clock read the body pays for.
+    clock_reads: Cell<usize>,
 }
 
 impl FakeCtx {
@@ -94,6 +96,7 @@ impl Context for FakeCtx {
         self.sleep(t.saturating_sub(now)).await;
     }
     fn now(&self) -> Duration {
+        self.clock_reads.set(self.clock_reads.get() + 1);
         self.clock.get()
     }
     async fn barrier(&self, _id: schedlab_workload::BarrierId) -> Result<(), WorkloadError> {
@@ -289,6 +292,14 @@ fn pingpong_times_round_trips_on_the_fake_clock() {
         vec![3000.0; 4],
         "1 us send + 2 us recv on the fake clock"
     );
+    // Its C peer reads no clock at all: ping reads it once a round trip (the end of one is
+    // the start of the next) and once before the first, so the round trips tile the run.
+    assert_eq!(
+        ctx.clock_reads.get(),
+        5,
+        "one clock read per round trip, plus one"
+    );
+    assert_eq!(rtts.iter().sum::<f64>(), ctx.clock.get().as_nanos() as f64);
 }
 
 #[test]
