@@ -3,9 +3,10 @@
 per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
   rtapp.py prepare SRC DST --duration S --calibration NS|CPU<n> --logdir DIR --basename NAME
-  rtapp.py compare SECONDS [--tally FILE --label NAME] REF_DIR... -- OTHER_DIR...
+  rtapp.py compare SECONDS [--tally FILE --label NAME] [--file JSON] REF_DIR... -- OTHER_DIR...
                                                         (each DIR: one run's *.log files)
   rtapp.py summary FILE                                 (the tally compare appended to)
+  rtapp.py nsloop DIR                                   (ns per loop of rt-app's own runs)
 
 prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
 accepted, and a key given twice keeps the position of its first occurrence and the value of
@@ -24,6 +25,17 @@ ratio other/reference, and each side's mean run over the mean run the file asked
 (passes summed, period and run weighted by passes). With --tally, each thread's period and run ratios
 are appended to FILE under NAME, and `summary` counts how many are within 2 % of rt-app's
 (the goal of the comparison, on an idle machine).
+
+With --file (the prepared JSON both ran), a task without `phases` whose `loop` is N > 0
+counts only its first N passes on the reference side: rt-app 1.0 (Debian's) runs such a task
+for ever whatever its loop, a bug upstream mended soon after (commit c67aaf6, "fix loop
+parsing when no phases are present"); schedlab follows upstream and stops after N passes.
+
+nsloop prints the nanoseconds one iteration of rt-app's loop took in the runs logged in DIR:
+the median over the passes of run × 1000 / perf (a pass's wall time over its loop count),
+rounded to a whole number, then the figure unrounded — a `calibration` for the next runs
+that is rt-app's loop as measured by rt-app's own runs, not by its calibration, which keeps
+whole nanoseconds of a figure taken in a second of its own (21 or 22 here, for 21.1).
 """
 import json
 import os
@@ -80,8 +92,9 @@ def prepare(src, dst, duration, calibration, logdir, basename):
         f.write("\n")
 
 
-def read_logs(d):
-    """{file name without the basename: [rows]} of one run's directory."""
+def read_logs(d, loops=None):
+    """{file name without the basename: [rows]} of one run's directory; `loops` ({task: N}),
+    when given, keeps a task's first N rows."""
     logs = {}
     for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if not name.endswith(".log"):
@@ -95,8 +108,27 @@ def read_logs(d):
                 if r[6] + r[3] <= LIMIT_US:
                     rows.append(r)
         # BASENAME-TASK-IDX.log, with bench/rtapp.sh's basename rt-app.
-        logs[name[: -len(".log")].removeprefix("rt-app-")] = rows
+        thread = name[: -len(".log")].removeprefix("rt-app-")
+        n = (loops or {}).get(thread.rsplit("-", 1)[0])
+        if n is not None and len(rows) > n:
+            TRIMMED.add(thread)
+            rows = rows[:n]
+        logs[thread] = rows
     return logs
+
+
+TRIMMED = set()
+
+
+def phaseless_loops(path):
+    """{task: loop} of the tasks of a prepared file that have no `phases` and a loop N > 0."""
+    with open(path) as f:
+        tasks = json.load(f).get("tasks", {})
+    return {
+        name: t["loop"]
+        for name, t in tasks.items()
+        if "phases" not in t and isinstance(t.get("loop"), int) and t["loop"] > 0
+    }
 
 
 LIMIT_US = float("inf")
@@ -118,10 +150,10 @@ def figures(rows):
     }
 
 
-def averaged(dirs):
+def averaged(dirs, loops=None):
     per = {}
     for d in dirs:
-        for thread, rows in read_logs(d).items():
+        for thread, rows in read_logs(d, loops).items():
             f = figures(rows)
             if f:
                 per.setdefault(thread, []).append(f)
@@ -151,8 +183,12 @@ def overall(figs):
     }
 
 
-def compare(ref_dirs, other_dirs, tally=None, label=None):
-    ref, other = averaged(ref_dirs), averaged(other_dirs)
+def compare(ref_dirs, other_dirs, tally=None, label=None, file=None):
+    ref = averaged(ref_dirs, phaseless_loops(file) if file else None)
+    other = averaged(other_dirs)
+    if TRIMMED:
+        print(f"(rt-app 1.0 ran {', '.join(sorted(TRIMMED))} past its loop, as it does a task without "
+              "phases; only the passes the loop asks for are compared)")
     keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
     print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}")
     rows = []
@@ -188,6 +224,20 @@ def compare(ref_dirs, other_dirs, tally=None, label=None):
         with open(tally, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
+
+
+def nsloop(d):
+    """Median ns per loop of rt-app's passes logged in `d` (run µs × 1000 / perf)."""
+    per = sorted(
+        r[COLS["run"]] * 1000 / r[1]
+        for rows in read_logs(d).values()
+        for r in rows
+        if r[1] > 0 and r[COLS["c_duration"]] > 0
+    )
+    if not per:
+        raise SystemExit(f"rtapp.py nsloop: no pass with a loop count in {d}")
+    m = per[len(per) // 2]
+    print(f"{max(1, round(m))} {m:.2f}")
 
 
 def within(r, tol=0.02):
@@ -242,16 +292,15 @@ def main(argv):
         global LIMIT_US
         LIMIT_US = float(argv[2]) * 1e6
         cut = argv.index("--")
-        refs, tally, label = argv[3:cut], None, None
-        while refs[:1] in (["--tally"], ["--label"]):
-            if refs[0] == "--tally":
-                tally = refs[1]
-            else:
-                label = refs[1]
+        refs, opts = argv[3:cut], {"--tally": None, "--label": None, "--file": None}
+        while refs[:1] and refs[0] in opts:
+            opts[refs[0]] = refs[1]
             refs = refs[2:]
-        compare(refs, argv[cut + 1 :], tally, label)
+        compare(refs, argv[cut + 1 :], opts["--tally"], opts["--label"], opts["--file"])
     elif len(argv) == 3 and argv[1] == "summary":
         summary(argv[2])
+    elif len(argv) == 3 and argv[1] == "nsloop":
+        nsloop(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

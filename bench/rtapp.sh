@@ -21,14 +21,27 @@
 #
 # rt-app's `run` is a calibrated loop count. What schedlab's `run` is follows RUN_SEMANTIC:
 #   cpu-time (default)  schedlab's own semantic: that much CPU time;
-#   loops               `--run-as loops`: rt-app's, a loop count calibrated at each run's start.
-# CALIBRATION is the file's `calibration`: by default CPU0, so that each rt-app run measures its
-# loop at its own start (its calibration sleeps a second between trials: about 6 s a run, not
-# counted in its duration) and so does schedlab's with loops — like with like, where one
-# figure measured once drifts with the host's speed from one run to the next; a whole number
-# of ns per loop gives both that figure (schedlab's loop then takes its own time per loop).
+#   loops               `--run-as loops`: rt-app's, a count of rt-app's loop (the same C
+#                       library calls) at the file's `calibration`.
+# CALIBRATION is the file's `calibration`, the nanoseconds rt-app counts per loop:
+#   measure (default)  before each example, rt-app runs 40 passes of 5 ms on CPU 0 at a
+#                      given figure (SCHED_FIFO: needs root), and the median ns per loop its own passes took (run ×
+#                      1000 / perf), rounded, becomes that example's figure for both sides;
+#   CPU<n>             each rt-app run calibrates at its start (a second's sleep between
+#                      trials: about 6 s a run, not counted in its duration), and so does
+#                      schedlab's with loops. rt-app keeps whole ns of what its calibration
+#                      saw: 21 or 22 here for a loop of 21.1 ns, so its runs take 1.00 or 0.96
+#                      of the time asked from one run to the next (rt-app against itself);
+#   a whole number     that figure, for every run.
 # Each side's mean run over the run asked (`run/asked`) shows which side is off the request.
+# A task without phases whose loop is N is compared over its first N passes: rt-app 1.0 runs
+# it for ever (bench/rtapp.py compare --file).
 # POLICIES lists the simulated policies to run the files on (default: all; empty: none).
+#
+# How long: per example and run, SECONDS on each side plus about 2 s (measure) or 8 s (CPU<n>)
+# of start and calibration, then about a second per simulated policy. A full run of the 17
+# examples (11 run on both sides; 3 runs of 2 s) took 5 minutes with every policy (cpu-time)
+# and 4 with POLICIES= (loops) on a 2-CPU VM while other builds ran (load 8-17).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -45,7 +58,10 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 src=${RTAPP_SRC:-/work/.mirror/scheduler-tools+rt-app/repo}
-names="template tutorial/example1 tutorial/example2 tutorial/example3 tutorial/example4 tutorial/example5 tutorial/example6 tutorial/example7 tutorial/example8 mp3-short browser-short spreading-tasks"
+# Every example of doc/examples but the long ones (minutes of duration, which `global` sets
+# here anyway), custom-slice (sched_runtime of SCHED_OTHER, which rt-app 1.0 cannot set) and
+# the merge/ and cpufreq_governor_efficiency/ pieces (not task files).
+names="template tutorial/example1 tutorial/example2 tutorial/example3 tutorial/example4 tutorial/example5 tutorial/example6 tutorial/example7 tutorial/example8 tutorial/example9 tutorial/example10 tutorial/example11 mp3-short video-short browser-short spreading-tasks"
 mkdir -p "$tmp/src/tutorial"
 if git --git-dir="$src" rev-parse -q --verify HEAD >/dev/null 2>&1; then
   from="upstream $(git --git-dir="$src" rev-parse --short HEAD)"
@@ -55,10 +71,10 @@ else
   for n in $names; do cp "$from/$n.json" "$tmp/src/$n.json"; done
 fi
 
-CALIBRATION=${CALIBRATION:-CPU0}
+CALIBRATION=${CALIBRATION:-measure}
 case "$CALIBRATION" in
-  CPU[0-9]*) unit="" ;;
-  *[!0-9]* | "") echo "bench/rtapp.sh: CALIBRATION '$CALIBRATION' is not accepted; use CPU<n> or a whole number of ns per loop" >&2; exit 1 ;;
+  measure | CPU[0-9]*) unit="" ;;
+  *[!0-9]* | "") echo "bench/rtapp.sh: CALIBRATION '$CALIBRATION' is not accepted; use measure, CPU<n> or a whole number of ns per loop" >&2; exit 1 ;;
   *) unit=" ns/loop" ;;
 esac
 RUN_SEMANTIC=${RUN_SEMANTIC:-cpu-time}
@@ -73,13 +89,40 @@ if [ -z "${POLICIES+set}" ]; then
 else
   policies=$POLICIES
 fi
+# measure_ns: rt-app's loop in ns, as its own passes on CPU 0 took it (bench/rtapp.py nsloop):
+# "WHOLE FRACTION". SCHED_FIFO (root), so that the passes' wall time is the loop's own even
+# while other work shares the CPU (SCHED_OTHER there measured 37–93 ns for a loop of 21).
+measure_ns() {
+  local d="$tmp/nsloop"
+  rm -rf "$d" && mkdir -p "$d"
+  cat >"$tmp/nsloop.json" <<EOF
+{ "global": { "duration": 5, "calibration": 20, "logdir": "$d", "log_basename": "rt-app",
+              "ftrace": false, "gnuplot": false },
+  "tasks": { "ns": { "loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 10,
+                     "phases": { "p": { "loop": 40, "run": 5000, "sleep": 1000 } } } } }
+EOF
+  rt-app "$tmp/nsloop.json" >"$d.out" 2>&1 && python3 bench/rtapp.py nsloop "$d"
+}
+began=$(date +%s)
+ns=""
 for n in $names; do
   base=$(basename "$n")
   file="$tmp/$base.json"
-  python3 bench/rtapp.py prepare "$tmp/src/$n.json" "$file" --duration "$secs" \
-    --calibration "$CALIBRATION" --logdir "$tmp/logs/$base/rt-app/RUN" || { echo "== $n: cannot be prepared"; continue; }
+  cal=$CALIBRATION
+  if [ "$cal" = measure ]; then
+    ns=$(measure_ns) || { echo "== $n: rt-app's loop could not be measured: $(grep -m1 . "$tmp/nsloop.out")"; continue; }
+    cal=${ns% *}
+  fi
+  if ! err=$(python3 bench/rtapp.py prepare "$tmp/src/$n.json" "$file" --duration "$secs" \
+    --calibration "$cal" --logdir "$tmp/logs/$base/rt-app/RUN" 2>&1); then
+    echo
+    echo "== $n: not JSON as rt-app's parser reads it: $(echo "$err" | tail -1)"
+    continue
+  fi
   echo
-  echo "== $n"
+  took=""
+  [ -n "$ns" ] && took=" ns; rt-app's loop took ${ns#* } ns"
+  echo "== $n (calibration $cal$took)"
   if ! err=$("$SCHEDLAB" check "$file" 2>&1 >/dev/null); then
     # The error, not the warnings before it.
     echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$')"
@@ -96,8 +139,9 @@ for n in $names; do
     if [ $((r % 2)) = 1 ]; then rtapp_run; sl_run; else sl_run; rtapp_run; fi
     ref+=("$rdir") mine+=("$sdir")
   done
-  echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app (load average $(load1))"
-  python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" "${ref[@]}" -- "${mine[@]}"
+  ploads=$(cat "${ref[@]/%/.out}" 2>/dev/null | grep -o 'pLoad = [0-9]*' | tr -dc '0-9 \n' | tr -s ' \n' ' ')
+  echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app (load average $(load1); rt-app's pLoad per run, ns:${ploads})"
+  python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" --file "$tmp/run.json" "${ref[@]}" -- "${mine[@]}"
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
     if ! "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then
@@ -105,9 +149,9 @@ for n in $names; do
       continue
     fi
     echo "-- simulated $p: rt-app (real kernel)/schedlab (simulated) and the ratio"
-    python3 bench/rtapp.py compare "$secs" "${ref[@]}" -- "$pdir"
+    python3 bench/rtapp.py compare "$secs" --file "$tmp/run.json" "${ref[@]}" -- "$pdir"
   done
 done
 echo
-echo "== summary (real kernel; load average $(load1) at the end)"
+echo "== summary (real kernel; load average $(load1) at the end; $(( ($(date +%s) - began + 59) / 60 )) minutes)"
 python3 bench/rtapp.py summary "$tmp/tally"

@@ -1,20 +1,30 @@
-//! rt-app's `run` as a loop count: a fixed unit of floating-point work repeated as many times
-//! as a calibration made when the run starts says fill the asked time
+//! rt-app's `run` as a loop count: rt-app's own unit of work repeated as many times as a
+//! calibration made when the run starts says fill the asked time
 //! ([`schedlab_workload::Context::compute_loops`]).
 //!
 //! This follows rt-app (github.com/scheduler-tools/rt-app, `src/rt-app.c`): its `run` event
 //! calls `loadwait`, which turns the microseconds into `µs × 1000 / pLoad` iterations of
-//! `waste_cpu_cycles`' loop (a chain of libm `ldexp` calls), and `pLoad`, the nanoseconds per
-//! iteration, is either the file's `calibration` number or measured by
-//! `calibrate_cpu_cycles` on the CPU `calibration: "CPU<n>"` names (rt-app's default `CPU0`)
-//! before the threads start: batches of iterations timed with CLOCK_MONOTONIC until two
-//! successive figures agree within 1/50, the smaller of two such methods kept (the CPU's
-//! highest speed). The work unit here is schedlab's own (a dependent chain of square roots,
-//! about as long as rt-app's iteration on the machines tried), and so is the measurement
-//! ([`calibrate`]): batches of about a millisecond, one after the other on the pinned CPU,
-//! until two successive figures agree within 1/50 (rt-app's test), the smaller kept. rt-app
-//! keeps whole nanoseconds (35.7 becomes 35, so its runs take up to 1/35 longer than asked
-//! there); schedlab keeps the fraction.
+//! `waste_cpu_cycles`' loop, and `pLoad`, the nanoseconds per iteration, is either the file's
+//! `calibration` number or measured by `calibrate_cpu_cycles` on the CPU `calibration:
+//! "CPU<n>"` names (rt-app's default `CPU0`) before the threads start: batches of iterations
+//! timed with CLOCK_MONOTONIC until two successive figures agree within 1/50, the smaller of
+//! two such methods kept (the CPU's highest speed).
+//!
+//! The iteration is rt-app's ([`unit`]): `waste_cpu_cycles` nests three `ldexp` calls four
+//! times; the compiler folds the two inner ones (constants that do not overflow), so what the
+//! rt-app binary runs (Debian's 1.0, disassembled) is four calls of the C library's
+//! `ldexp(0.95, 31129)`, each overflowing to infinity and setting `errno`. The same calls here,
+//! through the same C library, make an iteration cost about what rt-app's costs, so that a
+//! file's `calibration` number means about the same work for both. Measured here (a 10 ms
+//! `run` with `calibration: 21`, SCHED_FIFO on CPU 0, medians of 40 passes, a loaded machine):
+//! rt-app 10.01–10.03 ms, schedlab 9.57–9.59 ms (0.956: rt-app calls `ldexp` through its PLT
+//! stub, Rust through a register; a stub of ours put in the way made it 1.094, so it is not
+//! there); with schedlab's former unit, a chain of square roots, 19.41 ms (1.94).
+//! The measurement ([`calibrate`]) is schedlab's: batches of about a millisecond, one after
+//! the other on the pinned CPU, until two successive figures agree within 1/50 (rt-app's
+//! test), the smaller kept. rt-app keeps whole nanoseconds (21.1 becomes 21, or 22 when its
+//! calibration caught a slow moment, so its runs take 1.004 or 0.96 of the time asked here);
+//! schedlab keeps the fraction.
 //!
 //! What makes a loop count differ from CPU time is what changes the time of an iteration after
 //! the calibration: a lower CPU frequency, a busy sibling hyperthread, caches another task
@@ -31,23 +41,20 @@ const BATCH_NS: f64 = 1_000_000.0;
 /// successive ones never agreed.
 const MAX_BATCHES: usize = 200;
 
-/// One iteration's work: four dependent square roots of values kept from the optimiser.
+/// One iteration's work, rt-app's: four calls of `ldexp(0.95, 31129)` (the argument and
+/// exponent rt-app's `waste_cpu_cycles` ends up passing), kept from the optimiser.
 #[inline(always)]
-fn unit(x: f64) -> f64 {
-    let mut v = x;
+fn unit() {
     for _ in 0..4 {
-        v = black_box(v * 0.95 + 1.5).sqrt();
+        black_box(crate::sys::c_ldexp(black_box(0.95), black_box(31129)));
     }
-    v
 }
 
 /// Run `loops` iterations of the busy loop.
 pub fn spin(loops: u64) {
-    let mut x = 4.0f64;
     for _ in 0..loops {
-        x = unit(x);
+        unit();
     }
-    black_box(x);
 }
 
 /// The iterations that fill `work` at `ns_per_loop` (rounded down, as rt-app's integer

@@ -2,9 +2,11 @@
 //!
 //! Where `rustix` has a safe wrapper (thread id and name, clocks, the channels' reads and
 //! writes) it is used; the rest is a small libc island with a SAFETY note per call:
-//! sched_setattr/sched_getattr (no wrapper in rustix or libc) and the raw-descriptor pipe
-//! setup the runner shares across `fork()` (descriptors that both processes close on their own
-//! paths, so an `OwnedFd` would close them twice; the I/O borrows them for one call).
+//! sched_setattr/sched_getattr (no wrapper in rustix or libc), the raw-descriptor pipe setup
+//! the runner shares across `fork()` (descriptors that both processes close on their own
+//! paths, so an `OwnedFd` would close them twice; the I/O borrows them for one call), and the
+//! C library's `ldexp`, rt-app's unit of busy work (`crate::busy_loop`; the libc crate does not
+//! declare the math library).
 
 use std::io;
 
@@ -108,6 +110,22 @@ pub fn thread_cpu_ns() -> u64 {
 fn clock_ns(clock: rustix::time::ClockId) -> u64 {
     let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+#[link(name = "m")]
+extern "C" {
+    fn ldexp(x: f64, exp: libc::c_int) -> f64;
+}
+
+/// The C library's `ldexp(x, exp)`, `x` × 2^`exp`: the function itself, not Rust's arithmetic,
+/// because what the busy loop needs is its cost (glibc's overflow path, which sets `errno`),
+/// the same as in rt-app's loop.
+#[inline(always)]
+pub fn c_ldexp(x: f64, exp: i32) -> f64 {
+    // SAFETY: ldexp takes two values and returns one; it touches no memory of ours (only the
+    // thread's errno, which nothing reads between this call and the next system call's own
+    // setting of it).
+    unsafe { ldexp(x, exp) }
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `deadline_ns`, resuming after signals.

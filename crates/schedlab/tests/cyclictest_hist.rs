@@ -4,8 +4,7 @@
 
 mod common;
 
-use common::{run_ok, temp_dir};
-use std::path::Path;
+use common::Scratch;
 
 /// The counts of one `# Histogram` row: its bucket, then a column per thread (and the summary).
 fn row(line: &str) -> (usize, Vec<u64>) {
@@ -59,7 +58,7 @@ fn check_histofall(text: &str, rows: usize) -> u64 {
 
 /// The file holds what the run would have printed, with the summary column; standard output
 /// keeps the per-thread lines and loses the histogram; the record keeps both parameters.
-fn histfile_run(dir: &Path, backend: &str) {
+fn histfile_run(s: &Scratch, backend: &str) {
     let mut args = vec![
         "run",
         "cyclictest",
@@ -84,7 +83,7 @@ fn histfile_run(dir: &Path, backend: &str) {
     if backend == "real" {
         args.extend(["--counters", "proc"]);
     }
-    let out = run_ok(dir, &args);
+    let out = s.run(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("T:"), "the per-thread lines: {stdout}");
     assert!(!stdout.contains("# Histogram"), "{stdout}");
@@ -92,10 +91,10 @@ fn histfile_run(dir: &Path, backend: &str) {
         String::from_utf8_lossy(&out.stderr).contains("wrote hist.txt"),
         "{out:?}"
     );
-    let text = std::fs::read_to_string(dir.join("hist.txt")).unwrap();
+    let text = s.read("hist.txt");
     // Every cycle of both threads is in a bucket or an overflow.
     assert_eq!(check_histofall(&text, 40), 200, "{text}");
-    let rec = common::read_record(&dir.join("r.json"));
+    let rec = common::read_record(&s.join("r.json"));
     assert_eq!(rec.configs[0].params["histofall"], "40");
     assert_eq!(rec.configs[0].params["histogram"], "40");
     assert_eq!(rec.configs[0].params["histfile"], "hist.txt");
@@ -103,67 +102,43 @@ fn histfile_run(dir: &Path, backend: &str) {
 
 #[test]
 fn histofall_goes_to_the_histfile_on_the_simulator() {
-    let dir = temp_dir("cyclictest", "histfile-sim");
-    histfile_run(dir.path(), "sim");
+    histfile_run(&Scratch::new("cyclictest", "histfile-sim"), "sim");
 }
 
 #[test]
 fn histofall_goes_to_the_histfile_on_the_real_kernel() {
     let _turn = common::serial();
-    let dir = temp_dir("cyclictest", "histfile-real");
-    histfile_run(dir.path(), "real");
+    histfile_run(&Scratch::new("cyclictest", "histfile-real"), "real");
 }
 
 /// Without `--histfile` the histogram is printed after the per-thread lines; a sweep's file
 /// names each configuration before its histogram.
 #[test]
 fn without_histfile_it_is_printed_and_a_sweep_names_each_configuration() {
-    let dir = temp_dir("cyclictest", "histfile-sweep");
-    let out = run_ok(
-        dir.path(),
-        &[
-            "run",
-            "cyclictest",
-            "--backend",
-            "sim",
-            "--threads",
-            "2",
-            "--loops",
-            "50",
-            "--histofall",
-            "30",
-            "--runs",
-            "1",
-        ],
-    );
+    let s = Scratch::new("cyclictest", "histfile-sweep");
+    // Two simulated threads of 50 cycles, a histogram of 30 buckets with the summary column.
+    let workload = [
+        "cyclictest",
+        "--backend",
+        "sim",
+        "--threads",
+        "2",
+        "--loops",
+        "50",
+        "--histofall",
+        "30",
+        "--runs",
+        "1",
+    ];
+    let out = s.run(&[&["run"], &workload[..]].concat());
     let stdout = String::from_utf8_lossy(&out.stdout);
     let at = stdout
         .find("# Histogram\n")
         .expect("the histogram on stdout");
     assert_eq!(check_histofall(&stdout[at..], 30), 100);
-    run_ok(
-        dir.path(),
-        &[
-            "sweep",
-            "cyclictest",
-            "--backend",
-            "sim",
-            "--threads",
-            "2",
-            "--loops",
-            "50",
-            "--histofall",
-            "30",
-            "--histfile",
-            "h.txt",
-            "--vary",
-            "policy=cfs,eevdf",
-            "--runs",
-            "1",
-            "-q",
-        ],
-    );
-    let text = std::fs::read_to_string(dir.path().join("h.txt")).unwrap();
+    let sweep = ["--histfile", "h.txt", "--vary", "policy=cfs,eevdf", "-q"];
+    s.run(&[&["sweep"], &workload[..], &sweep[..]].concat());
+    let text = s.read("h.txt");
     let parts: Vec<&str> = text.split("# policy: ").skip(1).collect();
     assert_eq!(parts.len(), 2, "{text}");
     for part in parts {

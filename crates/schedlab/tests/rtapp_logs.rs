@@ -3,8 +3,7 @@
 //! runs.
 
 mod common;
-use common::{schedlab, stderr, succeeded, temp_dir};
-use std::path::Path;
+use common::{log_rows as rows, rtapp_binary, stderr, Scratch};
 
 /// One task of 2 ms of work on a 10 ms timer, 4 passes, and a second of 3 threads with a phase
 /// of a sleep then a phase of work (rows without a timer: slack and c_period 0).
@@ -17,14 +16,6 @@ const FILE: &str = r#"{
   }
 }
 "#;
-
-/// The data rows of a log, split into columns.
-fn rows(text: &str) -> Vec<Vec<i64>> {
-    (text.lines())
-        .filter(|l| !l.starts_with('#'))
-        .map(|l| l.split_whitespace().map(|c| c.parse().unwrap()).collect())
-        .collect()
-}
 
 /// The header and the policy line, as rt-app 1.0 writes them.
 fn check_header(text: &str) {
@@ -39,30 +30,15 @@ fn check_header(text: &str) {
 
 #[test]
 fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
-    let dir = temp_dir("rtapp", "sim");
-    let file = dir.path().join("w.json");
-    std::fs::write(&file, FILE).unwrap();
-    let logs = dir.path().join("logs/deeper");
-    let args = [
-        "run",
-        file.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--cpus",
-        "2",
-        "--runs",
-        "1",
-        "--rt-app-logs",
-        logs.to_str().unwrap(),
-    ];
-    succeeded(&args, schedlab().args(args).output().unwrap());
-    let mut names: Vec<String> = std::fs::read_dir(&logs)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
+    let s = Scratch::new("rtapp", "sim");
+    s.write("w.json", FILE);
+    s.rtapp_logs(
+        "w.json",
+        "logs/deeper",
+        &["--backend", "sim", "--cpus", "2"],
+    );
     assert_eq!(
-        names,
+        common::names(&s.join("logs/deeper")),
         [
             "lg-tick-0.log",
             "lg-two-1.log",
@@ -70,7 +46,7 @@ fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
             "lg-two-3.log"
         ]
     );
-    let tick = std::fs::read_to_string(logs.join("lg-tick-0.log")).unwrap();
+    let tick = s.read("logs/deeper/lg-tick-0.log");
     check_header(&tick);
     let r = rows(&tick);
     assert_eq!(r.len(), 4, "one row per pass of loop 4:\n{tick}");
@@ -92,7 +68,7 @@ fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
     }
     // Consecutive passes follow each other on the clock.
     assert!(r.windows(2).all(|w| w[1][4] >= w[0][5]), "{tick}");
-    let two = std::fs::read_to_string(logs.join("lg-two-2.log")).unwrap();
+    let two = s.read("logs/deeper/lg-two-2.log");
     let r = rows(&two);
     // loop 2 × (p0 once + p1 twice) = 6 rows, every row of thread index 2.
     assert_eq!(r.len(), 6, "{two}");
@@ -105,39 +81,31 @@ fn simulated_logs_have_a_row_per_phase_pass_in_rt_apps_units() {
 
 #[test]
 fn several_repetitions_get_a_directory_each() {
-    let dir = temp_dir("rtapp", "reps");
-    let file = dir.path().join("w.json");
-    std::fs::write(&file, FILE).unwrap();
-    let logs = dir.path().join("logs");
-    let args = [
+    let s = Scratch::new("rtapp", "reps");
+    s.write("w.json", FILE);
+    s.run(&[
         "run",
-        file.to_str().unwrap(),
+        "w.json",
         "--backend",
         "sim",
         "--runs",
         "2",
         "--rt-app-logs",
-        logs.to_str().unwrap(),
-    ];
-    succeeded(&args, schedlab().args(args).output().unwrap());
+        "logs",
+    ]);
     for r in ["C0-R0", "C0-R1"] {
-        assert!(logs.join(r).join("lg-tick-0.log").is_file(), "{r}");
+        assert!(s.join(&format!("logs/{r}/lg-tick-0.log")).is_file(), "{r}");
     }
 }
 
 #[test]
 fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
-    let dir = temp_dir("rtapp", "bad");
-    let file = dir.path().join("w.json");
-    std::fs::write(&file, FILE).unwrap();
-    let plain = dir.path().join("plain");
-    std::fs::write(&plain, b"").unwrap();
-    let f = file.to_str().unwrap();
+    let s = Scratch::new("rtapp", "bad");
+    s.write("w.json", FILE);
+    s.write("plain", "");
+    let f = "w.json";
     let cases: [(&[&str], &str); 4] = [
-        (
-            &["run", f, "--rt-app-logs", plain.to_str().unwrap()],
-            "is not a directory",
-        ),
+        (&["run", f, "--rt-app-logs", "plain"], "is not a directory"),
         (
             &["run", f, "--rt-app-logs", "/dev/null"],
             "is not a directory",
@@ -149,11 +117,7 @@ fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
         ),
     ];
     for (args, says) in cases {
-        let out = schedlab()
-            .args(args)
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
+        let out = s.try_run(args);
         assert!(!out.status.success(), "{args:?} succeeded");
         let err = stderr(&out);
         assert!(
@@ -161,22 +125,19 @@ fn bad_log_directories_and_workloads_are_refused_before_anything_runs() {
             "{args:?}: {err}"
         );
     }
-    assert!(!dir.path().join("x").exists());
+    assert!(!s.join("x").exists());
 }
 
 /// rt-app's own log of a file, run here, has the same policy line, header, columns and units
 /// as schedlab's of the same file on the real kernel.
 #[test]
 fn real_logs_match_a_log_rt_app_writes_here() {
-    let rtapp = ["/usr/bin/rt-app", "/usr/local/bin/rt-app"]
-        .into_iter()
-        .find(|p| Path::new(p).exists());
-    let Some(rtapp) = rtapp else {
+    let Some(rtapp) = rtapp_binary() else {
         eprintln!("skipped: rt-app not installed (install: apt-get install rt-app)");
         return;
     };
-    let dir = temp_dir("rtapp", "real");
-    let theirs = dir.path().join("theirs");
+    let s = Scratch::new("rtapp", "real");
+    let theirs = s.join("theirs");
     std::fs::create_dir(&theirs).unwrap();
     let text = format!(
         r#"{{ "global": {{ "duration": 1, "calibration": 20, "ftrace": false,
@@ -185,25 +146,15 @@ fn real_logs_match_a_log_rt_app_writes_here() {
                                     "timer": {{ "ref": "unique", "period": 20000 }} }} }} }} }} }}"#,
         theirs.display()
     );
-    let file = dir.path().join("cmp.json");
-    std::fs::write(&file, text).unwrap();
+    let file = s.write("cmp.json", &text);
     let out = std::process::Command::new(rtapp)
         .arg(&file)
         .output()
         .unwrap();
     assert!(out.status.success(), "rt-app: {}", stderr(&out));
-    let ours = dir.path().join("ours");
-    let args = [
-        "run",
-        file.to_str().unwrap(),
-        "--runs",
-        "1",
-        "--rt-app-logs",
-        ours.to_str().unwrap(),
-    ];
-    succeeded(&args, schedlab().args(args).output().unwrap());
-    let a = std::fs::read_to_string(theirs.join("cmp-thread0-0.log")).unwrap();
-    let b = std::fs::read_to_string(ours.join("cmp-thread0-0.log")).unwrap();
+    s.rtapp_logs("cmp.json", "ours", &[]);
+    let a = s.read("theirs/cmp-thread0-0.log");
+    let b = s.read("ours/cmp-thread0-0.log");
     let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
     assert_eq!(la[..2], lb[..2], "policy line and header:\n{a}\n{b}");
     let (ra, rb) = (rows(&a), rows(&b));
@@ -257,32 +208,19 @@ fn real_logs_match_a_log_rt_app_writes_here() {
 /// task whose fork never came before `duration` has no log, as rt-app never made the thread.
 #[test]
 fn forked_threads_are_logged_under_rt_apps_names() {
-    let dir = temp_dir("rtapp", "fork");
-    let file = dir.path().join("f.json");
+    let s = Scratch::new("rtapp", "fork");
     // `main` forks `job` every 400 ms, four times; the fourth (at 1.2 s) comes after the end.
-    std::fs::write(
-        &file,
+    s.write(
+        "f.json",
         r#"{ "global": { "duration": 1 },
              "tasks": {
                "main": { "loop": 1, "phases": { "p": { "loop": 4, "fork": "job", "sleep": 400000 } } },
                "job": { "instance": 0, "loop": 1, "run": 500 },
                "other": { "loop": 1, "run": 200 } } }"#,
-    )
-    .unwrap();
-    let logs = dir.path().join("logs");
-    let args = [
-        "run",
-        file.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--runs",
-        "1",
-        "--rt-app-logs",
-        logs.to_str().unwrap(),
-    ];
-    succeeded(&args, schedlab().args(args).output().unwrap());
+    );
+    s.rtapp_logs("f.json", "logs", &["--backend", "sim"]);
     assert_eq!(
-        common::names(&logs),
+        common::names(&s.join("logs")),
         [
             "rt-app-job-2-0000.log",
             "rt-app-job-3-0001.log",
@@ -292,14 +230,14 @@ fn forked_threads_are_logged_under_rt_apps_names() {
         ]
     );
     for (name, idx) in [("rt-app-job-3-0001.log", 3), ("rt-app-other-1.log", 1)] {
-        let text = std::fs::read_to_string(logs.join(name)).unwrap();
+        let text = s.read(&format!("logs/{name}"));
         let r = rows(&text);
         assert_eq!(r.len(), 1, "{name}:\n{text}");
         assert_eq!(r[0][0], idx, "{name}:\n{text}");
     }
     // The second fork came 400 ms after the first: so did its thread's pass (within the
     // simulated costs of forking and waking: 399,998 µs measured).
-    let start = |name: &str| rows(&std::fs::read_to_string(logs.join(name)).unwrap())[0][6];
+    let start = |name: &str| rows(&s.read(&format!("logs/{name}")))[0][6];
     let gap = start("rt-app-job-3-0001.log") - start("rt-app-job-2-0000.log");
     assert!(
         (399_900..400_100).contains(&gap),

@@ -243,3 +243,82 @@ pub fn names(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// One test's set-up around the binary: a fresh directory (removed when dropped) where the test
+/// writes its input files, runs `schedlab` (relative paths in its arguments are taken from
+/// there) and reads back what it wrote.
+pub struct Scratch {
+    dir: tempfile::TempDir,
+}
+
+impl Scratch {
+    /// A fresh directory `schedlab-KIND-NAME-XXXXXX` (see [`temp_dir`]).
+    pub fn new(kind: &str, name: &str) -> Self {
+        Scratch {
+            dir: temp_dir(kind, name),
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// `rel` in the directory.
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Write `text` to `name` in the directory (its parent directories made first); its path.
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(&path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        path
+    }
+
+    /// The text of `rel` in the directory.
+    pub fn read(&self, rel: &str) -> String {
+        let path = self.join(rel);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Run `schedlab args` in the directory; it must succeed (see [`run_ok`]).
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_ok(self.path(), args)
+    }
+
+    /// Run `schedlab args` in the directory, whatever its outcome.
+    pub fn try_run(&self, args: &[&str]) -> Output {
+        schedlab()
+            .args(args)
+            .current_dir(self.path())
+            .output()
+            .expect("run schedlab")
+    }
+
+    /// `schedlab run FILE --runs 1 --rt-app-logs LOGS ARGS…` in the directory (it must
+    /// succeed): one repetition of the rt-app file `file` with its per-task logs in `logs`.
+    pub fn rtapp_logs(&self, file: &str, logs: &str, args: &[&str]) -> Output {
+        let mut all = vec!["run", file, "--runs", "1", "--rt-app-logs", logs];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+}
+
+/// rt-app's binary where its Debian package or a local build puts it, if either is there.
+pub fn rtapp_binary() -> Option<&'static str> {
+    ["/usr/bin/rt-app", "/usr/local/bin/rt-app"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// The data rows of an rt-app log (its `#` lines left out), split into whole-number columns.
+pub fn log_rows(text: &str) -> Vec<Vec<i64>> {
+    (text.lines())
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(|c| c.parse().unwrap()).collect())
+        .collect()
+}
