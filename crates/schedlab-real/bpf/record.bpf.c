@@ -22,6 +22,21 @@
  *   traced set at its last switch, as dead.
  * - sched_migrate_task(p, dest_cpu): a traced task moved.
  *
+ * The data flow between traced tasks, through fentry/fexit (BPF trampolines: a direct call at the
+ * function's entry and return, and nothing at all in any other function, where a kprobe's int3 or
+ * ftrace detour costs more, and the raw_syscalls tracepoint would slow every system call of the
+ * machine). One record per call, at its return, with the time it entered (kept in task-local
+ * storage between the two), the bytes it returned and the object the bytes went through:
+ *
+ * - anon_pipe_read/anon_pipe_write(iocb, iter) (fs/pipe.c; pipe_read/pipe_write before 6.16,
+ *   user space picks the name the kernel has): the pipe's pipe_inode_info, shared by both ends.
+ * - unix_stream_recvmsg(sock, msg, size, flags) and unix_stream_sendmsg(sock, msg, len)
+ *   (net/unix/af_unix.c): the receiving socket's struct sock — a read's own, a write's peer
+ *   (unix_peer), since a write on one end of a socketpair is read on the other.
+ *
+ * Named FIFOs (fifo_pipe_read/write), datagram sockets and every other descriptor are not
+ * recorded here.
+ *
  * The traced set is a hash of TIDs (TRACED), seeded by user space (the recording thread before
  * it forks the command, or every thread of --pid). When it is full, the tasks left out are
  * counted in LOST[1]; a record the ring had no room for is counted in LOST[0]. Both counters are
@@ -58,6 +73,11 @@ struct pt_regs___kernel {
 #define KIND_FORK 3
 #define KIND_EXIT 4
 #define KIND_MIGRATE 5
+#define KIND_IO 6
+
+/* An I/O record's left field: bit 0 a write (else a read), bit 1 a UNIX socket (else a pipe). */
+#define IO_WRITE 1
+#define IO_SOCKET 2
 
 #define LEFT_RUNNABLE 0
 #define LEFT_SLEEPING 1
@@ -81,6 +101,30 @@ struct rec_named {
 	char comm[16];
 };
 
+/* A pipe or socket call of a traced task, at its return (64 bytes): r.a the task, r.nr the bytes
+ * returned (negative: an error), r.left the IO_ bits. */
+struct rec_io {
+	struct rec r;
+	__u64 enter; /* when the call entered, bpf_ktime_get_ns */
+	__u64 obj;   /* the pipe's pipe_inode_info or the receiving struct sock, as an identity */
+	__u64 pad2[2];
+};
+
+/* Only the fields read here (CO-RE). */
+struct file {
+	void *private_data;
+} __attribute__((preserve_access_index));
+struct kiocb {
+	struct file *ki_filp;
+} __attribute__((preserve_access_index));
+struct sock;
+struct socket {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+struct unix_sock {
+	struct sock *peer;
+} __attribute__((preserve_access_index));
+
 /* Sizes set by user space before loading (max_entries). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -101,6 +145,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } LOST SEC(".maps");
+
+/* The entry time of a traced task's pipe or socket call in progress. */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, __u64);
+} ENTERED SEC(".maps");
 
 /* Wake the drain thread when more than this many bytes wait (user space: a quarter of the ring). */
 const volatile __u64 wake_bytes = 1 << 20;
@@ -243,6 +295,101 @@ int BPF_PROG(on_migrate, struct task_struct *p, int dest_cpu)
 	r->a = pid;
 	r->b = dest_cpu;
 	submit(r);
+	return 0;
+}
+
+static __always_inline void io_enter(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!traced(tid))
+		return;
+	__u64 *at = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0,
+					 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (at)
+		*at = bpf_ktime_get_ns();
+}
+
+static __always_inline void io_exit(__u8 bits, __u64 obj, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!traced(tid))
+		return;
+	__u64 *at = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0, 0);
+	if (!at || !*at)
+		return; /* entered before the task was traced */
+	struct rec_io *r = (void *)reserve(sizeof(struct rec_io), KIND_IO);
+	if (!r)
+		return;
+	r->r.left = bits;
+	r->r.a = tid;
+	r->r.b = 0;
+	r->r.nr = ret;
+	r->enter = *at;
+	r->obj = obj;
+	r->pad2[0] = 0;
+	r->pad2[1] = 0;
+	*at = 0;
+	submit(r);
+}
+
+SEC("fentry")
+int BPF_PROG(pipe_read_enter, struct kiocb *iocb)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(pipe_read_exit, struct kiocb *iocb, void *to, long ret)
+{
+	io_exit(0, (__u64)iocb->ki_filp->private_data, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(pipe_write_enter, struct kiocb *iocb)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(pipe_write_exit, struct kiocb *iocb, void *from, long ret)
+{
+	io_exit(IO_WRITE, (__u64)iocb->ki_filp->private_data, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(unix_recv_enter, struct socket *sock)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(unix_recv_exit, struct socket *sock, void *msg, __u64 size, int flags, int ret)
+{
+	io_exit(IO_SOCKET, (__u64)sock->sk, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(unix_send_enter, struct socket *sock)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(unix_send_exit, struct socket *sock, void *msg, __u64 len, int ret)
+{
+	/* struct unix_sock begins with its struct sock: the socket's sk is its unix_sock. */
+	struct unix_sock *u = (void *)sock->sk;
+
+	io_exit(IO_SOCKET | IO_WRITE, (__u64)u->peer, ret);
 	return 0;
 }
 

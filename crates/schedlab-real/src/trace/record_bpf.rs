@@ -15,6 +15,15 @@
 //! recorder does not load and `record` falls back to tracefs. A 32-bit (compat) program's call
 //! numbers are not x86-64's and are misread.
 //!
+//! The data flow: reads and writes of anonymous pipes and UNIX stream sockets by traced tasks
+//! come from fentry/fexit programs on the kernel functions that do them (one record a call, at
+//! its return, with its entry time, bytes and object; [`IO_PROGRAMS`]) and become an `IoEnter`
+//! and an `IoExit` event. fentry/fexit rather than a system-call tracepoint: the trampoline is
+//! patched into those four functions only, so no other call of the machine pays anything, and
+//! a call of an untraced task pays one hash lookup. Where they do not load (a kernel without
+//! those functions in its BTF), the recorder records without them and says so
+//! ([`BpfRecorder::io`]).
+//!
 //! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
 //! a quarter full; records it had no room for, tasks beyond the traced set's 65,536 and events
 //! beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
@@ -24,8 +33,11 @@
 use super::record::watched_calls;
 use crate::bpf::BpfError;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
+use aya::programs::{FEntry, FExit};
 use aya::{Btf, Ebpf, EbpfLoader};
-use schedlab_workload::sched_events::{Call, EventKind, LeftAs, SchedEvent};
+use schedlab_workload::sched_events::{
+    Call, EventKind, IoCall, IoOp, LeftAs, SchedEvent, Transport,
+};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +54,32 @@ const PROGRAMS: [(&str, &str); 5] = [
     ("on_fork", "sched_process_fork"),
     ("on_exit", "sched_process_exit"),
     ("on_migrate", "sched_migrate_task"),
+];
+
+/// The I/O programs: (entry program, exit program, the kernel functions to try, newest first).
+/// Pipes' read and write were `pipe_read`/`pipe_write` until 6.16 split them into the anonymous
+/// pipes' and the FIFOs' (`anon_pipe_*`, `fifo_pipe_*`; FIFOs are not recorded).
+pub const IO_PROGRAMS: [(&str, &str, &[&str]); 4] = [
+    (
+        "pipe_read_enter",
+        "pipe_read_exit",
+        &["anon_pipe_read", "pipe_read"],
+    ),
+    (
+        "pipe_write_enter",
+        "pipe_write_exit",
+        &["anon_pipe_write", "pipe_write"],
+    ),
+    (
+        "unix_recv_enter",
+        "unix_recv_exit",
+        &["unix_stream_recvmsg"],
+    ),
+    (
+        "unix_send_enter",
+        "unix_send_exit",
+        &["unix_stream_sendmsg"],
+    ),
 ];
 
 /// The most events kept in memory (40 bytes each: 640 MiB); later ones are counted as lost.
@@ -72,8 +110,13 @@ const KIND_WAKING: u8 = 2;
 const KIND_FORK: u8 = 3;
 const KIND_EXIT: u8 = 4;
 const KIND_MIGRATE: u8 = 5;
+const KIND_IO: u8 = 6;
+const IO_WRITE: u8 = 1;
+const IO_SOCKET: u8 = 2;
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
 const NAMED_BYTES: usize = RECORD_BYTES + 16;
+/// `struct rec_io`: the record, the entry time, the object, padding.
+const IO_BYTES: usize = RECORD_BYTES + 32;
 
 /// What the drain thread hands back.
 #[derive(Debug, Default)]
@@ -101,6 +144,9 @@ pub struct BpfRecorder {
     drain: Option<JoinHandle<Drained>>,
     /// The ring's size, bytes.
     pub ring_bytes: u32,
+    /// Whether the pipe and socket calls are recorded: `Ok`, or why not (the functions the
+    /// programs could not attach to).
+    pub io: Result<(), String>,
 }
 
 impl std::fmt::Debug for BpfRecorder {
@@ -142,6 +188,7 @@ impl BpfRecorder {
         for (program, tracepoint) in PROGRAMS {
             crate::bpf::attach(&mut bpf, &btf, program, tracepoint)?;
         }
+        let io = attach_io(&mut bpf, &btf);
         let map = |bpf: &mut Ebpf, name: &'static str| {
             bpf.take_map(name)
                 .ok_or_else(|| crate::bpf::map_error(name, "missing"))
@@ -167,6 +214,7 @@ impl BpfRecorder {
             stop,
             drain: Some(drain),
             ring_bytes: bytes,
+            io,
         })
     }
 
@@ -216,6 +264,55 @@ impl Drop for BpfRecorder {
             self.join();
         }
     }
+}
+
+/// Attach the I/O programs ([`IO_PROGRAMS`]), each pair to the first of its functions the kernel
+/// has; `Err` names those none of whose functions could be attached (the others stay attached).
+fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> Result<(), String> {
+    let mut missing = Vec::new();
+    for (enter, exit, functions) in IO_PROGRAMS {
+        let mut why = String::from("no such function");
+        let attached = functions.iter().any(|f| match attach_pair(bpf, btf, enter, exit, f) {
+            Ok(()) => true,
+            Err(e) => {
+                why = e;
+                false
+            }
+        });
+        if !attached {
+            missing.push(format!("{} ({why})", functions.join("/")));
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("not attached: {}", missing.join(", ")))
+    }
+}
+
+/// Load `enter` as an fentry and `exit` as an fexit program of `function` and attach both.
+fn attach_pair(
+    bpf: &mut Ebpf,
+    btf: &Btf,
+    enter: &str,
+    exit: &str,
+    function: &str,
+) -> Result<(), String> {
+    let p: &mut FEntry = bpf
+        .program_mut(enter)
+        .ok_or_else(|| format!("{enter} is not in the object"))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+    p.load(function, btf).map_err(|e| e.to_string())?;
+    p.attach().map_err(|e| e.to_string())?;
+    let p: &mut FExit = bpf
+        .program_mut(exit)
+        .ok_or_else(|| format!("{exit} is not in the object"))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
+    p.load(function, btf).map_err(|e| e.to_string())?;
+    p.attach().map_err(|e| e.to_string())?;
+    Ok(())
 }
 
 /// The drain thread: empty the ring every [`DRAIN_EVERY_MS`] or when the programs wake us,
@@ -322,6 +419,45 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
             pid: r.a,
             dest_cpu: r.b as u32,
         }),
+        KIND_IO => {
+            let Some(tail) = bytes.get(RECORD_BYTES..IO_BYTES) else {
+                out.dropped += 1;
+                return;
+            };
+            let enter = u64::from_ne_bytes(tail[0..8].try_into().unwrap_or([0; 8]));
+            let object = u64::from_ne_bytes(tail[8..16].try_into().unwrap_or([0; 8]));
+            let io = IoCall {
+                pid: r.a,
+                op: if r.left & IO_WRITE != 0 {
+                    IoOp::Write
+                } else {
+                    IoOp::Read
+                },
+                transport: if r.left & IO_SOCKET != 0 {
+                    Transport::UnixStream
+                } else {
+                    Transport::Pipe
+                },
+                object,
+                bytes: r.nr,
+            };
+            // The entry is pushed with its own time: the sort below puts it among the events
+            // the call spans (the switches and wakeups inside a blocking read).
+            if out.events.len() + 2 <= MAX_EVENTS {
+                out.events.push(SchedEvent {
+                    ts_ns: enter.min(r.ts),
+                    cpu: r.cpu,
+                    kind: EventKind::IoEnter { io },
+                });
+                out.events.push(SchedEvent {
+                    ts_ns: r.ts,
+                    cpu: r.cpu,
+                    kind: EventKind::IoExit { io },
+                });
+            } else {
+                out.dropped += 2;
+            }
+        }
         _ => out.dropped += 1,
     }
 }
