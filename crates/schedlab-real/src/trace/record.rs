@@ -118,10 +118,6 @@ pub const VIA_TRACEFS: &str =
 /// How the BPF recorder's events were recorded, for the file's header.
 pub const VIA_BPF: &str =
     "BPF (sched tracepoints into a ring buffer; the blocking call read from the task's registers)";
-/// What the BPF recorder adds when its I/O programs attached, for the file's header.
-pub const VIA_BPF_IO: &str =
-    "pipe and UNIX stream socket reads and writes through fentry/fexit";
-
 /// The tracepoints recorded, with their systems.
 const EVENTS: [(&str, &str); 7] = [
     ("sched", "sched_switch"),
@@ -330,10 +326,7 @@ fn record_bpf(
     mut recorder: super::record_bpf::BpfRecorder,
     stop: &AtomicBool,
 ) -> Result<Recording, RecordError> {
-    let mut rec = new_recording(&match &recorder.io {
-        Ok(()) => format!("{VIA_BPF}; {VIA_BPF_IO}"),
-        Err(why) => format!("{VIA_BPF}; pipe and socket calls not recorded ({why})"),
-    });
+    let mut rec = new_recording(&format!("{VIA_BPF}; {}", recorder.io));
     let run = match target {
         Target::Command(argv) => {
             rec.source = argv.join(" ");

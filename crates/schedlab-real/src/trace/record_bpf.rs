@@ -21,7 +21,10 @@
 //! and an `IoExit` event. fentry/fexit rather than a system-call tracepoint: the trampoline is
 //! patched into those four functions only, so no other call of the machine pays anything, and
 //! a call of an untraced task pays one hash lookup. Where they do not load (a kernel without
-//! those functions in its BTF), the recorder records without them and says so
+//! those functions in its BTF, or one that refuses fentry, as some lock ftrace's function hooks
+//! down), UNIX stream sockets are recorded through the socket layer's BTF tracepoints
+//! `sock_send_length`/`sock_recv_length` instead, with the entry time of a call that slept taken
+//! where it went to sleep, and pipes are not recorded; the recorder says which
 //! ([`BpfRecorder::io`]).
 //!
 //! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
@@ -144,9 +147,9 @@ pub struct BpfRecorder {
     drain: Option<JoinHandle<Drained>>,
     /// The ring's size, bytes.
     pub ring_bytes: u32,
-    /// Whether the pipe and socket calls are recorded: `Ok`, or why not (the functions the
-    /// programs could not attach to).
-    pub io: Result<(), String>,
+    /// How the pipe and socket calls are recorded, or why they are not, in words for the file's
+    /// header.
+    pub io: String,
 }
 
 impl std::fmt::Debug for BpfRecorder {
@@ -182,6 +185,8 @@ impl BpfRecorder {
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .map_max_entries("EVENTS", bytes)
+            // ENTERED, the task-local storage of the I/O programs, is never read from here.
+            .allow_unsupported_maps()
             .override_global("wake_bytes", &wake, true)
             .load(OBJECT)
             .map_err(|e| crate::bpf::load_error("loading the recorder", e))?;
@@ -266,28 +271,61 @@ impl Drop for BpfRecorder {
     }
 }
 
+/// The socket layer's tracepoints, used where the sockets' fentry/fexit programs do not attach.
+const SOCKET_TRACEPOINTS: [(&str, &str); 2] = [
+    ("on_sock_send", "sock_send_length"),
+    ("on_sock_recv", "sock_recv_length"),
+];
+
 /// Attach the I/O programs ([`IO_PROGRAMS`]), each pair to the first of its functions the kernel
-/// has; `Err` names those none of whose functions could be attached (the others stay attached).
-fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> Result<(), String> {
+/// has, the socket tracepoints where the sockets' pairs do not attach; say what is recorded.
+fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
     let mut missing = Vec::new();
+    let mut attached = Vec::new();
     for (enter, exit, functions) in IO_PROGRAMS {
-        let mut why = String::from("no such function");
-        let attached = functions.iter().any(|f| match attach_pair(bpf, btf, enter, exit, f) {
-            Ok(()) => true,
-            Err(e) => {
-                why = e;
-                false
-            }
-        });
-        if !attached {
-            missing.push(format!("{} ({why})", functions.join("/")));
+        let mut why = Vec::new();
+        let ok = functions
+            .iter()
+            .any(|f| match attach_pair(bpf, btf, enter, exit, f) {
+                Ok(()) => true,
+                Err(e) => {
+                    why.push(format!("{f}: {e}"));
+                    false
+                }
+            });
+        if ok {
+            attached.push(functions[0]);
+        } else {
+            missing.push((functions[0], why.join("; ")));
         }
     }
-    if missing.is_empty() {
-        Ok(())
+    let pipes_ok = !missing.iter().any(|(f, _)| f.contains("pipe"));
+    let sockets_ok = !missing.iter().any(|(f, _)| f.starts_with("unix"));
+    let mut parts = Vec::new();
+    if pipes_ok && sockets_ok {
+        parts.push(
+            "pipe and UNIX stream socket reads and writes through fentry/fexit".to_string(),
+        );
     } else {
-        Err(format!("not attached: {}", missing.join(", ")))
+        if !attached.is_empty() {
+            parts.push(format!("fentry/fexit on {}", attached.join(", ")));
+        }
+        let why: Vec<String> = missing.iter().map(|(_, w)| w.clone()).collect();
+        if !sockets_ok {
+            let tracepoints = SOCKET_TRACEPOINTS
+                .iter()
+                .try_for_each(|(p, t)| crate::bpf::attach(bpf, btf, p, t));
+            parts.push(match tracepoints {
+                Ok(()) => "UNIX stream socket reads and writes through the sock_send_length/sock_recv_length tracepoints (a call that slept begins where it slept)".to_string(),
+                Err(e) => format!("UNIX stream socket calls not recorded ({e})"),
+            });
+        }
+        if !pipes_ok {
+            parts.push("pipe calls not recorded".to_string());
+        }
+        parts.push(format!("fentry/fexit refused: {}", why.join("; ")));
     }
+    parts.join("; ")
 }
 
 /// Load `enter` as an fentry and `exit` as an fexit program of `function` and attach both.
