@@ -693,7 +693,10 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     if opts.allow_lossy {
                         continue;
                     }
-                    return Err(ConvertError::UnknownTask { pid: io.pid, ts_ns: ts });
+                    return Err(ConvertError::UnknownTask {
+                        pid: io.pid,
+                        ts_ns: ts,
+                    });
                 };
                 let Some(c) = chans.of(&io) else { continue };
                 seen += 1;
@@ -915,7 +918,8 @@ fn map_messages(
         return;
     }
     // For each channel, the messages each of its reads receives, in order.
-    let mut receives: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); chans.list.len()];
+    let mut receives: Vec<std::collections::VecDeque<usize>> =
+        vec![Default::default(); chans.list.len()];
     let mut read_messages = vec![0usize; chans.list.len()];
     for (c, ch) in chans.list.iter().enumerate() {
         let Some(&r) = slot.get(&ch.reader) else {
@@ -1350,7 +1354,12 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made."
+        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made{}.",
+        if s.channels > 0 {
+            "; send/recv: a write to and the reads of a recorded pipe or socket (a recv for each message whose first byte a read took)"
+        } else {
+            ""
+        }
     );
     if let Some(line) = s.summarised() {
         let _ = writeln!(out, "# Summarised: {line}.");
@@ -1831,7 +1840,10 @@ mod tests {
     fn pipe_pingpong(n: u64) -> Recording {
         const R: IoOp = IoOp::Read;
         const W: IoOp = IoOp::Write;
-        let mut e = vec![sw(0, 0, LeftAs::Runnable, 11), sw(20, 11, LeftAs::Sleeping, 10)];
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 11),
+            sw(20, 11, LeftAs::Sleeping, 10),
+        ];
         // 11's first read: from 10 ns to its first round's 150.
         let mut read11 = 10;
         let mut b = 0;
@@ -1913,7 +1925,10 @@ mod tests {
         const W: IoOp = IoOp::Write;
         // 10 writes 8-byte messages into 0xA; 11 reads them: one read takes two messages,
         // then a message is read in two halves, then a last message is never read.
-        let mut e = vec![sw(0, 0, LeftAs::Runnable, 10), sw(0, 0, LeftAs::Runnable, 11)];
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
         e.extend(pipe(100, 110, 10, W, 0xA, 8));
         e.extend(pipe(200, 210, 10, W, 0xA, 8));
         e.extend(pipe(300, 310, 11, R, 0xA, 16));
@@ -1966,7 +1981,10 @@ mod tests {
         let unix = |a, b, pid, op, obj| io(a, b, pid, op, Transport::UnixStream, obj, 100);
         // One socketpair, ends 0xA (10's) and 0xB (11's): a write names the peer, a read its
         // own end, so 10's write and 11's read both name 0xB.
-        let mut e = vec![sw(0, 0, LeftAs::Runnable, 10), sw(0, 0, LeftAs::Runnable, 11)];
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
         e.extend(unix(100, 110, 10, W, 0xB));
         e.extend(unix(105, 200, 11, R, 0xB));
         e.extend(unix(300, 310, 11, W, 0xA));
@@ -2028,10 +2046,15 @@ mod tests {
         e.extend(pipe(200, 210, 77, IoOp::Read, 0xA, 4));
         let r = sorted(&[10], e);
         let err = convert(&r, false).unwrap_err();
-        assert_eq!(err, ConvertError::UnknownTask { pid: 77, ts_ns: 200 });
+        assert_eq!(
+            err,
+            ConvertError::UnknownTask {
+                pid: 77,
+                ts_ns: 200
+            }
+        );
         assert!(err.to_string().contains("task 77"), "{err}");
         // Accepted as lossy: the call is ignored.
         assert!(convert(&r, true).is_ok());
     }
-
 }

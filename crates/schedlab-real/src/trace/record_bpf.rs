@@ -283,29 +283,35 @@ fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
     let mut missing = Vec::new();
     let mut attached = Vec::new();
     for (enter, exit, functions) in IO_PROGRAMS {
-        let mut why = Vec::new();
-        let ok = functions
-            .iter()
-            .any(|f| match attach_pair(bpf, btf, enter, exit, f) {
+        // The first function the kernel has is the one tried; an older name is tried only
+        // when the newer one is not in its BTF.
+        let mut why = format!("{} not in the kernel's BTF", functions.join(", "));
+        let mut tried = false;
+        let ok = functions.iter().any(|f| {
+            if tried {
+                return false;
+            }
+            match attach_pair(bpf, btf, enter, exit, f) {
                 Ok(()) => true,
-                Err(e) => {
-                    why.push(format!("{f}: {e}"));
+                Err(Refused::NoFunction) => false,
+                Err(Refused::Kernel(e)) => {
+                    tried = true;
+                    why = format!("{f}: {e}");
                     false
                 }
-            });
+            }
+        });
         if ok {
             attached.push(functions[0]);
         } else {
-            missing.push((functions[0], why.join("; ")));
+            missing.push((functions[0], why));
         }
     }
     let pipes_ok = !missing.iter().any(|(f, _)| f.contains("pipe"));
     let sockets_ok = !missing.iter().any(|(f, _)| f.starts_with("unix"));
     let mut parts = Vec::new();
     if pipes_ok && sockets_ok {
-        parts.push(
-            "pipe and UNIX stream socket reads and writes through fentry/fexit".to_string(),
-        );
+        parts.push("pipe and UNIX stream socket reads and writes through fentry/fexit".to_string());
     } else {
         if !attached.is_empty() {
             parts.push(format!("fentry/fexit on {}", attached.join(", ")));
@@ -328,6 +334,14 @@ fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
     parts.join("; ")
 }
 
+/// Why an fentry/fexit pair did not attach.
+enum Refused {
+    /// The function is not in the kernel's BTF (a name of another kernel version).
+    NoFunction,
+    /// The kernel or the loader refused, in its words.
+    Kernel(String),
+}
+
 /// Load `enter` as an fentry and `exit` as an fexit program of `function` and attach both.
 fn attach_pair(
     bpf: &mut Ebpf,
@@ -335,22 +349,37 @@ fn attach_pair(
     enter: &str,
     exit: &str,
     function: &str,
-) -> Result<(), String> {
+) -> Result<(), Refused> {
+    let kernel = |e: &dyn std::fmt::Display| Refused::Kernel(short(e));
+    let loaded = |e: aya::programs::ProgramError| match e {
+        aya::programs::ProgramError::Btf(_) => Refused::NoFunction,
+        e => kernel(&e),
+    };
     let p: &mut FEntry = bpf
         .program_mut(enter)
-        .ok_or_else(|| format!("{enter} is not in the object"))?
+        .ok_or_else(|| kernel(&format!("{enter} is not in the object")))?
         .try_into()
-        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-    p.load(function, btf).map_err(|e| e.to_string())?;
-    p.attach().map_err(|e| e.to_string())?;
+        .map_err(|e: aya::programs::ProgramError| kernel(&e))?;
+    p.load(function, btf).map_err(loaded)?;
+    p.attach().map_err(|e| kernel(&e))?;
     let p: &mut FExit = bpf
         .program_mut(exit)
-        .ok_or_else(|| format!("{exit} is not in the object"))?
+        .ok_or_else(|| kernel(&format!("{exit} is not in the object")))?
         .try_into()
-        .map_err(|e: aya::programs::ProgramError| e.to_string())?;
-    p.load(function, btf).map_err(|e| e.to_string())?;
-    p.attach().map_err(|e| e.to_string())?;
+        .map_err(|e: aya::programs::ProgramError| kernel(&e))?;
+    p.load(function, btf).map_err(loaded)?;
+    p.attach().map_err(|e| kernel(&e))?;
     Ok(())
+}
+
+/// An aya error's text without an empty verifier log.
+fn short(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    text.trim_end()
+        .trim_end_matches("Verifier output:")
+        .trim_end()
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// The drain thread: empty the ring every [`DRAIN_EVERY_MS`] or when the programs wake us,
@@ -614,6 +643,56 @@ mod tests {
         assert_eq!(out.names[&43], "kid");
         assert_eq!(out.dropped, 1, "the short record");
         assert!(out.events.iter().all(|e| e.ts_ns == 1000 && e.cpu == 1));
+    }
+
+    #[test]
+    fn an_io_record_is_a_call_entered_and_returned() {
+        let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+        let mut out = Drained::default();
+        let io = |left: u8, returned: i64, enter: u64, object: u64| {
+            let mut v = bytes(
+                Record {
+                    ts: 5_000,
+                    cpu: 1,
+                    kind: KIND_IO,
+                    left,
+                    a: 42,
+                    nr: returned,
+                    ..Record::default()
+                },
+                None,
+            );
+            v.extend(enter.to_ne_bytes());
+            v.extend(object.to_ne_bytes());
+            v.extend([0u8; 16]);
+            v
+        };
+        // A socket write of 100 bytes that began at 4000; a pipe read of 4 the tracepoints
+        // saw no entry of (its entry is its return).
+        decode(&io(IO_SOCKET | IO_WRITE, 100, 4_000, 0xB), &calls, &mut out);
+        decode(&io(0, 4, 5_000, 0xA), &calls, &mut out);
+        // Too short for its entry time and object: dropped, not misread.
+        decode(&io(0, 4, 5_000, 0xA)[..RECORD_BYTES + 8], &calls, &mut out);
+        let call = |op, transport, object, bytes| IoCall {
+            pid: 42,
+            op,
+            transport,
+            object,
+            bytes,
+        };
+        let w = call(IoOp::Write, Transport::UnixStream, 0xB, 100);
+        let r = call(IoOp::Read, Transport::Pipe, 0xA, 4);
+        let got: Vec<(u64, EventKind)> = out.events.iter().map(|e| (e.ts_ns, e.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                (4_000, EventKind::IoEnter { io: w }),
+                (5_000, EventKind::IoExit { io: w }),
+                (5_000, EventKind::IoEnter { io: r }),
+                (5_000, EventKind::IoExit { io: r }),
+            ]
+        );
+        assert_eq!(out.dropped, 1);
     }
 
     #[test]
