@@ -41,9 +41,9 @@
  * kernel without CONFIG_KPROBES has no kprobes either), UNIX stream sockets are still seen
  * through the BTF tracepoints sock:sock_send_length and sock:sock_recv_length, which the socket
  * layer fires as a send or a receive returns (no pipe has such a tracepoint). They give no entry
- * time: a call that slept is taken to have begun where it went to sleep (sched_switch keeps the
- * time, the call's number and its first argument, the descriptor, and the exit takes them when
- * its own call and descriptor match), one that did not sleep to take no time.
+ * time: a call that slept is taken to have begun where it first went to sleep (sched_switch
+ * keeps the time, the call's number and its first argument, the descriptor, and the exit takes
+ * them when its own call and descriptor match), one that did not sleep to take no time.
  *
  * The traced set is a hash of TIDs (TRACED), seeded by user space (the recording thread before
  * it forks the command, or every thread of --pid). When it is full, the tasks left out are
@@ -229,6 +229,11 @@ static __always_inline void note_sleep(struct task_struct *prev, __u64 ts,
 						 BPF_LOCAL_STORAGE_GET_F_CREATE);
 
 	if (!e || (e->ts && e->nr == ENTERED_BY_FENTRY))
+		return;
+	/* Asleep again in the same call (a writer woken before there was room enough): the call
+	 * began at its first sleep. A call's return clears the time, so an equal call and
+	 * descriptor with the time set is the call in progress. */
+	if (e->ts && e->nr == regs->orig_ax && e->fd == regs->di)
 		return;
 	e->ts = ts;
 	e->nr = regs->orig_ax;

@@ -567,9 +567,21 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
             EventKind::Waking { waker, wakee } => {
                 let Some(&s) = slot.get(&wakee) else { continue };
                 seen += 1;
-                if tasks[s].io.is_some() {
-                    // A wakeup inside a read or write of a channel (its data or its room
-                    // arrived): the replay's channel carries it, no semaphore.
+                // The call the task sleeps in, where it is one the recorder names.
+                let call = match tasks[s].state {
+                    State::Sleeping { call, .. } => call,
+                    _ => tasks[s].call,
+                };
+                // A wakeup inside a read or write of a channel (its data or its room arrived),
+                // or between two tasks a channel joins, of a task in no call that is not a
+                // channel's (poll, a timer, wait4, sched_yield): the replay's channel carries
+                // it, no semaphore. (A semaphore beside the channel could deadlock the replay:
+                // a waiter that no longer reads while its writer blocks on the full channel
+                // before its post.)
+                if tasks[s].io.is_some()
+                    || (chans.carriers.contains(&(waker, wakee))
+                        && matches!(call, None | Some(Call::Other(_))))
+                {
                     let t = &mut tasks[s];
                     match t.state {
                         State::Sleeping { since, call } => {
@@ -579,6 +591,15 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                                 by: None,
                                 ready: None,
                                 call,
+                            }
+                        }
+                        State::Unknown => {
+                            t.state = State::Woken {
+                                since: start,
+                                at: ts,
+                                by: None,
+                                ready: None,
+                                call: None,
                             }
                         }
                         State::Running { .. } | State::Runnable => {}
@@ -822,6 +843,9 @@ struct Channels {
     list: Vec<Chan>,
     /// Objects seen that do not qualify.
     other: usize,
+    /// (waker, wakee) pairs a channel can carry a wakeup between: a writer waking its
+    /// channel's reader (data came) and the reader waking a writer (room came).
+    carriers: std::collections::HashSet<(i32, i32)>,
 }
 
 impl Channels {
@@ -846,6 +870,7 @@ fn find_channels(rec: &Recording) -> Channels {
         writes: usize,
         size: Option<u64>,
         sizes: usize,
+        writers: Vec<i32>,
     }
     let mut seen: HashMap<u64, Seen> = HashMap::new();
     for ev in &rec.events {
@@ -864,6 +889,7 @@ fn find_channels(rec: &Recording) -> Channels {
             writes: 0,
             size: None,
             sizes: 0,
+            writers: Vec::new(),
         });
         match io.op {
             IoOp::Read => {
@@ -874,6 +900,9 @@ fn find_channels(rec: &Recording) -> Channels {
             }
             IoOp::Write => {
                 o.writes += 1;
+                if !o.writers.contains(&io.pid) {
+                    o.writers.push(io.pid);
+                }
                 if o.size != Some(io.bytes as u64) {
                     o.sizes += 1;
                     o.size = Some(io.bytes as u64);
@@ -887,6 +916,10 @@ fn find_channels(rec: &Recording) -> Channels {
     for (object, o) in objects {
         match (o.reader, o.size) {
             (Some(reader), Some(size)) if o.readers == 1 && o.sizes == 1 && o.writes > 0 => {
+                for &w in o.writers.iter().filter(|&&w| w != reader) {
+                    out.carriers.insert((w, reader));
+                    out.carriers.insert((reader, w));
+                }
                 out.by_object.insert(object, out.list.len() as u32);
                 out.list.push(Chan {
                     transport: o.transport,
@@ -2056,5 +2089,43 @@ mod tests {
         assert!(err.to_string().contains("task 77"), "{err}");
         // Accepted as lossy: the call is ignored.
         assert!(convert(&r, true).is_ok());
+    }
+    #[test]
+    fn wakeups_between_channel_peers_are_the_channels_but_a_polls_is_not() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        // As the socket tracepoints see it: calls that did not sleep take no time. 11 is
+        // woken by its writer on its way to sleep in a read (no sleep traced), and later
+        // sleeps in poll and is woken by the same writer.
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(pipe(100, 100, 10, W, 0xA, 8));
+        e.push(wk(100, 10, 11));
+        e.extend(pipe(150, 150, 11, R, 0xA, 8));
+        e.push(ev(
+            200,
+            EventKind::SysEnter {
+                pid: 11,
+                call: Call::Poll,
+            },
+        ));
+        e.push(sw(200, 11, LeftAs::Sleeping, 0));
+        e.push(wk(300, 10, 11));
+        e.push(sw(310, 0, LeftAs::Runnable, 11));
+        e.push(ev(310, EventKind::SysExit { pid: 11 }));
+        let c = convert(&sorted(&[10, 11], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.channel_wakeups, c.summary.dependencies), (1, 1));
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.15us\" },",
+                "{ recv = \"chan[0]\", size = \"8B\" },",
+                "{ compute = \"0.05us\" },",
+                "{ wait = \"wake_11\" },",
+            ]
+        );
     }
 }
