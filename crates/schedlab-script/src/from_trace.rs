@@ -65,6 +65,11 @@ pub struct Options {
     /// so the replay cannot deadlock. The price: a poster that arrives first sleeps where the
     /// program's did not.
     pub keep_sleeps: bool,
+    /// The CPU time of a UNIX stream socket's send and of its receive on this machine, ns
+    /// (measured by the recorder), taken as the time of a recorded socket call whose entry the
+    /// recorder could not see (the socket tracepoints' path, a call that did not sleep): that
+    /// much of the `compute` before it is the call's, which the replay's own call pays.
+    pub socket_call_ns: Option<(u64, u64)>,
 }
 
 /// Why a recording cannot become a workload file.
@@ -363,8 +368,8 @@ struct Task {
     steps: Vec<Step>,
     waited: bool,
     facts: TaskFacts,
-    /// The channel call in progress: its channel, and whether it is a read.
-    io: Option<(u32, IoOp)>,
+    /// The channel call in progress: its channel, whether it is a read, when it began.
+    io: Option<(u32, IoOp, u64)>,
 }
 
 impl Task {
@@ -723,7 +728,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 seen += 1;
                 let t = &mut tasks[i];
                 t.flush(ts, start);
-                t.io = Some((c, io.op));
+                t.io = Some((c, io.op, ts));
                 if io.op == IoOp::Write {
                     written[c as usize].push(i);
                 }
@@ -733,14 +738,30 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     continue;
                 };
                 let t = &mut tasks[i];
-                let Some((c, op)) = t.io.take() else { continue };
+                let Some((c, op, entered)) = t.io.take() else {
+                    continue;
+                };
                 seen += 1;
                 if let State::Running { since } = t.state {
                     t.cpu += ts.saturating_sub(since);
                     t.state = State::Running { since: ts };
                 }
                 // The call's own CPU time goes with it: the replay's call pays it.
-                let sys = std::mem::take(&mut t.cpu);
+                let mut sys = std::mem::take(&mut t.cpu);
+                // A socket call whose entry was not seen: its time, as measured on this
+                // machine, is the end of the compute before it.
+                if let (true, Transport::UnixStream, Some((send, recv))) =
+                    (entered == ts, io.transport, opts.socket_call_ns)
+                {
+                    if let Some(Step::Compute(d)) = t.steps.last_mut() {
+                        let cut = (*d).min(if op == IoOp::Write { send } else { recv });
+                        *d -= cut;
+                        sys += cut;
+                        if *d == 0 {
+                            t.steps.pop();
+                        }
+                    }
+                }
                 t.push(match op {
                     IoOp::Write => Step::Send(c, sys),
                     IoOp::Read => Step::Read(c, io.bytes.max(0) as u64, sys),
@@ -2127,5 +2148,43 @@ mod tests {
                 "{ wait = \"wake_11\" },",
             ]
         );
+    }
+    #[test]
+    fn a_socket_call_seen_only_returning_takes_its_measured_time_from_the_compute() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        let unix = |t, pid, op, obj| io(t, t, pid, op, Transport::UnixStream, obj, 100);
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(unix(1_000, 10, W, 0xB));
+        e.extend(unix(1_500, 11, R, 0xB));
+        e.push(sw(2_000, 10, LeftAs::Dead, 0));
+        e.push(sw(2_000, 11, LeftAs::Dead, 0));
+        let r = sorted(&[10, 11], e);
+        let opts = Options {
+            socket_call_ns: Some((300, 2_000)),
+            ..Options::default()
+        };
+        let c = convert_with(&r, &opts).unwrap();
+        compiles(&c.toml);
+        // The send's 300 ns come off the 1000 before it; the receive's 2000 take all 1500.
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.7us\" },",
+                "{ send = \"chan[0]\", size = \"100B\" },",
+                "{ compute = \"1us\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task11_11")[..1],
+            ["{ recv = \"chan[0]\", size = \"100B\" },"]
+        );
+        assert_eq!(c.summary.io_system_ns, 300 + 1_500);
+        // Without a measurement, nothing is taken.
+        let c = convert(&r, false).unwrap();
+        assert_eq!(steps_of(&c.toml, "task10_10")[0], "{ compute = \"1us\" },");
     }
 }
