@@ -157,7 +157,8 @@ pub struct Summary {
     /// Mean absolute deviation of summarised durations from the recorded ones, as a share of
     /// their total (0 when nothing was summarised).
     pub loop_error: f64,
-    /// Total CPU time of the recorded tasks, ns.
+    /// Total CPU time of the recorded tasks, ns (their computes and the time inside their
+    /// channels' calls).
     pub cpu_ns: u64,
     /// Events the kernel dropped (the file is approximate when this is not 0).
     pub lost: u64,
@@ -261,7 +262,8 @@ pub struct TaskFacts {
     pub tid: i32,
     /// The group it is written in (several tasks may share one).
     pub group: String,
-    /// CPU time, ns (the sum of its `compute` steps before summarising).
+    /// CPU time, ns (the sum of its `compute` steps before summarising, and the time inside its
+    /// channels' calls).
     pub cpu_ns: u64,
     /// Switches off its CPU to sleep.
     pub voluntary_switches: u64,
@@ -302,8 +304,9 @@ enum Step {
     /// A read of this many bytes from channel k, and the CPU time it took, ns, before it is
     /// mapped to messages.
     Read(u32, u64, u64),
-    /// Receive one message from channel k.
-    Recv(u32),
+    /// Receive one message from channel k; the CPU time of the recorded call it came from, ns
+    /// (on the first receive of a read that took several messages).
+    Recv(u32, u64),
 }
 
 impl Step {
@@ -321,7 +324,7 @@ impl Step {
             Step::AwaitReady(t) => (8, i64::from(t)),
             Step::Send(c, _) => (9, i64::from(c)),
             Step::Read(c, ..) => (10, i64::from(c)),
-            Step::Recv(c) => (11, i64::from(c)),
+            Step::Recv(c, _) => (11, i64::from(c)),
         }
     }
 
@@ -810,25 +813,11 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     }
     map_messages(&mut tasks, &chans, &written, &slot, &mut summary);
     summary.tasks = tasks.len();
-    summary.cpu_ns = tasks
-        .iter()
-        .flat_map(|t| &t.steps)
-        .map(|s| match s {
-            Step::Compute(d) => *d,
-            _ => 0,
-        })
-        .sum();
+    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps)).sum();
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
     for t in &mut tasks {
-        t.facts.cpu_ns = t
-            .steps
-            .iter()
-            .map(|s| match s {
-                Step::Compute(d) => *d,
-                _ => 0,
-            })
-            .sum();
+        t.facts.cpu_ns = cpu_of(&t.steps);
     }
     let (toml, group_of) = render(rec, &tasks, &chans, &mut summary)?;
     let tasks = tasks
@@ -1035,14 +1024,25 @@ fn map_messages(
                     } else {
                         summary.io_system_ns += sys;
                     }
-                    for _ in 0..n {
-                        t.push(Step::Recv(c));
+                    for k in 0..n {
+                        t.push(Step::Recv(c, if k == 0 { sys } else { 0 }));
                     }
                 }
                 other => t.push(other),
             }
         }
     }
+}
+
+/// A task's CPU time: its computes and the time inside its channels' calls.
+fn cpu_of(steps: &[Step]) -> u64 {
+    steps
+        .iter()
+        .map(|s| match *s {
+            Step::Compute(d) | Step::Send(_, d) | Step::Recv(_, d) => d,
+            _ => 0,
+        })
+        .sum()
 }
 
 fn sleep_kind(call: Option<Call>) -> SleepKind {
@@ -1178,7 +1178,7 @@ fn render_step(
             "{indent}{{ send = \"chan[{c}]\", size = \"{}B\" }},",
             sizes[c as usize]
         ),
-        Step::Recv(c) => writeln!(
+        Step::Recv(c, _) => writeln!(
             out,
             "{indent}{{ recv = \"chan[{c}]\", size = \"{}B\" }},",
             sizes[c as usize]
@@ -1969,6 +1969,10 @@ mod tests {
         // sleeps and 10 after; 10 made 3 of each, 11 3 writes and 3 reads (its last read is
         // unrecorded).
         assert_eq!(c.summary.io_system_ns, 6 * 20 + 6 * 20);
+        // The tasks' CPU time is all of it, the calls' included: the one CPU was busy from 0
+        // to the end, 600.
+        let cpu: u64 = c.tasks.iter().map(|t| t.cpu_ns).sum();
+        assert_eq!((cpu, c.summary.cpu_ns), (600, 600));
         // Latencies are still those of every wakeup of a sleeping task.
         assert_eq!(c.wakeup_latencies_ns.len(), 6);
     }
