@@ -1970,9 +1970,9 @@ mod tests {
         // unrecorded).
         assert_eq!(c.summary.io_system_ns, 6 * 20 + 6 * 20);
         // The tasks' CPU time is all of it, the calls' included: the one CPU was busy from 0
-        // to the end, 600.
+        // to the end, 610 (10's last read returns then).
         let cpu: u64 = c.tasks.iter().map(|t| t.cpu_ns).sum();
-        assert_eq!((cpu, c.summary.cpu_ns), (600, 600));
+        assert_eq!((cpu, c.summary.cpu_ns), (610, 610), "{:?}", c.tasks);
         // Latencies are still those of every wakeup of a sleeping task.
         assert_eq!(c.wakeup_latencies_ns.len(), 6);
     }
