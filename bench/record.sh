@@ -30,7 +30,8 @@ trap 'rm -rf "$dir"' EXIT
 # The optional programs: a case line each, or a line saying why it is skipped.
 cases="hackbench threads|hackbench -g 2 -l 200 -T
 hackbench processes|hackbench -g 2 -l 200 -P
-perf bench sched pipe|perf bench sched pipe -l 20000"
+perf bench sched pipe|perf bench sched pipe -l 20000
+perf bench sched pipe, one CPU|taskset -c 0 perf bench sched pipe -l 20000"
 if command -v cyclictest >/dev/null; then
   cases+=$'\n'"cyclictest|cyclictest -t1 -i 1000 -l 2000 -q"
 else
@@ -65,15 +66,18 @@ while IFS='|' read -r label cmd; do
   case_no=$((case_no + 1))
   file=$dir/case$case_no.toml
   read -r -a argv <<<"$cmd"
+  # A program recorded under taskset is replayed under it too (the file keeps no affinity).
+  pin=()
+  [ "${argv[0]}" != taskset ] || pin=("${argv[@]:0:3}")
   echo
   echo "== $label: $cmd"
   # shellcheck disable=SC2086 # RECORD_FLAGS: several flags, split on purpose
   "$SCHEDLAB" record -o "$file" --json "$dir/orig$case_no.json" ${RECORD_FLAGS:-} -- "${argv[@]}" 2>&1 >/dev/null |
     sed -n 's/^\(recorded \|schedlab: \)/  \1/p' # schedlab's lines, not the program's
-  "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" -q >/dev/null 2>&1 ||
-    "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" >/dev/null
+  "${pin[@]}" "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" -q >/dev/null 2>&1 ||
+    "${pin[@]}" "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" >/dev/null
   # One replay recorded in turn: its wakeup latencies, measured as the original's were.
-  "$SCHEDLAB" record -o "$dir/traced$case_no.toml" --json "$dir/traced$case_no.json" -- \
+  "${pin[@]}" "$SCHEDLAB" record -o "$dir/traced$case_no.toml" --json "$dir/traced$case_no.json" -- \
     "$SCHEDLAB" run "$file" --runs 1 -q >/dev/null 2>&1 || echo "  (the traced replay failed; no KS distance)"
   # Recording's cost, through BPF and through tracefs (bench/record-cost.sh: alternating rounds).
   cost=$(SCHEDLAB=$SCHEDLAB bench/record-cost.sh "$reps" "${argv[@]}")

@@ -22,6 +22,29 @@
  *   traced set at its last switch, as dead.
  * - sched_migrate_task(p, dest_cpu): a traced task moved.
  *
+ * The data flow between traced tasks, through fentry/fexit (BPF trampolines: a direct call at the
+ * function's entry and return, and nothing at all in any other function, where a kprobe's int3 or
+ * ftrace detour costs more, and the raw_syscalls tracepoint would slow every system call of the
+ * machine). One record per call, at its return, with the time it entered (kept in task-local
+ * storage between the two), the bytes it returned and the object the bytes went through:
+ *
+ * - anon_pipe_read/anon_pipe_write(iocb, iter) (fs/pipe.c; pipe_read/pipe_write before 6.16,
+ *   user space picks the name the kernel has): the pipe's pipe_inode_info, shared by both ends.
+ * - unix_stream_recvmsg(sock, msg, size, flags) and unix_stream_sendmsg(sock, msg, len)
+ *   (net/unix/af_unix.c): the receiving socket's struct sock — a read's own, a write's peer
+ *   (unix_peer), since a write on one end of a socketpair is read on the other.
+ *
+ * Named FIFOs (fifo_pipe_read/write), datagram sockets and every other descriptor are not
+ * recorded here.
+ *
+ * Where the kernel refuses fentry/fexit (some kernels lock ftrace's function hooks down, and a
+ * kernel without CONFIG_KPROBES has no kprobes either), UNIX stream sockets are still seen
+ * through the BTF tracepoints sock:sock_send_length and sock:sock_recv_length, which the socket
+ * layer fires as a send or a receive returns (no pipe has such a tracepoint). They give no entry
+ * time: a call that slept is taken to have begun where it first went to sleep (sched_switch
+ * keeps the time, the call's number and its first argument, the descriptor, and the exit takes
+ * them when its own call and descriptor match), one that did not sleep to take no time.
+ *
  * The traced set is a hash of TIDs (TRACED), seeded by user space (the recording thread before
  * it forks the command, or every thread of --pid). When it is full, the tasks left out are
  * counted in LOST[1]; a record the ring had no room for is counted in LOST[0]. Both counters are
@@ -40,6 +63,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 
 /* Only the fields read here; CO-RE relocates them to the running kernel's layout by name. */
 struct task_struct {
@@ -51,6 +75,7 @@ struct task_struct {
  * headers' struct of the same name, and CO-RE matches it to the kernel's by the name before it. */
 struct pt_regs___kernel {
 	long orig_ax;
+	long di;
 } __attribute__((preserve_access_index));
 
 #define KIND_SWITCH 1
@@ -58,6 +83,11 @@ struct pt_regs___kernel {
 #define KIND_FORK 3
 #define KIND_EXIT 4
 #define KIND_MIGRATE 5
+#define KIND_IO 6
+
+/* An I/O record's left field: bit 0 a write (else a read), bit 1 a UNIX socket (else a pipe). */
+#define IO_WRITE 1
+#define IO_SOCKET 2
 
 #define LEFT_RUNNABLE 0
 #define LEFT_SLEEPING 1
@@ -81,6 +111,36 @@ struct rec_named {
 	char comm[16];
 };
 
+/* A pipe or socket call of a traced task, at its return (64 bytes): r.a the task, r.nr the bytes
+ * returned (negative: an error), r.left the IO_ bits. */
+struct rec_io {
+	struct rec r;
+	__u64 enter; /* when the call entered, bpf_ktime_get_ns */
+	__u64 obj;   /* the pipe's pipe_inode_info or the receiving struct sock, as an identity */
+	__u64 pad2[2];
+};
+
+/* Only the fields read here (CO-RE). */
+struct file {
+	void *private_data;
+} __attribute__((preserve_access_index));
+struct kiocb {
+	struct file *ki_filp;
+} __attribute__((preserve_access_index));
+struct sock_common {
+	unsigned short skc_family;
+} __attribute__((preserve_access_index));
+struct sock {
+	struct sock_common __sk_common;
+	unsigned short sk_type;
+} __attribute__((preserve_access_index));
+struct socket {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+struct unix_sock {
+	struct sock *peer;
+} __attribute__((preserve_access_index));
+
 /* Sizes set by user space before loading (max_entries). */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -101,6 +161,22 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } LOST SEC(".maps");
+
+/* When a traced task's pipe or socket call began: at its entry (fentry; nr = ENTERED_BY_FENTRY),
+ * or, for the tracepoints, where the task last went to sleep, in call nr on descriptor fd. */
+struct entered {
+	__u64 ts;
+	long nr;
+	long fd;
+};
+#define ENTERED_BY_FENTRY (-2)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct entered);
+} ENTERED SEC(".maps");
 
 /* Wake the drain thread when more than this many bytes wait (user space: a quarter of the ring). */
 const volatile __u64 wake_bytes = 1 << 20;
@@ -144,6 +220,26 @@ static __always_inline struct rec *reserve(__u32 size, __u8 kind)
 	return r;
 }
 
+/* A traced task goes to sleep: where its call began, for the socket tracepoints (unless fentry
+ * saw the call's own entry). */
+static __always_inline void note_sleep(struct task_struct *prev, __u64 ts,
+				       struct pt_regs___kernel *regs)
+{
+	struct entered *e = bpf_task_storage_get(&ENTERED, prev, 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (!e || (e->ts && e->nr == ENTERED_BY_FENTRY))
+		return;
+	/* Asleep again in the same call (a writer woken before there was room enough): the call
+	 * began at its first sleep. A call's return clears the time, so an equal call and
+	 * descriptor with the time set is the call in progress. */
+	if (e->ts && e->nr == regs->orig_ax && e->fd == regs->di)
+		return;
+	e->ts = ts;
+	e->nr = regs->orig_ax;
+	e->fd = regs->di;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -169,6 +265,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			struct pt_regs___kernel *regs = (void *)bpf_task_pt_regs(prev);
 			if (regs)
 				r->nr = regs->orig_ax;
+			if (regs && left == LEFT_SLEEPING)
+				note_sleep(prev, r->ts, regs);
 		}
 		submit(r);
 	}
@@ -243,6 +341,146 @@ int BPF_PROG(on_migrate, struct task_struct *p, int dest_cpu)
 	r->a = pid;
 	r->b = dest_cpu;
 	submit(r);
+	return 0;
+}
+
+static __always_inline void io_enter(void)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!traced(tid))
+		return;
+	struct entered *e = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0,
+						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (e) {
+		e->ts = bpf_ktime_get_ns();
+		e->nr = ENTERED_BY_FENTRY;
+	}
+}
+
+static __always_inline void emit_io(__u32 tid, __u8 bits, __u64 obj, long ret, __u64 enter)
+{
+	struct rec_io *r = (void *)reserve(sizeof(struct rec_io), KIND_IO);
+	if (!r)
+		return;
+	r->r.left = bits;
+	r->r.a = tid;
+	r->r.b = 0;
+	r->r.nr = ret;
+	r->enter = enter ? enter : r->r.ts;
+	r->obj = obj;
+	r->pad2[0] = 0;
+	r->pad2[1] = 0;
+	submit(r);
+}
+
+static __always_inline void io_exit(__u8 bits, __u64 obj, long ret)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!traced(tid))
+		return;
+	struct entered *e = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0, 0);
+	if (!e || !e->ts || e->nr != ENTERED_BY_FENTRY)
+		return; /* entered before the task was traced */
+	emit_io(tid, bits, obj, ret, e->ts);
+	e->ts = 0;
+}
+
+/* A UNIX stream socket's call returns (the tracepoints' path): its entry is where it slept. */
+static __always_inline void sock_exit(struct sock *sk, int ret, __u8 bits)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+	if (!traced(tid) || sk->__sk_common.skc_family != 1 /* AF_UNIX */ ||
+	    sk->sk_type != 1 /* SOCK_STREAM */)
+		return;
+	__u64 obj = (__u64)sk;
+	if (bits & IO_WRITE) {
+		struct unix_sock *u = (void *)sk;
+		obj = (__u64)BPF_CORE_READ(u, peer);
+	}
+	__u64 enter = 0;
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct entered *e = bpf_task_storage_get(&ENTERED, me, 0, 0);
+	struct pt_regs___kernel *regs = (void *)bpf_task_pt_regs(me);
+	if (e && e->ts && regs && e->nr == regs->orig_ax && e->fd == regs->di)
+		enter = e->ts;
+	if (e)
+		e->ts = 0;
+	emit_io(tid, bits, obj, ret, enter);
+}
+
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(on_sock_send, struct sock *sk, int ret, int flags)
+{
+	sock_exit(sk, ret, IO_SOCKET | IO_WRITE);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(on_sock_recv, struct sock *sk, int ret, int flags)
+{
+	sock_exit(sk, ret, IO_SOCKET);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(pipe_read_enter, struct kiocb *iocb)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(pipe_read_exit, struct kiocb *iocb, void *to, long ret)
+{
+	io_exit(0, (__u64)iocb->ki_filp->private_data, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(pipe_write_enter, struct kiocb *iocb)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(pipe_write_exit, struct kiocb *iocb, void *from, long ret)
+{
+	io_exit(IO_WRITE, (__u64)iocb->ki_filp->private_data, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(unix_recv_enter, struct socket *sock)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(unix_recv_exit, struct socket *sock, void *msg, __u64 size, int flags, int ret)
+{
+	io_exit(IO_SOCKET, (__u64)sock->sk, ret);
+	return 0;
+}
+
+SEC("fentry")
+int BPF_PROG(unix_send_enter, struct socket *sock)
+{
+	io_enter();
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(unix_send_exit, struct socket *sock, void *msg, __u64 len, int ret)
+{
+	/* struct unix_sock begins with its struct sock: the socket's sk is its unix_sock. */
+	struct unix_sock *u = (void *)sock->sk;
+
+	io_exit(IO_SOCKET | IO_WRITE, (__u64)BPF_CORE_READ(u, peer), ret);
 	return 0;
 }
 

@@ -32,7 +32,9 @@
 //! Work is linear in the number of events (one pass, hash maps by task id) plus
 //! `O(steps × MAX_PERIOD)` for the loop search; the output is bounded by [`MAX_FILE_STEPS`].
 
-use schedlab_workload::sched_events::{Call, EventKind, LeftAs, Recording};
+use schedlab_workload::sched_events::{
+    Call, EventKind, IoCall, IoOp, LeftAs, Recording, Transport,
+};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use thiserror::Error;
@@ -63,6 +65,11 @@ pub struct Options {
     /// so the replay cannot deadlock. The price: a poster that arrives first sleeps where the
     /// program's did not.
     pub keep_sleeps: bool,
+    /// The CPU time of a UNIX stream socket's send and of its receive on this machine, ns
+    /// (measured by the recorder), taken as the time of a recorded socket call whose entry the
+    /// recorder could not see (the socket tracepoints' path, a call that did not sleep): that
+    /// much of the `compute` before it is the call's, which the replay's own call pays.
+    pub socket_call_ns: Option<(u64, u64)>,
 }
 
 /// Why a recording cannot become a workload file.
@@ -87,6 +94,15 @@ pub enum ConvertError {
         tasks: usize,
         /// The bound.
         max: usize,
+    },
+    /// A pipe or socket call of a task the recording has no other trace of: the recorder only
+    /// records the calls of tasks it traces, so the trace is inconsistent (a fork was lost).
+    #[error("the trace has a pipe or socket call of task {pid} at {ts_ns} ns, a task it never saw start (neither a recorded root nor a recorded fork's child); the recording is inconsistent: record again, or pass --allow-lossy to ignore such calls")]
+    UnknownTask {
+        /// The calling task.
+        pid: i32,
+        /// When, CLOCK_MONOTONIC ns.
+        ts_ns: u64,
     },
     /// Even summarised, the file would be too long.
     #[error("the recording does not summarise into {max} steps (and a 4 MiB file) ({steps} after folding its repeats into loops); record a shorter stretch (--duration) or a smaller run")]
@@ -141,10 +157,28 @@ pub struct Summary {
     /// Mean absolute deviation of summarised durations from the recorded ones, as a share of
     /// their total (0 when nothing was summarised).
     pub loop_error: f64,
-    /// Total CPU time of the recorded tasks, ns.
+    /// Total CPU time of the recorded tasks, ns (their computes and the time inside their
+    /// channels' calls).
     pub cpu_ns: u64,
     /// Events the kernel dropped (the file is approximate when this is not 0).
     pub lost: u64,
+    /// Pipes and sockets replayed as channels.
+    pub channels: usize,
+    /// Messages written on them and read (`send`/`recv` pairs).
+    pub messages: usize,
+    /// Messages written and never read while recorded: left out (a channel is read as often as
+    /// it is written).
+    pub unread_messages: usize,
+    /// Wakeups of a task inside a read or write of a channel: carried by the channel itself,
+    /// not by a semaphore.
+    pub channel_wakeups: usize,
+    /// CPU time spent inside the channels' calls, ns: in no `compute` (the replay's own calls
+    /// pay it).
+    pub io_system_ns: u64,
+    /// Pipes and sockets read or written but not replayed as channels (read by several tasks,
+    /// never read or never written by a recorded task, or messages of several sizes): their
+    /// calls are CPU time and their wakeups dependencies, as for any other call.
+    pub other_objects: usize,
 }
 
 impl Summary {
@@ -152,9 +186,10 @@ impl Summary {
     /// it, so the two say the same thing in the same words.
     pub fn holds(&self) -> String {
         format!(
-            "{} tasks in {} groups; {} wakeups by a recorded task (post -> wait; {} of them before the task had left its CPU{}), {} timer sleeps, {} sleeps woken from outside, {} yields, {} spawns; {} migrations not replayed (placement is the scheduler's); {:.6} s CPU time",
+            "{} tasks in {} groups; {}{} wakeups by a recorded task (post -> wait; {} of them before the task had left its CPU{}), {} timer sleeps, {} sleeps woken from outside, {} yields, {} spawns; {} migrations not replayed (placement is the scheduler's); {:.6} s CPU time",
             self.tasks,
             self.groups,
+            self.channel_text(),
             self.dependencies,
             self.wakeups_before_sleep,
             if self.rendezvous > 0 {
@@ -171,6 +206,22 @@ impl Summary {
             self.spawns,
             self.migrations,
             self.cpu_ns as f64 / 1e9
+        )
+    }
+
+    /// The channels' part of [`Summary::holds`] (empty when the recording has no I/O calls).
+    fn channel_text(&self) -> String {
+        if self.channels == 0 && self.other_objects == 0 {
+            return String::new();
+        }
+        format!(
+            "{} pipes/sockets as channels ({} messages sent and received, {} unread left out; {} wakeups carried by them; {:.6} s CPU inside their calls, paid by the replay's own calls), {} other pipes/sockets as plain CPU time; ",
+            self.channels,
+            self.messages,
+            self.unread_messages,
+            self.channel_wakeups,
+            self.io_system_ns as f64 / 1e9,
+            self.other_objects
         )
     }
 
@@ -211,7 +262,8 @@ pub struct TaskFacts {
     pub tid: i32,
     /// The group it is written in (several tasks may share one).
     pub group: String,
-    /// CPU time, ns (the sum of its `compute` steps before summarising).
+    /// CPU time, ns (the sum of its `compute` steps before summarising, and the time inside its
+    /// channels' calls).
     pub cpu_ns: u64,
     /// Switches off its CPU to sleep.
     pub voluntary_switches: u64,
@@ -247,6 +299,14 @@ enum Step {
     Ready(i32),
     /// Wait on `ready_<wakee>_from_<self>`: the wakee has reached the wait this post ends.
     AwaitReady(i32),
+    /// Send one message on channel k; the CPU time the recorded call took, ns.
+    Send(u32, u64),
+    /// A read of this many bytes from channel k, and the CPU time it took, ns, before it is
+    /// mapped to messages.
+    Read(u32, u64, u64),
+    /// Receive one message from channel k; the CPU time of the recorded call it came from, ns
+    /// (on the first receive of a read that took several messages).
+    Recv(u32, u64),
 }
 
 impl Step {
@@ -262,6 +322,9 @@ impl Step {
             Step::Spawn(t) => (6, i64::from(t)),
             Step::Ready(t) => (7, i64::from(t)),
             Step::AwaitReady(t) => (8, i64::from(t)),
+            Step::Send(c, _) => (9, i64::from(c)),
+            Step::Read(c, ..) => (10, i64::from(c)),
+            Step::Recv(c, _) => (11, i64::from(c)),
         }
     }
 
@@ -308,6 +371,8 @@ struct Task {
     steps: Vec<Step>,
     waited: bool,
     facts: TaskFacts,
+    /// The channel call in progress: its channel, whether it is a read, when it began.
+    io: Option<(u32, IoOp, u64)>,
 }
 
 impl Task {
@@ -324,6 +389,7 @@ impl Task {
             call: None,
             steps: Vec::new(),
             waited: false,
+            io: None,
             facts: TaskFacts {
                 tid,
                 ..TaskFacts::default()
@@ -391,6 +457,11 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         lost: rec.lost,
         ..Summary::default()
     };
+    let chans = find_channels(rec);
+    summary.channels = chans.list.len();
+    summary.other_objects = chans.other;
+    // Each channel's messages in the order they were written: the writer's slot.
+    let mut written: Vec<Vec<usize>> = vec![Vec::new(); chans.list.len()];
     let mut seen = 0usize;
     let mut latencies: Vec<u64> = Vec::new();
     // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
@@ -448,6 +519,17 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 if let Some(&i) = slot.get(&next) {
                     seen += 1;
                     let t = &mut tasks[i];
+                    if t.io.is_some() {
+                        // Back on a CPU inside a channel's call: whatever it slept for, the
+                        // replay's own call sleeps for it.
+                        if let State::Woken { at, .. } = t.state {
+                            latencies.push(ts.saturating_sub(at));
+                        }
+                        if !matches!(t.state, State::Dead) {
+                            t.state = State::Running { since: ts };
+                        }
+                        continue;
+                    }
                     match t.state {
                         State::Woken {
                             since,
@@ -493,6 +575,49 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
             EventKind::Waking { waker, wakee } => {
                 let Some(&s) = slot.get(&wakee) else { continue };
                 seen += 1;
+                // The call the task sleeps in, where it is one the recorder names.
+                let call = match tasks[s].state {
+                    State::Sleeping { call, .. } => call,
+                    _ => tasks[s].call,
+                };
+                // A wakeup inside a read or write of a channel (its data or its room arrived),
+                // or between two tasks a channel joins, of a task in no call that is not a
+                // channel's (poll, a timer, wait4, sched_yield): the replay's channel carries
+                // it, no semaphore. (A semaphore beside the channel could deadlock the replay:
+                // a waiter that no longer reads while its writer blocks on the full channel
+                // before its post.)
+                if tasks[s].io.is_some()
+                    || (chans.carriers.contains(&(waker, wakee))
+                        && matches!(call, None | Some(Call::Other(_))))
+                {
+                    let t = &mut tasks[s];
+                    match t.state {
+                        State::Sleeping { since, call } => {
+                            t.state = State::Woken {
+                                since,
+                                at: ts,
+                                by: None,
+                                ready: None,
+                                call,
+                            }
+                        }
+                        State::Unknown => {
+                            t.state = State::Woken {
+                                since: start,
+                                at: ts,
+                                by: None,
+                                ready: None,
+                                call: None,
+                            }
+                        }
+                        State::Running { .. } | State::Runnable => {}
+                        _ => continue,
+                    }
+                    summary.wakeups += 1;
+                    summary.channel_wakeups += 1;
+                    t.facts.wakeups += 1;
+                    continue;
+                }
                 let by = slot.get(&waker).copied().filter(|&w| w != s);
                 let (since, call) = match tasks[s].state {
                     State::Sleeping { since, call } => (since, call),
@@ -592,6 +717,59 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     tasks[i].call = None;
                 }
             }
+            EventKind::IoEnter { io } => {
+                let Some(&i) = slot.get(&io.pid) else {
+                    if opts.allow_lossy {
+                        continue;
+                    }
+                    return Err(ConvertError::UnknownTask {
+                        pid: io.pid,
+                        ts_ns: ts,
+                    });
+                };
+                let Some(c) = chans.of(&io) else { continue };
+                seen += 1;
+                let t = &mut tasks[i];
+                t.flush(ts, start);
+                t.io = Some((c, io.op, ts));
+                if io.op == IoOp::Write {
+                    written[c as usize].push(i);
+                }
+            }
+            EventKind::IoExit { io } => {
+                let Some(&i) = slot.get(&io.pid) else {
+                    continue;
+                };
+                let t = &mut tasks[i];
+                let Some((c, op, entered)) = t.io.take() else {
+                    continue;
+                };
+                seen += 1;
+                if let State::Running { since } = t.state {
+                    t.cpu += ts.saturating_sub(since);
+                    t.state = State::Running { since: ts };
+                }
+                // The call's own CPU time goes with it: the replay's call pays it.
+                let mut sys = std::mem::take(&mut t.cpu);
+                // A socket call whose entry was not seen: its time, as measured on this
+                // machine, is the end of the compute before it.
+                if let (true, Transport::UnixStream, Some((send, recv))) =
+                    (entered == ts, io.transport, opts.socket_call_ns)
+                {
+                    if let Some(Step::Compute(d)) = t.steps.last_mut() {
+                        let cut = (*d).min(if op == IoOp::Write { send } else { recv });
+                        *d -= cut;
+                        sys += cut;
+                        if *d == 0 {
+                            t.steps.pop();
+                        }
+                    }
+                }
+                t.push(match op {
+                    IoOp::Write => Step::Send(c, sys),
+                    IoOp::Read => Step::Read(c, io.bytes.max(0) as u64, sys),
+                });
+            }
         }
     }
     if seen == 0 {
@@ -633,28 +811,15 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         }
         summary.rendezvous -= unmatched.len();
     }
+    map_messages(&mut tasks, &chans, &written, &slot, &mut summary);
     summary.tasks = tasks.len();
-    summary.cpu_ns = tasks
-        .iter()
-        .flat_map(|t| &t.steps)
-        .map(|s| match s {
-            Step::Compute(d) => *d,
-            _ => 0,
-        })
-        .sum();
+    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps)).sum();
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
     for t in &mut tasks {
-        t.facts.cpu_ns = t
-            .steps
-            .iter()
-            .map(|s| match s {
-                Step::Compute(d) => *d,
-                _ => 0,
-            })
-            .sum();
+        t.facts.cpu_ns = cpu_of(&t.steps);
     }
-    let (toml, group_of) = render(rec, &tasks, &mut summary)?;
+    let (toml, group_of) = render(rec, &tasks, &chans, &mut summary)?;
     let tasks = tasks
         .into_iter()
         .map(|t| TaskFacts {
@@ -668,6 +833,216 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         tasks,
         wakeup_latencies_ns: latencies,
     })
+}
+
+/// A recorded pipe or socket replayed as a channel.
+#[derive(Clone, Copy, Debug)]
+struct Chan {
+    transport: Transport,
+    /// Its one reader.
+    reader: i32,
+    /// The bytes of every write on it: the channel's message size.
+    size: u64,
+}
+
+/// The recording's channels: the objects that qualify (see [`find_channels`]), numbered in the
+/// order they were first used.
+#[derive(Debug, Default)]
+struct Channels {
+    by_object: HashMap<u64, u32>,
+    list: Vec<Chan>,
+    /// Objects seen that do not qualify.
+    other: usize,
+    /// (waker, wakee) pairs a channel can carry a wakeup between: a writer waking its
+    /// channel's reader (data came) and the reader waking a writer (room came).
+    carriers: std::collections::HashSet<(i32, i32)>,
+}
+
+impl Channels {
+    /// The channel a call moved bytes on, if it is one of ours (a call that moved none — an
+    /// error, an end of file — is not a message).
+    fn of(&self, io: &IoCall) -> Option<u32> {
+        (io.bytes > 0)
+            .then(|| self.by_object.get(&io.object).copied())
+            .flatten()
+    }
+}
+
+/// The pipes and sockets that become channels: read by exactly one recorded task, written by at
+/// least one, every write of the same size (a channel carries one message size, and the
+/// replay's reader takes whole messages in whatever order its writers' messages come).
+fn find_channels(rec: &Recording) -> Channels {
+    struct Seen {
+        transport: Transport,
+        first: usize,
+        reader: Option<i32>,
+        readers: usize,
+        writes: usize,
+        size: Option<u64>,
+        sizes: usize,
+        writers: Vec<i32>,
+    }
+    let mut seen: HashMap<u64, Seen> = HashMap::new();
+    for ev in &rec.events {
+        let EventKind::IoEnter { io } = ev.kind else {
+            continue;
+        };
+        if io.bytes <= 0 {
+            continue;
+        }
+        let n = seen.len();
+        let o = seen.entry(io.object).or_insert(Seen {
+            transport: io.transport,
+            first: n,
+            reader: None,
+            readers: 0,
+            writes: 0,
+            size: None,
+            sizes: 0,
+            writers: Vec::new(),
+        });
+        match io.op {
+            IoOp::Read => {
+                if o.reader != Some(io.pid) {
+                    o.readers += 1;
+                    o.reader = Some(io.pid);
+                }
+            }
+            IoOp::Write => {
+                o.writes += 1;
+                if !o.writers.contains(&io.pid) {
+                    o.writers.push(io.pid);
+                }
+                if o.size != Some(io.bytes as u64) {
+                    o.sizes += 1;
+                    o.size = Some(io.bytes as u64);
+                }
+            }
+        }
+    }
+    let mut objects: Vec<(u64, Seen)> = seen.into_iter().collect();
+    objects.sort_by_key(|(_, o)| o.first);
+    let mut out = Channels::default();
+    for (object, o) in objects {
+        match (o.reader, o.size) {
+            (Some(reader), Some(size)) if o.readers == 1 && o.sizes == 1 && o.writes > 0 => {
+                for &w in o.writers.iter().filter(|&&w| w != reader) {
+                    out.carriers.insert((w, reader));
+                    out.carriers.insert((reader, w));
+                }
+                out.by_object.insert(object, out.list.len() as u32);
+                out.list.push(Chan {
+                    transport: o.transport,
+                    reader,
+                    size,
+                });
+            }
+            _ => out.other += 1,
+        }
+    }
+    out
+}
+
+/// Turn each channel's reads into receives of whole messages, and leave out the messages never
+/// read. The rule: a channel's messages are its writes, one message each, in the order the
+/// writes began; the bytes a read returned are the next bytes of that stream, and the read
+/// receives every message whose first byte it took — so a read that took two writes' bytes
+/// receives two messages, and a read that took only the end of a message receives none (its
+/// start was received by the read before). Messages whose first byte nobody read are left out
+/// of their writers' steps (the last ones each writer wrote on the channel).
+fn map_messages(
+    tasks: &mut [Task],
+    chans: &Channels,
+    written: &[Vec<usize>],
+    slot: &HashMap<i32, usize>,
+    summary: &mut Summary,
+) {
+    if chans.list.is_empty() {
+        return;
+    }
+    // For each channel, the messages each of its reads receives, in order.
+    let mut receives: Vec<std::collections::VecDeque<usize>> =
+        vec![Default::default(); chans.list.len()];
+    let mut read_messages = vec![0usize; chans.list.len()];
+    for (c, ch) in chans.list.iter().enumerate() {
+        let Some(&r) = slot.get(&ch.reader) else {
+            continue;
+        };
+        let total = written[c].len() as u64;
+        let mut cursor = 0u64;
+        for step in &tasks[r].steps {
+            let Step::Read(k, bytes, _) = *step else {
+                continue;
+            };
+            if k as usize != c {
+                continue;
+            }
+            // Messages whose first byte (m * size) is in [cursor, cursor + bytes).
+            let first = cursor.div_ceil(ch.size).min(total);
+            let end = (cursor + bytes).div_ceil(ch.size).min(total);
+            receives[c].push_back((end - first) as usize);
+            cursor += bytes;
+        }
+        read_messages[c] = cursor.div_ceil(ch.size).min(total) as usize;
+    }
+    // How many of its messages on each channel each writer keeps.
+    let mut keep: HashMap<(usize, u32), usize> = HashMap::new();
+    for (c, writers) in written.iter().enumerate() {
+        for &w in &writers[..read_messages[c]] {
+            *keep.entry((w, c as u32)).or_default() += 1;
+        }
+        summary.messages += read_messages[c];
+        summary.unread_messages += writers.len() - read_messages[c];
+    }
+    for (i, t) in tasks.iter_mut().enumerate() {
+        if !t
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::Send(..) | Step::Read(..)))
+        {
+            continue;
+        }
+        let steps = std::mem::take(&mut t.steps);
+        let mut sent: HashMap<u32, usize> = HashMap::new();
+        for s in steps {
+            match s {
+                // A call that is no message in the replay is CPU time, as any other call.
+                Step::Send(c, sys) => {
+                    let n = sent.entry(c).or_default();
+                    *n += 1;
+                    if *n <= keep.get(&(i, c)).copied().unwrap_or(0) {
+                        summary.io_system_ns += sys;
+                        t.push(s);
+                    } else {
+                        t.push(Step::Compute(sys));
+                    }
+                }
+                Step::Read(c, _, sys) => {
+                    let n = receives[c as usize].pop_front().unwrap_or(0);
+                    if n == 0 {
+                        t.push(Step::Compute(sys));
+                    } else {
+                        summary.io_system_ns += sys;
+                    }
+                    for k in 0..n {
+                        t.push(Step::Recv(c, if k == 0 { sys } else { 0 }));
+                    }
+                }
+                other => t.push(other),
+            }
+        }
+    }
+}
+
+/// A task's CPU time: its computes and the time inside its channels' calls.
+fn cpu_of(steps: &[Step]) -> u64 {
+    steps
+        .iter()
+        .map(|s| match *s {
+            Step::Compute(d) | Step::Send(_, d) | Step::Recv(_, d) => d,
+            _ => 0,
+        })
+        .sum()
 }
 
 fn sleep_kind(call: Option<Call>) -> SleepKind {
@@ -775,7 +1150,13 @@ fn us(ns: u64) -> String {
     }
 }
 
-fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent: &str) {
+fn render_step(
+    s: &Step,
+    groups: &HashMap<i32, String>,
+    sizes: &[u64],
+    out: &mut String,
+    indent: &str,
+) {
     let _ = match *s {
         Step::Compute(d) => writeln!(out, "{indent}{{ compute = \"{}\" }},", us(d)),
         Step::Post(t) => writeln!(out, "{indent}{{ post = \"wake_{t}\" }},"),
@@ -792,6 +1173,18 @@ fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent
         Step::Spawn(t) => writeln!(out, "{indent}{{ spawn = \"{}\" }},", groups[&t]),
         Step::Ready(w) => writeln!(out, "{indent}{{ post = \"ready_self_from_{w}\" }},"),
         Step::AwaitReady(t) => writeln!(out, "{indent}{{ wait = \"ready_{t}_from_self\" }},"),
+        Step::Send(c, _) => writeln!(
+            out,
+            "{indent}{{ send = \"chan[{c}]\", size = \"{}B\" }},",
+            sizes[c as usize]
+        ),
+        Step::Recv(c, _) => writeln!(
+            out,
+            "{indent}{{ recv = \"chan[{c}]\", size = \"{}B\" }},",
+            sizes[c as usize]
+        ),
+        // Mapped to receives before anything is written.
+        Step::Read(..) => Ok(()),
     };
 }
 
@@ -799,8 +1192,10 @@ fn render_step(s: &Step, groups: &HashMap<i32, String>, out: &mut String, indent
 fn render(
     rec: &Recording,
     tasks: &[Task],
+    chans: &Channels,
     summary: &mut Summary,
 ) -> Result<(String, HashMap<i32, String>), ConvertError> {
+    let sizes: Vec<u64> = chans.list.iter().map(|c| c.size).collect();
     // Bodies first: the group names of folded tasks depend on them.
     let mut dev = 0.0;
     let mut total = 0.0;
@@ -837,7 +1232,7 @@ fn render(
     // two tasks others post to.
     for (t, items) in tasks.iter().zip(&items_of) {
         let mut b = String::new();
-        body_text(items, &own, &mut b, t.tid);
+        body_text(items, &own, &sizes, &mut b, t.tid);
         bodies.push(b);
     }
     let mut group_of: HashMap<i32, String> = HashMap::new();
@@ -861,6 +1256,33 @@ fn render(
     );
     // Threads: the semaphores are shared memory, and a spawned task is then a parked thread.
     let _ = writeln!(out, "tasks = \"threads\"");
+    if !chans.list.is_empty() {
+        // One transport a file: the one most of the recorded channels were.
+        let pipes = chans
+            .list
+            .iter()
+            .filter(|c| c.transport == Transport::Pipe)
+            .count();
+        let sockets = chans.list.len() - pipes;
+        let (transport, note) = match (pipes, sockets) {
+            (_, 0) => ("pipe", String::new()),
+            (0, _) => ("socketpair", String::new()),
+            (p, s) if p >= s => (
+                "pipe",
+                format!("   # recorded: {p} pipes and {s} UNIX stream sockets"),
+            ),
+            (p, s) => (
+                "socketpair",
+                format!("   # recorded: {s} UNIX stream sockets and {p} pipes"),
+            ),
+        };
+        let _ = writeln!(out, "transport = \"{transport}\"{note}");
+        let _ = writeln!(
+            out,
+            "\n[channels.chan]   # the recorded pipes and sockets, in the order they were first used\ncount = {}",
+            chans.list.len()
+        );
+    }
     let waiters: Vec<i32> = tasks.iter().filter(|t| t.waited).map(|t| t.tid).collect();
     let mut posted: Vec<i32> = tasks
         .iter()
@@ -905,7 +1327,7 @@ fn render(
             let _ = writeln!(out, "spawned = true");
         }
         let mut b = String::new();
-        body_text(&items_of[k], &group_of, &mut b, t.tid);
+        body_text(&items_of[k], &group_of, &sizes, &mut b, t.tid);
         out.push_str(&b);
     }
     if out.len() as u64 > crate::MAX_FILE_BYTES {
@@ -918,15 +1340,21 @@ fn render(
 }
 
 /// `steps = [ ... ]` for one task; `names` gives spawned groups' names.
-fn body_text(items: &[Item], names: &HashMap<i32, String>, out: &mut String, tid: i32) {
+fn body_text(
+    items: &[Item],
+    names: &HashMap<i32, String>,
+    sizes: &[u64],
+    out: &mut String,
+    tid: i32,
+) {
     let mut inner = String::new();
     for it in items {
         match it {
-            Item::Step(s) => render_step(s, names, &mut inner, "  "),
+            Item::Step(s) => render_step(s, names, sizes, &mut inner, "  "),
             Item::Loop { passes, body } => {
                 let _ = writeln!(inner, "  {{ loop = {passes}, steps = [");
                 for s in body {
-                    render_step(s, names, &mut inner, "      ");
+                    render_step(s, names, sizes, &mut inner, "      ");
                 }
                 let _ = writeln!(inner, "  ] }},");
             }
@@ -980,7 +1408,12 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made."
+        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made{}.",
+        if s.channels > 0 {
+            "; send/recv: a write to and the reads of a recorded pipe or socket (a recv for each message whose first byte a read took)"
+        } else {
+            ""
+        }
     );
     if let Some(line) = s.summarised() {
         let _ = writeln!(out, "# Summarised: {line}.");
@@ -1423,5 +1856,339 @@ mod tests {
         assert!(c.toml.len() < 10_000);
         compiles(&c.toml);
         eprintln!("1M events converted in {took:?}");
+    }
+    /// A pipe or socket call of `pid` from `enter` to `exit`: its two events.
+    fn io(
+        enter: u64,
+        exit: u64,
+        pid: i32,
+        op: IoOp,
+        transport: Transport,
+        object: u64,
+        bytes: i64,
+    ) -> [SchedEvent; 2] {
+        let io = IoCall {
+            pid,
+            op,
+            transport,
+            object,
+            bytes,
+        };
+        [
+            ev(enter, EventKind::IoEnter { io }),
+            ev(exit, EventKind::IoExit { io }),
+        ]
+    }
+    fn pipe(enter: u64, exit: u64, pid: i32, op: IoOp, object: u64, bytes: i64) -> [SchedEvent; 2] {
+        io(enter, exit, pid, op, Transport::Pipe, object, bytes)
+    }
+    /// The recording of `events` in time order (a call's two events are made together).
+    fn sorted(roots: &[i32], mut events: Vec<SchedEvent>) -> Recording {
+        events.sort_by_key(|e| e.ts_ns);
+        rec(roots, events)
+    }
+
+    /// `perf bench sched pipe` on one CPU, `n` round trips: 10 writes 4 bytes into pipe 0xA
+    /// and reads pipe 0xB; 11 reads 0xA and answers on 0xB; each wakes the other inside its
+    /// write and sleeps inside its read.
+    fn pipe_pingpong(n: u64) -> Recording {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 11),
+            sw(20, 11, LeftAs::Sleeping, 10),
+        ];
+        // 11's first read: from 10 ns to its first round's 150.
+        let mut read11 = 10;
+        let mut b = 0;
+        for k in 0..n {
+            e.extend(pipe(b + 100, b + 120, 10, W, 0xA, 4));
+            e.push(wk(b + 110, 10, 11));
+            e.extend(pipe(b + 130, b + 210, 10, R, 0xB, 4));
+            e.push(sw(b + 140, 10, LeftAs::Sleeping, 11));
+            e.extend(pipe(read11, b + 150, 11, R, 0xA, 4));
+            e.extend(pipe(b + 160, b + 180, 11, W, 0xB, 4));
+            e.push(wk(b + 170, 11, 10));
+            // The last read of 11 is still waiting when recording stops: no record of it.
+            if k + 1 < n {
+                read11 = b + 190;
+            }
+            e.push(sw(b + 200, 11, LeftAs::Sleeping, 10));
+            b += 200;
+        }
+        sorted(&[10, 11], e)
+    }
+
+    #[test]
+    fn a_pipe_pingpong_is_two_channels_and_no_semaphore() {
+        let c = convert(&pipe_pingpong(3), false).unwrap();
+        compiles(&c.toml);
+        assert!(!c.toml.contains("semaphores"), "{}", c.toml);
+        assert!(c.toml.contains("transport = \"pipe\""));
+        assert!(c.toml.contains("[channels.chan]"));
+        assert_eq!((c.summary.channels, c.summary.messages), (2, 6));
+        assert_eq!((c.summary.dependencies, c.summary.channel_wakeups), (0, 6));
+        assert_eq!((c.summary.wakeups, c.summary.unread_messages), (6, 0));
+        // Channel 0 is the pipe first used (11's read of 0xA).
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.08us\" },",
+                "{ send = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.09us\" },",
+                "{ send = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.09us\" },",
+                "{ send = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[1]\", size = \"4B\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ send = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ send = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ recv = \"chan[0]\", size = \"4B\" },",
+                "{ compute = \"0.01us\" },",
+                "{ send = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.02us\" },",
+            ]
+        );
+        // The calls' own CPU time is in no compute: a write 20 ns, a read 10 ns before it
+        // sleeps and 10 after; 10 made 3 of each, 11 3 writes and 3 reads (its last read is
+        // unrecorded).
+        assert_eq!(c.summary.io_system_ns, 6 * 20 + 6 * 20);
+        // The tasks' CPU time is all of it, the calls' included: the one CPU was busy from 0
+        // to the end, 610 (10's last read returns then).
+        let cpu: u64 = c.tasks.iter().map(|t| t.cpu_ns).sum();
+        assert_eq!((cpu, c.summary.cpu_ns), (610, 610), "{:?}", c.tasks);
+        // Latencies are still those of every wakeup of a sleeping task.
+        assert_eq!(c.wakeup_latencies_ns.len(), 6);
+    }
+
+    #[test]
+    fn reads_map_to_whole_messages() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        // 10 writes 8-byte messages into 0xA; 11 reads them: one read takes two messages,
+        // then a message is read in two halves, then a last message is never read.
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(pipe(100, 110, 10, W, 0xA, 8));
+        e.extend(pipe(200, 210, 10, W, 0xA, 8));
+        e.extend(pipe(300, 310, 11, R, 0xA, 16));
+        e.extend(pipe(400, 410, 10, W, 0xA, 8));
+        e.extend(pipe(500, 510, 11, R, 0xA, 4));
+        e.extend(pipe(600, 610, 11, R, 0xA, 4));
+        e.extend(pipe(700, 710, 10, W, 0xA, 8));
+        // An end of file: no message.
+        e.extend(pipe(800, 810, 11, R, 0xA, 0));
+        e.push(sw(900, 10, LeftAs::Dead, 0));
+        e.push(sw(900, 11, LeftAs::Dead, 0));
+        let c = convert(&sorted(&[10, 11], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.messages, c.summary.unread_messages), (3, 1));
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.3us\" },",
+                "{ recv = \"chan[0]\", size = \"8B\" },",
+                "{ recv = \"chan[0]\", size = \"8B\" },",
+                "{ compute = \"0.19us\" },",
+                "{ recv = \"chan[0]\", size = \"8B\" },",
+                // The second half's read received nothing and the end of file's is no
+                // message: both are CPU time, merged with the computes around them.
+                "{ compute = \"0.39us\" },",
+            ]
+        );
+        // The unread last message is left out of its writer's steps.
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ send = \"chan[0]\", size = \"8B\" },",
+                "{ compute = \"0.09us\" },",
+                "{ send = \"chan[0]\", size = \"8B\" },",
+                "{ compute = \"0.19us\" },",
+                "{ send = \"chan[0]\", size = \"8B\" },",
+                // With the left-out send's own 10 ns.
+                "{ compute = \"0.49us\" },",
+            ]
+        );
+        // The calls' CPU time: 10's three kept writes, 11's two reads that received.
+        assert_eq!(c.summary.io_system_ns, 5 * 10);
+    }
+
+    #[test]
+    fn a_socketpairs_two_directions_are_two_channels() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        let unix = |a, b, pid, op, obj| io(a, b, pid, op, Transport::UnixStream, obj, 100);
+        // One socketpair, ends 0xA (10's) and 0xB (11's): a write names the peer, a read its
+        // own end, so 10's write and 11's read both name 0xB.
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(unix(100, 110, 10, W, 0xB));
+        e.extend(unix(105, 200, 11, R, 0xB));
+        e.extend(unix(300, 310, 11, W, 0xA));
+        e.extend(unix(150, 400, 10, R, 0xA));
+        let c = convert(&sorted(&[10, 11], e), false).unwrap();
+        compiles(&c.toml);
+        assert!(c.toml.contains("transport = \"socketpair\""), "{}", c.toml);
+        assert_eq!((c.summary.channels, c.summary.messages), (2, 2));
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ send = \"chan[0]\", size = \"100B\" },",
+                "{ compute = \"0.04us\" },",
+                "{ recv = \"chan[1]\", size = \"100B\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.105us\" },",
+                "{ recv = \"chan[0]\", size = \"100B\" },",
+                "{ compute = \"0.1us\" },",
+                "{ send = \"chan[1]\", size = \"100B\" },",
+                // Running until the recording stopped.
+                "{ compute = \"0.09us\" },",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_pipe_read_by_two_tasks_stays_cpu_time_and_dependencies() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+            sw(0, 0, LeftAs::Runnable, 12),
+        ];
+        e.extend(pipe(50, 300, 11, R, 0xA, 4));
+        e.push(sw(60, 11, LeftAs::Sleeping, 0));
+        e.extend(pipe(100, 120, 10, W, 0xA, 4));
+        e.push(wk(110, 10, 11));
+        e.push(sw(290, 0, LeftAs::Runnable, 11));
+        e.extend(pipe(400, 420, 10, W, 0xA, 4));
+        e.extend(pipe(500, 510, 12, R, 0xA, 4));
+        let c = convert(&sorted(&[10, 11, 12], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.channels, c.summary.other_objects), (0, 1));
+        assert_eq!(c.summary.dependencies, 1);
+        assert!(c.toml.contains("[semaphores.wake_11]"));
+        assert!(!c.toml.contains("[channels.") && !c.toml.contains("send ="));
+    }
+
+    #[test]
+    fn a_call_of_a_task_never_seen_is_refused() {
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 10)];
+        e.extend(pipe(100, 110, 10, IoOp::Write, 0xA, 4));
+        e.extend(pipe(200, 210, 77, IoOp::Read, 0xA, 4));
+        let r = sorted(&[10], e);
+        let err = convert(&r, false).unwrap_err();
+        assert_eq!(
+            err,
+            ConvertError::UnknownTask {
+                pid: 77,
+                ts_ns: 200
+            }
+        );
+        assert!(err.to_string().contains("task 77"), "{err}");
+        // Accepted as lossy: the call is ignored.
+        assert!(convert(&r, true).is_ok());
+    }
+    #[test]
+    fn wakeups_between_channel_peers_are_the_channels_but_a_polls_is_not() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        // As the socket tracepoints see it: calls that did not sleep take no time. 11 is
+        // woken by its writer on its way to sleep in a read (no sleep traced), and later
+        // sleeps in poll and is woken by the same writer.
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(pipe(100, 100, 10, W, 0xA, 8));
+        e.push(wk(100, 10, 11));
+        e.extend(pipe(150, 150, 11, R, 0xA, 8));
+        e.push(ev(
+            200,
+            EventKind::SysEnter {
+                pid: 11,
+                call: Call::Poll,
+            },
+        ));
+        e.push(sw(200, 11, LeftAs::Sleeping, 0));
+        e.push(wk(300, 10, 11));
+        e.push(sw(310, 0, LeftAs::Runnable, 11));
+        e.push(ev(310, EventKind::SysExit { pid: 11 }));
+        let c = convert(&sorted(&[10, 11], e), false).unwrap();
+        compiles(&c.toml);
+        assert_eq!((c.summary.channel_wakeups, c.summary.dependencies), (1, 1));
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.15us\" },",
+                "{ recv = \"chan[0]\", size = \"8B\" },",
+                "{ compute = \"0.05us\" },",
+                "{ wait = \"wake_11\" },",
+            ]
+        );
+    }
+    #[test]
+    fn a_socket_call_seen_only_returning_takes_its_measured_time_from_the_compute() {
+        const R: IoOp = IoOp::Read;
+        const W: IoOp = IoOp::Write;
+        let unix = |t, pid, op, obj| io(t, t, pid, op, Transport::UnixStream, obj, 100);
+        let mut e = vec![
+            sw(0, 0, LeftAs::Runnable, 10),
+            sw(0, 0, LeftAs::Runnable, 11),
+        ];
+        e.extend(unix(1_000, 10, W, 0xB));
+        e.extend(unix(1_500, 11, R, 0xB));
+        e.push(sw(2_000, 10, LeftAs::Dead, 0));
+        e.push(sw(2_000, 11, LeftAs::Dead, 0));
+        let r = sorted(&[10, 11], e);
+        let opts = Options {
+            socket_call_ns: Some((300, 2_000)),
+            ..Options::default()
+        };
+        let c = convert_with(&r, &opts).unwrap();
+        compiles(&c.toml);
+        // The send's 300 ns come off the 1000 before it; the receive's 2000 take all 1500.
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.7us\" },",
+                "{ send = \"chan[0]\", size = \"100B\" },",
+                "{ compute = \"1us\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task11_11")[..1],
+            ["{ recv = \"chan[0]\", size = \"100B\" },"]
+        );
+        assert_eq!(c.summary.io_system_ns, 300 + 1_500);
+        // Without a measurement, nothing is taken.
+        let c = convert(&r, false).unwrap();
+        assert_eq!(steps_of(&c.toml, "task10_10")[0], "{ compute = \"1us\" },");
     }
 }

@@ -5,6 +5,8 @@
 //!
 //! The events follow the kernel's `include/trace/events/sched.h` and
 //! `include/trace/events/syscalls.h` (`raw_syscalls`); times are CLOCK_MONOTONIC nanoseconds.
+//! The pipe and socket calls ([`IoCall`]) are the BPF recorder's, from fentry/fexit on the
+//! kernel's `anon_pipe_read`/`anon_pipe_write` and `unix_stream_recvmsg`/`unix_stream_sendmsg`.
 
 /// How a task left its CPU at a `sched_switch` (the `prev_state` column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,6 +32,41 @@ pub enum Call {
     WaitChild,
     /// Any other system call, by number.
     Other(i64),
+}
+
+/// Which way a pipe or socket call moved bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IoOp {
+    /// read, recv: bytes taken out.
+    Read,
+    /// write, send: bytes put in.
+    Write,
+}
+
+/// What carried the bytes of a recorded call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Transport {
+    /// An anonymous pipe.
+    Pipe,
+    /// A UNIX stream socket (a socketpair's end, or a connected one).
+    UnixStream,
+}
+
+/// One read or write of a pipe or a UNIX stream socket by a recorded task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoCall {
+    /// The calling task.
+    pub pid: i32,
+    /// Read or write.
+    pub op: IoOp,
+    /// Pipe or socket.
+    pub transport: Transport,
+    /// The object the bytes go through, as an identity: a pipe's kernel object (both ends share
+    /// it), or the receiving socket (a write's peer, a read's own) — so a write and the read
+    /// that takes its bytes name the same object. Only compared, never dereferenced.
+    pub object: u64,
+    /// The bytes the call returned (negative: an error number, as the kernel returns it).
+    pub bytes: i64,
 }
 
 /// What happened.
@@ -82,6 +119,17 @@ pub enum EventKind {
     SysExit {
         /// The calling task.
         pid: i32,
+    },
+    /// A pipe or socket call began (its fields are those it returned with: the recorder writes
+    /// one record at the return, with the entry time).
+    IoEnter {
+        /// The call.
+        io: IoCall,
+    },
+    /// The same call returned.
+    IoExit {
+        /// The call.
+        io: IoCall,
     },
 }
 

@@ -90,6 +90,12 @@ pub fn run(
     let stop = crate::execute::interrupt_flag()?;
     let rec = record_from(&target, source, buffer_mb, &stop)
         .map_err(|e| Error::System(format!("record: {e}")))?;
+    // Socket calls the recorder saw only return (no entry time): what such a call costs here.
+    let options = schedlab_script::from_trace::Options {
+        socket_call_ns: schedlab_real::trace::record_bpf::untimed_socket_size(&rec.events)
+            .and_then(schedlab_real::trace::record_bpf::socket_call_ns),
+        ..options
+    };
     let converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;
     schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())

@@ -118,7 +118,6 @@ pub const VIA_TRACEFS: &str =
 /// How the BPF recorder's events were recorded, for the file's header.
 pub const VIA_BPF: &str =
     "BPF (sched tracepoints into a ring buffer; the blocking call read from the task's registers)";
-
 /// The tracepoints recorded, with their systems.
 const EVENTS: [(&str, &str); 7] = [
     ("sched", "sched_switch"),
@@ -327,7 +326,7 @@ fn record_bpf(
     mut recorder: super::record_bpf::BpfRecorder,
     stop: &AtomicBool,
 ) -> Result<Recording, RecordError> {
-    let mut rec = new_recording(VIA_BPF);
+    let mut rec = new_recording(&format!("{VIA_BPF}; {}", recorder.io));
     let run = match target {
         Target::Command(argv) => {
             rec.source = argv.join(" ");
@@ -503,6 +502,7 @@ pub(super) fn read_events<R: BufRead>(mut r: R, rec: &mut Recording) -> io::Resu
                 EventKind::Exit { pid }
                 | EventKind::SysEnter { pid, .. }
                 | EventKind::SysExit { pid } => pid,
+                EventKind::IoEnter { io } | EventKind::IoExit { io } => io.pid,
                 EventKind::Switch { prev, .. } => prev,
                 EventKind::Migrate { .. } => 0,
             };

@@ -15,6 +15,18 @@
 //! recorder does not load and `record` falls back to tracefs. A 32-bit (compat) program's call
 //! numbers are not x86-64's and are misread.
 //!
+//! The data flow: reads and writes of anonymous pipes and UNIX stream sockets by traced tasks
+//! come from fentry/fexit programs on the kernel functions that do them (one record a call, at
+//! its return, with its entry time, bytes and object; [`IO_PROGRAMS`]) and become an `IoEnter`
+//! and an `IoExit` event. fentry/fexit rather than a system-call tracepoint: the trampoline is
+//! patched into those four functions only, so no other call of the machine pays anything, and
+//! a call of an untraced task pays one hash lookup. Where they do not load (a kernel without
+//! those functions in its BTF, or one that refuses fentry, as some lock ftrace's function hooks
+//! down), UNIX stream sockets are recorded through the socket layer's BTF tracepoints
+//! `sock_send_length`/`sock_recv_length` instead, with the entry time of a call that slept taken
+//! where it went to sleep, and pipes are not recorded; the recorder says which
+//! ([`BpfRecorder::io`]).
+//!
 //! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
 //! a quarter full; records it had no room for, tasks beyond the traced set's 65,536 and events
 //! beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
@@ -24,8 +36,11 @@
 use super::record::watched_calls;
 use crate::bpf::BpfError;
 use aya::maps::{HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
+use aya::programs::{FEntry, FExit};
 use aya::{Btf, Ebpf, EbpfLoader};
-use schedlab_workload::sched_events::{Call, EventKind, LeftAs, SchedEvent};
+use schedlab_workload::sched_events::{
+    Call, EventKind, IoCall, IoOp, LeftAs, SchedEvent, Transport,
+};
 use std::collections::HashMap;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +57,32 @@ const PROGRAMS: [(&str, &str); 5] = [
     ("on_fork", "sched_process_fork"),
     ("on_exit", "sched_process_exit"),
     ("on_migrate", "sched_migrate_task"),
+];
+
+/// The I/O programs: (entry program, exit program, the kernel functions to try, newest first).
+/// Pipes' read and write were `pipe_read`/`pipe_write` until 6.16 split them into the anonymous
+/// pipes' and the FIFOs' (`anon_pipe_*`, `fifo_pipe_*`; FIFOs are not recorded).
+pub const IO_PROGRAMS: [(&str, &str, &[&str]); 4] = [
+    (
+        "pipe_read_enter",
+        "pipe_read_exit",
+        &["anon_pipe_read", "pipe_read"],
+    ),
+    (
+        "pipe_write_enter",
+        "pipe_write_exit",
+        &["anon_pipe_write", "pipe_write"],
+    ),
+    (
+        "unix_recv_enter",
+        "unix_recv_exit",
+        &["unix_stream_recvmsg"],
+    ),
+    (
+        "unix_send_enter",
+        "unix_send_exit",
+        &["unix_stream_sendmsg"],
+    ),
 ];
 
 /// The most events kept in memory (40 bytes each: 640 MiB); later ones are counted as lost.
@@ -72,8 +113,13 @@ const KIND_WAKING: u8 = 2;
 const KIND_FORK: u8 = 3;
 const KIND_EXIT: u8 = 4;
 const KIND_MIGRATE: u8 = 5;
+const KIND_IO: u8 = 6;
+const IO_WRITE: u8 = 1;
+const IO_SOCKET: u8 = 2;
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
 const NAMED_BYTES: usize = RECORD_BYTES + 16;
+/// `struct rec_io`: the record, the entry time, the object, padding.
+const IO_BYTES: usize = RECORD_BYTES + 32;
 
 /// What the drain thread hands back.
 #[derive(Debug, Default)]
@@ -101,6 +147,9 @@ pub struct BpfRecorder {
     drain: Option<JoinHandle<Drained>>,
     /// The ring's size, bytes.
     pub ring_bytes: u32,
+    /// How the pipe and socket calls are recorded, or why they are not, in words for the file's
+    /// header.
+    pub io: String,
 }
 
 impl std::fmt::Debug for BpfRecorder {
@@ -136,12 +185,15 @@ impl BpfRecorder {
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .map_max_entries("EVENTS", bytes)
+            // ENTERED, the task-local storage of the I/O programs, is never read from here.
+            .allow_unsupported_maps()
             .override_global("wake_bytes", &wake, true)
             .load(OBJECT)
             .map_err(|e| crate::bpf::load_error("loading the recorder", e))?;
         for (program, tracepoint) in PROGRAMS {
             crate::bpf::attach(&mut bpf, &btf, program, tracepoint)?;
         }
+        let io = attach_io(&mut bpf, &btf);
         let map = |bpf: &mut Ebpf, name: &'static str| {
             bpf.take_map(name)
                 .ok_or_else(|| crate::bpf::map_error(name, "missing"))
@@ -167,6 +219,7 @@ impl BpfRecorder {
             stop,
             drain: Some(drain),
             ring_bytes: bytes,
+            io,
         })
     }
 
@@ -216,6 +269,175 @@ impl Drop for BpfRecorder {
             self.join();
         }
     }
+}
+
+/// The socket layer's tracepoints, used where the sockets' fentry/fexit programs do not attach.
+const SOCKET_TRACEPOINTS: [(&str, &str); 2] = [
+    ("on_sock_send", "sock_send_length"),
+    ("on_sock_recv", "sock_recv_length"),
+];
+
+/// The most common size of the socket writes in `events` whose entry was not seen (their entry
+/// is their return: the socket tracepoints' path, a call that did not sleep), if any.
+pub fn untimed_socket_size(events: &[SchedEvent]) -> Option<usize> {
+    let mut entered: HashMap<i32, u64> = HashMap::new();
+    let mut sizes: HashMap<i64, usize> = HashMap::new();
+    for e in events {
+        match e.kind {
+            EventKind::IoEnter { io } if io.transport == Transport::UnixStream => {
+                entered.insert(io.pid, e.ts_ns);
+            }
+            EventKind::IoExit { io }
+                if io.transport == Transport::UnixStream
+                    && io.op == IoOp::Write
+                    && io.bytes > 0
+                    && entered.get(&io.pid) == Some(&e.ts_ns) =>
+            {
+                *sizes.entry(io.bytes).or_default() += 1;
+            }
+            _ => {}
+        }
+    }
+    sizes
+        .into_iter()
+        .max_by_key(|&(size, n)| (n, std::cmp::Reverse(size)))
+        .map(|(size, _)| size as usize)
+}
+
+/// Rounds of [`socket_call_ns`].
+const CALL_ROUNDS: usize = 2000;
+
+/// The CPU time of a write of `size` bytes to a UNIX socketpair and of the read that takes
+/// them, ns: the medians of [`CALL_ROUNDS`] rounds in one thread (neither call sleeps, as a
+/// recorded call whose entry was not seen did not). `None` if the socketpair cannot be made or
+/// used, or `size` is over 64 KiB.
+pub fn socket_call_ns(size: usize) -> Option<(u64, u64)> {
+    use std::io::{Read, Write};
+    if size == 0 || size > 1 << 16 {
+        return None;
+    }
+    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().ok()?;
+    let data = vec![0u8; size];
+    let mut buf = vec![0u8; size];
+    let mut sends = Vec::with_capacity(CALL_ROUNDS);
+    let mut recvs = Vec::with_capacity(CALL_ROUNDS);
+    for _ in 0..CALL_ROUNDS {
+        let t0 = crate::sys::monotonic_ns();
+        a.write_all(&data).ok()?;
+        let t1 = crate::sys::monotonic_ns();
+        b.read_exact(&mut buf).ok()?;
+        let t2 = crate::sys::monotonic_ns();
+        sends.push(t1 - t0);
+        recvs.push(t2 - t1);
+    }
+    sends.sort_unstable();
+    recvs.sort_unstable();
+    Some((sends[CALL_ROUNDS / 2], recvs[CALL_ROUNDS / 2]))
+}
+
+/// Attach the I/O programs ([`IO_PROGRAMS`]), each pair to the first of its functions the kernel
+/// has, the socket tracepoints where the sockets' pairs do not attach; say what is recorded.
+fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
+    let mut missing = Vec::new();
+    let mut attached = Vec::new();
+    for (enter, exit, functions) in IO_PROGRAMS {
+        // The first function the kernel has is the one tried; an older name is tried only
+        // when the newer one is not in its BTF.
+        let mut why = format!("{} not in the kernel's BTF", functions.join(", "));
+        let mut tried = false;
+        let ok = functions.iter().any(|f| {
+            if tried {
+                return false;
+            }
+            match attach_pair(bpf, btf, enter, exit, f) {
+                Ok(()) => true,
+                Err(Refused::NoFunction) => false,
+                Err(Refused::Kernel(e)) => {
+                    tried = true;
+                    why = format!("{f}: {e}");
+                    false
+                }
+            }
+        });
+        if ok {
+            attached.push(functions[0]);
+        } else {
+            missing.push((functions[0], why));
+        }
+    }
+    let pipes_ok = !missing.iter().any(|(f, _)| f.contains("pipe"));
+    let sockets_ok = !missing.iter().any(|(f, _)| f.starts_with("unix"));
+    let mut parts = Vec::new();
+    if pipes_ok && sockets_ok {
+        parts.push("pipe and UNIX stream socket reads and writes through fentry/fexit".to_string());
+    } else {
+        if !attached.is_empty() {
+            parts.push(format!("fentry/fexit on {}", attached.join(", ")));
+        }
+        let why: Vec<String> = missing.iter().map(|(_, w)| w.clone()).collect();
+        if !sockets_ok {
+            let tracepoints = SOCKET_TRACEPOINTS
+                .iter()
+                .try_for_each(|(p, t)| crate::bpf::attach(bpf, btf, p, t));
+            parts.push(match tracepoints {
+                Ok(()) => "UNIX stream socket reads and writes through the sock_send_length/sock_recv_length tracepoints (a call that slept begins where it slept)".to_string(),
+                Err(e) => format!("UNIX stream socket calls not recorded ({e})"),
+            });
+        }
+        if !pipes_ok {
+            parts.push("pipe calls not recorded".to_string());
+        }
+        parts.push(format!("fentry/fexit refused: {}", why.join("; ")));
+    }
+    parts.join("; ")
+}
+
+/// Why an fentry/fexit pair did not attach.
+enum Refused {
+    /// The function is not in the kernel's BTF (a name of another kernel version).
+    NoFunction,
+    /// The kernel or the loader refused, in its words.
+    Kernel(String),
+}
+
+/// Load `enter` as an fentry and `exit` as an fexit program of `function` and attach both.
+fn attach_pair(
+    bpf: &mut Ebpf,
+    btf: &Btf,
+    enter: &str,
+    exit: &str,
+    function: &str,
+) -> Result<(), Refused> {
+    let kernel = |e: &dyn std::fmt::Display| Refused::Kernel(short(e));
+    let loaded = |e: aya::programs::ProgramError| match e {
+        aya::programs::ProgramError::Btf(_) => Refused::NoFunction,
+        e => kernel(&e),
+    };
+    let p: &mut FEntry = bpf
+        .program_mut(enter)
+        .ok_or_else(|| kernel(&format!("{enter} is not in the object")))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| kernel(&e))?;
+    p.load(function, btf).map_err(loaded)?;
+    p.attach().map_err(|e| kernel(&e))?;
+    let p: &mut FExit = bpf
+        .program_mut(exit)
+        .ok_or_else(|| kernel(&format!("{exit} is not in the object")))?
+        .try_into()
+        .map_err(|e: aya::programs::ProgramError| kernel(&e))?;
+    p.load(function, btf).map_err(loaded)?;
+    p.attach().map_err(|e| kernel(&e))?;
+    Ok(())
+}
+
+/// An aya error's text without an empty verifier log.
+fn short(e: &dyn std::fmt::Display) -> String {
+    let text = e.to_string();
+    text.trim_end()
+        .trim_end_matches("Verifier output:")
+        .trim_end()
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// The drain thread: empty the ring every [`DRAIN_EVERY_MS`] or when the programs wake us,
@@ -322,6 +544,45 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
             pid: r.a,
             dest_cpu: r.b as u32,
         }),
+        KIND_IO => {
+            let Some(tail) = bytes.get(RECORD_BYTES..IO_BYTES) else {
+                out.dropped += 1;
+                return;
+            };
+            let enter = u64::from_ne_bytes(tail[0..8].try_into().unwrap_or([0; 8]));
+            let object = u64::from_ne_bytes(tail[8..16].try_into().unwrap_or([0; 8]));
+            let io = IoCall {
+                pid: r.a,
+                op: if r.left & IO_WRITE != 0 {
+                    IoOp::Write
+                } else {
+                    IoOp::Read
+                },
+                transport: if r.left & IO_SOCKET != 0 {
+                    Transport::UnixStream
+                } else {
+                    Transport::Pipe
+                },
+                object,
+                bytes: r.nr,
+            };
+            // The entry is pushed with its own time: the sort below puts it among the events
+            // the call spans (the switches and wakeups inside a blocking read).
+            if out.events.len() + 2 <= MAX_EVENTS {
+                out.events.push(SchedEvent {
+                    ts_ns: enter.min(r.ts),
+                    cpu: r.cpu,
+                    kind: EventKind::IoEnter { io },
+                });
+                out.events.push(SchedEvent {
+                    ts_ns: r.ts,
+                    cpu: r.cpu,
+                    kind: EventKind::IoExit { io },
+                });
+            } else {
+                out.dropped += 2;
+            }
+        }
         _ => out.dropped += 1,
     }
 }
@@ -440,6 +701,89 @@ mod tests {
         assert_eq!(out.names[&43], "kid");
         assert_eq!(out.dropped, 1, "the short record");
         assert!(out.events.iter().all(|e| e.ts_ns == 1000 && e.cpu == 1));
+    }
+
+    #[test]
+    fn an_io_record_is_a_call_entered_and_returned() {
+        let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+        let mut out = Drained::default();
+        let io = |left: u8, returned: i64, enter: u64, object: u64| {
+            let mut v = bytes(
+                Record {
+                    ts: 5_000,
+                    cpu: 1,
+                    kind: KIND_IO,
+                    left,
+                    a: 42,
+                    nr: returned,
+                    ..Record::default()
+                },
+                None,
+            );
+            v.extend(enter.to_ne_bytes());
+            v.extend(object.to_ne_bytes());
+            v.extend([0u8; 16]);
+            v
+        };
+        // A socket write of 100 bytes that began at 4000; a pipe read of 4 the tracepoints
+        // saw no entry of (its entry is its return).
+        decode(&io(IO_SOCKET | IO_WRITE, 100, 4_000, 0xB), &calls, &mut out);
+        decode(&io(0, 4, 5_000, 0xA), &calls, &mut out);
+        // Too short for its entry time and object: dropped, not misread.
+        decode(&io(0, 4, 5_000, 0xA)[..RECORD_BYTES + 8], &calls, &mut out);
+        let call = |op, transport, object, bytes| IoCall {
+            pid: 42,
+            op,
+            transport,
+            object,
+            bytes,
+        };
+        let w = call(IoOp::Write, Transport::UnixStream, 0xB, 100);
+        let r = call(IoOp::Read, Transport::Pipe, 0xA, 4);
+        let got: Vec<(u64, EventKind)> = out.events.iter().map(|e| (e.ts_ns, e.kind)).collect();
+        assert_eq!(
+            got,
+            [
+                (4_000, EventKind::IoEnter { io: w }),
+                (5_000, EventKind::IoExit { io: w }),
+                (5_000, EventKind::IoEnter { io: r }),
+                (5_000, EventKind::IoExit { io: r }),
+            ]
+        );
+        assert_eq!(out.dropped, 1);
+    }
+
+    #[test]
+    fn a_socket_calls_cost_is_measured_for_the_size_most_untimed_writes_have() {
+        let at = |ts, kind| SchedEvent {
+            ts_ns: ts,
+            cpu: 0,
+            kind,
+        };
+        let w = |bytes| IoCall {
+            pid: 7,
+            op: IoOp::Write,
+            transport: Transport::UnixStream,
+            object: 1,
+            bytes,
+        };
+        let mut events = Vec::new();
+        for (t, bytes, took) in [
+            (10, 100, 0),
+            (20, 100, 0),
+            (30, 8, 0),
+            (40, 8, 5),
+            (50, 8, 5),
+        ] {
+            events.push(at(t, EventKind::IoEnter { io: w(bytes) }));
+            events.push(at(t + took, EventKind::IoExit { io: w(bytes) }));
+        }
+        // The 8-byte writes' entries were seen (they took time): 100 is the untimed size.
+        assert_eq!(untimed_socket_size(&events), Some(100));
+        assert_eq!(untimed_socket_size(&events[6..]), None);
+        let (send, recv) = socket_call_ns(100).expect("a socketpair");
+        assert!(send > 0 && recv > 0 && send < 10_000_000 && recv < 10_000_000);
+        assert_eq!(socket_call_ns(0), None);
     }
 
     #[test]
