@@ -118,6 +118,7 @@ fn record_pingpong(source: Source, rounds: u32) -> Result<Recording, String> {
         &Target::Command(pingpong_command(rounds)),
         source,
         64,
+        false,
         &stop,
     )
     .map_err(|e| e.to_string())
@@ -207,7 +208,7 @@ fn a_ring_too_small_counts_what_it_lost() {
     let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // A 1 MiB ring read only at the end holds 32,768 records; 20,000 round trips write at least
     // 40,000 switches and 20,000 wakeups.
-    let mut recorder = match BpfRecorder::open_with(1, false) {
+    let mut recorder = match BpfRecorder::open_with(1, false, false) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("skipped: the BPF recorder ({e}; run as root on an x86-64 kernel with BTF)");
@@ -256,7 +257,7 @@ fn an_interrupted_recording_leaves_nothing_behind() {
     };
     let argv = vec!["sleep".to_string(), "30".to_string()];
     let t0 = std::time::Instant::now();
-    let r = record_from(&Target::Command(argv), Source::Bpf, 4, &stop);
+    let r = record_from(&Target::Command(argv), Source::Bpf, 4, false, &stop);
     stopper.join().unwrap();
     match r {
         Err(RecordError::Interrupted) => {}

@@ -115,6 +115,11 @@ pub enum Command {
         /// waits, before its post, until the replayed sleeper is waiting (docs/recording.md).
         #[arg(long)]
         keep_sleeps: bool,
+        /// Also record each pipe and UNIX stream socket read and write (BPF only) and replay
+        /// them as channels: the wakeups they carry are kept, at the price of an event per call
+        /// for the recorded program (docs/recording.md).
+        #[arg(long)]
+        data_flow: bool,
         /// Also write the recorded run as a run record (JSON, as `run --json` writes), for
         /// `schedlab compare FILE replay.json` (`-` for standard output).
         #[arg(long, value_name = "FILE.json")]

@@ -20,6 +20,8 @@ pub struct What {
     pub buffer_mb: u32,
     /// Where the events come from: auto, bpf or tracefs.
     pub source: String,
+    /// Record the pipe and socket calls too (BPF only).
+    pub data_flow: bool,
     /// The command and its arguments (empty with `pid`).
     pub command: Vec<String>,
 }
@@ -36,6 +38,7 @@ pub fn run(
         duration,
         buffer_mb,
         source,
+        data_flow,
         command,
     } = what;
     let mut source: Source = source.parse().map_err(Error::Conflict)?;
@@ -88,7 +91,12 @@ pub fn run(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let stop = crate::execute::interrupt_flag()?;
-    let rec = record_from(&target, source, buffer_mb, &stop)
+    if data_flow && source == Source::Tracefs {
+        return Err(Error::Conflict(
+            "--data-flow needs the BPF recorder (--source auto or bpf); the tracefs recorder sees no pipe or socket calls".into(),
+        ));
+    }
+    let rec = record_from(&target, source, buffer_mb, data_flow, &stop)
         .map_err(|e| Error::System(format!("record: {e}")))?;
     // Socket calls the recorder saw only return (no entry time): what such a call costs here.
     let options = schedlab_script::from_trace::Options {

@@ -194,6 +194,7 @@ pub fn record_from(
     target: &Target,
     source: Source,
     buffer_mb: u32,
+    data_flow: bool,
     stop: &AtomicBool,
 ) -> Result<Recording, RecordError> {
     check_target(target)?;
@@ -201,7 +202,7 @@ pub fn record_from(
         return Err(TraceError::ZeroBuffer.into());
     }
     if source != Source::Tracefs {
-        match super::record_bpf::BpfRecorder::open(buffer_mb) {
+        match super::record_bpf::BpfRecorder::open(buffer_mb, data_flow) {
             Ok(recorder) => return record_bpf(target, recorder, stop),
             Err(e) if source == Source::Bpf => return Err(RecordError::Bpf(e)),
             Err(e) => eprintln!("record: {e}; recording through tracefs instead"),

@@ -162,14 +162,20 @@ impl std::fmt::Debug for BpfRecorder {
 
 impl BpfRecorder {
     /// Load the programs with a ring of [`ring_bytes`]`(buffer_mb)`, attach them and start the
-    /// drain thread. Nothing is recorded until a task is [`trace`](Self::trace)d.
-    pub fn open(buffer_mb: u32) -> Result<BpfRecorder, BpfError> {
-        BpfRecorder::open_with(buffer_mb, true)
+    /// drain thread. Nothing is recorded until a task is [`trace`](Self::trace)d. With
+    /// `data_flow`, the pipe and UNIX stream socket calls are recorded too ([`IO_PROGRAMS`]):
+    /// an event per call, which the traced program pays for.
+    pub fn open(buffer_mb: u32, data_flow: bool) -> Result<BpfRecorder, BpfError> {
+        BpfRecorder::open_with(buffer_mb, true, data_flow)
     }
 
     /// [`open`](Self::open), with the ring read while recording (`live`) or only at the end: a
     /// test of the ring's bound, where what it has no room for is counted lost.
-    pub fn open_with(buffer_mb: u32, live: bool) -> Result<BpfRecorder, BpfError> {
+    pub fn open_with(
+        buffer_mb: u32,
+        live: bool,
+        data_flow: bool,
+    ) -> Result<BpfRecorder, BpfError> {
         let arch = rustix::system::uname()
             .machine()
             .to_string_lossy()
@@ -193,7 +199,11 @@ impl BpfRecorder {
         for (program, tracepoint) in PROGRAMS {
             crate::bpf::attach(&mut bpf, &btf, program, tracepoint)?;
         }
-        let io = attach_io(&mut bpf, &btf);
+        let io = if data_flow {
+            attach_io(&mut bpf, &btf)
+        } else {
+            NO_DATA_FLOW.to_string()
+        };
         let map = |bpf: &mut Ebpf, name: &'static str| {
             bpf.take_map(name)
                 .ok_or_else(|| crate::bpf::map_error(name, "missing"))
@@ -334,6 +344,10 @@ pub fn socket_call_ns(size: usize) -> Option<(u64, u64)> {
     recvs.sort_unstable();
     Some((sends[CALL_ROUNDS / 2], recvs[CALL_ROUNDS / 2]))
 }
+
+/// What the file's header says when the data flow was not asked for.
+pub const NO_DATA_FLOW: &str =
+    "no pipe or socket calls (record --data-flow records them, to replay them as channels)";
 
 /// Attach the I/O programs ([`IO_PROGRAMS`]), each pair to the first of its functions the kernel
 /// has, the socket tracepoints where the sockets' pairs do not attach; say what is recorded.
