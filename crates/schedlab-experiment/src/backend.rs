@@ -62,8 +62,11 @@ pub trait Backend: Send {
         value: &str,
     ) -> Result<Self::Machine, ExperimentError>;
 
-    /// Whether tasks may be given real-time policies here.
-    fn realtime_allowed(&self) -> bool;
+    /// Whether tasks may be given real-time policies on `machine`, so that a workload's own
+    /// real-time defaults apply (interbench's SCHED_FIFO 96 timekeeper): on the real kernel,
+    /// where this process may use them; on the simulator, where the machine's policy models
+    /// SCHED_FIFO.
+    fn realtime_allowed(&self, machine: &Self::Machine) -> bool;
 
     /// Refuse a configuration of `workload` whose memory or files this machine cannot afford.
     fn check_needs(&self, workload: &'static str, needs: &HostNeeds)

@@ -310,7 +310,7 @@ fn group_knobs<W: Configurable, B: Backend>(
 ) -> Result<Vec<Knobs>, ExperimentError> {
     let plan = workload.plan();
     let mut knobs: Vec<Knobs> = user.iter().map(|k| k.clone().unwrap_or_default()).collect();
-    let defaults = workload.group_defaults(backend.realtime_allowed());
+    let defaults = workload.group_defaults(backend.realtime_allowed(machine));
     // By name, once: a workload file may give knobs to each of 100,000 groups.
     let index: std::collections::HashMap<&str, usize> = (plan.groups.iter().enumerate())
         .map(|(i, g)| (g.name, i))
@@ -473,6 +473,48 @@ mod tests {
         assert!(matches!(e, ExperimentError::NoSuchGroup { .. }), "{e}");
         let e = build::<Yield, _>(&request(&[], &[], &["yield.nice=0,40"]), &b, &"m1").unwrap_err();
         assert!(e.to_string().starts_with("yield.nice=40: "), "{e}");
+    }
+
+    /// interbench's timekeeper (`timekeeping_thread`, SCHED_FIFO 96 in the original) runs
+    /// real-time on a simulated machine whose policy has the class, as on a real kernel that
+    /// allows it; under a fair-class-only policy it keeps the default class; a sweep decides
+    /// per policy; and the user's own knobs for the group win.
+    #[test]
+    fn the_timekeeper_is_real_time_where_the_simulated_policy_has_the_class() {
+        use schedlab_workload::knobs::SchedPolicy;
+        use schedlab_workload::Workload;
+        let sim = crate::sim::SimBackend;
+        let machine = crate::sim::SimMachine::from_request(
+            &SimRequest {
+                policy: Some("o1".into()),
+                cpus: Some(1),
+                ..SimRequest::default()
+            },
+            2,
+        )
+        .unwrap();
+        let params = [("bench", "audio"), ("loads", "burn"), ("duration", "1s")];
+        let timer = |e: &Experiment<Interbench, crate::sim::SimMachine>, c: usize| {
+            let plan = e.configs[c].workload.plan();
+            let g = plan.groups.iter().position(|g| g.name == "timer").unwrap();
+            (
+                e.configs[c].machine.spec.to_string(),
+                e.configs[c].knobs[g].policy,
+            )
+        };
+        let mut r = request(&params, &[], &[]);
+        r.vary = vec!["policy=o1,eevdf,staircase,cfs".into()];
+        let e = build::<Interbench, _>(&r, &sim, &machine).unwrap();
+        let got: Vec<_> = (0..e.configs.len()).map(|c| timer(&e, c)).collect();
+        let fifo = Some(SchedPolicy::Fifo(96));
+        assert_eq!(
+            got.iter().map(|(_, p)| *p).collect::<Vec<_>>(),
+            [fifo, None, fifo, None],
+            "{got:?}"
+        );
+        let r = request(&params, &["timer:nice=3"], &[]);
+        let e = build::<Interbench, _>(&r, &sim, &machine).unwrap();
+        assert_eq!(timer(&e, 0).1, None);
     }
 
     #[test]

@@ -131,7 +131,7 @@ impl Backend for MockBackend {
             .copied()
             .ok_or_else(|| ExperimentError::Machine(format!("no machine '{value}'")))
     }
-    fn realtime_allowed(&self) -> bool {
+    fn realtime_allowed(&self, _: &Self::Machine) -> bool {
         false
     }
     fn check_needs(&self, _: &'static str, _: &HostNeeds) -> Result<(), ExperimentError> {

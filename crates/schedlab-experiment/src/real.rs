@@ -288,7 +288,7 @@ impl Backend for RealBackend {
         )))
     }
 
-    fn realtime_allowed(&self) -> bool {
+    fn realtime_allowed(&self, _: &Self::Machine) -> bool {
         self.realtime
     }
 

@@ -11,7 +11,7 @@ use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::profile_file::load_profile;
 use schedlab_sim::topology::Topology;
 use schedlab_sim::{run_repetition, SimError, SimSetup};
-use schedlab_workload::knobs::Knobs;
+use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::record::{BackendInfo, CounterSources};
 use schedlab_workload::{CpuSet, Workload};
@@ -232,10 +232,17 @@ impl Backend for SimBackend {
         Ok(m)
     }
 
-    fn realtime_allowed(&self) -> bool {
-        // Not every simulated policy models SCHED_FIFO: workloads keep the policy's default
-        // class for their own groups.
-        false
+    /// Where the machine's policy models SCHED_FIFO (o1, staircase, linux24, bsd4, ule: it
+    /// accepts the class), a workload's real-time defaults apply as on a real kernel that
+    /// allows them — interbench's timekeeper runs SCHED_FIFO 96, as the original's does; the
+    /// fair-class-only policies (cfs, eevdf) keep the workload's groups in their default class.
+    fn realtime_allowed(&self, m: &SimMachine) -> bool {
+        // Asked of the policy with the highest priority, which any policy with the class takes.
+        let fifo = Knobs {
+            policy: Some(SchedPolicy::Fifo(99)),
+            ..Knobs::default()
+        };
+        schedlab_sim::check_setup(&m.spec, m.cpus, &[("real-time", &fifo)]).is_ok()
     }
 
     /// Memory and I/O are modelled, not used; the kernel's own code (a real path walk) is not

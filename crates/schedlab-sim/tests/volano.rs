@@ -107,9 +107,12 @@ fn a_reader_not_preempted_into_finds_every_message_waiting() {
         (reads, r.counters["reader"].wakeups.unwrap())
     };
     // Threshold 40: the woken reader waits for the writer's CPU; the later writes find it
-    // runnable and wake nobody, and its one read takes all three messages.
+    // runnable and wake nobody, and its one read takes all three messages. They count nothing
+    // either, as 2.5.25 counted nothing for them: its wait-queue wakeup calls try_to_wake_up()
+    // only for a task that sleeps (`state & mode`), so seed 000's "calls to wake_up" are these.
     let (batched, woken_once) = run("o1:threshold=40", "");
     assert_eq!(batched, 1.0);
+    assert_eq!(woken_once, 1);
     // Favoured and preemptive: the reader runs at each write, takes one message, and sleeps
     // again, so each write wakes it.
     let (single, woken_each) = run("o1:threshold=0", "nice=-19");
