@@ -225,7 +225,14 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
     let orig = d.path().join("orig.json");
     let bin = env!("CARGO_BIN_EXE_schedlab");
     let out = schedlab()
-        .args(["record", "--source", "bpf", "--data-flow", "-o", file.to_str().unwrap()])
+        .args([
+            "record",
+            "--source",
+            "bpf",
+            "--data-flow",
+            "-o",
+            file.to_str().unwrap(),
+        ])
         .args(["--json", orig.to_str().unwrap(), "--", bin])
         .args([
             "run",

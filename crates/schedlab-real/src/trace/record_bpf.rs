@@ -171,11 +171,7 @@ impl BpfRecorder {
 
     /// [`open`](Self::open), with the ring read while recording (`live`) or only at the end: a
     /// test of the ring's bound, where what it has no room for is counted lost.
-    pub fn open_with(
-        buffer_mb: u32,
-        live: bool,
-        data_flow: bool,
-    ) -> Result<BpfRecorder, BpfError> {
+    pub fn open_with(buffer_mb: u32, live: bool, data_flow: bool) -> Result<BpfRecorder, BpfError> {
         let arch = rustix::system::uname()
             .machine()
             .to_string_lossy()
