@@ -4,6 +4,32 @@
 mod common;
 use common::{is_root, schedlab, serial, temp_dir};
 
+/// `schedlab record` (with `record_args`) of schedlab's own ping-pong of 2000 round trips (with
+/// `pingpong_args`; under `wrapper`, e.g. `taskset -c 0`) in `dir`: the workload file, the
+/// recorded run's record, and the output.
+fn record_pingpong(
+    dir: &std::path::Path,
+    record_args: &[&str],
+    wrapper: &[&str],
+    pingpong_args: &[&str],
+) -> (std::path::PathBuf, std::path::PathBuf, std::process::Output) {
+    let file = dir.join("pp.toml");
+    let orig = dir.join("orig.json");
+    let out = schedlab()
+        .arg("record")
+        .args(record_args)
+        .args(["-o", file.to_str().unwrap()])
+        .args(["--json", orig.to_str().unwrap(), "--"])
+        .args(wrapper)
+        .arg(env!("CARGO_BIN_EXE_schedlab"))
+        .args(["run", "pingpong", "--loops", "2000"])
+        .args(pingpong_args)
+        .args(["--runs", "1", "-q", "--counters", "proc"])
+        .output()
+        .unwrap();
+    (file, orig, out)
+}
+
 /// The tracefs instances of this test's schedlab processes, which must all be gone.
 fn our_instances() -> Vec<String> {
     let mut found = Vec::new();
@@ -28,26 +54,8 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
     }
     let _turn = serial();
     let d = temp_dir("recording", "pingpong");
-    let file = d.path().join("pp.toml");
-    let orig = d.path().join("orig.json");
-    let bin = env!("CARGO_BIN_EXE_schedlab");
     // schedlab's own ping-pong, 2000 round trips: two threads waking each other.
-    let out = schedlab()
-        .args(["record", "-o", file.to_str().unwrap()])
-        .args(["--json", orig.to_str().unwrap(), "--", bin])
-        .args([
-            "run",
-            "pingpong",
-            "--loops",
-            "2000",
-            "--runs",
-            "1",
-            "-q",
-            "--counters",
-            "proc",
-        ])
-        .output()
-        .unwrap();
+    let (file, orig, out) = record_pingpong(d.path(), &[], &[], &[]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -221,30 +229,22 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
     }
     let _turn = serial();
     let d = temp_dir("recording", "channels");
-    let file = d.path().join("pp.toml");
-    let orig = d.path().join("orig.json");
-    let bin = env!("CARGO_BIN_EXE_schedlab");
-    let out = schedlab()
-        .args([
-            "record",
-            "--source",
-            "bpf",
-            "--data-flow",
-            "-o",
-            file.to_str().unwrap(),
-        ])
-        .args(["--json", orig.to_str().unwrap(), "--", bin])
-        .args([
-            "run",
-            "pingpong",
-            "--loops",
-            "2000",
-            "--transport",
-            "socketpair",
-        ])
-        .args(["--runs", "1", "-q", "--counters", "proc"])
-        .output()
-        .unwrap();
+    // Both sides on one CPU, recorded and replayed: across two CPUs whether a read finds its
+    // message already there follows each run's timing (seen: 2280 wakeups recorded, 3985
+    // replayed), on one it follows the wakeup preemption.
+    if schedlab_real::program::find_in_path("taskset").is_none() {
+        eprintln!("skipped: the socket ping-pong's record and replay on one CPU need taskset (install: apt-get install util-linux)");
+        return;
+    }
+    let pin = ["taskset", "-c", "0"];
+    let runnable = || schedlab_real::procfs::runnable_tasks().map_or(0, |n| n.saturating_sub(1));
+    let busy_before = runnable();
+    let (file, orig, out) = record_pingpong(
+        d.path(),
+        &["--source", "bpf", "--data-flow"],
+        &pin,
+        &["--transport", "socketpair"],
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() && err.contains("BPF") {
         eprintln!("skipped: the BPF recorder does not load here ({err})");
@@ -274,12 +274,22 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
         body.contains("{ send = \"chan[") && body.contains("{ recv = \"chan["),
         "{body}"
     );
-    assert!(body.contains("{ loop = 2000, steps = ["), "{body}");
+    // One loop of 2000 round trips when nothing else ran: a task preempted on CPU 0 between
+    // its send and its receive records a different step sequence for those passes, and the
+    // loop is cut there (the totals above still hold).
+    let busy = busy_before.max(runnable());
+    if busy == 0 {
+        assert!(body.contains("{ loop = 2000, steps = ["), "{body}");
+    } else {
+        eprintln!("skipped: the ping-pong as one loop of 2000 ({busy} other tasks runnable; it needs an otherwise idle machine)");
+    }
     // Replayed: the same messages; the wakeups of the two tasks, counted by the kernel, near
-    // the recorded ones (measured: 2304 recorded, 2317 replayed on one CPU; 2261 and 2355 on
-    // two — not exact: which reads find their message already there is the replay's timing).
+    // the recorded ones (measured on CPU 0: 2304 recorded, 2317 replayed — not exact: which
+    // reads find their message already there is the replay's timing).
     let replay = d.path().join("replay.json");
-    let out = schedlab()
+    let out = std::process::Command::new(pin[0])
+        .args(&pin[1..])
+        .arg(env!("CARGO_BIN_EXE_schedlab"))
         .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
         .args(["--json", replay.to_str().unwrap()])
         .output()
@@ -304,6 +314,7 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
     };
     let (recorded, replayed) = (pingpong(&o), pingpong(&r));
     assert!(recorded > 0, "{o}");
+    eprintln!("socket ping-pong on CPU 0: {recorded} wakeups recorded, {replayed} replayed");
     let ratio = replayed as f64 / recorded as f64;
     assert!(
         (0.6..=1.6).contains(&ratio),
