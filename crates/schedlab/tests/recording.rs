@@ -181,7 +181,7 @@ fn refusals_come_before_tracing() {
     let d = temp_dir("recording", "refusals");
     let out = d.path().join("x.toml");
     let o = out.to_str().unwrap();
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["record", "-o", o, "--", "schedlab-no-such-program"],
             "command not found",
@@ -193,6 +193,19 @@ fn refusals_come_before_tracing() {
         ),
         (&["record", "-o", o, "--pid", "1"], "--pid needs --duration"),
         (&["record", "-o", "x.json", "--", "true"], "ending in .toml"),
+        (
+            &[
+                "record",
+                "-o",
+                o,
+                "--source",
+                "tracefs",
+                "--data-flow",
+                "--",
+                "true",
+            ],
+            "--data-flow needs the BPF recorder",
+        ),
     ];
     for (args, expect) in cases {
         let r = schedlab().args(args).output().unwrap();
