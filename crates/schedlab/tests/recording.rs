@@ -2,7 +2,7 @@
 //! replayed on both backends and swept; and the refusals that come before anything is traced.
 
 mod common;
-use common::{is_root, schedlab, serial, temp_dir};
+use common::{is_root, schedlab, serial, succeeds, temp_dir};
 
 /// `schedlab record` (with `record_args`) of schedlab's own ping-pong of 2000 round trips (with
 /// `pingpong_args`; under `wrapper`, e.g. `taskset -c 0`) in `dir`: the workload file, the
@@ -148,16 +148,8 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
     // compare sets the replay beside the original, counters included; the original beside
     // itself is at Kolmogorov-Smirnov distance 0.
     let o = orig.to_str().unwrap();
-    let out = schedlab()
-        .args(["compare", o, replay.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = succeeds(&["compare", o, replay.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(text.contains("a recorded run is one value"), "{text}");
     assert!(
         text.contains("wakeups") && text.contains("CPU time s"),
