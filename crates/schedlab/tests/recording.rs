@@ -2,7 +2,7 @@
 //! replayed on both backends and swept; and the refusals that come before anything is traced.
 
 mod common;
-use common::{is_root, schedlab, serial, succeeds, temp_dir};
+use common::{is_root, others_runnable, schedlab, serial, succeeds, temp_dir};
 
 /// `schedlab record` (with `record_args`) of schedlab's own ping-pong of 2000 round trips (with
 /// `pingpong_args`; under `wrapper`, e.g. `taskset -c 0`) in `dir`: the workload file, the
@@ -242,8 +242,7 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
         return;
     }
     let pin = ["taskset", "-c", "0"];
-    let runnable = || schedlab_real::procfs::runnable_tasks().map_or(0, |n| n.saturating_sub(1));
-    let busy_before = runnable();
+    let busy_before = others_runnable();
     let (file, orig, out) = record_pingpong(
         d.path(),
         &["--source", "bpf", "--data-flow"],
@@ -282,7 +281,7 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
     // One loop of 2000 round trips when nothing else ran: a task preempted on CPU 0 between
     // its send and its receive records a different step sequence for those passes, and the
     // loop is cut there (the totals above still hold).
-    let busy = busy_before.max(runnable());
+    let busy = busy_before.max(others_runnable());
     if busy == 0 {
         assert!(body.contains("{ loop = 2000, steps = ["), "{body}");
     } else {

@@ -3,16 +3,11 @@
 //! takes its time on a CPU of its own, and stretches under a competing task as rt-app's does.
 
 mod common;
-use common::{is_root, log_rows, rtapp_binary, serial, stderr, Scratch};
+use common::{is_root, log_rows, others_runnable, rtapp_binary, serial, stderr, Scratch};
 
 /// The `run` column (µs) of the log `rel` in `s`.
 fn runs(s: &Scratch, rel: &str) -> Vec<i64> {
     log_rows(&s.read(rel)).iter().map(|r| r[2]).collect()
-}
-
-/// Tasks runnable besides this test's thread (`procs_running` of /proc/stat), 0 when unknown.
-fn others_runnable() -> u64 {
-    schedlab_real::procfs::runnable_tasks().map_or(0, |n| n.saturating_sub(1))
 }
 
 fn median(v: &[i64]) -> f64 {

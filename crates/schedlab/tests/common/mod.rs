@@ -13,6 +13,12 @@ pub fn schedlab() -> Command {
     Command::new(env!("CARGO_BIN_EXE_schedlab"))
 }
 
+/// Tasks runnable besides the calling thread (`procs_running` of /proc/stat), 0 when unknown:
+/// a test whose comparison needs an otherwise idle machine says `skipped:` when it is not 0.
+pub fn others_runnable() -> u64 {
+    schedlab_real::procfs::runnable_tasks().map_or(0, |n| n.saturating_sub(1))
+}
+
 /// Run `schedlab args` in the test's own directory; it must succeed (see [`succeeded`]).
 pub fn succeeds(args: &[&str]) -> Output {
     succeeded(args, schedlab().args(args).output().expect("run schedlab"))
