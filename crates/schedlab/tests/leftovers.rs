@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{is_root, schedlab};
+use common::{is_root, schedlab, serial};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -79,6 +79,10 @@ fn run_in(tmp: &Path, args: &[&str]) -> Output {
 
 #[test]
 fn every_command_removes_the_leftovers_of_dead_runs_and_nothing_else() {
+    // Any schedlab command removes a dead run's tracefs mount, wherever it is: another test's
+    // command while this one's stale mount is planted would remove it first, and say so in
+    // its own stderr. One test at a time.
+    let _turn = serial();
     let root = env!("CARGO_MANIFEST_DIR");
     let file = format!("{root}/../../examples/pingpong.toml");
     let records = tempfile::tempdir().unwrap();
@@ -196,6 +200,10 @@ fn a_simulated_run_removes_a_dead_runs_tracefs_mount_and_instance() {
         eprintln!("skipped: tracefs mounts and instances need root");
         return;
     }
+    // Any schedlab command removes a dead run's tracefs mount, wherever it is: another test's
+    // command while this one's stale mount is planted would remove it first, and say so in
+    // its own stderr. One test at a time.
+    let _turn = serial();
     let tmp = tempfile::tempdir().unwrap();
     let dead = dead_pid();
     let stale_mount = tmp.path().join(format!("schedlab-tracefs-{dead}-1"));
@@ -268,6 +276,7 @@ fn keeper_of(pid: u32) -> Option<u32> {
 /// handler used to swallow) fails the run with a message that names it, at once.
 #[test]
 fn the_keepers_death_fails_the_run() {
+    let _turn = serial();
     for (signal, number) in [(libc::SIGKILL, 9), (libc::SIGTERM, 15)] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = schedlab()
