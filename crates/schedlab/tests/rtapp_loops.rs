@@ -27,6 +27,9 @@ fn schedlab_logs(s: &Scratch, file: &str, logs: &str, args: &[&str]) {
 
 #[test]
 fn on_the_simulator_loops_are_cpu_time_and_the_record_says_which() {
+    // rt-app's calibration (the wall clock) in another test of this binary would see this
+    // test's work on its CPU as a slower loop: one at a time.
+    let _turn = serial();
     let s = Scratch::new("loops", "sim");
     let f = "w.json";
     s.write(
@@ -74,6 +77,9 @@ fn on_the_simulator_loops_are_cpu_time_and_the_record_says_which() {
 
 #[test]
 fn a_runtime_with_loops_runs_whole_32_us_bursts_as_rt_app_does() {
+    // rt-app's calibration (the wall clock) in another test of this binary would see this
+    // test's work on its CPU as a slower loop: one at a time.
+    let _turn = serial();
     // rt-app's `runtime` runs 32 µs bursts of its loop until the time has passed, so a
     // runtime of 3010 µs on a CPU of its own ends after 95 bursts (3040 µs); as CPU time it
     // ends at its time.
@@ -163,20 +169,17 @@ fn under_a_burner_on_its_cpu_a_loop_count_stretches_as_rt_apps_does() {
         let ours = format!("ours{attempt}");
         schedlab_logs(&s, "b.json", &ours, &[]);
         let b = median(&runs(&s, &format!("{ours}/b-t-0.log")));
-        // Both stretched: a run alone would take 10 ms.
-        assert!(
-            a > 13_000.0 && b > 13_000.0,
-            "rt-app {a} µs, schedlab {b} µs"
-        );
-        if (b / a - 1.0).abs() <= 0.15 {
+        // Both stretched (a run alone would take 10 ms), and alike.
+        if a > 13_000.0 && b > 13_000.0 && (b / a - 1.0).abs() <= 0.15 {
             return;
         }
         seen.push((a, b));
         busiest = busiest.max(others_runnable());
     }
     // A third task runnable on the machine shares CPU 0 with one side's runs and not the
-    // other's (measured at load 35: schedlab 34 ms against rt-app's 17): the comparison needs
-    // the burner to be the only competitor.
+    // other's (measured at load 35: schedlab 34 ms against rt-app's 17), or with rt-app's
+    // calibration, which times by the wall clock (at load 12 rt-app's 10 ms runs took 3 ms
+    // under the burner): the comparison needs the burner to be the only competitor.
     if busiest > 0 {
         eprintln!(
             "skipped: the stretch under a burner ({busiest} other tasks runnable; it needs an otherwise idle machine): {seen:?}"
