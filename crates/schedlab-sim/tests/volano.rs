@@ -1,7 +1,8 @@
 //! The mechanisms the `volano` preset's counters rest on, through whole simulated runs: a reader
-//! that is not preempted into finds several messages waiting and costs one wakeup for them; the
-//! preset's turns, confirms and counts on every policy; and its wakeup count's bound and what the
-//! yields do to it.
+//! that is not preempted into finds several messages waiting and costs one wakeup for them; a
+//! monitor in front of a queue (`monitors=on`) that costs a second wakeup only when its taker
+//! preempted the putter inside it; the preset's turns, confirms and counts on every policy; and
+//! its wakeup count's bound and what the yields do to it.
 
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
@@ -10,7 +11,7 @@ use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
 use schedlab_workload::presets::{Outcome, Volano};
 use schedlab_workload::record::{Better, MetricDef};
-use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
+use schedlab_workload::{ChannelId, Context, LockId, TaskRef, Workload, WorkloadError};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -120,6 +121,87 @@ fn a_reader_not_preempted_into_finds_every_message_waiting() {
     assert_eq!(woken_each, woken_once + (MESSAGES as u64 - 1));
 }
 
+/// A Java monitor in front of a notify queue, as the `volano` preset's `monitors=on` runs it: a
+/// taker waits in a read of the queue (`wait()`), then takes the monitor again before it
+/// empties the queue; a putter appends under the monitor (`putElement`: append and `notify()`).
+/// Without the monitor (`monitor: false`) the same two tasks only write and read.
+struct Monitor {
+    monitor: bool,
+}
+
+impl Workload for Monitor {
+    fn name(&self) -> &'static str {
+        "monitor"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: ["taker", "putter"]
+                .into_iter()
+                .map(|name| GroupPlan {
+                    name,
+                    tasks: 1,
+                    spawn: 0,
+                })
+                .collect(),
+            channels: 1,
+            duplex: false,
+            locks: usize::from(self.monitor),
+            sync: SyncPlan::default(),
+            mode: TaskMode::Threads,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let mut buf = [0u8; 16];
+        if task.group == 0 {
+            ctx.recv_some(ChannelId(0), &mut buf).await?;
+            if self.monitor {
+                ctx.lock(LockId(0)).await;
+                ctx.unlock(LockId(0));
+            }
+        } else {
+            // The taker is asleep in its read before the append comes.
+            ctx.compute(Duration::from_micros(20)).await;
+            if self.monitor {
+                ctx.lock(LockId(0)).await;
+            }
+            ctx.send(ChannelId(0), &buf).await?;
+            if self.monitor {
+                ctx.unlock(LockId(0));
+            }
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+#[test]
+fn a_contended_monitor_wakes_its_waiter_at_release_and_an_uncontended_one_nobody() {
+    // (taker's wakeups, putter's wakeups) on one PIII-700.
+    let run = |monitor: bool, policy: &str, taker: &str| {
+        let r = piii(&Monitor { monitor }, policy, 1, &[taker, ""]);
+        let woken = |g: &str| r.counters[g].wakeups.unwrap();
+        (woken("taker"), woken("putter"))
+    };
+    // Favoured and preemptive: the append wakes the taker, which preempts the putter inside
+    // putElement, finds the monitor held and sleeps again; the putter's release wakes it a
+    // second time (LinuxThreads: pthread_cond_wait's pthread_mutex_lock after the restart).
+    assert_eq!(run(false, "o1:threshold=0", "nice=-19"), (1, 0));
+    assert_eq!(run(true, "o1:threshold=0", "nice=-19"), (2, 0));
+    // Not preempted into (threshold 40, equal nice levels): the putter leaves the monitor
+    // before the woken taker runs, so the release wakes nobody and the taker takes it free.
+    assert_eq!(run(false, "o1:threshold=40", ""), (1, 0));
+    assert_eq!(run(true, "o1:threshold=40", ""), (1, 0));
+}
+
 fn volano(rooms: usize, users: usize, messages: usize) -> Volano {
     Volano {
         rooms,
@@ -140,18 +222,24 @@ fn volano_takes_turns_confirms_and_counts_on_every_policy() {
         "eevdf",
     ] {
         for cpus in [1, 2] {
-            for (confirm, yields) in [(true, true), (false, true), (true, false)] {
+            for (confirm, yields, monitors) in [
+                (true, true, false),
+                (false, true, false),
+                (true, false, false),
+                (true, true, true),
+            ] {
                 let w = Volano {
                     confirm,
                     yields,
+                    monitors,
                     ..volano(1, 3, 2)
                 };
                 let r = piii(&w, policy, cpus, &["", ""]);
                 // metrics() fails unless every indication arrived, checked and in order, every
                 // confirm came back to its sender, and every server send thread wrote its share.
-                let m = w
-                    .metrics(&r.outcome)
-                    .unwrap_or_else(|e| panic!("{policy} {cpus} {confirm} {yields}: {e}"));
+                let m = w.metrics(&r.outcome).unwrap_or_else(|e| {
+                    panic!("{policy} {cpus} {confirm} {yields} {monitors}: {e}")
+                });
                 assert_eq!(m["messages"], 6.0 + 12.0, "{policy}: {m:?}");
                 assert!(m["ss_packets_per_read"] >= 1.0 && m["cr_packets_per_read"] >= 1.0);
                 assert_eq!(w.plan().total_tasks(), 12);

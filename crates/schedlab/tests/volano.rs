@@ -56,6 +56,46 @@ fn the_real_kernel_runs_four_threads_per_user_and_checks_every_packet() {
 }
 
 #[test]
+fn the_real_kernel_runs_the_queue_monitors_once_per_append_and_per_take() {
+    let (rooms, users, messages) = (2usize, 3usize, 5usize);
+    let n = rooms * users;
+    let args = [
+        "run",
+        "volano",
+        "--rooms",
+        "2",
+        "--users",
+        "3",
+        "--messages",
+        "5",
+        "--runs",
+        "1",
+        "--monitors",
+        "on",
+        "--tasks",
+        "threads",
+    ];
+    let rec = run_record(&args, "real-monitors");
+    let r = &rec.configs[0].repetitions[0];
+    assert_eq!(r.metrics["messages"], (n * messages * users) as f64);
+    // One monitor per send queue; each append takes it once (the server's: the others'
+    // messages and the confirms, users × messages per queue; the client's: its own messages),
+    // and each take once more: at least one take per queue, at most one per packet.
+    let monitors: Vec<_> = r
+        .locks
+        .iter()
+        .filter(|l| l.name.ends_with(" queue"))
+        .collect();
+    assert_eq!(monitors.len(), 2 * n, "{:?}", r.locks);
+    let puts = (n * users * messages + n * messages) as u64;
+    let taken: u64 = monitors.iter().map(|l| l.acquisitions).sum();
+    assert!(
+        (puts + 2 * n as u64..=2 * puts).contains(&taken),
+        "{taken} acquisitions for {puts} appends"
+    );
+}
+
+#[test]
 fn the_simulator_prints_seed_000s_table_with_the_batching_columns() {
     let args = [
         "run",

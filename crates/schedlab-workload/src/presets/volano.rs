@@ -34,9 +34,25 @@
 //! Fitted once, to seed 000's default row (docs/experiments.md says how and to what value); the
 //! other rows and the counters are predictions.
 //!
-//! Not modelled: the JVM's monitor contention (a woken waiter reacquiring the monitor the
-//! notifier still holds), GC and JIT threads, the setup (connect, enter room) and the exit
-//! cascade, both of which VolanoMark times outside or nearly outside its window.
+//! The JVM's monitors (`monitors`, off by default): every `NotifyQueue` method is
+//! `synchronized`, and LinuxThreads' `pthread_cond_wait` takes the mutex again after the
+//! restart signal has woken it (`condvar.c`), sleeping on it (`spinlock.c`'s `__pthread_lock`:
+//! `suspend`) while the notifier still holds it; the release (`__pthread_unlock`: `restart`)
+//! wakes it again. With `monitors` each queue's append runs under a lock of its process and a
+//! woken send thread takes that lock before emptying the queue ([`Volano::put`]); the send
+//! thread's read of the queue stands for `wait()`, so the packets appended while it waits for
+//! the monitor go to its next batch rather than this one. On one CPU a monitor is contended only
+//! when the putter loses the CPU inside it — to the thread its own notify woke — which
+//! threshold 40 never allows among SCHED_OTHER tasks; docs/experiments.md measures what it does
+//! to seed 000's rows and why it stays off. Assumed, not found: that IBM's JVM 1.3 built
+//! `wait`/`notify` on a LinuxThreads mutex and condition variable of the monitor (Hartner: its
+//! event semaphores are pthread mutexes), and that a contending thread blocks at once (on one
+//! CPU its spin cannot succeed while the holder is off the CPU).
+//!
+//! Not modelled: the other monitors (the room's `notifyEvent` and member table, the connection's
+//! `Observable`: none wakes a thread inside, so on one CPU only a tick could find them held),
+//! GC and JIT threads, the setup (connect, enter room) and the exit cascade, both of which
+//! VolanoMark times outside or nearly outside its window.
 //!
 //! Throughput = (messages sent + indications received by clients) / elapsed seconds, as
 //! VolanoMark counts (`Mark.java`): confirms are not counted. Each packet carries room, sender,
@@ -55,7 +71,7 @@ use super::params::{
 };
 use super::seed000::{count_suffix, nice_column, policy_and_knobs, seed_header};
 use super::{metric, Outcome, Workload, CHAT_HEADER};
-use crate::context::{ChannelId, Context, WorkloadError};
+use crate::context::{ChannelId, Context, LockId, WorkloadError};
 use crate::duration::format_duration;
 use crate::error::ParamError;
 use crate::plan::{ChannelVolume, GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
@@ -83,6 +99,10 @@ pub struct Volano {
     pub confirm: bool,
     /// Whether the threads call `Thread.yield()` where VolanoMark does.
     pub yields: bool,
+    /// Whether each notify queue is a Java monitor: a lock that `putElement` holds around its
+    /// append and notify, and that a notified send thread takes again before it empties the
+    /// queue ([`Volano::put`], [`Volano::send_thread`]).
+    pub monitors: bool,
     /// User-space CPU per packet a server thread reads or writes.
     pub server_work: Duration,
     /// User-space CPU per packet a client thread reads or writes.
@@ -102,6 +122,7 @@ impl Default for Volano {
             read_buffer: 8192,
             confirm: true,
             yields: true,
+            monitors: false,
             server_work: Duration::ZERO,
             client_work: Duration::ZERO,
             hosting: TaskMode::GroupProcesses,
@@ -294,6 +315,36 @@ impl Volano {
         ChannelId(3 * self.total_users() + user)
     }
 
+    /// The monitor of S_S[user]'s queue (a lock of the server process).
+    fn server_monitor(&self, user: usize) -> LockId {
+        LockId(user)
+    }
+
+    /// The monitor of C_S[user]'s queue (a lock of the client process).
+    fn client_monitor(&self, user: usize) -> LockId {
+        LockId(self.total_users() + user)
+    }
+
+    /// `Connection.send`: `NotifyQueue.putElement` on a send thread's queue — the append (a
+    /// write to the queue, which wakes the send thread only if it sleeps in its read, as
+    /// `notify()` wakes only a thread in `wait()`), under the queue's monitor when monitors are
+    /// modelled.
+    async fn put<C: Context>(
+        &self,
+        ctx: &C,
+        queue: ChannelId,
+        monitor: LockId,
+        packet: &[u8],
+    ) -> Result<(), WorkloadError> {
+        if !self.monitors {
+            return ctx.send(queue, packet).await;
+        }
+        ctx.lock(monitor).await;
+        let sent = ctx.send(queue, packet).await;
+        ctx.unlock(monitor);
+        sent
+    }
+
     fn encode(&self, buf: &mut [u8], user: usize, seq: u32, now: Duration) {
         buf[0..2].copy_from_slice(&((user / self.users) as u16).to_le_bytes());
         buf[2..4].copy_from_slice(&((user % self.users) as u16).to_le_bytes());
@@ -332,7 +383,13 @@ impl Volano {
         let mut rd = Framed::new(self.size, self.read_buffer);
         if me == 0 {
             self.encode(&mut out, user, 0, ctx.now());
-            ctx.send(self.client_queue(user), &out).await?;
+            self.put(
+                ctx,
+                self.client_queue(user),
+                self.client_monitor(user),
+                &out,
+            )
+            .await?;
             sent = 1;
         }
         while received < want_received || (confirms as usize) < want_confirms {
@@ -360,7 +417,13 @@ impl Volano {
                     // MarkUser's turns rule, from inside the receive callback.
                     if (sent + received) % self.users == me && sent < self.messages {
                         self.encode(&mut out, user, sent as u32, ctx.now());
-                        ctx.send(self.client_queue(user), &out).await?;
+                        self.put(
+                            ctx,
+                            self.client_queue(user),
+                            self.client_monitor(user),
+                            &out,
+                        )
+                        .await?;
                         sent += 1;
                     }
                 }
@@ -381,7 +444,7 @@ impl Volano {
     /// connection, then yields; `count` packets in all.
     async fn send_thread<C: Context>(
         &self,
-        queue: ChannelId,
+        (queue, monitor): (ChannelId, LockId),
         conn: ChannelId,
         count: usize,
         cpu: Duration,
@@ -392,6 +455,13 @@ impl Volano {
         let mut written = 0;
         while written < count {
             let whole = q.fill(ctx, queue).await?;
+            if self.monitors {
+                // `getElements` returns from `wait()` only once it holds the monitor again: a
+                // putter still inside `putElement` (preempted by this thread's wakeup) makes it
+                // block until the putter's release wakes it a second time.
+                ctx.lock(monitor).await;
+                ctx.unlock(monitor);
+            }
             for i in 0..whole {
                 work(ctx, cpu).await;
                 ctx.send(conn, q.packet(i)).await?;
@@ -429,12 +499,19 @@ impl Volano {
                 seq += 1;
                 work(ctx, self.server_work).await;
                 for other in room.clone().filter(|&o| o != user) {
-                    ctx.send(self.server_queue(other), p).await?;
+                    self.put(ctx, self.server_queue(other), self.server_monitor(other), p)
+                        .await?;
                 }
                 if self.confirm {
                     copy.copy_from_slice(p);
                     copy[4..8].copy_from_slice(&(h.seq | CONFIRM).to_le_bytes());
-                    ctx.send(self.server_queue(user), &copy).await?;
+                    self.put(
+                        ctx,
+                        self.server_queue(user),
+                        self.server_monitor(user),
+                        &copy,
+                    )
+                    .await?;
                 }
                 if self.yields {
                     ctx.yield_now().await;
@@ -555,6 +632,16 @@ const TABLE: &[Param<Volano>] = &[
         ),
         |w, v| on_off("yields", v).map(|b| w.yields = b),
         |w| show_on_off(w.yields),
+    ),
+    Param::new(
+        ParamDef::value(
+            "monitors",
+            "off",
+            "on|off",
+            "Whether each send queue is a Java monitor: putElement holds it around the append and notify, and a notified send thread blocks until it can take it again.",
+        ),
+        |w, v| on_off("monitors", v).map(|b| w.monitors = b),
+        |w| show_on_off(w.monitors),
     ),
     Param::new(
         ParamDef::value(
@@ -711,9 +798,18 @@ impl Workload for Volano {
             ],
             channels: 2 * n,
             duplex: true,
-            locks: 0,
+            // One monitor per notify queue, in the process whose threads use it.
+            locks: if self.monitors { 2 * n } else { 0 },
             sync: SyncPlan {
                 queues: 2 * n,
+                lock_names: if self.monitors {
+                    (0..n)
+                        .map(|u| format!("S_S[{u}] queue"))
+                        .chain((0..n).map(|u| format!("C_S[{u}] queue")))
+                        .collect()
+                } else {
+                    Vec::new()
+                },
                 ..SyncPlan::default()
             },
             mode: self.hosting,
@@ -740,7 +836,7 @@ impl Workload for Volano {
                 let u = i - n;
                 let r = self
                     .send_thread(
-                        self.server_queue(u),
+                        (self.server_queue(u), self.server_monitor(u)),
                         Self::down(u),
                         self.per_sender_thread(),
                         self.server_work,
@@ -755,7 +851,7 @@ impl Workload for Volano {
             (_, i) => {
                 let u = i - n;
                 self.send_thread(
-                    self.client_queue(u),
+                    (self.client_queue(u), self.client_monitor(u)),
                     Self::up(u),
                     self.messages,
                     self.client_work,
