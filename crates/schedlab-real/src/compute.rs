@@ -238,10 +238,7 @@ mod tests {
     #[test]
     fn the_calibration_is_plausible() {
         let cal = calibration();
-        assert!(
-            cal.ns_per_iter > 0.05 && cal.ns_per_iter < 100.0,
-            "{cal:?}"
-        );
+        assert!(cal.ns_per_iter > 0.05 && cal.ns_per_iter < 100.0, "{cal:?}");
         assert!(cal.ns_per_call.abs() < 1000.0, "{cal:?}");
         assert!(cal.read_ns < 100_000, "{cal:?}");
     }
