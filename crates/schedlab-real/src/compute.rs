@@ -3,17 +3,18 @@
 //! The thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) has no vDSO path on Linux (the vDSO
 //! serves only the wall clocks; `posix_cpu_clock_get` is a system call): a read costs about
 //! 350 ns of CPU on the 2-CPU VM this was measured on, against 28 ns for the vDSO monotonic
-//! clock. Spinning on the CPU clock alone, two reads per compute, made a 1 µs compute cost
-//! 1.55 µs and a 0.2 µs one 1.05 µs — what made recorded programs' replays of many sub-µs
-//! bursts (a socket call's worth of work between two calls) take 1.8 times their CPU time.
-//! So a compute takes one of two paths:
+//! clock. Reading it at both ends of every compute made a 1 µs compute cost 1.55 µs and a
+//! 0.2 µs one 1.05 µs — what made recorded programs' replays of many sub-µs bursts (a socket
+//! call's worth of work between two calls) take about 1.8 times their CPU time. So a compute
+//! takes one of two paths:
 //!
 //! - **Shorter than [`SHORT`]**: a calibrated busy loop ([`Calibration`], measured once per
 //!   process in the thread's CPU time: a call's cost as a line in its iterations) runs as many
-//!   iterations as fill the asked time; no clock is read. A loop's work is its iterations, so a preemption in the middle
-//!   stretches its wall time, not its CPU time — what a CPU-time compute means. Its error is the
-//!   calibration's: what makes an iteration cost more than it did then (a busy sibling
-//!   hyperthread, a lower clock frequency) makes the compute longer by as much.
+//!   iterations as fill the asked time; no clock is read. A loop's work is its iterations, so a
+//!   preemption in the middle stretches its wall time, not its CPU time — what a CPU-time
+//!   compute means. Its error is the calibration's: what makes an iteration cost more than it
+//!   did then (a busy sibling hyperthread, a lower clock frequency) makes the compute longer by
+//!   as much.
 //! - **[`SHORT`] or longer**: spin on the vDSO monotonic clock (CPU time never runs ahead of wall
 //!   time) and read the CPU clock only when the wall clock says the budget may be spent. The
 //!   CPU the two reads cost beyond the measured interval (about one read,
