@@ -44,7 +44,7 @@ def main():
     orig = json.load(open(sys.argv[1]))
     replay = json.load(open(sys.argv[2]))
     traced = json.load(open(sys.argv[3])) if len(sys.argv) > 3 and sys.argv[3] != "-" else None
-    untraced = float(sys.argv[4]) if len(sys.argv) > 4 else None
+    untraced = float(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[4] else None
     o = orig["configs"][0]["repetitions"][0]
     reps = replay["configs"][0]["repetitions"]
 

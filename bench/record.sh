@@ -14,6 +14,9 @@
 #
 # Usage: bench/record.sh [REPS]   (default 5)
 #        RECORD_FLAGS=--keep-sleeps bench/record.sh [REPS]   (flags for the recording replayed)
+#        RECORD_COST=off bench/record.sh [REPS]   (accuracy only: recording's cost not measured)
+#        REPLAY_ALSO="BIN..." bench/record.sh [REPS]   (each file replayed by these binaries too)
+#        RECORD_KEEP=DIR bench/record.sh [REPS]   (the files and records kept in DIR)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -74,17 +77,27 @@ while IFS='|' read -r label cmd; do
   # shellcheck disable=SC2086 # RECORD_FLAGS: several flags, split on purpose
   "$SCHEDLAB" record -o "$file" --json "$dir/orig$case_no.json" ${RECORD_FLAGS:-} -- "${argv[@]}" 2>&1 >/dev/null |
     sed -n 's/^\(recorded \|schedlab: \)/  \1/p' # schedlab's lines, not the program's
-  "${pin[@]}" "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" -q >/dev/null 2>&1 ||
-    "${pin[@]}" "$SCHEDLAB" run "$file" --runs "$reps" --json "$dir/case$case_no.json" >/dev/null
-  # One replay recorded in turn: its wakeup latencies, measured as the original's were.
-  "${pin[@]}" "$SCHEDLAB" record -o "$dir/traced$case_no.toml" --json "$dir/traced$case_no.json" -- \
-    "$SCHEDLAB" run "$file" --runs 1 -q >/dev/null 2>&1 || echo "  (the traced replay failed; no KS distance)"
   # Recording's cost, through BPF and through tracefs (bench/record-cost.sh: alternating rounds).
-  cost=$(SCHEDLAB=$SCHEDLAB bench/record-cost.sh "$reps" "${argv[@]}")
+  cost="  not measured (RECORD_COST=off)"
+  [ "${RECORD_COST:-on}" = off ] || cost=$(SCHEDLAB=$SCHEDLAB bench/record-cost.sh "$reps" "${argv[@]}")
   pm=$(sed -n 's/^  untraced \([0-9.]*\) s.*/\1/p' <<<"$cost")
-  tj=$dir/traced$case_no.json
-  [ -s "$tj" ] || tj=-
-  python3 bench/record.py "$dir/orig$case_no.json" "$dir/case$case_no.json" "$tj" "$pm"
+  # The same file replayed by each binary in turn (this tree's, then REPLAY_ALSO's).
+  k=0
+  # shellcheck disable=SC2086 # REPLAY_ALSO: several binaries, split on purpose
+  for bin in "$SCHEDLAB" ${REPLAY_ALSO:-}; do
+    k=$((k + 1))
+    [ -z "${REPLAY_ALSO:-}" ] || echo "  replayed by $bin:"
+    out=$dir/case$case_no-$k.json
+    "${pin[@]}" "$bin" run "$file" --runs "$reps" --json "$out" -q >/dev/null 2>&1 ||
+      "${pin[@]}" "$bin" run "$file" --runs "$reps" --json "$out" >/dev/null
+    # One replay recorded in turn: its wakeup latencies, measured as the original's were.
+    tj=$dir/traced$case_no-$k.json
+    "${pin[@]}" "$SCHEDLAB" record -o "$dir/traced$case_no-$k.toml" --json "$tj" -- \
+      "$bin" run "$file" --runs 1 -q >/dev/null 2>&1 || echo "  (the traced replay failed; no KS distance)"
+    [ -s "$tj" ] || tj=-
+    python3 bench/record.py "$dir/orig$case_no.json" "$out" "$tj" "$pm"
+  done
+  [ -z "${RECORD_KEEP:-}" ] || cp "$file" "$dir"/orig$case_no.json "$dir"/case$case_no-*.json "$RECORD_KEEP"/
   echo "  recording cost (program's wall time, fork to exit):"
   sed 's/^/  /' <<<"$cost"
   if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then

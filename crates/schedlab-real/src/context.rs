@@ -82,6 +82,8 @@ pub struct RealContext {
     pollfds: RefCell<Vec<libc::pollfd>>,
     /// The body's pass rows, when the run keeps them ([`Shared::log_passes`]).
     passes: RefCell<PassLog>,
+    /// What this task's clock-timed computes overspent, owed by the next one.
+    carry: crate::compute::Carry,
 }
 
 impl RealContext {
@@ -102,6 +104,7 @@ impl RealContext {
             daemon_used: Default::default(),
             pollfds: RefCell::default(),
             passes: RefCell::new(PassLog::new(epoch_ns)),
+            carry: Default::default(),
         }
     }
 
@@ -163,22 +166,9 @@ fn channel_error(channel: ChannelId, e: std::io::Error) -> WorkloadError {
 
 impl Context for RealContext {
     async fn compute(&self, cpu: Duration) {
-        // Reading the running thread's CPU clock makes the kernel account it on the spot
-        // (task_sched_runtime → update_curr), which ends a fair-class slice the moment it is
-        // used up instead of at the next tick: a task that read it in a tight loop would be
-        // scheduled differently from a plain loop (the interbench agreement showed it). So spin
-        // on the vDSO monotonic clock — CPU time never runs ahead of wall time — and read the
-        // CPU clock only when the wall clock says the budget may be spent: twice per call when
-        // the thread is not preempted, once more per preemption.
-        let mut used = sys::thread_cpu_ns();
-        let target = used + cpu.as_nanos() as u64;
-        while used < target {
-            let spin_until = sys::monotonic_ns() + (target - used);
-            while sys::monotonic_ns() < spin_until {
-                std::hint::spin_loop();
-            }
-            used = sys::thread_cpu_ns();
-        }
+        // A calibrated loop below 20 µs, the CPU clock above, the excess carried (the module
+        // says why).
+        crate::compute::compute(cpu, &self.carry);
     }
 
     async fn send(&self, channel: ChannelId, data: &[u8]) -> Result<(), WorkloadError> {

@@ -23,6 +23,7 @@
 pub mod bpf;
 pub mod busy_loop;
 pub mod calibrate;
+pub mod compute;
 pub mod context;
 pub mod daemon;
 pub mod executor;

@@ -192,6 +192,9 @@ pub fn run_repetition<W: Workload>(
             Some(crate::busy_loop::calibrate(cpu).map_err(RunError::Setup)?)
         }
     };
+    // The compute loop's calibration, once per process (a few milliseconds), before any task
+    // starts: no task pays for it, and forked ones inherit it.
+    crate::compute::calibration();
     let shared = Arc::new(Shared {
         channels,
         write_locks,
