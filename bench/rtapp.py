@@ -4,7 +4,7 @@ per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
   rtapp.py prepare SRC DST --duration S --calibration NS|CPU<n> --logdir DIR --basename NAME
   rtapp.py compare SECONDS [--tally FILE --label NAME] [--file JSON] REF_DIR... -- OTHER_DIR...
-                                                        (each DIR: one run's *.log files)
+                   [-- AA_DIR...]                       (each DIR: one run's *.log files)
   rtapp.py summary FILE                                 (the tally compare appended to)
   rtapp.py nsloop DIR                                   (ns per loop of rt-app's own runs)
 
@@ -25,6 +25,12 @@ ratio other/reference, and each side's mean run over the mean run the file asked
 (passes summed, period and run weighted by passes). With --tally, each thread's period and run ratios
 are appended to FILE under NAME, and `summary` counts how many are within 2 % of rt-app's
 (the goal of the comparison, on an idle machine).
+
+AA_DIRs are more runs of the reference program (rt-app), alternated with REF_DIRs: the A/A
+ratio AA/REF per thread (column `A/A period,run`) and per example (the `(A/A)` line) is the
+reference's own run-to-run spread, the floor under any comparison with it; `summary` then also
+counts the threads whose other/reference ratios are within that spread (|other/ref - 1| <=
+|AA/ref - 1|, period and run each) and those within 2 % or within the spread.
 
 With --file (the prepared JSON both ran), a task without `phases` whose `loop` is N > 0
 counts only its first N passes on the reference side: rt-app 1.0 (Debian's) runs such a task
@@ -183,14 +189,18 @@ def overall(figs):
     }
 
 
-def compare(ref_dirs, other_dirs, tally=None, label=None, file=None):
-    ref = averaged(ref_dirs, phaseless_loops(file) if file else None)
+def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=None):
+    loops = phaseless_loops(file) if file else None
+    ref = averaged(ref_dirs, loops)
     other = averaged(other_dirs)
+    # rt-app against itself: the same trimming as the reference side's.
+    aa = averaged(aa_dirs, loops) if aa_dirs else {}
     if TRIMMED:
         print(f"(rt-app 1.0 ran {', '.join(sorted(TRIMMED))} past its loop, as it does a task without "
               "phases; only the passes the loop asks for are compared)")
     keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
-    print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}")
+    print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}"
+          + (f"{'A/A period,run':>18}" if aa_dirs else ""))
     rows = []
     for t in sorted(set(ref) | set(other)):
         a, b = ref.get(t), other.get(t)
@@ -204,7 +214,14 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None):
         # Each side's run against the run the file asked for (c_duration): how far each is
         # from the request, whatever the other did.
         asked = "" if a is None or b is None or not a["asked"] else f"{a['run'] / a['asked']:.3f}/{b['run'] / b['asked']:.3f}"
-        print(f"{t:<22}" + "".join(cells) + f"{asked:>16}")
+        c = aa.get(t)
+        aa_period = None if a is None or c is None else ratio(a["period"], c["period"])
+        aa_run = None if a is None or c is None else ratio(a["run"], c["run"])
+        spread = ""
+        if aa_dirs:
+            fmt = lambda r: "-" if r is None else f"{r:.3f}"
+            spread = f"{fmt(aa_period) + ',' + fmt(aa_run):>18}" if c is not None else "missing".rjust(18)
+        print(f"{t:<22}" + "".join(cells) + f"{asked:>16}" + spread)
         rows.append({
             "example": label,
             "thread": t,
@@ -212,6 +229,8 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None):
             "run": None if a is None or b is None else ratio(a["run"], b["run"]),
             "ref_asked": None if a is None or not a["asked"] else a["run"] / a["asked"],
             "other_asked": None if b is None or not b["asked"] else b["run"] / b["asked"],
+            "aa_period": aa_period,
+            "aa_run": aa_run,
         })
     both = [t for t in ref if t in other]
     a, b = overall([ref[t] for t in both]), overall([other[t] for t in both])
@@ -220,6 +239,12 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None):
         print(f"{'(example)':<22}ratios other/reference over its threads: " + ", ".join(parts))
     else:
         print(f"{'(example)':<22}no thread logged passes on both sides")
+    if aa_dirs:
+        both = [t for t in ref if t in aa]
+        a, c = overall([ref[t] for t in both]), overall([aa[t] for t in both])
+        if a and c:
+            parts = [f"{k} {ratio(a[k], c[k]):.3f}" if a[k] else f"{k} -" for k in ("passes", "period", "run")]
+            print(f"{'(A/A)':<22}rt-app against itself, ratios over its threads: " + ", ".join(parts))
     if tally:
         with open(tally, "a") as f:
             for r in rows:
@@ -244,6 +269,11 @@ def within(r, tol=0.02):
     return r is not None and abs(r - 1) <= tol
 
 
+def in_spread(r, aa):
+    """Whether ratio `r` (other/reference) is within the reference's own A/A spread `aa`."""
+    return r is not None and aa is not None and abs(r - 1) <= abs(aa - 1)
+
+
 def summary(tally):
     rows = []
     if os.path.exists(tally):
@@ -258,6 +288,18 @@ def summary(tally):
     print(f"within 2 % of rt-app: {both} of {n} threads in period and run (period {period}, run {run}); "
           f"{len(good)} of {len(examples)} examples with every thread within 2 %"
           + (f" ({', '.join(good)})" if good else ""))
+    aa_rows = [r for r in rows if r.get("aa_period") is not None and r.get("aa_run") is not None]
+    if aa_rows:
+        m = len(aa_rows)
+        ok = lambda r, k: in_spread(r[k], r["aa_" + k])
+        close = lambda r, k: within(r[k]) or ok(r, k)
+        print(f"rt-app against itself (A/A) within 2 %: {sum(within(r['aa_period']) and within(r['aa_run']) for r in aa_rows)} of {m} threads "
+              f"in period and run (period {sum(within(r['aa_period']) for r in aa_rows)}, run {sum(within(r['aa_run']) for r in aa_rows)}; "
+              f"A/A ratios period {min(r['aa_period'] for r in aa_rows):.3f}..{max(r['aa_period'] for r in aa_rows):.3f}, "
+              f"run {min(r['aa_run'] for r in aa_rows):.3f}..{max(r['aa_run'] for r in aa_rows):.3f})")
+        print(f"schedlab within rt-app's own spread (|schedlab/rt-app - 1| <= |A/A - 1|): {sum(ok(r, 'period') and ok(r, 'run') for r in aa_rows)} of {m} threads "
+              f"in period and run (period {sum(ok(r, 'period') for r in aa_rows)}, run {sum(ok(r, 'run') for r in aa_rows)}); "
+              f"within 2 % or within the spread: {sum(close(r, 'period') and close(r, 'run') for r in aa_rows)} of {m}")
     # Each side's run against what the file asked, over the threads that have runs.
     for side, name in (("ref_asked", "rt-app"), ("other_asked", "schedlab")):
         asked = [r[side] for r in rows if r.get(side) is not None]
@@ -296,7 +338,11 @@ def main(argv):
         while refs[:1] and refs[0] in opts:
             opts[refs[0]] = refs[1]
             refs = refs[2:]
-        compare(refs, argv[cut + 1 :], opts["--tally"], opts["--label"], opts["--file"])
+        others, aa = argv[cut + 1 :], None
+        if "--" in others:
+            cut2 = others.index("--")
+            others, aa = others[:cut2], others[cut2 + 1 :]
+        compare(refs, others, opts["--tally"], opts["--label"], opts["--file"], aa)
     elif len(argv) == 3 and argv[1] == "summary":
         summary(argv[2])
     elif len(argv) == 3 and argv[1] == "nsloop":

@@ -4,13 +4,17 @@
 #
 #   bench/rtapp.sh [RUNS] [SECONDS]      # default 2 runs of 2 s per example and side
 #
-# Per example: RUNS alternating runs of rt-app and of schedlab on the real kernel (the order
-# flips every run), then one run on every simulated policy; per thread, the mean over the runs
+# Per example: RUNS rounds on the real kernel, each of two rt-app runs (A and B) with schedlab's
+# between them (A schedlab B, then B schedlab A: each side runs before and after the others),
+# then one run on every simulated policy; per thread, the mean over the runs
 # of the passes that ended within SECONDS (both stop every task at `duration` and drop the pass
 # it interrupts): periods completed (rows), mean and max period, mean run, mean slack and mean
 # wake-up latency (µs), printed as rt-app/schedlab and the ratio schedlab/rt-app, then the
-# example's ratios over its threads (bench/rtapp.py compare); at the end, how many threads and
-# examples of the real-kernel comparison are within 2 % of rt-app in period and run.
+# example's ratios over its threads (bench/rtapp.py compare). rt-app's B runs against its A
+# runs (the A/A column and row) are rt-app's own run-to-run spread: the floor under any
+# comparison with it. At the end, how many threads and examples of the real-kernel comparison
+# are within 2 % of rt-app in period and run, how many rt-app keeps within 2 % of itself, and
+# how many of schedlab's are within rt-app's own spread.
 #
 # The examples are upstream's (RTAPP_SRC, a git directory of scheduler-tools/rt-app; HEAD's
 # doc/examples), else the rt-app package's copies (/usr/share/doc/rt-app/examples). Each is
@@ -38,8 +42,9 @@
 # it for ever (bench/rtapp.py compare --file).
 # POLICIES lists the simulated policies to run the files on (default: all; empty: none).
 #
-# How long: per example and run, SECONDS on each side plus about 2 s (measure) or 8 s (CPU<n>)
-# of start and calibration, then about a second per simulated policy. A full run of the 17
+# How long: per example and round, SECONDS for each of the three runs plus about 2 s (measure)
+# or 8 s (CPU<n>) of start and calibration each, then about a second per simulated policy
+# (before the A/A runs were added, the figures below; they add about half). A full run of the 17
 # examples (11 run on both sides; 3 runs of 2 s) took 5 minutes with every policy (cpu-time)
 # and 4 with POLICIES= (loops) on a 2-CPU VM while other builds ran (load 8-17).
 set -uo pipefail
@@ -128,20 +133,24 @@ for n in $names; do
     echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$')"
     continue
   fi
-  ref=() mine=()
+  ref=() mine=() again=()
   for r in $(seq 1 "$runs"); do
-    rdir="$tmp/logs/$base/rt-app/$r" sdir="$tmp/logs/$base/schedlab/$r"
-    mkdir -p "$rdir" "${sdir%/*}"
-    sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
+    rdir="$tmp/logs/$base/rt-app/$r" bdir="$tmp/logs/$base/rt-app-b/$r" sdir="$tmp/logs/$base/schedlab/$r"
+    mkdir -p "$rdir" "$bdir" "${sdir%/*}"
     # rt-app's calibration on CPU<n> sleeps 1 s between trials until two agree: 60 s more.
-    rtapp_run() { timeout -s INT $((secs + 60)) rt-app "$tmp/run.json" >"$rdir.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$rdir.out")"; }
+    # rtapp_run DIR: one rt-app run logging into DIR (its own copy of the file says where).
+    rtapp_run() {
+      sed "s#$tmp/logs/$base/rt-app/RUN#$1#" "$file" >"$tmp/run-rt.json"
+      timeout -s INT $((secs + 60)) rt-app "$tmp/run-rt.json" >"$1.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$1.out")"
+    }
+    sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
     sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 error "$sdir.out" || grep -m1 . "$sdir.out")"; }
-    if [ $((r % 2)) = 1 ]; then rtapp_run; sl_run; else sl_run; rtapp_run; fi
-    ref+=("$rdir") mine+=("$sdir")
+    if [ $((r % 2)) = 1 ]; then rtapp_run "$rdir"; sl_run; rtapp_run "$bdir"; else rtapp_run "$bdir"; sl_run; rtapp_run "$rdir"; fi
+    ref+=("$rdir") mine+=("$sdir") again+=("$bdir")
   done
-  ploads=$(cat "${ref[@]/%/.out}" 2>/dev/null | grep -o 'pLoad = [0-9]*' | tr -dc '0-9 \n' | tr -s ' \n' ' ')
-  echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app (load average $(load1); rt-app's pLoad per run, ns:${ploads})"
-  python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" --file "$tmp/run.json" "${ref[@]}" -- "${mine[@]}"
+  ploads=$(cat "${ref[@]/%/.out}" "${again[@]/%/.out}" 2>/dev/null | grep -o 'pLoad = [0-9]*' | tr -dc '0-9 \n' | tr -s ' \n' ' ')
+  echo "-- real kernel: rt-app/schedlab and the ratio schedlab/rt-app; A/A: rt-app's B runs over its A runs (load average $(load1); rt-app's pLoad per run, ns:${ploads})"
+  python3 bench/rtapp.py compare "$secs" --tally "$tmp/tally" --label "$base" --file "$tmp/run.json" "${ref[@]}" -- "${mine[@]}" -- "${again[@]}"
   for p in $policies; do
     pdir="$tmp/logs/$base/sim-$p"
     if ! "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --backend sim --policy "$p" --runs 1 --timeout 60s --rt-app-logs "$pdir" >"$pdir.out" 2>&1; then

@@ -108,6 +108,12 @@ pub struct RealBackend {
     /// The workload's shared files, written once for the run's repetitions and configurations
     /// (removed when the backend is dropped: at the end of the run, interrupted or not).
     files: Option<FilesDir>,
+    /// The taskgroups (rt-app's CPU cgroups) the knobs checked name: `check_knobs` sees every
+    /// knob set the run will apply — the groups' and those their tasks switch to — before
+    /// `prepare`, which creates them.
+    taskgroup_names: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The taskgroups made for the run (removed when the backend is dropped, as `files`).
+    taskgroups: Option<schedlab_real::taskgroup::Taskgroups>,
 }
 
 /// Why a workload's shared files could not be written; each names the directory.
@@ -202,6 +208,8 @@ impl RealBackend {
             unavailable: String::new(),
             realtime: host::realtime_allowed(),
             files: None,
+            taskgroup_names: Default::default(),
+            taskgroups: None,
         }
     }
 
@@ -376,6 +384,18 @@ impl Backend for RealBackend {
                 "group '{group}': mode=kernel is for the simulator (--backend sim): a real task cannot be made to run in kernel mode"
             )));
         }
+        if let Some(name) = &knobs.taskgroup {
+            // Where the cpu controller is, and that it is usable, before anything runs; the
+            // cgroups themselves are made in `prepare`.
+            schedlab_real::taskgroup::hierarchy().map_err(|e| {
+                ExperimentError::Backend(format!(
+                    "group '{group}': taskgroup={name}: {e} (the simulator, --backend sim, has no group scheduling and runs it without)"
+                ))
+            })?;
+            (self.taskgroup_names.lock())
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(name.clone());
+        }
         if knobs.util_min.is_some() || knobs.util_max.is_some() {
             // rt-app exits where sched_setattr refuses the clamps: refused before the run.
             schedlab_real::knobs::uclamp_supported().map_err(|e| {
@@ -491,6 +511,20 @@ impl Backend for RealBackend {
         if let Some(why) = &self.bpf_unavailable {
             info.details
                 .insert("wakeup_counters_bpf".into(), format!("unavailable: {why}"));
+        }
+        let names: Vec<String> = (self.taskgroup_names.lock())
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        if !names.is_empty() && self.taskgroups.is_none() {
+            let made = schedlab_real::taskgroup::Taskgroups::create(&names)
+                .map_err(|e| ExperimentError::Backend(format!("taskgroups: {e}")))?;
+            info.details.insert(
+                "taskgroups".into(),
+                format!("{} below {}", names.join(", "), made.base().display()),
+            );
+            self.taskgroups = Some(made);
         }
         Ok(())
     }

@@ -266,6 +266,9 @@ impl Backend for SimBackend {
         group: &str,
         knobs: &Knobs,
     ) -> Result<(), ExperimentError> {
+        if let Some(tg) = &knobs.taskgroup {
+            warn_no_group_scheduling(&m.spec.to_string(), group, tg);
+        }
         schedlab_sim::check_setup(&m.spec, m.cpus, &[(group, knobs)]).map_err(|e| match e {
             SimError::Cpus { cpus, max } => ExperimentError::SimCpus { cpus, max },
             e => ExperimentError::PolicyRefuses {
@@ -334,5 +337,17 @@ impl Backend for SimBackend {
             locks: r.locks,
             timeline: r.timeline,
         })
+    }
+}
+
+/// Say once per policy (per process) that a taskgroup has no effect on it: no simulated policy
+/// has group scheduling (CFS's and EEVDF's simulations leave out the cgroup hierarchy), so a
+/// task runs as if in no taskgroup, where the real backend puts it in a CPU cgroup.
+fn warn_no_group_scheduling(policy: &str, group: &str, taskgroup: &str) {
+    static WARNED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.len() < 64 && !warned.iter().any(|p| p == policy) {
+        warned.push(policy.to_string());
+        eprintln!("warning: group '{group}': taskgroup={taskgroup} has no effect on the simulated policy {policy}, which has no group scheduling; its tasks run as if in no taskgroup (the real backend, --backend real, puts them in a CPU cgroup)");
     }
 }

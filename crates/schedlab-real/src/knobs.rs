@@ -2,7 +2,7 @@
 //! policies, real-time priorities, SCHED_DEADLINE and EEVDF custom slices (a fair task's
 //! `sched_runtime`, Linux 6.12+), sched_setaffinity for CPU lists, and sched_setattr's
 //! utilization clamps (`util-min`, `util-max`; rt-app's `_set_thread_uclamp`) where the kernel
-//! has them ([`uclamp_supported`]).
+//! has them ([`uclamp_supported`]), and the thread's taskgroup ([`crate::taskgroup`]).
 //!
 //! Every failure names the knob and, for permission errors, the capability it needs.
 
@@ -75,12 +75,29 @@ pub enum KnobError {
     /// The thread trying the knobs panicked.
     #[error("probe thread panicked")]
     ProbePanicked,
+    /// The thread could not join its taskgroup (rt-app's `taskgroup`).
+    #[error("taskgroup={name}: {source}")]
+    Taskgroup {
+        /// The taskgroup.
+        name: String,
+        /// Why.
+        source: crate::taskgroup::TaskgroupError,
+    },
 }
 
 /// Apply `knobs` to the calling thread. Knobs left unset are not touched.
 pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), KnobError> {
     apply_sched(knobs)?;
-    apply_uclamp(knobs)
+    apply_uclamp(knobs)?;
+    // After the policy, as rt-app's thread_body calls set_thread_taskgroup after
+    // set_thread_param.
+    if let Some(name) = &knobs.taskgroup {
+        crate::taskgroup::attach_current_thread(name).map_err(|source| KnobError::Taskgroup {
+            name: name.clone(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 /// The utilization clamps of `knobs` on the calling thread, keeping its policy and parameters

@@ -46,6 +46,7 @@ pub mod supervisor;
 pub mod sync;
 pub mod sys;
 mod task;
+pub mod taskgroup;
 pub mod tempdir;
 pub mod trace;
 pub mod transport;

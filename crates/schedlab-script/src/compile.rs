@@ -512,6 +512,14 @@ impl<'a> Compiler<'a> {
                 &mut body,
                 &mut u,
             )?;
+            // rt-app's `instance` of a task that forks also start: those start with the run.
+            let with_run = match (&g.with_run, g.spawned) {
+                (Some(e), true) => {
+                    self.count(e, &format!("group {} with-run", g.name.value), 0, n as u64)?
+                        as usize
+                }
+                _ => 0,
+            };
             groups.push(CGroup {
                 name: intern(&g.name.value),
                 tasks: n,
@@ -520,6 +528,7 @@ impl<'a> Compiler<'a> {
                 body,
                 slots,
                 start_semaphore: self.spawn_semaphores.get(&g.name.value).copied(),
+                with_run,
             });
             spans.push(std::mem::take(&mut self.spans));
             uses.push(u);

@@ -114,7 +114,12 @@ pub fn steps(def: &ScriptDef, p: &Program) -> String {
         _ => {}
     }
     for (g, cg) in def.groups.iter().zip(&p.groups) {
-        let started = if g.spawned {
+        let started = if g.spawned && cg.with_run > 0 {
+            format!(
+                " ({} started with the run, the others by spawn)",
+                cg.with_run
+            )
+        } else if g.spawned {
             " (started by spawn)".to_string()
         } else if cg.spawn > 0 {
             format!(" (forked by spawn, at most {})", cg.spawn)

@@ -570,8 +570,9 @@ impl<'p> Walk<'p> {
             }
         }
         for (g, group) in program.groups.iter().enumerate() {
-            if group.start_semaphore.is_some() && self.spawns[g] != group.tasks as u64 {
-                return Err(Diagnostic::new(group_span(def, g), format!("group {} has {} tasks but is spawned {} times; spawn each of its tasks once", group.name, group.tasks, self.spawns[g])));
+            let parked = (group.tasks - group.with_run) as u64;
+            if group.start_semaphore.is_some() && self.spawns[g] != parked {
+                return Err(Diagnostic::new(group_span(def, g), format!("group {} has {parked} tasks waiting for a spawn but is spawned {} times; spawn each of its tasks once", group.name, self.spawns[g])));
             }
         }
         for (e, (posts, waits, first)) in self.sems.iter().enumerate() {

@@ -282,7 +282,12 @@ pub async fn run<C: Context>(
     // rt-app's global duration: when it has come the task stops where rt-app's thread stops
     // (see `ended`), releases the locks it holds and ends normally.
     let end = program.ends_at;
-    if let Some(s) = group.start_semaphore {
+    // A spawned group's first `with_run` tasks start with the run, as rt-app starts the
+    // `instance`s of a task that forks also start; the others wait for a spawn each.
+    if let Some(s) = group
+        .start_semaphore
+        .filter(|_| task.index >= group.with_run)
+    {
         let logs = program.rtapp_log.is_some() && ctx.logs_passes();
         let started = ctx.sem_wait(SemaphoreId(s)).await;
         if ended(&started, end, ctx) {

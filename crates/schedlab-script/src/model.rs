@@ -159,6 +159,10 @@ pub struct GroupSpec {
     /// Whether its tasks wait, parked, until another task's `spawn` step starts each of them
     /// (rt-app's `fork`); otherwise they start with the run.
     pub spawned: bool,
+    /// Of a `spawned` group, how many of its `count` tasks start with the run rather than
+    /// parked (rt-app's `instance` of a task some `fork` also starts: upstream rt-app starts
+    /// those with the use case, and each fork one more). `None`: none.
+    pub with_run: Option<Expr>,
     /// How many tasks `spawn` steps may fork into the group during the run, beyond its `count`
     /// (an expression of the parameters; a bound, checked before anything runs). `None`: the
     /// group is not spawnable.

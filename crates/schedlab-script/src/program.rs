@@ -342,6 +342,9 @@ pub struct CGroup {
     pub slots: usize,
     /// The start semaphore of a spawned group (its tasks wait on it first).
     pub start_semaphore: Option<usize>,
+    /// Of a spawned group, how many of its first tasks start with the run without waiting on
+    /// the start semaphore (the rest wait for a spawn each).
+    pub with_run: usize,
 }
 
 /// Names of the samples a periodic timer records.

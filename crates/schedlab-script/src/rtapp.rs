@@ -67,7 +67,7 @@
 //! | phase-level `policy`, `priority`, `dl-*`, `cpus` | rt-app switches them when the phase starts. When they amount to one setting for the whole run they are the group's knobs (`merged_sched`); otherwise each phase that changes them starts with a [`StepKind::Set`] (`phase_sets`), before its loop and outside its timed pass, as rt-app applies them before taking the pass's start time. The switches are checked before the run as the group's knobs are (a CPU outside the machine, a class the simulated policy lacks) |
 //! | `util_min`, `util_max` (task or phase) | knobs `util-min`, `util-max` (0..1024; -1: none), per phase as `priority` is; warned, saying where they apply: the real backend sets them after the policy (rt-app's `_set_thread_uclamp`) where the kernel has utilization clamping, and refuses the run before it starts where it has not (CONFIG_UCLAMP_TASK unset: EOPNOTSUPP, on which rt-app exits); the simulator has no utilization signal and ignores them |
 //! | `nodes_membind` | checked (node numbers), warned: NUMA memory binding is applied on neither backend |
-//! | non-empty `taskgroup` | refused: a CPU cgroup of its own changes how the thread shares the CPU, and schedlab runs tasks in no cgroup of their own (`taskgroup: ""` means none and is accepted) |
+//! | `taskgroup` (task or phase) | knob `taskgroup` (`""`: none), per phase as `policy` is — a phase without it stays where the thread is, as rt-app moves a thread only when a phase gives one (`set_thread_taskgroup`). The real backend creates a CPU cgroup per taskgroup for the run, below the cgroup schedlab runs in, and moves the thread at its start and at the phase boundary (`schedlab_real::taskgroup`, after rt-app_taskgroups.c; `/` is the cgroup schedlab runs in, where rt-app's is the hierarchy's root); as in rt-app, a taskgroup with a policy other than SCHED_OTHER/BATCH/IDLE is refused. No simulated policy has group scheduling: the simulator warns once per policy and runs the task as if in none. rt-app 1.0 (Debian's) ignores the key |
 //! | `run` (µs of work) | `Compute` fixed. rt-app's run is a calibrated number of loops whose duration varies with CPU frequency and capacity; what schedlab's is follows the parameter [`RUN_AS`] every rt-app file has ([`ScriptDef::compute_as`]): `cpu-time` (the default: CPU time) or `loops` (rt-app's: `Context::compute_loops`, a loop count calibrated as `calibration` says) |
 //! | `runtime` (µs of wall time on the CPU) | `Busy`: running until that much wall time has passed (rt-app's `runtime` loops `loadwait(32)` until its clock says so); with `run-as=loops` in 32 µs bursts of the calibrated loop, as rt-app's |
 //! | `sleep` (µs) | `Sleep` fixed |
@@ -83,7 +83,7 @@
 //! | `iorun` (bytes) | `Io { Write }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the task's scratch file |
 //! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches; schedlab's one memory step (`Touch`) writes a byte per page |
 //! | `yield` (any value: rt-app does not read it) | `Yield` |
-//! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count the number of times the fork runs (instances × loops around it, following forks of forks), which must be finite; TASK must have `instance: 0` (rt-app would also start it with the run) |
+//! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count TASK's `instance` (default 1) plus the number of times the fork runs (the forking task's threads × loops around it, following forks of forks), which must be finite; its first `instance` threads start with the run, as upstream rt-app's `main` starts every task's instances and each fork event one more thread (rt-app 1.0, Debian's, has no `fork`: it runs only the instances) |
 //! | `sem_post`, `sem_wait` | `SemPost`, `SemWait` (semaphores start at 0, as rt-app's) |
 //!
 //! Locks, conditions, barriers and semaphores are declared implicitly by use, as in rt-app
@@ -146,6 +146,8 @@ pub const RUN_AS: &str = "run-as";
 
 /// rt-app's default `mem_buffer_size` (`DEFAULT_MEM_BUF_SIZE`).
 const DEFAULT_MEM_BUFFER: i64 = 4 * 1024 * 1024;
+/// The most taskgroups rt-app accepts (`max_nbr_tgs` in rt-app_taskgroups.c).
+const MAX_TASKGROUPS: usize = 32;
 /// rt-app's default real-time priority (`DEFAULT_THREAD_PRIORITY`).
 const DEFAULT_RT_PRIORITY: i64 = 10;
 
@@ -391,6 +393,8 @@ struct Sched {
     util_min: Option<Kv<i64>>,
     /// `util_max`, as `util_min`.
     util_max: Option<Kv<i64>>,
+    /// `taskgroup`, normalised (`/tg1/tg11`); `""` (none) leaves it unset.
+    taskgroup: Option<Kv<String>>,
 }
 
 /// One event of a phase, read.
@@ -1284,11 +1288,15 @@ impl Reader<'_> {
             }
             "taskgroup" => {
                 let v = self.string(en.key, en.value)?;
+                // "" is rt-app's "none" (`parse_taskgroup_data` returns NULL for it).
                 if !v.value.is_empty() {
-                    return Err(Diagnostic::new(
-                        v.span,
-                        format!("'taskgroup' = \"{}\" puts the thread in a CPU cgroup that rt-app creates; schedlab cannot honour it: it runs tasks in no cgroup of their own and the simulator has no group scheduling (\"\" means none and is accepted)", v.value),
-                    ));
+                    let path = schedlab_workload::knobs::parse_taskgroup(&v.value)
+                        .map_err(|e| Diagnostic::new(v.span, e.to_string()))?;
+                    s.taskgroup = Some(Kv {
+                        value: path,
+                        key: en.key_span,
+                        span: v.span,
+                    });
                 }
             }
             _ => return Ok(false),
@@ -1529,11 +1537,26 @@ fn add_object(list: &mut Vec<ObjectSpec>, name: &Spanned<String>) {
 
 fn build_groups(tasks: &[Task], global: &Global, objects: &mut Objects) -> R<Vec<GroupSpec>> {
     check_loops(tasks, global)?;
+    // rt-app's `alloc_taskgroup` stops at 32 (`max_nbr_tgs`); so do the cgroups made here.
+    let mut taskgroups: Vec<&str> = Vec::new();
+    for t in tasks {
+        for tg in std::iter::once(&t.sched)
+            .chain(t.phases.iter().map(|p| &p.sched))
+            .filter_map(|s| s.taskgroup.as_ref())
+        {
+            if !taskgroups.contains(&tg.value.as_str()) {
+                if taskgroups.len() == MAX_TASKGROUPS {
+                    return Err(Diagnostic::new(tg.span, format!("taskgroup \"{}\" is the file's {}th: rt-app accepts at most {MAX_TASKGROUPS} (its max_nbr_tgs)", tg.value, MAX_TASKGROUPS + 1)));
+                }
+                taskgroups.push(&tg.value);
+            }
+        }
+    }
     let counts = fork_counts(tasks)?;
     check_shared_use(tasks, &counts)?;
     let mut groups = Vec::new();
     for (i, t) in tasks.iter().enumerate() {
-        let (count, spawned) = &counts[i];
+        let (count, with_run) = &counts[i];
         // Settings that hold for the whole run are the group's knobs; others change at the
         // phases that give them, as in rt-app, through `set` steps.
         let (knobs, sets) = match merged_sched(t) {
@@ -1544,7 +1567,8 @@ fn build_groups(tasks: &[Task], global: &Global, objects: &mut Objects) -> R<Vec
             name: t.name.clone(),
             count: lit(count.value as f64, Unit::None, count.span),
             knobs,
-            spawned: *spawned,
+            spawned: with_run.is_some(),
+            with_run: with_run.map(|n| lit(n as f64, Unit::None, count.span)),
             spawn: None,
             body: body(t, global, objects, sets.as_deref()),
             span: t.span,
@@ -1609,8 +1633,9 @@ fn check_loops(tasks: &[Task], global: &Global) -> R<()> {
     Ok(())
 }
 
-/// Each task's thread count (with its span) and whether it is started by forks.
-fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
+/// Each task's thread count (with its span) and, for a task some phase forks, how many of those
+/// start with the run (its `instance`; the others wait for a fork each).
+fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, Option<i64>)>> {
     let index: HashMap<&str, usize> = tasks
         .iter()
         .enumerate()
@@ -1632,17 +1657,6 @@ fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
             }
         }
     }
-    for (i, t) in tasks.iter().enumerate() {
-        if let Some(&(_, _, at)) = forked_by[i].first() {
-            if t.instance.as_ref().is_none_or(|n| n.value != 0) {
-                let n = t.instance.as_ref().map_or(1, |n| n.value);
-                return Err(Diagnostic::new(
-                    at,
-                    format!("task '{}' is forked here but rt-app would also start it with the run ('instance' {n}{}); schedlab starts a group either with the run or by forks: give '{}' \"instance\": 0", t.name.value, if t.instance.is_none() { ", rt-app's default" } else { "" }, t.name.value),
-                ));
-            }
-        }
-    }
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         New,
@@ -1661,13 +1675,16 @@ fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
             State::New => {}
         }
         let t = &tasks[i];
+        // Upstream rt-app starts a task's `instance`s with the use case whether or not some
+        // phase also forks it (`main` creates `num_instances` threads of every task; each fork
+        // event creates one more), so a forked task's threads are those plus one per fork.
+        let instances = t.instance.as_ref().map_or(1, |n| n.value);
         if forked_by[i].is_empty() {
-            let n = t.instance.as_ref().map_or(1, |n| n.value);
-            state[i] = State::Done(n);
-            return Ok(n);
+            state[i] = State::Done(instances);
+            return Ok(instances);
         }
         state[i] = State::Visiting;
-        let mut total: i64 = 0;
+        let mut total: i64 = instances;
         for &(s, p, at) in &forked_by[i] {
             if state[s] == State::Visiting {
                 return Err(Diagnostic::new(at, format!("fork of '{}' closes a cycle of forks (a task forks, directly or not, a task that forks it); rt-app would fork without end, up to its limit of 1024 forks per fork event", t.name.value)));
@@ -1715,7 +1732,7 @@ fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
                 key: span,
                 span,
             },
-            !forked_by[i].is_empty(),
+            (!forked_by[i].is_empty()).then(|| t.instance.as_ref().map_or(1, |n| n.value)),
         ));
     }
     Ok(out)
@@ -1723,7 +1740,7 @@ fn fork_counts(tasks: &[Task]) -> R<Vec<(Kv<i64>, bool)>> {
 
 /// Timers shared between threads, barriers used twice by a task or by a forked one, and resumes
 /// of tasks that never suspend.
-fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, bool)]) -> R<()> {
+fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, Option<i64>)]) -> R<()> {
     let mut timer_users: HashMap<&str, Vec<(usize, Span)>> = HashMap::new();
     let suspending: Vec<&str> = (tasks.iter())
         .flat_map(|t| t.phases.iter().flat_map(|p| &p.events))
@@ -1743,7 +1760,7 @@ fn check_shared_use(tasks: &[Task], counts: &[(Kv<i64>, bool)]) -> R<()> {
                     }
                 }
                 Ev::Barrier(name) => {
-                    if counts[ti].1 {
+                    if counts[ti].1.is_some() {
                         return Err(Diagnostic::new(name.span, format!("barrier '{}' in task '{}', which is started by fork: rt-app counts a barrier's parties from the instances of the tasks that use it and cannot count forked ones (its tutorial: barrier can't be used with fork)", name.value, t.name.value)));
                     }
                     if barriers.insert(name.value.as_str(), name.span).is_some() {
@@ -1855,6 +1872,7 @@ fn merged_sched(t: &Task) -> R<Sched> {
     persist(t, "dl-deadline", |s| &s.dl_deadline, &mut s.dl_deadline)?;
     persist(t, "util_min", |s| &s.util_min, &mut s.util_min)?;
     persist(t, "util_max", |s| &s.util_max, &mut s.util_max)?;
+    persist(t, "taskgroup", |s| &s.taskgroup, &mut s.taskgroup)?;
     // `cpus`: a phase without it runs on the task's CPUs.
     let effective: Vec<(&Phase, Option<&Kv<Vec<i64>>>)> = t
         .phases
@@ -1888,7 +1906,7 @@ fn merged_sched(t: &Task) -> R<Sched> {
 
 /// The group's knobs, as `schedlab_workload::knobs::parse_knob` accepts them.
 fn knobs(t: &Task, global: &Global, s: &Sched) -> R<Vec<(Spanned<String>, Spanned<String>)>> {
-    sched_knobs(
+    let mut k = sched_knobs(
         &t.name.value,
         t.name.span,
         s,
@@ -1898,7 +1916,19 @@ fn knobs(t: &Task, global: &Global, s: &Sched) -> R<Vec<(Spanned<String>, Spanne
             s.dl_period.clone().or_else(|| t.legacy_period.clone()),
             s.dl_deadline.clone().or_else(|| t.legacy_deadline.clone()),
         ],
-    )
+    )?;
+    k.extend(taskgroup_knob(s));
+    Ok(k)
+}
+
+/// The `taskgroup` knob of scheduling keys `s`, if they give one.
+fn taskgroup_knob(s: &Sched) -> Option<(Spanned<String>, Spanned<String>)> {
+    s.taskgroup.as_ref().map(|tg| {
+        (
+            Spanned::new("taskgroup".to_string(), tg.key),
+            Spanned::new(tg.value.clone(), tg.span),
+        )
+    })
 }
 
 /// The knobs for scheduling keys `s` of task `task` (named at `name_at`) under `policy_kv`
@@ -2131,6 +2161,18 @@ fn phase_sets(t: &Task, global: &Global) -> R<Vec<Option<Step>>> {
                 *first,
                 |a: Span| if a.start < first.start { a } else { *first },
             ));
+        }
+        // rt-app moves the thread when a phase gives a taskgroup (`set_thread_taskgroup` at
+        // each phase's start); a phase without one stays where the thread is.
+        if let Some((key, value)) = taskgroup_knob(s) {
+            at = Some(at.map_or(key.span, |a: Span| {
+                if a.start < key.span.start {
+                    a
+                } else {
+                    key.span
+                }
+            }));
+            keys.push((key, value));
         }
         out.push(at.map(|at| step(StepKind::Set(keys), at)));
     }

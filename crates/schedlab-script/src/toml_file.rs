@@ -1217,6 +1217,7 @@ impl<'t> Reader<'t> {
             count,
             knobs,
             spawned,
+            with_run: None,
             spawn,
             body,
             span: t.extent(),

@@ -274,6 +274,21 @@ fn forks_make_spawned_groups_counted_through_the_loops_around_them() {
     let leaf = group(&d, "leaf");
     assert!(leaf.spawned);
     assert_eq!(plain(&leaf.count), 12.0);
+    assert_eq!(plain(leaf.with_run.as_ref().unwrap()), 0.0);
+}
+
+/// Upstream rt-app starts a task's instances with the run even when a phase forks it (its
+/// `main` creates every task's `num_instances` threads; each fork event one more): a forked task
+/// of `instance` N has N threads that start with the run and one per fork.
+#[test]
+fn a_forked_task_with_instances_also_starts_them_with_the_run() {
+    let (d, _) = read_ok("{ \"tasks\": { \"t\": { \"instance\": 2, \"loop\": 3, \"fork\": \"w\" }, \"w\": { \"loop\": 1, \"run\": 1 }, \"v\": { \"instance\": 3, \"loop\": 1, \"fork\": \"w\" } } }");
+    let w = group(&d, "w");
+    assert!(w.spawned);
+    // 1 instance (the default) + 2 × 3 forks from t + 3 × 1 from v.
+    assert_eq!(plain(&w.count), 10.0);
+    assert_eq!(plain(w.with_run.as_ref().unwrap()), 1.0);
+    assert!(group(&d, "t").with_run.is_none());
 }
 
 #[test]
@@ -386,11 +401,6 @@ fn keys_rt_app_knows_but_schedlab_cannot_honour_say_what_they_mean() {
         &["back to back", "Use \"relative\""],
     );
     check(
-        &error(&task("\"loop\": 1, \"taskgroup\": \"/tg\", \"run\": 1")),
-        "bad.json:1:45: 'taskgroup' = \"/tg\" puts the thread in a CPU cgroup",
-        &["cannot honour"],
-    );
-    check(
         &error(&task("\"loop\": 1, \"util_max\": 2000, \"run\": 1")),
         "bad.json:1:44: 'util_max' = 2000 is not accepted; a utilization clamp is 0..1024",
         &[],
@@ -458,7 +468,8 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_task("\"util_max\": 512"), Warn("EOPNOTSUPP")),
         (in_task("\"nodes_membind\": [0]"), Warn("'nodes_membind' binds")),
         (in_task("\"taskgroup\": \"\""), Map),
-        (in_task("\"taskgroup\": \"/a\""), Refuse("CPU cgroup")),
+        (in_task("\"taskgroup\": \"/a\""), Map),
+        (in_task("\"taskgroup\": \"a\""), Refuse("does not start with /")),
         (in_task("\"nice\": 3"), Refuse("did you mean 'priority'?")),
         // phase keys (parse_task_phase_data)
         (in_phase("\"loop\": 3"), Map),
@@ -633,11 +644,6 @@ fn loops_and_forks_that_cannot_be_counted_are_errors() {
         &error("{ \"global\": { \"duration\": 1 }, \"tasks\": { \"t\": { \"fork\": \"w\" }, \"w\": { \"instance\": 0, \"loop\": 1, \"run\": 1 } } }"),
         "bad.json:1:58: fork of 'w' runs in a loop of -1 (task 't')",
         &["finite"],
-    );
-    check(
-        &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"fork\": \"w\" }, \"w\": { \"loop\": 1, \"run\": 1 } } }"),
-        "bad.json:1:40: task 'w' is forked here but rt-app would also start it with the run ('instance' 1, rt-app's default)",
-        &["\"instance\": 0"],
     );
     check(
         &error("{ \"tasks\": { \"t\": { \"loop\": 1, \"fork\": \"w\" }, \"w\": { \"instance\": 0, \"loop\": 1, \"fork\": \"v\" }, \"v\": { \"instance\": 0, \"loop\": 1, \"fork\": \"w\" } } }"),
@@ -901,6 +907,9 @@ fn rt_apps_example_shapes_load() {
         "example6.json",
         "example7.json",
         "example8.json",
+        "example9.json",
+        "example10.json",
+        "example11.json",
         "mp3-short.json",
         "browser-short.json",
         "spreading-tasks.json",
@@ -942,6 +951,27 @@ fn rt_apps_example_shapes_load() {
     // example8: per-phase CPUs (CPU 2 is checked against the machine when it runs).
     let ex8 = load("example8.json").unwrap();
     assert_eq!(knobs(&ex8.groups[0]), ["policy=other", "cpus=2"]);
+    // example9: "twice" runs with the run and at its fork, "once" only at its fork.
+    let ex9 = load("example9.json").unwrap();
+    let started = |g: &GroupSpec| (plain(&g.count), g.with_run.as_ref().map(plain));
+    assert_eq!(started(group(&ex9, "twice")), (2.0, Some(1.0)));
+    assert_eq!(started(group(&ex9, "once")), (1.0, Some(0.0)));
+    assert_eq!(started(group(&ex9, "spawner")), (1.0, None));
+    // example10: one taskgroup for the whole run, a knob of the group.
+    let ex10 = load("example10.json").unwrap();
+    assert_eq!(knobs(&ex10.groups[0]), ["policy=other", "taskgroup=/ga"]);
+    // example11: each phase that gives a taskgroup moves the thread there; "same" stays.
+    let ex11 = load("example11.json").unwrap();
+    assert_eq!(knobs(&ex11.groups[0]), ["policy=other"]);
+    let StepKind::Loop { body, .. } = &ex11.groups[0].body[0].kind else {
+        panic!("{:?}", ex11.groups[0].body)
+    };
+    let sets: Vec<String> = body
+        .iter()
+        .map(|s| shape(std::slice::from_ref(s)))
+        .filter(|s| s.starts_with("set"))
+        .collect();
+    assert_eq!(sets, ["set[taskgroup=/ga/gb]", "set[taskgroup=/]"]);
     // example4 runs until Ctrl-C in rt-app: schedlab needs the global duration.
     check(
         &load("example4.json").unwrap_err().to_string(),

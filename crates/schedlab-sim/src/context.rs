@@ -362,7 +362,16 @@ impl Context for SimContext<'_> {
         knobs: &schedlab_workload::knobs::Knobs,
         all_cpus: bool,
     ) -> Result<(), WorkloadError> {
-        self.slot().attrs = Some((knobs.clone(), all_cpus));
+        // No simulated policy has group scheduling (the backend warns once): a move to
+        // another taskgroup changes nothing, and costs no requeue.
+        let knobs = schedlab_workload::knobs::Knobs {
+            taskgroup: None,
+            ..knobs.clone()
+        };
+        if knobs.is_default() && !all_cpus {
+            return Ok(());
+        }
+        self.slot().attrs = Some((knobs, all_cpus));
         self.issue(Op::SetAttrs).await;
         Ok(())
     }

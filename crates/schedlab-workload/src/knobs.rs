@@ -14,12 +14,19 @@ use std::time::Duration;
 
 /// What `--group` accepts, quoted in every knob error.
 /// The knobs' names, as `--group NAME:KNOB=...` and `--vary GROUP.KNOB=...` take them.
-pub const KNOB_NAMES: [&str; 7] = [
-    "nice", "policy", "slice", "cpus", "mode", "util-min", "util-max",
+pub const KNOB_NAMES: [&str; 8] = [
+    "nice",
+    "policy",
+    "slice",
+    "cpus",
+    "mode",
+    "util-min",
+    "util-max",
+    "taskgroup",
 ];
 
 /// The knobs and their accepted values, as messages list them.
-pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only), util-min=0..1024, util-max=0..1024 (real kernel with utilization clamping)";
+pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only), util-min=0..1024, util-max=0..1024 (real kernel with utilization clamping), taskgroup=/NAME[/NAME...] (rt-app's CPU cgroup, created for the run on the real kernel; / is the cgroup schedlab runs in)";
 
 /// Where a task's work runs: in user mode, returning to it after every system call, or in
 /// kernel mode, as a kernel thread or a process inside a system call that never returns (an NFS
@@ -258,6 +265,11 @@ pub struct Knobs {
     /// [`Knobs::util_min`].
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub util_max: Option<u32>,
+    /// rt-app's `taskgroup`: the CPU cgroup the tasks run in, a path from `/` (`/tg1/tg11`).
+    /// The real backend creates each one, for the run, below the cgroup schedlab runs in
+    /// (`/` is that cgroup itself); no simulated policy has group scheduling.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub taskgroup: Option<String>,
 }
 
 impl Knobs {
@@ -294,6 +306,12 @@ impl Knobs {
         if self.nice.is_some() && !policy.is_fair() {
             return Err(invalid(format!(
                 "nice applies to policies other, batch and idle, not {policy}"
+            )));
+        }
+        if self.taskgroup.is_some() && !policy.is_fair() {
+            // rt-app's check_taskgroup_policy_dep: "No taskgroup support for policy".
+            return Err(invalid(format!(
+                "taskgroup applies to policies other, batch and idle, not {policy} (rt-app refuses it too: the cpu controller's groups share fair time)"
             )));
         }
         if let Some(slice) = self.slice() {
@@ -363,6 +381,7 @@ impl Knobs {
             mode: over.mode.or(self.mode),
             util_min: over.util_min.or(self.util_min),
             util_max: over.util_max.or(self.util_max),
+            taskgroup: over.taskgroup.clone().or_else(|| self.taskgroup.clone()),
         }
     }
 }
@@ -390,6 +409,9 @@ impl fmt::Display for Knobs {
         }
         if let Some(u) = self.util_max {
             parts.push(format!("util-max={u}"));
+        }
+        if let Some(t) = &self.taskgroup {
+            parts.push(format!("taskgroup={t}"));
         }
         if parts.is_empty() {
             write!(f, "default")
@@ -526,14 +548,78 @@ fn set_knob(knobs: &mut Knobs, key: &str, value: &str) -> Result<(), KnobFault> 
                 knobs.util_max = Some(v);
             }
         }
+        "taskgroup" => {
+            knobs.taskgroup = Some(parse_taskgroup(value).map_err(KnobFault::Value)?);
+        }
         _ => return Err(KnobFault::Unknown),
     }
     Ok(())
 }
 
+/// Most levels a taskgroup path may have: a bound, so that creating and removing them is too.
+pub const MAX_TASKGROUP_DEPTH: usize = 8;
+
+/// Check a taskgroup path as rt-app takes it (`parse_taskgroup_data`: it must start with `/`)
+/// and as a directory name can hold it: `/`, or `/`-separated names of letters, digits, `_`,
+/// `-` and `.` (not `.` or `..`), at most [`MAX_TASKGROUP_DEPTH`] of them. Repeated and
+/// trailing slashes are dropped, as rt-app's `cgroup_mkdir` skips them.
+pub fn parse_taskgroup(value: &str) -> Result<String, ValueError> {
+    let bad = |why: &str| {
+        ValueError(format!(
+            "taskgroup='{value}' {why}; accepted: / or /NAME[/NAME...] (names of letters, digits, _ - and ., at most {MAX_TASKGROUP_DEPTH} levels)"
+        ))
+    };
+    if !value.starts_with('/') {
+        return Err(bad("does not start with / (rt-app refuses it too)"));
+    }
+    let names: Vec<&str> = value.split('/').filter(|n| !n.is_empty()).collect();
+    if names.len() > MAX_TASKGROUP_DEPTH {
+        return Err(bad("is too deep"));
+    }
+    for n in &names {
+        if *n == "." || *n == ".." {
+            return Err(bad(&format!("names the directory '{n}'")));
+        }
+        if let Some(c) = n
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.')))
+        {
+            return Err(bad(&format!("contains {c:?}")));
+        }
+    }
+    Ok(format!("/{}", names.join("/")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn taskgroups_are_paths_from_the_root_as_rt_app_takes_them() {
+        let (_, k) = parse_group_arg("g:taskgroup=/tg1//tg11/").unwrap();
+        assert_eq!(k.taskgroup.as_deref(), Some("/tg1/tg11"));
+        assert_eq!(k.to_string(), "taskgroup=/tg1/tg11");
+        assert_eq!(parse_taskgroup("/").unwrap(), "/");
+        for (bad, why) in [
+            ("tg1", "does not start with /"),
+            ("/a/../b", "names the directory '..'"),
+            ("/a b", "contains ' '"),
+            ("/a/b/c/d/e/f/g/h/i", "too deep"),
+        ] {
+            let e = parse_taskgroup(bad).unwrap_err().to_string();
+            assert!(e.contains(why) && e.contains("accepted: /"), "{bad}: {e}");
+        }
+        let fifo = Knobs {
+            policy: Some(SchedPolicy::Fifo(10)),
+            ..k.clone()
+        };
+        let e = fifo.validate("g", 4).unwrap_err().to_string();
+        assert!(
+            e.contains("taskgroup applies to policies other, batch and idle"),
+            "{e}"
+        );
+        assert!(k.validate("g", 4).is_ok());
+    }
 
     #[test]
     fn parses_every_knob() {

@@ -244,3 +244,65 @@ fn forked_threads_are_logged_under_rt_apps_names() {
         "{gap} µs between the forks"
     );
 }
+
+/// A task some phase forks that also has an `instance` (tutorial example9's `thread1`) runs as
+/// upstream rt-app runs it: its instance with the run, and one more thread at each fork — on
+/// both backends. Rows' `rel_st` (µs since the run's start) say when each thread started.
+#[test]
+fn a_forked_task_with_an_instance_runs_with_the_run_and_at_each_fork() {
+    let s = Scratch::new("rtapp", "fork-instance");
+    // `spawner` forks `twice` (instance 1) in its first phase, `once` (instance 0) in its
+    // second, which starts 30 ms later.
+    s.write(
+        "nine.json",
+        r#"{ "global": { "duration": 2, "log_basename": "nine" },
+             "tasks": {
+               "twice": { "loop": 1, "run": 2000 },
+               "once": { "instance": 0, "loop": 1, "run": 2000 },
+               "spawner": { "loop": 1, "phases": {
+                   "first": { "fork": "twice", "run": 10000, "sleep": 20000 },
+                   "second": { "fork": "once", "run": 2000 } } } } }"#,
+    );
+    for backend in ["sim", "real"] {
+        let logs = format!("logs-{backend}");
+        s.rtapp_logs("nine.json", &logs, &["--backend", backend]);
+        // Four threads: two the run starts with (indices 0 and 1, file order of the tasks
+        // that have instances), two forks, numbered in the order they came.
+        assert_eq!(
+            common::names(&s.join(&logs)),
+            [
+                "nine-once-3-0000.log",
+                "nine-spawner-1.log",
+                "nine-twice-0.log",
+                "nine-twice-2-0000.log",
+            ],
+            "{backend}"
+        );
+        let rel_st = |name: &str| -> Vec<i64> {
+            let text = s.read(&format!("{logs}/{name}"));
+            rows(&text).iter().map(|r| r[6]).collect()
+        };
+        let spawner = rel_st("nine-spawner-1.log");
+        assert_eq!(spawner.len(), 2, "{backend}: {spawner:?}");
+        let (with_run, forked, once) = (
+            rel_st("nine-twice-0.log")[0],
+            rel_st("nine-twice-2-0000.log")[0],
+            rel_st("nine-once-3-0000.log")[0],
+        );
+        // The instance started with the run, before the spawner's first phase ended (10 ms
+        // of work, then 20 ms asleep); each forked thread started within the phase that
+        // forks it, after that phase started.
+        assert!(
+            with_run < spawner[1],
+            "{backend}: twice-0 at {with_run} µs, the spawner's second phase at {spawner:?}"
+        );
+        assert!(
+            (spawner[0]..spawner[1]).contains(&forked),
+            "{backend}: twice-2 at {forked} µs, the spawner's phases at {spawner:?}"
+        );
+        assert!(
+            once >= spawner[1],
+            "{backend}: once-3 at {once} µs, the spawner's phases at {spawner:?}"
+        );
+    }
+}
