@@ -245,6 +245,11 @@ pub fn run_repetition<W: Workload>(
     // Whatever way this function returns before the supervisor opens the gate, the tasks
     // created so far leave it (aborted).
     let start = StartGuard::new(&gate);
+    // rustix finds the vDSO's clock_gettime at the first clock read of a process (it asks the
+    // kernel for the auxiliary vector and walks the vDSO's symbols, touching pages): done
+    // here, the forked tasks inherit it instead of each doing it at its first read, after the
+    // start gate, inside the timed region (a system call and 2–3 page faults a task).
+    sys::monotonic_ns();
     let hosts = match plan.mode {
         TaskMode::Threads => Hosts::threads(&env, &ordered),
         TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect()),
