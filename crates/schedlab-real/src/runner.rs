@@ -248,6 +248,12 @@ pub fn run_repetition<W: Workload>(
     // Whatever way this function returns before the supervisor opens the gate, the tasks
     // created so far leave it (aborted).
     let start = StartGuard::new(&gate);
+    // rustix finds the vDSO's clock_gettime at the first clock read of a process (it asks the
+    // kernel for the auxiliary vector and walks the vDSO's symbols, touching pages): done
+    // here, the forked tasks inherit it instead of each doing it at its first read, after the
+    // start gate, inside the timed region (a system call and page faults: a task of pipe
+    // messaging took 27–33 page faults in its life before, 16–19 since).
+    sys::monotonic_ns();
     let hosts = match plan.mode {
         TaskMode::Threads => Hosts::threads(&env, &ordered),
         TaskMode::Processes => Hosts::processes(&env, ordered.iter().map(|&t| vec![t]).collect()),

@@ -169,6 +169,7 @@ pub fn send_buffer(fd: i32) -> io::Result<usize> {
 /// has had threads). A single-threaded C peer (hackbench -P, perf bench) skips that; a pipe
 /// message costing both a write and a read, it was 5 % of the CPU samples of
 /// `messaging --transport pipe --tasks processes`.
+#[inline]
 fn borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
     // SAFETY: every caller passes a descriptor it owns and keeps open until the call that
     // borrows it has returned (the channels outlive the tasks; the gate, its users); the
@@ -177,22 +178,62 @@ fn borrow(fd: i32) -> std::os::fd::BorrowedFd<'static> {
 }
 
 /// Write all of `data` to `fd`, retrying on EINTR and short writes.
-pub fn write_all(fd: i32, mut data: &[u8]) -> io::Result<()> {
-    while !data.is_empty() {
-        match rustix::io::write(borrow(fd), data) {
+///
+/// A message's write is whole in one call almost always (a pipe's up to PIPE_BUF, a UNIX
+/// stream socket's while its buffer has room): that call is inlined into the caller and the
+/// rest — a short write, EINTR, an error — is a function of its own, kept out of the path a
+/// message takes (the pinned ping-pong's user-space instructions a round trip: see
+/// docs/performance.md).
+#[inline]
+pub fn write_all(fd: i32, data: &[u8]) -> io::Result<()> {
+    if data.is_empty() {
+        return Ok(());
+    }
+    match rustix::io::write(borrow(fd), data) {
+        Ok(n) if n == data.len() => Ok(()),
+        first => write_rest(fd, data, first),
+    }
+}
+
+/// What [`write_all`] does after a first write that did not write everything.
+#[cold]
+#[inline(never)]
+fn write_rest(fd: i32, mut data: &[u8], mut last: rustix::io::Result<usize>) -> io::Result<()> {
+    loop {
+        match last {
             Ok(n) => data = &data[n..],
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
+        if data.is_empty() {
+            return Ok(());
+        }
+        last = rustix::io::write(borrow(fd), data);
     }
-    Ok(())
 }
 
 /// Read exactly `buf.len()` bytes from `fd`; `UnexpectedEof` if the peer closed first.
+///
+/// As in [`write_all`], the first read, which takes the whole message almost always, is
+/// inlined, and the rest is a function of its own.
+#[inline]
 pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
+    if buf.is_empty() {
+        return Ok(());
+    }
+    match rustix::io::read(borrow(fd), &mut *buf) {
+        Ok(n) if n == buf.len() => Ok(()),
+        first => read_rest(fd, buf, first),
+    }
+}
+
+/// What [`read_exact`] does after a first read that did not fill `buf`.
+#[cold]
+#[inline(never)]
+fn read_rest(fd: i32, buf: &mut [u8], mut last: rustix::io::Result<usize>) -> io::Result<()> {
     let mut done = 0;
-    while done < buf.len() {
-        match rustix::io::read(borrow(fd), &mut buf[done..]) {
+    loop {
+        match last {
             Ok(0) => {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -200,11 +241,14 @@ pub fn read_exact(fd: i32, buf: &mut [u8]) -> io::Result<()> {
                 ))
             }
             Ok(n) => done += n,
-            Err(rustix::io::Errno::INTR) => continue,
+            Err(rustix::io::Errno::INTR) => {}
             Err(e) => return Err(e.into()),
         }
+        if done == buf.len() {
+            return Ok(());
+        }
+        last = rustix::io::read(borrow(fd), &mut buf[done..]);
     }
-    Ok(())
 }
 
 /// Read what has arrived on `fd` (at least one byte, at most `buf.len()`), retrying on EINTR;
@@ -658,6 +702,16 @@ mod tests {
         let mut buf = [0u8; 5];
         read_exact(r, &mut buf).unwrap();
         assert_eq!(&buf, b"hello");
+        // A message that arrives in two parts: the first read returns part of it, the rest
+        // is waited for.
+        write_all(w, b"wo").unwrap();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            write_all(w, b"rld").unwrap();
+        });
+        read_exact(r, &mut buf).unwrap();
+        assert_eq!(&buf, b"world");
+        late.join().unwrap();
         write_all(w, b"abc").unwrap();
         let mut big = [0u8; 16];
         assert_eq!(
