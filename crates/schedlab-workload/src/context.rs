@@ -194,8 +194,9 @@ impl std::fmt::Display for WorkloadError {
 impl std::error::Error for WorkloadError {}
 
 /// Everything a task body may do. Every method that can take time is `async`: on the real backend
-/// the future is the blocking system call and completes on its first poll; on a simulator it
-/// suspends the body until the simulated machine has done the work.
+/// the work (the blocking system call, the spin) is done when the method is called or at the
+/// future's first poll, which is the same moment since a body awaits each future at once; on a
+/// simulator it suspends the body until the simulated machine has done the work.
 ///
 /// Times are [`Duration`]s since the run's common epoch (the moment all tasks were released), so
 /// that "real" and "simulated" time are the same type.
