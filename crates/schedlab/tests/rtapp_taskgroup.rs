@@ -52,21 +52,31 @@ fn threads_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
-#[test]
-fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
+/// A real run of [`FILE`] for `seconds`, started in a scratch directory of its own, with the
+/// test's turn held; `None` (after saying `skipped:`) where CPU cgroups cannot be made.
+struct Started {
+    own: PathBuf,
+    _turn: std::sync::MutexGuard<'static, ()>,
+    _s: Scratch,
+    child: std::process::Child,
+    pid: u32,
+    base: PathBuf,
+}
+
+fn start(name: &str, seconds: u32) -> Option<Started> {
     let own = match cpu_cgroup() {
         Ok(d) => d,
         Err(why) => {
             println!(
                 "skipped: {why} (install: a kernel with the cgroup cpu controller; run as root)"
             );
-            return;
+            return None;
         }
     };
-    let _turn = common::serial();
-    let s = Scratch::new("rtapp", "taskgroup");
-    s.write("tg.json", &FILE.replace("DURATION", "2"));
-    let mut child = schedlab()
+    let turn = common::serial();
+    let s = Scratch::new("rtapp", name);
+    s.write("tg.json", &FILE.replace("DURATION", &seconds.to_string()));
+    let child = schedlab()
         .current_dir(s.path())
         .args(["run", "tg.json", "--runs", "1", "--counters", "proc"])
         .stdout(std::process::Stdio::piped())
@@ -75,6 +85,29 @@ fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
         .unwrap();
     let pid = child.id();
     let base = private_dir(&own, pid);
+    Some(Started {
+        own,
+        _turn: turn,
+        _s: s,
+        child,
+        pid,
+        base,
+    })
+}
+
+#[test]
+fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
+    let Some(Started {
+        own,
+        _turn,
+        _s,
+        mut child,
+        pid,
+        base,
+    }) = start("taskgroup", 2)
+    else {
+        return;
+    };
     // What each cgroup held, polled every 5 ms for the run's 2 s (at most 1000 polls).
     let (mut in_ga, mut in_gb, mut gb_then_left, mut made) = (false, false, false, false);
     let started = Instant::now();
@@ -121,27 +154,17 @@ fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
 
 #[test]
 fn an_interrupted_real_run_leaves_no_taskgroup_behind() {
-    let own = match cpu_cgroup() {
-        Ok(d) => d,
-        Err(why) => {
-            println!(
-                "skipped: {why} (install: a kernel with the cgroup cpu controller; run as root)"
-            );
-            return;
-        }
+    let Some(Started {
+        own: _,
+        _turn,
+        _s,
+        mut child,
+        pid,
+        base,
+    }) = start("taskgroup-int", 30)
+    else {
+        return;
     };
-    let _turn = common::serial();
-    let s = Scratch::new("rtapp", "taskgroup-int");
-    s.write("tg.json", &FILE.replace("DURATION", "30"));
-    let mut child = schedlab()
-        .current_dir(s.path())
-        .args(["run", "tg.json", "--runs", "1", "--counters", "proc"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let base = private_dir(&own, pid);
     // Interrupted once its threads are in their taskgroups (at most 10 s of waiting).
     let deadline = Instant::now() + Duration::from_secs(10);
     while threads(&base.join("ga")).is_empty() {
