@@ -37,6 +37,26 @@ fn piii(w: &impl Workload, policy: &str, cpus: usize, groups: &[&str]) -> SimRes
     .unwrap()
 }
 
+/// Two groups of one thread each, over one pipe, with `locks` locks.
+fn one_thread_each(groups: [&'static str; 2], locks: usize) -> Plan {
+    Plan {
+        groups: groups
+            .into_iter()
+            .map(|name| GroupPlan {
+                name,
+                tasks: 1,
+                spawn: 0,
+            })
+            .collect(),
+        channels: 1,
+        duplex: false,
+        locks,
+        sync: SyncPlan::default(),
+        mode: TaskMode::Threads,
+        transport: Transport::Pipe,
+    }
+}
+
 /// A writer sends `MESSAGES` 16-byte messages, a little work apart, to a reader that reads
 /// whatever has arrived (up to 8 KiB) until it has them all.
 struct Batch;
@@ -51,22 +71,7 @@ impl Workload for Batch {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: ["reader", "writer"]
-                .into_iter()
-                .map(|name| GroupPlan {
-                    name,
-                    tasks: 1,
-                    spawn: 0,
-                })
-                .collect(),
-            channels: 1,
-            duplex: false,
-            locks: 0,
-            sync: SyncPlan::default(),
-            mode: TaskMode::Threads,
-            transport: Transport::Pipe,
-        }
+        one_thread_each(["reader", "writer"], 0)
     }
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8192];
@@ -137,22 +142,7 @@ impl Workload for Monitor {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: ["taker", "putter"]
-                .into_iter()
-                .map(|name| GroupPlan {
-                    name,
-                    tasks: 1,
-                    spawn: 0,
-                })
-                .collect(),
-            channels: 1,
-            duplex: false,
-            locks: usize::from(self.monitor),
-            sync: SyncPlan::default(),
-            mode: TaskMode::Threads,
-            transport: Transport::Pipe,
-        }
+        one_thread_each(["taker", "putter"], usize::from(self.monitor))
     }
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = [0u8; 16];

@@ -22,27 +22,32 @@ fn run_record(args: &[&str], name: &str) -> RunRecord {
     RunRecord::from_json(&text).unwrap_or_else(|e| panic!("record: {e}\n{text}"))
 }
 
+/// A real run of 2 rooms of 3 users sending 5 messages each, once, with `extra` options.
+fn small_run<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "volano",
+        "--rooms",
+        "2",
+        "--users",
+        "3",
+        "--messages",
+        "5",
+        "--runs",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 #[test]
 fn the_real_kernel_runs_four_threads_per_user_and_checks_every_packet() {
     let (rooms, users, messages) = (2usize, 3usize, 5usize);
     for (transport, tasks) in [("tcp", "group-processes"), ("unix", "threads")] {
-        let args = [
-            "run",
-            "volano",
-            "--rooms",
-            "2",
-            "--users",
-            "3",
-            "--messages",
-            "5",
-            "--runs",
-            "1",
-            "--transport",
-            transport,
-            "--tasks",
-            tasks,
-        ];
-        let rec = run_record(&args, &format!("real-{transport}"));
+        let rec = run_record(
+            &small_run(&["--transport", transport, "--tasks", tasks]),
+            &format!("real-{transport}"),
+        );
         let c = &rec.configs[0];
         // metrics() failed the run unless every packet arrived whole and in order.
         let m = &c.repetitions[0].metrics;
@@ -59,23 +64,10 @@ fn the_real_kernel_runs_four_threads_per_user_and_checks_every_packet() {
 fn the_real_kernel_runs_the_queue_monitors_once_per_append_and_per_take() {
     let (rooms, users, messages) = (2usize, 3usize, 5usize);
     let n = rooms * users;
-    let args = [
-        "run",
-        "volano",
-        "--rooms",
-        "2",
-        "--users",
-        "3",
-        "--messages",
-        "5",
-        "--runs",
-        "1",
-        "--monitors",
-        "on",
-        "--tasks",
-        "threads",
-    ];
-    let rec = run_record(&args, "real-monitors");
+    let rec = run_record(
+        &small_run(&["--monitors", "on", "--tasks", "threads"]),
+        "real-monitors",
+    );
     let r = &rec.configs[0].repetitions[0];
     assert_eq!(r.metrics["messages"], (n * messages * users) as f64);
     // One monitor per send queue; each append takes it once (the server's: the others'
