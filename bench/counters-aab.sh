@@ -9,11 +9,14 @@
 # With OTHER=path, a fourth cell runs another schedlab binary's default counters (a changed BPF
 # program against the current one, say) and the ratio other/default is printed too.
 #
+# PONG_CPU=N pins the pong process to CPU N instead (PONG_CPU=1: the ping-pong across two CPUs,
+# a wakeup every ~5 µs, each one to another CPU).
+#
 # WARMUP=N gives every cell N unrecorded warm-up repetitions first (--warmup): the first
 # repetition after the in-kernel counters are loaded runs slower (see docs/performance.md).
 #
 # Usage: bench/counters-aab.sh [ROUNDS] [ROUND_TRIPS]
-#        (default 45 30000; SCHEDLAB=path, OTHER=path, WARMUP=N)
+#        (default 45 30000; SCHEDLAB=path, OTHER=path, WARMUP=N, PONG_CPU=N)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -25,18 +28,20 @@ schedlab_bin || exit 1
 other=${OTHER:-}
 warmup=${WARMUP:-0}
 whole_in_range counters-aab.sh WARMUP "$warmup" 0 10
+pong_cpu=${PONG_CPU:-0}
+whole_in_range counters-aab.sh PONG_CPU "$pong_cpu" 0 $(($(nproc) - 1))
 if [ -n "$other" ] && [ ! -x "$other" ]; then
   echo "counters-aab.sh: OTHER=$other is not an executable file" >&2
   exit 1
 fi
 cell() {
   "${bin:-$SCHEDLAB}" run pingpong --loops "$loops" --tasks processes --group ping:cpus=0 \
-    --group pong:cpus=0 --runs 1 --warmup "$warmup" --quiet --counters "$1" --json - 2>/dev/null |
+    --group pong:cpus="$pong_cpu" --runs 1 --warmup "$warmup" --quiet --counters "$1" --json - 2>/dev/null |
     jq -r '.configs[0].repetitions[0].metrics.us_per_rt'
 }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-echo "pinned ping-pong, $loops round trips, $rounds rounds of (default, proc, proc${other:+, other}) in a random order, $warmup warm-up repetition(s) a cell; load $(cut -d' ' -f1 /proc/loadavg)"
+echo "ping-pong pinned to CPUs 0|$pong_cpu, $loops round trips, $rounds rounds of (default, proc, proc${other:+, other}) in a random order, $warmup warm-up repetition(s) a cell; load $(cut -d' ' -f1 /proc/loadavg)"
 for ((i = 0; i < rounds; i++)); do
   declare -A v=()
   cells='auto\nproc\nproc2\n'
