@@ -73,10 +73,7 @@ pub fn loops_for(work: Duration, ns_per_loop: f64) -> u64 {
 /// Nanoseconds of the calling thread's CPU time per iteration of `loops` timed once: time
 /// other tasks took the CPU for is not counted.
 fn time_batch(loops: u64) -> f64 {
-    let t0 = crate::sys::thread_cpu_ns();
-    spin(loops);
-    let t1 = crate::sys::thread_cpu_ns();
-    t1.saturating_sub(t0) as f64 / loops.max(1) as f64
+    crate::sys::thread_cpu_ns_in(|| spin(loops)) as f64 / loops.max(1) as f64
 }
 
 /// Measure nanoseconds per iteration on the calling thread, wherever it runs: batches of about
@@ -146,9 +143,8 @@ mod tests {
         for _ in 0..5 {
             let ns = measure_here();
             assert!(ns > 0.0 && ns < 10_000.0, "{ns} ns per loop");
-            let t0 = crate::sys::thread_cpu_ns();
-            spin(loops_for(Duration::from_millis(20), ns));
-            let took = crate::sys::thread_cpu_ns() - t0;
+            let took =
+                crate::sys::thread_cpu_ns_in(|| spin(loops_for(Duration::from_millis(20), ns)));
             let ratio = took as f64 / 20e6;
             if (0.8..1.25).contains(&ratio) {
                 return;

@@ -108,12 +108,12 @@ fn per_call(iters: u64, calls: u64) -> f64 {
         ns_per_call: 0.0,
         read_ns: 0,
     };
-    let t0 = crate::sys::thread_cpu_ns();
-    for _ in 0..calls {
-        short(black_box(&unit), black_box(Duration::from_nanos(iters)));
-    }
-    let t1 = crate::sys::thread_cpu_ns();
-    t1.saturating_sub(t0) as f64 / calls.max(1) as f64
+    let cpu = crate::sys::thread_cpu_ns_in(|| {
+        for _ in 0..calls {
+            short(black_box(&unit), black_box(Duration::from_nanos(iters)));
+        }
+    });
+    cpu as f64 / calls.max(1) as f64
 }
 
 /// Measure the calibration on the calling thread: batches of short and long calls of about a
@@ -206,9 +206,7 @@ mod tests {
     /// CPU time of `f` on this thread, in nanoseconds (the calibration made before).
     fn cpu_of(f: impl FnOnce()) -> u64 {
         calibration();
-        let t0 = crate::sys::thread_cpu_ns();
-        f();
-        crate::sys::thread_cpu_ns() - t0
+        crate::sys::thread_cpu_ns_in(f)
     }
 
     /// Runs `check` up to five times (a timing test on a shared machine), panicking with what

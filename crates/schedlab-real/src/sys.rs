@@ -107,6 +107,14 @@ pub fn thread_cpu_ns() -> u64 {
     clock_ns(rustix::time::ClockId::ThreadCPUTime)
 }
 
+/// The calling thread's CPU time spent in `f`, in nanoseconds: time other tasks took the CPU
+/// for while `f` ran is not counted (what the busy loops' calibrations time their batches by).
+pub fn thread_cpu_ns_in(f: impl FnOnce()) -> u64 {
+    let t0 = thread_cpu_ns();
+    f();
+    thread_cpu_ns().saturating_sub(t0)
+}
+
 fn clock_ns(clock: rustix::time::ClockId) -> u64 {
     let ts = rustix::time::clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
