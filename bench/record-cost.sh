@@ -6,9 +6,12 @@
 # (fork to exit) as `record` reports it, without the set-up, the reading and the conversion
 # around it. Prints the medians and, per source, the median of the rounds' own ratios
 # (traced / untraced of the same round) with their interquartile range; the goal is ≤ 1.05.
-# Needs root. Called by bench/record.sh per program; alone:
+# BPF_ALSO="BIN..." adds a BPF recording by each of those schedlab binaries to every round (an
+# older build beside this one, say), in the same rotation. Needs root. Called by
+# bench/record.sh per program; alone:
 #
 #   bench/record-cost.sh REPS CMD ARGS...      e.g. bench/record-cost.sh 11 hackbench -g 2 -l 200
+#   BPF_ALSO=/tmp/old/schedlab bench/record-cost.sh 11 taskset -c 0 perf bench sched pipe -l 50000
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -21,31 +24,45 @@ schedlab_bin || exit 1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
-# traced SOURCE: the program's run under `record --source SOURCE`, seconds ("" if it failed).
+# traced BIN SOURCE: the program's run under `BIN record --source SOURCE`, seconds ("" if it
+# failed).
 traced() {
-  local source=$1
-  shift
-  "$SCHEDLAB" record --source "$source" -o "$dir/cost.toml" -- "$@" 2>&1 >/dev/null |
+  local bin=$1 source=$2
+  shift 2
+  "$bin" record --source "$source" -o "$dir/cost.toml" -- "$@" 2>&1 >/dev/null |
     sed -n 's/^recorded .* in \([0-9.]*\) s[;,].*/\1/p' | head -1
 }
-plain=() bpf=() tfs=()
+read -r -a also <<<"${BPF_ALSO:-}"
+for b in "${also[@]}"; do
+  [ -x "$b" ] || { echo "record-cost.sh: BPF_ALSO: $b is not an executable schedlab" >&2; exit 2; }
+done
+n=$((3 + ${#also[@]}))
+plain=() bpf=() tfs=() other=()
 for ((i = 0; i < reps; i++)); do
-  for k in 0 1 2; do
-    case $(((i + k) % 3)) in
+  for ((k = 0; k < n; k++)); do
+    v=$(((i + k) % n))
+    case $v in
       0) plain+=("$(python3 bench/record-wall.py "$@")") ;;
-      1) bpf+=("$(traced bpf "$@")") ;;
-      2) tfs+=("$(traced tracefs "$@")") ;;
+      1) bpf+=("$(traced "$SCHEDLAB" bpf "$@")") ;;
+      2) tfs+=("$(traced "$SCHEDLAB" tracefs "$@")") ;;
+      *) other[v - 3]+=" $(traced "${also[v - 3]}" bpf "$@")" ;;
     esac
   done
 done
-python3 - "${plain[*]}" "${bpf[*]}" "${tfs[*]}" <<'PY'
+extra=()
+for ((j = 0; j < ${#also[@]}; j++)); do
+  extra+=("bpf by ${also[j]}" "${other[j]:-}")
+done
+python3 - "${plain[*]}" "${bpf[*]}" "${tfs[*]}" "${extra[@]}" <<'PY'
 import statistics, sys
 plain, bpf, tfs = ([float(x) for x in a.split()] for a in sys.argv[1:4])
+others = [(sys.argv[i], [float(x) for x in sys.argv[i + 1].split()])
+          for i in range(4, len(sys.argv), 2)]
 def q(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * (len(xs) - 1) + 0.5))]
 print(f"  untraced {statistics.median(plain):.4f} s (median of {len(plain)})")
-for name, xs in (("bpf", bpf), ("tracefs", tfs)):
+for name, xs in [("bpf", bpf), ("tracefs", tfs)] + others:
     if len(xs) != len(plain):
         print(f"  {name}: {len(xs)} of {len(plain)} recordings succeeded; no ratio")
         continue

@@ -45,10 +45,18 @@
  * keeps the time, the call's number and its first argument, the descriptor, and the exit takes
  * them when its own call and descriptor match), one that did not sleep to take no time.
  *
- * The traced set is a hash of TIDs (TRACED), seeded by user space (the recording thread before
- * it forks the command, or every thread of --pid). When it is full, the tasks left out are
- * counted in LOST[1]; a record the ring had no room for is counted in LOST[0]. Both counters are
- * per CPU (no shared cache line) and user space reports their sum as lost events.
+ * The traced set is a mark in each traced task's task-local storage (TASKS, BPF_MAP_TYPE_TASK_
+ * STORAGE, the wakeup counters' way in wakeups.bpf.c): an event of a task that has none costs
+ * one pointer load from its task_struct (task->bpf_storage is empty) instead of a hash lookup
+ * by TID, whose bucket was a cache miss of its own on every event of the machine. A traced
+ * task's children are marked at fork. The roots are named by user space in SEED: the recording
+ * thread's TID while it forks the command (its fork marks the command), or --pid's thread
+ * group (TGID: every thread the process has, and those it makes later are its forks anyway);
+ * a seed is a comparison of two fields of the task, read only when the task has no mark. A
+ * mark the kernel cannot allocate leaves the task out and counts it in LOST[1]; the marks are
+ * freed with their tasks (at the latest), so there are never more than the traced tree's live
+ * tasks. A record the ring had no room for is counted in LOST[0]. Both counters are per CPU (no
+ * shared cache line) and user space reports their sum as lost events.
  *
  * Submitting without a wakeup (BPF_RB_NO_WAKEUP) keeps the drain thread from being woken at
  * every record, which would add a wakeup and a context switch of its own to the machine per
@@ -69,6 +77,7 @@
 struct task_struct {
 	int exit_state;
 	int pid;
+	int tgid;
 	char comm[16];
 } __attribute__((preserve_access_index));
 /* The kernel's struct pt_regs (x86-64); the ___ suffix keeps it apart from the user-space
@@ -147,12 +156,23 @@ struct {
 	__uint(max_entries, 1 << 22);
 } EVENTS SEC(".maps");
 
+/* The roots, set by user space (SEED[0]; mirrored by Seed in record_bpf.rs): tid, a task by
+ * its TID (the recording thread while it forks the command), tgid, every task of a thread group
+ * (--pid); 0 is none. sleep_starts: 1 when the socket tracepoints record the data flow, which
+ * take a call's start from where it went to sleep (note_sleep). */
+struct seed {
+	__s32 tid;
+	__s32 tgid;
+	__u32 sleep_starts;
+	__u32 pad;
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u8);
-} TRACED SEC(".maps");
+	__type(value, struct seed);
+} SEED SEC(".maps");
 
 /* [0]: records the ring had no room for; [1]: tasks the traced set had no room for. */
 struct {
@@ -162,12 +182,15 @@ struct {
 	__type(value, __u64);
 } LOST SEC(".maps");
 
-/* When a traced task's pipe or socket call began: at its entry (fentry; nr = ENTERED_BY_FENTRY),
- * or, for the tracepoints, where the task last went to sleep, in call nr on descriptor fd. */
-struct entered {
+/* A task's own state, in its task-local storage. traced: the task is in the traced set (a task
+ * seeded by SEED may have state without it). ts, nr, fd: when its pipe or socket call began: at
+ * its entry (fentry; nr = ENTERED_BY_FENTRY), or, for the tracepoints, where the task last went
+ * to sleep, in call nr on descriptor fd. */
+struct task_state {
 	__u64 ts;
 	long nr;
 	long fd;
+	__u64 traced;
 };
 #define ENTERED_BY_FENTRY (-2)
 
@@ -175,8 +198,8 @@ struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct entered);
-} ENTERED SEC(".maps");
+	__type(value, struct task_state);
+} TASKS SEC(".maps");
 
 /* Wake the drain thread when more than this many bytes wait (user space: a quarter of the ring). */
 const volatile __u64 wake_bytes = 1 << 20;
@@ -189,9 +212,33 @@ static __always_inline void count_lost(__u32 which)
 		(*n)++;
 }
 
-static __always_inline int traced(__u32 tid)
+static __always_inline struct seed *seed(void)
 {
-	return tid && bpf_map_lookup_elem(&TRACED, &tid);
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&SEED, &zero);
+}
+
+/* Whether t is traced; *state its task-local state, if it has any. */
+static __always_inline int traced(struct task_struct *t, struct task_state **state)
+{
+	struct task_state *s = bpf_task_storage_get(&TASKS, t, 0, 0);
+	struct seed *root;
+
+	*state = s;
+	if (s && s->traced)
+		return 1;
+	root = seed();
+	return root && ((root->tid && t->pid == root->tid) ||
+			(root->tgid && t->tgid == root->tgid));
+}
+
+/* t's state, made if it has none (zero: not traced, no call). */
+static __always_inline struct task_state *state_of(struct task_struct *t, struct task_state *s)
+{
+	if (s)
+		return s;
+	return bpf_task_storage_get(&TASKS, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 }
 
 static __always_inline void submit(void *r)
@@ -222,11 +269,10 @@ static __always_inline struct rec *reserve(__u32 size, __u8 kind)
 
 /* A traced task goes to sleep: where its call began, for the socket tracepoints (unless fentry
  * saw the call's own entry). */
-static __always_inline void note_sleep(struct task_struct *prev, __u64 ts,
+static __always_inline void note_sleep(struct task_struct *prev, struct task_state *s, __u64 ts,
 				       struct pt_regs___kernel *regs)
 {
-	struct entered *e = bpf_task_storage_get(&ENTERED, prev, 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct task_state *e = state_of(prev, s);
 
 	if (!e || (e->ts && e->nr == ENTERED_BY_FENTRY))
 		return;
@@ -245,9 +291,10 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	     unsigned int prev_state)
 {
 	__u32 p = prev->pid, n = next->pid;
-	int prev_traced = traced(p);
+	struct task_state *ps, *ns;
+	int prev_traced = traced(prev, &ps);
 
-	if (!prev_traced && !traced(n))
+	if (!prev_traced && !traced(next, &ns))
 		return 0;
 	/* TASK_REPORT: the states the tracepoint reports; EXIT_DEAD | EXIT_ZOMBIE. */
 	__u32 state = (prev_state | prev->exit_state) & 0x7f;
@@ -265,13 +312,17 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 			struct pt_regs___kernel *regs = (void *)bpf_task_pt_regs(prev);
 			if (regs)
 				r->nr = regs->orig_ax;
-			if (regs && left == LEFT_SLEEPING)
-				note_sleep(prev, r->ts, regs);
+			if (regs && left == LEFT_SLEEPING) {
+				struct seed *root = seed();
+
+				if (root && root->sleep_starts)
+					note_sleep(prev, ps, r->ts, regs);
+			}
 		}
 		submit(r);
 	}
-	if (prev_traced && left == LEFT_DEAD)
-		bpf_map_delete_elem(&TRACED, &p);
+	if (prev_traced && left == LEFT_DEAD && ps)
+		bpf_task_storage_delete(&TASKS, prev);
 	return 0;
 }
 
@@ -279,8 +330,9 @@ SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
 	__u32 wakee = p->pid, waker = (__u32)bpf_get_current_pid_tgid();
+	struct task_state *s;
 
-	if (!traced(wakee) && !traced(waker))
+	if (!traced(p, &s) && !traced(bpf_get_current_task_btf(), &s))
 		return 0;
 	struct rec *r = reserve(sizeof(struct rec), KIND_WAKING);
 	if (!r)
@@ -295,11 +347,14 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 pp = parent->pid, c = child->pid;
-	__u8 one = 1;
+	struct task_state *s;
 
-	if (!traced(pp))
+	if (!traced(parent, &s))
 		return 0;
-	if (bpf_map_update_elem(&TRACED, &c, &one, BPF_ANY))
+	s = bpf_task_storage_get(&TASKS, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (s)
+		s->traced = 1;
+	else
 		count_lost(1);
 	struct rec_named *r = (void *)reserve(sizeof(struct rec_named), KIND_FORK);
 	if (!r)
@@ -315,8 +370,9 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(on_exit, struct task_struct *p)
 {
 	__u32 pid = p->pid;
+	struct task_state *s;
 
-	if (!traced(pid))
+	if (!traced(p, &s))
 		return 0;
 	struct rec_named *r = (void *)reserve(sizeof(struct rec_named), KIND_EXIT);
 	if (!r)
@@ -332,8 +388,9 @@ SEC("tp_btf/sched_migrate_task")
 int BPF_PROG(on_migrate, struct task_struct *p, int dest_cpu)
 {
 	__u32 pid = p->pid;
+	struct task_state *s;
 
-	if (!traced(pid))
+	if (!traced(p, &s))
 		return 0;
 	struct rec *r = reserve(sizeof(struct rec), KIND_MIGRATE);
 	if (!r)
@@ -346,12 +403,12 @@ int BPF_PROG(on_migrate, struct task_struct *p, int dest_cpu)
 
 static __always_inline void io_enter(void)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct task_state *s;
 
-	if (!traced(tid))
+	if (!traced(me, &s))
 		return;
-	struct entered *e = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0,
-						 BPF_LOCAL_STORAGE_GET_F_CREATE);
+	struct task_state *e = state_of(me, s);
 	if (e) {
 		e->ts = bpf_ktime_get_ns();
 		e->nr = ENTERED_BY_FENTRY;
@@ -377,10 +434,10 @@ static __always_inline void emit_io(__u32 tid, __u8 bits, __u64 obj, long ret, _
 static __always_inline void io_exit(__u8 bits, __u64 obj, long ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_state *e;
 
-	if (!traced(tid))
+	if (!traced(bpf_get_current_task_btf(), &e))
 		return;
-	struct entered *e = bpf_task_storage_get(&ENTERED, bpf_get_current_task_btf(), 0, 0);
 	if (!e || !e->ts || e->nr != ENTERED_BY_FENTRY)
 		return; /* entered before the task was traced */
 	emit_io(tid, bits, obj, ret, e->ts);
@@ -391,8 +448,10 @@ static __always_inline void io_exit(__u8 bits, __u64 obj, long ret)
 static __always_inline void sock_exit(struct sock *sk, int ret, __u8 bits)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct task_state *e;
 
-	if (!traced(tid) || sk->__sk_common.skc_family != 1 /* AF_UNIX */ ||
+	if (!traced(me, &e) || sk->__sk_common.skc_family != 1 /* AF_UNIX */ ||
 	    sk->sk_type != 1 /* SOCK_STREAM */)
 		return;
 	__u64 obj = (__u64)sk;
@@ -401,8 +460,6 @@ static __always_inline void sock_exit(struct sock *sk, int ret, __u8 bits)
 		obj = (__u64)BPF_CORE_READ(u, peer);
 	}
 	__u64 enter = 0;
-	struct task_struct *me = bpf_get_current_task_btf();
-	struct entered *e = bpf_task_storage_get(&ENTERED, me, 0, 0);
 	struct pt_regs___kernel *regs = (void *)bpf_task_pt_regs(me);
 	if (e && e->ts && regs && e->nr == regs->orig_ax && e->fd == regs->di)
 		enter = e->ts;

@@ -3,7 +3,9 @@
 //! and through tracefs must give each thread the same number of switches (one a round trip,
 //! exactly, however the run split them between sleeps and preemptions) and one wakeup a sleep; a ring
 //! too small for the run counts its overflow as lost events; an interrupted recording leaves no
-//! BPF program, map, link or thread behind. Skipped without root, BTF or tracefs.
+//! BPF program, map, link or thread behind; the traced set is the command's tree (the recording
+//! thread only until it has forked it), or with --pid every thread of the process, those it
+//! starts while recorded too. Skipped without root, BTF or tracefs.
 
 use schedlab_real::trace::record::{record_from, RecordError, Source, Target};
 use schedlab_real::trace::record_bpf::BpfRecorder;
@@ -78,6 +80,56 @@ fn pingpong_child() {
         .unwrap();
     ping.join().unwrap();
     pong.join().unwrap();
+}
+
+/// The environment variable that turns this binary into the late-thread command.
+const LATE: &str = "SCHEDLAB_TEST_LATE_THREAD_MS";
+
+/// As the command (the variable set to N): sleeps N ms, then starts a thread `late-thread` that
+/// sleeps 2 ms 50 times; as a test, nothing.
+#[test]
+fn late_thread_child() {
+    let Some(ms) = std::env::var(LATE).ok().and_then(|v| v.parse::<u64>().ok()) else {
+        return;
+    };
+    std::thread::sleep(Duration::from_millis(ms));
+    std::thread::Builder::new()
+        .name("late-thread".into())
+        .spawn(|| {
+            for _ in 0..50 {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+/// The tasks of `rec`'s traced tree: its roots and every task a member forked.
+fn tree(rec: &Recording) -> std::collections::HashSet<i32> {
+    let mut tree: std::collections::HashSet<i32> = rec.roots.iter().copied().collect();
+    for e in &rec.events {
+        if let EventKind::Fork { parent, child } = e.kind {
+            if tree.contains(&parent) {
+                tree.insert(child);
+            }
+        }
+    }
+    tree
+}
+
+/// The first event, after `from` events, that involves no task of `tree`.
+fn outsider(rec: &Recording, from: usize, tree: &std::collections::HashSet<i32>) -> Option<String> {
+    rec.events[from..].iter().find_map(|e| {
+        let ours = match e.kind {
+            EventKind::Switch { prev, next, .. } => tree.contains(&prev) || tree.contains(&next),
+            EventKind::Waking { waker, wakee } => tree.contains(&waker) || tree.contains(&wakee),
+            EventKind::Fork { parent, .. } => tree.contains(&parent),
+            EventKind::Exit { pid } | EventKind::Migrate { pid, .. } => tree.contains(&pid),
+            _ => true,
+        };
+        (!ours).then(|| format!("{e:?}"))
+    })
 }
 
 /// Per thread name: (switches away asleep, switches away runnable, wakeups received,
@@ -174,6 +226,129 @@ fn bpf_and_tracefs_give_a_pinned_pingpong_the_same_counts() {
                 "{name}: BPF {b:?}, tracefs {t:?}"
             );
         }
+    }
+}
+
+#[test]
+fn the_recording_thread_is_traced_until_it_has_forked_the_command() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let stop = AtomicBool::new(false);
+    let argv = vec!["sleep".to_string(), "0.5".to_string()];
+    let rec = match record_from(&Target::Command(argv), Source::Bpf, 4, false, &stop) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("skipped: the BPF recorder ({e}; run as root on an x86-64 kernel with BTF)");
+            return;
+        }
+    };
+    let me = schedlab_real::sys::gettid();
+    let root = rec.roots[0];
+    // The fork is recorded (its parent was traced), and from it on only the command's tree.
+    let fork = rec
+        .events
+        .iter()
+        .position(|e| {
+            e.kind
+                == EventKind::Fork {
+                    parent: me,
+                    child: root,
+                }
+        })
+        .unwrap_or_else(|| panic!("no fork of {root} by {me} in {} events", rec.events.len()));
+    let tree = tree(&rec);
+    // The recording thread is untraced once the command has started (within 100 ms here),
+    // though it wakes every 5 ms while it waits for the command's end: from then on, every
+    // event is one of the command's.
+    let forked = rec.events[fork].ts_ns;
+    let after = rec.events[fork..]
+        .iter()
+        .position(|e| e.ts_ns > forked + 100_000_000)
+        .map_or(rec.events.len(), |i| fork + i);
+    assert_eq!(
+        outsider(&rec, after, &tree),
+        None,
+        "an event of no traced task"
+    );
+    let switches = rec.events[fork..]
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Switch { prev, .. } if prev == root))
+        .count();
+    assert!(switches >= 1, "the command's switches were not recorded");
+}
+
+#[test]
+fn a_pid_recording_traces_every_thread_and_those_started_later() {
+    let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "late_thread_child",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(LATE, "2000")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // The child's test harness has started its test's thread; the late thread comes 2 s later
+    // (loading the recorder on a busy machine takes a good part of a second).
+    std::thread::sleep(Duration::from_millis(150));
+    let stop = AtomicBool::new(false);
+    let target = Target::Pid {
+        pid,
+        duration: Duration::from_secs(6),
+    };
+    let rec = record_from(&target, Source::Bpf, 4, false, &stop);
+    child.wait().unwrap();
+    let rec = match rec {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("skipped: the BPF recorder ({e}; run as root on an x86-64 kernel with BTF)");
+            return;
+        }
+    };
+    assert!(
+        rec.roots.contains(&pid) && rec.roots.len() >= 2,
+        "roots {:?}",
+        rec.roots
+    );
+    let tree = tree(&rec);
+    assert_eq!(outsider(&rec, 0, &tree), None, "an event of no traced task");
+    let late: Vec<i32> = rec
+        .names
+        .iter()
+        .filter(|(_, n)| n.as_str() == "late-thread")
+        .map(|(&t, _)| t)
+        .collect();
+    assert_eq!(late.len(), 1, "names {:?}", rec.names);
+    assert!(
+        rec.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Fork { child, .. } if child == late[0])),
+        "the late thread's start was not recorded"
+    );
+    let sleeps = |tid: i32| {
+        rec.events
+            .iter()
+            .filter(|e| {
+                matches!(e.kind, EventKind::Switch { prev, left: LeftAs::Sleeping, .. } if prev == tid)
+            })
+            .count()
+    };
+    assert!(
+        sleeps(late[0]) >= 50,
+        "late thread: {} sleeps",
+        sleeps(late[0])
+    );
+    // Every thread that was there when recording began ran (the main thread when the test's
+    // ended, the test's thread after its sleep).
+    for &t in &rec.roots {
+        let ran = rec
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Switch { next, .. } if next == t));
+        assert!(ran, "thread {t} of {:?}: no switch recorded", rec.roots);
     }
 }
 

@@ -321,7 +321,8 @@ pub fn record(
 
 /// Record through the BPF recorder: the calling thread is traced while it forks the command
 /// (so the command is traced from its first instruction, its fork adding it to the traced set),
-/// then only the command's tree; or every thread of `--pid`.
+/// then only the command's tree; or every thread of `--pid`'s process (its thread group: the
+/// threads it has now and those it starts).
 fn record_bpf(
     target: &Target,
     mut recorder: super::record_bpf::BpfRecorder,
@@ -344,8 +345,8 @@ fn record_bpf(
         Target::Pid { pid, duration } => {
             rec.source = format!("--pid {pid} ({})", comm_of(*pid).unwrap_or_default());
             let tids = threads_of(*pid)?;
+            recorder.trace_group(tgid_of(*pid)?)?;
             for &t in &tids {
-                recorder.trace(t)?;
                 if let Some(name) = std::fs::read_to_string(format!("/proc/{pid}/task/{t}/comm"))
                     .ok()
                     .map(|s| s.trim().to_string())
@@ -443,6 +444,18 @@ fn threads_of(pid: i32) -> Result<Vec<i32>, RecordError> {
         .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect())
+}
+
+/// The thread group (process) `pid` belongs to.
+fn tgid_of(pid: i32) -> Result<i32, RecordError> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Tgid:"))
+                .and_then(|v| v.trim().parse().ok())
+        })
+        .ok_or(RecordError::NoProcess(pid))
 }
 
 /// Wait while `pid`'s threads are traced, for `duration` or until it exits.

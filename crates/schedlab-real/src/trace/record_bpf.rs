@@ -2,7 +2,9 @@
 //! programs on the scheduler's BTF tracepoints into a ring buffer that a thread of ours drains
 //! while the program runs. The program (`bpf/record.bpf.c`, committed compiled as
 //! `bpf/record.bpf.o`; its comment explains the kernel side) keeps the traced set in the kernel
-//! (a hash of TIDs, seeded by us, a traced task's children added at fork) and reads the system
+//! (a mark in each traced task's task-local storage, a traced task's children marked at fork,
+//! the roots named by us: the recording thread while it forks the command, or the thread group
+//! of `--pid`) and reads the system
 //! call a task blocks in from its saved registers at the switch, so nothing traces system calls:
 //! the tracefs recorder's `raw_syscalls` tracepoints put every task of the machine on the
 //! system-call slow path while they are enabled, however tightly they are filtered.
@@ -20,7 +22,7 @@
 //! its return, with its entry time, bytes and object; [`IO_PROGRAMS`]) and become an `IoEnter`
 //! and an `IoExit` event. fentry/fexit rather than a system-call tracepoint: the trampoline is
 //! patched into those four functions only, so no other call of the machine pays anything, and
-//! a call of an untraced task pays one hash lookup. Where they do not load (a kernel without
+//! a call of an untraced task pays one look at its task-local storage. Where they do not load (a kernel without
 //! those functions in its BTF, or one that refuses fentry, as some lock ftrace's function hooks
 //! down), UNIX stream sockets are recorded through the socket layer's BTF tracepoints
 //! `sock_send_length`/`sock_recv_length` instead, with the entry time of a call that slept taken
@@ -28,14 +30,14 @@
 //! ([`BpfRecorder::io`]).
 //!
 //! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
-//! a quarter full; records it had no room for, tasks beyond the traced set's 65,536 and events
-//! beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
+//! a quarter full; records it had no room for, tasks whose mark the kernel could not allocate
+//! and events beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
 //! fail unless `--allow-lossy`. Everything is held by file descriptors of this process and a
 //! thread joined on drop: an interrupted or killed record leaves nothing attached.
 
 use super::record::watched_calls;
 use crate::bpf::BpfError;
-use aya::maps::{HashMap as BpfHashMap, Map, MapData, PerCpuArray, RingBuf};
+use aya::maps::{Array, Map, MapData, PerCpuArray, RingBuf};
 use aya::programs::{FEntry, FExit};
 use aya::{Btf, Ebpf, EbpfLoader};
 use schedlab_workload::sched_events::{
@@ -121,6 +123,20 @@ const NAMED_BYTES: usize = RECORD_BYTES + 16;
 /// `struct rec_io`: the record, the entry time, the object, padding.
 const IO_BYTES: usize = RECORD_BYTES + 32;
 
+/// `struct seed` of the C source: the roots of the traced set (0: none) and whether a sleep
+/// notes where a socket call began (the socket tracepoints' path).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Seed {
+    tid: i32,
+    tgid: i32,
+    sleep_starts: u32,
+    pad: u32,
+}
+
+// SAFETY: plain integers, no padding between them; any bit pattern is a value.
+unsafe impl aya::Pod for Seed {}
+
 /// What the drain thread hands back.
 #[derive(Debug, Default)]
 pub struct Drained {
@@ -141,7 +157,8 @@ pub fn ring_bytes(buffer_mb: u32) -> u32 {
 pub struct BpfRecorder {
     /// Owns the programs and their links: dropping it detaches them.
     bpf: Option<Ebpf>,
-    traced: BpfHashMap<MapData, u32, u8>,
+    seed_map: Array<MapData, Seed>,
+    seed: Seed,
     lost: PerCpuArray<MapData, u64>,
     stop: Arc<AtomicBool>,
     drain: Option<JoinHandle<Drained>>,
@@ -187,7 +204,7 @@ impl BpfRecorder {
         let mut bpf = EbpfLoader::new()
             .btf(Some(&btf))
             .map_max_entries("EVENTS", bytes)
-            // ENTERED, the task-local storage of the I/O programs, is never read from here.
+            // TASKS, the programs' task-local storage, is never read from here.
             .allow_unsupported_maps()
             .override_global("wake_bytes", &wake, true)
             .load(OBJECT)
@@ -195,17 +212,17 @@ impl BpfRecorder {
         for (program, tracepoint) in PROGRAMS {
             crate::bpf::attach(&mut bpf, &btf, program, tracepoint)?;
         }
-        let io = if data_flow {
+        let (io, sleep_starts) = if data_flow {
             attach_io(&mut bpf, &btf)
         } else {
-            NO_DATA_FLOW.to_string()
+            (NO_DATA_FLOW.to_string(), false)
         };
         let map = |bpf: &mut Ebpf, name: &'static str| {
             bpf.take_map(name)
                 .ok_or_else(|| crate::bpf::map_error(name, "missing"))
         };
-        let traced = BpfHashMap::try_from(map(&mut bpf, "TRACED")?)
-            .map_err(|e| crate::bpf::map_error("TRACED", e))?;
+        let seed_map = Array::try_from(map(&mut bpf, "SEED")?)
+            .map_err(|e| crate::bpf::map_error("SEED", e))?;
         let lost = PerCpuArray::try_from(map(&mut bpf, "LOST")?)
             .map_err(|e| crate::bpf::map_error("LOST", e))?;
         let events = map(&mut bpf, "EVENTS")?;
@@ -220,7 +237,11 @@ impl BpfRecorder {
             })?;
         Ok(BpfRecorder {
             bpf: Some(bpf),
-            traced,
+            seed_map,
+            seed: Seed {
+                sleep_starts: sleep_starts.into(),
+                ..Seed::default()
+            },
             lost,
             stop,
             drain: Some(drain),
@@ -229,16 +250,32 @@ impl BpfRecorder {
         })
     }
 
-    /// Add `tid` to the traced set (its children follow at fork).
+    /// Trace the task `tid` (one at a time: it replaces an earlier one), and the children it
+    /// forks from now on, with theirs.
     pub fn trace(&mut self, tid: i32) -> Result<(), BpfError> {
-        self.traced
-            .insert(tid as u32, 1, 0)
-            .map_err(|e| crate::bpf::map_error("TRACED", e))
+        self.seed.tid = tid;
+        self.write_seed()
     }
 
-    /// Take `tid` out of the traced set (a task already gone is no error).
+    /// Stop tracing the task given to [`trace`](Self::trace); the children it forked stay
+    /// traced.
     pub fn untrace(&mut self, tid: i32) {
-        let _ = self.traced.remove(&(tid as u32));
+        if self.seed.tid == tid {
+            self.seed.tid = 0;
+            let _ = self.write_seed();
+        }
+    }
+
+    /// Trace every thread of the thread group `tgid` (a process), and every task they fork.
+    pub fn trace_group(&mut self, tgid: i32) -> Result<(), BpfError> {
+        self.seed.tgid = tgid;
+        self.write_seed()
+    }
+
+    fn write_seed(&mut self) -> Result<(), BpfError> {
+        self.seed_map
+            .set(0, self.seed, 0)
+            .map_err(|e| crate::bpf::map_error("SEED", e))
     }
 
     /// Detach the programs, drain what is left and return it, with the events the kernel
@@ -346,8 +383,9 @@ pub const NO_DATA_FLOW: &str =
     "no pipe or socket calls (record --data-flow records them, to replay them as channels)";
 
 /// Attach the I/O programs ([`IO_PROGRAMS`]), each pair to the first of its functions the kernel
-/// has, the socket tracepoints where the sockets' pairs do not attach; say what is recorded.
-fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
+/// has, the socket tracepoints where the sockets' pairs do not attach; say what is recorded, and
+/// whether the socket tracepoints are attached (a call's start is then where it went to sleep).
+fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> (String, bool) {
     let mut missing = Vec::new();
     let mut attached = Vec::new();
     for (enter, exit, functions) in IO_PROGRAMS {
@@ -378,6 +416,7 @@ fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
     let pipes_ok = !missing.iter().any(|(f, _)| f.contains("pipe"));
     let sockets_ok = !missing.iter().any(|(f, _)| f.starts_with("unix"));
     let mut parts = Vec::new();
+    let mut sleep_starts = false;
     if pipes_ok && sockets_ok {
         parts.push("pipe and UNIX stream socket reads and writes through fentry/fexit".to_string());
     } else {
@@ -389,6 +428,8 @@ fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
             let tracepoints = SOCKET_TRACEPOINTS
                 .iter()
                 .try_for_each(|(p, t)| crate::bpf::attach(bpf, btf, p, t));
+            // A sleep notes where a call began whenever a socket tracepoint may be attached.
+            sleep_starts = true;
             parts.push(match tracepoints {
                 Ok(()) => "UNIX stream socket reads and writes through the sock_send_length/sock_recv_length tracepoints (a call that slept begins where it slept)".to_string(),
                 Err(e) => format!("UNIX stream socket calls not recorded ({e})"),
@@ -399,7 +440,7 @@ fn attach_io(bpf: &mut Ebpf, btf: &Btf) -> String {
         }
         parts.push(format!("fentry/fexit refused: {}", why.join("; ")));
     }
-    parts.join("; ")
+    (parts.join("; "), sleep_starts)
 }
 
 /// Why an fentry/fexit pair did not attach.
