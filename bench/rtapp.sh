@@ -41,6 +41,8 @@
 # A task without phases whose loop is N is compared over its first N passes: rt-app 1.0 runs
 # it for ever (bench/rtapp.py compare --file).
 # POLICIES lists the simulated policies to run the files on (default: all; empty: none).
+# EXAMPLES lists the examples to run, by name (`example5 example6`, `mp3-short`; default: all
+# below); a name that is not one of them is refused before anything runs.
 #
 # How long: per example and round, SECONDS for each of the three runs plus about 2 s (measure)
 # or 8 s (CPU<n>) of start and calibration each, then about a second per simulated policy
@@ -54,6 +56,25 @@ runs=${1:-2}
 secs=${2:-2}
 whole_in_range bench/rtapp.sh RUNS "$runs" 1 100
 whole_in_range bench/rtapp.sh SECONDS "$secs" 1 600
+# Every example of doc/examples but the long ones (minutes of duration, which `global` sets
+# here anyway), custom-slice (sched_runtime of SCHED_OTHER, which rt-app 1.0 cannot set) and
+# the merge/ and cpufreq_governor_efficiency/ pieces (not task files).
+names="template tutorial/example1 tutorial/example2 tutorial/example3 tutorial/example4 tutorial/example5 tutorial/example6 tutorial/example7 tutorial/example8 tutorial/example9 tutorial/example10 tutorial/example11 mp3-short video-short browser-short spreading-tasks"
+if [ -n "${EXAMPLES:-}" ]; then
+  chosen=""
+  for want in $EXAMPLES; do
+    found=""
+    for n in $names; do
+      [ "$(basename "$n")" = "$want" ] && found=$n
+    done
+    if [ -z "$found" ]; then
+      echo "bench/rtapp.sh: EXAMPLES names '$want', which is not one of: $(for n in $names; do basename "$n"; done | tr '\n' ' ')" >&2
+      exit 2
+    fi
+    chosen="$chosen $found"
+  done
+  names=${chosen# }
+fi
 if ! command -v rt-app >/dev/null; then
   echo "bench/rtapp.sh: rt-app not found (install: apt-get install rt-app)" >&2
   exit 1
@@ -63,10 +84,6 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 src=${RTAPP_SRC:-/work/.mirror/scheduler-tools+rt-app/repo}
-# Every example of doc/examples but the long ones (minutes of duration, which `global` sets
-# here anyway), custom-slice (sched_runtime of SCHED_OTHER, which rt-app 1.0 cannot set) and
-# the merge/ and cpufreq_governor_efficiency/ pieces (not task files).
-names="template tutorial/example1 tutorial/example2 tutorial/example3 tutorial/example4 tutorial/example5 tutorial/example6 tutorial/example7 tutorial/example8 tutorial/example9 tutorial/example10 tutorial/example11 mp3-short video-short browser-short spreading-tasks"
 mkdir -p "$tmp/src/tutorial"
 if git --git-dir="$src" rev-parse -q --verify HEAD >/dev/null 2>&1; then
   from="upstream $(git --git-dir="$src" rev-parse --short HEAD)"
@@ -87,7 +104,7 @@ case "$RUN_SEMANTIC" in
   cpu-time | loops) ;;
   *) echo "bench/rtapp.sh: RUN_SEMANTIC '$RUN_SEMANTIC' is not accepted; use cpu-time or loops" >&2; exit 1 ;;
 esac
-echo "# examples: $from; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; load average $(load1) at the start"
+echo "# examples: $from${EXAMPLES:+ (EXAMPLES: $EXAMPLES)}; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; load average $(load1) at the start"
 
 if [ -z "${POLICIES+set}" ]; then
   policies=$("$SCHEDLAB" list 2>/dev/null | awk '/^SIMULATED POLICIES/ { p = 1; next } p && NF == 0 { exit } p && /^  [a-z]/ { print $1 }')

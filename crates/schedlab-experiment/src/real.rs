@@ -520,9 +520,30 @@ impl Backend for RealBackend {
         if !names.is_empty() && self.taskgroups.is_none() {
             let made = schedlab_real::taskgroup::Taskgroups::create(&names)
                 .map_err(|e| ExperimentError::Backend(format!("taskgroups: {e}")))?;
+            let h = made.hierarchy();
+            let version = match h.version {
+                schedlab_real::taskgroup::Version::V1 => "cgroup v1",
+                schedlab_real::taskgroup::Version::V2 => "cgroup v2",
+            };
+            let weight = if made.cpu_controller() {
+                "with the cpu controller"
+            } else {
+                // Only the grouping: say so where the run is summarized, and in its record.
+                eprintln!(
+                    "warning: taskgroups {}: the {version} hierarchy at {} has no cpu controller ({}=v2 chose it): threads are moved into their groups, but the groups weigh nothing and the run is scheduled as without taskgroups",
+                    names.join(", "),
+                    h.own.display(),
+                    schedlab_real::taskgroup::HIERARCHY_VAR
+                );
+                "without the cpu controller: grouping only, no CPU weight"
+            };
             info.details.insert(
                 "taskgroups".into(),
-                format!("{} below {}", names.join(", "), made.base().display()),
+                format!(
+                    "{} below {} ({version}, {weight})",
+                    names.join(", "),
+                    made.base().display()
+                ),
             );
             self.taskgroups = Some(made);
         }

@@ -24,6 +24,13 @@
 //!   `cgroup.subtree_control`, and threads move with `cgroup.threads`; `/` is the private
 //!   directory itself, where the process's other threads are. At the end the process moves
 //!   back to its own cgroup.
+//!
+//! Where both are mounted, the v1 hierarchy with the cpu controller is taken, as rt-app takes
+//! it; the environment variable [`HIERARCHY_VAR`] (`v1` or `v2`) chooses one. A v2 hierarchy
+//! chosen so whose cgroups have no cpu controller (the controller bound to a v1 hierarchy, or
+//! not built) still gets the whole mechanism — the private directory, the threaded groups, the
+//! moves at phase boundaries, the removal — but the groups weigh nothing: the run is scheduled
+//! as without taskgroups, and [`Taskgroups::cpu_controller`] says so for the run to report.
 
 use std::fs;
 use std::io;
@@ -36,6 +43,9 @@ pub enum TaskgroupError {
     /// No cgroup hierarchy has the cpu controller where this process can use it.
     #[error("taskgroups need the cgroup cpu controller: {0}")]
     NoController(String),
+    /// [`HIERARCHY_VAR`] has a value it does not accept.
+    #[error("{0}")]
+    BadChoice(String),
     /// A directory, or a file in one, could not be written.
     #[error("cannot {what} {}: {source}{}", .path.display(), hint(.source))]
     Write {
@@ -75,28 +85,104 @@ pub enum Version {
     V2,
 }
 
-/// Where the cpu controller is for this process: its interface and this process's cgroup
-/// directory in it.
+/// Where the taskgroups go for this process: the interface, this process's cgroup directory
+/// in it, and whether the cpu controller is there.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hierarchy {
     /// v1 or v2.
     pub version: Version,
     /// The directory of this process's cgroup.
     pub own: PathBuf,
+    /// Whether the groups made there have the cpu controller (always on v1, where the
+    /// hierarchy is the cpu controller's). `false` only for a v2 hierarchy chosen with
+    /// [`HIERARCHY_VAR`] whose cgroups have no cpu controller: threads are grouped, and the
+    /// groups change nothing in how they are scheduled.
+    pub cpu: bool,
 }
 
-/// Find the cpu controller from `/proc/self/cgroup` and `/proc/self/mountinfo`.
+/// The environment variable that chooses the hierarchy: `v1` or `v2`; unset or empty, the
+/// default (a v1 hierarchy with the cpu controller if there is one, else v2).
+///
+/// An environment variable rather than an option: which hierarchies a machine mounts, and
+/// which one its administrator delegates, is a fact of the machine, not of a workload or a
+/// run's configuration, and it reaches every command that runs a workload (`run`, `sweep`,
+/// `validate`) alike. The hierarchy used is in each record (`taskgroups` in the backend's
+/// details).
+pub const HIERARCHY_VAR: &str = "SCHEDLAB_TASKGROUP_CGROUP";
+
+/// Which hierarchy to take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// A v1 hierarchy with the cpu controller if there is one (as rt-app), else v2.
+    Default,
+    /// Only a v1 hierarchy with the cpu controller.
+    V1,
+    /// Only the v2 hierarchy, with or without its cpu controller.
+    V2,
+}
+
+impl Choice {
+    /// The choice [`HIERARCHY_VAR`] makes; a value it does not accept is an error naming it.
+    pub fn from_env() -> Result<Choice, TaskgroupError> {
+        match std::env::var_os(HIERARCHY_VAR) {
+            None => Ok(Choice::Default),
+            Some(v) => Choice::parse(&v.to_string_lossy()),
+        }
+    }
+
+    /// `v1`, `v2` or empty (the default); anything else is an error naming the value.
+    pub fn parse(value: &str) -> Result<Choice, TaskgroupError> {
+        match value {
+            "" => Ok(Choice::Default),
+            "v1" => Ok(Choice::V1),
+            "v2" => Ok(Choice::V2),
+            other => Err(TaskgroupError::BadChoice(format!(
+                "{HIERARCHY_VAR}={other:?} is not accepted: give v1 (a cgroup v1 hierarchy with the cpu controller) or v2 (the cgroup2 hierarchy), or leave it unset (v1 if it has the cpu controller, else v2)"
+            ))),
+        }
+    }
+}
+
+/// Find the hierarchy [`HIERARCHY_VAR`] chooses (by default the cpu controller's) from
+/// `/proc/self/cgroup` and `/proc/self/mountinfo`.
 pub fn hierarchy() -> Result<Hierarchy, TaskgroupError> {
+    hierarchy_chosen(Choice::from_env()?)
+}
+
+/// [`hierarchy`] for a given choice. On v2, the controllers are read from this process's
+/// cgroup: the cpu controller must be enabled for its children (`cgroup.subtree_control`),
+/// as schedlab changes no other cgroup's settings; where the hierarchy has no cpu controller
+/// at all (`cgroup.controllers`), only a v2 chosen explicitly is taken, without it.
+pub fn hierarchy_chosen(choice: Choice) -> Result<Hierarchy, TaskgroupError> {
     let read = |p: &str| {
         fs::read_to_string(p).map_err(|e| TaskgroupError::NoController(format!("reading {p}: {e}")))
     };
-    let found = find_hierarchy(&read("/proc/self/cgroup")?, &read("/proc/self/mountinfo")?)?;
+    let mut found = find_hierarchy(
+        &read("/proc/self/cgroup")?,
+        &read("/proc/self/mountinfo")?,
+        choice,
+    )?;
     if found.version == Version::V2 {
+        let has = |file: &str| {
+            fs::read_to_string(found.own.join(file))
+                .unwrap_or_default()
+                .split_whitespace()
+                .any(|c| c == "cpu")
+        };
+        if !has("cgroup.controllers") {
+            if choice != Choice::V2 {
+                return Err(TaskgroupError::NoController(format!(
+                    "the cgroup2 hierarchy has no cpu controller at {} (its cgroup.controllers does not list cpu: the controller is bound to a v1 hierarchy, or not built), and no v1 hierarchy has it",
+                    found.own.display()
+                )));
+            }
+            found.cpu = false;
+            return Ok(found);
+        }
         // The children of this process's cgroup get the controllers its subtree_control
         // enables; schedlab does not change that file (another cgroup's setting).
-        let control = found.own.join("cgroup.subtree_control");
-        let enabled = fs::read_to_string(&control).unwrap_or_default();
-        if !enabled.split_whitespace().any(|c| c == "cpu") {
+        if !has("cgroup.subtree_control") {
+            let control = found.own.join("cgroup.subtree_control");
             return Err(TaskgroupError::NoController(format!(
                 "{} does not enable the cpu controller for the cgroups below it (schedlab changes no other cgroup's settings: enable it with `echo +cpu > {}`, or run schedlab in a cgroup that does)",
                 control.display(),
@@ -107,10 +193,15 @@ pub fn hierarchy() -> Result<Hierarchy, TaskgroupError> {
     Ok(found)
 }
 
-/// [`hierarchy`] from the texts of `/proc/self/cgroup` and `/proc/self/mountinfo`: a v1
-/// hierarchy with the `cpu` controller if there is one (as rt-app looks for a `cgroup` mount
-/// with the `cpu` option), else the v2 one.
-pub fn find_hierarchy(cgroup: &str, mountinfo: &str) -> Result<Hierarchy, TaskgroupError> {
+/// The hierarchy from the texts of `/proc/self/cgroup` and `/proc/self/mountinfo`: by default
+/// a v1 hierarchy with the `cpu` controller if there is one (as rt-app looks for a `cgroup`
+/// mount with the `cpu` option), else the v2 one; only the one `choice` names otherwise. The
+/// v2 one is taken as having the cpu controller ([`hierarchy_chosen`] reads whether it has).
+pub fn find_hierarchy(
+    cgroup: &str,
+    mountinfo: &str,
+    choice: Choice,
+) -> Result<Hierarchy, TaskgroupError> {
     // mountinfo: ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER
     let mounts: Vec<(String, PathBuf, String, String)> = mountinfo
         .lines()
@@ -135,7 +226,7 @@ pub fn find_hierarchy(cgroup: &str, mountinfo: &str) -> Result<Hierarchy, Taskgr
         };
         Some(PathBuf::from(rel.trim_start_matches('/')))
     };
-    for line in cgroup.lines() {
+    for line in cgroup.lines().filter(|_| choice != Choice::V2) {
         let mut f = line.splitn(3, ':');
         let (_, controllers, own) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
         if !controllers.split(',').any(|c| c == "cpu") {
@@ -147,12 +238,13 @@ pub fn find_hierarchy(cgroup: &str, mountinfo: &str) -> Result<Hierarchy, Taskgr
                     return Ok(Hierarchy {
                         version: Version::V1,
                         own: point.join(rel),
+                        cpu: true,
                     });
                 }
             }
         }
     }
-    for line in cgroup.lines() {
+    for line in cgroup.lines().filter(|_| choice != Choice::V1) {
         let Some(own) = line.strip_prefix("0::") else {
             continue;
         };
@@ -162,14 +254,27 @@ pub fn find_hierarchy(cgroup: &str, mountinfo: &str) -> Result<Hierarchy, Taskgr
                     return Ok(Hierarchy {
                         version: Version::V2,
                         own: point.join(rel),
+                        cpu: true,
                     });
                 }
             }
         }
     }
-    Err(TaskgroupError::NoController(
-        "no cgroup v1 hierarchy has the cpu controller and no cgroup2 file system is mounted where this process's cgroup is (/proc/self/cgroup, /proc/self/mountinfo)".into(),
-    ))
+    let what = match choice {
+        Choice::Default => {
+            "no cgroup v1 hierarchy has the cpu controller and no cgroup2 file system is mounted"
+        }
+        Choice::V1 => "no cgroup v1 hierarchy has the cpu controller",
+        Choice::V2 => "no cgroup2 file system is mounted",
+    };
+    let chosen = if choice == Choice::Default {
+        String::new()
+    } else {
+        format!(" ({HIERARCHY_VAR} chose it)")
+    };
+    Err(TaskgroupError::NoController(format!(
+        "{what} where this process's cgroup is{chosen} (/proc/self/cgroup, /proc/self/mountinfo)"
+    )))
 }
 
 /// mountinfo's octal escapes (`\040` for a space).
@@ -250,6 +355,17 @@ impl Taskgroups {
     pub fn base(&self) -> &Path {
         &self.inner.base
     }
+
+    /// The hierarchy they are in.
+    pub fn hierarchy(&self) -> &Hierarchy {
+        &self.inner.hierarchy
+    }
+
+    /// Whether the groups have the cpu controller: `false` where only the grouping is done
+    /// ([`Hierarchy::cpu`]).
+    pub fn cpu_controller(&self) -> bool {
+        self.inner.hierarchy.cpu
+    }
 }
 
 fn mkdir(p: &Path) -> Result<(), TaskgroupError> {
@@ -284,7 +400,7 @@ impl Inner {
                 if self.dirs.contains(&dir) {
                     continue;
                 }
-                if v2 {
+                if v2 && self.hierarchy.cpu {
                     enable_cpu(&parent)?;
                 }
                 mkdir(&dir)?;
@@ -459,24 +575,62 @@ mod tests {
 
     #[test]
     fn the_cpu_controller_is_found_as_rt_app_finds_it_v1_first() {
-        let h = find_hierarchy("3:cpuset:/\n2:cpuacct:/\n1:cpu:/a/b\n0::/\n", MOUNTS).unwrap();
+        let h = find_hierarchy(
+            "3:cpuset:/\n2:cpuacct:/\n1:cpu:/a/b\n0::/\n",
+            MOUNTS,
+            Choice::Default,
+        )
+        .unwrap();
         assert_eq!(h.version, Version::V1);
         assert_eq!(h.own, Path::new("/sys/fs/cgroup/cpu/a/b"));
         // A joint cpu,cpuacct hierarchy, mounted from a sub-cgroup (a container's view).
         let joint =
             "50 30 0:50 /outer /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
-        let h = find_hierarchy("4:cpu,cpuacct:/outer/inner\n", joint).unwrap();
+        let h = find_hierarchy("4:cpu,cpuacct:/outer/inner\n", joint, Choice::Default).unwrap();
         assert_eq!(h.own, Path::new("/sys/fs/cgroup/cpu,cpuacct/inner"));
         // v2 only.
         let v2 = "60 24 0:60 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw,nsdelegate\n";
-        let h = find_hierarchy("0::/user.slice/x.scope\n", v2).unwrap();
+        let h = find_hierarchy("0::/user.slice/x.scope\n", v2, Choice::Default).unwrap();
         assert_eq!(h.version, Version::V2);
         assert_eq!(h.own, Path::new("/sys/fs/cgroup/user.slice/x.scope"));
-        let e = find_hierarchy("1:cpuacct:/\n", MOUNTS)
+        let e = find_hierarchy("1:cpuacct:/\n", MOUNTS, Choice::Default)
             .unwrap_err()
             .to_string();
         assert!(e.contains("cpu controller"), "{e}");
         assert_eq!(unescape("/a\\040b"), "/a b");
+    }
+
+    /// Both mounted, as on a machine with the cpu controller on v1 and a cgroup2 hierarchy
+    /// beside it: the variable picks one; each alone is refused where it is missing.
+    #[test]
+    fn the_variable_chooses_the_hierarchy_where_both_are_mounted() {
+        let cgroup = "1:cpu:/a\n0::/b\n";
+        let v1 = find_hierarchy(cgroup, MOUNTS, Choice::V1).unwrap();
+        assert_eq!(v1.own, Path::new("/sys/fs/cgroup/cpu/a"));
+        let v2 = find_hierarchy(cgroup, MOUNTS, Choice::V2).unwrap();
+        assert_eq!(v2.version, Version::V2);
+        assert_eq!(v2.own, Path::new("/sys/fs/cgroup/unified/b"));
+        let only_v2 = "44 30 0:40 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n";
+        let e = find_hierarchy(cgroup, only_v2, Choice::V1)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no cgroup v1 hierarchy has the cpu controller")
+                && e.contains(HIERARCHY_VAR),
+            "{e}"
+        );
+        let only_v1 = MOUNTS.replace("cgroup2 cgroup2", "tmpfs tmpfs");
+        let e = find_hierarchy(cgroup, &only_v1, Choice::V2)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no cgroup2 file system is mounted"), "{e}");
+        assert_eq!(Choice::parse("").unwrap(), Choice::Default);
+        assert_eq!(Choice::parse("v2").unwrap(), Choice::V2);
+        let e = Choice::parse("2").unwrap_err().to_string();
+        assert!(
+            e.contains("SCHEDLAB_TASKGROUP_CGROUP=\"2\" is not accepted") && e.contains("v1"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -486,6 +640,7 @@ mod tests {
                 hierarchy: Hierarchy {
                     version,
                     own: PathBuf::from("/own"),
+                    cpu: true,
                 },
                 base: PathBuf::from("/own/p"),
                 dirs: Vec::new(),

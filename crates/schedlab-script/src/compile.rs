@@ -515,7 +515,7 @@ impl<'a> Compiler<'a> {
             // rt-app's `instance` of a task that forks also start: those start with the run.
             let with_run = match (&g.with_run, g.spawned) {
                 (Some(e), true) => {
-                    self.count(e, &format!("group {} with-run", g.name.value), 0, n as u64)?
+                    self.count(e, &format!("group {} with_run", g.name.value), 0, n as u64)?
                         as usize
                 }
                 _ => 0,

@@ -95,7 +95,7 @@ const TOP_KEYS: &[&str] = &[
 
 /// The keys of a group.
 const GROUP_KEYS: &[&str] = &[
-    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "spawn", "steps",
+    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "with_run", "spawn", "steps",
 ];
 
 /// The group keys that are knobs, as `--group` takes them.
@@ -1210,6 +1210,21 @@ impl<'t> Reader<'t> {
                 ),
             ));
         }
+        // Of a spawned group's tasks, how many start with the run (rt-app's `instance` of a
+        // task that is also forked); checked against `count` when the count is known.
+        let with_run = t
+            .get("with_run")
+            .map(|w| self.expr(&t.ctx, "with_run", w, true))
+            .transpose()?;
+        if let (false, Some(w)) = (spawned, &with_run) {
+            return Err(Diagnostic::new(
+                w.span,
+                within(
+                    &t.ctx,
+                    "`with_run` (how many of a spawned group's tasks start with the run rather than parked) needs `spawned = true`; a group without it starts all its `count` tasks with the run".to_string(),
+                ),
+            ));
+        }
         let steps = t.need("steps", "steps = [...], the steps each task runs")?;
         let body = self.steps(&t.ctx, "steps", steps)?;
         Ok(GroupSpec {
@@ -1217,7 +1232,7 @@ impl<'t> Reader<'t> {
             count,
             knobs,
             spawned,
-            with_run: None,
+            with_run,
             spawn,
             body,
             span: t.extent(),

@@ -926,3 +926,26 @@ fn a_set_step_changes_the_tasks_own_knobs() {
     );
     fails(&with_steps("{ set = {} }"), "w.toml:2:", &["no knob given"]);
 }
+
+/// `with_run`: of a spawned group's tasks, how many start with the run (rt-app's `instance` of
+/// a task that a `fork` also starts); only in a spawned group.
+#[test]
+fn with_run_starts_some_of_a_spawned_groups_tasks_with_the_run() {
+    let text = "[groups.w]\ncount = 3\nspawned = true\nwith_run = 1\nsteps = [\"yield\"]\n\
+                [groups.s]\nsteps = [{ spawn = \"w\" }, { spawn = \"w\" }]\n";
+    let def = toml_file::read(Path::new("w.toml"), text).unwrap_or_else(|e| panic!("{e}"));
+    let w = &def.groups[0];
+    assert!(w.spawned);
+    assert_eq!(num(w.with_run.as_ref().unwrap()), Quantity::plain(1.0));
+    assert!(def.groups[1].with_run.is_none());
+    fails(
+        "[groups.g]\ncount = 2\nwith_run = 1\nsteps = [\"yield\"]\n",
+        "w.toml:3:12: ",
+        &["`with_run`", "needs `spawned = true`"],
+    );
+    fails(
+        "[groups.g]\nspawned = true\nwith_run = 1.5\nsteps = [\"yield\"]\n",
+        "w.toml:3:12: ",
+        &["`with_run` must be a whole number or an expression string, not a float (1.5)"],
+    );
+}

@@ -120,6 +120,10 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "0 turns the workload's lock statistics off on the real kernel; 1 or unset keeps them. Any other value is an error.",
     ),
     (
+        "SCHEDLAB_TASKGROUP_CGROUP",
+        "v1 or v2 chooses the cgroup hierarchy an rt-app file's taskgroups are made in on the real kernel, where both are mounted; unset: a v1 hierarchy with the cpu controller if there is one, else v2. Any other value is an error.",
+    ),
+    (
         "SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_MIN",
         "--shard auto/N takes its shard from a Slurm array task: K = ID - MIN + 1.",
     ),

@@ -234,6 +234,7 @@ fn man_pages_have_examples_files_exit_status_and_environment() {
         for word in [
             "SCHEDLAB_BPF",
             "SCHEDLAB_LOCK_STATS",
+            "SCHEDLAB_TASKGROUP_CGROUP",
             "SLURM_ARRAY_TASK_ID",
             "JOB_COMPLETION_INDEX",
             "TMPDIR",

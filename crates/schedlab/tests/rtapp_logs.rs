@@ -306,3 +306,107 @@ fn a_forked_task_with_an_instance_runs_with_the_run_and_at_each_fork() {
         );
     }
 }
+
+/// The rt-app file of the test above and its TOML equivalent — `twice` a spawned group of 2
+/// tasks, 1 of them `with_run` — give the same steps and the same simulated results; on the
+/// real kernel the TOML file starts `twice`'s first task with the run and the other at the
+/// spawn (each pass counted once). A `with_run` above `count` is refused before anything runs.
+#[test]
+fn an_rt_app_fork_with_instances_and_its_toml_equivalent_run_alike() {
+    let s = Scratch::new("rtapp", "fork-toml");
+    s.write(
+        "nine.json",
+        r#"{ "global": { "duration": 2, "log_basename": "nine" },
+             "tasks": {
+               "twice": { "loop": 1, "run": 2000 },
+               "once": { "instance": 0, "loop": 1, "run": 2000 },
+               "spawner": { "loop": 1, "phases": {
+                   "first": { "fork": "twice", "run": 10000, "sleep": 20000 },
+                   "second": { "fork": "once", "run": 2000 } } } } }"#,
+    );
+    // rt-app's reading, written out: each phase pass timed as TASK.PHASE.period (TASK.period
+    // without phases), each pass of a task's loop counted as TASK.loops — with `_` for `.`,
+    // which a TOML file's names cannot hold.
+    let toml = r#"name = "nine"
+[groups.twice]
+count = 2
+spawned = true
+with_run = WITH_RUN
+steps = [ { timer = "twice_period", steps = [ { compute = "2ms" } ] }, { count = "twice_loops" } ]
+[groups.once]
+spawned = true
+steps = [ { timer = "once_period", steps = [ { compute = "2ms" } ] }, { count = "once_loops" } ]
+[groups.spawner]
+steps = [
+  { timer = "spawner_first_period", steps = [ { spawn = "twice" }, { compute = "10ms" }, { sleep = "20ms" } ] },
+  { timer = "spawner_second_period", steps = [ { spawn = "once" }, { compute = "2ms" } ] },
+  { count = "spawner_loops" },
+]
+"#;
+    s.write("nine.toml", &toml.replace("WITH_RUN", "1"));
+    // The steps of each group, as `check` prints them.
+    let steps = |file: &str| -> String {
+        let out = s.run(&["check", file, "--backend", "sim"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let at = text.find("steps of ").unwrap_or_else(|| panic!("{text}"));
+        text[at..]
+            .replace("checked; nothing was run", "")
+            .replace('.', "_")
+    };
+    let (json_steps, toml_steps) = (steps("nine.json"), steps("nine.toml"));
+    assert_eq!(json_steps, toml_steps);
+    assert!(
+        toml_steps.contains("steps of twice (1 started with the run, the others by spawn)"),
+        "{toml_steps}"
+    );
+    // Every metric of the TOML file's simulated repetition, as the rt-app file's.
+    for policy in ["cfs", "eevdf"] {
+        let metrics = |file: &str| {
+            let json = format!("{file}-{policy}.rec.json");
+            s.run(&[
+                "run",
+                file,
+                "--backend",
+                "sim",
+                "--policy",
+                policy,
+                "--cpus",
+                "2",
+                "--runs",
+                "1",
+                "--json",
+                &json,
+            ]);
+            let rec = common::read_record(&s.join(&json));
+            (rec.configs[0].repetitions[0].metrics.iter())
+                .map(|(k, v)| (k.replace('.', "_"), *v))
+                .collect::<std::collections::BTreeMap<String, f64>>()
+        };
+        let (from_json, from_toml) = (metrics("nine.json"), metrics("nine.toml"));
+        assert!(!from_toml.is_empty());
+        for (name, value) in &from_toml {
+            assert_eq!(
+                from_json.get(name),
+                Some(value),
+                "{policy}: metric {name}\nrt-app: {from_json:?}\nTOML: {from_toml:?}"
+            );
+        }
+        assert_eq!(from_toml.get("twice_loops"), Some(&2.0), "{policy}");
+        assert_eq!(from_toml.get("once_loops"), Some(&1.0), "{policy}");
+    }
+    // The real kernel: both of twice's tasks ran, once each.
+    let rec = {
+        s.run(&["run", "nine.toml", "--runs", "1", "--json", "real.rec.json"]);
+        common::read_record(&s.join("real.rec.json"))
+    };
+    let m = &rec.configs[0].repetitions[0].metrics;
+    assert_eq!(m.get("twice_loops"), Some(&2.0), "{m:?}");
+    assert_eq!(m.get("once_loops"), Some(&1.0), "{m:?}");
+    assert_eq!(m.get("spawner_loops"), Some(&1.0), "{m:?}");
+    // More with the run than the group has.
+    s.write("bad.toml", &toml.replace("WITH_RUN", "3"));
+    let out = s.try_run(&["check", "bad.toml", "--backend", "sim"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("with_run") && err.contains('3'), "{err}");
+}

@@ -5,6 +5,7 @@
 
 mod common;
 use common::{schedlab, stderr, Scratch};
+use schedlab_real::taskgroup::{self, Choice, Hierarchy, Version, HIERARCHY_VAR};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -19,14 +20,23 @@ const FILE: &str = r#"{
         "same": { "run": 1000, "sleep": 100000 },
         "root": { "run": 1000, "sleep": 100000, "taskgroup": "/" } } } } }"#;
 
-/// The directory of this process's cgroup where the cpu controller is (v1 or v2), if the test
-/// can make cgroups there; why not otherwise.
-fn cpu_cgroup() -> Result<PathBuf, String> {
+/// The hierarchy a test runs on: `None`, the default choice (v1's cpu controller if there is
+/// one, else v2); `Some(v)`, [`HIERARCHY_VAR`] set to `v` for the run.
+type Chosen = Option<&'static str>;
+
+/// The hierarchy `chosen` gives, if the test can make cgroups there; why not otherwise.
+fn cgroup_for(chosen: Chosen) -> Result<Hierarchy, String> {
     if !common::is_root() {
-        return Err("needs root to create CPU cgroups".into());
+        return Err("needs root to create cgroups".into());
     }
-    let h = schedlab_real::taskgroup::hierarchy().map_err(|e| e.to_string())?;
-    Ok(h.own)
+    let choice = Choice::parse(chosen.unwrap_or("")).map_err(|e| e.to_string())?;
+    let h = taskgroup::hierarchy_chosen(choice).map_err(|e| e.to_string())?;
+    let probe = h.own.join("cgroup.procs");
+    let writable = std::fs::OpenOptions::new().write(true).open(&probe);
+    if h.version == Version::V2 && writable.is_err() {
+        return Err(format!("{} cannot be written", probe.display()));
+    }
+    Ok(h)
 }
 
 /// The run's private directory, once it exists.
@@ -52,68 +62,103 @@ fn threads_of(pid: u32) -> Vec<i32> {
         .collect()
 }
 
+/// A v2 cgroup's type (`domain threaded`, `threaded`), empty once it is gone.
+fn cgroup_type(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("cgroup.type"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
 /// A real run of [`FILE`] for `seconds`, started in a scratch directory of its own, with the
-/// test's turn held; `None` (after saying `skipped:`) where CPU cgroups cannot be made.
+/// test's turn held; `None` (after saying `skipped:`) where the cgroups cannot be made.
 struct Started {
-    own: PathBuf,
+    hierarchy: Hierarchy,
     _turn: std::sync::MutexGuard<'static, ()>,
-    _s: Scratch,
+    s: Scratch,
     child: std::process::Child,
     pid: u32,
     base: PathBuf,
 }
 
-fn start(name: &str, seconds: u32) -> Option<Started> {
-    let own = match cpu_cgroup() {
-        Ok(d) => d,
+impl Started {
+    /// The cgroup `/` stands for: the cgroup schedlab runs in on v1, the private directory
+    /// (the process's domain) on v2.
+    fn root(&self) -> PathBuf {
+        match self.hierarchy.version {
+            Version::V1 => self.hierarchy.own.clone(),
+            Version::V2 => self.base.clone(),
+        }
+    }
+}
+
+/// `schedlab run` of the file `file` in `s`, on the hierarchy `chosen`, its output piped.
+fn spawn_run(s: &Scratch, file: &str, chosen: Chosen) -> std::process::Child {
+    let mut cmd = schedlab();
+    cmd.current_dir(s.path())
+        .args(["run", file, "--runs", "1", "--counters", "proc"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    match chosen {
+        Some(v) => cmd.env(HIERARCHY_VAR, v),
+        None => cmd.env_remove(HIERARCHY_VAR),
+    };
+    cmd.spawn().unwrap()
+}
+
+fn start(name: &str, seconds: u32, chosen: Chosen) -> Option<Started> {
+    let hierarchy = match cgroup_for(chosen) {
+        Ok(h) => h,
         Err(why) => {
-            println!(
-                "skipped: {why} (install: a kernel with the cgroup cpu controller; run as root)"
-            );
+            let wanted = match chosen {
+                Some("v2") => "a writable cgroup2 hierarchy (mount -t cgroup2)",
+                _ => "a kernel with the cgroup cpu controller",
+            };
+            println!("skipped: {why} (install: {wanted}; run as root)");
             return None;
         }
     };
+    if !hierarchy.cpu {
+        // What this machine can and cannot show.
+        println!(
+            "{}: no cpu controller in {}: the groups' mechanics are tested, their CPU weight is not",
+            chosen.unwrap_or("default"),
+            hierarchy.own.display()
+        );
+    }
     let turn = common::serial();
     let s = Scratch::new("rtapp", name);
     s.write("tg.json", &FILE.replace("DURATION", &seconds.to_string()));
-    let child = schedlab()
-        .current_dir(s.path())
-        .args(["run", "tg.json", "--runs", "1", "--counters", "proc"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&s, "tg.json", chosen);
     let pid = child.id();
-    let base = private_dir(&own, pid);
+    let base = private_dir(&hierarchy.own, pid);
     Some(Started {
-        own,
+        hierarchy,
         _turn: turn,
-        _s: s,
+        s,
         child,
         pid,
         base,
     })
 }
 
-#[test]
-fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
-    let Some(Started {
-        own,
-        _turn,
-        _s,
-        mut child,
-        pid,
-        base,
-    }) = start("taskgroup", 2)
-    else {
+/// Threads seen in `/ga`, in `/ga/gb` and moving from there back to `/` during a 2 s run; on
+/// v2, the process in the private directory (its domain) and the groups threaded; nothing
+/// left at the end.
+fn taskgroups_hold_their_threads(chosen: Chosen) {
+    let Some(mut run) = start("taskgroup", 2, chosen) else {
         return;
     };
+    let v2 = run.hierarchy.version == Version::V2;
+    let (root, base, pid) = (run.root(), run.base.clone(), run.pid);
     // What each cgroup held, polled every 5 ms for the run's 2 s (at most 1000 polls).
     let (mut in_ga, mut in_gb, mut gb_then_left, mut made) = (false, false, false, false);
+    let mut types: Vec<[String; 3]> = Vec::new();
+    let mut process_in_base = false;
     let started = Instant::now();
     let mut last_gb: Vec<i32> = Vec::new();
     for _ in 0..1000 {
-        if child.try_wait().unwrap().is_some() {
+        if run.child.try_wait().unwrap().is_some() {
             break;
         }
         if base.is_dir() {
@@ -122,21 +167,30 @@ fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
             in_ga |= threads(&base.join("ga")).iter().any(|t| ours.contains(t));
             let gb = threads(&base.join("ga/gb"));
             in_gb |= !gb.is_empty();
-            // The hopper left /ga/gb for `/`, its own cgroup (after `same`, 100 ms later).
+            // The hopper left /ga/gb for `/` (after `same`, 100 ms later).
             if last_gb
                 .iter()
-                .any(|t| !gb.contains(t) && threads(&own).contains(t))
+                .any(|t| !gb.contains(t) && threads(&root).contains(t))
             {
                 gb_then_left = true;
             }
             if !gb.is_empty() {
                 last_gb = gb;
             }
+            if v2 && base.join("ga/gb").is_dir() {
+                let procs = std::fs::read_to_string(base.join("cgroup.procs")).unwrap_or_default();
+                process_in_base |= procs.lines().any(|l| l.trim() == pid.to_string());
+                let t = [&base, &base.join("ga"), &base.join("ga/gb")].map(|d| cgroup_type(d));
+                if !types.contains(&t) && t.iter().all(|x| !x.is_empty()) {
+                    types.push(t);
+                }
+            }
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run.child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
     assert!(
         made,
         "{} never appeared within {:?}",
@@ -147,24 +201,47 @@ fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
     assert!(in_gb, "no thread was seen in /ga/gb");
     assert!(
         gb_then_left,
-        "the hopper was not seen moving from /ga/gb back to /"
+        "the hopper was not seen moving from /ga/gb back to / ({})",
+        root.display()
     );
     assert!(!base.exists(), "{} left behind", base.display());
+    if v2 {
+        assert!(
+            process_in_base,
+            "the process was never seen in {}",
+            base.display()
+        );
+        assert_eq!(
+            types,
+            [["domain threaded", "threaded", "threaded"].map(String::from)],
+            "the types of the private directory, /ga and /ga/gb"
+        );
+    }
+    // The record says where the groups were, and whether they had the cpu controller; so does
+    // a warning when they had not.
+    let warned = err.contains("has no cpu controller");
+    assert_eq!(warned, !run.hierarchy.cpu, "{err}");
+    let _ = &run.s;
 }
 
 #[test]
-fn an_interrupted_real_run_leaves_no_taskgroup_behind() {
-    let Some(Started {
-        own: _,
-        _turn,
-        _s,
-        mut child,
-        pid,
-        base,
-    }) = start("taskgroup-int", 30)
-    else {
+fn real_taskgroups_hold_their_threads_and_are_removed_at_the_end() {
+    taskgroups_hold_their_threads(None);
+}
+
+/// The v2 path where the machine also has v1 (the cpu controller may be on v1, as here: the
+/// grouping is tested then, not the weight).
+#[test]
+fn real_taskgroups_on_cgroup_v2_use_threaded_groups_and_are_removed_at_the_end() {
+    taskgroups_hold_their_threads(Some("v2"));
+}
+
+/// SIGINT once the threads are in their groups: status 130, nothing left.
+fn interrupted_run_leaves_nothing(chosen: Chosen) {
+    let Some(mut run) = start("taskgroup-int", 30, chosen) else {
         return;
     };
+    let (base, pid) = (run.base.clone(), run.pid);
     // Interrupted once its threads are in their taskgroups (at most 10 s of waiting).
     let deadline = Instant::now() + Duration::from_secs(10);
     while threads(&base.join("ga")).is_empty() {
@@ -173,17 +250,100 @@ fn an_interrupted_real_run_leaves_no_taskgroup_behind() {
             "{} never held a thread",
             base.display()
         );
-        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(
+            run.child.try_wait().unwrap().is_none(),
+            "the run ended early"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
-    let out = child.wait_with_output().unwrap();
+    let out = run.child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     assert!(!base.exists(), "{} left behind", base.display());
     assert!(
         !Path::new(&format!("/proc/{pid}")).exists() || threads_of(pid).is_empty(),
         "the run's process is still there"
+    );
+}
+
+#[test]
+fn an_interrupted_real_run_leaves_no_taskgroup_behind() {
+    interrupted_run_leaves_nothing(None);
+}
+
+#[test]
+fn an_interrupted_real_run_on_cgroup_v2_leaves_no_taskgroup_behind() {
+    interrupted_run_leaves_nothing(Some("v2"));
+}
+
+/// SIGKILL leaves the private directory and its groups (nothing ran to remove them); the next
+/// run in the same cgroup removes them before it makes its own.
+fn killed_runs_groups_go_with_the_next_run(chosen: Chosen) {
+    let Some(mut run) = start("taskgroup-kill", 30, chosen) else {
+        return;
+    };
+    let base = run.base.clone();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads(&base.join("ga/gb")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a thread",
+            base.display()
+        );
+        assert!(
+            run.child.try_wait().unwrap().is_none(),
+            "the run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    run.child.kill().unwrap();
+    run.child.wait().unwrap();
+    assert!(
+        base.join("ga/gb").is_dir(),
+        "{} was removed by a killed run",
+        base.display()
+    );
+    run.s.write("short.json", &FILE.replace("DURATION", "1"));
+    let next = spawn_run(&run.s, "short.json", chosen);
+    let next_base = private_dir(&run.hierarchy.own, next.id());
+    let out = next.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !base.exists(),
+        "{} (a killed run's) left behind by the next run",
+        base.display()
+    );
+    assert!(!next_base.exists(), "{} left behind", next_base.display());
+}
+
+#[test]
+fn a_killed_real_runs_taskgroups_are_removed_by_the_next_run() {
+    killed_runs_groups_go_with_the_next_run(None);
+}
+
+#[test]
+fn a_killed_real_runs_taskgroups_on_cgroup_v2_are_removed_by_the_next_run() {
+    killed_runs_groups_go_with_the_next_run(Some("v2"));
+}
+
+/// A value of the variable it does not accept is refused before anything runs, naming it.
+#[test]
+fn a_bad_hierarchy_choice_is_refused_before_anything_runs() {
+    let s = Scratch::new("rtapp", "taskgroup-var");
+    s.write("tg.json", &FILE.replace("DURATION", "1"));
+    let out = schedlab()
+        .current_dir(s.path())
+        .args(["run", "tg.json", "--runs", "1"])
+        .env(HIERARCHY_VAR, "cgroup2")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("SCHEDLAB_TASKGROUP_CGROUP=\"cgroup2\" is not accepted")
+            && err.contains("give v1"),
+        "{err}"
     );
 }
 
