@@ -75,7 +75,7 @@ use crate::context::{ChannelId, Context, LockId, WorkloadError};
 use crate::duration::format_duration;
 use crate::error::ParamError;
 use crate::plan::{ChannelVolume, GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
-use crate::record::{Better, ConfigResult, Counters, MetricDef};
+use crate::record::{Better, ConfigResult, MetricDef};
 use crate::table::Table;
 use std::collections::BTreeMap;
 use std::time::Duration;
