@@ -39,6 +39,11 @@ fn piii(w: &impl Workload, policy: &str, cpus: usize, groups: &[&str]) -> SimRes
 
 /// Two groups of one thread each, over one pipe, with `locks` locks.
 fn one_thread_each(groups: [&'static str; 2], locks: usize) -> Plan {
+    one_thread_each_over(groups, locks, Transport::Pipe)
+}
+
+/// Two groups of one thread each, over one channel of `transport`, with `locks` locks.
+fn one_thread_each_over(groups: [&'static str; 2], locks: usize, transport: Transport) -> Plan {
     Plan {
         groups: groups
             .into_iter()
@@ -53,13 +58,20 @@ fn one_thread_each(groups: [&'static str; 2], locks: usize) -> Plan {
         locks,
         sync: SyncPlan::default(),
         mode: TaskMode::Threads,
-        transport: Transport::Pipe,
+        transport,
     }
 }
 
 /// A writer sends `MESSAGES` 16-byte messages, a little work apart, to a reader that reads
-/// whatever has arrived (up to 8 KiB) until it has them all.
-struct Batch;
+/// whatever has arrived (up to 8 KiB) until it has them all, over a channel of `transport`.
+struct Batch {
+    transport: Transport,
+}
+
+/// [`Batch`] over a pipe.
+const PIPE_BATCH: Batch = Batch {
+    transport: Transport::Pipe,
+};
 
 const MESSAGES: usize = 3;
 
@@ -71,7 +83,7 @@ impl Workload for Batch {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        one_thread_each(["reader", "writer"], 0)
+        one_thread_each_over(["reader", "writer"], 0, self.transport)
     }
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8192];
@@ -108,8 +120,8 @@ impl Workload for Batch {
 #[test]
 fn a_reader_not_preempted_into_finds_every_message_waiting() {
     let run = |policy: &str, reader: &str| {
-        let r = piii(&Batch, policy, 1, &[reader, ""]);
-        let reads = Batch.metrics(&r.outcome).unwrap()["reads"];
+        let r = piii(&PIPE_BATCH, policy, 1, &[reader, ""]);
+        let reads = PIPE_BATCH.metrics(&r.outcome).unwrap()["reads"];
         (reads, r.counters["reader"].wakeups.unwrap())
     };
     // Threshold 40: the woken reader waits for the writer's CPU; the later writes find it
@@ -124,6 +136,29 @@ fn a_reader_not_preempted_into_finds_every_message_waiting() {
     let (single, woken_each) = run("o1:threshold=0", "nice=-19");
     assert_eq!(single, MESSAGES as f64);
     assert_eq!(woken_each, woken_once + (MESSAGES as u64 - 1));
+}
+
+#[test]
+fn a_segment_acked_from_the_softirq_wakes_a_sleeping_ksoftirqd_once() {
+    // (reader's wakeups, kernel threads' wakeups) over loopback TCP on one PIII-700.
+    let run = |policy: &str, reader: &str| {
+        let tcp = Batch {
+            transport: Transport::Tcp,
+        };
+        let r = piii(&tcp, policy, 1, &[reader, ""]);
+        let kernel = r.counters.get("kernel").and_then(|c| c.wakeups);
+        (r.counters["reader"].wakeups.unwrap(), kernel.unwrap_or(0))
+    };
+    // Threshold 40: the first segment finds the reader asleep in its receive (2.5.25's
+    // prequeue: the reader ACKs it itself) and wakes it; the second finds it runnable, is
+    // ACKed from the sender's softirq, raises NET_RX again and wakes ksoftirqd; the third finds
+    // ksoftirqd (nice 19) still waiting for the CPU and wakes nobody.
+    assert_eq!(run("o1:threshold=40,softirq=2.5.25", ""), (1, 1));
+    // Without the variant there is no ksoftirqd to wake.
+    assert_eq!(run("o1:threshold=40", ""), (1, 0));
+    // Favoured and preemptive: the reader sleeps in its receive at every segment, so none is
+    // ACKed from the softirq.
+    assert_eq!(run("o1:threshold=0,softirq=2.5.25", "nice=-19"), (3, 0));
 }
 
 /// A Java monitor in front of a notify queue, as the `volano` preset's `monitors=on` runs it: a

@@ -33,6 +33,15 @@
 //! at the sender's `local_bh_enable` (net/core/dev.c), with no thread switch — ksoftirqd only
 //! takes over under softirq overload, which the simulator does not model.
 //!
+//! **ksoftirqd** (Linux 2.5.22–2.5.30, under a policy that answers
+//! [`crate::policy::Policy::softirq_wakes_ksoftirqd`], o1's `softirq=2.5.25`): one per CPU,
+//! nice 19, allowed only on its CPU. A loopback TCP segment sent on a plan channel whose reader
+//! does not sleep in a receive on it is processed in the sender's NET_RX pass and ACKed from
+//! there, which raises NET_RX again; `do_softirq` leaves that to `wakeup_softirqd`, which wakes
+//! the sender CPU's ksoftirqd if it sleeps (the sender pays the wakeup). By the time ksoftirqd
+//! runs, the next `local_bh_enable` has processed the ACK (its cost is in `net_msg`), so it
+//! finds nothing pending and sleeps again: it costs its wakeups and switches, not work.
+//!
 //! **The disk interrupt thread** (FreeBSD 6/7). A device request (a read or write of the
 //! task's file, a swap-in) completes with the disk controller's interrupt, whose handler
 //! schedules the driver's interrupt thread (`swi_sched`/`intr_event_schedule_thread`,
@@ -67,7 +76,12 @@ pub(super) enum KernelThread {
     Kswapd,
     /// FreeBSD's disk interrupt thread: wakes the tasks whose device requests completed.
     DiskIthread,
+    /// Linux 2.5's ksoftirqd of one CPU: woken when a softirq is raised again in its own pass.
+    Ksoftirqd,
 }
+
+/// ksoftirqd's nice level (2.5's `ksoftirqd`: `set_user_nice(current, 19)`).
+pub const KSOFTIRQD_NICE: i32 = 19;
 
 /// FreeBSD 6/7's netisr thread priority: PI_SOFT (36) + SWI_NET (1) × RQ_PPQ (4).
 pub const NETISR_PRIORITY: u8 = 40;
@@ -111,6 +125,8 @@ pub(super) struct Kernel {
     disk_ithread: Option<DiskIthread>,
     /// The CPUs kernel threads may run on (`--kernel-cpus`).
     pub(super) allowed: CpuMask,
+    /// Per CPU, its ksoftirqd's task and whether it sleeps; empty unless the policy wakes it.
+    ksoftirqd: Vec<(TaskId, bool)>,
 }
 
 impl Kernel {
@@ -120,6 +136,26 @@ impl Kernel {
             netisr: None,
             disk_ithread: None,
             allowed,
+            ksoftirqd: Vec::new(),
+        }
+    }
+
+    /// Whether ksoftirqd threads run (the policy wakes them).
+    pub(super) fn has_ksoftirqd(&self) -> bool {
+        !self.ksoftirqd.is_empty()
+    }
+
+    /// `wakeup_softirqd(cpu)`: CPU `cpu`'s ksoftirqd if it sleeps (the caller wakes it), now
+    /// counted awake; `None` if it is awake already or there is none.
+    fn wakeup_softirqd(&mut self, cpu: CpuId) -> Option<TaskId> {
+        let (task, idle) = self.ksoftirqd.get_mut(cpu)?;
+        std::mem::take(idle).then_some(*task)
+    }
+
+    /// ksoftirqd `t` found nothing pending and goes to sleep.
+    fn ksoftirqd_sleeps(&mut self, t: TaskId) {
+        if let Some(k) = self.ksoftirqd.iter_mut().find(|k| k.0 == t) {
+            k.1 = true;
         }
     }
 
@@ -211,18 +247,56 @@ impl Machine<'_> {
             self.kernel.netisr_started(task);
             self.net.netisr = true;
         }
+        if self.net.tcp && self.net.plan_channels > 0 && self.policy.softirq_wakes_ksoftirqd() {
+            for cpu in 0..self.cpus.len() {
+                let mut only = CpuMask::default();
+                only.insert(cpu);
+                let knobs = Knobs {
+                    nice: Some(KSOFTIRQD_NICE),
+                    ..Knobs::default()
+                };
+                let task = self.spawn_kernel_thread_on(
+                    KernelThread::Ksoftirqd,
+                    TaskKind::Kernel,
+                    knobs,
+                    only,
+                );
+                self.kernel.ksoftirqd.push((task, true));
+            }
+        }
+    }
+
+    /// A segment sent on loopback TCP channel `ch` by the task running on `cpu` was processed
+    /// in its NET_RX pass with no reader asleep for it, and ACKed from there: wake `cpu`'s
+    /// ksoftirqd if it sleeps. Returns what the wakeup costs the sender (0 if none).
+    pub(super) fn softirq_raised_again(&mut self, cpu: CpuId) -> u64 {
+        match self.kernel.wakeup_softirqd(cpu) {
+            Some(k) => self.wake(k, Some(cpu), false),
+            None => 0,
+        }
     }
 
     /// Create kernel thread `kthread`, asleep, allowed on the kernel threads' CPUs
     /// (`--kernel-cpus`, every CPU by default). May be called during the
     /// run (kswapd is created the first time memory runs low).
     pub(super) fn spawn_kernel_thread(&mut self, kthread: KernelThread, kind: TaskKind) -> TaskId {
-        let id = self.tasks.len();
         let allowed = self.kernel.allowed;
+        self.spawn_kernel_thread_on(kthread, kind, Knobs::default(), allowed)
+    }
+
+    /// Create kernel thread `kthread`, asleep, with `knobs`, allowed on `allowed`.
+    fn spawn_kernel_thread_on(
+        &mut self,
+        kthread: KernelThread,
+        kind: TaskKind,
+        knobs: Knobs,
+        allowed: CpuMask,
+    ) -> TaskId {
+        let id = self.tasks.len();
         let setup = TaskSetup {
             id,
             group: usize::MAX,
-            knobs: Knobs::default(),
+            knobs,
             allowed,
             kind,
         };
@@ -270,6 +344,11 @@ impl Machine<'_> {
     pub(super) fn kernel_thread_resume(&mut self, cpu: CpuId, t: TaskId, k: KernelThread) -> bool {
         match k {
             KernelThread::Kswapd => self.kswapd_resume(cpu, t),
+            KernelThread::Ksoftirqd => {
+                self.kernel.ksoftirqd_sleeps(t);
+                self.block(cpu, t);
+                false
+            }
             KernelThread::DiskIthread => match self.kernel.next_disk_done() {
                 None => {
                     self.block(cpu, t);

@@ -190,6 +190,7 @@ impl Machine<'_> {
             self.block_to_retry(cpu, t, Effect::Send(ch));
             return false;
         }
+        let reader_sleeps = self.net.channels[ch].reader.is_some();
         let wake = self.net.deposit(ch, &slot.outbuf);
         slot.outbuf.clear();
         drop(slot);
@@ -198,6 +199,9 @@ impl Machine<'_> {
         // A task whose readiness wait another channel ended is already awake.
         if let Some(r) = wake.filter(|&r| self.tasks[r].state == State::Blocked) {
             self.tasks[t].remaining += self.wake(r, Some(cpu), false);
+        }
+        if !reader_sleeps && self.kernel.has_ksoftirqd() && self.net.tcp && self.net.is_plan(ch) {
+            self.tasks[t].remaining += self.softirq_raised_again(cpu);
         }
         true
     }

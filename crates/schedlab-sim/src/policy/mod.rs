@@ -365,6 +365,15 @@ pub trait Policy {
         false
     }
 
+    /// Whether the NET_RX softirq wakes ksoftirqd when it is raised again during its own pass,
+    /// as 2.5.22–2.5.30's `do_softirq` did (kernel/softirq.c: a softirq pending at entry may not
+    /// restart the loop, `mask = ~pending`; one raised again goes to `wakeup_softirqd`, which
+    /// calls `wake_up_process` if ksoftirqd sleeps). True makes the machine run a nice 19
+    /// ksoftirqd per CPU of kind [`TaskKind::Kernel`] (`machine/kthreads.rs`). Default: no.
+    fn softirq_wakes_ksoftirqd(&self) -> bool {
+        false
+    }
+
     /// Whether a device's completion (a disk read or write, a swap-in) wakes the waiting task
     /// through the device's interrupt thread (FreeBSD: the driver's interrupt handler schedules
     /// the ithread, which runs `biodone` → `wakeup`, sys/kern/kern_intr.c and vfs_bio.c) rather

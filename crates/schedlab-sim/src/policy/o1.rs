@@ -27,6 +27,18 @@
 //! same jiffy neither credits sleep nor recomputes the priority. The rest of the policy stays
 //! 2.6.20's (its sleep_avg in ns, its timeslices).
 //!
+//! `softirq=2.5.25` runs loopback TCP's softirq as 2.5.22–2.5.30's `do_softirq` did
+//! (kernel/softirq.c, as Molnar's 2.5.22 timer and 2.5.30 softirq patches show it): a softirq
+//! already pending at entry may not restart the pass (`mask = ~pending`), so one raised again
+//! during it is left to `wakeup_softirqd`, which calls `wake_up_process` when ksoftirqd (nice
+//! 19) sleeps — a call of `try_to_wake_up` that seed 000's counters count. On loopback a
+//! segment is raised as NET_RX in the sender's `netif_rx` and processed at its
+//! `local_bh_enable`; if its reader sleeps in `tcp_recvmsg` the segment goes to the prequeue and
+//! the reader ACKs it in its own context, otherwise `tcp_rcv_established` queues it and may
+//! ACK at once, a loopback transmit that raises NET_RX again inside the pass. The machine
+//! assumes that ACK is always sent (quick-ACK mode; 2.5.25's delayed-ACK and pingpong rules are
+//! not modelled), so the variant is an upper bound of these wakeups (`machine/kthreads.rs`).
+//!
 //! Simplifications (the simulator has no fork tree, no uninterruptible sleep, no sync wakeups):
 //! - New tasks start with sleep_avg 0 (prio = static_prio + 5) and a full slice: no parent whose
 //!   sleep_avg (CHILD_PENALTY) or slice (sched_fork halving, sched_exit refund) they share.
@@ -131,6 +143,11 @@ enum Requeue {
 
 /// Which kernel's sys_sched_yield the policy runs (the `yield` parameter's values, in order).
 const YIELD_VARIANTS: &[&str] = &["expired", "2.5.25"];
+
+/// How the NET_RX softirq hands over work it raised again (the `softirq` parameter's values, in
+/// order): `inline` never wakes ksoftirqd (the simulator's loopback before the parameter);
+/// `2.5.25` wakes it as 2.5.22–2.5.30's `do_softirq` did.
+const SOFTIRQ_VARIANTS: &[&str] = &["inline", "2.5.25"];
 
 /// Per-task scheduling state (the O(1) fields of `struct task_struct`).
 #[derive(Clone, Debug)]
@@ -261,6 +278,8 @@ pub struct O1 {
     /// 2.5.25's three-level yield and its activation rule instead of 2.6.20's expired-array
     /// yield.
     yield_2525: bool,
+    /// 2.5.25's `do_softirq`: a segment acknowledged from the softirq wakes ksoftirqd.
+    softirq_2525: bool,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
     /// 2.6's domain hierarchy on a machine with a topology; `None`: one flat domain.
@@ -284,6 +303,12 @@ pub const DEF: PolicyDef = PolicyDef {
             values: Values::Variant(YIELD_VARIANTS),
             meaning: "sched_yield of a SCHED_OTHER task: expired = 2.6's (to the expired array); 2.5.25 = seed 000's kernel (one priority level lower in the active array; recomputed at slice expiry or after a sleep of a jiffy)",
         },
+        ParamDef {
+            name: "softirq",
+            default: 0,
+            values: Values::Variant(SOFTIRQ_VARIANTS),
+            meaning: "loopback TCP's NET_RX softirq: inline = no ksoftirqd; 2.5.25 = seed 000's kernel (a segment whose reader does not sleep in its receive is ACKed from the softirq, which raises NET_RX again and wakes the nice 19 ksoftirqd if it sleeps)",
+        },
     ],
     describe_defaults: true,
     check: no_check,
@@ -295,6 +320,7 @@ impl FromParams for O1 {
         O1 {
             threshold: params.get("threshold"),
             yield_2525: YIELD_VARIANTS[params.get("yield") as usize] == "2.5.25",
+            softirq_2525: SOFTIRQ_VARIANTS[params.get("softirq") as usize] == "2.5.25",
             tasks: Vec::new(),
             rqs: Vec::new(),
             sd: None,
@@ -403,6 +429,10 @@ impl Domain for O1 {
 }
 
 impl Policy for O1 {
+    fn softirq_wakes_ksoftirqd(&self) -> bool {
+        self.softirq_2525
+    }
+
     fn check_knobs(&self, group: &str, knobs: &Knobs) -> Result<(), PolicyError> {
         check_class_knobs(
             NAME,
@@ -1019,6 +1049,16 @@ mod tests {
         let e = spec_err("o1:yield=2.6");
         assert!(
             e.contains("yield=2.6") && e.contains("yield=expired or yield=2.5.25"),
+            "{e}"
+        );
+        assert_eq!(spec("o1:softirq=inline").describe(), "o1:threshold=0");
+        assert_eq!(
+            spec("o1:softirq=2.5.25,yield=2.5.25").describe(),
+            "o1:threshold=0,yield=2.5.25,softirq=2.5.25"
+        );
+        let e = spec_err("o1:softirq=2.6");
+        assert!(
+            e.contains("softirq=2.6") && e.contains("softirq=inline or softirq=2.5.25"),
             "{e}"
         );
         let e = spec_err("o1:threshold=41");

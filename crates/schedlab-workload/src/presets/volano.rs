@@ -75,7 +75,7 @@ use crate::context::{ChannelId, Context, LockId, WorkloadError};
 use crate::duration::format_duration;
 use crate::error::ParamError;
 use crate::plan::{ChannelVolume, GroupPlan, Plan, SyncPlan, TaskMode, TaskRef, Transport};
-use crate::record::{Better, ConfigResult, Counters, MetricDef};
+use crate::record::{Better, ConfigResult, MetricDef};
 use crate::table::Table;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -733,12 +733,7 @@ fn seed_table(rows: &[&ConfigResult], varied: &[String]) -> String {
     );
     let mut t = Table::new(header);
     for c in rows {
-        let mut total = Counters::default();
-        for r in &c.repetitions {
-            if let Some(tc) = r.counters.get("total") {
-                total.add(tc);
-            }
-        }
+        let total = super::volano_seed::counted(c);
         let reps = c.repetitions.len().max(1) as f64;
         let mean = |k: &str, digits: usize| {
             c.summary

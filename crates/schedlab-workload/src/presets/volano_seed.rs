@@ -20,7 +20,7 @@
 //! default nice levels (the seed does not say which it ran) at threshold 40 have one, judged by
 //! throughput alone.
 
-use crate::record::{ConfigResult, Counters};
+use crate::record::{ConfigResult, Counters, KERNEL_GROUP};
 use crate::table::Table;
 
 /// One row of seed 000's Tables 1 and 2.
@@ -134,14 +134,24 @@ fn point(c: &ConfigResult) -> Option<Point> {
     })
 }
 
-/// Mean calls to wake_up per repetition and % priority preemptions of `c`'s tasks.
-fn counters(c: &ConfigResult) -> (Option<f64>, Option<f64>) {
+/// The counters of `c`'s tasks and of the machine's kernel threads (ksoftirqd under o1's
+/// `softirq=2.5.25`), summed over its repetitions: the seed counted every call of
+/// `try_to_wake_up`, whoever it woke.
+pub(super) fn counted(c: &ConfigResult) -> Counters {
     let mut total = Counters::default();
     for r in &c.repetitions {
-        if let Some(tc) = r.counters.get("total") {
-            total.add(tc);
+        for group in ["total", KERNEL_GROUP] {
+            if let Some(tc) = r.counters.get(group) {
+                total.add(tc);
+            }
         }
     }
+    total
+}
+
+/// Mean calls to wake_up per repetition and % priority preemptions (see [`counted`]).
+fn counters(c: &ConfigResult) -> (Option<f64>, Option<f64>) {
+    let total = counted(c);
     let reps = c.repetitions.len().max(1) as f64;
     (
         total.wakeups.map(|w| w as f64 / reps),
