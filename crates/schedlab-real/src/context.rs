@@ -423,6 +423,16 @@ impl Context for RealContext {
         let err = |e: std::io::Error| WorkloadError::Backend(format!("scratch I/O: {e}"));
         match kind {
             IoKind::Truncate => unreachable!("handled above"),
+            IoKind::Rewrite => {
+                use std::os::unix::fs::FileExt;
+                let mut at = 0u64;
+                while left > 0 {
+                    let n = left.min(chunk.len());
+                    f.write_all_at(&chunk[..n], at).map_err(err)?;
+                    at += n as u64;
+                    left -= n;
+                }
+            }
             IoKind::Write => {
                 while left > 0 {
                     let n = left.min(chunk.len());
@@ -739,5 +749,29 @@ mod tests {
         assert_eq!(samples["rtt_ns"], [1.0, 2.0, 3.0, 4.0, 5.0]);
         assert_eq!(samples["round_trips"], [9.0, 10.0]);
         assert!(ctx.take_samples().is_empty(), "taken once");
+    }
+
+    /// `rewrite` writes over the start of the scratch file, so however many come the file holds
+    /// the largest one (rt-app's `iorun` in a run of any length); `write` appends.
+    #[test]
+    fn rewrites_keep_the_scratch_file_at_the_largest_one_and_writes_append() {
+        let (ctx, dir) = context();
+        let size = || {
+            std::fs::metadata(dir.path().join("task0.dat"))
+                .unwrap()
+                .len()
+        };
+        let io = |kind, bytes| crate::executor::block_on(ctx.io(kind, bytes)).unwrap();
+        for _ in 0..100 {
+            io(IoKind::Rewrite, 100_000);
+        }
+        io(IoKind::Rewrite, 3 << 20);
+        io(IoKind::Rewrite, 1000);
+        assert_eq!(size(), 3 << 20, "the largest rewrite");
+        io(IoKind::Truncate, 0);
+        for _ in 0..3 {
+            io(IoKind::Write, 100_000);
+        }
+        assert_eq!(size(), 300_000, "writes append");
     }
 }

@@ -73,6 +73,10 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
                 kind: IoKind::Write,
                 bytes,
             } => format!("write {bytes}"),
+            StepKind::Io {
+                kind: IoKind::Rewrite,
+                bytes,
+            } => format!("rewrite {bytes}"),
             StepKind::Touch(e) => format!("touch {e}"),
             StepKind::Spawn(g) => format!("spawn a task of {}", g.value),
             StepKind::WaitChild => "wait for a child and reap it".into(),

@@ -294,6 +294,7 @@ impl TaskWalk {
         let b = bytes.eval(&self.frame).max(0.0) as u64;
         match kind {
             IoKind::Write => self.file = self.file.saturating_add(b),
+            IoKind::Rewrite => self.file = self.file.max(b),
             IoKind::Truncate => self.file = 0,
             IoKind::Read => {}
         }

@@ -80,7 +80,7 @@
 //! | `suspend` | `Lock(T)`, `CondWait { cond: T, lock: T }`, `Unlock(T)` as rt-app implements it (`rtapp_suspend`), with T the task's own name when the value is `""` or that name (rt-app after 1.0 always uses it); another value is the condition's name, as rt-app 1.0 reads it (upstream's browser examples rely on it), with a warning |
 //! | `resume` NAME | `Lock(NAME)`, `CondBroadcast(NAME)`, `Unlock(NAME)` (`rtapp_resume`); NAME must be what some `suspend` waits on (a task's name, or a 1.0-style value) |
 //! | `mem` (bytes) | `Touch`; rt-app rewrites its `mem_buffer_size` buffer, so `mem` larger than the buffer is a loop of whole-buffer touches plus the rest |
-//! | `iorun` (bytes) | `Io { Write }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the task's scratch file |
+//! | `iorun` (bytes) | `Io { Rewrite }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the start of the task's scratch file again (a copy into the page cache; the file never grows past one `iorun`) |
 //! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches; schedlab's one memory step (`Touch`) writes a byte per page |
 //! | `yield` (any value: rt-app does not read it) | `Yield` |
 //! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count TASK's `instance` (default 1) plus the number of times the fork runs (the forking task's threads × loops around it, following forks of forks), which must be finite; its first `instance` threads start with the run, as upstream rt-app's `main` starts every task's instances and each fork event one more thread (rt-app 1.0, Debian's, has no `fork`: it runs only the instances) |
@@ -2345,7 +2345,7 @@ fn event_steps(task: &str, e: &Event, global: &Global, objects: &mut Objects, ou
             }
         }
         Ev::Iorun(n) => push(StepKind::Io {
-            kind: IoKind::Write,
+            kind: IoKind::Rewrite,
             bytes: lit(n.value as f64, Unit::Bytes, n.span),
         }),
         Ev::Lock(m) => {

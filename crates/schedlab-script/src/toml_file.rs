@@ -130,6 +130,7 @@ const VERBS: &[(&str, &[&str])] = &[
     ("set", &[]),
     ("read", &[]),
     ("write", &[]),
+    ("rewrite", &[]),
     ("truncate", &[]),
     ("touch", &[]),
     ("spawn", &[]),
@@ -1465,11 +1466,11 @@ impl<'t> Reader<'t> {
                     ),
                 ))
             }
-            "read" | "write" => StepKind::Io {
-                kind: if verb == "read" {
-                    IoKind::Read
-                } else {
-                    IoKind::Write
+            "read" | "write" | "rewrite" => StepKind::Io {
+                kind: match verb {
+                    "read" => IoKind::Read,
+                    "write" => IoKind::Write,
+                    _ => IoKind::Rewrite,
                 },
                 bytes: self.expr(ctx, verb, value, false)?,
             },

@@ -187,7 +187,7 @@ fn every_synchronisation_event_maps_to_its_steps_and_declares_its_objects() {
     assert_eq!(
         shape(&group(&d, "producer").body),
         "loop[100](timed:producer.period(lock:buf_lock,compute,signal:not_empty,unlock:buf_lock,\
-         loop[3](touch),touch,io:Write,post:items,yield,barrier:step),count:producer.loops)"
+         loop[3](touch),touch,io:Rewrite,post:items,yield,barrier:step),count:producer.loops)"
     );
     assert_eq!(
         shape(&group(&d, "consumer").body),
@@ -248,7 +248,7 @@ fn every_synchronisation_event_maps_to_its_steps_and_declares_its_objects() {
             _ => None,
         })
         .unwrap();
-    assert_eq!(io.0, IoKind::Write);
+    assert_eq!(io.0, IoKind::Rewrite);
     assert_eq!((io.1.value, io.1.unit), (4096.0, Unit::Bytes));
 }
 

@@ -132,6 +132,10 @@ pub enum IoKind {
     Read,
     /// Write bytes to the task's scratch file.
     Write,
+    /// Write bytes at the start of the task's scratch file, over what is there: the file holds
+    /// at most the largest such write, however many come (rt-app's `iorun`, whose writes go to
+    /// a device that keeps nothing).
+    Rewrite,
     /// Close the task's scratch file and open it again empty at its beginning, as a program
     /// rewriting a file does (`fopen(name, "w")` per cycle; `bytes` is ignored).
     Truncate,
