@@ -17,6 +17,9 @@
 #        RECORD_COST=off bench/record.sh [REPS]   (accuracy only: recording's cost not measured)
 #        REPLAY_ALSO="BIN..." bench/record.sh [REPS]   (each file replayed by these binaries too)
 #        RECORD_KEEP=DIR bench/record.sh [REPS]   (the files and records kept in DIR)
+#        RECORD_ONLY=REGEX bench/record.sh [REPS]   (only the programs whose label matches, grep -E)
+#        PERF_REPLAY=off bench/record.sh [REPS]   (no perf sched record/replay of each program)
+#        SCHEDLAB=BIN bench/record.sh [REPS]   (record and replay with BIN, not this tree's build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -66,6 +69,7 @@ echo "load average before: $(load1); a shared machine's figures move by 10 % or 
 case_no=0
 while IFS='|' read -r label cmd; do
   [ -n "$label" ] || continue
+  [ -z "${RECORD_ONLY:-}" ] || grep -Eq -- "$RECORD_ONLY" <<<"$label" || continue
   case_no=$((case_no + 1))
   file=$dir/case$case_no.toml
   read -r -a argv <<<"$cmd"
@@ -100,7 +104,7 @@ while IFS='|' read -r label cmd; do
   [ -z "${RECORD_KEEP:-}" ] || cp "$file" "$dir"/orig$case_no.json "$dir"/case$case_no-*.json "$RECORD_KEEP"/
   echo "  recording cost (program's wall time, fork to exit):"
   sed 's/^/  /' <<<"$cost"
-  if perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
+  if [ "${PERF_REPLAY:-on}" != off ] && perf sched record -o "$dir/perf.data" -- "${argv[@]}" >/dev/null 2>&1; then
     perf sched replay -i "$dir/perf.data" -r 1 2>/dev/null | grep -E 'run measurement overhead|#1  :|^#' | tail -2 | sed 's/^/  perf sched replay: /'
   fi
 done <<<"$cases"

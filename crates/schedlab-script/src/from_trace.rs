@@ -70,6 +70,12 @@ pub struct Options {
     /// recorder could not see (the socket tracepoints' path, a call that did not sleep): that
     /// much of the `compute` before it is the call's, which the replay's own call pays.
     pub socket_call_ns: Option<(u64, u64)>,
+    /// The CPU time a timer sleep's own call leaves in the recorded `compute` before it, ns
+    /// (measured by the recorder on a sleeper of its own: the on-CPU time of a pass that does
+    /// nothing but sleep, from its switch-in after one sleep to its switch-out in the next):
+    /// taken off (never below zero) the compute before each timer sleep, because the replay's
+    /// own sleep pays it again.
+    pub timer_sleep_ns: Option<u64>,
 }
 
 /// Why a recording cannot become a workload file.
@@ -175,6 +181,12 @@ pub struct Summary {
     /// CPU time spent inside the channels' calls, ns: in no `compute` (the replay's own calls
     /// pay it).
     pub io_system_ns: u64,
+    /// CPU time taken off the computes before timer sleeps, ns ([`Options::timer_sleep_ns`]):
+    /// in no step (the replay's own sleep pays it), still in [`Summary::cpu_ns`].
+    pub timer_sleep_cut_ns: u64,
+    /// What was taken off each compute before a timer sleep, ns (at most this; none when the
+    /// option was not given).
+    pub timer_sleep_ns: Option<u64>,
     /// Pipes and sockets read or written but not replayed as channels (read by several tasks,
     /// never read or never written by a recorded task, or messages of several sizes): their
     /// calls are CPU time and their wakeups dependencies, as for any other call.
@@ -207,6 +219,20 @@ impl Summary {
             self.migrations,
             self.cpu_ns as f64 / 1e9
         )
+    }
+
+    /// What was taken off the computes before timer sleeps, in one line (`None` when the
+    /// recording has no timer sleep or the cost was not measured).
+    pub fn timer_sleep_cut(&self) -> Option<String> {
+        let per = self.timer_sleep_ns?;
+        (self.timer_sleeps > 0).then(|| {
+            format!(
+                "up to {:.3} us (a timer sleep's own CPU time in the compute before it, as the recorder measured it here) taken off the compute before each of the {} timer sleeps, {:.6} s in all, because the replay's own sleep pays it",
+                per as f64 / 1e3,
+                self.timer_sleeps,
+                self.timer_sleep_cut_ns as f64 / 1e9
+            )
+        })
     }
 
     /// The channels' part of [`Summary::holds`] (empty when the recording has no I/O calls).
@@ -373,6 +399,8 @@ struct Task {
     facts: TaskFacts,
     /// The channel call in progress: its channel, whether it is a read, when it began.
     io: Option<(u32, IoOp, u64)>,
+    /// CPU time taken off its computes before timer sleeps ([`Options::timer_sleep_ns`]).
+    sleep_cut: u64,
 }
 
 impl Task {
@@ -390,6 +418,7 @@ impl Task {
             steps: Vec::new(),
             waited: false,
             io: None,
+            sleep_cut: 0,
             facts: TaskFacts {
                 tid,
                 ..TaskFacts::default()
@@ -413,6 +442,20 @@ impl Task {
         if self.cpu > 0 {
             self.push(Step::Compute(self.cpu));
             self.cpu = 0;
+        }
+    }
+
+    /// Take a timer sleep's own CPU time, `cost` ns, off the compute just written before it
+    /// (never below zero; a compute taken whole goes): the replay's own sleep pays it.
+    fn cut_sleep_call(&mut self, cost: Option<u64>) {
+        let Some(cost) = cost else { return };
+        if let Some(Step::Compute(d)) = self.steps.last_mut() {
+            let cut = (*d).min(cost);
+            *d -= cut;
+            self.sleep_cut += cut;
+            if *d == 0 {
+                self.steps.pop();
+            }
         }
     }
 
@@ -549,7 +592,10 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             } else {
                                 let kind = sleep_kind(call);
                                 match kind {
-                                    SleepKind::Timer => summary.timer_sleeps += 1,
+                                    SleepKind::Timer => {
+                                        summary.timer_sleeps += 1;
+                                        t.cut_sleep_call(opts.timer_sleep_ns);
+                                    }
                                     SleepKind::Outside => summary.other_sleeps += 1,
                                 }
                                 t.push(Step::Sleep(at.saturating_sub(since), kind));
@@ -560,7 +606,10 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             t.flush(ts, start);
                             let kind = sleep_kind(call);
                             match kind {
-                                SleepKind::Timer => summary.timer_sleeps += 1,
+                                SleepKind::Timer => {
+                                    summary.timer_sleeps += 1;
+                                    t.cut_sleep_call(opts.timer_sleep_ns);
+                                }
                                 SleepKind::Outside => summary.other_sleeps += 1,
                             }
                             t.push(Step::Sleep(ts.saturating_sub(since), kind));
@@ -813,11 +862,14 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     }
     map_messages(&mut tasks, &chans, &written, &slot, &mut summary);
     summary.tasks = tasks.len();
-    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps)).sum();
+    // The recorded CPU time: the steps' and what was taken off before timer sleeps.
+    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps) + t.sleep_cut).sum();
+    summary.timer_sleep_cut_ns = tasks.iter().map(|t| t.sleep_cut).sum();
+    summary.timer_sleep_ns = opts.timer_sleep_ns;
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
     for t in &mut tasks {
-        t.facts.cpu_ns = cpu_of(&t.steps);
+        t.facts.cpu_ns = cpu_of(&t.steps) + t.sleep_cut;
     }
     let (toml, group_of) = render(rec, &tasks, &chans, &mut summary)?;
     let tasks = tasks
@@ -1418,6 +1470,9 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     if let Some(line) = s.summarised() {
         let _ = writeln!(out, "# Summarised: {line}.");
     }
+    if let Some(line) = s.timer_sleep_cut() {
+        let _ = writeln!(out, "# Timer sleeps: {line}.");
+    }
 }
 
 /// The workload's name for a recording of `source`: `recorded-` and the program's base name.
@@ -1646,6 +1701,74 @@ mod tests {
         let plain = convert(&pingpong(2), false).unwrap();
         assert!(!plain.toml.contains("ready_"));
         assert_eq!(plain.summary.rendezvous, 0);
+    }
+
+    /// A task that computes 1 µs and sleeps 9 µs on a timer, `passes` times, then runs 10 ns.
+    fn timer_sleeper(passes: u64) -> Recording {
+        let mut e = vec![sw(0, 0, LeftAs::Runnable, 5)];
+        let mut t = 0;
+        for _ in 0..passes {
+            e.push(ev(
+                t + 1_000,
+                EventKind::SysEnter {
+                    pid: 5,
+                    call: Call::Timer,
+                },
+            ));
+            e.push(sw(t + 1_000, 5, LeftAs::Sleeping, 0));
+            e.push(wk(t + 10_000, 0, 5));
+            e.push(sw(t + 10_000, 0, LeftAs::Runnable, 5));
+            e.push(ev(t + 10_010, EventKind::SysExit { pid: 5 }));
+            t += 10_000;
+        }
+        rec(&[5], e)
+    }
+
+    #[test]
+    fn a_timer_sleeps_measured_cost_comes_off_the_compute_before_it() {
+        let opts = |ns| Options {
+            timer_sleep_ns: Some(ns),
+            ..Options::default()
+        };
+        let c = convert_with(&timer_sleeper(100), &opts(400)).unwrap();
+        compiles(&c.toml);
+        // Each 1 µs compute before a sleep loses the stated 0.4 µs; the last, before no
+        // sleep, keeps its 10 ns; the recorded CPU time is still the whole.
+        assert_eq!(
+            steps_of(&c.toml, "task5_5"),
+            [
+                "{ loop = 100, steps = [",
+                "{ compute = \"0.6us\" },",
+                "{ sleep = \"9us\" },   # timer",
+                "] },",
+                "{ compute = \"0.01us\" },",
+            ]
+        );
+        assert_eq!(c.summary.timer_sleep_cut_ns, 100 * 400);
+        assert_eq!(c.summary.cpu_ns, 100 * 1_000 + 10);
+        assert_eq!(c.tasks[0].cpu_ns, 100 * 1_000 + 10);
+        assert!(
+            c.toml.contains("# Timer sleeps: up to 0.400 us (")
+                && c.toml.contains("0.000040 s in all"),
+            "{}",
+            c.toml
+        );
+        // A cost above the compute takes it whole, never below zero: only the sleeps are left.
+        let c = convert_with(&timer_sleeper(100), &opts(5_000)).unwrap();
+        compiles(&c.toml);
+        assert_eq!(
+            steps_of(&c.toml, "task5_5")[..3],
+            [
+                "{ loop = 100, steps = [",
+                "{ sleep = \"9us\" },   # timer",
+                "] },",
+            ]
+        );
+        assert_eq!(c.summary.timer_sleep_cut_ns, 100 * 1_000);
+        // Without a measurement, nothing is taken and the header says nothing of it.
+        let c = convert(&timer_sleeper(100), false).unwrap();
+        assert_eq!(steps_of(&c.toml, "task5_5")[1], "{ compute = \"1us\" },");
+        assert!(!c.toml.contains("# Timer sleeps"));
     }
 
     #[test]

@@ -202,6 +202,7 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
                 allow_lossy,
                 keep_sleeps,
                 socket_call_ns: None,
+                timer_sleep_ns: None,
             },
             record::What {
                 pid,

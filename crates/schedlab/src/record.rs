@@ -104,8 +104,30 @@ pub fn run(
             .and_then(schedlab_real::trace::record_bpf::socket_call_ns),
         ..options
     };
-    let converted = schedlab_script::from_trace::convert_with(&rec, &options)
+    let mut converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;
+    // Timer sleeps: what such a sleep's own call leaves in the compute before it, measured by
+    // recording a sleeper of our own through the same source, comes off those computes.
+    if converted.summary.timer_sleeps > 0 && options.timer_sleep_ns.is_none() {
+        let probe_source = if rec.via.starts_with(schedlab_real::trace::record::VIA_BPF) {
+            Source::Bpf
+        } else {
+            Source::Tracefs
+        };
+        match schedlab_real::trace::sleep_cost::timer_sleep_ns(probe_source, buffer_mb, &stop) {
+            Ok(ns) => {
+                let options = schedlab_script::from_trace::Options {
+                    timer_sleep_ns: Some(ns),
+                    ..options
+                };
+                converted = schedlab_script::from_trace::convert_with(&rec, &options)
+                    .map_err(|e| Error::Input(format!("record: {e}")))?;
+            }
+            Err(e) => eprintln!(
+                "schedlab: record: a timer sleep's own CPU time was not measured ({e}); the computes before the timer sleeps keep it, and the replay pays it twice"
+            ),
+        }
+    }
     schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())
         .map_err(|e| Error::output("--out", out, e.to_string()))?;
     if let Some((path, target)) = json_out {
@@ -136,5 +158,8 @@ pub fn run(
         s.summarised()
             .map_or_else(String::new, |line| format!("; summarised: {line}"))
     );
+    if let Some(line) = s.timer_sleep_cut() {
+        eprintln!("timer sleeps: {line}");
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -325,3 +325,112 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
         "wakeups: {recorded} recorded, {replayed} replayed"
     );
 }
+
+/// A C program that sleeps `argv[1]` times for `argv[2]` ns (clock_nanosleep, relative, as
+/// cyclictest's loop and most periodic programs do) and does nothing else, then writes its
+/// process's CPU time (getrusage: user + system, its start included), ns, to `argv[3]`.
+const C_SLEEPER: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/resource.h>
+int main(int argc, char **argv) {
+  if (argc != 4) return 2;
+  int n = atoi(argv[1]);
+  struct timespec d = {0, atol(argv[2])};
+  for (int i = 0; i < n; i++) clock_nanosleep(CLOCK_MONOTONIC, 0, &d, NULL);
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  long long ns = (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1000000000LL
+      + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1000LL;
+  FILE *f = fopen(argv[3], "w");
+  if (!f) return 3;
+  fprintf(f, "%lld\n", ns);
+  return fclose(f) != 0;
+}
+"#;
+
+/// Sleeps of the sleeper test, and how long each is.
+const SLEEPS: &str = "2000";
+const SLEEP_NS: &str = "488000";
+/// How far the replay's CPU time may be from the program's. Measured on the loaded 2-CPU VM
+/// (load 6-9): x1.24-1.34 with the timer sleep's own cost taken off, x2.1-2.6 without it (the
+/// double count this test guards against). What is left above 1: the computes left before
+/// some sleeps (each pass's compute less the probe's median, never below zero) are steps the
+/// replay pays for, and the replay's task start; the issue's goal, 5 %, is not met here.
+const SLEEPER_CPU_BOUND: f64 = 0.50;
+
+#[test]
+fn a_recorded_sleeper_replays_with_the_programs_cpu_time() {
+    if !is_root() {
+        eprintln!("skipped: recording needs tracefs or BPF (root); run `sudo -E cargo test -p schedlab --test recording`");
+        return;
+    }
+    if schedlab_real::program::find_in_path("gcc").is_none() {
+        eprintln!("skipped: the sleeper is a C program (install: apt-get install gcc)");
+        return;
+    }
+    let _turn = serial();
+    let d = temp_dir("recording", "sleeper");
+    let src = d.path().join("sleeper.c");
+    let bin = d.path().join("sleeper");
+    std::fs::write(&src, C_SLEEPER).unwrap();
+    let cc = std::process::Command::new("gcc")
+        .args(["-O2", "-o", bin.to_str().unwrap(), src.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
+    let cpu_file = d.path().join("cpu");
+    let file = d.path().join("sleeper.toml");
+    let out = schedlab()
+        .args(["record", "-o", file.to_str().unwrap(), "--"])
+        .arg(&bin)
+        .args([SLEEPS, SLEEP_NS, cpu_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    // The measured cost of a timer sleep came off the computes before the sleeps.
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("# Timer sleeps: up to "), "{err}\n{text}");
+    let program_s = std::fs::read_to_string(&cpu_file)
+        .unwrap()
+        .trim()
+        .parse::<f64>()
+        .unwrap()
+        / 1e9;
+    let replay = d.path().join("replay.json");
+    let out = schedlab()
+        .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
+        .args(["--json", replay.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&replay).unwrap()).unwrap();
+    let groups = group_counters(&v);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    let replay_s = groups[0].2;
+    let ratio = replay_s / program_s;
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    eprintln!(
+        "sleeper ({SLEEPS} x {SLEEP_NS} ns): program {:.3} ms CPU, replay {:.3} ms, x{ratio:.3} (load {})",
+        program_s * 1e3,
+        replay_s * 1e3,
+        load.split_whitespace().next().unwrap_or("?")
+    );
+    assert!(
+        (ratio - 1.0).abs() <= SLEEPER_CPU_BOUND,
+        "the replay's CPU time {:.3} ms is x{ratio:.3} the program's {:.3} ms (bound ±{:.0} %; load {load})\n{text}",
+        replay_s * 1e3,
+        program_s * 1e3,
+        SLEEPER_CPU_BOUND * 100.0
+    );
+}

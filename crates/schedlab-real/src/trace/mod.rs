@@ -61,6 +61,7 @@ mod count;
 mod parse;
 pub mod record;
 pub mod record_bpf;
+pub mod sleep_cost;
 pub mod timeline;
 mod tracefs;
 
