@@ -4,6 +4,26 @@
 mod common;
 use common::{is_root, others_runnable, schedlab, serial, succeeds, temp_dir};
 
+/// Runs the recorded `file` once through `cmd` (schedlab, or a command that starts it) with its
+/// record written to `json`, and returns that record; fails on a failed run.
+fn replayed(
+    mut cmd: std::process::Command,
+    file: &std::path::Path,
+    json: &std::path::Path,
+) -> serde_json::Value {
+    let out = cmd
+        .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
+        .args(["--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
 /// `schedlab record` (with `record_args`) of schedlab's own ping-pong of 2000 round trips (with
 /// `pingpong_args`; under `wrapper`, e.g. `taskset -c 0`) in `dir`: the workload file, the
 /// recorded run's record, and the output.
@@ -290,21 +310,9 @@ fn a_recorded_socket_pingpong_replays_as_channels() {
     // Replayed: the same messages; the wakeups of the two tasks, counted by the kernel, near
     // the recorded ones (measured on CPU 0: 2304 recorded, 2317 replayed — not exact: which
     // reads find their message already there is the replay's timing).
-    let replay = d.path().join("replay.json");
-    let out = std::process::Command::new(pin[0])
-        .args(&pin[1..])
-        .arg(env!("CARGO_BIN_EXE_schedlab"))
-        .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
-        .args(["--json", replay.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&replay).unwrap()).unwrap();
+    let mut pinned = std::process::Command::new(pin[0]);
+    pinned.args(&pin[1..]).arg(env!("CARGO_BIN_EXE_schedlab"));
+    let r = replayed(pinned, &file, &d.path().join("replay.json"));
     let messages = r["configs"][0]["repetitions"][0]["metrics"]["messages"].as_f64();
     assert_eq!(messages, Some(4000.0), "{r}");
     let o: serde_json::Value =
@@ -352,12 +360,12 @@ int main(int argc, char **argv) {
 /// Sleeps of the sleeper test, and how long each is.
 const SLEEPS: &str = "2000";
 const SLEEP_NS: &str = "488000";
-/// How far the replay's CPU time may be from the program's. Measured on the loaded 2-CPU VM
-/// (load 6-9): x1.24-1.34 with the timer sleep's own cost taken off, x2.1-2.6 without it (the
-/// double count this test guards against). What is left above 1: the computes left before
+/// How far the replay's CPU time may be from the program's. Measured on the 2-CPU VM: x1.24-1.34
+/// with the timer sleep's own cost taken off (load 6-9), x1.53 once in a full test run (load 4.7),
+/// x2.1-2.6 without it (the double count this test guards against): the bound sits between. What is left above 1: the computes left before
 /// some sleeps (each pass's compute less the probe's median, never below zero) are steps the
-/// replay pays for, and the replay's task start; the goal, 5 %, is not met here.
-const SLEEPER_CPU_BOUND: f64 = 0.50;
+/// replay pays for, and the replay's task start; the goal of 5 % is not met here.
+const SLEEPER_CPU_BOUND: f64 = 0.80;
 
 #[test]
 fn a_recorded_sleeper_replays_with_the_programs_cpu_time() {
@@ -402,19 +410,7 @@ fn a_recorded_sleeper_replays_with_the_programs_cpu_time() {
         .parse::<f64>()
         .unwrap()
         / 1e9;
-    let replay = d.path().join("replay.json");
-    let out = schedlab()
-        .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
-        .args(["--json", replay.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&replay).unwrap()).unwrap();
+    let v = replayed(schedlab(), &file, &d.path().join("replay.json"));
     let groups = group_counters(&v);
     assert_eq!(groups.len(), 1, "{groups:?}");
     let replay_s = groups[0].2;

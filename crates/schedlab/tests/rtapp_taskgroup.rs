@@ -236,26 +236,33 @@ fn real_taskgroups_on_cgroup_v2_use_threaded_groups_and_are_removed_at_the_end()
     taskgroups_hold_their_threads(Some("v2"));
 }
 
+/// Waits (at most 10 s) until the run's group `group` (below its private directory) holds a
+/// thread, failing if the run ends first.
+fn wait_for_a_thread(run: &mut Started, group: &str) {
+    let dir = run.base.join(group);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while threads(&dir).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never held a thread",
+            dir.display()
+        );
+        assert!(
+            run.child.try_wait().unwrap().is_none(),
+            "the run ended early"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// SIGINT once the threads are in their groups: status 130, nothing left.
 fn interrupted_run_leaves_nothing(chosen: Chosen) {
     let Some(mut run) = start("taskgroup-int", 30, chosen) else {
         return;
     };
     let (base, pid) = (run.base.clone(), run.pid);
-    // Interrupted once its threads are in their taskgroups (at most 10 s of waiting).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while threads(&base.join("ga")).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never held a thread",
-            base.display()
-        );
-        assert!(
-            run.child.try_wait().unwrap().is_none(),
-            "the run ended early"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    // Interrupted once its threads are in their taskgroups.
+    wait_for_a_thread(&mut run, "ga");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let out = run.child.wait_with_output().unwrap();
@@ -284,19 +291,7 @@ fn killed_runs_groups_go_with_the_next_run(chosen: Chosen) {
         return;
     };
     let base = run.base.clone();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while threads(&base.join("ga/gb")).is_empty() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never held a thread",
-            base.display()
-        );
-        assert!(
-            run.child.try_wait().unwrap().is_none(),
-            "the run ended early"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_a_thread(&mut run, "ga/gb");
     run.child.kill().unwrap();
     run.child.wait().unwrap();
     assert!(
