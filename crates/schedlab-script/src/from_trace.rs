@@ -1716,6 +1716,7 @@ mod tests {
                 },
             ));
             e.push(sw(t + 1_000, 5, LeftAs::Sleeping, 0));
+            // The timer interrupt wakes it in the idle task's context.
             e.push(wk(t + 10_000, 0, 5));
             e.push(sw(t + 10_000, 0, LeftAs::Runnable, 5));
             e.push(ev(t + 10_010, EventKind::SysExit { pid: 5 }));
@@ -1773,24 +1774,7 @@ mod tests {
 
     #[test]
     fn a_timer_sleeper_is_a_periodic_sleep() {
-        let mut e = vec![sw(0, 0, LeftAs::Runnable, 5)];
-        let mut t = 0;
-        for _ in 0..100 {
-            e.push(ev(
-                t + 1_000,
-                EventKind::SysEnter {
-                    pid: 5,
-                    call: Call::Timer,
-                },
-            ));
-            e.push(sw(t + 1_000, 5, LeftAs::Sleeping, 0));
-            // The timer interrupt wakes it in the idle task's context.
-            e.push(wk(t + 10_000, 0, 5));
-            e.push(sw(t + 10_000, 0, LeftAs::Runnable, 5));
-            e.push(ev(t + 10_010, EventKind::SysExit { pid: 5 }));
-            t += 10_000;
-        }
-        let c = convert(&rec(&[5], e), false).unwrap();
+        let c = convert(&timer_sleeper(100), false).unwrap();
         compiles(&c.toml);
         assert_eq!(c.summary.timer_sleeps, 100);
         assert_eq!(c.summary.dependencies, 0);
