@@ -245,24 +245,23 @@ fn forked_threads_are_logged_under_rt_apps_names() {
     );
 }
 
+/// example9's shape: `spawner` forks `twice` (instance 1) in its first phase and `once`
+/// (instance 0) in its second, which starts 30 ms later.
+const NINE: &str = r#"{ "global": { "duration": 2, "log_basename": "nine" },
+    "tasks": {
+      "twice": { "loop": 1, "run": 2000 },
+      "once": { "instance": 0, "loop": 1, "run": 2000 },
+      "spawner": { "loop": 1, "phases": {
+          "first": { "fork": "twice", "run": 10000, "sleep": 20000 },
+          "second": { "fork": "once", "run": 2000 } } } } }"#;
+
 /// A task some phase forks that also has an `instance` (tutorial example9's `thread1`) runs as
 /// upstream rt-app runs it: its instance with the run, and one more thread at each fork — on
 /// both backends. Rows' `rel_st` (µs since the run's start) say when each thread started.
 #[test]
 fn a_forked_task_with_an_instance_runs_with_the_run_and_at_each_fork() {
     let s = Scratch::new("rtapp", "fork-instance");
-    // `spawner` forks `twice` (instance 1) in its first phase, `once` (instance 0) in its
-    // second, which starts 30 ms later.
-    s.write(
-        "nine.json",
-        r#"{ "global": { "duration": 2, "log_basename": "nine" },
-             "tasks": {
-               "twice": { "loop": 1, "run": 2000 },
-               "once": { "instance": 0, "loop": 1, "run": 2000 },
-               "spawner": { "loop": 1, "phases": {
-                   "first": { "fork": "twice", "run": 10000, "sleep": 20000 },
-                   "second": { "fork": "once", "run": 2000 } } } } }"#,
-    );
+    s.write("nine.json", NINE);
     for backend in ["sim", "real"] {
         let logs = format!("logs-{backend}");
         s.rtapp_logs("nine.json", &logs, &["--backend", backend]);
@@ -314,16 +313,7 @@ fn a_forked_task_with_an_instance_runs_with_the_run_and_at_each_fork() {
 #[test]
 fn an_rt_app_fork_with_instances_and_its_toml_equivalent_run_alike() {
     let s = Scratch::new("rtapp", "fork-toml");
-    s.write(
-        "nine.json",
-        r#"{ "global": { "duration": 2, "log_basename": "nine" },
-             "tasks": {
-               "twice": { "loop": 1, "run": 2000 },
-               "once": { "instance": 0, "loop": 1, "run": 2000 },
-               "spawner": { "loop": 1, "phases": {
-                   "first": { "fork": "twice", "run": 10000, "sleep": 20000 },
-                   "second": { "fork": "once", "run": 2000 } } } } }"#,
-    );
+    s.write("nine.json", NINE);
     // rt-app's reading, written out: each phase pass timed as TASK.PHASE.period (TASK.period
     // without phases), each pass of a task's loop counted as TASK.loops — with `_` for `.`,
     // which a TOML file's names cannot hold.
