@@ -2,25 +2,18 @@
 //! replayed on both backends and swept; and the refusals that come before anything is traced.
 
 mod common;
-use common::{is_root, others_runnable, schedlab, serial, succeeds, temp_dir};
+use common::{is_root, others_runnable, schedlab, serial, succeeded, succeeds, temp_dir};
 
 /// Runs the recorded `file` once through `cmd` (schedlab, or a command that starts it) with its
-/// record written to `json`, and returns that record; fails on a failed run.
+/// record written to `json`, and returns that record; the run must succeed ([`succeeded`]).
 fn replayed(
     mut cmd: std::process::Command,
     file: &std::path::Path,
     json: &std::path::Path,
 ) -> serde_json::Value {
-    let out = cmd
-        .args(["run", file.to_str().unwrap(), "--runs", "1", "-q"])
-        .args(["--json", json.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (file, json) = (file.to_str().unwrap(), json.to_str().unwrap());
+    let args = ["run", file, "--runs", "1", "-q", "--json", json];
+    succeeded(&args, cmd.args(args).output().unwrap());
     serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
 }
 
