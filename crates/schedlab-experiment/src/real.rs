@@ -525,7 +525,7 @@ impl Backend for RealBackend {
                 schedlab_real::taskgroup::Version::V1 => "cgroup v1",
                 schedlab_real::taskgroup::Version::V2 => "cgroup v2",
             };
-            let weight = if made.cpu_controller() {
+            let weight = if h.cpu {
                 "with the cpu controller"
             } else {
                 // Only the grouping: say so where the run is summarized, and in its record.

@@ -30,7 +30,7 @@
 //! chosen so whose cgroups have no cpu controller (the controller bound to a v1 hierarchy, or
 //! not built) still gets the whole mechanism — the private directory, the threaded groups, the
 //! moves at phase boundaries, the removal — but the groups weigh nothing: the run is scheduled
-//! as without taskgroups, and [`Taskgroups::cpu_controller`] says so for the run to report.
+//! as without taskgroups, and [`Hierarchy::cpu`] says so for the run to report.
 
 use std::fs;
 use std::io;
@@ -359,12 +359,6 @@ impl Taskgroups {
     /// The hierarchy they are in.
     pub fn hierarchy(&self) -> &Hierarchy {
         &self.inner.hierarchy
-    }
-
-    /// Whether the groups have the cpu controller: `false` where only the grouping is done
-    /// ([`Hierarchy::cpu`]).
-    pub fn cpu_controller(&self) -> bool {
-        self.inner.hierarchy.cpu
     }
 }
 
