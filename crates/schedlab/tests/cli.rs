@@ -2009,8 +2009,13 @@ fn a_real_run_keeps_both_kinds_of_lock_in_the_record_and_prints_them() {
     assert_eq!(names, [("spinlock", "spin"), ("mutex", "sleep")]);
     for l in locks {
         assert_eq!(l.acquisitions, 4000, "{l:?}");
-        // Each holds it for its 1 µs critical section at least.
-        assert!(l.hold_ns >= 4000 * 1000, "{l:?}");
+        // Each holds it for its 1 µs critical section: a compute that short is a loop
+        // calibrated when the run started (crate schedlab-real, `compute`), which runs faster
+        // than calibrated when the machine got quieter since (seen on a loaded 2-CPU runner:
+        // 0.93 µs a hold), so the bound leaves a quarter for the calibration's error.
+        assert!(l.hold_ns >= 4000 * 750, "{l:?}");
+        // One holder at a time: the holds never add up to more than the run.
+        assert!(l.hold_ns <= l.elapsed_ns, "{l:?}");
         assert!(l.waited <= l.acquisitions && l.elapsed_ns > 0, "{l:?}");
     }
     assert_eq!(locks[1].spin_ns, 0);
