@@ -1,9 +1,9 @@
 //! schedlab's experiment layer: everything between a parsed command line and a result record.
 //!
 //! The binary parses its arguments into an [`ExperimentRequest`] (plain typed values, no clap),
-//! and [`build`] turns that, once, into an [`Experiment`]: every configuration of a run or a
+//! and [`build`](fn@build) turns that, once, into an [`Experiment`]: every configuration of a run or a
 //! sweep — the workload with its parameters, each group's knobs, the machine it runs on — checked
-//! before anything starts (ripgrep's low-level → high-level arguments). [`measure`] then runs
+//! before anything starts (ripgrep's low-level → high-level arguments). [`measure`](fn@measure) then runs
 //! the configurations' repetitions, interleaved, through a [`Backend`]: the real kernel
 //! ([`RealBackend`]), a simulated machine ([`SimBackend`]), or in tests a mock (hyperfine's
 //! `Executor`/`MockExecutor`), and keeps the record up to date after every repetition.

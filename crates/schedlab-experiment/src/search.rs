@@ -4,7 +4,7 @@
 //! metric and a threshold the metric's mean must reach.
 //!
 //! The stopping rule, stated:
-//! 1. **Each candidate** is measured by the ordinary loop ([`crate::measure`]) with a
+//! 1. **Each candidate** is measured by the ordinary loop ([`crate::measure`](fn@crate::measure)) with a
 //!    [`Budget::Threshold`]: repetitions until the metric's confidence interval (at `--level`)
 //!    is clear of the threshold — `pass` when its lower end is at or above it, `fail` when its
 //!    upper end is below — after at least [`schedlab_stats::StoppingRule::MIN_RUNS`], or

@@ -78,7 +78,7 @@ fn time_batch(loops: u64) -> f64 {
 
 /// Measure nanoseconds per iteration on the calling thread, wherever it runs: batches of about
 /// a millisecond of its CPU time until two successive figures agree within 1/50 (rt-app's test), the smaller of
-/// the two kept; after [`MAX_BATCHES`], the smallest seen.
+/// the two kept; after 200 batches, the smallest seen.
 pub fn measure_here() -> f64 {
     let mut last = time_batch(FIRST_BATCH);
     let mut least = last;

@@ -60,7 +60,7 @@ pub struct Calibration {
     /// negative where the processor overlaps a short call with what follows it).
     pub ns_per_call: f64,
     /// The CPU time between two back-to-back reads of the thread CPU clock: what a read costs
-    /// outside the interval it measures (median of [`READ_PAIRS`]).
+    /// outside the interval it measures (median of 200 pairs).
     pub read_ns: u64,
 }
 
@@ -118,8 +118,8 @@ fn per_call(iters: u64, calls: u64) -> f64 {
 
 /// Measure the calibration on the calling thread: batches of short and long calls of about a
 /// quarter of a millisecond of CPU time each, a line through each batch's two figures, the
-/// medians of slope and intercept kept — after at least [`MIN_BATCHES`], once the last five
-/// slopes agree within 2 %, at most [`MAX_BATCHES`].
+/// medians of slope and intercept kept — after at least five batches, once the last five
+/// slopes agree within 2 %, at most 60.
 pub fn measure() -> Calibration {
     let [short, long] = CALL_ITERS;
     // A first look, to size the batches.

@@ -349,7 +349,7 @@ pub fn check_port_free(port: u16) -> Result<(), HostError> {
 }
 
 /// The process listening on TCP `port` (`process 123 (nginx)`), from /proc/net/tcp{,6} and
-/// the sockets in /proc/<pid>/fd.
+/// the sockets in `/proc/PID/fd`.
 pub fn port_holder(port: u16) -> Option<String> {
     let inodes: Vec<String> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()

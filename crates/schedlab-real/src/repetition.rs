@@ -82,7 +82,7 @@ pub struct RepetitionSetup<'a> {
     pub rq_trace: Option<&'a mut RqTrace>,
     /// Where the caller wrote the workload's shared files
     /// ([`schedlab_workload::Workload::shared_files`]), if it did; `None`: the repetition
-    /// writes [`Workload::write_files`] into its own temporary directory.
+    /// writes [`schedlab_workload::presets::Workload::write_files`] into its own temporary directory.
     pub files: Option<&'a std::path::Path>,
     /// Keep the bodies' pass rows ([`schedlab_workload::passes`], in each task's
     /// [`schedlab_workload::presets::TaskOutcome::passes`]), measured in the task's own thread

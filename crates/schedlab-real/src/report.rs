@@ -1,6 +1,6 @@
 //! What a task is known by and what it reports: its thread name ([`COMM_PREFIX`], which the
-//! tracefs filter selects on) and the [`TaskReport`] it sends back to the supervisor, framed
-//! for a pipe. Both the starting tasks ([`crate::task`]) and the spawned ones ([`crate::spawn`])
+//! tracefs filter selects on) and the `TaskReport` it sends back to the supervisor, framed
+//! for a pipe. Both the starting tasks (`crate::task`) and the spawned ones ([`crate::spawn`])
 //! write them; the supervisor reads them.
 
 use serde::{Deserialize, Serialize};

@@ -1,9 +1,9 @@
 //! One repetition of a workload on the real kernel.
 //!
 //! The sequence follows hackbench's: create every channel, start every task (thread or forked
-//! process, [`crate::hosts`]), let each apply its group's knobs and report ready, then release
-//! them all at once through a start pipe ([`crate::gate`]) and time until the last body
-//! finishes. Each task ([`crate::task`]) counts its context switches with getrusage around its
+//! process, `crate::hosts`), let each apply its group's knobs and report ready, then release
+//! them all at once through a start pipe (`crate::gate`) and time until the last body
+//! finishes. Each task (`crate::task`) counts its context switches with getrusage around its
 //! body and then waits at an end gate while the parent reads its /proc entries (migrations,
 //! settings) — no task opens a file during the run; wakeup and preemption counts come from a
 //! private tracefs instance when one is available.

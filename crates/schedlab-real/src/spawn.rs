@@ -14,7 +14,7 @@
 //! getrusage(RUSAGE_THREAD) switches and the thread's CPU clock around its body, and — since it
 //! is gone by the time the supervisor reads /proc — its own `/proc/thread-self/sched` migrations
 //! (counted from its fork or thread creation) once its body has ended. It leaves the report with
-//! its samples in [`SpawnReports`] before it ends, so that its parent's wait returns only once
+//! its samples in `SpawnReports` before it ends, so that its parent's wait returns only once
 //! the report is there; the supervisor collects them after the run and counts them in their
 //! groups, with the wakeups the trace saw for their thread ids.
 

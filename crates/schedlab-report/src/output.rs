@@ -17,7 +17,7 @@
 //!   the same file removes what a killed writer left (see [`replace_file`]).
 //!
 //! [`resolve`] checks a path before anything runs; [`refuse_inputs`] refuses an output that is
-//! an input of the same command; [`write`] writes.
+//! an input of the same command; [`write`](fn@write) writes.
 
 use std::io::{self, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};

@@ -847,7 +847,7 @@ pub struct CommonArgs {
     pub timeline: Option<PathBuf>,
     /// (rt-app files) Write rt-app's per-task logs into DIR (made if missing): one file
     /// BASENAME-TASK-INDEX.log per thread with rt-app 1.0's header, columns and units, a row per
-    /// phase pass. With several repetitions or configurations, one directory C<config>-R<run>
+    /// phase pass. With several repetitions or configurations, one directory C{config}-R{run}
     /// of them per repetition.
     #[arg(long, value_name = "DIR")]
     pub rt_app_logs: Option<PathBuf>,

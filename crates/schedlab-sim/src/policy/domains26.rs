@@ -3,7 +3,7 @@
 //! bottom-up, `load_balance` per level over the level's groups, newly-idle balancing
 //! (`idle_balance`), and `try_to_wake_up`'s per-domain SD_WAKE_AFFINE / SD_WAKE_BALANCE tests
 //! followed by `wake_idle`. A flat machine never builds one: those policies keep the one flat
-//! domain of [`super::balance`], so their results without `--topology` are unchanged.
+//! domain of `balance` module, so their results without `--topology` are unchanged.
 //!
 //! # Sources followed
 //!

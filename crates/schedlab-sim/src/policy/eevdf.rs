@@ -951,7 +951,7 @@ impl Policy for Eevdf {
     /// runs (V moves little), so in a long queue this is mostly the next pick (87 % of the
     /// yield storm's picks at 100,000 tasks on 1024 CPUs, 90 % on 256; 36 % at 10,000 on
     /// 1024). Its entity and the line saying where its leaf is are fetched here too: the pick
-    /// reads them first, and they are out of the cache as well. None below [`HINT_MIN_TASKS`].
+    /// reads them first, and they are out of the cache as well. None below `HINT_MIN_TASKS`.
     fn next_task_hint(&self, cpu: CpuId) -> Option<TaskId> {
         if self.se.len() < HINT_MIN_TASKS {
             return None;

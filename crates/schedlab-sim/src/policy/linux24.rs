@@ -33,8 +33,8 @@
 //! - SCHED_RR: an exhausted counter is refilled with NICE_TO_TICKS and the task goes to the end
 //!   of the list (start of `schedule()`).
 //!
-//! The pieces shared with the other 2.4-era policies are exported to them: [`PROC_CHANGE_PENALTY`],
-//! [`nice_to_ticks`], [`goodness`], and [`Sched24`], the 2.4 machinery generic over the run
+//! The pieces shared with the other 2.4-era policies are exported to them: `PROC_CHANGE_PENALTY`,
+//! `nice_to_ticks`, `goodness`, and [`Sched24`], the 2.4 machinery generic over the run
 //! list ([`RunList`]; `linux24-prio` plugs in its 33 lists).
 //!
 //! Simplifications:
@@ -124,7 +124,7 @@ pub enum Class24 {
     Rr,
 }
 
-/// The 2.4 fields of `struct task_struct`. The picks walk [`Entry`] copies instead; the fields
+/// The 2.4 fields of `struct task_struct`. The picks walk `Entry` copies instead; the fields
 /// goodness reads still come first and the struct starts a cache line (`repr(C)` keeps the
 /// order), so that reschedule_idle's goodness and the filing of an entry touch one line per
 /// task — the first word of `allowed` (CPUs 0..64) included — instead of two with the 128-byte
@@ -322,7 +322,7 @@ pub trait RunList {
 }
 
 /// The vanilla run list: every waiting task in one vector, all walked at each pick. Each slot
-/// holds the task's [`Entry`] and its list-order key, so that the walk reads one contiguous
+/// holds the task's `Entry` and its list-order key, so that the walk reads one contiguous
 /// array of 32-byte records. The vector is not in list order (removal moves the last slot into
 /// the gap); the order key breaks goodness ties as the kernel's walk from the head would.
 pub struct GlobalList {

@@ -1,5 +1,5 @@
 //! IBM's multi-queue (MQ) scheduler for Linux 2.4 (Mike Kravetz, Hubertus Franke et al., IBM Linux
-//! Technology Center), modelled on the patch posted to LKML as "[RFC][PATCH] Scalable Scheduling"
+//! Technology Center), modelled on the patch posted to LKML as "\[RFC\]\[PATCH\] Scalable Scheduling"
 //! (Mike Kravetz, 2001-08-08, against 2.4.7; read from the lore archive in
 //! ammarfaizi2/lore-inbox), cross-checked with its 2.4.14 repost ("Scalable Scheduling again",
 //! 2001-11-14) and lse.sourceforge.net's OLS 2001 slides. Seed 002 measures its 2.4.0-pre8

@@ -1,5 +1,5 @@
 //! Con Kolivas's staircase scheduler, v13 for Linux 2.6.14 (the 2.6.14-ck4 scheduler), followed
-//! from the patch he posted to LKML: "[PATCH] Staircase cpu scheduler v13", 2005-11-10
+//! from the patch he posted to LKML: "\[PATCH\] Staircase cpu scheduler v13", 2005-11-10
 //! (Message-Id 200511100040.37788.kernel@kolivas.org, sched-staircase13.patch against 2.6.14
 //! kernel/sched.c); seed 004 compares it with 2.6.14's O(1) under interbench.
 //!
@@ -23,7 +23,7 @@
 //! - `sys_sched_yield`: a fresh slice, and SCHED_OTHER tasks drop to priority 139 until picked,
 //!   when they are put back on their best stair (PF_YIELDED).
 //! - SCHED_FIFO never expires; SCHED_RR round-robins every RR_INTERVAL.
-//! - Balancing and wakeup placement are 2.6.14's generic ones ([`super::balance`]); v13's
+//! - Balancing and wakeup placement are 2.6.14's generic ones (the `balance` module); v13's
 //!   move_tasks walks its single array, best priority first; a busy CPU calls rebalance_tick
 //!   only from ticks that expired an rr interval or found less than a jiffy of new CPU time
 //!   (while others are runnable), and then without its interval; idle CPUs every 1 ms.
