@@ -22,8 +22,8 @@ const COLUMNS: [&str; 11] = [
 ];
 
 /// Writes the summary as CSV: `configuration`, one column per key that names configurations
-/// (a sweep's varied keys), then `metric`, `unit`, `n`, `mean`, `ci_half_width`, `ci_level`, `sd`, `min`,
-/// `median`, `max` and `hmean`.
+/// (a sweep's varied keys), then `metric`, `unit`, `n`, `mean`, `ci_half_width`, `ci_level`,
+/// `sd`, `min`, `median`, `max` and `hmean`.
 pub struct CsvExporter {
     /// The keys that name configurations, in column order.
     pub keys: Vec<String>,
