@@ -63,14 +63,17 @@ fn one_thread_each_over(groups: [&'static str; 2], locks: usize, transport: Tran
 }
 
 /// A writer sends `MESSAGES` 16-byte messages, a little work apart, to a reader that reads
-/// whatever has arrived (up to 8 KiB) until it has them all, over a channel of `transport`.
+/// whatever has arrived (up to 8 KiB) until it has them all, over a channel of `transport`; the
+/// reader first works for `reader_work`.
 struct Batch {
     transport: Transport,
+    reader_work: Duration,
 }
 
 /// [`Batch`] over a pipe.
 const PIPE_BATCH: Batch = Batch {
     transport: Transport::Pipe,
+    reader_work: Duration::ZERO,
 };
 
 const MESSAGES: usize = 3;
@@ -88,6 +91,9 @@ impl Workload for Batch {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         let mut buf = vec![0u8; 8192];
         if task.group == 0 {
+            if !self.reader_work.is_zero() {
+                ctx.compute(self.reader_work).await;
+            }
             let mut got = 0;
             while got < MESSAGES * 16 {
                 got += ctx.recv_some(ChannelId(0), &mut buf).await?;
@@ -139,11 +145,38 @@ fn a_reader_not_preempted_into_finds_every_message_waiting() {
 }
 
 #[test]
+fn a_segment_calls_try_to_wake_up_only_for_a_reader_asleep_in_its_receive() {
+    // (reads, the reader's wakeups) over loopback TCP on `cpus` PIII-700s; seed 000 counted
+    // calls of try_to_wake_up(), and in 2.5.25 a segment reaches it only through a sleeping
+    // reader: tcp_prequeue() calls wake_up_interruptible() for the first segment it queues for a
+    // reader in tcp_recvmsg(), not for later ones, and __wake_up_common() calls
+    // try_to_wake_up() only for a task whose state matches (`state & mode`), which the first
+    // wakeup set to TASK_RUNNING. So the wakeups are the calls.
+    let run = |cpus: usize, reader_work: Duration, groups: &[&str]| {
+        let tcp = Batch {
+            transport: Transport::Tcp,
+            reader_work,
+        };
+        let r = piii(&tcp, "o1:threshold=40", cpus, groups);
+        let reads = tcp.metrics(&r.outcome).unwrap()["reads"];
+        (reads, r.counters["reader"].wakeups.unwrap())
+    };
+    // Woken by the first segment and not run yet (one CPU, threshold 40): the second and third
+    // find it runnable and call nothing; its one read takes all three.
+    assert_eq!(run(1, Duration::ZERO, &["", ""]), (1.0, 1));
+    // Busy on its own CPU while all three arrive: not on the socket's wait queue, so no call
+    // at all, and its one read finds them waiting.
+    let busy = Duration::from_micros(500);
+    assert_eq!(run(2, busy, &["cpus=0", "cpus=1"]), (1.0, 0));
+}
+
+#[test]
 fn a_segment_acked_from_the_softirq_wakes_a_sleeping_ksoftirqd_once() {
     // (reader's wakeups, kernel threads' wakeups) over loopback TCP on one PIII-700.
     let run = |policy: &str, reader: &str| {
         let tcp = Batch {
             transport: Transport::Tcp,
+            reader_work: Duration::ZERO,
         };
         let r = piii(&tcp, policy, 1, &[reader, ""]);
         let kernel = r.counters.get("kernel").and_then(|c| c.wakeups);
