@@ -110,7 +110,7 @@ case "$RUN_SEMANTIC" in
 esac
 slack=()
 [ -n "${TIMER_SLACK:-}" ] && slack=(--timer-slack "$TIMER_SLACK")
-echo "# examples: $from${EXAMPLES:+ (EXAMPLES: $EXAMPLES)}; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; schedlab's timer slack ${TIMER_SLACK:-default (rt-app's)}; load average $(load1) at the start"
+echo "# examples: $from${EXAMPLES:+ (EXAMPLES: $EXAMPLES)}; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; schedlab's timer slack ${TIMER_SLACK:-default, as rt-app}; load average $(load1) at the start"
 
 if [ -z "${POLICIES+set}" ]; then
   policies=$("$SCHEDLAB" list 2>/dev/null | awk '/^SIMULATED POLICIES/ { p = 1; next } p && NF == 0 { exit } p && /^  [a-z]/ { print $1 }')
