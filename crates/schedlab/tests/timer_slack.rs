@@ -231,3 +231,39 @@ fn the_simulator_keeps_exact_timers_and_says_so() {
         "timer-slack=default"
     );
 }
+
+#[test]
+fn a_thread_leaving_a_real_time_phase_gets_its_slack_back() {
+    if !common::is_root() {
+        println!("skipped: a SCHED_FIFO phase needs root (CAP_SYS_NICE)");
+        return;
+    }
+    let _turn = common::serial();
+    let dir = Scratch::new("slack", "phases");
+    // A FIFO phase, then a fair one: the kernel gives a thread that leaves a real-time policy
+    // the slack it was created with (the inherited one), not the one it had set.
+    dir.write(
+        "phases.json",
+        r#"{ "tasks": { "t": { "loop": 1, "phases": {
+              "rt": { "policy": "SCHED_FIFO", "priority": 10, "run": 1000 },
+              "fair": { "policy": "SCHED_OTHER", "run": 1000 } } } } }"#,
+    );
+    for (slack, expected) in [("1ns", "1".to_string()), ("30us", "30000".to_string())] {
+        let json = format!("phases-{slack}.json");
+        dir.run(&[
+            "run",
+            "phases.json",
+            "--runs",
+            "1",
+            "--quiet",
+            "--timer-slack",
+            slack,
+            "--json",
+            &json,
+        ]);
+        let rec = record(&dir, &json);
+        let observed = &rec.configs[0].groups[0].observed;
+        assert_eq!(observed.get("policy").map(|s| s.as_str()), Some("other"));
+        assert_eq!(observed.get("timer_slack_ns"), Some(&expected), "{slack}");
+    }
+}
