@@ -27,8 +27,9 @@ are appended to FILE under NAME, and `summary` counts how many are within 2 % of
 (the goal of the comparison, on an idle machine).
 
 AA_DIRs are more runs of the reference program (rt-app), alternated with REF_DIRs: the A/A
-ratio AA/REF per thread (column `A/A period,run`) and per example (the `(A/A)` line) is the
-reference's own run-to-run spread, the floor under any comparison with it; `summary` then also
+ratio AA/REF per thread (column `A/A period,run`; `2 % judgeable` names the columns whose A/A
+ratio is within 2 % of 1, where a 2 % comparison with rt-app means something) and per example
+(the `(A/A)` line) is the reference's own run-to-run spread, the floor under any comparison with it; `summary` then also
 counts the threads whose other/reference ratios are within that spread (|other/ref - 1| <=
 |AA/ref - 1|, period and run each) and those within 2 % or within the spread.
 
@@ -200,7 +201,7 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
               "phases; only the passes the loop asks for are compared)")
     keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
     print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}"
-          + (f"{'A/A period,run':>18}" if aa_dirs else ""))
+          + (f"{'A/A period,run':>18}{'2 % judgeable':>15}" if aa_dirs else ""))
     rows = []
     for t in sorted(set(ref) | set(other)):
         a, b = ref.get(t), other.get(t)
@@ -221,6 +222,9 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
         if aa_dirs:
             fmt = lambda r: "-" if r is None else f"{r:.3f}"
             spread = f"{fmt(aa_period) + ',' + fmt(aa_run):>18}" if c is not None else "missing".rjust(18)
+            # Where rt-app is off itself by more than 2 %, a 2 % comparison with it says nothing.
+            steady = [k for k, r in (("period", aa_period), ("run", aa_run)) if r is not None and abs(r - 1) <= 0.02]
+            spread += f"{','.join(steady) or 'neither':>15}"
         print(f"{t:<22}" + "".join(cells) + f"{asked:>16}" + spread)
         rows.append({
             "example": label,

@@ -40,6 +40,10 @@
 # Each side's mean run over the run asked (`run/asked`) shows which side is off the request.
 # A task without phases whose loop is N is compared over its first N passes: rt-app 1.0 runs
 # it for ever (bench/rtapp.py compare --file).
+# schedlab's threads sleep with rt-app's timer slack: an rt-app file's tasks keep the slack
+# they inherit (the kernel's 50 us for SCHED_OTHER, none for real-time threads), as rt-app's.
+# TIMER_SLACK (a duration such as 1ns, or default) gives schedlab's runs `--timer-slack` instead:
+# TIMER_SLACK=1ns shows what exact sleeps change against rt-app's.
 # POLICIES lists the simulated policies to run the files on (default: all; empty: none).
 # EXAMPLES lists the examples to run, by name (`example5 example6`, `mp3-short`; default: all
 # below); a name that is not one of them is refused before anything runs.
@@ -104,7 +108,9 @@ case "$RUN_SEMANTIC" in
   cpu-time | loops) ;;
   *) echo "bench/rtapp.sh: RUN_SEMANTIC '$RUN_SEMANTIC' is not accepted; use cpu-time or loops" >&2; exit 1 ;;
 esac
-echo "# examples: $from${EXAMPLES:+ (EXAMPLES: $EXAMPLES)}; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; load average $(load1) at the start"
+slack=()
+[ -n "${TIMER_SLACK:-}" ] && slack=(--timer-slack "$TIMER_SLACK")
+echo "# examples: $from${EXAMPLES:+ (EXAMPLES: $EXAMPLES)}; $runs run(s) of ${secs}s per side; calibration ${CALIBRATION}${unit}; schedlab's run as $RUN_SEMANTIC; schedlab's timer slack ${TIMER_SLACK:-default, as rt-app}; load average $(load1) at the start"
 
 if [ -z "${POLICIES+set}" ]; then
   policies=$("$SCHEDLAB" list 2>/dev/null | awk '/^SIMULATED POLICIES/ { p = 1; next } p && NF == 0 { exit } p && /^  [a-z]/ { print $1 }')
@@ -161,7 +167,7 @@ for n in $names; do
       timeout -s INT $((secs + 60)) rt-app "$tmp/run-rt.json" >"$1.out" 2>&1 || echo "rt-app failed (status $?): $(grep -m1 -i 'crit\|error' "$1.out")"
     }
     sed "s#$tmp/logs/$base/rt-app/RUN#$rdir#" "$file" >"$tmp/run.json"
-    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 error "$sdir.out" || grep -m1 . "$sdir.out")"; }
+    sl_run() { "$SCHEDLAB" run "$tmp/run.json" --run-as "$RUN_SEMANTIC" "${slack[@]}" --runs 1 --timeout $((secs * 5 + 20))s --rt-app-logs "$sdir" >"$sdir.out" 2>&1 || echo "schedlab failed: $(grep -m1 error "$sdir.out" || grep -m1 . "$sdir.out")"; }
     if [ $((r % 2)) = 1 ]; then rtapp_run "$rdir"; sl_run; rtapp_run "$bdir"; else rtapp_run "$bdir"; sl_run; rtapp_run "$rdir"; fi
     ref+=("$rdir") mine+=("$sdir") again+=("$bdir")
   done

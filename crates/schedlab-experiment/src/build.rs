@@ -10,7 +10,7 @@ use crate::vary::{
     check_sweep_size, combination_count, combination_label, cross_product, parse_variations,
     MachineKey, Variation, VaryKey,
 };
-use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs};
+use schedlab_workload::knobs::{parse_group_arg, parse_knob, Knobs, TimerSlack};
 use schedlab_workload::presets::{Configurable, DefaultKind, ListValues, ParamKind, Preset};
 #[cfg(test)]
 use std::time::Duration;
@@ -22,6 +22,9 @@ pub struct ExperimentRequest {
     pub params: Vec<(String, String)>,
     /// Group arguments, `NAME:knob=value,...`.
     pub groups: Vec<String>,
+    /// Every group's timer slack (`--timer-slack`), over the workload's own; a group argument
+    /// that gives `timer-slack` goes over it.
+    pub timer_slack: Option<TimerSlack>,
     /// Variations, `KEY=V1,V2,...` (a sweep).
     pub vary: Vec<String>,
     /// The policies a sweep of the simulator compares (`sweep --policy A,B`), each with its own
@@ -259,7 +262,13 @@ pub fn build_from<W: Configurable, B: Backend>(
         let workloads = workload
             .configurations(&lists)
             .map_err(|e| in_combination(e.into()))?;
-        let knobs = group_knobs(&workloads[0], &user_knobs, backend, &machine)?;
+        let knobs = group_knobs(
+            &workloads[0],
+            &user_knobs,
+            request.timer_slack,
+            backend,
+            &machine,
+        )?;
         let mut knobs = knobs;
         for (g, group_name, k, key) in knob_changes {
             let merged = knobs[g].merged(&k);
@@ -300,11 +309,12 @@ pub fn build_from<W: Configurable, B: Backend>(
     })
 }
 
-/// The knobs of each group: the user's, over the workload's own defaults, checked against the
-/// machine.
+/// The knobs of each group: the user's, over `--timer-slack` (`timer_slack`), over the
+/// workload's own defaults, checked against the machine.
 fn group_knobs<W: Configurable, B: Backend>(
     workload: &W,
     user: &[Option<Knobs>],
+    timer_slack: Option<TimerSlack>,
     backend: &B,
     machine: &B::Machine,
 ) -> Result<Vec<Knobs>, ExperimentError> {
@@ -338,6 +348,13 @@ fn group_knobs<W: Configurable, B: Backend>(
             }
             // Applied by the tasks themselves during the run; checked below.
             DefaultKind::During => {}
+        }
+    }
+    if let Some(slack) = timer_slack {
+        for (k, user) in knobs.iter_mut().zip(user) {
+            if user.as_ref().is_none_or(|u| u.timer_slack.is_none()) {
+                k.timer_slack = Some(slack);
+            }
         }
     }
     // Asked once: on the real kernel it reads the host's online CPUs from sysfs.
@@ -402,6 +419,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             groups: groups.iter().map(|s| s.to_string()).collect(),
+            timer_slack: None,
             vary: vary.iter().map(|s| s.to_string()).collect(),
             policies: Vec::new(),
             host_cpus: 2,

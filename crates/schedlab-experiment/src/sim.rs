@@ -11,7 +11,7 @@ use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::profile_file::load_profile;
 use schedlab_sim::topology::Topology;
 use schedlab_sim::{run_repetition, SimError, SimSetup};
-use schedlab_workload::knobs::{Knobs, SchedPolicy};
+use schedlab_workload::knobs::{Knobs, SchedPolicy, TimerSlack};
 use schedlab_workload::presets::HostNeeds;
 use schedlab_workload::record::{BackendInfo, CounterSources};
 use schedlab_workload::{CpuSet, Workload};
@@ -269,6 +269,9 @@ impl Backend for SimBackend {
         if let Some(tg) = &knobs.taskgroup {
             warn_no_group_scheduling(&m.spec.to_string(), group, tg);
         }
+        if let Some(slack) = knobs.timer_slack.filter(|&s| s != TimerSlack::Ns(1)) {
+            warn_exact_timers(group, slack);
+        }
         schedlab_sim::check_setup(&m.spec, m.cpus, &[(group, knobs)]).map_err(|e| match e {
             SimError::Cpus { cpus, max } => ExperimentError::SimCpus { cpus, max },
             e => ExperimentError::PolicyRefuses {
@@ -338,6 +341,18 @@ impl Backend for SimBackend {
             timeline: r.timeline,
         })
     }
+}
+
+/// Say once (per process) that a timer slack has no effect on the simulator. Its timers fire
+/// exactly when asked, for every class: a slack's lateness depends on which other timer
+/// interrupt the CPU takes within the slack window (the tick, other tasks' timers, each
+/// coalescing it earlier), which the simulator does not model, and a fixed `slack` late would
+/// be exact only on an otherwise idle, tickless CPU. The record keeps the knob as asked.
+fn warn_exact_timers(group: &str, slack: TimerSlack) {
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    WARNED.call_once(|| {
+        eprintln!("warning: group '{group}': timer-slack={slack} has no effect on the simulator, whose timers fire exactly when asked (it models no timer slack or coalescing); the real backend, --backend real, gives the tasks that slack");
+    });
 }
 
 /// Say once per policy (per process) that a taskgroup has no effect on it: no simulated policy

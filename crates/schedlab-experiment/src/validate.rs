@@ -619,6 +619,7 @@ fn run_entry(
     let request = ExperimentRequest {
         params: entry.params.clone(),
         groups: entry.groups.clone(),
+        timer_slack: None,
         vary: Vec::new(),
         policies: Vec::new(),
         host_cpus: cpus,

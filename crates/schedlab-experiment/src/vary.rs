@@ -21,16 +21,19 @@ pub enum KnobKey {
     Cpus,
     /// `mode=` (simulator only).
     Mode,
+    /// `timer-slack=` (real kernel only).
+    TimerSlack,
 }
 
 impl KnobKey {
     /// Every knob, in the order messages list them.
-    pub const ALL: [KnobKey; 5] = [
+    pub const ALL: [KnobKey; 6] = [
         KnobKey::Nice,
         KnobKey::Policy,
         KnobKey::Slice,
         KnobKey::Cpus,
         KnobKey::Mode,
+        KnobKey::TimerSlack,
     ];
 
     /// The knob's name.
@@ -41,6 +44,7 @@ impl KnobKey {
             KnobKey::Slice => "slice",
             KnobKey::Cpus => "cpus",
             KnobKey::Mode => "mode",
+            KnobKey::TimerSlack => "timer-slack",
         }
     }
 }

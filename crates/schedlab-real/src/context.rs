@@ -395,7 +395,13 @@ impl Context for RealContext {
                 rustix::thread::CpuSet::MAX_CPU,
             ));
         }
-        apply_to_current_thread(&k).map_err(|e| WorkloadError::Backend(format!("set {knobs}: {e}")))
+        apply_to_current_thread(&k)
+            .map_err(|e| WorkloadError::Backend(format!("set {knobs}: {e}")))?;
+        if k.policy.is_some() {
+            // Leaving a real-time policy, the kernel gives the thread its creation slack.
+            crate::knobs::restore_timer_slack();
+        }
+        Ok(())
     }
 
     async fn lock(&self, id: LockId) {
@@ -658,7 +664,9 @@ impl Born {
     /// child): its group's knobs, the body measured, its report left; its CPU time.
     fn live(self, thread: bool) -> Result<Duration, SpawnedFailure> {
         let spawner = &self.spawning.spawner;
-        apply_to_current_thread(spawner.knobs(self.task.group)).map_err(SpawnedFailure::Knobs)?;
+        let knobs = spawner.knobs(self.task.group);
+        apply_to_current_thread(knobs).map_err(SpawnedFailure::Knobs)?;
+        crate::knobs::apply_timer_slack(knobs.timer_slack);
         let ctx = RealContext::new(self.shared.clone(), self.task.id, self.epoch_ns)
             .with_spawning(self.spawning.clone(), self.arg);
         let (result, report) = run_measured(&self.spawning, self.task, &ctx);
@@ -701,6 +709,7 @@ fn run_measured(
         involuntary: invol1.saturating_sub(invol0),
         migrations,
         passes: PassLog::default(),
+        timer_slack_ns: Some(sys::timer_slack_ns()),
     };
     (result, report)
 }

@@ -2,13 +2,16 @@
 //! policies, real-time priorities, SCHED_DEADLINE and EEVDF custom slices (a fair task's
 //! `sched_runtime`, Linux 6.12+), sched_setaffinity for CPU lists, and sched_setattr's
 //! utilization clamps (`util-min`, `util-max`; rt-app's `_set_thread_uclamp`) where the kernel
-//! has them ([`uclamp_supported`]), and the thread's taskgroup ([`crate::taskgroup`]).
+//! has them ([`uclamp_supported`]), and the thread's taskgroup ([`crate::taskgroup`]); the
+//! thread's timer slack (PR_SET_TIMERSLACK, [`apply_timer_slack`]).
 //!
 //! Every failure names the knob and, for permission errors, the capability it needs.
 
 use crate::sys::{self, SchedAttr, SCHED_DEADLINE};
-use schedlab_workload::knobs::{format_cpu_list, Knobs, SchedPolicy};
+use schedlab_workload::knobs::{format_cpu_list, Knobs, SchedPolicy, TimerSlack};
+use std::cell::Cell;
 use std::io;
+use std::sync::OnceLock;
 use thiserror::Error;
 
 /// Why a knob could not be applied; the text names the knob (`nice=-5`, `cpus=0-1`,
@@ -98,6 +101,45 @@ pub fn apply_to_current_thread(knobs: &Knobs) -> Result<(), KnobError> {
         })?;
     }
     Ok(())
+}
+
+thread_local! {
+    /// The timer slack (ns) the calling task asked for, given back after a policy change.
+    static TIMER_SLACK_NS: Cell<u64> = const { Cell::new(1) };
+}
+
+/// The timer slack schedlab was started with (ns), which `timer-slack=default` gives a task:
+/// read once, by the thread that creates the tasks ([`crate::runner`] asks before it creates
+/// any), which never changes its own.
+pub fn inherited_timer_slack_ns() -> u64 {
+    static INHERITED: OnceLock<u64> = OnceLock::new();
+    *INHERITED.get_or_init(sys::timer_slack_ns)
+}
+
+/// The slack, in ns, that `slack` asks for: unset is 1 ns, so that a sleep ends when asked
+/// (benchmarks measure scheduling latency, not the timer's coalescing).
+pub fn timer_slack_ns(slack: Option<TimerSlack>) -> u64 {
+    match slack {
+        None => 1,
+        Some(TimerSlack::Ns(ns)) => ns,
+        Some(TimerSlack::Inherited) => inherited_timer_slack_ns(),
+    }
+}
+
+/// Give the calling thread the timer slack `slack` asks for (after its policy: the kernel
+/// ignores the call for a FIFO, RR or DEADLINE thread, whose slack is 0 since Linux 6.12) and
+/// remember it for [`restore_timer_slack`].
+pub fn apply_timer_slack(slack: Option<TimerSlack>) {
+    let ns = timer_slack_ns(slack);
+    TIMER_SLACK_NS.with(|c| c.set(ns));
+    sys::set_timer_slack_ns(ns);
+}
+
+/// Give the calling thread back the slack it asked for, after a `set` step changed its policy:
+/// the kernel gives a thread that leaves a real-time policy the slack it was created with
+/// (`default_timer_slack_ns`), not the one it had set.
+pub fn restore_timer_slack() {
+    sys::set_timer_slack_ns(TIMER_SLACK_NS.with(Cell::get));
 }
 
 /// The utilization clamps of `knobs` on the calling thread, keeping its policy and parameters

@@ -36,6 +36,10 @@ pub(crate) struct TaskReport {
     /// The body's pass rows, when the run keeps them.
     #[serde(default)]
     pub passes: schedlab_workload::passes::PassLog,
+    /// The thread's timer slack (ns) when its body ended, as the kernel had it (0 for a
+    /// real-time thread).
+    #[serde(default)]
+    pub timer_slack_ns: Option<u64>,
 }
 
 /// Send one report up a result pipe, length-prefixed; whether it was written whole.

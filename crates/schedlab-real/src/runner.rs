@@ -195,6 +195,8 @@ pub fn run_repetition<W: Workload>(
     // The compute loop's calibration, once per process (a few milliseconds), before any task
     // starts: no task pays for it, and forked ones inherit it.
     crate::compute::calibration();
+    // The slack `timer-slack=default` gives, read here before any task changes its own.
+    crate::knobs::inherited_timer_slack_ns();
     let shared = Arc::new(Shared {
         channels,
         write_locks,

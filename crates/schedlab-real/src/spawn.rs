@@ -332,6 +332,8 @@ impl SpawnReports {
                 involuntary: word(6) as u64,
                 migrations: word(7).checked_sub(1).map(|m| m as u64),
                 passes: Default::default(),
+                // Not kept in the shared slots: the observed settings are a starting task's.
+                timer_slack_ns: None,
             });
         }
         if let Some(&id) = samples.keys().next() {

@@ -480,6 +480,9 @@ impl Watch<'_> {
             total.add(&c);
             if task.index == 0 {
                 observed[task.group] = observed_settings_of(r.pid, r.tid);
+                if let Some(ns) = r.timer_slack_ns {
+                    observed[task.group].insert("timer_slack_ns".into(), ns.to_string());
+                }
             }
             outcome.tasks.push(task_outcome(r));
             outcome.wall = outcome.wall.max(Duration::from_nanos(r.finished_ns));

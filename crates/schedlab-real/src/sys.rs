@@ -583,11 +583,19 @@ pub fn clock_ticks_per_second() -> u64 {
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64
 }
 
-/// Make a sleep of the calling thread end when asked rather than up to 50 µs later (its timer
-/// slack, PR_SET_TIMERSLACK), `ns` at the least.
+/// Let a timed sleep of the calling thread end up to `ns` late (its timer slack,
+/// PR_SET_TIMERSLACK; the kernel's default is 50 µs); `ns` at the least 1 (0 would mean the
+/// thread's default). The kernel ignores it for a real-time thread.
 pub fn set_timer_slack_ns(ns: u64) {
     // SAFETY: plain prctl on the calling thread.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong) };
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns.max(1) as libc::c_ulong) };
+}
+
+/// The calling thread's timer slack, ns (PR_GET_TIMERSLACK).
+pub fn timer_slack_ns() -> u64 {
+    // SAFETY: plain prctl on the calling thread; it returns the slack.
+    let ns = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+    ns.max(0) as u64
 }
 
 /// Give up the CPU (sched_yield(2)): rustix's system call, inlined into the yield loop, where

@@ -49,9 +49,10 @@ pub(crate) fn task_main<W: Workload>(
         env.gate.task_ready_and_wait(task.id, &e.to_string());
         return;
     }
-    // Sleeps end when asked rather than up to 50 µs later (the default timer slack of a normal
-    // thread): a per-thread setting, so that interbench's latencies are scheduling latencies.
-    sys::set_timer_slack_ns(1);
+    // Sleeps end when asked (1 ns) rather than up to 50 µs later (the default timer slack of a
+    // normal thread), so that interbench's latencies are scheduling latencies — unless the
+    // group asks another slack (rt-app files: the inherited one, as rt-app's threads have).
+    crate::knobs::apply_timer_slack(env.knobs[task.group].timer_slack);
     // Counted from before the start gate, so that the one wait there is included on both
     // sides: one voluntary switch and, since tracing starts before the release, one wakeup.
     let (vol0, invol0) = rusage_switches();
@@ -66,6 +67,7 @@ pub(crate) fn task_main<W: Workload>(
     }
     let result = block_on(env.workload.body(task, &ctx));
     report.finished_ns = sys::monotonic_ns().saturating_sub(epoch);
+    report.timer_slack_ns = Some(sys::timer_slack_ns());
     report.cpu_ns = sys::thread_cpu_ns() - cpu0;
     let (vol1, invol1) = rusage_switches();
     report.voluntary = vol1.saturating_sub(vol0);

@@ -1918,6 +1918,12 @@ fn knobs(t: &Task, global: &Global, s: &Sched) -> R<Vec<(Spanned<String>, Spanne
         ],
     )?;
     k.extend(taskgroup_knob(s));
+    // rt-app sets no timer slack: its threads sleep with the one they inherit (the kernel's
+    // 50 µs), where schedlab's own workloads ask 1 ns. `--timer-slack` goes over it.
+    k.push((
+        Spanned::new("timer-slack".to_string(), t.name.span),
+        Spanned::new("default".to_string(), t.name.span),
+    ));
     Ok(k)
 }
 

@@ -95,11 +95,22 @@ const TOP_KEYS: &[&str] = &[
 
 /// The keys of a group.
 const GROUP_KEYS: &[&str] = &[
-    "count", "nice", "policy", "slice", "cpus", "mode", "spawned", "with_run", "spawn", "steps",
+    "count",
+    "nice",
+    "policy",
+    "slice",
+    "cpus",
+    "mode",
+    "timer_slack",
+    "spawned",
+    "with_run",
+    "spawn",
+    "steps",
 ];
 
-/// The group keys that are knobs, as `--group` takes them.
-const KNOB_KEYS: &[&str] = &["nice", "policy", "slice", "cpus", "mode"];
+/// The group keys that are knobs, as `--group` takes them (`timer_slack` is the knob
+/// `timer-slack`, spelt as the file's other keys of two words).
+const KNOB_KEYS: &[&str] = &["nice", "policy", "slice", "cpus", "mode", "timer_slack"];
 
 /// The transports a file may name.
 const TRANSPORTS: &[&str] = &["pipe", "socketpair", "unix", "tcp", "udp"];
@@ -1297,13 +1308,26 @@ impl<'t> Reader<'t> {
                 ))
             }
             ("mode", _) => return Err(self.wrong(ctx, key, v, "a string (user or kernel)")),
+            ("timer_slack", _) => {
+                return Err(self.wrong(
+                    ctx,
+                    key,
+                    v,
+                    "a string (a duration such as \"50us\", or \"default\")",
+                ))
+            }
             _ => return Err(self.wrong(ctx, key, v, "a string (a duration such as \"0.3ms\")")),
         };
         // A `set` step's `cpus = "all"`: every CPU of the machine again.
+        let knob = if key == "timer_slack" {
+            "timer-slack"
+        } else {
+            key
+        };
         let checked = if set_step && key == "cpus" && value == "all" {
             Ok(())
         } else {
-            parse_knob(key, &value).map(drop)
+            parse_knob(knob, &value).map(drop)
         };
         if let Err(e) = checked {
             // The knob's message names the knob, except a slice's.
@@ -1316,7 +1340,7 @@ impl<'t> Reader<'t> {
             return Err(Diagnostic::new(span_of(v), at));
         }
         Ok((
-            Spanned::new(key.to_string(), key_span),
+            Spanned::new(knob.to_string(), key_span),
             Spanned::new(value, span_of(v)),
         ))
     }

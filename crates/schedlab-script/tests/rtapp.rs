@@ -70,11 +70,19 @@ fn plain(e: &Expr) -> f64 {
     q.value
 }
 
+/// The group's knobs as `--group` takes them, but the timer slack every rt-app task gets
+/// (checked here: `default`, the inherited slack rt-app's threads keep, last).
 fn knobs(g: &GroupSpec) -> Vec<String> {
-    g.knobs
-        .iter()
+    let mut all: Vec<String> = (g.knobs.iter())
         .map(|(k, v)| format!("{}={}", k.value, v.value))
-        .collect()
+        .collect();
+    assert_eq!(
+        all.pop().as_deref(),
+        Some("timer-slack=default"),
+        "{}",
+        g.name.value
+    );
+    all
 }
 
 /// A short name per step, loops and timed blocks with their bodies: `loop(timed(compute,period),count)`.

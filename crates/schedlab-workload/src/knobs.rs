@@ -1,5 +1,5 @@
-//! Per-group knobs: nice, scheduling policy, EEVDF slice and CPU list, as the user writes them
-//! (`--group NAME:nice=N,policy=other|batch|idle|fifo:P|rr:P|deadline:R/D/P,slice=DUR,cpus=LIST`).
+//! Per-group knobs: nice, scheduling policy, EEVDF slice, CPU list, timer slack, as the user
+//! writes them (`--group NAME:nice=N,policy=other|batch|idle|fifo:P|rr:P|deadline:R/D/P,slice=DUR,cpus=LIST,timer-slack=DUR|default`).
 //!
 //! Parsing and validation live here, apart from any backend, so that bad input is rejected
 //! before anything starts and both backends receive the same validated values.
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 /// What `--group` accepts, quoted in every knob error.
 /// The knobs' names, as `--group NAME:KNOB=...` and `--vary GROUP.KNOB=...` take them.
-pub const KNOB_NAMES: [&str; 8] = [
+pub const KNOB_NAMES: [&str; 9] = [
     "nice",
     "policy",
     "slice",
@@ -23,10 +23,11 @@ pub const KNOB_NAMES: [&str; 8] = [
     "util-min",
     "util-max",
     "taskgroup",
+    "timer-slack",
 ];
 
 /// The knobs and their accepted values, as messages list them.
-pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only), util-min=0..1024, util-max=0..1024 (real kernel with utilization clamping), taskgroup=/NAME[/NAME...] (rt-app's CPU cgroup, created for the run on the real kernel; / is the cgroup schedlab runs in)";
+pub const KNOB_HELP: &str = "nice=-20..19, policy=other|batch|idle|fifo:1..99|rr:1..99|deadline:RUNTIME/DEADLINE/PERIOD, slice=0.1ms..100ms, cpus=LIST (e.g. 0-3,6), mode=user|kernel (simulator only), util-min=0..1024, util-max=0..1024 (real kernel with utilization clamping), taskgroup=/NAME[/NAME...] (rt-app's CPU cgroup, created for the run on the real kernel; / is the cgroup schedlab runs in), timer-slack=1ns..1s|default (real kernel: how late a sleep may end, PR_SET_TIMERSLACK; default: the slack schedlab was started with)";
 
 /// Where a task's work runs: in user mode, returning to it after every system call, or in
 /// kernel mode, as a kernel thread or a process inside a system call that never returns (an NFS
@@ -237,6 +238,80 @@ impl schemars::JsonSchema for SchedPolicy {
     }
 }
 
+/// The largest timer slack accepted: a bound, as for every duration a knob takes.
+pub const MAX_TIMER_SLACK: Duration = Duration::from_secs(1);
+
+/// How late a task's timed sleeps may end (the kernel's per-thread timer slack,
+/// PR_SET_TIMERSLACK): a `nanosleep`, `clock_nanosleep`, `poll` or futex timeout of a
+/// SCHED_OTHER, BATCH or IDLE thread is armed as a range [t, t + slack] and fires at its end
+/// unless another timer interrupt comes within it. Since Linux 6.12 (ed4fb6d7ef68, "hrtimer: Use
+/// and report correct timerslack values for realtime tasks") a FIFO, RR or DEADLINE thread has
+/// a slack of 0 and the kernel ignores a value set for it; before, the sleep paths ignored it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimerSlack {
+    /// The slack schedlab itself was started with, which its tasks inherit (the kernel's 50 µs
+    /// unless the shell set another): what rt-app's threads sleep with, as rt-app sets none.
+    Inherited,
+    /// This many nanoseconds, 1 ns to [`MAX_TIMER_SLACK`].
+    Ns(u64),
+}
+
+impl fmt::Display for TimerSlack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            TimerSlack::Inherited => f.write_str("default"),
+            // Exact, in the largest unit that divides it: 1ns, 50us, 2ms.
+            TimerSlack::Ns(ns) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            TimerSlack::Ns(ns) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            TimerSlack::Ns(ns) => write!(f, "{ns}ns"),
+        }
+    }
+}
+
+impl FromStr for TimerSlack {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        let accepted = "accepted: a duration from 1ns to 1s (e.g. 1ns, 50us), or default (the slack schedlab was started with, normally the kernel's 50us)";
+        if s.trim() == "default" {
+            return Ok(TimerSlack::Inherited);
+        }
+        let d = parse_duration(s)
+            .map_err(|e| ValueError(format!("timer-slack '{s}': {e}; {accepted}")))?;
+        if d.is_zero() || d > MAX_TIMER_SLACK {
+            return Err(ValueError(format!(
+                "timer-slack '{s}' is out of range; {accepted}"
+            )));
+        }
+        Ok(TimerSlack::Ns(d.as_nanos() as u64))
+    }
+}
+
+impl Serialize for TimerSlack {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for TimerSlack {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+// The record's schema describes the text form `Display` writes and `FromStr` reads back.
+impl schemars::JsonSchema for TimerSlack {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TimerSlack".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A timer slack: a duration from 1ns to 1s (`1ns`, `50us`), or `default`, the slack schedlab was started with.",
+            "type": "string"
+        })
+    }
+}
+
 /// The knobs of one task group. `None` leaves the kernel's (or policy's) default.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Knobs {
@@ -270,6 +345,12 @@ pub struct Knobs {
     /// (`/` is that cgroup itself); no simulated policy has group scheduling.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub taskgroup: Option<String>,
+    /// How late the tasks' timed sleeps may end (the thread's timer slack), on the real kernel.
+    /// Unset: 1 ns, so that a sleep ends when asked (a benchmark measures scheduling latency,
+    /// not the timer's); rt-app files set `default`, the inherited slack rt-app's threads have.
+    /// The simulator's timers fire exactly whatever it is.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timer_slack: Option<TimerSlack>,
 }
 
 impl Knobs {
@@ -382,6 +463,7 @@ impl Knobs {
             util_min: over.util_min.or(self.util_min),
             util_max: over.util_max.or(self.util_max),
             taskgroup: over.taskgroup.clone().or_else(|| self.taskgroup.clone()),
+            timer_slack: over.timer_slack.or(self.timer_slack),
         }
     }
 }
@@ -412,6 +494,9 @@ impl fmt::Display for Knobs {
         }
         if let Some(t) = &self.taskgroup {
             parts.push(format!("taskgroup={t}"));
+        }
+        if let Some(t) = self.timer_slack {
+            parts.push(format!("timer-slack={t}"));
         }
         if parts.is_empty() {
             write!(f, "default")
@@ -551,6 +636,7 @@ fn set_knob(knobs: &mut Knobs, key: &str, value: &str) -> Result<(), KnobFault> 
         "taskgroup" => {
             knobs.taskgroup = Some(parse_taskgroup(value).map_err(KnobFault::Value)?);
         }
+        "timer-slack" => knobs.timer_slack = Some(value.parse().map_err(KnobFault::Value)?),
         _ => return Err(KnobFault::Unknown),
     }
     Ok(())
@@ -619,6 +705,49 @@ mod tests {
             "{e}"
         );
         assert!(k.validate("g", 4).is_ok());
+    }
+
+    #[test]
+    fn timer_slacks_are_durations_or_default_and_bounded() {
+        let (_, k) = parse_group_arg("g:timer-slack=50us,nice=1").unwrap();
+        assert_eq!(k.timer_slack, Some(TimerSlack::Ns(50_000)));
+        assert_eq!(k.to_string(), "nice=1,timer-slack=50us");
+        let (_, k) = parse_group_arg("g:timer-slack=default").unwrap();
+        assert_eq!(k.timer_slack, Some(TimerSlack::Inherited));
+        assert_eq!(k.to_string(), "timer-slack=default");
+        for (text, shown) in [
+            ("1ns", "1ns"),
+            ("1.5us", "1500ns"),
+            ("2ms", "2ms"),
+            ("1s", "1000ms"),
+        ] {
+            let slack: TimerSlack = text.parse().unwrap();
+            assert_eq!(slack.to_string(), shown);
+            assert_eq!(shown.parse::<TimerSlack>().unwrap(), slack);
+        }
+        let json = serde_json::to_string(&k).unwrap();
+        assert_eq!(json, r#"{"timer_slack":"default"}"#);
+        assert_eq!(serde_json::from_str::<Knobs>(&json).unwrap(), k);
+        for bad in ["0", "0ns", "2s", "-1us", "soon", "50"] {
+            let e = parse_knob("timer-slack", bad).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("timer-slack '{bad}'"))
+                    && e.contains("1ns to 1s")
+                    && e.contains("default"),
+                "{bad}: {e}"
+            );
+        }
+        // A knob like the others: `--group` over a file's.
+        let file = Knobs {
+            timer_slack: Some(TimerSlack::Inherited),
+            ..Knobs::default()
+        };
+        let (_, user) = parse_group_arg("g:timer-slack=1ns").unwrap();
+        assert_eq!(file.merged(&user).timer_slack, Some(TimerSlack::Ns(1)));
+        assert_eq!(
+            file.merged(&Knobs::default()).timer_slack,
+            Some(TimerSlack::Inherited)
+        );
     }
 
     #[test]

@@ -81,7 +81,9 @@ pub struct GroupInfo {
     /// Knobs applied to every task of the group.
     pub knobs: Knobs,
     /// Settings the group's first task really had, read back from the kernel (real backend:
-    /// `/proc/thread-self/{stat,sched,status}`): nice, policy, prio, slice_ns, cpus.
+    /// `/proc/thread-self/{stat,sched,status}`): nice, policy, prio, slice_ns, cpus; and
+    /// timer_slack_ns, the thread's timer slack at its end (PR_GET_TIMERSLACK; 0 for a
+    /// real-time thread).
     #[serde(default)]
     pub observed: BTreeMap<String, String>,
 }

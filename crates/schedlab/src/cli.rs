@@ -7,6 +7,7 @@ use clap::{ArgAction, ArgMatches, Args, FromArgMatches, Parser, Subcommand, Valu
 use schedlab_experiment::ShardArg;
 use schedlab_script::Script;
 use schedlab_workload::duration::parse_duration;
+use schedlab_workload::knobs::TimerSlack;
 use schedlab_workload::presets::{
     self, Configurable, ParamDef, ParamKind, Preset, PresetVisitor, WorkloadDef,
 };
@@ -744,6 +745,13 @@ pub struct CommonArgs {
     /// Knobs for a task group: NAME:nice=N,policy=other|batch|idle|fifo:P|rr:P|deadline:R/D/P,slice=DUR,cpus=LIST (repeatable).
     #[arg(long = "group", value_name = "NAME:KNOBS")]
     pub group_knobs: Vec<String>,
+    /// How late every task's timed sleeps may end (its timer slack, PR_SET_TIMERSLACK), 1ns..1s,
+    /// or `default`: the slack schedlab was started with (normally the kernel's 50us), which
+    /// rt-app's threads keep. Over the workload's own (built-in workloads: 1ns, so that sleeps
+    /// end when asked; rt-app files: default); --group NAME:timer-slack=... goes over it. Real
+    /// kernel only: the simulator's timers fire exactly. Real-time threads have none.
+    #[arg(long, value_name = "DUR|default", value_parser = timer_slack)]
+    pub timer_slack: Option<TimerSlack>,
     /// Measured repetitions per configuration, each with a fresh workload [default: 3].
     #[arg(long, conflicts_with = "until", allow_negative_numbers = true, value_parser = runs_count)]
     pub runs: Option<usize>,
@@ -867,6 +875,12 @@ pub struct CommonArgs {
     /// SLURM_ARRAY_TASK_ID (relative to SLURM_ARRAY_TASK_MIN) or JOB_COMPLETION_INDEX (0-based).
     #[arg(long, value_name = "K/N|auto/N", value_parser = shard_arg)]
     pub shard: Option<ShardArg>,
+}
+
+/// `--timer-slack`: a duration of 1ns..1s or `default`, the message naming what is accepted.
+fn timer_slack(text: &str) -> Result<TimerSlack, String> {
+    text.parse()
+        .map_err(|e: schedlab_workload::ValueError| e.to_string())
 }
 
 /// `--shard`.

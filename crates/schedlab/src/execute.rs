@@ -133,6 +133,7 @@ fn go(
     let request = ExperimentRequest {
         params: args.params.clone(),
         groups: common.group_knobs.clone(),
+        timer_slack: common.timer_slack,
         vary: common.vary.clone(),
         policies: compared,
         host_cpus: host::online_cpus(),
