@@ -2,11 +2,12 @@
 //!
 //! The program (`bpf/wakeups.bpf.c`, committed compiled as `bpf/wakeups.bpf.o`; its comment
 //! explains the kernel side) hooks only the wakeup path — the BTF tracepoint `sched_wakeup` of
-//! `include/trace/events/sched.h` — and keeps one counts record per task
-//! and CPU in a per-CPU array (no atomics, no cache line shared between CPUs), at a slot whose
-//! number the task carries in its task-local storage (a hash lookup by TID cost half of the
-//! wakeup program's time). Nothing is copied out per event: [`BpfWakeups::collect`] reads the
-//! counts once after the run. Context switches and migrations, which would need a probe on the hottest
+//! `include/trace/events/sched.h` — and keeps each task's counts in the task's own local
+//! storage, the one lookup a wakeup makes (a hash lookup by TID cost half of the wakeup
+//! program's time; a per-CPU array slot beside the storage, a second lookup and cache line).
+//! Nothing is copied out per event: a task's counts move to its slot in an array when it exits
+//! (`sched_process_exit`), and [`BpfWakeups::collect`] runs a task iterator that moves those of
+//! the tasks still alive, then reads the array once. Context switches and migrations, which would need a probe on the hottest
 //! scheduler event, come from the kernel's own per-task counters instead (getrusage and
 //! `/proc/<pid>/task/<tid>/sched`, as with `--counters proc`).
 //!
@@ -34,8 +35,8 @@
 //! attached.
 
 use crate::trace::{TidCounts, TraceCounts};
-use aya::maps::{Array, MapData, PerCpuArray, PerCpuValues};
-use aya::programs::BtfTracePoint;
+use aya::maps::{Array, MapData};
+use aya::programs::{BtfTracePoint, Iter};
 use aya::{Btf, Ebpf, EbpfLoader, Pod};
 use std::collections::{HashMap, HashSet};
 use thiserror::Error;
@@ -43,20 +44,10 @@ use thiserror::Error;
 /// The compiled program, aligned for the ELF parser.
 static OBJECT: &[u8] = aya::include_bytes_aligned!("../bpf/wakeups.bpf.o");
 
-/// The most tasks counted in one run (the slots' `max_entries` in the C source), on machines
-/// with few CPUs; see [`slots_for`].
+/// The most tasks counted in one run (the slots' `max_entries` in the C source: 2 MiB of
+/// counts and 256 KiB of TIDs). Tasks beyond the slots are counted as left out
+/// ([`TraceCounts::lost`]).
 pub const MAX_TASKS: usize = 65_536;
-
-/// The memory the per-CPU counts may take: 32 bytes a slot and possible CPU.
-const COUNTS_BUDGET_BYTES: usize = 64 << 20;
-
-/// Slots for tasks on a machine of `possible_cpus`: [`MAX_TASKS`], fewer where the per-CPU
-/// copies would take more than 64 MiB (2,048 slots on 1,024 CPUs), never under 1,024. Tasks
-/// beyond the slots are counted as left out ([`TraceCounts::lost`]).
-pub fn slots_for(possible_cpus: usize) -> u32 {
-    let per_slot = std::mem::size_of::<TaskCounts>() * possible_cpus.max(1);
-    (COUNTS_BUDGET_BYTES / per_slot).clamp(1024, MAX_TASKS) as u32
-}
 
 /// Why the in-kernel counters could not be set up or read; the Display text names what is
 /// missing and the capability involved.
@@ -106,6 +97,20 @@ struct TaskCounts {
 // SAFETY: plain old data of integers, no padding (4 × 8 bytes), any bit pattern valid.
 unsafe impl Pod for TaskCounts {}
 
+/// The program's writable globals (its `.bss`, in the C source's order): read by every wakeup
+/// without a map lookup.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Globals {
+    /// The generation counting now; 0: off.
+    counting: u64,
+    /// The last generation started, whose counts the exit and iterator programs copy out.
+    generation: u64,
+}
+
+// SAFETY: plain old data of integers, no padding (2 × 8 bytes), any bit pattern valid.
+unsafe impl Pod for Globals {}
+
 /// The thread-flag masks `(TIF_NEED_RESCHED, TIF_NEED_RESCHED_LAZY)` of an x86-64 kernel of
 /// release `release` (`uname -r`): bits 4 and 5 of the generic TIF layout
 /// (`include/asm-generic/thread_info_tif.h`, which x86 uses since 6.18); bits 3 and 4 from 6.13,
@@ -134,11 +139,6 @@ pub(crate) fn map_error(map: &'static str, e: impl std::fmt::Display) -> BpfErro
     }
 }
 
-/// The kernel's possible CPUs: the copies of each per-CPU value.
-fn possible_cpus() -> Result<usize, BpfError> {
-    aya::util::nr_cpus().map_err(|(what, e)| map_error("COUNTS", format!("{what}: {e}")))
-}
-
 /// Load `program` of `bpf` for the BTF tracepoint `tracepoint` and attach it (the link lives
 /// as long as `bpf`).
 pub(crate) fn attach(
@@ -161,6 +161,18 @@ pub(crate) fn attach(
     p.attach()
         .map_err(|e| load_error("attaching to a tracepoint", e))?;
     Ok(())
+}
+
+/// The task iterator `on_task` of `bpf`.
+fn program_iter(bpf: &mut Ebpf) -> Result<&mut Iter, BpfError> {
+    bpf.program_mut("on_task")
+        .ok_or_else(|| BpfError::Load {
+            doing: "finding a program",
+            message: "on_task is not in the object".into(),
+            hint: "",
+        })?
+        .try_into()
+        .map_err(|e| load_error("a program of the wrong type", e))
 }
 
 /// Map an aya error to [`BpfError::Load`], with the capability hint when it was EPERM.
@@ -193,20 +205,21 @@ pub(crate) fn load_error(doing: &'static str, e: impl std::error::Error) -> BpfE
     }
 }
 
-/// The loaded, attached program and its maps.
+/// The loaded, attached programs and their maps.
 pub struct BpfWakeups {
-    /// Owns the programs and their links: dropping it detaches them.
-    _bpf: Ebpf,
-    /// Per slot, one copy of its task's counts per CPU (summed when read).
-    counts: PerCpuArray<MapData, TaskCounts>,
+    /// Owns the programs and their links: dropping it detaches them. Its task iterator runs
+    /// at each [`collect`](Self::collect).
+    bpf: Ebpf,
+    /// Per slot, its task's counts once copied out of the task's storage.
+    counts: Array<MapData, TaskCounts>,
     /// The task (TID) of each slot handed out in this generation.
     slot_tid: Array<MapData, u32>,
     /// The slots there are (the two maps' size).
     slots: u32,
-    /// The kernel's possible CPUs: the copies of each per-CPU value.
-    cpus: usize,
-    /// [0]: the generation counting (0: off); [1]: tasks left out; [2]: slots handed out.
+    /// [0]: tasks left out; [1]: slots handed out.
     control: Array<MapData, u64>,
+    /// The program's globals: the generation counting and the last one started.
+    globals: Array<MapData, Globals>,
     /// The last generation started.
     generation: u64,
     lazy_known: bool,
@@ -226,18 +239,17 @@ impl BpfWakeups {
     /// `sched_wakeup`, counting the tasks whose name starts with
     /// `comm_prefix`. Counting is off until [`start`](Self::start).
     pub fn open(comm_prefix: &str) -> Result<BpfWakeups, BpfError> {
-        let cpus = possible_cpus()?;
-        BpfWakeups::load(comm_prefix, slots_for(cpus), cpus)
+        BpfWakeups::load(comm_prefix, MAX_TASKS as u32)
     }
 
     /// [`open`](Self::open) with room for `slots` tasks a run (at least 1): the tasks woken
     /// after the slots ran out are counted as left out ([`TraceCounts::lost`]).
     pub fn open_with_slots(comm_prefix: &str, slots: u32) -> Result<BpfWakeups, BpfError> {
-        BpfWakeups::load(comm_prefix, slots.max(1), possible_cpus()?)
+        BpfWakeups::load(comm_prefix, slots.clamp(1, MAX_TASKS as u32))
     }
 
-    /// Load and attach with `slots` slots on a kernel of `cpus` possible CPUs.
-    fn load(comm_prefix: &str, slots: u32, cpus: usize) -> Result<BpfWakeups, BpfError> {
+    /// Load and attach with `slots` slots.
+    fn load(comm_prefix: &str, slots: u32) -> Result<BpfWakeups, BpfError> {
         if comm_prefix.is_empty() || comm_prefix.len() > 15 {
             return Err(BpfError::BadPrefix(comm_prefix.to_string()));
         }
@@ -266,10 +278,14 @@ impl BpfWakeups {
             .load(OBJECT)
             .map_err(|e| load_error("loading the object", e))?;
         attach(&mut bpf, &btf, "on_wakeup", "sched_wakeup")?;
+        attach(&mut bpf, &btf, "on_exit", "sched_process_exit")?;
+        program_iter(&mut bpf)?
+            .load("task", &btf)
+            .map_err(|e| load_error("loading the task iterator (the kernel's verifier)", e))?;
         let counts = bpf
             .take_map("COUNTS")
             .ok_or_else(|| map_error("COUNTS", "missing"))?;
-        let counts = PerCpuArray::try_from(counts).map_err(|e| map_error("COUNTS", e))?;
+        let counts = Array::try_from(counts).map_err(|e| map_error("COUNTS", e))?;
         let slot_tid = bpf
             .take_map("SLOT_TID")
             .ok_or_else(|| map_error("SLOT_TID", "missing"))?;
@@ -278,13 +294,17 @@ impl BpfWakeups {
             .take_map("CONTROL")
             .ok_or_else(|| map_error("CONTROL", "missing"))?;
         let control = Array::try_from(control).map_err(|e| map_error("CONTROL", e))?;
+        let globals = bpf
+            .take_map(".bss")
+            .ok_or_else(|| map_error(".bss", "missing"))?;
+        let globals = Array::try_from(globals).map_err(|e| map_error(".bss", e))?;
         Ok(BpfWakeups {
-            _bpf: bpf,
+            bpf,
             counts,
             slot_tid,
             slots,
-            cpus,
             control,
+            globals,
             generation: 0,
             lazy_known: lazy != 0,
             counting: false,
@@ -297,21 +317,29 @@ impl BpfWakeups {
             .map_err(|e| map_error("CONTROL", e))
     }
 
+    /// Set the program's globals: `counting` the generation counting now (0: off).
+    fn set_globals(&mut self, counting: u64) -> Result<(), BpfError> {
+        let g = Globals {
+            counting,
+            generation: self.generation,
+        };
+        self.globals.set(0, g, 0).map_err(|e| map_error(".bss", e))
+    }
+
     /// Forget the previous counts and start counting: a new generation, in which every task
-    /// takes a new slot at its first wakeup.
+    /// takes a new slot at its first wakeup (counts in its storage of an earlier generation
+    /// are stale and not copied out).
     pub fn start(&mut self) -> Result<(), BpfError> {
         self.stop()?;
         for slot in 0..self.handed_out()? {
-            let zeros = PerCpuValues::try_from(vec![TaskCounts::default(); self.cpus])
-                .map_err(|e| map_error("COUNTS", e))?;
             self.counts
-                .set(slot, zeros, 0)
+                .set(slot, TaskCounts::default(), 0)
                 .map_err(|e| map_error("COUNTS", e))?;
         }
+        self.set_control(0, 0)?;
         self.set_control(1, 0)?;
-        self.set_control(2, 0)?;
         self.generation += 1;
-        self.set_control(0, self.generation)?;
+        self.set_globals(self.generation)?;
         self.counting = true;
         Ok(())
     }
@@ -320,15 +348,35 @@ impl BpfWakeups {
     fn handed_out(&self) -> Result<u32, BpfError> {
         let n = self
             .control
-            .get(&2, 0)
+            .get(&1, 0)
             .map_err(|e| map_error("CONTROL", e))?;
         Ok(n.min(u64::from(self.slots)) as u32)
     }
 
     /// Stop counting.
     pub fn stop(&mut self) -> Result<(), BpfError> {
-        self.set_control(0, 0)?;
+        self.set_globals(0)?;
         self.counting = false;
+        Ok(())
+    }
+
+    /// Run the task iterator once: every live task's counts of this generation move from its
+    /// storage to its slot (an exited task's moved at its exit).
+    fn copy_out_live_tasks(&mut self) -> Result<(), BpfError> {
+        let it = program_iter(&mut self.bpf)?;
+        let id = it
+            .attach()
+            .map_err(|e| load_error("attaching the task iterator", e))?;
+        let link = it
+            .take_link(id)
+            .map_err(|e| load_error("taking the task iterator's link", e))?;
+        let mut file = link
+            .into_file()
+            .map_err(|e| load_error("creating the task iterator", e))?;
+        // The program prints nothing: reading to the end runs it over every task.
+        let mut sink = Vec::new();
+        std::io::Read::read_to_end(&mut file, &mut sink)
+            .map_err(|e| load_error("running the task iterator", e))?;
         Ok(())
     }
 
@@ -339,6 +387,7 @@ impl BpfWakeups {
         if self.counting {
             self.stop()?;
         }
+        self.copy_out_live_tasks()?;
         let mut out = TraceCounts {
             waker_cpus: true,
             lazy_known: self.lazy_known,
@@ -353,18 +402,16 @@ impl BpfWakeups {
             if !tids.contains(&tid) {
                 continue;
             }
-            let per_cpu = self
+            let c = self
                 .counts
                 .get(&slot, 0)
                 .map_err(|e| map_error("COUNTS", e))?;
             // A TID the kernel gave again to a later task of the run adds to the first's.
             let sum = sums.entry(tid).or_default();
-            for c in per_cpu.iter() {
-                sum.wakeups += c.wakeups;
-                sum.preempt += c.preempt;
-                sum.preempt_lazy += c.preempt_lazy;
-                sum.preempt_waker += c.preempt_waker;
-            }
+            sum.wakeups += c.wakeups;
+            sum.preempt += c.preempt;
+            sum.preempt_lazy += c.preempt_lazy;
+            sum.preempt_waker += c.preempt_waker;
         }
         for &tid in tids {
             let c = sums.get(&tid).copied().unwrap_or_default();
@@ -380,7 +427,7 @@ impl BpfWakeups {
         }
         out.lost = self
             .control
-            .get(&1, 0)
+            .get(&0, 0)
             .map_err(|e| map_error("CONTROL", e))?;
         Ok(out)
     }
@@ -403,16 +450,6 @@ mod tests {
         assert_eq!(need_resched_bits("x86_64", "6.1.0-28-amd64"), Some((8, 0)));
         assert_eq!(need_resched_bits("aarch64", "6.18.0"), None);
         assert_eq!(need_resched_bits("x86_64", "garbage"), None);
-    }
-
-    #[test]
-    fn slots_are_bounded_in_memory() {
-        assert_eq!(slots_for(2), MAX_TASKS as u32);
-        assert_eq!(slots_for(32), MAX_TASKS as u32);
-        assert_eq!(slots_for(64), 32_768);
-        assert_eq!(slots_for(1024), 2048);
-        assert_eq!(slots_for(1 << 20), 1024);
-        assert_eq!(slots_for(0), MAX_TASKS as u32);
     }
 
     #[test]

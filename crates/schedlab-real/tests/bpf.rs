@@ -14,6 +14,9 @@ use schedlab_workload::knobs::Knobs;
 use schedlab_workload::plan::{TaskMode, Transport};
 use schedlab_workload::presets::{Messaging, PingPong};
 use schedlab_workload::Workload;
+use std::collections::HashSet;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -208,4 +211,79 @@ fn tasks_beyond_the_slots_are_left_out_and_each_run_starts_afresh() {
             "repetition {repetition}: the counted task's wakeups, bpf vs tracefs"
         );
     }
+}
+
+/// This thread's TID, from /proc/thread-self (a link to `PID/task/TID`).
+fn this_tid() -> i32 {
+    let link = std::fs::read_link("/proc/thread-self").expect("/proc/thread-self");
+    let text = link.to_string_lossy();
+    text.rsplit('/').next().unwrap().parse().expect("a TID")
+}
+
+#[test]
+fn a_task_that_exits_before_the_counts_are_read_keeps_them() {
+    let _one = SERIAL.lock().unwrap();
+    let mut bpf = match BpfWakeups::open(COMM_PREFIX) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("skipped: in-kernel counters of an exited task ({e}; run as root on a kernel with BTF)");
+            return;
+        }
+    };
+    let mut trace = match SchedTrace::open(COMM_PREFIX, 16 * 1024) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("skipped: in-kernel counters of an exited task ({e}; needs tracefs)");
+            return;
+        }
+    };
+    // A counted thread woken by this (uncounted) one a thousand times over a socket pair, which
+    // then exits: while it lives its counts are in its task-local storage, and they must reach
+    // the counts read after the run by way of its exit.
+    const ROUNDS: usize = 1000;
+    trace.start().unwrap();
+    bpf.start().unwrap();
+    let (mut to_task, mut from_main) = UnixStream::pair().unwrap();
+    let (mut to_main, mut from_task) = UnixStream::pair().unwrap();
+    let task = std::thread::Builder::new()
+        .name(format!("{COMM_PREFIX}exits"))
+        .spawn(move || {
+            to_main.write_all(&this_tid().to_le_bytes()).unwrap();
+            let mut b = [0u8; 1];
+            for _ in 0..ROUNDS {
+                from_main.read_exact(&mut b).unwrap();
+                to_main.write_all(&b).unwrap();
+            }
+        })
+        .unwrap();
+    let mut tid = [0u8; 4];
+    from_task.read_exact(&mut tid).unwrap();
+    let tid = i32::from_le_bytes(tid);
+    let mut b = [0u8; 1];
+    for _ in 0..ROUNDS {
+        to_task.write_all(b"w").unwrap();
+        from_task.read_exact(&mut b).unwrap();
+    }
+    task.join().unwrap();
+    // The thread has returned; make sure the kernel is done with it (its exit tracepoint ran)
+    // before reading: its /proc entry goes when it is released, after the exit.
+    let gone = std::path::PathBuf::from(format!("/proc/self/task/{tid}"));
+    for _ in 0..1000 {
+        if !gone.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(!gone.exists(), "thread {tid} did not go within a second");
+    bpf.stop().unwrap();
+    trace.stop().unwrap();
+    let tids = HashSet::from([tid]);
+    let b = bpf.collect(&tids).unwrap();
+    let t = trace.collect(&tids).unwrap();
+    assert_eq!(t.lost, 0);
+    assert_eq!(b.lost, 0);
+    let (bw, tw) = (b.per_tid[&tid].wakeups, t.per_tid[&tid].wakeups);
+    eprintln!("exited thread: bpf {bw} tracefs {tw} wakeups");
+    assert!(tw > 0, "the thread slept at least once in {ROUNDS} rounds");
+    assert_eq!(bw, tw, "the exited thread's wakeups, bpf vs tracefs");
 }
