@@ -74,11 +74,15 @@
 #include <bpf/bpf_core_read.h>
 
 /* Only the fields read here; CO-RE relocates them to the running kernel's layout by name. */
+struct sched_entity {
+	__u64 sum_exec_runtime;
+} __attribute__((preserve_access_index));
 struct task_struct {
 	int exit_state;
 	int pid;
 	int tgid;
 	char comm[16];
+	struct sched_entity se;
 } __attribute__((preserve_access_index));
 /* The kernel's struct pt_regs (x86-64); the ___ suffix keeps it apart from the user-space
  * headers' struct of the same name, and CO-RE matches it to the kernel's by the name before it. */
@@ -105,13 +109,13 @@ struct pt_regs___kernel {
 /* One event; the layout is mirrored by Record in record_bpf.rs (32 bytes). */
 struct rec {
 	__u64 ts;   /* bpf_ktime_get_ns: CLOCK_MONOTONIC, as the tracefs recorder's "mono" clock */
-	__u32 cpu;
+	__u16 cpu;
 	__u8 kind;
 	__u8 left;  /* switch: how prev left */
-	__u16 pad;
 	__s32 a;    /* switch: prev; waking: waker; fork: parent; exit, migrate: the task */
 	__s32 b;    /* switch: next; waking: wakee; fork: child; migrate: dest_cpu */
-	__s64 nr;   /* switch: prev's system call (-1: none, or not read) */
+	__s32 nr;   /* switch: prev's system call (-1: none, or not read); I/O: bytes returned */
+	__u64 x;    /* switch: prev's sum_exec_runtime (0: prev not traced); I/O: its entry time */
 };
 
 /* A fork or an exit, with a name: the child's at fork, the task's last at exit (48 bytes). */
@@ -120,13 +124,12 @@ struct rec_named {
 	char comm[16];
 };
 
-/* A pipe or socket call of a traced task, at its return (64 bytes): r.a the task, r.nr the bytes
- * returned (negative: an error), r.left the IO_ bits. */
+/* A pipe or socket call of a traced task, at its return (40 bytes): r.a the task, r.nr the bytes
+ * returned (negative: an error; the kernel returns at most MAX_RW_COUNT, under 2^31), r.x when
+ * the call entered (bpf_ktime_get_ns), r.left the IO_ bits. */
 struct rec_io {
 	struct rec r;
-	__u64 enter; /* when the call entered, bpf_ktime_get_ns */
 	__u64 obj;   /* the pipe's pipe_inode_info or the receiving struct sock, as an identity */
-	__u64 pad2[2];
 };
 
 /* Only the fields read here (CO-RE). */
@@ -262,8 +265,8 @@ static __always_inline struct rec *reserve(__u32 size, __u8 kind)
 	r->cpu = bpf_get_smp_processor_id();
 	r->kind = kind;
 	r->left = 0;
-	r->pad = 0;
 	r->nr = -1;
+	r->x = 0;
 	return r;
 }
 
@@ -308,6 +311,12 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		r->left = left;
 		r->a = p;
 		r->b = n;
+		/* The kernel's own CPU time of prev: __schedule() has charged it (update_curr()) up to
+		 * this switch before the tracepoint fires, so a task's reading at each switch-out,
+		 * less the one before, is what the kernel charged it in between: what getrusage() and
+		 * /proc/PID/schedstat report, without the gaps of switch-in-to-switch-out times. */
+		if (prev_traced)
+			r->x = prev->se.sum_exec_runtime;
 		if (prev_traced && left != LEFT_DEAD) {
 			struct pt_regs___kernel *regs = (void *)bpf_task_pt_regs(prev);
 			if (regs)
@@ -424,10 +433,8 @@ static __always_inline void emit_io(__u32 tid, __u8 bits, __u64 obj, long ret, _
 	r->r.a = tid;
 	r->r.b = 0;
 	r->r.nr = ret;
-	r->enter = enter ? enter : r->r.ts;
+	r->r.x = enter ? enter : r->r.ts;
 	r->obj = obj;
-	r->pad2[0] = 0;
-	r->pad2[1] = 0;
 	submit(r);
 }
 

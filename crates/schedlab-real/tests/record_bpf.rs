@@ -139,7 +139,9 @@ fn counts(rec: &Recording) -> HashMap<String, (u64, u64, u64, u64)> {
     let mut by_tid: HashMap<i32, (u64, u64, u64, u64)> = HashMap::new();
     for e in &rec.events {
         match e.kind {
-            EventKind::Switch { prev, left, next } => {
+            EventKind::Switch {
+                prev, left, next, ..
+            } => {
                 let c = by_tid.entry(prev).or_default();
                 match left {
                     LeftAs::Sleeping => c.0 += 1,

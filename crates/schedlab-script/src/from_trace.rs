@@ -8,7 +8,16 @@
 //! one group with a count). Its history is replayed event by event:
 //!
 //! - the CPU time between two actions (switch-in to switch-out, preemptions summed) is a
-//!   `compute` of that length;
+//!   `compute` of that length. Where the recording carries the kernel's own runtime of each
+//!   task at its switch-outs (`se.sum_exec_runtime`, the BPF recorder's
+//!   [`EventKind::Switch::prev_runtime_ns`]; what getrusage and `/proc/PID/schedstat` report),
+//!   each run's CPU time is the difference of two readings instead: the kernel charges a task
+//!   from the moment it is picked, before its switch-in is traced, and the switch times miss
+//!   that. The run is still split between the actions inside it by their times, and what the
+//!   kernel charged beyond the switch times goes to the run's last piece (a shortfall comes off
+//!   the task's next computes), so each task's total is the kernel's. The tracefs recorder's
+//!   switches carry no runtime (the tracepoint's text has none): its CPU times stay the switch
+//!   times;
 //! - a `sched_waking` of a sleeping task by another recorded task is a **dependency**: the waker
 //!   posts the sleeper's semaphore `wake_<tid>` at that point of its own steps, and the sleeper's
 //!   sleep becomes a `wait` on it (a child's exit waking its parent in wait4 is one too);
@@ -187,6 +196,12 @@ pub struct Summary {
     /// What was taken off each compute before a timer sleep, ns (at most this; none when the
     /// option was not given).
     pub timer_sleep_ns: Option<u64>,
+    /// The median length of the timer sleeps, ns (none without one): how long the recorder's
+    /// probe of a timer sleep's own CPU time sleeps ([`Options::timer_sleep_ns`]).
+    pub timer_sleep_median_ns: Option<u64>,
+    /// Switch-outs of recorded tasks that carried the kernel's runtime of the task: their runs'
+    /// CPU time is the kernel's (none through tracefs).
+    pub kernel_charged_runs: usize,
     /// Pipes and sockets read or written but not replayed as channels (read by several tasks,
     /// never read or never written by a recorded task, or messages of several sizes): their
     /// calls are CPU time and their wakeups dependencies, as for any other call.
@@ -401,6 +416,15 @@ struct Task {
     io: Option<(u32, IoOp, u64)>,
     /// CPU time taken off its computes before timer sleeps ([`Options::timer_sleep_ns`]).
     sleep_cut: u64,
+    /// When its current run began (its switch-in; the recording's start for a root not seen
+    /// yet).
+    run_start: u64,
+    /// The kernel's runtime of it at its last switch-out, ns (0 for a task whose fork was
+    /// recorded: the kernel starts a new task's at 0); `None` before its first reading.
+    runtime_at: Option<u64>,
+    /// What the kernel charged it beyond the switch times and is not in a step yet, ns:
+    /// negative when it charged less (taken off its next computes).
+    charge_carry: i64,
 }
 
 impl Task {
@@ -419,6 +443,9 @@ impl Task {
             waited: false,
             io: None,
             sleep_cut: 0,
+            run_start: 0,
+            runtime_at: spawned.then_some(0),
+            charge_carry: 0,
             facts: TaskFacts {
                 tid,
                 ..TaskFacts::default()
@@ -443,6 +470,47 @@ impl Task {
             self.push(Step::Compute(self.cpu));
             self.cpu = 0;
         }
+    }
+
+    /// At a switch-out at `ts` that read the kernel's runtime `now` (if the recorder reads it):
+    /// what the kernel charged for the run since the last reading, less the switch times of
+    /// the run, goes into the CPU time not yet written (or, when negative, comes off it and
+    /// then off the task's next computes).
+    fn charge(&mut self, ts: u64, now: Option<u64>) {
+        if let (Some(now), Some(before)) = (now, self.runtime_at) {
+            let charged = now.saturating_sub(before);
+            let timed = ts.saturating_sub(self.run_start);
+            self.charge_carry = self
+                .charge_carry
+                .saturating_add(charged as i64 - timed as i64);
+            if self.charge_carry >= 0 {
+                self.cpu += self.charge_carry as u64;
+                self.charge_carry = 0;
+            } else {
+                let cut = self.cpu.min(self.charge_carry.unsigned_abs());
+                self.cpu -= cut;
+                self.charge_carry += cut as i64;
+            }
+        }
+        self.runtime_at = now;
+    }
+
+    /// At the end: a shortfall still carried comes off the task's last computes, so that its
+    /// total is what the kernel charged.
+    fn settle_charges(&mut self) {
+        let mut owed = self.charge_carry.min(0).unsigned_abs();
+        for s in self.steps.iter_mut().rev() {
+            if owed == 0 {
+                break;
+            }
+            if let Step::Compute(d) = s {
+                let cut = (*d).min(owed);
+                *d -= cut;
+                owed -= cut;
+            }
+        }
+        self.steps.retain(|s| *s != Step::Compute(0));
+        self.charge_carry = 0;
     }
 
     /// Take a timer sleep's own CPU time, `cost` ns, off the compute just written before it
@@ -513,15 +581,27 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         let ts = ev.ts_ns;
         end = end.max(ts);
         match ev.kind {
-            EventKind::Switch { prev, left, next } => {
+            EventKind::Switch {
+                prev,
+                left,
+                next,
+                prev_runtime_ns,
+            } => {
                 if let Some(&i) = slot.get(&prev) {
                     seen += 1;
                     let t = &mut tasks[i];
                     match t.state {
                         State::Running { since } => t.cpu += ts.saturating_sub(since),
-                        State::Unknown => t.cpu += ts.saturating_sub(start),
+                        State::Unknown => {
+                            t.cpu += ts.saturating_sub(start);
+                            t.run_start = start;
+                        }
                         _ => {}
                     }
+                    if prev_runtime_ns.is_some() {
+                        summary.kernel_charged_runs += 1;
+                    }
+                    t.charge(ts, prev_runtime_ns);
                     // Leaving a wakeup it never ran after (its switch-in is missing): the
                     // poster's rendezvous has no wait of the task to end it.
                     if let State::Woken { ready: Some(r), .. } = t.state {
@@ -562,6 +642,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 if let Some(&i) = slot.get(&next) {
                     seen += 1;
                     let t = &mut tasks[i];
+                    t.run_start = ts;
                     if t.io.is_some() {
                         // Back on a CPU inside a channel's call: whatever it slept for, the
                         // replay's own call sleeps for it.
@@ -726,6 +807,13 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 };
             }
             EventKind::Fork { parent, child } => {
+                if let Some(&c) = slot.get(&child) {
+                    // A root whose fork was recorded (the command, forked by the recorder):
+                    // the kernel's runtime of it began at 0 then.
+                    if matches!(tasks[c].state, State::Unknown) {
+                        tasks[c].runtime_at = Some(0);
+                    }
+                }
                 let Some(&p) = slot.get(&parent) else {
                     continue;
                 };
@@ -839,6 +927,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
             let cpu = std::mem::take(&mut t.cpu);
             t.push(Step::Compute(cpu));
         }
+        t.settle_charges();
     }
     // A wakeup whose task had not run again when recording stopped, or whose switch-in is
     // missing, leaves the poster's wait on `ready_T_from_W` without the sleeper's post, which
@@ -861,6 +950,16 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         summary.rendezvous -= unmatched.len();
     }
     map_messages(&mut tasks, &chans, &written, &slot, &mut summary);
+    let mut timer_sleeps: Vec<u64> = tasks
+        .iter()
+        .flat_map(|t| &t.steps)
+        .filter_map(|s| match *s {
+            Step::Sleep(d, SleepKind::Timer) => Some(d),
+            _ => None,
+        })
+        .collect();
+    timer_sleeps.sort_unstable();
+    summary.timer_sleep_median_ns = timer_sleeps.get(timer_sleeps.len() / 2).copied();
     summary.tasks = tasks.len();
     // The recorded CPU time: the steps' and what was taken off before timer sleeps.
     summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps) + t.sleep_cut).sum();
@@ -1460,7 +1559,12 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "# compute: CPU time between two actions; wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made{}.",
+        "# compute: CPU time between two actions ({}); wait/post: a wakeup by another recorded task; sleep: the measured time to a wakeup no recorded task made{}.",
+        if s.kernel_charged_runs > 0 {
+            "each run's total as the kernel charged it, its sum_exec_runtime read at the switches, split between the actions inside it by their times"
+        } else {
+            "switch-in to switch-out times"
+        },
         if s.channels > 0 {
             "; send/recv: a write to and the reads of a recorded pipe or socket (a recv for each message whose first byte a read took)"
         } else {
@@ -1511,7 +1615,15 @@ mod tests {
         }
     }
     fn sw(ts: u64, prev: i32, left: LeftAs, next: i32) -> SchedEvent {
-        ev(ts, EventKind::Switch { prev, left, next })
+        ev(
+            ts,
+            EventKind::Switch {
+                prev,
+                left,
+                next,
+                prev_runtime_ns: None,
+            },
+        )
     }
     fn wk(ts: u64, waker: i32, wakee: i32) -> SchedEvent {
         ev(ts, EventKind::Waking { waker, wakee })
@@ -1746,6 +1858,7 @@ mod tests {
             ]
         );
         assert_eq!(c.summary.timer_sleep_cut_ns, 100 * 400);
+        assert_eq!(c.summary.timer_sleep_median_ns, Some(9_000));
         assert_eq!(c.summary.cpu_ns, 100 * 1_000 + 10);
         assert_eq!(c.tasks[0].cpu_ns, 100 * 1_000 + 10);
         assert!(
@@ -1770,6 +1883,127 @@ mod tests {
         let c = convert(&timer_sleeper(100), false).unwrap();
         assert_eq!(steps_of(&c.toml, "task5_5")[1], "{ compute = \"1us\" },");
         assert!(!c.toml.contains("# Timer sleeps"));
+    }
+
+    /// A switch that read the kernel's runtime of `prev`.
+    fn swr(ts: u64, prev: i32, left: LeftAs, next: i32, runtime: u64) -> SchedEvent {
+        ev(
+            ts,
+            EventKind::Switch {
+                prev,
+                left,
+                next,
+                prev_runtime_ns: Some(runtime),
+            },
+        )
+    }
+
+    #[test]
+    fn the_kernels_runtime_at_switch_outs_makes_each_tasks_cpu_the_kernels() {
+        let call = |ts, pid| {
+            ev(
+                ts,
+                EventKind::SysEnter {
+                    pid,
+                    call: Call::Timer,
+                },
+            )
+        };
+        let exit = |ts, pid| ev(ts, EventKind::SysExit { pid });
+        let e = vec![
+            // The recorder forks the command, 5: its runtime starts at 0.
+            ev(
+                0,
+                EventKind::Fork {
+                    parent: 99,
+                    child: 5,
+                },
+            ),
+            sw(100, 0, LeftAs::Runnable, 5),
+            // 1000 ns between the switches, 1300 charged (from its fork, and from before
+            // each switch-in).
+            call(1_100, 5),
+            swr(1_100, 5, LeftAs::Sleeping, 0, 1_300),
+            wk(10_000, 0, 5),
+            sw(10_000, 0, LeftAs::Runnable, 5),
+            exit(10_010, 5),
+            // A run split by a spawn: 400 ns before it, 600 after; 1200 charged in all, the
+            // 200 beyond the switch times go to the piece before the sleep.
+            ev(
+                10_400,
+                EventKind::Fork {
+                    parent: 5,
+                    child: 6,
+                },
+            ),
+            call(11_000, 5),
+            swr(11_000, 5, LeftAs::Sleeping, 6, 2_500),
+            // 6 runs 450 ns and is charged 300: the 150 come off its last piece (50) and
+            // then off its compute before the spawn (400 -> 300).
+            ev(
+                11_400,
+                EventKind::Fork {
+                    parent: 6,
+                    child: 7,
+                },
+            ),
+            ev(11_450, EventKind::Exit { pid: 6 }),
+            swr(11_450, 6, LeftAs::Dead, 7, 300),
+            ev(11_600, EventKind::Exit { pid: 7 }),
+            swr(11_600, 7, LeftAs::Dead, 0, 150),
+            wk(20_000, 0, 5),
+            sw(20_000, 0, LeftAs::Runnable, 5),
+            exit(20_010, 5),
+            // Preempted after 300 ns, charged 250; then 600 and 600.
+            swr(20_300, 5, LeftAs::Runnable, 8, 2_750),
+            sw(20_400, 8, LeftAs::Runnable, 5),
+            ev(21_000, EventKind::Exit { pid: 5 }),
+            swr(21_000, 5, LeftAs::Dead, 0, 3_350),
+        ];
+        let c = convert(&rec(&[5], e), false).unwrap();
+        compiles(&c.toml);
+        let cpu: Vec<(i32, u64)> = c.tasks.iter().map(|t| (t.tid, t.cpu_ns)).collect();
+        assert_eq!(cpu, [(5, 3_350), (6, 300), (7, 150)], "{}", c.toml);
+        assert_eq!(c.summary.cpu_ns, 3_800);
+        assert_eq!(c.summary.kernel_charged_runs, 6);
+        assert_eq!(
+            steps_of(&c.toml, "task5_5"),
+            [
+                "{ compute = \"1.3us\" },",
+                "{ sleep = \"8.9us\" },   # timer",
+                "{ compute = \"0.4us\" },",
+                "{ spawn = \"t_6\" },",
+                "{ compute = \"0.8us\" },",
+                "{ sleep = \"9us\" },   # timer",
+                "{ compute = \"0.85us\" },",
+            ],
+            "{}",
+            c.toml
+        );
+        assert!(
+            c.toml.contains("each run's total as the kernel charged it"),
+            "{}",
+            c.toml
+        );
+
+        // A root whose fork was not recorded (--pid): its first reading is only where the
+        // kernel's count stands; that run keeps its switch times.
+        let e = vec![
+            sw(0, 0, LeftAs::Runnable, 9),
+            call(500, 9),
+            swr(500, 9, LeftAs::Sleeping, 0, 1_000_000),
+            wk(1_000, 0, 9),
+            sw(1_000, 0, LeftAs::Runnable, 9),
+            exit(1_010, 9),
+            call(2_000, 9),
+            swr(2_000, 9, LeftAs::Sleeping, 0, 1_001_200),
+        ];
+        let c = convert(&rec(&[9], e), false).unwrap();
+        assert_eq!(c.tasks[0].cpu_ns, 500 + 1_200);
+        // Through tracefs (no readings) the switch times are the CPU time, as they were.
+        let c = convert(&timer_sleeper(3), false).unwrap();
+        assert_eq!(c.summary.kernel_charged_runs, 0);
+        assert!(c.toml.contains("(switch-in to switch-out times)"));
     }
 
     #[test]

@@ -215,6 +215,7 @@ mod tests {
                     prev: 0,
                     left: LeftAs::Runnable,
                     next: 10,
+                    prev_runtime_ns: None,
                 },
             ),
             ev(
@@ -230,6 +231,7 @@ mod tests {
                     prev: 10,
                     left: LeftAs::Sleeping,
                     next: 11,
+                    prev_runtime_ns: None,
                 },
             ),
             ev(
@@ -238,6 +240,7 @@ mod tests {
                     prev: 11,
                     left: LeftAs::Dead,
                     next: 0,
+                    prev_runtime_ns: None,
                 },
             ),
         ];

@@ -7,6 +7,7 @@
 //! `include/trace/events/syscalls.h` (`raw_syscalls`); times are CLOCK_MONOTONIC nanoseconds.
 //! The pipe and socket calls ([`IoCall`]) are the BPF recorder's, from fentry/fexit on the
 //! kernel's `anon_pipe_read`/`anon_pipe_write` and `unix_stream_recvmsg`/`unix_stream_sendmsg`.
+//! A switch's `prev_runtime_ns` is the BPF recorder's too (the task's `se.sum_exec_runtime`).
 
 /// How a task left its CPU at a `sched_switch` (the `prev_state` column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +81,12 @@ pub enum EventKind {
         left: LeftAs,
         /// The task that runs now (0: the idle task).
         next: i32,
+        /// `prev`'s CPU time as the kernel charges it (`se.sum_exec_runtime`: what getrusage
+        /// and `/proc/PID/schedstat` report), ns, read at this switch; `None` where the
+        /// recorder cannot read it (tracefs) or `prev` is not recorded. A task's reading less
+        /// its reading at its previous switch-out is the CPU time the kernel charged it in
+        /// between.
+        prev_runtime_ns: Option<u64>,
     },
     /// `sched_waking`: `waker` (the task running where the wakeup was made; 0 for the idle task
     /// or an interrupt taken while idle) began to wake `wakee`.

@@ -108,13 +108,21 @@ pub fn run(
         .map_err(|e| Error::Input(format!("record: {e}")))?;
     // Timer sleeps: what such a sleep's own call leaves in the compute before it, measured by
     // recording a sleeper of our own through the same source, comes off those computes.
-    if converted.summary.timer_sleeps > 0 && options.timer_sleep_ns.is_none() {
+    if let (Some(median), None) = (
+        converted.summary.timer_sleep_median_ns,
+        options.timer_sleep_ns,
+    ) {
         let probe_source = if rec.via.starts_with(schedlab_real::trace::record::VIA_BPF) {
             Source::Bpf
         } else {
             Source::Tracefs
         };
-        match schedlab_real::trace::sleep_cost::timer_sleep_ns(probe_source, buffer_mb, &stop) {
+        match schedlab_real::trace::sleep_cost::timer_sleep_ns(
+            probe_source,
+            buffer_mb,
+            &stop,
+            median,
+        ) {
             Ok(ns) => {
                 let options = schedlab_script::from_trace::Options {
                     timer_sleep_ns: Some(ns),

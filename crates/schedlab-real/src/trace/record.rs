@@ -579,7 +579,12 @@ fn parse_record_line<'a>(
                     Some(b'X') | Some(b'Z') => LeftAs::Dead,
                     _ => LeftAs::Sleeping,
                 };
-                EventKind::Switch { prev, left, next }
+                EventKind::Switch {
+                    prev,
+                    left,
+                    next,
+                    prev_runtime_ns: None,
+                }
             }
             1 => match parse::parse_wakeup(body)? {
                 parse::Event::Wakeup { pid: wakee, .. } => EventKind::Waking { waker: pid, wakee },
@@ -682,7 +687,8 @@ mod tests {
                 EventKind::Switch {
                     prev: 0,
                     left: LeftAs::Runnable,
-                    next: 42
+                    next: 42,
+                    prev_runtime_ns: None,
                 },
                 EventKind::SysEnter {
                     pid: 42,
@@ -691,7 +697,8 @@ mod tests {
                 EventKind::Switch {
                     prev: 42,
                     left: LeftAs::Sleeping,
-                    next: 0
+                    next: 0,
+                    prev_runtime_ns: None,
                 },
                 EventKind::Waking {
                     waker: 0,
@@ -710,7 +717,8 @@ mod tests {
                 EventKind::Switch {
                     prev: 43,
                     left: LeftAs::Dead,
-                    next: 0
+                    next: 0,
+                    prev_runtime_ns: None,
                 },
                 EventKind::Migrate {
                     pid: 42,

@@ -96,18 +96,20 @@ pub const MAX_RING_MB: u32 = 1024;
 /// How often the drain thread empties the ring when nothing wakes it, ms.
 const DRAIN_EVERY_MS: i32 = 10;
 
-/// `struct rec` of the C source: one event, 32 bytes (48 with a name).
+/// `struct rec` of the C source: one event, 32 bytes (48 with a name, 40 an I/O call's).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct Record {
     ts: u64,
-    cpu: u32,
+    cpu: u16,
     kind: u8,
     left: u8,
-    pad: u16,
     a: i32,
     b: i32,
-    nr: i64,
+    /// A switch's system call of prev, an I/O call's returned bytes.
+    nr: i32,
+    /// A switch's `sum_exec_runtime` of prev (0: not traced), an I/O call's entry time.
+    x: u64,
 }
 
 const KIND_SWITCH: u8 = 1;
@@ -120,8 +122,8 @@ const IO_WRITE: u8 = 1;
 const IO_SOCKET: u8 = 2;
 const RECORD_BYTES: usize = std::mem::size_of::<Record>();
 const NAMED_BYTES: usize = RECORD_BYTES + 16;
-/// `struct rec_io`: the record, the entry time, the object, padding.
-const IO_BYTES: usize = RECORD_BYTES + 32;
+/// `struct rec_io`: the record (its `x` the entry time) and the object.
+const IO_BYTES: usize = RECORD_BYTES + 8;
 
 /// `struct seed` of the C source: the roots of the traced set (0: none) and whether a sleep
 /// notes where a socket call began (the socket tracepoints' path).
@@ -544,7 +546,7 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
         if out.events.len() < MAX_EVENTS {
             out.events.push(SchedEvent {
                 ts_ns: r.ts,
-                cpu: r.cpu,
+                cpu: r.cpu.into(),
                 kind,
             });
         } else {
@@ -558,7 +560,8 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
                 2 => LeftAs::Dead,
                 _ => LeftAs::Sleeping,
             };
-            let call = calls.get(&r.nr).copied().filter(|_| r.nr >= 0);
+            let nr = i64::from(r.nr);
+            let call = calls.get(&nr).copied().filter(|_| nr >= 0);
             if let Some(call) = call {
                 push(EventKind::SysEnter { pid: r.a, call });
             }
@@ -566,6 +569,8 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
                 prev: r.a,
                 left,
                 next: r.b,
+                // Every task that has run has a runtime above 0; 0 is an untraced prev's.
+                prev_runtime_ns: (r.x > 0).then_some(r.x),
             });
             if call.is_some() {
                 push(EventKind::SysExit { pid: r.a });
@@ -600,8 +605,8 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
                 out.dropped += 1;
                 return;
             };
-            let enter = u64::from_ne_bytes(tail[0..8].try_into().unwrap_or([0; 8]));
-            let object = u64::from_ne_bytes(tail[8..16].try_into().unwrap_or([0; 8]));
+            let enter = r.x;
+            let object = u64::from_ne_bytes(tail[0..8].try_into().unwrap_or([0; 8]));
             let io = IoCall {
                 pid: r.a,
                 op: if r.left & IO_WRITE != 0 {
@@ -615,19 +620,19 @@ fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
                     Transport::Pipe
                 },
                 object,
-                bytes: r.nr,
+                bytes: r.nr.into(),
             };
             // The entry is pushed with its own time: the sort below puts it among the events
             // the call spans (the switches and wakeups inside a blocking read).
             if out.events.len() + 2 <= MAX_EVENTS {
                 out.events.push(SchedEvent {
                     ts_ns: enter.min(r.ts),
-                    cpu: r.cpu,
+                    cpu: r.cpu.into(),
                     kind: EventKind::IoEnter { io },
                 });
                 out.events.push(SchedEvent {
                     ts_ns: r.ts,
-                    cpu: r.cpu,
+                    cpu: r.cpu.into(),
                     kind: EventKind::IoExit { io },
                 });
             } else {
@@ -644,13 +649,13 @@ fn read_record(b: &[u8]) -> Record {
     let u32_at = |i: usize| u32::from_ne_bytes(b[i..i + 4].try_into().unwrap_or([0; 4]));
     Record {
         ts: u64_at(0),
-        cpu: u32_at(8),
-        kind: b[12],
-        left: b[13],
-        pad: 0,
-        a: u32_at(16) as i32,
-        b: u32_at(20) as i32,
-        nr: u64_at(24) as i64,
+        cpu: u16::from_ne_bytes([b[8], b[9]]),
+        kind: b[10],
+        left: b[11],
+        a: u32_at(12) as i32,
+        b: u32_at(16) as i32,
+        nr: u32_at(20) as i32,
+        x: u64_at(24),
     }
 }
 
@@ -663,10 +668,10 @@ mod tests {
         v.extend(r.ts.to_ne_bytes());
         v.extend(r.cpu.to_ne_bytes());
         v.extend([r.kind, r.left]);
-        v.extend(0u16.to_ne_bytes());
         v.extend(r.a.to_ne_bytes());
         v.extend(r.b.to_ne_bytes());
         v.extend(r.nr.to_ne_bytes());
+        v.extend(r.x.to_ne_bytes());
         if let Some(n) = name {
             let mut c = [0u8; 16];
             c[..n.len()].copy_from_slice(n.as_bytes());
@@ -679,27 +684,28 @@ mod tests {
     fn records_become_the_tracefs_recorders_events() {
         let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
         let mut out = Drained::default();
-        let rec = |kind, left, a, b, nr| Record {
+        let rec = |kind, left, a, b, nr: i64, x| Record {
             ts: 1000,
             cpu: 1,
             kind,
             left,
             a,
             b,
-            nr,
-            ..Record::default()
+            nr: nr as i32,
+            x,
         };
         let sleep = libc::SYS_clock_nanosleep;
         let read = libc::SYS_read;
         for (r, name) in [
-            (rec(KIND_SWITCH, 1, 42, 0, sleep), None),
-            (rec(KIND_SWITCH, 1, 42, 0, read), None),
-            (rec(KIND_SWITCH, 0, 42, 43, -1), None),
-            (rec(KIND_WAKING, 0, 0, 42, -1), None),
-            (rec(KIND_FORK, 0, 42, 43, -1), Some("parent")),
-            (rec(KIND_EXIT, 0, 43, 0, -1), Some("kid")),
-            (rec(KIND_SWITCH, 2, 43, 0, -1), None),
-            (rec(KIND_MIGRATE, 0, 42, 0, -1), None),
+            (rec(KIND_SWITCH, 1, 42, 0, sleep, 7_000), None),
+            (rec(KIND_SWITCH, 1, 42, 0, read, 8_000), None),
+            // An untraced prev: no runtime read.
+            (rec(KIND_SWITCH, 0, 42, 43, -1, 0), None),
+            (rec(KIND_WAKING, 0, 0, 42, -1, 0), None),
+            (rec(KIND_FORK, 0, 42, 43, -1, 0), Some("parent")),
+            (rec(KIND_EXIT, 0, 43, 0, -1, 0), Some("kid")),
+            (rec(KIND_SWITCH, 2, 43, 0, -1, 9_000), None),
+            (rec(KIND_MIGRATE, 0, 42, 0, -1, 0), None),
         ] {
             decode(&bytes(r, name), &calls, &mut out);
         }
@@ -715,19 +721,22 @@ mod tests {
                 EventKind::Switch {
                     prev: 42,
                     left: LeftAs::Sleeping,
-                    next: 0
+                    next: 0,
+                    prev_runtime_ns: Some(7_000)
                 },
                 EventKind::SysExit { pid: 42 },
                 // read(2) is not a call the tracefs filter keeps: no SysEnter.
                 EventKind::Switch {
                     prev: 42,
                     left: LeftAs::Sleeping,
-                    next: 0
+                    next: 0,
+                    prev_runtime_ns: Some(8_000)
                 },
                 EventKind::Switch {
                     prev: 42,
                     left: LeftAs::Runnable,
-                    next: 43
+                    next: 43,
+                    prev_runtime_ns: None
                 },
                 EventKind::Waking {
                     waker: 0,
@@ -741,7 +750,8 @@ mod tests {
                 EventKind::Switch {
                     prev: 43,
                     left: LeftAs::Dead,
-                    next: 0
+                    next: 0,
+                    prev_runtime_ns: Some(9_000)
                 },
                 EventKind::Migrate {
                     pid: 42,
@@ -758,7 +768,7 @@ mod tests {
     fn an_io_record_is_a_call_entered_and_returned() {
         let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
         let mut out = Drained::default();
-        let io = |left: u8, returned: i64, enter: u64, object: u64| {
+        let io = |left: u8, returned: i32, enter: u64, object: u64| {
             let mut v = bytes(
                 Record {
                     ts: 5_000,
@@ -767,13 +777,12 @@ mod tests {
                     left,
                     a: 42,
                     nr: returned,
+                    x: enter,
                     ..Record::default()
                 },
                 None,
             );
-            v.extend(enter.to_ne_bytes());
             v.extend(object.to_ne_bytes());
-            v.extend([0u8; 16]);
             v
         };
         // A socket write of 100 bytes that began at 4000; a pipe read of 4 the tracepoints
@@ -781,7 +790,7 @@ mod tests {
         decode(&io(IO_SOCKET | IO_WRITE, 100, 4_000, 0xB), &calls, &mut out);
         decode(&io(0, 4, 5_000, 0xA), &calls, &mut out);
         // Too short for its entry time and object: dropped, not misread.
-        decode(&io(0, 4, 5_000, 0xA)[..RECORD_BYTES + 8], &calls, &mut out);
+        decode(&io(0, 4, 5_000, 0xA)[..RECORD_BYTES + 4], &calls, &mut out);
         let call = |op, transport, object, bytes| IoCall {
             pid: 42,
             op,

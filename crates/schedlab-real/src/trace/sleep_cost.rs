@@ -1,37 +1,62 @@
 //! What a timer sleep's own call leaves in a recorded `compute`, measured on this machine.
 //!
-//! A recorded task's CPU time is the time between its switch-in and its switch-out (the
-//! kernel's `sched_switch`, `include/trace/events/sched.h`), so the `compute` before a recorded
-//! sleep holds the part of the sleeping call the task ran on its CPU: returning from the sleep
-//! before and entering this one (arming the timer up to `schedule()`). The replay's own sleep
-//! pays that again. To know how much to take off, the recorder records a sleeper of its own
-//! through the same source: a forked child that does nothing but sleep
-//! ([`PROBE_SLEEP_NS`] at a time, `clock_nanosleep` on CLOCK_MONOTONIC to an absolute deadline
-//! read just before, as the replay's `sleep` does), so each of its passes, switch-in to the next
-//! switch-out to sleep, is that cost alone; [`in_window_ns`] takes the median of the passes.
+//! A recorded task's CPU time is what the kernel charged it between two of its switch-outs
+//! (`se.sum_exec_runtime` read at each, by the BPF recorder) or, through tracefs, the time
+//! between its switch-in and its switch-out (the kernel's `sched_switch`,
+//! `include/trace/events/sched.h`); either way the `compute` before a recorded sleep holds the
+//! part of the sleeping call the task ran on its CPU: returning from the sleep before and
+//! entering this one (arming the timer up to `schedule()`). The replay's own sleep pays that
+//! again. To know how much to take off, the recorder records a sleeper of its own through the
+//! same source: a forked child that does nothing but sleep (as long at a time as the program's
+//! median timer sleep, within [`PROBE_SLEEP_NS`], `clock_nanosleep` on CLOCK_MONOTONIC to an
+//! absolute deadline read just before, as the replay's `sleep` does), so each of its passes,
+//! from one switch-out to sleep to the next, is that cost alone, measured as the recording
+//! measures the program's; [`in_window_ns`] takes the median of the passes. The length
+//! matters: the longer a task slept, the colder its caches and the more its return costs
+//! (measured on a loaded 2-CPU VM, a C loop of `clock_nanosleep`: 12-15 us a pass at 200 us,
+//! 14-18 us at 488 us, 20 us at 1 ms).
 
 use super::record::{record_from, RecordError, Source, Target};
 use schedlab_workload::sched_events::{EventKind, LeftAs, SchedEvent};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-/// How long each of the probe's sleeps is, ns.
-pub const PROBE_SLEEP_NS: u64 = 200_000;
-/// How long the probe is recorded.
+/// The shortest and the longest of the probe's sleeps, ns (the program's median timer sleep is
+/// brought into this range).
+pub const PROBE_SLEEP_NS: std::ops::RangeInclusive<u64> = 50_000..=5_000_000;
+/// How long the probe is recorded at least; longer for long sleeps (a hundred of them).
 pub const PROBE_FOR: Duration = Duration::from_millis(300);
+
+/// The probe's sleep for a program whose median timer sleep is `median_ns`, ns, and how long
+/// it is recorded (enough for twice [`MIN_PASSES`] passes; at most 0.5 s).
+pub fn probe_plan(median_ns: u64) -> (u64, Duration) {
+    let sleep = median_ns.clamp(*PROBE_SLEEP_NS.start(), *PROBE_SLEEP_NS.end());
+    let long = Duration::from_nanos(sleep * 2 * MIN_PASSES as u64);
+    (sleep, PROBE_FOR.max(long))
+}
 /// Fewest whole passes the median is taken over.
 pub const MIN_PASSES: usize = 50;
 
-/// The median on-CPU time of `tid`'s passes in `events`, ns: the CPU time from one of its
-/// switch-outs to sleep to the next (preemptions in between summed), the partial pass before
-/// the first such switch-out left out. `None` with fewer than [`MIN_PASSES`] passes.
+/// The median CPU time of `tid`'s passes in `events`, ns: the CPU time from one of its
+/// switch-outs to sleep to the next — the kernel's (the difference of the two switches'
+/// `prev_runtime_ns`) where both switches carry it, else the on-CPU time between switch-ins and
+/// switch-outs (preemptions in between summed) — the partial pass before the first such
+/// switch-out left out. `None` with fewer than [`MIN_PASSES`] passes.
 pub fn in_window_ns(events: &[SchedEvent], tid: i32) -> Option<u64> {
     let mut passes = Vec::new();
     let mut on_since = None;
     let mut pass = 0u64;
     let mut whole = false;
+    // The kernel's runtime of the task at its last switch-out to sleep.
+    let mut charged_at_sleep: Option<u64> = None;
     for e in events {
-        let EventKind::Switch { prev, left, next } = e.kind else {
+        let EventKind::Switch {
+            prev,
+            left,
+            next,
+            prev_runtime_ns,
+        } = e.kind
+        else {
             continue;
         };
         if prev == tid {
@@ -40,10 +65,14 @@ pub fn in_window_ns(events: &[SchedEvent], tid: i32) -> Option<u64> {
             }
             if left == LeftAs::Sleeping {
                 if whole {
-                    passes.push(pass);
+                    let charged = charged_at_sleep
+                        .zip(prev_runtime_ns)
+                        .map(|(before, now)| now.saturating_sub(before));
+                    passes.push(charged.unwrap_or(pass));
                 }
                 whole = true;
                 pass = 0;
+                charged_at_sleep = prev_runtime_ns;
             }
         }
         if next == tid {
@@ -67,23 +96,26 @@ pub enum ProbeError {
     #[error("recording the sleeper failed: {0}")]
     Record(#[from] RecordError),
     /// Too few of its passes were recorded.
-    #[error("fewer than {MIN_PASSES} of the sleeper's passes were recorded in {PROBE_FOR:?}")]
-    TooFewPasses,
+    #[error("fewer than {MIN_PASSES} of the sleeper's passes were recorded in {0:?}")]
+    TooFewPasses(Duration),
 }
 
-/// Record a sleeper of our own through `source` (with `buffer_mb` of ring buffer) for
-/// [`PROBE_FOR`] and return what one of its timer sleeps leaves in the compute, ns. The sleeper
-/// is killed and reaped before this returns, whatever happened; it also dies with this process.
+/// Record a sleeper of our own, sleeping as [`probe_plan`]`(median_sleep_ns)` says (the
+/// program's median timer sleep), through `source` (with `buffer_mb` of ring buffer) and
+/// return what one of its timer sleeps leaves in the compute, ns. The sleeper is killed and
+/// reaped before this returns, whatever happened; it also dies with this process.
 pub fn timer_sleep_ns(
     source: Source,
     buffer_mb: u32,
     stop: &AtomicBool,
+    median_sleep_ns: u64,
 ) -> Result<u64, ProbeError> {
-    let child = fork_sleeper().map_err(ProbeError::Fork)?;
+    let (sleep_ns, duration) = probe_plan(median_sleep_ns);
+    let child = fork_sleeper(sleep_ns).map_err(ProbeError::Fork)?;
     let recorded = record_from(
         &Target::Pid {
             pid: child,
-            duration: PROBE_FOR,
+            duration,
         },
         source,
         buffer_mb,
@@ -95,13 +127,13 @@ pub fn timer_sleep_ns(
         libc::kill(child, libc::SIGKILL);
         libc::waitpid(child, std::ptr::null_mut(), 0);
     }
-    in_window_ns(&recorded?.events, child).ok_or(ProbeError::TooFewPasses)
+    in_window_ns(&recorded?.events, child).ok_or(ProbeError::TooFewPasses(duration))
 }
 
-/// Fork a child that sleeps [`PROBE_SLEEP_NS`] at a time until it is killed (or its parent
-/// dies). The child calls only async-signal-safe functions (prctl, clock_gettime,
-/// clock_nanosleep), as a fork of a process that may have threads must.
-fn fork_sleeper() -> std::io::Result<i32> {
+/// Fork a child that sleeps `sleep_ns` at a time until it is killed (or its parent dies). The
+/// child calls only async-signal-safe functions (prctl, clock_gettime, clock_nanosleep), as a
+/// fork of a process that may have threads must.
+fn fork_sleeper(sleep_ns: u64) -> std::io::Result<i32> {
     // SAFETY: fork has no preconditions; the child below runs only async-signal-safe calls on
     // its own stack variables and never returns.
     let pid = unsafe { libc::fork() };
@@ -122,7 +154,7 @@ fn fork_sleeper() -> std::io::Result<i32> {
             if libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) != 0 {
                 libc::_exit(1);
             }
-            let ns = ts.tv_nsec as u64 + PROBE_SLEEP_NS;
+            let ns = ts.tv_nsec as u64 + sleep_ns;
             ts.tv_sec += (ns / 1_000_000_000) as libc::time_t;
             ts.tv_nsec = (ns % 1_000_000_000) as libc::c_long;
             while libc::clock_nanosleep(
@@ -144,8 +176,48 @@ mod tests {
         SchedEvent {
             ts_ns,
             cpu: 0,
-            kind: EventKind::Switch { prev, left, next },
+            kind: EventKind::Switch {
+                prev,
+                left,
+                next,
+                prev_runtime_ns: None,
+            },
         }
+    }
+
+    #[test]
+    fn the_probe_sleeps_as_the_program_did_within_bounds() {
+        assert_eq!(probe_plan(488_000), (488_000, PROBE_FOR));
+        assert_eq!(probe_plan(1_000), (50_000, PROBE_FOR));
+        assert_eq!(
+            probe_plan(u64::MAX),
+            (5_000_000, Duration::from_millis(500))
+        );
+    }
+
+    #[test]
+    fn with_the_kernels_runtime_a_pass_is_what_the_kernel_charged() {
+        // 60 passes of 1000 ns between switch-in and switch-out, for which the kernel charged
+        // 1400 ns each (its charge runs from before the switch-in); the first pass is partial.
+        let mut e = Vec::new();
+        let mut t = 0;
+        let mut runtime = 500;
+        for _ in 0..61 {
+            e.push(sw(t, 0, LeftAs::Runnable, 7));
+            e.push(SchedEvent {
+                ts_ns: t + 1_000,
+                cpu: 0,
+                kind: EventKind::Switch {
+                    prev: 7,
+                    left: LeftAs::Sleeping,
+                    next: 0,
+                    prev_runtime_ns: Some(runtime),
+                },
+            });
+            runtime += 1_400;
+            t += 20_000;
+        }
+        assert_eq!(in_window_ns(&e, 7), Some(1_400));
     }
 
     #[test]
