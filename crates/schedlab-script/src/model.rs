@@ -94,7 +94,7 @@ pub struct RtAppLog {
     /// `log_basename`: the logs are `BASENAME-TASK-INDEX.log` (rt-app's default `rt-app`).
     pub basename: String,
     /// `calibration` when it is a whole number of ns per loop of rt-app's busy loop: the `perf`
-    /// column counts the loops `run` would have taken (`None`, "CPU<n>": 0).
+    /// column counts the loops `run` would have taken (`None`, `"CPU<n>"`: 0).
     pub calibration_ns: Option<u64>,
     /// `cumulative_slack`: a pass's slack sums its timers' instead of keeping the last.
     pub cumulative_slack: bool,

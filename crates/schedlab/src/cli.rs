@@ -333,6 +333,7 @@ const HEADINGS: &[(&str, &[&str])] = &[
         "Knobs and repetitions",
         &[
             "group_knobs",
+            "timer_slack",
             "runs",
             "until",
             "max_runs",

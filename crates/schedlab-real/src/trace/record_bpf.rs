@@ -11,7 +11,7 @@
 //!
 //! What the records become, so that the conversion sees what tracefs would have given it:
 //! a switch whose prev was in a system call the conversion classifies sleeps by (the tracefs
-//! recorder's filter, [`super::record::watched_calls`]) becomes `SysEnter`, the switch and
+//! recorder's filter, `watched_calls`) becomes `SysEnter`, the switch and
 //! `SysExit` at the same time; a call outside that list gives no event, as the filter drops it
 //! there. The blocking call is read from `orig_ax`, which is x86-64's; on other architectures the
 //! recorder does not load and `record` falls back to tracefs. A 32-bit (compat) program's call
@@ -353,7 +353,7 @@ pub fn untimed_socket_size(events: &[SchedEvent]) -> Option<usize> {
 const CALL_ROUNDS: usize = 2000;
 
 /// The CPU time of a write of `size` bytes to a UNIX socketpair and of the read that takes
-/// them, ns: the medians of [`CALL_ROUNDS`] rounds in one thread (neither call sleeps, as a
+/// them, ns: the medians of 2000 rounds in one thread (neither call sleeps, as a
 /// recorded call whose entry was not seen did not). `None` if the socketpair cannot be made or
 /// used, or `size` is over 64 KiB.
 pub fn socket_call_ns(size: usize) -> Option<(u64, u64)> {

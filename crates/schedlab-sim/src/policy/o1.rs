@@ -16,8 +16,8 @@
 //! cache_hot_time of kernels before 2.6.16, which then began to calibrate it at boot).
 //!
 //! `yield=2.5.25` swaps in the sys_sched_yield of Linux 2.5.22–2.5.27, the kernel seed 000 ran
-//! (Ingo Molnar's "[patch] 2.5.22 current scheduler bits #1", LKML 2002-06-17, brought it in;
-//! "[patch] scheduler bits for 2.5.27", 2002-07-20, replaced it by the expired-array yield that
+//! (Ingo Molnar's "\[patch\] 2.5.22 current scheduler bits #1", LKML 2002-06-17, brought it in;
+//! "\[patch\] scheduler bits for 2.5.27", 2002-07-20, replaced it by the expired-array yield that
 //! 2.6 kept): a SCHED_OTHER task that yields loses one priority level and goes to the tail of
 //! that level's list in the *active* array; at the lowest level (139) it gives up one tick of its
 //! slice instead and keeps its place, and only with one tick left does it go to the expired
@@ -53,7 +53,7 @@
 //!   the same task again does not ask for a reschedule; schedule()'s sleep_avg charge is applied.
 //! - SCHED_BATCH: sleep credit always 0 (recalc_task_prio), never interactive, woken into the
 //!   expired array, as 2.6.20. SCHED_IDLE (2.6.23), SCHED_DEADLINE and EEVDF slices are rejected.
-//! - select_task_rq and load balancing are the generic 2.6 ones of [`super::balance`] (and its
+//! - select_task_rq and load balancing are the generic 2.6 ones of the `balance` module (and its
 //!   simplifications): try_to_wake_up's SD_WAKE_AFFINE / SD_WAKE_BALANCE tests, then an idle
 //!   CPU; find_busiest_group / move_tasks with imbalance_pct and cache-hot tasks left behind;
 //!   idle CPUs balance every 1 ms, busy ones every 200 ms, newly idle CPUs always. New tasks use

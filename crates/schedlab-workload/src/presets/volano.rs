@@ -101,7 +101,7 @@ pub struct Volano {
     pub yields: bool,
     /// Whether each notify queue is a Java monitor: a lock that `putElement` holds around its
     /// append and notify, and that a notified send thread takes again before it empties the
-    /// queue ([`Volano::put`], [`Volano::send_thread`]).
+    /// queue (`Volano::put`, `Volano::send_thread`).
     pub monitors: bool,
     /// User-space CPU per packet a server thread reads or writes.
     pub server_work: Duration,
