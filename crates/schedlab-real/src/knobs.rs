@@ -118,7 +118,7 @@ pub fn inherited_timer_slack_ns() -> u64 {
 
 /// The slack, in ns, that `slack` asks for: unset is 1 ns, so that a sleep ends when asked
 /// (benchmarks measure scheduling latency, not the timer's coalescing).
-pub fn timer_slack_ns(slack: Option<TimerSlack>) -> u64 {
+fn timer_slack_ns(slack: Option<TimerSlack>) -> u64 {
     match slack {
         None => 1,
         Some(TimerSlack::Ns(ns)) => ns,
