@@ -526,6 +526,10 @@ fn build_file(
         ),
         ("net_lock", "loopback is lockless on current kernels"),
         (
+            "line",
+            "a lock's cache line between CPUs, charged only where a profile of a measured machine gives it",
+        ),
+        (
             "reclaim",
             "needs memory pressure on the host, which calibrate never causes",
         ),

@@ -174,6 +174,16 @@ pub struct CostModel {
     /// queue's mutex. A sender that finds it held spins, burning its CPU, as on `rq_lock`. 0 in
     /// both profiles (no published hold time was found); `--cost net_lock=1us` turns it on.
     pub net_lock: u64,
+    /// A cache-to-cache transfer charged to a task that takes a workload's lock last released
+    /// on another CPU, as CPU time at the start of its hold: the lock's line comes from the
+    /// releasing CPU's cache, and the first store to the data it protects misses there too.
+    /// Scaled by distance as `bounce` is (`smt_pct`, `llc_pct`, `socket_pct`); nothing when the
+    /// last holder ran on the same CPU. 0 in both profiles (the machines the seeds ran on were
+    /// not measured for it; McKenney's 4-CPU 700 MHz Pentium III gave 113 ns for an atomic
+    /// increment whose line comes from another CPU and 361 ns for a cmpxchg that transfers and
+    /// invalidates it, against 162 ns for main memory — "Exploiting Deferred Destruction", his
+    /// 2004 dissertation); `--cost line=360ns` turns it on.
+    pub line: u64,
     /// Per task a scanning scheduler examines (Linux 2.4's goodness loop).
     pub scan: u64,
     /// The timer interrupt handler.
@@ -250,7 +260,7 @@ pub fn sock_queue_doublings(queued: u64) -> f64 {
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, line, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, line, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -277,6 +287,7 @@ impl CostModel {
                 rq_lock: 50,
                 bounce: 0,
                 net_lock: 0,
+                line: 0,
                 scan: 20,
                 tick: 1_000,
                 channel_bytes: 65_536,
@@ -314,6 +325,7 @@ impl CostModel {
                 rq_lock: 300,
                 bounce: 0,
                 net_lock: 0,
+                line: 0,
                 scan: 60,
                 tick: 3_000,
                 channel_bytes: 16_384,
@@ -441,6 +453,7 @@ impl CostModel {
                 "rq_lock" => self.rq_lock = dur()?,
                 "bounce" => self.bounce = dur()?,
                 "net_lock" => self.net_lock = dur()?,
+                "line" => self.line = dur()?,
                 "scan" => self.scan = dur()?,
                 "tick" => self.tick = dur()?,
                 "page_touch" => self.page_touch = dur()?,
@@ -534,6 +547,9 @@ impl fmt::Display for CostModel {
         }
         if self.sock_slots != 0 {
             write!(f, " sock_slots={}", self.sock_slots)?;
+        }
+        if self.line != 0 {
+            write!(f, " line={}", self.line)?;
         }
         write!(f, ")")
     }
@@ -653,6 +669,29 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().starts_with("net_wait=soon: "), "{e}");
         assert!(COST_KEYS.contains("net_wait"));
+    }
+
+    /// `line` is 0 in both built-in profiles and left out of their description (records stay
+    /// as they were); set, it is parsed like every duration and shown.
+    #[test]
+    fn line_defaults_to_zero_and_is_shown_only_when_set() {
+        for name in PROFILES {
+            let m = CostModel::profile(name).unwrap();
+            assert_eq!(m.line, 0, "{name}");
+            assert!(!m.to_string().contains("line="), "{m}");
+        }
+        let m = CostModel::profile("piii-700")
+            .unwrap()
+            .with_overrides(&["line=360ns".into()])
+            .unwrap();
+        assert_eq!(m.line, 360);
+        assert!(m.to_string().ends_with(" line=360)"), "{m}");
+        let e = CostModel::profile("piii-700")
+            .unwrap()
+            .with_overrides(&["line=far".into()])
+            .unwrap_err();
+        assert!(e.to_string().starts_with("line=far: "), "{e}");
+        assert!(COST_KEYS.contains("line"));
     }
 
     /// `net_ack` is 0 in both built-in profiles and left out of their description; set, it is

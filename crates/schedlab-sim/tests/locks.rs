@@ -280,3 +280,93 @@ fn linux24s_runqueue_lock_is_contended_and_mqs_per_cpu_locks_are_not() {
     );
     assert!(global.spin_ns > 0 && global.waited > 0);
 }
+
+/// Two tasks on the CPUs of `cpus` ("g:cpus=N" each) and one spin lock: `a` holds it 1 ms at
+/// the start; `b` computes 2 ms, then holds it 1 ms — after `a` released it, so never waiting.
+struct OneAfterTheOther;
+
+impl Workload for OneAfterTheOther {
+    fn name(&self) -> &'static str {
+        "one-after-the-other"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        TwoTasks {
+            kind: LockKind::Spin,
+        }
+        .plan()
+    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        let l = LockId(0);
+        if task.group == 1 {
+            ctx.compute(Duration::from_millis(2)).await;
+        }
+        ctx.lock(l).await;
+        ctx.compute(Duration::from_millis(1)).await;
+        ctx.unlock(l);
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        TwoTasks {
+            kind: LockKind::Spin,
+        }
+        .metric_defs()
+    }
+    fn metrics(&self, o: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::from([("wall".into(), o.wall.as_secs_f64())]))
+    }
+}
+
+/// [`free`] with the lock's line transfer set.
+fn with_line(line: &str) -> CostModel {
+    free().with_overrides(&[format!("line={line}")]).unwrap()
+}
+
+fn knobs(args: &[&str]) -> Vec<Knobs> {
+    args.iter().map(|a| parse_group_arg(a).unwrap().1).collect()
+}
+
+#[test]
+fn taking_a_lock_released_on_another_cpu_costs_the_line_and_on_the_same_cpu_nothing() {
+    const LINE: u64 = 50_000;
+    // Another CPU: b's acquisition finds the line in CPU 0's cache and pays for it inside its
+    // hold, as its own CPU time; a's, the first, has no previous holder.
+    let r = sim(&OneAfterTheOther, "cfs", 2, &with_line("50us"), &pinned()).unwrap();
+    let l = lock(&r, "the_lock");
+    assert_eq!((l.acquisitions, l.waited), (2, 0), "{l:?}");
+    assert_eq!(l.hold_ns, 2 * MS + LINE, "{l:?}");
+    assert_eq!(l.hold_max_ns, MS + LINE, "{l:?}");
+    assert_eq!(cpu_ns(&r, "a"), MS);
+    assert_eq!(cpu_ns(&r, "b"), 3 * MS + LINE);
+    assert_eq!(r.elapsed_ns, 3 * MS + LINE);
+    // The same CPU: the line is where it was left, whichever task runs first.
+    let same = knobs(&["g:cpus=0", "g:cpus=0"]);
+    let r = sim(&OneAfterTheOther, "cfs", 2, &with_line("50us"), &same).unwrap();
+    let l = lock(&r, "the_lock");
+    assert_eq!((l.acquisitions, l.hold_ns), (2, 2 * MS), "{l:?}");
+    assert_eq!(cpu_ns(&r, "a") + cpu_ns(&r, "b"), 4 * MS);
+    // Off (the profiles' 0): as before the cost existed.
+    let r = sim(&OneAfterTheOther, "cfs", 2, &free(), &pinned()).unwrap();
+    assert_eq!(lock(&r, "the_lock").hold_ns, 2 * MS);
+    assert_eq!(r.elapsed_ns, 3 * MS);
+}
+
+#[test]
+fn a_contended_hand_off_to_another_cpu_lengthens_the_next_hold_by_the_line() {
+    const LINE: u64 = 50_000;
+    for kind in [LockKind::Spin, LockKind::Sleep] {
+        // b waits 2 ms for a's 3 ms hold (TwoTasks), then holds 2 ms plus the line's transfer
+        // from CPU 0; its wait and spinning are as without the cost.
+        let r = sim(&TwoTasks { kind }, "cfs", 2, &with_line("50us"), &pinned()).unwrap();
+        let l = lock(&r, "the_lock");
+        assert_eq!((l.acquisitions, l.waited), (2, 1), "{kind:?} {l:?}");
+        assert_eq!(l.wait_ns, 2 * MS, "{kind:?} {l:?}");
+        assert_eq!(l.hold_ns, 5 * MS + LINE, "{kind:?} {l:?}");
+        let spin = if kind == LockKind::Spin { 2 * MS } else { 0 };
+        assert_eq!(l.spin_ns, spin, "{kind:?} {l:?}");
+        assert_eq!(cpu_ns(&r, "b"), 3 * MS + spin + LINE, "{kind:?}");
+        assert_eq!(r.elapsed_ns, 5 * MS + LINE, "{kind:?}");
+    }
+}

@@ -209,7 +209,7 @@ impl Machine<'_> {
                 }
             }
             Effect::Spin(l) => {
-                if !self.spin(t, l) {
+                if !self.spin(cpu, t, l) {
                     return false;
                 }
             }

@@ -14,6 +14,11 @@
 //! in [`SPIN_CHUNK`] bursts (its CPU time; not preempted while the holder runs, as a kernel
 //! spinner is not: `Machine::resched_due`) until a release hands the lock to the first waiter
 //! that is on a CPU, or, if none is, a spinner finds it free when it next runs.
+//!
+//! A lock remembers the CPU that last released it: a task that takes it on another CPU pays the
+//! cost model's `line` (by distance) as CPU time at the start of its hold — the lock's cache line
+//! and the first store to the data it protects come from that CPU's cache — and one that takes
+//! it where it was released pays nothing. `line` is 0 in the built-in profiles.
 
 use super::{Effect, Event, Machine, SimError, State};
 use crate::context::Op;
@@ -38,6 +43,8 @@ pub(super) struct SimLock {
     pub(super) spin: bool,
     /// When the holder took it.
     held_since: u64,
+    /// The CPU that last released it (none before the first release).
+    released_on: Option<CpuId>,
     /// Its statistics (named and kinded at the start; elapsed and CPU time filled in at the
     /// end).
     pub(super) stats: LockStats,
@@ -187,13 +194,14 @@ impl SyncObjects {
         lock.stats.acquired(wait);
     }
 
-    /// Task `t` releases lock `l` at `now`, if it holds it. Returns whether it did.
-    pub(super) fn release(&mut self, l: usize, t: TaskId, now: u64) -> bool {
+    /// Task `t` releases lock `l` on `cpu` at `now`, if it holds it. Returns whether it did.
+    pub(super) fn release(&mut self, l: usize, t: TaskId, cpu: CpuId, now: u64) -> bool {
         let lock = &mut self.locks[l];
         if lock.holder != Some(t) {
             return false;
         }
         lock.holder = None;
+        lock.released_on = Some(cpu);
         let held = now - lock.held_since;
         lock.stats.released(held);
         true
@@ -209,7 +217,8 @@ impl Machine<'_> {
         let now = self.view.now;
         let lock = &mut self.sync.locks[l];
         if lock.holder.is_none() {
-            self.take_lock(t, l);
+            let line = self.take_lock(cpu, t, l);
+            self.tasks[t].remaining += line;
             return true;
         }
         lock.waiters.push_back(t);
@@ -228,11 +237,12 @@ impl Machine<'_> {
     /// [`Effect::Spin`]: task `t`'s stretch of spinning for lock `l` is over: take the lock if
     /// it is free, or spin on. Returns false if the run failed (the holder has finished).
     #[inline(always)]
-    pub(super) fn spin(&mut self, t: TaskId, l: usize) -> bool {
+    pub(super) fn spin(&mut self, cpu: CpuId, t: TaskId, l: usize) -> bool {
         match self.sync.locks[l].holder {
             None => {
                 self.sync.locks[l].waiters.retain(|&w| w != t);
-                self.take_lock(t, l);
+                let line = self.take_lock(cpu, t, l);
+                self.tasks[t].remaining += line;
             }
             Some(h) if self.tasks[h].state == State::Done => {
                 self.failure = Some(SimError::Deadlock(format!(
@@ -367,13 +377,24 @@ impl Machine<'_> {
         }
     }
 
-    /// Task `t` takes free lock `l`, ending its wait if it had one.
-    fn take_lock(&mut self, t: TaskId, l: usize) {
+    /// Task `t`, running on `cpu`, takes free lock `l`, ending its wait if it had one. Returns
+    /// the CPU time the lock's line costs it (the caller adds it to the task's work, the hold's
+    /// first): `line` by distance when the lock was last released on another CPU, else 0.
+    fn take_lock(&mut self, cpu: CpuId, t: TaskId, l: usize) -> u64 {
         let now = self.view.now;
         let wait = self.tasks[t].lock_wait_since.take().map_or(0, |s| now - s);
+        let released_on = self.sync.locks[l].released_on;
         self.sync.take(l, t, now, wait);
         if self.sync.locks[l].spin {
             self.tasks[t].spin_held += 1;
+        }
+        let line = self.costs.model.line;
+        match released_on {
+            Some(from) if line > 0 && from != cpu => {
+                let base = self.costs.by_distance(line, from, cpu);
+                self.costs.c(base)
+            }
+            _ => 0,
         }
     }
 
@@ -382,7 +403,7 @@ impl Machine<'_> {
     /// is spinning on a CPU (a preempted spinner takes it when it runs again, if still free).
     pub(super) fn unlock(&mut self, cpu: CpuId, t: TaskId, l: usize) {
         let now = self.view.now;
-        if !self.sync.release(l, t, now) {
+        if !self.sync.release(l, t, cpu, now) {
             return;
         }
         let lock = &mut self.sync.locks[l];
@@ -407,16 +428,17 @@ impl Machine<'_> {
         let State::Running(c) = self.tasks[w].state else {
             unreachable!("the waiter was found running")
         };
-        // Its spinning ends now: charge it, hand it the lock, and end its burst.
+        // Its spinning ends now: charge it, hand it the lock, and end its burst — at once, or
+        // after the lock's line has come over from this CPU.
         self.account(c);
-        self.take_lock(w, l);
-        self.tasks[w].remaining = 0;
+        let line = self.take_lock(c, w, l);
+        self.tasks[w].remaining = line;
         self.tasks[w].then = Effect::Resume;
         self.cpus[c].gen += 1;
         let gen = self.cpus[c].gen;
         self.clock
             .events
-            .push_slot(c, now, Event::BurstDone { cpu: c, gen });
+            .push_slot(c, now + line, Event::BurstDone { cpu: c, gen });
     }
 }
 
@@ -481,10 +503,10 @@ mod tests {
         let mut s = objects(vec![], vec![]);
         assert!(!s.locks[0].spin && s.locks[1].spin);
         s.take(0, 1, 100, 0);
-        assert!(!s.release(0, 2, 150), "not the holder");
-        assert!(s.release(0, 1, 400));
+        assert!(!s.release(0, 2, 0, 150), "not the holder");
+        assert!(s.release(0, 1, 0, 400));
         s.take(0, 2, 500, 70);
-        assert!(s.release(0, 2, 600));
+        assert!(s.release(0, 2, 0, 600));
         let st = &s.locks[0].stats;
         assert_eq!((st.acquisitions, st.waited, st.wait_ns), (2, 1, 70));
         assert_eq!((st.hold_ns, st.hold_max_ns), (400, 300));
