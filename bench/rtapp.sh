@@ -56,9 +56,9 @@
 #
 # How long: per example and round, SECONDS for each of the three runs plus about 2 s (measure)
 # or 8 s (CPU<n>) of start and calibration each, then about a second per simulated policy
-# (before the A/A runs were added, the figures below; they add about half). A full run of the 17
-# examples (11 run on both sides; 3 runs of 2 s) took 5 minutes with every policy (cpu-time)
-# and 4 with POLICIES= (loops) on a 2-CPU VM while other builds ran (load 8-17).
+# (and a second for the fork probe, once). With the A/A runs and POLICIES=, the 16 examples
+# (14 run on both sides) took 4.4 minutes with 3 runs of 1 s on a 2-CPU VM while other builds
+# ran (load 7); 5 runs of 2 s had reached the last example after 13 minutes on the idle VM.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -157,7 +157,7 @@ EOF
   fi
   [ "$forks" = yes ]
 }
-# rtapp_verdict SRC: what rt-app itself says of a file the script's reader refuses (it reads
+# rtapp_verdict FILE: what rt-app itself says of a file the script or schedlab refuses (it reads
 # the whole file before it starts anything; its logdir is pointed into the temporary
 # directory, and the run bounded in time, in case it does accept the file and runs it).
 rtapp_verdict() {
@@ -195,7 +195,7 @@ for n in $names; do
   [ -n "$err" ] && echo "$err"
   if ! err=$("$SCHEDLAB" check "$file" 2>&1 >/dev/null); then
     # The error, not the warnings before it.
-    echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$')"
+    echo "schedlab does not load it: $(echo "$err" | grep -m1 'error' || echo "$err" | grep -m1 -v '^\s*$'); $(rtapp_verdict "$file")"
     continue
   fi
   ref=() mine=() again=()
