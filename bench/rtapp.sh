@@ -164,11 +164,12 @@ rtapp_verdict() {
   local d="$tmp/verdict"
   mkdir -p "$d"
   sed -E "s#\"logdir\"[[:space:]]*:[[:space:]]*\"[^\"]*\"#\"logdir\": \"$d\"#" "$1" >"$d.json"
-  if (cd "$d" && timeout -s INT 20 rt-app "$d.json" >"$d.out" 2>&1); then
-    echo "rt-app runs it"
-  else
-    echo "rt-app refuses it too: $(grep -m1 -i 'crit\|error' "$d.out" || grep -m1 . "$d.out")"
-  fi
+  (cd "$d" && timeout -s INT 20 rt-app "$d.json" >"$d.out" 2>&1)
+  case $? in
+    0) echo "rt-app runs it" ;;
+    124) echo "rt-app runs it (stopped after 20 s)" ;;
+    *) echo "rt-app refuses it too: $(grep -m1 -i 'crit\|error' "$d.out" || grep -m1 . "$d.out")" ;;
+  esac
 }
 began=$(date +%s)
 ns=""
