@@ -40,7 +40,8 @@ counts the threads whose other/reference ratios are within that spread (|other/r
 |AA/ref - 1|, period and run each) and those within 2 % or within the spread. The A and B runs
 share the example's calibration, so an error of the calibration is in both and the A/A ratios
 cannot show it: with AA_DIRs, an `(rt-app)` line says when rt-app's runs took more than 2 % off
-the time asked over the example's threads.
+the time asked over the example's threads (with CALIBRATION=CPU<n> each rt-app run calibrates
+itself, and a calibration error is in A/A too).
 
 With --file (the prepared JSON both ran), a task without `phases` whose `loop` is N > 0
 counts only its first N passes on the reference side: rt-app 1.0 (Debian's) runs such a task
@@ -300,7 +301,7 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
         if a and c:
             parts = [f"{k} {ratio(a[k], c[k]):.3f}" if a[k] else f"{k} -" for k in ("passes", "period", "run")]
             print(f"{'(A/A)':<22}rt-app against itself, ratios over its threads: " + ", ".join(parts))
-    # rt-app's A and B runs share the example's calibration, so an error of the calibration
+    # Where rt-app's A and B runs share the example's calibration (a number), an error of it
     # (the loop running faster or slower than when it was measured) is in both and the A/A
     # ratios cannot show it; rt-app's runs against the time asked can.
     asked = [(f["run"], f["asked"], f["passes"]) for f in ref.values() if f["asked"]]
@@ -309,8 +310,8 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
         if abs(took - 1) > 0.02:
             print(f"{'(rt-app)':<22}rt-app's runs took {took:.3f} of the time asked, over its threads: its loop "
                   "ran faster or slower than the calibration measured, or it was preempted; against "
-                  "schedlab's CPU time this is in the run and period ratios, and not in A/A (both rt-app runs "
-                  "use the same calibration)")
+                  "schedlab's CPU time this is in the run and period ratios, and, where both rt-app runs are given "
+                  "one calibration (CALIBRATION=measure or a number), not in A/A")
     if tally:
         with open(tally, "a") as f:
             for r in rows:
