@@ -3,17 +3,23 @@
 per-task logs rt-app and schedlab (--rt-app-logs) wrote.
 
   rtapp.py prepare SRC DST --duration S --calibration NS|CPU<n> --logdir DIR --basename NAME
+                   [--no-fork]
   rtapp.py compare SECONDS [--tally FILE --label NAME] [--file JSON] REF_DIR... -- OTHER_DIR...
                    [-- AA_DIR...]                       (each DIR: one run's *.log files)
   rtapp.py summary FILE                                 (the tally compare appended to)
   rtapp.py nsloop DIR                                   (ns per loop of rt-app's own runs)
 
-prepare reads SRC as rt-app's JSON reader (json-c) does: C comments and trailing commas are
-accepted, and a key given twice keeps the position of its first occurrence and the value of
-its last — which is what a Python dict does when a key is assigned again. It writes strict
+prepare reads SRC as rt-app's JSON reader (json-c) and schedlab's do: C comments, trailing
+commas and single-quoted strings are accepted, and a key given twice keeps the position of its
+first occurrence and the value of its last — which is what a Python dict does when a key is
+assigned again. What neither accepts (a key without a value, as in upstream's video-short) is
+an error here too. It writes strict
 JSON with `global` edited: duration, calibration (`CPU<n>`: rt-app measures its loop at
 each run's start, as schedlab's `--run-as loops` does; a whole number: that figure), logdir, log_basename, ftrace false and gnuplot false; `frag`, a
-key rt-app never reads, is removed. The same file is then given to rt-app and to schedlab.
+key rt-app never reads, is removed. With --no-fork (for an rt-app that does not run `fork`,
+as rt-app 1.0 does not), the file's `fork` events and its tasks of `instance` 0 are removed
+too, as that rt-app runs it, and what was removed is printed. The same file is then given to
+rt-app and to schedlab.
 
 compare reads rt-app's log format (`#` lines are comments; columns idx perf run period start
 end rel_st slack c_duration c_period wu_lat, microseconds) and prints, per thread (file
@@ -31,7 +37,11 @@ ratio AA/REF per thread (column `A/A period,run`; `2 % judgeable` names the colu
 ratio is within 2 % of 1, where a 2 % comparison with rt-app means something) and per example
 (the `(A/A)` line) is the reference's own run-to-run spread, the floor under any comparison with it; `summary` then also
 counts the threads whose other/reference ratios are within that spread (|other/ref - 1| <=
-|AA/ref - 1|, period and run each) and those within 2 % or within the spread.
+|AA/ref - 1|, period and run each) and those within 2 % or within the spread. The A and B runs
+share the example's calibration, so an error of the calibration is in both and the A/A ratios
+cannot show it: with AA_DIRs, an `(rt-app)` line says when rt-app's runs took more than 2 % off
+the time asked over the example's threads (with CALIBRATION=CPU<n> each rt-app run calibrates
+itself, and a calibration error is in A/A too).
 
 With --file (the prepared JSON both ran), a task without `phases` whose `loop` is N > 0
 counts only its first N passes on the reference side: rt-app 1.0 (Debian's) runs such a task
@@ -51,24 +61,33 @@ import sys
 
 
 def strip_jsonc(text):
-    """Remove // and /* */ comments outside strings, and commas before } or ]."""
+    """Strict JSON of what rt-app's json-c and schedlab's reader accept beyond it: // and /* */
+    comments outside strings removed, commas before } or ] removed, and single-quoted strings
+    written with double quotes. Nothing else (a key without a value, `True`, text after the
+    closing brace) is accepted: schedlab's reader refuses those too."""
     out, i, n = [], 0, len(text)
     in_str = None
     while i < n:
         c = text[i]
         if in_str:
-            out.append(c)
             if c == "\\" and i + 1 < n:
-                out.append(text[i + 1])
+                nxt = text[i + 1]
+                # In a single-quoted string, \' is a quote and " needs no escape.
+                out.append("'" if in_str == "'" and nxt == "'" else c + nxt)
                 i += 2
                 continue
             if c == in_str:
                 in_str = None
+                out.append('"')
+            elif c == '"':
+                out.append('\\"')
+            else:
+                out.append(c)
             i += 1
             continue
         if c in "\"'":
             in_str = c
-            out.append(c)
+            out.append('"')
         elif text.startswith("//", i):
             j = text.find("\n", i)
             i = n if j < 0 else j
@@ -83,9 +102,42 @@ def strip_jsonc(text):
     return re.sub(r",(\s*[}\]])", r"\1", "".join(out))
 
 
-def prepare(src, dst, duration, calibration, logdir, basename):
+def is_event(key, name):
+    """Whether `key` is rt-app's event `name`: rt-app matches an event key by its prefix
+    (`fork1`, `fork2` are forks)."""
+    return key.startswith(name)
+
+
+def drop_forks(doc):
+    """What rt-app 1.0 runs of a file with `fork` events: it knows no such event (its parser
+    skips the key) and starts only each task's `instance`s, so a task of instance 0 never
+    runs. Removes both from `doc`; returns a description of what was removed (empty if
+    nothing was)."""
+    tasks = doc.get("tasks", {})
+    forks = []
+    for tname, task in tasks.items():
+        places = [(None, task)] + list(task.get("phases", {}).items())
+        for pname, body in places:
+            for key in [k for k in body if is_event(k, "fork")]:
+                forks.append(f"{tname}{'' if pname is None else ' ' + pname} forks {body.pop(key)}")
+    never = [t for t, task in tasks.items() if task.get("instance", 1) == 0]
+    for t in never:
+        del tasks[t]
+    if not forks and not never:
+        return ""
+    return ("rt-app here does not run `fork` (rt-app 1.0: its reader skips the key; upstream "
+            "runs it, as schedlab does): both run this file without its forks ("
+            + "; ".join(forks) + ")"
+            + (f" and without the tasks of instance 0, which only a fork would start ({', '.join(never)})" if never else ""))
+
+
+def prepare(src, dst, duration, calibration, logdir, basename, no_fork=False):
     with open(src) as f:
         doc = json.loads(strip_jsonc(f.read()))
+    if no_fork:
+        note = drop_forks(doc)
+        if note:
+            print(note)
     g = doc.setdefault("global", {})
     g.pop("frag", None)
     g["duration"] = duration
@@ -249,6 +301,17 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
         if a and c:
             parts = [f"{k} {ratio(a[k], c[k]):.3f}" if a[k] else f"{k} -" for k in ("passes", "period", "run")]
             print(f"{'(A/A)':<22}rt-app against itself, ratios over its threads: " + ", ".join(parts))
+    # Where rt-app's A and B runs share the example's calibration (a number), an error of it
+    # (the loop running faster or slower than when it was measured) is in both and the A/A
+    # ratios cannot show it; rt-app's runs against the time asked can.
+    asked = [(f["run"], f["asked"], f["passes"]) for f in ref.values() if f["asked"]]
+    if aa_dirs and asked:
+        took = sum(r * n for r, _, n in asked) / sum(a * n for _, a, n in asked)
+        if abs(took - 1) > 0.02:
+            print(f"{'(rt-app)':<22}rt-app's runs took {took:.3f} of the time asked, over its threads: its loop "
+                  "ran faster or slower than the calibration measured, or it was preempted; against "
+                  "schedlab's CPU time this is in the run and period ratios, and, where both rt-app runs are given "
+                  "one calibration (CALIBRATION=measure or a number), not in A/A")
     if tally:
         with open(tally, "a") as f:
             for r in rows:
@@ -332,8 +395,9 @@ def main(argv):
         p.add_argument("--calibration", type=calibration, required=True)
         p.add_argument("--logdir", required=True)
         p.add_argument("--basename", default="rt-app")
+        p.add_argument("--no-fork", action="store_true")
         a = p.parse_args(argv[2:])
-        prepare(a.src, a.dst, a.duration, a.calibration, a.logdir, a.basename)
+        prepare(a.src, a.dst, a.duration, a.calibration, a.logdir, a.basename, a.no_fork)
     elif len(argv) >= 5 and argv[1] == "compare" and "--" in argv:
         global LIMIT_US
         LIMIT_US = float(argv[2]) * 1e6
