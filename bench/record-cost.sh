@@ -10,7 +10,10 @@
 # bench/record-wall.py --cpu on both sides) instead of wall time: on a loaded machine the wall
 # time holds the other processes' turns on the program's CPUs, its CPU time mostly not, while
 # the recorder's programs run in the recorded tasks' context and are charged to them.
-# TRACEFS=off leaves the tracefs recording out of the rounds.
+# TRACEFS=off leaves the tracefs recording out of the rounds. FLOOR=on adds a run with empty BPF
+# programs on the recorder's two frequent tracepoints (sched_switch, sched_waking;
+# bench/record-floor.bpf.c, attached by bench/record-floor.c, both built here: apt-get install
+# clang libbpf-dev): what entering those tracepoints costs before any recorder does anything.
 # BPF_ALSO="BIN..." adds a BPF recording by each of those schedlab binaries to every round (an
 # older build beside this one, say), in the same rotation. Needs root. Called by
 # bench/record.sh per program; alone:
@@ -35,9 +38,21 @@ case $tracefs in
   on | off) ;;
   *) echo "record-cost.sh: TRACEFS must be on or off, not '$tracefs'" >&2; exit 2 ;;
 esac
+floor=${FLOOR:-off}
+case $floor in
+  on | off) ;;
+  *) echo "record-cost.sh: FLOOR must be on or off, not '$floor'" >&2; exit 2 ;;
+esac
 schedlab_bin || exit 1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+if [ "$floor" = on ]; then
+  clang -O2 -target bpf -I/usr/include/"$(uname -m)"-linux-gnu -Wall -c bench/record-floor.bpf.c \
+    -o "$dir/floor.bpf.o" && gcc -O2 -Wall -o "$dir/floor" bench/record-floor.c -lbpf || {
+    echo "record-cost.sh: FLOOR=on needs clang, gcc and libbpf (apt-get install clang libbpf-dev)" >&2
+    exit 1
+  }
+fi
 
 untraced() {
   if [ "$metric" = cpu ]; then
@@ -45,6 +60,13 @@ untraced() {
   else
     python3 bench/record-wall.py "$@"
   fi
+}
+
+# empty_programs: the program's run with the floor's empty programs attached.
+empty_programs() {
+  local wall=(python3 bench/record-wall.py)
+  [ "$metric" = wall ] || wall+=(--cpu)
+  "$dir/floor" "$dir/floor.bpf.o" "${wall[@]}" "$@"
 }
 
 # traced BIN SOURCE: the program's run under `BIN record --source SOURCE`, seconds ("" if it
@@ -69,7 +91,8 @@ for b in "${also[@]}"; do
   [ -x "$b" ] || { echo "record-cost.sh: BPF_ALSO: $b is not an executable schedlab" >&2; exit 2; }
 done
 n=$((3 + ${#also[@]}))
-plain=() bpf=() tfs=() other=()
+[ "$floor" = off ] || n=$((n + 1))
+plain=() bpf=() tfs=() other=() empty=()
 for ((i = 0; i < reps; i++)); do
   for ((k = 0; k < n; k++)); do
     v=$(((i + k) % n))
@@ -77,7 +100,13 @@ for ((i = 0; i < reps; i++)); do
       0) plain+=("$(untraced "$@")") ;;
       1) bpf+=("$(traced "$SCHEDLAB" bpf "$@")") ;;
       2) [ "$tracefs" = off ] || tfs+=("$(traced "$SCHEDLAB" tracefs "$@")") ;;
-      *) other[v - 3]+=" $(traced "${also[v - 3]}" bpf "$@")" ;;
+      *)
+        if [ "$v" -lt $((3 + ${#also[@]})) ]; then
+          other[v - 3]+=" $(traced "${also[v - 3]}" bpf "$@")"
+        else
+          empty+=("$(empty_programs "$@")")
+        fi
+        ;;
     esac
   done
 done
@@ -85,6 +114,7 @@ extra=()
 for ((j = 0; j < ${#also[@]}; j++)); do
   extra+=("bpf by ${also[j]}" "${other[j]:-}")
 done
+[ "$floor" = off ] || extra+=("empty programs" "${empty[*]}")
 python3 - "$metric" "${plain[*]}" "${bpf[*]}" "${tfs[*]}" "${extra[@]}" <<'PY'
 import os, statistics, sys
 metric = sys.argv[1]
@@ -104,7 +134,8 @@ for name, xs in [("bpf", bpf), ("tracefs", tfs)] + others:
         print(f"  {name}: {len(xs)} of {len(plain)} recordings succeeded; no ratio")
         continue
     r = [t / p for t, p in zip(xs, plain)]
-    print(f"  recorded through {name:<7} {statistics.median(xs):.4f} s: ratio {statistics.median(r):.3f} "
+    label = "with the floor's" if name == "empty programs" else "recorded through"
+    print(f"  {label} {name:<7} {statistics.median(xs):.4f} s: ratio {statistics.median(r):.3f} "
           f"(median of the rounds' ratios, interquartile {q(r, .25):.3f}-{q(r, .75):.3f}; "
           f"ratio of medians {statistics.median(xs) / statistics.median(plain):.3f})")
 PY
