@@ -571,7 +571,7 @@ fn drain(events: Map, stop: &AtomicBool, live: bool) -> Drained {
 fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
     match bytes.get(10) {
         Some(&(KIND_FORK | KIND_EXIT | KIND_IO)) => decode_one(bytes, calls, out),
-        Some(_) if bytes.len() % RECORD_BYTES == 0 => {
+        Some(_) if bytes.len().is_multiple_of(RECORD_BYTES) => {
             for record in bytes.chunks_exact(RECORD_BYTES) {
                 decode_one(record, calls, out);
             }
