@@ -12,8 +12,11 @@ Usage: [ROUNDS=N] [RECORD_FLAGS=--data-flow] bench/record-bpf-stats.py SCHEDLAB[
 """
 import ctypes, json, os, shutil, statistics, subprocess, sys, tempfile, time
 
-# The recorder's program names (bpftool shows the first 15 characters of a name).
-PROGRAMS = ("on_", "pipe_read_", "pipe_write_", "unix_recv_", "unix_send_")
+# The recorder's program names (bpftool shows the first 15 characters of a name); whole names
+# where they are short, so that another tool's programs created meanwhile (an on_wakeup, say)
+# are not counted as the recorder's.
+PROGRAMS = ("on_switch", "on_waking", "on_fork", "on_exit", "on_migrate", "on_sock_",
+            "pipe_read_", "pipe_write_", "unix_recv_", "unix_send_")
 
 libc = ctypes.CDLL(None, use_errno=True)
 attr = ctypes.c_uint32(0)  # BPF_STATS_RUN_TIME

@@ -63,6 +63,19 @@
  * event: the thread polls on a timer instead, and is woken early only when the ring is more than
  * wake_bytes full.
  *
+ * The frequent records, switches and wakings, are gathered per CPU in STAGE and go to the ring
+ * STAGE_RECS at a time (one bpf_ringbuf_output of the batch): a record written alone into the
+ * ring costs a reservation and a commit (a lock and two atomic operations on the ring's shared
+ * state) and lands on a ring line last read by the drain thread on another CPU, which the
+ * commit's atomic operation then waits for; in a batch those are paid once per STAGE_RECS
+ * records and the copy streams. Only the switch and waking programs stage: sched_switch runs
+ * with interrupts off, and sched_waking either with them off or, interrupted, cannot run again
+ * on the same CPU before it returns (a tracing program does not nest in itself), so the two
+ * never write one CPU's stage at once; the rarer records (fork, exit, migration, I/O), whose
+ * programs can run in an interrupt, go to the ring alone. User space reads what is left in
+ * each CPU's stage after the programs are detached. A batch the ring has no room for counts
+ * its records lost.
+ *
  * Rebuild with crates/schedlab-real/bpf/build.sh (clang, libbpf-dev); the object is committed so
  * that building schedlab needs neither.
  */
@@ -185,6 +198,22 @@ struct {
 	__type(value, __u64);
 } LOST SEC(".maps");
 
+/* Records gathered on one CPU before they go to the ring together (mirrored by STAGE_RECS in
+ * record_bpf.rs): n of recs are filled. */
+#define STAGE_RECS 64
+struct stage {
+	__u32 n;
+	__u32 pad;
+	struct rec recs[STAGE_RECS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stage);
+} STAGE SEC(".maps");
+
 /* A task's own state, in its task-local storage. traced: the task is in the traced set (a task
  * seeded by SEED may have state without it). ts, nr, fd: when its pipe or socket call began: at
  * its entry (fentry; nr = ENTERED_BY_FENTRY), or, for the tracepoints, where the task last went
@@ -253,6 +282,16 @@ static __always_inline void submit(void *r)
 	bpf_ringbuf_submit(r, flags);
 }
 
+static __always_inline void fill(struct rec *r, __u8 kind)
+{
+	r->ts = bpf_ktime_get_ns();
+	r->cpu = bpf_get_smp_processor_id();
+	r->kind = kind;
+	r->left = 0;
+	r->nr = -1;
+	r->x = 0;
+}
+
 static __always_inline struct rec *reserve(__u32 size, __u8 kind)
 {
 	struct rec *r = bpf_ringbuf_reserve(&EVENTS, size, 0);
@@ -261,13 +300,43 @@ static __always_inline struct rec *reserve(__u32 size, __u8 kind)
 		count_lost(0);
 		return 0;
 	}
-	r->ts = bpf_ktime_get_ns();
-	r->cpu = bpf_get_smp_processor_id();
-	r->kind = kind;
-	r->left = 0;
-	r->nr = -1;
-	r->x = 0;
+	fill(r, kind);
 	return r;
+}
+
+/* This CPU's stage, and in *slot the next free record of it, filled as reserve's is. */
+static __always_inline struct stage *staged(__u8 kind, struct rec **slot)
+{
+	__u32 zero = 0;
+	struct stage *st = bpf_map_lookup_elem(&STAGE, &zero);
+
+	if (!st)
+		return 0;
+	*slot = &st->recs[st->n & (STAGE_RECS - 1)];
+	fill(*slot, kind);
+	return st;
+}
+
+/* The staged record is complete: count it, and send the stage to the ring when it is full. */
+static __always_inline void stage_done(struct stage *st)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u32 n = (st->n & (STAGE_RECS - 1)) + 1;
+
+	if (n < STAGE_RECS) {
+		st->n = n;
+		return;
+	}
+	st->n = 0;
+	if (bpf_ringbuf_query(&EVENTS, BPF_RB_AVAIL_DATA) > wake_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	if (bpf_ringbuf_output(&EVENTS, st->recs, sizeof(st->recs), flags)) {
+		__u32 which = 0;
+		__u64 *lost = bpf_map_lookup_elem(&LOST, &which);
+
+		if (lost)
+			*lost += STAGE_RECS;
+	}
 }
 
 /* A traced task goes to sleep: where its call began, for the socket tracepoints (unless fentry
@@ -306,8 +375,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		left = LEFT_RUNNABLE;
 	else if (state & 0x30)
 		left = LEFT_DEAD;
-	struct rec *r = reserve(sizeof(struct rec), KIND_SWITCH);
-	if (r) {
+	struct rec *r = 0;
+	struct stage *st = staged(KIND_SWITCH, &r);
+	if (st) {
 		r->left = left;
 		r->a = p;
 		r->b = n;
@@ -328,7 +398,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 					note_sleep(prev, ps, r->ts, regs);
 			}
 		}
-		submit(r);
+		stage_done(st);
 	}
 	if (prev_traced && left == LEFT_DEAD && ps)
 		bpf_task_storage_delete(&TASKS, prev);
@@ -343,12 +413,13 @@ int BPF_PROG(on_waking, struct task_struct *p)
 
 	if (!traced(p, &s) && !traced(bpf_get_current_task_btf(), &s))
 		return 0;
-	struct rec *r = reserve(sizeof(struct rec), KIND_WAKING);
-	if (!r)
+	struct rec *r = 0;
+	struct stage *st = staged(KIND_WAKING, &r);
+	if (!st)
 		return 0;
 	r->a = waker;
 	r->b = wakee;
-	submit(r);
+	stage_done(st);
 	return 0;
 }
 

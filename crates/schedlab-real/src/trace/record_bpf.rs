@@ -29,6 +29,9 @@
 //! where it went to sleep, and pipes are not recorded; the recorder says which
 //! ([`BpfRecorder::io`]).
 //!
+//! The switch and waking records reach the ring in batches of `STAGE_RECS` (64) a CPU (the C
+//! source says why); what is left in each CPU's batch is read when the recording ends.
+//!
 //! Bounds: the ring is `--buffer-mb` MiB (a power of two), drained every 10 ms and whenever it is
 //! a quarter full; records it had no room for, tasks whose mark the kernel could not allocate
 //! and events beyond [`MAX_EVENTS`] kept in memory are all counted as lost events, which make `record`
@@ -125,6 +128,22 @@ const NAMED_BYTES: usize = RECORD_BYTES + 16;
 /// `struct rec_io`: the record (its `x` the entry time) and the object.
 const IO_BYTES: usize = RECORD_BYTES + 8;
 
+/// `STAGE_RECS` of the C source: how many switch and waking records a CPU gathers before they
+/// go to the ring together.
+const STAGE_RECS: usize = 64;
+
+/// `struct stage` of the C source: one CPU's records not yet in the ring (`n` of them).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Stage {
+    n: u32,
+    pad: u32,
+    recs: [u8; STAGE_RECS * RECORD_BYTES],
+}
+
+// SAFETY: plain integers and bytes, no padding; any bit pattern is a value.
+unsafe impl aya::Pod for Stage {}
+
 /// `struct seed` of the C source: the roots of the traced set (0: none) and whether a sleep
 /// notes where a socket call began (the socket tracepoints' path).
 #[repr(C)]
@@ -162,6 +181,7 @@ pub struct BpfRecorder {
     seed_map: Array<MapData, Seed>,
     seed: Seed,
     lost: PerCpuArray<MapData, u64>,
+    stage: PerCpuArray<MapData, Stage>,
     stop: Arc<AtomicBool>,
     drain: Option<JoinHandle<Drained>>,
     /// The ring's size, bytes.
@@ -227,6 +247,8 @@ impl BpfRecorder {
             .map_err(|e| crate::bpf::map_error("SEED", e))?;
         let lost = PerCpuArray::try_from(map(&mut bpf, "LOST")?)
             .map_err(|e| crate::bpf::map_error("LOST", e))?;
+        let stage = PerCpuArray::try_from(map(&mut bpf, "STAGE")?)
+            .map_err(|e| crate::bpf::map_error("STAGE", e))?;
         let events = map(&mut bpf, "EVENTS")?;
         let stop = Arc::new(AtomicBool::new(false));
         let thread_stop = Arc::clone(&stop);
@@ -245,6 +267,7 @@ impl BpfRecorder {
                 ..Seed::default()
             },
             lost,
+            stage,
             stop,
             drain: Some(drain),
             ring_bytes: bytes,
@@ -283,7 +306,8 @@ impl BpfRecorder {
     /// Detach the programs, drain what is left and return it, with the events the kernel
     /// could not record (ring full, traced set full) added to those the drain dropped.
     pub fn finish(mut self) -> Result<(Drained, u64), BpfError> {
-        // Detach first: the last drain then sees every record the programs wrote.
+        // Detach first: the last drain then sees every record the programs wrote, and the
+        // stages hold the last records no batch took to the ring.
         self.bpf = None;
         let mut lost = 0;
         for index in 0..2 {
@@ -293,7 +317,20 @@ impl BpfRecorder {
                 .map_err(|e| crate::bpf::map_error("LOST", e))?;
             lost += per_cpu.iter().sum::<u64>();
         }
-        let drained = self.join();
+        let stages = self
+            .stage
+            .get(&0, 0)
+            .map_err(|e| crate::bpf::map_error("STAGE", e))?;
+        let mut drained = self.join();
+        let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+        for stage in stages.iter() {
+            let n = (stage.n as usize).min(STAGE_RECS);
+            if n > 0 {
+                decode(&stage.recs[..n * RECORD_BYTES], &calls, &mut drained);
+            }
+        }
+        // In time order again, with the stages' records among the ring's.
+        drained.events.sort_by_key(|e| e.ts_ns);
         let lost = lost + drained.dropped;
         Ok((drained, lost))
     }
@@ -529,8 +566,22 @@ fn drain(events: Map, stop: &AtomicBool, live: bool) -> Drained {
     out
 }
 
-/// Append the events of one record.
+/// Append the events of one item of the ring: a fork's, an exit's or an I/O call's record alone,
+/// or a CPU's batch of switch, waking and migration records (a whole number of them).
 fn decode(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
+    match bytes.get(10) {
+        Some(&(KIND_FORK | KIND_EXIT | KIND_IO)) => decode_one(bytes, calls, out),
+        Some(_) if bytes.len().is_multiple_of(RECORD_BYTES) => {
+            for record in bytes.chunks_exact(RECORD_BYTES) {
+                decode_one(record, calls, out);
+            }
+        }
+        _ => out.dropped += 1,
+    }
+}
+
+/// Append the events of one record.
+fn decode_one(bytes: &[u8], calls: &HashMap<i64, Call>, out: &mut Drained) {
     if bytes.len() < RECORD_BYTES {
         out.dropped += 1;
         return;
@@ -762,6 +813,50 @@ mod tests {
         assert_eq!(out.names[&43], "kid");
         assert_eq!(out.dropped, 1, "the short record");
         assert!(out.events.iter().all(|e| e.ts_ns == 1000 && e.cpu == 1));
+    }
+
+    #[test]
+    fn a_batch_is_its_records_one_after_another() {
+        let calls: HashMap<i64, Call> = watched_calls().into_iter().collect();
+        let rec = |ts, kind, a, b, nr: i64| Record {
+            ts,
+            cpu: 1,
+            kind,
+            left: 1,
+            a,
+            b,
+            nr: nr as i32,
+            x: ts + 1,
+        };
+        let records = [
+            rec(10, KIND_WAKING, 42, 43, -1),
+            rec(20, KIND_SWITCH, 42, 43, libc::SYS_clock_nanosleep),
+            rec(30, KIND_MIGRATE, 43, 0, -1),
+            rec(40, KIND_SWITCH, 43, 42, -1),
+        ];
+        let mut alone = Drained::default();
+        let mut batch = Vec::new();
+        for r in records {
+            decode(&bytes(r, None), &calls, &mut alone);
+            batch.extend(bytes(r, None));
+        }
+        let mut together = Drained::default();
+        decode(&batch, &calls, &mut together);
+        let events = |d: &Drained| -> Vec<(u64, EventKind)> {
+            d.events.iter().map(|e| (e.ts_ns, e.kind)).collect()
+        };
+        assert_eq!(events(&together), events(&alone));
+        assert_eq!(
+            together.events.len(),
+            6,
+            "the sleeping switch's SysEnter and SysExit too"
+        );
+        assert_eq!(together.dropped, 0);
+        // A batch cut inside a record is not misread.
+        let mut cut = Drained::default();
+        decode(&batch[..RECORD_BYTES + 8], &calls, &mut cut);
+        assert!(cut.events.is_empty());
+        assert_eq!(cut.dropped, 1);
     }
 
     #[test]
