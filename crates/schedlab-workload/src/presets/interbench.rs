@@ -19,8 +19,9 @@
 //! (100 − i) ms interval; gaming: burn 100 ms chunks back to back (no deadlines); custom: `--cpu`
 //! percent of `--interval`. Loads: none, video, x (the same emulations), burn (`--load-threads`
 //! CPU burners), write (rewrite an `--io-size` file), read (read one), ring (`--load-threads` tasks
-//! passing a token around), compile (burn + write + read), memload (write `--mem-size` of memory
-//! over and over).
+//! passing a token around), compile (burn + write + read), memload (allocate and write
+//! `--mem-size` of memory a MiB at a time, copy every MiB from the one half the area away, free
+//! it all, over and over).
 //!
 //! Metrics per pair, as `show_latencies` defines them: latency of each period (how late the task
 //! got to run after its deadline, plus interval × missed periods when it missed some), its mean,
@@ -250,7 +251,7 @@ pub struct Interbench {
     pub load_threads: usize,
     /// Size of the read and write loads' files.
     pub io_size: usize,
-    /// Memory the memload writes over and over.
+    /// Memory the memload allocates, copies and frees every round.
     pub mem_size: usize,
     /// How the memload uses its memory.
     pub memload: Memload,
@@ -836,7 +837,7 @@ const TABLE: &[Param<Interbench>] = &[
             "mem-size",
             "1GiB",
             "1GiB",
-            "Memory the memload writes over and over (at most half the memory available).",
+            "Memory the memload allocates, copies and frees every round (at most half the memory available).",
         ),
         |w, v| parse_with(NAME, v, parse_size).map(|n| w.mem_size = n),
         |w| format_size(w.mem_size),
