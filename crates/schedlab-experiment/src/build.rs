@@ -533,6 +533,21 @@ mod tests {
         let r = request(&params, &["timer:nice=3"], &[]);
         let e = build::<Interbench, _>(&r, &sim, &machine).unwrap();
         assert_eq!(timer(&e, 0).1, None);
+        // A video or X load's own timekeeper (`loadtimer`) asks for the same class.
+        let params = [("bench", "audio"), ("loads", "x"), ("duration", "1s")];
+        let mut r = request(&params, &[], &[]);
+        r.vary = vec!["policy=o1,cfs".into()];
+        let e = build::<Interbench, _>(&r, &sim, &machine).unwrap();
+        let load_timer = |c: usize| {
+            let plan = e.configs[c].workload.plan();
+            let g = plan
+                .groups
+                .iter()
+                .position(|g| g.name == "loadtimer")
+                .unwrap();
+            (plan.groups[g].tasks, e.configs[c].knobs[g].policy)
+        };
+        assert_eq!([load_timer(0), load_timer(1)], [(1, fifo), (1, None)]);
     }
 
     #[test]

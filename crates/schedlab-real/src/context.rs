@@ -502,6 +502,22 @@ impl Context for RealContext {
         }
     }
 
+    async fn touch_memory_at(&self, offset: usize, bytes: usize) {
+        let mut mem = self.memory.borrow_mut();
+        let end = offset.saturating_add(bytes);
+        if mem.len() < end {
+            mem.resize(end, 0);
+        }
+        // Every byte, as a memset does; black_box keeps the writes.
+        mem[offset..end].fill(1);
+        std::hint::black_box(&mut mem[offset..end]);
+    }
+
+    async fn free_memory(&self) {
+        // Dropping the buffer unmaps it (an allocation this large is its own mapping).
+        *self.memory.borrow_mut() = Vec::new();
+    }
+
     async fn run_program(&self, program: &Program) -> Result<ProgramExit, WorkloadError> {
         crate::program::run(program, &self.shared.scratch, || self.stop_requested())
     }

@@ -49,8 +49,10 @@ pub enum Op {
     CondBroadcast(usize),
     /// Read or write bytes of a scratch file.
     Io(IoKind, usize),
-    /// Write to this many bytes of memory.
-    Touch(usize),
+    /// Write to this many bytes (second) of memory, from this offset (first).
+    Touch(usize, usize),
+    /// Free all of the task's memory.
+    FreeMemory,
     /// Start a task in this group with this argument (fork).
     Spawn(usize, u64),
     /// Wait for this task (a child of the caller), or any child, to end.
@@ -513,7 +515,15 @@ impl Context for SimContext<'_> {
     }
 
     fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()> {
-        self.issue(Op::Touch(bytes))
+        self.issue(Op::Touch(0, bytes))
+    }
+
+    fn touch_memory_at(&self, offset: usize, bytes: usize) -> impl Future<Output = ()> {
+        self.issue(Op::Touch(offset, bytes))
+    }
+
+    fn free_memory(&self) -> impl Future<Output = ()> {
+        self.issue(Op::FreeMemory)
     }
 
     fn record(&self, metric: &'static str, value: f64) {

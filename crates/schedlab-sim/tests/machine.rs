@@ -777,6 +777,134 @@ fn memory_pressure_makes_a_task_sleep_on_paging() {
     );
 }
 
+/// One task that writes `bytes` of memory a MiB block at a time (interbench's memload
+/// allocating its area), frees it all if `free`, then writes the first `again` bytes the same
+/// way.
+struct Rounder {
+    bytes: usize,
+    free: bool,
+    again: usize,
+}
+
+impl Workload for Rounder {
+    fn name(&self) -> &'static str {
+        "rounder"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        one_task_per_group(&["a"])
+    }
+    async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        const MIB: usize = 1 << 20;
+        for i in 0..self.bytes / MIB {
+            ctx.touch_memory_at(i * MIB, MIB).await;
+        }
+        if self.free {
+            ctx.free_memory().await;
+        }
+        for i in 0..self.again / MIB {
+            ctx.touch_memory_at(i * MIB, MIB).await;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// interbench's memload round (mm/memory.c, mm/mmap.c): allocating more than RAM a block at a
+/// time takes only first touches (zero-fill minor faults: the task never sleeps, kswapd evicts
+/// its oldest pages to swap); writing the first blocks again then faults them back from swap, a
+/// read the task sleeps on per cluster; freeing the area first (`munmap` releases the pages and
+/// their swap slots) makes the same writes first touches again, which cost `page_touch` a page
+/// and never sleep.
+#[test]
+fn a_freed_area_is_touched_afresh_and_an_unfreed_one_is_read_back_from_swap() {
+    let cost = common::modern_without_jitter(
+        "tick=0,switch=0,rq_lock=0,wakeup=0,migration=0,page_touch=100,memory=64MiB",
+    );
+    let run = |free: bool, again: usize| {
+        let w = Rounder {
+            bytes: 80 << 20,
+            free,
+            again,
+        };
+        sim_costed(&w, "o1", 1, &cost, &knobs(&[""]), None, None, 1).unwrap()
+    };
+    let sleeps = |r: &SimResult| r.counters["a"].voluntary_switches.unwrap();
+    let cpu_ns = |r: &SimResult| (r.counters["a"].cpu_time_s * 1e9).round() as u64;
+    let alloc = run(false, 0);
+    assert_eq!(
+        sleeps(&alloc),
+        0,
+        "first touches only: {:?}",
+        alloc.counters
+    );
+    assert!(alloc.counters.contains_key("kernel"), "kswapd reclaimed");
+    let refault = run(false, 16 << 20);
+    // 16 MiB, 4,096 pages, read back 8 to a read: 512 sleeps.
+    assert_eq!(sleeps(&refault), 512, "{:?}", refault.counters);
+    let fresh = run(true, 16 << 20);
+    assert_eq!(sleeps(&fresh), 0, "{:?}", fresh.counters);
+    // The free is a system call; the 16 MiB after it, 4,096 first touches at page_touch.
+    assert_eq!(
+        cpu_ns(&fresh) - cpu_ns(&alloc),
+        cost.syscall + 4_096 * 100,
+        "{:?} vs {:?}",
+        fresh.counters,
+        alloc.counters
+    );
+}
+
+/// interbench's video and X loads sleep through a timekeeper of their own, which asks for
+/// SCHED_FIFO 96 as the benchmarked task's does (`timekeeping_thread` tests `th->dt` before it
+/// is set): with `load-timer` on, the `loadtimer` group wakes once per load period and the
+/// load is woken by it; off, the load sleeps by itself and the group has no task.
+#[test]
+fn a_video_load_sleeps_through_its_own_timekeeper() {
+    let run = |load_timer: bool| {
+        let ib = Interbench {
+            bench: BenchKind::Audio,
+            load: LoadKind::Video,
+            duration: Duration::from_secs(1),
+            load_timer,
+            ..Interbench::default()
+        };
+        sim(
+            &ib,
+            "o1",
+            1,
+            1,
+            &knobs(&["", "policy=fifo:96", "nice=-5", "policy=fifo:96"]),
+        )
+        .unwrap()
+    };
+    // 2 s of 1/60 s periods (the load starts 1 s before the benchmarked task): per period the
+    // timekeeper is woken by the load's request and by its timer, the load by the reply.
+    let on = run(true);
+    let timer = on.counters["loadtimer"].wakeups.unwrap();
+    let load = on.counters["load"].wakeups.unwrap();
+    assert!((110..=121).contains(&load), "{:?}", on.counters);
+    assert!(
+        (2 * load..=2 * load + 2).contains(&timer),
+        "{:?}",
+        on.counters
+    );
+    let off = run(false);
+    assert!(
+        !off.counters.contains_key("loadtimer"),
+        "{:?}",
+        off.counters
+    );
+    let load = off.counters["load"].wakeups.unwrap();
+    assert!((110..=121).contains(&load), "{:?}", off.counters);
+}
+
 /// `ipi_send` is the waker's CPU and comes before the IPI: a ping-pong between two CPUs (each
 /// wakeup an IPI to an idle CPU) takes exactly 2 × `ipi_send` longer per round trip with it.
 #[test]

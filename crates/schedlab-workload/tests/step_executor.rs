@@ -155,6 +155,12 @@ impl Context for FakeCtx {
     async fn touch_memory(&self, _: usize) {
         SuspendOnce(false).await;
     }
+    async fn touch_memory_at(&self, _: usize, _: usize) {
+        SuspendOnce(false).await;
+    }
+    async fn free_memory(&self) {
+        SuspendOnce(false).await;
+    }
     fn record(&self, metric: &'static str, value: f64) {
         self.samples.borrow_mut().push((metric, value));
     }

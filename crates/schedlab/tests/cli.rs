@@ -1438,6 +1438,14 @@ fn interbench_rejects_bad_input_before_anything_starts() {
             "--io-size 1KiB",
         ),
         (
+            &["run", "interbench", "--memload", "spin"],
+            "'spin' is not a memload; use round or walk",
+        ),
+        (
+            &["run", "interbench", "--load-timer", "maybe"],
+            "'maybe' is not accepted; use on or off",
+        ),
+        (
             &["run", "interbench", "--rt", "--group", "bench:policy=batch"],
             "drop policy=",
         ),

@@ -9,7 +9,9 @@
 //! = 8 pages per swap-in read).
 //!
 //! The model. A task's memory is a region of pages it walks in order (`touch_memory(bytes)`
-//! touches pages 0..bytes/4096, as interbench's memload and schedlab's touch do). A page touched
+//! touches pages 0..bytes/4096, as schedlab's touch does; `touch_memory_at` a stretch of it, as
+//! interbench's memload writes and copies its 1 MiB blocks; `free_memory` releases it all, as
+//! `munmap` does, pages and swap slots, so that the next touch is a first touch). A page touched
 //! for the first time takes a free page (a minor fault, its cost inside `page_touch`). Under the
 //! LRU, a walk over more pages than the task can keep resident evicts each page before it comes
 //! round again, so once any of its pages is in swap every page it touches that swap-in readahead
@@ -87,22 +89,34 @@ pub(super) struct TaskMemory {
 }
 
 impl Machine<'_> {
-    /// The cost and effect of touching `bytes` for the running task `t`: the fast path when
-    /// nothing has to be paged (one burst of `page_touch` per page), else a walk page by page.
-    pub(super) fn touch(&mut self, t: TaskId, bytes: usize) -> (u64, Effect) {
-        let pages = (bytes as u64).div_ceil(PAGE);
+    /// The cost and effect of touching `bytes` from `offset` of its memory for the running task
+    /// `t`: the fast path when nothing has to be paged (one burst of `page_touch` per page),
+    /// else a walk page by page. A touch that starts past the pages touched so far starts at
+    /// their end (the memory is one area from offset 0).
+    pub(super) fn touch(&mut self, t: TaskId, offset: usize, bytes: usize) -> (u64, Effect) {
         let m = self.tasks[t].mem;
-        let new = pages.saturating_sub(m.touched);
+        let first = (offset as u64 / PAGE).min(m.touched);
+        let end = (offset as u64 + bytes as u64).div_ceil(PAGE).max(first);
+        let new = end.saturating_sub(m.touched);
         let swapped = m.touched - m.resident;
         if swapped == 0 && self.mem.free >= new && self.mem.free - new >= self.mem.low {
             self.take_pages(t, new);
             let c = self.costs.c(self.costs.model.page_touch);
-            return (pages * c, Effect::Resume);
+            return ((end - first) * c, Effect::Resume);
         }
-        (0, Effect::Touch(0, pages))
+        (0, Effect::Touch(first, end))
     }
 
-    /// [`Effect::Touch`]: task `t` on `cpu` is at page `pos` of a walk of `pages`. Adds the next
+    /// Task `t` frees all its memory (interbench's memload `free`s every block, which unmaps
+    /// it: `munmap` returns the pages to the free lists and releases their swap slots, so the
+    /// next touch of the area is a first touch again).
+    pub(super) fn free_memory(&mut self, t: TaskId) {
+        let m = std::mem::take(&mut self.tasks[t].mem);
+        self.mem.free += m.resident;
+        self.mem.users.retain(|&u| u != t);
+    }
+
+    /// [`Effect::Touch`]: task `t` on `cpu` is at page `pos` of a walk that ends at page `pages`. Adds the next
     /// stretch of work to its burst (resident pages, first touches, or a major fault's trap)
     /// and sets what follows. Returns false if it left the CPU (a swap-in read).
     pub(super) fn touch_step(&mut self, cpu: CpuId, t: TaskId, pos: u64, pages: u64) -> bool {

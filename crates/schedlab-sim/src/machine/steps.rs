@@ -426,9 +426,13 @@ impl Machine<'_> {
                 let cost = syscall + self.costs.copy_cost(bytes);
                 self.then(t, cost, Effect::IoWait(device))
             }
-            Op::Touch(bytes) => {
-                let (cost, then) = self.touch(t, bytes);
+            Op::Touch(offset, bytes) => {
+                let (cost, then) = self.touch(t, offset, bytes);
                 self.then(t, cost, then)
+            }
+            Op::FreeMemory => {
+                self.free_memory(t);
+                self.then(t, syscall, Effect::Resume)
             }
             Op::Spawn(group, arg) => {
                 let cost = self.costs.c(self.costs.model.fork);

@@ -7,7 +7,10 @@
 //! stop when the benchmarked task has run for `duration`. The task group `bench` holds the
 //! benchmarked task, `timer` its timekeeper (`timekeeping_thread`: it does the benchmarked task's
 //! sleeping and reports its oversleep, which is subtracted from the latency; SCHED_FIFO 96 where
-//! allowed, as in the original) and `load` the load's tasks, each group in its own process (the
+//! allowed, as in the original), `load` the load's tasks and `loadtimer` the video or X load's
+//! own timekeeper (the original gives every emulation one; its SCHED_FIFO 96 request is meant for
+//! the benchmarked task's only, but `timekeeping_thread` tests `th->dt` before
+//! `initialise_thread` sets it, so a load's asks too), each group in its own process (the
 //! original forks a bench process and a load process), so `--group bench:nice=19` is interbench's `-B 19` and
 //! `--group load:nice=-5` its `-N -5`; the real-time mode puts `bench` in SCHED_FIFO 95 (`-r`).
 //!
@@ -16,8 +19,9 @@
 //! (100 − i) ms interval; gaming: burn 100 ms chunks back to back (no deadlines); custom: `--cpu`
 //! percent of `--interval`. Loads: none, video, x (the same emulations), burn (`--load-threads`
 //! CPU burners), write (rewrite an `--io-size` file), read (read one), ring (`--load-threads` tasks
-//! passing a token around), compile (burn + write + read), memload (write `--mem-size` of memory
-//! over and over).
+//! passing a token around), compile (burn + write + read), memload (allocate and write
+//! `--mem-size` of memory a MiB at a time, copy every MiB from the one half the area away, free
+//! it all, over and over).
 //!
 //! Metrics per pair, as `show_latencies` defines them: latency of each period (how late the task
 //! got to run after its deadline, plus interval × missed periods when it missed some), its mean,
@@ -247,8 +251,13 @@ pub struct Interbench {
     pub load_threads: usize,
     /// Size of the read and write loads' files.
     pub io_size: usize,
-    /// Memory the memload writes over and over.
+    /// Memory the memload allocates, copies and frees every round.
     pub mem_size: usize,
+    /// How the memload uses its memory.
+    pub memload: Memload,
+    /// Whether a video or X load has its own timekeeper, as in the original (else it sleeps by
+    /// itself).
+    pub load_timer: bool,
     /// The custom task's CPU share, percent.
     pub custom_cpu: f64,
     /// The custom task's interval.
@@ -266,12 +275,50 @@ impl Default for Interbench {
             load_threads: 2,
             io_size: 256 << 20,
             mem_size: 1 << 30,
+            memload: Memload::Round,
+            load_timer: true,
             custom_cpu: 10.0,
             custom_interval: Duration::from_millis(10),
             rt: false,
         }
     }
 }
+
+/// How the memload load uses its `mem-size` of memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Memload {
+    /// `emulate_memload`'s round: allocate and write the area a MiB at a time (`malloc` and
+    /// `memset`), copy every MiB from the one half the area away (`memcpy`), free it all;
+    /// again until the end.
+    Round,
+    /// Write the whole area page by page over and over, never freeing it.
+    Walk,
+}
+
+impl fmt::Display for Memload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Memload::Round => "round",
+            Memload::Walk => "walk",
+        })
+    }
+}
+
+impl FromStr for Memload {
+    type Err = ValueError;
+    fn from_str(s: &str) -> Result<Self, ValueError> {
+        match s.trim() {
+            "round" => Ok(Memload::Round),
+            "walk" => Ok(Memload::Walk),
+            _ => Err(ValueError(format!(
+                "memload '{s}' is not a memload; use round or walk"
+            ))),
+        }
+    }
+}
+
+/// The memload's block: `grab_and_touch` allocates and `memcpy` copies 1 MiB at a time.
+const MEMLOAD_BLOCK: usize = 1 << 20;
 
 /// What a benchmarked task counts over its run (the original's `struct data_table`).
 #[derive(Default)]
@@ -285,12 +332,25 @@ struct Table {
     oversleep: Duration,
 }
 
-/// Channel carrying sleep requests from the benchmarked task to its timekeeper.
-const TO_TIMER: ChannelId = ChannelId(0);
-/// Channel carrying the timekeeper's oversleep back.
-const FROM_TIMER: ChannelId = ChannelId(1);
+/// A timekeeper's two channels: sleep requests to it, its oversleep back.
+#[derive(Clone, Copy)]
+struct Timekeeper {
+    to: ChannelId,
+    from: ChannelId,
+}
+
+/// The benchmarked task's timekeeper (group `timer`).
+const BENCH_TIMER: Timekeeper = Timekeeper {
+    to: ChannelId(0),
+    from: ChannelId(1),
+};
+/// The video or X load's timekeeper (group `loadtimer`).
+const LOAD_TIMER: Timekeeper = Timekeeper {
+    to: ChannelId(2),
+    from: ChannelId(3),
+};
 /// The first channel of the ring load.
-const RING_BASE: usize = 2;
+const RING_BASE: usize = 4;
 /// A request that tells the timekeeper to stop.
 const TIMER_EXIT: u64 = u64::MAX;
 
@@ -384,6 +444,12 @@ impl Interbench {
         }
     }
 
+    /// Whether the load is a periodic emulation (video, X), which has a timekeeper of its own
+    /// unless `load_timer` is off.
+    fn load_is_periodic(&self) -> bool {
+        matches!(self.load, LoadKind::Video | LoadKind::X)
+    }
+
     /// Whether the benchmarked task has deadlines (all but gaming).
     pub fn has_deadlines(&self) -> bool {
         self.bench != BenchKind::Gaming
@@ -451,9 +517,13 @@ impl Interbench {
             ctx.record("latency_ns", (latency + missed_latency).as_nanos() as f64);
         }
         if !(interval.is_zero() && deadline <= ctx.now()) {
+            // The task has its timekeeper sleep for it, as the original's `periodic_schedule`
+            // does, the load's as well as the benchmarked task's (a load's oversleep is not
+            // measured).
             if measured {
-                // The benchmarked task has its timekeeper sleep for it, as the original does.
-                t.oversleep = self.sleep_via_timekeeper(ctx, deadline).await;
+                t.oversleep = self.sleep_via_timekeeper(ctx, BENCH_TIMER, deadline).await;
+            } else if self.load_timer {
+                self.sleep_via_timekeeper(ctx, LOAD_TIMER, deadline).await;
             } else {
                 ctx.sleep_until(deadline).await;
             }
@@ -461,12 +531,17 @@ impl Interbench {
         deadline
     }
 
-    /// Ask the timekeeper to sleep until `deadline` and wait for it; returns its oversleep.
-    async fn sleep_via_timekeeper<C: Context>(&self, ctx: &C, deadline: Duration) -> Duration {
+    /// Ask `timer` to sleep until `deadline` and wait for it; returns its oversleep.
+    async fn sleep_via_timekeeper<C: Context>(
+        &self,
+        ctx: &C,
+        timer: Timekeeper,
+        deadline: Duration,
+    ) -> Duration {
         let request = (deadline.as_nanos() as u64).to_le_bytes();
         let mut reply = [0u8; 8];
-        if ctx.send(TO_TIMER, &request).await.is_err()
-            || ctx.recv(FROM_TIMER, &mut reply).await.is_err()
+        if ctx.send(timer.to, &request).await.is_err()
+            || ctx.recv(timer.from, &mut reply).await.is_err()
         {
             // No timekeeper to talk to: sleep here.
             ctx.sleep_until(deadline).await;
@@ -475,14 +550,20 @@ impl Interbench {
         Duration::from_nanos(u64::from_le_bytes(reply))
     }
 
-    /// `timekeeping_thread`: sleeps on the benchmarked task's behalf and reports how late the
-    /// sleep ended. It runs SCHED_FIFO 96 where the machine allows (as the original's does), so
-    /// that its oversleep is the timer's lateness and what is left is the benchmarked task's own
-    /// scheduling latency.
-    async fn timekeeper<C: Context>(&self, ctx: &C) -> Result<(), WorkloadError> {
+    /// `timekeeping_thread`: sleeps on its task's behalf and reports how late the sleep ended.
+    /// It runs SCHED_FIFO 96 where the machine allows (as the original's does), so that its
+    /// oversleep is the timer's lateness and what is left is the benchmarked task's own
+    /// scheduling latency. The original means to leave a load's timekeeper SCHED_OTHER, but
+    /// tests `th->dt` before `initialise_thread` sets it, so the video and X loads' timekeepers
+    /// ask for SCHED_FIFO 96 too (interbench 0.30 and 0.31).
+    async fn timekeeper<C: Context>(
+        &self,
+        ctx: &C,
+        timer: Timekeeper,
+    ) -> Result<(), WorkloadError> {
         let mut request = [0u8; 8];
         loop {
-            ctx.recv(TO_TIMER, &mut request).await?;
+            ctx.recv(timer.to, &mut request).await?;
             let target = u64::from_le_bytes(request);
             if target == TIMER_EXIT {
                 return Ok(());
@@ -493,7 +574,7 @@ impl Interbench {
                 ctx.sleep_until(target).await;
                 over = ctx.now().saturating_sub(target);
             }
-            ctx.send(FROM_TIMER, &(over.as_nanos() as u64).to_le_bytes())
+            ctx.send(timer.from, &(over.as_nanos() as u64).to_le_bytes())
                 .await?;
         }
     }
@@ -567,7 +648,7 @@ impl Interbench {
             BenchKind::Gaming => self.game(ctx, &mut table).await,
             kind => self.emulate(ctx, kind, Some(&mut table)).await,
         }
-        ctx.send(TO_TIMER, &TIMER_EXIT.to_le_bytes()).await?;
+        ctx.send(BENCH_TIMER.to, &TIMER_EXIT.to_le_bytes()).await?;
         ctx.record("achieved", table.achieved as f64);
         ctx.record("missed_burns", table.missed_burns as f64);
         ctx.record("met", table.met as f64);
@@ -602,16 +683,58 @@ impl Interbench {
     }
 
     async fn memload<C: Context>(&self, ctx: &C) {
-        while !self.should_stop(ctx) {
-            ctx.touch_memory(self.mem_size).await;
+        match self.memload {
+            Memload::Walk => {
+                while !self.should_stop(ctx) {
+                    ctx.touch_memory(self.mem_size).await;
+                }
+            }
+            Memload::Round => self.memload_rounds(ctx).await,
         }
+    }
+
+    /// `emulate_memload`: every round allocates and writes `mem-size` a block at a time
+    /// (`grab_and_touch`: `malloc` and `memset` of 1 MiB), copies into each block the one half
+    /// the area away (`memcpy`: its source read, then the block written), and frees every
+    /// block. The original looks at its stop semaphore after the allocation and after each
+    /// copy; this one also after each allocation, so that it stops with the run.
+    async fn memload_rounds<C: Context>(&self, ctx: &C) {
+        let blocks = (self.mem_size / MEMLOAD_BLOCK).max(1);
+        let at = |i: usize| i * MEMLOAD_BLOCK;
+        'rounds: loop {
+            for i in 0..blocks {
+                if self.should_stop(ctx) {
+                    break 'rounds;
+                }
+                ctx.touch_memory_at(at(i), MEMLOAD_BLOCK).await;
+            }
+            for i in 0..blocks {
+                if self.should_stop(ctx) {
+                    break 'rounds;
+                }
+                ctx.touch_memory_at(at((i + blocks / 2) % blocks), MEMLOAD_BLOCK)
+                    .await;
+                ctx.touch_memory_at(at(i), MEMLOAD_BLOCK).await;
+            }
+            ctx.free_memory().await;
+        }
+        ctx.free_memory().await;
     }
 
     async fn load_task<C: Context>(&self, ctx: &C, i: usize) -> Result<(), WorkloadError> {
         match self.load {
             LoadKind::None => ctx.sleep_until(self.end()).await,
-            LoadKind::Video => self.emulate(ctx, BenchKind::Video, None).await,
-            LoadKind::X => self.emulate(ctx, BenchKind::X, None).await,
+            LoadKind::Video | LoadKind::X => {
+                let kind = if self.load == LoadKind::Video {
+                    BenchKind::Video
+                } else {
+                    BenchKind::X
+                };
+                self.emulate(ctx, kind, None).await;
+                if self.load_timer {
+                    ctx.send(LOAD_TIMER.to, &TIMER_EXIT.to_le_bytes()).await?;
+                }
+            }
             LoadKind::Burn => loads::burn(ctx, || self.should_stop(ctx)).await,
             LoadKind::Write => loads::write(ctx, self.io_size, || self.should_stop(ctx)).await?,
             LoadKind::Read => loads::read(ctx, self.io_size, || self.should_stop(ctx)).await?,
@@ -714,13 +837,50 @@ const TABLE: &[Param<Interbench>] = &[
             "mem-size",
             "1GiB",
             "1GiB",
-            "Memory the memload writes over and over (at most half the memory available).",
+            "Memory the memload allocates, copies and frees every round (at most half the memory available).",
         ),
         |w, v| parse_with(NAME, v, parse_size).map(|n| w.mem_size = n),
         |w| format_size(w.mem_size),
     )
     .record_as("mem_size")
     .recorded_when(|w| w.load == LoadKind::Memload),
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "memload",
+            "round",
+            "round|walk",
+            "How the memload uses its memory: round, as interbench's (allocate and write it a MiB at a time, copy every MiB from the one half the area away, free it all; again), or walk (write it page by page over and over, never freeing it).",
+        ),
+        |w, v| parse_with(NAME, v, str::parse).map(|m| w.memload = m),
+        |w| w.memload.to_string(),
+    )
+    .recorded_when(|w| w.load == LoadKind::Memload),
+    Param::<Interbench>::new(
+        ParamDef::value(
+            "load-timer",
+            "on",
+            "on|off",
+            "Whether a video or X load has its own timekeeper (group loadtimer, SCHED_FIFO 96 where allowed), as interbench's; off: the load sleeps by itself.",
+        ),
+        |w, v| {
+            w.load_timer = match v.trim() {
+                "on" => true,
+                "off" => false,
+                _ => {
+                    return Err(ParamError::value(
+                        NAME,
+                        "load-timer",
+                        format!("'{v}'"),
+                        "is not accepted; use on or off",
+                    ))
+                }
+            };
+            Ok(())
+        },
+        |w| if w.load_timer { "on" } else { "off" }.to_string(),
+    )
+    .record_as("load_timer")
+    .recorded_when(|w| w.load_is_periodic()),
     Param::<Interbench>::new(
         ParamDef::value(
             "cpu",
@@ -844,21 +1004,23 @@ impl Preset for Interbench {
         Ok(out)
     }
 
-    /// The timekeeper runs SCHED_FIFO 96, as the original's, where real-time policies are
-    /// allowed (the original, too, carries on without); `rt` puts the benchmarked task in
-    /// SCHED_FIFO 95 (interbench -r).
+    /// The timekeepers (`timer`, and `loadtimer` of a video or X load) run SCHED_FIFO 96, as
+    /// the original's, where real-time policies are allowed (the original, too, carries on
+    /// without); `rt` puts the benchmarked task in SCHED_FIFO 95 (interbench -r).
     fn group_defaults(&self, realtime_allowed: bool) -> Vec<GroupDefault> {
         let mut out = Vec::new();
         if realtime_allowed {
-            out.push(GroupDefault {
-                group: "timer",
-                knobs: Knobs {
-                    policy: Some(SchedPolicy::Fifo(96)),
-                    ..Knobs::default()
-                },
-                kind: DefaultKind::UnlessGiven,
-                origin: None,
-            });
+            for group in ["timer", "loadtimer"] {
+                out.push(GroupDefault {
+                    group,
+                    knobs: Knobs {
+                        policy: Some(SchedPolicy::Fifo(96)),
+                        ..Knobs::default()
+                    },
+                    kind: DefaultKind::UnlessGiven,
+                    origin: None,
+                });
+            }
         }
         if self.rt {
             out.push(GroupDefault {
@@ -1104,6 +1266,11 @@ impl Workload for Interbench {
                     tasks: self.load_tasks(),
                     spawn: 0,
                 },
+                GroupPlan {
+                    name: "loadtimer",
+                    tasks: usize::from(self.load_is_periodic() && self.load_timer),
+                    spawn: 0,
+                },
             ],
             channels: RING_BASE
                 + if self.load == LoadKind::Ring {
@@ -1122,12 +1289,14 @@ impl Workload for Interbench {
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         match task.group {
             0 => self.benchmarked(ctx).await,
-            1 => self.timekeeper(ctx).await,
-            _ => self.load_task(ctx, task.index).await,
+            1 => self.timekeeper(ctx, BENCH_TIMER).await,
+            2 => self.load_task(ctx, task.index).await,
+            _ => self.timekeeper(ctx, LOAD_TIMER).await,
         }
     }
 
-    /// The load first (it is running when the benchmarked task starts), then the timekeeper.
+    /// The load and its timekeeper first (the load is running when the benchmarked task starts),
+    /// then the benchmarked task's timekeeper and the task.
     fn start_order(&self) -> Vec<usize> {
         let n = self.plan().total_tasks();
         (2..n).chain([1, 0]).collect()
