@@ -86,7 +86,8 @@ pub struct Options {
     /// own sleep pays it again.
     pub timer_sleep_ns: Option<u64>,
     /// The CPU time of the replay's own post that wakes a parked waiter and of its own wait
-    /// that parks, ns (measured by the recorder with the replay's semaphores): a recorded
+    /// that parks, ns (measured by the recorder with the replay's semaphores, posting at the
+    /// pace of [`Summary::dependency_sleep_median_ns`]): a recorded
     /// dependency's computes already hold the program's own calls — the waker's call up to its
     /// wakeup of the sleeper, the sleeper's call into its sleep and back — which the replay's
     /// post and wait pay again. The first is taken off the compute before each post of a task
@@ -214,6 +215,10 @@ pub struct Summary {
     /// What was taken off each compute before a post and before a wait, ns (at most these;
     /// none when the option was not given).
     pub dependency_ns: Option<(u64, u64)>,
+    /// The median length of the sleeps a recorded task ended (from the sleeper's switch-out to
+    /// its wakeup), ns (none without one): the pace at which the recorder's probe of the
+    /// replay's post and wait posts ([`Options::dependency_ns`]).
+    pub dependency_sleep_median_ns: Option<u64>,
     /// Switch-outs of recorded tasks that carried the kernel's runtime of the task: their runs'
     /// CPU time is the kernel's (none through tracefs).
     pub kernel_charged_runs: usize,
@@ -620,6 +625,8 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     let mut written: Vec<Vec<usize>> = vec![Vec::new(); chans.list.len()];
     let mut seen = 0usize;
     let mut latencies: Vec<u64> = Vec::new();
+    // The lengths of the sleeps a recorded task ended.
+    let mut dependency_sleeps: Vec<u64> = Vec::new();
     // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
     let mut unmatched: std::collections::HashSet<(usize, usize)> = Default::default();
     for ev in &rec.events {
@@ -710,6 +717,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             latencies.push(ts.saturating_sub(at));
                             t.flush(ts, start);
                             if let Some(waker) = by {
+                                dependency_sleeps.push(at.saturating_sub(since));
                                 t.cut_dependency_call(opts.dependency_ns.map(|(_, w)| w));
                                 if opts.keep_sleeps {
                                     t.push(Step::Ready(waker));
@@ -1007,6 +1015,9 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         .collect();
     timer_sleeps.sort_unstable();
     summary.timer_sleep_median_ns = timer_sleeps.get(timer_sleeps.len() / 2).copied();
+    dependency_sleeps.sort_unstable();
+    summary.dependency_sleep_median_ns =
+        dependency_sleeps.get(dependency_sleeps.len() / 2).copied();
     summary.tasks = tasks.len();
     // The recorded CPU time: the steps' and what was taken off before timer sleeps, posts and
     // waits.
@@ -1867,6 +1878,8 @@ mod tests {
         // The recorded CPU time stays whole, per task and in all; the cut is stated.
         let plain = convert(&wakeup_before_the_sleep(), false).unwrap();
         assert_eq!(c.summary.dependency_cut_ns, 2 * 30 + 2 * 20);
+        // The sleeps a recorded task ended: 10's of 150 ns and 11's of 100 ns.
+        assert_eq!(c.summary.dependency_sleep_median_ns, Some(150));
         assert_eq!(c.summary.cpu_ns, plain.summary.cpu_ns);
         assert_eq!(c.tasks, plain.tasks);
         assert!(

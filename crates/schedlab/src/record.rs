@@ -131,10 +131,11 @@ pub fn run(
             ),
         }
     }
-    if converted.summary.dependencies > 0 && options.dependency_ns.is_none() {
-        match schedlab_real::trace::dependency_cost::measure(
-            schedlab_real::trace::dependency_cost::ROUNDS,
-        ) {
+    if let (Some(median), None) = (
+        converted.summary.dependency_sleep_median_ns,
+        options.dependency_ns,
+    ) {
+        match schedlab_real::trace::dependency_cost::measure(median) {
             Ok(c) => measured.dependency_ns = Some((c.post_ns, c.wait_ns)),
             Err(e) => eprintln!(
                 "schedlab: record: the replay's own post and wait were not measured ({e}); the computes before them keep the program's calls, and the replay pays them twice"
