@@ -85,6 +85,15 @@ pub struct Options {
     /// taken off (never below zero) the compute before each timer sleep, because the replay's
     /// own sleep pays it again.
     pub timer_sleep_ns: Option<u64>,
+    /// The CPU time of the replay's own post that wakes a parked waiter and of its own wait
+    /// that parks, ns (measured by the recorder with the replay's semaphores, posting at the
+    /// pace of [`Summary::dependency_sleep_median_ns`]): a recorded
+    /// dependency's computes already hold the program's own calls — the waker's call up to its
+    /// wakeup of the sleeper, the sleeper's call into its sleep and back — which the replay's
+    /// post and wait pay again. The first is taken off the compute before each post of a task
+    /// that had gone to sleep, the second off the compute before each wait that ended a sleep
+    /// (never below zero); a wakeup of a task not yet off its CPU keeps its computes.
+    pub dependency_ns: Option<(u64, u64)>,
 }
 
 /// Why a recording cannot become a workload file.
@@ -199,6 +208,17 @@ pub struct Summary {
     /// The median length of the timer sleeps, ns (none without one): how long the recorder's
     /// probe of a timer sleep's own CPU time sleeps ([`Options::timer_sleep_ns`]).
     pub timer_sleep_median_ns: Option<u64>,
+    /// CPU time taken off the computes before posts and waits, ns
+    /// ([`Options::dependency_ns`]): in no step (the replay's own post and wait pay it), still
+    /// in [`Summary::cpu_ns`].
+    pub dependency_cut_ns: u64,
+    /// What was taken off each compute before a post and before a wait, ns (at most these;
+    /// none when the option was not given).
+    pub dependency_ns: Option<(u64, u64)>,
+    /// The median length of the sleeps a recorded task ended (from the sleeper's switch-out to
+    /// its wakeup), ns (none without one): the pace at which the recorder's probe of the
+    /// replay's post and wait posts ([`Options::dependency_ns`]).
+    pub dependency_sleep_median_ns: Option<u64>,
     /// Switch-outs of recorded tasks that carried the kernel's runtime of the task: their runs'
     /// CPU time is the kernel's (none through tracefs).
     pub kernel_charged_runs: usize,
@@ -246,6 +266,20 @@ impl Summary {
                 per as f64 / 1e3,
                 self.timer_sleeps,
                 self.timer_sleep_cut_ns as f64 / 1e9
+            )
+        })
+    }
+
+    /// What was taken off the computes before posts and waits, in one line (`None` when the
+    /// recording has no dependency or the replay's costs were not measured).
+    pub fn dependency_cut(&self) -> Option<String> {
+        let (post, wait) = self.dependency_ns?;
+        (self.dependencies > 0).then(|| {
+            format!(
+                "up to {:.3} us taken off the compute before each post that woke a sleeping task and up to {:.3} us off the compute before each wait that ended a sleep (the replay's own post and wait, as the recorder measured them here), {:.6} s in all, because the program's own calls are in the recorded computes and the replay's post and wait pay them again",
+                post as f64 / 1e3,
+                wait as f64 / 1e3,
+                self.dependency_cut_ns as f64 / 1e9
             )
         })
     }
@@ -416,6 +450,8 @@ struct Task {
     io: Option<(u32, IoOp, u64)>,
     /// CPU time taken off its computes before timer sleeps ([`Options::timer_sleep_ns`]).
     sleep_cut: u64,
+    /// CPU time taken off its computes before posts and waits ([`Options::dependency_ns`]).
+    dependency_cut: u64,
     /// When its current run began (its switch-in; the recording's start for a root not seen
     /// yet).
     run_start: u64,
@@ -443,6 +479,7 @@ impl Task {
             waited: false,
             io: None,
             sleep_cut: 0,
+            dependency_cut: 0,
             run_start: 0,
             runtime_at: spawned.then_some(0),
             charge_carry: 0,
@@ -516,15 +553,28 @@ impl Task {
     /// Take a timer sleep's own CPU time, `cost` ns, off the compute just written before it
     /// (never below zero; a compute taken whole goes): the replay's own sleep pays it.
     fn cut_sleep_call(&mut self, cost: Option<u64>) {
-        let Some(cost) = cost else { return };
-        if let Some(Step::Compute(d)) = self.steps.last_mut() {
-            let cut = (*d).min(cost);
-            *d -= cut;
-            self.sleep_cut += cut;
-            if *d == 0 {
-                self.steps.pop();
-            }
+        self.sleep_cut += self.cut_last_compute(cost);
+    }
+
+    /// Take the replay's own post or wait cost, `cost` ns, off the compute just written before
+    /// it (never below zero; a compute taken whole goes): [`Options::dependency_ns`].
+    fn cut_dependency_call(&mut self, cost: Option<u64>) {
+        self.dependency_cut += self.cut_last_compute(cost);
+    }
+
+    /// Take up to `cost` ns off the last step if it is a compute (dropping it at zero); what
+    /// was taken.
+    fn cut_last_compute(&mut self, cost: Option<u64>) -> u64 {
+        let Some(cost) = cost else { return 0 };
+        let Some(Step::Compute(d)) = self.steps.last_mut() else {
+            return 0;
+        };
+        let cut = (*d).min(cost);
+        *d -= cut;
+        if *d == 0 {
+            self.steps.pop();
         }
+        cut
     }
 
     /// Append a step, merging computes (a preemption splits none).
@@ -575,6 +625,8 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     let mut written: Vec<Vec<usize>> = vec![Vec::new(); chans.list.len()];
     let mut seen = 0usize;
     let mut latencies: Vec<u64> = Vec::new();
+    // The lengths of the sleeps a recorded task ended.
+    let mut dependency_sleeps: Vec<u64> = Vec::new();
     // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
     let mut unmatched: std::collections::HashSet<(usize, usize)> = Default::default();
     for ev in &rec.events {
@@ -665,6 +717,8 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             latencies.push(ts.saturating_sub(at));
                             t.flush(ts, start);
                             if let Some(waker) = by {
+                                dependency_sleeps.push(at.saturating_sub(since));
+                                t.cut_dependency_call(opts.dependency_ns.map(|(_, w)| w));
                                 if opts.keep_sleeps {
                                     t.push(Step::Ready(waker));
                                 }
@@ -788,6 +842,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 if let Some(w) = by {
                     let wt = &mut tasks[w];
                     wt.flush(ts, start);
+                    wt.cut_dependency_call(opts.dependency_ns.map(|(p, _)| p));
                     if opts.keep_sleeps {
                         // The task slept when this post came: the replay's poster waits
                         // until it is waiting (see `Options::keep_sleeps`).
@@ -960,15 +1015,24 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         .collect();
     timer_sleeps.sort_unstable();
     summary.timer_sleep_median_ns = timer_sleeps.get(timer_sleeps.len() / 2).copied();
+    dependency_sleeps.sort_unstable();
+    summary.dependency_sleep_median_ns =
+        dependency_sleeps.get(dependency_sleeps.len() / 2).copied();
     summary.tasks = tasks.len();
-    // The recorded CPU time: the steps' and what was taken off before timer sleeps.
-    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps) + t.sleep_cut).sum();
+    // The recorded CPU time: the steps' and what was taken off before timer sleeps, posts and
+    // waits.
+    summary.cpu_ns = tasks
+        .iter()
+        .map(|t| cpu_of(&t.steps) + t.sleep_cut + t.dependency_cut)
+        .sum();
     summary.timer_sleep_cut_ns = tasks.iter().map(|t| t.sleep_cut).sum();
     summary.timer_sleep_ns = opts.timer_sleep_ns;
+    summary.dependency_cut_ns = tasks.iter().map(|t| t.dependency_cut).sum();
+    summary.dependency_ns = opts.dependency_ns;
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
     for t in &mut tasks {
-        t.facts.cpu_ns = cpu_of(&t.steps) + t.sleep_cut;
+        t.facts.cpu_ns = cpu_of(&t.steps) + t.sleep_cut + t.dependency_cut;
     }
     let (toml, group_of) = render(rec, &tasks, &chans, &mut summary)?;
     let tasks = tasks
@@ -1577,6 +1641,9 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     if let Some(line) = s.timer_sleep_cut() {
         let _ = writeln!(out, "# Timer sleeps: {line}.");
     }
+    if let Some(line) = s.dependency_cut() {
+        let _ = writeln!(out, "# Posts and waits: {line}.");
+    }
 }
 
 /// The workload's name for a recording of `source`: `recorded-` and the program's base name.
@@ -1712,12 +1779,9 @@ mod tests {
         assert_eq!(c.summary.cpu_ns, 6 * 110);
     }
 
-    #[test]
-    fn a_wakeup_before_the_sleep_is_still_a_dependency() {
-        // Two CPUs, a pipe ping-pong where 11 is woken while still on its CPU (it had found
-        // the pipe empty and set its state, not yet switched): the kernel's wakeup finds it
-        // running and no sleep is traced. Its read needed 10's write all the same: 10 posts
-        // and 11 waits at that point, or the replay's 10 would run ahead posting.
+    /// Two CPUs, a pipe ping-pong where 11 is woken while still on its CPU (it had found the
+    /// pipe empty and set its state, not yet switched), then once after it had slept.
+    fn wakeup_before_the_sleep() -> Recording {
         let e = vec![
             sw(0, 0, LeftAs::Runnable, 10),
             sw(0, 0, LeftAs::Runnable, 11),
@@ -1734,7 +1798,15 @@ mod tests {
             sw(600, 10, LeftAs::Dead, 0),
             sw(700, 11, LeftAs::Dead, 0),
         ];
-        let c = convert(&rec(&[10, 11], e), false).unwrap();
+        rec(&[10, 11], e)
+    }
+
+    #[test]
+    fn a_wakeup_before_the_sleep_is_still_a_dependency() {
+        // The kernel's wakeup finds 11 running and no sleep is traced. Its read needed 10's
+        // write all the same: 10 posts and 11 waits at that point, or the replay's 10 would
+        // run ahead posting.
+        let c = convert(&wakeup_before_the_sleep(), false).unwrap();
         compiles(&c.toml);
         assert_eq!(c.summary.dependencies, 3);
         assert_eq!(c.summary.wakeups_before_sleep, 1);
@@ -1765,6 +1837,76 @@ mod tests {
             ]
         );
         assert!(c.toml.contains("3 wakeups by a recorded task (post -> wait; 1 of them before the task had left its CPU)"), "{}", c.toml);
+    }
+
+    #[test]
+    fn the_replays_post_and_wait_costs_come_off_the_computes_before_them() {
+        // The replay's post costs 30 ns and its wait 20 ns: they come off the compute before
+        // each post of a sleeping task and before each wait that ended a sleep; the wakeup of
+        // 11 still on its CPU (a post the replay banks, a wait that goes through) keeps its
+        // computes. Known answer against the plain conversion's steps (see the test above).
+        let opts = Options {
+            dependency_ns: Some((30, 20)),
+            ..Options::default()
+        };
+        let c = convert_with(&wakeup_before_the_sleep(), &opts).unwrap();
+        compiles(&c.toml);
+        assert_eq!(
+            steps_of(&c.toml, "task11_11"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ wait = \"wake_11\" },",
+                "{ compute = \"0.17us\" },",
+                "{ post = \"wake_10\" },",
+                "{ compute = \"0.08us\" },",
+                "{ wait = \"wake_11\" },",
+                "{ compute = \"0.18us\" },",
+            ]
+        );
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.03us\" },",
+                "{ wait = \"wake_10\" },",
+                "{ compute = \"0.16us\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.1us\" },",
+            ]
+        );
+        // The recorded CPU time stays whole, per task and in all; the cut is stated.
+        let plain = convert(&wakeup_before_the_sleep(), false).unwrap();
+        assert_eq!(c.summary.dependency_cut_ns, 2 * 30 + 2 * 20);
+        // The sleeps a recorded task ended: 10's of 150 ns and 11's of 100 ns.
+        assert_eq!(c.summary.dependency_sleep_median_ns, Some(150));
+        assert_eq!(c.summary.cpu_ns, plain.summary.cpu_ns);
+        assert_eq!(c.tasks, plain.tasks);
+        assert!(
+            c.toml.contains(
+                "# Posts and waits: up to 0.030 us taken off the compute before each post"
+            ) && c.toml.contains("0.000000 s in all"),
+            "{}",
+            c.toml
+        );
+        assert!(!plain.toml.contains("# Posts and waits"));
+        // A cost above a compute takes it whole, never below zero.
+        let opts = Options {
+            dependency_ns: Some((10_000, 10_000)),
+            ..Options::default()
+        };
+        let c = convert_with(&wakeup_before_the_sleep(), &opts).unwrap();
+        assert_eq!(
+            steps_of(&c.toml, "task10_10"),
+            [
+                "{ compute = \"0.1us\" },",
+                "{ post = \"wake_11\" },",
+                "{ wait = \"wake_10\" },",
+                "{ post = \"wake_11\" },",
+                "{ compute = \"0.1us\" },",
+            ]
+        );
+        assert_eq!(c.summary.cpu_ns, plain.summary.cpu_ns);
     }
 
     #[test]

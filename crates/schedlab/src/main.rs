@@ -203,6 +203,7 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
                 keep_sleeps,
                 socket_call_ns: None,
                 timer_sleep_ns: None,
+                dependency_ns: None,
             },
             record::What {
                 pid,

@@ -106,8 +106,10 @@ pub fn run(
     };
     let mut converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;
-    // Timer sleeps: what such a sleep's own call leaves in the compute before it, measured by
-    // recording a sleeper of our own through the same source, comes off those computes.
+    // What the replay pays again, measured here and taken off the computes it is in: a timer
+    // sleep's own call (a sleeper of our own recorded through the same source), and the
+    // replay's own post and wait (its semaphores, timed by the thread CPU clock).
+    let mut measured = options;
     if let (Some(median), None) = (
         converted.summary.timer_sleep_median_ns,
         options.timer_sleep_ns,
@@ -123,18 +125,26 @@ pub fn run(
             &stop,
             median,
         ) {
-            Ok(ns) => {
-                let options = schedlab_script::from_trace::Options {
-                    timer_sleep_ns: Some(ns),
-                    ..options
-                };
-                converted = schedlab_script::from_trace::convert_with(&rec, &options)
-                    .map_err(|e| Error::Input(format!("record: {e}")))?;
-            }
+            Ok(ns) => measured.timer_sleep_ns = Some(ns),
             Err(e) => eprintln!(
                 "schedlab: record: a timer sleep's own CPU time was not measured ({e}); the computes before the timer sleeps keep it, and the replay pays it twice"
             ),
         }
+    }
+    if let (Some(median), None) = (
+        converted.summary.dependency_sleep_median_ns,
+        options.dependency_ns,
+    ) {
+        match schedlab_real::trace::dependency_cost::measure(median) {
+            Ok(c) => measured.dependency_ns = Some((c.post_ns, c.wait_ns)),
+            Err(e) => eprintln!(
+                "schedlab: record: the replay's own post and wait were not measured ({e}); the computes before them keep the program's calls, and the replay pays them twice"
+            ),
+        }
+    }
+    if measured != options {
+        converted = schedlab_script::from_trace::convert_with(&rec, &measured)
+            .map_err(|e| Error::Input(format!("record: {e}")))?;
     }
     schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())
         .map_err(|e| Error::output("--out", out, e.to_string()))?;
@@ -168,6 +178,9 @@ pub fn run(
     );
     if let Some(line) = s.timer_sleep_cut() {
         eprintln!("timer sleeps: {line}");
+    }
+    if let Some(line) = s.dependency_cut() {
+        eprintln!("posts and waits: {line}");
     }
     Ok(ExitCode::SUCCESS)
 }

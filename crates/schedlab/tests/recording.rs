@@ -92,6 +92,14 @@ fn a_recorded_pingpong_replays_on_both_backends_when_root() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no dependency count in\n{text}"));
     assert!((1000..=4100).contains(&deps), "{deps} dependencies\n{text}");
+    // The replay's own post and wait, measured by the recorder, came off the computes (the
+    // header states it), or the message says why they were not (a machine too busy for the
+    // probe's waiter to park).
+    assert!(
+        text.contains("\n# Posts and waits: up to ")
+            || err.contains("the replay's own post and wait were not measured"),
+        "{err}\n{text}"
+    );
     // The recorded run as a record: the file's wakeups, a latency for each, and the counters.
     let rec = std::fs::read_to_string(&orig).unwrap();
     common::check("record --json", &rec);

@@ -58,6 +58,7 @@
 //! `count` (replaying events into per-task counts); this file ties them into [`SchedTrace`].
 
 mod count;
+pub mod dependency_cost;
 mod parse;
 pub mod record;
 pub mod record_bpf;
