@@ -21,11 +21,13 @@
 //! stub, Rust through a register; a stub of ours put in the way made it 1.094, so it is not
 //! there); with schedlab's former unit, a chain of square roots, 19.41 ms (1.94).
 //! The measurement ([`calibrate`]) is schedlab's: batches of about a millisecond of the
-//! thread's own CPU time, one after the other on the pinned CPU, until two successive figures
-//! agree within 1/50 (rt-app's test), the smaller kept. rt-app times its batches with
+//! thread's own CPU time, one after the other on the pinned CPU, twenty-one of them, their median
+//! kept (rt-app stops at the first two successive figures that agree within 1/50 and keeps the
+//! smaller, which on a virtual machine can be two slow ones). rt-app times its batches with
 //! CLOCK_MONOTONIC, so a task sharing the CPU during its calibration makes each iteration look
 //! slower and every later `run` shorter (a test beside other tests' work saw rt-app's 10 ms runs
-//! take 3 ms); timed by the thread's CPU clock, a batch that was preempted costs the same. rt-app keeps whole nanoseconds (21.1 becomes 21, or 22 when its
+//! take 3 ms); timed by the thread's CPU clock, a batch that was preempted costs the same.
+//! rt-app keeps whole nanoseconds (21.1 becomes 21, or 22 when its
 //! calibration caught a slow moment, so its runs take 1.004 or 0.96 of the time asked here);
 //! schedlab keeps the fraction.
 //!
@@ -40,9 +42,12 @@ use std::time::Duration;
 const FIRST_BATCH: u64 = 10_000;
 /// The time a calibration batch aims at once the first batch has given a figure.
 const BATCH_NS: f64 = 1_000_000.0;
-/// At most this many batches (a bound: 200 ms or so); the smallest figure seen is kept if two
-/// successive ones never agreed.
-const MAX_BATCHES: usize = 200;
+/// The batches a calibration times (about 20 ms). On a virtual machine the loop's speed wanders
+/// for milliseconds at a time (the host's other work on the core): the first two batches that
+/// agree within 1/50, rt-app's rule, were measured to give 10 ms runs of 7.2 to 10.9 ms, the
+/// smallest of twenty batches runs 1.00 to 1.29 (median 1.05); the median of twenty is the
+/// loop's speed most of the time.
+const BATCHES: usize = 21;
 
 /// One iteration's work, rt-app's: four calls of `ldexp(0.95, 31129)` (the argument and
 /// exponent rt-app's `waste_cpu_cycles` ends up passing), kept from the optimiser.
@@ -76,22 +81,14 @@ fn time_batch(loops: u64) -> f64 {
     crate::sys::thread_cpu_ns_in(|| spin(loops)) as f64 / loops.max(1) as f64
 }
 
-/// Measure nanoseconds per iteration on the calling thread, wherever it runs: batches of about
-/// a millisecond of its CPU time until two successive figures agree within 1/50 (rt-app's test), the smaller of
-/// the two kept; after 200 batches, the smallest seen.
+/// Measure nanoseconds per iteration on the calling thread, wherever it runs: the median of
+/// [`BATCHES`] batches of about a millisecond of its CPU time each.
 pub fn measure_here() -> f64 {
-    let mut last = time_batch(FIRST_BATCH);
-    let mut least = last;
-    for _ in 0..MAX_BATCHES {
-        let loops = ((BATCH_NS / last.max(0.1)) as u64).max(1000);
-        let now = time_batch(loops);
-        least = least.min(now);
-        if (now - last).abs() * 50.0 < last.min(now) {
-            return last.min(now);
-        }
-        last = now;
-    }
-    least
+    let first = time_batch(FIRST_BATCH);
+    let loops = ((BATCH_NS / first.max(0.1)) as u64).max(1000);
+    let mut figures: Vec<f64> = (0..BATCHES).map(|_| time_batch(loops)).collect();
+    figures.sort_by(f64::total_cmp);
+    figures[BATCHES / 2]
 }
 
 /// Measure nanoseconds per iteration on CPU `cpu`, in a thread pinned there (the caller's own

@@ -116,10 +116,12 @@ fn a_calibrated_run_of_10_ms_takes_10_ms_on_a_cpu_of_its_own() {
              "tasks": { "t": { "loop": 1, "policy": "SCHED_FIFO", "cpus": [0],
                                "phases": { "p": { "loop": 20, "run": 10000, "sleep": 2000 } } } } }"#,
     );
-    // Within 5 % (the median of 20 runs); a timing test, so tried three times before failing
-    // (the calibration itself runs at normal priority, among whatever else runs then).
+    // Within 5 % (the median of 20 runs); a timing test, so tried five times before failing:
+    // the calibration runs at normal priority, among whatever else runs then, and on a virtual
+    // machine the loop's own speed moves for a while at a time (on an idle one, 4 of 14 runs
+    // were more than 5 % off, two by half).
     let mut seen = Vec::new();
-    for attempt in 0..3 {
+    for attempt in 0..5 {
         let logs = format!("logs{attempt}");
         schedlab_logs(&s, "w.json", &logs, &[]);
         let m = median(&runs(&s, &format!("{logs}/rt-app-t-0.log")));
@@ -128,7 +130,7 @@ fn a_calibrated_run_of_10_ms_takes_10_ms_on_a_cpu_of_its_own() {
         }
         seen.push(m);
     }
-    panic!("median run of a 10 ms calibrated run, three attempts (µs): {seen:?}");
+    panic!("median run of a 10 ms calibrated run, five attempts (µs): {seen:?}");
 }
 
 #[test]
