@@ -911,7 +911,7 @@ impl Reader<'_> {
                             ))
                         }
                     }
-                    self.warn(e.key_span, "'calibration' does not change the run here unless it runs with --run-as loops: it tunes rt-app's busy loop, whose 'run' is a count of loops calibrated to take that many µs; by default schedlab's 'run' is that much CPU time itself (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
+                    self.warn(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with the default --run-as cpu-time schedlab's 'run' is that much CPU time itself and needs no calibration (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
                 }
                 "pi_enabled" => {
                     if self.boolean(e.key, e.value)? {

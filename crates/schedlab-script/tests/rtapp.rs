@@ -443,7 +443,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (global("\"duration\": 2"), Map),
         (global("\"default_policy\": \"SCHED_BATCH\""), Map),
         (global("\"mem_buffer_size\": 4096"), Map),
-        (global("\"calibration\": \"CPU1\""), Warn("'calibration' does not change the run here")),
+        (global("\"calibration\": \"CPU1\""), Warn("'calibration' is used only with --run-as loops")),
         (global("\"calibration\": 52"), Warn("busy loop")),
         (global("\"pi_enabled\": false"), Map),
         (global("\"pi_enabled\": true"), Warn("no priority inheritance")),
