@@ -273,9 +273,10 @@ pub trait Context {
     ) -> impl Future<Output = Result<FileRead, WorkloadError>>;
     /// Write to `bytes` of memory, page by page.
     fn touch_memory(&self, bytes: usize) -> impl Future<Output = ()>;
-    /// Write to `bytes` of the task's memory starting `offset` bytes into it, page by page
-    /// (`memset` or the writing half of a `memcpy`). The memory is one area from offset 0:
-    /// touching past its end extends it.
+    /// Write every byte of `bytes` of the task's memory starting `offset` bytes into it (a
+    /// `memset`, or the writing half of a `memcpy`; the simulator charges it page by page, as
+    /// [`Context::touch_memory`]). The memory is one area from offset 0: touching past its end
+    /// extends it.
     fn touch_memory_at(&self, offset: usize, bytes: usize) -> impl Future<Output = ()>;
     /// Free all of the task's memory (`free` of every block, whose `munmap` returns the pages
     /// and their swap slots to the kernel): the next touch faults each page in afresh.
