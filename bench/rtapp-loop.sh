@@ -9,8 +9,10 @@
 #
 # CAL=20 (ns per loop asked of both, a whole number as rt-app keeps it) and CPUS="0 1" can be
 # set. Prints per CPU and tool the median `run` (µs, the wall time of the run event in each
-# tool's rt-app log) and ns per loop (run × 1000 / loops), and schedlab/rt-app; then rt-app's
-# own A/A (its first rounds against its last) so the ratio can be read against rt-app's spread.
+# tool's rt-app log) and ns per loop (run × 1000 / loops), schedlab/rt-app over all rounds and
+# the median (and range) of the rounds' own ratios (each round's two runs back to back), and
+# rt-app's own A/A (its last rounds against its first) to read the ratio against rt-app's spread.
+# On a quiet machine the paired ratio should be within 2 % of 1.
 # Needs root (SCHED_FIFO) and rt-app (apt-get install rt-app).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -86,13 +88,17 @@ def med(v):
     return v[len(v) // 2] if v else float("nan")
 
 half = rounds // 2
-print(f"{'CPU':<5}{'tool':<10}{'passes':>7}{'run µs':>9}{'ns/loop':>9}{'/rt-app':>9}{'rt-app A/A':>12}")
+# Per round, schedlab's median over rt-app's (the two ran one after the other): the host's
+# speed moves between rounds, so the median of these paired ratios is steadier than the ratio
+# of pooled medians.
+print(f"{'CPU':<5}{'tool':<10}{'passes':>7}{'run µs':>9}{'ns/loop':>9}{'/rt-app':>9}{'paired':>8}{'paired range':>15}{'rt-app A/A':>12}")
 for c in cpus:
     ref = med(runs("rt-app", c, range(1, rounds + 1)))
     aa = med(runs("rt-app", c, range(rounds - half + 1, rounds + 1))) / med(runs("rt-app", c, range(1, half + 1)))
-    aa_s = f"{aa:.3f}"
+    paired = sorted(med(runs("schedlab", c, [r])) / med(runs("rt-app", c, [r])) for r in range(1, rounds + 1))
     for tool in ("rt-app", "schedlab"):
         v = runs(tool, c, range(1, rounds + 1))
         m = med(v)
-        print(f"{c:<5}{tool:<10}{len(v):>7}{m:>9.0f}{m * 1000 / loops:>9.2f}{m / ref:>9.3f}{aa_s if tool == 'rt-app' else '-':>12}")
+        p, span, a = ("1.000", "-", f"{aa:.3f}") if tool == "rt-app" else (f"{med(paired):.3f}", f"{paired[0]:.3f}-{paired[-1]:.3f}", "-")
+        print(f"{c:<5}{tool:<10}{len(v):>7}{m:>9.0f}{m * 1000 / loops:>9.2f}{m / ref:>9.3f}{p:>8}{span:>15}{a:>12}")
 EOF
