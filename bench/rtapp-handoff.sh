@@ -16,7 +16,8 @@
 # All at one `calibration`, the ns per loop rt-app's own SCHED_FIFO passes took on CPU 0 at the
 # start (as bench/rtapp.sh's CALIBRATION=measure), so every loop-count variant runs the same
 # count. Per variant, over its runs' passes (both tools' per-thread logs, rt-app's format):
-# passes a run (both threads), the median `run` (µs, wall time of the run event: rt-app.c's clock_gettime around
+# passes a run (both threads; its min-max over the runs, and `stuck`: runs with no pass, where
+# both threads' first runs ended so close together that each resume was lost), the median `run` (µs, wall time of the run event: rt-app.c's clock_gettime around
 # loadwait), the median period, `run/asked`, the median ns per loop (run × 1000 / perf; for a
 # loop count, how fast the loop went — for CPU time it is not a loop count, `-`), and the
 # median run over rt-app's (first variant). On a quiet machine, rt-app's `run/asked` well above
