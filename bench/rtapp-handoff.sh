@@ -16,7 +16,8 @@
 # All at one `calibration`, the ns per loop rt-app's own SCHED_FIFO passes took on CPU 0 at the
 # start (as bench/rtapp.sh's CALIBRATION=measure), so every loop-count variant runs the same
 # count. Per variant, over its runs' passes (both tools' per-thread logs, rt-app's format):
-# passes a run (both threads), the median `run` (µs, wall time of the run event: rt-app.c's clock_gettime around
+# passes a run (both threads; its min-max over the runs, and `stuck`: runs with no pass, where
+# both threads' first runs ended so close together that each resume was lost), the median `run` (µs, wall time of the run event: rt-app.c's clock_gettime around
 # loadwait), the median period, `run/asked`, the median ns per loop (run × 1000 / perf; for a
 # loop count, how fast the loop went — for CPU time it is not a loop count, `-`), and the
 # median run over rt-app's (first variant). On a quiet machine, rt-app's `run/asked` well above
@@ -123,10 +124,23 @@ for v in variants:
                 if c[1] > 0 and not v == "schedlab":
                     nsl.append(c[2] * 1000 / c[1])
         passes.append(n)
-    rows[v] = (sum(passes) / max(1, len(passes)), med(runs), med(periods), med(asked), med(nsl) if nsl else None)
+    rows[v] = (passes, med(runs), med(periods), med(asked), med(nsl) if nsl else None)
 ref = rows[variants[0]][1]
-print(f"{'variant':<16}{'passes a run':>13}{'run µs':>10}{'period µs':>11}{'run/asked':>11}{'ns/loop':>9}{'run/rt-app':>12}")
+print(f"{'variant':<16}{'passes a run':>13}{'min-max':>10}{'stuck':>7}{'run µs':>10}{'period µs':>11}{'run/asked':>11}{'ns/loop':>9}{'run/rt-app':>12}")
+stuck_any = False
 for v in variants:
     p, run, per, a, nl = rows[v]
-    print(f"{v:<16}{p:>13.1f}{run:>10.0f}{per:>11.0f}{a:>11.3f}{'-' if nl is None else f'{nl:.2f}':>9}{run / ref:>12.3f}")
+    # A run with no pass: both threads' first runs ended so close together that each one's
+    # resume came before the other's suspend and was lost (rt-app's semantic), and both waited
+    # to the end of the run.
+    stuck = sum(1 for n in p if n == 0)
+    stuck_any |= stuck > 0
+    span = f"{min(p)}-{max(p)}" if p else "-"
+    print(f"{v:<16}{sum(p) / max(1, len(p)):>13.1f}{span:>10}{stuck:>7}{run:>10.0f}{per:>11.0f}{a:>11.3f}{'-' if nl is None else f'{nl:.2f}':>9}{run / ref:>12.3f}")
+if stuck_any:
+    print("stuck: runs with no pass at all. Both threads start with a 10 ms run; where the two runs end within "
+          "microseconds of each other, each thread's resume comes before the other's suspend and is lost, as rt-app "
+          "loses it, and both wait to the end. schedlab's CPU-time runs end that close when the threads start that "
+          "close (exact CPU time); a loop count spreads the ends by the two CPUs' speeds. The other columns are over "
+          "the runs that made passes.")
 EOF

@@ -6,6 +6,8 @@ per-task logs rt-app and schedlab (--rt-app-logs) wrote.
                    [--no-fork]
   rtapp.py compare SECONDS [--tally FILE --label NAME] [--file JSON] REF_DIR... -- OTHER_DIR...
                    [-- AA_DIR...]                       (each DIR: one run's *.log files)
+  rtapp.py show SECONDS [--file JSON] DIR...             (one side's figures, no reference)
+  rtapp.py cpus JSON                                    (CPUs a prepared file's `cpus` name)
   rtapp.py summary FILE                                 (the tally compare appended to)
   rtapp.py nsloop DIR                                   (ns per loop of rt-app's own runs)
 
@@ -210,15 +212,22 @@ def figures(rows):
 
 
 def averaged(dirs, loops=None):
-    per = {}
+    """{thread: figures} over the runs in `dirs`: passes averaged over every run that wrote the
+    thread's log (a run where it finished no pass counts 0), the other figures over the runs
+    where it finished some; `blocked` counts the runs where it finished none."""
+    per, logged = {}, {}
     for d in dirs:
         for thread, rows in read_logs(d, loops).items():
+            logged[thread] = logged.get(thread, 0) + 1
             f = figures(rows)
             if f:
                 per.setdefault(thread, []).append(f)
-    return {
-        t: {k: sum(f[k] for f in fs) / len(fs) for k in fs[0]} for t, fs in per.items()
-    }
+    out = {}
+    for t, fs in per.items():
+        out[t] = {k: sum(f[k] for f in fs) / len(fs) for k in fs[0]}
+        out[t]["passes"] = sum(f["passes"] for f in fs) / logged[t]
+        out[t]["blocked"] = logged[t] - len(fs)
+    return out, {t: n for t, n in logged.items() if t not in per}
 
 
 def ratio(a, b):
@@ -244,10 +253,10 @@ def overall(figs):
 
 def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=None):
     loops = phaseless_loops(file) if file else None
-    ref = averaged(ref_dirs, loops)
-    other = averaged(other_dirs)
+    ref, ref_none = averaged(ref_dirs, loops)
+    other, other_none = averaged(other_dirs)
     # rt-app against itself: the same trimming as the reference side's.
-    aa = averaged(aa_dirs, loops) if aa_dirs else {}
+    aa = averaged(aa_dirs, loops)[0] if aa_dirs else {}
     if TRIMMED:
         print(f"(rt-app 1.0 ran {', '.join(sorted(TRIMMED))} past its loop, as it does a task without "
               "phases; only the passes the loop asks for are compared)")
@@ -255,12 +264,15 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
     print(f"{'thread':<22}" + "".join(f"{k:>22}" for k in keys) + f"{'run/asked':>16}"
           + (f"{'A/A period,run':>18}{'2 % judgeable':>15}" if aa_dirs else ""))
     rows = []
-    for t in sorted(set(ref) | set(other)):
+    for t in sorted(set(ref) | set(other) | set(ref_none) | set(other_none)):
         a, b = ref.get(t), other.get(t)
         cells = []
         for k in keys:
             if a is None or b is None:
-                cells.append("missing".rjust(22))
+                # A log without a pass: the thread never finished its first pass (blocked for
+                # the whole run); no log at all: the thread did not run on that side.
+                side = lambda f, none: "no pass" if f is None and t in none else f"{f['passes']:.0f} passes" if f else "no log"
+                cells.append(f"{side(a, ref_none)}/{side(b, other_none)}".rjust(22))
                 continue
             r = ratio(a[k], b[k])
             cells.append(f"{a[k]:9.0f}/{b[k]:<8.0f}{'-' if r is None else f'{r:.3f}':>5}".rjust(22))
@@ -278,6 +290,8 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
             steady = [k for k, r in (("period", aa_period), ("run", aa_run)) if r is not None and abs(r - 1) <= 0.02]
             spread += f"{','.join(steady) or 'neither':>15}"
         print(f"{t:<22}" + "".join(cells) + f"{asked:>16}" + spread)
+        if a is None and b is None:
+            continue
         rows.append({
             "example": label,
             "thread": t,
@@ -288,6 +302,15 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
             "aa_period": aa_period,
             "aa_run": aa_run,
         })
+    # Runs where a thread finished no pass (its passes column counts them as 0): every such
+    # thread waits for the whole run from its first pass on — a suspend whose resume came
+    # before it and was lost, as rt-app loses it (example4 on the simulator: both 10 ms runs
+    # end at the same instant and each thread's resume precedes the other's suspend).
+    for name, figs, none, dirs in (("reference", ref, ref_none, ref_dirs), ("other", other, other_none, other_dirs)):
+        stuck = {t: f["blocked"] for t, f in figs.items() if f["blocked"]} | none
+        if stuck:
+            print(f"{'(no pass)':<22}{name}: " + ", ".join(f"{t} in {n} of {len(dirs)} run(s)" for t, n in sorted(stuck.items()))
+                  + " — finished no pass: waited from its first pass to the end (a suspend or wait that nothing ended: its resume never came, or came first and was lost, as rt-app loses it)")
     both = [t for t in ref if t in other]
     a, b = overall([ref[t] for t in both]), overall([other[t] for t in both])
     if a and b:
@@ -316,6 +339,43 @@ def compare(ref_dirs, other_dirs, tally=None, label=None, file=None, aa_dirs=Non
         with open(tally, "a") as f:
             for r in rows:
                 f.write(json.dumps(r) + "\n")
+
+
+def show(dirs, file=None):
+    """One side's figures per thread, with no reference to compare with (a file rt-app cannot
+    run here, run on a simulated machine with the CPUs it names)."""
+    figs, none = averaged(dirs, phaseless_loops(file) if file else None)
+    keys = ["passes", "period", "max_period", "run", "slack", "wu_lat"]
+    print(f"{'thread':<22}" + "".join(f"{k:>12}" for k in keys) + f"{'run/asked':>12}")
+    for t in sorted(set(figs) | set(none)):
+        f = figs.get(t)
+        if f is None:
+            print(f"{t:<22}{'no pass':>12}")
+            continue
+        asked = f"{f['run'] / f['asked']:.3f}" if f["asked"] else "-"
+        print(f"{t:<22}" + "".join(f"{f[k]:>12.0f}" for k in keys) + f"{asked:>12}")
+
+
+def cpus_needed(path):
+    """How many CPUs a prepared file's `cpus` keys (task or phase) name: the highest + 1, or 0."""
+    with open(path) as f:
+        doc = json.load(f)
+    top = -1
+
+    def walk(v):
+        nonlocal top
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k == "cpus" and isinstance(x, list):
+                    top = max([top] + [c for c in x if isinstance(c, int)])
+                else:
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(doc.get("tasks", {}))
+    print(top + 1)
 
 
 def nsloop(d):
@@ -385,6 +445,7 @@ def calibration(text):
 
 
 def main(argv):
+    global LIMIT_US
     if len(argv) >= 3 and argv[1] == "prepare":
         import argparse
 
@@ -399,7 +460,6 @@ def main(argv):
         a = p.parse_args(argv[2:])
         prepare(a.src, a.dst, a.duration, a.calibration, a.logdir, a.basename, a.no_fork)
     elif len(argv) >= 5 and argv[1] == "compare" and "--" in argv:
-        global LIMIT_US
         LIMIT_US = float(argv[2]) * 1e6
         cut = argv.index("--")
         refs, opts = argv[3:cut], {"--tally": None, "--label": None, "--file": None}
@@ -411,6 +471,14 @@ def main(argv):
             cut2 = others.index("--")
             others, aa = others[:cut2], others[cut2 + 1 :]
         compare(refs, others, opts["--tally"], opts["--label"], opts["--file"], aa)
+    elif len(argv) >= 4 and argv[1] == "show":
+        LIMIT_US = float(argv[2]) * 1e6
+        dirs, file = argv[3:], None
+        if dirs[:1] == ["--file"]:
+            file, dirs = dirs[1], dirs[2:]
+        show(dirs, file)
+    elif len(argv) == 3 and argv[1] == "cpus":
+        cpus_needed(argv[2])
     elif len(argv) == 3 and argv[1] == "summary":
         summary(argv[2])
     elif len(argv) == 3 and argv[1] == "nsloop":

@@ -6,24 +6,32 @@
 //! calls `loadwait`, which turns the microseconds into `µs × 1000 / pLoad` iterations of
 //! `waste_cpu_cycles`' loop, and `pLoad`, the nanoseconds per iteration, is either the file's
 //! `calibration` number or measured by `calibrate_cpu_cycles` on the CPU `calibration:
-//! "CPU<n>"` names (rt-app's default `CPU0`) before the threads start: batches of iterations
-//! timed with CLOCK_MONOTONIC until two successive figures agree within 1/50, the smaller of
-//! two such methods kept (the CPU's highest speed).
+//! "CPU<n>"` names (rt-app's default `CPU0`) before the threads start (`calibrate_cpu_cycles`,
+//! v1.0 and upstream alike): two methods, one sleeping a second before each batch and one not,
+//! each timing batches of 10,000, 43,333, 76,666, … iterations with CLOCK_MONOTONIC, keeping a
+//! running average (the mean of the last figure and the previous average) and stopping at the
+//! first figure within 1/50 of it; whole nanoseconds (integer division), the smaller of the two
+//! methods' results kept (the CPU's highest speed).
 //!
-//! The iteration is rt-app's ([`unit`]): `waste_cpu_cycles` nests three `ldexp` calls four
-//! times; the compiler folds the two inner ones (constants that do not overflow), so what the
-//! rt-app binary runs (Debian's 1.0, disassembled) is four calls of the C library's
-//! `ldexp(0.95, 31129)`, each overflowing to infinity and setting `errno`. The same calls here,
-//! through the same C library, make an iteration cost about what rt-app's costs, so that a
-//! file's `calibration` number means about the same work for both. Measured here (a 10 ms
-//! `run` with `calibration: 21`, SCHED_FIFO on CPU 0, medians of 40 passes, a loaded machine):
-//! rt-app 10.01–10.03 ms, schedlab 9.57–9.59 ms (0.956: rt-app calls `ldexp` through its PLT
-//! stub, Rust through a register; a stub of ours put in the way made it 1.094, so it is not
-//! there); with schedlab's former unit, a chain of square roots, 19.41 ms (1.94).
+//! The iteration is rt-app's, instruction for instruction ([`crate::sys::rtapp_waste_cpu_cycles`]):
+//! `waste_cpu_cycles` nests three `ldexp` calls four times; the compiler folds the two inner
+//! ones (constants that do not overflow), so what the rt-app binary runs (Debian's 1.0,
+//! disassembled) is four calls of the C library's `ldexp(0.95, 31129)`, each overflowing to
+//! infinity and setting `errno`, each a direct call to `ldexp`'s PLT stub after loading the
+//! constant from memory. The call's path is a large part of an iteration: schedlab's earlier
+//! loop made the same calls from Rust, through a register holding `ldexp`'s address, and ran
+//! 0.93 of rt-app's time per iteration (paired 40,000-iteration batches of both sequences,
+//! alternating on one pinned CPU, 300 pairs, CPU time; the same in assembly through the GOT
+//! directly: 0.92; the C source compiled here: 1.000) — the 0.94–0.96 of rt-app's run time
+//! that `--run-as loops` showed at a given calibration. So the loop is written out in
+//! assembly as rt-app's binary has it, and the same loop count takes the same time; a given
+//! `calibration` number then means the same ns per loop to both.
+//!
 //! The measurement ([`calibrate`]) is schedlab's: batches of about a millisecond of the
 //! thread's own CPU time, one after the other on the pinned CPU, twenty-one of them, their median
-//! kept (rt-app stops at the first two successive figures that agree within 1/50 and keeps the
-//! smaller, which on a virtual machine can be two slow ones). rt-app times its batches with
+//! kept (rt-app stops at the first figure within 1/50 of its running average and keeps the
+//! smaller method's, which on a virtual machine can be slow ones). On a quiet CPU both measure
+//! the same loop; they differ where the loop's speed wanders during the calibration. rt-app times its batches with
 //! CLOCK_MONOTONIC, so a task sharing the CPU during its calibration makes each iteration look
 //! slower and every later `run` shorter (a test beside other tests' work saw rt-app's 10 ms runs
 //! take 3 ms); timed by the thread's CPU clock, a batch that was preempted costs the same.
@@ -35,7 +43,6 @@
 //! the calibration: a lower CPU frequency, a busy sibling hyperthread, caches another task
 //! evicted. Preemption stretches the wall time of both alike.
 
-use std::hint::black_box;
 use std::time::Duration;
 
 /// Iterations of a calibration batch when nothing is known yet.
@@ -49,20 +56,10 @@ const BATCH_NS: f64 = 1_000_000.0;
 /// loop's speed most of the time.
 const BATCHES: usize = 21;
 
-/// One iteration's work, rt-app's: four calls of `ldexp(0.95, 31129)` (the argument and
-/// exponent rt-app's `waste_cpu_cycles` ends up passing), kept from the optimiser.
-#[inline(always)]
-fn unit() {
-    for _ in 0..4 {
-        black_box(crate::sys::c_ldexp(black_box(0.95), black_box(31129)));
-    }
-}
-
-/// Run `loops` iterations of the busy loop.
+/// Run `loops` iterations of rt-app's busy loop (four calls of `ldexp(0.95, 31129)` each, the
+/// instruction sequence of rt-app's binary: [`crate::sys::rtapp_waste_cpu_cycles`]).
 pub fn spin(loops: u64) {
-    for _ in 0..loops {
-        unit();
-    }
+    crate::sys::rtapp_waste_cpu_cycles(loops);
 }
 
 /// The iterations that fill `work` at `ns_per_loop` (rounded down, as rt-app's integer

@@ -5,7 +5,7 @@
 //! sched_setattr/sched_getattr (no wrapper in rustix or libc), the raw-descriptor pipe setup
 //! the runner shares across `fork()` (descriptors that both processes close on their own
 //! paths, so an `OwnedFd` would close them twice; the I/O borrows them for one call), and the
-//! C library's `ldexp`, rt-app's unit of busy work (`crate::busy_loop`; the libc crate does not
+//! C library's `ldexp` in rt-app's busy loop, written out in assembly (`crate::busy_loop`; the libc crate does not
 //! declare the math library).
 
 use std::io;
@@ -125,15 +125,71 @@ extern "C" {
     fn ldexp(x: f64, exp: libc::c_int) -> f64;
 }
 
-/// The C library's `ldexp(x, exp)`, `x` × 2^`exp`: the function itself, not Rust's arithmetic,
-/// because what the busy loop needs is its cost (glibc's overflow path, which sets `errno`),
-/// the same as in rt-app's loop.
-#[inline(always)]
-pub fn c_ldexp(x: f64, exp: i32) -> f64 {
-    // SAFETY: ldexp takes two values and returns one; it touches no memory of ours (only the
-    // thread's errno, which nothing reads between this call and the next system call's own
-    // setting of it).
-    unsafe { ldexp(x, exp) }
+/// rt-app's busy loop, `loops` iterations of four calls of the C library's
+/// `ldexp(0.95, 31129)` (each overflows to infinity and sets `errno`), as the same instruction
+/// sequence rt-app 1.0's `waste_cpu_cycles` compiles to (Debian's binary, disassembled): the
+/// constant loaded from memory before each call, and each call a direct call to `ldexp`'s PLT
+/// stub, which jumps on through the GOT. How the call reaches `ldexp` is most of what an
+/// iteration costs beside `ldexp` itself: called through a register, as rustc compiles a call of
+/// an `extern` function, the same iterations took 0.93 of the time (paired 40,000-iteration
+/// batches on one pinned CPU), so an assembly loop is what makes a loop count mean rt-app's time.
+#[cfg(target_arch = "x86_64")]
+pub fn rtapp_waste_cpu_cycles(loops: u64) {
+    /// `waste_cpu_cycles`' `param`, loaded from memory before each call as rt-app's binary does.
+    static PARAM: f64 = 0.95;
+    if loops == 0 {
+        return;
+    }
+    // SAFETY: the loop only calls `ldexp` (which takes its arguments in xmm0 and edi, returns
+    // in xmm0, touches no memory of ours beyond `errno`, and may clobber any caller-saved
+    // register: `clobber_abi("C")`); the counters are in callee-saved r12 and r13, which the
+    // calls preserve; the stack is aligned for a call at the block's start (`nostack` is not
+    // given) and the block pushes nothing.
+    unsafe {
+        std::arch::asm!(
+            ".p2align 4",
+            "2:",
+            "mov rax, qword ptr [rip + {param}]",
+            "mov edi, 0x7999",
+            "add r12, 1",
+            "movq xmm0, rax",
+            "call {ldexp}",
+            "mov rax, qword ptr [rip + {param}]",
+            "mov edi, 0x7999",
+            "movq xmm0, rax",
+            "call {ldexp}",
+            "mov rax, qword ptr [rip + {param}]",
+            "mov edi, 0x7999",
+            "movq xmm0, rax",
+            "call {ldexp}",
+            "mov rax, qword ptr [rip + {param}]",
+            "mov edi, 0x7999",
+            "movq xmm0, rax",
+            "call {ldexp}",
+            "cmp r13, r12",
+            "jne 2b",
+            param = sym PARAM,
+            ldexp = sym ldexp,
+            inout("r12") 0u64 => _,
+            in("r13") loops,
+            clobber_abi("C"),
+        );
+    }
+}
+
+/// rt-app's busy loop where no assembly copy of it is written: the same calls of the C
+/// library's `ldexp`, as the compiler calls them.
+#[cfg(not(target_arch = "x86_64"))]
+pub fn rtapp_waste_cpu_cycles(loops: u64) {
+    for _ in 0..loops {
+        for _ in 0..4 {
+            // SAFETY: ldexp takes two values and returns one; it touches no memory of ours
+            // (only the thread's errno).
+            std::hint::black_box(unsafe {
+                ldexp(std::hint::black_box(0.95), std::hint::black_box(31129))
+            });
+        }
+    }
 }
 
 /// Sleep until CLOCK_MONOTONIC reaches `deadline_ns`, resuming after signals.
@@ -751,5 +807,24 @@ mod tests {
         let e = write_all(w, b"lost").unwrap_err();
         assert_eq!(e.raw_os_error(), Some(libc::EPIPE), "{e}");
         close(w);
+    }
+
+    #[test]
+    fn rtapp_busy_loop_calls_ldexp_with_rt_apps_arguments() {
+        // ldexp(0.95, 31129) overflows and sets errno to ERANGE; with another exponent in edi
+        // (a wrong register or value) it would not overflow and errno would stay 0. No
+        // iteration, no call.
+        let errno = || std::io::Error::last_os_error().raw_os_error();
+        // SAFETY: the thread's own errno, written before the calls that may set it.
+        let clear = || unsafe { *libc::__errno_location() = 0 };
+        clear();
+        rtapp_waste_cpu_cycles(0);
+        assert_eq!(errno(), Some(0), "no iteration calls ldexp");
+        rtapp_waste_cpu_cycles(3);
+        assert_eq!(errno(), Some(libc::ERANGE), "ldexp(0.95, 31129) overflows");
+        // The counters survive the calls: a million iterations end (about 20 ms).
+        clear();
+        rtapp_waste_cpu_cycles(1_000_000);
+        assert_eq!(errno(), Some(libc::ERANGE));
     }
 }

@@ -233,8 +233,9 @@ fn under_a_burner_on_its_cpu_a_loop_count_stretches_as_rt_apps_does() {
 }
 
 /// A `calibration` number asks both tools for the same count of the same iteration (rt-app's
-/// four `ldexp` calls), so a `run` takes about as long in each: 0.96 of rt-app's time measured
-/// here, where schedlab's former loop of its own took 1.94.
+/// four `ldexp` calls through the PLT, the same instructions), so a `run` takes about as long in
+/// each; calling `ldexp` through a register took 0.93–0.96 of rt-app's time, schedlab's former
+/// loop of its own 1.94.
 #[test]
 fn a_given_calibration_asks_for_about_rt_apps_time() {
     let Some(rtapp) = rtapp_binary() else {
