@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""What the threads of a simulated `volano` run do between wakeups, from its exact timeline.
+
+Reads the events a `schedlab run|sweep volano --backend sim --timeline FILE.svg` run leaves in
+FILE.events/ (one file per configuration and repetition) and prints, per file and per VolanoMark
+thread kind (S_R, S_S: the server's receive and send threads; C_R, C_S: the client's), the
+figures seed 000's disagreeing rows are explained by:
+
+  wakeups/msg   wakeups per room message
+  run/wakeup    CPU time a thread runs from a wakeup until it sleeps again (us)
+  off-CPU/wake  times it leaves the CPU still runnable in that span (yields, preemptions, ticks)
+  tick sw.      of those, switches at a tick (slice expiry or round robin), per 1000 wakeups
+  wait          time from a wakeup to its first run (us)
+  back          time from leaving the CPU runnable to running again (us)
+
+and the whole run's mean number of runnable tasks (the seed's 8-way run queue averaged 70).
+
+  bench/volano_why.py --hz 100 --messages 1000 DIR.events/C0-R0.txt ...
+
+--messages is the run's messages per user (a room message is one user's message to its room);
+--hz the simulated tick rate (the cost profile's, or --cost hz=...), which places the ticks:
+a switch whose time falls on the ticks' phase is counted as a tick's.
+"""
+
+import argparse
+import collections
+import sys
+
+KINDS = ("S_R", "S_S", "C_R", "C_S")
+
+
+def kinds_of(groups):
+    """Each task's kind: the first half of a group's tasks receive, the second half send."""
+    by_group = collections.OrderedDict()
+    for task, group in groups:
+        by_group.setdefault(group, []).append(task)
+    kind = {}
+    for group, tasks in by_group.items():
+        side = "S" if group == "server" else "C"
+        half = len(tasks) // 2
+        for i, t in enumerate(tasks):
+            kind[t] = side + ("_R" if i < half else "_S")
+    return kind
+
+
+def analyse(path, hz):
+    tick = 1_000_000_000 // hz
+    groups = []
+    state = {}
+    woke_at = {}
+    ran_since = {}
+    awake_run = collections.defaultdict(int)
+    awake_off = collections.defaultdict(int)
+    first_run_pending = set()
+    left_cpu_at = {}
+    per = {k: collections.Counter() for k in KINDS}
+    # Switches off the CPU while runnable, by their time modulo the tick, to find the tick phase.
+    residues = collections.Counter()
+    rw_at = []
+    runnable = 0
+    area = 0
+    last_t = 0
+    kind = None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#"):
+                parts = line.split()
+                if parts[1] == "task":
+                    groups.append((int(parts[2]), parts[3]))
+                continue
+            if kind is None:
+                kind = kinds_of(groups)
+            t_s, task_s, _cpu, st = line.split()
+            t = int(t_s)
+            task = int(task_s)
+            area += runnable * (t - last_t)
+            last_t = t
+            prev = state.get(task)
+            k = kind.get(task)
+            c = per.get(k)
+            if prev in (None, "-") and st != "-":
+                runnable += 1
+            elif prev in ("W", "R") and st == "-":
+                runnable -= 1
+            if prev == "R":
+                awake_run[task] += t - ran_since.pop(task)
+            if st == "R":
+                ran_since[task] = t
+                if task in left_cpu_at and c is not None:
+                    c["back_ns"] += t - left_cpu_at.pop(task)
+                    c["backs"] += 1
+                if task in first_run_pending:
+                    first_run_pending.discard(task)
+                    if c is not None:
+                        c["wait_ns"] += t - woke_at[task]
+            if prev == "-" and st == "W" and c is not None:
+                c["wakeups"] += 1
+                woke_at[task] = t
+                first_run_pending.add(task)
+                awake_run[task] = 0
+                awake_off[task] = 0
+            if prev == "R" and st == "W":
+                awake_off[task] += 1
+                left_cpu_at[task] = t
+                residues[t % tick] += 1
+                rw_at.append((t, k))
+            if prev == "R" and st == "-" and c is not None and task in woke_at:
+                c["periods"] += 1
+                c["run_ns"] += awake_run[task]
+                c["off"] += awake_off[task]
+            state[task] = st
+    phase, _ = residues.most_common(1)[0] if residues else (0, 0)
+    for t, k in rw_at:
+        if t % tick == phase and k in per:
+            per[k]["tick_switches"] += 1
+    users_total = len(groups) // 4
+    return per, (area / last_t if last_t else 0.0), users_total, last_t
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--hz", type=int, default=100)
+    ap.add_argument("--messages", type=int, required=True, help="messages each user sent")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    print(
+        f"{'file':<24} {'kind':<4} {'wakeups/msg':>11} {'run/wakeup us':>13} "
+        f"{'off-CPU/wake':>12} {'tick sw./1000':>13} {'wait us':>9} {'back us':>9}"
+    )
+    for path in a.files:
+        per, mean_runnable, n, end = analyse(path, a.hz)
+        room_messages = n * a.messages
+        total = collections.Counter()
+        for k in KINDS:
+            c = per[k]
+            total.update(c)
+            w = max(c["wakeups"], 1)
+            p = max(c["periods"], 1)
+            print(
+                f"{path[-24:]:<24} {k:<4} {c['wakeups'] / room_messages:>11.2f} "
+                f"{c['run_ns'] / p / 1e3:>13.1f} {c['off'] / p:>12.2f} "
+                f"{1000 * c['tick_switches'] / w:>13.2f} {c['wait_ns'] / w / 1e3:>9.0f}"
+                f" {c['back_ns'] / max(c['backs'], 1) / 1e3:>9.0f}"
+            )
+        w = max(total["wakeups"], 1)
+        p = max(total["periods"], 1)
+        print(
+            f"{path[-24:]:<24} {'all':<4} {total['wakeups'] / room_messages:>11.2f} "
+            f"{total['run_ns'] / p / 1e3:>13.1f} {total['off'] / p:>12.2f} "
+            f"{1000 * total['tick_switches'] / w:>13.2f} {total['wait_ns'] / w / 1e3:>9.0f}"
+            f" {total['back_ns'] / max(total['backs'], 1) / 1e3:>9.0f}"
+            f"   mean runnable {mean_runnable:.1f} over {end / 1e9:.1f} s"
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
