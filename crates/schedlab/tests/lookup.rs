@@ -14,8 +14,12 @@ fn metric(rec: &RunRecord, name: &str) -> f64 {
 
 #[test]
 fn each_strategy_runs_on_the_real_kernel_with_its_acquisitions() {
-    // Everything cached: acquisitions per lookup are exact (depth 4).
-    for (dcache, per_lookup) in [("lock", 5.0), ("fastwalk", 2.0), ("rcu", 1.0)] {
+    // Everything cached: acquisitions per lookup are exact (depth 4), the same for a request of
+    // a stat and an open (5 + 4 and the dput at close, 2 + 1 + 1, 1 + 1 per two lookups).
+    for (dcache, per_lookup, calls) in [("lock", 5.0), ("fastwalk", 2.0), ("rcu", 1.0)]
+        .into_iter()
+        .flat_map(|(d, n)| [(d, n, "stat"), (d, n, "stat+open")])
+    {
         let rec = run_json(
             &[
                 "run",
@@ -34,21 +38,31 @@ fn each_strategy_runs_on_the_real_kernel_with_its_acquisitions() {
                 "20us",
                 "--dcache",
                 dcache,
+                "--calls",
+                calls,
                 "--runs",
                 "1",
             ],
             dcache,
         );
-        assert_eq!(metric(&rec, "lookups"), 800.0);
+        assert_eq!(metric(&rec, "lookups"), 800.0, "{dcache} {calls}");
         assert_eq!(metric(&rec, "misses_per_lookup"), 0.0);
-        assert_eq!(metric(&rec, "acq_per_lookup"), per_lookup, "{dcache}");
+        assert_eq!(
+            metric(&rec, "acq_per_lookup"),
+            per_lookup,
+            "{dcache} {calls}"
+        );
         assert!(metric(&rec, "lookups_per_s") > 0.0);
         // Each lookup computes 4 × 2 µs at least.
         assert!(metric(&rec, "lookup_p50") >= 8.0, "{dcache}");
         let locks = &rec.configs[0].repetitions[0].locks;
         let dl = locks.iter().find(|l| l.name == "dcache_lock").unwrap();
         assert_eq!(dl.kind, "spin");
-        assert_eq!(dl.acquisitions as f64, 800.0 * per_lookup, "{dcache}");
+        assert_eq!(
+            dl.acquisitions as f64,
+            800.0 * per_lookup,
+            "{dcache} {calls}"
+        );
     }
 }
 

@@ -24,6 +24,17 @@
 //!   directory) and `open2` (each in its own directory); the tree or files are made before a
 //!   barrier, and the lookups are timed after it.
 //!
+//! `calls` makes a request walk its file's path more than once, as a web server does: Apache
+//! 1.3's `directory_walk` (src/main/http_request.c) `stat`s the translated file in
+//! `get_path_info`, and after the request's other phases the default handler opens it, with a
+//! close after the response; 2.0's `ap_directory_walk` (server/request.c) `apr_stat`s it and the
+//! core handler opens it. Both servers' shipped configurations (`Options FollowSymLinks`,
+//! `AllowOverride None` for `/` and the document root) skip the per-directory `lstat` and the
+//! `.htaccess` opens the same loops make otherwise. So `calls=stat+open` is a static GET:
+//! `lookups` counts walks, a request's walks are `between` of CPU work apart, a `stat` drops its
+//! reference at once, an `open` drops it at close, after the request's work. The default,
+//! `stat`, is one walk per request.
+//!
 //! `prune` adds a rare long holder of `dcache_lock`: after a request, with probability 1/EVERY,
 //! the task holds the lock for HOLD, as 2.4.17's `prune_dcache` does when memory pressure calls
 //! it through `shrink_dcache_memory` from `try_to_free_pages` (in the allocating task's own
@@ -161,6 +172,55 @@ impl FromStr for Gaps {
     }
 }
 
+/// One path call of a request (`calls`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    /// `stat(2)`: walk the path and drop the final reference at once.
+    Stat,
+    /// `open(2)`: walk the path and keep the reference until close, after the request's work.
+    Open,
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Call::Stat => "stat",
+            Call::Open => "open",
+        })
+    }
+}
+
+/// The most path calls of one request.
+const MAX_CALLS: usize = 16;
+
+/// `stat`, `open` or several joined by `+` (`stat+open`), at most [`MAX_CALLS`].
+fn parse_calls(value: &str) -> Result<Vec<Call>, ParamError> {
+    let bad = |what: &str| ParamError::value(NAME, "calls", value, what);
+    let calls = value
+        .split('+')
+        .map(|c| match c.trim() {
+            "stat" => Ok(Call::Stat),
+            "open" => Ok(Call::Open),
+            _ => Err(bad(
+                "is not accepted; use stat, open or several joined by + (such as stat+open)",
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if calls.len() > MAX_CALLS {
+        return Err(bad("is not accepted: at most 16 calls per request"));
+    }
+    Ok(calls)
+}
+
+/// The text of a request's calls, joined by `+`.
+fn calls_text(calls: &[Call]) -> String {
+    calls
+        .iter()
+        .map(Call::to_string)
+        .collect::<Vec<_>>()
+        .join("+")
+}
+
 /// A rare long hold of `dcache_lock` after a request (`prune=HOLD/EVERY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prune {
@@ -231,6 +291,10 @@ pub struct Lookup {
     pub gaps: Gaps,
     /// A rare long hold of `dcache_lock` after a request, if any.
     pub prune: Option<Prune>,
+    /// The path calls of one request, in order (each a walk of the request's file).
+    pub calls: Vec<Call>,
+    /// CPU work between two calls of a request, outside any lock.
+    pub between: Duration,
     /// The tree, built once per configuration (by [`Workload::plan`], before any task starts).
     tree: Arc<OnceLock<Tree>>,
 }
@@ -253,6 +317,11 @@ impl Default for Lookup {
             request: Duration::from_micros(700),
             gaps: Gaps::Fixed,
             prune: None,
+            calls: vec![Call::Stat],
+            // Not published for the seed's server: the user-space phases between Apache's stat
+            // and open (the other walks over the configuration, access and type checks, the
+            // handler's conditions), a few thousand instructions on a 700 MHz Pentium III.
+            between: Duration::from_micros(20),
             tree: Arc::default(),
         }
     }
@@ -364,7 +433,7 @@ const TABLE: &[Param<Lookup>] = &[
             "request",
             "700us",
             "700us",
-            "CPU work per request after its lookup, outside the lock.",
+            "CPU work per request after its lookup (its calls), outside the lock.",
         ),
         |w, v| parse_work("request", v).map(|d| w.request = d),
         |w| format_duration(w.request),
@@ -390,6 +459,28 @@ const TABLE: &[Param<Lookup>] = &[
         |w| w.prune.map_or_else(|| "none".into(), |p| p.to_string()),
     )
     .recorded_when(|w| w.prune.is_some()),
+    Param::new(
+        ParamDef::value(
+            "calls",
+            "stat",
+            "stat|open|CALL+CALL...",
+            "The path calls of one request, in order, each a walk of the request's file: stat (reference dropped at once) or open (dropped at close, after the request's work); stat+open is Apache's static GET. lookups counts walks, a multiple of the calls.",
+        ),
+        |w: &mut Lookup, v| parse_calls(v).map(|c| w.calls = c),
+        |w| calls_text(&w.calls),
+    )
+    .recorded_when(|w| w.calls != [Call::Stat]),
+    Param::new(
+        ParamDef::value(
+            "between",
+            "20us",
+            "20us",
+            "CPU work between two calls of one request, outside the lock (used when calls has more than one).",
+        ),
+        |w: &mut Lookup, v| parse_work("between", v).map(|d| w.between = d),
+        |w| format_duration(w.between),
+    )
+    .recorded_when(|w| w.calls.len() > 1),
 ];
 
 /// The declarations of [`TABLE`].
@@ -404,6 +495,29 @@ impl Lookup {
                 &["prune", "dcache"],
                 format!(
                     "ask for holds of the simulated dcache_lock (prune={p}) under dcache=kernel, which does not take it; accepted: prune=none with dcache=kernel"
+                ),
+            ));
+        }
+        if self.calls != [Call::Stat] && self.dcache == Dcache::Kernel {
+            return Err(ParamError::params(
+                NAME,
+                &["calls", "dcache"],
+                format!(
+                    "ask for calls={} under dcache=kernel, which makes one call per lookup (syscall); accepted: calls=stat with dcache=kernel",
+                    calls_text(&self.calls)
+                ),
+            ));
+        }
+        if !self.lookups.is_multiple_of(self.calls.len()) {
+            return Err(ParamError::params(
+                NAME,
+                &["lookups", "calls"],
+                format!(
+                    "ask for {} lookups per task in requests of {} calls ({}); accepted: a multiple of {}",
+                    self.lookups,
+                    self.calls.len(),
+                    calls_text(&self.calls),
+                    self.calls.len()
                 ),
             ));
         }
@@ -627,13 +741,29 @@ impl Workload for Lookup {
         let mut prunes = SplitMix::new(PRUNE_SEED ^ (task.index as u64) << 32);
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
         let mut path = Vec::new();
-        for _ in 0..self.lookups {
+        // The entries the request's opens hold until close.
+        let mut open = Vec::with_capacity(self.calls.len());
+        for _ in 0..self.lookups / self.calls.len() {
             let leaf = tree.draw(&mut rng);
-            let t0 = ctx.now();
             tree.path_into(leaf, &mut path);
-            walker.walk(ctx, &tree.dentries, &path, &mut tally).await;
-            ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
+            for (i, call) in self.calls.iter().enumerate() {
+                if i > 0 {
+                    ctx.compute(self.between).await;
+                }
+                let t0 = ctx.now();
+                match call {
+                    Call::Stat => walker.walk(ctx, &tree.dentries, &path, &mut tally).await,
+                    Call::Open => {
+                        let held = walker.resolve(ctx, &tree.dentries, &path, &mut tally);
+                        open.extend(held.await);
+                    }
+                }
+                ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
+            }
             ctx.compute(self.gap(&mut gaps)).await;
+            for e in open.drain(..) {
+                walker.release(ctx, &tree.dentries, e, &mut tally).await;
+            }
             if let Some(p) = self.prune {
                 if prunes.next().is_multiple_of(p.every) {
                     ctx.lock(Self::LOCK).await;
@@ -741,7 +871,9 @@ impl Workload for Lookup {
 
     fn expected_time(&self) -> Option<Duration> {
         // Every lookup's work, as if on one CPU, with a generous margin for a contended lock.
-        let per = self.component * (self.depth as u32 * 2 + MISS_FACTOR) + self.request;
+        let per = self.component * (self.depth as u32 * 2 + MISS_FACTOR)
+            + (self.request + self.between * (self.calls.len() as u32 - 1))
+                / self.calls.len() as u32;
         let total = per.as_secs_f64() * (self.threads * self.lookups) as f64;
         Some(Duration::from_secs_f64(total * 4.0 + 60.0))
     }
@@ -1010,6 +1142,37 @@ mod tests {
             "{e}"
         );
     }
+    #[test]
+    fn calls_are_stats_and_opens_recorded_only_when_not_one_stat() {
+        let mut l = Lookup::default();
+        let p = l.params();
+        assert!(!p.contains_key("calls") && !p.contains_key("between"));
+        l.set_param("calls", "stat+open").unwrap();
+        assert_eq!(l.calls, [Call::Stat, Call::Open]);
+        let p = l.params();
+        assert_eq!(p.get("calls").map(String::as_str), Some("stat+open"));
+        assert_eq!(p.get("between").map(String::as_str), Some("20.000us"));
+        l.validate().unwrap();
+        l.set_param("lookups", "2001").unwrap();
+        let e = l.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("2001 lookups") && e.contains("a multiple of 2"),
+            "{e}"
+        );
+        l.set_param("lookups", "2000").unwrap();
+        l.set_param("dcache", "kernel").unwrap();
+        let e = l.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("calls=stat+open") && e.contains("dcache=kernel"),
+            "{e}"
+        );
+        let many = vec!["stat"; 17].join("+");
+        for bad in ["", "stat+", "lstat", "stat,open", many.as_str()] {
+            let e = l.set_param("calls", bad).unwrap_err().to_string();
+            assert!(e.contains("calls") && e.contains(bad), "{e}");
+        }
+    }
+
     #[test]
     fn prune_is_a_hold_and_a_rate_recorded_only_when_set() {
         let mut l = Lookup::default();
