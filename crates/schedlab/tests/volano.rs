@@ -60,6 +60,51 @@ fn the_real_kernel_runs_four_threads_per_user_and_checks_every_packet() {
     }
 }
 
+/// The seed's scale (10 rooms of 20 users: 800 threads, four per user) on the real kernel, a few
+/// messages each: every packet arrives and the run reports the counters seed 000's table reads —
+/// wakeups and the share that preempted, where the kernel lets BPF count them.
+#[test]
+fn the_real_kernel_runs_the_seeds_800_threads_and_reports_its_counters() {
+    let (rooms, users, messages) = (10usize, 20usize, 3usize);
+    let rec = run_record(
+        &[
+            "run",
+            "volano",
+            "--rooms",
+            "10",
+            "--users",
+            "20",
+            "--messages",
+            "3",
+            "--runs",
+            "1",
+        ],
+        "real-800",
+    );
+    let c = &rec.configs[0];
+    let r = &c.repetitions[0];
+    assert_eq!(
+        r.metrics["messages"],
+        (rooms * users * messages * users) as f64
+    );
+    let tasks: usize = c.groups.iter().map(|g| g.tasks).sum();
+    assert_eq!(tasks, 4 * rooms * users, "four threads per user");
+    let total = &r.counters["total"];
+    assert!(
+        total.voluntary_switches.unwrap_or(0) > 0 && total.cpu_time_s > 0.0,
+        "{total:?}"
+    );
+    match total.wakeups {
+        Some(w) => {
+            // Each of the 600 messages sent wakes at least one sleeping thread on its way (a
+            // run of 4,000 messages here counted 13 wakeups a message).
+            assert!(w >= (rooms * users * messages) as u64, "{total:?}");
+            assert!(total.wakeup_preemptions.is_some(), "{total:?}");
+        }
+        None => println!("skipped: wakeup counts (BPF in the kernel not available here: run as root on a kernel with BTF)"),
+    }
+}
+
 #[test]
 fn the_real_kernel_runs_the_queue_monitors_once_per_append_and_per_take() {
     let (rooms, users, messages) = (2usize, 3usize, 5usize);
