@@ -42,7 +42,7 @@
 //! `version=2.6.14` swaps in the sleep-average credit of Linux 2.6.11–2.6.16, the mainline kernel
 //! seed 004 ran (2.6.14; read from a 2.6.1x kernel/sched.c and from the context lines of Mike
 //! Galbraith's "\[2.6.16-rc6 patch\] remove sleep_avg multiplier", LKML 2006-03-14, merged for
-//! 2.6.17 as 9430d58e, and of his `activated` → `sleep_type` cleanup of the same release).
+//! 2.6.17 as 9430d58e).
 //! `recalc_task_prio` there differs from 2.6.20's in two rules, both in the credit a wakeup (and
 //! schedule()'s on-runqueue credit, which calls the same function) gives:
 //! - the *multiplier*: a sleep is credited `(MAX_BONUS − CURRENT_BONUS) ? : 1` times over, so a
@@ -52,6 +52,7 @@
 //!   whatever it had, and keeps its on-runqueue credit (`activated` 1 or 2); 2.6.20 raises it
 //!   only to the `INTERACTIVE_SLEEP` ceiling, only if below, and marks the sleep
 //!   non-interactive (no on-runqueue credit, further credit capped at the ceiling).
+//!
 //! Everything else this policy models reads the same in both: `effective_prio`,
 //! `TASK_INTERACTIVE`/`DELTA`, `INTERACTIVE_SLEEP`, `EXPIRED_STARVING` (`>= LIMIT·nr + 1` there,
 //! `> LIMIT·nr` here), `scheduler_tick`'s expiry and TIMESLICE_GRANULARITY requeue,
