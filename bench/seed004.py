@@ -27,6 +27,7 @@ OUTLIERS = [
     ("nice-5", "X", "Memload", "staircase"),
     ("nice-5", "Audio", "Burn", "o1"),
     ("nice-5", "Video", "Burn", "o1"),
+    ("nice-5", "X", "Burn", "o1"),
 ]
 
 
@@ -60,13 +61,15 @@ def block_output(doc, name):
 
 
 def sim_table(text):
-    """{(policy, bench, load): (pct, star)} from a sweep's interbench tables."""
+    """{(policy, bench, load): (pct, star)} from a sweep's interbench tables, and under "specs"
+    each policy's whole spec as the sweep names it (`o1:version=2.6.14`)."""
     out = {}
     policy = bench = None
     for line in text.splitlines():
-        m = re.match(r"== policy=(\w+) ==", line)
+        m = re.match(r"== policy=((\w+)\S*) ==", line)
         if m:
-            policy = m.group(1)
+            policy = m.group(2)
+            out.setdefault("specs", {})[policy] = m.group(1)
             continue
         m = re.match(r"--- Benchmarking simulated cpu of (\w+)", line)
         if m:
@@ -88,6 +91,9 @@ def main():
         raise SystemExit("usage: bench/seed004.py [NICE19_OUTPUT NICE_5_OUTPUT]")
     seed = seed_table(doc)
     sims = {t: sim_table(x) for t, x in texts.items()}
+    for table, sim in sims.items():
+        specs = sim.get("specs", {})
+        print(f"{table}: o1 = {specs.get('o1', '?')}, sc = {specs.get('staircase', '?')}")
     print(f"{'table':7} {'bench':6} {'load':8} {'o1 seed':>8} {'sim':>6} {'diff':>5}  "
           f"{'sc seed':>8} {'sim':>6} {'diff':>5}  seed* sim*")
     dist = {}

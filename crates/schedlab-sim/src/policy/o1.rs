@@ -39,6 +39,26 @@
 //! assumes that ACK is always sent (quick-ACK mode; 2.5.25's delayed-ACK and pingpong rules are
 //! not modelled), so the variant is an upper bound of these wakeups (`machine/kthreads.rs`).
 //!
+//! `version=2.6.14` swaps in the sleep-average credit of Linux 2.6.11–2.6.16, the mainline kernel
+//! seed 004 ran (2.6.14; read from a 2.6.1x kernel/sched.c and from the context lines of Mike
+//! Galbraith's "\[2.6.16-rc6 patch\] remove sleep_avg multiplier", LKML 2006-03-14, merged for
+//! 2.6.17 as 9430d58e).
+//! `recalc_task_prio` there differs from 2.6.20's in two rules, both in the credit a wakeup (and
+//! schedule()'s on-runqueue credit, which calls the same function) gives:
+//! - the *multiplier*: a sleep is credited `(MAX_BONUS − CURRENT_BONUS) ? : 1` times over, so a
+//!   task with no bonus gains ten times its sleep (2.6.20 credits the sleep once);
+//! - the *long sleep*: a user task that slept longer than `INTERACTIVE_SLEEP(p)` (not from an
+//!   uninterruptible sleep) gets `sleep_avg = MAX_SLEEP_AVG − DEF_TIMESLICE` (900 ms, bonus 9)
+//!   whatever it had, and keeps its on-runqueue credit (`activated` 1 or 2); 2.6.20 raises it
+//!   only to the `INTERACTIVE_SLEEP` ceiling, only if below, and marks the sleep
+//!   non-interactive (no on-runqueue credit, further credit capped at the ceiling).
+//!
+//! Everything else this policy models reads the same in both: `effective_prio`,
+//! `TASK_INTERACTIVE`/`DELTA`, `INTERACTIVE_SLEEP`, `EXPIRED_STARVING` (`>= LIMIT·nr + 1` there,
+//! `> LIMIT·nr` here), `scheduler_tick`'s expiry and TIMESLICE_GRANULARITY requeue,
+//! `task_timeslice`, `TASK_PREEMPTS_CURR` in `try_to_wake_up`, the run-time charge in
+//! `schedule()`, fork's slice split and CHILD_PENALTY and `sched_exit` (not modelled in either).
+//!
 //! Simplifications (the simulator has no fork tree, no uninterruptible sleep, no sync wakeups):
 //! - New tasks start with sleep_avg 0 (prio = static_prio + 5) and a full slice: no parent whose
 //!   sleep_avg (CHILD_PENALTY) or slice (sched_fork halving, sched_exit refund) they share.
@@ -144,6 +164,10 @@ enum Requeue {
 /// Which kernel's sys_sched_yield the policy runs (the `yield` parameter's values, in order).
 const YIELD_VARIANTS: &[&str] = &["expired", "2.5.25"];
 
+/// Which kernel's sleep-average credit (`recalc_task_prio`) the policy runs (the `version`
+/// parameter's values, in order).
+const VERSION_VARIANTS: &[&str] = &["2.6.20", "2.6.14"];
+
 /// How the NET_RX softirq hands over work it raised again (the `softirq` parameter's values, in
 /// order): `inline` never wakes ksoftirqd (the simulator's loopback before the parameter);
 /// `2.5.25` wakes it as 2.5.22–2.5.30's `do_softirq` did.
@@ -202,9 +226,14 @@ impl Task {
         let j = hz.max_sleep_avg() as i64 * (MAX_BONUS / 2 + self.delta() + 1) / MAX_BONUS - 1;
         j.max(0) as u64 * hz.tick_ns
     }
-    /// recalc_task_prio: credit `sleep_time` ns of sleep and return the new priority.
-    fn recalc_prio(&mut self, hz: Hz, sleep_time: u64) -> usize {
+    /// recalc_task_prio: credit `sleep_time` ns of sleep and return the new priority (2.6.14's
+    /// rules when `v2614`).
+    fn recalc_prio(&mut self, hz: Hz, sleep_time: u64, v2614: bool) -> usize {
         let mut sleep_time = if self.batch() { 0 } else { sleep_time };
+        if v2614 {
+            self.credit_2614(hz, sleep_time);
+            return self.effective_prio(hz);
+        }
         if sleep_time > 0 {
             let ceiling = self.interactive_sleep(hz);
             if sleep_time > ceiling && self.sleep_avg < ceiling {
@@ -224,6 +253,21 @@ impl Task {
             self.sleep_avg = self.sleep_avg.min(hz.ns_max_sleep_avg());
         }
         self.effective_prio(hz)
+    }
+    /// 2.6.14's recalc_task_prio credit: a long sleep sets sleep_avg to MAX_SLEEP_AVG −
+    /// DEF_TIMESLICE; a shorter one counts (MAX_BONUS − CURRENT_BONUS) times, at least once.
+    fn credit_2614(&mut self, hz: Hz, sleep_time: u64) {
+        let max = hz.ns_max_sleep_avg();
+        let sleep_time = sleep_time.min(max);
+        if sleep_time == 0 {
+            return;
+        }
+        if sleep_time > self.interactive_sleep(hz) {
+            self.sleep_avg = (hz.max_sleep_avg() - hz.def_timeslice()) * hz.tick_ns;
+            return;
+        }
+        let times = (MAX_BONUS - hz.bonus(self.sleep_avg)).max(1) as u64;
+        self.sleep_avg = (self.sleep_avg + sleep_time * times).min(max);
     }
     /// schedule()'s charge on the task switched out: run_time / CURRENT_BONUS off sleep_avg.
     fn charge_run(&mut self, hz: Hz, now: u64) {
@@ -280,6 +324,8 @@ pub struct O1 {
     yield_2525: bool,
     /// 2.5.25's `do_softirq`: a segment acknowledged from the softirq wakes ksoftirqd.
     softirq_2525: bool,
+    /// 2.6.14's sleep-average credit (multiplier, long sleep to 900 ms) instead of 2.6.20's.
+    v2614: bool,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
     /// 2.6's domain hierarchy on a machine with a topology; `None`: one flat domain.
@@ -309,6 +355,12 @@ pub const DEF: PolicyDef = PolicyDef {
             values: Values::Variant(SOFTIRQ_VARIANTS),
             meaning: "loopback TCP's NET_RX softirq: inline = no ksoftirqd; 2.5.25 = seed 000's kernel (a segment whose reader does not sleep in its receive is ACKed from the softirq, which raises NET_RX again and wakes the nice 19 ksoftirqd if it sleeps)",
         },
+        ParamDef {
+            name: "version",
+            default: 0,
+            values: Values::Variant(VERSION_VARIANTS),
+            meaning: "recalc_task_prio's sleep credit: 2.6.20 = credit the sleep once, a long sleep raises sleep_avg to INTERACTIVE_SLEEP and forfeits the on-runqueue credit; 2.6.14 = seed 004's kernel (a sleep counts (10 - bonus) times, a long sleep sets sleep_avg to 900 ms and keeps the on-runqueue credit)",
+        },
     ],
     describe_defaults: true,
     check: no_check,
@@ -321,6 +373,7 @@ impl FromParams for O1 {
             threshold: params.get("threshold"),
             yield_2525: YIELD_VARIANTS[params.get("yield") as usize] == "2.5.25",
             softirq_2525: SOFTIRQ_VARIANTS[params.get("softirq") as usize] == "2.5.25",
+            v2614: VERSION_VARIANTS[params.get("version") as usize] == "2.6.14",
             tasks: Vec::new(),
             rqs: Vec::new(),
             sd: None,
@@ -521,7 +574,7 @@ impl Policy for O1 {
     fn enqueue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: EnqueueKind) {
         self.ensure_rqs(m.ncpus);
         let hz = Hz::of(m);
-        let yield_2525 = self.yield_2525;
+        let (yield_2525, v2614) = (self.yield_2525, self.v2614);
         let t = self.task_mut(task);
         t.requeue = None;
         match kind {
@@ -537,7 +590,7 @@ impl Policy for O1 {
                     yield_2525 && m.now / hz.tick_ns == m.now.saturating_sub(slept_ns) / hz.tick_ns;
                 if !t.is_rt() && !same_jiffy {
                     // activate_task
-                    t.prio = t.recalc_prio(hz, slept_ns);
+                    t.prio = t.recalc_prio(hz, slept_ns, v2614);
                     if t.sleep_type == SleepType::Normal {
                         t.sleep_type = if t.timer_wakeup {
                             SleepType::Interrupted
@@ -588,6 +641,7 @@ impl Policy for O1 {
     fn pick_next_task(&mut self, m: &MachineView, cpu: CpuId) -> Option<TaskId> {
         self.ensure_rqs(m.ncpus);
         let hz = Hz::of(m);
+        let v2614 = self.v2614;
         let rq = &mut self.rqs[cpu];
         if rq.arrays[rq.active].nr_active == 0 {
             rq.expired_timestamp = None;
@@ -614,7 +668,7 @@ impl Policy for O1 {
             if t.sleep_type == SleepType::Interactive {
                 delta = delta * (ON_RUNQUEUE_WEIGHT * 128 / 100) / 128;
             }
-            t.prio = t.recalc_prio(hz, delta);
+            t.prio = t.recalc_prio(hz, delta, v2614);
         }
         t.sleep_type = SleepType::Normal;
         t.run_ns = 0;
@@ -801,6 +855,68 @@ mod tests {
                 h.preempts(0, 2),
                 "RT wakee preempts at threshold {threshold}"
             );
+        }
+    }
+
+    /// O(1) with `version` on one CPU at HZ 1000; task 0 has run a tick and sleeps, with
+    /// sleep_avg 0 (task 1, a hog, keeps the CPU busy).
+    fn slept_without_bonus(version: &str) -> H<O1> {
+        let mut h: H<O1> = H::new(&format!("o1:version={version}"), 1000, 1);
+        h.spawn(0, 0, Knobs::default(), ALL);
+        h.spawn(1, 0, Knobs::default(), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        h.tick(0);
+        h.sleep(0);
+        assert_eq!(h.p.task(0).sleep_avg, 0);
+        h
+    }
+
+    #[test]
+    fn version_2614_multiplies_a_short_sleep_by_the_missing_bonus() {
+        // 2.6.20: 50 ms of sleep is 50 ms of sleep_avg (bonus 0, prio 125);
+        // 2.6.14: (10 − 0) × 50 ms = 500 ms (bonus 5, prio 120).
+        for (version, avg_ms, prio) in [("2.6.20", 50, 125), ("2.6.14", 500, 120)] {
+            let mut h = slept_without_bonus(version);
+            h.wake_to(0, 0, Some(0), 50 * MS);
+            assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{version}");
+            assert_eq!(h.prio(0), prio, "{version}");
+        }
+        // At bonus 9 the multiplier is 1: 2.6.14 credits 50 ms on 900 ms once.
+        let mut h = slept_without_bonus("2.6.14");
+        h.p.task_mut(0).sleep_avg = 900 * MS;
+        h.wake_to(0, 0, Some(0), 50 * MS);
+        assert_eq!(h.p.task(0).sleep_avg, 950 * MS);
+    }
+
+    #[test]
+    fn version_2614_sets_a_long_sleep_to_900_ms_and_keeps_the_runqueue_credit() {
+        // A 2 s sleep from sleep_avg 0: 2.6.20 raises it to INTERACTIVE_SLEEP (799 ms, prio
+        // 118), 2.6.14 to MAX_SLEEP_AVG − DEF_TIMESLICE (900 ms, prio 116).
+        for (version, avg_ms, prio) in [("2.6.20", 799, 118), ("2.6.14", 900, 116)] {
+            let mut h = slept_without_bonus(version);
+            h.wake_to(0, 0, None, 2000 * MS);
+            assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{version}");
+            assert_eq!(h.prio(0), prio, "{version}");
+        }
+        // From a full sleep_avg, 2.6.14 lowers it to 900 ms; 2.6.20 leaves it.
+        for (version, avg_ms) in [("2.6.20", 1000), ("2.6.14", 900)] {
+            let mut h = slept_without_bonus(version);
+            h.p.task_mut(0).sleep_avg = 1000 * MS;
+            h.wake_to(0, 0, None, 2000 * MS);
+            assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{version}");
+        }
+        // Woken by a timer after 2 s, it waits 100 ms behind the hog: 2.6.20 marks the long
+        // sleep non-interactive and credits none of the wait; 2.6.14 credits all of it.
+        for (version, avg_ms) in [("2.6.20", 799), ("2.6.14", 1000)] {
+            let mut h = slept_without_bonus(version);
+            assert_eq!(h.pick(0), Some(1));
+            h.wake_to(0, 0, None, 2000 * MS);
+            for _ in 0..100 {
+                h.tick(0);
+            }
+            h.put_prev(0, PutPrevKind::Preempted);
+            assert_eq!(h.pick(0), Some(0), "{version}");
+            assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{version}");
         }
     }
 

@@ -1,0 +1,71 @@
+//! `o1:version=2.6.14` against the default 2.6.20 credit, through whole simulated runs (seed
+//! 004's machine: one CPU at HZ 1000, interbench's audio task at nice 0 with its SCHED_FIFO 96
+//! timekeeper, four burners at nice −5).
+
+use schedlab_sim::cost::CostModel;
+use schedlab_sim::policy::PolicySpec;
+use schedlab_sim::{run_repetition, SimSetup};
+use schedlab_workload::knobs::{parse_group_arg, Knobs};
+use schedlab_workload::presets::{BenchKind, Interbench, LoadKind};
+use schedlab_workload::Workload;
+use std::time::Duration;
+
+/// Audio's % of deadlines met against four nice −5 burners for `secs` seconds under `policy`.
+fn audio_vs_burn(policy: &str, secs: u64) -> f64 {
+    let ib = Interbench {
+        bench: BenchKind::Audio,
+        load: LoadKind::Burn,
+        duration: Duration::from_secs(secs),
+        load_threads: 4,
+        ..Interbench::default()
+    };
+    let knobs: Vec<Knobs> = ["", "policy=fifo:96", "nice=-5"]
+        .iter()
+        .map(|g| {
+            if g.is_empty() {
+                Knobs::default()
+            } else {
+                parse_group_arg(&format!("g:{g}")).unwrap().1
+            }
+        })
+        .collect();
+    let cost = CostModel::profile("modern")
+        .unwrap()
+        .with_overrides(&["hz=1000".to_string()])
+        .unwrap();
+    let spec: PolicySpec = policy.parse().unwrap();
+    let r = run_repetition(
+        &ib,
+        SimSetup {
+            seed: 1,
+            ..SimSetup::new(&spec, 1, &cost, &knobs)
+        },
+    )
+    .unwrap();
+    ib.metrics(&r.outcome).unwrap()["deadlines_met"]
+}
+
+/// The new audio task starts without a bonus behind the burners' round of 500 ms slices.
+/// 2.6.14 counts its first sleeps ten times over, so it passes the burners one round (2 s)
+/// sooner than under 2.6.20; once it is on time both lose it for the same stall every slice
+/// (EXPIRED_STARVING, the same rule in both), so the gap between them stays the start's.
+#[test]
+fn version_2614_gets_audio_ahead_of_nice_minus_5_burners_a_round_sooner() {
+    let (old6, new6) = (
+        audio_vs_burn("o1", 6),
+        audio_vs_burn("o1:version=2.6.14", 6),
+    );
+    // Over 6 s a 2 s round is a third of the deadlines (measured: 17.1 % and 42.7 %).
+    assert!(new6 > old6 + 15.0, "2.6.20 {old6:.1} %, 2.6.14 {new6:.1} %");
+    let (old20, new20) = (
+        audio_vs_burn("o1", 20),
+        audio_vs_burn("o1:version=2.6.14", 20),
+    );
+    // Over 20 s the same round is a tenth of them and the steady state is shared (59.5 % and
+    // 67.2 %).
+    let (gap6, gap20) = (new6 - old6, new20 - old20);
+    assert!(
+        gap20 > 0.0 && gap20 < gap6 * 0.6,
+        "gap {gap6:.1} points at 6 s, {gap20:.1} at 20 s"
+    );
+}
