@@ -21,6 +21,11 @@
 //!   [`Calibration::read_ns`]) and the last read's overshoot are carried into the next such
 //!   compute of the same task ([`Carry`]), so that their sum stays the asked sum.
 //!
+//! A workload file whose computes are cumulative (a recorded program's) takes a third way,
+//! [`compute_until`]: one read of the CPU clock says how far the task is from the sum of its
+//! computes so far, and the short or the long path spends what is owed; what the task's other
+//! steps cost in between, and each compute's own error, are made up by the next one.
+//!
 //! Reading the CPU clock also makes the kernel account the thread on the spot
 //! (`task_sched_runtime` → `update_curr`), which ends a fair-class slice the moment it is used
 //! up rather than at the next tick: a task reading it in a tight loop is scheduled differently
@@ -199,6 +204,32 @@ fn compute_at(cal: &Calibration, cpu: Duration, carry: &Carry) {
     carry.0.set(left_owed + (used - target));
 }
 
+/// A cumulative compute ([`schedlab_workload::Context::compute_to_total`]): spend the calling
+/// thread's CPU time until its CPU clock reads `target_ns`. One read of the clock says what is
+/// owed; less than [`SHORT`] is the calibrated loop (its error, and the read's own cost, are
+/// seen by the next such compute's read and made up there), more is spun on the vDSO clock
+/// and read until the target is passed. Nothing is carried: the next call's read sees where
+/// this one ended.
+pub fn compute_until(target_ns: u64) {
+    let now = crate::sys::thread_cpu_ns();
+    let Some(owed) = target_ns.checked_sub(now).filter(|&o| o > 0) else {
+        return;
+    };
+    let cal = calibration();
+    if owed < SHORT.as_nanos() as u64 {
+        short(&cal, Duration::from_nanos(owed));
+        return;
+    }
+    let mut used = now;
+    while used < target_ns {
+        let spin_until = crate::sys::monotonic_ns() + (target_ns - used);
+        while crate::sys::monotonic_ns() < spin_until {
+            std::hint::spin_loop();
+        }
+        used = crate::sys::thread_cpu_ns();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -291,6 +322,36 @@ mod tests {
                 }
             })
         });
+    }
+
+    #[test]
+    fn cumulative_computes_make_up_what_the_steps_between_them_cost() {
+        // 2000 steps of 5 µs, each after 2 µs of other work (a post or a wait's worth): the
+        // thread's CPU time is the computes' sum, 10 ms, the other work included; the same
+        // computes run as plain ones take 14 ms.
+        calibration();
+        within(
+            "2000 × (2 µs other + 5 µs to the total)",
+            10e6,
+            0.03,
+            || {
+                let base = crate::sys::thread_cpu_ns();
+                crate::sys::thread_cpu_ns_in(|| {
+                    for k in 1..=2000u64 {
+                        short(&calibration(), Duration::from_micros(2));
+                        compute_until(base + k * 5_000);
+                    }
+                })
+            },
+        );
+    }
+
+    #[test]
+    fn a_target_already_passed_spends_nothing() {
+        let now = crate::sys::thread_cpu_ns();
+        let spent = crate::sys::thread_cpu_ns_in(|| compute_until(now));
+        // A read or two of the clock, nothing like a compute.
+        assert!(spent < 50_000, "{spent} ns");
     }
 
     #[test]

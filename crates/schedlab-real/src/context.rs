@@ -89,6 +89,9 @@ pub struct RealContext {
     passes: RefCell<PassLog>,
     /// What this task's clock-timed computes overspent, owed by the next one.
     carry: crate::compute::Carry,
+    /// The thread's CPU clock when the context was made, just before the body began: where
+    /// cumulative computes count from ([`Context::compute_to_total`]).
+    cpu_start_ns: u64,
 }
 
 impl RealContext {
@@ -110,6 +113,7 @@ impl RealContext {
             pollfds: RefCell::default(),
             passes: RefCell::new(PassLog::new(epoch_ns)),
             carry: Default::default(),
+            cpu_start_ns: sys::thread_cpu_ns(),
         }
     }
 
@@ -185,6 +189,11 @@ impl Context for RealContext {
         // A calibrated loop below 20 µs, the CPU clock above, the excess carried (the module
         // says why).
         crate::compute::compute(cpu, &self.carry);
+    }
+
+    async fn compute_to_total(&self, _cpu: Duration, total: Duration) {
+        let total_ns = u64::try_from(total.as_nanos()).unwrap_or(u64::MAX);
+        crate::compute::compute_until(self.cpu_start_ns.saturating_add(total_ns));
     }
 
     // The message calls, and `yield_now`, make their system call when the body calls them and

@@ -7,7 +7,7 @@
 use crate::error::{did_you_mean, whole, Diagnostic};
 use crate::expr::{compile as compile_expr, Binding, Compiled, Expr, Quantity, Unit};
 use crate::intern::intern;
-use crate::model::{Amount, ComputeAs, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
+use crate::model::{Amount, ComputeAs, Computes, ObjectRef, ParamValue, ScriptDef, Step, StepKind};
 use crate::program::{CAmount, CGroup, CRef, Instr, PeriodNames, Program, MAX_MESSAGE};
 use crate::span::{Span, Spanned};
 use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
@@ -279,6 +279,8 @@ impl<'a> Compiler<'a> {
         let mode = self.word(&def.tasks, "tasks", TaskMode::Threads)?;
         let loops = (self.word(&def.compute_as, "run-as", ComputeAs::CpuTime)? == ComputeAs::Loops)
             .then_some(def.loop_calibration);
+        let cumulative =
+            self.word(&def.computes, "computes", Computes::Each)? == Computes::Cumulative;
         if mode == TaskMode::GroupProcesses {
             let span = def.tasks.as_ref().map_or(Span::default(), |t| t.span);
             return Err(Diagnostic::new(span, "tasks 'group-processes' is not accepted in a workload file; use threads or processes"));
@@ -328,6 +330,7 @@ impl<'a> Compiler<'a> {
             rtapp_log: self.def.rtapp_log.clone(),
             ends_at: self.def.ends_at,
             loops,
+            cumulative,
         };
         crate::dry::run(&mut program, &spans, self.def, !self.uses_from.get())?;
         program.derived = derived(self.def, &program)?;

@@ -17,7 +17,14 @@
 //!   kernel charged beyond the switch times goes to the run's last piece (a shortfall comes off
 //!   the task's next computes), so each task's total is the kernel's. The tracefs recorder's
 //!   switches carry no runtime (the tracepoint's text has none): its CPU times stay the switch
-//!   times;
+//!   times. The file's computes are **cumulative** (`computes = "cumulative"`,
+//!   [`crate::model::Computes`]): a recorded compute holds the program's own calls (a write up
+//!   to the wakeup it makes, a sleeping call's entry and return), which the replay's posts,
+//!   waits, sleeps, sends and receives pay again in their own way — and not at the same
+//!   places: the replay parks in a third to a half of the waits where the program slept. So
+//!   nothing is taken off at conversion; the replay runs each compute until the task's CPU
+//!   time reaches the sum of its computes so far, and what its other steps cost, parked or
+//!   not, comes off the next one. A message's call keeps its CPU time in the compute after it;
 //! - a `sched_waking` of a sleeping task by another recorded task is a **dependency**: the waker
 //!   posts the sleeper's semaphore `wake_<tid>` at that point of its own steps, and the sleeper's
 //!   sleep becomes a `wait` on it (a child's exit waking its parent in wait4 is one too);
@@ -74,26 +81,6 @@ pub struct Options {
     /// so the replay cannot deadlock. The price: a poster that arrives first sleeps where the
     /// program's did not.
     pub keep_sleeps: bool,
-    /// The CPU time of a UNIX stream socket's send and of its receive on this machine, ns
-    /// (measured by the recorder), taken as the time of a recorded socket call whose entry the
-    /// recorder could not see (the socket tracepoints' path, a call that did not sleep): that
-    /// much of the `compute` before it is the call's, which the replay's own call pays.
-    pub socket_call_ns: Option<(u64, u64)>,
-    /// The CPU time a timer sleep's own call leaves in the recorded `compute` before it, ns
-    /// (measured by the recorder on a sleeper of its own: the on-CPU time of a pass that does
-    /// nothing but sleep, from its switch-in after one sleep to its switch-out in the next):
-    /// taken off (never below zero) the compute before each timer sleep, because the replay's
-    /// own sleep pays it again.
-    pub timer_sleep_ns: Option<u64>,
-    /// The CPU time of the replay's own post that wakes a parked waiter and of its own wait
-    /// that parks, ns (measured by the recorder with the replay's semaphores, posting at the
-    /// pace of [`Summary::dependency_sleep_median_ns`]): a recorded
-    /// dependency's computes already hold the program's own calls — the waker's call up to its
-    /// wakeup of the sleeper, the sleeper's call into its sleep and back — which the replay's
-    /// post and wait pay again. The first is taken off the compute before each post of a task
-    /// that had gone to sleep, the second off the compute before each wait that ended a sleep
-    /// (never below zero); a wakeup of a task not yet off its CPU keeps its computes.
-    pub dependency_ns: Option<(u64, u64)>,
 }
 
 /// Why a recording cannot become a workload file.
@@ -196,29 +183,9 @@ pub struct Summary {
     /// Wakeups of a task inside a read or write of a channel: carried by the channel itself,
     /// not by a semaphore.
     pub channel_wakeups: usize,
-    /// CPU time spent inside the channels' calls, ns: in no `compute` (the replay's own calls
-    /// pay it).
+    /// CPU time spent inside the channels' calls, ns: in the `compute` after each (the
+    /// replay's own calls come off it, the computes being cumulative).
     pub io_system_ns: u64,
-    /// CPU time taken off the computes before timer sleeps, ns ([`Options::timer_sleep_ns`]):
-    /// in no step (the replay's own sleep pays it), still in [`Summary::cpu_ns`].
-    pub timer_sleep_cut_ns: u64,
-    /// What was taken off each compute before a timer sleep, ns (at most this; none when the
-    /// option was not given).
-    pub timer_sleep_ns: Option<u64>,
-    /// The median length of the timer sleeps, ns (none without one): how long the recorder's
-    /// probe of a timer sleep's own CPU time sleeps ([`Options::timer_sleep_ns`]).
-    pub timer_sleep_median_ns: Option<u64>,
-    /// CPU time taken off the computes before posts and waits, ns
-    /// ([`Options::dependency_ns`]): in no step (the replay's own post and wait pay it), still
-    /// in [`Summary::cpu_ns`].
-    pub dependency_cut_ns: u64,
-    /// What was taken off each compute before a post and before a wait, ns (at most these;
-    /// none when the option was not given).
-    pub dependency_ns: Option<(u64, u64)>,
-    /// The median length of the sleeps a recorded task ended (from the sleeper's switch-out to
-    /// its wakeup), ns (none without one): the pace at which the recorder's probe of the
-    /// replay's post and wait posts ([`Options::dependency_ns`]).
-    pub dependency_sleep_median_ns: Option<u64>,
     /// Switch-outs of recorded tasks that carried the kernel's runtime of the task: their runs'
     /// CPU time is the kernel's (none through tracefs).
     pub kernel_charged_runs: usize,
@@ -256,41 +223,13 @@ impl Summary {
         )
     }
 
-    /// What was taken off the computes before timer sleeps, in one line (`None` when the
-    /// recording has no timer sleep or the cost was not measured).
-    pub fn timer_sleep_cut(&self) -> Option<String> {
-        let per = self.timer_sleep_ns?;
-        (self.timer_sleeps > 0).then(|| {
-            format!(
-                "up to {:.3} us (a timer sleep's own CPU time in the compute before it, as the recorder measured it here) taken off the compute before each of the {} timer sleeps, {:.6} s in all, because the replay's own sleep pays it",
-                per as f64 / 1e3,
-                self.timer_sleeps,
-                self.timer_sleep_cut_ns as f64 / 1e9
-            )
-        })
-    }
-
-    /// What was taken off the computes before posts and waits, in one line (`None` when the
-    /// recording has no dependency or the replay's costs were not measured).
-    pub fn dependency_cut(&self) -> Option<String> {
-        let (post, wait) = self.dependency_ns?;
-        (self.dependencies > 0).then(|| {
-            format!(
-                "up to {:.3} us taken off the compute before each post that woke a sleeping task and up to {:.3} us off the compute before each wait that ended a sleep (the replay's own post and wait, as the recorder measured them here), {:.6} s in all, because the program's own calls are in the recorded computes and the replay's post and wait pay them again",
-                post as f64 / 1e3,
-                wait as f64 / 1e3,
-                self.dependency_cut_ns as f64 / 1e9
-            )
-        })
-    }
-
     /// The channels' part of [`Summary::holds`] (empty when the recording has no I/O calls).
     fn channel_text(&self) -> String {
         if self.channels == 0 && self.other_objects == 0 {
             return String::new();
         }
         format!(
-            "{} pipes/sockets as channels ({} messages sent and received, {} unread left out; {} wakeups carried by them; {:.6} s CPU inside their calls, paid by the replay's own calls), {} other pipes/sockets as plain CPU time; ",
+            "{} pipes/sockets as channels ({} messages sent and received, {} unread left out; {} wakeups carried by them; {:.6} s CPU inside their calls, in the computes after them), {} other pipes/sockets as plain CPU time; ",
             self.channels,
             self.messages,
             self.unread_messages,
@@ -448,10 +387,6 @@ struct Task {
     facts: TaskFacts,
     /// The channel call in progress: its channel, whether it is a read, when it began.
     io: Option<(u32, IoOp, u64)>,
-    /// CPU time taken off its computes before timer sleeps ([`Options::timer_sleep_ns`]).
-    sleep_cut: u64,
-    /// CPU time taken off its computes before posts and waits ([`Options::dependency_ns`]).
-    dependency_cut: u64,
     /// When its current run began (its switch-in; the recording's start for a root not seen
     /// yet).
     run_start: u64,
@@ -478,8 +413,6 @@ impl Task {
             steps: Vec::new(),
             waited: false,
             io: None,
-            sleep_cut: 0,
-            dependency_cut: 0,
             run_start: 0,
             runtime_at: spawned.then_some(0),
             charge_carry: 0,
@@ -550,33 +483,6 @@ impl Task {
         self.charge_carry = 0;
     }
 
-    /// Take a timer sleep's own CPU time, `cost` ns, off the compute just written before it
-    /// (never below zero; a compute taken whole goes): the replay's own sleep pays it.
-    fn cut_sleep_call(&mut self, cost: Option<u64>) {
-        self.sleep_cut += self.cut_last_compute(cost);
-    }
-
-    /// Take the replay's own post or wait cost, `cost` ns, off the compute just written before
-    /// it (never below zero; a compute taken whole goes): [`Options::dependency_ns`].
-    fn cut_dependency_call(&mut self, cost: Option<u64>) {
-        self.dependency_cut += self.cut_last_compute(cost);
-    }
-
-    /// Take up to `cost` ns off the last step if it is a compute (dropping it at zero); what
-    /// was taken.
-    fn cut_last_compute(&mut self, cost: Option<u64>) -> u64 {
-        let Some(cost) = cost else { return 0 };
-        let Some(Step::Compute(d)) = self.steps.last_mut() else {
-            return 0;
-        };
-        let cut = (*d).min(cost);
-        *d -= cut;
-        if *d == 0 {
-            self.steps.pop();
-        }
-        cut
-    }
-
     /// Append a step, merging computes (a preemption splits none).
     fn push(&mut self, s: Step) {
         if let (Some(Step::Compute(a)), Step::Compute(b)) = (self.steps.last_mut(), s) {
@@ -626,7 +532,6 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
     let mut seen = 0usize;
     let mut latencies: Vec<u64> = Vec::new();
     // The lengths of the sleeps a recorded task ended.
-    let mut dependency_sleeps: Vec<u64> = Vec::new();
     // The rendezvous whose sleeper never ran again (`Options::keep_sleeps`).
     let mut unmatched: std::collections::HashSet<(usize, usize)> = Default::default();
     for ev in &rec.events {
@@ -717,8 +622,6 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             latencies.push(ts.saturating_sub(at));
                             t.flush(ts, start);
                             if let Some(waker) = by {
-                                dependency_sleeps.push(at.saturating_sub(since));
-                                t.cut_dependency_call(opts.dependency_ns.map(|(_, w)| w));
                                 if opts.keep_sleeps {
                                     t.push(Step::Ready(waker));
                                 }
@@ -727,10 +630,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             } else {
                                 let kind = sleep_kind(call);
                                 match kind {
-                                    SleepKind::Timer => {
-                                        summary.timer_sleeps += 1;
-                                        t.cut_sleep_call(opts.timer_sleep_ns);
-                                    }
+                                    SleepKind::Timer => summary.timer_sleeps += 1,
                                     SleepKind::Outside => summary.other_sleeps += 1,
                                 }
                                 t.push(Step::Sleep(at.saturating_sub(since), kind));
@@ -741,10 +641,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                             t.flush(ts, start);
                             let kind = sleep_kind(call);
                             match kind {
-                                SleepKind::Timer => {
-                                    summary.timer_sleeps += 1;
-                                    t.cut_sleep_call(opts.timer_sleep_ns);
-                                }
+                                SleepKind::Timer => summary.timer_sleeps += 1,
                                 SleepKind::Outside => summary.other_sleeps += 1,
                             }
                             t.push(Step::Sleep(ts.saturating_sub(since), kind));
@@ -842,7 +739,6 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                 if let Some(w) = by {
                     let wt = &mut tasks[w];
                     wt.flush(ts, start);
-                    wt.cut_dependency_call(opts.dependency_ns.map(|(p, _)| p));
                     if opts.keep_sleeps {
                         // The task slept when this post came: the replay's poster waits
                         // until it is waiting (see `Options::keep_sleeps`).
@@ -933,7 +829,7 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     continue;
                 };
                 let t = &mut tasks[i];
-                let Some((c, op, entered)) = t.io.take() else {
+                let Some((c, op, _)) = t.io.take() else {
                     continue;
                 };
                 seen += 1;
@@ -941,22 +837,9 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
                     t.cpu += ts.saturating_sub(since);
                     t.state = State::Running { since: ts };
                 }
-                // The call's own CPU time goes with it: the replay's call pays it.
-                let mut sys = std::mem::take(&mut t.cpu);
-                // A socket call whose entry was not seen: its time, as measured on this
-                // machine, is the end of the compute before it.
-                if let (true, Transport::UnixStream, Some((send, recv))) =
-                    (entered == ts, io.transport, opts.socket_call_ns)
-                {
-                    if let Some(Step::Compute(d)) = t.steps.last_mut() {
-                        let cut = (*d).min(if op == IoOp::Write { send } else { recv });
-                        *d -= cut;
-                        sys += cut;
-                        if *d == 0 {
-                            t.steps.pop();
-                        }
-                    }
-                }
+                // The call's own CPU time goes with it (into the compute after it, once it is
+                // a message: `map_messages`).
+                let sys = std::mem::take(&mut t.cpu);
                 t.push(match op {
                     IoOp::Write => Step::Send(c, sys),
                     IoOp::Read => Step::Read(c, io.bytes.max(0) as u64, sys),
@@ -1005,34 +888,13 @@ pub fn convert_with(rec: &Recording, opts: &Options) -> Result<Converted, Conver
         summary.rendezvous -= unmatched.len();
     }
     map_messages(&mut tasks, &chans, &written, &slot, &mut summary);
-    let mut timer_sleeps: Vec<u64> = tasks
-        .iter()
-        .flat_map(|t| &t.steps)
-        .filter_map(|s| match *s {
-            Step::Sleep(d, SleepKind::Timer) => Some(d),
-            _ => None,
-        })
-        .collect();
-    timer_sleeps.sort_unstable();
-    summary.timer_sleep_median_ns = timer_sleeps.get(timer_sleeps.len() / 2).copied();
-    dependency_sleeps.sort_unstable();
-    summary.dependency_sleep_median_ns =
-        dependency_sleeps.get(dependency_sleeps.len() / 2).copied();
     summary.tasks = tasks.len();
-    // The recorded CPU time: the steps' and what was taken off before timer sleeps, posts and
-    // waits.
-    summary.cpu_ns = tasks
-        .iter()
-        .map(|t| cpu_of(&t.steps) + t.sleep_cut + t.dependency_cut)
-        .sum();
-    summary.timer_sleep_cut_ns = tasks.iter().map(|t| t.sleep_cut).sum();
-    summary.timer_sleep_ns = opts.timer_sleep_ns;
-    summary.dependency_cut_ns = tasks.iter().map(|t| t.dependency_cut).sum();
-    summary.dependency_ns = opts.dependency_ns;
+    // The recorded CPU time: the steps' (the channels' calls are in the computes after them).
+    summary.cpu_ns = tasks.iter().map(|t| cpu_of(&t.steps)).sum();
     summary.raw_steps = tasks.iter().map(|t| t.steps.len()).sum();
     summary.events = rec.events.len();
     for t in &mut tasks {
-        t.facts.cpu_ns = cpu_of(&t.steps) + t.sleep_cut + t.dependency_cut;
+        t.facts.cpu_ns = cpu_of(&t.steps);
     }
     let (toml, group_of) = render(rec, &tasks, &chans, &mut summary)?;
     let tasks = tasks
@@ -1222,12 +1084,17 @@ fn map_messages(
         for s in steps {
             match s {
                 // A call that is no message in the replay is CPU time, as any other call.
+                // A message's call keeps its CPU time in the compute after it (the file's
+                // computes are cumulative: the replay's own call comes off them).
                 Step::Send(c, sys) => {
                     let n = sent.entry(c).or_default();
                     *n += 1;
                     if *n <= keep.get(&(i, c)).copied().unwrap_or(0) {
                         summary.io_system_ns += sys;
-                        t.push(s);
+                        t.push(Step::Send(c, 0));
+                        if sys > 0 {
+                            t.push(Step::Compute(sys));
+                        }
                     } else {
                         t.push(Step::Compute(sys));
                     }
@@ -1239,8 +1106,11 @@ fn map_messages(
                     } else {
                         summary.io_system_ns += sys;
                     }
-                    for k in 0..n {
-                        t.push(Step::Recv(c, if k == 0 { sys } else { 0 }));
+                    for _ in 0..n {
+                        t.push(Step::Recv(c, 0));
+                    }
+                    if n > 0 && sys > 0 {
+                        t.push(Step::Compute(sys));
                     }
                 }
                 other => t.push(other),
@@ -1471,6 +1341,12 @@ fn render(
     );
     // Threads: the semaphores are shared memory, and a spawned task is then a parked thread.
     let _ = writeln!(out, "tasks = \"threads\"");
+    // A task's computes sum to what the kernel charged it, its own calls included: the
+    // replay's posts, waits, sleeps and messages come off them (`Computes::Cumulative`).
+    let _ = writeln!(
+        out,
+        "computes = \"cumulative\"   # each compute runs until the task's CPU time reaches the sum so far"
+    );
     if !chans.list.is_empty() {
         // One transport a file: the one most of the recorded channels were.
         let pipes = chans
@@ -1638,12 +1514,6 @@ fn header(rec: &Recording, s: &Summary, out: &mut String) {
     if let Some(line) = s.summarised() {
         let _ = writeln!(out, "# Summarised: {line}.");
     }
-    if let Some(line) = s.timer_sleep_cut() {
-        let _ = writeln!(out, "# Timer sleeps: {line}.");
-    }
-    if let Some(line) = s.dependency_cut() {
-        let _ = writeln!(out, "# Posts and waits: {line}.");
-    }
 }
 
 /// The workload's name for a recording of `source`: `recorded-` and the program's base name.
@@ -1729,6 +1599,16 @@ mod tests {
             .collect()
     }
 
+    /// The sum of the `compute` lines among `steps`, ns (steps outside loops).
+    fn computes_ns(steps: &[String]) -> u64 {
+        steps
+            .iter()
+            .filter_map(|l| l.strip_prefix("{ compute = \""))
+            .filter_map(|l| l.split("us\"").next())
+            .map(|us| (us.parse::<f64>().unwrap() * 1000.0).round() as u64)
+            .sum()
+    }
+
     /// Two tasks bouncing a token: `n` round trips of 100 ns compute on each side.
     fn pingpong(n: u64) -> Recording {
         let mut e = vec![sw(0, 0, LeftAs::Runnable, 10)];
@@ -1746,7 +1626,8 @@ mod tests {
     #[test]
     fn pingpong_is_two_tasks_and_a_dependency_each_way() {
         let c = convert(&pingpong(3), false).unwrap();
-        compiles(&c.toml);
+        // The computes are cumulative: the replay's own posts and waits come off them.
+        assert!(compiles(&c.toml).program().cumulative, "{}", c.toml);
         assert_eq!(c.summary.tasks, 2);
         assert_eq!(c.summary.groups, 2);
         assert_eq!(c.summary.dependencies, 6);
@@ -1840,76 +1721,6 @@ mod tests {
     }
 
     #[test]
-    fn the_replays_post_and_wait_costs_come_off_the_computes_before_them() {
-        // The replay's post costs 30 ns and its wait 20 ns: they come off the compute before
-        // each post of a sleeping task and before each wait that ended a sleep; the wakeup of
-        // 11 still on its CPU (a post the replay banks, a wait that goes through) keeps its
-        // computes. Known answer against the plain conversion's steps (see the test above).
-        let opts = Options {
-            dependency_ns: Some((30, 20)),
-            ..Options::default()
-        };
-        let c = convert_with(&wakeup_before_the_sleep(), &opts).unwrap();
-        compiles(&c.toml);
-        assert_eq!(
-            steps_of(&c.toml, "task11_11"),
-            [
-                "{ compute = \"0.1us\" },",
-                "{ wait = \"wake_11\" },",
-                "{ compute = \"0.17us\" },",
-                "{ post = \"wake_10\" },",
-                "{ compute = \"0.08us\" },",
-                "{ wait = \"wake_11\" },",
-                "{ compute = \"0.18us\" },",
-            ]
-        );
-        assert_eq!(
-            steps_of(&c.toml, "task10_10"),
-            [
-                "{ compute = \"0.1us\" },",
-                "{ post = \"wake_11\" },",
-                "{ compute = \"0.03us\" },",
-                "{ wait = \"wake_10\" },",
-                "{ compute = \"0.16us\" },",
-                "{ post = \"wake_11\" },",
-                "{ compute = \"0.1us\" },",
-            ]
-        );
-        // The recorded CPU time stays whole, per task and in all; the cut is stated.
-        let plain = convert(&wakeup_before_the_sleep(), false).unwrap();
-        assert_eq!(c.summary.dependency_cut_ns, 2 * 30 + 2 * 20);
-        // The sleeps a recorded task ended: 10's of 150 ns and 11's of 100 ns.
-        assert_eq!(c.summary.dependency_sleep_median_ns, Some(150));
-        assert_eq!(c.summary.cpu_ns, plain.summary.cpu_ns);
-        assert_eq!(c.tasks, plain.tasks);
-        assert!(
-            c.toml.contains(
-                "# Posts and waits: up to 0.030 us taken off the compute before each post"
-            ) && c.toml.contains("0.000000 s in all"),
-            "{}",
-            c.toml
-        );
-        assert!(!plain.toml.contains("# Posts and waits"));
-        // A cost above a compute takes it whole, never below zero.
-        let opts = Options {
-            dependency_ns: Some((10_000, 10_000)),
-            ..Options::default()
-        };
-        let c = convert_with(&wakeup_before_the_sleep(), &opts).unwrap();
-        assert_eq!(
-            steps_of(&c.toml, "task10_10"),
-            [
-                "{ compute = \"0.1us\" },",
-                "{ post = \"wake_11\" },",
-                "{ wait = \"wake_10\" },",
-                "{ post = \"wake_11\" },",
-                "{ compute = \"0.1us\" },",
-            ]
-        );
-        assert_eq!(c.summary.cpu_ns, plain.summary.cpu_ns);
-    }
-
-    #[test]
     fn keep_sleeps_makes_the_poster_wait_for_the_sleeper() {
         let opts = Options {
             keep_sleeps: true,
@@ -1977,54 +1788,6 @@ mod tests {
             t += 10_000;
         }
         rec(&[5], e)
-    }
-
-    #[test]
-    fn a_timer_sleeps_measured_cost_comes_off_the_compute_before_it() {
-        let opts = |ns| Options {
-            timer_sleep_ns: Some(ns),
-            ..Options::default()
-        };
-        let c = convert_with(&timer_sleeper(100), &opts(400)).unwrap();
-        compiles(&c.toml);
-        // Each 1 µs compute before a sleep loses the stated 0.4 µs; the last, before no
-        // sleep, keeps its 10 ns; the recorded CPU time is still the whole.
-        assert_eq!(
-            steps_of(&c.toml, "task5_5"),
-            [
-                "{ loop = 100, steps = [",
-                "{ compute = \"0.6us\" },",
-                "{ sleep = \"9us\" },   # timer",
-                "] },",
-                "{ compute = \"0.01us\" },",
-            ]
-        );
-        assert_eq!(c.summary.timer_sleep_cut_ns, 100 * 400);
-        assert_eq!(c.summary.timer_sleep_median_ns, Some(9_000));
-        assert_eq!(c.summary.cpu_ns, 100 * 1_000 + 10);
-        assert_eq!(c.tasks[0].cpu_ns, 100 * 1_000 + 10);
-        assert!(
-            c.toml.contains("# Timer sleeps: up to 0.400 us (")
-                && c.toml.contains("0.000040 s in all"),
-            "{}",
-            c.toml
-        );
-        // A cost above the compute takes it whole, never below zero: only the sleeps are left.
-        let c = convert_with(&timer_sleeper(100), &opts(5_000)).unwrap();
-        compiles(&c.toml);
-        assert_eq!(
-            steps_of(&c.toml, "task5_5")[..3],
-            [
-                "{ loop = 100, steps = [",
-                "{ sleep = \"9us\" },   # timer",
-                "] },",
-            ]
-        );
-        assert_eq!(c.summary.timer_sleep_cut_ns, 100 * 1_000);
-        // Without a measurement, nothing is taken and the header says nothing of it.
-        let c = convert(&timer_sleeper(100), false).unwrap();
-        assert_eq!(steps_of(&c.toml, "task5_5")[1], "{ compute = \"1us\" },");
-        assert!(!c.toml.contains("# Timer sleeps"));
     }
 
     /// A switch that read the kernel's runtime of `prev`.
@@ -2418,16 +2181,19 @@ mod tests {
             [
                 "{ compute = \"0.08us\" },",
                 "{ send = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                // The write's own 20 ns, then 10 ns before the read.
+                "{ compute = \"0.03us\" },",
                 "{ recv = \"chan[1]\", size = \"4B\" },",
-                "{ compute = \"0.09us\" },",
+                // The read's own 10 + 10 ns, then 90 ns.
+                "{ compute = \"0.11us\" },",
                 "{ send = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ recv = \"chan[1]\", size = \"4B\" },",
-                "{ compute = \"0.09us\" },",
+                "{ compute = \"0.11us\" },",
                 "{ send = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ recv = \"chan[1]\", size = \"4B\" },",
+                "{ compute = \"0.02us\" },",
             ]
         );
         assert_eq!(
@@ -2435,23 +2201,34 @@ mod tests {
             [
                 "{ compute = \"0.01us\" },",
                 "{ recv = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ send = \"chan[1]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ recv = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ send = \"chan[1]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ recv = \"chan[0]\", size = \"4B\" },",
-                "{ compute = \"0.01us\" },",
+                "{ compute = \"0.03us\" },",
                 "{ send = \"chan[1]\", size = \"4B\" },",
-                "{ compute = \"0.02us\" },",
+                "{ compute = \"0.04us\" },",
             ]
         );
-        // The calls' own CPU time is in no compute: a write 20 ns, a read 10 ns before it
-        // sleeps and 10 after; 10 made 3 of each, 11 3 writes and 3 reads (its last read is
+        // The calls' own CPU time is in the computes after them (the replay's calls come off
+        // those, the computes being cumulative): a write 20 ns, a read 10 ns before it sleeps
+        // and 10 after; 10 made 3 of each, 11 3 writes and 3 reads (its last read is
         // unrecorded).
         assert_eq!(c.summary.io_system_ns, 6 * 20 + 6 * 20);
+        // Each task's computes sum to its whole CPU time, its calls' included.
+        for t in &c.tasks {
+            let g = format!("task{0}_{0}", t.tid);
+            assert_eq!(
+                computes_ns(&steps_of(&c.toml, &g)),
+                t.cpu_ns,
+                "{g}: {:?}",
+                c.tasks
+            );
+        }
         // The tasks' CPU time is all of it, the calls' included: the one CPU was busy from 0
         // to the end, 610 (10's last read returns then).
         let cpu: u64 = c.tasks.iter().map(|t| t.cpu_ns).sum();
@@ -2490,11 +2267,13 @@ mod tests {
                 "{ compute = \"0.3us\" },",
                 "{ recv = \"chan[0]\", size = \"8B\" },",
                 "{ recv = \"chan[0]\", size = \"8B\" },",
-                "{ compute = \"0.19us\" },",
+                // The read's own 10 ns, then 190 ns.
+                "{ compute = \"0.2us\" },",
                 "{ recv = \"chan[0]\", size = \"8B\" },",
                 // The second half's read received nothing and the end of file's is no
-                // message: both are CPU time, merged with the computes around them.
-                "{ compute = \"0.39us\" },",
+                // message: both are CPU time, merged with the computes around them (the
+                // first read's own 10 ns too).
+                "{ compute = \"0.4us\" },",
             ]
         );
         // The unread last message is left out of its writer's steps.
@@ -2503,12 +2282,13 @@ mod tests {
             [
                 "{ compute = \"0.1us\" },",
                 "{ send = \"chan[0]\", size = \"8B\" },",
-                "{ compute = \"0.09us\" },",
+                // Each kept send's own 10 ns in the compute after it.
+                "{ compute = \"0.1us\" },",
                 "{ send = \"chan[0]\", size = \"8B\" },",
-                "{ compute = \"0.19us\" },",
+                "{ compute = \"0.2us\" },",
                 "{ send = \"chan[0]\", size = \"8B\" },",
                 // With the left-out send's own 10 ns.
-                "{ compute = \"0.49us\" },",
+                "{ compute = \"0.5us\" },",
             ]
         );
         // The calls' CPU time: 10's three kept writes, 11's two reads that received.
@@ -2539,8 +2319,11 @@ mod tests {
             [
                 "{ compute = \"0.1us\" },",
                 "{ send = \"chan[0]\", size = \"100B\" },",
-                "{ compute = \"0.04us\" },",
+                // The send's own 10 ns, then 40 ns.
+                "{ compute = \"0.05us\" },",
                 "{ recv = \"chan[1]\", size = \"100B\" },",
+                // The receive's own 250 ns (it slept from 150 to 400).
+                "{ compute = \"0.25us\" },",
             ]
         );
         assert_eq!(
@@ -2548,10 +2331,11 @@ mod tests {
             [
                 "{ compute = \"0.105us\" },",
                 "{ recv = \"chan[0]\", size = \"100B\" },",
-                "{ compute = \"0.1us\" },",
+                // The receive's own 95 ns (105 to 200), then 100 ns.
+                "{ compute = \"0.195us\" },",
                 "{ send = \"chan[1]\", size = \"100B\" },",
-                // Running until the recording stopped.
-                "{ compute = \"0.09us\" },",
+                // The send's own 10 ns, then running until the recording stopped.
+                "{ compute = \"0.1us\" },",
             ]
         );
     }
@@ -2635,43 +2419,5 @@ mod tests {
                 "{ wait = \"wake_11\" },",
             ]
         );
-    }
-    #[test]
-    fn a_socket_call_seen_only_returning_takes_its_measured_time_from_the_compute() {
-        const R: IoOp = IoOp::Read;
-        const W: IoOp = IoOp::Write;
-        let unix = |t, pid, op, obj| io(t, t, pid, op, Transport::UnixStream, obj, 100);
-        let mut e = vec![
-            sw(0, 0, LeftAs::Runnable, 10),
-            sw(0, 0, LeftAs::Runnable, 11),
-        ];
-        e.extend(unix(1_000, 10, W, 0xB));
-        e.extend(unix(1_500, 11, R, 0xB));
-        e.push(sw(2_000, 10, LeftAs::Dead, 0));
-        e.push(sw(2_000, 11, LeftAs::Dead, 0));
-        let r = sorted(&[10, 11], e);
-        let opts = Options {
-            socket_call_ns: Some((300, 2_000)),
-            ..Options::default()
-        };
-        let c = convert_with(&r, &opts).unwrap();
-        compiles(&c.toml);
-        // The send's 300 ns come off the 1000 before it; the receive's 2000 take all 1500.
-        assert_eq!(
-            steps_of(&c.toml, "task10_10"),
-            [
-                "{ compute = \"0.7us\" },",
-                "{ send = \"chan[0]\", size = \"100B\" },",
-                "{ compute = \"1us\" },",
-            ]
-        );
-        assert_eq!(
-            steps_of(&c.toml, "task11_11")[..1],
-            ["{ recv = \"chan[0]\", size = \"100B\" },"]
-        );
-        assert_eq!(c.summary.io_system_ns, 300 + 1_500);
-        // Without a measurement, nothing is taken.
-        let c = convert(&r, false).unwrap();
-        assert_eq!(steps_of(&c.toml, "task10_10")[0], "{ compute = \"1us\" },");
     }
 }

@@ -302,6 +302,8 @@ pub async fn run<C: Context>(
         }
     }
     let loops = program.loops.is_some();
+    // The sum of the computes so far, when they are cumulative (`Program::cumulative`).
+    let mut compute_total = Duration::ZERO;
     let mut frame = vec![0f64; group.slots];
     frame[0] = task.index as f64;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(
@@ -337,6 +339,9 @@ pub async fn run<C: Context>(
                 let t0 = log.as_ref().map(|_| ctx.now());
                 if loops {
                     ctx.compute_loops(cpu).await;
+                } else if program.cumulative {
+                    compute_total = compute_total.saturating_add(cpu);
+                    ctx.compute_to_total(cpu, compute_total).await;
                 } else {
                     ctx.compute(cpu).await;
                 }

@@ -58,6 +58,9 @@ pub struct ScriptDef {
     /// The busy loop's calibration when `compute` runs as loops (rt-app's `calibration`;
     /// by default measured on CPU 0, as rt-app does).
     pub loop_calibration: schedlab_workload::LoopCalibration,
+    /// What a `compute` step's amount is: `each` (the default) or `cumulative`
+    /// ([`Computes`]), or `$param`; a TOML file's top-level `computes`.
+    pub computes: Option<Spanned<String>>,
     /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
     /// one each, at its place; the binary prints them when it reads the file.
     pub warnings: Vec<crate::error::Diagnostic>,
@@ -82,6 +85,33 @@ impl std::str::FromStr for ComputeAs {
             "loops" => Ok(ComputeAs::Loops),
             _ => Err(schedlab_workload::ValueError::new(format!(
                 "run-as '{s}' is not known; use cpu-time or loops"
+            ))),
+        }
+    }
+}
+
+/// What a `compute` step's amount is ([`ScriptDef::computes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Computes {
+    /// That much CPU time, the task's other steps costing their own beside it.
+    #[default]
+    Each,
+    /// The task's CPU time, its other steps' own included: on the real kernel each compute
+    /// runs until the task has used, since its start, the sum of its computes so far
+    /// (`Context::compute_to_total`), so that what its posts, waits, sleeps, sends and receives
+    /// cost comes off its next compute. A recorded program's computes are such: the kernel
+    /// charged the program's own calls to them.
+    Cumulative,
+}
+
+impl std::str::FromStr for Computes {
+    type Err = schedlab_workload::ValueError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "each" => Ok(Computes::Each),
+            "cumulative" => Ok(Computes::Cumulative),
+            _ => Err(schedlab_workload::ValueError::new(format!(
+                "computes '{s}' is not known; use each or cumulative"
             ))),
         }
     }

@@ -420,6 +420,9 @@ pub struct Program {
     /// When `compute` steps run as calibrated busy loops (`run-as=loops`), the loop's
     /// calibration; `None`: they are CPU time.
     pub loops: Option<schedlab_workload::LoopCalibration>,
+    /// Whether `compute` steps are cumulative ([`crate::model::Computes::Cumulative`]): each
+    /// runs until the task's CPU time reaches the sum of its computes so far.
+    pub cumulative: bool,
 }
 
 impl Program {

@@ -692,6 +692,7 @@ impl Reader<'_> {
             rtapp_log: Some(global.log),
             compute_as: Some(Spanned::new(format!("${RUN_AS}"), Span::default())),
             loop_calibration: global.calibration,
+            computes: None,
             warnings: Vec::new(),
         })
     }

@@ -83,6 +83,7 @@ const TOP_KEYS: &[&str] = &[
     "transport",
     "tasks",
     "start",
+    "computes",
     "params",
     "groups",
     "channels",
@@ -117,6 +118,9 @@ const TRANSPORTS: &[&str] = &["pipe", "socketpair", "unix", "tcp", "udp"];
 
 /// The ways tasks may be hosted.
 const HOSTINGS: &[&str] = &["threads", "processes"];
+
+/// What a `compute` step's amount may be ([`crate::model::Computes`]).
+const COMPUTES: &[&str] = &["each", "cumulative"];
 
 /// Names a parameter may not take: the task's own names and the functions of expressions.
 const RESERVED: &[&str] = &["index", "count", "tasks", "min", "max", "floor", "ceil"];
@@ -697,6 +701,7 @@ impl<'t> Reader<'t> {
             ends_at: None,
             compute_as: None,
             loop_calibration: schedlab_workload::LoopCalibration::Measure { cpu: 0 },
+            computes: None,
             warnings: Vec::new(),
         };
         let mut groups_seen = false;
@@ -719,6 +724,7 @@ impl<'t> Reader<'t> {
                 "description" => def.description = self.text("", key, v)?.value,
                 "transport" => def.transport = Some(self.word("", key, v, TRANSPORTS)?),
                 "tasks" => def.tasks = Some(self.word("", key, v, HOSTINGS)?),
+                "computes" => def.computes = Some(self.word("", key, v, COMPUTES)?),
                 "start" => def.start = Some(self.start(v)?),
                 "params" => {
                     let t = self.table(

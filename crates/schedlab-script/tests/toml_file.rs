@@ -356,6 +356,7 @@ fn the_name_defaults_to_the_file_stem_and_steps_keep_their_spans() {
     assert_eq!(def.name, "mine");
     assert_eq!(def.path, Path::new("dir/mine.toml"));
     assert!(def.transport.is_none() && def.tasks.is_none() && def.start.is_none());
+    assert!(def.computes.is_none());
     let step: &Step = &def.groups[0].body[0];
     assert_eq!(
         &text[step.span.start..step.span.end],
@@ -512,6 +513,14 @@ fn a_wrong_type_names_the_value_and_what_is_accepted() {
             "`transport` 'pipes' is not accepted",
             "pipe, socketpair, unix, tcp, udp or $PARAM",
             "(did you mean 'pipe'?)",
+        ],
+    );
+    fails(
+        "computes = \"total\"\n[groups.g]\nsteps = [\"yield\"]\n",
+        "w.toml:1:12: ",
+        &[
+            "`computes` 'total' is not accepted",
+            "each, cumulative or $PARAM",
         ],
     );
     fails(

@@ -217,6 +217,17 @@ pub trait Context {
     fn compute_loops(&self, work: Duration) -> impl Future<Output = ()> {
         self.compute(work)
     }
+    /// A cumulative compute (a recorded program's, whose computes hold what its own calls
+    /// cost): burn CPU until the task's CPU time since its body began reaches `total`, the sum
+    /// of its computes so far, this one's `cpu` last. What its other steps (posts, waits,
+    /// sleeps, messages) cost since the last compute thus comes off this one, and a shortfall
+    /// is made up; a task whose other steps cost more than the computes leave them runs no
+    /// compute until its CPU time is back under `total`. The default, which the simulator
+    /// keeps, is `compute(cpu)`: its other steps' costs are its model's, added as before.
+    fn compute_to_total(&self, cpu: Duration, total: Duration) -> impl Future<Output = ()> {
+        let _ = total;
+        self.compute(cpu)
+    }
     /// Write one whole message into `channel`.
     fn send(
         &self,

@@ -201,9 +201,6 @@ fn run_cli(cli: Cli, prepared: cli::Prepared) -> Result<ExitCode, Error> {
             schedlab_script::from_trace::Options {
                 allow_lossy,
                 keep_sleeps,
-                socket_call_ns: None,
-                timer_sleep_ns: None,
-                dependency_ns: None,
             },
             record::What {
                 pid,

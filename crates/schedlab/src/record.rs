@@ -98,54 +98,10 @@ pub fn run(
     }
     let rec = record_from(&target, source, buffer_mb, data_flow, &stop)
         .map_err(|e| Error::System(format!("record: {e}")))?;
-    // Socket calls the recorder saw only return (no entry time): what such a call costs here.
-    let options = schedlab_script::from_trace::Options {
-        socket_call_ns: schedlab_real::trace::record_bpf::untimed_socket_size(&rec.events)
-            .and_then(schedlab_real::trace::record_bpf::socket_call_ns),
-        ..options
-    };
-    let mut converted = schedlab_script::from_trace::convert_with(&rec, &options)
+    // The file's computes are cumulative: what the replay's own posts, waits, sleeps and calls
+    // cost comes off them as it runs, so nothing is taken off here.
+    let converted = schedlab_script::from_trace::convert_with(&rec, &options)
         .map_err(|e| Error::Input(format!("record: {e}")))?;
-    // What the replay pays again, measured here and taken off the computes it is in: a timer
-    // sleep's own call (a sleeper of our own recorded through the same source), and the
-    // replay's own post and wait (its semaphores, timed by the thread CPU clock).
-    let mut measured = options;
-    if let (Some(median), None) = (
-        converted.summary.timer_sleep_median_ns,
-        options.timer_sleep_ns,
-    ) {
-        let probe_source = if rec.via.starts_with(schedlab_real::trace::record::VIA_BPF) {
-            Source::Bpf
-        } else {
-            Source::Tracefs
-        };
-        match schedlab_real::trace::sleep_cost::timer_sleep_ns(
-            probe_source,
-            buffer_mb,
-            &stop,
-            median,
-        ) {
-            Ok(ns) => measured.timer_sleep_ns = Some(ns),
-            Err(e) => eprintln!(
-                "schedlab: record: a timer sleep's own CPU time was not measured ({e}); the computes before the timer sleeps keep it, and the replay pays it twice"
-            ),
-        }
-    }
-    if let (Some(median), None) = (
-        converted.summary.dependency_sleep_median_ns,
-        options.dependency_ns,
-    ) {
-        match schedlab_real::trace::dependency_cost::measure(median) {
-            Ok(c) => measured.dependency_ns = Some((c.post_ns, c.wait_ns)),
-            Err(e) => eprintln!(
-                "schedlab: record: the replay's own post and wait were not measured ({e}); the computes before them keep the program's calls, and the replay pays them twice"
-            ),
-        }
-    }
-    if measured != options {
-        converted = schedlab_script::from_trace::convert_with(&rec, &measured)
-            .map_err(|e| Error::Input(format!("record: {e}")))?;
-    }
     schedlab_report::output::write_target(&target_out, converted.toml.as_bytes())
         .map_err(|e| Error::output("--out", out, e.to_string()))?;
     if let Some((path, target)) = json_out {
@@ -176,11 +132,5 @@ pub fn run(
         s.summarised()
             .map_or_else(String::new, |line| format!("; summarised: {line}"))
     );
-    if let Some(line) = s.timer_sleep_cut() {
-        eprintln!("timer sleeps: {line}");
-    }
-    if let Some(line) = s.dependency_cut() {
-        eprintln!("posts and waits: {line}");
-    }
     Ok(ExitCode::SUCCESS)
 }

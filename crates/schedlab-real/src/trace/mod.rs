@@ -58,11 +58,9 @@
 //! `count` (replaying events into per-task counts); this file ties them into [`SchedTrace`].
 
 mod count;
-pub mod dependency_cost;
 mod parse;
 pub mod record;
 pub mod record_bpf;
-pub mod sleep_cost;
 pub mod timeline;
 mod tracefs;
 

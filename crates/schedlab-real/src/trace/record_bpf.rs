@@ -359,64 +359,6 @@ const SOCKET_TRACEPOINTS: [(&str, &str); 2] = [
     ("on_sock_recv", "sock_recv_length"),
 ];
 
-/// The most common size of the socket writes in `events` whose entry was not seen (their entry
-/// is their return: the socket tracepoints' path, a call that did not sleep), if any.
-pub fn untimed_socket_size(events: &[SchedEvent]) -> Option<usize> {
-    let mut entered: HashMap<i32, u64> = HashMap::new();
-    let mut sizes: HashMap<i64, usize> = HashMap::new();
-    for e in events {
-        match e.kind {
-            EventKind::IoEnter { io } if io.transport == Transport::UnixStream => {
-                entered.insert(io.pid, e.ts_ns);
-            }
-            EventKind::IoExit { io }
-                if io.transport == Transport::UnixStream
-                    && io.op == IoOp::Write
-                    && io.bytes > 0
-                    && entered.get(&io.pid) == Some(&e.ts_ns) =>
-            {
-                *sizes.entry(io.bytes).or_default() += 1;
-            }
-            _ => {}
-        }
-    }
-    sizes
-        .into_iter()
-        .max_by_key(|&(size, n)| (n, std::cmp::Reverse(size)))
-        .map(|(size, _)| size as usize)
-}
-
-/// Rounds of [`socket_call_ns`].
-const CALL_ROUNDS: usize = 2000;
-
-/// The CPU time of a write of `size` bytes to a UNIX socketpair and of the read that takes
-/// them, ns: the medians of 2000 rounds in one thread (neither call sleeps, as a
-/// recorded call whose entry was not seen did not). `None` if the socketpair cannot be made or
-/// used, or `size` is over 64 KiB.
-pub fn socket_call_ns(size: usize) -> Option<(u64, u64)> {
-    use std::io::{Read, Write};
-    if size == 0 || size > 1 << 16 {
-        return None;
-    }
-    let (mut a, mut b) = std::os::unix::net::UnixStream::pair().ok()?;
-    let data = vec![0u8; size];
-    let mut buf = vec![0u8; size];
-    let mut sends = Vec::with_capacity(CALL_ROUNDS);
-    let mut recvs = Vec::with_capacity(CALL_ROUNDS);
-    for _ in 0..CALL_ROUNDS {
-        let t0 = crate::sys::monotonic_ns();
-        a.write_all(&data).ok()?;
-        let t1 = crate::sys::monotonic_ns();
-        b.read_exact(&mut buf).ok()?;
-        let t2 = crate::sys::monotonic_ns();
-        sends.push(t1 - t0);
-        recvs.push(t2 - t1);
-    }
-    sends.sort_unstable();
-    recvs.sort_unstable();
-    Some((sends[CALL_ROUNDS / 2], recvs[CALL_ROUNDS / 2]))
-}
-
 /// What the file's header says when the data flow was not asked for.
 pub const NO_DATA_FLOW: &str =
     "no pipe or socket calls (record --data-flow records them, to replay them as channels)";
@@ -906,39 +848,6 @@ mod tests {
             ]
         );
         assert_eq!(out.dropped, 1);
-    }
-
-    #[test]
-    fn a_socket_calls_cost_is_measured_for_the_size_most_untimed_writes_have() {
-        let at = |ts, kind| SchedEvent {
-            ts_ns: ts,
-            cpu: 0,
-            kind,
-        };
-        let w = |bytes| IoCall {
-            pid: 7,
-            op: IoOp::Write,
-            transport: Transport::UnixStream,
-            object: 1,
-            bytes,
-        };
-        let mut events = Vec::new();
-        for (t, bytes, took) in [
-            (10, 100, 0),
-            (20, 100, 0),
-            (30, 8, 0),
-            (40, 8, 5),
-            (50, 8, 5),
-        ] {
-            events.push(at(t, EventKind::IoEnter { io: w(bytes) }));
-            events.push(at(t + took, EventKind::IoExit { io: w(bytes) }));
-        }
-        // The 8-byte writes' entries were seen (they took time): 100 is the untimed size.
-        assert_eq!(untimed_socket_size(&events), Some(100));
-        assert_eq!(untimed_socket_size(&events[6..]), None);
-        let (send, recv) = socket_call_ns(100).expect("a socketpair");
-        assert!(send > 0 && recv > 0 && send < 10_000_000 && recv < 10_000_000);
-        assert_eq!(socket_call_ns(0), None);
     }
 
     #[test]
