@@ -108,8 +108,9 @@ fn rounds_and_batch(quick: bool) -> (usize, Duration) {
     }
 }
 
-/// Run every probe (those that cannot run here are reported, not fatal) once a round for a
-/// fixed number of rounds, and build the profile file. `progress` is told each probe's name in
+/// Run every probe (those that cannot run here are reported, not fatal; a round a probe fails
+/// in is left out of its samples) once a round for a fixed number of rounds, and build the
+/// profile file. `progress` is told each probe's name in
 /// the first round, then each round's number; `stop` ends the run early (`Interrupted`),
 /// keeping nothing.
 pub fn calibrate(
@@ -123,6 +124,10 @@ pub fn calibrate(
         .map_err(|e| ExperimentError::Machine(format!("calibrate: {e}")))?;
     let (rounds, batch) = rounds_and_batch(opts.quick);
     let mut samples: Vec<BTreeMap<Probe, f64>> = Vec::with_capacity(rounds);
+    // A probe that fails in a round (the tick's gaps drowned by another task's) is tried again
+    // in the next; one that has failed three times without a result (no second CPU, no
+    // O_DIRECT) is given up, with its last error.
+    let mut failures: BTreeMap<Probe, (usize, String)> = BTreeMap::new();
     let mut failed: BTreeMap<Probe, String> = BTreeMap::new();
     for round in 1..=rounds {
         if round == 1 {
@@ -145,15 +150,22 @@ pub fn calibrate(
                     this.insert(probe, ns);
                 }
                 Err(e) => {
-                    failed.insert(probe, e.to_string());
+                    let f = failures.entry(probe).or_insert((0, String::new()));
+                    *f = (f.0 + 1, e.to_string());
+                    let measured = samples.iter().any(|r| r.contains_key(&probe));
+                    if f.0 >= 3 && !measured {
+                        failed.insert(probe, f.1.clone());
+                    }
                 }
             }
         }
         samples.push(this);
     }
-    // A probe that failed in a later round is left out of every round.
-    for round in &mut samples {
-        round.retain(|p, _| !failed.contains_key(p));
+    // Why a probe has no result at all: its last error.
+    for (probe, (_, why)) in failures {
+        if samples.iter().all(|r| !r.contains_key(&probe)) {
+            failed.entry(probe).or_insert(why);
+        }
     }
     let mut results = BTreeMap::new();
     for probe in Probe::ALL {
