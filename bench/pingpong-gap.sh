@@ -23,10 +23,10 @@ if [ "$(nproc)" -lt 2 ]; then
 fi
 schedlab_bin
 
-# calibrate prints the probe's row as: description, ns, ±CI, samples, converged.
+# calibrate prints the probe's row as: description, median ns, 95 % interval (LOW-HIGH), rounds.
 probe_us() {
   "$SCHEDLAB" calibrate --quick 2>/dev/null |
-    awk '/round trip over two pipes, threads on two CPUs/ && $NF ~ /^(yes|no)$/ {printf "%.3f\n", $(NF-3) / 1000}' || true
+    awk '/round trip over two pipes, threads on two CPUs/ && $NF ~ /^[0-9]+$/ {printf "%.3f\n", $(NF-2) / 1000}' || true
 }
 # pingpong prints "Total time: S [sec]  U usecs/op ..." per repetition on stderr.
 workload_us() {

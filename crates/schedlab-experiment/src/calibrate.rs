@@ -1,11 +1,24 @@
 //! `schedlab calibrate`: measure this machine's costs with the real backend's probes
-//! (`schedlab_real::calibrate`), each repeated until its 95 % confidence interval is within the
-//! stopping rule's precision — interleaved, one batch of every undecided probe per round, so that
-//! background load falls on all of them alike — and turn them into the simulator's cost keys — a profile file
+//! (`schedlab_real::calibrate`) and turn them into the simulator's cost keys — a profile file
 //! (`schedlab_sim::profile_file`) that `--profile FILE` loads.
 //!
-//! Each key is the difference of probes that the simulator's own accounting says it is (the
-//! machine module's timing rules), so that the simulated probe comes out as measured:
+//! **Rounds and medians.** Every probe runs once a round, interleaved, for a fixed number of
+//! rounds (`--quick` 9 rounds of 3 ms batches, else 25 of 10 ms); each probe's sample is itself
+//! the median of its batch's chunks or single operations (`schedlab_real::calibrate`), so another
+//! task's time slice on a shared machine falls on a few chunks, not on the sample. A key is
+//! computed in every round from that round's probes — a difference of probes measured seconds
+//! apart under different load could take any sign, one of probes measured side by side in one
+//! round cancels what the round's load added to both — and its value is the median over the
+//! rounds, with the distribution-free 95 % interval of a median (order statistics).
+//!
+//! **Pinned or kept.** A key goes into the file only when it is pinned: its interval lies above 0
+//! (no cost the simulator charges is free, and a cost the model has must not be written as
+//! nothing), its interval is within ±50 % of its value, and its value is below the whole
+//! operation it is a part of (e.g. `bounce` below the pipe handoff it is measured from). Otherwise
+//! the key keeps the base profile's value and `[not_measured]` says what came out and why.
+//!
+//! Each key is what the simulator's own accounting (the machine module's timing rules) says the
+//! probes contain, so that a simulated probe comes out as measured:
 //!
 //! - `syscall` = a null system call;
 //! - `rq_lock` = a `sched_yield` alone on its CPU less a system call (a yield that finds nothing
@@ -23,22 +36,21 @@
 //!   on its own CPU may switch to it before returning, so the two cannot be told apart from user
 //!   space and the sum is split in the base profile's proportion;
 //! - `net_wait` = half a same-CPU ping-pong round trip over two loopback TCP connections less a
-//!   TCP write + read, less the same for pipes (half the pipe ping-pong less a pipe write +
-//!   read): what a TCP receive that sleeps and is woken costs beyond a pipe read's sleep and
-//!   wakeup, which the simulator charges alike for every transport (`machine/tcp_wait.rs`);
+//!   TCP write + read, less the same for pipes: what a TCP receive that sleeps and is woken costs
+//!   beyond a pipe read's sleep and wakeup (`machine/tcp_wait.rs`);
 //! - `net_ack` = half a TCP write + read of 1 byte less a TCP read of 1 byte that leaves data
-//!   queued (16 written, the first 15 read): the ACK a read sends when it empties the queue,
-//!   which the simulator charges apart (`machine/tcp_drain.rs`), at most `net_msg`;
+//!   queued (16 written, the first 15 read): the ACK a read sends when it empties the queue
+//!   (`machine/tcp_drain.rs`), below `net_msg`;
 //! - `bounce` = a turn of two threads on two CPUs handing one pipe back and forth (each turn a
 //!   write + read) less the bare handoff through a flag and a hot write + read: what a message
 //!   pays when its channel was last used on the other CPU;
-//! - `ipi_send` = a write that wakes a reader blocked on another CPU, less half a pipe write +
-//!   read, `wakeup` and `bounce`: what the waker pays to send the IPI (on a virtual machine, a VM
-//!   exit);
-//! - `ipi` + `idle_exit` = half a cross-CPU round trip less that waking write, half the same-CPU
-//!   round trip and a pipe write + read, plus `wakeup`, less `bounce` (one-way: waking write,
-//!   IPI and idle exit, two `rq_lock` holds, switch, the reader's bounce), split in the base
-//!   profile's proportion;
+//! - `ipi_send` = the write that wakes a reader blocked on another CPU (timed in the cross-CPU
+//!   ping-pong), less half a pipe write + read, `wakeup`, one `rq_lock` hold and `bounce`: what
+//!   the waker pays to send the IPI (on a virtual machine, a VM exit);
+//! - `ipi` + `idle_exit` = one cross-CPU wakeup timed directly — from just before the waker's
+//!   write to the return of the woken reader's read on the other CPU — less what the simulator
+//!   charges on that path besides them (half a pipe write + read, `bounce`, `ipi_send`, one
+//!   `rq_lock` hold and a `switch`), split in the base profile's proportion;
 //! - `tick` = the median gap a pinned thread spinning on the clock sees at the tick period (the
 //!   timer interrupt as the interrupted task pays it); `migration` = a 256 KiB walk right after
 //!   moving to the other CPU less the next walk there (the refill of a small working set);
@@ -49,15 +61,14 @@
 //!   `sock_slots` from the number of non-blocking 1-byte writes a socketpair takes before
 //!   EAGAIN (facts, not measurements).
 //!
-//! A difference that comes out negative (noise, or a machine the model does not describe) is
-//! clamped to 0 and the file says so. Keys no probe reaches keep the base profile's value and
-//! are listed with the reason.
+//! A key derived from others (`ipi_send` from `wakeup`, `rq_lock` and `bounce`) subtracts the
+//! values the file gives them — measured, or the base profile's when they were kept — so that
+//! the simulated operation adds up to what was timed.
 
 use crate::error::ExperimentError;
 use schedlab_real::calibrate::{sample, tick_hz, Probe, ProbeSite};
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::profile_file::{Measurement, ProfileFile};
-use schedlab_stats::stopping::{Decision, StoppingRule};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,29 +77,42 @@ use std::time::Duration;
 /// How hard to try.
 #[derive(Clone, Copy, Debug)]
 pub struct CalibrateOptions {
-    /// Short batches and few samples (seconds, for tests), instead of converging to ±2 %.
+    /// Few rounds of short batches (seconds, for tests), instead of 25 rounds of 10 ms batches.
     pub quick: bool,
     /// The built-in profile whose values the unmeasured keys keep.
     pub base: &'static str,
 }
 
-/// One probe's result: mean ns per operation and the half-width of its 95 % interval.
+/// One probe's result over the rounds: the median of its samples and their 95 % interval.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ProbeResult {
-    /// Mean, ns per operation.
-    pub mean: f64,
-    /// 95 % confidence half-width, ns.
-    pub ci95: f64,
-    /// Samples (batches) taken.
+    /// Median over the rounds, ns per operation.
+    pub median: f64,
+    /// Low end of the 95 % interval of the median, ns.
+    pub low: f64,
+    /// High end, ns.
+    pub high: f64,
+    /// Samples (one a round).
     pub samples: usize,
-    /// Whether the interval reached the rule's precision.
-    pub converged: bool,
 }
 
-/// Run every probe (those that cannot run here are reported, not fatal) in interleaved rounds
-/// until each one's interval is narrow or its sample budget is spent, and build the profile
-/// file. `progress` is told each probe's name in the first round, then each round's number; `stop` ends the run early
-/// (`Interrupted`), keeping nothing.
+/// A key is pinned when its 95 % interval is within this share of its value either side.
+pub const PIN_WITHIN: f64 = 0.5;
+
+/// Rounds and batch length: `--quick`, and the full calibration.
+fn rounds_and_batch(quick: bool) -> (usize, Duration) {
+    if quick {
+        (9, Duration::from_millis(3))
+    } else {
+        (25, Duration::from_millis(10))
+    }
+}
+
+/// Run every probe (those that cannot run here are reported, not fatal; a round a probe fails
+/// in is left out of its samples) once a round for a fixed number of rounds, and build the
+/// profile file. `progress` is told each probe's name in
+/// the first round, then each round's number; `stop` ends the run early (`Interrupted`),
+/// keeping nothing.
 pub fn calibrate(
     opts: CalibrateOptions,
     dir: &Path,
@@ -98,89 +122,132 @@ pub fn calibrate(
     let base = CostModel::profile(opts.base).map_err(ExperimentError::Cost)?;
     let site = ProbeSite::of_this_process()
         .map_err(|e| ExperimentError::Machine(format!("calibrate: {e}")))?;
-    let (rule, batch) = if opts.quick {
-        (
-            StoppingRule::new(95.0, 0.10, 3, 5).expect("a valid rule"),
-            Duration::from_millis(3),
-        )
-    } else {
-        (
-            StoppingRule::new(95.0, 0.02, 5, 40).expect("a valid rule"),
-            Duration::from_millis(20),
-        )
-    };
-    // The probes run interleaved, one batch of each still-undecided probe per round, so that a
-    // stretch of background load falls on all of them alike: a derived key is a difference of
-    // probes (e.g. `wakeup` = half a ping-pong less a pipe write + read), and probes timed
-    // minutes apart under different load could give it any sign.
-    let mut values: BTreeMap<Probe, Vec<f64>> = BTreeMap::new();
-    let mut decided: BTreeMap<Probe, bool> = BTreeMap::new();
+    let (rounds, batch) = rounds_and_batch(opts.quick);
+    let mut samples: Vec<BTreeMap<Probe, f64>> = Vec::with_capacity(rounds);
+    // A probe that fails in a round (the tick's gaps drowned by another task's) is tried again
+    // in the next; one that has failed three times without a result (no second CPU, no
+    // O_DIRECT) is given up, with its last error.
+    let mut failures: BTreeMap<Probe, (usize, String)> = BTreeMap::new();
     let mut failed: BTreeMap<Probe, String> = BTreeMap::new();
-    for round in 1.. {
-        let pending: Vec<Probe> = Probe::ALL
-            .into_iter()
-            .filter(|p| !decided.contains_key(p) && !failed.contains_key(p))
-            .collect();
-        if pending.is_empty() {
-            break;
-        }
+    for round in 1..=rounds {
         if round == 1 {
-            for probe in &pending {
+            for probe in Probe::ALL {
                 progress(probe.describe());
             }
         } else {
-            progress(&format!(
-                "round {round}: {} probe(s) still narrowing their interval",
-                pending.len()
-            ));
+            progress(&format!("round {round} of {rounds}"));
         }
-        for probe in pending {
+        let mut this = BTreeMap::new();
+        for probe in Probe::ALL {
+            if failed.contains_key(&probe) {
+                continue;
+            }
             if stop.load(Ordering::Relaxed) {
                 return Err(ExperimentError::Interrupted);
             }
             match sample(probe, &site, dir, batch) {
                 Ok(ns) => {
-                    let v = values.entry(probe).or_default();
-                    v.push(ns);
-                    match rule.decide(v) {
-                        Decision::Continue => {}
-                        Decision::Converged => {
-                            decided.insert(probe, true);
-                        }
-                        Decision::GaveUp => {
-                            decided.insert(probe, false);
-                        }
-                    }
+                    this.insert(probe, ns);
                 }
                 Err(e) => {
-                    failed.insert(probe, e.to_string());
+                    let f = failures.entry(probe).or_insert((0, String::new()));
+                    *f = (f.0 + 1, e.to_string());
+                    let measured = samples.iter().any(|r| r.contains_key(&probe));
+                    if f.0 >= 3 && !measured {
+                        failed.insert(probe, f.1.clone());
+                    }
                 }
             }
         }
+        samples.push(this);
+    }
+    // Why a probe has no result at all: its last error.
+    for (probe, (_, why)) in failures {
+        if samples.iter().all(|r| !r.contains_key(&probe)) {
+            failed.entry(probe).or_insert(why);
+        }
     }
     let mut results = BTreeMap::new();
-    for (probe, converged) in decided {
-        let v = &values[&probe];
-        let d = schedlab_stats::summary::describe(v, 95.0);
-        results.insert(
-            probe,
-            ProbeResult {
-                mean: d.summary.mean,
-                ci95: d.ci_half_width,
-                samples: v.len(),
-                converged,
-            },
-        );
+    for probe in Probe::ALL {
+        let v: Vec<f64> = samples
+            .iter()
+            .filter_map(|r| r.get(&probe).copied())
+            .collect();
+        if let Some(m) = MedianInterval::of(&v) {
+            results.insert(
+                probe,
+                ProbeResult {
+                    median: m.median,
+                    low: m.low,
+                    high: m.high,
+                    samples: v.len(),
+                },
+            );
+        }
     }
-    Ok((build_file(&base, opts, &results, &failed), results))
+    Ok((build_file(&base, opts, &samples, &failed), results))
 }
 
-/// A derived key: Σ coefficient × probe + a constant, its CI the root sum of squares of the
-/// terms' CIs.
+/// A median and its distribution-free 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MedianInterval {
+    /// The median.
+    pub median: f64,
+    /// The interval's low end: the k-th smallest value.
+    pub low: f64,
+    /// Its high end: the k-th largest.
+    pub high: f64,
+}
+
+impl MedianInterval {
+    /// Of `values` (at least one; non-finite values are left out): the interval between the
+    /// (k+1)-th smallest and the (k+1)-th largest, k the largest for which a binomial(n, ½)
+    /// variable is at most k with probability at most 2.5 % (at n ≤ 5 none is: the whole range).
+    /// 9 values give the 2nd to the 8th, 25 the 8th to the 18th.
+    pub fn of(values: &[f64]) -> Option<MedianInterval> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_unstable_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        // The interval [v[k], v[n-1-k]] misses the median with probability 2 P(X ≤ k), X ~
+        // binomial(n, ½): the largest k for which that is at most 5 %.
+        let mut k = 0;
+        let mut term = 0.5f64.powi(n as i32); // P(X = j)
+        let mut below = term; // P(X ≤ j)
+        for j in 0..n / 2 {
+            if 2.0 * below > 0.05 {
+                break;
+            }
+            k = j;
+            term *= (n - j) as f64 / (j + 1) as f64;
+            below += term;
+        }
+        Some(MedianInterval {
+            median,
+            low: v[k],
+            high: v[n - 1 - k],
+        })
+    }
+
+    /// The larger distance from the median to an end.
+    pub fn half_width(&self) -> f64 {
+        (self.median - self.low).max(self.high - self.median)
+    }
+}
+
+/// A key as a sum of probes: Σ coefficient × probe + a constant (other keys' values), per round.
+#[derive(Clone)]
 struct Derived {
     terms: Vec<(f64, Probe)>,
     constant: f64,
-    constant_why: &'static str,
+    constant_why: String,
 }
 
 impl Derived {
@@ -189,61 +256,31 @@ impl Derived {
         Derived {
             terms,
             constant: 0.0,
-            constant_why: "",
+            constant_why: String::new(),
         }
     }
 
     /// The same plus `constant` (`why` says what it is).
-    fn plus(self, constant: f64, why: &'static str) -> Derived {
+    fn plus(self, constant: f64, why: impl Into<String>) -> Derived {
         Derived {
             constant,
-            constant_why: why,
+            constant_why: why.into(),
             ..self
         }
     }
-}
 
-/// A key's value as it goes into the file.
-struct Estimate {
-    value: f64,
-    ci: f64,
-    samples: usize,
-    method: String,
-}
-
-/// Why a key cannot be derived: a probe it needs did not run, or failed.
-#[derive(Debug, thiserror::Error)]
-#[error("needs {} ({why})", probe.describe())]
-struct MissingProbe<'a> {
-    /// The probe.
-    probe: Probe,
-    /// Why it has no result (`not run`, or its error).
-    why: &'a str,
-}
-
-/// The profile file being built from the probes' results.
-struct Builder<'a> {
-    file: ProfileFile,
-    r: &'a BTreeMap<Probe, ProbeResult>,
-    failed: &'a BTreeMap<Probe, String>,
-}
-
-impl Builder<'_> {
-    /// Evaluate `d` (clamped at 0, saying so), or say which probe it lacks and why.
-    fn estimate(&self, d: &Derived) -> Result<Estimate, MissingProbe<'_>> {
-        if let Some(&(_, probe)) = d.terms.iter().find(|(_, p)| !self.r.contains_key(p)) {
-            let why = self.failed.get(&probe).map_or("not run", String::as_str);
-            return Err(MissingProbe { probe, why });
+    /// Its value in one round, if the round has every probe it needs.
+    fn in_round(&self, round: &BTreeMap<Probe, f64>) -> Option<f64> {
+        let mut sum = self.constant;
+        for (c, p) in &self.terms {
+            sum += c * round.get(p)?;
         }
-        let r = self.r;
-        let raw = d.terms.iter().map(|(c, p)| c * r[p].mean).sum::<f64>() + d.constant;
-        let ci = d
-            .terms
-            .iter()
-            .map(|(c, p)| (c * r[p].ci95).powi(2))
-            .sum::<f64>()
-            .sqrt();
-        let mut method = match d.terms.as_slice() {
+        Some(sum)
+    }
+
+    /// How it is computed, for the file's `method`.
+    fn describe(&self) -> String {
+        let mut method = match self.terms.as_slice() {
             [(c, p)] if *c == 1.0 => p.describe().to_string(),
             terms => terms
                 .iter()
@@ -256,20 +293,97 @@ impl Builder<'_> {
                 .trim_start_matches("+ ")
                 .to_string(),
         };
-        if !d.constant_why.is_empty() {
-            method.push_str(&format!(" ({})", d.constant_why));
+        if !self.constant_why.is_empty() {
+            method.push_str(&format!(" ({})", self.constant_why));
         }
-        if raw < 0.0 {
-            method.push_str(&format!("; measured {raw:.0} ns, clamped to 0"));
+        method
+    }
+}
+
+/// A key's value as it goes into the file.
+struct Estimate {
+    value: f64,
+    ci: f64,
+    samples: usize,
+    method: String,
+}
+
+/// The profile file being built from the rounds.
+struct Builder<'a> {
+    file: ProfileFile,
+    base: &'a CostModel,
+    rounds: &'a [BTreeMap<Probe, f64>],
+    failed: &'a BTreeMap<Probe, String>,
+}
+
+/// What became of a key: its value in the file (measured, or the base profile's).
+#[derive(Clone, Copy, Debug)]
+enum Outcome {
+    Pinned(f64),
+    Kept,
+}
+
+impl Builder<'_> {
+    /// The per-round values of `d`, or why it has none (a probe it needs did not run).
+    fn per_round(&self, d: &Derived) -> Result<Vec<f64>, String> {
+        if let Some(&(_, probe)) = d
+            .terms
+            .iter()
+            .find(|(_, p)| self.rounds.iter().all(|r| !r.contains_key(p)))
+        {
+            let why = self.failed.get(&probe).map_or("not run", String::as_str);
+            return Err(format!(
+                "the probe '{}' has no result: {why}",
+                probe.describe()
+            ));
         }
-        if !d.terms.iter().all(|(_, p)| r[p].converged) {
-            method.push_str("; did not reach the precision asked for");
+        Ok(self.rounds.iter().filter_map(|r| d.in_round(r)).collect())
+    }
+
+    /// Pin `d` if its rounds allow: above 0, within ±[`PIN_WITHIN`], below `whole` (the
+    /// operation it is part of, per round); else why not.
+    fn pin(&self, d: &Derived, whole: Option<(&str, &Derived)>) -> Result<Estimate, String> {
+        let v = self.per_round(d)?;
+        let m = MedianInterval::of(&v).ok_or("no round measured it")?;
+        let came = format!(
+            "{} came out {:.0} ns, 95 % interval {:.0} to {:.0} ns over {} rounds",
+            d.describe(),
+            m.median,
+            m.low,
+            m.high,
+            v.len()
+        );
+        if m.low <= 0.0 {
+            return Err(format!(
+                "{came}: not distinguishable from 0 here (a cost the model charges is not free)"
+            ));
+        }
+        if m.half_width() > PIN_WITHIN * m.median {
+            return Err(format!(
+                "{came}: wider than ±{:.0} % (the probes moved too much from round to round)",
+                PIN_WITHIN * 100.0
+            ));
+        }
+        if let Some((what, w)) = whole {
+            let w = MedianInterval::of(&self.per_round(w)?).ok_or("no round measured it")?;
+            if m.median >= w.median {
+                return Err(format!(
+                    "{came}: not below {what} ({:.0} ns), of which it is a part",
+                    w.median
+                ));
+            }
         }
         Ok(Estimate {
-            value: raw.max(0.0),
-            ci,
-            samples: d.terms.iter().map(|(_, p)| r[p].samples).min().unwrap_or(0),
-            method,
+            value: m.median,
+            ci: m.half_width(),
+            samples: v.len(),
+            method: format!(
+                "{}; the median of {} rounds, 95 % interval {:.0} to {:.0} ns",
+                d.describe(),
+                v.len(),
+                m.low,
+                m.high
+            ),
         })
     }
 
@@ -293,57 +407,87 @@ impl Builder<'_> {
         self.file.not_measured.insert(key.into(), why.into());
     }
 
-    /// Derive `key` and set it; its value, when measured.
-    fn derive(&mut self, key: &str, d: Derived) -> Option<f64> {
-        match self.estimate(&d) {
+    /// Derive `key` and set it if pinned, else keep the base's value; its value in the file.
+    fn derive(&mut self, key: &str, d: Derived, whole: Option<(&str, &Derived)>) -> f64 {
+        match self.pin(&d, whole) {
             Ok(e) => {
                 let v = e.value;
                 self.set(key, e);
-                Some(v)
+                v
             }
-            Err(missing) => {
-                let why = missing.to_string();
-                self.keep(key, why);
-                None
+            Err(why) => {
+                self.keep(
+                    key,
+                    format!("could not be pinned, the base profile's value kept: {why}"),
+                );
+                self.base_ns(key)
             }
         }
     }
 
-    /// Derive `d` (named `what`) and set two keys to their shares of it; their values, when
-    /// measured.
-    fn split(&mut self, what: &str, d: Derived, keys: [(&str, f64); 2]) -> Option<[f64; 2]> {
-        match self.estimate(&d) {
-            Ok(e) => Some(keys.map(|(key, share)| {
-                self.set(
-                    key,
-                    Estimate {
-                        value: e.value * share,
-                        ci: e.ci * share,
-                        samples: e.samples,
-                        method: format!(
-                            "{:.0} % (the base profile's share) of {what}: {}",
-                            share * 100.0,
-                            e.method
-                        ),
-                    },
-                );
-                e.value * share
-            })),
-            Err(missing) => {
-                let why = missing.to_string();
-                for (key, _) in keys {
-                    self.keep(key, why.clone());
+    /// Derive the sum `d` (named `what`) and set two keys to their shares of it, or keep both;
+    /// what became of it.
+    fn split(
+        &mut self,
+        what: &str,
+        d: Derived,
+        whole: Option<(&str, &Derived)>,
+        keys: [(&str, f64); 2],
+    ) -> Outcome {
+        match self.pin(&d, whole) {
+            Ok(e) => {
+                for (key, share) in keys {
+                    self.set(
+                        key,
+                        Estimate {
+                            value: e.value * share,
+                            ci: e.ci * share,
+                            samples: e.samples,
+                            method: format!(
+                                "{:.0} % (the base profile's share) of {what}: {}",
+                                share * 100.0,
+                                e.method
+                            ),
+                        },
+                    );
                 }
-                None
+                Outcome::Pinned(e.value)
+            }
+            Err(why) => {
+                for (key, _) in keys {
+                    self.keep(
+                        key,
+                        format!("{what} could not be pinned, the base profile's value kept: {why}"),
+                    );
+                }
+                Outcome::Kept
             }
         }
+    }
+
+    /// The base profile's value of a time key, ns.
+    fn base_ns(&self, key: &str) -> f64 {
+        let b = self.base;
+        (match key {
+            "syscall" => b.syscall,
+            "msg" => b.msg,
+            "wakeup" => b.wakeup,
+            "switch" => b.switch,
+            "rq_lock" => b.rq_lock,
+            "bounce" => b.bounce,
+            "ipi_send" => b.ipi_send,
+            "ipi" => b.ipi,
+            "idle_exit" => b.idle_exit,
+            "net_msg" => b.net_msg,
+            _ => 0,
+        }) as f64
     }
 }
 
 fn build_file(
     base: &CostModel,
     opts: CalibrateOptions,
-    r: &BTreeMap<Probe, ProbeResult>,
+    rounds: &[BTreeMap<Probe, f64>],
     failed: &BTreeMap<Probe, String>,
 ) -> ProfileFile {
     use Probe::*;
@@ -352,131 +496,151 @@ fn build_file(
             base: opts.base.into(),
             ..ProfileFile::default()
         },
-        r,
+        base,
+        rounds,
         failed,
     };
-    b.derive("syscall", Derived::of(vec![(1.0, Syscall)]));
-    b.derive("msg", Derived::of(vec![(0.5, PipeByte), (-1.0, Syscall)]));
+    let one = |p: Probe| Derived::of(vec![(1.0, p)]);
+    let half = |p: Probe| Derived::of(vec![(0.5, p)]);
+    b.derive(
+        "syscall",
+        one(Syscall),
+        Some(("half a pipe write + read", &half(PipeByte))),
+    );
+    b.derive(
+        "msg",
+        Derived::of(vec![(0.5, PipeByte), (-1.0, Syscall)]),
+        Some(("half a pipe write + read", &half(PipeByte))),
+    );
     b.derive(
         "copy_per_kib",
         Derived::of(vec![(1.0 / 128.0, Pipe64k), (-1.0 / 128.0, PipeByte)]),
+        Some((
+            "a 64 KiB write + read per KiB copied",
+            &Derived::of(vec![(1.0 / 128.0, Pipe64k)]),
+        )),
     );
     let net_msg = b.derive(
         "net_msg",
         Derived::of(vec![(0.5, TcpByte), (-1.0, Syscall)]),
+        Some(("half a TCP write + read", &half(TcpByte))),
     );
-    derive_net_ack(&mut b, net_msg);
+    b.derive(
+        "net_ack",
+        Derived::of(vec![(0.5, TcpByte), (-1.0, TcpDrain)]),
+        Some((
+            "net_msg",
+            &Derived::of(vec![(0.5, TcpByte), (-1.0, Syscall)]),
+        )),
+    );
+    let _ = net_msg;
     b.derive(
         "sock_msg",
         Derived::of(vec![(0.5, UnixByte), (-1.0, Syscall)]),
+        Some(("half a socketpair write + read", &half(UnixByte))),
     );
     sock_queue(&mut b);
     // schedule()'s runqueue work: a yield that finds nothing else to run is a system call and
     // one pick under the runqueue lock, nothing more (the simulator's accounting of it).
-    let rq = b
-        .derive(
-            "rq_lock",
-            Derived::of(vec![(1.0, YieldAlone), (-1.0, Syscall)]),
-        )
-        .unwrap_or(base.rq_lock as f64);
+    let rq = b.derive(
+        "rq_lock",
+        Derived::of(vec![(1.0, YieldAlone), (-1.0, Syscall)]),
+        Some(("a lone sched_yield", &one(YieldAlone))),
+    );
     // One-way on one CPU = PipeByte + wakeup + 2 rq_lock + switch: the two cannot be told
     // apart from user space (a write that wakes a thread on its own CPU may switch to it before
     // returning), so their sum is split in the base profile's proportion.
     let wake_share = base.wakeup as f64 / (base.wakeup + base.switch).max(1) as f64;
-    let wakeup = b
-        .split(
-            "wakeup + switch",
-            Derived::of(vec![(0.5, PingPongSameCpu), (-1.0, PipeByte)])
-                .plus(-2.0 * rq, "less two rq_lock holds"),
-            [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
-        )
-        .map_or(base.wakeup as f64, |[w, _]| w);
-    derive_net_wait(&mut b);
+    let (wakeup, switch) = match b.split(
+        "wakeup + switch",
+        Derived::of(vec![(0.5, PingPongSameCpu), (-1.0, PipeByte)])
+            .plus(-2.0 * rq, "less two rq_lock holds"),
+        Some(("half a same-CPU round trip", &half(PingPongSameCpu))),
+        [("wakeup", wake_share), ("switch", 1.0 - wake_share)],
+    ) {
+        Outcome::Pinned(sum) => (sum * wake_share, sum * (1.0 - wake_share)),
+        Outcome::Kept => (base.wakeup as f64, base.switch as f64),
+    };
+    b.derive(
+        "net_wait",
+        Derived::of(vec![
+            (0.5, TcpPingPongSameCpu),
+            (-1.0, TcpByte),
+            (-0.5, PingPongSameCpu),
+            (1.0, PipeByte),
+        ]),
+        Some(("half a same-CPU TCP round trip", &half(TcpPingPongSameCpu))),
+    );
     // A message on a channel last used on the other CPU: a pipe handed between two CPUs each
     // turn, less the bare handoff and a hot write + read (one bounce per turn).
-    let bounce = b
-        .derive(
-            "bounce",
-            Derived::of(vec![
-                (1.0, HandoffPipe),
-                (-1.0, HandoffFlag),
-                (-1.0, PipeByte),
-            ]),
-        )
-        .unwrap_or(0.0);
-    // The waker's cost of a cross-CPU wakeup beyond `wakeup` (and the bounce its write pays):
-    // the IPI it sends.
-    b.derive(
-        "ipi_send",
-        Derived::of(vec![(1.0, WakingWrite), (-0.5, PipeByte)])
-            .plus(-wakeup - bounce, "less `wakeup` and `bounce`"),
+    let bounce = b.derive(
+        "bounce",
+        Derived::of(vec![
+            (1.0, HandoffPipe),
+            (-1.0, HandoffFlag),
+            (-1.0, PipeByte),
+        ]),
+        Some(("a pipe handoff between the CPUs", &one(HandoffPipe))),
     );
-    // One-way across CPUs = the waking write + 2 rq_lock + (ipi + idle_exit) + switch + the
-    // reader's bounce, and switch + 2 rq_lock = PingPongSameCpu/2 − PipeByte − wakeup, so
-    // ipi + idle_exit = PingPongCrossCpu/2 − WakingWrite − PingPongSameCpu/2 + PipeByte +
-    // wakeup − bounce, split in the base profile's proportion.
+    // The waker's cost of a cross-CPU wakeup beyond what the simulator charges its write
+    // (syscall + msg + bounce) and the wakeup (wakeup + an rq_lock hold): the IPI it sends.
+    let ipi_send = b.derive(
+        "ipi_send",
+        Derived::of(vec![(1.0, WakingWrite), (-0.5, PipeByte)]).plus(
+            -wakeup - rq - bounce,
+            "less `wakeup`, one `rq_lock` hold and `bounce`",
+        ),
+        Some(("the waking write", &one(WakingWrite))),
+    );
+    // One cross-CPU wakeup, timed directly from the waker's write to the woken read's return:
+    // the simulator charges on that path the write (syscall + msg + bounce), the IPI's send,
+    // flight and idle exit, and the woken CPU's pick (rq_lock) and switch.
     let ipi_share = base.ipi as f64 / (base.ipi + base.idle_exit).max(1) as f64;
     b.split(
         "waking an idle CPU",
-        Derived::of(vec![
-            (0.5, PingPongCrossCpu),
-            (-1.0, WakingWrite),
-            (-0.5, PingPongSameCpu),
-            (1.0, PipeByte),
-        ])
-        .plus(wakeup - bounce, "plus `wakeup`, less `bounce`"),
+        Derived::of(vec![(1.0, CrossWake), (-0.5, PipeByte)]).plus(
+            -bounce - ipi_send - rq - switch,
+            "less `bounce`, `ipi_send`, one `rq_lock` hold and `switch`",
+        ),
+        Some(("the cross-CPU wakeup", &one(CrossWake))),
         [("ipi", ipi_share), ("idle_exit", 1.0 - ipi_share)],
     );
     // The tick's cost, a migration's cache refill and a page write, as measured.
-    for (key, probe) in [
-        ("tick", TickGap),
-        ("migration", MigrationRefill),
-        ("page_touch", PageWrite),
-    ] {
-        b.derive(key, Derived::of(vec![(1.0, probe)]));
-    }
+    let period = 1e9 / f64::from(tick_hz().unwrap_or(base.hz));
+    let tick_bound = Derived::of(Vec::new()).plus(period / 8.0, "an eighth of the tick period");
+    b.derive(
+        "tick",
+        one(TickGap),
+        Some(("an eighth of the tick period", &tick_bound)),
+    );
+    let refill_bound = Derived::of(Vec::new()).plus(period / 4.0, "a quarter of the tick period");
+    b.derive(
+        "migration",
+        one(MigrationRefill),
+        Some(("a quarter of the tick period", &refill_bound)),
+    );
+    b.derive("page_touch", one(PageWrite), None);
     // The device: a line through the 4 KiB and 256 KiB reads.
-    match (r.get(&Probe::DirectRead4k), r.get(&Probe::DirectRead256k)) {
-        (Some(small), Some(large)) => {
-            let per_kib = ((large.mean - small.mean) / 252.0).max(0.0);
-            let latency = (small.mean - 4.0 * per_kib).max(0.0);
-            let per_kib_ci = (small.ci95.powi(2) + large.ci95.powi(2)).sqrt() / 252.0;
-            let latency_ci = (small.ci95.powi(2) + (4.0 * per_kib_ci).powi(2)).sqrt();
-            let n = small.samples.min(large.samples);
-            b.set(
-                "io_per_kib",
-                Estimate {
-                    value: per_kib,
-                    ci: per_kib_ci,
-                    samples: n,
-                    method: "([O_DIRECT pread of 256 KiB] − [O_DIRECT pread of 4 KiB]) / 252"
-                        .into(),
-                },
-            );
-            b.set(
-                "io_latency",
-                Estimate {
-                    value: latency,
-                    ci: latency_ci,
-                    samples: n,
-                    method: "[O_DIRECT pread of 4 KiB] − 4 × io_per_kib".into(),
-                },
-            );
-        }
-        _ => {
-            let why = failed
-                .get(&Probe::DirectRead4k)
-                .or(failed.get(&Probe::DirectRead256k))
-                .cloned()
-                .unwrap_or_default();
-            for key in ["io_per_kib", "io_latency"] {
-                b.keep(
-                    key,
-                    format!("O_DIRECT reads in the temporary directory: {why}"),
-                );
-            }
-        }
-    }
+    let per_kib = b.derive(
+        "io_per_kib",
+        Derived::of(vec![
+            (1.0 / 252.0, DirectRead256k),
+            (-1.0 / 252.0, DirectRead4k),
+        ]),
+        Some((
+            "a 256 KiB read per KiB",
+            &Derived::of(vec![(1.0 / 256.0, DirectRead256k)]),
+        )),
+    );
+    let _ = per_kib;
+    b.derive(
+        "io_latency",
+        Derived::of(vec![
+            (1.0 + 4.0 / 252.0, DirectRead4k),
+            (-4.0 / 252.0, DirectRead256k),
+        ]),
+        Some(("a 4 KiB read", &one(DirectRead4k))),
+    );
     // Facts.
     match tick_hz() {
         Some(hz) => {
@@ -544,49 +708,6 @@ fn build_file(
     b.file
 }
 
-/// `net_wait`: one-way in a same-CPU TCP ping-pong = TcpByte + wakeup + 2 rq_lock + switch +
-/// net_wait, and in the pipe ping-pong PipeByte + wakeup + 2 rq_lock + switch, so net_wait is
-/// the difference of the two less the difference of the one-thread write + reads.
-fn derive_net_wait(b: &mut Builder<'_>) {
-    use Probe::*;
-    b.derive(
-        "net_wait",
-        Derived::of(vec![
-            (0.5, TcpPingPongSameCpu),
-            (-1.0, TcpByte),
-            (-0.5, PingPongSameCpu),
-            (1.0, PipeByte),
-        ]),
-    );
-}
-
-/// `net_ack`: the simulator charges a one-at-a-time TCP read `syscall + net_msg` (half the
-/// write + read, its ACK included) and a read that leaves data queued `syscall + net_msg −
-/// net_ack` (`machine/tcp_drain.rs`), so net_ack is half the write + read less the read that
-/// leaves data queued — at most `net_msg` (capped, saying so, if noise put it above).
-fn derive_net_ack(b: &mut Builder<'_>, net_msg: Option<f64>) {
-    use Probe::*;
-    let d = Derived::of(vec![(0.5, TcpByte), (-1.0, TcpDrain)]);
-    match (b.estimate(&d), net_msg) {
-        (Ok(mut e), Some(msg)) => {
-            if e.value > msg {
-                e.method
-                    .push_str(&format!("; measured {:.0} ns, capped at net_msg", e.value));
-                e.value = msg;
-            }
-            b.set("net_ack", e);
-        }
-        (Ok(_), None) => b.keep(
-            "net_ack",
-            "net_msg, of which it is a part, was not measured",
-        ),
-        (Err(missing), _) => {
-            let why = missing.to_string();
-            b.keep("net_ack", why)
-        }
-    }
-}
-
 /// `sock_queue`: what a message with thousands queued costs beyond one with none, per doubling
 /// of the bytes of skb queued as the simulator charges it (`schedlab_sim::cost::
 /// sock_queue_doublings` of the truesize queued before each write and each read of the deep
@@ -603,6 +724,10 @@ fn sock_queue(b: &mut Builder) {
             (1.0 / per_message, Probe::UnixDeep),
             (-1.0 / per_message, Probe::UnixByte),
         ]),
+        Some((
+            "a deep socketpair message per doubling",
+            &Derived::of(vec![(1.0 / per_message, Probe::UnixDeep)]),
+        )),
     );
 }
 
@@ -620,4 +745,114 @@ fn deep_probe_doublings(total: u64) -> f64 {
 fn trim(x: f64) -> String {
     let s = format!("{x:.4}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_interval_follows_the_binomial_order_statistics() {
+        let nine: Vec<f64> = (1..=9).map(f64::from).collect();
+        let m = MedianInterval::of(&nine).unwrap();
+        assert_eq!((m.median, m.low, m.high), (5.0, 2.0, 8.0));
+        let many: Vec<f64> = (1..=25).rev().map(f64::from).collect();
+        let m = MedianInterval::of(&many).unwrap();
+        assert_eq!((m.median, m.low, m.high), (13.0, 8.0, 18.0));
+        let few = MedianInterval::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((few.median, few.low, few.high), (2.0, 1.0, 3.0));
+        assert!(MedianInterval::of(&[f64::NAN]).is_none());
+    }
+
+    /// Rounds of a probe pair whose difference is `diff` plus noise of ±`noise`.
+    fn rounds(diff: &[f64], noise: f64) -> Vec<BTreeMap<Probe, f64>> {
+        diff.iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let wobble = if i % 2 == 0 { noise } else { -noise };
+                BTreeMap::from([
+                    (Probe::PipeByte, 2000.0 + wobble),
+                    (Probe::Syscall, 1000.0 + wobble - d),
+                ])
+            })
+            .collect()
+    }
+
+    fn builder<'a>(
+        base: &'a CostModel,
+        rounds: &'a [BTreeMap<Probe, f64>],
+        failed: &'a BTreeMap<Probe, String>,
+    ) -> Builder<'a> {
+        Builder {
+            file: ProfileFile::default(),
+            base,
+            rounds,
+            failed,
+        }
+    }
+
+    /// A difference of probes measured side by side in a round: what the round's load added to
+    /// both cancels, and the key is pinned at the median of the rounds' differences.
+    #[test]
+    fn a_difference_taken_round_by_round_cancels_the_rounds_load() {
+        let base = CostModel::profile("modern").unwrap();
+        let failed = BTreeMap::new();
+        let r = rounds(&[200.0; 9], 900.0);
+        let mut b = builder(&base, &r, &failed);
+        let msg = Derived::of(vec![(1.0, Probe::PipeByte), (-1.0, Probe::Syscall)]);
+        assert_eq!(b.derive("msg", msg, None), 1200.0);
+        assert_eq!(b.file.costs["msg"], "1200ns");
+        assert!(b.file.measured["msg"].method.contains("median of 9 rounds"));
+    }
+
+    /// A key whose rounds straddle 0, or spread beyond ±50 %, or exceed the whole operation, is
+    /// not written: the base profile's value is kept and the file says what came out.
+    #[test]
+    fn an_unpinned_key_keeps_the_base_value_and_says_why() {
+        let base = CostModel::profile("modern").unwrap();
+        let failed = BTreeMap::new();
+        let key = || {
+            Derived::of(vec![(1.0, Probe::PipeByte), (-1.0, Probe::Syscall)])
+                .plus(-2000.0, "less 2 µs")
+        };
+        // Around 0: −300 … +300 ns.
+        let r = rounds(
+            &[
+                700.0, 1300.0, 800.0, 1200.0, 900.0, 1100.0, 1000.0, 1000.0, 1000.0,
+            ],
+            0.0,
+        );
+        let mut b = builder(&base, &r, &failed);
+        assert_eq!(b.derive("wakeup", key(), None), base.wakeup as f64);
+        assert!(!b.file.costs.contains_key("wakeup"));
+        assert!(
+            b.file.not_measured["wakeup"].contains("not distinguishable from 0"),
+            "{:?}",
+            b.file.not_measured
+        );
+        // Spread: 500 … 3000 ns around 1000.
+        let r = rounds(
+            &[
+                1500.0, 4000.0, 1600.0, 3500.0, 2000.0, 1500.0, 2000.0, 1600.0, 3000.0,
+            ],
+            0.0,
+        );
+        let mut b = builder(&base, &r, &failed);
+        b.derive("wakeup", key(), None);
+        assert!(
+            b.file.not_measured["wakeup"].contains("wider than ±50 %"),
+            "{:?}",
+            b.file.not_measured
+        );
+        // Above the whole operation (here: a constant 100 ns).
+        let r = rounds(&[1500.0; 9], 0.0);
+        let mut b = builder(&base, &r, &failed);
+        let whole = Derived::of(Vec::new()).plus(100.0, "100 ns");
+        b.derive("wakeup", key(), Some(("the whole", &whole)));
+        assert!(
+            b.file.not_measured["wakeup"].contains("not below the whole (100 ns)"),
+            "{:?}",
+            b.file.not_measured
+        );
+    }
 }

@@ -56,14 +56,13 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
         file.note.push_str("; warning: ");
         file.note.push_str(&warning);
     }
-    let mut t = Table::new(["probe", "ns/op", "±CI95", "samples", "converged"]);
+    let mut t = Table::new(["probe", "median ns/op", "95 % interval", "rounds"]);
     for (p, r) in &probes {
         t.row([
             p.describe().to_string(),
-            format!("{:.1}", r.mean),
-            format!("{:.1}", r.ci95),
+            format!("{:.1}", r.median),
+            format!("{:.1}-{:.1}", r.low, r.high),
             r.samples.to_string(),
-            if r.converged { "yes" } else { "no" }.to_string(),
         ]);
     }
     text.push_str(&t.render());
@@ -83,6 +82,11 @@ pub fn run(out: Option<&Path>, base: &str, quick: bool, force: bool) -> Result<S
         "kept from {base}: {} (how each key was measured, and why these were not: schedlab list --profile FILE)",
         kept.join(", ")
     );
+    for (key, why) in &file.not_measured {
+        if why.starts_with("could not be pinned") || why.contains(" could not be pinned") {
+            let _ = writeln!(text, "{key}: {why}");
+        }
+    }
     let _ = writeln!(
         text,
         "calibrated in {:.1} s; {}",
