@@ -1094,13 +1094,14 @@ fn a_shared_memrun_buffer_must_agree_on_size_stride_and_pattern() {
             "{{ \"tasks\": {{ \"a\": {{ \"loop\": 1, \"memrun\": {a} }}, \"b\": {{ \"loop\": 1, \"memrun\": {b} }} }} }}"
         )
     };
-    let chase = |size: u32, stride: u32, pattern: &str| {
-        format!("{{ \"type\": \"chase\", \"size\": {size}, \"count\": 9, \"stride\": {stride}, \"pattern\": \"{pattern}\", \"ref\": \"buf\" }}")
+    let chase_n = |size: u32, stride: u32, pattern: &str, count: u32| {
+        format!("{{ \"type\": \"chase\", \"size\": {size}, \"count\": {count}, \"stride\": {stride}, \"pattern\": \"{pattern}\", \"ref\": \"buf\" }}")
     };
+    let chase = |size: u32, stride: u32, pattern: &str| chase_n(size, stride, pattern, 9);
     // Agreeing on all three (counts may differ): one buffer for both tasks.
     let (d, _) = read_ok(&two(
         &chase(4096, 64, "random"),
-        &chase(4096, 64, "random").replace("9", "3"),
+        &chase_n(4096, 64, "random", 3),
     ));
     assert_eq!(
         accesses(&d, "a")[0].buffer_key(),
@@ -1117,7 +1118,7 @@ fn a_shared_memrun_buffer_must_agree_on_size_stride_and_pattern() {
             &[
                 "shares buffer \"buf\"",
                 "with the chase memrun at line 1",
-                "must agree on size, stride and pattern",
+                "to agree on size, stride and pattern",
             ],
         );
     }
