@@ -1466,7 +1466,8 @@ impl Reader<'_> {
             size: size.value as u64,
             count: count as u64,
             // A read or write keeps rt-app's defaults for what it ignores.
-            stride: (stride.filter(|_| kind == MemAccessKind::Chase)).map_or(64, |s| s.value as u64),
+            stride: (stride.filter(|_| kind == MemAccessKind::Chase))
+                .map_or(64, |s| s.value as u64),
             pattern: (pattern.filter(|_| kind == MemAccessKind::Chase))
                 .map_or(ChasePattern::Random, |p| p.0),
             shared: shared.as_ref().map(|s| Arc::from(s.value.as_str())),

@@ -134,7 +134,7 @@ impl MemAccess {
             ));
         }
         if self.kind == MemAccessKind::Chase {
-            if self.stride < MIN_CHASE_STRIDE || self.stride % MIN_CHASE_STRIDE != 0 {
+            if self.stride < MIN_CHASE_STRIDE || !self.stride.is_multiple_of(MIN_CHASE_STRIDE) {
                 return Err(format!(
                     "stride {} is not accepted: a multiple of {MIN_CHASE_STRIDE} bytes (a position holds an aligned pointer)",
                     self.stride
