@@ -3,6 +3,7 @@
 use crate::daemon::RunningDaemon;
 use crate::knobs::apply_to_current_thread;
 use crate::locks::RealLock;
+use crate::mem_access::MemBuffer;
 use crate::procfs::{rusage_switches, snapshot_self, GroupUsage, SnapshotSource};
 use crate::report::TaskReport;
 use crate::spawn::{Children, Spawner};
@@ -10,7 +11,9 @@ use crate::sync::SyncObjects;
 use crate::sys;
 use crate::sys::write_stderr;
 use crate::transport::Channels;
+use schedlab_workload::mem_access::BufferKey;
 use schedlab_workload::passes::{PassLog, PassRecord};
+use schedlab_workload::MemAccess;
 use schedlab_workload::{
     BarrierId, ChannelId, ChildExit, CondId, Context, CpuTimes, Daemon, FileRead, IoKind, LockId,
     PathOp, Program, ProgramExit, SemaphoreId, TaskRef, WordId, WorkloadError,
@@ -73,6 +76,8 @@ pub struct RealContext {
     samples: RefCell<Vec<(&'static str, Vec<f64>)>>,
     file: RefCell<Option<File>>,
     memory: RefCell<Vec<u8>>,
+    /// The buffers of its memory accesses, its own and the shared ones it uses.
+    mem_buffers: RefCell<std::collections::BTreeMap<BufferKey, Arc<MemBuffer>>>,
     /// How to start tasks, when the plan spawns any.
     spawning: Option<Arc<Spawning>>,
     /// The argument this task was spawned with.
@@ -105,6 +110,7 @@ impl RealContext {
             samples: RefCell::default(),
             file: RefCell::default(),
             memory: RefCell::default(),
+            mem_buffers: RefCell::default(),
             spawning: None,
             arg: 0,
             children: RefCell::new(Children::new(stop)),
@@ -115,6 +121,20 @@ impl RealContext {
             carry: Default::default(),
             cpu_start_ns: sys::thread_cpu_ns(),
         }
+    }
+
+    /// The buffer of `access`: the task's own, or the run's shared one; made if it was not.
+    fn mem_buffer(&self, access: &MemAccess) -> Result<Arc<MemBuffer>, WorkloadError> {
+        let key = access.buffer_key();
+        if let Some(b) = self.mem_buffers.borrow().get(&key) {
+            return Ok(b.clone());
+        }
+        let b = match access.shared {
+            Some(_) => self.shared.sync.shared_buffer(access)?,
+            None => Arc::new(MemBuffer::new(access)?),
+        };
+        self.mem_buffers.borrow_mut().insert(key, b.clone());
+        Ok(b)
     }
 
     /// This context, able to spawn with `spawning`, for a task spawned with `arg`.
@@ -520,6 +540,15 @@ impl Context for RealContext {
         // Every byte, as a memset does; black_box keeps the writes.
         mem[offset..end].fill(1);
         std::hint::black_box(&mut mem[offset..end]);
+    }
+
+    async fn prepare_memory(&self, access: &MemAccess) -> Result<(), WorkloadError> {
+        self.mem_buffer(access).map(drop)
+    }
+
+    async fn access_memory(&self, access: &MemAccess) -> Result<(), WorkloadError> {
+        self.mem_buffer(access)?.run(access);
+        Ok(())
     }
 
     async fn free_memory(&self) {

@@ -35,6 +35,7 @@ pub mod knobs;
 pub mod leftovers;
 pub mod locks;
 pub mod machine;
+pub mod mem_access;
 pub mod procfs;
 pub mod program;
 mod repetition;

@@ -26,7 +26,8 @@
 
 use crate::locks::RealLock;
 use parking_lot_core::{FilterOp, ParkResult, ParkToken, UnparkToken, DEFAULT_PARK_TOKEN};
-use schedlab_workload::{SyncPlan, WorkloadError};
+use schedlab_workload::mem_access::BufferKey;
+use schedlab_workload::{MemAccess, SyncPlan, WorkloadError};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -68,6 +69,11 @@ pub struct SyncObjects {
     run_stop: Arc<AtomicBool>,
     /// The plan's wait end, epoch-relative.
     wait_end: Option<std::time::Duration>,
+    /// The memory-access buffers tasks share by name (rt-app's `ref`), made by the first task
+    /// that needs each.
+    mem_buffers: parking_lot::Mutex<
+        std::collections::BTreeMap<BufferKey, Arc<crate::mem_access::MemBuffer>>,
+    >,
 }
 
 /// The error for an object the plan does not have.
@@ -103,7 +109,22 @@ impl SyncObjects {
             stopped: AtomicBool::new(false),
             run_stop,
             wait_end: plan.wait_end,
+            mem_buffers: Default::default(),
         }
+    }
+
+    /// The shared buffer of `access` (its `shared` name and kind), made now if no task has.
+    pub fn shared_buffer(
+        &self,
+        access: &MemAccess,
+    ) -> Result<Arc<crate::mem_access::MemBuffer>, WorkloadError> {
+        let mut buffers = self.mem_buffers.lock();
+        if let Some(b) = buffers.get(&access.buffer_key()) {
+            return Ok(b.clone());
+        }
+        let b = Arc::new(crate::mem_access::MemBuffer::new(access)?);
+        buffers.insert(access.buffer_key(), b.clone());
+        Ok(b)
     }
 
     /// When every wait ends, epoch-relative ([`SyncPlan::wait_end`]).

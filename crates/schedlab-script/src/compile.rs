@@ -104,6 +104,9 @@ struct Compiler<'a> {
     receives: bool,
     /// Whether an expression uses `from` (message counts then depend on who sent what).
     uses_from: std::cell::Cell<bool>,
+    /// Where the first memory access of a shared buffer is, if any (its buffer lives in the
+    /// schedlab process, so it needs tasks run as threads).
+    shared_memory: Option<Span>,
 }
 
 /// The metric names a compiled file reports, with their kinds: for `check`'s plan and the
@@ -212,6 +215,7 @@ pub fn compile(
         spans: Vec::new(),
         receives: false,
         uses_from: std::cell::Cell::new(false),
+        shared_memory: None,
     };
     c.run(counts, seed)
 }
@@ -281,6 +285,9 @@ impl<'a> Compiler<'a> {
             .then_some(def.loop_calibration);
         let cumulative =
             self.word(&def.computes, "computes", Computes::Each)? == Computes::Cumulative;
+        if let Some(span) = self.shared_memory.filter(|_| mode == TaskMode::Processes) {
+            return Err(Diagnostic::new(span, "a memory access of a shared buffer needs tasks 'threads' (the buffer lives in the schedlab process); with tasks 'processes' give each task its own buffer"));
+        }
         if mode == TaskMode::GroupProcesses {
             let span = def.tasks.as_ref().map_or(Span::default(), |t| t.span);
             return Err(Diagnostic::new(span, "tasks 'group-processes' is not accepted in a workload file; use threads or processes"));
@@ -1060,6 +1067,14 @@ impl<'a> Compiler<'a> {
                 StepKind::Touch(bytes) => {
                     let (c, _) = dynamic(self, bytes, "touch", &[Unit::Bytes, Unit::None])?;
                     self.push(out, Instr::Touch(c), span);
+                }
+                StepKind::MemAccess(a) => {
+                    a.check()
+                        .map_err(|m| Diagnostic::new(span, format!("memory access: {m}")))?;
+                    if a.shared.is_some() {
+                        self.shared_memory.get_or_insert(span);
+                    }
+                    self.push(out, Instr::MemAccess(Box::new(a.clone())), span);
                 }
                 StepKind::Spawn(group) => {
                     let i = self.spawn(group)?;

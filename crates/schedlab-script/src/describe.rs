@@ -78,6 +78,7 @@ fn steps_into(out: &mut String, steps: &[Step], depth: usize) {
                 bytes,
             } => format!("rewrite {bytes}"),
             StepKind::Touch(e) => format!("touch {e}"),
+            StepKind::MemAccess(a) => format!("memory {a}"),
             StepKind::Spawn(g) => format!("spawn a task of {}", g.value),
             StepKind::WaitChild => "wait for a child and reap it".into(),
             StepKind::Exit => "exit".into(),

@@ -12,6 +12,7 @@ use crate::error::{whole, Diagnostic};
 use crate::model::ScriptDef;
 use crate::program::{CAmount, CRef, Instr, Program, MAX_MESSAGE};
 use crate::span::Span;
+use schedlab_workload::mem_access::BufferKey;
 use schedlab_workload::IoKind;
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -149,6 +150,8 @@ pub fn run(
     let mut forked_time = 0f64;
     let mut memory = 0u64;
     let mut files = 0u64;
+    // Shared memory-access buffers count once for the run.
+    let mut shared_buffers = std::collections::BTreeMap::new();
     while let Some((g, index)) = walk.queue.pop_front() {
         let Some(task) = walk.task(g, index)? else {
             // Out of budget: what was walked proves nothing.
@@ -170,6 +173,13 @@ pub fn run(
             longest = longest.max(task.time);
         }
         memory = memory.saturating_add(task.touch);
+        for (key, bytes) in &task.buffers {
+            if matches!(key, BufferKey::Shared { .. }) {
+                shared_buffers.insert(key.clone(), *bytes);
+            } else {
+                memory = memory.saturating_add(*bytes);
+            }
+        }
         files = files.saturating_add(task.file_max);
     }
     let expected_messages = if walk.exact {
@@ -190,7 +200,7 @@ pub fn run(
         (3.0 * (longest + forked_time) + messages * 20e-6 + tasks * 1e-3).max(60.0)
     };
     program.expected_time = Duration::from_secs_f64(secs.min(6.0 * 3600.0));
-    program.memory = memory;
+    program.memory = memory.saturating_add(shared_buffers.values().sum::<u64>());
     program.files = files;
     Ok(())
 }
@@ -237,6 +247,8 @@ struct TaskWalk {
     time: f64,
     /// The most memory it touches, bytes.
     touch: u64,
+    /// The buffers of its memory accesses, with their bytes.
+    buffers: std::collections::BTreeMap<BufferKey, u64>,
     /// Its scratch file's size now and at most, bytes.
     file: u64,
     file_max: u64,
@@ -367,6 +379,7 @@ impl<'p> Walk<'p> {
             children: 0,
             time: 0.0,
             touch: 0,
+            buffers: Default::default(),
             file: 0,
             file_max: 0,
         };
@@ -410,6 +423,11 @@ impl<'p> Walk<'p> {
                 Instr::TimedBegin { .. } => {}
                 Instr::Io { kind, bytes } => t.io(*kind, bytes),
                 Instr::Touch(c) => t.touch = t.touch.max(c.eval(&t.frame).max(0.0) as u64),
+                Instr::MemAccess(a) => {
+                    t.buffers.insert(a.buffer_key(), a.buffer_bytes());
+                    // A generous bound: 100 ns a byte or hop (a miss to memory per hop).
+                    t.time += a.count as f64 * 100e-9;
+                }
                 Instr::Spawn { semaphore } => {
                     if let Some(s) =
                         (program.groups.iter()).position(|g| g.start_semaphore == Some(*semaphore))

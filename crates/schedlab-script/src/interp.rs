@@ -279,6 +279,13 @@ pub async fn run<C: Context>(
     ctx: &C,
 ) -> Result<(), WorkloadError> {
     let group = &program.groups[task.group];
+    // rt-app fills every memrun buffer before its threads start: the task's are made before
+    // its first step (a shared one once, by the first task to come).
+    for i in &group.body {
+        if let Instr::MemAccess(a) = i {
+            ctx.prepare_memory(a).await?;
+        }
+    }
     // rt-app's global duration: when it has come the task stops where rt-app's thread stops
     // (see `ended`), releases the locks it holds and ends normally.
     let end = program.ends_at;
@@ -466,6 +473,7 @@ pub async fn run<C: Context>(
             Instr::Set(change) => ctx.set_attrs(&change.knobs, change.all_cpus).await?,
             Instr::Io { kind, bytes } => ctx.io(*kind, byte_count(bytes.eval(&frame))?).await?,
             Instr::Touch(bytes) => ctx.touch_memory(byte_count(bytes.eval(&frame))?).await,
+            Instr::MemAccess(a) => ctx.access_memory(a).await?,
             Instr::Spawn { semaphore } => ctx.sem_post(SemaphoreId(*semaphore)).await?,
             Instr::Fork { group } => {
                 ctx.spawn(*group, 0).await?;

@@ -415,6 +415,8 @@ pub enum StepKind {
     },
     /// Write to this much memory, page by page.
     Touch(Expr),
+    /// Read or write a buffer byte by byte, or chase pointers through it (rt-app's `memrun`).
+    MemAccess(schedlab_workload::MemAccess),
     /// Fork a new task of a spawnable group (one with a `spawn` bound), or start the next
     /// parked task of a `spawned` group.
     Spawn(Spanned<String>),

@@ -184,6 +184,8 @@ pub enum Instr {
     },
     /// Dirty memory.
     Touch(Compiled),
+    /// Read, write or chase a buffer ([`schedlab_workload::Context::access_memory`]).
+    MemAccess(Box<schedlab_workload::MemAccess>),
     /// Fork a new task of a spawnable group ([`schedlab_workload::Context::spawn`]).
     Fork {
         /// The group's index.
@@ -303,6 +305,7 @@ impl Instr {
                 bytes: e(bytes),
             },
             Instr::Touch(c) => Instr::Touch(e(c)),
+            Instr::MemAccess(a) => Instr::MemAccess(a.clone()),
             Instr::LoopBegin {
                 repeat,
                 timed,

@@ -81,7 +81,7 @@
 //! | `resume` NAME | `Lock(NAME)`, `CondBroadcast(NAME)`, `Unlock(NAME)` (`rtapp_resume`); NAME must be what some `suspend` waits on (a task's name, or a 1.0-style value) |
 //! | `mem` (bytes) | `Touch`; rt-app rewrites its `mem_buffer_size` buffer, so `mem` larger than the buffer is a loop of whole-buffer touches plus the rest |
 //! | `iorun` (bytes) | `Io { Rewrite }`. Deviation: rt-app writes `io_device` (by default /dev/null, where a write costs only the system call); schedlab writes the start of the task's scratch file again (a copy into the page cache; the file never grows past one `iorun`) |
-//! | `memrun` | refused: byte-by-byte reads, writes and pointer chases of a buffer measure caches; schedlab's one memory step (`Touch`) writes a byte per page |
+//! | `memrun` {type, size, count, stride, pattern, ref} | `MemAccess` (read or write `count` bytes one at a time, wrapping; or follow `count` pointers of a chain with a position every `stride` bytes, bit-reversed or sequential), as upstream's `memread`/`memwrite`/`memchase_run`; each task has its own buffer per type, size, stride and pattern, `ref` shares one by name and type, and a second `memrun` of one `ref` with another size, stride or pattern is an error, as in rt-app. Stricter: an unknown `type` or `pattern` (rt-app reads any pattern but "sequential" as random), a missing `size`, a chase of fewer than 2 positions or a stride not a multiple of 8 are errors; `stride`/`pattern` on a read or write are warned and ignored |
 //! | `yield` (any value: rt-app does not read it) | `Yield` |
 //! | `fork` TASK | `Spawn(TASK)`; TASK's group is `spawned`, its count TASK's `instance` (default 1) plus the number of times the fork runs (the forking task's threads × loops around it, following forks of forks), which must be finite; its first `instance` threads start with the run, as upstream rt-app's `main` starts every task's instances and each fork event one more thread (rt-app 1.0, Debian's, has no `fork`: it runs only the instances) |
 //! | `sem_post`, `sem_wait` | `SemPost`, `SemWait` (semaphores start at 0, as rt-app's) |
@@ -116,10 +116,13 @@ use jsonc_parser::ast::{Object, Value};
 use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
-use schedlab_workload::{IoKind, KnobError, LoopCalibration};
+use schedlab_workload::{
+    ChasePattern, IoKind, KnobError, LoopCalibration, MemAccess, MemAccessKind,
+};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 type R<T> = Result<T, Diagnostic>;
 
@@ -132,6 +135,7 @@ pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
     let reader = Reader {
         text,
         warnings: RefCell::new(Vec::new()),
+        memrun_refs: RefCell::default(),
     };
     let mut def = reader
         .file(path)
@@ -405,6 +409,7 @@ enum Ev {
     Sleep(Kv<i64>),
     Mem(Kv<i64>),
     Iorun(Kv<i64>),
+    Memrun(MemAccess),
     Lock(Spanned<String>),
     Unlock(Spanned<String>),
     Signal(Spanned<String>),
@@ -550,6 +555,9 @@ struct Reader<'t> {
     text: &'t str,
     /// Keys rt-app knows that have no meaning here, and repeated keys: one each.
     warnings: RefCell<Vec<Diagnostic>>,
+    /// The first `memrun` of each shared buffer (kind and `ref`), with its span: every later
+    /// one must agree with it, as rt-app requires.
+    memrun_refs: RefCell<HashMap<(MemAccessKind, String), (MemAccess, Span)>>,
 }
 
 impl Reader<'_> {
@@ -1364,6 +1372,129 @@ impl Reader<'_> {
         Ok(p)
     }
 
+    /// A `memrun` object (`type`, `size`, `count`, and for a chase `stride` and `pattern`;
+    /// `ref` shares the buffer), with rt-app's defaults and its check that every event of one
+    /// shared buffer agrees on size, stride and pattern.
+    fn memrun(&self, key: &str, en: &Entry) -> R<MemAccess> {
+        let obj = self.object(key, en.value).map_err(|mut d| {
+            d.message
+                .push_str(" such as {\"type\": \"chase\", \"size\": 1048576, \"count\": 1000}");
+            d
+        })?;
+        const KEYS: [&str; 6] = ["type", "size", "count", "stride", "pattern", "ref"];
+        let (mut kind, mut size, mut count, mut stride, mut pattern, mut shared) =
+            (None, None, 0, None, None, None);
+        for f in self.entries(obj)? {
+            match f.key {
+                "type" => {
+                    let t = self.string(f.key, f.value)?;
+                    kind = Some(match t.value.as_str() {
+                        "read" => MemAccessKind::Read,
+                        "write" => MemAccessKind::Write,
+                        "chase" => MemAccessKind::Chase,
+                        other => {
+                            return Err(Diagnostic::new(
+                                t.span,
+                                format!("{key} has type \"{other}\"; rt-app accepts \"read\", \"write\" or \"chase\"{}", did_you_mean(other, ["read", "write", "chase"])),
+                            ))
+                        }
+                    });
+                }
+                "size" => size = Some(self.int_at_least(&f, "a buffer size in bytes (> 0)", 1)?),
+                "count" => {
+                    count = self
+                        .int_at_least(&f, "a whole number of bytes or hops (>= 0)", 0)?
+                        .value
+                }
+                "stride" => {
+                    stride = Some(self.int_at_least(&f, "a whole number of bytes (> 0)", 1)?)
+                }
+                "pattern" => {
+                    let p = self.string(f.key, f.value)?;
+                    // rt-app reads anything but "sequential" as random; a misspelling would
+                    // silently change the pattern, so schedlab accepts only the two words.
+                    let at = f.key_span;
+                    pattern = Some((match p.value.as_str() {
+                        "random" => ChasePattern::Random,
+                        "sequential" => ChasePattern::Sequential,
+                        other => {
+                            return Err(Diagnostic::new(
+                                p.span,
+                                format!("{key} has pattern \"{other}\"; accepted: \"random\" (the default) or \"sequential\"{}", did_you_mean(other, ["random", "sequential"])),
+                            ))
+                        }
+                    }, at));
+                }
+                "ref" => shared = Some(self.name(f.key, f.value, "a shared buffer")?),
+                k => {
+                    return Err(Diagnostic::new(
+                        f.key_span,
+                        format!(
+                            "unknown key '{k}' in {key}; rt-app reads {}{}",
+                            KEYS.join(", "),
+                            suggestion(k, KEYS)
+                        ),
+                    ))
+                }
+            }
+        }
+        let kind = kind.ok_or_else(|| {
+            Diagnostic::new(
+                vspan(en.value),
+                format!(
+                    "{key} has no 'type'; rt-app needs one of \"read\", \"write\" or \"chase\""
+                ),
+            )
+        })?;
+        let size = size.ok_or_else(|| {
+            Diagnostic::new(
+                vspan(en.value),
+                format!("{key} has no 'size'; give the buffer's size in bytes (rt-app would allocate an empty buffer)"),
+            )
+        })?;
+        if kind != MemAccessKind::Chase {
+            for (name, given) in [
+                ("stride", stride.as_ref().map(|s| s.key)),
+                ("pattern", pattern.map(|p: (ChasePattern, Span)| p.1)),
+            ] {
+                if let Some(at) = given {
+                    self.warn(at, format!("'{name}' in {key} of type \"{}\": rt-app reads it only for a chase; ignored", kind.name()));
+                }
+            }
+        }
+        let access = MemAccess {
+            kind,
+            size: size.value as u64,
+            count: count as u64,
+            // A read or write keeps rt-app's defaults for what it ignores.
+            stride: (stride.filter(|_| kind == MemAccessKind::Chase))
+                .map_or(64, |s| s.value as u64),
+            pattern: (pattern.filter(|_| kind == MemAccessKind::Chase))
+                .map_or(ChasePattern::Random, |p| p.0),
+            shared: shared.as_ref().map(|s| Arc::from(s.value.as_str())),
+        };
+        access
+            .check()
+            .map_err(|m| Diagnostic::new(vspan(en.value), format!("{key}: {m}")))?;
+        if let Some(name) = &shared {
+            let mut refs = self.memrun_refs.borrow_mut();
+            match refs.get(&(kind, name.value.clone())) {
+                Some((first, at)) if !first.agrees_with(&access) => {
+                    let at = format!("line {}", LineCol::of(self.text, at.start).line);
+                    return Err(Diagnostic::new(
+                        name.span,
+                        format!("{key} shares buffer \"{}\" ({}) with the {} memrun at {at} ({}); rt-app requires every memrun of one 'ref' to agree on size, stride and pattern", name.value, access, kind.name(), first),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    refs.insert((kind, name.value.clone()), (access.clone(), en.span));
+                }
+            }
+        }
+        Ok(access)
+    }
+
     fn event(&self, task: &str, en: &Entry) -> R<Event> {
         let kind = EvKind::of(en.key).expect("an event key");
         // How the key is named in messages: `'run0' (a run event)`.
@@ -1406,12 +1537,7 @@ impl Reader<'_> {
             EvKind::Sleep => Ev::Sleep(non_negative(us)?),
             EvKind::Mem => Ev::Mem(non_negative(bytes)?),
             EvKind::Iorun => Ev::Iorun(non_negative(bytes)?),
-            EvKind::Memrun => {
-                return Err(Diagnostic::new(
-                    en.key_span,
-                    format!("{key} reads, writes or pointer-chases a buffer byte by byte to load the caches (rt-app's memrun); schedlab cannot honour it: its only memory step ('mem', touch) writes one byte per page, which costs page faults, not cache traffic, so mapping memrun onto it would measure something else"),
-                ))
-            }
+            EvKind::Memrun => Ev::Memrun(self.memrun(&key, en)?),
             EvKind::Lock => Ev::Lock(name("a mutex")?),
             EvKind::Unlock => Ev::Unlock(name("a mutex")?),
             EvKind::Signal => Ev::Signal(name("a condition")?),
@@ -1434,7 +1560,8 @@ impl Reader<'_> {
             }
             EvKind::Wait | EvKind::Sync => {
                 let obj = self.object(&key, en.value).map_err(|mut d| {
-                    d.message.push_str(" such as {\"ref\": \"cond\", \"mutex\": \"lock\"}");
+                    d.message
+                        .push_str(" such as {\"ref\": \"cond\", \"mutex\": \"lock\"}");
                     d
                 })?;
                 let (mut cond, mut mutex) = (None, None);
@@ -1466,7 +1593,8 @@ impl Reader<'_> {
             }
             EvKind::Timer => {
                 let obj = self.object(&key, en.value).map_err(|mut d| {
-                    d.message.push_str(" such as {\"ref\": \"tick\", \"period\": 10000}");
+                    d.message
+                        .push_str(" such as {\"ref\": \"tick\", \"period\": 10000}");
                     d
                 })?;
                 let (mut tref, mut period) = (None, None);
@@ -2351,6 +2479,7 @@ fn event_steps(task: &str, e: &Event, global: &Global, objects: &mut Objects, ou
                 }
             }
         }
+        Ev::Memrun(a) => push(StepKind::MemAccess(a.clone())),
         Ev::Iorun(n) => push(StepKind::Io {
             kind: IoKind::Rewrite,
             bytes: lit(n.value as f64, Unit::Bytes, n.span),

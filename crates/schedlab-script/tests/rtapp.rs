@@ -5,7 +5,7 @@ use schedlab_script::expr::{Expr, Node, Quantity, Unit};
 use schedlab_script::model::{Amount, Grammar, GroupSpec, Step, StepKind};
 use schedlab_script::rtapp::read;
 use schedlab_script::ScriptDef;
-use schedlab_workload::IoKind;
+use schedlab_workload::{ChasePattern, IoKind, MemAccess, MemAccessKind};
 use std::path::Path;
 
 fn example(name: &str) -> ScriptDef {
@@ -396,13 +396,6 @@ fn a_delay_in_a_phase_is_misplaced() {
 fn keys_rt_app_knows_but_schedlab_cannot_honour_say_what_they_mean() {
     check(
         &error(&task(
-            "\"loop\": 1, \"memrun\": { \"type\": \"read\", \"size\": 4096, \"count\": 1 }",
-        )),
-        "bad.json:1:32: 'memrun' reads, writes or pointer-chases a buffer",
-        &["cannot honour", "one byte per page"],
-    );
-    check(
-        &error(&task(
             "\"loop\": 1, \"timer\": { \"ref\": \"x\", \"period\": 100, \"mode\": \"absolute\" }",
         )),
         "bad.json:1:78: timer mode \"absolute\" makes rt-app keep the original schedule",
@@ -500,7 +493,8 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_events("\"yield\": 1"), Map),
         (in_events("\"suspend\": \"t\""), Map),
         (in_events("\"sem_post\": \"s\", \"sem_wait\": \"s\""), Map),
-        (in_events("\"memrun\": {}"), Refuse("memrun")),
+        (in_events("\"memrun\": { \"type\": \"chase\", \"size\": 4096, \"count\": 10 }"), Map),
+        (in_events("\"memrun\": {}"), Refuse("has no 'type'")),
         (in_events("\"jog\": 10"), Refuse("unknown key 'jog'")),
     ];
     for (text, does) in cases {
@@ -1035,4 +1029,133 @@ fn rt_apps_installed_examples_load_when_present() {
     }
     println!("{loaded} of {} installed rt-app examples load", files.len());
     assert!(loaded * 2 > files.len(), "{loaded} of {}", files.len());
+}
+
+/// The memory accesses of task `t`'s body, in order (the body's own steps, as `task` writes them).
+fn accesses(d: &ScriptDef, name: &str) -> Vec<MemAccess> {
+    fn walk(steps: &[Step], out: &mut Vec<MemAccess>) {
+        for s in steps {
+            match &s.kind {
+                StepKind::MemAccess(a) => out.push(a.clone()),
+                StepKind::Loop { body, .. } | StepKind::Timed { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&group(d, name).body, &mut out);
+    out
+}
+
+#[test]
+fn memrun_reads_each_type_with_rt_apps_defaults() {
+    let (d, warnings) = read_ok(&task(
+        "\"loop\": 1, \"memrun\": { \"type\": \"read\", \"size\": 4096, \"count\": 10000 }, \
+         \"memrun1\": { \"type\": \"write\", \"size\": 100, \"count\": 7, \"stride\": 8 }, \
+         \"memrun2\": { \"type\": \"chase\", \"size\": 1048576, \"count\": 1000 }, \
+         \"memrun3\": { \"type\": \"chase\", \"size\": 65536, \"count\": 5, \"stride\": 128, \"pattern\": \"sequential\", \"ref\": \"shared\" }, \
+         \"memrun4\": { \"type\": \"read\", \"size\": 64 }",
+    ));
+    let a = accesses(&d, "t");
+    let mut read = MemAccess::new(MemAccessKind::Read, 4096, 10000);
+    assert_eq!(a[0], read);
+    // A stride on a write is read by rt-app only for a chase: warned, ignored.
+    assert_eq!(a[1], MemAccess::new(MemAccessKind::Write, 100, 7));
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("'stride' in 'memrun1'") && warnings[0].contains("only for a chase"),
+        "{warnings:?}"
+    );
+    // Chase defaults: stride 64, random, the task's own buffer.
+    let chase = MemAccess::new(MemAccessKind::Chase, 1 << 20, 1000);
+    assert_eq!(
+        (chase.stride, chase.pattern, chase.shared.clone()),
+        (64, ChasePattern::Random, None)
+    );
+    assert_eq!(a[2], chase);
+    assert_eq!(
+        a[3],
+        MemAccess {
+            stride: 128,
+            pattern: ChasePattern::Sequential,
+            shared: Some("shared".into()),
+            ..MemAccess::new(MemAccessKind::Chase, 65536, 5)
+        }
+    );
+    // `count` defaults to 0, as rt-app's.
+    read = MemAccess::new(MemAccessKind::Read, 64, 0);
+    assert_eq!(a[4], read);
+}
+
+#[test]
+fn a_shared_memrun_buffer_must_agree_on_size_stride_and_pattern() {
+    let two = |a: &str, b: &str| {
+        format!(
+            "{{ \"tasks\": {{ \"a\": {{ \"loop\": 1, \"memrun\": {a} }}, \"b\": {{ \"loop\": 1, \"memrun\": {b} }} }} }}"
+        )
+    };
+    let chase_n = |size: u32, stride: u32, pattern: &str, count: u32| {
+        format!("{{ \"type\": \"chase\", \"size\": {size}, \"count\": {count}, \"stride\": {stride}, \"pattern\": \"{pattern}\", \"ref\": \"buf\" }}")
+    };
+    let chase = |size: u32, stride: u32, pattern: &str| chase_n(size, stride, pattern, 9);
+    // Agreeing on all three (counts may differ): one buffer for both tasks.
+    let (d, _) = read_ok(&two(
+        &chase(4096, 64, "random"),
+        &chase_n(4096, 64, "random", 3),
+    ));
+    assert_eq!(
+        accesses(&d, "a")[0].buffer_key(),
+        accesses(&d, "b")[0].buffer_key()
+    );
+    for other in [
+        chase(8192, 64, "random"),
+        chase(4096, 128, "random"),
+        chase(4096, 64, "sequential"),
+    ] {
+        check(
+            &error(&two(&chase(4096, 64, "random"), &other)),
+            "bad.json:1:",
+            &[
+                "shares buffer \"buf\"",
+                "with the chase memrun at line 1",
+                "to agree on size, stride and pattern",
+            ],
+        );
+    }
+    // rt-app looks a shared buffer up by name and type: a read and a chase of one ref are two.
+    let read = "{ \"type\": \"read\", \"size\": 100, \"count\": 1, \"ref\": \"buf\" }";
+    let (d, _) = read_ok(&two(&chase(4096, 64, "random"), read));
+    assert_ne!(
+        accesses(&d, "a")[0].buffer_key(),
+        accesses(&d, "b")[0].buffer_key()
+    );
+    // Reads of one ref agree on the size only.
+    let read2 = "{ \"type\": \"read\", \"size\": 200, \"count\": 1, \"ref\": \"buf\" }";
+    check(
+        &error(&two(read, read2)),
+        "bad.json:1:",
+        &["shares buffer \"buf\" (read 1 of 200 B"],
+    );
+}
+
+#[test]
+fn bad_memrun_values_name_the_value_and_what_is_accepted() {
+    let one = |obj: &str| task(&format!("\"loop\": 1, \"memrun\": {obj}"));
+    let cases = [
+        ("{ \"type\": \"copy\", \"size\": 64, \"count\": 1 }", "type \"copy\"; rt-app accepts \"read\", \"write\" or \"chase\""),
+        ("{ \"type\": \"chase\", \"size\": 4096, \"count\": 1, \"pattern\": \"randon\" }", "pattern \"randon\"; accepted: \"random\""),
+        ("{ \"type\": \"read\", \"count\": 1 }", "has no 'size'"),
+        ("{ \"type\": \"read\", \"size\": 0, \"count\": 1 }", "'size' = 0 is not accepted; it must be a buffer size in bytes (> 0)"),
+        ("{ \"type\": \"read\", \"size\": 64, \"count\": -1 }", "'count' = -1 is not accepted"),
+        ("{ \"type\": \"read\", \"size\": 2147483647, \"count\": 1 }", "size 2147483647 is not accepted: a buffer of 1 byte to 1073741824 (1 GiB)"),
+        ("{ \"type\": \"chase\", \"size\": 100, \"count\": 1 }", "a chase needs at least 2 positions (size at least 2 × stride = 128)"),
+        ("{ \"type\": \"chase\", \"size\": 4096, \"count\": 1, \"stride\": 12 }", "stride 12 is not accepted: a multiple of 8 bytes"),
+        ("{ \"type\": \"read\", \"size\": 64, \"cuont\": 1 }", "unknown key 'cuont' in 'memrun'; rt-app reads type, size, count, stride, pattern, ref (did you mean 'count'?)"),
+        ("{ \"type\": \"read\", \"size\": 64, \"ref\": \"\" }", "names a shared buffer with an empty string"),
+        ("4096", "'memrun' must be an object"),
+    ];
+    for (obj, want) in cases {
+        let e = error(&one(obj));
+        assert!(e.contains(want), "{obj}:\n  {e}\n  should contain {want}");
+    }
 }

@@ -53,6 +53,8 @@ pub enum Op {
     Touch(usize, usize),
     /// Free all of the task's memory.
     FreeMemory,
+    /// Run the slot's `mem_access`.
+    MemAccess,
     /// Start a task in this group with this argument (fork).
     Spawn(usize, u64),
     /// Wait for this task (a child of the caller), or any child, to end.
@@ -103,6 +105,10 @@ pub struct Slot {
     pub passes: schedlab_workload::passes::PassLog,
     /// The knobs of the pending attribute change, and whether it allows every CPU again.
     pub attrs: Option<(schedlab_workload::knobs::Knobs, bool)>,
+    /// The pending memory access ([`Op::MemAccess`]).
+    pub mem_access: Option<schedlab_workload::MemAccess>,
+    /// Why the machine refused the last memory access (its profile has no figure for it).
+    pub mem_refused: Option<String>,
     /// The machine's CPU time, as the last [`Op::CpuTimes`] read it.
     pub cpu_times: Option<CpuTimes>,
     /// The last wait (barrier, semaphore, condition) was ended by the plan's wait end
@@ -524,6 +530,18 @@ impl Context for SimContext<'_> {
 
     fn free_memory(&self) -> impl Future<Output = ()> {
         self.issue(Op::FreeMemory)
+    }
+
+    async fn access_memory(
+        &self,
+        access: &schedlab_workload::MemAccess,
+    ) -> Result<(), WorkloadError> {
+        self.slot().mem_access = Some(access.clone());
+        self.issue(Op::MemAccess).await;
+        match self.slot().mem_refused.take() {
+            Some(why) => Err(WorkloadError::Backend(why)),
+            None => Ok(()),
+        }
     }
 
     fn record(&self, metric: &'static str, value: f64) {

@@ -22,6 +22,8 @@
 
 use std::fmt;
 
+use schedlab_workload::{ChasePattern, MemAccess, MemAccessKind};
+
 use crate::skb::SMALL_TRUESIZE;
 
 /// Why a cost profile or an override was refused.
@@ -192,6 +194,27 @@ pub struct CostModel {
     pub channel_bytes: u64,
     /// Writing one 4 KiB page of memory.
     pub page_touch: u64,
+    /// Reading 1 KiB one byte at a time (a memory-access step of type read: a loop of
+    /// single-byte loads, which the core's pipeline, not the memory, bounds — measured the same
+    /// whether the buffer fits a cache or not). 0: the profile has no figure, and a read is
+    /// refused until `--cost` gives one.
+    pub mem_read_per_kib: u64,
+    /// Writing 1 KiB one byte at a time (type write), as `mem_read_per_kib`.
+    pub mem_write_per_kib: u64,
+    /// 1000 hops of a pointer chase in a buffer no larger than [`CostModel::chase_cache`]:
+    /// each load's latency from the cache. 0: no figure (refused, as above).
+    pub chase_cached_per_khop: u64,
+    /// 1000 hops of a random (bit-reversed) chase in a buffer larger than the cache: each a
+    /// load from memory the prefetchers cannot foresee. 0: no figure.
+    pub chase_uncached_per_khop: u64,
+    /// 1000 hops of a sequential chase in a buffer larger than the cache: the prefetchers
+    /// follow the stride. 0: no figure.
+    pub chase_sequential_per_khop: u64,
+    /// The bytes of cache a chase's buffer must fit to be charged the cached latency (the
+    /// last-level cache one task sees). The simulator looks at the one buffer the chase
+    /// follows (a shared one once, whatever the number of tasks): other tasks' buffers and
+    /// data do not evict it.
+    pub chase_cache: u64,
     /// Bytes of RAM the workload's memory lives in (the machine's memory less the kernel's).
     /// Touched memory beyond it is paged out to swap (the machine's `memory.rs`). `modern`:
     /// 16 GiB, a current server's; `piii-700`: 1 GiB, as the 2002 test machines were sized.
@@ -256,11 +279,25 @@ pub fn sock_queue_doublings(queued: u64) -> f64 {
     }
 }
 
+/// `modern`'s memory-access costs: `mem_read_per_kib`, `mem_write_per_kib`,
+/// `chase_cached_per_khop`, `chase_uncached_per_khop`, `chase_sequential_per_khop` (ns) and
+/// `chase_cache` (bytes), measured on a 2-vCPU AMD EPYC virtual machine with
+/// `bench/memrun-costs.sh` (docs/performance.md): reads and writes of a 64 MiB buffer, chases
+/// of 256 KiB (in the per-core 512 KiB L2) and of 64 MiB; its L3 did not shorten a chase of
+/// 4 MiB (178 ns a hop), so the cache is the L2.
+const MODERN_MEM: (u64, u64, u64, u64, u64, u64) = (187, 447, 7_450, 197_630, 6_631, 512 << 10);
+
+/// `piii-700`'s: no published figure for a byte-at-a-time loop or a chase's latency on that
+/// machine is at hand, so none is given (a memory access is refused until `--cost` sets
+/// them); the cache is the 1 MiB second-level cache of the 700 MHz Pentium III Xeon (Intel's
+/// datasheet offers 1 MB and 2 MB).
+const PIII_MEM: (u64, u64, u64, u64, u64, u64) = (0, 0, 0, 0, 0, 1 << 20);
+
 /// The named profiles.
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, line, scan, tick, channel_bytes, page_touch, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, line, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, line, scan, tick, channel_bytes, page_touch, mem_read_per_kib, mem_write_per_kib, chase_cached_per_khop, chase_uncached_per_khop, chase_sequential_per_khop, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, line, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), chase_cache (a size, 1B..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -292,6 +329,12 @@ impl CostModel {
                 tick: 1_000,
                 channel_bytes: 65_536,
                 page_touch: 100,
+                mem_read_per_kib: MODERN_MEM.0,
+                mem_write_per_kib: MODERN_MEM.1,
+                chase_cached_per_khop: MODERN_MEM.2,
+                chase_uncached_per_khop: MODERN_MEM.3,
+                chase_sequential_per_khop: MODERN_MEM.4,
+                chase_cache: MODERN_MEM.5,
                 memory: 16 << 30,
                 reclaim: 1_000,
                 io_per_kib: 1_000,
@@ -330,6 +373,12 @@ impl CostModel {
                 tick: 3_000,
                 channel_bytes: 16_384,
                 page_touch: 1_000,
+                mem_read_per_kib: PIII_MEM.0,
+                mem_write_per_kib: PIII_MEM.1,
+                chase_cached_per_khop: PIII_MEM.2,
+                chase_uncached_per_khop: PIII_MEM.3,
+                chase_sequential_per_khop: PIII_MEM.4,
+                chase_cache: PIII_MEM.5,
                 memory: 1 << 30,
                 reclaim: 5_000,
                 io_per_kib: 40_000,
@@ -457,6 +506,18 @@ impl CostModel {
                 "scan" => self.scan = dur()?,
                 "tick" => self.tick = dur()?,
                 "page_touch" => self.page_touch = dur()?,
+                "mem_read_per_kib" => self.mem_read_per_kib = dur()?,
+                "mem_write_per_kib" => self.mem_write_per_kib = dur()?,
+                "chase_cached_per_khop" => self.chase_cached_per_khop = dur()?,
+                "chase_uncached_per_khop" => self.chase_uncached_per_khop = dur()?,
+                "chase_sequential_per_khop" => self.chase_sequential_per_khop = dur()?,
+                "chase_cache" => {
+                    self.chase_cache = schedlab_workload::presets::interbench::parse_size(value)
+                        .ok()
+                        .map(|b| b as u64)
+                        .filter(|b| (1..=1 << 40).contains(b))
+                        .ok_or_else(|| bad("accepted: a size from 1B to 1TiB, such as 32MiB"))?
+                }
                 "io_per_kib" => self.io_per_kib = dur()?,
                 "io_latency" => self.io_latency = dur()?,
                 "fork" => self.fork = dur()?,
@@ -518,6 +579,37 @@ impl CostModel {
         (self.sock_queue as f64 * sock_queue_doublings(queued)).round() as u64
     }
 
+    /// What `access` costs, ns: `count` bytes at [`CostModel::mem_read_per_kib`] or [`CostModel::mem_write_per_kib`], or `count`
+    /// hops at the chase latency its buffer's size and pattern choose; or, where the profile
+    /// has no figure, why it is refused.
+    pub fn mem_access_ns(&self, access: &MemAccess) -> Result<u64, String> {
+        let (key, per, unit) = match access.kind {
+            MemAccessKind::Read => ("mem_read_per_kib", self.mem_read_per_kib, 1024),
+            MemAccessKind::Write => ("mem_write_per_kib", self.mem_write_per_kib, 1024),
+            MemAccessKind::Chase if access.buffer_bytes() <= self.chase_cache => {
+                ("chase_cached_per_khop", self.chase_cached_per_khop, 1000)
+            }
+            MemAccessKind::Chase if access.pattern == ChasePattern::Sequential => (
+                "chase_sequential_per_khop",
+                self.chase_sequential_per_khop,
+                1000,
+            ),
+            MemAccessKind::Chase => (
+                "chase_uncached_per_khop",
+                self.chase_uncached_per_khop,
+                1000,
+            ),
+        };
+        if per == 0 && access.count > 0 {
+            return Err(format!(
+                "the cost profile '{}' has no figure for a memory access ({access}): give one with --cost {key}=DURATION",
+                self.profile
+            ));
+        }
+        let ns = (u128::from(access.count) * u128::from(per)).div_ceil(unit);
+        Ok(u64::try_from(ns).unwrap_or(u64::MAX).min(u64::MAX / 4))
+    }
+
     /// Length of a timer tick.
     pub fn tick_ns(&self) -> u64 {
         1_000_000_000 / self.hz as u64
@@ -550,6 +642,24 @@ impl fmt::Display for CostModel {
         }
         if self.line != 0 {
             write!(f, " line={}", self.line)?;
+        }
+        // The memory-access costs, each when it is not its profile's (a record names the
+        // profile, whose values docs/simulator.md gives; records before them stay as they were).
+        let named = CostModel::profile(&self.profile).ok();
+        let mem = |m: &CostModel| {
+            [
+                ("mem_read_per_kib", m.mem_read_per_kib),
+                ("mem_write_per_kib", m.mem_write_per_kib),
+                ("chase_cached_per_khop", m.chase_cached_per_khop),
+                ("chase_uncached_per_khop", m.chase_uncached_per_khop),
+                ("chase_sequential_per_khop", m.chase_sequential_per_khop),
+                ("chase_cache", m.chase_cache),
+            ]
+        };
+        for (i, (key, value)) in mem(self).into_iter().enumerate() {
+            if named.as_ref().is_none_or(|n| mem(n)[i].1 != value) {
+                write!(f, " {key}={value}")?;
+            }
         }
         write!(f, ")")
     }

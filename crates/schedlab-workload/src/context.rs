@@ -289,6 +289,28 @@ pub trait Context {
     /// [`Context::touch_memory`]). The memory is one area from offset 0: touching past its end
     /// extends it.
     fn touch_memory_at(&self, offset: usize, bytes: usize) -> impl Future<Output = ()>;
+    /// Make ready the buffer of `access` before the task's first step (rt-app allocates and
+    /// fills every `memrun` buffer when it reads its configuration, before the threads start):
+    /// allocate it, write every byte, and lay a chase's chain in it; a buffer made before (by
+    /// this task, or shared and by any task) is kept. By default there is nothing to make.
+    fn prepare_memory(
+        &self,
+        access: &crate::MemAccess,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        let _ = access;
+        std::future::ready(Ok(()))
+    }
+    /// Run `access` on its buffer (made by [`Context::prepare_memory`] if it was not yet): its
+    /// bytes read or written one at a time, or its chain followed. By default the backend
+    /// cannot.
+    fn access_memory(
+        &self,
+        access: &crate::MemAccess,
+    ) -> impl Future<Output = Result<(), WorkloadError>> {
+        std::future::ready(Err(WorkloadError::Backend(format!(
+            "a memory access ({access}) needs a backend that runs or models it, which this one does not"
+        ))))
+    }
     /// Free all of the task's memory (`free` of every block, whose `munmap` returns the pages
     /// and their swap slots to the kernel): the next touch faults each page in afresh.
     fn free_memory(&self) -> impl Future<Output = ()>;

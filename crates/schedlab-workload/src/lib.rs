@@ -28,6 +28,7 @@ pub mod dcache;
 pub mod duration;
 pub mod error;
 pub mod knobs;
+pub mod mem_access;
 pub mod passes;
 pub mod plan;
 pub mod presets;
@@ -45,5 +46,6 @@ pub use context::{
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};
+pub use mem_access::{ChasePattern, MemAccess, MemAccessKind};
 pub use plan::{ChannelVolume, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 pub use presets::Workload;

@@ -430,6 +430,20 @@ impl Machine<'_> {
                 let (cost, then) = self.touch(t, offset, bytes);
                 self.then(t, cost, then)
             }
+            Op::MemAccess => {
+                // CPU time at the profile's memory-access costs (cost.rs); the buffer is
+                // made before the run on a real machine, so it costs nothing here.
+                let access = self.shared.slots[t].borrow_mut().mem_access.take();
+                let cost = match access.map(|a| self.costs.model.mem_access_ns(&a)) {
+                    Some(Ok(ns)) => self.costs.c(ns),
+                    Some(Err(why)) => {
+                        self.shared.slots[t].borrow_mut().mem_refused = Some(why);
+                        0
+                    }
+                    None => 0,
+                };
+                self.then(t, cost, Effect::Resume)
+            }
             Op::FreeMemory => {
                 self.free_memory(t);
                 self.then(t, syscall, Effect::Resume)

@@ -1,0 +1,180 @@
+//! rt-app's `memrun` (a memory access step) run the way a user runs a file: on the real kernel
+//! a byte-at-a-time read costs CPU in proportion to the bytes; on the simulator its CPU time is
+//! the cost profile's documented figure (docs/simulator.md, "Memory accesses"); a profile with
+//! no figure refuses it, naming the key.
+
+mod common;
+
+use common::{stderr, Scratch};
+use schedlab_workload::record::RunRecord;
+
+/// One task, `passes` passes of one `memrun` object.
+fn file(passes: u32, memrun: &str) -> String {
+    format!(r#"{{ "tasks": {{ "t": {{ "loop": {passes}, "cpus": [0], "memrun": {memrun} }} }} }}"#)
+}
+
+/// The run's CPU time (s), all tasks.
+fn cpu_s(rec: &RunRecord) -> f64 {
+    rec.configs[0].repetitions[0].counters["total"].cpu_time_s
+}
+
+fn run(dir: &Scratch, file: &str, json: &str, args: &[&str]) -> RunRecord {
+    let mut all = vec!["run", file, "--runs", "1", "--json", json];
+    all.extend_from_slice(args);
+    dir.run(&all);
+    common::read_record(&dir.join(json))
+}
+
+#[test]
+fn a_real_read_of_n_bytes_costs_more_than_n_tenths_of_a_nanosecond() {
+    let _turn = common::serial();
+    let dir = Scratch::new("memrun", "real");
+    // 20 passes of 64 MiB read byte by byte: 1.34 GB, against the same buffer made and never
+    // read. A loop that skipped its loads (not volatile) would cost next to nothing.
+    let n: u64 = 20 * 67_108_864;
+    let read = |count: u64| {
+        file(
+            20,
+            &format!(r#"{{ "type": "read", "size": 67108864, "count": {count} }}"#),
+        )
+    };
+    dir.write("read.json", &read(67_108_864));
+    dir.write("none.json", &read(0));
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..2 {
+        with.push(cpu_s(&run(
+            &dir,
+            "read.json",
+            &format!("r{round}.json"),
+            &["--backend", "real"],
+        )));
+        without.push(cpu_s(&run(
+            &dir,
+            "none.json",
+            &format!("n{round}.json"),
+            &["--backend", "real"],
+        )));
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let spent_ns = (min(&with) - min(&without)) * 1e9;
+    println!("read of {n} bytes: {spent_ns:.0} ns of CPU ({:.3} ns a byte); runs {with:?} vs {without:?}", spent_ns / n as f64);
+    assert!(
+        spent_ns > n as f64 / 10.0,
+        "a read of {n} bytes cost {spent_ns:.0} ns of CPU, not more than {} (0.1 ns a byte)",
+        n / 10
+    );
+}
+
+#[test]
+fn a_simulated_memrun_costs_the_profiles_figures() {
+    let dir = Scratch::new("memrun", "sim");
+    // Jitter off, so that the CPU time is the documented figure (plus the task's start and
+    // exit, which a run without the access measures).
+    let sim = ["--backend", "sim", "--seed", "3", "--cost", "jitter=0"];
+    let cases = [
+        // kind, size, stride, pattern, count, ns per unit, unit
+        (
+            "read",
+            67_108_864u64,
+            64u64,
+            "random",
+            1_048_576u64,
+            187.0,
+            1024.0,
+        ),
+        ("write", 4096, 64, "random", 1_048_576, 447.0, 1024.0),
+        ("chase", 262_144, 64, "random", 100_000, 7_450.0, 1000.0),
+        (
+            "chase", 67_108_864, 64, "random", 100_000, 197_630.0, 1000.0,
+        ),
+        (
+            "chase",
+            67_108_864,
+            64,
+            "sequential",
+            100_000,
+            6_631.0,
+            1000.0,
+        ),
+    ];
+    for (i, (kind, size, stride, pattern, count, per, unit)) in cases.into_iter().enumerate() {
+        let obj = |count: u64| {
+            format!(
+                r#"{{ "type": "{kind}", "size": {size}, "stride": {stride}, "pattern": "{pattern}", "count": {count} }}"#
+            )
+        };
+        dir.write(&format!("m{i}.json"), &file(10, &obj(count)));
+        dir.write(&format!("z{i}.json"), &file(10, &obj(0)));
+        let with = cpu_s(&run(
+            &dir,
+            &format!("m{i}.json"),
+            &format!("m{i}.rec.json"),
+            &sim,
+        ));
+        let without = cpu_s(&run(
+            &dir,
+            &format!("z{i}.json"),
+            &format!("z{i}.rec.json"),
+            &sim,
+        ));
+        let want = 10.0 * (count as f64 * per / unit).ceil() * 1e-9;
+        let got = with - without;
+        // Within 0.1 %: the timer ticks that fall inside a long access are charged to it, as
+        // the tick handler's time is on a real CPU.
+        assert!(
+            (got - want).abs() <= want * 1e-3 + 1e-6,
+            "{kind} {size} B stride {stride} {pattern}, {count} × 10: {got} s of CPU, the profile says {want} s"
+        );
+    }
+    // A profile without the figures refuses the access, naming the key to give.
+    dir.write(
+        "p.json",
+        &file(1, r#"{ "type": "read", "size": 4096, "count": 100 }"#),
+    );
+    let out = dir.try_run(&[
+        "run",
+        "p.json",
+        "--backend",
+        "sim",
+        "--profile",
+        "piii-700",
+        "--runs",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("'piii-700' has no figure") && e.contains("--cost mem_read_per_kib="),
+        "{e}"
+    );
+    // Given one, it runs.
+    dir.run(&[
+        "run",
+        "p.json",
+        "--backend",
+        "sim",
+        "--profile",
+        "piii-700",
+        "--runs",
+        "1",
+        "--cost",
+        "mem_read_per_kib=2us",
+    ]);
+}
+
+#[test]
+fn an_absurd_buffer_size_is_refused_before_the_run() {
+    let dir = Scratch::new("memrun", "bad");
+    dir.write(
+        "big.json",
+        &file(1, r#"{ "type": "chase", "size": 2000000000, "count": 1 }"#),
+    );
+    let out = dir.try_run(&["check", "big.json"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out)
+            .contains("size 2000000000 is not accepted: a buffer of 1 byte to 1073741824 (1 GiB)"),
+        "{}",
+        stderr(&out)
+    );
+}
