@@ -6,7 +6,7 @@ mod common;
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimError, SimResult, SimSetup};
-use schedlab_workload::knobs::{parse_group_arg, Knobs};
+use schedlab_workload::knobs::Knobs;
 use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
 use schedlab_workload::presets::{
     BenchKind, Chat, ChatMode, ChatServer, Interbench, LoadKind, Messaging, Outcome, PingPong,
@@ -17,18 +17,7 @@ use schedlab_workload::{ChannelId, Context, TaskRef, Workload, WorkloadError};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-fn knobs(groups: &[&str]) -> Vec<Knobs> {
-    groups
-        .iter()
-        .map(|g| {
-            if g.is_empty() {
-                Knobs::default()
-            } else {
-                parse_group_arg(&format!("g:{g}")).unwrap().1
-            }
-        })
-        .collect()
-}
+use common::knobs;
 
 fn sim<W: Workload>(
     w: &W,

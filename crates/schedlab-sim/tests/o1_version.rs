@@ -2,10 +2,11 @@
 //! 004's machine: one CPU at HZ 1000, interbench's audio task at nice 0 with its SCHED_FIFO 96
 //! timekeeper, four burners at nice −5).
 
+mod common;
+
 use schedlab_sim::cost::CostModel;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimSetup};
-use schedlab_workload::knobs::{parse_group_arg, Knobs};
 use schedlab_workload::presets::{BenchKind, Interbench, LoadKind};
 use schedlab_workload::Workload;
 use std::time::Duration;
@@ -19,16 +20,7 @@ fn audio_vs_burn(policy: &str, secs: u64) -> f64 {
         load_threads: 4,
         ..Interbench::default()
     };
-    let knobs: Vec<Knobs> = ["", "policy=fifo:96", "nice=-5"]
-        .iter()
-        .map(|g| {
-            if g.is_empty() {
-                Knobs::default()
-            } else {
-                parse_group_arg(&format!("g:{g}")).unwrap().1
-            }
-        })
-        .collect();
+    let knobs = common::knobs(&["", "policy=fifo:96", "nice=-5"]);
     let cost = CostModel::profile("modern")
         .unwrap()
         .with_overrides(&["hz=1000".to_string()])

@@ -61,3 +61,21 @@ pub fn modern_without_jitter(overrides: &str) -> CostModel {
         .with_overrides(&[all])
         .unwrap()
 }
+
+/// Knobs for each group from `--group`-style settings (`"nice=-5"`, `"policy=fifo:96"`; `""`
+/// for the defaults).
+#[allow(dead_code)] // not every test file that shares this module uses it
+pub fn knobs(groups: &[&str]) -> Vec<Knobs> {
+    groups
+        .iter()
+        .map(|g| {
+            if g.is_empty() {
+                Knobs::default()
+            } else {
+                schedlab_workload::knobs::parse_group_arg(&format!("g:{g}"))
+                    .unwrap()
+                    .1
+            }
+        })
+        .collect()
+}
