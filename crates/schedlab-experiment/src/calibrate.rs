@@ -211,11 +211,7 @@ impl MedianInterval {
         }
         v.sort_unstable_by(f64::total_cmp);
         let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let median = schedlab_stats::summary::median_of_sorted(&v);
         // The interval [v[k], v[n-1-k]] misses the median with probability 2 P(X ≤ k), X ~
         // binomial(n, ½): the largest k for which that is at most 5 %.
         let mut k = 0;

@@ -46,7 +46,8 @@ pub fn median(values: &[f64]) -> f64 {
     median_of_sorted(&sorted)
 }
 
-pub(crate) fn median_of_sorted(sorted: &[f64]) -> f64 {
+/// The median of values already sorted in ascending order, as [`median`] computes it.
+pub fn median_of_sorted(sorted: &[f64]) -> f64 {
     let n = sorted.len();
     if n == 0 {
         f64::NAN
