@@ -53,8 +53,12 @@ fn each_strategy_runs_on_the_real_kernel_with_its_acquisitions() {
             "{dcache} {calls}"
         );
         assert!(metric(&rec, "lookups_per_s") > 0.0);
-        // Each lookup computes 4 × 2 µs at least.
-        assert!(metric(&rec, "lookup_p50") >= 8.0, "{dcache}");
+        // Each lookup computes 4 × 2 µs at least (5 for a stat, with its dput). A 2 µs compute
+        // is the real backend's calibrated loop, as long as the calibration says: on a shared
+        // VM whose vCPU was stolen from while it calibrated, a quarter shorter (CI saw a p50
+        // under 8 µs). Without the work a cached walk takes well under a microsecond.
+        let p50 = metric(&rec, "lookup_p50");
+        assert!(p50 >= 6.0, "{dcache} {calls}: lookup p50 {p50} µs, at least 6 expected");
         let locks = &rec.configs[0].repetitions[0].locks;
         let dl = locks.iter().find(|l| l.name == "dcache_lock").unwrap();
         assert_eq!(dl.kind, "spin");
