@@ -354,6 +354,11 @@ impl Builder<'_> {
             m.high,
             v.len()
         );
+        if m.high < 0.0 {
+            return Err(format!(
+                "{came}: below 0 here (the operation took less than the model's other keys charge it; a cost cannot be negative)"
+            ));
+        }
         if m.low <= 0.0 {
             return Err(format!(
                 "{came}: not distinguishable from 0 here (a cost the model charges is not free)"
@@ -819,6 +824,20 @@ mod tests {
         assert!(!b.file.costs.contains_key("wakeup"));
         assert!(
             b.file.not_measured["wakeup"].contains("not distinguishable from 0"),
+            "{:?}",
+            b.file.not_measured
+        );
+        // Below 0 in every round: −400 … −100 ns.
+        let r = rounds(
+            &[
+                700.0, 900.0, 800.0, 600.0, 750.0, 850.0, 700.0, 800.0, 900.0,
+            ],
+            0.0,
+        );
+        let mut b = builder(&base, &r, &failed);
+        b.derive("wakeup", key(), None);
+        assert!(
+            b.file.not_measured["wakeup"].contains("below 0 here"),
             "{:?}",
             b.file.not_measured
         );
