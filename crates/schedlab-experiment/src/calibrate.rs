@@ -37,13 +37,17 @@
 //!   space and the sum is split in the base profile's proportion;
 //! - `net_wait` = half a same-CPU ping-pong round trip over two loopback TCP connections less a
 //!   TCP write + read, less the same for pipes: what a TCP receive that sleeps and is woken costs
-//!   beyond a pipe read's sleep and wakeup (`machine/tcp_wait.rs`);
+//!   beyond a pipe read's sleep and wakeup (`machine/tcp_wait.rs`), the four timed side by side
+//!   in one probe, a sample per iteration;
 //! - `net_ack` = half a TCP write + read of 1 byte less a TCP read of 1 byte that leaves data
 //!   queued (16 written, the first 15 read): the ACK a read sends when it empties the queue
 //!   (`machine/tcp_drain.rs`), below `net_msg`;
-//! - `bounce` = a turn of two threads on two CPUs handing one pipe back and forth (each turn a
-//!   write + read) less the bare handoff through a flag and a hot write + read: what a message
-//!   pays when its channel was last used on the other CPU;
+//! - `bounce` = in a turn of two threads on two CPUs handing one pipe back and forth, the
+//!   turn's first write + read (the pipe's lines last written on the other CPU) less its second
+//!   right after, each timed alone: what a message pays when its channel was last used on the
+//!   other CPU. (As a difference of separate probes — a whole turn less a bare handoff through
+//!   a flag and a hot write + read — it was pinned in none of three calibrations on an idle
+//!   2-vCPU VM: three probes' noise against a difference of a few hundred ns.)
 //! - `ipi_send` = the write that wakes a reader blocked on another CPU (timed in the cross-CPU
 //!   ping-pong), less half a pipe write + read, `wakeup`, one `rq_lock` hold and `bounce`: what
 //!   the waker pays to send the IPI (on a virtual machine, a VM exit);
@@ -51,8 +55,9 @@
 //!   write to the return of the woken reader's read on the other CPU — less what the simulator
 //!   charges on that path besides them (half a pipe write + read, `bounce`, `ipi_send`, one
 //!   `rq_lock` hold and a `switch`), split in the base profile's proportion;
-//! - `tick` = the median gap a pinned thread spinning on the clock sees at the tick period (the
-//!   timer interrupt as the interrupted task pays it); `migration` = a 256 KiB walk right after
+//! - `tick` = the median gap a pinned thread spinning on the clock sees across a jiffy (the
+//!   coarse clock moved while it did not run: the timer interrupt as the interrupted task pays
+//!   it, and not the host's other interruptions of a vCPU); `migration` = a 256 KiB walk right after
 //!   moving to the other CPU less the next walk there (the refill of a small working set);
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
@@ -349,6 +354,11 @@ impl Builder<'_> {
             m.high,
             v.len()
         );
+        if m.high < 0.0 {
+            return Err(format!(
+                "{came}: below 0 here (the operation took less than the model's other keys charge it; a cost cannot be negative)"
+            ));
+        }
         if m.low <= 0.0 {
             return Err(format!(
                 "{came}: not distinguishable from 0 here (a cost the model charges is not free)"
@@ -559,23 +569,14 @@ fn build_file(
     };
     b.derive(
         "net_wait",
-        Derived::of(vec![
-            (0.5, TcpPingPongSameCpu),
-            (-1.0, TcpByte),
-            (-0.5, PingPongSameCpu),
-            (1.0, PipeByte),
-        ]),
+        one(TcpSleepLessPipe),
         Some(("half a same-CPU TCP round trip", &half(TcpPingPongSameCpu))),
     );
-    // A message on a channel last used on the other CPU: a pipe handed between two CPUs each
-    // turn, less the bare handoff and a hot write + read (one bounce per turn).
+    // A message on a channel last used on the other CPU: in a pipe handed between two CPUs
+    // each turn, the turn's first write + read less its second, timed side by side (one bounce).
     let bounce = b.derive(
         "bounce",
-        Derived::of(vec![
-            (1.0, HandoffPipe),
-            (-1.0, HandoffFlag),
-            (-1.0, PipeByte),
-        ]),
+        one(PipeColdLessHot),
         Some(("a pipe handoff between the CPUs", &one(HandoffPipe))),
     );
     // The waker's cost of a cross-CPU wakeup beyond what the simulator charges its write
@@ -823,6 +824,20 @@ mod tests {
         assert!(!b.file.costs.contains_key("wakeup"));
         assert!(
             b.file.not_measured["wakeup"].contains("not distinguishable from 0"),
+            "{:?}",
+            b.file.not_measured
+        );
+        // Below 0 in every round: −400 … −100 ns.
+        let r = rounds(
+            &[
+                700.0, 900.0, 800.0, 600.0, 750.0, 850.0, 700.0, 800.0, 900.0,
+            ],
+            0.0,
+        );
+        let mut b = builder(&base, &r, &failed);
+        b.derive("wakeup", key(), None);
+        assert!(
+            b.file.not_measured["wakeup"].contains("below 0 here"),
             "{:?}",
             b.file.not_measured
         );
