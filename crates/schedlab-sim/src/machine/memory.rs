@@ -176,7 +176,8 @@ impl Machine<'_> {
             .costs
             .c(self.costs.model.io_latency + (k * PAGE / 1024) * self.costs.model.io_per_kib);
         self.device_request(t, device);
-        self.block_to_retry(cpu, t, Effect::Touch(pos + 1, pages));
+        self.tasks[t].then = Effect::Touch(pos + 1, pages);
+        self.block_on_device(cpu, t);
     }
 
     /// Make `k` pages free for the running task, reclaiming in batches itself while free memory would

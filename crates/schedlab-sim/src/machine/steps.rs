@@ -197,7 +197,12 @@ impl Machine<'_> {
             }
             Effect::Sleep(until) => {
                 if until > self.view.now {
-                    self.clock.timer(until, Event::Timer { task: t });
+                    let at = if self.policy.jiffy_timers() {
+                        self.jiffy_timer_end(cpu, until)
+                    } else {
+                        until
+                    };
+                    self.clock.timer(at, Event::Timer { task: t });
                     self.block(cpu, t);
                     return false;
                 }
@@ -229,7 +234,7 @@ impl Machine<'_> {
             }
             Effect::IoWait(ns) => {
                 self.device_request(t, ns);
-                self.block(cpu, t);
+                self.block_on_device(cpu, t);
                 return false;
             }
             Effect::SetAttrs => {
@@ -483,12 +488,40 @@ impl Machine<'_> {
         self.block(cpu, t);
     }
 
+    /// When a sleep until `until` begun now on `cpu` ends on a jiffy timer wheel
+    /// ([`Policy::jiffy_timers`](crate::policy::Policy::jiffy_timers)): the current jiffy began
+    /// at `cpu`'s last tick; the sleep lasts its length in jiffies rounded up, plus one, from
+    /// there; the timer softirq runs when that tick's handler (`tick`, at least 1 ns) is done,
+    /// so the tick's accounting comes first.
+    fn jiffy_timer_end(&self, cpu: CpuId, until: u64) -> u64 {
+        let tick = self.costs.model.tick_ns();
+        let phase = self.cpus[cpu].tick_phase % tick;
+        let now = self.view.now;
+        let jiffies = (until - now).div_ceil(tick);
+        // The tick that began the current jiffy, and the one the sleep ends at.
+        let end = if now >= phase {
+            now - (now - phase) % tick + (jiffies + 1) * tick
+        } else {
+            phase + jiffies * tick
+        };
+        end + self.costs.model.tick.max(1)
+    }
+
     /// The running task `t` of `cpu` blocks.
     pub(super) fn block(&mut self, cpu: CpuId, t: TaskId) {
+        self.block_as(cpu, t, DequeueKind::Sleep);
+    }
+
+    /// The running task `t` of `cpu` blocks on a device (a disk request, a swap-in read): a
+    /// TASK_UNINTERRUPTIBLE sleep in Linux, which some policies treat differently.
+    pub(super) fn block_on_device(&mut self, cpu: CpuId, t: TaskId) {
+        self.block_as(cpu, t, DequeueKind::DeviceWait);
+    }
+
+    fn block_as(&mut self, cpu: CpuId, t: TaskId, kind: DequeueKind) {
         self.tasks[t].state = State::Blocked;
         self.tasks[t].slept_at = self.view.now;
-        self.policy
-            .dequeue_task(&self.view, cpu, t, DequeueKind::Sleep);
+        self.policy.dequeue_task(&self.view, cpu, t, kind);
         self.view.curr[cpu] = None;
         self.rq_change(cpu, false);
         self.timeline_event(t, cpu, TaskState::Off);

@@ -862,7 +862,7 @@ impl Policy for Eevdf {
     fn dequeue_task(&mut self, m: &MachineView, cpu: CpuId, task: TaskId, kind: DequeueKind) {
         debug_assert_eq!(self.rqs[cpu].curr, Some(task));
         self.se[task].last_ran = Some(m.now);
-        let delay = kind == DequeueKind::Sleep && !self.eligible(cpu, task);
+        let delay = kind != DequeueKind::Exit && !self.eligible(cpu, task);
         self.update_entity_lag(m, cpu, task);
         let rq = &mut self.rqs[cpu];
         rq.curr = None;

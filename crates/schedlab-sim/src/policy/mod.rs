@@ -148,8 +148,13 @@ pub enum PutPrevKind {
 /// Why a current task leaves the CPU without staying runnable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DequeueKind {
-    /// It blocked (recv, sleep, lock, I/O).
+    /// It blocked (recv, sleep, lock, a readiness wait): an interruptible sleep.
     Sleep,
+    /// It blocked on a device — a disk read or write, a swap-in read — which Linux sleeps in
+    /// TASK_UNINTERRUPTIBLE. A policy that does not tell the two apart treats it as [`Sleep`].
+    ///
+    /// [`Sleep`]: DequeueKind::Sleep
+    DeviceWait,
     /// Its body finished.
     Exit,
 }
@@ -344,6 +349,15 @@ pub trait Policy {
     /// Whether idle CPUs keep their periodic tick (kernels before NO_HZ, 2.6.21) — then
     /// [`Policy::balance`] is called from idle CPUs' ticks too.
     fn idle_ticks(&self) -> bool {
+        false
+    }
+
+    /// Whether a timed sleep (`nanosleep`, the machine's `sleep_until`) ends at a clock tick,
+    /// as on the jiffy timer wheel of Linux before 2.6.16's high-resolution timers: 2.6.14's
+    /// `sys_nanosleep` sleeps `timespec_to_jiffies(t)` (rounded up) + 1 jiffies from the
+    /// current one, and the timer softirq wakes the sleeper at that tick's interrupt exit.
+    /// Default: at the time asked for.
+    fn jiffy_timers(&self) -> bool {
         false
     }
 

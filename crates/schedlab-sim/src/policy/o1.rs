@@ -53,6 +53,13 @@
 //!   only to the `INTERACTIVE_SLEEP` ceiling, only if below, and marks the sleep
 //!   non-interactive (no on-runqueue credit, further credit capped at the ceiling).
 //!
+//! 2.6.14 also had no high-resolution timers (2.6.16 brought them to `nanosleep`): a timed
+//! sleep ends at a tick, woken from the timer softirq, so with `version=2.6.14` the machine
+//! ends sleeps on ticks ([`Policy::jiffy_timers`]). A task woken so starts just after a tick,
+//! and one that runs less than a jiffy before sleeping again is seldom the current task when a
+//! tick charges its timeslice: interbench's audio task, 2.5 ms of CPU every 50 ms, is charged
+//! two ticks a period at HZ 1000 rather than 2.5 on average.
+//!
 //! Everything else this policy models reads the same in both: `effective_prio`,
 //! `TASK_INTERACTIVE`/`DELTA`, `INTERACTIVE_SLEEP`, `EXPIRED_STARVING` (`>= LIMIT·nr + 1` there,
 //! `> LIMIT·nr` here), `scheduler_tick`'s expiry and TIMESLICE_GRANULARITY requeue,
@@ -359,7 +366,7 @@ pub const DEF: PolicyDef = PolicyDef {
             name: "version",
             default: 0,
             values: Values::Variant(VERSION_VARIANTS),
-            meaning: "recalc_task_prio's sleep credit: 2.6.20 = credit the sleep once, a long sleep raises sleep_avg to INTERACTIVE_SLEEP and forfeits the on-runqueue credit; 2.6.14 = seed 004's kernel (a sleep counts (10 - bonus) times, a long sleep sets sleep_avg to 900 ms and keeps the on-runqueue credit)",
+            meaning: "recalc_task_prio's sleep credit: 2.6.20 = credit the sleep once, a long sleep raises sleep_avg to INTERACTIVE_SLEEP and forfeits the on-runqueue credit; 2.6.14 = seed 004's kernel (a sleep counts (10 - bonus) times, a long sleep sets sleep_avg to 900 ms and keeps the on-runqueue credit; timed sleeps end at a tick, as its jiffy timers did)",
         },
     ],
     describe_defaults: true,
@@ -791,6 +798,12 @@ impl Policy for O1 {
 
     fn idle_ticks(&self) -> bool {
         true
+    }
+
+    /// 2.6.14 had only the jiffy timer wheel (hrtimers came with 2.6.16); 2.6.20's nanosleep
+    /// is a high-resolution timer.
+    fn jiffy_timers(&self) -> bool {
+        self.v2614
     }
 }
 

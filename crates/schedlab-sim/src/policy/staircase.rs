@@ -14,10 +14,13 @@
 //!   rr interval of CPU it uses (`time_slice_expired` from `scheduler_tick`); when the whole
 //!   slice is used it loses a bonus point and starts again on its best stair.
 //! - `recalc_task_prio` on every activation: totalrun += runtime (the CPU time of its last stint);
-//!   a task that used a whole slice and slept less than one loses a bonus point; with `compute`
-//!   it continues its old slice; a task that slept at least as long as it ran gains one bonus
-//!   point while bonus < sleep / (totalrun + 1) (`inc_bonus`, bonus ≤ user_prio): its best stair
-//!   follows its CPU share; otherwise it continues its old slice (`continue_slice`).
+//!   a task that used a whole slice and slept less than one loses a bonus point; a task waking
+//!   from an uninterruptible sleep (PF_NONSLEEP, which schedule() sets when it deactivates a
+//!   TASK_UNINTERRUPTIBLE task: here a device wait, a disk request or a swap-in read) or, with
+//!   `compute`, any task continues its old slice and gains nothing; a task that slept at least
+//!   as long as it ran gains one bonus point while bonus < sleep / (totalrun + 1) (`inc_bonus`,
+//!   bonus ≤ user_prio): its best stair follows its CPU share; otherwise it continues its old
+//!   slice (`continue_slice`).
 //! - Wakeup preemption (`preempt`): iff p->prio < curr->prio; in compute mode it is delayed until
 //!   the current task has run `cache_delay` = 10·HZ/1001 + 1 ticks (the tick then reschedules).
 //! - `sys_sched_yield`: a fresh slice, and SCHED_OTHER tasks drop to priority 139 until picked,
@@ -37,7 +40,9 @@
 //!   requeued, as dequeue_task does.
 //! - No fork tree: a new task starts with bonus 0 and a full slice on the stair of its nice
 //!   (wake_up_new_task), without the recalc_task_prio it would do on sleep and run times
-//!   inherited from a parent; no parent is marked PF_NONSLEEP. Every sleep is interruptible, so PF_NONSLEEP never applies.
+//!   inherited from a parent; no parent is marked PF_NONSLEEP. The uninterruptible sleeps are
+//!   the machine's device waits ([`DequeueKind::DeviceWait`]); every other sleep (timers,
+//!   channels, locks, semaphores) is interruptible, and none is TASK_NONINTERACTIVE.
 //! - The current task is not kept in its list: a preempted task returns to the head of its
 //!   priority list (where it stayed in the kernel); an rr expiry that would pick the same task
 //!   again does not ask for a reschedule (the kernel's schedule() would find prev == next).
@@ -124,6 +129,8 @@ struct Task {
     requeue: Option<Requeue>,
     /// PF_YIELDED: requeued at 139 by sched_yield until picked.
     yielded: bool,
+    /// PF_NONSLEEP: its last sleep was uninterruptible (a device wait), so it earns nothing.
+    nonsleep: bool,
 }
 
 impl Task {
@@ -190,12 +197,13 @@ impl Task {
         let sleep = sleep.max(1); // ns_diff never returns 0
         self.totalrun += self.runtime;
         if tun.jiffies(self.totalrun) >= self.slice && tun.jiffies(sleep) < self.slice {
+            self.nonsleep = false;
             self.dec_bonus();
             self.totalrun -= self.slice * tun.tick_ns;
             self.totalrun = self.totalrun.saturating_sub(sleep);
             return;
         }
-        if tun.compute {
+        if std::mem::take(&mut self.nonsleep) || tun.compute {
             self.continue_slice(tun);
             return;
         }
@@ -424,6 +432,7 @@ impl Policy for Staircase {
             allowed: setup.allowed,
             requeue: None,
             yielded: false,
+            nonsleep: false,
         };
         if let SchedPolicy::Fifo(rt) | SchedPolicy::Rr(rt) = policy {
             t.prio = MAX_RT_PRIO - 1 - usize::from(rt);
@@ -481,6 +490,8 @@ impl Policy for Staircase {
         t.debit = 0;
         t.requeue = None;
         t.timestamp = m.now;
+        // schedule() marks a task deactivated in TASK_UNINTERRUPTIBLE PF_NONSLEEP.
+        t.nonsleep = kind == DequeueKind::DeviceWait;
         let rq = &mut self.rqs[cpu];
         if rq.curr == Some(task) {
             rq.curr = None;
@@ -807,6 +818,46 @@ mod tests {
         assert_eq!(h.t(0).prio, 134, "19 stairs down");
         h.tick(0);
         assert_eq!((h.t(0).bonus, h.t(0).prio), (4, 116));
+    }
+
+    #[test]
+    fn a_device_wait_earns_no_bonus_and_continues_the_slice() {
+        // HZ 1000, nice -5: rr = 10 ticks, slice = 250 ticks, best stair 115 without bonus.
+        // Running 2 ms per 80 ms asleep on a device (PF_NONSLEEP), a task gains nothing and
+        // walks down its stairs by the CPU it has used since its last whole slice.
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, nice(-5));
+        for k in 1..=40u64 {
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.tick(0);
+            h.sleep_as(0, DequeueKind::DeviceWait);
+            h.wake(0, 80 * MS);
+            assert_eq!(h.t(0).bonus, 0, "wakeup {k}");
+            assert_eq!(h.t(0).prio, 115 + (2 * k / 10) as usize, "wakeup {k}");
+        }
+        // The same runs with interruptible sleeps climb one stair per wakeup to the top.
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, nice(-5));
+        for k in 1..=20u64 {
+            h.cycle(0, 2, 80);
+            assert_eq!(h.t(0).bonus, k.min(15), "wakeup {k}");
+        }
+        assert_eq!(h.t(0).prio, 100);
+        // One device wait after that keeps the bonus it has but earns no more; the flag lasts
+        // one wakeup.
+        let mut h = H::<Staircase>::new("staircase", 1000, 1);
+        h.spawn_on(0, 0, nice(-5));
+        for _ in 0..3 {
+            h.cycle(0, 2, 80);
+        }
+        assert_eq!(h.pick(0), Some(0));
+        h.tick(0);
+        h.sleep_as(0, DequeueKind::DeviceWait);
+        h.wake(0, 80 * MS);
+        assert_eq!(h.t(0).bonus, 3);
+        h.cycle(0, 1, 80);
+        assert_eq!(h.t(0).bonus, 4);
     }
 
     #[test]

@@ -206,8 +206,14 @@ impl<P: Harnessed> H<P> {
 
     /// The current task of `cpu` blocks; returns it.
     pub(super) fn sleep(&mut self, cpu: CpuId) -> TaskId {
+        self.sleep_as(cpu, DequeueKind::Sleep)
+    }
+
+    /// The current task of `cpu` blocks in a sleep of `kind` (interruptible or on a device);
+    /// returns it.
+    pub(super) fn sleep_as(&mut self, cpu: CpuId, kind: DequeueKind) -> TaskId {
         let t = self.curr[cpu].unwrap();
-        self.with(|p, m| p.dequeue_task(m, cpu, t, DequeueKind::Sleep));
+        self.with(|p, m| p.dequeue_task(m, cpu, t, kind));
         self.track(|h| {
             h.curr[cpu] = None;
             h.nr[cpu] -= 1;
