@@ -76,6 +76,16 @@ def main():
         print(
             f"  per-task CPU time (groups over 1 ms): {within} of {len(devs)} within 5 %, largest deviation {worst[0]:+.1f} % ({worst[1]}); {len(reps)} replays"
         )
+        # Each task's ratio, the largest recorded CPU first (the 8 largest): named by its
+        # program's name without the thread id, and its rank among the tasks of that name.
+        ranked = sorted(big, key=lambda x: -x[1])[:8]
+        seen = {}
+        cells = []
+        for g, c in ranked:
+            name = g.rsplit("_", 1)[0]
+            seen[name] = seen.get(name, 0) + 1
+            cells.append(f"{name}#{seen[name]} {med(g, 'cpu_time_s') / c:.3f} ({c * 1e3:.1f} ms)")
+        print(f"  per-task replayed/recorded CPU: {', '.join(cells)}")
     if traced is not None:
         a, b = pooled(orig), pooled(traced)
         na, nb = sum(c for _, c in a), sum(c for _, c in b)

@@ -11,6 +11,7 @@ import statistics
 import sys
 
 rows = {}  # (program, side) -> list of (cpu ratio, within, tasks, load)
+tasks = {}  # (program, task, side) -> list of replayed / recorded CPU
 side = load = program = None
 ratio = None
 for line in sys.stdin:
@@ -25,6 +26,12 @@ for line in sys.stdin:
     m = re.match(r"\s+CPU time s, all tasks\s+\S+\s+\S+\s+(\S+)", line)
     if m:
         ratio = float(m.group(1))
+        continue
+    m = re.match(r"\s+per-task replayed/recorded CPU: (.*)", line)
+    if m and side and program:
+        for cell in m.group(1).split(", "):
+            name, r = cell.split()[:2]
+            tasks.setdefault((program, name, side), []).append(float(r))
         continue
     m = re.search(r"per-task CPU time .*?: (\d+) of (\d+) within 5 %", line)
     if m and side and program and ratio is not None:
@@ -47,3 +54,13 @@ for p in programs:
         print(f"{p:28} {s:4} {c:9.3f} {w * 100:9.0f}%  {each}")
     if len(med) == 2:
         print(f"{p:28} {'B/A':4} {med['B'][0] / med['A'][0]:9.3f} {(med['B'][1] - med['A'][1]) * 100:+9.0f}pt")
+
+if tasks:
+    print()
+    print("per task (the 8 largest of each program by recorded CPU; name#rank among tasks of that name):")
+    print(f"{'program':28} {'task':24} {'A median':>9} {'B median':>9}  rounds A | B")
+    for p, t in sorted({(p, t) for p, t, _ in tasks}):
+        a, b = tasks.get((p, t, "A"), []), tasks.get((p, t, "B"), [])
+        fmt = lambda v: f"{statistics.median(v):9.3f}" if v else f"{'-':>9}"
+        each = lambda v: " ".join(f"{x:.3f}" for x in v)
+        print(f"{p:28} {t:24} {fmt(a)} {fmt(b)}  {each(a)} | {each(b)}")

@@ -22,9 +22,11 @@
 //!   compute of the same task ([`Carry`]), so that their sum stays the asked sum.
 //!
 //! A workload file whose computes are cumulative (a recorded program's) takes a third way,
-//! [`compute_until`]: one read of the CPU clock says how far the task is from the sum of its
-//! computes so far, and the short or the long path spends what is owed; what the task's other
-//! steps cost in between, and each compute's own error, are made up by the next one.
+//! [`Cumulative::until`]: one read of the CPU clock says how far the task is from the sum of
+//! its computes so far, and the short or the long path spends what is owed; what the task's
+//! other steps cost in between, and each compute's own error, are made up by the next one. A
+//! target below the clock's last reading needs no read at all; the computes that found the
+//! task already past its sum are counted ([`CumulativeUse`]), for the run's report.
 //!
 //! Reading the CPU clock also makes the kernel account the thread on the spot
 //! (`task_sched_runtime` → `update_curr`), which ends a fair-class slice the moment it is used
@@ -204,29 +206,96 @@ fn compute_at(cal: &Calibration, cpu: Duration, carry: &Carry) {
     carry.0.set(left_owed + (used - target));
 }
 
-/// A cumulative compute ([`schedlab_workload::Context::compute_to_total`]): spend the calling
-/// thread's CPU time until its CPU clock reads `target_ns`. One read of the clock says what is
-/// owed; less than [`SHORT`] is the calibrated loop (its error, and the read's own cost, are
-/// seen by the next such compute's read and made up there), more is spun on the vDSO clock
-/// and read until the target is passed. Nothing is carried: the next call's read sees where
-/// this one ended.
-pub fn compute_until(target_ns: u64) {
-    let now = crate::sys::thread_cpu_ns();
-    let Some(owed) = target_ns.checked_sub(now).filter(|&o| o > 0) else {
-        return;
-    };
-    let cal = calibration();
-    if owed < SHORT.as_nanos() as u64 {
-        short(&cal, Duration::from_nanos(owed));
-        return;
+/// A task's cumulative computes ([`schedlab_workload::Context::compute_to_total`]): the lowest
+/// its CPU clock can read now (its last reading: the clock never goes back), and the computes
+/// counted. One per task (it is not shared between threads).
+#[derive(Debug, Default)]
+pub struct Cumulative {
+    /// The task's CPU clock at its last reading, ns.
+    seen_ns: Cell<u64>,
+    /// The last compute's target, ns.
+    target_ns: Cell<u64>,
+    /// Computes run.
+    computes: Cell<u64>,
+    /// Of them, those that found the task's CPU clock already at or past their target.
+    past: Cell<u64>,
+}
+
+/// What a task's cumulative computes asked and found ([`Cumulative::used`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct CumulativeUse {
+    /// The computes' sum (the last one's target less the task's CPU clock at its start), ns.
+    pub sum_ns: u64,
+    /// Computes run.
+    pub computes: u64,
+    /// Of them, those that found the task already at or past its sum so far: its other steps
+    /// had cost more than the computes before them left them, and the compute spent nothing.
+    pub past: u64,
+}
+
+impl Cumulative {
+    /// Spend the calling thread's CPU time until its CPU clock reads `target_ns`.
+    ///
+    /// A target at or below the clock's last reading is already passed (the clock never goes
+    /// back): nothing is read or spent. Otherwise one read says what is owed; less than
+    /// [`SHORT`] is the calibrated loop (its error, and the read's own cost, are seen by the
+    /// next such compute's read and made up there), more is spun on the vDSO clock and read
+    /// until the target is passed. Nothing is carried: the next call's read sees where this one
+    /// ended.
+    ///
+    /// Skipping the read is what keeps a task whose steps cost more than its computes (a
+    /// recorded pass that did less than the replay's sleep) from paying a read of the CPU
+    /// clock (a system call) in every pass as well: once it is past its sum by more than the
+    /// next computes, they cost a comparison each.
+    pub fn until(&self, target_ns: u64) {
+        self.until_with(target_ns, crate::sys::thread_cpu_ns, |owed| {
+            short(&calibration(), Duration::from_nanos(owed))
+        });
     }
-    let mut used = now;
-    while used < target_ns {
-        let spin_until = crate::sys::monotonic_ns() + (target_ns - used);
-        while crate::sys::monotonic_ns() < spin_until {
-            std::hint::spin_loop();
+
+    /// [`Cumulative::until`] with the CPU clock read by `read` and a short compute of `owed`
+    /// ns spent by `short_path`.
+    fn until_with(
+        &self,
+        target_ns: u64,
+        mut read: impl FnMut() -> u64,
+        short_path: impl FnOnce(u64),
+    ) {
+        self.computes.set(self.computes.get() + 1);
+        self.target_ns.set(target_ns);
+        if target_ns <= self.seen_ns.get() {
+            self.past.set(self.past.get() + 1);
+            return;
         }
-        used = crate::sys::thread_cpu_ns();
+        let now = read();
+        self.seen_ns.set(now);
+        let Some(owed) = target_ns.checked_sub(now).filter(|&o| o > 0) else {
+            self.past.set(self.past.get() + 1);
+            return;
+        };
+        if owed < SHORT.as_nanos() as u64 {
+            short_path(owed);
+            return;
+        }
+        let mut used = now;
+        while used < target_ns {
+            let spin_until = crate::sys::monotonic_ns() + (target_ns - used);
+            while crate::sys::monotonic_ns() < spin_until {
+                std::hint::spin_loop();
+            }
+            used = read();
+        }
+        self.seen_ns.set(used);
+    }
+
+    /// What the computes asked and found, counting from a CPU clock of `start_ns`; `None` if
+    /// the task ran none.
+    pub fn used(&self, start_ns: u64) -> Option<CumulativeUse> {
+        (self.computes.get() > 0).then(|| CumulativeUse {
+            sum_ns: self.target_ns.get().saturating_sub(start_ns),
+            computes: self.computes.get(),
+            past: self.past.get(),
+        })
     }
 }
 
@@ -336,10 +405,11 @@ mod tests {
             0.03,
             || {
                 let base = crate::sys::thread_cpu_ns();
+                let cumulative = Cumulative::default();
                 crate::sys::thread_cpu_ns_in(|| {
                     for k in 1..=2000u64 {
                         short(&calibration(), Duration::from_micros(2));
-                        compute_until(base + k * 5_000);
+                        cumulative.until(base + k * 5_000);
                     }
                 })
             },
@@ -349,16 +419,96 @@ mod tests {
     #[test]
     fn a_target_already_passed_spends_nothing() {
         let now = crate::sys::thread_cpu_ns();
-        let spent = crate::sys::thread_cpu_ns_in(|| compute_until(now));
+        let spent = crate::sys::thread_cpu_ns_in(|| Cumulative::default().until(now));
         // A read or two of the clock, nothing like a compute.
         assert!(spent < 50_000, "{spent} ns");
     }
 
+    /// A fake CPU clock: the readings it gives, in turn, and how many were taken.
+    struct FakeClock {
+        readings: Vec<u64>,
+        taken: Cell<usize>,
+    }
+
+    impl FakeClock {
+        fn read(&self) -> u64 {
+            let k = self.taken.get();
+            self.taken.set(k + 1);
+            self.readings[k]
+        }
+    }
+
     #[test]
-    fn an_excess_larger_than_a_compute_is_carried_on() {
-        let carry = Carry(Cell::new(70_000));
-        compute(SHORT, &carry);
-        // 20 µs paid off (the compute spun nothing), the rest and its own reads' cost still owed.
-        assert!(carry.0.get() >= 50_000, "{carry:?}");
+    fn a_target_below_the_last_reading_reads_nothing_and_counts_as_past() {
+        let clock = FakeClock {
+            readings: vec![1_200, 1_300, 1_400, 40_000],
+            taken: Cell::new(0),
+        };
+        let spent = Cell::new(Vec::new());
+        let short = |owed: u64| {
+            let mut v = spent.take();
+            v.push(owed);
+            spent.set(v);
+        };
+        let c = Cumulative::default();
+        // First compute: read 1200, owe 300 (the short path).
+        c.until_with(1_500, || clock.read(), short);
+        assert_eq!((clock.taken.get(), spent.take()), (1, vec![300]));
+        // 1,100 and 1,200 are at or below the last reading: no read, nothing spent.
+        c.until_with(1_100, || clock.read(), short);
+        c.until_with(1_200, || clock.read(), short);
+        assert_eq!((clock.taken.get(), spent.take()), (1, vec![]));
+        // 1,250 is above it: read (1,300), already past, nothing spent.
+        c.until_with(1_250, || clock.read(), short);
+        assert_eq!((clock.taken.get(), spent.take()), (2, vec![]));
+        // 1,290 is below the new reading: no read.
+        c.until_with(1_290, || clock.read(), short);
+        assert_eq!(clock.taken.get(), 2);
+        // 30,000: read (1,400), owed 28,600, the long path: spins, reads again (40,000), past it.
+        c.until_with(30_000, || clock.read(), short);
+        assert_eq!((clock.taken.get(), spent.take()), (4, vec![]));
+        assert_eq!(
+            c.used(1_000),
+            Some(CumulativeUse {
+                sum_ns: 29_000,
+                computes: 6,
+                past: 4
+            })
+        );
+        assert_eq!(Cumulative::default().used(0), None);
+    }
+
+    #[test]
+    fn a_task_past_its_sum_stops_reading_the_clock() {
+        // Passes of 3 µs of other work and a compute that asks 1 µs more of the sum: the task
+        // falls behind by 2 µs a pass, so after the first passes every compute finds it past
+        // without reading the clock. The passes cost their loops alone (6 ms); a read of the
+        // CPU clock in each (a system call, 0.35 µs or more here) would add 12 % or more.
+        calibration();
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let cumulative = Cumulative::default();
+            let base = crate::sys::thread_cpu_ns();
+            let passes = crate::sys::thread_cpu_ns_in(|| {
+                for k in 1..=2000u64 {
+                    short(&calibration(), Duration::from_micros(3));
+                    cumulative.until(base + k * 1_000);
+                }
+            });
+            let used = cumulative.used(base).unwrap();
+            assert_eq!(used.computes, 2000);
+            assert!(used.past >= 1990, "{used:?}");
+            let loops = crate::sys::thread_cpu_ns_in(|| {
+                for _ in 0..2000 {
+                    short(&calibration(), Duration::from_micros(3));
+                }
+            });
+            let ratio = passes as f64 / loops as f64;
+            if ratio <= 1.06 {
+                return;
+            }
+            seen.push(ratio);
+        }
+        panic!("passes / their loops alone, each attempt: {seen:?} (accepted: at most 1.06)");
     }
 }

@@ -94,6 +94,9 @@ pub struct RealContext {
     passes: RefCell<PassLog>,
     /// What this task's clock-timed computes overspent, owed by the next one.
     carry: crate::compute::Carry,
+    /// Its cumulative computes ([`Context::compute_to_total`]): the CPU clock's last reading
+    /// and what they found.
+    cumulative: crate::compute::Cumulative,
     /// The thread's CPU clock when the context was made, just before the body began: where
     /// cumulative computes count from ([`Context::compute_to_total`]).
     cpu_start_ns: u64,
@@ -119,6 +122,7 @@ impl RealContext {
             pollfds: RefCell::default(),
             passes: RefCell::new(PassLog::new(epoch_ns)),
             carry: Default::default(),
+            cumulative: Default::default(),
             cpu_start_ns: sys::thread_cpu_ns(),
         }
     }
@@ -147,6 +151,11 @@ impl RealContext {
     /// What the daemons this task stopped used.
     pub(crate) fn daemon_usage(&self) -> GroupUsage {
         self.daemon_used.get()
+    }
+
+    /// What the task's cumulative computes asked and found; `None` if it ran none.
+    pub(crate) fn cumulative_use(&self) -> Option<crate::compute::CumulativeUse> {
+        self.cumulative.used(self.cpu_start_ns)
     }
 
     /// The pass rows logged so far.
@@ -213,7 +222,8 @@ impl Context for RealContext {
 
     async fn compute_to_total(&self, _cpu: Duration, total: Duration) {
         let total_ns = u64::try_from(total.as_nanos()).unwrap_or(u64::MAX);
-        crate::compute::compute_until(self.cpu_start_ns.saturating_add(total_ns));
+        self.cumulative
+            .until(self.cpu_start_ns.saturating_add(total_ns));
     }
 
     // The message calls, and `yield_now`, make their system call when the body calls them and
@@ -764,6 +774,8 @@ fn run_measured(
         migrations,
         passes: PassLog::default(),
         timer_slack_ns: Some(sys::timer_slack_ns()),
+        // Not carried by the spawn places' report slots.
+        cumulative: None,
     };
     (result, report)
 }

@@ -334,6 +334,7 @@ impl SpawnReports {
                 passes: Default::default(),
                 // Not kept in the shared slots: the observed settings are a starting task's.
                 timer_slack_ns: None,
+                cumulative: None,
             });
         }
         if let Some(&id) = samples.keys().next() {

@@ -19,7 +19,7 @@ use crate::trace::TraceCounts;
 use crate::wakeups::WakeupError;
 use schedlab_workload::knobs::{Knobs, SchedPolicy};
 use schedlab_workload::presets::{Outcome, TaskOutcome};
-use schedlab_workload::record::{CounterSources, Counters};
+use schedlab_workload::record::{CounterSources, Counters, CumulativeComputes};
 use schedlab_workload::{Plan, TaskRef};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -158,6 +158,12 @@ fn task_counters(r: &TaskReport, migrations: Option<u64>, traced: &Traced) -> Co
         involuntary_switches: Some(r.involuntary),
         migrations,
         cpu_time_s: r.cpu_ns as f64 / 1e9,
+        cumulative: r.cumulative.map(|u| CumulativeComputes {
+            sum_s: u.sum_ns as f64 / 1e9,
+            beyond_s: r.cpu_ns.saturating_sub(u.sum_ns) as f64 / 1e9,
+            computes: u.computes,
+            past: u.past,
+        }),
         ..Counters::default()
     };
     if let Ok((tc, _)) = traced {

@@ -74,6 +74,7 @@ pub(crate) fn task_main<W: Workload>(
     report.involuntary = invol1.saturating_sub(invol0);
     report.samples = ctx.take_samples();
     report.passes = ctx.take_passes();
+    report.cumulative = ctx.cumulative_use();
     // A server it started and stopped (nginx, Apache) is its work too: its processes' use.
     let daemon = ctx.daemon_usage();
     report.cpu_ns += daemon.cpu_ns;

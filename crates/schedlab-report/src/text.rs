@@ -10,8 +10,9 @@
 
 use crate::table::{num, Table};
 use schedlab_workload::record::{
-    Better, ConfigResult, Counters, LockStats, RunRecord, KERNEL_GROUP,
+    Better, ConfigResult, Counters, CumulativeComputes, LockStats, RunRecord, KERNEL_GROUP,
 };
+use std::collections::BTreeMap;
 
 /// The whole summary of a record.
 pub fn summary(record: &RunRecord) -> String {
@@ -163,6 +164,41 @@ fn remote_line(config: &ConfigResult) -> String {
     }
 }
 
+/// A group whose tasks used more than this share beyond their cumulative computes' sum is
+/// named under the counters table: the ±5 % a recorded program's replay aims at.
+const BEYOND_SHARE: f64 = 0.05;
+
+/// The groups of a file with cumulative computes (a recorded program's, on the real kernel)
+/// whose tasks used more CPU time than their computes' sum by more than [`BEYOND_SHARE`]: by
+/// how much, and how many computes found a task already past its sum (its other steps cost
+/// more than the computes before them left them, so it could not be brought back to it).
+fn cumulative_lines(config: &ConfigResult) -> String {
+    let mut per_group: BTreeMap<&str, CumulativeComputes> = BTreeMap::new();
+    for r in &config.repetitions {
+        for (g, c) in &r.counters {
+            if let (false, Some(cc)) = (g == "total", c.cumulative) {
+                per_group.entry(g).or_default().add(&cc);
+            }
+        }
+    }
+    let mut out = String::new();
+    for (g, c) in per_group {
+        if c.computes == 0 || c.beyond_s <= BEYOND_SHARE * c.sum_s {
+            continue;
+        }
+        let used = c.sum_s + c.beyond_s;
+        out.push_str(&format!(
+            "cumulative computes: {g} used {:+.1} % beyond its computes' sum ({:.1} µs of CPU time a compute, {:.1} µs asked); {} of {} computes found a task already past its sum: its other steps (sleeps, waits, messages, clock reads) cost more than its computes left them\n",
+            100.0 * c.beyond_s / c.sum_s.max(f64::MIN_POSITIVE),
+            1e6 * used / c.computes as f64,
+            1e6 * c.sum_s / c.computes as f64,
+            c.past,
+            c.computes,
+        ));
+    }
+    out
+}
+
 /// Counters per group: mean per repetition of switches, migrations, wakeups, and the share of
 /// wakeups that preempted the running task; then where they came from and what they cover
 /// ([`counters_notes`]).
@@ -263,6 +299,7 @@ pub fn counters_notes(config: &ConfigResult) -> Vec<String> {
         ));
     }
     out.push_str(&remote_line(config));
+    out.push_str(&cumulative_lines(config));
     out.push_str(&cpu_line(config));
     out.lines().map(str::to_string).collect()
 }
@@ -473,6 +510,41 @@ mod tests {
         };
         assert!(counters_table(&config)
             .contains("counters: switches from sim; migrations from sim; wakeups from sim\n"));
+    }
+
+    /// A group more than 5 % beyond its cumulative computes' sum is named with the figures of
+    /// every repetition summed; one within 5 %, and a file without cumulative computes, is not.
+    #[test]
+    fn groups_beyond_their_cumulative_computes_are_named() {
+        let rep = |beyond_s: f64| {
+            let counters = |beyond_s: f64, past: u64| Counters {
+                cpu_time_s: 0.024 + beyond_s,
+                cumulative: Some(CumulativeComputes {
+                    sum_s: 0.024,
+                    beyond_s,
+                    computes: 2000,
+                    past,
+                }),
+                ..Counters::default()
+            };
+            schedlab_workload::record::Repetition {
+                counters: BTreeMap::from([
+                    ("measure".to_string(), counters(beyond_s, 1990)),
+                    ("main".to_string(), counters(0.0006, 3)),
+                    ("total".to_string(), counters(beyond_s + 0.0006, 1993)),
+                ]),
+                ..Default::default()
+            }
+        };
+        let config = ConfigResult {
+            repetitions: vec![rep(0.004), rep(0.002)],
+            ..ConfigResult::default()
+        };
+        assert_eq!(
+            cumulative_lines(&config),
+            "cumulative computes: measure used +12.5 % beyond its computes' sum (13.5 µs of CPU time a compute, 12.0 µs asked); 3980 of 4000 computes found a task already past its sum: its other steps (sleeps, waits, messages, clock reads) cost more than its computes left them\n"
+        );
+        assert_eq!(cumulative_lines(&ConfigResult::default()), "");
     }
 
     /// Up to 64 CPUs one cell each; past that the lowest, mean and highest (each column apart).

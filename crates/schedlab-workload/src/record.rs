@@ -134,6 +134,38 @@ pub struct Counters {
     /// (first touch), in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote_compute_s: Option<f64>,
+    /// The real kernel, a file whose computes are cumulative (a recorded program's): what the
+    /// tasks' computes asked and found (tasks that ran none are not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cumulative: Option<CumulativeComputes>,
+}
+
+/// Cumulative computes on the real kernel, summed over a set of tasks for one repetition: each
+/// compute runs until its task's CPU time reaches the sum of its computes so far, so a task
+/// uses its computes' sum unless its other steps (sleeps, waits, messages, the clock reads)
+/// cost more than the computes leave them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CumulativeComputes {
+    /// The computes' sums, in seconds.
+    pub sum_s: f64,
+    /// CPU time the tasks used beyond their computes' sums (each task's excess, or 0), in
+    /// seconds: what their other steps cost beyond what the computes left them.
+    pub beyond_s: f64,
+    /// Computes run.
+    pub computes: u64,
+    /// Of them, those that found their task already at or past its sum so far, and spent
+    /// nothing.
+    pub past: u64,
+}
+
+impl CumulativeComputes {
+    /// Add another set into this one.
+    pub fn add(&mut self, other: &CumulativeComputes) {
+        self.sum_s += other.sum_s;
+        self.beyond_s += other.beyond_s;
+        self.computes += other.computes;
+        self.past += other.past;
+    }
 }
 
 /// `part` as a percentage of `wakeups`, when both are known and there were wakeups.
@@ -172,6 +204,9 @@ impl Counters {
         }
         add_f(&mut self.compute_s, other.compute_s);
         add_f(&mut self.remote_compute_s, other.remote_compute_s);
+        if let Some(b) = other.cumulative {
+            self.cumulative.get_or_insert_default().add(&b);
+        }
     }
 
     /// Share of the compute time run off the tasks' memory nodes, in percent (simulated

@@ -88,6 +88,12 @@ fn full_record() -> RunRecord {
         cpu_time_s: 0.5,
         compute_s: Some(0.4),
         remote_compute_s: Some(0.1),
+        cumulative: Some(schedlab_workload::record::CumulativeComputes {
+            sum_s: 0.4,
+            beyond_s: 0.05,
+            computes: 2000,
+            past: 1500,
+        }),
     };
     let series = SeriesSummary {
         tasks: "workload".into(),

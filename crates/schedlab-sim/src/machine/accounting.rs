@@ -87,6 +87,8 @@ impl Machine<'_> {
                 cpu_time_s: secs(t.cpu_ns),
                 compute_s: numa.then(|| secs(t.numa.compute_ns)),
                 remote_compute_s: numa.then(|| secs(t.numa.remote_ns)),
+                // The simulator runs computes as written: nothing to count.
+                cumulative: None,
             };
             if t.kthread.is_some() {
                 kernel.get_or_insert_with(Counters::default).add(&c);
