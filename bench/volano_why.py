@@ -13,7 +13,10 @@ figures seed 000's disagreeing rows are explained by:
   wait          time from a wakeup to its first run (us)
   back          time from leaving the CPU runnable to running again (us)
 
-and the whole run's mean number of runnable tasks (the seed's 8-way run queue averaged 70).
+and the whole run's mean number of runnable tasks (the seed's 8-way run queue averaged 70); then,
+per pair of kinds (the running thread that wakes, the thread it wakes), the wakeups and how many
+of them were priority preemptions: the running thread leaves the CPU still runnable at the
+instant of the wakeup and the woken thread runs next (the simulator switches at once).
 
   bench/volano_why.py --hz 100 --messages 1000 DIR.events/C0-R0.txt ...
 
@@ -57,6 +60,11 @@ def analyse(path, hz):
     # Switches off the CPU while runnable, by their time modulo the tick, to find the tick phase.
     residues = collections.Counter()
     rw_at = []
+    # Wakeups per (waker kind, woken kind), and those that preempted the waker.
+    pairs = collections.Counter()
+    preempting = collections.Counter()
+    running = None
+    pending = None  # (time, woken, pair) of a wakeup whose next events may show a preemption
     runnable = 0
     area = 0
     last_t = 0
@@ -93,6 +101,22 @@ def analyse(path, hz):
                     first_run_pending.discard(task)
                     if c is not None:
                         c["wait_ns"] += t - woke_at[task]
+            if pending is not None and (t != pending[0] or (st == "R" and task != pending[1])):
+                pending = None
+            if prev == "-" and st == "W" and running is not None:
+                pair = (kind.get(running, "K"), kind.get(task, "K"))
+                pairs[pair] += 1
+                pending = (t, task, pair, False)
+            elif pending is not None and prev == "R" and st == "W" and task == running:
+                pending = (pending[0], pending[1], pending[2], True)
+            elif pending is not None and st == "R" and task == pending[1]:
+                if pending[3]:
+                    preempting[pending[2]] += 1
+                pending = None
+            if st == "R":
+                running = task
+            elif prev == "R" and task == running:
+                running = None
             if prev == "-" and st == "W" and c is not None:
                 c["wakeups"] += 1
                 woke_at[task] = t
@@ -114,7 +138,7 @@ def analyse(path, hz):
         if t % tick == phase and k in per:
             per[k]["tick_switches"] += 1
     users_total = len(groups) // 4
-    return per, (area / last_t if last_t else 0.0), users_total, last_t
+    return per, (area / last_t if last_t else 0.0), users_total, last_t, pairs, preempting
 
 
 def main():
@@ -128,7 +152,7 @@ def main():
         f"{'off-CPU/wake':>12} {'tick sw./1000':>13} {'wait us':>9} {'back us':>9}"
     )
     for path in a.files:
-        per, mean_runnable, n, end = analyse(path, a.hz)
+        per, mean_runnable, n, end, pairs, preempting = analyse(path, a.hz)
         room_messages = n * a.messages
         total = collections.Counter()
         for k in KINDS:
@@ -151,6 +175,12 @@ def main():
             f" {total['back_ns'] / max(total['backs'], 1) / 1e3:>9.0f}"
             f"   mean runnable {mean_runnable:.1f} over {end / 1e9:.1f} s"
         )
+        for pair in sorted(pairs):
+            w = pairs[pair]
+            print(
+                f"{path[-24:]:<24} {pair[0]}->{pair[1]} wakeups {w / room_messages:.2f}/msg "
+                f"({w}), preempting {preempting[pair]} ({100 * preempting[pair] / w:.1f} %)"
+            )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@
 //!   ≈ 0.15 µs, context switch ≈ 1.2 µs, a pipe/socket message ≈ 0.3 µs of kernel work per side,
 //!   TCP loopback ≈ 2.5 µs per side, a remote wakeup IPI ≈ 1.5 µs (virtual machines pay more),
 //!   copies at ≈ 10 GB/s.
-//! - `piii-700`: the 8-way 700 MHz Pentium III of seeds 000 and 002 under Linux 2.4/2.5 (HZ=100);
+//! - `piii-700`: the 8-way 700 MHz Pentium III of seeds 000 and 002 under Linux 2.4 (HZ=100; seed
+//!   000's 2.5.25 ticked at HZ=1000, which its runs ask for with `--cost hz=1000`);
 //!   lmbench on PIII-class machines of 2000–2002 gave null syscall ≈ 0.5 µs, context switch
 //!   ≈ 2 µs, pipe latency ≈ 8 µs per round trip, TCP latency ≈ 40–50 µs per round trip, bcopy
 //!   ≈ 300 MB/s; a runqueue-lock acquisition that moves the cache line across the shared front-side

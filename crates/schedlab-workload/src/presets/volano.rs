@@ -703,8 +703,8 @@ impl Preset for Volano {
             "run volano --rooms 2 --messages 100",
         ),
         Example::new(
-            "Seed 000's rows: server and client nice levels under O(1) as 2.5.25 yielded",
-            "sweep volano --backend sim --cpus 1 --profile piii-700 --messages 100 --server-work 16.6us --client-work 16.6us --vary policy=o1:threshold=0,yield=2.5.25 --vary server.nice=0,19,-19 --vary client.nice=0,-19,19",
+            "Seed 000's rows: server and client nice levels under O(1) as 2.5.25 yielded, at its HZ 1000",
+            "sweep volano --backend sim --cpus 1 --profile piii-700 --cost hz=1000 --messages 100 --server-work 16.6us --client-work 16.6us --vary policy=o1:threshold=0,yield=2.5.25 --vary server.nice=0,19,-19 --vary client.nice=0,-19,19",
         ),
     ]);
 
