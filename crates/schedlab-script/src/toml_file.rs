@@ -703,6 +703,7 @@ impl<'t> Reader<'t> {
             loop_calibration: schedlab_workload::LoopCalibration::Measure { cpu: 0 },
             computes: None,
             warnings: Vec::new(),
+            cpu_time_warnings: Vec::new(),
         };
         let mut groups_seen = false;
         for (k, v) in doc.iter() {

@@ -409,10 +409,12 @@ fn keys_rt_app_knows_but_schedlab_cannot_honour_say_what_they_mean() {
 }
 
 /// What each key rt-app knows does here: `Map` (no warning, the model follows it), `Warn` (one
-/// warning containing the text), `Refuse` (an error containing the text).
+/// warning containing the text), `WarnCpuTime` (one warning containing the text, printed only
+/// where `run` is CPU time), `Refuse` (an error containing the text).
 enum Does {
     Map,
     Warn(&'static str),
+    WarnCpuTime(&'static str),
     Refuse(&'static str),
 }
 
@@ -436,8 +438,8 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (global("\"duration\": 2"), Map),
         (global("\"default_policy\": \"SCHED_BATCH\""), Map),
         (global("\"mem_buffer_size\": 4096"), Map),
-        (global("\"calibration\": \"CPU1\""), Warn("'calibration' is used only with --run-as loops")),
-        (global("\"calibration\": 52"), Warn("busy loop")),
+        (global("\"calibration\": \"CPU1\""), WarnCpuTime("'calibration' is used only with --run-as loops")),
+        (global("\"calibration\": 52"), WarnCpuTime("busy loop")),
         (global("\"pi_enabled\": false"), Map),
         (global("\"pi_enabled\": true"), Warn("no priority inheritance")),
         (global("\"lock_pages\": false"), Map),
@@ -499,8 +501,32 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
     ];
     for (text, does) in cases {
         match (does, read(Path::new("ok.json"), &text)) {
-            (Map, Ok(d)) => assert!(d.warnings.is_empty(), "{text}: {:?}", d.warnings),
+            (Map, Ok(d)) => assert!(
+                d.warnings.is_empty() && d.cpu_time_warnings.is_empty(),
+                "{text}: {:?} {:?}",
+                d.warnings,
+                d.cpu_time_warnings
+            ),
+            (WarnCpuTime(w), Ok(d)) => {
+                assert!(d.warnings.is_empty(), "{text}: {:?}", d.warnings);
+                assert_eq!(
+                    d.cpu_time_warnings.len(),
+                    1,
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
+                assert!(
+                    d.cpu_time_warnings[0].message.contains(w),
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
+            }
             (Warn(w), Ok(d)) => {
+                assert!(
+                    d.cpu_time_warnings.is_empty(),
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
                 assert_eq!(d.warnings.len(), 1, "{text}: {:?}", d.warnings);
                 assert!(
                     d.warnings[0].message.contains(w),
