@@ -117,7 +117,7 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
 use schedlab_workload::{
-    ChasePattern, IoKind, KnobError, LoopCalibration, MemAccess, MemAccessKind,
+    ChasePattern, IoKind, KnobError, LoopCalibration, MemAccess, MemAccessKind, SharedBuffers,
 };
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -561,7 +561,7 @@ struct Reader<'t> {
     cpu_time_warnings: RefCell<Vec<Diagnostic>>,
     /// The first `memrun` of each shared buffer (kind and `ref`), with its span: every later
     /// one must agree with it, as rt-app requires.
-    memrun_refs: RefCell<HashMap<(MemAccessKind, String), (MemAccess, Span)>>,
+    memrun_refs: RefCell<SharedBuffers<Span>>,
 }
 
 impl Reader<'_> {
@@ -1483,19 +1483,12 @@ impl Reader<'_> {
             .check()
             .map_err(|m| Diagnostic::new(vspan(en.value), format!("{key}: {m}")))?;
         if let Some(name) = &shared {
-            let mut refs = self.memrun_refs.borrow_mut();
-            match refs.get(&(kind, name.value.clone())) {
-                Some((first, at)) if !first.agrees_with(&access) => {
-                    let at = format!("line {}", LineCol::of(self.text, at.start).line);
-                    return Err(Diagnostic::new(
-                        name.span,
-                        format!("{key} shares buffer \"{}\" ({}) with the {} memrun at {at} ({}); rt-app requires every memrun of one 'ref' to agree on size, stride and pattern", name.value, access, kind.name(), first),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    refs.insert((kind, name.value.clone()), (access.clone(), en.span));
-                }
+            if let Err((first, at)) = self.memrun_refs.borrow_mut().admit(&access, en.span) {
+                let at = format!("line {}", LineCol::of(self.text, at.start).line);
+                return Err(Diagnostic::new(
+                    name.span,
+                    format!("{key} shares buffer \"{}\" ({}) with the {} memrun at {at} ({}); rt-app requires every memrun of one 'ref' to agree on size, stride and pattern", name.value, access, kind.name(), first),
+                ));
             }
         }
         Ok(access)
