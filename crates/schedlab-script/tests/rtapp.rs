@@ -460,6 +460,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         // resources
         ("{ \"resources\": { \"m\": { \"type\": \"mutex\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"lock\": \"m\", \"unlock\": \"m\" } } }".into(), Map),
         ("{ \"resources\": { \"s\": { \"type\": \"sleep\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 } } }".into(), Warn("resource type 'sleep'")),
+        ("{ \"resources\": { \"c\": { \"type\": \"wait\" }, \"k\": { \"type\": \"timer\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 } } }".into(), Map),
         // task keys (parse_task_data, parse_sched_data)
         (in_task("\"instance\": 2"), Map),
         (in_task("\"delay\": 100"), Map),
@@ -467,6 +468,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_task("\"priority\": 5"), Map),
         (in_task("\"cpus\": [0]"), Map),
         (in_task("\"dl-runtime\": 3000"), Map),
+        (in_task("\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000, \"dl-period\": 10000, \"dl-deadline\": 5000"), Map),
         (in_task("\"util_min\": 128"), Warn("'util_min' clamps")),
         (in_task("\"util_max\": 512"), Warn("EOPNOTSUPP")),
         (in_task("\"nodes_membind\": [0]"), Warn("'nodes_membind' binds")),
@@ -480,6 +482,10 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_phase("\"policy\": \"SCHED_RR\""), Map),
         (in_phase("\"priority\": -3"), Map),
         (in_phase("\"util_max\": 512"), Warn("'util_max' clamps")),
+        (in_phase("\"util_min\": 64"), Warn("'util_min' clamps")),
+        (in_phase("\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000, \"dl-period\": 10000, \"dl-deadline\": 10000"), Map),
+        (in_phase("\"nodes_membind\": [0]"), Warn("'nodes_membind' binds")),
+        (in_phase("\"taskgroup\": \"/a\""), Map),
         (in_phase("\"delay\": 5"), Refuse("misplaced")),
         // events (parse_task_event_data)
         (in_events("\"run\": 10"), Map),
@@ -494,6 +500,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_events("\"mem\": 4096, \"iorun\": 4096"), Map),
         (in_events("\"yield\": 1"), Map),
         (in_events("\"suspend\": \"t\""), Map),
+        (in_events("\"run\": 10, \"resume\": \"t\""), Map),
         (in_events("\"sem_post\": \"s\", \"sem_wait\": \"s\""), Map),
         (in_events("\"memrun\": { \"type\": \"chase\", \"size\": 4096, \"count\": 10 }"), Map),
         (in_events("\"memrun\": {}"), Refuse("has no 'type'")),
