@@ -500,7 +500,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_events("\"mem\": 4096, \"iorun\": 4096"), Map),
         (in_events("\"yield\": 1"), Map),
         (in_events("\"suspend\": \"t\""), Map),
-        (in_events("\"run\": 10, \"resume\": \"t\""), Map),
+        (in_events("\"run\": 10, \"resume\": \"t\""), Refuse("resume 't' would wake nobody")),
         (in_events("\"sem_post\": \"s\", \"sem_wait\": \"s\""), Map),
         (in_events("\"memrun\": { \"type\": \"chase\", \"size\": 4096, \"count\": 10 }"), Map),
         (in_events("\"memrun\": {}"), Refuse("has no 'type'")),

@@ -1016,7 +1016,7 @@ fn a_memory_step_is_rt_apps_memrun() {
 #[test]
 fn a_bad_memory_step_names_the_value_and_what_is_accepted() {
     let cases: [(&str, &[&str]); 12] = [
-        ("{ memory = \"copy\", size = 64, count = 1 }", &["w.toml:2:21: group 'g', `memory` step: `memory` = \"copy\" is not accepted; it is \"read\", \"write\" or \"chase\""]),
+        ("{ memory = \"copy\", size = 64, count = 1 }", &["w.toml:2:22: group 'g', `memory` step: `memory` = \"copy\" is not accepted; it is \"read\", \"write\" or \"chase\""]),
         ("{ memory = \"chase\", size = 4096, count = 1, pattern = \"randon\" }", &["`pattern` = \"randon\" is not accepted", "(did you mean 'random'?)"]),
         ("{ memory = \"read\", count = 1 }", &["w.toml:2:10: group 'g', `memory` step: `size` is missing; add size = SIZE"]),
         ("{ memory = \"chase\", size = 64 }", &["`count` is missing; add count = N, the pointers the chase follows"]),
@@ -1040,7 +1040,7 @@ fn a_bad_memory_step_names_the_value_and_what_is_accepted() {
         &with_steps(
             "{ memory = \"read\", size = 100, count = 1, shared = \"b\" },\n  { memory = \"read\", size = 200, count = 1, shared = \"b\" }",
         ),
-        "w.toml:3:52: group 'g', `memory` step: buffer \"b\" (read 1 of 200 B shared as 'b')",
+        "w.toml:3:55: group 'g', `memory` step: buffer \"b\" (read 1 of 200 B shared as 'b')",
         &["shared with the read step at line 2 (read 1 of 100 B shared as 'b')", "the same size"],
     );
 }
