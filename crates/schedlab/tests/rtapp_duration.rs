@@ -206,8 +206,10 @@ fn every_example_shape_runs_or_is_refused_on_every_simulated_policy() {
             assert!(!err.contains("panicked"), "{name} on {policy}: {err}");
             if out.status.success() {
                 let time = metric(&common::read_record(&json), 0, 0, "time");
-                // example5's tasks may all end before the duration; the rest end at it.
-                assert!(time <= 1.000_05, "{name} on {policy}: {time} s");
+                // example5's tasks may all end before the duration; the rest end at it, or
+                // when a `run` in progress there ends (rt-app's loop is no cancellation
+                // point): up to 100 ms past it is allowed.
+                assert!(time <= 1.1, "{name} on {policy}: {time} s");
                 ran.push(format!("{name}/{policy}"));
             } else {
                 assert!(
