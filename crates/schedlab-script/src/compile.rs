@@ -1414,7 +1414,12 @@ fn table(kind: Kind) -> &'static str {
 }
 
 /// Whether `u` is one of `units`; the error names the value and what is accepted.
-fn check_unit(expr: &Expr, what: &str, u: Unit, units: &[Unit]) -> Result<(), Diagnostic> {
+pub(crate) fn check_unit(
+    expr: &Expr,
+    what: &str,
+    u: Unit,
+    units: &[Unit],
+) -> Result<(), Diagnostic> {
     if units.contains(&u) {
         return Ok(());
     }

@@ -90,7 +90,8 @@ fn contains_messages(body: &[Instr]) -> bool {
 
 /// Whether instruction `i` can take time on some backend, or end its task: everything but a
 /// count, a timer's start and end, an unlock (no system call for a spin lock), a loop's own
-/// begin and end, and a compute, busy stretch or touch of a constant nothing.
+/// begin and end, a compute, busy stretch or touch of a constant nothing, and a memory access
+/// of no byte or hop.
 fn can_take_time(i: &Instr) -> bool {
     let zero = |c: &crate::expr::Compiled| c.constant() == Some(0.0);
     match i {
@@ -101,6 +102,7 @@ fn can_take_time(i: &Instr) -> bool {
         | Instr::LoopBegin { .. }
         | Instr::LoopEnd { .. } => false,
         Instr::Compute(CAmount::Fixed(c)) | Instr::Busy(c) | Instr::Touch(c) => !zero(c),
+        Instr::MemAccess(a) => a.count > 0,
         _ => true,
     }
 }

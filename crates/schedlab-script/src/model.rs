@@ -62,8 +62,12 @@ pub struct ScriptDef {
     /// ([`Computes`]), or `$param`; a TOML file's top-level `computes`.
     pub computes: Option<Spanned<String>>,
     /// What was accepted but has no effect (rt-app keys with no meaning here, repeated keys),
-    /// one each, at its place; the binary prints them when it reads the file.
+    /// one each, at its place; the binary prints them before the run.
     pub warnings: Vec<crate::error::Diagnostic>,
+    /// What has no effect only while `compute` steps are CPU time ([`ComputeAs::CpuTime`]):
+    /// rt-app's `calibration`, which only a loop count uses. The binary prints them before a
+    /// run of which some configuration computes as CPU time.
+    pub cpu_time_warnings: Vec<crate::error::Diagnostic>,
 }
 
 /// How a `compute` step spends its amount ([`ScriptDef::compute_as`]).

@@ -50,7 +50,7 @@
 //! |---|---|
 //! | `global.duration` (s; -1 or 0: none) | [`ScriptDef::ends_at`]: every task stops there, as rt-app's `__shutdown` clears its run flag and cancels every thread — the interpreter stops a task before its next step, cuts its sleeps and timer waits there, releases the locks it holds, and the plan's `wait_end` makes both backends end the barrier, semaphore and condition waits still blocked then (`docs/workload-files.md` says where each task stops). Also the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. |
 //! | `global.default_policy` | the `policy` knob of every task without its own |
-//! | `global.calibration` | checked (`"CPU<n>"` or a whole number; 0 is `"CPU0"`, as in rt-app), [`ScriptDef::loop_calibration`]: honoured when the file runs with `run-as=loops` (below); warned, as by default schedlab's `run` is CPU time itself |
+//! | `global.calibration` | checked (`"CPU<n>"` or a whole number; 0 is `"CPU0"`, as in rt-app), [`ScriptDef::loop_calibration`]: honoured when the file runs with `run-as=loops` (below: `"CPU<n>"` measures on CPU n, which the real backend refuses before the run where this process may not run); warned ([`ScriptDef::cpu_time_warnings`]) only where a configuration runs as CPU time, which needs no calibration |
 //! | `global.pi_enabled` | `false` accepted; `true` warned: schedlab's locks have no priority inheritance |
 //! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | checked; warned when they ask for something (`true`, a log name, trace categories): page locking and rt-app's own logs and traces; schedlab records its own metrics |
 //! | `global.io_device` | checked, warned: `iorun` writes each task's scratch file, never a path the file names |
@@ -117,7 +117,7 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{parse_to_ast, CollectOptions, ParseOptions};
 use schedlab_workload::knobs::{parse_knob, Knobs};
 use schedlab_workload::{
-    ChasePattern, IoKind, KnobError, LoopCalibration, MemAccess, MemAccessKind,
+    ChasePattern, IoKind, KnobError, LoopCalibration, MemAccess, MemAccessKind, SharedBuffers,
 };
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -135,12 +135,14 @@ pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
     let reader = Reader {
         text,
         warnings: RefCell::new(Vec::new()),
+        cpu_time_warnings: RefCell::new(Vec::new()),
         memrun_refs: RefCell::default(),
     };
     let mut def = reader
         .file(path)
         .map_err(|d| FileError::at(path, text, d))?;
     def.warnings = reader.warnings.into_inner();
+    def.cpu_time_warnings = reader.cpu_time_warnings.into_inner();
     Ok(def)
 }
 
@@ -555,9 +557,11 @@ struct Reader<'t> {
     text: &'t str,
     /// Keys rt-app knows that have no meaning here, and repeated keys: one each.
     warnings: RefCell<Vec<Diagnostic>>,
+    /// Keys with no meaning while `run` is CPU time (`calibration`).
+    cpu_time_warnings: RefCell<Vec<Diagnostic>>,
     /// The first `memrun` of each shared buffer (kind and `ref`), with its span: every later
     /// one must agree with it, as rt-app requires.
-    memrun_refs: RefCell<HashMap<(MemAccessKind, String), (MemAccess, Span)>>,
+    memrun_refs: RefCell<SharedBuffers<Span>>,
 }
 
 impl Reader<'_> {
@@ -702,6 +706,7 @@ impl Reader<'_> {
             loop_calibration: global.calibration,
             computes: None,
             warnings: Vec::new(),
+            cpu_time_warnings: Vec::new(),
         })
     }
 
@@ -920,7 +925,8 @@ impl Reader<'_> {
                             ))
                         }
                     }
-                    self.warn(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with the default --run-as cpu-time schedlab's 'run' is that much CPU time itself and needs no calibration (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)");
+                    // Where `run` is a loop count the calibration is what sets it: no warning.
+                    self.cpu_time_warnings.borrow_mut().push(Diagnostic::new(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with --run-as cpu-time (the default) schedlab's 'run' is that much CPU time itself and needs no calibration (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)"));
                 }
                 "pi_enabled" => {
                     if self.boolean(e.key, e.value)? {
@@ -1477,19 +1483,12 @@ impl Reader<'_> {
             .check()
             .map_err(|m| Diagnostic::new(vspan(en.value), format!("{key}: {m}")))?;
         if let Some(name) = &shared {
-            let mut refs = self.memrun_refs.borrow_mut();
-            match refs.get(&(kind, name.value.clone())) {
-                Some((first, at)) if !first.agrees_with(&access) => {
-                    let at = format!("line {}", LineCol::of(self.text, at.start).line);
-                    return Err(Diagnostic::new(
-                        name.span,
-                        format!("{key} shares buffer \"{}\" ({}) with the {} memrun at {at} ({}); rt-app requires every memrun of one 'ref' to agree on size, stride and pattern", name.value, access, kind.name(), first),
-                    ));
-                }
-                Some(_) => {}
-                None => {
-                    refs.insert((kind, name.value.clone()), (access.clone(), en.span));
-                }
+            if let Err((first, at)) = self.memrun_refs.borrow_mut().admit(&access, en.span) {
+                let at = format!("line {}", LineCol::of(self.text, at.start).line);
+                return Err(Diagnostic::new(
+                    name.span,
+                    format!("{key} shares buffer \"{}\" ({}) with the {} memrun at {at} ({}); rt-app requires every memrun of one 'ref' to agree on size, stride and pattern", name.value, access, kind.name(), first),
+                ));
             }
         }
         Ok(access)

@@ -60,7 +60,7 @@
 //! ```
 
 use crate::error::{did_you_mean, Diagnostic, FileError};
-use crate::expr::{self, Expr, Node, Quantity};
+use crate::expr::{self, Expr, Node, Quantity, Unit};
 use crate::model::{
     Amount, BarrierSpec, ChannelSpec, Grammar, GroupSpec, LockSpec, MetricsSpec, ObjectRef,
     ObjectSpec, ParamSpec, ParamValue, ScriptDef, SemaphoreSpec, StartOrder, Step, StepKind,
@@ -68,9 +68,11 @@ use crate::model::{
 use crate::span::{LineCol, Span, Spanned};
 use schedlab_workload::knobs::parse_knob;
 use schedlab_workload::plan::LockKind;
-use schedlab_workload::IoKind;
+use schedlab_workload::{ChasePattern, IoKind, MemAccess, MemAccessKind, SharedBuffers};
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 use toml::de::{DeTable, DeValue};
 
 /// A TOML value with its span, as the `toml` crate gives it.
@@ -148,6 +150,7 @@ const VERBS: &[(&str, &[&str])] = &[
     ("rewrite", &[]),
     ("truncate", &[]),
     ("touch", &[]),
+    ("memory", &["size", "count", "stride", "pattern", "shared"]),
     ("spawn", &[]),
     ("exit", &[]),
     ("loop", &["steps", "var"]),
@@ -179,6 +182,7 @@ pub fn read(path: &Path, text: &str) -> Result<ScriptDef, FileError> {
     let reader = Reader {
         text,
         names: HashMap::new(),
+        shared_buffers: RefCell::default(),
     };
     reader
         .file(path, doc.get_ref())
@@ -410,6 +414,9 @@ struct Reader<'t> {
     /// is, where. They share one name space; a map, so that a file of many groups is read in
     /// linear time.
     names: HashMap<String, (&'static str, Span)>,
+    /// The first `memory` step of each shared buffer, at its place: every later one must agree
+    /// with it.
+    shared_buffers: RefCell<SharedBuffers<Span>>,
 }
 
 impl<'t> Reader<'t> {
@@ -703,6 +710,7 @@ impl<'t> Reader<'t> {
             loop_calibration: schedlab_workload::LoopCalibration::Measure { cpu: 0 },
             computes: None,
             warnings: Vec::new(),
+            cpu_time_warnings: Vec::new(),
         };
         let mut groups_seen = false;
         for (k, v) in doc.iter() {
@@ -1505,6 +1513,7 @@ impl<'t> Reader<'t> {
                 bytes: self.expr(ctx, verb, value, false)?,
             },
             "touch" => StepKind::Touch(self.expr(ctx, verb, value, false)?),
+            "memory" => StepKind::MemAccess(self.memory_access(t, value)?),
             "set" => StepKind::Set(self.set_knobs(ctx, value)?),
             "spawn" => StepKind::Spawn(self.name(ctx, verb, value, "a group")?),
             "loop" => StepKind::Loop {
@@ -1534,6 +1543,151 @@ impl<'t> Reader<'t> {
             _ => unreachable!("every verb is read above"),
         };
         Ok(kind)
+    }
+
+    /// A `memory` step (`t`, whose verb's value is `value`): `memory = "read" | "write" |
+    /// "chase"`, `size`, `count`, and for a chase `stride` and `pattern`; `shared` names a
+    /// buffer every task's memory steps of that kind use. Checked with every other memory
+    /// access when the file is compiled ([`MemAccess::check`]); the steps of one shared buffer
+    /// must agree ([`SharedBuffers`]).
+    fn memory_access(&self, t: &Table<'_, '_>, value: &Value<'_>) -> Result<MemAccess, Diagnostic> {
+        const KINDS: [&str; 3] = ["read", "write", "chase"];
+        const PATTERNS: [&str; 2] = ["random", "sequential"];
+        let ctx = t.ctx.as_str();
+        let k = self.string(
+            ctx,
+            "memory",
+            value,
+            "a string: \"read\", \"write\" or \"chase\"",
+        )?;
+        let kind = match k.value {
+            "read" => MemAccessKind::Read,
+            "write" => MemAccessKind::Write,
+            "chase" => MemAccessKind::Chase,
+            other => {
+                return Err(Diagnostic::new(
+                    k.inner(),
+                    within(
+                        ctx,
+                        format!(
+                            "`memory` = \"{other}\" is not accepted; it is \"read\", \"write\" or \"chase\"{}",
+                            did_you_mean(other, KINDS)
+                        ),
+                    ),
+                ))
+            }
+        };
+        let chase = kind == MemAccessKind::Chase;
+        let size = t.need("size", "size = SIZE, the buffer's bytes (e.g. \"1MiB\")")?;
+        let size = self.memory_value(ctx, "size", size, true)?;
+        let count = t.need(
+            "count",
+            if chase {
+                "count = N, the pointers the chase follows"
+            } else {
+                "count = N, the bytes read or written one at a time (wrapping at the buffer's end)"
+            },
+        )?;
+        let count = self.memory_value(ctx, "count", count, !chase)?;
+        if !chase {
+            for key in ["stride", "pattern"] {
+                if let Some(v) = t.get(key) {
+                    return Err(Diagnostic::new(
+                        span_of(v),
+                        within(ctx, format!("`{key}` is a chase's; a {} goes through its buffer byte by byte from the start: remove it", kind.name())),
+                    ));
+                }
+            }
+        }
+        let stride = match t.get("stride") {
+            Some(v) => self.memory_value(ctx, "stride", v, true)?,
+            None => 64,
+        };
+        let pattern = match t.get("pattern") {
+            None => ChasePattern::Random,
+            Some(v) => {
+                let p = self.string(ctx, "pattern", v, "a string: \"random\" or \"sequential\"")?;
+                match p.value {
+                    "random" => ChasePattern::Random,
+                    "sequential" => ChasePattern::Sequential,
+                    other => {
+                        return Err(Diagnostic::new(
+                            p.inner(),
+                            within(
+                                ctx,
+                                format!(
+                                    "`pattern` = \"{other}\" is not accepted; it is \"random\" (the default: bit-reversed positions, which prefetchers do not follow) or \"sequential\"{}",
+                                    did_you_mean(other, PATTERNS)
+                                ),
+                            ),
+                        ))
+                    }
+                }
+            }
+        };
+        let shared = (t.get("shared"))
+            .map(|v| self.name(ctx, "shared", v, "the shared buffer"))
+            .transpose()?;
+        let access = MemAccess {
+            kind,
+            size,
+            count,
+            stride,
+            pattern,
+            shared: shared.as_ref().map(|s| Arc::from(s.value.as_str())),
+        };
+        if let Some(name) = &shared {
+            if let Err((first, at)) = self.shared_buffers.borrow_mut().admit(&access, t.span) {
+                let line = LineCol::of(self.text, at.start).line;
+                return Err(Diagnostic::new(
+                    name.span,
+                    within(ctx, format!("buffer \"{}\" ({access}) is shared with the {} step at line {line} ({first}); every memory step of one shared buffer gives the same size, and a chase the same stride and pattern", name.value, kind.name())),
+                ));
+            }
+        }
+        Ok(access)
+    }
+
+    /// `key` of a `memory` step: a whole number, a size (`bytes`: "64KiB", or a plain number
+    /// of bytes) or a plain count, fixed when the file is read — a task's buffers are made
+    /// before it runs, so the value names no parameter.
+    fn memory_value(
+        &self,
+        ctx: &str,
+        key: &str,
+        v: &Value<'_>,
+        bytes: bool,
+    ) -> Result<u64, Diagnostic> {
+        let e = self.expr(ctx, key, v, !bytes)?;
+        if let Some(&(name, at)) = e.names().first() {
+            return Err(Diagnostic::new(
+                at,
+                within(ctx, format!("`{key}` '{e}' names '{name}'; a memory step's values are fixed when the file is read (its buffers are made before the task runs): write a number{}", if bytes { " or a size such as \"64KiB\"" } else { "" })),
+            ));
+        }
+        let (c, unit) = expr::compile(&e, &|_: &str| None, &Vec::<String>::new)?;
+        let units: &[Unit] = if bytes {
+            &[Unit::Bytes, Unit::None]
+        } else {
+            &[Unit::None]
+        };
+        crate::compile::check_unit(&e, &label(ctx, key), unit, units)?;
+        let value = c
+            .constant()
+            .expect("an expression without names is a constant");
+        if !(value >= 0.0 && value.fract() == 0.0 && value < u64::MAX as f64) {
+            return Err(Diagnostic::new(
+                e.span,
+                within(
+                    ctx,
+                    format!(
+                        "`{key}` '{e}' is {value}; it must be a whole number{} from 0",
+                        if bytes { " of bytes" } else { "" }
+                    ),
+                ),
+            ));
+        }
+        Ok(value as u64)
     }
 
     /// A `compute` or `sleep` amount: an expression, or a table with one distribution.
@@ -1720,11 +1874,17 @@ fn string_step(ctx: &str, s: &str, span: Span) -> Result<Step, Diagnostic> {
 /// exactly one.
 fn step_verb<'k>(ctx: &str, keys: &[(&'k str, Span)], span: Span) -> Result<&'k str, Diagnostic> {
     let verbs = || VERBS.iter().map(|v| v.0);
-    let has_cond_wait = keys.iter().any(|k| k.0 == "cond_wait");
+    // A key that is a verb and also a modifier of another verb given (`cond_wait`'s `lock`,
+    // `memory`'s `count`) is that modifier.
+    let modifier_of_another = |k: &str| {
+        VERBS
+            .iter()
+            .any(|(v, m)| *v != k && m.contains(&k) && keys.iter().any(|(g, _)| g == v))
+    };
     let present: Vec<(&str, Span)> = keys
         .iter()
         .copied()
-        .filter(|(k, _)| verbs().any(|v| v == *k) && !(has_cond_wait && *k == "lock"))
+        .filter(|(k, _)| verbs().any(|v| v == *k) && !modifier_of_another(k))
         .collect();
     match present.as_slice() {
         [] => {

@@ -409,10 +409,12 @@ fn keys_rt_app_knows_but_schedlab_cannot_honour_say_what_they_mean() {
 }
 
 /// What each key rt-app knows does here: `Map` (no warning, the model follows it), `Warn` (one
-/// warning containing the text), `Refuse` (an error containing the text).
+/// warning containing the text), `WarnCpuTime` (one warning containing the text, printed only
+/// where `run` is CPU time), `Refuse` (an error containing the text).
 enum Does {
     Map,
     Warn(&'static str),
+    WarnCpuTime(&'static str),
     Refuse(&'static str),
 }
 
@@ -436,8 +438,8 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (global("\"duration\": 2"), Map),
         (global("\"default_policy\": \"SCHED_BATCH\""), Map),
         (global("\"mem_buffer_size\": 4096"), Map),
-        (global("\"calibration\": \"CPU1\""), Warn("'calibration' is used only with --run-as loops")),
-        (global("\"calibration\": 52"), Warn("busy loop")),
+        (global("\"calibration\": \"CPU1\""), WarnCpuTime("'calibration' is used only with --run-as loops")),
+        (global("\"calibration\": 52"), WarnCpuTime("busy loop")),
         (global("\"pi_enabled\": false"), Map),
         (global("\"pi_enabled\": true"), Warn("no priority inheritance")),
         (global("\"lock_pages\": false"), Map),
@@ -458,6 +460,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         // resources
         ("{ \"resources\": { \"m\": { \"type\": \"mutex\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"lock\": \"m\", \"unlock\": \"m\" } } }".into(), Map),
         ("{ \"resources\": { \"s\": { \"type\": \"sleep\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 } } }".into(), Warn("resource type 'sleep'")),
+        ("{ \"resources\": { \"c\": { \"type\": \"wait\" }, \"k\": { \"type\": \"timer\" } }, \"tasks\": { \"t\": { \"loop\": 1, \"run\": 1 } } }".into(), Map),
         // task keys (parse_task_data, parse_sched_data)
         (in_task("\"instance\": 2"), Map),
         (in_task("\"delay\": 100"), Map),
@@ -465,6 +468,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_task("\"priority\": 5"), Map),
         (in_task("\"cpus\": [0]"), Map),
         (in_task("\"dl-runtime\": 3000"), Map),
+        (in_task("\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000, \"dl-period\": 10000, \"dl-deadline\": 5000"), Map),
         (in_task("\"util_min\": 128"), Warn("'util_min' clamps")),
         (in_task("\"util_max\": 512"), Warn("EOPNOTSUPP")),
         (in_task("\"nodes_membind\": [0]"), Warn("'nodes_membind' binds")),
@@ -478,6 +482,10 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_phase("\"policy\": \"SCHED_RR\""), Map),
         (in_phase("\"priority\": -3"), Map),
         (in_phase("\"util_max\": 512"), Warn("'util_max' clamps")),
+        (in_phase("\"util_min\": 64"), Warn("'util_min' clamps")),
+        (in_phase("\"policy\": \"SCHED_DEADLINE\", \"dl-runtime\": 1000, \"dl-period\": 10000, \"dl-deadline\": 10000"), Map),
+        (in_phase("\"nodes_membind\": [0]"), Warn("'nodes_membind' binds")),
+        (in_phase("\"taskgroup\": \"/a\""), Map),
         (in_phase("\"delay\": 5"), Refuse("misplaced")),
         // events (parse_task_event_data)
         (in_events("\"run\": 10"), Map),
@@ -492,6 +500,7 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
         (in_events("\"mem\": 4096, \"iorun\": 4096"), Map),
         (in_events("\"yield\": 1"), Map),
         (in_events("\"suspend\": \"t\""), Map),
+        (in_events("\"run\": 10, \"resume\": \"t\""), Refuse("resume 't' would wake nobody")),
         (in_events("\"sem_post\": \"s\", \"sem_wait\": \"s\""), Map),
         (in_events("\"memrun\": { \"type\": \"chase\", \"size\": 4096, \"count\": 10 }"), Map),
         (in_events("\"memrun\": {}"), Refuse("has no 'type'")),
@@ -499,8 +508,32 @@ fn every_key_rt_app_knows_is_mapped_warned_or_refused() {
     ];
     for (text, does) in cases {
         match (does, read(Path::new("ok.json"), &text)) {
-            (Map, Ok(d)) => assert!(d.warnings.is_empty(), "{text}: {:?}", d.warnings),
+            (Map, Ok(d)) => assert!(
+                d.warnings.is_empty() && d.cpu_time_warnings.is_empty(),
+                "{text}: {:?} {:?}",
+                d.warnings,
+                d.cpu_time_warnings
+            ),
+            (WarnCpuTime(w), Ok(d)) => {
+                assert!(d.warnings.is_empty(), "{text}: {:?}", d.warnings);
+                assert_eq!(
+                    d.cpu_time_warnings.len(),
+                    1,
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
+                assert!(
+                    d.cpu_time_warnings[0].message.contains(w),
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
+            }
             (Warn(w), Ok(d)) => {
+                assert!(
+                    d.cpu_time_warnings.is_empty(),
+                    "{text}: {:?}",
+                    d.cpu_time_warnings
+                );
                 assert_eq!(d.warnings.len(), 1, "{text}: {:?}", d.warnings);
                 assert!(
                     d.warnings[0].message.contains(w),

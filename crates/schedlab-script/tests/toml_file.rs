@@ -5,7 +5,7 @@ use schedlab_script::expr::{BinOp, Expr, Node, Quantity, Unit};
 use schedlab_script::model::{Amount, Grammar, ParamValue, ScriptDef, Step, StepKind};
 use schedlab_script::span::Span;
 use schedlab_script::toml_file;
-use schedlab_workload::IoKind;
+use schedlab_workload::{ChasePattern, IoKind, MemAccess, MemAccessKind};
 use std::path::Path;
 
 const COMPLETE: &str = include_str!("files/complete.toml");
@@ -310,7 +310,19 @@ fn a_complete_file_reads_into_the_model() {
     assert!(
         matches!(rest[10], StepKind::Io { kind: IoKind::Truncate, bytes } if num(bytes).value == 0.0)
     );
-    assert_eq!(rest.len(), 11);
+    let StepKind::MemAccess(chase) = rest[11] else {
+        panic!("{:?}", rest[11]);
+    };
+    assert_eq!(
+        *chase,
+        MemAccess {
+            stride: 128,
+            pattern: ChasePattern::Sequential,
+            shared: Some("table".into()),
+            ..MemAccess::new(MemAccessKind::Chase, 65536, 100)
+        }
+    );
+    assert_eq!(rest.len(), 12);
 
     assert_eq!(def.channels.len(), 2);
     let inbox = &def.channels[0];
@@ -956,5 +968,79 @@ fn with_run_starts_some_of_a_spawned_groups_tasks_with_the_run() {
         "[groups.g]\nspawned = true\nwith_run = 1.5\nsteps = [\"yield\"]\n",
         "w.toml:3:12: ",
         &["`with_run` must be a whole number or an expression string, not a float (1.5)"],
+    );
+}
+
+/// The memory accesses of group `g` of the file with steps `steps`, in order.
+fn memory_steps(steps: &str) -> Vec<MemAccess> {
+    let text = with_steps(steps);
+    let def = toml_file::read(Path::new("w.toml"), &text).unwrap_or_else(|e| panic!("{e}"));
+    (def.groups[0].body.iter())
+        .map(|s| match &s.kind {
+            StepKind::MemAccess(a) => a.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+/// `memory`: rt-app's `memrun` as a step, read into the memory access an rt-app file's
+/// `memrun` becomes, with rt-app's defaults (stride 64, random, the task's own buffer).
+#[test]
+fn a_memory_step_is_rt_apps_memrun() {
+    let got = memory_steps(
+        "{ memory = \"read\", size = \"64KiB\", count = 65536 },
+         { memory = \"write\", size = 100, count = \"1KiB\" },
+         { memory = \"chase\", size = \"1MiB\", count = 1000 },
+         { memory = \"chase\", size = \"2 * 32KiB\", count = 5, stride = 128, pattern = \"sequential\", shared = \"buf\" },
+         { memory = \"chase\", size = 65536, count = 7, stride = \"128B\", pattern = \"sequential\", shared = \"buf\" },
+         { memory = \"read\", size = 100, count = 0, shared = \"buf\" }",
+    );
+    assert_eq!(got[0], MemAccess::new(MemAccessKind::Read, 65536, 65536));
+    assert_eq!(got[1], MemAccess::new(MemAccessKind::Write, 100, 1024));
+    assert_eq!(got[2], MemAccess::new(MemAccessKind::Chase, 1 << 20, 1000));
+    let shared = MemAccess {
+        stride: 128,
+        pattern: ChasePattern::Sequential,
+        shared: Some("buf".into()),
+        ..MemAccess::new(MemAccessKind::Chase, 65536, 5)
+    };
+    assert_eq!(got[3], shared);
+    // One buffer for both chases of `buf` (counts may differ); a read of the same name is
+    // another buffer, as in rt-app, which looks one up by kind and name.
+    assert_eq!(got[4].buffer_key(), shared.buffer_key());
+    assert_ne!(got[5].buffer_key(), shared.buffer_key());
+    // `count` is a memory step's modifier, not the `count` verb.
+    assert_eq!(got[5].count, 0);
+}
+
+#[test]
+fn a_bad_memory_step_names_the_value_and_what_is_accepted() {
+    let cases: [(&str, &[&str]); 12] = [
+        ("{ memory = \"copy\", size = 64, count = 1 }", &["w.toml:2:22: group 'g', `memory` step: `memory` = \"copy\" is not accepted; it is \"read\", \"write\" or \"chase\""]),
+        ("{ memory = \"chase\", size = 4096, count = 1, pattern = \"randon\" }", &["`pattern` = \"randon\" is not accepted", "(did you mean 'random'?)"]),
+        ("{ memory = \"read\", count = 1 }", &["w.toml:2:10: group 'g', `memory` step: `size` is missing; add size = SIZE"]),
+        ("{ memory = \"chase\", size = 64 }", &["`count` is missing; add count = N, the pointers the chase follows"]),
+        ("{ memory = \"read\", size = \"1ms\", count = 1 }", &["`size` '1ms' is a duration; use a size such as 4KiB (or a plain number of bytes)"]),
+        ("{ memory = \"read\", size = \"n * 1KiB\", count = 1 }", &["`size` 'n * 1KiB' names 'n'", "fixed when the file is read"]),
+        ("{ memory = \"read\", size = 64, count = 1.5 }", &["`count` '1.5' is 1.5; it must be a whole number of bytes from 0"]),
+        ("{ memory = \"chase\", size = 4096, count = -1 }", &["`count` '-1' is -1; it must be a whole number from 0"]),
+        ("{ memory = \"chase\", size = 4096, count = \"1KiB\" }", &["`count` '1KiB' is a size; use a plain number"]),
+        ("{ memory = \"write\", size = 64, count = 1, stride = 8 }", &["`stride` is a chase's; a write goes through its buffer byte by byte"]),
+        ("{ memory = \"read\", size = 64, count = 1, shared = \"a b\" }", &["'a b' is not a name"]),
+        ("{ memory = \"read\", size = 64, cuont = 1 }", &["unknown key `cuont`; it takes size, count, stride, pattern", "(did you mean 'count'?)"]),
+    ];
+    for (step, words) in cases {
+        let e = err(&with_steps(step));
+        for w in words {
+            assert!(e.contains(w), "{step}:\n  {e}\n  should contain {w}");
+        }
+    }
+    // Steps of one shared buffer agree on its size (and a chase's stride and pattern).
+    fails(
+        &with_steps(
+            "{ memory = \"read\", size = 100, count = 1, shared = \"b\" },\n  { memory = \"read\", size = 200, count = 1, shared = \"b\" }",
+        ),
+        "w.toml:3:55: group 'g', `memory` step: buffer \"b\" (read 1 of 200 B shared as 'b')",
+        &["shared with the read step at line 2 (read 1 of 100 B shared as 'b')", "the same size"],
     );
 }

@@ -46,6 +46,6 @@ pub use context::{
 };
 pub use cpuset::CpuSet;
 pub use error::{KnobError, ParamError, ValueError};
-pub use mem_access::{ChasePattern, MemAccess, MemAccessKind};
+pub use mem_access::{ChasePattern, MemAccess, MemAccessKind, SharedBuffers};
 pub use plan::{ChannelVolume, Plan, SyncPlan, TaskMode, TaskRef, Transport};
 pub use presets::Workload;

@@ -4,6 +4,7 @@
 //! src/rt-app_parse_config.c, described in doc/tutorial.txt). The step only describes the
 //! access; each backend runs it ([`crate::Context::access_memory`]).
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::fmt;
 use std::sync::Arc;
 
@@ -200,6 +201,48 @@ impl MemAccess {
     }
 }
 
+/// The first access of each shared buffer (its kind and name, as rt-app looks one up) and
+/// where a file gave it (`P`: a place in the file): every later access of that buffer must
+/// agree with the first ([`MemAccess::agrees_with`]), as rt-app requires. Every reader of a
+/// workload file checks its accesses here.
+#[derive(Debug)]
+pub struct SharedBuffers<P> {
+    first: HashMap<(MemAccessKind, Arc<str>), (MemAccess, P)>,
+}
+
+impl<P> Default for SharedBuffers<P> {
+    fn default() -> Self {
+        SharedBuffers {
+            first: HashMap::new(),
+        }
+    }
+}
+
+impl<P> SharedBuffers<P> {
+    /// Take `access`, given at `at`: an access of a task's own buffer, the first of a shared
+    /// buffer, or one that agrees with that first is accepted; one that disagrees gives back
+    /// the buffer's first access and its place.
+    pub fn admit(&mut self, access: &MemAccess, at: P) -> Result<(), (&MemAccess, &P)> {
+        let Some(name) = &access.shared else {
+            return Ok(());
+        };
+        match self.first.entry((access.kind, name.clone())) {
+            Entry::Occupied(e) => {
+                let (first, place) = e.into_mut();
+                if first.agrees_with(access) {
+                    Ok(())
+                } else {
+                    Err((first, place))
+                }
+            }
+            Entry::Vacant(v) => {
+                v.insert((access.clone(), at));
+                Ok(())
+            }
+        }
+    }
+}
+
 /// `pos` with its lowest `bits` bits in reverse order: a chase's order for the random pattern.
 pub fn bit_reverse(pos: u64, bits: u32) -> u64 {
     if bits == 0 {
@@ -262,5 +305,28 @@ mod tests {
             .check()
             .unwrap_err();
         assert!(e.contains("count 1099511627776"), "{e}");
+    }
+
+    #[test]
+    fn a_shared_buffer_takes_accesses_that_agree_with_its_first() {
+        let mut b = SharedBuffers::default();
+        let shared = |size, count| MemAccess {
+            shared: Some("buf".into()),
+            ..MemAccess::new(MemAccessKind::Read, size, count)
+        };
+        assert!(b.admit(&shared(100, 1), "first").is_ok());
+        // Counts may differ; a task's own buffer of another size is another buffer.
+        assert!(b.admit(&shared(100, 9), "second").is_ok());
+        assert!(b
+            .admit(&MemAccess::new(MemAccessKind::Read, 200, 1), "own")
+            .is_ok());
+        let (first, at) = b.admit(&shared(200, 1), "third").unwrap_err();
+        assert_eq!((first.size, *at), (100, "first"));
+        // A chase of the same name is another buffer (rt-app looks up kind and name).
+        let chase = MemAccess {
+            shared: Some("buf".into()),
+            ..MemAccess::new(MemAccessKind::Chase, 4096, 1)
+        };
+        assert!(b.admit(&chase, "chase").is_ok());
     }
 }

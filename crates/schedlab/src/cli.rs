@@ -550,12 +550,8 @@ pub fn prepare(args: &[String]) -> Result<Prepared, crate::error::Error> {
     }
     let script =
         schedlab_script::load(path).map_err(|e| crate::error::Error::Input(e.to_string()))?;
-    // What the file gives that has no effect here (rt-app keys), once, before anything runs.
-    let def = script.def();
-    for w in &def.warnings {
-        let at = schedlab_script::FileError::at(path, &def.text, w.clone());
-        eprintln!("warning: {at}");
-    }
+    // Its warnings depend on the parameters (`run-as`): printed once they are parsed
+    // ([`print_file_warnings`]).
     let sub = file_command(command, workload, &script);
     cmd = cmd.mut_subcommand(command, |c| c.subcommand(sub));
     Ok(Prepared {
@@ -565,6 +561,47 @@ pub fn prepare(args: &[String]) -> Result<Prepared, crate::error::Error> {
             script,
         }),
     })
+}
+
+/// Print what the workload file `file` gives that has no effect in the run `args` asks for
+/// (rt-app keys), once, on stderr, each at its `file:line:column`, in the file's order, before
+/// anything runs: the file's warnings, and those that hold only while `run` is CPU time
+/// (`calibration`) when some configuration computes so ([`computes_as_cpu_time`]).
+pub fn print_file_warnings(file: &WorkloadFile, args: &WorkloadArgs) {
+    let def = file.script.def();
+    let cpu_time = computes_as_cpu_time(&file.script, args);
+    let mut warnings: Vec<&schedlab_script::Diagnostic> = (def.warnings.iter())
+        .chain(def.cpu_time_warnings.iter().filter(|_| cpu_time))
+        .collect();
+    warnings.sort_by_key(|w| w.span.start);
+    let path = std::path::Path::new(&file.path);
+    for w in warnings {
+        let at = schedlab_script::FileError::at(path, &def.text, w.clone());
+        eprintln!("warning: {at}");
+    }
+}
+
+/// Whether some configuration of the run `args` asks for runs `script`'s `compute` steps
+/// (rt-app's `run`) as CPU time: its `run-as` is each value of a `--vary run-as=...`, else the
+/// value given (`--run-as`, `--set run-as=`, the last one), else the file's own. A value that
+/// is not `loops` counts as CPU time (a bad one is refused with the parameters).
+fn computes_as_cpu_time(script: &Script, args: &WorkloadArgs) -> bool {
+    use schedlab_script::model::ComputeAs;
+    let name = schedlab_script::rtapp::RUN_AS;
+    let prefix = format!("{name}=");
+    let mut values: Vec<String> = (args.common.vary.iter())
+        .filter_map(|v| v.strip_prefix(&prefix))
+        .flat_map(|list| schedlab_experiment::vary::split_values(name, list).unwrap_or_default())
+        .collect();
+    if values.is_empty() {
+        let given = args.params.iter().rev().find(|(n, _)| n == name);
+        values.extend(
+            given
+                .map(|(_, v)| v.clone())
+                .or_else(|| schedlab_workload::Workload::params(script).get(name).cloned()),
+        );
+    }
+    (values.iter()).any(|v| !matches!(v.trim().parse::<ComputeAs>(), Ok(ComputeAs::Loops)))
 }
 
 /// Names of the options every workload takes, which a file's parameter cannot also be a flag

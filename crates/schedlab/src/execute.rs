@@ -98,6 +98,9 @@ fn go(
         });
     }
     let workload = select(&args, file)?;
+    if let Selected::File(f) = &workload {
+        crate::cli::print_file_warnings(f, &args);
+    }
     let mut backend = backend_request(common)?;
     let mut compared = Vec::new();
     if let BackendRequest::Sim(req) = &mut backend {

@@ -50,7 +50,7 @@ pub fn list(profile_file: Option<&str>) -> Result<String, Error> {
     }
     let _ = writeln!(
         out,
-        "WORKLOAD FILES (run, sweep or check FILE.toml, or rt-app's FILE.json; docs/workload-files.md)\n  examples/*.toml, examples/rt-app/*.json; `schedlab check FILE` prints one's parameters, groups, steps and metrics\n  steps: compute sleep busy period send recv lock unlock barrier post wait cond_wait signal broadcast\n         yield read write truncate touch spawn loop timer count\n"
+        "WORKLOAD FILES (run, sweep or check FILE.toml, or rt-app's FILE.json; docs/workload-files.md)\n  examples/*.toml, examples/rt-app/*.json; `schedlab check FILE` prints one's parameters, groups, steps and metrics\n  steps: compute sleep busy period send recv lock unlock barrier post wait cond_wait signal broadcast\n         yield read write rewrite truncate touch memory spawn exit loop timer count\n"
     );
     let _ = writeln!(
         out,

@@ -159,3 +159,80 @@ fn rt_apps_example_shapes_end_at_their_duration_on_the_real_kernel() {
         }
     }
 }
+
+/// Every rt-app example shape, on every simulated policy (3 CPUs: example8 names CPU 2): it runs
+/// to its duration, or is refused before anything runs with an error at its place in the file
+/// (a policy without a scheduling class the file asks for, a file rt-app refuses too). Runs on
+/// the policies where it loads, the others refused: no panic, no run that ends elsewhere.
+#[test]
+fn every_example_shape_runs_or_is_refused_on_every_simulated_policy() {
+    let dir = common::temp_dir("rtapp-duration", "policies");
+    let ours =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../schedlab-script/tests/rtapp/upstream");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&ours)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 16, "{files:?}");
+    let list = String::from_utf8(common::succeeds(&["list"]).stdout).unwrap();
+    let policies: Vec<&str> = (list.lines())
+        .skip_while(|l| !l.starts_with("SIMULATED POLICIES"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(policies.len() >= 9, "{policies:?}");
+    let (mut ran, mut refused) = (Vec::new(), Vec::new());
+    for path in &files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let file = write(
+            dir.path(),
+            name,
+            &with_duration(&std::fs::read_to_string(path).unwrap(), 1),
+        );
+        let f = file.to_str().unwrap();
+        for policy in &policies {
+            let json = dir.path().join("r.json");
+            let out = common::schedlab()
+                .args(["run", f, "--backend", "sim", "--cpus", "3", "--runs", "1"])
+                .args(["--policy", policy, "--quiet", "--json"])
+                .arg(&json)
+                .output()
+                .unwrap();
+            let err = common::stderr(&out);
+            assert!(!err.contains("panicked"), "{name} on {policy}: {err}");
+            if out.status.success() {
+                let time = metric(&common::read_record(&json), 0, 0, "time");
+                // example5's tasks may all end before the duration; the rest end at it, or
+                // when a `run` in progress there ends (rt-app's loop is no cancellation
+                // point): up to 100 ms past it is allowed.
+                assert!(time <= 1.1, "{name} on {policy}: {time} s");
+                ran.push(format!("{name}/{policy}"));
+            } else {
+                assert!(
+                    err.contains(&format!("{name}:")) && err.contains("error"),
+                    "{name} on {policy}: refused, but not at a place in the file:\n{err}"
+                );
+                refused.push(format!("{name}/{policy}"));
+            }
+        }
+    }
+    println!(
+        "ran {}: {ran:?}\nrefused {}: {refused:?}",
+        ran.len(),
+        refused.len()
+    );
+    // Every shape but video-short (rt-app refuses it too) loads and runs on some policy.
+    for path in &files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if name != "video-short.json" {
+            assert!(
+                ran.iter().any(|r| r.starts_with(&format!("{name}/"))),
+                "{name} ran on no simulated policy; refused: {refused:?}"
+            );
+        }
+    }
+}

@@ -294,3 +294,112 @@ fn a_given_calibration_asks_for_about_rt_apps_time() {
     }
     panic!("median 10 ms runs at a given calibration, rt-app and schedlab (µs), three attempts: {seen:?}");
 }
+
+/// `calibration` has a meaning only where `run` is a loop count: its warning is printed for a
+/// run whose `run` is CPU time (the default, `--run-as cpu-time`, or one configuration of a
+/// sweep), and not for one as loops, however run-as is given; the file's other warnings are
+/// printed either way.
+#[test]
+fn the_calibration_warning_is_printed_only_where_run_is_cpu_time() {
+    let s = Scratch::new("loops", "warning");
+    s.write(
+        "w.json",
+        r#"{ "global": { "duration": 1, "calibration": "CPU0", "gnuplot": true },
+             "tasks": { "a": { "loop": 1, "run": 1000 } } }"#,
+    );
+    let calibration = "'calibration' is used only with --run-as loops";
+    for (args, warned) in [
+        (&["check", "w.json"][..], true),
+        (&["check", "w.json", "--run-as", "cpu-time"][..], true),
+        (&["check", "w.json", "--run-as", "loops"][..], false),
+        (&["check", "w.json", "--set", "run-as=loops"][..], false),
+        (
+            &[
+                "check",
+                "w.json",
+                "--run-as",
+                "cpu-time",
+                "--set",
+                "run-as=loops",
+            ][..],
+            false,
+        ),
+        (&["check", "w.json", "--vary", "run-as=loops"][..], false),
+        (
+            &["check", "w.json", "--vary", "run-as=loops,cpu-time"][..],
+            true,
+        ),
+        (
+            &[
+                "run",
+                "w.json",
+                "--backend",
+                "sim",
+                "--runs",
+                "1",
+                "--run-as",
+                "loops",
+            ][..],
+            false,
+        ),
+        (
+            &["run", "w.json", "--backend", "sim", "--runs", "1"][..],
+            true,
+        ),
+    ] {
+        let out = s.try_run(args);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(calibration)).collect();
+        assert_eq!(lines.len(), usize::from(warned), "{args:?}:\n{err}");
+        if warned {
+            assert!(lines[0].starts_with("warning: w.json:1:30: "), "{err}");
+        }
+        // The file's other warning, in either case, once.
+        assert_eq!(
+            err.matches("'gnuplot': true").count(),
+            1,
+            "{args:?}:\n{err}"
+        );
+    }
+}
+
+/// `"calibration": "CPU<n>"` with `--run-as loops` on the real kernel: measured on CPU n (the
+/// record says loops ran, and the run took its time), and a CPU this process may not run on
+/// is refused naming it and the CPUs it may run on, before any task starts; as CPU time the
+/// calibration is not used, and the same file runs.
+#[test]
+fn a_calibration_cpu_is_measured_on_or_refused_naming_it() {
+    let _turn = serial();
+    let s = Scratch::new("loops", "cpu");
+    let file = |cpu: &str| {
+        format!(
+            r#"{{ "global": {{ "duration": -1, "calibration": "{cpu}" }},
+                 "tasks": {{ "a": {{ "loop": 1, "phases": {{ "p": {{ "loop": 5, "run": 2000, "sleep": 1000 }} }} }} }} }}"#
+        )
+    };
+    s.write("cpu0.json", &file("CPU0"));
+    s.rtapp_logs("cpu0.json", "cpu0", &["--run-as", "loops"]);
+    let r = runs(&s, "cpu0/rt-app-a-0.log");
+    assert_eq!(r.len(), 5, "{r:?}");
+    // Calibrated runs of 2 ms: at least a quarter of it whatever the load (a count of zero
+    // loops, an uncalibrated figure, would take nothing).
+    assert!(r.iter().all(|&us| us >= 500), "{r:?}");
+    s.write("far.json", &file("CPU4000"));
+    let started = std::time::Instant::now();
+    let out = s.try_run(&["run", "far.json", "--runs", "1", "--run-as", "loops"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "calibration \"CPU4000\": this process may not run on CPU 4000; it may run on CPUs"
+        ),
+        "{err}"
+    );
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "{:?}: {err}",
+        started.elapsed()
+    );
+    s.run(&["run", "far.json", "--runs", "1"]);
+}
