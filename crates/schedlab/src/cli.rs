@@ -595,11 +595,11 @@ fn computes_as_cpu_time(script: &Script, args: &WorkloadArgs) -> bool {
         .collect();
     if values.is_empty() {
         let given = args.params.iter().rev().find(|(n, _)| n == name);
-        values.extend(
-            given
-                .map(|(_, v)| v.clone())
-                .or_else(|| schedlab_workload::Workload::params(script).get(name).cloned()),
-        );
+        values.extend(given.map(|(_, v)| v.clone()).or_else(|| {
+            schedlab_workload::Workload::params(script)
+                .get(name)
+                .cloned()
+        }));
     }
     (values.iter()).any(|v| !matches!(v.trim().parse::<ComputeAs>(), Ok(ComputeAs::Loops)))
 }

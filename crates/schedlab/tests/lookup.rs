@@ -58,7 +58,10 @@ fn each_strategy_runs_on_the_real_kernel_with_its_acquisitions() {
         // VM whose vCPU was stolen from while it calibrated, a quarter shorter (CI saw a p50
         // under 8 µs). Without the work a cached walk takes well under a microsecond.
         let p50 = metric(&rec, "lookup_p50");
-        assert!(p50 >= 6.0, "{dcache} {calls}: lookup p50 {p50} µs, at least 6 expected");
+        assert!(
+            p50 >= 6.0,
+            "{dcache} {calls}: lookup p50 {p50} µs, at least 6 expected"
+        );
         let locks = &rec.configs[0].repetitions[0].locks;
         let dl = locks.iter().find(|l| l.name == "dcache_lock").unwrap();
         assert_eq!(dl.kind, "spin");
