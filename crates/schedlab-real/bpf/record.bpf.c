@@ -58,6 +58,14 @@
  * tasks. A record the ring had no room for is counted in LOST[0]. Both counters are per CPU (no
  * shared cache line) and user space reports their sum as lost events.
  *
+ * The switch and waking programs, which run for every task of the machine, first ask SEEN, a
+ * per-CPU list of the last few marked tasks met there, known by address and start time: a
+ * traced task that keeps coming back to one CPU (a pinned ping-pong's two ends) then costs no
+ * storage lookup, which is a helper call with the storage's per-CPU busy count around it. Only
+ * a task not found there is looked up (and joins it if marked). The waking program's one
+ * bpf_get_current_task_btf gives both the waker to test and its TID (bpf_get_current_pid_tgid
+ * was a second helper call, made for every waking of the machine).
+ *
  * Submitting without a wakeup (BPF_RB_NO_WAKEUP) keeps the drain thread from being woken at
  * every record, which would add a wakeup and a context switch of its own to the machine per
  * event: the thread polls on a timer instead, and is woken early only when the ring is more than
@@ -96,6 +104,7 @@ struct task_struct {
 	int tgid;
 	char comm[16];
 	struct sched_entity se;
+	__u64 start_time;
 } __attribute__((preserve_access_index));
 /* The kernel's struct pt_regs (x86-64); the ___ suffix keeps it apart from the user-space
  * headers' struct of the same name, and CO-RE matches it to the kernel's by the name before it. */
@@ -233,6 +242,28 @@ struct {
 	__type(value, struct task_state);
 } TASKS SEC(".maps");
 
+/* The traced tasks this CPU's switch and waking programs met last, so that the next event of
+ * one costs no task-local storage lookup (a helper call, with the storage's per-CPU busy count
+ * around it): SEEN_TASKS entries, filled round robin. A task is known by its task_struct's
+ * address and its start time together: an address can be a later task's once the first has
+ * been freed, but that task started later. Only marked tasks are kept (a seed may be taken
+ * back; a mark stays until the task is dead), and only these two programs read or write it,
+ * which never run at once on one CPU (see STAGE). */
+#define SEEN_TASKS 4
+struct seen {
+	__u64 task[SEEN_TASKS];  /* the task_struct's address; 0: empty */
+	__u64 start[SEEN_TASKS]; /* its start_time */
+	__u32 next;              /* the entry to fill next */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seen);
+} SEEN SEC(".maps");
+
 /* Wake the drain thread when more than this many bytes wait (user space: a quarter of the ring). */
 const volatile __u64 wake_bytes = 1 << 20;
 
@@ -263,6 +294,52 @@ static __always_inline int traced(struct task_struct *t, struct task_state **sta
 	root = seed();
 	return root && ((root->tid && t->pid == root->tid) ||
 			(root->tgid && t->tgid == root->tgid));
+}
+
+static __always_inline struct seen *seen_here(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&SEEN, &zero);
+}
+
+/* Whether t is traced, as traced() says, asked of SEEN first; a task traced() finds marked
+ * joins SEEN. *state: t's task-local state where traced() looked it up, else 0. */
+static __always_inline int traced_here(struct seen *seen, struct task_struct *t,
+				       struct task_state **state)
+{
+	__u64 addr = (__u64)t, start = t->start_time;
+
+	*state = 0;
+	if (seen) {
+#pragma unroll
+		for (int i = 0; i < SEEN_TASKS; i++)
+			if (seen->task[i] == addr && seen->start[i] == start)
+				return 1;
+	}
+	if (!traced(t, state))
+		return 0;
+	if (seen && *state && (*state)->traced) {
+		__u32 i = seen->next & (SEEN_TASKS - 1);
+
+		seen->task[i] = addr;
+		seen->start[i] = start;
+		seen->next = i + 1;
+	}
+	return 1;
+}
+
+/* t, dead, leaves SEEN (its entry would never match again; this frees it sooner). */
+static __always_inline void forget(struct seen *seen, struct task_struct *t)
+{
+	__u64 addr = (__u64)t;
+
+	if (!seen)
+		return;
+#pragma unroll
+	for (int i = 0; i < SEEN_TASKS; i++)
+		if (seen->task[i] == addr)
+			seen->task[i] = 0;
 }
 
 /* t's state, made if it has none (zero: not traced, no call). */
@@ -363,10 +440,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	     unsigned int prev_state)
 {
 	__u32 p = prev->pid, n = next->pid;
+	struct seen *seen = seen_here();
 	struct task_state *ps, *ns;
-	int prev_traced = traced(prev, &ps);
+	int prev_traced = traced_here(seen, prev, &ps);
 
-	if (!prev_traced && !traced(next, &ns))
+	if (!prev_traced && !traced_here(seen, next, &ns))
 		return 0;
 	/* TASK_REPORT: the states the tracepoint reports; EXIT_DEAD | EXIT_ZOMBIE. */
 	__u32 state = (prev_state | prev->exit_state) & 0x7f;
@@ -400,19 +478,28 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 		}
 		stage_done(st);
 	}
-	if (prev_traced && left == LEFT_DEAD && ps)
-		bpf_task_storage_delete(&TASKS, prev);
+	if (prev_traced && left == LEFT_DEAD) {
+		forget(seen, prev);
+		/* Found in SEEN, its state was not looked up. */
+		if (!ps)
+			ps = bpf_task_storage_get(&TASKS, prev, 0, 0);
+		if (ps)
+			bpf_task_storage_delete(&TASKS, prev);
+	}
 	return 0;
 }
 
 SEC("tp_btf/sched_waking")
 int BPF_PROG(on_waking, struct task_struct *p)
 {
-	__u32 wakee = p->pid, waker = (__u32)bpf_get_current_pid_tgid();
+	struct task_struct *me = bpf_get_current_task_btf();
+	struct seen *seen = seen_here();
+	__u32 wakee = p->pid;
 	struct task_state *s;
 
-	if (!traced(p, &s) && !traced(bpf_get_current_task_btf(), &s))
+	if (!traced_here(seen, p, &s) && !traced_here(seen, me, &s))
 		return 0;
+	__u32 waker = me->pid;
 	struct rec *r = 0;
 	struct stage *st = staged(KIND_WAKING, &r);
 	if (!st)
