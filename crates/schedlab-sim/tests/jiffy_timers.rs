@@ -8,7 +8,7 @@ mod common;
 use schedlab_sim::policy::PolicySpec;
 use schedlab_sim::{run_repetition, SimSetup};
 use schedlab_workload::knobs::Knobs;
-use schedlab_workload::plan::{GroupPlan, Plan, TaskMode, Transport};
+use schedlab_workload::plan::{Plan, Transport};
 use schedlab_workload::presets::Outcome;
 use schedlab_workload::record::MetricDef;
 use schedlab_workload::{Context, TaskRef, Workload, WorkloadError};
@@ -29,19 +29,7 @@ impl Workload for Napper {
         BTreeMap::new()
     }
     fn plan(&self) -> Plan {
-        Plan {
-            groups: vec![GroupPlan {
-                name: "a",
-                tasks: 1,
-                spawn: 0,
-            }],
-            channels: 0,
-            duplex: false,
-            locks: 0,
-            sync: schedlab_workload::SyncPlan::default(),
-            mode: TaskMode::Threads,
-            transport: Transport::Pipe,
-        }
+        common::one_task_plan(Transport::Pipe)
     }
     async fn body<C: Context>(&self, _task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         for _ in 0..self.naps {

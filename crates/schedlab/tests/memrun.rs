@@ -31,6 +31,18 @@ fn run(dir: &Scratch, file: &str, json: &str, args: &[&str]) -> RunRecord {
     common::read_record(&dir.join(json))
 }
 
+/// The CPU time (s) the accesses of workload file `text` cost: its run's CPU time less that of
+/// `without` (the same file with no accesses), both written beside `name` in `dir` and run
+/// with `args`.
+fn cpu_of_the_accesses(dir: &Scratch, name: &str, text: &str, without: &str, args: &[&str]) -> f64 {
+    let bare = format!("without-{name}");
+    dir.write(name, text);
+    dir.write(&bare, without);
+    let with = cpu_s(&run(dir, name, &format!("{name}.rec.json"), args));
+    let base = cpu_s(&run(dir, &bare, &format!("{bare}.rec.json"), args));
+    with - base
+}
+
 #[test]
 fn a_real_read_of_n_bytes_costs_more_than_n_tenths_of_a_nanosecond() {
     let _turn = common::serial();
@@ -109,22 +121,14 @@ fn a_simulated_memrun_costs_the_profiles_figures() {
                 r#"{{ "type": "{kind}", "size": {size}, "stride": {stride}, "pattern": "{pattern}", "count": {count} }}"#
             )
         };
-        dir.write(&format!("m{i}.json"), &file(10, &obj(count)));
-        dir.write(&format!("z{i}.json"), &file(10, &obj(0)));
-        let with = cpu_s(&run(
+        let got = cpu_of_the_accesses(
             &dir,
             &format!("m{i}.json"),
-            &format!("m{i}.rec.json"),
+            &file(10, &obj(count)),
+            &file(10, &obj(0)),
             &sim,
-        ));
-        let without = cpu_s(&run(
-            &dir,
-            &format!("z{i}.json"),
-            &format!("z{i}.rec.json"),
-            &sim,
-        ));
+        );
         let want = 10.0 * (count as f64 * per / unit).ceil() * 1e-9;
-        let got = with - without;
         // Within 0.1 %: the timer ticks that fall inside a long access are charged to it, as
         // the tick handler's time is on a real CPU.
         assert!(
@@ -252,24 +256,14 @@ fn a_simulated_toml_memory_step_costs_the_profiles_figures_as_an_rt_app_memrun()
         ),
     ];
     for (i, (step, count, per, unit)) in cases.into_iter().enumerate() {
-        let with = format!("{{ {step}, count = {count} }}");
-        let without = format!("{{ {step}, count = 0 }}");
-        dir.write(&format!("m{i}.toml"), &toml_file(10, &with));
-        dir.write(&format!("z{i}.toml"), &toml_file(10, &without));
-        let with = cpu_s(&run(
+        let got = cpu_of_the_accesses(
             &dir,
             &format!("m{i}.toml"),
-            &format!("m{i}.json"),
+            &toml_file(10, &format!("{{ {step}, count = {count} }}")),
+            &toml_file(10, &format!("{{ {step}, count = 0 }}")),
             &sim,
-        ));
-        let without = cpu_s(&run(
-            &dir,
-            &format!("z{i}.toml"),
-            &format!("z{i}.json"),
-            &sim,
-        ));
+        );
         let want = 10.0 * (count as f64 * per / unit).ceil() * 1e-9;
-        let got = with - without;
         assert!(
             (got - want).abs() <= want * 1e-3 + 1e-6,
             "{step}, count {count} × 10: {got} s of CPU, the profile says {want} s"
