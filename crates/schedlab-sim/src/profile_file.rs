@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(new.sock_queue, 80);
         assert_eq!(new.sock_queue_cost(64 * SMALL_TRUESIZE), 0);
         assert_eq!(new.sock_queue_cost(256 * SMALL_TRUESIZE), 160);
-        assert!(new.to_string().ends_with(" sock_queue=80)"), "{new}");
+        assert!(new.to_string().contains(" sock_queue=80"), "{new}");
         let bad = ProfileFile::parse("base = \"modern\"\n[costs]\nsock_queue = \"fast\"\n", p)
             .unwrap()
             .cost_model(p)
