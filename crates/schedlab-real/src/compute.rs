@@ -195,15 +195,23 @@ fn compute_at(cal: &Calibration, cpu: Duration, carry: &Carry) {
     let budget = (cpu.as_nanos() as u64).saturating_sub(owed);
     let left_owed = owed.saturating_sub(cpu.as_nanos() as u64);
     let target = start + budget;
-    let mut used = start;
-    while used < target {
-        let spin_until = crate::sys::monotonic_ns() + (target - used);
+    let used = spin_until_cpu(target, start, crate::sys::thread_cpu_ns);
+    carry.0.set(left_owed + (used - target));
+}
+
+/// Spin until the CPU clock, read by `read` and last read at `read_ns`, passes `target_ns`:
+/// on the vDSO monotonic clock (CPU time never runs ahead of wall time), reading the CPU clock
+/// only when the wall clock says the rest may be spent. Returns the last reading.
+fn spin_until_cpu(target_ns: u64, read_ns: u64, mut read: impl FnMut() -> u64) -> u64 {
+    let mut used = read_ns;
+    while used < target_ns {
+        let spin_until = crate::sys::monotonic_ns() + (target_ns - used);
         while crate::sys::monotonic_ns() < spin_until {
             std::hint::spin_loop();
         }
-        used = crate::sys::thread_cpu_ns();
+        used = read();
     }
-    carry.0.set(left_owed + (used - target));
+    used
 }
 
 /// A task's cumulative computes ([`schedlab_workload::Context::compute_to_total`]): the lowest
@@ -277,15 +285,7 @@ impl Cumulative {
             short_path(owed);
             return;
         }
-        let mut used = now;
-        while used < target_ns {
-            let spin_until = crate::sys::monotonic_ns() + (target_ns - used);
-            while crate::sys::monotonic_ns() < spin_until {
-                std::hint::spin_loop();
-            }
-            used = read();
-        }
-        self.seen_ns.set(used);
+        self.seen_ns.set(spin_until_cpu(target_ns, now, read));
     }
 
     /// What the computes asked and found, counting from a CPU clock of `start_ns`; `None` if
