@@ -812,58 +812,50 @@ mod tests {
             Derived::of(vec![(1.0, Probe::PipeByte), (-1.0, Probe::Syscall)])
                 .plus(-2000.0, "less 2 µs")
         };
-        // Around 0: −300 … +300 ns.
-        let r = rounds(
-            &[
-                700.0, 1300.0, 800.0, 1200.0, 900.0, 1100.0, 1000.0, 1000.0, 1000.0,
-            ],
-            0.0,
-        );
-        let mut b = builder(&base, &r, &failed);
-        assert_eq!(b.derive("wakeup", key(), None), base.wakeup as f64);
-        assert!(!b.file.costs.contains_key("wakeup"));
-        assert!(
-            b.file.not_measured["wakeup"].contains("not distinguishable from 0"),
-            "{:?}",
-            b.file.not_measured
-        );
-        // Below 0 in every round: −400 … −100 ns.
-        let r = rounds(
-            &[
-                700.0, 900.0, 800.0, 600.0, 750.0, 850.0, 700.0, 800.0, 900.0,
-            ],
-            0.0,
-        );
-        let mut b = builder(&base, &r, &failed);
-        b.derive("wakeup", key(), None);
-        assert!(
-            b.file.not_measured["wakeup"].contains("below 0 here"),
-            "{:?}",
-            b.file.not_measured
-        );
-        // Spread: 500 … 3000 ns around 1000.
-        let r = rounds(
-            &[
-                1500.0, 4000.0, 1600.0, 3500.0, 2000.0, 1500.0, 2000.0, 1600.0, 3000.0,
-            ],
-            0.0,
-        );
-        let mut b = builder(&base, &r, &failed);
-        b.derive("wakeup", key(), None);
-        assert!(
-            b.file.not_measured["wakeup"].contains("wider than ±50 %"),
-            "{:?}",
-            b.file.not_measured
-        );
-        // Above the whole operation (here: a constant 100 ns).
-        let r = rounds(&[1500.0; 9], 0.0);
-        let mut b = builder(&base, &r, &failed);
-        let whole = Derived::of(Vec::new()).plus(100.0, "100 ns");
-        b.derive("wakeup", key(), Some(("the whole", &whole)));
-        assert!(
-            b.file.not_measured["wakeup"].contains("not below the whole (100 ns)"),
-            "{:?}",
-            b.file.not_measured
-        );
+        // What the file says of a key whose rounds differ by `diffs` (with `whole` the
+        // operation it must stay below, if any), having kept the base value.
+        let why_not = |diffs: &[f64], whole: Option<&Derived>| {
+            let r = rounds(diffs, 0.0);
+            let mut b = builder(&base, &r, &failed);
+            let kept = b.derive("wakeup", key(), whole.map(|w| ("the whole", w)));
+            assert_eq!(kept, base.wakeup as f64);
+            assert!(!b.file.costs.contains_key("wakeup"));
+            b.file.not_measured["wakeup"].clone()
+        };
+        for (diffs, whole, says) in [
+            // Around 0: −300 … +300 ns.
+            (
+                vec![
+                    700.0, 1300.0, 800.0, 1200.0, 900.0, 1100.0, 1000.0, 1000.0, 1000.0,
+                ],
+                None,
+                "not distinguishable from 0",
+            ),
+            // Below 0 in every round: −400 … −100 ns.
+            (
+                vec![
+                    700.0, 900.0, 800.0, 600.0, 750.0, 850.0, 700.0, 800.0, 900.0,
+                ],
+                None,
+                "below 0 here",
+            ),
+            // Spread: 500 … 3000 ns around 1000.
+            (
+                vec![
+                    1500.0, 4000.0, 1600.0, 3500.0, 2000.0, 1500.0, 2000.0, 1600.0, 3000.0,
+                ],
+                None,
+                "wider than ±50 %",
+            ),
+            // Above the whole operation (here: a constant 100 ns).
+            (
+                vec![1500.0; 9],
+                Some(Derived::of(Vec::new()).plus(100.0, "100 ns")),
+                "not below the whole (100 ns)",
+            ),
+        ] {
+            let text = why_not(&diffs, whole.as_ref());
+            assert!(text.contains(says), "{says}: {text}");
+        }
     }
 }

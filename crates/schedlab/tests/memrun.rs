@@ -43,6 +43,27 @@ fn cpu_of_the_accesses(dir: &Scratch, name: &str, text: &str, without: &str, arg
     with - base
 }
 
+/// `file` run on `piii-700`, which has no memory figures, is refused naming the `--cost` key
+/// to give (`key`).
+fn refused_on_a_profile_without_figures(dir: &Scratch, file: &str, key: &str) {
+    let out = dir.try_run(&[
+        "run",
+        file,
+        "--backend",
+        "sim",
+        "--profile",
+        "piii-700",
+        "--runs",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(
+        e.contains("'piii-700' has no figure") && e.contains(&format!("--cost {key}=")),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_real_read_of_n_bytes_costs_more_than_n_tenths_of_a_nanosecond() {
     let _turn = common::serial();
@@ -141,22 +162,7 @@ fn a_simulated_memrun_costs_the_profiles_figures() {
         "p.json",
         &file(1, r#"{ "type": "read", "size": 4096, "count": 100 }"#),
     );
-    let out = dir.try_run(&[
-        "run",
-        "p.json",
-        "--backend",
-        "sim",
-        "--profile",
-        "piii-700",
-        "--runs",
-        "1",
-    ]);
-    assert!(!out.status.success());
-    let e = stderr(&out);
-    assert!(
-        e.contains("'piii-700' has no figure") && e.contains("--cost mem_read_per_kib="),
-        "{e}"
-    );
+    refused_on_a_profile_without_figures(&dir, "p.json", "mem_read_per_kib");
     // Given one, it runs.
     dir.run(&[
         "run",
@@ -270,22 +276,7 @@ fn a_simulated_toml_memory_step_costs_the_profiles_figures_as_an_rt_app_memrun()
         );
     }
     // A profile without the figures refuses it, naming the key to give.
-    let out = dir.try_run(&[
-        "run",
-        "m0.toml",
-        "--backend",
-        "sim",
-        "--profile",
-        "piii-700",
-        "--runs",
-        "1",
-    ]);
-    assert!(!out.status.success());
-    let e = stderr(&out);
-    assert!(
-        e.contains("'piii-700' has no figure") && e.contains("--cost mem_write_per_kib="),
-        "{e}"
-    );
+    refused_on_a_profile_without_figures(&dir, "m0.toml", "mem_write_per_kib");
 }
 
 #[test]
