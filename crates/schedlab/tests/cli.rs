@@ -1446,6 +1446,10 @@ fn interbench_rejects_bad_input_before_anything_starts() {
             "'maybe' is not accepted; use on or off",
         ),
         (
+            &["run", "interbench", "--bench-start", "late"],
+            "'late' is not accepted; use runnable or asleep",
+        ),
+        (
             &["run", "interbench", "--rt", "--group", "bench:policy=batch"],
             "drop policy=",
         ),

@@ -345,7 +345,12 @@ pub fn run_repetition<W: Workload>(workload: &W, setup: SimSetup) -> Result<SimR
         &contexts,
         &plan,
     );
-    m.start(&workload.start_order(), &refs, &slots);
+    m.start(
+        &workload.start_order(),
+        &workload.start_asleep(),
+        &refs,
+        &slots,
+    );
     m.run(setup.stop, setup.wall_budget)?;
     Ok(m.finish(&plan))
 }
@@ -603,6 +608,7 @@ impl<'a> Machine<'a> {
     fn start(
         &mut self,
         order: &[usize],
+        asleep: &[(usize, std::time::Duration)],
         refs: &[schedlab_workload::TaskRef],
         slots: &[schedlab_workload::TaskRef],
     ) {
@@ -637,8 +643,15 @@ impl<'a> Machine<'a> {
         if let Some(at) = self.wait_end {
             self.clock.timer(at, Event::WaitEnd);
         }
+        // A task that starts asleep has slept since 0 (`slept_at`); a timer wakes it.
+        for &(t, until) in asleep {
+            self.clock
+                .timer(until.as_nanos() as u64, Event::Timer { task: t });
+        }
         for &t in order {
-            self.wake(t, None, true);
+            if !asleep.iter().any(|&(a, _)| a == t) {
+                self.wake(t, None, true);
+            }
         }
     }
 

@@ -39,19 +39,32 @@
 //! assumes that ACK is always sent (quick-ACK mode; 2.5.25's delayed-ACK and pingpong rules are
 //! not modelled), so the variant is an upper bound of these wakeups (`machine/kthreads.rs`).
 //!
-//! `version=2.6.14` swaps in the sleep-average credit of Linux 2.6.11–2.6.16, the mainline kernel
-//! seed 004 ran (2.6.14; read from a 2.6.1x kernel/sched.c and from the context lines of Mike
-//! Galbraith's "\[2.6.16-rc6 patch\] remove sleep_avg multiplier", LKML 2006-03-14, merged for
-//! 2.6.17 as 9430d58e).
-//! `recalc_task_prio` there differs from 2.6.20's in two rules, both in the credit a wakeup (and
-//! schedule()'s on-runqueue credit, which calls the same function) gives:
+//! `version=2.6.14` swaps in the rules of Linux 2.6.14's kernel/sched.c, the mainline kernel
+//! seed 004 ran (read from a copy of the v2.6.14 tree, github jasonactions/2.6.14-comment,
+//! whose code lines are the release's; and from the context lines of Mike Galbraith's
+//! "\[2.6.16-rc6 patch\] remove sleep_avg multiplier", LKML 2006-03-14, merged for 2.6.17).
+//! `recalc_task_prio` there differs from 2.6.20's in the credit a wakeup (and schedule()'s
+//! on-runqueue credit, which calls the same function) gives:
 //! - the *multiplier*: a sleep is credited `(MAX_BONUS − CURRENT_BONUS) ? : 1` times over, so a
 //!   task with no bonus gains ten times its sleep (2.6.20 credits the sleep once);
-//! - the *long sleep*: a user task that slept longer than `INTERACTIVE_SLEEP(p)` (not from an
-//!   uninterruptible sleep) gets `sleep_avg = MAX_SLEEP_AVG − DEF_TIMESLICE` (900 ms, bonus 9)
-//!   whatever it had, and keeps its on-runqueue credit (`activated` 1 or 2); 2.6.20 raises it
-//!   only to the `INTERACTIVE_SLEEP` ceiling, only if below, and marks the sleep
-//!   non-interactive (no on-runqueue credit, further credit capped at the ceiling).
+//! - the *long sleep*: a user task (`p->mm`) that slept longer than `INTERACTIVE_SLEEP(p)`, not
+//!   in an uninterruptible sleep, gets `sleep_avg = MAX_SLEEP_AVG − DEF_TIMESLICE` (900 ms,
+//!   bonus 9) whatever it had, and keeps its on-runqueue credit (`activated` 1 or 2); 2.6.20
+//!   raises it only to the `INTERACTIVE_SLEEP` ceiling, only if below, and marks the sleep
+//!   non-interactive (no on-runqueue credit, further credit capped at the ceiling). A kernel
+//!   thread (no `mm`) never gets the long-sleep rule: its sleep is multiplied like a short one;
+//! - the *uninterruptible sleep*: `try_to_wake_up` sets `activated = -1` for a task woken from
+//!   TASK_UNINTERRUPTIBLE (here the machine's device waits: a disk request, a swap-in read), so
+//!   schedule() gives it no on-runqueue credit (only `activated > 0` earns it), and a user task's
+//!   multiplied credit stops at `INTERACTIVE_SLEEP(p)`: none if sleep_avg is already there, else
+//!   at most up to it.
+//!
+//! and `DELTA(p)` is `SCALE(TASK_NICE(p), 40, MAX_BONUS) + INTERACTIVE_DELTA`, C's division
+//! truncating toward zero, where 2.6.20 scales `TASK_NICE(p) + 20` and subtracts 5 (Martin
+//! Andersson's rounding fix, posted against 2.6.15.4 on LKML in February 2006): the two
+//! agree at nice 0 and above, but at nice −1..−3, −5..−7, −9..−11, … 2.6.14's DELTA is one
+//! more, so a nice −5 task is interactive only from bonus 6 (prio ≤ 114, not 115) and its
+//! `INTERACTIVE_SLEEP` is 699 ms, not 599 ms.
 //!
 //! 2.6.14 also had no high-resolution timers (2.6.16 brought them to `nanosleep`): a timed
 //! sleep ends at a tick, woken from the timer softirq, so with `version=2.6.14` the machine
@@ -61,17 +74,23 @@
 //! two ticks a period at HZ 1000 rather than 2.5 on average.
 //!
 //! Everything else this policy models reads the same in both: `effective_prio`,
-//! `TASK_INTERACTIVE`/`DELTA`, `INTERACTIVE_SLEEP`, `EXPIRED_STARVING` (`>= LIMIT·nr + 1` there,
-//! `> LIMIT·nr` here), `scheduler_tick`'s expiry and TIMESLICE_GRANULARITY requeue,
-//! `task_timeslice`, `TASK_PREEMPTS_CURR` in `try_to_wake_up`, the run-time charge in
-//! `schedule()`, fork's slice split and CHILD_PENALTY and `sched_exit` (not modelled in either).
+//! `TASK_INTERACTIVE` (given DELTA), `EXPIRED_STARVING` (`>= LIMIT·nr + 1` there, `> LIMIT·nr`
+//! here, in jiffies, and `curr->static_prio > best_expired_prio`), `scheduler_tick`'s expiry and
+//! TIMESLICE_GRANULARITY requeue, `task_timeslice`, `TASK_PREEMPTS_CURR` in `try_to_wake_up`,
+//! the run-time charge in `schedule()`, `activated = 2` for a wakeup from interrupt context
+//! (full on-runqueue credit) and 1 for one by a task (30 %), fork's slice split and
+//! CHILD_PENALTY and `sched_exit` (not modelled in either). 2.6.14's schedule() also moves the
+//! picked task to the tail of its list when its priority does not change, which cannot change
+//! the pick; and its `TASK_NONINTERACTIVE` sleeps (pipe waits), credited nothing, are not
+//! modelled: the simulated workloads' pipes stand for other waits (interbench's semaphores).
 //!
 //! Simplifications (the simulator has no fork tree, no uninterruptible sleep, no sync wakeups):
 //! - New tasks start with sleep_avg 0 (prio = static_prio + 5) and a full slice: no parent whose
 //!   sleep_avg (CHILD_PENALTY) or slice (sched_fork halving, sched_exit refund) they share.
-//! - Every sleep is TASK_INTERRUPTIBLE, so the uninterruptible sleep_avg cap never applies. A
-//!   wakeup with no waker (timer) counts as SLEEP_INTERRUPTED, one by a task as
-//!   SLEEP_INTERACTIVE. Sync wakeups are not modelled: every wakeup may preempt.
+//! - Every sleep is TASK_INTERRUPTIBLE, so the uninterruptible sleep_avg cap never applies,
+//!   except under `version=2.6.14`, where a device wait is uninterruptible (above). A wakeup with
+//!   no waker (timer) counts as SLEEP_INTERRUPTED, one by a task as SLEEP_INTERACTIVE. Sync
+//!   wakeups are not modelled: every wakeup may preempt.
 //! - The threshold applies to wakeups (try_to_wake_up, as in the patch); a new task or one moved
 //!   by balancing preempts with the stock `p->prio < curr->prio` (wake_up_new_task, pull_task).
 //! - The current task is not kept in its list: a preempted task goes back to the head of its
@@ -202,6 +221,12 @@ struct Task {
     via_wakeup: bool,
     /// The pending wakeup has no waker (a timer, i.e. interrupt context).
     timer_wakeup: bool,
+    /// A kernel thread (no `mm`): 2.6.14's long-sleep rule and uninterruptible cap skip it.
+    kernel: bool,
+    /// Its last sleep was uninterruptible (a device wait): 2.6.14's `activated == -1`.
+    uninterruptible: bool,
+    /// 2.6.14's rules (`version=2.6.14`): its DELTA, and its credit in `recalc_task_prio`.
+    v2614: bool,
 }
 
 impl Task {
@@ -211,9 +236,14 @@ impl Task {
     fn batch(&self) -> bool {
         self.policy == SchedPolicy::Batch
     }
-    /// DELTA(p): how far below static_prio a task must be to count as interactive.
+    /// DELTA(p): how far below static_prio a task must be to count as interactive. 2.6.14
+    /// scales the nice value itself, truncating toward zero as C does (one more at nice −1..−3,
+    /// −5..−7, …); 2.6.20 scales nice + 20 and subtracts 5.
     fn delta(&self) -> i64 {
         let nice = self.static_prio as i64 - NICE_0_PRIO as i64;
+        if self.v2614 {
+            return nice * MAX_BONUS / 40 + INTERACTIVE_DELTA;
+        }
         (nice + 20) * MAX_BONUS / 40 - 20 * MAX_BONUS / 40 + INTERACTIVE_DELTA
     }
     /// TASK_INTERACTIVE(p); SCHED_BATCH never is.
@@ -261,20 +291,33 @@ impl Task {
         }
         self.effective_prio(hz)
     }
-    /// 2.6.14's recalc_task_prio credit: a long sleep sets sleep_avg to MAX_SLEEP_AVG −
-    /// DEF_TIMESLICE; a shorter one counts (MAX_BONUS − CURRENT_BONUS) times, at least once.
+    /// 2.6.14's recalc_task_prio credit: a user task's long interruptible sleep sets sleep_avg
+    /// to MAX_SLEEP_AVG − DEF_TIMESLICE; any other sleep counts (MAX_BONUS − CURRENT_BONUS)
+    /// times, at least once, and a user task woken from an uninterruptible sleep gains only up
+    /// to INTERACTIVE_SLEEP.
     fn credit_2614(&mut self, hz: Hz, sleep_time: u64) {
         let max = hz.ns_max_sleep_avg();
         let sleep_time = sleep_time.min(max);
         if sleep_time == 0 {
             return;
         }
-        if sleep_time > self.interactive_sleep(hz) {
+        let ceiling = self.interactive_sleep(hz);
+        let user = !self.kernel;
+        if user && !self.uninterruptible && sleep_time > ceiling {
             self.sleep_avg = (hz.max_sleep_avg() - hz.def_timeslice()) * hz.tick_ns;
             return;
         }
         let times = (MAX_BONUS - hz.bonus(self.sleep_avg)).max(1) as u64;
-        self.sleep_avg = (self.sleep_avg + sleep_time * times).min(max);
+        let mut credit = sleep_time * times;
+        if user && self.uninterruptible {
+            if self.sleep_avg >= ceiling {
+                credit = 0;
+            } else if self.sleep_avg + credit >= ceiling {
+                self.sleep_avg = ceiling;
+                credit = 0;
+            }
+        }
+        self.sleep_avg = (self.sleep_avg + credit).min(max);
     }
     /// schedule()'s charge on the task switched out: run_time / CURRENT_BONUS off sleep_avg.
     fn charge_run(&mut self, hz: Hz, now: u64) {
@@ -331,7 +374,8 @@ pub struct O1 {
     yield_2525: bool,
     /// 2.5.25's `do_softirq`: a segment acknowledged from the softirq wakes ksoftirqd.
     softirq_2525: bool,
-    /// 2.6.14's sleep-average credit (multiplier, long sleep to 900 ms) instead of 2.6.20's.
+    /// 2.6.14's sleep-average credit (multiplier, long sleep to 900 ms, uninterruptible cap)
+    /// and DELTA instead of 2.6.20's.
     v2614: bool,
     tasks: Vec<Option<Task>>,
     rqs: Vec<Rq>,
@@ -366,7 +410,7 @@ pub const DEF: PolicyDef = PolicyDef {
             name: "version",
             default: 0,
             values: Values::Variant(VERSION_VARIANTS),
-            meaning: "recalc_task_prio's sleep credit: 2.6.20 = credit the sleep once, a long sleep raises sleep_avg to INTERACTIVE_SLEEP and forfeits the on-runqueue credit; 2.6.14 = seed 004's kernel (a sleep counts (10 - bonus) times, a long sleep sets sleep_avg to 900 ms and keeps the on-runqueue credit; timed sleeps end at a tick, as its jiffy timers did)",
+            meaning: "recalc_task_prio's sleep credit: 2.6.20 = credit the sleep once, a long sleep raises sleep_avg to INTERACTIVE_SLEEP and forfeits the on-runqueue credit; 2.6.14 = seed 004's kernel (a sleep counts (10 - bonus) times, a long sleep sets sleep_avg to 900 ms and keeps the on-runqueue credit, a device wait earns no on-runqueue credit and at most INTERACTIVE_SLEEP, DELTA truncated at negative nice; timed sleeps end at a tick, as its jiffy timers did)",
         },
     ],
     describe_defaults: true,
@@ -530,6 +574,9 @@ impl Policy for O1 {
             requeue: None,
             via_wakeup: false,
             timer_wakeup: false,
+            kernel: setup.kind != TaskKind::Workload,
+            uninterruptible: false,
+            v2614: self.v2614,
         };
         t.prio = match policy {
             SchedPolicy::Fifo(rt) | SchedPolicy::Rr(rt) => MAX_RT_PRIO - 1 - usize::from(rt),
@@ -598,6 +645,10 @@ impl Policy for O1 {
                 if !t.is_rt() && !same_jiffy {
                     // activate_task
                     t.prio = t.recalc_prio(hz, slept_ns, v2614);
+                    if v2614 && t.uninterruptible {
+                        // activated == -1: no on-runqueue credit when it is picked.
+                        t.sleep_type = SleepType::NonInteractive;
+                    }
                     if t.sleep_type == SleepType::Normal {
                         t.sleep_type = if t.timer_wakeup {
                             SleepType::Interrupted
@@ -617,6 +668,7 @@ impl Policy for O1 {
         let hz = Hz::of(m);
         let t = self.task_mut(task);
         t.charge_run(hz, m.now);
+        t.uninterruptible = kind == DequeueKind::DeviceWait;
         t.requeue = None;
         if self.rqs[cpu].curr == Some(task) {
             self.rqs[cpu].curr = None;
@@ -931,6 +983,108 @@ mod tests {
             assert_eq!(h.pick(0), Some(0), "{version}");
             assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{version}");
         }
+    }
+
+    #[test]
+    fn version_2614_truncates_delta_toward_zero_at_negative_nice() {
+        // A nice -5 task: 2.6.14's DELTA is -50/40 + 2 = 1 (C truncates), 2.6.20's is
+        // 150/40 - 5 + 2 = 0. At bonus 5 (prio 115) it is interactive under 2.6.20 only; at
+        // bonus 6 (prio 114) under both. INTERACTIVE_SLEEP: 699 ms against 599 ms.
+        for (version, delta, ceiling_ms) in [("2.6.20", 0, 599), ("2.6.14", 1, 699)] {
+            let mut h: H<O1> = H::new(&format!("o1:version={version}"), 1000, 1);
+            h.spawn(0, 0, nice(-5), ALL);
+            let hz = Hz {
+                hz: 1000,
+                tick_ns: MS,
+            };
+            let t = h.p.task_mut(0);
+            assert_eq!(t.delta(), delta, "{version}");
+            assert_eq!(t.interactive_sleep(hz), ceiling_ms * MS, "{version}");
+            t.sleep_avg = 500 * MS;
+            t.prio = t.effective_prio(hz);
+            assert_eq!((t.prio, t.interactive()), (115, version == "2.6.20"));
+            t.sleep_avg = 600 * MS;
+            t.prio = t.effective_prio(hz);
+            assert_eq!((t.prio, t.interactive()), (114, true), "{version}");
+        }
+        // Where the two agree: nice 0 (DELTA 2), nice -20 (-3), nice 19 (6); nice -1 differs
+        // (2 against 1).
+        for (n, d2614, d2620) in [(0, 2, 2), (-20, -3, -3), (19, 6, 6), (-1, 2, 1), (-4, 1, 1)] {
+            for (version, delta) in [("2.6.14", d2614), ("2.6.20", d2620)] {
+                let mut h: H<O1> = H::new(&format!("o1:version={version}"), 1000, 1);
+                h.spawn(0, 0, nice(n), ALL);
+                assert_eq!(h.p.task(0).delta(), delta, "nice {n}, {version}");
+            }
+        }
+    }
+
+    #[test]
+    fn version_2614_caps_an_uninterruptible_sleepers_credit_at_interactive_sleep() {
+        // A nice -5 user task with no bonus sleeps 2 s on a device (activated == -1): no
+        // long-sleep rule; 10 × its sleep (itself capped at 1 s) stops at INTERACTIVE_SLEEP,
+        // 699 ms (bonus 6, prio 114). The same sleep interruptible: 900 ms (prio 111).
+        for (kind, avg_ms, prio) in [
+            (DequeueKind::DeviceWait, 699, 114),
+            (DequeueKind::Sleep, 900, 111),
+        ] {
+            let mut h: H<O1> = H::new("o1:version=2.6.14", 1000, 1);
+            h.spawn(0, 0, nice(-5), ALL);
+            h.spawn(1, 0, Knobs::default(), ALL);
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep_as(0, kind);
+            h.wake_to(0, 0, None, 2000 * MS);
+            assert_eq!(h.p.task(0).sleep_avg, avg_ms * MS, "{kind:?}");
+            assert_eq!(h.prio(0), prio, "{kind:?}");
+        }
+        // From 690 ms a 5 ms sleep counts 5 × (10 − 6) = 20 ms: to 710 ms, or, from a device,
+        // only up to 699. Then 90 ms waiting on the runqueue behind a hog: a timer wakeup
+        // (activated 2) is credited all of it, × (10 − 7): 710 + 270 = 980 ms; after a device
+        // wait (activated −1) none. And a second device wait from the ceiling earns nothing.
+        for (kind, after_wake, after_wait) in [
+            (DequeueKind::DeviceWait, 699, 699),
+            (DequeueKind::Sleep, 710, 980),
+        ] {
+            let mut h: H<O1> = H::new("o1:version=2.6.14", 1000, 1);
+            h.spawn(0, 0, nice(-5), ALL);
+            h.spawn(1, 0, Knobs::default(), ALL);
+            assert_eq!(h.pick(0), Some(0));
+            h.tick(0);
+            h.sleep_as(0, kind);
+            h.p.task_mut(0).sleep_avg = 690 * MS;
+            assert_eq!(h.pick(0), Some(1));
+            h.wake_to(0, 0, None, 5 * MS);
+            assert_eq!(h.p.task(0).sleep_avg, after_wake * MS, "{kind:?}");
+            for _ in 0..90 {
+                h.tick(0);
+            }
+            h.put_prev(0, PutPrevKind::Preempted);
+            assert_eq!(h.pick(0), Some(0), "{kind:?}");
+            assert_eq!(h.p.task(0).sleep_avg, after_wait * MS, "{kind:?}");
+            if kind == DequeueKind::DeviceWait {
+                h.sleep_as(0, kind);
+                h.wake_to(0, 0, None, 5 * MS);
+                assert_eq!(h.p.task(0).sleep_avg, 699 * MS);
+            }
+        }
+        // A kernel thread (no mm) is not capped, and gets no long-sleep rule either: its 2 s
+        // device wait counts 10 × 1 s, to the 1 s maximum.
+        let mut h: H<O1> = H::new("o1:version=2.6.14", 1000, 1);
+        h.spawn(0, 0, nice(-5), ALL);
+        h.p.task_mut(0).kernel = true;
+        assert_eq!(h.pick(0), Some(0));
+        h.tick(0);
+        h.sleep_as(0, DequeueKind::DeviceWait);
+        h.wake_to(0, 0, None, 2000 * MS);
+        assert_eq!(h.p.task(0).sleep_avg, 1000 * MS);
+        // 2.6.20's credit (the default) does not look at the kind of sleep here.
+        let mut h: H<O1> = H::new("o1", 1000, 1);
+        h.spawn(0, 0, nice(-5), ALL);
+        assert_eq!(h.pick(0), Some(0));
+        h.tick(0);
+        h.sleep_as(0, DequeueKind::DeviceWait);
+        h.wake_to(0, 0, None, 2000 * MS);
+        assert_eq!(h.p.task(0).sleep_avg, 599 * MS);
     }
 
     #[test]

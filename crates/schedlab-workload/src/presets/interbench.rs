@@ -13,6 +13,11 @@
 //! `initialise_thread` sets it, so a load's asks too), each group in its own process (the
 //! original forks a bench process and a load process), so `--group bench:nice=19` is interbench's `-B 19` and
 //! `--group load:nice=-5` its `-N -5`; the real-time mode puts `bench` in SCHED_FIFO 95 (`-r`).
+//! `--bench-start asleep` has the simulator start the benchmarked task asleep until the lead
+//! ends, as the original's thread is: `bench()` lets the load go only once the bench process
+//! reports ready, its thread waiting on its start semaphore (`wait_sem(&s->start)`). By default
+//! (`runnable`) it starts runnable with the other tasks and must run once to begin that sleep,
+//! which behind a load of better priority can be seconds late.
 //!
 //! Benchmarked tasks (`periodic_schedule`): run R of CPU every interval I with deadline I —
 //! audio 2.5 ms every 50 ms; video 40 % of 1/60 s; X: for i in 0..=100, run i ms within a
@@ -258,6 +263,10 @@ pub struct Interbench {
     /// Whether a video or X load has its own timekeeper, as in the original (else it sleeps by
     /// itself).
     pub load_timer: bool,
+    /// Whether the simulator starts the benchmarked task asleep until the lead ends, as the
+    /// original's thread is (it waits on its start semaphore from before the load is let go),
+    /// instead of runnable with every other task.
+    pub bench_asleep: bool,
     /// The custom task's CPU share, percent.
     pub custom_cpu: f64,
     /// The custom task's interval.
@@ -277,6 +286,7 @@ impl Default for Interbench {
             mem_size: 1 << 30,
             memload: Memload::Round,
             load_timer: true,
+            bench_asleep: false,
             custom_cpu: 10.0,
             custom_interval: Duration::from_millis(10),
             rt: false,
@@ -883,6 +893,32 @@ const TABLE: &[Param<Interbench>] = &[
     .recorded_when(|w| w.load_is_periodic()),
     Param::<Interbench>::new(
         ParamDef::value(
+            "bench-start",
+            "runnable",
+            "runnable|asleep",
+            "How the simulated benchmarked task starts: runnable, with every other task (it must run once to begin its sleep through the lead second); asleep, as interbench's thread, which waits on its start semaphore from before the load is let go (the real backend's thread sleeps at once either way).",
+        ),
+        |w, v| {
+            w.bench_asleep = match v.trim() {
+                "runnable" => false,
+                "asleep" => true,
+                _ => {
+                    return Err(ParamError::value(
+                        NAME,
+                        "bench-start",
+                        format!("'{v}'"),
+                        "is not accepted; use runnable or asleep",
+                    ))
+                }
+            };
+            Ok(())
+        },
+        |w| if w.bench_asleep { "asleep" } else { "runnable" }.to_string(),
+    )
+    .record_as("bench_start")
+    .recorded_when(|w| w.bench_asleep),
+    Param::<Interbench>::new(
+        ParamDef::value(
             "cpu",
             "",
             "PCT",
@@ -1300,6 +1336,16 @@ impl Workload for Interbench {
     fn start_order(&self) -> Vec<usize> {
         let n = self.plan().total_tasks();
         (2..n).chain([1, 0]).collect()
+    }
+
+    /// With `bench-start asleep`, the benchmarked task (task 0), whose body begins by sleeping
+    /// through the lead.
+    fn start_asleep(&self) -> Vec<(usize, Duration)> {
+        if self.bench_asleep {
+            vec![(0, self.lead())]
+        } else {
+            Vec::new()
+        }
     }
 
     fn metric_defs(&self) -> Vec<MetricDef> {

@@ -158,6 +158,14 @@ pub trait Workload: Send + Sync + 'static {
     fn start_order(&self) -> Vec<usize> {
         (0..self.plan().total_tasks()).collect()
     }
+    /// Tasks (ids) whose body begins by sleeping until a time, and that had reached that sleep
+    /// in the original program before the others began (interbench's benchmarked thread waits
+    /// on its start semaphore before the load is let go): the simulator starts each asleep,
+    /// as if it had slept since the run's start, and wakes it then. The real backend starts
+    /// every task at once and lets the body sleep. Default: none.
+    fn start_asleep(&self) -> Vec<(usize, Duration)> {
+        Vec::new()
+    }
     /// The most any one channel carries in a run, when the workload knows it (`None`: it
     /// does not). The real backend uses it to tell whether a blocking TCP write could ever wait
     /// for send-buffer space halfway through a message — the only way two writers' bytes can
