@@ -11,14 +11,20 @@
 #   c-sleep-def   C: sleep to an absolute time, read CLOCK_MONOTONIC (cyclictest's pass, bare),
 #                 the default timer slack (cyclictest's: 50 µs for a normal thread)
 #   c-sleep       the same with 1 ns of timer slack (what the replay's tasks set)
+#   c-rel         C: sleep INTERVAL from the clock read before the call (the replay's sleep,
+#                 `now + d`), 1 ns of slack: every pass sleeps, as the replay's do, where an
+#                 absolute deadline already passed (a late wakeup on a loaded machine) makes the
+#                 call return at once, a pass without a sleep that costs a fraction of one
 #   c-read        c-sleep and one read of the thread CPU clock (what a cumulative compute reads)
 #   c-pass        c-read spending up to R a pass by that clock (the replay's pass in C)
 #   c-recorded    c-sleep-def under `schedlab record` (the recorder's own cost on a pass)
-# then the medians, and what each part of the replay's pass costs: the sleep path (c-sleep),
+# then the medians, and what each part of the replay's pass costs: the sleep path (c-rel),
 # the CPU clock read (c-read - c-sleep), schedlab's own steps beside the sleep (sl-sleep -
-# c-sleep), and the replay's floor: the least a replayed pass of a sleep and a compute costs
-# (sl-sleep + the read), against R. A recorded pass below the floor cannot be replayed to its
-# CPU time: the run's report then names the group ("cumulative computes: ... beyond").
+# c-rel: both sleep in every pass), and the replay's floor: the least a replayed pass of a sleep
+# and a compute costs (sl-sleep + the read), against R. The C loops' passes that did not sleep
+# (their absolute deadline had passed) are printed per variant, as "skipped". A recorded pass
+# below the floor cannot be replayed to its CPU time: the run's report then names the group
+# ("cumulative computes: ... beyond").
 # C figures are the thread CPU clock around the loop; schedlab's, the run record's per-task CPU
 # time (the thread CPU clock around the body); recorded ones, the kernel's sum_exec_runtime.
 # Needs root (recording) and: apt-get install rt-tests build-essential python3
@@ -57,14 +63,16 @@ static long long ns(clockid_t c) {
 }
 int main(int argc, char **argv) {
   if (argc != 6) {
-    fprintf(stderr, "usage: pass sleep|read|pass PASSES INTERVAL_NS SLACK_NS PASS_NS\n");
+    fprintf(stderr, "usage: pass sleep|rel|read|pass PASSES INTERVAL_NS SLACK_NS PASS_NS\n");
     return 2;
   }
-  int read = strcmp(argv[1], "sleep") != 0, spend = strcmp(argv[1], "pass") == 0;
+  int rel = strcmp(argv[1], "rel") == 0;
+  int read = strcmp(argv[1], "sleep") != 0 && !rel, spend = strcmp(argv[1], "pass") == 0;
   if (read && !spend && strcmp(argv[1], "read") != 0) {
-    fprintf(stderr, "pass: mode '%s'; accepted: sleep, read, pass\n", argv[1]);
+    fprintf(stderr, "pass: mode '%s'; accepted: sleep, rel, read, pass\n", argv[1]);
     return 2;
   }
+  long skipped = 0;
   int n = atoi(argv[2]);
   long long interval = atoll(argv[3]), slack = atoll(argv[4]), pass = atoll(argv[5]);
   if (slack > 0 && prctl(PR_SET_TIMERSLACK, slack) != 0) return 3;
@@ -73,9 +81,13 @@ int main(int argc, char **argv) {
   struct timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   for (int i = 1; i <= n; i++) {
+    if (rel)
+      clock_gettime(CLOCK_MONOTONIC, &next);
     next.tv_nsec += interval;
     next.tv_sec += next.tv_nsec / 1000000000;
     next.tv_nsec %= 1000000000;
+    if (!rel && next.tv_sec * 1000000000LL + next.tv_nsec <= ns(CLOCK_MONOTONIC))
+      skipped++;
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
     sink += ns(CLOCK_MONOTONIC);
     if (read) {
@@ -88,7 +100,7 @@ int main(int argc, char **argv) {
       }
     }
   }
-  printf("%.3f\n", (ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (double)n / 1e3);
+  printf("%.3f %ld\n", (ns(CLOCK_THREAD_CPUTIME_ID) - c0) / (double)n / 1e3, skipped);
   return 0;
 }
 EOF
@@ -121,7 +133,13 @@ EOF
 }
 
 interval_ns=$((interval_us * 1000))
-variants="recorded replay sl-sleep sl-pass c-sleep-def c-sleep c-read c-pass c-recorded"
+
+# c_pass MODE SLACK_NS PASS_NS: run the C pass; sets x (CPU µs a pass) and skipped (its passes
+# whose absolute deadline had passed before the call, which did not sleep).
+c_pass() {
+  read -r x skipped <<<"$("$dir/pass" "$1" "$passes" "$interval_ns" "$2" "$3")"
+}
+variants="recorded replay sl-sleep sl-pass c-sleep-def c-sleep c-rel c-read c-pass c-recorded"
 echo "$passes passes of $interval_us us a run, $rounds rounds; load average before: $(load1)"
 for round in $(seq 1 "$rounds"); do
   "$SCHEDLAB" record -o "$dir/cyc.toml" --json "$dir/cyc.json" -- \
@@ -141,17 +159,20 @@ for round in $(seq 1 "$rounds"); do
       sl-*)
         "$SCHEDLAB" run "$dir/$v.toml" --runs 1 --json "$dir/out.json" -q >/dev/null
         x=$(group_cpu "$dir/out.json" m | cut -d' ' -f2) ;;
-      c-sleep-def) x=$("$dir/pass" sleep "$passes" "$interval_ns" 0 0) ;;
-      c-sleep) x=$("$dir/pass" sleep "$passes" "$interval_ns" 1 0) ;;
-      c-read) x=$("$dir/pass" read "$passes" "$interval_ns" 1 0) ;;
-      c-pass) x=$("$dir/pass" pass "$passes" "$interval_ns" 1 "$r_ns") ;;
+      c-sleep-def) c_pass sleep 0 0 ;;
+      c-sleep) c_pass sleep 1 0 ;;
+      c-rel) c_pass rel 1 0 ;;
+      c-read) c_pass read 1 0 ;;
+      c-pass) c_pass pass 1 "$r_ns" ;;
       c-recorded)
         "$SCHEDLAB" record -o "$dir/c.toml" --json "$dir/c.json" -- \
           "$dir/pass" sleep "$passes" "$interval_ns" 0 0 >/dev/null 2>&1
+        skipped=-
         x=$(group_cpu "$dir/c.json" | cut -d' ' -f2) ;;
     esac
     echo "$x" >>"$dir/$v.txt"
     line+=" $v $x"
+    case $v in c-sleep* | c-rel | c-read | c-pass) line+=" (skipped $skipped)" ;; esac
   done
   echo "$line"
 done
@@ -160,9 +181,9 @@ for v in $variants; do
   printf '  %-12s %8.3f\n' "$v" "$(median <"$dir/$v.txt")"
 done
 m() { median <"$dir/$1.txt"; }
-awk -v r="$(m recorded)" -v rp="$(m replay)" -v s="$(m c-sleep)" -v rd="$(m c-read)" \
+awk -v r="$(m recorded)" -v rp="$(m replay)" -v s="$(m c-rel)" -v rd="$(m c-read)" -v cs="$(m c-sleep)" \
   -v ss="$(m sl-sleep)" -v cr="$(m c-recorded)" -v cd="$(m c-sleep-def)" 'BEGIN {
-  printf "a replayed pass, us: sleep path (C) %.3f; CPU clock read %.3f; schedlab beside the sleep %.3f\n", s, rd - s, ss - s
-  printf "  floor (schedlab sleep alone) %.3f, with a read %.3f, against the recorded pass %.3f; replay / recorded %.3f\n", ss, ss + rd - s, r, rp / r
+  printf "a replayed pass, us: sleep path (C, a sleep every pass) %.3f; CPU clock read %.3f; schedlab beside the sleep %.3f\n", s, rd - cs, ss - s
+  printf "  floor (schedlab sleep alone) %.3f, with a read %.3f, against the recorded pass %.3f; replay / recorded %.3f\n", ss, ss + rd - cs, r, rp / r
   printf "  the recorder on a bare pass %.3f (c-recorded - c-sleep-def)\n", cr - cd
 }'

@@ -6,13 +6,20 @@ schedlab does and leaves the ring undrained, failing on any lost record), beside
 untraced and with the empty programs of bench/record-floor.bpf.c (the floor). ROUNDS rounds,
 each running every configuration once, in an order that rotates from round to round.
 
-Per configuration: the program's CPU time (its tasks' user + system, bench/record-wall.py
---cpu; the programs run in the traced tasks' context and are charged to them), the median of
-the rounds' ratios to the untraced run of the same round with its interquartile range; with
-STATS=on also each program's run time per run by the kernel's statistics (BPF_ENABLE_STATS
-held by the loader's file descriptor while the command runs, no sysctl; the statistics add
-their own clock reads to every run, and to the CPU time). A program's runs are those of every
-task of the machine, the untraced ones' early return included.
+Per configuration: the program's wall time (fork to exit) and CPU time (its tasks' user +
+system; the programs run in the traced tasks' context and are charged to them), both from
+bench/record-wall.py --both, each as the median of the rounds' ratios to the untraced run of
+the same round with its interquartile range. The kernel's BPF run-time statistics are off in
+these runs: with them on, the kernel reads sched_clock() before and after every run of every
+program and updates a per-CPU counter pair (__bpf_prog_run in include/linux/filter.h, under
+bpf_stats_enabled_key), which the traced tasks are charged as well.
+
+With STATS=on, two configurations with the statistics on join the rounds ("floor, stats on",
+"recorder, stats on": what the statistics themselves add), and after the rounds a separate
+pass of STATS_ROUNDS runs (default 3) of each traced configuration with the statistics on
+gives each program's run time per run (BPF_ENABLE_STATS held by the loader's file descriptor
+while the command runs, no sysctl); that pass's runs are in no ratio. A program's runs are
+those of every task of the machine, the untraced ones' early return included.
 
 The variants (each alone, on this tree's source):
   recorder       the source as it is
@@ -24,7 +31,7 @@ The variants (each alone, on this tree's source):
 
 Needs root, clang, gcc and libbpf (apt-get install clang libbpf-dev).
 
-Usage: [ROUNDS=N] [STATS=on] [OLD=REV] bench/record-variants.py CMD ARGS...
+Usage: [ROUNDS=N] [STATS=on [STATS_ROUNDS=N]] [OLD=REV] bench/record-variants.py CMD ARGS...
   e.g. ROUNDS=11 bench/record-variants.py taskset -c 0 perf bench sched pipe -l 50000
 """
 import os, shutil, statistics, subprocess, sys, tempfile
@@ -76,6 +83,9 @@ def main():
     stats = os.environ.get("STATS", "off")
     if stats not in ("on", "off"):
         fail(f"STATS must be on or off, not {stats!r}")
+    stats_rounds = os.environ.get("STATS_ROUNDS", "3")
+    if not stats_rounds.isdigit() or not 1 <= int(stats_rounds) <= 200:
+        fail(f"STATS_ROUNDS={stats_rounds!r}: a whole number from 1 to 200")
     old = os.environ.get("OLD", "")
     if os.geteuid() != 0:
         fail("needs root (BPF)")
@@ -85,7 +95,7 @@ def main():
     work = tempfile.mkdtemp()
     try:
         configs = build(work, old)
-        measure(work, configs, cmd, rounds, stats == "on")
+        measure(work, configs, cmd, rounds, stats == "on", int(stats_rounds))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -136,14 +146,15 @@ def build(work, old):
 
 
 def one(work, obj, cmd, stats):
-    """(CPU seconds, {program: (runs, ns)}) of one run of cmd under obj (None: untraced)."""
-    cpu_file = os.path.join(work, "cpu")
+    """(wall seconds, CPU seconds, {program: (runs, ns)}) of one run of cmd under obj (None:
+    untraced), the kernel's statistics on if stats."""
+    times_file = os.path.join(work, "times")
     stats_file = os.path.join(work, "stats")
-    for f in (cpu_file, stats_file):
+    for f in (times_file, stats_file):
         if os.path.exists(f):
             os.unlink(f)
-    timed = ["python3", os.path.join(ROOT, "bench/record-wall.py"), "--cpu", "--out", cpu_file,
-             *cmd]
+    timed = ["python3", os.path.join(ROOT, "bench/record-wall.py"), "--both", "--out",
+             times_file, *cmd]
     if obj is None:
         argv = timed
     else:
@@ -152,49 +163,75 @@ def one(work, obj, cmd, stats):
     done = run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if done.returncode:
         fail(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.strip()}")
-    with open(cpu_file, encoding="ascii") as f:
-        cpu = float(f.read())
+    with open(times_file, encoding="ascii") as f:
+        wall, cpu = (float(x) for x in f.read().split())
     progs = {}
     if stats and obj is not None:
         with open(stats_file, encoding="ascii") as f:
             for line in f:
                 name, runs, ns = line.split()
                 progs[name] = (int(runs), int(ns))
-    return cpu, progs
+    return wall, cpu, progs
 
 
-def measure(work, configs, cmd, rounds, stats):
+def ratio_cell(xs, base):
+    """The median of the rounds' ratios xs/base and their interquartile range, as text."""
+    ratios = [x / b for x, b in zip(xs, base)]
+    return (f"{statistics.median(ratios):.3f} ({q(ratios, .25):.3f}-{q(ratios, .75):.3f})")
+
+
+def measure(work, configs, cmd, rounds, stats, stats_rounds):
+    # The timed rounds: every configuration, the statistics off but in the "stats on" ones.
+    timed = [(name, obj, False) for name, obj in configs]
+    if stats:
+        by_name = dict(configs)
+        timed[2:2] = [("floor, stats on", by_name["floor"], True),
+                      ("recorder, stats on", by_name["recorder"], True)]
     load0 = os.getloadavg()[0]
-    cpu = {name: [] for name, _ in configs}
-    progs = {name: [] for name, _ in configs}
+    wall = {name: [] for name, _, _ in timed}
+    cpu = {name: [] for name, _, _ in timed}
     for r in range(rounds):
-        for k in range(len(configs)):
-            name, obj = configs[(r + k) % len(configs)]
-            c, p = one(work, obj, cmd, stats)
+        for k in range(len(timed)):
+            name, obj, on = timed[(r + k) % len(timed)]
+            w, c, _ = one(work, obj, cmd, on)
+            wall[name].append(w)
             cpu[name].append(c)
-            progs[name].append(p)
     load1 = os.getloadavg()[0]
-    print(f"# {' '.join(cmd)}: {rounds} rounds, CPU time of the program (user + system)"
-          f"{', kernel statistics on' if stats else ''}; load average {load0:.2f} before, "
-          f"{load1:.2f} after")
-    base = cpu["untraced"]
-    print(f"  untraced      {statistics.median(base):.4f} s")
-    for name, _ in configs[1:]:
-        ratios = [c / b for c, b in zip(cpu[name], base)]
-        line = (f"  {name:13} {statistics.median(cpu[name]):.4f} s: ratio "
-                f"{statistics.median(ratios):.3f} (interquartile {q(ratios, .25):.3f}-"
-                f"{q(ratios, .75):.3f})")
-        if stats:
-            cells = []
-            for prog in sorted({p for run in progs[name] for p in run}):
-                per_run = [run[prog][1] / run[prog][0] for run in progs[name]
-                           if run.get(prog, (0, 0))[0] > 0]
-                runs = [run[prog][0] for run in progs[name] if prog in run]
-                if per_run:
-                    cells.append(f"{prog} {statistics.median(per_run):.1f} ns a run "
-                                 f"({statistics.median(runs):.0f} runs)")
-            line += "; " + ", ".join(cells)
-        print(line)
+    print(f"# {' '.join(cmd)}: {rounds} rounds, the kernel's BPF statistics off unless named; "
+          f"load average {load0:.2f} before, {load1:.2f} after")
+    print(f"  untraced            wall {statistics.median(wall['untraced']):.4f} s, "
+          f"CPU {statistics.median(cpu['untraced']):.4f} s")
+    for name, _, _ in timed[1:]:
+        print(f"  {name:19} wall {statistics.median(wall[name]):.4f} s, ratio "
+              f"{ratio_cell(wall[name], wall['untraced'])}; CPU "
+              f"{statistics.median(cpu[name]):.4f} s, ratio "
+              f"{ratio_cell(cpu[name], cpu['untraced'])}")
+    if not stats:
+        return
+    # What the statistics add, paired by round: the same configuration on and off.
+    for name in ("floor", "recorder"):
+        print(f"  {name}: statistics on / off, the rounds' median, wall "
+              f"{ratio_cell(wall[name + ', stats on'], wall[name])}, CPU "
+              f"{ratio_cell(cpu[name + ', stats on'], cpu[name])}")
+    # The statistics' own pass: run time per run of each program, in no ratio.
+    traced = [(name, obj) for name, obj in configs if obj is not None]
+    progs = {name: [] for name, _ in traced}
+    for r in range(stats_rounds):
+        for k in range(len(traced)):
+            name, obj = traced[(r + k) % len(traced)]
+            progs[name].append(one(work, obj, cmd, True)[2])
+    print(f"# the kernel's statistics, a separate pass of {stats_rounds} runs each (load "
+          f"average {os.getloadavg()[0]:.2f} after): ns a run of each program (its runs)")
+    for name, _ in traced:
+        cells = []
+        for prog in sorted({p for run in progs[name] for p in run}):
+            per_run = [run[prog][1] / run[prog][0] for run in progs[name]
+                       if run.get(prog, (0, 0))[0] > 0]
+            runs = [run[prog][0] for run in progs[name] if prog in run]
+            if per_run:
+                cells.append(f"{prog} {statistics.median(per_run):.1f} "
+                             f"({statistics.median(runs):.0f})")
+        print(f"  {name:19} " + ", ".join(cells))
 
 
 if __name__ == "__main__":

@@ -774,8 +774,7 @@ fn run_measured(
         migrations,
         passes: PassLog::default(),
         timer_slack_ns: Some(sys::timer_slack_ns()),
-        // Not carried by the spawn places' report slots.
-        cumulative: None,
+        cumulative: ctx.cumulative_use(),
     };
     (result, report)
 }

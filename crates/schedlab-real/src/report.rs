@@ -40,8 +40,7 @@ pub(crate) struct TaskReport {
     /// real-time thread).
     #[serde(default)]
     pub timer_slack_ns: Option<u64>,
-    /// What its cumulative computes asked and found, if it ran any (a starting task's; a
-    /// spawned task's report slots do not carry it).
+    /// What its cumulative computes asked and found, if it ran any.
     #[serde(default)]
     pub cumulative: Option<crate::compute::CumulativeUse>,
 }

@@ -18,6 +18,7 @@
 //! the report is there; the supervisor collects them after the run and counts them in their
 //! groups, with the wakeups the trace saw for their thread ids.
 
+use crate::compute::CumulativeUse;
 use crate::report::{comm, TaskReport};
 use crate::run_group::RunGroup;
 use crate::sys;
@@ -216,7 +217,8 @@ pub enum SpawnReportError {
 /// a job that recorded nothing creates none.
 struct SpawnReports {
     /// `SLOT` words per place: done, pid, tid, cpu_ns, finished_ns, voluntary, involuntary,
-    /// migrations + 1 (0: unknown).
+    /// migrations + 1 (0: unknown), and its cumulative computes' count (0: it ran none), sum
+    /// (ns) and computes found past their sum.
     slots: SharedCounters,
     /// The first spawn place's task id.
     first: usize,
@@ -228,7 +230,7 @@ struct SpawnReports {
 type Samples = BTreeMap<String, Vec<f64>>;
 
 /// Words per report slot.
-const SLOT: usize = 8;
+const SLOT: usize = 11;
 
 impl SpawnReports {
     fn new(first: usize, places: usize, dir: &Path) -> std::io::Result<SpawnReports> {
@@ -264,6 +266,9 @@ impl SpawnReports {
             report.voluntary as usize,
             report.involuntary as usize,
             report.migrations.map_or(0, |m| m as usize + 1),
+            report.cumulative.map_or(0, |c| c.computes as usize),
+            report.cumulative.map_or(0, |c| c.sum_ns as usize),
+            report.cumulative.map_or(0, |c| c.past as usize),
         ];
         for (k, w) in words.into_iter().enumerate() {
             self.slots.set(place * SLOT + 1 + k, w);
@@ -334,7 +339,11 @@ impl SpawnReports {
                 passes: Default::default(),
                 // Not kept in the shared slots: the observed settings are a starting task's.
                 timer_slack_ns: None,
-                cumulative: None,
+                cumulative: (word(8) > 0).then(|| CumulativeUse {
+                    computes: word(8) as u64,
+                    sum_ns: word(9) as u64,
+                    past: word(10) as u64,
+                }),
             });
         }
         if let Some(&id) = samples.keys().next() {

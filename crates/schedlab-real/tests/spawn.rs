@@ -309,3 +309,113 @@ fn spawned_tasks_report_their_counters_and_samples() {
         );
     }
 }
+
+/// A parent that spawns `kids` children, each of which makes `passes` passes of a 1 ms sleep
+/// and a cumulative compute of `per` (its CPU time brought up to `per` times the passes so
+/// far), and waits for them; the parent itself computes nothing.
+struct CumulativeKids {
+    kids: usize,
+    passes: u32,
+    per: Duration,
+    mode: TaskMode,
+}
+
+impl Workload for CumulativeKids {
+    fn name(&self) -> &'static str {
+        "cumulative-kids"
+    }
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+    fn plan(&self) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan::fixed("parent", 1),
+                GroupPlan {
+                    name: "kid",
+                    tasks: 0,
+                    spawn: self.kids,
+                },
+            ],
+            channels: 0,
+            duplex: false,
+            locks: 0,
+            sync: SyncPlan::default(),
+            mode: self.mode,
+            transport: Transport::Pipe,
+        }
+    }
+    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
+        if task.group == 1 {
+            for k in 1..=self.passes {
+                ctx.sleep(Duration::from_millis(1)).await;
+                ctx.compute_to_total(self.per, self.per * k).await;
+            }
+            return Ok(());
+        }
+        for k in 0..self.kids {
+            ctx.spawn(1, k as u64).await?;
+        }
+        for _ in 0..self.kids {
+            ctx.wait(None).await?;
+        }
+        Ok(())
+    }
+    fn metric_defs(&self) -> Vec<MetricDef> {
+        Vec::new()
+    }
+    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
+        Ok(BTreeMap::new())
+    }
+}
+
+/// Spawned tasks carry their cumulative computes into their group's counters as starting tasks
+/// do (a recorded program's forked children are spawned groups): 3 children of 5 passes of a
+/// 2 ms compute report 15 computes summing to 30 ms, none of them found past its sum (a pass's
+/// sleep costs far less than 2 ms), and the group's CPU time is that sum and little more.
+#[test]
+fn spawned_tasks_carry_their_cumulative_computes() {
+    for mode in [TaskMode::Processes, TaskMode::Threads] {
+        let w = CumulativeKids {
+            kids: 3,
+            passes: 5,
+            per: Duration::from_millis(2),
+            mode,
+        };
+        let knobs = vec![Knobs::default(); 2];
+        let r = run_repetition(
+            &Arc::new(w),
+            RepetitionSetup {
+                knobs: &knobs,
+                stop: Arc::new(AtomicBool::new(false)),
+                budget: Duration::from_secs(60),
+                trace: None,
+                rq_trace: None,
+                files: None,
+                passes: false,
+            },
+        )
+        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let kid = &r.counters["kid"];
+        let c = kid
+            .cumulative
+            .unwrap_or_else(|| panic!("{mode:?}: no cumulative computes in {kid:?}"));
+        assert_eq!(c.computes, 15, "{mode:?}: {c:?}");
+        assert_eq!(c.past, 0, "{mode:?}: {c:?}");
+        // Each task's sum is its last target less its CPU clock at its start: exactly 10 ms.
+        assert!((c.sum_s - 0.030).abs() < 1e-6, "{mode:?}: {c:?}");
+        assert!(
+            (0.0..0.003).contains(&c.beyond_s),
+            "{mode:?}: beyond the sum: {c:?}"
+        );
+        // The body's CPU time is measured from a little after the context's start.
+        assert!(
+            (0.0295..0.036).contains(&kid.cpu_time_s),
+            "{mode:?}: {kid:?}"
+        );
+        // The parent ran no compute: nothing to report; the total holds the children's.
+        assert_eq!(r.counters["parent"].cumulative, None, "{mode:?}");
+        let total = r.counters["total"].cumulative.unwrap();
+        assert_eq!((total.computes, total.past), (15, 0), "{mode:?}: {total:?}");
+    }
+}
