@@ -18,6 +18,23 @@ per pair of kinds (the running thread that wakes, the thread it wakes), the wake
 of them were priority preemptions: the running thread leaves the CPU still runnable at the
 instant of the wakeup and the woken thread runs next (the simulator switches at once).
 
+Last, per file, the wakeups 2.5.25's loopback TCP could add through a pure ACK, counted on the
+same connection (user u's S_R and S_S on the server, C_R and C_S on the client). In 2.5.25
+`tcp_v4_rcv` hands every segment, a pure ACK too, to `tcp_prequeue` while the socket's reader
+waits in `tcp_recvmsg`, and the first one queued calls `wake_up_interruptible` (a reader that
+waits in `poll` instead is woken only by data: `tcp_rcv_established` calls `data_ready` for
+data, not for an ACK). A pure ACK follows a read (`cleanup_rbuf`) unless the reader's side is in
+pingpong mode, where it is delayed at least TCP_ATO_MIN (40 ms) and rides on the next write.
+
+  C_R->S_R ack   packets a C_R handles (its yields, one after each packet; a switch at the
+                 instant of a wakeup is a preemption and not counted) while its user's S_R
+                 sleeps: at most one ACK each (one per read that empties the socket, outside
+                 pingpong mode), each a wakeup if S_R waited in recv
+  S_R->C_R ack   times an S_R goes back to sleep (its read of the user's message done) while
+                 the user's C_R sleeps: at most one ACK each, each a wakeup of C_R in recv
+  after 40 ms    of those, the ones whose S_S did not run within 40 ms to carry the ACK on its
+                 next write (pingpong mode's delayed ACK then goes out alone)
+
   bench/volano_why.py --hz 100 --messages 1000 DIR.events/C0-R0.txt ...
 
 --messages is the run's messages per user (a room message is one user's message to its room);
@@ -32,18 +49,25 @@ import sys
 KINDS = ("S_R", "S_S", "C_R", "C_S")
 
 
-def kinds_of(groups):
-    """Each task's kind: the first half of a group's tasks receive, the second half send."""
+def roles_of(groups):
+    """Each task's kind and user: the first half of a group's tasks receive, the second half
+    send, user u's thread at index u of its half."""
     by_group = collections.OrderedDict()
     for task, group in groups:
         by_group.setdefault(group, []).append(task)
     kind = {}
+    user = {}
     for group, tasks in by_group.items():
         side = "S" if group == "server" else "C"
         half = len(tasks) // 2
         for i, t in enumerate(tasks):
             kind[t] = side + ("_R" if i < half else "_S")
-    return kind
+            user[t] = i % half if half else 0
+    return kind, user
+
+
+# TCP_ATO_MIN and TCP_DELACK_MIN in 2.5.25's include/net/tcp.h: HZ/25 jiffies, 40 ms.
+DELACK_MIN_NS = 40_000_000
 
 
 def analyse(path, hz):
@@ -69,6 +93,11 @@ def analyse(path, hz):
     area = 0
     last_t = 0
     kind = None
+    user = None
+    task_of = {}  # (kind, user) -> task
+    acks = collections.Counter()
+    ack_pending = {}  # user -> times an S_R read ended with the user's C_R asleep
+    last_wakeup_t = None
     with open(path) as f:
         for line in f:
             if line.startswith("#"):
@@ -77,7 +106,8 @@ def analyse(path, hz):
                     groups.append((int(parts[2]), parts[3]))
                 continue
             if kind is None:
-                kind = kinds_of(groups)
+                kind, user = roles_of(groups)
+                task_of = {(kind[t], user[t]): t for t in kind}
             t_s, task_s, _cpu, st = line.split()
             t = int(t_s)
             task = int(task_s)
@@ -132,13 +162,28 @@ def analyse(path, hz):
                 c["periods"] += 1
                 c["run_ns"] += awake_run[task]
                 c["off"] += awake_off[task]
+            if prev == "-" and st == "W":
+                last_wakeup_t = t
+            if prev == "R" and st == "W" and k == "C_R" and t != last_wakeup_t:
+                if state.get(task_of.get(("S_R", user[task]))) == "-":
+                    acks["C_R->S_R"] += 1
+            if prev == "R" and st == "-" and k == "S_R":
+                if state.get(task_of.get(("C_R", user[task]))) == "-":
+                    acks["S_R->C_R"] += 1
+                    ack_pending.setdefault(user[task], []).append(t)
+            if st == "R" and k == "S_S" and user[task] in ack_pending:
+                for t0 in ack_pending.pop(user[task]):
+                    if t - t0 >= DELACK_MIN_NS:
+                        acks["after 40 ms"] += 1
             state[task] = st
     phase, _ = residues.most_common(1)[0] if residues else (0, 0)
     for t, k in rw_at:
         if t % tick == phase and k in per:
             per[k]["tick_switches"] += 1
+    for times in ack_pending.values():
+        acks["after 40 ms"] += sum(1 for t0 in times if last_t - t0 >= DELACK_MIN_NS)
     users_total = len(groups) // 4
-    return per, (area / last_t if last_t else 0.0), users_total, last_t, pairs, preempting
+    return per, (area / last_t if last_t else 0.0), users_total, last_t, pairs, preempting, acks
 
 
 def main():
@@ -152,7 +197,7 @@ def main():
         f"{'off-CPU/wake':>12} {'tick sw./1000':>13} {'wait us':>9} {'back us':>9}"
     )
     for path in a.files:
-        per, mean_runnable, n, end, pairs, preempting = analyse(path, a.hz)
+        per, mean_runnable, n, end, pairs, preempting, acks = analyse(path, a.hz)
         room_messages = n * a.messages
         total = collections.Counter()
         for k in KINDS:
@@ -181,6 +226,13 @@ def main():
                 f"{path[-24:]:<24} {pair[0]}->{pair[1]} wakeups {w / room_messages:.2f}/msg "
                 f"({w}), preempting {preempting[pair]} ({100 * preempting[pair] / w:.1f} %)"
             )
+        print(
+            f"{path[-24:]:<24} pure ACKs per room message: C_R->S_R ack "
+            f"{acks['C_R->S_R'] / room_messages:.2f}, S_R->C_R ack "
+            f"{acks['S_R->C_R'] / room_messages:.2f} ({acks['after 40 ms'] / room_messages:.2f} "
+            f"after 40 ms)",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
