@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Messaging over pipes with threads against processes: validate's "messaging pipe threads" and
 # "messaging pipe processes" rows (validate --quick's size: 4 groups of 20 senders and 20
-# receivers, 50 loops; and validate's 200 loops). The simulator runs both alike (it has no
-# address spaces), so the rows differ only by what the real kernel does differently for
-# processes: switches between address spaces, and the copy-on-write faults of 160 forked
-# children. Rounds alternate threads and processes at each size so that drift favours none;
-# each column is a median of the workload's Time (s) and, where `perf` runs, of the page
-# faults of the whole command (fork and exit included). With PROFILE, the simulated Time of
-# the same configuration on the simulator validate uses (eevdf:base_slice=700 on this
-# machine's CPUs, 4 seeds) and its error against each real median. Times mean something only
-# on a quiet machine: the load average is printed before and after, and a 1-minute load of 1.5
-# or more is flagged.
+# receivers, 50 loops; and validate's 200 loops). What the real kernel does differently for
+# processes: switches between address spaces (the simulator's `mm_switch`, which a calibrated
+# profile measures and the built-in profiles leave at 0), and the copy-on-write faults of 160
+# forked children (not simulated). Rounds alternate threads and processes at each size so that
+# drift favours none; each column is a median of the workload's Time (s) and, where `perf`
+# runs, of the page faults of the whole command (fork and exit included). With PROFILE, the
+# simulated Time of each configuration on the simulator validate uses (eevdf:base_slice=700 on
+# this machine's CPUs, 4 seeds) and its error against the real median of the same
+# configuration. A cost per switch between address spaces grows with the loops, the forked
+# children's faults do not. Times mean something only on a quiet machine: the load average is
+# printed before and after, and a 1-minute load of 1.5 or more is flagged.
 #
 # Usage: bench/messaging-tasks.sh [ROUNDS [PROFILE]]   (default 7 rounds; PROFILE a file
 # `schedlab calibrate` wrote, or a built-in profile name)
@@ -69,12 +70,12 @@ for loops in 50 200; do
 done
 if [ -n "$profile" ]; then
   for loops in 50 200; do
-    sim=$("$SCHEDLAB" run messaging --groups 4 --loops "$loops" --transport pipe --tasks threads \
-      --backend sim --cpus "$(nproc)" --policy eevdf:base_slice=700 --profile "$profile" --runs 4 2>&1 |
-      grep -o 'Time: [0-9.]*' | cut -d' ' -f2 | median)
     for tasks in threads processes; do
+      sim=$("$SCHEDLAB" run messaging --groups 4 --loops "$loops" --transport pipe --tasks "$tasks" \
+        --backend sim --cpus "$(nproc)" --policy eevdf:base_slice=700 --profile "$profile" --runs 4 2>&1 |
+        grep -o 'Time: [0-9.]*' | cut -d' ' -f2 | median)
       t=$(median <"$dir/time-$loops-$tasks")
-      printf 'simulated, %s loops (%s): %.4f s, error against real %s %+.1f %%\n' "$loops" "$profile" "$sim" "$tasks" \
+      printf 'simulated, %s loops, %s (%s): %.4f s, error against real %+.1f %%\n' "$loops" "$tasks" "$profile" "$sim" \
         "$(awk -v s="$sim" -v r="$t" 'BEGIN {print (s - r) / r * 100}')"
     done
   done

@@ -42,12 +42,15 @@
 //! - `net_ack` = half a TCP write + read of 1 byte less a TCP read of 1 byte that leaves data
 //!   queued (16 written, the first 15 read): the ACK a read sends when it empties the queue
 //!   (`machine/tcp_drain.rs`), below `net_msg`;
-//! - `bounce` = in a turn of two threads on two CPUs handing one pipe back and forth, the
-//!   turn's first write + read (the pipe's lines last written on the other CPU) less its second
-//!   right after, each timed alone: what a message pays when its channel was last used on the
-//!   other CPU. (As a difference of separate probes — a whole turn less a bare handoff through
-//!   a flag and a hot write + read — it was pinned in none of three calibrations on an idle
-//!   2-vCPU VM: three probes' noise against a difference of a few hundred ns.)
+//! - `bounce` = two threads on two CPUs take turns through one cache line, both busy-polling it
+//!   (no sleep, no wakeup), each turn a write + read of 1 byte on a pipe: chunks of turns on one
+//!   pipe both use less chunks on a pipe of each thread's own, each chunk timed as one, per
+//!   message: what a message pays when its channel was last used on the other CPU. (As the
+//!   first write + read of a turn less the second, each timed alone, two clock reads a few
+//!   hundred ns apart, it was pinned in one of six calibrations on an idle 2-vCPU VM; as a
+//!   difference of separate probes, in none of three.) The one-way transfer of a single line
+//!   between the two CPUs is timed beside it (`LineTransfer`), for reading `bounce` in lines;
+//!   no key takes it.
 //! - `ipi_send` = the write that wakes a reader blocked on another CPU (timed in the cross-CPU
 //!   ping-pong), less half a pipe write + read, `wakeup`, one `rq_lock` hold and `bounce`: what
 //!   the waker pays to send the IPI (on a virtual machine, a VM exit);
@@ -59,6 +62,11 @@
 //!   coarse clock moved while it did not run: the timer interrupt as the interrupted task pays
 //!   it, and not the host's other interruptions of a vCPU); `migration` = a 256 KiB walk right after
 //!   moving to the other CPU less the next walk there (the refill of a small working set);
+//! - `mm_switch` = a hop of a 1-byte token around a ring of 8 processes pinned to one CPU (each
+//!   blocked in a pipe read until its turn) less a hop around a ring of 8 threads, the two laps
+//!   timed one after the other: every hop of the first switches address space, none of the
+//!   second's, and 8 is more than the 6 address-space tags Linux keeps per CPU, as a run of
+//!   many processes has;
 //! - `page_touch` = a memset of a resident 4 KiB page;
 //! - `io_per_kib` and `io_latency` from O_DIRECT reads of 4 KiB and 256 KiB (a line through the
 //!   two);
@@ -572,11 +580,12 @@ fn build_file(
         one(TcpSleepLessPipe),
         Some(("half a same-CPU TCP round trip", &half(TcpPingPongSameCpu))),
     );
-    // A message on a channel last used on the other CPU: in a pipe handed between two CPUs
-    // each turn, the turn's first write + read less its second, timed side by side (one bounce).
+    // A message on a channel last used on the other CPU: turns handed between two CPUs through
+    // a cache line, each a write + read on one pipe both use, less the same turns on a pipe of
+    // each CPU's own, in chunks timed as one (one bounce a message).
     let bounce = b.derive(
         "bounce",
-        one(PipeColdLessHot),
+        one(PipeSharedLessOwn),
         Some(("a pipe handoff between the CPUs", &one(HandoffPipe))),
     );
     // The waker's cost of a cross-CPU wakeup beyond what the simulator charges its write
@@ -614,6 +623,15 @@ fn build_file(
     b.derive(
         "migration",
         one(MigrationRefill),
+        Some(("a quarter of the tick period", &refill_bound)),
+    );
+    // A switch to a task of another process beyond one to a thread of the same: a hop of a
+    // ring of processes on one CPU less a hop of a ring of threads, side by side. Every hop of
+    // the process ring loads another address space, none of the thread ring's does, which is
+    // exactly where the simulator charges it.
+    b.derive(
+        "mm_switch",
+        one(ProcessRingLessThreads),
         Some(("a quarter of the tick period", &refill_bound)),
     );
     b.derive("page_touch", one(PageWrite), None);

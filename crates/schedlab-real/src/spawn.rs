@@ -65,10 +65,7 @@ impl Spawner {
             places.push((id, g.tasks, g.spawn));
             id += g.spawn;
         }
-        let threads = plan.mode == schedlab_workload::TaskMode::Threads
-            && (plan.locks > 0
-                || !plan.sync.is_empty()
-                || plan.transport == schedlab_workload::Transport::Tcp);
+        let threads = plan.spawns_threads();
         Ok(Some(Spawner {
             knobs: knobs.to_vec(),
             names: plan.groups.iter().map(|g| g.name).collect(),

@@ -69,10 +69,12 @@ pub enum CostError {
     /// plus the tick handler, at the top of the jitter, would not fit in a tick: a task
     /// preempted at every tick would never finish being switched in, and the run would make no
     /// progress.
-    #[error("switch ({switch} ns) + migration ({migration} ns) + rq_lock ({rq_lock} ns) + tick ({tick} ns), with jitter {jitter}, must be shorter than a tick at HZ={hz} ({tick_ns} ns): a task preempted at each tick would never finish being switched in")]
+    #[error("switch ({switch} ns) + mm_switch ({mm_switch} ns) + migration ({migration} ns) + rq_lock ({rq_lock} ns) + tick ({tick} ns), with jitter {jitter}, must be shorter than a tick at HZ={hz} ({tick_ns} ns): a task preempted at each tick would never finish being switched in")]
     SwitchTooLong {
         /// The context switch's cost, ns.
         switch: u64,
+        /// The address-space switch's, ns.
+        mm_switch: u64,
         /// The migration's cost, ns.
         migration: u64,
         /// The runqueue lock's cost, ns.
@@ -171,6 +173,17 @@ pub struct CostModel {
     /// the built-in profiles (their `msg` is an average); `calibrate` measures it with two
     /// threads on two CPUs handing one pipe back and forth.
     pub bounce: u64,
+    /// A switch to a task of another process than the one whose address space the CPU has
+    /// loaded: `switch_mm` (the page-table base written, and on a CPU that keeps fewer
+    /// address-space tags than there are processes — Linux keeps 6 per CPU, `TLB_NR_DYN_ASIDS`
+    /// — the TLB flushed and refilled), beyond `switch`. Charged to the task switched in;
+    /// a switch between threads of one process pays nothing, and a kernel thread borrows the
+    /// address space it finds (lazy TLB), so a switch to it or back from it to the same process
+    /// pays nothing either. Which tasks are threads of one process is the plan's
+    /// ([`schedlab_workload::Plan::address_space`]). 0 in both built-in profiles (their
+    /// `switch` is an average); `calibrate` measures it with a ring of processes on one CPU
+    /// against a ring of threads.
+    pub mm_switch: u64,
     /// Holding the machine-wide loopback transmit lock for one TCP/UDP message: Linux 2.4/2.5's
     /// `dev_queue_xmit` took the loopback device's `xmit_lock` around `loopback_xmit` (before
     /// the device was made lockless with NETIF_F_LLTX), FreeBSD 6/7's `if_simloop` the netisr
@@ -298,7 +311,7 @@ const PIII_MEM: (u64, u64, u64, u64, u64, u64) = (0, 0, 0, 0, 0, 1 << 20);
 pub const PROFILES: [&str; 2] = ["modern", "piii-700"];
 
 /// The keys [`CostModel::with_overrides`] accepts, for help and errors.
-pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, net_lock, line, scan, tick, channel_bytes, page_touch, mem_read_per_kib, mem_write_per_kib, chase_cached_per_khop, chase_uncached_per_khop, chase_sequential_per_khop, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, line, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), chase_cache (a size, 1B..1TiB), jitter (0..0.5)";
+pub const COST_KEYS: &str = "hz, syscall, switch, msg, sock_msg, sock_queue, net_msg, net_wait, net_ack, copy_per_kib, wakeup, ipi, ipi_send, idle_exit, migration, rq_lock, bounce, mm_switch, net_lock, line, scan, tick, channel_bytes, page_touch, mem_read_per_kib, mem_write_per_kib, chase_cached_per_khop, chase_uncached_per_khop, chase_sequential_per_khop, reclaim, io_per_kib, io_latency, fork, exit (durations such as 1.5us, or ns), sock_slots (messages, 0 = no limit, up to 1000000), smt_pct, llc_pct, socket_pct (ipi, bounce, line, migration between SMT siblings, cores of one LLC, sockets, in percent: 0..1000), remote_pct (a compute off its task's memory node, in percent of its length: 100..1000), memory (a size such as 1GiB, 64MiB..1TiB), chase_cache (a size, 1B..1TiB), jitter (0..0.5)";
 
 impl CostModel {
     /// A named profile.
@@ -324,6 +337,7 @@ impl CostModel {
                 migration: 4_000,
                 rq_lock: 50,
                 bounce: 0,
+                mm_switch: 0,
                 net_lock: 0,
                 line: 0,
                 scan: 20,
@@ -368,6 +382,7 @@ impl CostModel {
                 migration: 30_000,
                 rq_lock: 300,
                 bounce: 0,
+                mm_switch: 0,
                 net_lock: 0,
                 line: 0,
                 scan: 60,
@@ -502,6 +517,7 @@ impl CostModel {
                 "migration" => self.migration = dur()?,
                 "rq_lock" => self.rq_lock = dur()?,
                 "bounce" => self.bounce = dur()?,
+                "mm_switch" => self.mm_switch = dur()?,
                 "net_lock" => self.net_lock = dur()?,
                 "line" => self.line = dur()?,
                 "scan" => self.scan = dur()?,
@@ -539,10 +555,11 @@ impl CostModel {
             });
         }
         let tick_ns = self.tick_ns();
-        let per_switch = self.switch + self.migration + self.rq_lock + self.tick;
+        let per_switch = self.switch + self.mm_switch + self.migration + self.rq_lock + self.tick;
         if per_switch as f64 * (1.0 + self.jitter) >= tick_ns as f64 {
             return Err(CostError::SwitchTooLong {
                 switch: self.switch,
+                mm_switch: self.mm_switch,
                 migration: self.migration,
                 rq_lock: self.rq_lock,
                 tick: self.tick,
@@ -643,6 +660,9 @@ impl fmt::Display for CostModel {
         }
         if self.line != 0 {
             write!(f, " line={}", self.line)?;
+        }
+        if self.mm_switch != 0 {
+            write!(f, " mm_switch={}", self.mm_switch)?;
         }
         // The memory-access costs, each when it is not its profile's (a record names the
         // profile, whose values docs/simulator.md gives; records before them stay as they were).
@@ -803,6 +823,29 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().starts_with("line=far: "), "{e}");
         assert!(COST_KEYS.contains("line"));
+    }
+
+    /// `mm_switch` is 0 in both built-in profiles and left out of their description (records
+    /// stay as they were); set, it is parsed like every duration and shown.
+    #[test]
+    fn mm_switch_defaults_to_zero_and_is_shown_only_when_set() {
+        for name in PROFILES {
+            let m = CostModel::profile(name).unwrap();
+            assert_eq!(m.mm_switch, 0, "{name}");
+            assert!(!m.to_string().contains("mm_switch"), "{m}");
+        }
+        let m = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&["mm_switch=1.5us".into()])
+            .unwrap();
+        assert_eq!(m.mm_switch, 1_500);
+        assert!(m.to_string().ends_with(" mm_switch=1500)"), "{m}");
+        let e = CostModel::profile("modern")
+            .unwrap()
+            .with_overrides(&["mm_switch=lots".into()])
+            .unwrap_err();
+        assert!(e.to_string().starts_with("mm_switch=lots: "), "{e}");
+        assert!(COST_KEYS.contains("mm_switch"));
     }
 
     /// `net_ack` is 0 in both built-in profiles and left out of their description; set, it is

@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// How the real backend hosts tasks. The simulator ignores it (a task is a task).
+/// How the real backend hosts tasks. The simulator charges a switch between tasks of different
+/// processes its cost model's `mm_switch` ([`Plan::address_space`]); otherwise a task is a task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum TaskMode {
@@ -295,6 +296,32 @@ impl Plan {
     pub fn group_index(&self, name: &str) -> Option<usize> {
         self.groups.iter().position(|g| g.name == name)
     }
+
+    /// Whether the real backend starts a spawned task as a thread of its parent's process
+    /// rather than as a forked process: with `threads`, when the plan's locks, barriers,
+    /// semaphores, conditions or TCP write locks live in one process and a forked child could
+    /// not share them.
+    pub fn spawns_threads(&self) -> bool {
+        self.mode == TaskMode::Threads
+            && (self.locks > 0 || !self.sync.is_empty() || self.transport == Transport::Tcp)
+    }
+
+    /// The address space (process) `task` runs in on the real backend, as a number that two
+    /// tasks share exactly when they are threads of one process: 0 is the process that starts
+    /// the run (every task with `threads`, and a spawned thread); with `group-processes` a
+    /// group's tasks share one; with `processes` each task has its own, as each forked task
+    /// has.
+    pub fn address_space(&self, task: TaskRef) -> usize {
+        let own = 1 + self.groups.len() + task.id;
+        if task.id >= self.total_tasks() {
+            return if self.spawns_threads() { 0 } else { own };
+        }
+        match self.mode {
+            TaskMode::Threads => 0,
+            TaskMode::GroupProcesses => 1 + task.group,
+            TaskMode::Processes => own,
+        }
+    }
 }
 
 /// Which task a body is running as.
@@ -306,4 +333,46 @@ pub struct TaskRef {
     pub group: usize,
     /// Index of the task within its group.
     pub index: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(mode: TaskMode, locks: usize) -> Plan {
+        Plan {
+            groups: vec![
+                GroupPlan {
+                    name: "a",
+                    tasks: 2,
+                    spawn: 1,
+                },
+                GroupPlan::fixed("b", 2),
+            ],
+            channels: 1,
+            duplex: false,
+            locks,
+            sync: SyncPlan::default(),
+            mode,
+            transport: Transport::Pipe,
+        }
+    }
+
+    /// Threads share the starting process; group processes one per group; processes one each,
+    /// and a spawned task its own unless the plan's shared objects keep it a thread.
+    #[test]
+    fn tasks_share_an_address_space_exactly_when_they_are_threads_of_one_process() {
+        let spaces = |p: &Plan| -> Vec<usize> {
+            (p.tasks().into_iter().chain(p.spawn_slots()))
+                .map(|t| p.address_space(t))
+                .collect()
+        };
+        // Ids: a0 a1 b0 b1, then a's spawn place (4).
+        assert_eq!(spaces(&plan(TaskMode::Threads, 0)), [0, 0, 0, 0, 7]);
+        assert_eq!(spaces(&plan(TaskMode::Threads, 1)), [0, 0, 0, 0, 0]);
+        assert_eq!(spaces(&plan(TaskMode::GroupProcesses, 1)), [1, 1, 2, 2, 7]);
+        assert_eq!(spaces(&plan(TaskMode::Processes, 0)), [3, 4, 5, 6, 7]);
+        assert!(plan(TaskMode::Threads, 1).spawns_threads());
+        assert!(!plan(TaskMode::Processes, 1).spawns_threads());
+    }
 }

@@ -84,6 +84,7 @@ fn calibrate_writes_a_profile_that_reproduces_its_own_probe() {
         "idle_exit",
         "tick",
         "migration",
+        "mm_switch",
         "page_touch",
     ] {
         if costs.contains_key(key) {

@@ -15,9 +15,11 @@
 //! - a remote CPU learns of a wakeup or a reschedule after `ipi`; an idle CPU also pays
 //!   `idle_exit`; the waker pays `ipi_send` for each IPI it sends; a reschedule on the waker's
 //!   own CPU happens as its system call returns;
-//! - the context switch (`switch`), the runqueue lock (`rq_lock`, plus `scan` per task examined,
-//!   waiting while another CPU holds the same lock) and a migrated task's cache refill
-//!   (`migration`) are charged to the task being switched in, as the kernel's accounting does;
+//! - the context switch (`switch`, plus `mm_switch` when the task is of another process than
+//!   the one whose address space the CPU has loaded), the runqueue lock (`rq_lock`, plus `scan`
+//!   per task examined, waiting while another CPU holds the same lock) and a migrated task's
+//!   cache refill (`migration`) are charged to the task being switched in, as the kernel's
+//!   accounting does;
 //! - a message on a loopback TCP/UDP channel takes the machine-wide transmit lock (`net_lock`,
 //!   spinning while another CPU holds it); an in-process queue costs what a pipe message does;
 //!   a message on a channel last used on another CPU pays `bounce` (its lines change caches);
@@ -79,7 +81,9 @@
 //!   thread, through which loopback TCP/UDP goes on `bsd4` and `ule`, and Linux's kswapd
 //!   (counted as the group `kernel`, outside `total`);
 //! - `numa.rs`, `timeline.rs`: memory placement on machines with sockets, and the run-queue
-//!   timeline.
+//!   timeline;
+//! - `address_space.rs`: which process each task is of, and which address space each CPU has
+//!   loaded (`mm_switch`).
 
 use crate::context::{Halt, Shared, SimContext, Watch};
 use crate::cost::CostModel;
@@ -479,6 +483,7 @@ enum Event {
 }
 
 mod accounting;
+mod address_space;
 mod byte_queue;
 mod clock;
 mod costs;
@@ -499,6 +504,7 @@ mod tcp_wait;
 mod timeline;
 
 mod attrs;
+use address_space::AddressSpaces;
 use clock::Clock;
 use costs::Costs;
 use cpus::Cpus;
@@ -553,6 +559,9 @@ struct Machine<'a> {
     timeline: Option<Timeline>,
     /// The plan's wait end, ns ([`schedlab_workload::SyncPlan::wait_end`], `sync.rs`).
     wait_end: Option<u64>,
+    /// Each task's process and each CPU's loaded address space, for `mm_switch`
+    /// (`address_space.rs`).
+    spaces: AddressSpaces,
 }
 
 impl<'a> Machine<'a> {
@@ -597,6 +606,7 @@ impl<'a> Machine<'a> {
             task_knobs: std::collections::HashMap::new(),
             failure: None,
             wait_end: (plan.sync.wait_end).map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
+            spaces: AddressSpaces::new(plan, setup.cpus),
             timeline: setup
                 .timeline
                 .then(|| Timeline::new(setup.cpus, "simulator (exact)", "all")),

@@ -98,6 +98,11 @@ impl Machine<'_> {
         let mut cost = self.rq_lock(cpu, hold);
         if prev != Some(n) {
             cost += self.costs.jittered(self.costs.hot.switch);
+            // Only asked when charged: at the built-in profiles' 0 the switch path is as before.
+            let mm_switch = self.costs.model.mm_switch;
+            if mm_switch != 0 && self.spaces.switch_to(cpu, n) {
+                cost += self.costs.c(mm_switch);
+            }
             if let Some(last) = last_ran.filter(|&c| c != cpu) {
                 let refill = self
                     .costs
