@@ -39,8 +39,9 @@
 //!   `2 + m`;
 //! - `rcu`: no lock on the walk; a miss takes it to insert; the final `dput`: `m + 1`.
 //!
-//! [`Interrupts`] (off unless asked for, [`Walker::with_interrupts`]) lengthen holds: 2.4.17
-//! takes `dcache_lock` with a plain `spin_lock` (fs/dcache.c), which leaves interrupts enabled,
+//! [`Interrupts`] (off unless asked for, [`Walker::with_interrupts`]) lengthen holds: 2.4 (read
+//! at 2.4.15; the seed ran 2.4.17) takes `dcache_lock` with a plain `spin_lock` (fs/dcache.c,
+//! fs/namei.c, fs/namespace.c), which leaves interrupts enabled,
 //! and `do_IRQ` (arch/i386/kernel/irq.c) runs the pending softirqs (`do_softirq`) on its way out,
 //! on the interrupted CPU — so a hold that a network interrupt lands in lasts as long as the
 //! handler and the softirq's work: `net_rx_action` (net/core/dev.c) goes on for up to
