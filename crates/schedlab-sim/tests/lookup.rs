@@ -325,10 +325,10 @@ fn an_interrupt_lengthens_the_hold_it_lands_in_as_often_as_the_lock_is_held() {
         // A waiter that comes in a lengthened hold waits for the rest of it.
         let mean_wait = |l: &LockStats| l.wait_ns as f64 / l.waited.max(1) as f64;
         assert!(
-            mean_wait(&hit_lock) > 3.0 * mean_wait(&plain_lock),
+            mean_wait(hit_lock) > 3.0 * mean_wait(plain_lock),
             "{dcache}: mean wait {:.0} ns with interrupts, {:.0} without",
-            mean_wait(&hit_lock),
-            mean_wait(&plain_lock)
+            mean_wait(hit_lock),
+            mean_wait(plain_lock)
         );
     }
 }
