@@ -7,6 +7,7 @@ mod common;
 use schedlab_sim::SimResult;
 use schedlab_workload::presets::lookup::DCACHE_LOCK;
 use schedlab_workload::presets::{Lookup, Preset};
+use schedlab_workload::record::LockStats;
 use schedlab_workload::Workload;
 use std::time::Duration;
 
@@ -258,4 +259,103 @@ fn walks_bunched_in_requests_contend_no_more_often_than_the_lock_is_held() {
             "{dcache}: CON/UTIL {s:.2} spread, {b:.2} bunched"
         );
     }
+}
+
+/// The statistics of `dcache_lock` in a run.
+fn dcache_lock(r: &SimResult) -> &LockStats {
+    r.locks.iter().find(|l| l.name == DCACHE_LOCK).unwrap()
+}
+
+/// `lookup` of 8 tasks on 8 CPUs, everything cached, exponential gaps of `request`, with
+/// `extra` parameters set.
+fn lookup_with(dcache: &str, lookups: usize, request: &str, extra: &[(&str, &str)]) -> Lookup {
+    let mut l = lookup(dcache, 8, lookups, "100");
+    for &(k, v) in [("request", request), ("gaps", "exp")].iter().chain(extra) {
+        Preset::set_param(&mut l, k, v).unwrap();
+    }
+    Preset::check(&l).unwrap();
+    l
+}
+
+#[test]
+fn an_interrupt_lengthens_the_hold_it_lands_in_as_often_as_the_lock_is_held() {
+    // 2 µs pieces of holding (a component or a dput): at 25,000 interrupts a second an
+    // interrupt lands in one with probability 1 − e^(−0.05); each adds 100 µs on average.
+    // Every strategy holds the lock for 7 pieces per walk (lock: 6 components and the dput
+    // in 7 holds; fastwalk: 6 in one hold and the dput) but rcu for 1 (the dput).
+    let (n, piece_ns) = (8 * 1000u64, 2_000u64);
+    let p = 1.0 - (-25_000.0 * 2e-6_f64).exp();
+    for (dcache, pieces_per_walk) in [("lock", 7u64), ("fastwalk", 7), ("rcu", 1)] {
+        let plain = sim(&lookup_with(dcache, 1000, "700us", &[]), 8);
+        let w = lookup_with(dcache, 1000, "700us", &[("interrupts", "25000/100us")]);
+        let hit = sim(&w, 8);
+        let (plain_lock, hit_lock) = (dcache_lock(&plain), dcache_lock(&hit));
+        let pieces = n * pieces_per_walk;
+        // Without interrupts a hold is its pieces' work (and the machine's own costs in it).
+        let nominal = pieces * piece_ns;
+        assert!(
+            plain_lock.hold_ns >= nominal && plain_lock.hold_ns < nominal + nominal / 20,
+            "{dcache}: held {} ns for {pieces} pieces",
+            plain_lock.hold_ns
+        );
+        let interrupted: f64 = hit
+            .outcome
+            .tasks
+            .iter()
+            .filter_map(|t| t.samples.get("interrupted"))
+            .flatten()
+            .sum();
+        let expected = pieces as f64 * p;
+        assert!(
+            (interrupted / expected - 1.0).abs() < 0.15,
+            "{dcache}: {interrupted} holds interrupted, expected {expected:.0}"
+        );
+        // What the interrupts added is inside the holds: 100 µs each on average.
+        let added = (hit_lock.hold_ns - plain_lock.hold_ns) as f64 / interrupted;
+        assert!(
+            (added / 100_000.0 - 1.0).abs() < 0.15,
+            "{dcache}: {added:.0} ns added per interrupted hold, expected about 100000"
+        );
+        assert!(
+            hit_lock.hold_max_ns > plain_lock.hold_max_ns + 100_000,
+            "{dcache}: longest hold {} ns with interrupts, {} without",
+            hit_lock.hold_max_ns,
+            plain_lock.hold_max_ns
+        );
+        // A waiter that comes in a lengthened hold waits for the rest of it.
+        let mean_wait = |l: &LockStats| l.wait_ns as f64 / l.waited.max(1) as f64;
+        assert!(
+            mean_wait(hit_lock) > 3.0 * mean_wait(plain_lock),
+            "{dcache}: mean wait {:.0} ns with interrupts, {:.0} without",
+            mean_wait(hit_lock),
+            mean_wait(plain_lock)
+        );
+    }
+}
+
+#[test]
+fn a_request_rate_swinging_on_the_whole_machine_contends_more_often_than_the_lock_is_held() {
+    // The same mean rate, served in the first half of every 10 ms on all eight CPUs at once:
+    // acquisitions all come while the lock is held twice as much as on average, so the share
+    // that waits is above the share of time it is held (seed 003's lock row: 1.32), where a
+    // steady rate keeps it below (the test above).
+    let steady = sim(&lookup_with("lock", 1600, "700us", &[]), 8);
+    let swing = sim(
+        &lookup_with("lock", 1600, "700us", &[("swing", "10ms/0.5")]),
+        8,
+    );
+    let (s, w) = (
+        contention_over_utilisation(&steady),
+        contention_over_utilisation(&swing),
+    );
+    assert!(s < 1.25, "steady: CON/UTIL {s:.2}");
+    assert!(w > 1.4, "swinging: CON/UTIL {w:.2} (steady {s:.2})");
+    // The tasks sleep through the second half of each period: the run takes about as long.
+    let span = |r: &SimResult| dcache_lock(r).elapsed_ns as f64;
+    assert!(
+        (span(&swing) / span(&steady) - 1.0).abs() < 0.2,
+        "elapsed {} ns swinging, {} steady",
+        span(&swing),
+        span(&steady)
+    );
 }

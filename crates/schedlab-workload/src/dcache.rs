@@ -38,6 +38,18 @@
 //!   system's lookup and takes it again to insert and go on; then unlock, and the final `dput`:
 //!   `2 + m`;
 //! - `rcu`: no lock on the walk; a miss takes it to insert; the final `dput`: `m + 1`.
+//!
+//! [`Interrupts`] (off unless asked for, [`Walker::with_interrupts`]) lengthen holds: 2.4 (read
+//! at 2.4.15; the seed ran 2.4.17) takes `dcache_lock` with a plain `spin_lock` (fs/dcache.c,
+//! fs/namei.c, fs/namespace.c), which leaves interrupts enabled,
+//! and `do_IRQ` (arch/i386/kernel/irq.c) runs the pending softirqs (`do_softirq`) on its way out,
+//! on the interrupted CPU — so a hold that a network interrupt lands in lasts as long as the
+//! handler and the softirq's work: `net_rx_action` (net/core/dev.c) goes on for up to
+//! `netdev_max_backlog` (300) packets or until more than a jiffy has passed. Lockmeter times a
+//! hold from its acquisition to its release, so its table counts that time as held. A CPU is
+//! interrupted at `rate` a second (a Poisson process), so a hold of `h` is lengthened with
+//! probability 1 − e^(−rate·h), by an exponential draw of mean `length` (at most
+//! [`MAX_INTERRUPT`]); interrupts outside the lock are part of the work around it.
 
 use crate::context::{Context, LockId};
 use crate::error::ValueError;
@@ -56,6 +68,60 @@ pub const MISS_FACTOR: u32 = 20;
 
 /// The parent of a tree's top entries.
 pub const ROOT: u32 = u32::MAX;
+
+/// The longest that one interrupt lengthens a hold: two jiffies at HZ 100, as 2.4's
+/// `net_rx_action` stops once more than one jiffy has passed.
+pub const MAX_INTERRUPT: Duration = Duration::from_millis(20);
+
+/// Interrupts that come while a CPU holds `dcache_lock` and lengthen the hold by their handler
+/// and softirq work (the module comment gives the source).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Interrupts {
+    /// Interrupts a second on each CPU (a Poisson process).
+    pub rate: f64,
+    /// Mean time one takes, handler and softirq (exponential, at most [`MAX_INTERRUPT`]).
+    pub length: Duration,
+}
+
+impl Interrupts {
+    /// How much an interrupt lengthens a hold of `held`, if one comes in it: with probability
+    /// 1 − e^(−rate·held), an exponential draw of mean `length`, at most [`MAX_INTERRUPT`].
+    pub fn draw(&self, held: Duration, rng: &mut SplitMix) -> Option<Duration> {
+        let hit = 1.0 - (-self.rate * held.as_secs_f64()).exp();
+        if rng.unit() >= hit {
+            return None;
+        }
+        // u in (0, 1]: −ln u is finite.
+        let u = 1.0 - rng.unit();
+        Some(self.length.mul_f64(-u.ln()).min(MAX_INTERRUPT))
+    }
+}
+
+/// A small seeded generator (SplitMix64, Steele, Lea and Flood 2014): draws that depend on the
+/// task alone, the same on both backends.
+#[derive(Clone, Debug, Default)]
+pub struct SplitMix(u64);
+
+impl SplitMix {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A uniform draw in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
 
 /// How a lookup walks the cached path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,6 +251,20 @@ pub struct WalkTally {
     pub acquisitions: u64,
     /// Components the cache did not hold.
     pub misses: u64,
+    /// Holds an interrupt lengthened ([`Walker::with_interrupts`]).
+    pub interrupted: u64,
+    /// The generator of the interrupts' draws.
+    draws: SplitMix,
+}
+
+impl WalkTally {
+    /// An empty tally whose interrupts are drawn from a generator seeded with `seed`.
+    pub fn seeded(seed: u64) -> WalkTally {
+        WalkTally {
+            draws: SplitMix::new(seed),
+            ..WalkTally::default()
+        }
+    }
 }
 
 /// Resolves paths through a [`Dentries`] with one strategy, under one lock of the plan.
@@ -196,6 +276,8 @@ pub struct Walker {
     component: Duration,
     /// The plan's spin lock standing for `dcache_lock`.
     lock: LockId,
+    /// Interrupts that lengthen its holds, if modelled.
+    interrupts: Option<Interrupts>,
 }
 
 impl Walker {
@@ -206,7 +288,22 @@ impl Walker {
             strategy,
             component,
             lock,
+            interrupts: None,
         })
+    }
+
+    /// This walker with `interrupts` lengthening its holds (`None`: never).
+    pub fn with_interrupts(self, interrupts: Option<Interrupts>) -> Walker {
+        Walker { interrupts, ..self }
+    }
+
+    /// `work` of CPU with `dcache_lock` held, and the interrupt that comes in it, if one does.
+    async fn held<C: Context>(&self, ctx: &C, work: Duration, tally: &mut WalkTally) {
+        ctx.compute(work).await;
+        if let Some(extra) = self.interrupts.and_then(|i| i.draw(work, &mut tally.draws)) {
+            tally.interrupted += 1;
+            ctx.compute(extra).await;
+        }
     }
 
     /// Take `dcache_lock`, counting it.
@@ -259,15 +356,17 @@ impl Walker {
                 }
                 ctx.compute(miss_work).await;
                 self.take(ctx, tally).await;
-                ctx.compute(self.component).await;
+                self.held(ctx, self.component, tally).await;
                 if !held_over_walk {
+                    ctx.unlock(self.lock);
+                }
+            } else if per_component || held_over_walk {
+                self.held(ctx, self.component, tally).await;
+                if per_component {
                     ctx.unlock(self.lock);
                 }
             } else {
                 ctx.compute(self.component).await;
-                if per_component {
-                    ctx.unlock(self.lock);
-                }
             }
             cache.get_ref(want, parent);
             parent = want;
@@ -290,7 +389,45 @@ impl Walker {
     ) {
         cache.put_ref(e);
         self.take(ctx, tally).await;
-        ctx.compute(self.component).await;
+        self.held(ctx, self.component, tally).await;
         ctx.unlock(self.lock);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupt_lands_in_a_hold_as_often_as_its_rate_says_and_adds_its_mean() {
+        let i = Interrupts {
+            rate: 25_000.0,
+            length: Duration::from_micros(100),
+        };
+        let held = Duration::from_micros(2);
+        let mut rng = SplitMix::new(7);
+        let n = 200_000;
+        let extras: Vec<Duration> = (0..n).filter_map(|_| i.draw(held, &mut rng)).collect();
+        let p = 1.0 - (-0.05_f64).exp();
+        let share = extras.len() as f64 / n as f64;
+        assert!(
+            (share / p - 1.0).abs() < 0.05,
+            "{share} of holds, expected {p}"
+        );
+        let mean = extras.iter().sum::<Duration>().as_secs_f64() / extras.len() as f64;
+        assert!((mean / 100e-6 - 1.0).abs() < 0.05, "mean {mean}");
+        // None at rate 0; never past the cap however long the mean.
+        let none = Interrupts { rate: 0.0, ..i };
+        assert!((0..1000).all(|_| none.draw(held, &mut rng).is_none()));
+        let long = Interrupts {
+            rate: 1e6,
+            length: MAX_INTERRUPT,
+        };
+        let draws: Vec<Duration> = (0..10_000)
+            .filter_map(|_| long.draw(Duration::from_millis(1), &mut rng))
+            .collect();
+        assert_eq!(draws.len(), 10_000);
+        assert!(draws.iter().all(|&d| d <= MAX_INTERRUPT));
+        assert!(draws.contains(&MAX_INTERRUPT));
     }
 }

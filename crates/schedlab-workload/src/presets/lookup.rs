@@ -43,6 +43,18 @@
 //! hold. The seed shows such holds only as its maxima (3.3–13 ms); `prune` lets an experiment
 //! ask what rate and length would give its mean waits. Off by default.
 //!
+//! `interrupts=RATE/LENGTH` lengthens holds of `dcache_lock` by the interrupts that land in them:
+//! each CPU is interrupted RATE times a second, and one that comes while the task holds the lock
+//! keeps it held for its handler and softirq work (mean LENGTH), as 2.4's `spin_lock` leaves
+//! interrupts on and `do_IRQ` runs the softirqs on its way out ([`crate::dcache`] has the
+//! source). Off by default.
+//!
+//! `swing=PERIOD/SHARE` makes the machine's request rate vary in time, in step on every CPU:
+//! in the first SHARE of every PERIOD (from the run's epoch) the tasks serve requests whose work
+//! is SHARE × `request` (so the mean rate over a period stays), and a task that finishes a
+//! request in the rest of the period sleeps until the next one starts — the bursts of a load
+//! that rises and falls across the whole machine at once. Off by default.
+//!
 //! `dcache_lock` is a spin lock of the plan, so `--locks` prints lockmeter's table of it. Metrics:
 //! lookups per second (all lookups over the span from the first task's start to the last one's
 //! end, after the barrier in `kernel`), each lookup's latency (the walk, without the request's
@@ -55,7 +67,7 @@ use super::params::{
 };
 use super::{metric, Outcome, Workload};
 use crate::context::{BarrierId, Context, LockId, PathOp, WorkloadError};
-use crate::dcache::{Dentries, WalkTally, Walker, ROOT};
+use crate::dcache::{Dentries, Interrupts, SplitMix, WalkTally, Walker, MAX_INTERRUPT, ROOT};
 use crate::duration::{format_duration, parse_duration};
 use crate::error::{ParamError, ValueError};
 use crate::plan::{GroupPlan, LockKind, Plan, SyncPlan, TaskMode, TaskRef, Transport};
@@ -80,6 +92,15 @@ const PRUNE_SEED: u64 = 0x9a95_3003;
 
 /// The rarest `prune` (one request in this many).
 const MAX_PRUNE_EVERY: u64 = 100_000_000;
+
+/// Salt of the generator of `interrupts`' draws, apart from the others.
+const IRQ_SEED: u64 = 0x9a95_1003;
+
+/// The most interrupts a second on one CPU.
+const MAX_IRQ_RATE: f64 = 1_000_000.0;
+
+/// The longest `swing` period.
+const MAX_SWING_PERIOD: Duration = Duration::from_secs(10);
 
 /// The longest exponential gap, in means (e^−50: never reached in practice; it bounds a draw).
 const MAX_GAP_MEANS: f64 = 50.0;
@@ -264,6 +285,88 @@ fn parse_prune(value: &str) -> Result<Option<Prune>, ParamError> {
     }
 }
 
+/// `none` or `RATE/LENGTH` (RATE interrupts a second on a CPU, 0..1000000; LENGTH their mean
+/// time, 0..20ms).
+fn parse_interrupts(value: &str) -> Result<Option<Interrupts>, ParamError> {
+    let v = value.trim();
+    if v == "none" {
+        return Ok(None);
+    }
+    let bad = |what: &str| ParamError::value(NAME, "interrupts", value, what);
+    let Some((rate, length)) = v.split_once('/') else {
+        return Err(bad(
+            "is not accepted; use none or RATE/LENGTH, such as 200/500us",
+        ));
+    };
+    let rate = match rate.trim().parse::<f64>() {
+        Ok(r) if (0.0..=MAX_IRQ_RATE).contains(&r) => r,
+        _ => {
+            return Err(bad(
+                "is not accepted: RATE is interrupts a second on one CPU, 0..1000000 (RATE/LENGTH, such as 200/500us)",
+            ))
+        }
+    };
+    match parse_duration(length) {
+        Ok(length) if length <= MAX_INTERRUPT => Ok(Some(Interrupts { rate, length })),
+        _ => Err(bad(
+            "is not accepted: LENGTH is a duration 0..20ms (RATE/LENGTH, such as 200/500us)",
+        )),
+    }
+}
+
+/// A machine-wide request rate that varies in time (`swing=PERIOD/SHARE`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Swing {
+    /// The length of one cycle, from the run's epoch.
+    pub period: Duration,
+    /// The share of each period in which requests are served, (0, 1].
+    pub share: f64,
+}
+
+impl fmt::Display for Swing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", format_duration(self.period), self.share)
+    }
+}
+
+impl Swing {
+    /// When the next serving part starts, if `now` is past this period's: the next period's
+    /// start.
+    fn resume_at(&self, now: Duration) -> Option<Duration> {
+        let period = self.period.as_nanos();
+        let phase = now.as_nanos() % period;
+        (phase as f64 >= self.share * period as f64)
+            .then(|| now + Duration::from_nanos((period - phase) as u64))
+    }
+}
+
+/// `none` or `PERIOD/SHARE` (a period of 1us..10s, a share in (0, 1]).
+fn parse_swing(value: &str) -> Result<Option<Swing>, ParamError> {
+    let v = value.trim();
+    if v == "none" {
+        return Ok(None);
+    }
+    let bad = |what: &str| ParamError::value(NAME, "swing", value, what);
+    let Some((period, share)) = v.split_once('/') else {
+        return Err(bad(
+            "is not accepted; use none or PERIOD/SHARE, such as 20ms/0.5",
+        ));
+    };
+    let period =
+        match parse_duration(period) {
+            Ok(d) if d >= Duration::from_micros(1) && d <= MAX_SWING_PERIOD => d,
+            _ => return Err(bad(
+                "is not accepted: PERIOD is a duration 1us..10s (PERIOD/SHARE, such as 20ms/0.5)",
+            )),
+        };
+    match share.trim().parse::<f64>() {
+        Ok(share) if share > 0.0 && share <= 1.0 => Ok(Some(Swing { period, share })),
+        _ => Err(bad(
+            "is not accepted: SHARE is the serving share of a period, above 0 and at most 1 (PERIOD/SHARE, such as 20ms/0.5)",
+        )),
+    }
+}
+
 /// Tasks resolving paths under a dcache strategy.
 #[derive(Clone, Debug)]
 pub struct Lookup {
@@ -291,6 +394,10 @@ pub struct Lookup {
     pub gaps: Gaps,
     /// A rare long hold of `dcache_lock` after a request, if any.
     pub prune: Option<Prune>,
+    /// Interrupts that lengthen the holds they land in, if modelled.
+    pub interrupts: Option<Interrupts>,
+    /// A request rate that varies in time on the whole machine, if any.
+    pub swing: Option<Swing>,
     /// The path calls of one request, in order (each a walk of the request's file).
     pub calls: Vec<Call>,
     /// CPU work between two calls of a request, outside any lock.
@@ -317,6 +424,8 @@ impl Default for Lookup {
             request: Duration::from_micros(700),
             gaps: Gaps::Fixed,
             prune: None,
+            interrupts: None,
+            swing: None,
             calls: vec![Call::Stat],
             // Not published for the seed's server: the user-space phases between Apache's stat
             // and open (the other walks over the configuration, access and type checks, the
@@ -461,6 +570,33 @@ const TABLE: &[Param<Lookup>] = &[
     .recorded_when(|w| w.prune.is_some()),
     Param::new(
         ParamDef::value(
+            "interrupts",
+            "none",
+            "none|RATE/LENGTH",
+            "Interrupts a second on each CPU and their mean length (handler and softirq work; at most 20ms each): one that comes while a task holds dcache_lock lengthens the hold, as 2.4's spin_lock leaves interrupts on; e.g. 200/500us; none: not modelled.",
+        ),
+        |w: &mut Lookup, v| parse_interrupts(v).map(|i| w.interrupts = i),
+        |w| {
+            w.interrupts.map_or_else(
+                || "none".into(),
+                |i| format!("{}/{}", i.rate, format_duration(i.length)),
+            )
+        },
+    )
+    .recorded_when(|w| w.interrupts.is_some()),
+    Param::new(
+        ParamDef::value(
+            "swing",
+            "none",
+            "none|PERIOD/SHARE",
+            "A request rate that varies in time on the whole machine: requests are served in the first SHARE of every PERIOD (their work SHARE × request, so the mean rate stays), and a task that finishes one in the rest sleeps until the next period; e.g. 20ms/0.5; none: a steady rate.",
+        ),
+        |w: &mut Lookup, v| parse_swing(v).map(|s| w.swing = s),
+        |w| w.swing.map_or_else(|| "none".into(), |s| s.to_string()),
+    )
+    .recorded_when(|w| w.swing.is_some()),
+    Param::new(
+        ParamDef::value(
             "calls",
             "stat",
             "stat|open|CALL+CALL...",
@@ -495,6 +631,17 @@ impl Lookup {
                 &["prune", "dcache"],
                 format!(
                     "ask for holds of the simulated dcache_lock (prune={p}) under dcache=kernel, which does not take it; accepted: prune=none with dcache=kernel"
+                ),
+            ));
+        }
+        if let (Some(i), Dcache::Kernel) = (self.interrupts, self.dcache) {
+            return Err(ParamError::params(
+                NAME,
+                &["interrupts", "dcache"],
+                format!(
+                    "ask for interrupts in holds of the simulated dcache_lock (interrupts={}/{}) under dcache=kernel, whose interrupts are the machine's own; accepted: interrupts=none with dcache=kernel",
+                    i.rate,
+                    format_duration(i.length)
                 ),
             ));
         }
@@ -623,6 +770,7 @@ impl Lookup {
     /// The walker of this configuration's strategy (`None` for `kernel`).
     fn walker(&self) -> Option<Walker> {
         Walker::new(self.dcache, self.component, Self::LOCK)
+            .map(|w| w.with_interrupts(self.interrupts))
     }
 
     /// One request's work: `request`, or with `gaps=exp` an exponential draw of that mean
@@ -631,10 +779,16 @@ impl Lookup {
         match self.gaps {
             Gaps::Fixed => self.request,
             Gaps::Exp => {
-                let u = ((rng.next() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+                let u = ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
                 self.request.mul_f64((-u.ln()).min(MAX_GAP_MEANS))
             }
         }
+    }
+
+    /// One request's work as served: [`Lookup::gap`], times `swing`'s share when it swings.
+    fn served_gap(&self, rng: &mut SplitMix) -> Duration {
+        let gap = self.gap(rng);
+        self.swing.map_or(gap, |s| gap.mul_f64(s.share))
     }
 
     /// The path the kernel walks for one lookup of task `task` in `kernel` mode.
@@ -736,7 +890,7 @@ impl Workload for Lookup {
         let Some(walker) = self.walker() else {
             return self.kernel_lookups(ctx, tree, task, &mut rng).await;
         };
-        let mut tally = WalkTally::default();
+        let mut tally = WalkTally::seeded(IRQ_SEED ^ (task.index as u64) << 32);
         let mut gaps = SplitMix::new(GAP_SEED ^ (task.index as u64) << 32);
         let mut prunes = SplitMix::new(PRUNE_SEED ^ (task.index as u64) << 32);
         ctx.record("start_ns", ctx.now().as_nanos() as f64);
@@ -760,16 +914,19 @@ impl Workload for Lookup {
                 }
                 ctx.record("lookup_ns", (ctx.now() - t0).as_nanos() as f64);
             }
-            ctx.compute(self.gap(&mut gaps)).await;
+            ctx.compute(self.served_gap(&mut gaps)).await;
             for e in open.drain(..) {
                 walker.release(ctx, &tree.dentries, e, &mut tally).await;
             }
             if let Some(p) = self.prune {
-                if prunes.next().is_multiple_of(p.every) {
+                if prunes.next_u64().is_multiple_of(p.every) {
                     ctx.lock(Self::LOCK).await;
                     ctx.compute(p.hold).await;
                     ctx.unlock(Self::LOCK);
                 }
+            }
+            if let Some(at) = self.swing.and_then(|s| s.resume_at(ctx.now())) {
+                ctx.sleep_until(at).await;
             }
             if ctx.stop_requested() {
                 return Err(WorkloadError::Stopped);
@@ -779,6 +936,9 @@ impl Workload for Lookup {
         ctx.record("lookups", self.lookups as f64);
         ctx.record("acquisitions", tally.acquisitions as f64);
         ctx.record("misses", tally.misses as f64);
+        if self.interrupts.is_some() {
+            ctx.record("interrupted", tally.interrupted as f64);
+        }
         Ok(())
     }
 
@@ -874,7 +1034,14 @@ impl Workload for Lookup {
         let per = self.component * (self.depth as u32 * 2 + MISS_FACTOR)
             + (self.request + self.between * (self.calls.len() as u32 - 1))
                 / self.calls.len() as u32;
-        let total = per.as_secs_f64() * (self.threads * self.lookups) as f64;
+        // Interrupts add, per second held, `rate` × `length` (at most every component and the
+        // dput held); a swing stretches the time by 1 / share.
+        let held = self.component.as_secs_f64() * (self.depth + MISS_FACTOR as usize + 2) as f64;
+        let irq = self
+            .interrupts
+            .map_or(0.0, |i| held * i.rate * i.length.as_secs_f64());
+        let share = self.swing.map_or(1.0, |s| s.share);
+        let total = (per.as_secs_f64() + irq) / share * (self.threads * self.lookups) as f64;
         Some(Duration::from_secs_f64(total * 4.0 + 60.0))
     }
 }
@@ -930,7 +1097,7 @@ impl Tree {
         let mut leaf_of_rank: Vec<u32> = (0..leaves as u32).collect();
         let mut rng = SplitMix::new(0xdcac_4e00);
         for i in (1..leaf_of_rank.len()).rev() {
-            let j = (rng.next() % (i as u64 + 1)) as usize;
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
             leaf_of_rank.swap(i, j);
         }
         // Each entry's popularity: its files' summed weights.
@@ -972,7 +1139,7 @@ impl Tree {
 
     /// Draw a file (index among leaves) by popularity.
     fn draw(&self, rng: &mut SplitMix) -> u32 {
-        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let u = rng.unit();
         let rank = self
             .cdf
             .partition_point(|&c| c <= u)
@@ -1037,24 +1204,6 @@ fn level_sizes(files: usize, depth: usize) -> Vec<usize> {
     }
     sizes.push(files - used);
     sizes
-}
-
-/// A small seeded generator (SplitMix64, Steele, Lea and Flood 2014): draws that depend on the
-/// task alone, the same on both backends.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn new(seed: u64) -> SplitMix {
-        SplitMix(seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
 }
 
 #[cfg(test)]
@@ -1202,5 +1351,66 @@ mod tests {
             e.contains("prune=1.000ms/10") && e.contains("dcache=kernel"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn interrupts_are_a_rate_and_a_length_recorded_only_when_set() {
+        let mut l = Lookup::default();
+        assert!(!l.params().contains_key("interrupts"));
+        l.set_param("interrupts", "200/500us").unwrap();
+        assert_eq!(
+            l.interrupts,
+            Some(Interrupts {
+                rate: 200.0,
+                length: Duration::from_micros(500)
+            })
+        );
+        assert_eq!(
+            l.params().get("interrupts").map(String::as_str),
+            Some("200/500.000us")
+        );
+        l.validate().unwrap();
+        for bad in ["200", "x/1ms", "-1/1ms", "2000000/1ms", "200/21ms", "200/x"] {
+            let e = l.set_param("interrupts", bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("interrupts"), "{e}");
+        }
+        l.set_param("dcache", "kernel").unwrap();
+        let e = l.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("interrupts=200/500.000us") && e.contains("dcache=kernel"),
+            "{e}"
+        );
+        l.set_param("interrupts", "none").unwrap();
+        assert_eq!(l.interrupts, None);
+        l.validate().unwrap();
+    }
+
+    #[test]
+    fn swing_serves_in_the_first_share_of_each_period_and_is_recorded_only_when_set() {
+        let mut l = Lookup::default();
+        assert!(!l.params().contains_key("swing"));
+        l.set_param("swing", "20ms/0.25").unwrap();
+        let s = l.swing.unwrap();
+        assert_eq!(
+            l.params().get("swing").map(String::as_str),
+            Some("20.000ms/0.25")
+        );
+        let ms = Duration::from_millis;
+        // Serving in [0, 5ms) of every 20 ms; sleeping to the next period's start after.
+        assert_eq!(s.resume_at(ms(0)), None);
+        assert_eq!(s.resume_at(ms(4)), None);
+        assert_eq!(s.resume_at(ms(5)), Some(ms(20)));
+        assert_eq!(s.resume_at(ms(19)), Some(ms(20)));
+        assert_eq!(s.resume_at(ms(41)), None);
+        assert_eq!(s.resume_at(ms(47)), Some(ms(60)));
+        // A request's work is the share of what it would be.
+        let mut rng = SplitMix::new(GAP_SEED);
+        assert_eq!(l.served_gap(&mut rng), l.request.mul_f64(0.25));
+        for bad in ["20ms", "0/0.5", "20ms/0", "20ms/1.5", "11s/0.5", "20ms/x"] {
+            let e = l.set_param("swing", bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("swing"), "{e}");
+        }
+        l.set_param("swing", "none").unwrap();
+        assert_eq!(l.swing, None);
     }
 }
