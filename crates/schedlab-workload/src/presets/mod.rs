@@ -33,7 +33,7 @@ pub use lookup::Lookup;
 pub use messaging::Messaging;
 pub use params::{
     param_defs, set_from_table, Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues,
-    Param, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
+    Param, ParamDef, ParamKind, Preset, SizedBy, MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
 pub use schbench::{Pin, Schbench};
