@@ -701,7 +701,10 @@ impl Reader<'_> {
             metrics: MetricsSpec::default(),
             ends_at: (global.duration.as_ref())
                 .map(|d| std::time::Duration::from_secs(d.value.unsigned_abs())),
-            rtapp_log: Some(global.log),
+            rtapp_log: Some(crate::model::RtAppLog {
+                calibration: global.calibration,
+                ..global.log
+            }),
             compute_as: Some(Spanned::new(format!("${RUN_AS}"), Span::default())),
             loop_calibration: global.calibration,
             computes: None,
@@ -898,7 +901,6 @@ impl Reader<'_> {
                     match e.value {
                         Value::NumberLit(_) => {
                             let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
-                            g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
                             // rt-app measures on its calibration CPU (0) when the number is 0.
                             g.calibration = match ns.value {
                                 0 => LoopCalibration::Measure { cpu: 0 },
@@ -926,7 +928,7 @@ impl Reader<'_> {
                         }
                     }
                     // Where `run` is a loop count the calibration is what sets it: no warning.
-                    self.cpu_time_warnings.borrow_mut().push(Diagnostic::new(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with --run-as cpu-time (the default) schedlab's 'run' is that much CPU time itself and needs no calibration (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)"));
+                    self.cpu_time_warnings.borrow_mut().push(Diagnostic::new(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with --run-as cpu-time (the default) schedlab's 'run' is that much CPU time itself and needs no calibration (only --rt-app-logs counts its 'perf' column at it: the loops rt-app's loop would have run, measured on that CPU before the run, on the real kernel)"));
                 }
                 "pi_enabled" => {
                     if self.boolean(e.key, e.value)? {

@@ -747,6 +747,10 @@ impl Workload for Script {
     fn rt_app_log_basename(&self) -> Option<String> {
         (self.program().rtapp_log.as_ref()).map(|l| l.basename.clone())
     }
+
+    fn rt_app_log_calibration(&self) -> Option<schedlab_workload::LoopCalibration> {
+        (self.program().rtapp_log.as_ref()).map(|l| l.calibration)
+    }
 }
 
 /// The `set` steps of `steps`, nested ones too: each one's knobs and place.

@@ -224,6 +224,14 @@ pub trait Workload: Send + Sync + 'static {
     fn loop_calibration(&self) -> Option<crate::context::LoopCalibration> {
         None
     }
+    /// The calibration at which rt-app's logs count the `perf` column, the loops of rt-app's
+    /// busy loop a pass's `run`s take ([`Workload::rt_app_log_basename`]): rt-app's
+    /// `calibration`, whatever the body's `run` is. When a run keeps the logs, the real
+    /// backend measures a `"CPU<n>"` one before the tasks start, as it measures
+    /// [`Workload::loop_calibration`]'s. `None` (the default): the workload has no such logs.
+    fn rt_app_log_calibration(&self) -> Option<crate::context::LoopCalibration> {
+        None
+    }
 }
 
 /// What identifies the read-only files of a configuration ([`Workload::shared_files`]).
