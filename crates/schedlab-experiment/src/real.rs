@@ -323,7 +323,7 @@ impl Backend for RealBackend {
                 return Err(match sized_by {
                     SizedBy::Param(param) => ParamError::value(
                         workload,
-                        *param,
+                        param,
                         format_size(bytes),
                         format!("is more than half of the memory available now ({now}); memload would risk the OOM killer — use at most {most}"),
                     )

@@ -1040,7 +1040,7 @@ impl Preset for Interbench {
     fn host_needs(&self) -> HostNeeds {
         HostNeeds {
             memory: (self.load == LoadKind::Memload)
-                .then(|| (SizedBy::Param("mem-size"), self.mem_size)),
+                .then_some((SizedBy::Param("mem-size"), self.mem_size)),
             files: match self.load {
                 LoadKind::Write | LoadKind::Read => Some(("io-size", self.io_size)),
                 LoadKind::Compile => Some(("io-size", 2 * self.io_size)),
