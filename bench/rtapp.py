@@ -427,6 +427,12 @@ def summary(tally):
         print(f"schedlab within rt-app's own spread (|schedlab/rt-app - 1| <= |A/A - 1|): {sum(ok(r, 'period') and ok(r, 'run') for r in aa_rows)} of {m} threads "
               f"in period and run (period {sum(ok(r, 'period') for r in aa_rows)}, run {sum(ok(r, 'run') for r in aa_rows)}); "
               f"within 2 % or within the spread: {sum(close(r, 'period') and close(r, 'run') for r in aa_rows)} of {m}")
+        # The 2 % goal judged where it can be: on the figures rt-app keeps within 2 % of itself.
+        judged = {k: [r for r in aa_rows if within(r["aa_" + k])] for k in ("period", "run")}
+        print(f"the 2 % goal where rt-app is within 2 % of itself (judgeable): period {sum(within(r['period']) for r in judged['period'])} "
+              f"of the {len(judged['period'])} judgeable threads, run {sum(within(r['run']) for r in judged['run'])} of the {len(judged['run'])} judgeable threads"
+              + "".join(f"; {k} off: " + ", ".join(f"{r['example']} {r['thread']} {'-' if r[k] is None else format(r[k], '.3f')}" for r in judged[k] if not within(r[k]))
+                        for k in ("period", "run") if any(not within(r[k]) for r in judged[k])))
     # Each side's run against what the file asked, over the threads that have runs.
     for side, name in (("ref_asked", "rt-app"), ("other_asked", "schedlab")):
         asked = [r[side] for r in rows if r.get(side) is not None]

@@ -13,8 +13,10 @@
 # example's ratios over its threads (bench/rtapp.py compare). rt-app's B runs against its A
 # runs (the A/A column and row) are rt-app's own run-to-run spread: the floor under any
 # comparison with it. At the end, how many threads and examples of the real-kernel comparison
-# are within 2 % of rt-app in period and run, how many rt-app keeps within 2 % of itself, and
-# how many of schedlab's are within rt-app's own spread.
+# are within 2 % of rt-app in period and run, how many rt-app keeps within 2 % of itself, how
+# many of schedlab's are within rt-app's own spread, and the 2 % goal judged where it can be:
+# over the threads whose period (run) rt-app keeps within 2 % of itself, how many of schedlab's
+# periods (runs) are within 2 % of rt-app's, naming those that are not.
 #
 # The examples are upstream's (RTAPP_SRC, a git directory of scheduler-tools/rt-app; HEAD's
 # doc/examples), else the rt-app package's copies (/usr/share/doc/rt-app/examples). Each is

@@ -24,7 +24,7 @@ use schedlab_real::wakeups::WakeupCounter;
 use schedlab_real::{host, run_repetition, RepetitionSetup, RunError};
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::presets::interbench::format_size;
-use schedlab_workload::presets::HostNeeds;
+use schedlab_workload::presets::{HostNeeds, SizedBy};
 use schedlab_workload::record::BackendInfo;
 use schedlab_workload::{ParamError, Workload};
 use std::os::unix::fs::PermissionsExt;
@@ -313,22 +313,26 @@ impl Backend for RealBackend {
                 "{workload}: {what} is modelled on the simulator only — run it with --backend sim"
             )));
         }
-        if let Some((param, bytes)) = needs.memory {
+        if let Some((sized_by, bytes)) = &needs.memory {
+            let bytes = *bytes;
             let available = host::available_memory()
-                .map_err(|e| ExperimentError::Host(format!("{workload}: {e} to size memload")))?
+                .map_err(|e| ExperimentError::Host(format!("{workload}: {e} to size its memory")))?
                 as usize;
             if bytes > available / 2 {
-                return Err(ParamError::value(
-                    workload,
-                    param,
-                    format_size(bytes),
-                    format!(
-                        "is more than half of the memory available now ({}); memload would risk the OOM killer — use at most {}",
-                        format_size(available),
-                        format_size(available / 2)
-                    ),
-                )
-                .into());
+                let (now, most) = (format_size(available), format_size(available / 2));
+                return Err(match sized_by {
+                    SizedBy::Param(param) => ParamError::value(
+                        workload,
+                        param,
+                        format_size(bytes),
+                        format!("is more than half of the memory available now ({now}); memload would risk the OOM killer — use at most {most}"),
+                    )
+                    .into(),
+                    SizedBy::Steps(steps) => ExperimentError::Host(format!(
+                        "{steps}. The file's memory steps hold {} in all, more than half of the memory available now ({now}), which could call in the OOM killer; at most {most} is accepted: lower the sizes or the task counts",
+                        format_size(bytes)
+                    )),
+                });
             }
         }
         if let Some((programs, install)) = needs.programs {

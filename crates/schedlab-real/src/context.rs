@@ -60,7 +60,9 @@ pub struct Shared {
     /// Whether bodies keep per-pass rows ([`Context::logs_passes`], `--rt-app-logs`).
     pub log_passes: bool,
     /// Nanoseconds per iteration of the busy loop of [`Context::compute_loops`], measured or
-    /// given before the tasks started ([`schedlab_workload::Workload::loop_calibration`]).
+    /// given before the tasks started ([`schedlab_workload::Workload::loop_calibration`], or
+    /// [`schedlab_workload::Workload::rt_app_log_calibration`] when the run keeps rt-app's
+    /// logs).
     pub ns_per_loop: Option<f64>,
 }
 
@@ -595,6 +597,10 @@ impl Context for RealContext {
 
     fn log_fork(&self, at: Option<Duration>) {
         self.passes.borrow_mut().start = schedlab_workload::passes::forked_at(at);
+    }
+
+    fn ns_per_loop(&self) -> Option<f64> {
+        self.shared.ns_per_loop
     }
 
     async fn compute_loops(&self, work: Duration) {

@@ -184,8 +184,11 @@ pub fn run_repetition<W: Workload>(
         })?;
     let write_locks = tcp_write_locks(&plan, &channels, workload.channel_volume());
     // rt-app calibrates its busy loop before it creates the threads; so does this, every
-    // repetition (a few milliseconds), so that each run's loops match its own start.
-    let ns_per_loop = match workload.loop_calibration() {
+    // repetition (a few milliseconds), so that each run's loops match its own start: for the
+    // loops `run` is, or, when `run` is CPU time, for the loop counts rt-app's logs give.
+    let calibration = (workload.loop_calibration())
+        .or_else(|| workload.rt_app_log_calibration().filter(|_| setup.passes));
+    let ns_per_loop = match calibration {
         None => None,
         Some(LoopCalibration::Given { ns_per_loop }) => Some(ns_per_loop as f64),
         Some(LoopCalibration::Measure { cpu }) => {

@@ -333,6 +333,7 @@ impl<'a> Compiler<'a> {
             seed,
             expected_time: Duration::ZERO,
             memory: 0,
+            memory_steps: Vec::new(),
             files: 0,
             rtapp_log: self.def.rtapp_log.clone(),
             ends_at: self.def.ends_at,

@@ -10,7 +10,7 @@
 
 use crate::error::{whole, Diagnostic};
 use crate::model::ScriptDef;
-use crate::program::{CAmount, CRef, Instr, Program, MAX_MESSAGE};
+use crate::program::{CAmount, CRef, Instr, MemoryStep, Program, MAX_MESSAGE};
 use crate::span::Span;
 use schedlab_workload::mem_access::BufferKey;
 use schedlab_workload::IoKind;
@@ -151,6 +151,7 @@ pub fn run(
     // CPU and sleep time of the forked tasks, as if they ran one after another.
     let mut forked_time = 0f64;
     let mut memory = 0u64;
+    let mut memory_steps = MemorySteps::default();
     let mut files = 0u64;
     // Shared memory-access buffers count once for the run.
     let mut shared_buffers = std::collections::BTreeMap::new();
@@ -174,12 +175,20 @@ pub fn run(
         } else {
             longest = longest.max(task.time);
         }
-        memory = memory.saturating_add(task.touch);
-        for (key, bytes) in &task.buffers {
+        let (touch, touch_at) = task.touch;
+        memory = memory.saturating_add(touch);
+        if touch > 0 {
+            memory_steps.add(g, touch_at, || format!("touch {touch} B"), touch);
+        }
+        for (key, (bytes, span, what)) in &task.buffers {
             if matches!(key, BufferKey::Shared { .. }) {
-                shared_buffers.insert(key.clone(), *bytes);
+                // Once for the run, under the first step that uses it.
+                if shared_buffers.insert(key.clone(), *bytes).is_none() {
+                    memory_steps.add(g, *span, || what.clone(), *bytes);
+                }
             } else {
                 memory = memory.saturating_add(*bytes);
+                memory_steps.add(g, *span, || what.clone(), *bytes);
             }
         }
         files = files.saturating_add(task.file_max);
@@ -203,8 +212,38 @@ pub fn run(
     };
     program.expected_time = Duration::from_secs_f64(secs.min(6.0 * 3600.0));
     program.memory = memory.saturating_add(shared_buffers.values().sum::<u64>());
+    program.memory_steps = memory_steps.largest_first();
     program.files = files;
     Ok(())
+}
+
+/// The steps that make up a program's memory ([`MemoryStep`]), one entry per step, summed
+/// over the tasks that run it.
+#[derive(Default)]
+struct MemorySteps(std::collections::BTreeMap<(usize, usize, usize), MemoryStep>);
+
+impl MemorySteps {
+    /// One more holder of `bytes` for the step of group `group` at `span` (`what` it asks).
+    fn add(&mut self, group: usize, span: Span, what: impl FnOnce() -> String, bytes: u64) {
+        let step = (self.0.entry((group, span.start, span.end))).or_insert_with(|| MemoryStep {
+            group,
+            span,
+            what: what(),
+            bytes: 0,
+            holders: 0,
+            total: 0,
+        });
+        step.bytes = step.bytes.max(bytes);
+        step.holders += 1;
+        step.total = step.total.saturating_add(bytes);
+    }
+
+    /// The steps, the largest share first (ties in the file's order).
+    fn largest_first(self) -> Vec<MemoryStep> {
+        let mut steps: Vec<MemoryStep> = self.0.into_values().collect();
+        steps.sort_by(|a, b| b.total.cmp(&a.total).then(a.span.start.cmp(&b.span.start)));
+        steps
+    }
 }
 
 /// The dry run's state across tasks: what is left of its budget, whether its counts are
@@ -247,10 +286,11 @@ struct TaskWalk {
     children: u64,
     /// Its CPU and sleep time, seconds.
     time: f64,
-    /// The most memory it touches, bytes.
-    touch: u64,
-    /// The buffers of its memory accesses, with their bytes.
-    buffers: std::collections::BTreeMap<BufferKey, u64>,
+    /// The most memory it touches, bytes, and the touch step that asks it.
+    touch: (u64, Span),
+    /// The buffers of its memory accesses: their bytes, and the place and text of the first
+    /// step that uses each.
+    buffers: std::collections::BTreeMap<BufferKey, (u64, Span, String)>,
     /// Its scratch file's size now and at most, bytes.
     file: u64,
     file_max: u64,
@@ -380,7 +420,7 @@ impl<'p> Walk<'p> {
             held: Vec::new(),
             children: 0,
             time: 0.0,
-            touch: 0,
+            touch: (0, Span::default()),
             buffers: Default::default(),
             file: 0,
             file_max: 0,
@@ -424,9 +464,15 @@ impl<'p> Walk<'p> {
                 Instr::Yield | Instr::Set(_) | Instr::TimedEnd { .. } | Instr::Count { .. } => {}
                 Instr::TimedBegin { .. } => {}
                 Instr::Io { kind, bytes } => t.io(*kind, bytes),
-                Instr::Touch(c) => t.touch = t.touch.max(c.eval(&t.frame).max(0.0) as u64),
+                Instr::Touch(c) => {
+                    let bytes = c.eval(&t.frame).max(0.0) as u64;
+                    if bytes > t.touch.0 {
+                        t.touch = (bytes, span);
+                    }
+                }
                 Instr::MemAccess(a) => {
-                    t.buffers.insert(a.buffer_key(), a.buffer_bytes());
+                    (t.buffers.entry(a.buffer_key()))
+                        .or_insert_with(|| (a.buffer_bytes(), span, a.to_string()));
                     // A generous bound: 100 ns a byte or hop (a miss to memory per hop).
                     t.time += a.count as f64 * 100e-9;
                 }

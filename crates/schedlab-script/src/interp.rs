@@ -21,7 +21,8 @@ use rustc_hash::FxHashMap;
 use schedlab_workload::duration::{DURATION_RANGE, MAX_DURATION};
 use schedlab_workload::passes::{micros, signed_micros, PassRecord};
 use schedlab_workload::{
-    BarrierId, ChannelId, CondId, Context, LockId, SemaphoreId, TaskRef, WorkloadError,
+    BarrierId, ChannelId, CondId, Context, LockId, LoopCalibration, SemaphoreId, TaskRef,
+    WorkloadError,
 };
 use std::time::Duration;
 
@@ -331,7 +332,7 @@ pub async fn run<C: Context>(
     // rt-app's log of phase passes, only when the run keeps them: no clock readings otherwise.
     let mut log = (program.rtapp_log.as_ref())
         .filter(|_| ctx.logs_passes())
-        .map(|l| PassLogger::new(l.calibration_ns, l.cumulative_slack));
+        .map(|l| PassLogger::new(perf_ns_per_loop(ctx, l), l.cumulative_slack));
     // The locks this task holds, oldest first, when the run has an end (released there).
     let mut held: Vec<usize> = Vec::new();
     let mut pc = 0;
@@ -564,16 +565,26 @@ fn ended<C: Context>(got: &Result<(), WorkloadError>, end: Option<Duration>, ctx
 /// rt-app's `run` and `runtime` events, its `period` steps its `timer` events.
 struct PassLogger {
     row: PassRecord,
-    /// ns per loop of rt-app's busy loop, for `perf` (0: not known).
-    calibration_ns: u64,
+    /// ns per loop of rt-app's busy loop, for `perf` (`None`: not known, `perf` 0).
+    ns_per_loop: Option<f64>,
     cumulative_slack: bool,
 }
 
+/// The ns per loop `perf` counts in: the backend's measured or given figure (the real kernel's,
+/// [`Context::ns_per_loop`]), else the file's when it gives a number; `None` for a
+/// `"CPU<n>"` calibration on a backend that runs no loop (the simulator).
+fn perf_ns_per_loop<C: Context>(ctx: &C, log: &crate::model::RtAppLog) -> Option<f64> {
+    ctx.ns_per_loop().or(match log.calibration {
+        LoopCalibration::Given { ns_per_loop } => Some(ns_per_loop as f64),
+        LoopCalibration::Measure { .. } => None,
+    })
+}
+
 impl PassLogger {
-    fn new(calibration_ns: Option<u64>, cumulative_slack: bool) -> PassLogger {
+    fn new(ns_per_loop: Option<f64>, cumulative_slack: bool) -> PassLogger {
         PassLogger {
             row: PassRecord::default(),
-            calibration_ns: calibration_ns.unwrap_or(0),
+            ns_per_loop: ns_per_loop.filter(|ns| *ns > 0.0),
             cumulative_slack,
         }
     }
@@ -591,13 +602,15 @@ impl PassLogger {
         let us = micros(asked);
         self.row.c_duration_us += us;
         self.row.run_us += micros(took);
-        if let Some(loops_per_32us) = 32_000u64.checked_div(self.calibration_ns) {
-            // rt-app 1.0's loadwait returns the loops of the last part under a second; a
-            // runtime event calls it for every 32 µs it stays.
+        if let Some(ns) = self.ns_per_loop {
+            // rt-app 1.0's loadwait returns the loops of the last part under a second (the
+            // loops `run` takes, for a run shorter than that); a runtime event calls it for
+            // every 32 µs it stays.
+            let loops = |us: u64| (us as f64 * 1000.0 / ns) as u64;
             self.row.perf += if busy {
-                micros(took).div_ceil(32).max(1) * loops_per_32us
+                micros(took).div_ceil(32).max(1) * loops(32)
             } else {
-                (us % 1_000_000) * 1000 / self.calibration_ns
+                loops(us % 1_000_000)
             };
         }
     }

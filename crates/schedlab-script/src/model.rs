@@ -127,9 +127,10 @@ impl std::str::FromStr for Computes {
 pub struct RtAppLog {
     /// `log_basename`: the logs are `BASENAME-TASK-INDEX.log` (rt-app's default `rt-app`).
     pub basename: String,
-    /// `calibration` when it is a whole number of ns per loop of rt-app's busy loop: the `perf`
-    /// column counts the loops `run` would have taken (`None`, `"CPU<n>"`: 0).
-    pub calibration_ns: Option<u64>,
+    /// `calibration`: the `perf` column counts the loops of rt-app's busy loop that `run` takes
+    /// at its ns per loop — given, or measured on the real kernel when the run keeps the logs
+    /// (`schedlab_workload::Workload::rt_app_log_calibration`).
+    pub calibration: schedlab_workload::LoopCalibration,
     /// `cumulative_slack`: a pass's slack sums its timers' instead of keeping the last.
     pub cumulative_slack: bool,
 }
@@ -138,7 +139,7 @@ impl Default for RtAppLog {
     fn default() -> RtAppLog {
         RtAppLog {
             basename: "rt-app".into(),
-            calibration_ns: None,
+            calibration: schedlab_workload::LoopCalibration::Measure { cpu: 0 },
             cumulative_slack: false,
         }
     }

@@ -382,6 +382,25 @@ pub struct CDerived {
     pub help: String,
 }
 
+/// One step's share of [`Program::memory`]: what it makes its tasks hold, for an error that
+/// names what the file asked when the machine cannot afford it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryStep {
+    /// The group whose tasks run it.
+    pub group: usize,
+    /// The step's place in the file.
+    pub span: crate::span::Span,
+    /// What the step asks (`touch 8388608 B`, `read 1 of 1073741824 B`).
+    pub what: String,
+    /// The most one holder keeps (bytes).
+    pub bytes: u64,
+    /// How many keep memory for it: the group's tasks that run it, or 1 for a buffer the
+    /// whole run shares.
+    pub holders: u64,
+    /// What they keep in all (bytes).
+    pub total: u64,
+}
+
 /// A workload file compiled for one configuration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
@@ -412,6 +431,8 @@ pub struct Program {
     pub expected_time: std::time::Duration,
     /// Memory the tasks write, at most (bytes).
     pub memory: u64,
+    /// The steps that make up [`Program::memory`], the largest share first.
+    pub memory_steps: Vec<MemoryStep>,
     /// Scratch-file bytes the tasks hold, at most.
     pub files: u64,
     /// rt-app's log settings, for an rt-app file: its phase passes (`Timed` steps) are then

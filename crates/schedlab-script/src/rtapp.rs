@@ -50,7 +50,7 @@
 //! |---|---|
 //! | `global.duration` (s; -1 or 0: none) | [`ScriptDef::ends_at`]: every task stops there, as rt-app's `__shutdown` clears its run flag and cancels every thread — the interpreter stops a task before its next step, cuts its sleeps and timer waits there, releases the locks it holds, and the plan's `wait_end` makes both backends end the barrier, semaphore and condition waits still blocked then (`docs/workload-files.md` says where each task stops). Also the length of every `loop: -1` loop: a [`StepKind::Loop`] whose repeat is a duration, `duration − delay` (rt-app's clock starts before the delay). Without it, a loop of -1 is an error. |
 //! | `global.default_policy` | the `policy` knob of every task without its own |
-//! | `global.calibration` | checked (`"CPU<n>"` or a whole number; 0 is `"CPU0"`, as in rt-app), [`ScriptDef::loop_calibration`]: honoured when the file runs with `run-as=loops` (below: `"CPU<n>"` measures on CPU n, which the real backend refuses before the run where this process may not run); warned ([`ScriptDef::cpu_time_warnings`]) only where a configuration runs as CPU time, which needs no calibration |
+//! | `global.calibration` | checked (`"CPU<n>"` or a whole number; 0 is `"CPU0"`, as in rt-app), [`ScriptDef::loop_calibration`]: honoured when the file runs with `run-as=loops` (below: `"CPU<n>"` measures on CPU n, which the real backend refuses before the run where this process may not run); warned ([`ScriptDef::cpu_time_warnings`]) only where a configuration runs as CPU time, which needs no calibration; `--rt-app-logs` counts its `perf` column at it whatever `run` is (`model::RtAppLog::calibration`) |
 //! | `global.pi_enabled` | `false` accepted; `true` warned: schedlab's locks have no priority inheritance |
 //! | `global.lock_pages`, `logdir`, `log_basename`, `log_size`, `ftrace`, `gnuplot`, `cumulative_slack` | checked; warned when they ask for something (`true`, a log name, trace categories): page locking and rt-app's own logs and traces; schedlab records its own metrics |
 //! | `global.io_device` | checked, warned: `iorun` writes each task's scratch file, never a path the file names |
@@ -701,7 +701,10 @@ impl Reader<'_> {
             metrics: MetricsSpec::default(),
             ends_at: (global.duration.as_ref())
                 .map(|d| std::time::Duration::from_secs(d.value.unsigned_abs())),
-            rtapp_log: Some(global.log),
+            rtapp_log: Some(crate::model::RtAppLog {
+                calibration: global.calibration,
+                ..global.log
+            }),
             compute_as: Some(Spanned::new(format!("${RUN_AS}"), Span::default())),
             loop_calibration: global.calibration,
             computes: None,
@@ -898,7 +901,6 @@ impl Reader<'_> {
                     match e.value {
                         Value::NumberLit(_) => {
                             let ns = self.int_at_least(&e, "a whole number of ns per loop (>= 0) or \"CPU<n>\"", 0)?;
-                            g.log.calibration_ns = Some(ns.value as u64).filter(|n| *n > 0);
                             // rt-app measures on its calibration CPU (0) when the number is 0.
                             g.calibration = match ns.value {
                                 0 => LoopCalibration::Measure { cpu: 0 },
@@ -926,7 +928,7 @@ impl Reader<'_> {
                         }
                     }
                     // Where `run` is a loop count the calibration is what sets it: no warning.
-                    self.cpu_time_warnings.borrow_mut().push(Diagnostic::new(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with --run-as cpu-time (the default) schedlab's 'run' is that much CPU time itself and needs no calibration (a whole number of ns still gives the 'perf' column of --rt-app-logs its unit)"));
+                    self.cpu_time_warnings.borrow_mut().push(Diagnostic::new(e.key_span, "'calibration' is used only with --run-as loops (rt-app's semantic: 'run' a count of its busy loop, calibrated to take that many µs); with --run-as cpu-time (the default) schedlab's 'run' is that much CPU time itself and needs no calibration (only --rt-app-logs counts its 'perf' column at it: the loops rt-app's loop would have run, measured on that CPU before the run, on the real kernel)"));
                 }
                 "pi_enabled" => {
                     if self.boolean(e.key, e.value)? {

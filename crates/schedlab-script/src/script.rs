@@ -10,8 +10,10 @@ use crate::model::{ParamValue, ScriptDef};
 use crate::program::Program;
 use crate::span::Span;
 use schedlab_workload::knobs::{parse_knob, Knobs};
+use schedlab_workload::presets::interbench::format_size;
 use schedlab_workload::presets::{
-    Configurable, DefaultKind, GroupDefault, HostNeeds, Outcome, ParamDef, ParamKind, Workload,
+    Configurable, DefaultKind, GroupDefault, HostNeeds, Outcome, ParamDef, ParamKind, SizedBy,
+    Workload,
 };
 use schedlab_workload::record::{Better, MetricDef};
 use schedlab_workload::{Context, ParamError, Plan, TaskRef, WorkloadError};
@@ -390,7 +392,12 @@ impl Configurable for Script {
     fn host_needs(&self) -> HostNeeds {
         let clamp = |b: u64| usize::try_from(b).unwrap_or(usize::MAX);
         HostNeeds {
-            memory: (self.program().memory > 0).then(|| ("touch", clamp(self.program().memory))),
+            memory: (self.program().memory > 0).then(|| {
+                (
+                    SizedBy::Steps(self.memory_steps()),
+                    clamp(self.program().memory),
+                )
+            }),
             files: (self.program().files > 0).then(|| ("write", clamp(self.program().files))),
             real_kernel: None,
             simulated: None,
@@ -401,6 +408,49 @@ impl Configurable for Script {
 }
 
 impl Script {
+    /// What the file's memory steps ask, for the error that refuses more memory than the
+    /// machine has: the [`MEMORY_STEPS_NAMED`] largest shares, each at its place in the file
+    /// with what it asks and for how many tasks, then how many more there are.
+    fn memory_steps(&self) -> String {
+        let (def, program) = (self.def(), self.program());
+        let size = |b: u64| format_size(usize::try_from(b).unwrap_or(usize::MAX));
+        let who = match def.grammar {
+            crate::model::Grammar::Toml => "group",
+            crate::model::Grammar::RtApp => "task",
+        };
+        let mut parts: Vec<String> = (program.memory_steps.iter())
+            .take(MEMORY_STEPS_NAMED)
+            .map(|m| {
+                let each = match m.holders {
+                    1 => size(m.bytes),
+                    n => format!(
+                        "{} in each of {n} tasks, {} in all",
+                        size(m.bytes),
+                        size(m.total)
+                    ),
+                };
+                let message = format!(
+                    "{who} '{}', step `{}`: {each}",
+                    program.groups[m.group].name, m.what
+                );
+                FileError::at(
+                    &def.path,
+                    &def.text,
+                    crate::Diagnostic::new(m.span, message),
+                )
+                .to_string()
+            })
+            .collect();
+        let more = program
+            .memory_steps
+            .len()
+            .saturating_sub(MEMORY_STEPS_NAMED);
+        if more > 0 {
+            parts.push(format!("and {more} more step(s)"));
+        }
+        parts.join("; ")
+    }
+
     /// The parameters' values, for an error (not through the compiled program, which may not
     /// exist).
     fn describe_values(&self) -> String {
@@ -423,6 +473,9 @@ impl Script {
         out.join(" ")
     }
 }
+
+/// The memory steps an error refusing the file's memory names, the largest first.
+const MEMORY_STEPS_NAMED: usize = 3;
 
 fn def(name: &str, unit: &str, better: Better, description: String) -> MetricDef {
     MetricDef {
@@ -693,6 +746,10 @@ impl Workload for Script {
 
     fn rt_app_log_basename(&self) -> Option<String> {
         (self.program().rtapp_log.as_ref()).map(|l| l.basename.clone())
+    }
+
+    fn rt_app_log_calibration(&self) -> Option<schedlab_workload::LoopCalibration> {
+        (self.program().rtapp_log.as_ref()).map(|l| l.calibration)
     }
 }
 

@@ -217,6 +217,13 @@ pub trait Context {
     fn compute_loops(&self, work: Duration) -> impl Future<Output = ()> {
         self.compute(work)
     }
+    /// Nanoseconds per iteration of the busy loop this run measured or was given
+    /// ([`crate::Workload::loop_calibration`], [`crate::Workload::rt_app_log_calibration`]),
+    /// when it has one. The default, which the simulator keeps, is `None`: a simulated CPU
+    /// runs no loop to measure.
+    fn ns_per_loop(&self) -> Option<f64> {
+        None
+    }
     /// A cumulative compute (a recorded program's, whose computes hold what its own calls
     /// cost): burn CPU until the task's CPU time since its body began reaches `total`, the sum
     /// of its computes so far, this one's `cpu` last. What its other steps (posts, waits,

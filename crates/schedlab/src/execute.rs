@@ -131,6 +131,9 @@ fn go(
     check_outputs(&args, &files)?;
     if let Some(dir) = &common.rt_app_logs {
         check_rt_app_logs(&workload, dir)?;
+        if let (BackendRequest::Sim(_), Selected::File(f)) = (&backend, &workload) {
+            warn_simulated_perf(&f.script);
+        }
         settings.rt_app_logs = Some(dir.clone());
     }
     let request = ExperimentRequest {
@@ -221,6 +224,16 @@ fn check_rt_app_logs(workload: &Selected, dir: &std::path::Path) -> Result<(), E
     schedlab_report::rtapp_log::check_basename(&basename)
         .map_err(|m| Error::output("--rt-app-logs", dir, m))?;
     schedlab_report::rtapp_log::check_dir(dir).map_err(|m| Error::output("--rt-app-logs", dir, m))
+}
+
+/// `--rt-app-logs` on the simulator with a `"CPU<n>"` calibration: rt-app's loop is measured on
+/// a real CPU, which a simulated machine has not, so the logs' `perf` column stays 0 — said
+/// once, with what gives it a count.
+fn warn_simulated_perf(script: &schedlab_script::Script) {
+    use schedlab_workload::{LoopCalibration, Workload as _};
+    if let Some(LoopCalibration::Measure { cpu }) = script.rt_app_log_calibration() {
+        eprintln!("warning: --rt-app-logs on the simulator: the file's calibration \"CPU{cpu}\" measures rt-app's busy loop on a real CPU, and a simulated CPU runs no loop, so the logs' perf column (loops run) is 0; give 'calibration' a whole number of ns per loop to have it count loops at that figure");
+    }
 }
 
 /// `--find-max` searches the workload's [`SearchDef`] (web's conforming connections): refuse

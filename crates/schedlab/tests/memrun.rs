@@ -329,7 +329,10 @@ fn toml_memory_steps_beyond_the_bounds_are_refused_before_the_run() {
         "many.toml",
         "[groups.t]\ncount = 4096\nsteps = [ { memory = \"read\", size = \"1GiB\", count = 1 } ]\n",
         &[],
-        &["4096GiB is more than half of the memory available"],
+        &[
+            "many.toml:3:11: group 't', step `read 1 of 1073741824 B`: 1GiB in each of 4096 tasks, 4096GiB in all.",
+            "The file's memory steps hold 4096GiB in all, more than half of the memory available now",
+        ],
     );
     // A timed loop of memory steps of no byte would never end on the simulator.
     refused(

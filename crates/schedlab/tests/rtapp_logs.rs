@@ -400,3 +400,57 @@ steps = [
     let err = stderr(&out);
     assert!(err.contains("with_run") && err.contains('3'), "{err}");
 }
+
+/// The `perf` column counts the loops of rt-app's busy loop a pass's `run` takes, for every
+/// form of `calibration` and either meaning of `run`: at the given ns per loop, or — for
+/// `"CPU<n>"` and 0 — at the figure the real backend measured before the run (it was 0 there
+/// once). The simulator runs no loop: a measured calibration leaves `perf` 0 there, and says so.
+#[test]
+fn the_perf_column_counts_loops_for_every_calibration_and_run_semantic() {
+    let s = Scratch::new("rtapp", "perf");
+    let file = |cal: &str| {
+        format!(
+            r#"{{ "global": {{ "duration": 2, "calibration": {cal}, "log_basename": "p" }},
+  "tasks": {{ "t": {{ "loop": 5, "run": 1000, "sleep": 1000 }} }} }}"#
+        )
+    };
+    for (name, cal) in [("given", "20"), ("zero", "0"), ("cpu0", "\"CPU0\"")] {
+        s.write(&format!("{name}.json"), &file(cal));
+        for run_as in ["cpu-time", "loops"] {
+            let logs = format!("{name}-{run_as}");
+            s.rtapp_logs(&format!("{name}.json"), &logs, &["--run-as", run_as]);
+            let text = s.read(&format!("{logs}/p-t-0.log"));
+            let r = rows(&text);
+            assert_eq!(r.len(), 5, "{logs}:\n{text}");
+            let perf: Vec<i64> = r.iter().map(|row| row[1]).collect();
+            if name == "given" {
+                assert!(
+                    perf.iter().all(|&p| p == 1000 * 1000 / 20),
+                    "{logs}:\n{text}"
+                );
+                continue;
+            }
+            // One calibration a run: every pass the same count, and the ns per loop it
+            // implies (run asked × 1000 / perf) that of a loop of a few C library calls.
+            assert!(perf.iter().all(|&p| p == perf[0]), "{logs}:\n{text}");
+            let ns = 1000.0 * 1000.0 / perf[0] as f64;
+            assert!(
+                (1.0..=1000.0).contains(&ns),
+                "{logs}: {ns} ns per loop:\n{text}"
+            );
+        }
+        let logs = format!("{name}-sim");
+        let out = s.rtapp_logs(&format!("{name}.json"), &logs, &["--backend", "sim"]);
+        let r = rows(&s.read(&format!("{logs}/p-t-0.log")));
+        let warned = stderr(&out).contains("perf column (loops run) is 0");
+        if name == "given" {
+            assert!(r.iter().all(|row| row[1] == 50_000) && !warned, "{logs}");
+        } else {
+            assert!(
+                r.iter().all(|row| row[1] == 0) && warned,
+                "{logs}: {}",
+                stderr(&out)
+            );
+        }
+    }
+}

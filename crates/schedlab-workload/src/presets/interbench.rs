@@ -51,7 +51,7 @@ use super::params::{
     param_defs, parse_count, parse_param, parse_with, ListValues, Param, ParamDef, ParamKind,
     Preset,
 };
-use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, Workload};
+use super::{metric, DefaultKind, GroupDefault, HostNeeds, Outcome, SizedBy, Workload};
 use crate::context::{ChannelId, Context, WorkloadError};
 use crate::error::{ParamError, ValueError};
 use crate::knobs::{Knobs, SchedPolicy};
@@ -1075,7 +1075,8 @@ impl Preset for Interbench {
     /// memload's memory and the read, write and compile loads' files.
     fn host_needs(&self) -> HostNeeds {
         HostNeeds {
-            memory: (self.load == LoadKind::Memload).then_some(("mem-size", self.mem_size)),
+            memory: (self.load == LoadKind::Memload)
+                .then_some((SizedBy::Param("mem-size"), self.mem_size)),
             files: match self.load {
                 LoadKind::Write | LoadKind::Read => Some(("io-size", self.io_size)),
                 LoadKind::Compile => Some(("io-size", 2 * self.io_size)),

@@ -33,7 +33,7 @@ pub use lookup::Lookup;
 pub use messaging::Messaging;
 pub use params::{
     param_defs, set_from_table, Configurable, DefaultKind, GroupDefault, HostNeeds, ListValues,
-    Param, ParamDef, ParamKind, Preset, MAX_MESSAGES, MAX_TASKS,
+    Param, ParamDef, ParamKind, Preset, SizedBy, MAX_MESSAGES, MAX_TASKS,
 };
 pub use pingpong::PingPong;
 pub use schbench::{Pin, Schbench};
@@ -230,6 +230,14 @@ pub trait Workload: Send + Sync + 'static {
     /// its CPU before the tasks start, as rt-app does, or takes the given number. `None` (the
     /// default): the body runs no such loop.
     fn loop_calibration(&self) -> Option<crate::context::LoopCalibration> {
+        None
+    }
+    /// The calibration at which rt-app's logs count the `perf` column, the loops of rt-app's
+    /// busy loop a pass's `run`s take ([`Workload::rt_app_log_basename`]): rt-app's
+    /// `calibration`, whatever the body's `run` is. When a run keeps the logs, the real
+    /// backend measures a `"CPU<n>"` one before the tasks start, as it measures
+    /// [`Workload::loop_calibration`]'s. `None` (the default): the workload has no such logs.
+    fn rt_app_log_calibration(&self) -> Option<crate::context::LoopCalibration> {
         None
     }
 }

@@ -480,10 +480,10 @@ pub enum DefaultKind {
 }
 
 /// What a configuration needs of the machine besides CPUs: `(parameter, bytes)`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct HostNeeds {
-    /// Memory it writes (anonymous), and the parameter that sizes it.
-    pub memory: Option<(&'static str, usize)>,
+    /// Memory it writes (anonymous), and what asks for it.
+    pub memory: Option<(SizedBy, usize)>,
     /// Bytes of files it writes in the temporary directory, and the parameter that sizes them.
     pub files: Option<(&'static str, usize)>,
     /// The parameter setting that needs the real kernel's own code ([`crate::Context::path`]:
@@ -499,6 +499,16 @@ pub struct HostNeeds {
     /// A TCP port on 127.0.0.1 it listens on, and the parameter that names it, checked free
     /// before anything runs (a real web server's `--port`).
     pub port: Option<(&'static str, u16)>,
+}
+
+/// What asks for a [`HostNeeds`] amount, for the error that refuses it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SizedBy {
+    /// The parameter that sizes it (interbench's `mem-size`, its memload's buffer).
+    Param(&'static str),
+    /// A workload file's steps: where each is, what it asks and for how many tasks
+    /// (`file:line:column: group 'a' ...`), the largest first.
+    Steps(String),
 }
 
 #[cfg(test)]
