@@ -720,6 +720,34 @@ const LINE_ROUND_TRIPS: u64 = 256;
 #[repr(align(128))]
 struct Line(std::sync::atomic::AtomicU64);
 
+/// The other side of a [`Line`]'s turns: a thread pinned to `cpu` that busy-polls `line` and,
+/// each time it finds a new odd count, does `on_turn` and writes the next even count; it ends
+/// when the line reads `u64::MAX` (or `on_turn` fails).
+fn answer_turns(
+    cpu: usize,
+    line: std::sync::Arc<Line>,
+    mut on_turn: impl FnMut() -> io::Result<()> + Send + 'static,
+) -> std::thread::JoinHandle<io::Result<()>> {
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || -> io::Result<()> {
+        pin_to(cpu)?;
+        let mut seen = 0;
+        loop {
+            let v = line.0.load(Ordering::Acquire);
+            if v == u64::MAX {
+                return Ok(());
+            }
+            if v != seen && v % 2 == 1 {
+                on_turn()?;
+                line.0.store(v + 1, Ordering::Release);
+                seen = v + 1;
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    })
+}
+
 /// This thread on `cpu_a` and a helper on `cpu_b` write one [`Line`] in turn — this one an odd
 /// count, the helper the next even one — each busy-polling the line until the other's write
 /// arrives: no system call, no sleep, no wakeup, so each step is the line's transfer from the
@@ -731,23 +759,7 @@ fn line_transfer(budget: u64, cpu_a: usize, cpu_b: usize) -> io::Result<f64> {
     use std::sync::atomic::Ordering;
     let line = std::sync::Arc::new(Line(std::sync::atomic::AtomicU64::new(0)));
     let old_mask = current_affinity()?;
-    let theirs = line.clone();
-    let helper = std::thread::spawn(move || -> io::Result<()> {
-        pin_to(cpu_b)?;
-        let mut seen = 0;
-        loop {
-            let v = theirs.0.load(Ordering::Acquire);
-            if v == u64::MAX {
-                return Ok(());
-            }
-            if v != seen && v % 2 == 1 {
-                theirs.0.store(v + 1, Ordering::Release);
-                seen = v + 1;
-            } else {
-                std::hint::spin_loop();
-            }
-        }
-    });
+    let helper = answer_turns(cpu_b, line.clone(), || Ok(()));
     let result = (|| -> io::Result<f64> {
         pin_to(cpu_a)?;
         let mut v = 0u64;
@@ -820,23 +832,9 @@ fn pipe_shared_less_own(budget: u64, cpu_a: usize, cpu_b: usize) -> io::Result<f
     let fds = |p: &(OwnedFd, OwnedFd)| (p.0.as_raw_fd(), p.1.as_raw_fd());
     let (shared_fds, a_fds, b_fds) = (fds(&shared), fds(&own_a), fds(&own_b));
     let (theirs, their_mode) = (line.clone(), on_shared.clone());
-    let helper = std::thread::spawn(move || -> io::Result<()> {
-        pin_to(cpu_b)?;
-        let mut seen = 0;
-        loop {
-            let v = theirs.0.load(Ordering::Acquire);
-            if v == u64::MAX {
-                return Ok(());
-            }
-            if v != seen && v % 2 == 1 {
-                let on = their_mode.0.load(Ordering::Relaxed) == 1;
-                use_pipe(if on { shared_fds } else { b_fds })?;
-                theirs.0.store(v + 1, Ordering::Release);
-                seen = v + 1;
-            } else {
-                std::hint::spin_loop();
-            }
-        }
+    let helper = answer_turns(cpu_b, theirs, move || {
+        let on = their_mode.0.load(Ordering::Relaxed) == 1;
+        use_pipe(if on { shared_fds } else { b_fds })
     });
     let result = (|| -> io::Result<f64> {
         pin_to(cpu_a)?;
