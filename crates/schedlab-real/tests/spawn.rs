@@ -180,18 +180,27 @@ fn builds_job_graph_runs_every_job_once_on_the_real_kernel() {
     assert!(m["makespan_s"] > 0.0 && m["busy_cpus"] > 0.0, "{m:?}");
 }
 
-/// Children that each sleep `naps` times and compute `burn`, recording their argument: a known
-/// case for the counters a spawned task reports.
-struct Nappers {
+/// What each spawned child of [`Kids`] does.
+enum KidBody {
+    /// Sleep 2 ms `naps` times, compute `burn` and record its argument: a known case for the
+    /// counters a spawned task reports.
+    Nap { naps: usize, burn: Duration },
+    /// `passes` passes of a 1 ms sleep and a cumulative compute of `per` (its CPU time brought
+    /// up to `per` times the passes so far).
+    Cumulative { passes: u32, per: Duration },
+}
+
+/// A parent that spawns `kids` children into the group "kid", each doing `body`, and waits for
+/// them; the parent itself computes nothing.
+struct Kids {
     kids: usize,
-    naps: usize,
-    burn: Duration,
+    body: KidBody,
     mode: TaskMode,
 }
 
-impl Workload for Nappers {
+impl Workload for Kids {
     fn name(&self) -> &'static str {
-        "nappers"
+        "kids"
     }
     fn params(&self) -> BTreeMap<String, String> {
         BTreeMap::new()
@@ -201,7 +210,7 @@ impl Workload for Nappers {
             groups: vec![
                 GroupPlan::fixed("parent", 1),
                 GroupPlan {
-                    name: "nap",
+                    name: "kid",
                     tasks: 0,
                     spawn: self.kids,
                 },
@@ -216,11 +225,21 @@ impl Workload for Nappers {
     }
     async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
         if task.group == 1 {
-            for _ in 0..self.naps {
-                ctx.sleep(Duration::from_millis(2)).await;
+            match self.body {
+                KidBody::Nap { naps, burn } => {
+                    for _ in 0..naps {
+                        ctx.sleep(Duration::from_millis(2)).await;
+                    }
+                    ctx.compute(burn).await;
+                    ctx.record("arg", ctx.spawn_arg() as f64);
+                }
+                KidBody::Cumulative { passes, per } => {
+                    for k in 1..=passes {
+                        ctx.sleep(Duration::from_millis(1)).await;
+                        ctx.compute_to_total(per, per * k).await;
+                    }
+                }
             }
-            ctx.compute(self.burn).await;
-            ctx.record("arg", ctx.spawn_arg() as f64);
             return Ok(());
         }
         for k in 0..self.kids {
@@ -245,10 +264,12 @@ impl Workload for Nappers {
 #[test]
 fn spawned_tasks_report_their_counters_and_samples() {
     for mode in [TaskMode::Processes, TaskMode::Threads] {
-        let w = Nappers {
+        let w = Kids {
             kids: 5,
-            naps: 4,
-            burn: Duration::from_millis(20),
+            body: KidBody::Nap {
+                naps: 4,
+                burn: Duration::from_millis(20),
+            },
             mode,
         };
         let mut trace = match schedlab_real::trace::SchedTrace::open(
@@ -277,7 +298,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
             },
         )
         .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
-        let nap = &r.counters["nap"];
+        let nap = &r.counters["kid"];
         let vol = nap.voluntary_switches.unwrap();
         // Each sleep is one voluntary switch; a few more may come from page faults or I/O.
         assert!((20..=40).contains(&vol), "{mode:?}: {nap:?}");
@@ -310,65 +331,6 @@ fn spawned_tasks_report_their_counters_and_samples() {
     }
 }
 
-/// A parent that spawns `kids` children, each of which makes `passes` passes of a 1 ms sleep
-/// and a cumulative compute of `per` (its CPU time brought up to `per` times the passes so
-/// far), and waits for them; the parent itself computes nothing.
-struct CumulativeKids {
-    kids: usize,
-    passes: u32,
-    per: Duration,
-    mode: TaskMode,
-}
-
-impl Workload for CumulativeKids {
-    fn name(&self) -> &'static str {
-        "cumulative-kids"
-    }
-    fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::new()
-    }
-    fn plan(&self) -> Plan {
-        Plan {
-            groups: vec![
-                GroupPlan::fixed("parent", 1),
-                GroupPlan {
-                    name: "kid",
-                    tasks: 0,
-                    spawn: self.kids,
-                },
-            ],
-            channels: 0,
-            duplex: false,
-            locks: 0,
-            sync: SyncPlan::default(),
-            mode: self.mode,
-            transport: Transport::Pipe,
-        }
-    }
-    async fn body<C: Context>(&self, task: TaskRef, ctx: &C) -> Result<(), WorkloadError> {
-        if task.group == 1 {
-            for k in 1..=self.passes {
-                ctx.sleep(Duration::from_millis(1)).await;
-                ctx.compute_to_total(self.per, self.per * k).await;
-            }
-            return Ok(());
-        }
-        for k in 0..self.kids {
-            ctx.spawn(1, k as u64).await?;
-        }
-        for _ in 0..self.kids {
-            ctx.wait(None).await?;
-        }
-        Ok(())
-    }
-    fn metric_defs(&self) -> Vec<MetricDef> {
-        Vec::new()
-    }
-    fn metrics(&self, _: &Outcome) -> Result<BTreeMap<String, f64>, WorkloadError> {
-        Ok(BTreeMap::new())
-    }
-}
-
 /// Spawned tasks carry their cumulative computes into their group's counters as starting tasks
 /// do (a recorded program's forked children are spawned groups): 3 children of 5 passes of a
 /// 2 ms compute report 15 computes summing to 30 ms, none of them found past its sum (a pass's
@@ -376,10 +338,12 @@ impl Workload for CumulativeKids {
 #[test]
 fn spawned_tasks_carry_their_cumulative_computes() {
     for mode in [TaskMode::Processes, TaskMode::Threads] {
-        let w = CumulativeKids {
+        let w = Kids {
             kids: 3,
-            passes: 5,
-            per: Duration::from_millis(2),
+            body: KidBody::Cumulative {
+                passes: 5,
+                per: Duration::from_millis(2),
+            },
             mode,
         };
         let knobs = vec![Knobs::default(); 2];
