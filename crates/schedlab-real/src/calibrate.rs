@@ -720,6 +720,28 @@ const LINE_ROUND_TRIPS: u64 = 256;
 #[repr(align(128))]
 struct Line(std::sync::atomic::AtomicU64);
 
+/// One round trip on a [`Line`] from this side: write the next odd count `v + 1`, poll until
+/// [`answer_turns`]' even `v + 2` is there, and advance `v` by 2. The wait is bounded: the
+/// partner is pinned and never sleeps, but another task may hold its CPU for a while; after a
+/// second without an answer, an error naming `partner`.
+fn take_turn(line: &Line, v: &mut u64, partner: &str) -> io::Result<()> {
+    use std::sync::atomic::Ordering;
+    line.0.store(*v + 1, Ordering::Release);
+    let (mut polls, mut since) = (0u32, None);
+    while line.0.load(Ordering::Acquire) != *v + 2 {
+        std::hint::spin_loop();
+        polls = polls.wrapping_add(1);
+        if polls % (1 << 16) == 0 {
+            let now = monotonic_ns();
+            if now - *since.get_or_insert(now) > 1_000_000_000 {
+                return Err(io::Error::other(format!("{partner} stopped answering")));
+            }
+        }
+    }
+    *v += 2;
+    Ok(())
+}
+
 /// The other side of a [`Line`]'s turns: a thread pinned to `cpu` that busy-polls `line` and,
 /// each time it finds a new odd count, does `on_turn` and writes the next even count; it ends
 /// when the line reads `u64::MAX` (or `on_turn` fails).
@@ -763,25 +785,7 @@ fn line_transfer(budget: u64, cpu_a: usize, cpu_b: usize) -> io::Result<f64> {
     let result = (|| -> io::Result<f64> {
         pin_to(cpu_a)?;
         let mut v = 0u64;
-        // One round trip: write the next odd count, poll until the helper's even one is there
-        // (a bounded wait: the helper is pinned and never sleeps, but another task may hold its
-        // CPU for a while).
-        let round_trip = |v: &mut u64| -> io::Result<()> {
-            line.0.store(*v + 1, Ordering::Release);
-            let (mut polls, mut since) = (0u32, None);
-            while line.0.load(Ordering::Acquire) != *v + 2 {
-                std::hint::spin_loop();
-                polls = polls.wrapping_add(1);
-                if polls % (1 << 16) == 0 {
-                    let now = monotonic_ns();
-                    if now - *since.get_or_insert(now) > 1_000_000_000 {
-                        return Err(io::Error::other("the line's partner stopped answering"));
-                    }
-                }
-            }
-            *v += 2;
-            Ok(())
-        };
+        let round_trip = |v: &mut u64| take_turn(&line, v, "the line's partner");
         for _ in 0..LINE_ROUND_TRIPS {
             round_trip(&mut v)?;
         }
@@ -845,19 +849,7 @@ fn pipe_shared_less_own(budget: u64, cpu_a: usize, cpu_b: usize) -> io::Result<f
             let t0 = monotonic_ns();
             for _ in 0..PIPE_TURNS {
                 use_pipe(if on { shared_fds } else { a_fds })?;
-                line.0.store(*v + 1, Ordering::Release);
-                let (mut polls, mut since) = (0u32, None);
-                while line.0.load(Ordering::Acquire) != *v + 2 {
-                    std::hint::spin_loop();
-                    polls = polls.wrapping_add(1);
-                    if polls % (1 << 16) == 0 {
-                        let now = monotonic_ns();
-                        if now - *since.get_or_insert(now) > 1_000_000_000 {
-                            return Err(io::Error::other("the handoff partner stopped answering"));
-                        }
-                    }
-                }
-                *v += 2;
+                take_turn(&line, v, "the pipe handoff's partner")?;
             }
             Ok(monotonic_ns() - t0)
         };
