@@ -64,6 +64,38 @@ fn refused_on_a_profile_without_figures(dir: &Scratch, file: &str, key: &str) {
     );
 }
 
+/// Runs `read.EXT` (a read of `n` bytes) and `none.EXT` (the same buffer made, never read)
+/// twice each, alternating, with `args`, and asserts that the least CPU time of the first
+/// exceeds the least of the second by more than 0.1 ns a byte read.
+fn assert_the_read_costs(dir: &Scratch, ext: &str, args: &[&str], n: u64) {
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for round in 0..2 {
+        with.push(cpu_s(&run(
+            dir,
+            &format!("read.{ext}"),
+            &format!("r{round}.json"),
+            args,
+        )));
+        without.push(cpu_s(&run(
+            dir,
+            &format!("none.{ext}"),
+            &format!("n{round}.json"),
+            args,
+        )));
+    }
+    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
+    let spent_ns = (min(&with) - min(&without)) * 1e9;
+    println!(
+        "{ext} read of {n} bytes: {spent_ns:.0} ns of CPU ({:.3} ns a byte); runs {with:?} vs {without:?}",
+        spent_ns / n as f64
+    );
+    assert!(
+        spent_ns > n as f64 / 10.0,
+        "a read of {n} bytes cost {spent_ns:.0} ns of CPU, not more than {} (0.1 ns a byte)",
+        n / 10
+    );
+}
+
 #[test]
 fn a_real_read_of_n_bytes_costs_more_than_n_tenths_of_a_nanosecond() {
     let _turn = common::serial();
@@ -79,29 +111,7 @@ fn a_real_read_of_n_bytes_costs_more_than_n_tenths_of_a_nanosecond() {
     };
     dir.write("read.json", &read(67_108_864));
     dir.write("none.json", &read(0));
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for round in 0..2 {
-        with.push(cpu_s(&run(
-            &dir,
-            "read.json",
-            &format!("r{round}.json"),
-            &["--backend", "real"],
-        )));
-        without.push(cpu_s(&run(
-            &dir,
-            "none.json",
-            &format!("n{round}.json"),
-            &["--backend", "real"],
-        )));
-    }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let spent_ns = (min(&with) - min(&without)) * 1e9;
-    println!("read of {n} bytes: {spent_ns:.0} ns of CPU ({:.3} ns a byte); runs {with:?} vs {without:?}", spent_ns / n as f64);
-    assert!(
-        spent_ns > n as f64 / 10.0,
-        "a read of {n} bytes cost {spent_ns:.0} ns of CPU, not more than {} (0.1 ns a byte)",
-        n / 10
-    );
+    assert_the_read_costs(&dir, "json", &["--backend", "real"], n);
 }
 
 #[test]
@@ -210,29 +220,7 @@ fn a_toml_memory_step_reads_its_bytes_on_the_real_kernel() {
     };
     dir.write("read.toml", &read(16_777_216));
     dir.write("none.toml", &read(0));
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for round in 0..2 {
-        with.push(cpu_s(&run(
-            &dir,
-            "read.toml",
-            &format!("r{round}.json"),
-            &[],
-        )));
-        without.push(cpu_s(&run(
-            &dir,
-            "none.toml",
-            &format!("n{round}.json"),
-            &[],
-        )));
-    }
-    let min = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min);
-    let spent_ns = (min(&with) - min(&without)) * 1e9;
-    println!("TOML read of {n} bytes: {spent_ns:.0} ns of CPU ({:.3} ns a byte); runs {with:?} vs {without:?}", spent_ns / n as f64);
-    assert!(
-        spent_ns > n as f64 / 10.0,
-        "a read of {n} bytes cost {spent_ns:.0} ns of CPU, not more than {} (0.1 ns a byte)",
-        n / 10
-    );
+    assert_the_read_costs(&dir, "toml", &[], n);
     // Two tasks chasing one shared buffer, and each its own write buffer.
     dir.write(
         "shared.toml",
