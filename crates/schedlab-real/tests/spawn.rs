@@ -3,7 +3,8 @@
 //! ends a repetition whose child would sleep for a minute. The `build` workload's job graph runs
 //! to completion with every job once.
 
-use schedlab_real::runner::{run_repetition, RepetitionSetup, RunError};
+use schedlab_real::runner::{run_repetition, RepetitionResult, RepetitionSetup, RunError};
+use schedlab_real::wakeups::WakeupCounter;
 use schedlab_workload::knobs::Knobs;
 use schedlab_workload::plan::{GroupPlan, Plan, SyncPlan, TaskMode, Transport};
 use schedlab_workload::presets::{Build, Outcome};
@@ -258,6 +259,26 @@ impl Workload for Kids {
     }
 }
 
+/// One repetition of `w` on the real kernel (default knobs, a 60 s budget), counting wakeups
+/// with `trace` where given; a failure panics naming the task mode.
+fn run_kids(w: Kids, trace: Option<&mut WakeupCounter>) -> RepetitionResult {
+    let mode = w.mode;
+    let knobs = vec![Knobs::default(); 2];
+    run_repetition(
+        &Arc::new(w),
+        RepetitionSetup {
+            knobs: &knobs,
+            stop: Arc::new(AtomicBool::new(false)),
+            budget: Duration::from_secs(60),
+            trace,
+            rq_trace: None,
+            files: None,
+            passes: false,
+        },
+    )
+    .unwrap_or_else(|e| panic!("{mode:?}: {e}"))
+}
+
 /// Issue 19: a spawned task's counters (switches, CPU, migrations, and wakeups when tracefs is
 /// there) and samples are measured, not `-`: 5 children that each sleep 4 times and burn 20 ms
 /// make at least 20 voluntary switches (and 20 wakeups) and about 100 ms of CPU in their group.
@@ -284,20 +305,7 @@ fn spawned_tasks_report_their_counters_and_samples() {
                 None
             }
         };
-        let knobs = vec![Knobs::default(); 2];
-        let r = run_repetition(
-            &Arc::new(w),
-            RepetitionSetup {
-                knobs: &knobs,
-                stop: Arc::new(AtomicBool::new(false)),
-                budget: Duration::from_secs(60),
-                trace: trace.as_mut(),
-                rq_trace: None,
-                files: None,
-                passes: false,
-            },
-        )
-        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let r = run_kids(w, trace.as_mut());
         let nap = &r.counters["kid"];
         let vol = nap.voluntary_switches.unwrap();
         // Each sleep is one voluntary switch; a few more may come from page faults or I/O.
@@ -346,20 +354,7 @@ fn spawned_tasks_carry_their_cumulative_computes() {
             },
             mode,
         };
-        let knobs = vec![Knobs::default(); 2];
-        let r = run_repetition(
-            &Arc::new(w),
-            RepetitionSetup {
-                knobs: &knobs,
-                stop: Arc::new(AtomicBool::new(false)),
-                budget: Duration::from_secs(60),
-                trace: None,
-                rq_trace: None,
-                files: None,
-                passes: false,
-            },
-        )
-        .unwrap_or_else(|e| panic!("{mode:?}: {e}"));
+        let r = run_kids(w, None);
         let kid = &r.counters["kid"];
         let c = kid
             .cumulative
