@@ -34,3 +34,19 @@ schedlab_bin() {
     SCHEDLAB=$PWD/target/release/schedlab
   fi
 }
+
+# rtapp_measure_ns DIR: rt-app's loop in ns, as its own passes on CPU 0 took it
+# (bench/rtapp.py nsloop): prints "WHOLE FRACTION"; rt-app's output is kept in DIR/nsloop.out
+# for the caller's error. SCHED_FIFO (root), so that the passes' wall time is the loop's own
+# even while other work shares the CPU (SCHED_OTHER there measured 37-93 ns for a loop of 21).
+rtapp_measure_ns() {
+  local d="$1/nsloop"
+  rm -rf "$d" && mkdir -p "$d"
+  cat >"$1/nsloop.json" <<EOF
+{ "global": { "duration": 5, "calibration": 20, "logdir": "$d", "log_basename": "rt-app",
+              "ftrace": false, "gnuplot": false },
+  "tasks": { "ns": { "loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 10,
+                     "phases": { "p": { "loop": 40, "run": 5000, "sleep": 1000 } } } } }
+EOF
+  rt-app "$1/nsloop.json" >"$d.out" 2>&1 && python3 bench/rtapp.py nsloop "$d"
+}

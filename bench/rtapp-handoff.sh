@@ -47,14 +47,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 # The loop's ns as rt-app's own SCHED_FIFO passes on CPU 0 take it (bench/rtapp.py nsloop).
-mkdir -p "$tmp/nsloop"
-cat >"$tmp/nsloop.json" <<EOF
-{ "global": { "duration": 5, "calibration": 20, "logdir": "$tmp/nsloop", "log_basename": "rt-app",
-              "ftrace": false, "gnuplot": false },
-  "tasks": { "ns": { "loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 10,
-                     "phases": { "p": { "loop": 40, "run": 5000, "sleep": 1000 } } } } }
-EOF
-if ! rt-app "$tmp/nsloop.json" >"$tmp/nsloop.out" 2>&1 || ! ns=$(python3 bench/rtapp.py nsloop "$tmp/nsloop"); then
+if ! ns=$(rtapp_measure_ns "$tmp"); then
   echo "bench/rtapp-handoff.sh: rt-app's loop could not be measured: $(grep -m1 . "$tmp/nsloop.out")" >&2
   exit 1
 fi

@@ -73,14 +73,7 @@ if [ -n "${CAL:-}" ]; then
   whole_in_range bench/rtapp-short.sh CAL "$CAL" 1 100000
   cal=$CAL took="given"
 else
-  mkdir -p "$tmp/nsloop"
-  cat >"$tmp/nsloop.json" <<EOF
-{ "global": { "duration": 5, "calibration": 20, "logdir": "$tmp/nsloop", "log_basename": "rt-app",
-              "ftrace": false, "gnuplot": false },
-  "tasks": { "ns": { "loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 10,
-                     "phases": { "p": { "loop": 40, "run": 5000, "sleep": 1000 } } } } }
-EOF
-  if ! rt-app "$tmp/nsloop.json" >"$tmp/nsloop.out" 2>&1 || ! ns=$(python3 bench/rtapp.py nsloop "$tmp/nsloop"); then
+  if ! ns=$(rtapp_measure_ns "$tmp"); then
     echo "bench/rtapp-short.sh: rt-app's loop could not be measured: $(grep -m1 . "$tmp/nsloop.out")" >&2
     exit 1
   fi

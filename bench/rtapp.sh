@@ -131,20 +131,6 @@ if [ -z "${POLICIES+set}" ]; then
 else
   policies=$POLICIES
 fi
-# measure_ns: rt-app's loop in ns, as its own passes on CPU 0 took it (bench/rtapp.py nsloop):
-# "WHOLE FRACTION". SCHED_FIFO (root), so that the passes' wall time is the loop's own even
-# while other work shares the CPU (SCHED_OTHER there measured 37–93 ns for a loop of 21).
-measure_ns() {
-  local d="$tmp/nsloop"
-  rm -rf "$d" && mkdir -p "$d"
-  cat >"$tmp/nsloop.json" <<EOF
-{ "global": { "duration": 5, "calibration": 20, "logdir": "$d", "log_basename": "rt-app",
-              "ftrace": false, "gnuplot": false },
-  "tasks": { "ns": { "loop": 1, "cpus": [0], "policy": "SCHED_FIFO", "priority": 10,
-                     "phases": { "p": { "loop": 40, "run": 5000, "sleep": 1000 } } } } }
-EOF
-  rt-app "$tmp/nsloop.json" >"$d.out" 2>&1 && python3 bench/rtapp.py nsloop "$d"
-}
 # rtapp_runs_forks: whether the rt-app here starts a thread for a `fork` event (upstream does;
 # rt-app 1.0, Debian's, skips the key), found by running it once on a file where only a fork
 # starts a task: its log is there or not. Asked once, at the first example with a fork.
@@ -186,7 +172,7 @@ for n in $names; do
   file="$tmp/$base.json"
   cal=$CALIBRATION
   if [ "$cal" = measure ]; then
-    ns=$(measure_ns) || { echo "== $n: rt-app's loop could not be measured: $(grep -m1 . "$tmp/nsloop.out")"; continue; }
+    ns=$(rtapp_measure_ns "$tmp") || { echo "== $n: rt-app's loop could not be measured: $(grep -m1 . "$tmp/nsloop.out")"; continue; }
     cal=${ns% *}
   fi
   nofork=()
