@@ -655,8 +655,8 @@ impl<'a> Machine<'a> {
         }
         // A task that starts asleep has slept since 0 (`slept_at`); a timer wakes it.
         for &(t, until) in asleep {
-            self.clock
-                .timer(until.as_nanos() as u64, Event::Timer { task: t });
+            let at = u64::try_from(until.as_nanos()).unwrap_or(u64::MAX);
+            self.clock.timer(at, Event::Timer { task: t });
         }
         for &t in order {
             if !asleep.iter().any(|&(a, _)| a == t) {
